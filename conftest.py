@@ -1,0 +1,1 @@
+"""Root conftest: makes the repository importable in tests without installing it."""
