@@ -1,0 +1,134 @@
+# MRC fabric on P4: set-up, build, run, test.
+#
+# Every target that needs Python uses .venv (made by `make deps` from Debian's
+# /usr/bin/python3 with --system-site-packages, so Debian's Mininet is importable).
+# Run as root on Debian 12: `make run`, `make test`. See README.md.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= /usr/bin/python3
+VENV := .venv
+VENV_SHELL := .venv-shell
+P4RUNTIME_SHELL_VERSION := 0.0.6
+VENV_STAMP := $(VENV)/.stamp-project
+SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
+
+# System packages from apt (installed only when missing).
+APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc
+
+BUILD ?= build
+RUN_DIR ?= /tmp/mrc-p4/run
+GRPC_ADDR ?= 127.0.0.1:9559
+DEVICE_ID ?= 0
+ELECTION_ID ?= 1,0
+PYTEST_ARGS ?=
+MN_CLEAN ?= 1
+
+P4_PROGRAMS := $(wildcard p4src/*.p4)
+P4INFOS := $(patsubst p4src/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
+# A program's output changes with its includes and with the compiler itself.
+P4_DEPS := $(wildcard p4src/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
+
+.PHONY: help deps system-packages build run test bench shell clean distclean
+
+help:
+	@echo "make run        set up what is missing, build, start the demo network (two-host IPv6 ping for now)"
+	@echo "make test       set up what is missing, run the whole test suite (tests/, per-test timeout)"
+	@echo "make deps       apt packages, .venv (project, editable) and .venv-shell (p4runtime-shell)"
+	@echo "make build      compile p4src/*.p4 with the embedded target into $(BUILD)/"
+	@echo "make bench      run every benchmark under bench/ and print the figures"
+	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID))"
+	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
+	@echo "make distclean  clean, then remove .venv and .venv-shell"
+
+# ---- set-up ---------------------------------------------------------------
+
+deps: system-packages $(VENV_STAMP) $(SHELL_STAMP)
+
+system-packages:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "error: missing system packages:$$missing; run 'make deps' as root (or apt-get install them)" >&2; exit 1; \
+	  fi; \
+	  echo "deps: installing system packages:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null || { \
+	    echo "error: apt-get could not install:$$missing" >&2; exit 1; }; \
+	fi
+
+$(VENV_STAMP): pyproject.toml | system-packages
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: $(PYTHON) is missing or older than Python 3.11; install python3.11 and python3.11-venv, then run make PYTHON=/usr/bin/python3.11 ..." >&2; exit 1; }
+	@if [ ! -x $(VENV)/bin/python ]; then \
+	  echo "deps: creating $(VENV) ($(PYTHON) -m venv --system-site-packages)"; \
+	  $(PYTHON) -m venv --system-site-packages $(VENV) || { echo "error: could not create $(VENV)" >&2; exit 1; }; \
+	fi
+	@echo "deps: installing the project into $(VENV) (pip install -e '.[test]')"
+	@$(VENV)/bin/python -m pip install -q -e '.[test]' || { echo "error: pip could not install the project into $(VENV)" >&2; exit 1; }
+	@touch $@
+
+# p4runtime-shell pins protobuf < 3.21, ipython 7.31 and jedi 0.17.2: its own environment.
+$(SHELL_STAMP): | system-packages
+	@if [ ! -x $(VENV_SHELL)/bin/python ]; then \
+	  echo "deps: creating $(VENV_SHELL) for p4runtime-shell"; \
+	  $(PYTHON) -m venv $(VENV_SHELL) || { echo "error: could not create $(VENV_SHELL)" >&2; exit 1; }; \
+	fi
+	@echo "deps: installing p4runtime-shell==$(P4RUNTIME_SHELL_VERSION) into $(VENV_SHELL)"
+	@$(VENV_SHELL)/bin/python -m pip install -q p4runtime-shell==$(P4RUNTIME_SHELL_VERSION) || { \
+	  echo "error: pip could not install p4runtime-shell into $(VENV_SHELL)" >&2; exit 1; }
+	@touch $@
+
+# ---- build ----------------------------------------------------------------
+
+build: deps
+	@if [ -z "$(P4_PROGRAMS)" ]; then \
+	  echo "build: no P4 programs in p4src/ yet, nothing to compile"; \
+	elif [ ! -x $(VENV)/bin/p4target ] || ! $(VENV)/bin/python -c 'import p4target.cli' 2>/dev/null; then \
+	  echo "build: the p4target command is not there yet (p4target/cli.py), skipping"; \
+	else \
+	  $(MAKE) --no-print-directory $(P4INFOS); \
+	fi
+
+$(BUILD)/%.p4info.txtpb: p4src/%.p4 $(P4_DEPS)
+	@mkdir -p $(@D)
+	@echo "build: $< -> $@"
+	@$(VENV)/bin/p4target compile $< --p4info $@
+
+# ---- run, test, bench, shell ----------------------------------------------
+
+run: deps build
+	@$(VENV)/bin/python -m topologies.two_hosts
+
+test: deps
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+bench: deps
+	@$(VENV)/bin/python bench/run.py
+
+shell: deps
+	$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID)
+
+# ---- clean ----------------------------------------------------------------
+
+clean:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  MRC_P4_RUN_DIR=$(RUN_DIR) $(PYTHON) tools/cleanup.py; \
+	  if [ "$(MN_CLEAN)" != 0 ] && command -v mn >/dev/null; then \
+	    echo "clean: mn -c (Mininet's own cleanup)"; mn -c >/dev/null 2>&1 || true; \
+	  fi; \
+	else \
+	  MRC_P4_RUN_DIR=$(RUN_DIR) $(PYTHON) tools/cleanup.py --check >/dev/null || { \
+	    echo "error: namespaces/veths/processes of the project are left; run 'make clean' as root" >&2; exit 1; }; \
+	fi
+	@rm -rf $(BUILD) .pytest_cache
+	@find . -path ./$(VENV) -prune -o -path ./$(VENV_SHELL) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 
+	@echo "clean: done"
+
+distclean: clean
+	rm -rf $(VENV) $(VENV_SHELL) *.egg-info

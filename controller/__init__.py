@@ -1,0 +1,1 @@
+"""P4Runtime controller: topology model, address plan, table entries, install and `mrcctl`."""

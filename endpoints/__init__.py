@@ -1,0 +1,1 @@
+"""Test endpoints run inside Mininet hosts: MRC-style sender/receiver and traffic helpers."""

@@ -1,0 +1,1 @@
+"""Developer tools kept beside the project (not installed): cleanup of stray resources."""

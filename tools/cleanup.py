@@ -1,0 +1,285 @@
+"""Remove what the project started, and nothing else.
+
+Tests, `make run` and `p4target run` create network namespaces, veths, Mininet host
+shells and switch processes. A crash or a killed test can leave them behind, and a
+leftover veth or namespace makes the next run fail in confusing ways. This helper finds
+them by the project's naming rules and removes them:
+
+- network namespaces and links (veths, Mininet `<node>-ethN` interfaces) whose names
+  start with a project prefix: `p4t` (the embedded target's own tests and tools) or
+  `mrc` (topologies, Mininet hosts and everything else of the project);
+- Mininet node shells (`bash ... mininet:<name>`) whose node name starts with a prefix,
+  and every process in the network namespace of such a node;
+- every process inside a prefixed named namespace (`ip netns pids`);
+- switch processes recorded in pid files under the run directory
+  (`/tmp/mrc-p4/run/*.pid`, or `$MRC_P4_RUN_DIR`), and only when the process still is
+  a switch (`p4target` or `simple_switch` on its command line) that started before its
+  pid file was written, so a recycled pid never kills an unrelated process.
+
+It uses only the standard library so `make clean` works before `make deps`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("cleanup")
+
+PREFIXES: tuple[str, ...] = ("p4t", "mrc")
+DEFAULT_RUN_DIR = Path("/tmp/mrc-p4/run")
+SWITCH_MARKERS: tuple[str, ...] = ("p4target", "simple_switch")
+MININET_TAG = "mininet:"
+
+
+def run_dir() -> Path:
+    """The directory holding switch pid files (`$MRC_P4_RUN_DIR` overrides)."""
+    return Path(os.environ.get("MRC_P4_RUN_DIR", str(DEFAULT_RUN_DIR)))
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What of the project is still on the machine."""
+
+    namespaces: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    processes: tuple[int, ...] = ()
+    pid_files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def empty(self) -> bool:
+        return not (self.namespaces or self.links or self.processes or self.pid_files)
+
+    def describe(self) -> str:
+        parts = []
+        if self.namespaces:
+            parts.append("namespaces: " + ", ".join(self.namespaces))
+        if self.links:
+            parts.append("links: " + ", ".join(self.links))
+        if self.processes:
+            parts.append("processes: " + ", ".join(str(p) for p in self.processes))
+        if self.pid_files:
+            parts.append("pid files: " + ", ".join(str(p) for p in self.pid_files))
+        return "; ".join(parts) if parts else "nothing"
+
+
+def _ip(*args: str) -> str:
+    """Run `ip` and return stdout ('' when it fails: a missing object is not an error)."""
+    try:
+        res = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("ip %s failed: %s", " ".join(args), exc)
+        return ""
+    return res.stdout if res.returncode == 0 else ""
+
+
+def _has_prefix(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name.startswith(p) for p in prefixes)
+
+
+def list_namespaces(prefixes: tuple[str, ...] = PREFIXES) -> list[str]:
+    """Named network namespaces (`ip netns`) whose names carry a project prefix."""
+    names = [line.split()[0] for line in _ip("netns", "list").splitlines() if line.strip()]
+    return sorted(n for n in names if _has_prefix(n, prefixes))
+
+
+def list_links(prefixes: tuple[str, ...] = PREFIXES) -> list[str]:
+    """Links in this (the root) namespace whose names carry a project prefix."""
+    out = _ip("-j", "link", "show")
+    try:
+        links = json.loads(out) if out.strip() else []
+    except json.JSONDecodeError:
+        return []
+    return sorted(str(l["ifname"]) for l in links if _has_prefix(str(l.get("ifname", "")), prefixes))
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _netns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _start_time(pid: int) -> float | None:
+    """Wall-clock start time of a process, from /proc (None when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        btime = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, ValueError):
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES) -> list[int]:
+    """Mininet node shells (`mininet:<name>`) of ours, plus every process sharing the
+    private network namespace of such a node (what runs inside a Mininet host)."""
+    shells = []
+    for pid in _all_pids():
+        for arg in _cmdline(pid):
+            if arg.startswith(MININET_TAG) and _has_prefix(arg[len(MININET_TAG):], prefixes):
+                shells.append(pid)
+                break
+    root_ns = _netns_inode(os.getpid())
+    private = {ino for pid in shells if (ino := _netns_inode(pid)) is not None and ino != root_ns}
+    found = set(shells)
+    if private:
+        found.update(pid for pid in _all_pids() if _netns_inode(pid) in private)
+    found.discard(os.getpid())
+    return sorted(found)
+
+
+def namespace_pids(namespaces: list[str]) -> list[int]:
+    """Processes running inside the given named namespaces."""
+    pids: set[int] = set()
+    for ns in namespaces:
+        pids.update(int(p) for p in _ip("netns", "pids", ns).split() if p.isdigit())
+    pids.discard(os.getpid())
+    return sorted(pids)
+
+
+def switch_pid_files(directory: Path) -> list[tuple[Path, int | None]]:
+    """Pid files under the run dir with the pid of a live switch of ours, or None when the
+    file is stale (process gone, or the pid now belongs to something else)."""
+    result: list[tuple[Path, int | None]] = []
+    if not directory.is_dir():
+        return result
+    for pidfile in sorted(directory.glob("*.pid")):
+        pid: int | None = None
+        try:
+            text = pidfile.read_text().strip()
+            mtime = pidfile.stat().st_mtime
+        except OSError:
+            continue
+        if text.isdigit():
+            candidate = int(text)
+            args = " ".join(_cmdline(candidate))
+            started = _start_time(candidate)
+            if (
+                candidate != os.getpid()
+                and any(m in args for m in SWITCH_MARKERS)
+                and started is not None
+                and started <= mtime + 2.0
+            ):
+                pid = candidate
+        result.append((pidfile, pid))
+    return result
+
+
+def find_leftovers(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None) -> Leftovers:
+    """Everything of ours still present (nothing is changed)."""
+    directory = run_dir() if directory is None else directory
+    namespaces = list_namespaces(prefixes)
+    pidfiles = switch_pid_files(directory)
+    procs = set(mininet_node_pids(prefixes)) | set(namespace_pids(namespaces))
+    procs.update(pid for _, pid in pidfiles if pid is not None)
+    return Leftovers(
+        namespaces=tuple(namespaces),
+        links=tuple(list_links(prefixes)),
+        processes=tuple(sorted(procs)),
+        pid_files=tuple(p for p, _ in pidfiles),
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def terminate(pids: list[int], grace: float = 2.0) -> None:
+    """SIGTERM, wait up to `grace` seconds, then SIGKILL what is still alive."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        live = [p for p in pids if _alive(p)]
+        for pid in live:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while live and time.monotonic() < deadline:
+            live = [p for p in live if _alive(p)]
+            if live:
+                time.sleep(0.05)
+        if not live:
+            return
+
+
+def clean(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None, grace: float = 2.0) -> Leftovers:
+    """Remove our leftovers; returns what was found (and so removed)."""
+    found = find_leftovers(prefixes, directory)
+    if found.empty():
+        return found
+    terminate(list(found.processes), grace)
+    for pidfile in found.pid_files:
+        pidfile.unlink(missing_ok=True)
+    for ns in found.namespaces:
+        _ip("netns", "delete", ns)
+    for link in list_links(prefixes):  # deleting one end of a veth removes its peer
+        _ip("link", "delete", link)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Remove the project's stray namespaces, veths, Mininet nodes and switch processes."
+    )
+    parser.add_argument(
+        "--prefix", action="append", dest="prefixes", metavar="PREFIX",
+        help=f"name prefix of our namespaces/links/Mininet nodes (repeatable; default: {' '.join(PREFIXES)})",
+    )
+    parser.add_argument("--run-dir", type=Path, default=None,
+                        help=f"directory of switch pid files (default: $MRC_P4_RUN_DIR or {DEFAULT_RUN_DIR})")
+    parser.add_argument("--check", action="store_true",
+                        help="only list leftovers; exit 1 when there are any")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="cleanup: %(message)s")
+    prefixes = tuple(args.prefixes) if args.prefixes else PREFIXES
+    if args.check:
+        left = find_leftovers(prefixes, args.run_dir)
+        print(f"leftovers: {left.describe()}")
+        return 0 if left.empty() else 1
+    left = find_leftovers(prefixes, args.run_dir)
+    if left.empty():
+        print("cleanup: nothing of ours left")
+        return 0
+    if os.geteuid() != 0:
+        print(f"cleanup: found {left.describe()}; removing them needs root (run as root)", file=sys.stderr)
+        return 1
+    removed = clean(prefixes, args.run_dir)
+    print(f"cleanup: removed {removed.describe()}")
+    remaining = find_leftovers(prefixes, args.run_dir)
+    if not remaining.empty():
+        print(f"cleanup: could not remove {remaining.describe()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Mininet topologies and the Mininet helpers that build and tear them down."""
