@@ -1,0 +1,335 @@
+"""The ``p4target`` command: compile a program, run an STF test, or run a switch.
+
+One entry point for people and scripts (Mininet node classes, ``make``, CI):
+
+- ``p4target compile PROGRAM.p4 [--p4info OUT.txtpb]``: check a program against the
+  embedded target's front-end and write its P4Info (text format), as
+  ``p4c --p4runtime-files`` would.
+- ``p4target stf PROGRAM.p4 TEST.stf``: run a p4c STF test; exit 0 if it passes.
+- ``p4target run PROGRAM.p4 -i 1@eth1 -i 2@eth2 ...``: a switch on Linux
+  interfaces with a P4Runtime server, like ``simple_switch_grpc``.
+
+Every problem a user can cause is one line on stderr, ``p4target: FILE:LINE:COL:
+error: WHAT; FIX`` (or ``p4target: error: ...``), and exit status 1; usage
+mistakes exit 2 with argparse's usage line. Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from p4target.errors import P4Error
+
+log = logging.getLogger("p4target.cli")
+
+PROG = "p4target"
+DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class UsageError(Exception):
+    """A command-line mistake that argparse cannot see (exit status 2)."""
+
+
+def _port_spec(text: str) -> tuple[int, str]:
+    """``N@IFACE`` -> (N, IFACE)."""
+    num, sep, iface = text.partition("@")
+    if not sep or not num or not iface:
+        raise argparse.ArgumentTypeError(f"{text!r} is not PORT@IFACE (for example 1@veth0)")
+    try:
+        port = int(num, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: port {num!r} is not a number") from None
+    if not 0 <= port < 511:
+        raise argparse.ArgumentTypeError(f"{text!r}: port must be 0..510 (511 is drop)")
+    if len(iface) > 15 or "/" in iface or " " in iface:
+        raise argparse.ArgumentTypeError(f"{text!r}: {iface!r} is not a valid interface name")
+    return port, iface
+
+
+def _define(text: str) -> tuple[str, str]:
+    name, _, value = text.partition("=")
+    if not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME or NAME=VALUE")
+    return name, value or "1"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Embedded P4_16 v1model target: compile programs, run STF tests, "
+        "and run a switch on Linux interfaces with a P4Runtime server.",
+        epilog="Run 'p4target COMMAND --help' for the options of each command.",
+    )
+    parser.add_argument("--log-level", default="warning", choices=LOG_LEVELS,
+                        help="how much to log on stderr (default: warning)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common_p4(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-I", "--include", dest="include_dirs", action="append", default=[],
+                       metavar="DIR", help="add DIR to the #include search path")
+        p.add_argument("-D", "--define", dest="defines", action="append", default=[],
+                       type=_define, metavar="NAME[=VALUE]", help="preprocessor define")
+
+    c = sub.add_parser("compile", help="check a program and write its P4Info",
+                       description="Compile PROGRAM.p4 with the embedded front-end; "
+                       "report the first error as FILE:LINE:COL; optionally write the "
+                       "P4Info in protobuf text format.")
+    c.add_argument("program", type=Path, metavar="PROGRAM.p4")
+    c.add_argument("--p4info", type=Path, metavar="OUT.txtpb",
+                   help="write the P4Info here ('-' for stdout)")
+    common_p4(c)
+
+    s = sub.add_parser("stf", help="run a p4c STF test on a program",
+                       description="Run TEST.stf (p4c's simple test framework format) "
+                       "against PROGRAM.p4 in the embedded target; exit 0 if every "
+                       "expectation holds, 1 otherwise.")
+    s.add_argument("program", type=Path, metavar="PROGRAM.p4")
+    s.add_argument("stf", type=Path, metavar="TEST.stf")
+    s.add_argument("--ordered", action="store_true",
+                   help="packets on one port must come out in the order expected "
+                   "(default: any order within a port)")
+    s.add_argument("--seed", type=int, default=0, help="seed for random() and hashes")
+    common_p4(s)
+
+    r = sub.add_parser("run", help="run a switch on Linux interfaces",
+                       description="Run PROGRAM.p4 as a switch whose ports are Linux "
+                       "interfaces (raw sockets), with a P4Runtime server. "
+                       "Stops cleanly on SIGTERM or SIGINT.",
+                       epilog="Example: p4target run fabric.p4 -i 1@veth1 -i 2@veth2 "
+                       "--grpc-addr 127.0.0.1:9559 --cpu-port 255")
+    r.add_argument("program", type=Path, nargs="?", metavar="PROGRAM.p4",
+                   help="program to load at start (omit with --no-p4)")
+    r.add_argument("-i", "--interface", dest="ports", action="append", default=[],
+                   type=_port_spec, metavar="PORT@IFACE",
+                   help="make interface IFACE switch port PORT (repeat for each port)")
+    r.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+    r.add_argument("--cpu-port", type=int, default=None,
+                   help="port number whose output goes to the controller as packet-in")
+    r.add_argument("--pcap", type=Path, metavar="DIR",
+                   help="write IFACE_in.pcap / IFACE_out.pcap per port into DIR")
+    r.add_argument("--grpc-addr", default=DEFAULT_GRPC_ADDR, metavar="ADDR",
+                   help=f"P4Runtime server address (default {DEFAULT_GRPC_ADDR})")
+    r.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
+    r.add_argument("--no-p4", action="store_true",
+                   help="start without a pipeline; wait for SetForwardingPipelineConfig")
+    r.add_argument("--seed", type=int, default=0, help="seed for random() and hashes")
+    r.add_argument("--pid-file", type=Path, metavar="PATH", help="write the process id here")
+    r.add_argument("--netns", metavar="NAME",
+                   help="open the interfaces in network namespace NAME (/run/netns/NAME)")
+    r.add_argument("--no-promisc", action="store_true",
+                   help="do not put the interfaces in promiscuous mode")
+    common_p4(r)
+    for p in (c, s, r):
+        p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
+                       help="how much to log on stderr (default: warning)")
+    return parser
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _compile(args: argparse.Namespace) -> Any:
+    from p4target.compiler import compile_file
+
+    path: Path = args.program
+    if not path.is_file():
+        raise P4Error("no such program file; check the path", str(path))
+    return compile_file(path, include_dirs=tuple(Path(d) for d in args.include_dirs),
+                        defines=dict(args.defines))
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    compiled = _compile(args)
+    for w in getattr(compiled.model, "warnings", ()):
+        print(f"{PROG}: warning: {w}", file=sys.stderr)
+    if args.p4info is not None:
+        from p4target.p4info import p4info_text
+
+        text = p4info_text(compiled.model)
+        if str(args.p4info) == "-":
+            sys.stdout.write(text)
+        else:
+            try:
+                args.p4info.write_text(text)
+            except OSError as e:
+                raise P4Error(f"cannot write P4Info: {e.strerror}", str(args.p4info)) from None
+    return 0
+
+
+def cmd_stf(args: argparse.Namespace) -> int:
+    from p4target.stf import StfRunner, parse_stf_file
+
+    cmds = parse_stf_file(args.stf)
+    if not args.program.is_file():
+        raise P4Error("no such program file; check the path", str(args.program))
+    sw = _make_switch(args, _compile(args))
+    runner = StfRunner(sw, str(args.stf), ordered=args.ordered)
+    for c in cmds:
+        runner.execute(c)
+    res = runner.finish()
+    for line in res.log:
+        log.info("%s", line)
+    out_count = sum(len(v) for v in res.received.values())
+    if res.passed:
+        print(f"PASS {args.stf}: {res.commands} commands, {res.packets_sent} packets in, "
+              f"{out_count} out")
+        return 0
+    for f in res.failures:
+        print(f"{PROG}: FAIL: {f}", file=sys.stderr)
+    print(f"FAIL {args.stf}: {len(res.failures)} failure(s)")
+    return 1
+
+
+def _make_switch(args: argparse.Namespace, compiled: Any, **kw: Any) -> Any:
+    from p4target import Switch
+
+    return Switch(compiled, seed=args.seed, **kw)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from p4target.device import Device
+    from p4target.netio import NetIO
+
+    if args.no_p4 and args.program is not None:
+        raise UsageError("give either PROGRAM.p4 or --no-p4, not both")
+    if not args.no_p4 and args.program is None:
+        raise UsageError("PROGRAM.p4 is required (or --no-p4 to wait for a pipeline "
+                         "from the controller)")
+    if not args.ports:
+        raise UsageError("give at least one port: -i PORT@IFACE")
+    ports: dict[int, str] = {}
+    for num, iface in args.ports:
+        if num in ports:
+            raise UsageError(f"port {num} is given twice ({ports[num]} and {iface})")
+        ports[num] = iface
+    if args.cpu_port is not None and args.cpu_port in ports:
+        raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
+    if args.no_grpc and args.no_p4:
+        raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
+                         "drop --no-grpc")
+
+    device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+    if args.program is not None:
+        device.load(_compile(args))
+    netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
+                  promisc=not args.no_promisc)
+    netio.open()
+    server = None
+    try:
+        if not args.no_grpc:
+            server = _start_grpc(device, args.grpc_addr)
+        if args.pid_file is not None:
+            try:
+                args.pid_file.write_text(f"{os.getpid()}\n")
+            except OSError as e:
+                raise P4Error(f"cannot write pid file: {e.strerror}", str(args.pid_file)) from None
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("device %d: %s received, stopping", device.device_id,
+                     signal.Signals(signum).name)
+            netio.stop()
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_signal)
+            signal.signal(signal.SIGINT, on_signal)
+        grpc_txt = f", P4Runtime on {server.bound_addr}" if server is not None else ""
+        log.warning("device %d: running with %d port(s)%s", device.device_id, len(ports),
+                    grpc_txt)
+        print(f"{PROG}: device {device.device_id} running: "
+              + ", ".join(f"{n}@{i}" for n, i in sorted(ports.items())) + grpc_txt,
+              file=sys.stderr, flush=True)
+        netio.run()
+    finally:
+        netio.stop()
+        netio.close()
+        if server is not None:
+            server.stop()
+        if args.pid_file is not None:
+            try:
+                args.pid_file.unlink()
+            except OSError:
+                pass
+    for n, st in sorted(netio.stats().items()):
+        log.info("device %d: port %d: rx %d tx %d tx_errors %d", device.device_id, n,
+                 st.rx, st.tx, st.tx_errors)
+    return 0
+
+
+class _Server:
+    def __init__(self, server: Any, addr: str) -> None:
+        self.server = server
+        host = addr.rsplit(":", 1)[0]
+        port = getattr(server, "bound_port", None)
+        self.bound_addr = f"{host}:{port}" if port else addr
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def _start_grpc(device: Any, addr: str) -> _Server:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--grpc-addr {addr!r} is not HOST:PORT (for example 127.0.0.1:9559)")
+    try:
+        from p4target.p4runtime.server import P4RuntimeServer
+    except ImportError as e:
+        raise P4Error(f"the P4Runtime server is not available ({e}); run with --no-grpc") from None
+    server = P4RuntimeServer(device, addr)
+    try:
+        server.start()
+    except P4Error:
+        raise
+    except Exception as e:  # grpc reports a busy port as RuntimeError
+        raise P4Error(f"cannot start the P4Runtime server on {addr}: {e}; "
+                      "choose another --grpc-addr") from None
+    return _Server(server, addr)
+
+
+def format_error(e: P4Error) -> str:
+    text = str(e)
+    if ": error: " not in text and not text.startswith("error:"):
+        text = f"error: {text}"
+    return f"{PROG}: {text}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point: returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on usage errors
+    _setup_logging(getattr(args, "log_level", "warning"))
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    handler = {"compile": cmd_compile, "stf": cmd_stf, "run": cmd_run}[args.command]
+    try:
+        return handler(args)
+    except UsageError as e:
+        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        sub.print_usage(sys.stderr)
+        print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except P4Error as e:
+        print(format_error(e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

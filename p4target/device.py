@@ -1,0 +1,183 @@
+"""A running device: the current switch, its lock, and where its frames go.
+
+``p4target run`` (ports on Linux interfaces) and the P4Runtime server share one
+``Device``. The server may replace the pipeline at any time
+(SetForwardingPipelineConfig) while frames keep arriving, so the switch is only
+touched under ``lock``, and the port state (link status, queue settings) belongs to
+the device, not to one switch: a new pipeline starts with the ports as they are.
+Frames the pipeline sends to the CPU port become packet-ins for the controller;
+every other output goes to ``output_sink`` (netio sets it to "transmit on the port's
+interface").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from p4target.compiler import CompiledProgram
+
+log = logging.getLogger(__name__)
+
+PacketInListener = Callable[[bytes], None]
+DigestListener = Callable[[str, list[tuple[int, ...]]], None]
+
+
+def _drop_sink(port: int, frame: bytes) -> None:
+    """Default sink: a device without ports has nowhere to send frames."""
+
+
+class Device:
+    """One switch instance as the outside world sees it (see docs/target-internals.md §4)."""
+
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None, seed: int = 0) -> None:
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.seed = seed
+        self.lock = threading.RLock()
+        self.switch: Any | None = None
+        self.ports: dict[int, str] = {}
+        self.output_sink: Callable[[int, bytes], None] = _drop_sink
+        self.port_up: dict[int, bool] = {}
+        self.queue_depth: dict[int, int] = {}
+        self.queue_rate: dict[int, float] = {}
+        self.rx_frames = 0
+        self.tx_frames = 0
+        self.dropped_no_pipeline = 0
+        self.errors = 0
+        self._packet_in: list[PacketInListener] = []
+        self._digest: list[DigestListener] = []
+
+    def _log(self, level: int, msg: str, *args: object) -> None:
+        log.log(level, "device %d: " + msg, self.device_id, *args)
+
+    # -- pipeline
+    def load(self, source: Path | str | CompiledProgram) -> None:
+        """Make a new switch from a .p4 path or a compiled program and make it current.
+
+        The old switch keeps forwarding until the new one is ready; port status and
+        queue settings carry over. Raises ``P4Error`` (and keeps the old switch) if
+        the program does not compile or load.
+        """
+        from p4target import Switch
+
+        if isinstance(source, (str, Path)):
+            sw = Switch.load(Path(source), seed=self.seed, device_id=self.device_id,
+                             cpu_port=self.cpu_port)
+            what = str(source)
+        else:
+            sw = Switch(source, seed=self.seed, device_id=self.device_id,
+                        cpu_port=self.cpu_port)
+            what = getattr(getattr(source, "model", None), "source", "compiled program")
+        for port, up in self.port_up.items():
+            sw.set_port_status(port, up)
+        for port, depth in self.queue_depth.items():
+            sw.set_queue_depth(port, depth)
+        for port, rate in self.queue_rate.items():
+            sw.set_queue_rate(port, rate)
+        with self.lock:
+            self.switch = sw
+        self._log(logging.INFO, "pipeline loaded from %s", what)
+
+    def unload(self) -> None:
+        """Forget the pipeline: frames are dropped until the next ``load``."""
+        with self.lock:
+            self.switch = None
+
+    # -- ports
+    def set_port_status(self, port: int, up: bool) -> None:
+        """Link up/down from netio or a test: selector watch ports react at once."""
+        with self.lock:
+            changed = self.port_up.get(port) != up
+            self.port_up[port] = up
+            if self.switch is not None:
+                self.switch.set_port_status(port, up)
+        if changed:
+            name = self.ports.get(port, "")
+            self._log(logging.INFO, "port %d%s is %s", port, f" ({name})" if name else "",
+                      "up" if up else "down")
+
+    def set_queue_depth(self, port: int, packets: int) -> None:
+        with self.lock:
+            self.queue_depth[port] = packets
+            if self.switch is not None:
+                self.switch.set_queue_depth(port, packets)
+
+    def set_queue_rate(self, port: int, packets_per_second: float) -> None:
+        with self.lock:
+            self.queue_rate[port] = packets_per_second
+            if self.switch is not None:
+                self.switch.set_queue_rate(port, packets_per_second)
+
+    # -- frames
+    def receive(self, port: int, frame: bytes) -> None:
+        """A frame arrived on ``port``: run it through the pipeline and deliver every
+        output. Never raises: a pipeline failure is logged and the frame dropped."""
+        with self.lock:
+            sw = self.switch
+            self.rx_frames += 1
+            if sw is None:
+                self.dropped_no_pipeline += 1
+                return
+            try:
+                outputs = sw.inject(port, frame)
+                digests = sw.digests() if self._digest else None
+            except Exception:  # noqa: BLE001 - one bad frame must not stop the device
+                self.errors += 1
+                log.exception("device %d: frame from port %d dropped: pipeline failed",
+                              self.device_id, port)
+                return
+        self._deliver(outputs, digests)
+
+    def packet_out(self, frame: bytes) -> None:
+        """A frame from the controller: processed as if it arrived on the CPU port."""
+        if self.cpu_port is None:
+            self._log(logging.WARNING, "packet-out dropped: no CPU port (start with --cpu-port)")
+            return
+        self.receive(self.cpu_port, frame)
+
+    def _deliver(self, outputs: list[tuple[int, bytes]], digests: list | None) -> None:
+        cpu = self.cpu_port
+        for port, data in outputs:
+            if cpu is not None and port == cpu:
+                for cb in list(self._packet_in):
+                    self._safe(cb, data)
+            else:
+                self.tx_frames += 1
+                try:
+                    self.output_sink(port, data)
+                except Exception:  # noqa: BLE001
+                    self.errors += 1
+                    log.exception("device %d: output to port %d failed", self.device_id, port)
+        if digests:
+            grouped: dict[str, list[tuple[int, ...]]] = {}
+            for item in digests:
+                name, values = item[0], item[1]
+                grouped.setdefault(name, []).append(tuple(values))
+            for name, rows in grouped.items():
+                for cb in list(self._digest):
+                    self._safe(cb, name, rows)
+
+    def _safe(self, cb: Callable[..., None], *args: Any) -> None:
+        try:
+            cb(*args)
+        except Exception:  # noqa: BLE001 - a listener must not break forwarding
+            log.exception("device %d: listener %r failed", self.device_id, cb)
+
+    # -- listeners
+    def add_packet_in_listener(self, cb: PacketInListener) -> None:
+        self._packet_in.append(cb)
+
+    def remove_packet_in_listener(self, cb: PacketInListener) -> None:
+        if cb in self._packet_in:
+            self._packet_in.remove(cb)
+
+    def add_digest_listener(self, cb: DigestListener) -> None:
+        self._digest.append(cb)
+
+    def remove_digest_listener(self, cb: DigestListener) -> None:
+        if cb in self._digest:
+            self._digest.remove(cb)

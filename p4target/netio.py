@@ -1,0 +1,571 @@
+"""Packet I/O for a ``Device`` on Linux interfaces: one raw socket per port.
+
+``p4target run -i 1@eth1 -i 2@eth2`` makes each interface a switch port, as
+``simple_switch -i 1@eth1`` does. Frames are read with ``AF_PACKET`` sockets (the
+interface is put in promiscuous mode for as long as the socket lives, so nothing
+stays set when the process ends), run through the device, and the outputs written
+back on the output port's socket. Frames the socket sees because we sent them
+(``PACKET_OUTGOING``) are ignored.
+
+Link state matters to the dataplane (action-selector watch ports), so netio follows
+it: rtnetlink link notifications (RTM_NEWLINK/RTM_DELLINK) tell the device at once
+when an interface loses its carrier or goes administratively down, and a slow poll of
+the interface flags backs them up. An interface that is deleted and created again
+under the same name is reopened.
+
+Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
+and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
+
+Everything runs in one thread (``run()``; epoll over the sockets, the netlink socket
+and a wake-up pipe), because the pipeline is Python and a thread per port would only
+contend for the GIL. ``stop()`` may be called from a signal handler or another
+thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import logging
+import os
+import select
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from p4target.errors import P4Error
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Linux constants (linux/if_packet.h, linux/if.h, linux/rtnetlink.h, linux/sockios.h)
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_OUTGOING = 4
+PACKET_IGNORE_OUTGOING = 23
+SIOCGIFFLAGS = 0x8913
+SIOCGIFINDEX = 0x8933
+IFF_UP = 0x1
+IFF_RUNNING = 0x40
+NETLINK_ROUTE = 0
+RTMGRP_LINK = 0x1
+RTM_NEWLINK = 16
+RTM_DELLINK = 17
+IFLA_IFNAME = 3
+CLONE_NEWNET = 0x40000000
+
+MAX_FRAME = 65535
+_BATCH = 64  # frames read from one socket before looking at the others
+
+
+# ------------------------------------------------------------------------------ pcap
+
+
+class PcapWriter:
+    """Writes frames to a classic pcap file (microsecond timestamps, Ethernet).
+
+    The format is a 24-byte global header (magic 0xa1b2c3d4, version 2.4, snaplen,
+    link type 1 = Ethernet) and, per frame, a 16-byte record header (seconds,
+    microseconds, captured length, original length) followed by the bytes; all in
+    this machine's byte order, which readers detect from the magic.
+    """
+
+    MAGIC = 0xA1B2C3D4
+    LINKTYPE_ETHERNET = 1
+
+    def __init__(self, path: Path | str, snaplen: int = MAX_FRAME) -> None:
+        self.path = Path(path)
+        self.snaplen = snaplen
+        self._f = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        self._f.write(struct.pack("=IHHiIII", self.MAGIC, 2, 4, 0, 0, snaplen,
+                                  self.LINKTYPE_ETHERNET))
+        self.count = 0
+        self.dirty = False
+
+    def write(self, frame: bytes, timestamp: float | None = None) -> None:
+        ts = time.time() if timestamp is None else timestamp
+        sec = int(ts)
+        usec = int(round((ts - sec) * 1e6))
+        if usec >= 1_000_000:
+            sec, usec = sec + 1, usec - 1_000_000
+        cap = frame[: self.snaplen]
+        self._f.write(struct.pack("=IIII", sec, usec, len(cap), len(frame)))
+        self._f.write(cap)
+        self.count += 1
+        self.dirty = True
+
+    def flush(self) -> None:
+        if self.dirty and not self._f.closed:
+            self._f.flush()
+            self.dirty = False
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+
+
+def read_pcap(path: Path | str) -> list[tuple[float, bytes]]:
+    """Read a classic pcap file (either byte order, usec or nsec) -> [(time, frame)]."""
+    data = Path(path).read_bytes()
+    if len(data) < 24:
+        raise P4Error("not a pcap file (shorter than its header)", str(path))
+    for endian in ("<", ">"):
+        magic = struct.unpack(endian + "I", data[:4])[0]
+        if magic in (0xA1B2C3D4, 0xA1B23C4D):
+            scale = 1e-6 if magic == 0xA1B2C3D4 else 1e-9
+            break
+    else:
+        raise P4Error("not a pcap file (bad magic number)", str(path))
+    out: list[tuple[float, bytes]] = []
+    off = 24
+    while off + 16 <= len(data):
+        sec, frac, caplen, _ = struct.unpack(endian + "IIII", data[off: off + 16])
+        off += 16
+        out.append((sec + frac * scale, data[off: off + caplen]))
+        off += caplen
+    return out
+
+
+# -------------------------------------------------------------- namespaces, interfaces
+
+
+def in_netns(netns: str | None, fn: Callable[[], T]) -> T:
+    """Call ``fn`` with the calling thread inside network namespace ``netns``
+    (``/run/netns/NAME`` as ``ip netns add`` makes it, or a path).
+
+    Sockets keep the namespace they were created in, so a program (or a test) can
+    open sockets in a namespace without running in it: the switch to the namespace
+    happens in a short-lived thread, so the caller's own namespace never changes.
+    """
+    if not netns:
+        return fn()
+    path = netns if "/" in netns else f"/run/netns/{netns}"
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns({path}): {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=worker, name=f"netns-{netns}")
+    t.start()
+    t.join()
+    if "error" in box:
+        err = box["error"]
+        if isinstance(err, FileNotFoundError) and err.filename == path:
+            raise P4Error(f"network namespace {netns!r} does not exist ({path})") from None
+        raise err
+    return box["value"]
+
+
+def _ifreq(name: str, payload: bytes = b"") -> bytes:
+    return struct.pack("16s", name.encode()) + payload.ljust(24, b"\0")
+
+
+def interface_index(ctl: socket.socket, name: str) -> int | None:
+    """ifindex of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
+    try:
+        res = fcntl.ioctl(ctl.fileno(), SIOCGIFINDEX, _ifreq(name))
+    except OSError as e:
+        if e.errno in (errno.ENODEV, errno.ENXIO):
+            return None
+        raise
+    return struct.unpack("i", res[16:20])[0]
+
+
+def interface_up(ctl: socket.socket, name: str) -> bool | None:
+    """True if ``name`` is administratively up and has its link (IFF_UP and
+    IFF_RUNNING), False if not, None if it does not exist."""
+    try:
+        res = fcntl.ioctl(ctl.fileno(), SIOCGIFFLAGS, _ifreq(name))
+    except OSError as e:
+        if e.errno in (errno.ENODEV, errno.ENXIO):
+            return None
+        raise
+    flags = struct.unpack("H", res[16:18])[0]
+    return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
+
+
+def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
+                       rcvbuf: int = 4 << 20) -> socket.socket:
+    """A raw socket for every frame on one interface (bound, promiscuous, deaf to its
+    own transmissions)."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    try:
+        try:
+            s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (root)
+        except OSError:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        try:
+            s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:
+            pass  # kernels before 4.20: outgoing frames are filtered by pkttype below
+        s.bind((name, ETH_P_ALL))
+        if promisc:
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+# ------------------------------------------------------------------------------ NetIO
+
+
+@dataclass
+class PortStats:
+    rx: int = 0
+    tx: int = 0
+    tx_errors: int = 0
+    ignored: int = 0
+
+
+class _Port:
+    def __init__(self, number: int, name: str) -> None:
+        self.number = number
+        self.name = name
+        self.ifindex: int | None = None
+        self.sock: socket.socket | None = None
+        self.up = False
+        self.stats = PortStats()
+        self.pcap_in: PcapWriter | None = None
+        self.pcap_out: PcapWriter | None = None
+
+
+class NetIO:
+    """Connects a ``Device`` to Linux interfaces (see the module docstring)."""
+
+    def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
+                 netns: str | None = None, poll_interval: float = 1.0,
+                 promisc: bool = True) -> None:
+        if not ports:
+            raise P4Error("no ports: give at least one -i PORT@IFACE")
+        names = list(ports.values())
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise P4Error(f"interface {sorted(dup)[0]} is given for more than one port; "
+                          "give each interface once")
+        self.device = device
+        self.netns = netns
+        self.poll_interval = poll_interval
+        self.promisc = promisc
+        self.ports = {n: _Port(n, name) for n, name in sorted(ports.items())}
+        self.by_name = {p.name: p for p in self.ports.values()}
+        self.pcap_dir = Path(pcap_dir) if pcap_dir else None
+        self._ctl: socket.socket | None = None
+        self._nl: socket.socket | None = None
+        self._epoll: select.epoll | None = None
+        self._by_fd: dict[int, _Port] = {}
+        self._wake_r, self._wake_w = -1, -1
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._opened = False
+
+    # -- setup
+    def open(self) -> None:
+        """Open every port (in ``netns`` if given); raises ``P4Error`` naming the first
+        interface that cannot be used, with nothing left open."""
+        if self._opened:
+            return
+        try:
+            in_netns(self.netns, self._open_all)
+        except BaseException:
+            self.close()
+            raise
+        self._opened = True
+        dev = self.device
+        dev.ports = {n: p.name for n, p in self.ports.items()}
+        dev.output_sink = self.send
+        for p in self.ports.values():
+            dev.set_port_status(p.number, p.up)
+        log.info("device %d: ports %s", getattr(dev, "device_id", 0),
+                 ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
+                           for n, p in self.ports.items()))
+
+    def _open_all(self) -> None:
+        self._ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._epoll = select.epoll()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        try:
+            nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+            nl.bind((0, RTMGRP_LINK))
+            nl.setblocking(False)
+            self._nl = nl
+            self._epoll.register(nl.fileno(), select.EPOLLIN)
+        except OSError as e:  # no rtnetlink: the poll still follows the links
+            log.warning("link notifications unavailable (%s); polling link state", e)
+            self._nl = None
+        if self.pcap_dir is not None:
+            try:
+                self.pcap_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise P4Error(f"cannot create pcap directory: {e.strerror}",
+                              str(self.pcap_dir)) from None
+        for p in self.ports.values():
+            idx = interface_index(self._ctl, p.name)
+            if idx is None:
+                where = f" in namespace {self.netns}" if self.netns else ""
+                raise P4Error(f"port {p.number}: interface {p.name!r} does not exist{where}; "
+                              "create it first or fix -i PORT@IFACE")
+            self._open_port(p, idx)
+            if self.pcap_dir is not None:
+                try:
+                    p.pcap_in = PcapWriter(self.pcap_dir / f"{p.name}_in.pcap")
+                    p.pcap_out = PcapWriter(self.pcap_dir / f"{p.name}_out.pcap")
+                except OSError as e:
+                    raise P4Error(f"cannot write pcap file: {e.strerror}",
+                                  str(self.pcap_dir)) from None
+
+    def _open_port(self, p: _Port, ifindex: int) -> None:
+        try:
+            p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc)
+        except PermissionError:
+            raise P4Error(f"port {p.number}: no permission to open a raw socket on "
+                          f"{p.name}; run as root (or with CAP_NET_RAW)") from None
+        except OSError as e:
+            raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
+        p.ifindex = ifindex
+        self._by_fd[p.sock.fileno()] = p
+        assert self._epoll is not None
+        self._epoll.register(p.sock.fileno(), select.EPOLLIN)
+        assert self._ctl is not None
+        p.up = bool(interface_up(self._ctl, p.name))
+
+    def _close_port(self, p: _Port) -> None:
+        if p.sock is not None:
+            fd = p.sock.fileno()
+            self._by_fd.pop(fd, None)
+            if self._epoll is not None:
+                try:
+                    self._epoll.unregister(fd)
+                except (OSError, ValueError):
+                    pass
+            p.sock.close()
+            p.sock = None
+        p.ifindex = None
+
+    # -- sending (the device's output sink)
+    def send(self, port: int, frame: bytes) -> None:
+        p = self.ports.get(port)
+        if p is None:
+            log.debug("device %d: output to port %d dropped: no such port",
+                      getattr(self.device, "device_id", 0), port)
+            return
+        if p.sock is None:
+            p.stats.tx_errors += 1
+            return
+        try:
+            p.sock.send(frame)
+        except OSError as e:
+            p.stats.tx_errors += 1
+            if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
+                log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
+                            getattr(self.device, "device_id", 0), port, p.name,
+                            e.strerror, p.stats.tx_errors)
+            return
+        p.stats.tx += 1
+        if p.pcap_out is not None:
+            p.pcap_out.write(frame)
+
+    # -- the loop
+    def run(self) -> None:
+        """Forward until ``stop()``. Opens the ports first if needed."""
+        self.open()
+        assert self._epoll is not None
+        dev = self.device
+        recv_flags = socket.MSG_DONTWAIT
+        next_poll = time.monotonic() + self.poll_interval
+        next_flush = time.monotonic() + 0.2
+        while not self._stopping:
+            timeout = max(0.0, min(next_poll, next_flush) - time.monotonic())
+            try:
+                events = self._epoll.poll(timeout)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                continue
+            for fd, _ in events:
+                p = self._by_fd.get(fd)
+                if p is not None:
+                    sock = p.sock
+                    if sock is None:
+                        continue
+                    for _ in range(_BATCH):
+                        try:
+                            data, addr = sock.recvfrom(MAX_FRAME, recv_flags)
+                        except BlockingIOError:
+                            break
+                        except OSError as e:
+                            if e.errno == errno.ENETDOWN:
+                                break
+                            log.warning("port %d (%s): receive failed: %s", p.number,
+                                        p.name, e.strerror)
+                            break
+                        if addr[2] == PACKET_OUTGOING:
+                            p.stats.ignored += 1
+                            continue
+                        p.stats.rx += 1
+                        if p.pcap_in is not None:
+                            p.pcap_in.write(data)
+                        dev.receive(p.number, data)
+                elif self._nl is not None and fd == self._nl.fileno():
+                    self._read_netlink()
+                elif fd == self._wake_r:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+            now = time.monotonic()
+            if now >= next_poll:
+                next_poll = now + self.poll_interval
+                self._poll_links()
+            if now >= next_flush:
+                next_flush = now + 0.2
+                for p in self.ports.values():
+                    if p.pcap_in is not None:
+                        p.pcap_in.flush()
+                    if p.pcap_out is not None:
+                        p.pcap_out.flush()
+        self.close()
+
+    def start(self) -> None:
+        """Open the ports and forward in a background thread."""
+        self.open()
+        self._thread = threading.Thread(target=self.run, name="p4target-netio", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the loop to end (safe from signal handlers and other threads)."""
+        self._stopping = True
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def close(self) -> None:
+        for p in self.ports.values():
+            self._close_port(p)
+            for w in (p.pcap_in, p.pcap_out):
+                if w is not None:
+                    w.close()
+        for s in (self._nl, self._ctl):
+            if s is not None:
+                s.close()
+        self._nl = self._ctl = None
+        if self._epoll is not None:
+            self._epoll.close()
+            self._epoll = None
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    # -- link state
+    def _set_up(self, p: _Port, up: bool) -> None:
+        if p.up != up:
+            p.up = up
+            self.device.set_port_status(p.number, up)
+
+    def _poll_links(self) -> None:
+        if self._ctl is None:
+            return
+        for p in self.ports.values():
+            try:
+                idx = interface_index(self._ctl, p.name)
+                state = interface_up(self._ctl, p.name) if idx is not None else None
+            except OSError:
+                continue
+            self._follow(p, idx, bool(state))
+
+    def _follow(self, p: _Port, ifindex: int | None, up: bool) -> None:
+        """Bring port ``p`` in line with its interface: reopen it if the interface was
+        re-created, mark it down if it is gone."""
+        if ifindex is None:
+            if p.sock is not None:
+                log.warning("port %d: interface %s disappeared", p.number, p.name)
+                self._close_port(p)
+            self._set_up(p, False)
+            return
+        if ifindex != p.ifindex:
+            self._close_port(p)
+            try:
+                in_netns(self.netns, lambda: self._open_port(p, ifindex))
+                log.info("port %d: interface %s reopened", p.number, p.name)
+            except P4Error as e:
+                log.warning("%s", e)
+                self._set_up(p, False)
+                return
+        self._set_up(p, up)
+
+    def _read_netlink(self) -> None:
+        assert self._nl is not None
+        while True:
+            try:
+                data = self._nl.recv(65536)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                if e.errno == errno.ENOBUFS:  # lost notifications: look at every link
+                    self._poll_links()
+                    continue
+                return
+            off = 0
+            while off + 16 <= len(data):
+                length, mtype = struct.unpack_from("=IH", data, off)
+                if length < 16:
+                    break
+                if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= 32:
+                    _fam, _pad, _type, ifindex, flags, _change = struct.unpack_from(
+                        "=BBHiII", data, off + 16)
+                    name = _rtattr_string(data, off + 32, off + length, IFLA_IFNAME)
+                    p = self.by_name.get(name or "")
+                    if p is None:
+                        for cand in self.ports.values():
+                            if cand.ifindex == ifindex:
+                                p = cand
+                    if p is not None:
+                        if mtype == RTM_DELLINK:
+                            if p.ifindex == ifindex:
+                                self._follow(p, None, False)
+                        else:
+                            up = bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
+                            self._follow(p, ifindex, up)
+                off += (length + 3) & ~3
+
+    def stats(self) -> dict[int, PortStats]:
+        return {n: p.stats for n, p in self.ports.items()}
+
+
+def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
+    while off + 4 <= end:
+        alen, atype = struct.unpack_from("=HH", data, off)
+        if alen < 4:
+            return None
+        if atype == want:
+            return data[off + 4: off + alen].split(b"\0", 1)[0].decode(errors="replace")
+        off += (alen + 3) & ~3
+    return None
