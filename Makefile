@@ -26,10 +26,11 @@ ELECTION_ID ?= 1,0
 PYTEST_ARGS ?=
 MN_CLEAN ?= 1
 
-P4_PROGRAMS := $(wildcard p4src/*.p4)
-P4INFOS := $(patsubst p4src/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
+P4SRC ?= p4src
+P4_PROGRAMS := $(wildcard $(P4SRC)/*.p4)
+P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
-P4_DEPS := $(wildcard p4src/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
+P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
 .PHONY: help deps system-packages build run test bench shell clean distclean
 
@@ -88,14 +89,14 @@ $(SHELL_STAMP): | system-packages
 
 build: deps
 	@if [ -z "$(P4_PROGRAMS)" ]; then \
-	  echo "build: no P4 programs in p4src/ yet, nothing to compile"; \
+	  echo "build: no P4 programs in $(P4SRC)/ yet, nothing to compile"; \
 	elif [ ! -x $(VENV)/bin/p4target ] || ! $(VENV)/bin/python -c 'import p4target.cli' 2>/dev/null; then \
 	  echo "build: the p4target command is not there yet (p4target/cli.py), skipping"; \
 	else \
 	  $(MAKE) --no-print-directory $(P4INFOS); \
 	fi
 
-$(BUILD)/%.p4info.txtpb: p4src/%.p4 $(P4_DEPS)
+$(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 	@mkdir -p $(@D)
 	@echo "build: $< -> $@"
 	@$(VENV)/bin/p4target compile $< --p4info $@
