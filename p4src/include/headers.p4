@@ -55,7 +55,7 @@ const bit<8> MRC_SYNDROME_NACK_TRIMMED = 0x61;  /* a trimmed packet arrived: con
  * SRH_MAX_SEGMENTS entries (Last Entry <= 7) and at most SRH_MAX_TLV_WORDS
  * 8-byte words of TLVs (128 bytes) after it. An SRH beyond these limits, or one
  * whose Hdr Ext Len cannot hold its segment list, is not parsed: hdr.srh stays
- * valid (the fixed 8 bytes), meta.parser.srh_parsed stays 0 and the rest of the
+ * valid (the fixed 8 bytes), meta.prs.srh_parsed stays 0 and the rest of the
  * packet is payload. Transit switches still forward such a packet on its DA; a
  * switch that would have to process the SRH drops it as a bad SRH.
  */
@@ -212,7 +212,7 @@ struct headers_t {
 
 /*
  * What the common parser records besides headers. A program's metadata_t must
- * have a field `parser_metadata_t parser;` (see parser.p4).
+ * have a field `parser_metadata_t prs;` (see parser.p4).
  */
 struct parser_metadata_t {
     bit<8> srh_segs_todo;   /* segment entries still to extract */

@@ -4,7 +4,7 @@
  * Why shared: both programs must read the same packets the same way; a second
  * copy of the parser would drift. Contract with the including program:
  *   - include headers.p4 first;
- *   - declare `struct metadata_t { parser_metadata_t parser; ... }` before
+ *   - declare `struct metadata_t { parser_metadata_t prs; ... }` before
  *     including this file;
  *   - use MrcParser and MrcDeparser in V1Switch.
  *
@@ -33,10 +33,10 @@ parser MrcParser(packet_in packet,
                  inout standard_metadata_t standard_metadata) {
 
     state start {
-        meta.parser.srh_segs_todo = 0;
-        meta.parser.srh_tlv_words = 0;
-        meta.parser.srh_parsed = 0;
-        meta.parser.l4_after_srh = 0;
+        meta.prs.srh_segs_todo = 0;
+        meta.prs.srh_tlv_words = 0;
+        meta.prs.srh_parsed = 0;
+        meta.prs.l4_after_srh = 0;
         transition parse_ethernet;
     }
 
@@ -67,9 +67,9 @@ parser MrcParser(packet_in packet,
      */
     state parse_routing {
         packet.extract(hdr.srh);
-        meta.parser.srh_segs_todo = hdr.srh.last_entry + 1;
+        meta.prs.srh_segs_todo = hdr.srh.last_entry + 1;
         /* 8-byte words left after the segment list; wraps (>= 240) if negative. */
-        meta.parser.srh_tlv_words = hdr.srh.hdr_ext_len - ((hdr.srh.last_entry + 1) << 1);
+        meta.prs.srh_tlv_words = hdr.srh.hdr_ext_len - ((hdr.srh.last_entry + 1) << 1);
         transition select(hdr.srh.routing_type, hdr.srh.last_entry) {
             (SRH_ROUTING_TYPE, 0 &&& 0xF8): check_srh_length;   /* Last Entry 0..7 */
             default: accept;
@@ -77,7 +77,7 @@ parser MrcParser(packet_in packet,
     }
 
     state check_srh_length {
-        transition select(meta.parser.srh_tlv_words) {
+        transition select(meta.prs.srh_tlv_words) {
             0 &&& 0xF0: parse_srh_segment;   /* 0..15 TLV words */
             16: parse_srh_segment;
             default: accept;
@@ -86,15 +86,15 @@ parser MrcParser(packet_in packet,
 
     state parse_srh_segment {
         packet.extract(hdr.srh_segments.next);
-        meta.parser.srh_segs_todo = meta.parser.srh_segs_todo - 1;
-        transition select(meta.parser.srh_segs_todo) {
+        meta.prs.srh_segs_todo = meta.prs.srh_segs_todo - 1;
+        transition select(meta.prs.srh_segs_todo) {
             0: parse_srh_tlvs;
             default: parse_srh_segment;
         }
     }
 
     state parse_srh_tlvs {
-        transition select(meta.parser.srh_tlv_words) {
+        transition select(meta.prs.srh_tlv_words) {
             0: parse_after_srh;
             default: parse_srh_tlv_word;
         }
@@ -102,15 +102,15 @@ parser MrcParser(packet_in packet,
 
     state parse_srh_tlv_word {
         packet.extract(hdr.srh_tlvs.next);
-        meta.parser.srh_tlv_words = meta.parser.srh_tlv_words - 1;
-        transition select(meta.parser.srh_tlv_words) {
+        meta.prs.srh_tlv_words = meta.prs.srh_tlv_words - 1;
+        transition select(meta.prs.srh_tlv_words) {
             0: parse_after_srh;
             default: parse_srh_tlv_word;
         }
     }
 
     state parse_after_srh {
-        meta.parser.srh_parsed = 1;
+        meta.prs.srh_parsed = 1;
         transition select(hdr.srh.next_hdr) {
             IP_PROTO_IPV6: parse_inner_ipv6;
             IP_PROTO_UDP: parse_udp_after_srh;
@@ -119,7 +119,7 @@ parser MrcParser(packet_in packet,
     }
 
     state parse_udp_after_srh {
-        meta.parser.l4_after_srh = 1;
+        meta.prs.l4_after_srh = 1;
         transition parse_udp;
     }
 
