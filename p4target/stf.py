@@ -323,8 +323,9 @@ def _parse_packet_line(kw: str, rest: str, path: str, lineno: int, col0: int,
         if not compact:
             raise P4Error("packet without data; write 'packet PORT HEX...'", f"{where}:{col0}")
         if len(compact) % 2:
+            lead = len(data_text) - len(data_text.lstrip())
             raise P4Error(f"packet data has an odd number of hex digits ({len(compact)}); "
-                          "write whole bytes", f"{where}:{data_col}")
+                          "write whole bytes", f"{where}:{data_col + lead}")
         return StfCommand("packet", lineno, col0, port=port, data=bytes.fromhex(compact))
     return StfCommand("expect", lineno, col0, port=port,
                       pattern=compact.upper() if compact else None, exact_length=exact)
