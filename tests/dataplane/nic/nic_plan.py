@@ -1,0 +1,232 @@
+"""Address plan and table entries of one NIC, computed from docs/addressing.md.
+
+Why here: the real controller comes later; the NIC tests (and the five-switch chain
+test) need the entries it will write, computed as a pure function of the NIC's place
+in a fabric. Nothing here knows what nic.p4 does to a packet: it only names tables,
+actions and parameters (docs/nic.md) and the addresses of docs/addressing.md, so tests
+build their expected packets independently with scapy.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from p4target.runtime.entries import Group, Lpm, Ternary
+from tests.dataplane.packets import usid_carrier
+
+# ---- docs/addressing.md ------------------------------------------------------
+
+TIER_LEAF = 1
+TIER_SPINE = 2
+TIER_NIC = 3
+LOCAL_USID_BASE = 0xE000
+TRIM_DSCP = 0x3F  # placeholder until the fabric's trim mark is known
+
+
+def leaf_usid(plane: int, leaf: int) -> int:
+    return 0x0100 + plane * 0x0300 + leaf
+
+
+def spine_usid(plane: int, spine: int) -> int:
+    return 0x0100 + plane * 0x0300 + 0x0200 + spine
+
+
+def local_usid(port: int) -> int:
+    return LOCAL_USID_BASE + port
+
+
+def host_addr(leaf: int, port: int) -> str:
+    """Host (inner) address fd00:0:<leaf>:<port>::1."""
+    return f"fd00:0:{leaf:x}:{port:x}::1"
+
+
+def gateway_addr(leaf: int, port: int) -> str:
+    return f"fd00:0:{leaf:x}:{port:x}::fe"
+
+
+def nic_addr(leaf: int, port: int) -> str:
+    """NIC (outer source) address fd00:1:<leaf>:<port>::1."""
+    return f"fd00:1:{leaf:x}:{port:x}::1"
+
+
+def mac(plane: int, tier: int, index: int, port: int) -> str:
+    """02:<plane>:<tier>:<index hi>:<index lo>:<port>."""
+    return f"02:{plane:02x}:{tier:02x}:{index >> 8 & 0xFF:02x}:{index & 0xFF:02x}:{port & 0xFF:02x}"
+
+
+def path_carrier(plane: int, src_leaf: int, spine: int, dst_leaf: int, dst_port: int) -> str:
+    """The 2-tier carrier fcbb:bb00:La:S:Lb:<0xE000+n>:: (La:<0xE000+n> on one leaf)."""
+    if src_leaf == dst_leaf:
+        return usid_carrier([leaf_usid(plane, src_leaf), local_usid(dst_port)])
+    return usid_carrier([
+        leaf_usid(plane, src_leaf),
+        spine_usid(plane, spine),
+        leaf_usid(plane, dst_leaf),
+        local_usid(dst_port),
+    ])
+
+
+def generated_ev(plane: int, spine: int, entropy: int = 0) -> int:
+    """GENERATED-mode EV: plane (15..13) | spine (12..5) | entropy (4..0)."""
+    assert 0 <= plane < 8 and 0 <= spine < 256 and 0 <= entropy < 32
+    return plane << 13 | spine << 5 | entropy
+
+
+def ip_int(text: str) -> int:
+    return int(ipaddress.IPv6Address(text))
+
+
+# ---- NIC ports ---------------------------------------------------------------
+
+NIC_HOST_PORT = 0
+
+
+def nic_plane_port(plane: int) -> int:
+    """NIC port of plane p (the host port is 0)."""
+    return plane + 1
+
+
+def nic_index(leaf: int, port: int) -> int:
+    """Index of a NIC in MACs: leaf * 256 + leaf port (small test fabrics)."""
+    return leaf * 256 + port
+
+
+def host_mac(leaf: int, port: int) -> str:
+    return f"02:00:04:{leaf & 0xFF:02x}:{port & 0xFF:02x}:01"
+
+
+def nic_port_mac(leaf: int, port: int, plane: int | None) -> str:
+    """MAC of a NIC port: a plane port, or (plane None) the host-facing port."""
+    if plane is None:
+        return mac(0, TIER_NIC, nic_index(leaf, port), 0xFE)
+    return mac(plane, TIER_NIC, nic_index(leaf, port), nic_plane_port(plane))
+
+
+def leaf_port_mac(plane: int, leaf: int, port: int) -> str:
+    return mac(plane, TIER_LEAF, leaf, port)
+
+
+# ---- entries -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """Shape of a small multiplane 2-tier fabric."""
+
+    planes: int
+    leaves: int
+    spines: int
+    hosts_per_leaf: int
+
+    def hosts(self) -> list[tuple[int, int]]:
+        """(leaf, leaf port) of every host; leaf ports are 1-based."""
+        return [(l, n) for l in range(self.leaves) for n in range(1, self.hosts_per_leaf + 1)]
+
+
+@dataclass(frozen=True)
+class ExplicitEv:
+    """One EXPLICIT-mode EV: towards a destination host, over (plane, spine)."""
+
+    ev: int
+    dst_leaf: int
+    dst_port: int
+    plane: int
+    spine: int
+
+
+@dataclass
+class NicConfig:
+    """What the controller would write into one NIC."""
+
+    fabric: Fabric
+    leaf: int
+    port: int
+    trim_dscp: int = TRIM_DSCP
+    spray_group: int = 1
+    explicit: list[ExplicitEv] = field(default_factory=list)
+
+
+def explicit_evs(fabric: Fabric, src_leaf: int, src_port: int, first_ev: int = 0x1000,
+                 per_path: int = 1) -> list[ExplicitEv]:
+    """An EV list: every (plane, spine) path towards every other host, ``per_path`` EVs
+    each, numbered from ``first_ev`` (EXPLICIT EVs are arbitrary values)."""
+    evs: list[ExplicitEv] = []
+    ev = first_ev
+    for dst_leaf, dst_port in fabric.hosts():
+        if (dst_leaf, dst_port) == (src_leaf, src_port):
+            continue
+        for plane in range(fabric.planes):
+            for spine in range(fabric.spines):
+                for _ in range(per_path):
+                    evs.append(ExplicitEv(ev, dst_leaf, dst_port, plane, spine))
+                    ev += 1
+    return evs
+
+
+def member_id(plane: int, spine: int) -> int:
+    return 1 + plane * 256 + spine
+
+
+def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
+                per_packet_mrc: bool = True,
+                spray_members: Sequence[tuple[int, int]] | None = None) -> None:
+    """Write every table of nic.p4 for the NIC at (cfg.leaf, cfg.port).
+
+    ``generated`` selects the EV mode for all hosts; ``per_packet_mrc`` installs the
+    traffic-class entry that sprays MRC traffic per packet (other traffic stays per
+    flow). ``spray_members`` limits the spray group to some (plane, spine) paths.
+    """
+    fab = cfg.fabric
+    leaf, port = cfg.leaf, cfg.port
+    gw_mac = nic_port_mac(leaf, port, None)
+    sw.table_add("Ingress.port_role", {"standard_metadata.ingress_port": NIC_HOST_PORT},
+                 "Ingress.host_port",
+                 {"nic_addr": ip_int(nic_addr(leaf, port)),
+                  "gw_addr": ip_int(gateway_addr(leaf, port)),
+                  "gw_mac": mac_int(gw_mac)})
+    sw.table_add("Egress.egress_port", {"standard_metadata.egress_port": NIC_HOST_PORT},
+                 "Egress.to_host", {"src_mac": mac_int(gw_mac),
+                                    "dst_mac": mac_int(host_mac(leaf, port))})
+    for plane in range(fab.planes):
+        pport = nic_plane_port(plane)
+        sw.table_add("Ingress.port_role", {"standard_metadata.ingress_port": pport},
+                     "Ingress.plane_port", {"plane": plane})
+        sw.table_add("Egress.egress_port", {"standard_metadata.egress_port": pport},
+                     "Egress.to_plane",
+                     {"plane": plane,
+                      "src_mac": mac_int(nic_port_mac(leaf, port, plane)),
+                      "dst_mac": mac_int(leaf_port_mac(plane, leaf, port))})
+        sw.table_add("Ingress.gen_plane", {"meta.plane": plane}, "Ingress.gen_params",
+                     {"port": pport, "leaf_base": leaf_usid(plane, 0),
+                      "spine_base": spine_usid(plane, 0), "leaf_count": fab.leaves,
+                      "spine_count": fab.spines, "my_leaf": leaf})
+    sw.table_add("Ingress.my_sid",
+                 {"hdr.ipv6.dst_addr": Lpm(ip_int(usid_carrier([local_usid(port)])), 48)},
+                 "Ingress.decap_to_host", {"port": NIC_HOST_PORT, "trim_dscp": cfg.trim_dscp})
+    hosts = Lpm(ip_int("fd00::"), 32)
+    if generated:
+        sw.table_add("Ingress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "Ingress.mode_generated", {})
+    for e in cfg.explicit:
+        sw.table_add("Ingress.ev_table",
+                     {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)), 64),
+                      "meta.ev": e.ev},
+                     "Ingress.set_path",
+                     {"port": nic_plane_port(e.plane), "plane": e.plane,
+                      "carrier": ip_int(path_carrier(e.plane, leaf, e.spine, e.dst_leaf, e.dst_port))})
+    if per_packet_mrc:
+        sw.table_add("Ingress.spray_mode",
+                     {"meta.is_mrc": Ternary(1, 1)}, "Ingress.spray_per_packet", {}, priority=10)
+    members = list(spray_members) if spray_members is not None else [
+        (p, s) for p in range(fab.planes) for s in range(fab.spines)]
+    for plane, spine in members:
+        sw.act_prof_add_member("Ingress.spray_selector", member_id(plane, spine),
+                               "Ingress.set_generated", {"plane": plane, "spine": spine})
+    sw.act_prof_add_group("Ingress.spray_selector", cfg.spray_group,
+                          [(member_id(p, s), 1, nic_plane_port(p)) for p, s in members])
+    sw.table_add("Ingress.spray", {"hdr.ipv6.dst_addr": hosts}, Group(cfg.spray_group))
+
+
+def mac_int(text: str) -> int:
+    return int(text.replace(":", ""), 16)

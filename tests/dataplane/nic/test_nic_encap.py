@@ -1,0 +1,153 @@
+"""Host -> fabric in EXPLICIT and GENERATED mode: the outer header, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from p4target.runtime.entries import Lpm
+from tests.dataplane.nic.nic_frames import (
+    expected_fabric_frame,
+    inner_of,
+    mrc_frame,
+    udp_frame,
+)
+from tests.dataplane.nic.nic_plan import (
+    generated_ev,
+    host_addr,
+    ip_int,
+    nic_plane_port,
+    path_carrier,
+)
+from tests.dataplane.packets import usid_carrier
+
+DROP_GEN_BAD_EV = 9
+DROP_GEN_BAD_DST = 10
+
+
+def test_every_explicit_ev_leaves_on_its_plane_with_the_expected_outer_header(nic):
+    sw, cfg = nic
+    assert len(cfg.explicit) == 5 * 16  # 5 other hosts x 4 planes x 4 spines
+    sent_bytes: dict[int, int] = {}
+    for e in cfg.explicit:
+        frame = mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev, psn=e.ev)
+        out = sw.inject(0, bytes(frame))
+        carrier = path_carrier(e.plane, cfg.leaf, e.spine, e.dst_leaf, e.dst_port)
+        want = expected_fabric_frame(cfg, e.plane, carrier, inner_of(frame),
+                                     flow_label=e.ev, traffic_class=0x68)
+        assert out == [(nic_plane_port(e.plane), want)], f"EV {e.ev:#x}"
+        sent_bytes[e.ev] = len(bytes(frame))
+    for e in cfg.explicit:
+        assert sw.counter_read("Ingress.ev_tx", e.ev) == (1, sent_bytes[e.ev])
+    for plane in range(cfg.fabric.planes):
+        packets, _ = sw.counter_read("Egress.plane_tx", plane)
+        assert packets == sum(1 for e in cfg.explicit if e.plane == plane)
+
+
+def test_same_leaf_destination_gets_the_short_carrier(nic):
+    sw, cfg = nic
+    e = next(e for e in cfg.explicit if e.dst_leaf == cfg.leaf)
+    frame = mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev)
+    out = sw.inject(0, bytes(frame))
+    carrier = f"fcbb:bb00:{0x100 + e.plane * 0x300 + cfg.leaf:x}:{0xE000 + e.dst_port:x}::"
+    assert out == [(nic_plane_port(e.plane),
+                    expected_fabric_frame(cfg, e.plane, carrier, inner_of(frame),
+                                          flow_label=e.ev, traffic_class=0x68))]
+
+
+def test_explicit_path_longer_than_one_carrier_gets_an_srh(nic):
+    sw, cfg = nic
+    # A detour: leaf 0 -> spine 1 -> leaf 2 -> spine 3 -> leaf 1 -> NIC 2, plane 1.
+    first = usid_carrier([0x401, 0x601, 0x403, 0x603])
+    second = usid_carrier([0x402, 0xE002])
+    ev = 0x7777
+    sw.table_add("Ingress.ev_table",
+                 {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(1, 2)), 128), "meta.ev": ev},
+                 "Ingress.set_path_srh",
+                 {"port": nic_plane_port(1), "plane": 1, "carrier": ip_int(first),
+                  "next_carrier": ip_int(second)})
+    frame = mrc_frame(cfg, 1, 2, ev)
+    out = sw.inject(0, bytes(frame))
+    assert out == [(nic_plane_port(1),
+                    expected_fabric_frame(cfg, 1, first, inner_of(frame), flow_label=ev,
+                                          traffic_class=0x68, next_carrier=second))]
+
+
+def test_explicit_ev_is_per_destination(nic):
+    """An EV listed for host B is not B's path when the packet goes to host C."""
+    sw, cfg = nic
+    e = next(e for e in cfg.explicit if (e.dst_leaf, e.dst_port) == (1, 1))
+    frame = mrc_frame(cfg, 2, 2, e.ev)
+    [(port, data)] = sw.inject(0, bytes(frame))
+    plane = port - 1
+    # Sprayed instead: a carrier towards (2, 2) on the plane it left on.
+    carriers = {path_carrier(plane, cfg.leaf, s, 2, 2) for s in range(cfg.fabric.spines)}
+    outs = {expected_fabric_frame(cfg, plane, c, inner_of(frame), flow_label=e.ev,
+                                  traffic_class=0x68) for c in carriers}
+    assert data in outs
+
+
+GENERATED_SAMPLE = [
+    # (plane, spine, entropy, dst_leaf, dst_port)
+    (0, 0, 0, 1, 1), (0, 3, 31, 2, 2), (1, 1, 7, 1, 2), (2, 2, 12, 2, 1),
+    (3, 3, 1, 1, 1), (3, 0, 30, 0, 2), (1, 2, 5, 0, 2), (2, 1, 0, 2, 2),
+]
+
+
+@pytest.mark.parametrize("plane,spine,entropy,dst_leaf,dst_port", GENERATED_SAMPLE)
+def test_generated_ev_builds_the_carrier_from_ev_and_destination(
+        nic_factory, plane, spine, entropy, dst_leaf, dst_port):
+    sw, cfg = nic_factory(explicit=False, generated=True)
+    ev = generated_ev(plane, spine, entropy)
+    frame = mrc_frame(cfg, dst_leaf, dst_port, ev, tc=0x20)
+    out = sw.inject(0, bytes(frame))
+    carrier = path_carrier(plane, cfg.leaf, spine, dst_leaf, dst_port)
+    assert out == [(nic_plane_port(plane),
+                    expected_fabric_frame(cfg, plane, carrier, inner_of(frame), flow_label=ev,
+                                          traffic_class=0x20))]
+    assert sw.counter_read("Ingress.ev_tx", ev)[0] == 1
+
+
+def test_generated_mode_tables_do_not_grow_with_hosts(nic_factory):
+    """GENERATED mode reaches a host the NIC has no entry for (leaf 2 port 7)."""
+    sw, cfg = nic_factory(explicit=False, generated=True)
+    assert all(len(sw.table_entries(t)) <= cfg.fabric.planes + 1 for t in
+               ("Ingress.gen_plane", "Ingress.ev_mode", "Ingress.ev_table", "Ingress.spray"))
+    ev = generated_ev(2, 3, 9)
+    frame = mrc_frame(cfg, 2, 7, ev)
+    out = sw.inject(0, bytes(frame))
+    assert out == [(nic_plane_port(2),
+                    expected_fabric_frame(cfg, 2, path_carrier(2, 0, 3, 2, 7), inner_of(frame),
+                                          flow_label=ev, traffic_class=0x68))]
+
+
+@pytest.mark.parametrize("ev,dst,reason", [
+    (generated_ev(5, 0), host_addr(1, 1), DROP_GEN_BAD_EV),      # plane 5 of 4
+    (generated_ev(1, 4), host_addr(1, 1), DROP_GEN_BAD_EV),      # spine 4 of 4
+    (generated_ev(1, 1), host_addr(3, 1), DROP_GEN_BAD_DST),     # leaf 3 of 3
+    (generated_ev(1, 1), "fd00:0:1:0::1", DROP_GEN_BAD_DST),     # leaf port 0
+    (generated_ev(1, 1), "fd00:0:1:1000::1", DROP_GEN_BAD_DST),  # leaf port 4096
+    (generated_ev(1, 1), "fd00:7:1:1::1", DROP_GEN_BAD_DST),     # outside the host block
+])
+def test_generated_ev_outside_the_fabric_is_dropped_and_counted(nic_factory, ev, dst, reason):
+    sw, cfg = nic_factory(explicit=False, generated=True)
+    frame = mrc_frame(cfg, 0, 0, ev)
+    frame["IPv6"].dst = dst
+    assert sw.inject(0, bytes(frame)) == []
+    assert sw.counter_read("Ingress.drops", reason)[0] == 1
+
+
+def test_non_mrc_traffic_flow_label_is_stable_per_flow_and_differs_between_flows(nic):
+    sw, cfg = nic
+    labels = {}
+    for sport in (1000, 1001, 1002, 1003):
+        outs = [sw.inject(0, bytes(udp_frame(cfg, 1, 1, sport))) for _ in range(3)]
+        got = set()
+        for [(port, data)] in outs:
+            pkt = Ether(data)
+            got.add((port, pkt[IPv6].fl, pkt[IPv6].dst))
+            assert bytes(pkt[IPv6].payload) == inner_of(udp_frame(cfg, 1, 1, sport))
+        assert len(got) == 1
+        labels[sport] = got.pop()[1]
+    assert len(set(labels.values())) == 4

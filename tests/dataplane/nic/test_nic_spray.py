@@ -1,0 +1,108 @@
+"""The NIC's own spraying: per packet for MRC, per flow for other traffic, failover."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from p4target.runtime.entries import Ternary
+from tests.dataplane.nic.nic_frames import expected_fabric_frame, inner_of, mrc_frame, udp_frame
+from tests.dataplane.nic.nic_plan import nic_plane_port, path_carrier
+
+DST = (1, 2)
+UNKNOWN_EV = 0xBEEF  # not in the EV list: sprayed by the NIC
+DROP_NO_PATH = 8
+
+
+def path_of(sw, cfg, frame, ev: int | None = None) -> tuple[int, int]:
+    """Send ``frame``; check the output is a valid encapsulation; return (plane, spine)."""
+    out = sw.inject(0, bytes(frame))
+    assert len(out) == 1, out
+    port, data = out[0]
+    plane = port - 1
+    assert 0 <= plane < cfg.fabric.planes
+    outer = Ether(data)[IPv6]
+    for spine in range(cfg.fabric.spines):
+        carrier = path_carrier(plane, cfg.leaf, spine, *DST)
+        if outer.dst == carrier:
+            label = ev if ev is not None else outer.fl  # non-MRC: NIC's own flow hash
+            assert data == expected_fabric_frame(cfg, plane, carrier, inner_of(frame),
+                                                 flow_label=label, traffic_class=outer.tc)
+            return plane, spine
+    raise AssertionError(f"carrier {outer.dst} is no path of plane {plane} to {DST}")
+
+
+def test_per_packet_spraying_uses_every_member_evenly(nic):
+    sw, cfg = nic
+    frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
+    used = Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(10_000))
+    assert len(used) == 16  # 4 planes x 4 spines
+    mean = 10_000 / 16
+    assert max(used.values()) <= 1.10 * mean, used
+    assert sw.counter_read("Ingress.ev_tx", UNKNOWN_EV)[0] == 10_000
+
+
+def test_per_flow_spraying_keeps_a_flow_on_one_member_and_spreads_flows(nic):
+    sw, cfg = nic
+    members: Counter[tuple[int, int]] = Counter()
+    for flow in range(1000):
+        frame = udp_frame(cfg, *DST, sport=20000 + flow)
+        first = path_of(sw, cfg, frame)
+        if flow % 50 == 0:  # a sample of flows sends more packets: same member
+            assert all(path_of(sw, cfg, frame) == first for _ in range(5))
+        members[first] += 1
+    assert len(members) == 16
+    assert max(members.values()) <= 1.25 * 1000 / 16, members
+
+
+def test_spray_mode_is_configurable_per_traffic_class(nic):
+    """The controller can make MRC per flow (and another class per packet)."""
+    sw, cfg = nic
+    sw.table_add("Ingress.spray_mode",
+                 {"meta.is_mrc": Ternary(1, 1), "hdr.ipv6.traffic_class": Ternary(0x68, 0xFC)},
+                 "Ingress.spray_per_flow", {}, priority=20)
+    sw.table_add("Ingress.spray_mode", {"hdr.ipv6.next_hdr": Ternary(17, 0xFF)},
+                 "Ingress.spray_per_packet", {}, priority=5)
+    pinned = {path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV, tc=0x68), UNKNOWN_EV)
+              for _ in range(50)}
+    assert len(pinned) == 1
+    sprayed = {path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV, tc=0x20), UNKNOWN_EV)
+               for _ in range(200)}
+    assert len(sprayed) == 16
+    udp = {path_of(sw, cfg, udp_frame(cfg, *DST, sport=7)) for _ in range(200)}
+    assert len(udp) == 16
+
+
+def test_a_plane_port_going_down_is_skipped_at_once_and_used_again_when_up(nic):
+    sw, cfg = nic
+    frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
+    entries_before = {t: [repr(e) for e in sw.table_entries(t)]
+                      for t in ("Ingress.spray", "Ingress.ev_table", "Ingress.gen_plane")}
+    dead = 2
+    sw.set_port_status(nic_plane_port(dead), False)
+    used = Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(1200))
+    assert all(plane != dead for plane, _ in used)
+    assert len(used) == 12
+    assert max(used.values()) <= 1.25 * 1200 / 12
+    # Per-flow traffic moves too: every flow lands on a live plane.
+    for sport in range(100):
+        assert path_of(sw, cfg, udp_frame(cfg, *DST, sport=sport))[0] != dead
+
+    sw.set_port_status(nic_plane_port(dead), True)
+    back = Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(800))
+    assert len(back) == 16
+    assert sum(n for (plane, _), n in back.items() if plane == dead) > 800 / 4 * 0.8
+    assert entries_before == {t: [repr(e) for e in sw.table_entries(t)] for t in entries_before}
+
+
+def test_all_planes_down_drops_and_counts(nic):
+    sw, cfg = nic
+    for plane in range(cfg.fabric.planes):
+        sw.set_port_status(nic_plane_port(plane), False)
+    assert sw.inject(0, bytes(mrc_frame(cfg, *DST, UNKNOWN_EV))) == []
+    assert sw.inject(0, bytes(udp_frame(cfg, *DST, sport=9))) == []
+    assert sw.counter_read("Ingress.drops", DROP_NO_PATH)[0] == 2
+    sw.set_port_status(nic_plane_port(3), True)
+    assert path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV), UNKNOWN_EV)[0] == 3
