@@ -1,0 +1,236 @@
+"""Read: P4Runtime entity filters -> entities, in the pushed P4Info's ids.
+
+A zero id is a wildcard at every level (all tables, all counters, all indexes...),
+as the spec defines. Table entries come from ``Switch.table_entries``; what the
+Switch API does not report (profile members and groups, PRE entries, meter configs,
+modified default entries) comes from the server's ``PipelineState``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from finsy.proto.p4.v1 import p4runtime_pb2
+
+from p4target.errors import EntryError
+from p4target.p4runtime import bytestrings
+from p4target.p4runtime.errors import UNIMPLEMENTED, P4RTError, from_entry_error, invalid
+from p4target.p4runtime.schema import TableInfo
+from p4target.p4runtime.state import PipelineState, entry_key
+from p4target.p4runtime.translate import (
+    ActionCall,
+    decode_match,
+    decode_priority,
+    encode_action,
+    encode_match,
+)
+
+
+def read_entities(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
+    which = request.WhichOneof("entity")
+    reader = _READERS.get(which or "")
+    if reader is None:
+        raise P4RTError(UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
+    try:
+        yield from reader(sw, st, getattr(request, which))
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+
+
+def _tables(st: PipelineState, table_id: int) -> list[TableInfo]:
+    if table_id == 0:
+        return list(st.schema.tables.values())
+    return [st.schema.table(table_id)]
+
+
+def _default_call(sw: Any, t: TableInfo) -> ActionCall:
+    name, params = sw.table_default(t.name)
+    return ActionCall(name, params)
+
+
+def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counters: bool) -> p4runtime_pb2.TableEntry:
+    """One Switch TableEntry as a P4Runtime TableEntry."""
+    msg = p4runtime_pb2.TableEntry(table_id=t.id)
+    msg.match.extend(encode_match(t, entry.match))
+    if entry.priority is not None:
+        msg.priority = entry.priority
+    key = entry_key(t.name, entry.match, entry.priority)
+    if entry.action is not None:
+        msg.action.action.CopyFrom(encode_action(st.schema, entry.action, entry.params))
+    elif entry.member is not None:
+        msg.action.action_profile_member_id = entry.member
+    elif entry.group is not None:
+        one_shot = st.one_shots.get(key)
+        if one_shot is not None and one_shot.group_id == entry.group:
+            msg.action.action_profile_action_set.CopyFrom(one_shot.action_set)
+        else:
+            msg.action.action_profile_group_id = entry.group
+    if with_counters and t.direct_counter_id is not None and entry.counters is not None:
+        msg.counter_data.packet_count, msg.counter_data.byte_count = entry.counters
+    if key in st.direct_meters:
+        msg.meter_config.CopyFrom(st.direct_meters[key])
+    if getattr(entry, "is_const", False):
+        msg.is_const = True
+    return msg
+
+
+def _read_table_entries(sw: Any, st: PipelineState, req: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
+    with_counters = req.HasField("counter_data")
+    for t in _tables(st, req.table_id):
+        if req.is_default_action:
+            call = _default_call(sw, t)
+            msg = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=True)
+            msg.action.action.CopyFrom(encode_action(st.schema, call.name, call.params))
+            yield p4runtime_pb2.Entity(table_entry=msg)
+            continue
+        want_match = None
+        if req.table_id and (len(req.match) or req.priority):
+            want_match = entry_key(t.name, decode_match(t, req.match), decode_priority(t, req.priority))
+        for entry in sw.table_entries(t.name):
+            if want_match is not None and entry_key(t.name, entry.match, entry.priority) != want_match:
+                continue
+            yield p4runtime_pb2.Entity(table_entry=table_entry_message(st, t, entry, with_counters))
+
+
+def _read_members(sw: Any, st: PipelineState, req: p4runtime_pb2.ActionProfileMember):
+    profiles = list(st.schema.profiles.values()) if req.action_profile_id == 0 else [st.schema.profile(req.action_profile_id)]
+    for prof in profiles:
+        for mid, call in sorted(st.members.get(prof.name, {}).items()):
+            if req.member_id and mid != req.member_id:
+                continue
+            m = p4runtime_pb2.ActionProfileMember(action_profile_id=prof.id, member_id=mid)
+            m.action.CopyFrom(encode_action(st.schema, call.name, call.params))
+            yield p4runtime_pb2.Entity(action_profile_member=m)
+
+
+def _read_groups(sw: Any, st: PipelineState, req: p4runtime_pb2.ActionProfileGroup):
+    profiles = list(st.schema.profiles.values()) if req.action_profile_id == 0 else [st.schema.profile(req.action_profile_id)]
+    for prof in profiles:
+        for gid, rec in sorted(st.groups.get(prof.name, {}).items()):
+            if req.group_id and gid != req.group_id:
+                continue
+            g = p4runtime_pb2.ActionProfileGroup(action_profile_id=prof.id, group_id=gid, max_size=rec.max_size)
+            for mid, weight, watch in rec.members:
+                mem = g.members.add(member_id=mid, weight=weight)
+                if watch is not None:
+                    mem.watch_port = bytestrings.encode(watch)
+            yield p4runtime_pb2.Entity(action_profile_group=g)
+
+
+def _externs(st: PipelineState, ident: int, kind: str):
+    if ident == 0:
+        return [e for e in st.schema.externs.values() if e.kind == kind]
+    return [st.schema.extern(ident, kind)]
+
+
+def _indexes(req, size: int, name: str) -> range | list[int]:
+    if not req.HasField("index"):
+        return range(size)
+    i = req.index.index
+    if not 0 <= i < size:
+        raise P4RTError(11, f"'{name}': index {i} outside 0..{size - 1}")  # OUT_OF_RANGE
+    return [i]
+
+
+def _read_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.CounterEntry):
+    for info in _externs(st, req.counter_id, "counter"):
+        for i in _indexes(req, info.size, info.name):
+            packets, nbytes = sw.counter_read(info.name, i)
+            c = p4runtime_pb2.CounterEntry(counter_id=info.id)
+            c.index.index = i
+            c.data.packet_count = packets
+            c.data.byte_count = nbytes
+            yield p4runtime_pb2.Entity(counter_entry=c)
+
+
+def _read_direct_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectCounterEntry):
+    tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_counter_id is not None]
+    if req.table_entry.table_id and not tables:
+        raise invalid(f"table id {req.table_entry.table_id} has no direct counter")
+    for t in tables:
+        want = None
+        if len(req.table_entry.match) or req.table_entry.priority:
+            want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
+        for entry in sw.table_entries(t.name):
+            if want is not None and entry_key(t.name, entry.match, entry.priority) != want:
+                continue
+            d = p4runtime_pb2.DirectCounterEntry()
+            d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
+            packets, nbytes = entry.counters or (0, 0)
+            d.data.packet_count = packets
+            d.data.byte_count = nbytes
+            yield p4runtime_pb2.Entity(direct_counter_entry=d)
+
+
+def _read_registers(sw: Any, st: PipelineState, req: p4runtime_pb2.RegisterEntry):
+    for info in _externs(st, req.register_id, "register"):
+        for i in _indexes(req, info.size, info.name):
+            r = p4runtime_pb2.RegisterEntry(register_id=info.id)
+            r.index.index = i
+            r.data.bitstring = bytestrings.encode(sw.register_read(info.name, i))
+            yield p4runtime_pb2.Entity(register_entry=r)
+
+
+def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
+    for info in _externs(st, req.meter_id, "meter"):
+        for i in _indexes(req, info.size, info.name):
+            m = p4runtime_pb2.MeterEntry(meter_id=info.id)
+            m.index.index = i
+            cfg = st.meters.get((info.name, i))
+            if cfg is not None:
+                m.config.CopyFrom(cfg)
+            yield p4runtime_pb2.Entity(meter_entry=m)
+
+
+def _read_direct_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectMeterEntry):
+    tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_meter_id is not None]
+    for t in tables:
+        for entry in sw.table_entries(t.name):
+            key = entry_key(t.name, entry.match, entry.priority)
+            d = p4runtime_pb2.DirectMeterEntry()
+            d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
+            d.table_entry.ClearField("meter_config")
+            if key in st.direct_meters:
+                d.config.CopyFrom(st.direct_meters[key])
+            yield p4runtime_pb2.Entity(direct_meter_entry=d)
+
+
+def _read_pre(sw: Any, st: PipelineState, req: p4runtime_pb2.PacketReplicationEngineEntry):
+    which = req.WhichOneof("type")
+    if which in (None, "multicast_group_entry"):
+        want = req.multicast_group_entry.multicast_group_id if which else 0
+        for gid, g in sorted(st.mc_groups.items()):
+            if want and gid != want:
+                continue
+            yield p4runtime_pb2.Entity(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+                multicast_group_entry=g))
+    if which in (None, "clone_session_entry"):
+        want = req.clone_session_entry.session_id if which else 0
+        for sid, c in sorted(st.clone_sessions.items()):
+            if want and sid != want:
+                continue
+            yield p4runtime_pb2.Entity(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry(
+                clone_session_entry=c))
+
+
+def _read_digests(sw: Any, st: PipelineState, req: p4runtime_pb2.DigestEntry):
+    for did, cfg in sorted(st.digest_configs.items()):
+        if req.digest_id and did != req.digest_id:
+            continue
+        d = p4runtime_pb2.DigestEntry(digest_id=did)
+        d.config.CopyFrom(cfg)
+        yield p4runtime_pb2.Entity(digest_entry=d)
+
+
+_READERS = {
+    "table_entry": _read_table_entries,
+    "action_profile_member": _read_members,
+    "action_profile_group": _read_groups,
+    "counter_entry": _read_counters,
+    "direct_counter_entry": _read_direct_counters,
+    "register_entry": _read_registers,
+    "meter_entry": _read_meters,
+    "direct_meter_entry": _read_direct_meters,
+    "packet_replication_engine_entry": _read_pre,
+    "digest_entry": _read_digests,
+}

@@ -1,0 +1,416 @@
+"""The P4Runtime gRPC service (``p4.v1.P4Runtime``, spec v1.4) over a ``Device``.
+
+``P4RuntimeServer(device, addr)`` serves one device: arbitration on StreamChannel,
+packet I/O and digests through the Device, pipeline push/pull, Write with per-update
+error reporting, streamed Read, Capabilities. All Switch calls happen under
+``device.lock``; a server-level lock orders pipeline changes against writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent import futures
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import grpc
+from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from google.protobuf.internal import api_implementation
+
+from p4target.p4runtime import bytestrings
+from p4target.p4runtime.arbitration import Arbiter, Client, uint128
+from p4target.p4runtime.errors import (
+    FAILED_PRECONDITION,
+    INTERNAL,
+    NOT_FOUND,
+    OK,
+    PERMISSION_DENIED,
+    UNIMPLEMENTED,
+    P4RTError,
+    abort_with_status,
+    batch_status,
+    grpc_code,
+    invalid,
+    update_error,
+)
+from p4target.p4runtime.packet_io import build_packet_out_frame, parse_packet_in
+from p4target.p4runtime.pipeline import new_state, replay, snapshot, verify
+from p4target.p4runtime.read import read_entities
+from p4target.p4runtime.state import PipelineState
+from p4target.p4runtime.write import apply_update
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "1.4.1"
+READ_CHUNK = 1000  # entities per ReadResponse: large reads come in several messages
+OUTBOX_LIMIT = 4096  # queued stream messages per client before packet-ins are dropped
+
+SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
+GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+
+
+@dataclass
+class _Saved:
+    """A config saved with VERIFY_AND_SAVE: writes go to a scratch device until COMMIT."""
+
+    state: PipelineState
+    scratch: Any
+    updates: list[p4runtime_pb2.Update] = field(default_factory=list)
+
+
+class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, server: "P4RuntimeServer") -> None:
+        self.s = server
+
+    # ---- helpers ---------------------------------------------------------------------
+    def _abort(self, context: grpc.ServicerContext, err: P4RTError) -> None:
+        context.abort(grpc_code(err.code), err.message)
+
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.s.device_id:
+            raise P4RTError(NOT_FOUND, f"device id {device_id} is not this device ({self.s.device_id})")
+
+    def _check_primary(self, election_id: p4runtime_pb2.Uint128, role: str, has_eid: bool) -> None:
+        if role:
+            raise P4RTError(UNIMPLEMENTED, "only the default role is supported; leave role unset")
+        if not has_eid or not self.s.arbiter.is_primary(uint128(election_id)):
+            raise P4RTError(PERMISSION_DENIED, "this client is not the primary: open a StreamChannel and "
+                            "arbitrate with the highest election id, then use that election id")
+
+    # ---- Write -------------------------------------------------------------------------
+    def Write(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.election_id, request.role, request.HasField("election_id"))
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError(UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is supported")
+            errors = self.s.write(request.updates)
+        except P4RTError as err:
+            self._abort(context, err)
+        if any(e.canonical_code != OK for e in errors):
+            abort_with_status(context, batch_status(errors))
+        return p4runtime_pb2.WriteResponse()
+
+    # ---- Read --------------------------------------------------------------------------
+    def Read(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            chunks = self.s.read(request.entities)
+        except P4RTError as err:
+            self._abort(context, err)
+        yield from chunks
+
+    # ---- pipeline ----------------------------------------------------------------------
+    def SetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            self._check_primary(request.election_id, request.role, request.HasField("election_id"))
+            self.s.set_pipeline(request.action, request.config if request.HasField("config") else None)
+        except P4RTError as err:
+            self._abort(context, err)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        try:
+            self._check_device(request.device_id)
+            return self.s.get_pipeline(request.response_type)
+        except P4RTError as err:
+            self._abort(context, err)
+
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    # ---- StreamChannel -------------------------------------------------------------------
+    def StreamChannel(self, request_iterator, context):
+        client = Client(outbox=queue.Queue())
+        self.s.stream_opened(client)
+        done = threading.Event()
+
+        def pump() -> None:
+            try:
+                for msg in request_iterator:
+                    err = self.s.stream_message(client, msg)
+                    if err is not None:
+                        client.outbox.put(err)
+            except Exception as exc:  # the client went away or sent garbage
+                log.debug("stream %d reader ended: %s", client.ident, exc)
+            finally:
+                done.set()
+                client.outbox.put(None)
+
+        reader = threading.Thread(target=pump, name=f"p4rt-stream-{client.ident}", daemon=True)
+        reader.start()
+        context.add_callback(lambda: client.outbox.put(None))
+        try:
+            while True:
+                item = client.outbox.get()
+                if item is None:
+                    break
+                if isinstance(item, P4RTError):
+                    context.abort(grpc_code(item.code), item.message)
+                yield item
+        finally:
+            self.s.stream_closed(client)
+
+
+class P4RuntimeServer:
+    """P4Runtime for one ``p4target.device.Device`` on ``addr`` (``host:port``, port 0 = any)."""
+
+    def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
+                 max_workers: int = 32) -> None:
+        if api_implementation.Type() != "upb":
+            log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
+                        "install a current protobuf wheel", api_implementation.Type())
+        self.device = device
+        self.device_id = getattr(device, "device_id", 0)
+        self.addr = addr
+        self.election_timeout = election_timeout
+        self.arbiter = Arbiter(self.device_id)
+        self.lock = threading.RLock()
+        self.state: PipelineState | None = None
+        self.saved: _Saved | None = None
+        self.bound_port = 0
+        self.packet_ins_dropped = 0
+        self.packet_outs_dropped = 0
+        self._digest_list_id = 0
+        self._max_workers = max_workers
+        self._grpc: grpc.Server | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        self._grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
+            options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
+                     ("grpc.max_send_message_length", 256 * 1024 * 1024)],
+        )
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
+        self.bound_port = self._grpc.add_insecure_port(self.addr)
+        if self.bound_port == 0:
+            raise OSError(f"cannot listen on {self.addr}; is the port in use?")
+        self.device.add_packet_in_listener(self._on_packet_in)
+        if hasattr(self.device, "add_digest_listener"):
+            self.device.add_digest_listener(self._on_digest)
+        self._grpc.start()
+        log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
+
+    def stop(self, grace: float | None = 0.5) -> None:
+        if self._grpc is not None:
+            for c in list(self.arbiter.clients):
+                c.outbox.put(None)
+            self._grpc.stop(grace).wait()
+            self._grpc = None
+            try:
+                self.device.remove_packet_in_listener(self._on_packet_in)
+            except (ValueError, KeyError):
+                pass
+
+    # ---- streams ---------------------------------------------------------------------
+    def stream_opened(self, client: Client) -> None:
+        log.debug("device %d: stream %d opened", self.device_id, client.ident)
+
+    def stream_closed(self, client: Client) -> None:
+        for c, msg in self.arbiter.remove(client):
+            c.outbox.put(msg)
+        log.debug("device %d: stream %d closed", self.device_id, client.ident)
+
+    def stream_message(self, client: Client, msg: p4runtime_pb2.StreamMessageRequest) -> Any:
+        """Handle one stream message; returns a P4RTError that ends the stream, if any."""
+        which = msg.WhichOneof("update")
+        if which == "arbitration":
+            try:
+                for c, out in self.arbiter.arbitrate(client, msg.arbitration):
+                    c.outbox.put(out)
+            except P4RTError as err:
+                return err
+            return None
+        if client.election_id is None and client not in self.arbiter.clients:
+            return P4RTError(FAILED_PRECONDITION, "send a MasterArbitrationUpdate first on a new stream")
+        if which == "packet":
+            self._packet_out(client, msg.packet)
+        elif which == "digest_ack":
+            pass  # lists are not re-sent, so an ack has nothing to release
+        else:
+            self._stream_error(client, invalid(f"unsupported stream message '{which}'"))
+        return None
+
+    def _stream_error(self, client: Client, err: P4RTError, packet: p4runtime_pb2.PacketOut | None = None) -> None:
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.error.canonical_code = err.code
+        msg.error.message = err.message
+        if packet is not None:
+            msg.error.packet_out.packet_out.CopyFrom(packet)
+        client.outbox.put(msg)
+
+    def _packet_out(self, client: Client, packet: p4runtime_pb2.PacketOut) -> None:
+        primary = self.arbiter.primary()
+        if primary is not client:
+            self.packet_outs_dropped += 1
+            self._stream_error(client, P4RTError(PERMISSION_DENIED, "only the primary may send packets"), packet)
+            return
+        st = self.state
+        if st is None:
+            self.packet_outs_dropped += 1
+            self._stream_error(client, P4RTError(FAILED_PRECONDITION, "no pipeline is set"), packet)
+            return
+        try:
+            frame = build_packet_out_frame(st.schema.packet_out, packet)
+        except P4RTError as err:
+            self.packet_outs_dropped += 1
+            self._stream_error(client, err, packet)
+            return
+        try:
+            self.device.packet_out(frame)
+        except Exception as exc:  # a frame must never take the server down
+            log.exception("device %d: packet-out failed", self.device_id)
+            self._stream_error(client, P4RTError(INTERNAL, f"packet-out failed: {exc}"), packet)
+
+    def _send_to_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
+        primary = self.arbiter.primary()
+        if primary is None:
+            self.packet_ins_dropped += 1
+            return
+        if primary.outbox.qsize() >= OUTBOX_LIMIT:
+            self.packet_ins_dropped += 1
+            return
+        primary.outbox.put(msg)
+
+    def _on_packet_in(self, frame: bytes) -> None:
+        st = self.state
+        info = st.schema.packet_in if st is not None else None
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.packet.CopyFrom(parse_packet_in(info, frame))
+        self._send_to_primary(msg)
+
+    def _on_digest(self, name: str, values: list[tuple[int, ...]]) -> None:
+        st = self.state
+        if st is None:
+            return
+        try:
+            did = st.schema.id_of("digest", name)
+        except KeyError:
+            return
+        if did not in st.digest_configs:
+            return
+        self._digest_list_id += 1
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.digest.digest_id = did
+        msg.digest.list_id = self._digest_list_id
+        for tup in values:
+            data = msg.digest.data.add()
+            for v in tup:
+                data.struct.members.add().bitstring = bytestrings.encode(v)
+        self._send_to_primary(msg)
+
+    # ---- pipeline ------------------------------------------------------------------------
+    def set_pipeline(self, action: int, config: p4runtime_pb2.ForwardingPipelineConfig | None) -> None:
+        with self.lock:
+            if action == SetAction.COMMIT:
+                if config is not None and (config.HasField("p4info") or config.p4_device_config):
+                    raise invalid("COMMIT takes no config; it commits the one saved with VERIFY_AND_SAVE")
+                if self.saved is None:
+                    raise P4RTError(FAILED_PRECONDITION, "no saved config to commit; use VERIFY_AND_SAVE first")
+                saved, self.saved = self.saved, None
+                if config is not None and config.HasField("cookie"):
+                    saved.state.cookie = config.cookie.cookie
+                self._commit(saved.state, saved.updates, old=None)
+                return
+            if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE, SetAction.VERIFY_AND_COMMIT,
+                              SetAction.RECONCILE_AND_COMMIT):
+                raise invalid("SetForwardingPipelineConfig needs an action (VERIFY, VERIFY_AND_SAVE, "
+                              "VERIFY_AND_COMMIT, COMMIT or RECONCILE_AND_COMMIT)")
+            if config is None:
+                raise invalid("SetForwardingPipelineConfig needs a config for this action")
+            compiled, schema = verify(config)
+            state = new_state(compiled, schema, config)
+            if action == SetAction.VERIFY:
+                return
+            if action == SetAction.VERIFY_AND_SAVE:
+                scratch = self._scratch_device(compiled)
+                self.saved = _Saved(state, scratch)
+                return
+            carry: list[p4runtime_pb2.Update] = []
+            old = None
+            if action == SetAction.RECONCILE_AND_COMMIT and self.state is not None:
+                with self.device.lock:
+                    carry = snapshot(self.device.switch, self.state)
+                old = self.state.schema
+            self.saved = None
+            self._commit(state, carry, old)
+
+    def _scratch_device(self, compiled: Any) -> Any:
+        from p4target.device import Device
+
+        scratch = Device(device_id=self.device_id, cpu_port=getattr(self.device, "cpu_port", None))
+        scratch.load(compiled)
+        return scratch
+
+    def _commit(self, state: PipelineState, updates: list[p4runtime_pb2.Update], old: Any) -> None:
+        with self.device.lock:
+            self.device.load(state.compiled)
+            kept, dropped = replay(self.device.switch, state, updates, old)
+        self.state = state
+        log.info("device %d: pipeline committed (%d entities carried over, %d dropped)",
+                 self.device_id, kept, dropped)
+
+    def get_pipeline(self, response_type: int) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
+        st = self.state
+        if st is None:
+            raise P4RTError(FAILED_PRECONDITION, "no pipeline is set; push one with SetForwardingPipelineConfig")
+        resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        cfg = resp.config
+        cfg.cookie.cookie = st.cookie
+        if response_type in (GetType.ALL, GetType.P4INFO_AND_COOKIE):
+            cfg.p4info.CopyFrom(st.schema.p4info)
+        if response_type in (GetType.ALL, GetType.DEVICE_CONFIG_AND_COOKIE):
+            cfg.p4_device_config = st.device_config
+        if response_type not in (GetType.ALL, GetType.COOKIE_ONLY, GetType.P4INFO_AND_COOKIE,
+                                 GetType.DEVICE_CONFIG_AND_COOKIE):
+            raise invalid(f"unknown response type {response_type}")
+        return resp
+
+    # ---- write / read ---------------------------------------------------------------------
+    def _target(self) -> tuple[Any, PipelineState, _Saved | None]:
+        if self.saved is not None:
+            return self.saved.scratch, self.saved.state, self.saved
+        if self.state is None:
+            raise P4RTError(FAILED_PRECONDITION, "no pipeline is set; push one with SetForwardingPipelineConfig")
+        return self.device, self.state, None
+
+    def write(self, updates) -> list[p4runtime_pb2.Error]:
+        errors: list[p4runtime_pb2.Error] = []
+        with self.lock:
+            dev, st, saved = self._target()
+            with dev.lock:
+                sw = dev.switch
+                for u in updates:
+                    try:
+                        apply_update(sw, st, u)
+                        errors.append(update_error(OK))
+                        if saved is not None:
+                            saved.updates.append(u)
+                    except P4RTError as err:
+                        errors.append(update_error(err.code, err.message))
+                    except Exception as exc:  # a bug must cost one update, not the server
+                        log.exception("device %d: update failed unexpectedly", self.device_id)
+                        errors.append(update_error(INTERNAL, f"internal error: {exc}"))
+        return errors
+
+    def read(self, entities) -> Iterator[p4runtime_pb2.ReadResponse]:
+        """All matching entities, gathered under the lock, then streamed in chunks."""
+        with self.lock:
+            dev, st, _ = self._target()
+            with dev.lock:
+                found: list[p4runtime_pb2.Entity] = []
+                for ent in entities:
+                    found.extend(read_entities(dev.switch, st, ent))
+        return self._chunks(found)
+
+    @staticmethod
+    def _chunks(found: list[p4runtime_pb2.Entity]) -> Iterator[p4runtime_pb2.ReadResponse]:
+        if not found:
+            yield p4runtime_pb2.ReadResponse()
+            return
+        for i in range(0, len(found), READ_CHUNK):
+            yield p4runtime_pb2.ReadResponse(entities=found[i:i + READ_CHUNK])

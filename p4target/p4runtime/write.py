@@ -1,0 +1,478 @@
+"""Write: one P4Runtime update -> Switch API calls, all or nothing.
+
+``apply_update`` validates an update completely against the schema, then makes the
+Switch call(s); the Switch itself refuses (EntryError) without changing anything.
+Where one update needs several Switch calls (a one-shot selector entry: members,
+group, entry), the calls already made are undone before the error is reported, so
+nothing of a refused update stays applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from finsy.proto.p4.v1 import p4runtime_pb2
+
+from p4target.errors import EntryError
+from p4target.p4runtime import bytestrings
+from p4target.p4runtime.errors import (
+    ALREADY_EXISTS,
+    RESOURCE_EXHAUSTED,
+    FAILED_PRECONDITION,
+    NOT_FOUND,
+    OUT_OF_RANGE,
+    PERMISSION_DENIED,
+    UNIMPLEMENTED,
+    P4RTError,
+    from_entry_error,
+    invalid,
+)
+from p4target.p4runtime.state import GroupRecord, OneShot, PipelineState, entry_key
+from p4target.p4runtime.translate import (
+    ActionCall,
+    decode_action,
+    decode_match,
+    decode_port,
+    decode_priority,
+    table_action,
+)
+from p4target.runtime.entries import Group, Member
+
+log = logging.getLogger(__name__)
+
+INSERT = p4runtime_pb2.Update.INSERT
+MODIFY = p4runtime_pb2.Update.MODIFY
+DELETE = p4runtime_pb2.Update.DELETE
+
+
+def _call(sw: Any, method: str, *args, **kwargs) -> Any:
+    fn = getattr(sw, method, None)
+    if fn is None:
+        raise P4RTError(UNIMPLEMENTED, f"the embedded switch has no '{method}' yet")
+    try:
+        return fn(*args, **kwargs)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+
+
+def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> None:
+    """Apply one update or raise P4RTError with nothing applied."""
+    if update.type not in (INSERT, MODIFY, DELETE):
+        raise invalid("update type must be INSERT, MODIFY or DELETE")
+    which = update.entity.WhichOneof("entity")
+    handler = _HANDLERS.get(which or "")
+    if handler is None:
+        raise P4RTError(UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
+    handler(sw, st, update.type, getattr(update.entity, which))
+
+
+# ---- table entries ---------------------------------------------------------------------
+
+
+def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
+    s = st.schema
+    t = s.table(e.table_id)
+    if e.is_default_action:
+        _write_default(sw, st, op, t, e)
+        return
+    if t.is_const:
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; it cannot be written")
+    if e.HasField("meter_config") or e.HasField("meter_counter_data"):
+        if t.direct_meter_id is None:
+            raise invalid(f"table '{t.name}' has no direct meter; leave meter_config out")
+    if e.HasField("counter_data") and t.direct_counter_id is None:
+        raise invalid(f"table '{t.name}' has no direct counter; leave counter_data out")
+    if e.idle_timeout_ns and not t.model.supports_idle_timeout:
+        raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
+    match = decode_match(t, e.match)
+    priority = decode_priority(t, e.priority)
+    key = entry_key(t.name, match, priority)
+    if op == DELETE:
+        _call(sw, "table_delete", t.name, match, priority=priority)
+        _drop_one_shot(sw, st, t, key)
+        st.direct_meters.pop(key, None)
+        return
+    which = e.action.WhichOneof("type")
+    if which is None:
+        raise invalid(f"table '{t.name}': the entry has no action")
+    undo: list[Callable[[], None]] = []
+    old_one_shot = st.one_shots.get(key) if op == MODIFY else None
+    new_one_shot: OneShot | None = None
+    try:
+        if which == "action":
+            if t.profile is not None:
+                raise invalid(f"table '{t.name}' uses action profile '{t.profile.name}': give a member or group id")
+            call = table_action(s, t, e.action.action, default=False)
+            target: Any = call.name
+            params: dict[str, int] | None = call.params
+        else:
+            if t.profile is None:
+                raise invalid(f"table '{t.name}' has no action profile: give an action, not a {which}")
+            params = None
+            if which == "action_profile_member_id":
+                target = Member(e.action.action_profile_member_id)
+            elif which == "action_profile_group_id":
+                if not t.profile.with_selector:
+                    raise invalid(f"table '{t.name}': '{t.profile.name}' is an action profile without groups")
+                target = Group(e.action.action_profile_group_id)
+            else:  # action_profile_action_set
+                new_one_shot = _make_one_shot(sw, st, t, e.action.action_profile_action_set, undo)
+                target = Group(new_one_shot.group_id)
+        meter = _meter_tuple(e.meter_config) if e.HasField("meter_config") else None
+        if op == INSERT:
+            _call(sw, "table_add", t.name, match, target, params, priority=priority)
+            undo.append(lambda: sw.table_delete(t.name, match, priority=priority))
+        else:
+            _call(sw, "table_modify", t.name, match, target, params, priority=priority)
+        if meter is not None:
+            _call(sw, "direct_meter_set", t.name, match, *meter, priority=priority)
+        if e.HasField("counter_data"):
+            _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
+                  e.counter_data.byte_count, priority=priority)
+    except Exception:
+        for fn in reversed(undo):
+            try:
+                fn()
+            except Exception:  # pragma: no cover - undo of our own fresh objects
+                log.exception("undo after a refused update failed")
+        raise
+    if e.HasField("meter_config"):
+        st.direct_meters[key] = e.meter_config
+    if new_one_shot is not None:
+        st.one_shots[key] = new_one_shot
+    if old_one_shot is not None:
+        if new_one_shot is None:
+            st.one_shots.pop(key, None)
+        _release_one_shot(sw, st, t, old_one_shot)
+
+
+def _meter_tuple(c: p4runtime_pb2.MeterConfig) -> tuple[int, int, int, int]:
+    if c.cir < 0 or c.pir < 0 or c.cburst < 0 or c.pburst < 0:
+        raise invalid("meter config values cannot be negative")
+    if c.pir < c.cir:
+        raise invalid(f"meter config: pir {c.pir} is below cir {c.cir}")
+    return (c.cir, c.cburst, c.pir, c.pburst)
+
+
+def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
+    prof = t.profile
+    assert prof is not None
+    if not prof.with_selector:
+        raise invalid(f"table '{t.name}': one-shot action sets need an action selector")
+    if not aset.action_profile_actions:
+        raise invalid(f"table '{t.name}': the action set is empty")
+    if prof.max_group_size and len(aset.action_profile_actions) > prof.max_group_size:
+        raise P4RTError(
+            RESOURCE_EXHAUSTED,
+            f"action set of {len(aset.action_profile_actions)} is larger than max group size {prof.max_group_size}",
+        )
+    calls = []
+    for i, apa in enumerate(aset.action_profile_actions):
+        call = table_action(st.schema, t, apa.action, default=False)
+        if apa.weight <= 0:
+            raise invalid(f"table '{t.name}': action set element {i} needs a weight >= 1")
+        watch = _watch(apa, f"table '{t.name}' action set element {i}")
+        calls.append((call, apa.weight, watch))
+    member_ids = []
+    for call, _, _ in calls:
+        mid = st.allocate_one_shot_id()
+        _call(sw, "act_prof_add_member", prof.name, mid, call.name, call.params)
+        undo.append(lambda mid=mid: sw.act_prof_delete_member(prof.name, mid))
+        member_ids.append(mid)
+    gid = st.allocate_one_shot_id()
+    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls)])
+    undo.append(lambda: sw.act_prof_delete_group(prof.name, gid))  # undone before its members
+    return OneShot(gid, member_ids, aset)
+
+
+def _release_one_shot(sw: Any, st: PipelineState, t, os_: OneShot) -> None:
+    prof = t.profile
+    try:
+        sw.act_prof_delete_group(prof.name, os_.group_id)
+        for mid in os_.member_ids:
+            sw.act_prof_delete_member(prof.name, mid)
+    except EntryError:
+        log.exception("releasing one-shot group %d of %s", os_.group_id, t.name)
+
+
+def _drop_one_shot(sw: Any, st: PipelineState, t, key: tuple) -> None:
+    os_ = st.one_shots.pop(key, None)
+    if os_ is not None:
+        _release_one_shot(sw, st, t, os_)
+
+
+def _write_default(sw: Any, st: PipelineState, op: int, t, e: p4runtime_pb2.TableEntry) -> None:
+    if op != MODIFY:
+        raise invalid(f"table '{t.name}': the default entry can only be modified (use MODIFY)")
+    if len(e.match) or e.priority:
+        raise invalid(f"table '{t.name}': the default entry has no match fields and no priority")
+    if t.const_default:
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has a const default action")
+    which = e.action.WhichOneof("type")
+    if which is None:  # MODIFY without an action: back to the program's default
+        _call(sw, "table_reset_default", t.name)
+        st.defaults.pop(t.name, None)
+        return
+    if which != "action":
+        raise invalid(f"table '{t.name}': the default entry of a table with a profile cannot be set")
+    call = table_action(st.schema, t, e.action.action, default=True)
+    _call(sw, "table_set_default", t.name, call.name, call.params)
+    st.defaults[t.name] = call
+
+
+# ---- action profiles -----------------------------------------------------------------
+
+
+def _write_member(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.ActionProfileMember) -> None:
+    prof = st.schema.profile(m.action_profile_id)
+    if m.member_id >= 0xF000_0000:
+        raise invalid(f"member id {m.member_id} is reserved for one-shot action sets; use ids below 0xF0000000")
+    members = st.members.setdefault(prof.name, {})
+    if op == DELETE:
+        _call(sw, "act_prof_delete_member", prof.name, m.member_id)
+        members.pop(m.member_id, None)
+        return
+    call = decode_action(st.schema, m.action, f"action profile '{prof.name}' member {m.member_id}")
+    allowed = set()
+    for tid in prof.table_ids:
+        allowed |= set(st.schema.tables[tid].actions) if tid in st.schema.tables else set()
+    if allowed and m.action.action_id not in allowed:
+        raise invalid(f"action '{call.name}' is not an action of the tables using '{prof.name}'")
+    if op == INSERT:
+        _call(sw, "act_prof_add_member", prof.name, m.member_id, call.name, call.params)
+    else:
+        _call(sw, "act_prof_modify_member", prof.name, m.member_id, call.name, call.params)
+    members[m.member_id] = call
+
+
+def _watch(msg, where: str) -> int | None:
+    kind = msg.WhichOneof("watch_kind")
+    if kind == "watch_port":
+        return decode_port(msg.watch_port, f"{where} watch_port")
+    if kind == "watch":
+        if msg.watch < 0:
+            raise invalid(f"{where}: watch port {msg.watch} is negative")
+        return msg.watch
+    return None
+
+
+def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionProfileGroup) -> None:
+    prof = st.schema.profile(g.action_profile_id)
+    if not prof.with_selector:
+        raise invalid(f"'{prof.name}' is an action profile without a selector; it has no groups")
+    if g.group_id >= 0xF000_0000:
+        raise invalid(f"group id {g.group_id} is reserved for one-shot action sets; use ids below 0xF0000000")
+    groups = st.groups.setdefault(prof.name, {})
+    if op == DELETE:
+        _call(sw, "act_prof_delete_group", prof.name, g.group_id)
+        groups.pop(g.group_id, None)
+        return
+    where = f"action selector '{prof.name}' group {g.group_id}"
+    members = []
+    for mem in g.members:
+        if mem.weight <= 0:
+            raise invalid(f"{where}: member {mem.member_id} needs a weight >= 1")
+        members.append((mem.member_id, mem.weight, _watch(mem, f"{where} member {mem.member_id}")))
+    if g.max_size < 0:
+        raise invalid(f"{where}: max_size cannot be negative")
+    if prof.max_group_size and g.max_size > prof.max_group_size:
+        raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: max_size {g.max_size} above the selector's max group size {prof.max_group_size}")
+    if g.max_size and len(members) > g.max_size:
+        raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: {len(members)} members exceed the group's max_size {g.max_size}")
+    if op == INSERT:
+        _call(sw, "act_prof_add_group", prof.name, g.group_id, members=members, max_size=g.max_size)
+    else:
+        _call(sw, "act_prof_modify_group", prof.name, g.group_id, members=members, max_size=g.max_size or None)
+    old = groups.get(g.group_id)
+    groups[g.group_id] = GroupRecord(members, g.max_size or (old.max_size if old and op == MODIFY else 0))
+
+
+# ---- indexed externs ---------------------------------------------------------------
+
+
+def _index(msg, size: int, where: str) -> list[int]:
+    if not msg.HasField("index"):
+        return list(range(size))
+    i = msg.index.index
+    if not 0 <= i < size:
+        raise P4RTError(OUT_OF_RANGE, f"{where}: index {i} outside 0..{size - 1}")
+    return [i]
+
+
+def _write_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.CounterEntry) -> None:
+    if op != MODIFY:
+        raise invalid("counter entries can only be modified (use MODIFY)")
+    info = st.schema.extern(c.counter_id, "counter")
+    if c.data.packet_count < 0 or c.data.byte_count < 0:
+        raise invalid(f"counter '{info.name}': counts cannot be negative")
+    for i in _index(c, info.size, f"counter '{info.name}'"):
+        _call(sw, "counter_write", info.name, i, c.data.packet_count, c.data.byte_count)
+
+
+def _write_direct_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.DirectCounterEntry) -> None:
+    if op != MODIFY:
+        raise invalid("direct counter entries can only be modified (use MODIFY)")
+    t = st.schema.table(c.table_entry.table_id)
+    if t.direct_counter_id is None:
+        raise invalid(f"table '{t.name}' has no direct counter")
+    if c.data.packet_count < 0 or c.data.byte_count < 0:
+        raise invalid(f"direct counter of '{t.name}': counts cannot be negative")
+    match = decode_match(t, c.table_entry.match)
+    priority = decode_priority(t, c.table_entry.priority)
+    _call(sw, "direct_counter_write", t.name, match, c.data.packet_count, c.data.byte_count, priority=priority)
+
+
+def _write_register(sw: Any, st: PipelineState, op: int, r: p4runtime_pb2.RegisterEntry) -> None:
+    if op != MODIFY:
+        raise invalid("register entries can only be modified (use MODIFY)")
+    info = st.schema.extern(r.register_id, "register")
+    if r.data.WhichOneof("data") != "bitstring":
+        raise invalid(f"register '{info.name}': data must be a bitstring")
+    value = bytestrings.decode(r.data.bitstring, info.bitwidth, f"register '{info.name}'")
+    for i in _index(r, info.size, f"register '{info.name}'"):
+        _call(sw, "register_write", info.name, i, value)
+
+
+def _write_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.MeterEntry) -> None:
+    if op != MODIFY:
+        raise invalid("meter entries can only be modified (use MODIFY)")
+    info = st.schema.extern(m.meter_id, "meter")
+    indexes = _index(m, info.size, f"meter '{info.name}'")
+    if m.HasField("config"):
+        cfg = _meter_tuple(m.config)
+        for i in indexes:
+            _call(sw, "meter_set", info.name, i, *cfg)
+            st.meters[(info.name, i)] = m.config
+    else:
+        for i in indexes:
+            _call(sw, "meter_clear", info.name, i)
+            st.meters.pop((info.name, i), None)
+
+
+def _write_direct_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.DirectMeterEntry) -> None:
+    if op != MODIFY:
+        raise invalid("direct meter entries can only be modified (use MODIFY)")
+    t = st.schema.table(m.table_entry.table_id)
+    if t.direct_meter_id is None:
+        raise invalid(f"table '{t.name}' has no direct meter")
+    match = decode_match(t, m.table_entry.match)
+    priority = decode_priority(t, m.table_entry.priority)
+    key = entry_key(t.name, match, priority)
+    if m.HasField("config"):
+        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(m.config), priority=priority)
+        st.direct_meters[key] = m.config
+    else:
+        _call(sw, "direct_meter_clear", t.name, match, priority=priority)
+        st.direct_meters.pop(key, None)
+
+
+# ---- packet replication engine --------------------------------------------------------
+
+
+def _replicas(replicas, where: str) -> list[tuple[int, int]]:
+    out = []
+    seen = set()
+    for r in replicas:
+        kind = r.WhichOneof("port_kind")
+        if kind == "port":
+            port = decode_port(r.port, f"{where} replica port")
+        elif kind == "egress_port":
+            port = r.egress_port
+        else:
+            raise invalid(f"{where}: replica without a port")
+        if len(r.backup_replicas):
+            raise P4RTError(UNIMPLEMENTED, f"{where}: backup replicas are not supported")
+        if (port, r.instance) in seen:
+            raise invalid(f"{where}: replica (port {port}, instance {r.instance}) listed twice")
+        seen.add((port, r.instance))
+        out.append((port, r.instance))
+    return out
+
+
+def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
+    which = p.WhichOneof("type")
+    if which == "multicast_group_entry":
+        g = p.multicast_group_entry
+        where = f"multicast group {g.multicast_group_id}"
+        if g.multicast_group_id == 0:
+            raise invalid("multicast group id 0 is reserved (no multicast); use 1 or more")
+        exists = g.multicast_group_id in st.mc_groups
+        if op == DELETE:
+            if not exists:
+                raise P4RTError(NOT_FOUND, f"{where} does not exist")
+            _call(sw, "mc_group_delete", g.multicast_group_id)
+            del st.mc_groups[g.multicast_group_id]
+            return
+        if op == INSERT and exists:
+            raise P4RTError(ALREADY_EXISTS, f"{where} already exists; use MODIFY")  # ALREADY_EXISTS
+        if op == MODIFY and not exists:
+            raise P4RTError(NOT_FOUND, f"{where} does not exist; use INSERT")
+        _call(sw, "mc_group_set", g.multicast_group_id, _replicas(g.replicas, where))
+        st.mc_groups[g.multicast_group_id] = p4runtime_pb2.MulticastGroupEntry()
+        st.mc_groups[g.multicast_group_id].CopyFrom(g)
+    elif which == "clone_session_entry":
+        c = p.clone_session_entry
+        where = f"clone session {c.session_id}"
+        if c.session_id == 0:
+            raise invalid("clone session id 0 is reserved; use 1 or more")
+        exists = c.session_id in st.clone_sessions
+        if op == DELETE:
+            if not exists:
+                raise P4RTError(NOT_FOUND, f"{where} does not exist")
+            _call(sw, "clone_session_delete", c.session_id)
+            del st.clone_sessions[c.session_id]
+            return
+        if op == INSERT and exists:
+            raise P4RTError(ALREADY_EXISTS, f"{where} already exists; use MODIFY")
+        if op == MODIFY and not exists:
+            raise P4RTError(NOT_FOUND, f"{where} does not exist; use INSERT")
+        if c.packet_length_bytes < 0:
+            raise invalid(f"{where}: packet_length_bytes cannot be negative")
+        _call(sw, "clone_session_set", c.session_id, _replicas(c.replicas, where), truncate=c.packet_length_bytes)
+        st.clone_sessions[c.session_id] = p4runtime_pb2.CloneSessionEntry()
+        st.clone_sessions[c.session_id].CopyFrom(c)
+    else:
+        raise invalid("packet replication engine entry without a multicast group or clone session")
+
+
+def _write_digest(sw: Any, st: PipelineState, op: int, d: p4runtime_pb2.DigestEntry) -> None:
+    if d.digest_id not in st.schema.digests:
+        raise invalid(f"digest id {d.digest_id} is not in the P4Info")
+    if op == DELETE:
+        if d.digest_id not in st.digest_configs:
+            raise P4RTError(NOT_FOUND, f"digest {d.digest_id} is not configured")
+        del st.digest_configs[d.digest_id]
+        return
+    if op == INSERT and d.digest_id in st.digest_configs:
+        raise P4RTError(ALREADY_EXISTS, f"digest {d.digest_id} is already configured; use MODIFY")
+    if op == MODIFY and d.digest_id not in st.digest_configs:
+        raise P4RTError(NOT_FOUND, f"digest {d.digest_id} is not configured; use INSERT")
+    cfg = p4runtime_pb2.DigestEntry.Config()
+    cfg.CopyFrom(d.config)
+    st.digest_configs[d.digest_id] = cfg
+
+
+def _unsupported(what: str):
+    def handler(sw, st, op, msg):
+        raise P4RTError(UNIMPLEMENTED, f"writing {what} is not supported by the embedded target")
+
+    return handler
+
+
+_HANDLERS: dict[str, Callable[[Any, PipelineState, int, Any], None]] = {
+    "table_entry": _write_table_entry,
+    "action_profile_member": _write_member,
+    "action_profile_group": _write_group,
+    "counter_entry": _write_counter,
+    "direct_counter_entry": _write_direct_counter,
+    "register_entry": _write_register,
+    "meter_entry": _write_meter,
+    "direct_meter_entry": _write_direct_meter,
+    "packet_replication_engine_entry": _write_pre,
+    "digest_entry": _write_digest,
+    "value_set_entry": _unsupported("value set entries"),
+    "extern_entry": _unsupported("extern entries"),
+}
+
+__all__ = ["apply_update", "FAILED_PRECONDITION"]
