@@ -1,0 +1,601 @@
+"""``Switch``: one running v1model switch and the Python API everything else uses.
+
+It owns the compiled pipeline, the tables and externs (through ``Bindings``), the
+packet replication engine and the traffic manager, and moves each packet through
+simple_switch's sequence: parse, verify checksum, ingress, then ingress clone,
+digests, resubmit, multicast or unicast (egress_spec 511 drops), queueing, egress,
+egress clone, drop check, compute checksum, deparse, recirculate or transmit.
+Tests, the STF runner, the P4Runtime server and ``p4target run`` all drive this
+class; names are model names (p4c's fully qualified names).
+
+The clock is virtual by default (it moves only with ``advance``), so timestamps,
+meters and queues are deterministic in tests; ``real_time=True`` follows the
+monotonic clock for live use.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter as _Counter
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from p4target.errors import EntryError, P4Error
+from p4target.model import ProgramModel
+from p4target.runtime.bindings import DROP_PORT, Bindings, PacketAbort
+from p4target.runtime.entries import EntryHandle, TableEntry
+from p4target.runtime.externs import Counter, DirectCounter, DirectMeter, Meter, Register
+from p4target.runtime.pre import ReplicationEngine
+from p4target.runtime.profiles import ActionProfile
+from p4target.runtime.tables import TableRuntime
+from p4target.runtime.traffic import NUM_PRIORITIES, TrafficManager
+
+log = logging.getLogger(__name__)
+
+# standard_metadata.instance_type values of simple_switch
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
+# A packet may loop through resubmit/recirculate/clones at most this many times.
+MAX_PASSES = 64
+
+
+@dataclass
+class PortStats:
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    drops: int = 0
+
+
+class _Job:
+    """A packet waiting for the ingress pipeline."""
+
+    __slots__ = ("data", "port", "itype", "src", "field_list", "plen", "passes")
+
+    def __init__(self, data: bytes, port: int, itype: int = NORMAL, src=None,
+                 field_list: int | None = None, plen: int | None = None, passes: int = 0) -> None:
+        self.data = data
+        self.port = port
+        self.itype = itype
+        self.src = src
+        self.field_list = field_list
+        self.plen = plen
+        self.passes = passes
+
+
+class Switch:
+    """A v1model switch running one compiled program."""
+
+    def __init__(self, program, seed: int = 0, device_id: int = 0, cpu_port: int | None = None,
+                 name: str | None = None, real_time: bool = False) -> None:
+        self.program = program
+        self.model: ProgramModel = program.model
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.name = name or f"sw{device_id}"
+        self.seed = seed
+        self._real_time = real_time
+        self._t0 = time.monotonic()
+        self._vnow_us = 0
+        self._down: set[int] = set()
+        self.pre = ReplicationEngine()
+        self.tm = TrafficManager()
+        self.packet_ins: deque[bytes] = deque()
+        self._digests: list[tuple[str, tuple[int, ...]]] = []
+        self.drops: _Counter[str] = _Counter()
+        self.port_stats: dict[int, PortStats] = {}
+        self._inq: deque[_Job] = deque()
+        self._egq: deque = deque()
+        self._out: list[tuple[int, bytes]] = []
+        self.rt = self._build_bindings()
+        self.pipeline = program.instantiate(self.rt)
+        self.errors: dict[str, int] = dict(getattr(self.pipeline, "errors", {}) or {})
+
+    # ------------------------------------------------------------------------------
+    # construction
+    # ------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, seed: int = 0, device_id: int = 0, cpu_port: int | None = None,
+             include_dirs: Iterable[str | Path] = (), defines: Mapping[str, str] | None = None,
+             **kwargs) -> "Switch":
+        """Compile a .p4 file and start a switch running it."""
+        from p4target.compiler import compile_file
+
+        program = compile_file(Path(path), include_dirs=tuple(include_dirs), defines=dict(defines or {}))
+        return cls(program, seed=seed, device_id=device_id, cpu_port=cpu_port, **kwargs)
+
+    def _build_bindings(self) -> Bindings:
+        rt = Bindings(self.name, self.seed)
+        model = self.model
+        profiles: dict[str, ActionProfile] = {}
+        direct_meters: dict[str, DirectMeter] = {}
+        for ext in model.externs:
+            kind = ext.kind
+            if kind == "counter":
+                obj: object = Counter(ext)
+            elif kind == "direct_counter":
+                obj = DirectCounter(ext)
+            elif kind == "register":
+                obj = Register(ext)
+            elif kind == "meter":
+                obj = Meter(ext, self.now_us)
+            elif kind == "direct_meter":
+                obj = direct_meters[ext.name] = DirectMeter(ext, self.now_us)
+            elif kind in ("action_profile", "action_selector"):
+                hash_fn = rt.hashes.function(ext.algorithm) if ext.algorithm else None
+                obj = profiles[ext.name] = ActionProfile(ext, model, hash_fn, self.port_is_up)
+            else:
+                log.warning("%s: extern %s of kind %s has no runtime; ignored", self.name, ext.name, kind)
+                continue
+            rt.externs[ext.name] = obj
+        for table in model.tables:
+            profile = profiles.get(table.implementation) if table.implementation else None
+            if table.implementation and profile is None:
+                raise P4Error(f"table {table.name}: implementation {table.implementation} is not declared")
+            rt.tables[table.name] = TableRuntime(
+                table,
+                model,
+                profile=profile,
+                direct_meter=direct_meters.get(table.direct_meter) if table.direct_meter else None,
+                has_direct_counter=table.direct_counter is not None,
+            )
+        for profile in profiles.values():
+            users = [rt.tables[t] for t in profile.tables if t in rt.tables]
+            if not users:
+                users = [t for t in rt.tables.values() if t.profile is profile]
+            profile.table_refs = lambda kind, ident, users=users: sum(t._refs(kind, ident) for t in users)
+        self._profiles = profiles
+        return rt
+
+    # ------------------------------------------------------------------------------
+    # clock
+    # ------------------------------------------------------------------------------
+    def now_us(self) -> int:
+        """Microseconds since the switch started (virtual unless real_time)."""
+        if self._real_time:
+            return int((time.monotonic() - self._t0) * 1e6)
+        return self._vnow_us
+
+    # ------------------------------------------------------------------------------
+    # lookups of control-plane names
+    # ------------------------------------------------------------------------------
+    def _table(self, name: str) -> TableRuntime:
+        t = self.rt.tables.get(name)
+        if t is None:
+            known = ", ".join(self.rt.tables) or "(none)"
+            raise EntryError("invalid", f"unknown table {name!r}; tables: {known}")
+        return t
+
+    def _extern(self, name: str, cls: type, what: str):
+        obj = self.rt.externs.get(name)
+        if not isinstance(obj, cls):
+            known = ", ".join(n for n, o in self.rt.externs.items() if isinstance(o, cls)) or "(none)"
+            raise EntryError("invalid", f"unknown {what} {name!r}; {what}s: {known}")
+        return obj
+
+    def _profile(self, name: str) -> ActionProfile:
+        p = self._profiles.get(name)
+        if p is None:
+            # a table name stands for its implementation too
+            t = self.rt.tables.get(name)
+            if t is not None and t.profile is not None:
+                return t.profile
+            known = ", ".join(self._profiles) or "(none)"
+            raise EntryError("invalid", f"unknown action profile {name!r}; profiles: {known}")
+        return p
+
+    @property
+    def tables(self) -> dict[str, TableRuntime]:
+        return self.rt.tables
+
+    # ------------------------------------------------------------------------------
+    # tables
+    # ------------------------------------------------------------------------------
+    def table_add(self, table: str, match: Mapping[str, object], action, params: Mapping[str, int] | None = None,
+                  priority: int | None = None) -> EntryHandle:
+        spec, prio = self._table(table).add(match, action, params, priority)
+        return EntryHandle(table, spec, prio)
+
+    def table_modify(self, table: str, match, action, params=None, priority=None) -> None:
+        self._table(table).modify(match, action, params, priority)
+
+    def table_delete(self, table: str, match, priority=None) -> None:
+        self._table(table).delete(match, priority)
+
+    def table_set_default(self, table: str, action: str, params: Mapping[str, int] | None = None) -> None:
+        self._table(table).set_default(action, params)
+
+    def table_reset_default(self, table: str) -> None:
+        t = self._table(table)
+        if t.table.default_is_const:
+            raise EntryError("const", f"table {table}: the default action is const")
+        t.reset_default()
+
+    def table_default(self, table: str) -> tuple[str, dict[str, int]]:
+        t = self._table(table)
+        act = self.model.action(t.default_action)
+        return t.default_action, {p.name: v for p, v in zip(act.params, t.default_args)}
+
+    def table_entries(self, table: str) -> list[TableEntry]:
+        return self._table(table).entries()
+
+    def table_clear(self, table: str) -> None:
+        self._table(table).clear()
+
+    def table_size(self, table: str) -> int:
+        return len(self._table(table))
+
+    # ------------------------------------------------------------------------------
+    # action profiles / selectors
+    # ------------------------------------------------------------------------------
+    def act_prof_add_member(self, profile: str, member_id: int, action: str, params=None) -> None:
+        self._profile(profile).add_member(member_id, action, params)
+
+    def act_prof_modify_member(self, profile: str, member_id: int, action: str, params=None) -> None:
+        self._profile(profile).modify_member(member_id, action, params)
+
+    def act_prof_delete_member(self, profile: str, member_id: int) -> None:
+        self._profile(profile).delete_member(member_id)
+
+    def act_prof_add_group(self, profile: str, group_id: int, members=(), max_size: int = 0) -> None:
+        self._profile(profile).add_group(group_id, members, max_size)
+
+    def act_prof_modify_group(self, profile: str, group_id: int, members=(), max_size: int | None = None) -> None:
+        self._profile(profile).modify_group(group_id, members, max_size)
+
+    def act_prof_delete_group(self, profile: str, group_id: int) -> None:
+        self._profile(profile).delete_group(group_id)
+
+    def act_prof_members(self, profile: str):
+        return dict(self._profile(profile).members)
+
+    def act_prof_groups(self, profile: str):
+        return dict(self._profile(profile).groups)
+
+    # ------------------------------------------------------------------------------
+    # counters, registers, meters
+    # ------------------------------------------------------------------------------
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        return self._extern(name, Counter, "counter").read(index)
+
+    def counter_write(self, name: str, index: int, packets: int, nbytes: int) -> None:
+        self._extern(name, Counter, "counter").write(index, packets, nbytes)
+
+    def counter_reset(self, name: str) -> None:
+        self._extern(name, Counter, "counter").reset()
+
+    def direct_counter_read(self, table: str, match, priority=None) -> tuple[int, int]:
+        return self._table(table).direct_counter(match, priority)
+
+    def direct_counter_write(self, table: str, match, packets: int, nbytes: int, priority=None) -> None:
+        self._table(table).set_direct_counter(match, priority, packets, nbytes)
+
+    def register_read(self, name: str, index: int) -> int:
+        return self._extern(name, Register, "register").cp_read(index)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        self._extern(name, Register, "register").cp_write(index, value)
+
+    def register_reset(self, name: str) -> None:
+        self._extern(name, Register, "register").reset()
+
+    def meter_set(self, name: str, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
+        self._extern(name, Meter, "meter").set(index, cir, cburst, pir, pburst)
+
+    def meter_get(self, name: str, index: int):
+        return self._extern(name, Meter, "meter").get(index)
+
+    def meter_clear(self, name: str, index: int) -> None:
+        self._extern(name, Meter, "meter").clear(index)
+
+    def direct_meter_set(self, table: str, match, cir: float, cburst: int, pir: float, pburst: int,
+                         priority=None) -> None:
+        self._table(table).set_direct_meter(match, priority, (cir, cburst, pir, pburst))
+
+    def direct_meter_clear(self, table: str, match, priority=None) -> None:
+        self._table(table).set_direct_meter(match, priority, None)
+
+    # ------------------------------------------------------------------------------
+    # replication
+    # ------------------------------------------------------------------------------
+    def mc_group_set(self, group: int, replicas) -> None:
+        self.pre.mc_group_set(group, replicas)
+
+    def mc_group_delete(self, group: int) -> None:
+        self.pre.mc_group_delete(group)
+
+    def clone_session_set(self, session: int, replicas, truncate: int = 0) -> None:
+        self.pre.clone_session_set(session, replicas, truncate)
+
+    def clone_session_delete(self, session: int) -> None:
+        self.pre.clone_session_delete(session)
+
+    # ------------------------------------------------------------------------------
+    # ports and queues
+    # ------------------------------------------------------------------------------
+    def set_port_status(self, port: int, up: bool) -> None:
+        """A port goes down or up; selector members watching it follow at once."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < DROP_PORT:
+            raise EntryError("invalid", f"port {port!r} must be 0..{DROP_PORT - 1}")
+        changed = (port in self._down) == bool(up)
+        if up:
+            self._down.discard(port)
+        else:
+            self._down.add(port)
+        if changed:
+            log.info("%s: port %d is %s", self.name, port, "up" if up else "down")
+            for p in self._profiles.values():
+                p.port_status_changed()
+
+    def port_is_up(self, port: int) -> bool:
+        return port not in self._down
+
+    def set_queue_depth(self, port: int | None, packets: int) -> None:
+        self.tm.set_depth(port, packets)
+
+    def set_queue_rate(self, port: int, packets_per_second: float | None) -> None:
+        self.tm.set_rate(port, packets_per_second)
+
+    # ------------------------------------------------------------------------------
+    # packets
+    # ------------------------------------------------------------------------------
+    def _stats(self, port: int) -> PortStats:
+        s = self.port_stats.get(port)
+        if s is None:
+            s = self.port_stats[port] = PortStats()
+        return s
+
+    @property
+    def drop_count(self) -> int:
+        return sum(self.drops.values())
+
+    def _drop(self, reason: str, port: int | None = None) -> None:
+        self.drops[reason] += 1
+        if port is not None:
+            self._stats(port).drops += 1
+        log.debug("%s: drop (%s)", self.name, reason)
+
+    def send(self, port: int, frame: bytes) -> None:
+        """Queue a frame arriving on ``port``; ``run_until_idle`` processes it."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < DROP_PORT:
+            raise EntryError("invalid", f"ingress port {port!r} must be 0..{DROP_PORT - 1}")
+        data = bytes(frame)
+        s = self._stats(port)
+        s.rx_packets += 1
+        s.rx_bytes += len(data)
+        if port in self._down:
+            self._drop("port_down", port)
+            return
+        self._inq.append(_Job(data, port))
+
+    def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """Process one frame (and everything it causes) until idle; every output."""
+        self.send(port, frame)
+        return self.run_until_idle()
+
+    def run_until_idle(self) -> list[tuple[int, bytes]]:
+        """Process what is waiting and what the clock lets leave the queues now."""
+        self._run()
+        out = self._out
+        self._out = []
+        return out
+
+    def advance(self, seconds: float) -> list[tuple[int, bytes]]:
+        """Move the virtual clock on, letting rate-limited queues drain on time."""
+        if seconds < 0:
+            raise EntryError("invalid", "advance() needs seconds >= 0")
+        if self._real_time:
+            time.sleep(seconds)
+            return self.run_until_idle()
+        target = self._vnow_us + int(round(seconds * 1e6))
+        self._run()
+        while True:
+            t = self.tm.next_departure_us()
+            if t is None or t > target:
+                break
+            self._vnow_us = max(self._vnow_us, int(t + 0.999999))
+            self._run()
+        self._vnow_us = target
+        self._run()
+        out = self._out
+        self._out = []
+        return out
+
+    def digests(self) -> list[tuple[str, tuple[int, ...]]]:
+        """Digests produced since the last call, oldest first."""
+        out = self._digests
+        self._digests = []
+        return out
+
+    # ---- the pipeline loop -------------------------------------------------------
+    def _run(self) -> None:
+        inq, egq, tm = self._inq, self._egq, self.tm
+        while True:
+            if inq:
+                job = inq.popleft()
+                try:
+                    self._ingress(job)
+                except PacketAbort as e:
+                    log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
+                    self._drop("assert", job.port)
+                except Exception:  # the switch must survive any one packet
+                    log.exception("%s: internal error in ingress; packet dropped", self.name)
+                    self._drop("internal_error", job.port)
+                continue
+            if egq:
+                st, port, depth, passes = egq.popleft()
+                self._egress_safe(st, port, depth, passes)
+                continue
+            if tm.queued:
+                item = tm.dequeue(self.now_us())
+                if item is not None:
+                    port, _prio, (st, passes), depth = item
+                    self._egress_safe(st, port, depth, passes)
+                    continue
+            return
+
+    def _egress_safe(self, st, port: int, depth: int, passes: int) -> None:
+        try:
+            self._egress(st, port, depth, passes)
+        except PacketAbort as e:
+            log.warning("%s: assertion failed in egress (%s): packet dropped", self.name, e.where)
+            self._drop("assert", port)
+        except Exception:
+            log.exception("%s: internal error in egress; packet dropped", self.name)
+            self._drop("internal_error", port)
+
+    def _enqueue(self, st, port: int, passes: int) -> None:
+        sm = st.sm
+        if not 0 <= port < DROP_PORT:
+            self._drop("bad_egress_port")
+            return
+        prio = sm.priority
+        if not 0 <= prio < NUM_PRIORITIES:
+            self._drop("priority_out_of_range", port)
+            return
+        sm.enq_timestamp = self.now_us()
+        if not self.tm.is_limited(port):
+            sm.enq_qdepth = 0
+            self._egq.append((st, port, 0, passes))
+            return
+        found = self.tm.enqueue(port, prio, (st, passes))
+        if found is None:
+            self._drop("queue_full", port)
+            return
+        sm.enq_qdepth = found
+
+    def _ingress(self, job: _Job) -> None:
+        pipe = self.pipeline
+        st = pipe.parse(job.data, job.port, job.itype, job.plen)
+        if job.src is not None and job.field_list is not None:
+            pipe.preserve(job.src, st, job.field_list)
+        sm = st.sm
+        sm.ingress_global_timestamp = self.now_us()
+        pipe.verify_checksum(st)
+        pipe.ingress(st)
+        plen = sm.packet_length if job.plen is None else job.plen
+
+        if st.clones:
+            _, session, fl = st.clones[-1]
+            st.clones.clear()
+            cfg = self.pre.session(session)
+            if cfg is None:
+                log.debug("%s: clone to unconfigured session %d ignored", self.name, session)
+            elif job.passes < MAX_PASSES:
+                for port, rid in cfg.replicas:
+                    c = pipe.parse(job.data, job.port, INGRESS_CLONE, plen)
+                    if fl is not None:
+                        pipe.preserve(st, c, fl)
+                    c.sm.instance_type = INGRESS_CLONE
+                    c.sm.egress_rid = rid
+                    c.sm.ingress_global_timestamp = sm.ingress_global_timestamp
+                    if cfg.truncate:
+                        c.truncate_to = cfg.truncate
+                    self._enqueue(c, port, job.passes + 1)
+            else:
+                self._drop("loop")
+
+        if st.digests:
+            self._digests.extend(st.digests)
+            st.digests.clear()
+
+        if st.resubmit is not None:
+            fl = st.resubmit
+            st.resubmit = None
+            if job.passes >= MAX_PASSES:
+                self._drop("loop", job.port)
+                return
+            self._inq.appendleft(_Job(job.data, job.port, RESUBMIT, st, fl, plen, job.passes + 1))
+            return
+
+        grp = sm.mcast_grp
+        if grp:
+            replicas = self.pre.replicas(grp)
+            if not replicas:
+                self._drop("mcast_group_empty", job.port)
+                return
+            sm.instance_type = REPLICATION
+            last = len(replicas) - 1
+            for i, (port, rid) in enumerate(replicas):
+                c = st if i == last else pipe.copy_state(st)
+                c.sm.egress_rid = rid
+                self._enqueue(c, port, job.passes)
+            return
+
+        spec = sm.egress_spec
+        if spec == DROP_PORT:
+            self._drop("ingress_drop", job.port)
+            return
+        sm.instance_type = NORMAL
+        self._enqueue(st, spec, job.passes)
+
+    def _egress(self, st, port: int, depth: int, passes: int) -> None:
+        pipe = self.pipeline
+        sm = st.sm
+        now = self.now_us()
+        sm.egress_global_timestamp = now
+        sm.deq_timedelta = now - sm.enq_timestamp
+        sm.deq_qdepth = depth
+        sm.egress_port = port
+        sm.egress_spec = 0
+        pipe.egress(st)
+
+        if st.clones:
+            _, session, fl = st.clones[-1]
+            st.clones.clear()
+            cfg = self.pre.session(session)
+            if cfg is not None and passes < MAX_PASSES:
+                for cport, rid in cfg.replicas:
+                    c = pipe.copy_state(st)
+                    pipe.reset_standard_metadata(c)
+                    if fl is not None:
+                        pipe.preserve(st, c, fl)
+                    c.clones = []
+                    c.digests = []
+                    c.resubmit = None
+                    c.recirculate = None
+                    c.truncate_to = cfg.truncate or None
+                    csm = c.sm
+                    csm.instance_type = EGRESS_CLONE
+                    csm.egress_rid = rid
+                    csm.ingress_port = sm.ingress_port
+                    csm.packet_length = sm.packet_length
+                    csm.ingress_global_timestamp = sm.ingress_global_timestamp
+                    self._enqueue(c, cport, passes + 1)
+            elif cfg is not None:
+                self._drop("loop", port)
+
+        if sm.egress_spec == DROP_PORT:
+            self._drop("egress_drop", port)
+            return
+        pipe.compute_checksum(st)
+        data = pipe.deparse(st)
+
+        if st.recirculate is not None:
+            fl = st.recirculate
+            st.recirculate = None
+            if passes >= MAX_PASSES:
+                self._drop("loop", port)
+                return
+            self._inq.appendleft(_Job(data, sm.ingress_port, RECIRC, st, fl, None, passes + 1))
+            return
+
+        cut = st.truncate_to
+        if cut is not None and 0 < cut < len(data):
+            data = data[:cut]
+        self._transmit(port, data)
+
+    def _transmit(self, port: int, data: bytes) -> None:
+        if port in self._down:
+            self._drop("port_down", port)
+            return
+        s = self._stats(port)
+        s.tx_packets += 1
+        s.tx_bytes += len(data)
+        if port == self.cpu_port:
+            self.packet_ins.append(data)
+            return
+        self._out.append((port, data))
