@@ -103,7 +103,9 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 
 # ---- run, test, bench, shell ----------------------------------------------
 
-run: deps build
+# The two-host network needs no P4 program yet: a failing build is reported, not fatal.
+run: deps
+	@$(MAKE) --no-print-directory build || echo "run: warning: make build failed (above); the two-host network does not need it, going on" >&2
 	@$(VENV)/bin/python -m topologies.two_hosts
 
 test: deps
