@@ -58,6 +58,9 @@ class Device:
     def load(self, source: Path | str | CompiledProgram) -> None:
         """Make a new switch from a .p4 path or a compiled program and make it current.
 
+        A running device keeps real time (meters, queue rates, timestamps follow the
+        wall clock), unlike the virtual clock of a bare ``Switch`` in tests.
+
         The old switch keeps forwarding until the new one is ready; port status and
         queue settings carry over. Raises ``P4Error`` (and keeps the old switch) if
         the program does not compile or load.
@@ -66,11 +69,11 @@ class Device:
 
         if isinstance(source, (str, Path)):
             sw = Switch.load(Path(source), seed=self.seed, device_id=self.device_id,
-                             cpu_port=self.cpu_port)
+                             cpu_port=self.cpu_port, real_time=True)
             what = str(source)
         else:
             sw = Switch(source, seed=self.seed, device_id=self.device_id,
-                        cpu_port=self.cpu_port)
+                        cpu_port=self.cpu_port, real_time=True)
             what = getattr(getattr(source, "model", None), "source", "compiled program")
         for port, up in self.port_up.items():
             sw.set_port_status(port, up)
@@ -131,6 +134,26 @@ class Device:
                               self.device_id, port)
                 return
         self._deliver(outputs, digests)
+
+    def poll(self) -> float | None:
+        """Let rate-limited queues send what the clock allows now; returns the seconds
+        until the next queued packet may leave (None: nothing queued). netio calls this
+        between frames so a shaped queue drains on time even when no frame arrives."""
+        with self.lock:
+            sw = self.switch
+            if sw is None or not sw.tm.queued:
+                return None
+            try:
+                outputs = sw.run_until_idle()
+            except Exception:  # noqa: BLE001
+                self.errors += 1
+                log.exception("device %d: draining the queues failed", self.device_id)
+                return None
+            nxt = sw.tm.next_departure_us() if sw.tm.queued else None
+            wait = None if nxt is None else max(0.0, (nxt - sw.now_us()) / 1e6)
+        if outputs:
+            self._deliver(outputs, None)
+        return wait
 
     def packet_out(self, frame: bytes) -> None:
         """A frame from the controller: processed as if it arrived on the CPU port."""

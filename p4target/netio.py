@@ -397,8 +397,13 @@ class NetIO:
         recv_flags = socket.MSG_DONTWAIT
         next_poll = time.monotonic() + self.poll_interval
         next_flush = time.monotonic() + 0.2
+        dev_poll = getattr(dev, "poll", None)
+        queue_wait: float | None = None
         while not self._stopping:
-            timeout = max(0.0, min(next_poll, next_flush) - time.monotonic())
+            wake = min(next_poll, next_flush)
+            timeout = max(0.0, wake - time.monotonic())
+            if queue_wait is not None:
+                timeout = min(timeout, queue_wait)
             try:
                 events = self._epoll.poll(timeout)
             except InterruptedError:  # pragma: no cover - PEP 475 retries
@@ -434,6 +439,8 @@ class NetIO:
                         os.read(self._wake_r, 4096)
                     except BlockingIOError:
                         pass
+            if dev_poll is not None:
+                queue_wait = dev_poll()
             now = time.monotonic()
             if now >= next_poll:
                 next_poll = now + self.poll_interval
