@@ -13,14 +13,7 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from tests.dataplane.nic.nic_plan import (
-    NicConfig,
-    host_addr,
-    host_mac,
-    leaf_port_mac,
-    nic_addr,
-    nic_port_mac,
-)
+from tests.dataplane.nic.nic_plan import NicConfig, host_addr, host_mac, nic_addr
 from tests.dataplane.packets import mrc_write
 
 OUTER_HOP_LIMIT = 64
@@ -29,7 +22,7 @@ OUTER_HOP_LIMIT = 64
 def host_frame(cfg: NicConfig, dst_leaf: int, dst_port: int, l4: Packet, *,
                tc: int = 0, fl: int = 0, hlim: int = 64, dst: str | None = None) -> Ether:
     """A frame the host behind ``cfg`` sends to its gateway (the NIC)."""
-    return (Ether(src=host_mac(cfg.leaf, cfg.port), dst=nic_port_mac(cfg.leaf, cfg.port, None))
+    return (Ether(src=host_mac(cfg.leaf, cfg.port), dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None))
             / IPv6(src=host_addr(cfg.leaf, cfg.port),
                    dst=dst if dst is not None else host_addr(dst_leaf, dst_port),
                    tc=tc, fl=fl, hlim=hlim)
@@ -57,8 +50,8 @@ def expected_fabric_frame(cfg: NicConfig, plane: int, carrier: str, inner: bytes
                           flow_label: int, traffic_class: int,
                           next_carrier: str | None = None) -> bytes:
     """What the NIC must send on plane ``plane``: H.Encaps.Red of ``inner``."""
-    eth = Ether(src=nic_port_mac(cfg.leaf, cfg.port, plane),
-                dst=leaf_port_mac(plane, cfg.leaf, cfg.port))
+    eth = Ether(src=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, plane),
+                dst=cfg.fabric.leaf_port_mac(plane, cfg.leaf, cfg.port))
     outer = IPv6(src=nic_addr(cfg.leaf, cfg.port), dst=carrier, hlim=OUTER_HOP_LIMIT,
                  tc=traffic_class, fl=flow_label)
     if next_carrier is None:
@@ -72,8 +65,8 @@ def expected_fabric_frame(cfg: NicConfig, plane: int, carrier: str, inner: bytes
 def fabric_frame(cfg: NicConfig, plane: int, outer_src: str, outer_dst: str, inner: bytes, *,
                  tc: int = 0, fl: int = 0, hlim: int = 61, srh: Packet | None = None) -> bytes:
     """A frame the last leaf sends to this NIC on plane ``plane``."""
-    eth = Ether(src=leaf_port_mac(plane, cfg.leaf, cfg.port),
-                dst=nic_port_mac(cfg.leaf, cfg.port, plane))
+    eth = Ether(src=cfg.fabric.leaf_port_mac(plane, cfg.leaf, cfg.port),
+                dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, plane))
     outer = IPv6(src=outer_src, dst=outer_dst, tc=tc, fl=fl, hlim=hlim)
     if srh is None:
         outer.nh = 41
@@ -83,6 +76,6 @@ def fabric_frame(cfg: NicConfig, plane: int, outer_src: str, outer_dst: str, inn
 
 def host_delivery(cfg: NicConfig, inner: bytes) -> bytes:
     """What the host must receive: its gateway's MAC, the inner packet unchanged."""
-    eth = Ether(src=nic_port_mac(cfg.leaf, cfg.port, None), dst=host_mac(cfg.leaf, cfg.port),
+    eth = Ether(src=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None), dst=host_mac(cfg.leaf, cfg.port),
                 type=0x86DD)
     return bytes(eth) + inner

@@ -15,45 +15,43 @@ from dataclasses import dataclass, field
 
 from p4target.runtime.entries import Group, Lpm, Ternary
 from tests.dataplane.packets import usid_carrier
+from tests.dataplane.tiny_fabric import (
+    LEAF,
+    NIC,
+    NIC_USID_BASE,
+    SPINE,
+    TRIM_DSCP,
+    TinyFabric,
+    host_addr,
+    mac,
+    mac_int,
+    nic_addr,
+    nic_usid,
+    usid,
+)
 
-# ---- docs/addressing.md ------------------------------------------------------
+# ---- docs/addressing.md (the shared fixture's plan, plus what only NICs need) ----
 
-TIER_LEAF = 1
-TIER_SPINE = 2
-TIER_NIC = 3
-LOCAL_USID_BASE = 0xE000
-TRIM_DSCP = 0x3F  # placeholder until the fabric's trim mark is known
+LOCAL_USID_BASE = NIC_USID_BASE
+TIER_NIC = NIC
+TIER_HOST = 4  # host MACs: 02:00:04:<leaf>:<port>:01 (no switch uses tier 4)
 
 
 def leaf_usid(plane: int, leaf: int) -> int:
-    return 0x0100 + plane * 0x0300 + leaf
+    return usid(plane, LEAF, leaf)
 
 
 def spine_usid(plane: int, spine: int) -> int:
-    return 0x0100 + plane * 0x0300 + 0x0200 + spine
+    return usid(plane, SPINE, spine)
 
 
 def local_usid(port: int) -> int:
-    return LOCAL_USID_BASE + port
-
-
-def host_addr(leaf: int, port: int) -> str:
-    """Host (inner) address fd00:0:<leaf>:<port>::1."""
-    return f"fd00:0:{leaf:x}:{port:x}::1"
+    return nic_usid(port)
 
 
 def gateway_addr(leaf: int, port: int) -> str:
-    return f"fd00:0:{leaf:x}:{port:x}::fe"
-
-
-def nic_addr(leaf: int, port: int) -> str:
-    """NIC (outer source) address fd00:1:<leaf>:<port>::1."""
-    return f"fd00:1:{leaf:x}:{port:x}::1"
-
-
-def mac(plane: int, tier: int, index: int, port: int) -> str:
-    """02:<plane>:<tier>:<index hi>:<index lo>:<port>."""
-    return f"02:{plane:02x}:{tier:02x}:{index >> 8 & 0xFF:02x}:{index & 0xFF:02x}:{port & 0xFF:02x}"
+    """The host's default gateway fd00:0:<leaf>:<port>::fe (answered by the NIC)."""
+    return str(ipaddress.IPv6Address(f"fd00:0:{leaf:x}:{port:x}::fe"))
 
 
 def path_carrier(plane: int, src_leaf: int, spine: int, dst_leaf: int, dst_port: int) -> str:
@@ -78,34 +76,18 @@ def ip_int(text: str) -> int:
     return int(ipaddress.IPv6Address(text))
 
 
-# ---- NIC ports ---------------------------------------------------------------
+# ---- NIC ports (tests/dataplane/tiny_fabric.py's cabling; host port 0) -------
 
 NIC_HOST_PORT = 0
 
 
 def nic_plane_port(plane: int) -> int:
-    """NIC port of plane p (the host port is 0)."""
-    return plane + 1
-
-
-def nic_index(leaf: int, port: int) -> int:
-    """Index of a NIC in MACs: leaf * 256 + leaf port (small test fabrics)."""
-    return leaf * 256 + port
+    """NIC port of plane p: 1 + p, as tiny_fabric cables it."""
+    return TinyFabric.nic_port(plane)
 
 
 def host_mac(leaf: int, port: int) -> str:
-    return f"02:00:04:{leaf & 0xFF:02x}:{port & 0xFF:02x}:01"
-
-
-def nic_port_mac(leaf: int, port: int, plane: int | None) -> str:
-    """MAC of a NIC port: a plane port, or (plane None) the host-facing port."""
-    if plane is None:
-        return mac(0, TIER_NIC, nic_index(leaf, port), 0xFE)
-    return mac(plane, TIER_NIC, nic_index(leaf, port), nic_plane_port(plane))
-
-
-def leaf_port_mac(plane: int, leaf: int, port: int) -> str:
-    return mac(plane, TIER_LEAF, leaf, port)
+    return f"02:00:{TIER_HOST:02x}:{leaf & 0xFF:02x}:{port & 0xFF:02x}:01"
 
 
 # ---- entries -----------------------------------------------------------------
@@ -123,6 +105,21 @@ class Fabric:
     def hosts(self) -> list[tuple[int, int]]:
         """(leaf, leaf port) of every host; leaf ports are 1-based."""
         return [(l, n) for l in range(self.leaves) for n in range(1, self.hosts_per_leaf + 1)]
+
+    def tiny(self) -> TinyFabric:
+        """The same shape as the shared fixture's TinyFabric (cabling, MACs)."""
+        return TinyFabric(self.planes, self.leaves, self.spines, self.hosts_per_leaf)
+
+    def nic_port_mac(self, leaf: int, port: int, plane: int | None) -> str:
+        """MAC of a NIC port: plane port of ``plane``, or (None) the host-facing port."""
+        index = self.tiny().host_index(leaf, port)
+        if plane is None:
+            return mac(0, NIC, index, NIC_HOST_PORT)
+        return mac(plane, NIC, index, nic_plane_port(plane))
+
+    @staticmethod
+    def leaf_port_mac(plane: int, leaf: int, port: int) -> str:
+        return mac(plane, LEAF, leaf, port)
 
 
 @dataclass(frozen=True)
@@ -180,7 +177,7 @@ def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
     """
     fab = cfg.fabric
     leaf, port = cfg.leaf, cfg.port
-    gw_mac = nic_port_mac(leaf, port, None)
+    gw_mac = fab.nic_port_mac(leaf, port, None)
     sw.table_add("Ingress.port_role", {"standard_metadata.ingress_port": NIC_HOST_PORT},
                  "Ingress.host_port",
                  {"nic_addr": ip_int(nic_addr(leaf, port)),
@@ -196,8 +193,8 @@ def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
         sw.table_add("Egress.egress_port", {"standard_metadata.egress_port": pport},
                      "Egress.to_plane",
                      {"plane": plane,
-                      "src_mac": mac_int(nic_port_mac(leaf, port, plane)),
-                      "dst_mac": mac_int(leaf_port_mac(plane, leaf, port))})
+                      "src_mac": mac_int(fab.nic_port_mac(leaf, port, plane)),
+                      "dst_mac": mac_int(fab.leaf_port_mac(plane, leaf, port))})
         sw.table_add("Ingress.gen_plane", {"meta.plane": plane}, "Ingress.gen_params",
                      {"port": pport, "leaf_base": leaf_usid(plane, 0),
                       "spine_base": spine_usid(plane, 0), "leaf_count": fab.leaves,
@@ -226,7 +223,3 @@ def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
     sw.act_prof_add_group("Ingress.spray_selector", cfg.spray_group,
                           [(member_id(p, s), 1, nic_plane_port(p)) for p, s in members])
     sw.table_add("Ingress.spray", {"hdr.ipv6.dst_addr": hosts}, Group(cfg.spray_group))
-
-
-def mac_int(text: str) -> int:
-    return int(text.replace(":", ""), 16)

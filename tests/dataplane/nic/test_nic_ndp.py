@@ -19,7 +19,7 @@ from scapy.packet import Raw
 from scapy.utils6 import inet_pton
 import socket
 
-from tests.dataplane.nic.nic_plan import gateway_addr, host_addr, host_mac, nic_port_mac
+from tests.dataplane.nic.nic_plan import gateway_addr, host_addr, host_mac
 
 DROP_HOST_MULTICAST = 5
 DROP_NDP = 6
@@ -33,7 +33,7 @@ def solicited_node(addr: str) -> str:
 def ns_frame(cfg, target: str, *, multicast: bool = True, option: bool = True,
              src: str | None = None, hlim: int = 255) -> Ether:
     hmac = host_mac(cfg.leaf, cfg.port)
-    gw = nic_port_mac(cfg.leaf, cfg.port, None)
+    gw = cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None)
     dst = solicited_node(target) if multicast else target
     eth_dst = in6_getnsmac(inet_pton(socket.AF_INET6, target)) if multicast else gw
     pkt = (Ether(src=hmac, dst=eth_dst)
@@ -46,7 +46,7 @@ def ns_frame(cfg, target: str, *, multicast: bool = True, option: bool = True,
 
 def expected_na(cfg, to: str) -> bytes:
     gw = gateway_addr(cfg.leaf, cfg.port)
-    gw_mac = nic_port_mac(cfg.leaf, cfg.port, None)
+    gw_mac = cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None)
     return bytes(Ether(src=gw_mac, dst=host_mac(cfg.leaf, cfg.port))
                  / IPv6(src=gw, dst=to, hlim=255)
                  / ICMPv6ND_NA(tgt=gw, R=1, S=1, O=1)
