@@ -9,7 +9,8 @@ them by the project's naming rules and removes them:
   start with a project prefix: `p4t` (the embedded target's own tests and tools) or
   `mrc` (topologies, Mininet hosts and everything else of the project);
 - Mininet node shells (`bash ... mininet:<name>`) whose node name starts with a prefix,
-  and every process in the network namespace of such a node;
+  and every process in the network namespace of such a node or in any unnamed
+  namespace holding an interface with a prefix (a daemon that outlived its host);
 - every process inside a prefixed named namespace (`ip netns pids`);
 - switch processes recorded in pid files under the run directory
   (`/tmp/mrc-p4/run/*.pid`, or `$MRC_P4_RUN_DIR`), and only when the process still is
@@ -38,6 +39,9 @@ PREFIXES: tuple[str, ...] = ("p4t", "mrc")
 DEFAULT_RUN_DIR = Path("/tmp/mrc-p4/run")
 SWITCH_MARKERS: tuple[str, ...] = ("p4target", "simple_switch")
 MININET_TAG = "mininet:"
+# Exported by every Mininet node of ours (topologies/node_marks.py NODE_ENV; kept equal
+# by a test): whatever runs in such a node inherits it.
+NODE_ENV = "MRC_P4_NODE"
 
 
 def run_dir() -> Path:
@@ -135,21 +139,64 @@ def _start_time(pid: int) -> float | None:
     return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
+def _netns_links(pid: int) -> list[str]:
+    """Interface names in the network namespace of a process (from /proc/<pid>/net/dev)."""
+    try:
+        lines = Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return []
+    return [line.split(":", 1)[0].strip() for line in lines if ":" in line]
+
+
+def _node_mark(pid: int) -> str | None:
+    """The project's node mark in a process's environment (`MRC_P4_NODE=<node>`)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    key = NODE_ENV.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):].decode(errors="replace")
+    return None
+
+
 def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES) -> list[int]:
-    """Mininet node shells (`mininet:<name>`) of ours, plus every process sharing the
-    private network namespace of such a node (what runs inside a Mininet host)."""
-    shells = []
+    """Processes in Mininet nodes of ours, found three ways:
+
+    - node shells (`mininet:<name>`) whose name carries a prefix, and every process
+      sharing the private network namespace of such a shell;
+    - every process in an unnamed private network namespace that holds an interface
+      with a prefix (a Mininet host's `<name>-ethN`), which also finds a daemon that
+      outlived its host's shell and keeps the namespace (and its veth) alive;
+    - every process whose environment carries the node mark of a node of ours (what
+      was started in the node, even after Mininet deleted the node's interfaces).
+    """
+    own = os.getpid()
+    root_ns = _netns_inode(own)
+    by_ns: dict[int, list[int]] = {}
+    shells: list[int] = []
     for pid in _all_pids():
+        if pid == own:
+            continue
+        ino = _netns_inode(pid)
+        if ino is not None and ino != root_ns:
+            by_ns.setdefault(ino, []).append(pid)
         for arg in _cmdline(pid):
             if arg.startswith(MININET_TAG) and _has_prefix(arg[len(MININET_TAG):], prefixes):
                 shells.append(pid)
                 break
-    root_ns = _netns_inode(os.getpid())
-    private = {ino for pid in shells if (ino := _netns_inode(pid)) is not None and ino != root_ns}
+        else:
+            mark = _node_mark(pid)
+            if mark is not None and _has_prefix(mark, prefixes):
+                shells.append(pid)
     found = set(shells)
-    if private:
-        found.update(pid for pid in _all_pids() if _netns_inode(pid) in private)
-    found.discard(os.getpid())
+    for ino, pids in by_ns.items():
+        ours = any(p in found for p in pids) or any(
+            _has_prefix(name, prefixes) for name in _netns_links(pids[0])
+        )
+        if ours:
+            found.update(pids)
     return sorted(found)
 
 

@@ -11,8 +11,9 @@ real fabric has (leaves are 0..511), so it never clashes with the fabric plan. M
 default IPv4 addressing (10.0.0.0/8) is switched off. DAD is disabled on the test
 interfaces so addresses are usable at once.
 
-Node names start with a project prefix (`mrc` by default) so `make clean` /
-tools/cleanup.py can find anything a crash leaves behind.
+Node names start with a project prefix (`mrc` by default) and each host's shell carries
+the project's node mark (topologies/node_marks.py), so `make clean` / tools/cleanup.py
+can find anything a crash leaves behind.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from topologies.node_marks import mark_node
 
 if TYPE_CHECKING:  # Mininet is imported lazily so `--help` and errors work without it
     from mininet.net import Mininet
@@ -117,6 +120,8 @@ def two_host_network(name_prefix: str = DEFAULT_NAME_PREFIX) -> Iterator[TwoHost
         net.build()
         net.start()
         addresses = (f"{LINK_PREFIX}1", f"{LINK_PREFIX}2")
+        mark_node(h1)
+        mark_node(h2)
         configure_ipv6(h1, addresses[0])
         configure_ipv6(h2, addresses[1])
         yield TwoHostNetwork(net=net, hosts=(h1, h2), addresses=addresses)

@@ -144,3 +144,22 @@ def test_cleanup_rejects_bad_arguments() -> None:
     res = _cleanup("--bogus")
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
+
+
+def test_node_mark_is_the_same_in_topologies_and_cleanup() -> None:
+    from topologies.node_marks import NODE_ENV as topo_mark
+    from tools.cleanup import NODE_ENV as cleanup_mark
+
+    assert topo_mark == cleanup_mark
+
+
+def test_processes_carrying_our_node_mark_are_found(scene: Scene) -> None:
+    marked = subprocess.Popen(_sleeper("marked"), env={**os.environ, "MRC_P4_NODE": f"{scene.prefix}h1"})
+    scene.procs.append(marked)
+    other = subprocess.Popen(_sleeper("other-mark"), env={**os.environ, "MRC_P4_NODE": "someoneelse"})
+    scene.procs.append(other)
+    _wait_started(marked, "marked")
+    _wait_started(other, "other-mark")
+    left = find_leftovers((scene.prefix,), scene.run_dir)
+    assert marked.pid in left.processes
+    assert other.pid not in left.processes

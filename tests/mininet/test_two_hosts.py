@@ -7,6 +7,7 @@ checks after stopping that nothing of that prefix (namespace, veth, process) rem
 from __future__ import annotations
 
 import secrets
+import time
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -114,3 +115,25 @@ def test_make_run_without_terminal_prints_summary_and_exits_0() -> None:
         assert "4/4 replies" in res.stdout
     finally:
         _assert_nothing_left(prefix)
+
+
+def test_cleanup_finds_a_daemon_that_outlived_its_host() -> None:
+    """A process detached from a host's shell survives `net.stop()` and keeps the host's
+    namespace and veth alive; tools/cleanup.py finds it by the interface name and removes it."""
+    prefix = _prefix()
+    daemon_pid = 0
+    try:
+        with two_host_network(prefix) as tn:
+            out = tn.hosts[0].cmd("setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!")
+            daemon_pid = int(out.strip().splitlines()[-1])
+        assert Path(f"/proc/{daemon_pid}").exists(), "the detached process outlived its host"
+        left = find_leftovers((prefix,), Path("/nonexistent"))
+        assert daemon_pid in left.processes
+    finally:
+        clean((prefix,), directory=Path("/nonexistent"))
+    if daemon_pid:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{daemon_pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{daemon_pid}").exists()
+    _assert_nothing_left(prefix)
