@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-p4", action="store_true",
                    help="start without a pipeline; wait for SetForwardingPipelineConfig")
     r.add_argument("--seed", type=int, default=0, help="seed for random() and hashes")
+    r.add_argument("--commands", type=Path, metavar="FILE.stf",
+                   help="apply these STF control commands (add, setdefault, mc_*, "
+                   "mirroring_*, register_*, ...) to the pipeline at start")
     r.add_argument("--pid-file", type=Path, metavar="PATH", help="write the process id here")
     r.add_argument("--netns", metavar="NAME",
                    help="open the interfaces in network namespace NAME (/run/netns/NAME)")
@@ -139,11 +142,11 @@ def _setup_logging(level: str) -> None:
 
 
 def _compile(args: argparse.Namespace) -> Any:
-    from p4target.compiler import compile_file
-
     path: Path = args.program
     if not path.is_file():
         raise P4Error("no such program file; check the path", str(path))
+    from p4target.compiler import compile_file
+
     return compile_file(path, include_dirs=tuple(Path(d) for d in args.include_dirs),
                         defines=dict(args.defines))
 
@@ -214,6 +217,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         ports[num] = iface
     if args.cpu_port is not None and args.cpu_port in ports:
         raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
+    if args.commands is not None and args.no_p4:
+        raise UsageError("--commands needs a program at start; drop --no-p4")
     if args.no_grpc and args.no_p4:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
                          "drop --no-grpc")
@@ -221,6 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
     if args.program is not None:
         device.load(_compile(args))
+    if args.commands is not None:
+        apply_commands(device.switch, args.commands)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
                   promisc=not args.no_promisc)
     netio.open()
@@ -263,6 +270,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         log.info("device %d: port %d: rx %d tx %d tx_errors %d", device.device_id, n,
                  st.rx, st.tx, st.tx_errors)
     return 0
+
+
+STF_CONTROL_ONLY = ("packet", "expect", "check_counter", "check_register", "wait", "no_packet")
+
+
+def apply_commands(switch: Any, path: Path) -> int:
+    """Apply an STF file's control-plane commands to ``switch``; returns how many.
+    Packets and checks have no place at start-up and are refused, naming the line."""
+    from p4target.stf import StfRunner, parse_stf_file
+
+    cmds = parse_stf_file(path)
+    for c in cmds:
+        if c.kind in STF_CONTROL_ONLY:
+            raise P4Error(f"'{c.kind}' is not a control command; --commands takes table, "
+                          "multicast, mirroring, counter, register and meter commands",
+                          f"{path}:{c.line}:{c.col}")
+    runner = StfRunner(switch, str(path))
+    for c in cmds:
+        runner.execute(c)
+    log.info("applied %d command(s) from %s", len(cmds), path)
+    return len(cmds)
 
 
 class _Server:
