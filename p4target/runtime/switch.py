@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
 # A packet may loop through resubmit/recirculate/clones at most this many times.
 MAX_PASSES = 64
+PACKET_IN_KEEP = 4096
 
 
 @dataclass
@@ -83,7 +84,9 @@ class Switch:
         self._down: set[int] = set()
         self.pre = ReplicationEngine()
         self.tm = TrafficManager()
-        self.packet_ins: deque[bytes] = deque()
+        # Frames sent to cpu_port: also in the outputs (port == cpu_port) for the
+        # Device; kept here for tests and tools, the newest PACKET_IN_KEEP of them.
+        self.packet_ins: deque[bytes] = deque(maxlen=PACKET_IN_KEEP)
         self._digests: list[tuple[str, tuple[int, ...]]] = []
         self.drops: _Counter[str] = _Counter()
         self.port_stats: dict[int, PortStats] = {}
@@ -597,5 +600,4 @@ class Switch:
         s.tx_bytes += len(data)
         if port == self.cpu_port:
             self.packet_ins.append(data)
-            return
         self._out.append((port, data))
