@@ -1,0 +1,131 @@
+"""``p4target run`` as a process inside a namespace, forwarding between veths."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet6 import IPv6, UDP
+from scapy.layers.l2 import Ether
+
+from p4target.netio import read_pcap
+
+from p4t_netlab import NetLab, recv_frames, wait_for
+
+REPO = Path(__file__).resolve().parents[3]
+L3 = REPO / "tests" / "target" / "stf" / "p4" / "l3_acl.p4"
+
+ENTRIES = """\
+add ipv6_lpm hdr.ipv6.dst_addr:0xfcbbbb00010000000000000000000000/48 route(port:3, dmac:0x0000000000b3)
+add ipv6_lpm hdr.ipv6.dst_addr:0xfcbb0000000000000000000000000000/16 route(port:2, dmac:0x0000000000b2)
+add acl 5 hdr.udp.dst_port:0x0009 deny()
+"""
+
+
+def frame(dst: str, dport: int = 4791) -> bytes:
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:aa")
+                 / IPv6(src="fd00::1", dst=dst, hlim=64) / UDP(sport=1234, dport=dport)
+                 / b"0123456789")
+
+
+@pytest.fixture
+def lab():
+    with NetLab("run") as lab:
+        for x in "abc":
+            lab.veth(f"p4t{x}0", f"p4t{x}1")
+        yield lab
+
+
+def start(lab: NetLab, tmp: Path, *extra: str) -> subprocess.Popen:
+    (tmp / "entries.stf").write_text(ENTRIES)
+    cmd = ["ip", "netns", "exec", lab.ns, sys.executable, "-m", "p4target", "run", str(L3),
+           "-i", "1@p4ta1", "-i", "2@p4tb1", "-i", "3@p4tc1", "--no-grpc",
+           "--commands", str(tmp / "entries.stf"), "--pid-file", str(tmp / "sw.pid"),
+           "--device-id", "4", *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def stop(p: subprocess.Popen) -> tuple[int, str]:
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        _, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    return p.returncode, err
+
+
+@pytest.mark.root
+def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path):
+    p = start(lab, tmp_path, "--pcap", str(tmp_path / "pcap"), "--log-level", "info")
+    try:
+        assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
+        assert p.poll() is None, p.communicate()[1]
+        assert int((tmp_path / "sw.pid").read_text()) > 0
+        a, b, c = lab.socket("p4ta0"), lab.socket("p4tb0"), lab.socket("p4tc0")
+        a.send(frame("fcbb:bb00:100::1"))
+        got = recv_frames(c, timeout=3.0, want=1)
+        assert len(got) == 1
+        out = Ether(got[0])
+        assert out.dst == "00:00:00:00:00:b3" and out.src == "02:00:00:00:00:aa"
+        assert out[IPv6].hlim == 63 and bytes(out[UDP].payload) == b"0123456789"
+        a.send(frame("fcbb:1::1"))
+        assert len(recv_frames(b, timeout=3.0, want=1)) == 1
+        # denied by the ACL, and no route: nothing comes out anywhere
+        a.send(frame("fcbb:1::1", dport=9))
+        a.send(frame("2001:db8::1"))
+        assert recv_frames(b, timeout=0.5) == [] and recv_frames(c, timeout=0.2) == []
+    finally:
+        code, err = stop(p)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "device 4" in err
+    assert not (tmp_path / "sw.pid").exists()
+    ins = read_pcap(tmp_path / "pcap" / "p4ta1_in.pcap")
+    outs = read_pcap(tmp_path / "pcap" / "p4tc1_out.pcap")
+    assert len(ins) == 4 and len(outs) == 1
+
+
+@pytest.mark.root
+def test_sigint_also_stops(lab, tmp_path):
+    p = start(lab, tmp_path)
+    try:
+        assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
+        os.kill(int((tmp_path / "sw.pid").read_text()), signal.SIGINT)
+        t0 = time.monotonic()
+        p.wait(10)
+        assert time.monotonic() - t0 < 5
+    finally:
+        code, err = stop(p)
+    assert code == 0, err
+
+
+@pytest.mark.root
+def test_missing_interface_is_one_line_exit_1(lab, tmp_path):
+    r = subprocess.run(["ip", "netns", "exec", lab.ns, sys.executable, "-m", "p4target", "run",
+                        str(L3), "-i", "1@p4ta1", "-i", "2@p4tnope", "--no-grpc"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == ["p4target: error: port 2: interface 'p4tnope' does not exist; "
+                     "create it first or fix -i PORT@IFACE"]
+
+
+@pytest.mark.root
+def test_commands_file_with_a_packet_is_refused(lab, tmp_path):
+    (tmp_path / "bad.stf").write_text("add acl 5 hdr.udp.dst_port:0x0009 deny()\npacket 1 00\n")
+    r = subprocess.run(["ip", "netns", "exec", lab.ns, sys.executable, "-m", "p4target", "run",
+                        str(L3), "-i", "1@p4ta1", "--no-grpc", "--commands",
+                        str(tmp_path / "bad.stf")],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.strip() == (f"p4target: {tmp_path}/bad.stf:2:1: error: 'packet' is not a "
+                                "control command; --commands takes table, multicast, "
+                                "mirroring, counter, register and meter commands")
