@@ -115,7 +115,9 @@ bench: deps
 	@$(VENV)/bin/python bench/run.py
 
 shell: deps
-	$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID)
+	@$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID) || { \
+	  echo "shell: no session with a switch at $(GRPC_ADDR) (device $(DEVICE_ID)); start one first, e.g." \
+	       "'.venv/bin/p4target run PROGRAM.p4 -i 1@IFACE --grpc-addr $(GRPC_ADDR)', or set GRPC_ADDR/DEVICE_ID" >&2; exit 1; }
 
 # ---- clean ----------------------------------------------------------------
 
