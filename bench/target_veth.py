@@ -1,9 +1,10 @@
 """Packets per second through ``p4target run`` between two veths, against the ceiling.
 
 In one run: the plain-Python raw-socket forwarding ceiling (as veth_ceiling.py), then
-``p4target run bench/p4/veth_router.p4`` on the same veths (Ethernet/IPv6/UDP parse,
-an exact and an LPM lookup over 500 routes, MAC rewrite, hop-limit decrement, a
-counter), and the ratio of the two. Target: at least half the ceiling. Prints only;
+``p4target run bench/p4/router6.p4`` (the program of bench/target_api.py) on the same
+veths: Ethernet/IPv6/UDP parse, exact my_mac, exact host_routes (a miss), LPM over
+1,000 routes, exact port_mac, MAC rewrite, hop-limit decrement, a counter; and the
+ratio of the two. Target: at least half the ceiling. Prints only;
 run as root: ``.venv/bin/python bench/target_veth.py [SECONDS]``.
 """
 
@@ -17,18 +18,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _vethlab import PYTHON, REPO, VethLab, require_root, stop  # noqa: E402
 
-PROGRAM = REPO / "bench" / "p4" / "veth_router.p4"
-ENTRIES = REPO / "bench" / "p4" / "veth_router.stf"
-EXTRA_ROUTES = 500
+PROGRAM = REPO / "bench" / "p4" / "router6.p4"
+EXTRA_ROUTES = 1000
+# What the benchmark frame (to 02:00:00:00:00:02, fcbb:bb00:100::1) needs, as STF
+# control commands for ``p4target run --commands``.
+ENTRIES = """\
+add my_mac ingress_port:1 hdr.eth.dst:0x020000000002 accept_frame()
+add routes hdr.ipv6.dst_addr:0xfcbbbb00010000000000000000000000/48 route(port:2, next_mac:0x020000000b02)
+add port_mac egress_port:2 set_src(mac:0x020000000a02)
+"""
 
 
 def commands_file(directory: Path) -> Path:
-    """The program's entries plus EXTRA_ROUTES /64 routes that the traffic never hits."""
-    lines = [ENTRIES.read_text()]
+    """The entries plus EXTRA_ROUTES /64 routes that the traffic never hits."""
+    lines = [ENTRIES]
     for i in range(EXTRA_ROUTES):
         prefix = (0x2001_0DB8 << 96) | (i << 64)
         lines.append(f"add routes hdr.ipv6.dst_addr:{prefix:#034x}/64 "
-                     f"route(port:1, next_hop:0x0200000{i:05x})")
+                     f"route(port:1, next_mac:0x0200000{i:05x})")
     path = directory / "entries.stf"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -49,7 +56,7 @@ def main() -> int:
                 print("p4target run did not forward; its log:")
                 print(log.read_text())
                 return 1
-            through = lab.measure("p4target run (veth_router.p4)", seconds)
+            through = lab.measure("p4target run (router6.p4)", seconds)
         finally:
             stop(target)
     print("veth forwarding, 96-byte IPv6/UDP frames, one sender, one forwarder process")
