@@ -1,0 +1,562 @@
+"""Typing and code generation of P4 expressions (one pass: type, check, emit Python).
+
+Every expression becomes a Python expression string together with its P4 type and,
+when known at compile time, its value. Width rules follow the P4_16 spec: operands of
+a binary operator must have the same type (unsized literals adopt the other side's
+type), results wrap at the type's width, and masking is emitted only where a result
+can leave its range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p4target.compiler import support
+from p4target.compiler.naming import pyfield
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import (
+    BitT, BoolT, EnumT, ErrorT, ExternT, IntT, ObjT, StackT, StringT, StructT, TupleT,
+    Type, VarbitT, bit_width,
+)
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+_EVAL_GLOBALS = {"__builtins__": {}, "min": min, "max": max, "int": int, "bool": bool,
+                 "div": support.div, "mod": support.mod, "shl": support.shl}
+
+
+@dataclass
+class V:
+    """A compiled expression: Python code, P4 type, compile-time value (or None)."""
+
+    code: str
+    type: Type
+    const: object = None
+    sym: Sym | None = None  # set when the expression names a non-value object
+
+
+def lit(value: int | bool, t: Type) -> V:
+    return V(repr(value), t, value)
+
+
+def wrap_signed(code: str, width: int) -> str:
+    h = 1 << (width - 1)
+    return f"((({code}) + {h} & {(1 << width) - 1}) - {h})"
+
+
+def to_type_const(value: int, t: Type) -> int:
+    """An infinite-precision integer converted to bit<W>/int<W> (two's complement wrap)."""
+    if isinstance(t, BitT):
+        v = value & t.mask
+        if t.signed and v >> (t.width - 1):
+            v -= 1 << t.width
+        return v
+    if isinstance(t, EnumT) and t.underlying is not None:
+        return value & t.underlying.mask
+    return value
+
+
+class ExpressionCompiler:
+    """Mixin of the program compiler: needs ``scope``, ``resolve_type``, ``errors_by_name``."""
+
+    # ------------------------------------------------------------------ entry points
+    def expr(self, e: A.Expr) -> V:
+        method = getattr(self, "_e_" + type(e).__name__, None)
+        if method is None:
+            raise unsupported(e.loc, f"expression {type(e).__name__}", "rewrite it")
+        v = method(e)
+        if v.const is not None and not isinstance(v.const, str) and v.code != repr(v.const):
+            v = V(repr(v.const), v.type, v.const, v.sym)
+        return v
+
+    def value(self, e: A.Expr) -> V:
+        """An expression that must be a value (not a table, extern, type...)."""
+        v = self.expr(e)
+        if v.sym is not None and v.sym.kind not in ("var", "const"):
+            raise error(e.loc, f"'{expr_text(e)}' is a {v.sym.kind}, not a value")
+        return v
+
+    def const_int(self, e: A.Expr, what: str = "value") -> int:
+        v = self.value(e)
+        if v.const is None or isinstance(v.const, (str, bool)):
+            raise error(e.loc, f"{what} must be a compile-time integer constant; "
+                        f"'{expr_text(e)}' is not")
+        return int(v.const)  # type: ignore[arg-type]
+
+    def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
+        """Code for ``e`` converted implicitly to ``t`` (assignment, argument passing)."""
+        if isinstance(e, (A.ListExpr, A.StructExpr)) and isinstance(t, StructT):
+            return self.build_struct(e, t)
+        if isinstance(e, A.ListExpr) and isinstance(t, TupleT):
+            if len(e.items) != len(t.elems):
+                raise error(e.loc, f"{what}: expected {len(t.elems)} elements, got {len(e.items)}")
+            return "(" + "".join(self.expr_as(i, et) + ", " for i, et in zip(e.items, t.elems)) + ")"
+        return self.coerce(self.value(e), t, e.loc, what)
+
+    def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
+        vt = v.type
+        if isinstance(t, (BitT, EnumT)) and isinstance(vt, IntT):
+            if isinstance(t, EnumT):
+                raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
+            return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]
+        if isinstance(t, BitT) and isinstance(vt, BitT):
+            if t == vt:
+                return v.code
+            raise error(loc, f"{what}: cannot convert {vt} to {t} implicitly; add a cast ({t})")
+        if isinstance(t, IntT) and isinstance(vt, (IntT, BitT)):
+            return v.code
+        if isinstance(t, BoolT) and isinstance(vt, BoolT):
+            return v.code
+        if isinstance(t, StructT) and isinstance(vt, StructT) and t is vt:
+            return f"{v.code}.copy()"
+        if isinstance(t, StackT) and isinstance(vt, StackT) and vt.elem is t.elem and vt.size == t.size:
+            return f"{v.code}.copy()"
+        if type(t) is type(vt) and isinstance(t, (ErrorT, StringT, VarbitT, TupleT)) and t == vt:
+            return v.code
+        if isinstance(t, EnumT) and vt is t:
+            return v.code
+        raise error(loc, f"{what}: type mismatch, expected {t} but got {vt}")
+
+    # ------------------------------------------------------------------ literals, names
+    def _e_IntLit(self, e: A.IntLit) -> V:
+        if e.width is None:
+            return lit(e.value, IntT())
+        t = BitT(e.width, e.signed)
+        return lit(to_type_const(e.value, t), t)
+
+    def _e_BoolLit(self, e: A.BoolLit) -> V:
+        return lit(e.value, BoolT())
+
+    def _e_StrLit(self, e: A.StrLit) -> V:
+        return V(repr(e.value), StringT(), e.value)
+
+    def _e_TypeNameExpr(self, e: A.TypeNameExpr) -> V:
+        return V("", ErrorT(), None, Sym("type", ErrorT()))
+
+    def _e_Name(self, e: A.Name) -> V:
+        sym = self.global_scope.lookup(e.name) if e.top else self.scope.lookup(e.name)
+        if sym is None:
+            t = self.type_names.get(e.name)
+            if t is not None:
+                return V("", t, None, Sym("type", t))
+            raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
+        if sym.kind == "const":
+            return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]
+        if sym.kind == "var":
+            self.note_use(sym)
+            return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]
+        return V(sym.code, sym.type or ObjT(sym.kind, e.name), None, sym)
+
+    def note_use(self, sym: Sym) -> None:
+        """Hook: the program compiler records which parameters a function touches."""
+
+    def _e_Member(self, e: A.Member) -> V:
+        base = self.expr(e.obj)
+        bt = base.type
+        if base.sym is not None and base.sym.kind == "type":
+            if isinstance(bt, ErrorT):
+                code = self.errors_by_name.get(e.name)
+                if code is None:
+                    raise error(e.loc, f"unknown error 'error.{e.name}'; declare it in an error {{}} block")
+                return lit(code, ErrorT())
+            if isinstance(bt, EnumT):
+                if e.name not in bt.members:
+                    raise error(e.loc, f"enum {bt.name} has no member '{e.name}'")
+                return V(repr(bt.members[e.name]), bt, bt.members[e.name])
+            raise error(e.loc, f"type {bt} has no member '{e.name}'")
+        if isinstance(bt, StructT):
+            ft = bt.field_type(e.name)
+            if ft is None:
+                raise error(e.loc, f"{bt} has no field '{e.name}'; the fields are "
+                            + ", ".join(n for n, _ in bt.fields))
+            return V(f"{base.code}.{pyfield(e.name)}", ft)
+        if isinstance(bt, StackT):
+            n = bt.size
+            if e.name == "size":
+                return lit(n, BitT(32))
+            if e.name == "lastIndex":
+                return V(f"(({base.code}.nxt - 1) & 0xffffffff)", BitT(32))
+            if e.name == "nextIndex":
+                return V(f"{base.code}.nxt", BitT(32))
+            if e.name == "last":
+                return V(f"{base.code}.at({base.code}.nxt - 1)", bt.elem)
+            if e.name == "next":
+                return V(f"{base.code}.at({base.code}.nxt)", bt.elem)
+            raise error(e.loc, f"header stack has no member '{e.name}'; use size, next, last, "
+                        "lastIndex, nextIndex, push_front, pop_front or [i]")
+        if base.sym is not None and base.sym.kind == "tableresult":
+            if e.name == "hit":
+                return V(f"{base.code}[1]", BoolT())
+            if e.name == "miss":
+                return V(f"(not {base.code}[1])", BoolT())
+            if e.name == "action_run":
+                return V(f"{base.code}[0]", ObjT("action_run", ""), None,
+                         Sym("action_run", None, f"{base.code}[0]", obj=base.sym.obj))
+            raise error(e.loc, f"a table apply result has no member '{e.name}'; use hit, miss "
+                        "or action_run")
+        if base.sym is not None and base.sym.kind in ("table", "instance", "packet_in",
+                                                         "packet_out"):
+            return V(base.code, ObjT("method", e.name), None,
+                     Sym("method", None, base.code, obj=(base, e.name)))
+        raise error(e.loc, f"'{expr_text(e.obj)}' of type {bt} has no member '{e.name}'")
+
+    def _e_Index(self, e: A.Index) -> V:
+        base = self.value(e.obj)
+        if not isinstance(base.type, StackT):
+            raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack; only stacks can be indexed")
+        idx = self.value(e.index)
+        if idx.const is not None:
+            i = int(idx.const)  # type: ignore[arg-type]
+            if not 0 <= i < base.type.size:
+                raise error(e.loc, f"index {i} is out of range for a stack of size {base.type.size}")
+            return V(f"{base.code}.h[{i}]", base.type.elem)
+        if not isinstance(idx.type, BitT):
+            raise error(e.index.loc, f"stack index must be bit<W> or int, not {idx.type}")
+        return V(f"{base.code}.at({idx.code})", base.type.elem)
+
+    def _e_Slice(self, e: A.Slice) -> V:
+        base = self.value(e.obj)
+        if isinstance(base.type, IntT) and base.const is not None:
+            pass
+        elif not isinstance(base.type, BitT):
+            raise error(e.loc, f"cannot slice a value of type {base.type}; slices need bit<W> or int<W>")
+        hi = self.const_int(e.hi, "slice bound")
+        lo = self.const_int(e.lo, "slice bound")
+        width = bit_width(base.type) if isinstance(base.type, BitT) else hi + 1
+        if not (0 <= lo <= hi < width):
+            raise error(e.loc, f"slice [{hi}:{lo}] is out of range for {base.type}; "
+                        f"bounds must satisfy {width - 1} >= hi >= lo >= 0")
+        w = hi - lo + 1
+        mask = (1 << w) - 1
+        code = f"(({base.code} >> {lo}) & {mask:#x})" if lo else f"({base.code} & {mask:#x})"
+        if isinstance(base.type, BitT) and base.type.signed:
+            code = f"(({base.code} & {(1 << width) - 1:#x}) >> {lo} & {mask:#x})"
+        return self.folded(code, BitT(w), base.const is not None)
+
+    def folded(self, code: str, t: Type, all_const: bool) -> V:
+        if all_const:
+            val = eval(code, _EVAL_GLOBALS)  # noqa: S307 - code built from literals only
+            return V(repr(val), t, val)
+        return V(code, t)
+
+    # ------------------------------------------------------------------ operators
+    def _e_Unary(self, e: A.Unary) -> V:
+        v = self.value(e.operand)
+        t = v.type
+        c = v.const is not None
+        if e.op == "!":
+            if not isinstance(t, BoolT):
+                raise error(e.loc, f"'!' needs a bool operand, not {t}; compare with 0 instead")
+            return self.folded(f"(not {v.code})", t, c)
+        if e.op == "~":
+            if isinstance(t, BitT):
+                if t.signed:
+                    return self.folded(f"(~{v.code})", t, c)
+                return self.folded(f"({v.code} ^ {t.mask:#x})", t, c)
+            raise error(e.loc, f"'~' needs a bit<W> operand, not {t}")
+        if e.op == "-":
+            if isinstance(t, IntT):
+                return self.folded(f"(-{v.code})", t, c)
+            if isinstance(t, BitT):
+                if t.signed:
+                    return self.folded(wrap_signed(f"-{v.code}", t.width), t, c)
+                return self.folded(f"(-{v.code} & {t.mask:#x})", t, c)
+            raise error(e.loc, f"unary '-' needs a numeric operand, not {t}")
+        raise unsupported(e.loc, f"operator '{e.op}'", "rewrite the expression")
+
+    def unify(self, l: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
+        lt, rt = l.type, r.type
+        if isinstance(lt, IntT) and isinstance(rt, IntT):
+            return l.code, r.code, lt
+        if isinstance(lt, IntT) and isinstance(rt, BitT):
+            return repr(to_type_const(int(l.const), rt)), r.code, rt  # type: ignore[arg-type]
+        if isinstance(rt, IntT) and isinstance(lt, BitT):
+            return l.code, repr(to_type_const(int(r.const), lt)), lt  # type: ignore[arg-type]
+        if isinstance(lt, BitT) and isinstance(rt, BitT):
+            if lt != rt:
+                raise error(loc, f"operands of '{op}' have different types {lt} and {rt}; "
+                            "cast one side so both have the same width and signedness")
+            return l.code, r.code, lt
+        if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, (IntT,)):
+            return l.code, repr(int(r.const)), lt  # type: ignore[arg-type]
+        if type(lt) is type(rt) and (lt == rt or lt is rt) and op in ("==", "!="):
+            return l.code, r.code, lt
+        raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
+
+    def _e_Binary(self, e: A.Binary) -> V:
+        op = e.op
+        l = self.value(e.left)
+        r = self.value(e.right)
+        c = l.const is not None and r.const is not None
+        if op in ("&&", "||"):
+            for v, side in ((l, e.left), (r, e.right)):
+                if not isinstance(v.type, BoolT):
+                    raise error(side.loc, f"'{op}' needs bool operands, not {v.type}")
+            return self.folded(f"({l.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT(), c)
+        if op in ("==", "!="):
+            if isinstance(l.type, StructT) or isinstance(r.type, StructT):
+                raise unsupported(e.loc, "comparing headers or structs with ==",
+                                  "compare the fields one by one")
+            lc, rc, _ = self.unify(l, r, e.loc, op)
+            return self.folded(f"({lc} {op} {rc})", BoolT(), c)
+        if op in ("<", ">", "<=", ">="):
+            lc, rc, t = self.unify(l, r, e.loc, op)
+            if not isinstance(t, (BitT, IntT)):
+                raise error(e.loc, f"'{op}' needs numeric operands, not {t}")
+            return self.folded(f"({lc} {op} {rc})", BoolT(), c)
+        if op in ("<<", ">>"):
+            return self.shift(e, l, r, c)
+        if op == "++":
+            lt, rt = l.type, r.type
+            if not isinstance(lt, BitT) or not isinstance(rt, BitT):
+                raise error(e.loc, f"'++' needs operands with a width (bit<W>/int<W>), not {lt} and {rt}; "
+                            "give literals a width such as 16w0")
+            rcode = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
+            lcode = l.code if not lt.signed else f"({l.code} & {lt.mask:#x})"
+            t = BitT(lt.width + rt.width, lt.signed)
+            code = f"(({lcode} << {rt.width}) | {rcode})"
+            if t.signed:
+                code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
+            return self.folded(code, t, c)
+        if op not in ("+", "-", "*", "/", "%", "&", "|", "^", "|+|", "|-|"):
+            raise unsupported(e.loc, f"operator '{op}'", "rewrite the expression")
+        lc, rc, t = self.unify(l, r, e.loc, op)
+        if isinstance(t, IntT):
+            pyop = {"/": "//", "|+|": "+", "|-|": "-"}.get(op, op)
+            if not c:
+                raise error(e.loc, f"'{op}' on unsized integers needs constants")
+            return self.folded(f"({lc} {pyop} {rc})", t, True)
+        if not isinstance(t, BitT):
+            raise error(e.loc, f"'{op}' needs bit<W> or int<W> operands, not {t}")
+        m = t.mask
+        if op in ("&", "|", "^"):
+            return self.folded(f"({lc} {op} {rc})", t, c)
+        if op in ("/", "%"):
+            if t.signed:
+                raise unsupported(e.loc, f"'{op}' on signed int<W>", "use bit<W> operands")
+            return self.folded(f"{'div' if op == '/' else 'mod'}({lc}, {rc})", t, c)
+        if op == "|+|":
+            if t.signed:
+                h = 1 << (t.width - 1)
+                return self.folded(f"max(min({lc} + {rc}, {h - 1}), {-h})", t, c)
+            return self.folded(f"min({lc} + {rc}, {m:#x})", t, c)
+        if op == "|-|":
+            if t.signed:
+                h = 1 << (t.width - 1)
+                return self.folded(f"max(min({lc} - {rc}, {h - 1}), {-h})", t, c)
+            return self.folded(f"max({lc} - {rc}, 0)", t, c)
+        raw = f"{lc} {op} {rc}"
+        if t.signed:
+            return self.folded(wrap_signed(raw, t.width), t, c)
+        return self.folded(f"(({raw}) & {m:#x})", t, c)
+
+    def shift(self, e: A.Binary, l: V, r: V, c: bool) -> V:
+        lt, rt = l.type, r.type
+        if isinstance(rt, BitT) and rt.signed:
+            raise error(e.right.loc, "shift amount must be unsigned (bit<W> or a non-negative literal)")
+        if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]
+            raise error(e.right.loc, "shift amount must not be negative")
+        if not isinstance(rt, (BitT, IntT)):
+            raise error(e.right.loc, f"shift amount must be an integer, not {rt}")
+        if isinstance(lt, IntT):
+            if not c:
+                raise error(e.loc, "shifting an unsized integer by a run-time amount; give it a width")
+            return self.folded(f"({l.code} {e.op} {r.code})", lt, True)
+        if not isinstance(lt, BitT):
+            raise error(e.left.loc, f"cannot shift a value of type {lt}")
+        if e.op == ">>":
+            if lt.signed or r.const is not None:
+                return self.folded(f"({l.code} >> {r.code})", lt, c)
+            return self.folded(f"({l.code} >> {r.code})", lt, c)
+        if r.const is not None:
+            amount = int(r.const)  # type: ignore[arg-type]
+            if amount >= lt.width:
+                return self.folded("0", lt, True) if not lt.signed else lit(0, lt)
+            if lt.signed:
+                return self.folded(wrap_signed(f"{l.code} << {amount}", lt.width), lt, c)
+            return self.folded(f"(({l.code} << {amount}) & {lt.mask:#x})", lt, c)
+        if lt.signed:
+            return V(wrap_signed(f"shl({l.code} & {lt.mask:#x}, {r.code}, {lt.width})", lt.width), lt)
+        return V(f"shl({l.code}, {r.code}, {lt.width})", lt)
+
+    def _e_Ternary(self, e: A.Ternary) -> V:
+        cond = self.value(e.cond)
+        if not isinstance(cond.type, BoolT):
+            raise error(e.cond.loc, f"condition must be bool, not {cond.type}")
+        a = self.value(e.then)
+        b = self.value(e.other)
+        ac, bc, t = self.unify(a, b, e.loc, "?:") if not (
+            isinstance(a.type, BoolT) and isinstance(b.type, BoolT)) else (a.code, b.code, a.type)
+        if isinstance(t, IntT) and cond.const is None:
+            raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
+        return self.folded(f"({ac} if {cond.code} else {bc})", t,
+                           cond.const is not None and a.const is not None and b.const is not None)
+
+    def _e_Cast(self, e: A.Cast) -> V:
+        t = self.resolve_type(e.type)
+        v = self.value(e.expr)
+        return self.cast(v, t, e.loc)
+
+    def cast(self, v: V, t: Type, loc: Loc) -> V:
+        vt = v.type
+        c = v.const is not None
+        if isinstance(t, BitT):
+            if isinstance(vt, IntT):
+                return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]
+            if isinstance(vt, BoolT):
+                if t.width != 1 or t.signed:
+                    raise error(loc, f"cannot cast bool to {t}; only bit<1> holds a bool")
+                return self.folded(f"int({v.code})", t, c)
+            if isinstance(vt, EnumT) and vt.underlying is not None:
+                vt = vt.underlying
+            if isinstance(vt, BitT):
+                code = v.code
+                if vt.signed:
+                    code = f"({code} & {vt.mask:#x})"
+                if t.width < vt.width:
+                    code = f"({code} & {t.mask:#x})"
+                if t.signed:
+                    h = 1 << (t.width - 1)
+                    code = f"((({code}) & {t.mask:#x} ^ {h}) - {h})"
+                return self.folded(code, t, c)
+        if isinstance(t, BoolT):
+            if isinstance(vt, BoolT):
+                return v
+            if isinstance(vt, BitT) and vt.width == 1 and not vt.signed:
+                return self.folded(f"({v.code} == 1)", t, c)
+            if isinstance(vt, IntT) and v.const in (0, 1):
+                return lit(bool(v.const), t)
+        if isinstance(t, IntT) and isinstance(vt, (IntT, BitT)):
+            return V(v.code, t, v.const)
+        if isinstance(t, EnumT) and t.underlying is not None:
+            if isinstance(vt, (BitT, IntT)):
+                inner = self.cast(v, t.underlying, loc) if isinstance(vt, IntT) or vt != t.underlying else v
+                return V(inner.code, t, inner.const)
+            if vt is t:
+                return v
+        if isinstance(t, StructT) and vt is t:
+            return v
+        if type(t) is type(vt) and t == vt:
+            return v
+        raise error(loc, f"cannot cast {vt} to {t}")
+
+    def _e_ListExpr(self, e: A.ListExpr) -> V:
+        items = [self.value(i) for i in e.items]
+        return V("(" + "".join(i.code + ", " for i in items) + ")",
+                 TupleT(tuple(i.type for i in items)))
+
+    def _e_StructExpr(self, e: A.StructExpr) -> V:
+        raise error(e.loc, "a { field = value } initializer needs a known struct type; "
+                    "assign it to a variable or parameter of that type")
+
+    def build_struct(self, e: A.ListExpr | A.StructExpr, t: StructT) -> str:
+        if isinstance(e, A.ListExpr):
+            if len(e.items) != len(t.fields):
+                raise error(e.loc, f"{t} has {len(t.fields)} fields but the list has {len(e.items)}")
+            vals = [self.expr_as(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)]
+        else:
+            given = dict(e.fields)
+            for n in given:
+                if t.field_type(n) is None:
+                    raise error(e.loc, f"{t} has no field '{n}'")
+            missing = [n for n, _ in t.fields if n not in given]
+            if missing:
+                raise error(e.loc, f"initializer for {t} lacks fields {', '.join(missing)}")
+            vals = [self.expr_as(given[n], ft, f"field {n}") for n, ft in t.fields]
+        return f"mk_{t.pyname}(" + ", ".join(vals) + ")"
+
+    def _e_DefaultExpr(self, e: A.DefaultExpr) -> V:
+        raise error(e.loc, "'default'/'_' is only allowed in select cases, entries and switch labels")
+
+    def _e_Mask(self, e: A.Mask) -> V:
+        raise error(e.loc, "'&&&' is only allowed in select cases and table entries")
+
+    def _e_Range(self, e: A.Range) -> V:
+        raise error(e.loc, "'..' is only allowed in select cases and table entries")
+
+    def _e_Call(self, e: A.Call) -> V:
+        return self.call_expr(e)  # provided by the statement compiler
+
+    # ------------------------------------------------------------------ bit strings
+    def flatten_bits(self, e: A.Expr) -> tuple[str, int, list[tuple[str, int]]]:
+        """A list/struct/header/value as one bit string: (code, width, parts).
+
+        Used for hash, checksum and digest data: fields concatenated MSB first.
+        """
+        parts: list[tuple[str, int]] = []
+        self._flatten(e, parts)
+        code = "0"
+        total = 0
+        for pc, w in parts:
+            code = pc if total == 0 else f"({code} << {w}) | {pc}"
+            total += w
+        return (f"({code})" if parts else "0"), total, parts
+
+    def _flatten(self, e: A.Expr, parts: list[tuple[str, int]]) -> None:
+        if isinstance(e, A.ListExpr):
+            for i in e.items:
+                self._flatten(i, parts)
+            return
+        v = self.value(e)
+        self._flatten_v(v, parts, e.loc)
+
+    def _flatten_v(self, v: V, parts: list[tuple[str, int]], loc: Loc) -> None:
+        t = v.type
+        if isinstance(t, StructT):
+            for n, ft in t.fields:
+                self._flatten_v(V(f"{v.code}.{pyfield(n)}", ft), parts, loc)
+            return
+        if isinstance(t, BitT):
+            parts.append((v.code if not t.signed else f"({v.code} & {t.mask:#x})", t.width))
+            return
+        if isinstance(t, BoolT):
+            parts.append((f"int({v.code})", 1))
+            return
+        if isinstance(t, EnumT) and t.underlying is not None:
+            parts.append((v.code, t.underlying.width))
+            return
+        if isinstance(t, IntT):
+            raise error(loc, "an unsized integer in a field list has no width; write it as 8w5 or cast it")
+        raise error(loc, f"a value of type {t} cannot be part of a bit string")
+
+
+def expr_text(e: A.Expr | None) -> str:
+    """Canonical source text of an expression, as p4c prints key names."""
+    if e is None:
+        return "_"
+    if isinstance(e, A.Name):
+        return ("." if e.top else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{expr_text(e.obj)}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{expr_text(e.obj)}[{expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{expr_text(e.obj)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, A.IntLit):
+        return e.text
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, A.Call):
+        return f"{expr_text(e.func)}({', '.join(expr_text(a.value) for a in e.args)})"
+    if isinstance(e, A.Binary):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{expr_text(e.operand)}"
+    if isinstance(e, A.TypeNameExpr):
+        return e.name
+    if isinstance(e, A.Cast):
+        return f"({type_text(e.type)}){expr_text(e.expr)}"
+    if isinstance(e, A.StrLit):
+        return repr(e.value)
+    return type(e).__name__
+
+
+def type_text(t: A.TypeRef) -> str:
+    if isinstance(t, A.BitsType):
+        return f"{t.kind}<{expr_text(t.width)}>" if t.width is not None else t.kind
+    if isinstance(t, A.NamedType):
+        return t.name
+    return type(t).__name__
+
+
+__all__ = ["ExpressionCompiler", "V", "expr_text", "lit", "to_type_const", "ExternT", "VarbitT"]

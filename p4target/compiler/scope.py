@@ -1,0 +1,41 @@
+"""Symbols and nested scopes used while resolving names and generating code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4target.compiler.types import Type
+
+
+@dataclass
+class Sym:
+    """A name in scope.
+
+    kind: var (a value with Python code ``code``), const (compile-time value),
+    instance (extern object), table, action, packet_in, packet_out, type, parser,
+    control, function (extern function).
+    """
+
+    kind: str
+    type: Type | None
+    code: str = ""
+    const: object = None
+    obj: object = None
+
+
+@dataclass
+class Scope:
+    parent: "Scope | None" = None
+    names: dict[str, Sym] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Sym | None:
+        s: Scope | None = self
+        while s is not None:
+            sym = s.names.get(name)
+            if sym is not None:
+                return sym
+            s = s.parent
+        return None
+
+    def child(self) -> "Scope":
+        return Scope(self)
