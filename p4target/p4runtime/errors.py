@@ -70,11 +70,26 @@ def update_error(code: int, message: str = "") -> p4runtime_pb2.Error:
     return p4runtime_pb2.Error(canonical_code=code, message=message)
 
 
+# Error messages are kept to this many characters in total per failed Write: the
+# status travels in a gRPC trailer, and clients refuse trailers beyond their
+# metadata limit (16 KiB hard by default). Past the budget, errors keep their code
+# and lose their message. Clients sending big batches should raise
+# grpc.max_metadata_size: each detail still costs ~40 bytes.
+MESSAGE_BUDGET = 6000
+
+
 def batch_status(errors: list[p4runtime_pb2.Error]) -> status_pb2.Status:
     """google.rpc.Status for a Write whose updates did not all succeed."""
     failed = sum(1 for e in errors if e.canonical_code != OK)
-    status = status_pb2.Status(code=UNKNOWN, message=f"{failed} of {len(errors)} updates failed")
+    first = next((e.message for e in errors if e.canonical_code != OK), "")
+    status = status_pb2.Status(code=UNKNOWN, message=f"{failed} of {len(errors)} updates failed; first: {first}"[:500])
+    budget = MESSAGE_BUDGET
     for e in errors:
+        if e.message:
+            if len(e.message) <= budget:
+                budget -= len(e.message)
+            else:
+                e = p4runtime_pb2.Error(canonical_code=e.canonical_code)
         status.details.add().Pack(e)
     return status
 

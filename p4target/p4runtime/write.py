@@ -61,6 +61,8 @@ def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> No
     if update.type not in (INSERT, MODIFY, DELETE):
         raise invalid("update type must be INSERT, MODIFY or DELETE")
     which = update.entity.WhichOneof("entity")
+    if which is None:
+        raise invalid("update without an entity")
     handler = _HANDLERS.get(which or "")
     if handler is None:
         raise P4RTError(UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
