@@ -250,8 +250,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, on_signal)
             signal.signal(signal.SIGINT, on_signal)
         grpc_txt = f", P4Runtime on {server.bound_addr}" if server is not None else ""
-        log.warning("device %d: running with %d port(s)%s", device.device_id, len(ports),
-                    grpc_txt)
         print(f"{PROG}: device {device.device_id} running: "
               + ", ".join(f"{n}@{i}" for n, i in sorted(ports.items())) + grpc_txt,
               file=sys.stderr, flush=True)
