@@ -93,7 +93,7 @@ build: deps
 	elif [ ! -x $(VENV)/bin/p4target ] || ! $(VENV)/bin/python -c 'import p4target.cli' 2>/dev/null; then \
 	  echo "build: the p4target command is not there yet (p4target/cli.py), skipping"; \
 	else \
-	  $(MAKE) --no-print-directory $(P4INFOS); \
+	  $(MAKE) -s --no-print-directory $(P4INFOS); \
 	fi
 
 $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)

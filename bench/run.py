@@ -48,7 +48,9 @@ def run_one(script: Path, timeout: float, python: str) -> BenchResult:
     """Run one script in its own process group (so a timeout also stops its children)."""
     start = time.monotonic()
     try:
-        proc = subprocess.Popen([python, str(script)], cwd=REPO, start_new_session=True)
+        # unbuffered: figures show as they are measured, even when output is a pipe/file
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen([python, str(script)], cwd=REPO, env=env, start_new_session=True)
     except OSError as exc:
         return BenchResult(script.name, f"could not start: {exc}", 0.0)
     try:
