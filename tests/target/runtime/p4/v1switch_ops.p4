@@ -178,7 +178,9 @@ control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
             meta.mark = 0xcd;
             hdr.eth.dst = 0x0000000000ee;  /* the egress clone is the packet as it leaves */
             clone_preserving_field_list(CloneType.E2E, (bit<32>)hdr.cmd.val, 1);
-        } else if (hdr.cmd.op == OP_RECIRC && sm.instance_type == 0) {
+        } else if (hdr.cmd.op == OP_RECIRC && meta.in_type == 0) {
+            /* meta.in_type, not sm.instance_type: simple_switch hands every unicast
+               packet to egress as NORMAL, recirculated ones included */
             meta.mark = 0x88;
             hdr.cmd.val = hdr.cmd.val + 1;  /* seen by the second pass: the deparsed packet */
             recirculate_preserving_field_list(1);
