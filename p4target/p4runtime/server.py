@@ -189,11 +189,33 @@ class P4RuntimeServer:
         self.bound_port = self._grpc.add_insecure_port(self.addr)
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {self.addr}; is the port in use?")
+        self._adopt_running_pipeline()
         self.device.add_packet_in_listener(self._on_packet_in)
         if hasattr(self.device, "add_digest_listener"):
             self.device.add_digest_listener(self._on_digest)
         self._grpc.start()
         log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
+
+    def _adopt_running_pipeline(self) -> None:
+        """A device started with a program (``p4target run prog.p4``) serves it at once.
+
+        The P4Info is the generated one (ids as p4c assigns them); the device config
+        is the source bundle of the program's file when it can be read again.
+        """
+        sw = self.device.switch
+        if sw is None or self.state is not None:
+            return
+        from p4target.device_config import device_config_from_file
+        from p4target.errors import P4Error
+        from p4target.p4runtime.schema import build_schema
+
+        program = sw.program
+        try:
+            bundle = device_config_from_file(program.model.source)
+        except P4Error:
+            bundle = b""
+        self.state = PipelineState(schema=build_schema(program.model), compiled=program, device_config=bundle)
+        log.info("device %d: serving the pipeline loaded at start (%s)", self.device_id, program.model.source)
 
     def stop(self, grace: float | None = 0.5) -> None:
         if self._grpc is not None:
