@@ -553,6 +553,11 @@ class Switch:
             if cfg is not None and passes < MAX_PASSES:
                 for cport, rid in cfg.replicas:
                     c = pipe.copy_state(st)
+                    # simple_switch keeps the headers and resets all metadata (user
+                    # metadata too, where the pipeline can make a fresh state).
+                    new_state = getattr(pipe, "new_state", None)
+                    if new_state is not None:
+                        c.meta = new_state().meta
                     pipe.reset_standard_metadata(c)
                     if fl is not None:
                         pipe.preserve(st, c, fl)

@@ -120,10 +120,14 @@ def test_egress_clone_is_the_packet_as_it_leaves(sw) -> None:
     sw.clone_session_set(8, [(5, 0)], truncate=16)
     f = frame(CLONE_E2E, arg=2, val=8)
     out = dict(sw.inject(1, f))
-    leaving = expect(CLONE_E2E, arg=2, val=8, dst="00:00:00:00:00:ee", mark=0xCD, pkt_len=len(f))
+    leaving = expect(CLONE_E2E, arg=2, val=8, dst="00:00:00:00:00:ee", mark=0xCD, hash=0x1234, pkt_len=len(f))
     assert out[2] == leaving
+    # headers as they left; metadata reset except field list 1 (mark), so hash is 0
     clone = expect(CLONE_E2E, arg=2, val=8, dst="00:00:00:00:00:ee", eg_type=2, mark=0xCD, pkt_len=len(f))
     assert out[5] == clone[:16]  # the session truncates its copies
+    sw.clone_session_set(8, [(5, 0)])
+    out = dict(sw.inject(1, f))
+    assert out[5] == clone
 
 
 def test_resubmit_starts_again_from_the_received_packet(sw) -> None:

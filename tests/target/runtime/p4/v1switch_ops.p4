@@ -176,6 +176,8 @@ control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         hdr.cmd.hash = meta.hash;
         if (hdr.cmd.op == OP_CLONE_E2E && sm.instance_type == 0) {
             meta.mark = 0xcd;
+            meta.hash = 0x1234;  /* not in field list 1: the clone's egress must see 0 */
+            hdr.cmd.hash = 0x1234;
             hdr.eth.dst = 0x0000000000ee;  /* the egress clone is the packet as it leaves */
             clone_preserving_field_list(CloneType.E2E, (bit<32>)hdr.cmd.val, 1);
         } else if (hdr.cmd.op == OP_RECIRC && meta.in_type == 0) {
