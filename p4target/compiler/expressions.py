@@ -488,7 +488,7 @@ class ExpressionCompiler:
         code = "0"
         total = 0
         for pc, w in parts:
-            code = pc if total == 0 else f"({code} << {w}) | {pc}"
+            code = pc if total == 0 else f"(({code}) << {w}) | {pc}"
             total += w
         return (f"({code})" if parts else "0"), total, parts
 
