@@ -12,7 +12,9 @@ Statements, one per line (``#`` starts a comment; keywords are case-insensitive)
   keys (the written digits form the mask, as p4c's BMv2 runner does); ``VALUE/LEN``
   for LPM (without ``/LEN`` the prefix covers the non-``*`` bits); ``VALUE&&&MASK``
   and ``LOW->HIGH`` are accepted too (simple_switch_CLI's forms). Keys not written
-  are wildcards (exact keys: 0, as in p4c's runner). A higher priority wins.
+  are wildcards (exact keys: 0, as in p4c's runner). A higher priority wins
+  (STF priority p is P4Runtime priority p+1, since p4c's tests use 0); stack elements
+  may be written ``name$N`` as p4c's runner allows.
   ``= NAME`` names the entry so ``check_counter DIRECT_COUNTER($NAME)`` can read it.
 - ``setdefault TABLE ACTION(PARAM:VALUE, ...)``; ``remove all`` clears every table.
 - ``packet PORT HEX...``; ``expect PORT HEX...[$]`` where ``*`` is a wildcard nibble,
@@ -544,7 +546,6 @@ class StfRunner:
         self.named: dict[str, tuple[str, dict[str, Any], int | None]] = {}
         self.mc_nodes: dict[int, tuple[int, list[int]]] = {}  # handle -> (rid, ports)
         self.mc_groups: dict[int, list[int]] = {}  # group -> node handles
-        self._auto_prio = 0
 
     # -- helpers
     def where(self, c: StfCommand, col: int | None = None) -> str:
@@ -599,7 +600,9 @@ class StfRunner:
         match: dict[str, Any] = {}
         for kv in c.keys:
             where = self.where(c, kv.col)
-            wanted = aliases.get(kv.name, kv.name)
+            # p4c's runner writes stack elements as name$N: hdr.extra$0.h = hdr.extra[0].h
+            written = re.sub(r"\$([0-9]+)", r"[\1]", kv.name)
+            wanted = aliases.get(written, written)
             kname = _suffix_lookup(list(keys) + list(aliases), wanted, f"key of table {table.name}", where)
             kname = aliases.get(kname, kname)
             kf = keys[kname]
@@ -702,11 +705,9 @@ class StfRunner:
         needs_prio = any(k.match_kind in ("ternary", "range", "optional") for k in table.match_keys)
         prio = None
         if needs_prio:
-            if c.priority is not None:
-                prio = c.priority
-            else:
-                self._auto_prio += 1
-                prio = 1
+            # STF priorities start at 0 (p4c's tests use 0), P4Runtime's at 1: shift by
+            # one, order unchanged. Without one, 1: among equals the first added wins.
+            prio = c.priority + 1 if c.priority is not None else 1
         self._call(c, self.sw.table_add, table.name, match, action, params, priority=prio)
         if c.entry_name:
             self.named[c.entry_name] = (table.name, match, prio)

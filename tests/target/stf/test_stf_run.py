@@ -93,3 +93,21 @@ def test_bad_commands_name_the_place(l3_switch_factory, line, where, what):
 def test_run_stf_program_compiles_and_runs():
     res = run_stf_program(P4 / "mcast_clone.p4", HERE / "mcast_clone.stf")
     assert res.passed
+
+
+def test_priority_zero_and_order(l3_switch_factory, tmp_path):
+    """p4c's STF files use priority 0; a higher number still wins over a lower one."""
+    stf = tmp_path / "p.stf"
+    pkt = ("packet 1 000000000002 000000000001 86dd 6001234500101140 "
+           "fd000000000000000000000000000001 fcbb0001000000000000000000000001 "
+           "1234000900100000 4142434445464748\n")
+    stf.write_text("add ipv6_lpm dst_addr:0xfcbb0000000000000000000000000000/16 "
+                   "route(port:2, dmac:0x0000000000b2)\n"
+                   "add acl 0 dst_port:0x0009 deny() = D\n"
+                   "add acl 1 src_addr:0xfd00**************************** permit() = P\n"
+                   + pkt + "expect 2\n"
+                   "check_counter acl_hits($P) packets == 1\n"
+                   "check_counter acl_hits($D) packets == 0\n")
+    res = run_stf(l3_switch_factory(), stf)
+    assert res.failures == []
+    assert len(res.received[2]) == 1
