@@ -50,7 +50,7 @@ struct metadata_t {
     bit<16>  my_leaf;
     bit<16>  dst_leaf;
     bit<16>  dst_port;
-    bit<32>  spray_seq;          // selector input: per-packet sequence, 0 per flow
+    bit<32>  spray_key;          // selector input: per-packet sequence or flow hash
     bit<32>  flow_hash;          // selector input and non-MRC outer flow label
     bit<16>  l4_src_port;
     bit<16>  l4_dst_port;
@@ -233,13 +233,14 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
         size = 8;
     }
 
-    /* Spray key: a per-packet sequence number or nothing (per flow). */
+    /* Spray key: a per-packet sequence number (consecutive packets take
+     * consecutive live members) or the flow hash (a flow stays on one member). */
     action spray_per_packet() {
-        spray_seq.read(meta.spray_seq, 0);
-        spray_seq.write(0, meta.spray_seq + 1);
+        spray_seq.read(meta.spray_key, 0);
+        spray_seq.write(0, meta.spray_key + 1);
     }
     action spray_per_flow() {
-        meta.spray_seq = 0;
+        meta.spray_key = meta.flow_hash;
     }
     table spray_mode {
         key = {
@@ -255,14 +256,16 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
     /* The NIC's own spraying: members are paths (set_generated(plane, spine) for
      * any destination, or whole carriers), groups list them with the plane port as
      * watch port, so a plane port that goes down is skipped by the dataplane. Up to
-     * 8 planes x 256 spines members. */
-    action_selector(HashAlgorithm.crc16, 32w4096, 32w16) spray_selector;
+     * 8 planes x 256 spines members. The identity hash makes the choice
+     * spray_key % (live members): exact round robin per packet, and the flow
+     * hash's own spread per flow (a CRC over a sequence number would repeat
+     * patterns and leave members idle). */
+    action_selector(HashAlgorithm.identity, 32w4096, 32w32) spray_selector;
 
     table spray {
         key = {
             hdr.ipv6.dst_addr: lpm;
-            meta.spray_seq: selector;
-            meta.flow_hash: selector;
+            meta.spray_key: selector;
         }
         actions = { set_path; set_path_srh; set_generated; no_path; }
         default_action = no_path();

@@ -207,7 +207,7 @@ def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
         sw.table_add("Ingress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "Ingress.mode_generated", {})
     for e in cfg.explicit:
         sw.table_add("Ingress.ev_table",
-                     {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)), 64),
+                     {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)) >> 64 << 64, 64),
                       "meta.ev": e.ev},
                      "Ingress.set_path",
                      {"port": nic_plane_port(e.plane), "plane": e.plane,

@@ -132,6 +132,9 @@ def test_generated_mode_tables_do_not_grow_with_hosts(nic_factory):
 ])
 def test_generated_ev_outside_the_fabric_is_dropped_and_counted(nic_factory, ev, dst, reason):
     sw, cfg = nic_factory(explicit=False, generated=True)
+    # GENERATED mode for a wider prefix than the host block, so the NIC must check.
+    sw.table_add("Ingress.ev_mode", {"hdr.ipv6.dst_addr": Lpm(ip_int("fd00::"), 16)},
+                 "Ingress.mode_generated", {})
     frame = mrc_frame(cfg, 0, 0, ev)
     frame["IPv6"].dst = dst
     assert sw.inject(0, bytes(frame)) == []
