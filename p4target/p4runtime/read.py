@@ -54,7 +54,7 @@ def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counte
     msg.match.extend(encode_match(t, entry.match))
     if entry.priority is not None:
         msg.priority = entry.priority
-    key = entry_key(t.name, entry.match, entry.priority)
+    key = entry_key(t.name, entry.match, entry.priority) if (st.one_shots or st.direct_meters) else None
     if entry.action is not None:
         msg.action.action.CopyFrom(encode_action(st.schema, entry.action, entry.params))
     elif entry.member is not None:

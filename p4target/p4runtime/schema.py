@@ -46,6 +46,9 @@ class ActionInfo:
     name: str
     params: dict[int, FieldInfo]
 
+    def __post_init__(self) -> None:
+        self.ordered_params = sorted(self.params.values(), key=lambda f: f.id)
+
 
 @dataclass
 class ProfileInfo:
@@ -70,6 +73,9 @@ class TableInfo:
     profile: ProfileInfo | None = None
     direct_counter_id: int | None = None
     direct_meter_id: int | None = None
+
+    def __post_init__(self) -> None:
+        self.ordered_fields = sorted(self.fields.values(), key=lambda f: f.id)
 
 
 @dataclass

@@ -80,13 +80,12 @@ def decode_match(t: TableInfo, fms) -> dict[str, MatchValue]:
 
 
 def encode_match(t: TableInfo, match: dict[str, MatchValue]) -> list[p4runtime_pb2.FieldMatch]:
-    by_name = {f.name: f for f in t.fields.values()}
     out = []
-    for f in sorted(t.fields.values(), key=lambda f: f.id):
+    for f in t.ordered_fields:
         m = match.get(f.name)
         if m is None:
             continue
-        fm = p4runtime_pb2.FieldMatch(field_id=by_name[f.name].id)
+        fm = p4runtime_pb2.FieldMatch(field_id=f.id)
         if isinstance(m, Exact):
             fm.exact.value = bytestrings.encode(m.value)
         elif isinstance(m, Lpm):
@@ -146,15 +145,11 @@ def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default:
 def encode_action(schema: Schema, name: str, params: dict[str, int] | tuple[int, ...]) -> p4runtime_pb2.Action:
     aid = schema.id_of("action", name)
     info = schema.actions[aid]
-    msg = p4runtime_pb2.Action(action_id=aid)
-    ordered = sorted(info.params.values(), key=lambda f: f.id)
     if isinstance(params, tuple):
-        values = dict(zip([f.name for f in schema.model.action(name).params], params))
-    else:
-        values = params
-    for f in ordered:
-        msg.params.add(param_id=f.id, value=bytestrings.encode(values.get(f.name, 0)))
-    return msg
+        params = dict(zip([p.name for p in schema.model.action(name).params], params))
+    return p4runtime_pb2.Action(action_id=aid, params=[
+        p4runtime_pb2.Action.Param(param_id=f.id, value=bytestrings.encode(params.get(f.name, 0)))
+        for f in info.ordered_params])
 
 
 def decode_port(data: bytes, where: str) -> int:
