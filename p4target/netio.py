@@ -227,6 +227,15 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
     return s
 
 
+def ignores_outgoing(sock: socket.socket) -> bool:
+    """True if the kernel keeps our own transmissions off this socket
+    (PACKET_IGNORE_OUTGOING took effect), so frames need no per-frame check."""
+    try:
+        return sock.getsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING) == 1
+    except OSError:
+        return False
+
+
 # ------------------------------------------------------------------------------ NetIO
 
 
@@ -248,6 +257,7 @@ class _Port:
         self.stats = PortStats()
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
+        self.kernel_filters_outgoing = False
 
 
 class NetIO:
@@ -346,6 +356,7 @@ class NetIO:
         except OSError as e:
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
         p.ifindex = ifindex
+        p.kernel_filters_outgoing = ignores_outgoing(p.sock)
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
@@ -394,7 +405,6 @@ class NetIO:
         self.open()
         assert self._epoll is not None
         dev = self.device
-        recv_flags = socket.MSG_DONTWAIT
         next_poll = time.monotonic() + self.poll_interval
         next_flush = time.monotonic() + 0.2
         dev_poll = getattr(dev, "poll", None)
@@ -414,24 +424,7 @@ class NetIO:
                     sock = p.sock
                     if sock is None:
                         continue
-                    for _ in range(_BATCH):
-                        try:
-                            data, addr = sock.recvfrom(MAX_FRAME, recv_flags)
-                        except BlockingIOError:
-                            break
-                        except OSError as e:
-                            if e.errno == errno.ENETDOWN:
-                                break
-                            log.warning("port %d (%s): receive failed: %s", p.number,
-                                        p.name, e.strerror)
-                            break
-                        if addr[2] == PACKET_OUTGOING:
-                            p.stats.ignored += 1
-                            continue
-                        p.stats.rx += 1
-                        if p.pcap_in is not None:
-                            p.pcap_in.write(data)
-                        dev.receive(p.number, data)
+                    self._drain(p, sock, dev)
                 elif self._nl is not None and fd == self._nl.fileno():
                     self._read_netlink()
                 elif fd == self._wake_r:
@@ -453,6 +446,32 @@ class NetIO:
                     if p.pcap_out is not None:
                         p.pcap_out.flush()
         self.close()
+
+    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
+        """Read up to _BATCH frames from one port and run them through the device."""
+        stats, number, pcap = p.stats, p.number, p.pcap_in
+        receive = dev.receive
+        flags = socket.MSG_DONTWAIT
+        fast = p.kernel_filters_outgoing
+        for _ in range(_BATCH):
+            try:
+                if fast:
+                    data = sock.recv(MAX_FRAME, flags)
+                else:
+                    data, addr = sock.recvfrom(MAX_FRAME, flags)
+                    if addr[2] == PACKET_OUTGOING:
+                        stats.ignored += 1
+                        continue
+            except BlockingIOError:
+                return
+            except OSError as e:
+                if e.errno != errno.ENETDOWN:
+                    log.warning("port %d (%s): receive failed: %s", number, p.name, e.strerror)
+                return
+            stats.rx += 1
+            if pcap is not None:
+                pcap.write(data)
+            receive(number, data)
 
     def start(self) -> None:
         """Open the ports and forward in a background thread."""
