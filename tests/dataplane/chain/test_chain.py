@@ -131,3 +131,55 @@ def test_sprayed_traffic_reaches_its_host_on_every_path(explicit_chain):
     assert delivered == [(NIC_HOST_PORT, host_delivery(dst_cfg, bytes(frame)[14:]))]
     # The fabric switches saw an SRv6 packet: the inner packet kept its hop limit.
     assert Ether(delivered[0][1])[IPv6].hlim == 64
+
+
+def test_a_packet_trimmed_in_the_fabric_reaches_the_host_with_the_mark():
+    """A burst congests leaf 0's uplink in plane 0: the trimmed packets arrive at the
+    host as headers only, with the trim DSCP in their (inner) traffic class."""
+    from scapy.layers.inet import UDP
+
+    from tests.dataplane.packets import BTH, RETH
+
+    chain = Chain(generated=False)
+    threshold = 2
+    leaf0 = tf.Node(0, tf.LEAF, 0)
+    sw = tf.load_switch()
+    tf.install(sw, TINY.entries(leaf0, trim_threshold=threshold))
+    chain.fabric[leaf0] = sw
+    uplink = TINY.leaf_uplink_port(0)
+    sw.set_queue_rate(uplink, 1000.0)
+
+    src, dst = (0, 1), (1, 2)
+    nic, cfg = chain.nics[src]
+    e = next(e for e in cfg.explicit if (e.dst_leaf, e.dst_port, e.plane, e.spine) == (1, 2, 0, 0))
+    payload = bytes(range(200))
+    frames = [mrc_frame(cfg, *dst, e.ev, psn=psn, payload=payload, tc=0x69) for psn in range(10)]
+    for f in frames:
+        [(port, data)] = nic.inject(NIC_HOST_PORT, bytes(f))
+        assert port == nic_plane_port(0)
+        sw.send(src[1], data)  # leaf port n faces the NIC of host (leaf, n)
+    out = sw.run_until_idle() + sw.advance(1.0)
+    assert len(out) == len(frames)
+
+    dst_nic, dst_cfg = chain.nics[dst]
+    spine, spine_port = TINY.neighbour(leaf0, uplink)
+    trimmed = 0
+    for port, data in out:
+        assert port == uplink
+        hops = tf.walk(TINY, chain.fabric, spine, spine_port, data)
+        last = hops[-1]
+        [(host_port, delivered)] = dst_nic.inject(nic_plane_port(0), last.frame)
+        assert host_port == NIC_HOST_PORT
+        psn = Ether(delivered)[BTH].psn
+        sent = frames[psn]
+        if len(delivered) == len(bytes(sent)):
+            assert delivered == host_delivery(dst_cfg, bytes(sent)[14:])
+            continue
+        trimmed += 1
+        inner = (IPv6(src=sent[IPv6].src, dst=sent[IPv6].dst, tc=(tf.TRIM_DSCP << 2) | 0x1,
+                      fl=sent[IPv6].fl, hlim=sent[IPv6].hlim)
+                 / UDP(sport=e.ev, dport=4791)
+                 / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
+                 / RETH(vaddr=0x1000, rkey=0x55, dma_len=len(payload)))
+        assert delivered == host_delivery(dst_cfg, bytes(inner))
+    assert trimmed >= len(frames) - threshold - 2
