@@ -185,8 +185,13 @@ def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
 def _read_direct_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectMeterEntry):
     tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_meter_id is not None]
     for t in tables:
+        want = None
+        if len(req.table_entry.match) or req.table_entry.priority:
+            want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
         for entry in sw.table_entries(t.name):
             key = entry_key(t.name, entry.match, entry.priority)
+            if want is not None and key != want:
+                continue
             d = p4runtime_pb2.DirectMeterEntry()
             d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
             d.table_entry.ClearField("meter_config")

@@ -85,8 +85,10 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
             raise invalid(f"table '{t.name}' has no direct meter; leave meter_config out")
     if e.HasField("counter_data") and t.direct_counter_id is None:
         raise invalid(f"table '{t.name}' has no direct counter; leave counter_data out")
-    if e.idle_timeout_ns and not t.model.supports_idle_timeout:
-        raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
+    if e.idle_timeout_ns:
+        if not t.model.supports_idle_timeout:
+            raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
+        raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': idle timeout notifications are not implemented")
     match = decode_match(t, e.match)
     priority = decode_priority(t, e.priority)
     key = entry_key(t.name, match, priority)

@@ -56,6 +56,11 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
            for i in range(1, 6)]
     assert client.write_codes(*acl) == [0, 0, 0, 0, code_pb2.RESOURCE_EXHAUSTED]
     assert len(client.read(entity(table_entry=p4runtime_pb2.TableEntry(table_id=names.table_id("acl_t"))))) == 4
+    # MODIFY of a missing entry, idle timeout on a table without it
+    idle = names.entry("exact_t", {ex: 7}, "fwd", port=1)
+    idle.idle_timeout_ns = 1000
+    assert client.write_codes(ins(names.entry("exact_t", {ex: 42}, "fwd", port=1), "MODIFY"), ins(idle)) == [
+        code_pb2.NOT_FOUND, code_pb2.INVALID_ARGUMENT]
     # the error messages name the table and field
     try:
         client.write(ins(too_wide))
