@@ -780,6 +780,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                 raise error(call.loc, f"'{call.name}' is not an action; declare the action before the table")
             ainfo = sym.obj
             assert isinstance(ainfo, ActionInfo)
+            aloc = ainfo.decl.loc
+            if aloc.file == t.loc.file and (aloc.line, aloc.col) > (t.loc.line, t.loc.col):
+                raise error(call.loc, f"action '{call.name}' is used before its declaration at "
+                            f"{aloc}; declare it before table {t.name}")
             if any(p.direction for p in ainfo.decl.params):
                 raise unsupported(call.loc, f"action {call.name} with directional parameters in a table",
                                   "use directionless parameters")
