@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 
+from scapy.layers.inet6 import IPv6
+
+from p4target.runtime.entries import Exact
 from tests.dataplane.nic.nic_frames import fabric_frame, mrc_frame
 from tests.dataplane.nic.nic_plan import host_addr, nic_addr, nic_plane_port
 from tests.dataplane.packets import mrc_write, usid_carrier
-from scapy.layers.inet6 import IPv6
 
 
 def total_drops(sw) -> int:
@@ -63,3 +65,12 @@ def test_random_garbage_and_bit_flips_never_crash_and_are_counted(nic):
             assert frame[12:14] == b"\x86\xdd"
             assert int.from_bytes(frame[18:20], "big") + 54 <= len(frame)
     assert total_drops(sw) + forwarded == sent
+
+
+def test_an_egress_port_without_macs_drops_and_counts(nic):
+    sw, cfg = nic
+    e = next(e for e in cfg.explicit if e.plane == 1)
+    sw.table_delete("Egress.egress_port", {"standard_metadata.egress_port": Exact(nic_plane_port(1))})
+    assert sw.inject(0, bytes(mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev))) == []
+    assert sw.counter_read("Egress.drops", 14)[0] == 1
+    assert sw.counter_read("Egress.plane_tx", 1)[0] == 0
