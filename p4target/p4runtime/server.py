@@ -274,7 +274,7 @@ class P4RuntimeServer:
         st = self.state
         if st is None:
             self.packet_outs_dropped += 1
-            self._stream_error(client, P4RTError(FAILED_PRECONDITION, "no pipeline is set"), packet)
+            self._stream_error(client, P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set"), packet)
             return
         try:
             frame = build_packet_out_frame(st.schema.packet_out, packet)
@@ -379,7 +379,7 @@ class P4RuntimeServer:
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         st = self.state
         if st is None:
-            raise P4RTError(FAILED_PRECONDITION, "no pipeline is set; push one with SetForwardingPipelineConfig")
+            raise P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set; push one with SetForwardingPipelineConfig")
         resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
         cfg = resp.config
         cfg.cookie.cookie = st.cookie
@@ -397,7 +397,7 @@ class P4RuntimeServer:
         if self.saved is not None:
             return self.saved.scratch, self.saved.state, self.saved
         if self.state is None:
-            raise P4RTError(FAILED_PRECONDITION, "no pipeline is set; push one with SetForwardingPipelineConfig")
+            raise P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set; push one with SetForwardingPipelineConfig")
         return self.device, self.state, None
 
     def write(self, updates) -> list[p4runtime_pb2.Error]:
