@@ -70,7 +70,7 @@ def templates() -> list[bytes]:
                                       segments=["fc00:0:9::1", "fc00:0:8::1", END_SID], segments_left=2)))
     out.append(bytes(frame(l2, ipv6(src, END_SID), srh(["fc00:0:9::1", END_SID], 1, nh=17,
                                                         tlv_bytes=bytes([4, 6]) + bytes(6)),
-                           UDP(sport=1, dport=4791) / b"\x0a" + bytes(40))))
+                           UDP(sport=1, dport=4791) / (b"\x0a" + bytes(40)))))
     out.append(bytes(frame(l2, ipv6(src, "fd00:0:1:1::1"), UDP(sport=1, dport=9) / b"plain")))
     return out
 
@@ -123,7 +123,7 @@ def make_frames(rng: random.Random, base: list[bytes]) -> list[bytes]:
         if kind < 0.15:
             n = rng.randrange(0, 160)
             data = bytes(rng.getrandbits(8) for _ in range(n))
-            if n >= 14 and rng.random() < 0.7:
+            if n >= 15 and rng.random() < 0.7:
                 data = data[:12] + b"\x86\xdd" + bytes([0x60 | (data[14] & 0x0F)]) + data[15:]
         elif kind < 0.45:
             t = rng.choice(base)

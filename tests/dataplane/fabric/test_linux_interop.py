@@ -6,7 +6,7 @@ fabric.p4 process the carrier, a Linux uSID node (``seg6local End flavors next-c
 takes the next step and a Linux End.DT6 decapsulates and delivers to a UDP socket.
 
     p4t..a (Linux H.Encaps) --- S1 (fabric.p4, uN 0x0100) --- S2 (fabric.p4, uN 0x0200)
-        --- p4t..n (Linux uN 0x0300, next-csid) --- p4t..d (Linux End.DT6, receiver)
+        --- p4t..n (Linux uN 0x0300, next-csid) --- p4t..d (Linux End.DT6) --- p4t..h (receiver)
 
 Segments: ``fcbb:bb00:100:200::`` (a uSID carrier: S1 shifts, S2 ends it),
 ``fcbb:bb00:300::`` (the Linux uN), ``fc00:d::100`` (End.DT6). S2 does the SRH End at
@@ -34,7 +34,7 @@ from tests.dataplane.tiny_fabric import FABRIC_P4, REPO, Entry, Exact, Lpm, Tern
 pytestmark = pytest.mark.root
 
 TAG = f"{os.getpid() & 0xFFFF:04x}"
-NS_A, NS_SW, NS_N, NS_D = (f"p4tf{TAG}{r}" for r in "aund")
+NS_A, NS_SW, NS_N, NS_D, NS_H = (f"p4tf{TAG}{r}" for r in "aundh")
 PORT_MAC = {("s1", 1): "02:00:01:00:01:01", ("s1", 2): "02:00:01:00:01:02",
             ("s2", 1): "02:00:01:00:02:01", ("s2", 2): "02:00:01:00:02:02"}
 N0_MAC = "02:0e:00:00:00:00"
@@ -96,6 +96,8 @@ def next_csid_supported() -> str | None:
     try:
         sh("ip", "netns", "add", probe)
         nsx(probe, "ip", "link", "add", ifname("px"), "type", "veth", "peer", "name", ifname("py"))
+        nsx(probe, "ip", "link", "set", ifname("px"), "up")
+        nsx(probe, "ip", "link", "set", ifname("py"), "up")
         res = nsx(probe, "ip", "-6", "route", "add", "fcbb:bb00:300::/48", "encap", "seg6local", "action",
                   "End", "flavors", "next-csid", "lblen", "32", "nflen", "16", "dev", ifname("px"), check=False)
         if res.returncode != 0:
@@ -106,16 +108,21 @@ def next_csid_supported() -> str | None:
 
 
 def setup_namespaces() -> None:
-    for ns in (NS_A, NS_SW, NS_N, NS_D):
+    for ns in (NS_A, NS_SW, NS_N, NS_D, NS_H):
         sh("ip", "netns", "add", ns)
         nsx(ns, "ip", "link", "set", "lo", "up")
     # The switches' interfaces carry no IP stack of their own: no RS/MLD noise.
     nsx(NS_SW, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
     for a_ns, a, b_ns, b in [(NS_A, "a0", NS_SW, "s1a"), (NS_SW, "s1b", NS_SW, "s2a"),
-                             (NS_SW, "s2b", NS_N, "n0"), (NS_N, "n1", NS_D, "d0")]:
+                             (NS_SW, "s2b", NS_N, "n0"), (NS_N, "n1", NS_D, "d0"),
+                             (NS_D, "d1", NS_H, "h0")]:
         sh("ip", "link", "add", ifname(a), "netns", a_ns, "type", "veth", "peer", "name", ifname(b), "netns", b_ns)
         nsx(a_ns, "ip", "link", "set", ifname(a), "up")
         nsx(b_ns, "ip", "link", "set", ifname(b), "up")
+    # Frames from veths into the switches' raw sockets would keep a partial (offloaded)
+    # checksum: have the kernel compute checksums in software where Linux sends.
+    for ns, name in [(NS_A, "a0"), (NS_N, "n0"), (NS_N, "n1"), (NS_D, "d0"), (NS_D, "d1")]:
+        nsx(ns, "ethtool", "-K", ifname(name), "tx", "off")
     # A: Linux H.Encaps towards the fabric.
     nsx(NS_A, "ip", "link", "set", ifname("a0"), "address", "02:0a:00:00:00:01")
     nsx(NS_A, "ip", "-6", "addr", "add", f"{SRC}/64", "dev", ifname("a0"), "nodad")
@@ -129,14 +136,16 @@ def setup_namespaces() -> None:
         f"net.ipv6.conf.{ifname('n0')}.seg6_enabled=1")
     nsx(NS_N, "ip", "link", "set", ifname("n0"), "address", N0_MAC)
     nsx(NS_N, "ip", "-6", "addr", "add", "fc00:e::1/64", "dev", ifname("n0"), "nodad")
-    nsx(NS_N, "ip", "-6", "addr", "add", "fc00:nd::1/64", "dev", ifname("n1"), "nodad")
+    nsx(NS_N, "ip", "-6", "addr", "add", "fc00:4d::1/64", "dev", ifname("n1"), "nodad")
     nsx(NS_N, "ip", "-6", "route", "add", "fcbb:bb00:300::/48", "encap", "seg6local", "action", "End",
         "flavors", "next-csid", "lblen", "32", "nflen", "16", "dev", ifname("n0"))
-    nsx(NS_N, "ip", "-6", "route", "add", "fc00:d::/64", "via", "fc00:nd::2", "dev", ifname("n1"))
+    nsx(NS_N, "ip", "-6", "route", "add", "fc00:d::/64", "via", "fc00:4d::2", "dev", ifname("n1"))
     # D: End.DT6 and the receiving host address.
     nsx(NS_D, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
-    nsx(NS_D, "ip", "-6", "addr", "add", "fc00:nd::2/64", "dev", ifname("d0"), "nodad")
-    nsx(NS_D, "ip", "-6", "addr", "add", f"{DST}/128", "dev", "lo")
+    nsx(NS_D, "ip", "-6", "addr", "add", "fc00:4d::2/64", "dev", ifname("d0"), "nodad")
+    nsx(NS_D, "ip", "-6", "addr", "add", "fd00:d::2/64", "dev", ifname("d1"), "nodad")
+    # H: the receiving host behind D (End.DT6 in table mode forwards, never delivers locally).
+    nsx(NS_H, "ip", "-6", "addr", "add", f"{DST}/64", "dev", ifname("h0"), "nodad")
     nsx(NS_D, "ip", "-6", "route", "add", "fc00:d::100/128", "encap", "seg6local", "action", "End.DT6",
         "table", "254", "dev", ifname("d0"))
 
@@ -152,7 +161,7 @@ def teardown(net: Net | None) -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    for ns in (NS_A, NS_SW, NS_N, NS_D):
+    for ns in (NS_A, NS_SW, NS_N, NS_D, NS_H):
         sh("ip", "netns", "del", ns, check=False)
 
 
@@ -178,8 +187,9 @@ def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[Entry
 
 @pytest.fixture
 def interop(tmp_path: Path) -> Iterator[Net]:
-    if shutil.which("ip") is None:
-        pytest.skip("iproute2 ('ip') is not installed")
+    for tool in ("ip", "ethtool"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (Debian: iproute2, ethtool)")
     why = next_csid_supported()
     if why is not None:
         pytest.skip(why)
@@ -216,7 +226,7 @@ for i in range(10):
 
 
 def test_linux_encap_crosses_fabric_p4_and_linux_usid_nodes(interop: Net) -> None:
-    recv = subprocess.Popen(["ip", "netns", "exec", NS_D, sys.executable, "-c", RECEIVER, DST, str(UDP_PORT)],
+    recv = subprocess.Popen(["ip", "netns", "exec", NS_H, sys.executable, "-c", RECEIVER, DST, str(UDP_PORT)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert recv.stdout is not None
