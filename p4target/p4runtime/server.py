@@ -336,7 +336,7 @@ class P4RuntimeServer:
                 saved, self.saved = self.saved, None
                 if config is not None and config.HasField("cookie"):
                     saved.state.cookie = config.cookie.cookie
-                self._commit(saved.state, saved.updates, old=None)
+                self._commit(saved.state.fresh(), saved.updates, old=None)
                 return
             if action not in (SetAction.VERIFY, SetAction.VERIFY_AND_SAVE, SetAction.VERIFY_AND_COMMIT,
                               SetAction.RECONCILE_AND_COMMIT):

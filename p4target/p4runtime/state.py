@@ -52,6 +52,10 @@ class PipelineState:
     digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = field(default_factory=dict)
     next_one_shot: int = ONE_SHOT_BASE
 
+    def fresh(self) -> "PipelineState":
+        """The same pipeline with nothing written yet (for replays into a new switch)."""
+        return PipelineState(self.schema, self.compiled, self.device_config, self.cookie)
+
     def allocate_one_shot_id(self) -> int:
         self.next_one_shot += 1
         return self.next_one_shot
