@@ -24,7 +24,7 @@ DST = "02:00:00:00:00:0d"
 SRC = "02:00:00:00:00:05"
 
 FWD, MARK_TO_DROP, SPEC_511, MCAST, CLONE_I2E, CLONE_E2E, RESUBMIT, RECIRC = range(1, 9)
-TRUNCATE, DIGEST, PRIORITY, METER, HASH, EGRESS_DROP, TABLE = range(9, 16)
+TRUNCATE, DIGEST, PRIORITY, METER, HASH, EGRESS_DROP, TABLE, ASSERT, RESUBMIT_FOREVER = range(9, 18)
 
 
 class Cmd(Packet):
@@ -34,6 +34,7 @@ class Cmd(Packet):
         ByteField("in_type", 0), ByteField("eg_type", 0), ByteField("mark", 0), ByteField("err", 0),
         ShortField("rid", 0), ShortField("hash", 0),
         IntField("enq_qdepth", 0), IntField("deq_qdepth", 0), IntField("pkt_len", 0),
+        IntField("ig_ts", 0), IntField("deq_delta", 0),
     ]
 
 
@@ -229,3 +230,34 @@ def test_port_down_drops_output_and_cpu_port_collects_packet_ins(program) -> Non
     f = frame(FWD, arg=2)
     out = sw.inject(1, f)
     assert list(sw.packet_ins) == [data for _, data in out] and out[0][0] == 2
+
+
+def test_virtual_clock_sets_timestamps_and_queueing_delay(sw) -> None:
+    sw.advance(1.5)
+    got = Cmd(sw.inject(1, frame(FWD, arg=2))[0][1][14:])
+    assert (got.ig_ts, got.deq_delta) == (1_500_000, 0)
+    sw.set_queue_rate(2, 1000)
+    for _ in range(3):
+        sw.send(1, frame(FWD, arg=2))
+    out = sw.run_until_idle() + sw.advance(0.01)
+    reports = [Cmd(d[14:]) for _, d in out]
+    assert [r.ig_ts for r in reports] == [1_500_000] * 3
+    assert [r.deq_delta for r in reports] == [0, 1000, 2000]  # one packet per ms leaves
+
+
+def test_failed_assert_drops_and_counts(sw) -> None:
+    assert sw.inject(1, frame(ASSERT, arg=2, val=0xDEAD)) == []
+    assert sw.drops["assert"] == 1
+    assert len(sw.inject(1, frame(ASSERT, arg=2, val=1))) == 1
+
+
+def test_endless_resubmit_is_cut_and_counted(sw) -> None:
+    assert sw.inject(1, frame(RESUBMIT_FOREVER, arg=2)) == []
+    assert sw.drops["loop"] == 1
+    assert sw.inject(1, frame(FWD, arg=2))  # the switch carries on
+
+
+def test_send_checks_the_port(sw) -> None:
+    with pytest.raises(EntryError) as err:
+        sw.send(511, frame(FWD))
+    assert err.value.kind == "invalid"

@@ -27,6 +27,8 @@ const bit<8> OP_METER = 12;
 const bit<8> OP_HASH = 13;
 const bit<8> OP_EGRESS_DROP = 14;
 const bit<8> OP_TABLE = 15;
+const bit<8> OP_ASSERT = 16;
+const bit<8> OP_RESUBMIT_FOREVER = 17;
 
 header ethernet_t {
     bit<48> dst;
@@ -48,6 +50,8 @@ header cmd_t {
     bit<32> enq_qdepth;
     bit<32> deq_qdepth;
     bit<32> pkt_len;     /* packet_length seen by egress */
+    bit<32> ig_ts;       /* ingress_global_timestamp, low 32 bits (us) */
+    bit<32> deq_delta;   /* deq_timedelta (us) */
 }
 
 struct headers_t {
@@ -155,7 +159,12 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         } else if (hdr.cmd.op == OP_TABLE) {
             sm.egress_spec = 511;
             ports.apply();
+        } else if (hdr.cmd.op == OP_ASSERT) {
+            assert(hdr.cmd.val != 0xdead);
+        } else if (hdr.cmd.op == OP_RESUBMIT_FOREVER) {
+            resubmit_preserving_field_list(1);
         }
+        hdr.cmd.ig_ts = (bit<32>)sm.ingress_global_timestamp;
     }
 }
 
@@ -173,6 +182,7 @@ control MyEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         hdr.cmd.enq_qdepth = (bit<32>)sm.enq_qdepth;
         hdr.cmd.deq_qdepth = (bit<32>)sm.deq_qdepth;
         hdr.cmd.pkt_len = sm.packet_length;
+        hdr.cmd.deq_delta = sm.deq_timedelta;
         hdr.cmd.hash = meta.hash;
         if (hdr.cmd.op == OP_CLONE_E2E && sm.instance_type == 0) {
             meta.mark = 0xcd;
