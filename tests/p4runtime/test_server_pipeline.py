@@ -94,18 +94,20 @@ def test_save_then_commit_replays_writes_made_in_between(client, names, rt_confi
     _fill(client, names)
     client.set_pipeline(rt_config[0], rt_config[1], action="VERIFY_AND_SAVE", cookie=5)
     g = p4runtime_pb2.PacketReplicationEngineEntry()
-    g.multicast_group_entry.multicast_group_id = 9
+    g.multicast_group_entry.multicast_group_id = 7
     g.multicast_group_entry.replicas.add(port=b"\x05", instance=1)
     client.write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": DST}, "fwd", port=6)),
                  update("p", packet_replication_engine_entry=g))
     # reads see the saved pipeline; until COMMIT the old pipeline forwards
     assert [p for p, _ in rig.send(1, tframe(dst=DST))] == [2]
+    assert [p for p, _ in rig.send(1, tframe(mark=0xA1))] == [3]
     client.commit()
     assert [p for p, _ in rig.send(1, tframe(dst=DST))] == [6]
     assert _all_tables(client) == {names.table_id("exact_t"): 1, names.table_id("const_t"): 1}
     assert client.get_pipeline("COOKIE_ONLY").cookie.cookie == 5
     pre = client.read(entity(packet_replication_engine_entry=p4runtime_pb2.PacketReplicationEngineEntry()))
-    assert [e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id for e in pre] == [9]
+    assert [e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id for e in pre] == [7]
+    assert [p for p, _ in rig.send(1, tframe(mark=0xA1))] == [5]
 
 
 def test_reconcile_with_the_same_program_keeps_everything(client, names, rt_config, rig) -> None:
