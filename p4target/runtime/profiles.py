@@ -134,11 +134,19 @@ class ActionProfile:
             out.append((mid, weight, watch))
         return out
 
+    @staticmethod
+    def _check_max_size(members, max_size: int, where: str) -> None:
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 0:
+            raise EntryError("invalid", f"{where}: max_size must be a member count >= 0")
+        if max_size and len(members) > max_size:
+            raise EntryError("full", f"{where}: {len(members)} members exceed the group's max_size {max_size}")
+
     def add_group(self, group_id: int, members=(), max_size: int = 0) -> None:
         where = f"action selector {self.name} group {group_id}"
         if group_id in self.groups:
             raise EntryError("exists", f"{where} already exists; modify or delete it first")
         checked = self._check_group_members(members, where)
+        self._check_max_size(checked, max_size, where)
         self.groups[group_id] = ProfileGroup(group_id, checked, max_size)
         for mid, _, _ in checked:
             self._refs[mid] = self._refs.get(mid, 0) + 1
@@ -150,6 +158,7 @@ class ActionProfile:
         if group is None:
             raise EntryError("not_found", f"{where} does not exist")
         checked = self._check_group_members(members, where)
+        self._check_max_size(checked, group.max_size if max_size is None else max_size, where)
         for mid, _, _ in group.members:
             self._refs[mid] -= 1
         for mid, _, _ in checked:

@@ -118,7 +118,14 @@ def test_group_checks() -> None:
             prof.add_group(2, members)
         assert err.value.kind == kind
     assert not prof.groups
-    prof.add_group(2, [(1, 1, None)])
+    prof.add_member(4, "Ingress.fwd", {"port": 4})
+    with pytest.raises(EntryError) as err:
+        prof.add_group(2, [1, 4], max_size=1)
+    assert err.value.kind == "full"
+    prof.add_group(2, [(1, 1, None)], max_size=1)
+    with pytest.raises(EntryError) as err:
+        prof.modify_group(2, [1, 4])
+    assert err.value.kind == "full" and prof.groups[2].members == [(1, 1, None)]
     with pytest.raises(EntryError) as err:
         prof.add_group(2, [])
     assert err.value.kind == "exists"
