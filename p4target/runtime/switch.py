@@ -479,7 +479,7 @@ class Switch:
         sm.ingress_global_timestamp = self.now_us()
         pipe.verify_checksum(st)
         pipe.ingress(st)
-        plen = sm.packet_length if job.plen is None else job.plen
+        plen = len(job.data) if job.plen is None else job.plen
 
         if st.clones:
             _, session, fl = st.clones[-1]
@@ -521,6 +521,9 @@ class Switch:
                 self._drop("mcast_group_empty", job.port)
                 return
             sm.instance_type = REPLICATION
+            # simple_switch clears a copy's packet registers: a recirculate asked for
+            # in ingress does not survive replication
+            st.recirculate = None
             last = len(replicas) - 1
             for i, (port, rid) in enumerate(replicas):
                 c = st if i == last else pipe.copy_state(st)
