@@ -292,7 +292,13 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             ar = msg.action_refs.add()
             ar.id = pid(PREFIX_ACTION, ref.name)
             ar.scope = _SCOPE.get(ref.scope, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)
-            for key, body in ref.annotations.items():
+            ref_annotations = dict(ref.annotations)
+            # p4c marks scoped action references with the annotation that scoped them
+            # (also for the NoAction it adds itself as a default-only action).
+            scope_annotation = {"default_only": "defaultonly", "table_only": "tableonly"}.get(ref.scope)
+            if scope_annotation and scope_annotation not in ref_annotations:
+                ref_annotations[scope_annotation] = ""
+            for key, body in ref_annotations.items():
                 if key not in _HIDDEN_ANNOTATIONS:
                     ar.annotations.append(format_annotation(key, body))
         if t.default_is_const:

@@ -137,7 +137,7 @@ def full_model() -> ProgramModel:
                 "Ingress.acl",
                 keys=(KeyField("hdr.eth.type", 16, "ternary", {"brief": '"ethertype"'}),
                       KeyField("hdr.ipv6.src", 128, "range"), KeyField("meta.x", 8, "optional")),
-                actions=(ActionRef("Ingress.set"), ActionRef("NoAction", "default_only", {"defaultonly": ""})),
+                actions=(ActionRef("Ingress.set", "table_only"), ActionRef("NoAction", "default_only", {"defaultonly": ""})),
                 default_action="NoAction", default_is_const=True, size=64,
                 direct_counter="Ingress.acl_hits", direct_meter="Ingress.acl_meter",
                 const_entries=(ConstEntry((KeyMatch("ternary", 1, 1), KeyMatch("dontcare"), KeyMatch("dontcare")),
@@ -182,6 +182,7 @@ def test_every_object_kind_is_described() -> None:
     assert acl.const_default_action_id == noaction_id
     assert acl.action_refs[1].scope == p4info_pb2.ActionRef.DEFAULT_ONLY
     assert list(acl.action_refs[1].annotations) == ["@defaultonly"]
+    assert list(acl.action_refs[0].annotations) == ["@tableonly"]  # added from the scope, as p4c prints it
     assert sorted(i >> 24 for i in acl.direct_resource_ids) == [0x13, 0x15]
     assert info.direct_counters[0].direct_table_id == acl.preamble.id
     assert info.direct_meters[0].spec.unit == p4info_pb2.MeterSpec.BYTES
