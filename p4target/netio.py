@@ -13,6 +13,13 @@ when an interface loses its carrier or goes administratively down, and a slow po
 the interface flags backs them up. An interface that is deleted and created again
 under the same name is reopened.
 
+Hosts on the other end of a veth offload their TCP/UDP checksums: the frames they
+send carry only a partial sum that a NIC would finish. The sockets ask the kernel for
+the virtio-net header of every frame (PACKET_VNET_HDR) and netio finishes such sums,
+as a NIC would, before the pipeline sees the frame; frames that a sender's
+segmentation offload (TSO/GSO) left unsegmented are dropped and counted, with a hint
+to turn it off (``ethtool -K IFACE tso off gso off``).
+
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
 and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
 
@@ -51,6 +58,10 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = 4
 PACKET_IGNORE_OUTGOING = 23
+PACKET_VNET_HDR = 15
+VNET_HDR_LEN = 10  # struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset
+VNET_F_NEEDS_CSUM = 1
+VNET_HDR_NONE = bytes(VNET_HDR_LEN)
 SIOCGIFFLAGS = 0x8913
 SIOCGIFINDEX = 0x8933
 IFF_UP = 0x1
@@ -204,11 +215,14 @@ def interface_up(ctl: socket.socket, name: str) -> bool | None:
 
 
 def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
-                       rcvbuf: int = 4 << 20) -> socket.socket:
+                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False) -> socket.socket:
     """A raw socket for every frame on one interface (bound, promiscuous, deaf to its
-    own transmissions)."""
+    own transmissions). With ``vnet_hdr`` every frame read or written carries a
+    10-byte virtio-net header first (see ``complete_checksum``)."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     try:
+        if vnet_hdr:
+            s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
         try:
             s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (root)
         except OSError:
@@ -225,6 +239,31 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
         s.close()
         raise
     return s
+
+
+def complete_checksum(frame: bytes, csum_start: int, csum_offset: int) -> bytes:
+    """Finish a checksum the sender's kernel left to the NIC (CHECKSUM_PARTIAL).
+
+    A host stack sending on a veth offloads its TCP/UDP checksum: the frame leaves
+    with only the pseudo-header sum in the checksum field, and the virtio-net header
+    says where the sum starts and where it goes. A real NIC would finish it; frames
+    the switch forwards must carry the finished sum or the receiving host drops
+    them. Ones'-complement sum from ``csum_start`` to the end, folded, inverted
+    (0 is sent as 0xffff, which TCP and UDP receivers both accept)."""
+    end = len(frame)
+    where = csum_start + csum_offset
+    if csum_start >= end or where + 2 > end:
+        return frame
+    region = frame[csum_start:]
+    if len(region) % 2:
+        region += b"\0"
+    total = int.from_bytes(region, "big")
+    # fold the big number 16 bits at a time: sum of 16-bit words modulo 0xffff
+    total = total % 0xFFFF if total else 0
+    csum = (~total) & 0xFFFF
+    if csum == 0:
+        csum = 0xFFFF
+    return frame[:where] + csum.to_bytes(2, "big") + frame[where + 2:]
 
 
 def ignores_outgoing(sock: socket.socket) -> bool:
@@ -258,6 +297,8 @@ class _Port:
         self.pcap_in: PcapWriter | None = None
         self.pcap_out: PcapWriter | None = None
         self.kernel_filters_outgoing = False
+        self.gso_dropped = 0
+        self.vnet = False
 
 
 class NetIO:
@@ -265,7 +306,7 @@ class NetIO:
 
     def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
                  netns: str | None = None, poll_interval: float = 1.0,
-                 promisc: bool = True) -> None:
+                 promisc: bool = True, finish_checksums: bool = True) -> None:
         if not ports:
             raise P4Error("no ports: give at least one -i PORT@IFACE")
         names = list(ports.values())
@@ -277,6 +318,7 @@ class NetIO:
         self.netns = netns
         self.poll_interval = poll_interval
         self.promisc = promisc
+        self.finish_checksums = finish_checksums
         self.ports = {n: _Port(n, name) for n, name in sorted(ports.items())}
         self.by_name = {p.name: p for p in self.ports.values()}
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
@@ -349,7 +391,8 @@ class NetIO:
 
     def _open_port(self, p: _Port, ifindex: int) -> None:
         try:
-            p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc)
+            p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
+                                        vnet_hdr=self.finish_checksums)
         except PermissionError:
             raise P4Error(f"port {p.number}: no permission to open a raw socket on "
                           f"{p.name}; run as root (or with CAP_NET_RAW)") from None
@@ -357,6 +400,7 @@ class NetIO:
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
         p.ifindex = ifindex
         p.kernel_filters_outgoing = ignores_outgoing(p.sock)
+        p.vnet = self.finish_checksums
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
@@ -387,7 +431,7 @@ class NetIO:
             p.stats.tx_errors += 1
             return
         try:
-            p.sock.send(frame)
+            p.sock.send(VNET_HDR_NONE + frame if p.vnet else frame)
         except OSError as e:
             p.stats.tx_errors += 1
             if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
@@ -453,12 +497,14 @@ class NetIO:
         receive = dev.receive
         flags = socket.MSG_DONTWAIT
         fast = p.kernel_filters_outgoing
+        vnet = p.vnet
+        size = MAX_FRAME + VNET_HDR_LEN
         for _ in range(_BATCH):
             try:
                 if fast:
-                    data = sock.recv(MAX_FRAME, flags)
+                    data = sock.recv(size, flags)
                 else:
-                    data, addr = sock.recvfrom(MAX_FRAME, flags)
+                    data, addr = sock.recvfrom(size, flags)
                     if addr[2] == PACKET_OUTGOING:
                         stats.ignored += 1
                         continue
@@ -468,10 +514,36 @@ class NetIO:
                 if e.errno != errno.ENETDOWN:
                     log.warning("port %d (%s): receive failed: %s", number, p.name, e.strerror)
                 return
+            if vnet:
+                if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
+                    data = self._offloaded(p, data)
+                    if data is None:
+                        continue
+                else:
+                    data = data[VNET_HDR_LEN:]
             stats.rx += 1
             if pcap is not None:
                 pcap.write(data)
             receive(number, data)
+
+    def _offloaded(self, p: _Port, data: bytes) -> bytes | None:
+        """A frame whose sender left work to the NIC: finish its checksum; a GSO
+        super-frame (TSO/GSO on the sending interface) cannot be forwarded whole and
+        is dropped and counted."""
+        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", data)
+        frame = data[VNET_HDR_LEN:]
+        if gso_type:
+            p.gso_dropped += 1
+            if p.gso_dropped == 1 or p.gso_dropped % 1000 == 0:
+                log.warning("device %d: port %d (%s): dropped %d GSO frame(s) of %d bytes "
+                            "(segments of %d); turn segmentation offload off on the sending "
+                            "interface: ethtool -K IFACE tso off gso off",
+                            getattr(self.device, "device_id", 0), p.number, p.name,
+                            p.gso_dropped, len(frame), gso_size)
+            return None
+        if flags & VNET_F_NEEDS_CSUM:
+            frame = complete_checksum(frame, start, offset)
+        return frame
 
     def start(self) -> None:
         """Open the ports and forward in a background thread."""

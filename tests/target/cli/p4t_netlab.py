@@ -25,6 +25,7 @@ class NetLab:
     def __init__(self, tag: str) -> None:
         self.ns = f"p4t-{tag}-{uuid.uuid4().hex[:6]}"
         self.socks: list[socket.socket] = []
+        self.hosts: list[str] = []
 
     def __enter__(self) -> "NetLab":
         ip("netns", "add", self.ns)
@@ -44,6 +45,8 @@ class NetLab:
         for s in self.socks:
             s.close()
         self.socks.clear()
+        for h in self.hosts:
+            ip("netns", "del", h, check=False)
         ip("netns", "del", self.ns, check=False)
 
     def sh(self, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -54,6 +57,21 @@ class NetLab:
         ip("-n", self.ns, "link", "add", a, "type", "veth", "peer", "name", b)
         ip("-n", self.ns, "link", "set", a, "up")
         ip("-n", self.ns, "link", "set", b, "up")
+
+    def host(self, tag: str, ifname: str, addr: str, offloads: bool = True) -> str:
+        """Move ``ifname`` into a host namespace of its own with IPv6 ``addr`` (/64,
+        no DAD); the host's kernel stack then sends real, offloaded traffic."""
+        h = f"{self.ns}-{tag}"
+        ip("netns", "add", h)
+        self.hosts.append(h)
+        ip("-n", self.ns, "link", "set", ifname, "netns", h)
+        ip("-n", h, "link", "set", "lo", "up")
+        ip("-n", h, "link", "set", ifname, "up")
+        ip("-n", h, "addr", "add", f"{addr}/64", "dev", ifname, "nodad")
+        if not offloads:
+            subprocess.run(["ip", "netns", "exec", h, "ethtool", "-K", ifname, "tso", "off",
+                            "gso", "off"], check=True, capture_output=True)
+        return h
 
     def link(self, name: str, state: str) -> None:
         ip("-n", self.ns, "link", "set", name, state)
