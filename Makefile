@@ -24,6 +24,7 @@ GRPC_ADDR ?= 127.0.0.1:9559
 DEVICE_ID ?= 0
 ELECTION_ID ?= 1,0
 PYTEST_ARGS ?=
+RUN_ARGS ?=
 MN_CLEAN ?= 1
 
 P4SRC ?= p4src
@@ -106,7 +107,7 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 # The two-host network needs no P4 program yet: a failing build is reported, not fatal.
 run: deps
 	@$(MAKE) --no-print-directory build || echo "run: warning: make build failed (above); the two-host network does not need it, going on" >&2
-	@$(VENV)/bin/python -m topologies.two_hosts
+	@$(VENV)/bin/python -m topologies.two_hosts $(RUN_ARGS)
 
 test: deps
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
