@@ -58,6 +58,7 @@ struct metadata_t {
     bit<9>   host_port;
     bit<6>   trim_dscp;
     bit<16>  srh_bytes;
+    bit<1>   echo_reply;         // the gateway answers a ping: checksum over the payload
 }
 
 #include "include/parser.p4"
@@ -78,6 +79,7 @@ const bit<8> DROP_SID_NOT_END     = 12;  // my uSID but more segments follow
 const bit<8> DROP_NOT_ENCAPSULATED = 13; // my uSID but no inner IPv6 packet
 const bit<8> DROP_NO_EGRESS_PORT  = 14;  // egress port not in Egress.egress_port
 const bit<8> DROP_HOST_LOOP       = 15;  // encapsulated packet arriving from the host
+const bit<8> DROP_FOR_GATEWAY     = 16;  // to the gateway address, not an echo request
 
 const bit<2> ROLE_NONE  = 0;
 const bit<2> ROLE_HOST  = 1;
@@ -98,6 +100,8 @@ const bit<16>  NDP_NS_BYTES    = 24;           // a solicitation without options
 const bit<32>  ETH_IPV6_BYTES  = 54;           // Ethernet 14 + IPv6 40
 const bit<8>   ICMPV6_TYPE_RS  = 133;          // first NDP type (router solicitation)
 const bit<8>   ICMPV6_TYPE_REDIRECT = 137;     // last NDP type
+const bit<8>   ICMPV6_TYPE_ECHO_REQUEST = 128;
+const bit<8>   ICMPV6_TYPE_ECHO_REPLY = 129;
 const bit<32>  NA_FLAGS_RSO    = 0xe0000000;   // Router, Solicited, Override
 
 control NicVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
@@ -116,6 +120,13 @@ control NicVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
               16w0, hdr.ipv6.payload_len, 24w0, IP_PROTO_ICMPV6,
               hdr.icmpv6.type, hdr.icmpv6.code,
               hdr.ndp.flags, hdr.ndp.target_addr },
+            hdr.icmpv6.checksum, HashAlgorithm.csum16);
+        /* An echo request (to the gateway, if ingress answers it). */
+        verify_checksum_with_payload(
+            hdr.icmpv6.isValid() && hdr.icmpv6.type == ICMPV6_TYPE_ECHO_REQUEST,
+            { hdr.ipv6.src_addr, hdr.ipv6.dst_addr,
+              16w0, hdr.ipv6.payload_len, 24w0, IP_PROTO_ICMPV6,
+              hdr.icmpv6.type, hdr.icmpv6.code },
             hdr.icmpv6.checksum, HashAlgorithm.csum16);
     }
 }
@@ -342,6 +353,18 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
         standard_metadata.egress_spec = standard_metadata.ingress_port;
     }
 
+    /* The gateway answers pings, so `ping <gateway>` checks the host's first hop. */
+    action answer_echo() {
+        hdr.ipv6.traffic_class = 0;
+        hdr.ipv6.flow_label = 0;
+        hdr.ipv6.hop_limit = OUTER_HOP_LIMIT;
+        hdr.ipv6.dst_addr = hdr.ipv6.src_addr;
+        hdr.ipv6.src_addr = meta.gw_addr;
+        hdr.icmpv6.type = ICMPV6_TYPE_ECHO_REPLY;
+        meta.echo_reply = 1;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+    }
+
     action flow_hash() {
         hash(meta.flow_hash, HashAlgorithm.crc32, 32w0,
              { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.flow_label,
@@ -417,6 +440,16 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
                 }
             } else if (hdr.ipv6.dst_addr[127:120] == 0xff) {
                 drop_with(DROP_HOST_MULTICAST);
+            } else if (hdr.ipv6.dst_addr == meta.gw_addr) {
+                if (hdr.icmpv6.isValid() && hdr.icmpv6.type == ICMPV6_TYPE_ECHO_REQUEST
+                        && hdr.icmpv6.code == 0
+                        && standard_metadata.checksum_error == 0
+                        && standard_metadata.packet_length
+                           == ETH_IPV6_BYTES + (bit<32>)hdr.ipv6.payload_len) {
+                    answer_echo();
+                } else {
+                    drop_with(DROP_FOR_GATEWAY);
+                }
             } else if (hdr.inner_ipv6.isValid() || hdr.srh.isValid()) {
                 drop_with(DROP_HOST_LOOP);
             } else {
@@ -571,6 +604,12 @@ control NicComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
               hdr.icmpv6.type, hdr.icmpv6.code,
               hdr.ndp.flags, hdr.ndp.target_addr,
               hdr.ndp_option.type, hdr.ndp_option.length, hdr.ndp_option.lladdr },
+            hdr.icmpv6.checksum, HashAlgorithm.csum16);
+        /* An echo reply: the echo body (identifier, sequence, data) is payload. */
+        update_checksum_with_payload(meta.echo_reply == 1,
+            { hdr.ipv6.src_addr, hdr.ipv6.dst_addr,
+              16w0, hdr.ipv6.payload_len, 24w0, IP_PROTO_ICMPV6,
+              hdr.icmpv6.type, hdr.icmpv6.code },
             hdr.icmpv6.checksum, HashAlgorithm.csum16);
     }
 }

@@ -1,9 +1,14 @@
-"""Host reachability: the NIC answers neighbour solicitations for the gateway in P4."""
+"""Host reachability: the NIC answers neighbour solicitations and pings for the gateway."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
+from scapy.layers.inet import UDP
 from scapy.layers.inet6 import (
+    ICMPv6EchoReply,
+    ICMPv6EchoRequest,
     ICMPv6MLReport2,
     ICMPv6ND_NA,
     ICMPv6ND_NS,
@@ -17,7 +22,6 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils6 import inet_pton
-import socket
 
 from tests.dataplane.nic.nic_plan import gateway_addr, host_addr, host_mac
 
@@ -98,3 +102,36 @@ def test_host_multicast_and_router_solicitations_are_dropped_and_counted(nic):
     assert sw.inject(0, bytes(udp_mc)) == []
     assert sw.counter_read("Ingress.drops", DROP_NDP)[0] == 1
     assert sw.counter_read("Ingress.drops", DROP_HOST_MULTICAST)[0] == 2
+
+
+DROP_FOR_GATEWAY = 16
+
+
+def echo_request(cfg, *, data: bytes = b"ping" * 14, cksum: int | None = None) -> Ether:
+    req = ICMPv6EchoRequest(id=0x4321, seq=7, data=data)
+    if cksum is not None:
+        req.cksum = cksum
+    return (Ether(src=host_mac(cfg.leaf, cfg.port), dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None))
+            / IPv6(src=host_addr(cfg.leaf, cfg.port), dst=gateway_addr(cfg.leaf, cfg.port), hlim=64)
+            / req)
+
+
+@pytest.mark.parametrize("data", [b"", b"x", b"ping" * 14, bytes(range(256)) * 4])
+def test_the_gateway_answers_pings(nic, data):
+    sw, cfg = nic
+    out = sw.inject(0, bytes(echo_request(cfg, data=data)))
+    want = (Ether(src=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None), dst=host_mac(cfg.leaf, cfg.port))
+            / IPv6(src=gateway_addr(cfg.leaf, cfg.port), dst=host_addr(cfg.leaf, cfg.port), hlim=64)
+            / ICMPv6EchoReply(id=0x4321, seq=7, data=data))
+    assert out == [(0, bytes(want))]
+
+
+def test_other_traffic_to_the_gateway_is_dropped_and_counted(nic):
+    sw, cfg = nic
+    bad = echo_request(cfg, cksum=0xDEAD)
+    udp = (Ether(src=host_mac(cfg.leaf, cfg.port), dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None))
+           / IPv6(src=host_addr(cfg.leaf, cfg.port), dst=gateway_addr(cfg.leaf, cfg.port))
+           / UDP(sport=1, dport=2) / Raw(b"hi"))
+    assert sw.inject(0, bytes(bad)) == []
+    assert sw.inject(0, bytes(udp)) == []
+    assert sw.counter_read("Ingress.drops", DROP_FOR_GATEWAY)[0] == 2
