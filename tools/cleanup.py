@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger("cleanup")
@@ -57,7 +57,6 @@ class Leftovers:
     links: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
     pid_files: tuple[Path, ...] = ()
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def empty(self) -> bool:
         return not (self.namespaces or self.links or self.processes or self.pid_files)
