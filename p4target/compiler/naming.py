@@ -9,7 +9,7 @@ from __future__ import annotations
 import keyword
 import re
 
-_RESERVED = {"copy", "h", "nxt", "n", "cls", "at"}
+_RESERVED = {"copy", "unpack"}  # methods of the generated header/struct classes
 
 
 def pyfield(name: str) -> str:

@@ -173,7 +173,10 @@ class StatementCompiler:
             if case.body is None:
                 continue
             cond = "True" if "True" in pending else " or ".join(pending)
-            self.emit(f"{'if' if first else 'elif'} {cond}:")
+            if cond == "True" and not first:
+                self.emit("else:")
+            else:
+                self.emit(f"{'if' if first else 'elif'} {cond}:")
             first = False
             self.indent()
             self.block_body(case.body.stmts)
