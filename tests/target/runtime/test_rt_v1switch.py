@@ -261,3 +261,22 @@ def test_send_checks_the_port(sw) -> None:
     with pytest.raises(EntryError) as err:
         sw.send(511, frame(FWD))
     assert err.value.kind == "invalid"
+
+
+def test_down_ingress_port_drops_on_receive(sw) -> None:
+    sw.set_port_status(1, False)
+    assert sw.inject(1, frame(FWD, arg=2)) == []
+    assert sw.drops["port_down"] == 1 and sw.port_stats[1].rx_packets == 1
+    sw.set_port_status(1, True)
+    assert len(sw.inject(1, frame(FWD, arg=2))) == 1
+
+
+def test_real_time_clock_follows_the_wall_clock(program) -> None:
+    import time
+
+    from p4target import Switch
+
+    sw = Switch(program, real_time=True)
+    time.sleep(0.02)
+    got = Cmd(sw.inject(1, frame(FWD, arg=2))[0][1][14:])
+    assert 20_000 <= got.ig_ts < 10_000_000
