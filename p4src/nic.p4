@@ -13,7 +13,8 @@
  *                     per packet or per flow by Ingress.spray_mode, watch ports).
  *                   H.Encaps.Red: outer IPv6, carrier in the DA, SRH only when a
  *                     path needs a second carrier.
- *                   neighbour solicitations for the gateway address: answered here.
+ *                   neighbour solicitations and pings for the gateway address:
+ *                     answered here.
  *   fabric -> host  my local uSID at the end of the carrier: decapsulate, carry a
  *                   trim mark into the inner traffic class, deliver.
  */
