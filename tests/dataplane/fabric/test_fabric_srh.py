@@ -123,6 +123,19 @@ def test_un_at_end_of_carrier_continues_with_the_next_carrier_in_the_srh(sw) -> 
     assert out == [(3, srv6(up, nxt, segs, 0, hlim=63))]
 
 
+def test_un_psp_pops_the_srh_when_it_empties(fabric_switch_factory) -> None:
+    """uN with PSP at the end of its carrier: SRH End to the last segment, SRH removed."""
+    fab = TinyFabric()
+    entries = [e for e in fab.entries(Node(PLANE, LEAF, 0)) if e.table != "Ingress.my_sid"]
+    entries.append(Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(usid_carrier([L0])), 48)},
+                         "Ingress.usid_un_psp"))
+    psw = fabric_switch_factory(entries)
+    nxt = usid_carrier([S0, L1, 0xE001])
+    out = psw.inject(1, srv6(IN_L2, usid_carrier([L0]), [nxt, usid_carrier([L0])], 1))
+    up = L2(mac(PLANE, LEAF, 0, 3), mac(PLANE, SPINE, 0, 1))
+    assert out == [(3, bytes(frame(up, ipv6(SRC, nxt, hlim=63), inner())))]
+
+
 def test_end_keeps_srh_tlvs(sw) -> None:
     tlvs = bytes([4, 6]) + b"\0" * 6 + bytes([0x80, 6]) + b"\x11" * 6  # PadN + an opaque TLV
     segs = segment_list(END, 1, 2)
