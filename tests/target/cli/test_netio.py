@@ -7,6 +7,7 @@ programs in test_run_veth.py and the runtime's own tests.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -197,7 +198,7 @@ def test_host_stack_udp_and_tcp_cross_the_switch(lab):
     nio.start()
     try:
         server = subprocess.Popen(
-            ["ip", "netns", "exec", h2, "python3", "-c",
+            ["ip", "netns", "exec", h2, sys.executable, "-c",
              "import socket\n"
              "u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.bind(('::', 5000))\n"
              "t = socket.socket(socket.AF_INET6); t.bind(('::', 5001)); t.listen()\n"
@@ -212,7 +213,7 @@ def test_host_stack_udp_and_tcp_cross_the_switch(lab):
             stdout=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "ready"
         client = subprocess.run(
-            ["ip", "netns", "exec", h1, "python3", "-c",
+            ["ip", "netns", "exec", h1, sys.executable, "-c",
              "import socket\n"
              "u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
              "u.sendto(b'hello over udp', ('fd00::2', 5000))\n"
@@ -237,7 +238,7 @@ def test_gso_super_frames_are_dropped_and_counted(lab):
     nio.start()
     try:
         subprocess.run(
-            ["ip", "netns", "exec", h1, "python3", "-c",
+            ["ip", "netns", "exec", h1, sys.executable, "-c",
              "import socket\n"
              "u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
              # UDP segmentation offload: one 6000-byte write leaves as one GSO frame
