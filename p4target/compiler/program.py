@@ -156,7 +156,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             if isinstance(rt, ExternT):
                 return ExternT(rt.name, tuple(self.resolve_type(a) for a in t.args))
             if t.args:
-                raise unsupported(t.loc, f"type arguments on '{t.name}'", "use a concrete type")
+                raise unsupported(t.loc, f"a type argument on '{t.name}'", "use a concrete type")
             return rt
         if isinstance(t, A.StackType):
             elem = self.resolve_type(t.elem)
@@ -219,7 +219,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             else:
                 self.declare_instance(d, None, self.global_scope)
         elif isinstance(d, A.FunctionDecl):
-            raise unsupported(d.loc, "function declarations", "use an action instead")
+            raise unsupported(d.loc, "a function declaration", "use an action instead")
         elif isinstance(d, A.VarDecl):
             raise error(d.loc, "global variables are not allowed in P4; declare a const or "
                         "move the variable into a control")
@@ -260,7 +260,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                 raise error(d.loc, f"header {d.name} is {t.width} bits long; headers must be a whole "
                             "number of bytes (add padding bits)")
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
-                raise unsupported(d.loc, "headers with more than one varbit field", "use one")
+                raise unsupported(d.loc, "a header with more than one varbit field", "use one")
         self.type_names[d.name] = t
         self.struct_types.append(t)
 
@@ -343,7 +343,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                 raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
             et = t.args[0]
             if not isinstance(et, BitT):
-                raise unsupported(d.loc, f"registers of {et}", "use register<bit<W>>")
+                raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
             info.elem_type = et
             ext = M.Extern("register", name, size=cint(0, "size"), bitwidth=et.width,
                            annotations=annos, location=loc)
@@ -528,7 +528,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
     # ------------------------------------------------------------------ parser
     def gen_parser(self, d: A.ParserDecl) -> None:
         if d.ctor_params:
-            raise unsupported(d.loc, "parser constructor parameters", "use constants")
+            raise unsupported(d.loc, "a parser constructor parameter", "use constants")
         scope = self.global_scope.child()
         pre = self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
         self.scope = scope
@@ -680,7 +680,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
     # ------------------------------------------------------------------ controls
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         if d.ctor_params:
-            raise unsupported(d.loc, "control constructor parameters", "use constants")
+            raise unsupported(d.loc, "a control constructor parameter", "use constants")
         targets: dict[str, list[str | None]] = {
             "ingress": ["hdr", "meta", "sm"], "egress": ["hdr", "meta", "sm"],
             "verify": ["hdr", "meta"], "compute": ["hdr", "meta"], "deparser": ["packet_out", "hdr"],
@@ -903,7 +903,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         p = props["entries"]
         entries: list[A.EntryDecl] = p.value  # type: ignore[assignment]
         if not p.is_const:
-            raise unsupported(p.loc, "non-const 'entries'", "declare them 'const entries'")
+            raise unsupported(p.loc, "a non-const 'entries' property", "declare them 'const entries'")
         needs_prio = any(k.match_kind not in ("exact", "lpm") for k in keys)
         largest_wins = True
         delta = 1

@@ -136,7 +136,7 @@ class StatementCompiler:
             return f"Stack({t.elem.pyname}, {t.size})"
         if isinstance(t, VarbitT):
             return "0"
-        raise unsupported(loc, f"variables of type {t}", "use bit<W>, bool, headers or structs")
+        raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
         v = self.expr(s.expr)
@@ -304,7 +304,7 @@ class StatementCompiler:
             raise error(e.loc, f"'{expr_text(e.func)}' takes {want} argument(s), got {len(e.args)}")
         for a in e.args:
             if a.value is None:
-                raise unsupported(a.loc, "'_' arguments", "pass a value")
+                raise unsupported(a.loc, "a '_' argument", "pass a value")
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
         return e.args[i].value  # type: ignore[return-value]
@@ -464,7 +464,7 @@ class StatementCompiler:
                 raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
                             "extract(hdr, (bit<32>)bits)")
             if len(varbits) > 1:
-                raise unsupported(loc, "headers with more than one varbit field", "use one")
+                raise unsupported(loc, "a header with more than one varbit field", "use one")
             vb = varbits[0]
             lv = self.value(length)
             if not isinstance(lv.type, (BitT, IntT)):

@@ -108,7 +108,7 @@ class Parser:
                     elif p.kind == "num":
                         args.append(p.value[2])  # type: ignore[index]
             elif self.at("["):
-                raise unsupported(self.tok.loc, "structured annotations", "use @name(args)")
+                raise unsupported(self.tok.loc, "a structured annotation", "use @name(args)")
             out.append(A.Annotation(name, body, args, at.loc))
         return out
 
@@ -181,7 +181,7 @@ class Parser:
         name = self.ident("a type name")
         self.type_names.add(name.text)
         if self.at("<"):
-            raise unsupported(self.tok.loc, f"generic {kind} types", "declare a concrete type")
+            raise unsupported(self.tok.loc, f"a generic {kind} type", "declare a concrete type")
         self.expect("{")
         fields = []
         while not self.at("}"):
@@ -447,6 +447,9 @@ class Parser:
         return A.ControlDecl(name.text, name.loc, annos, tps, params, ctor, locals_, body)
 
     def local_decl(self, annos: list[A.Annotation]) -> object:
+        t = self.tok
+        if t.kind == "ident" and self.peek().kind == "ident" and t.text not in self.type_names:
+            raise error(t.loc, f"unknown type '{t.text}'; declare it before use")
         if not self.starts_type():
             raise error(self.tok.loc, f"expected a declaration but found '{self.tok.text}'")
         return self.instance_or_function(annos, top=False)
@@ -458,7 +461,7 @@ class Parser:
             args = self.args()
             name = self.ident("an instance name")
             if self.at("{"):
-                raise unsupported(self.tok.loc, "extern instances with abstract method bodies",
+                raise unsupported(self.tok.loc, "an extern instance with abstract methods",
                                   "use a plain extern instance")
             self.expect(";")
             return A.Instance(name.text, name.loc, annos, ty, args)
@@ -631,6 +634,8 @@ class Parser:
         if t.kind == "op" and t.text == ";":
             self.pos += 1
             return A.Empty(loc)
+        if t.kind == "ident" and self.peek().kind == "ident" and t.text not in self.type_names:
+            raise error(loc, f"unknown type '{t.text}'; declare it before use")
         if t.kind == "kw":
             if t.text == "if":
                 self.pos += 1
@@ -793,26 +798,26 @@ class Parser:
                 if n.kind not in ("ident", "kw"):
                     raise error(n.loc, f"expected a member name after '.' but found '{n.text}'")
                 self.pos += 1
-                e = A.Member(n.loc, e, n.text)
+                e = A.Member(e.loc, e, n.text)
             elif t.kind == "op" and t.text == "[":
                 self.pos += 1
                 a = self.expression()
                 if self.accept(":"):
                     b = self.expression()
                     self.expect("]")
-                    e = A.Slice(t.loc, e, a, b)
+                    e = A.Slice(e.loc, e, a, b)
                 else:
                     self.expect("]")
-                    e = A.Index(t.loc, e, a)
+                    e = A.Index(e.loc, e, a)
             elif t.kind == "op" and t.text == "(":
-                e = A.Call(t.loc, e, [], self.args())
+                e = A.Call(e.loc, e, [], self.args())
             elif t.kind == "op" and t.text == "<" and self._type_args_ahead():
                 self.pos += 1
                 targs = [self.type_ref()]
                 while self.accept(","):
                     targs.append(self.type_ref())
                 self.expect(">")
-                e = A.Call(t.loc, e, targs, self.args())
+                e = A.Call(e.loc, e, targs, self.args())
             else:
                 return e
 

@@ -1,0 +1,182 @@
+"""Bad or unsupported input: one P4Error naming file:line:col and the fix, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from p4target.compiler import compile_file
+from p4target.errors import P4Error, UnsupportedError
+
+TEMPLATE = """#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t eth; }
+struct meta_t { bit<8> m8; bit<16> m16; }
+DECLS
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    PARSER_LOCALS
+    state start {
+        pkt.extract(hdr.eth);
+        START
+    }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a(bit<9> port) { sm.egress_spec = port; }
+    INGRESS_LOCALS
+    apply {
+        APPLY
+    }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.eth);
+        DEPARSE
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def program(**parts: str) -> str:
+    text = TEMPLATE
+    for key in ("DECLS", "PARSER_LOCALS", "START", "INGRESS_LOCALS", "APPLY", "DEPARSE"):
+        text = text.replace(key, parts.get(key.lower(), "transition accept;" if key == "START" else ""))
+    return text
+
+
+def where(text: str, needle: str, occurrence: int = 1) -> tuple[int, int]:
+    """1-based line and column of the n-th occurrence of ``needle``."""
+    pos = -1
+    for _ in range(occurrence):
+        pos = text.index(needle, pos + 1)
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, col
+
+
+CASES = [
+    # (id, parts, needle the error points at, expected message)
+    ("unknown-field", dict(apply="hdr.eth.nope = 1;"), "hdr.eth.nope",
+     "header ethernet_t has no field 'nope'; the fields are dst, src, ether_type"),
+    ("unknown-name", dict(apply="meta.m8 = missing;"), "missing",
+     "unknown name 'missing'; declare it before use"),
+    ("width-mismatch", dict(apply="meta.m16 = meta.m8 + meta.m16;"), "+",
+     "operands of '+' have different types bit<8> and bit<16>; cast one side so both have the "
+     "same width and signedness"),
+    ("implicit-widen", dict(apply="meta.m16 = meta.m8;"), "meta.m8;",
+     "assignment to meta.m16: cannot convert bit<8> to bit<16> implicitly; add a cast (bit<16>)"),
+    ("bool-condition", dict(apply="if (meta.m8) { }"), "meta.m8)",
+     "if condition must be bool, not bit<8>; compare it, e.g. x != 0"),
+    ("unknown-type", dict(apply="foo_t x;"), "foo_t",
+     "unknown type 'foo_t'; declare it before use"),
+    ("unknown-state", dict(start="transition nowhere;"), "transition nowhere",
+     "unknown parser state 'nowhere'; declare it or use accept/reject"),
+    ("slice-range", dict(apply="meta.m8 = meta.m16[16:9];"), "meta.m16[16:9]",
+     "slice [16:9] is out of range for bit<16>; bounds must satisfy 15 >= hi >= lo >= 0"),
+    ("in-param", dict(deparse="hdr.eth.ether_type = 1;"), "hdr.eth.ether_type = 1",
+     "cannot assign to 'hdr': it is an 'in' parameter"),
+    ("extract-in-control", dict(apply="bit<8> x = 1; x = x |+| 8w1; sm.egress_spec = (bit<9>)x; "
+                                      "a(1); a(2, 3);"), "a(2, 3)",
+     "too many arguments: 'a' takes 1"),
+    ("default-not-listed", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; } "
+                                               "default_action = NoAction(); }"), "NoAction()",
+     "action 'NoAction' is not in the actions of table I.t"),
+    ("match-kind", dict(ingress_locals="table t { key = { meta.m8: fuzzy; } actions = { a; } }"),
+     "meta.m8: fuzzy", "unknown match kind 'fuzzy'"),
+    ("header-bytes", dict(decls="header odd_t { bit<7> x; }"), "odd_t",
+     "header odd_t is 7 bits long; headers must be a whole number of bytes (add padding bits)"),
+    ("const-prio", dict(ingress_locals="table t { key = { meta.m8: ternary; } actions = { a; } "
+                                       "const entries = { priority=5: 1 &&& 1: a(1); } }"), "priority=5",
+     "a table with 'const entries' cannot have entry priorities (as in p4c); remove 'priority=' or the const"),
+    ("syntax", dict(apply="meta.m8 = 1"), "\n    }\n}\ncontrol E",
+     None),
+    ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
+                                         "action b() { }"), "b; }",
+     None),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_programs_are_refused_with_their_location(p4file, case) -> None:
+    _, parts, needle, message = case
+    text = program(**parts)
+    path = p4file(text)
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    err = ei.value
+    line, col = where(text, needle)
+    if needle.startswith("\n"):
+        line, col = line + 1, 5          # the token after the missing ';'
+    assert err.location == f"{path}:{line}:{col}", str(err)
+    if message is not None:
+        assert str(err) == f"{path}:{line}:{col}: error: {message}"
+
+
+UNSUPPORTED = [
+    ("function", dict(decls="bit<8> f(in bit<8> x) { return x; }"), "f(in",
+     "a function declaration is not supported by the embedded target; use an action instead"),
+    ("value-set", dict(parser_locals="value_set<bit<16>>(4) vs;"), "vs;",
+     "value_set is not supported by the embedded target; use constants in select cases"),
+    ("unknown-extern", dict(decls="extern void magic(in bit<8> x);", apply="magic(1);"), "magic(1)",
+     "extern function 'magic' is not supported by the embedded target; use the v1model/core "
+     "functions the embedded target implements"),
+    ("func-macro", dict(decls="#define SQ(x) ((x)*(x))"), "#define",
+     "function-like macro SQ is not supported by the embedded target; use an object-like #define "
+     "or a P4 const/function"),
+    ("packet-length", dict(start="bit<32> n = pkt.length(); transition accept;"), "pkt.length",
+     "packet_in.length() is not supported by the embedded target; v1model (BMv2) does not support "
+     "it either"),
+]
+
+
+@pytest.mark.parametrize("case", UNSUPPORTED, ids=[c[0] for c in UNSUPPORTED])
+def test_unsupported_constructs_say_what_to_do(p4file, case) -> None:
+    _, parts, needle, message = case
+    text = program(**parts)
+    path = p4file(text)
+    with pytest.raises(UnsupportedError) as ei:
+        compile_file(path)
+    line, col = where(text, needle)
+    assert str(ei.value) == f"{path}:{line}:{col}: error: {message}"
+
+
+def test_errors_in_included_files_name_the_included_file(p4file, tmp_path) -> None:
+    inc = tmp_path / "inc.p4"
+    inc.write_text("// shared\nconst bit<8> X = 8w1 + 16w2;\n")
+    path = p4file(program(decls='#include "inc.p4"'))
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value).startswith(f"{inc}:2:22: error: operands of '+' have different types")
+
+
+def test_preprocessor_errors(p4file) -> None:
+    path = p4file(program(decls='#include "nowhere.p4"'))
+    with pytest.raises(P4Error, match=r"prog\.p4:6:1: error: cannot find include file 'nowhere.p4'"):
+        compile_file(path)
+    path = p4file(program(decls="/* never closed"))
+    with pytest.raises(P4Error, match=r"prog\.p4:6:1: error: unterminated /\* comment"):
+        compile_file(path)
+    path = p4file(program(decls="#if 1\nconst bit<8> Y = 1;"))
+    with pytest.raises(P4Error, match="missing #endif"):
+        compile_file(path)
+    path = p4file(program(decls="#error stop here"))
+    with pytest.raises(P4Error, match=r"prog\.p4:6:1: error: #error stop here"):
+        compile_file(path)
+
+
+def test_defines_from_the_caller_select_code(p4file) -> None:
+    text = program(decls="#ifndef PORT\n#define PORT 3\n#endif",
+                   apply="sm.egress_spec = PORT;")
+    path = p4file(text)
+    assert compile_file(path) is not None
+    assert compile_file(path, defines={"PORT": "9w4"}) is not None
+    with pytest.raises(P4Error, match="cannot convert bit<16> to bit<9>"):
+        compile_file(path, defines={"PORT": "16w4"})
+
+
+def test_missing_file() -> None:
+    with pytest.raises(P4Error, match="no such file"):
+        compile_file("/nonexistent/x.p4")
