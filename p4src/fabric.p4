@@ -16,7 +16,7 @@
 
 #include "include/headers.p4"
 
-/* ---- Drop reasons: index of the Ingress.drops / Egress.drops counters ---- */
+/* ---- Drop reasons: index of the FabricIngress.drops / FabricEgress.drops counters ---- */
 const bit<8> DROP_PARSER_ERROR = 1;   /* truncated headers, IPv6 version != 6 */
 const bit<8> DROP_NOT_IPV6 = 2;       /* not an IPv6 frame */
 const bit<8> DROP_HOP_LIMIT = 3;      /* hop limit <= 1 where it would be decremented */
@@ -25,7 +25,7 @@ const bit<8> DROP_NO_ROUTE = 5;       /* no usid_fwd / ipv6_route entry for the 
 const bit<8> DROP_UNKNOWN_USID = 6;   /* DA in the uSID block, active uSID unknown here */
 const bit<8> DROP_NOT_FOR_ME = 7;     /* a SID of mine with nothing left to do (end of path) */
 const bit<8> DROP_BAD_LENGTH = 8;     /* IPv6 payload length runs past the frame */
-const bit<8> DROP_NO_PORT_MAC = 9;    /* egress port has no port_mac entry (Egress.drops) */
+const bit<8> DROP_NO_PORT_MAC = 9;    /* egress port has no port_mac entry (FabricEgress.drops) */
 #define DROP_REASONS 16
 
 /* The uSID block (F3216): fcbb:bb00::/32, DESIGN.md section 3. */
@@ -60,7 +60,7 @@ control FabricVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply { }
 }
 
-control Ingress(inout headers_t hdr,
+control FabricIngress(inout headers_t hdr,
                 inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
 
@@ -324,7 +324,7 @@ control Ingress(inout headers_t hdr,
     }
 }
 
-control Egress(inout headers_t hdr,
+control FabricEgress(inout headers_t hdr,
                inout metadata_t meta,
                inout standard_metadata_t standard_metadata) {
 
@@ -444,7 +444,7 @@ control FabricComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 V1Switch(MrcParser(),
          FabricVerifyChecksum(),
-         Ingress(),
-         Egress(),
+         FabricIngress(),
+         FabricEgress(),
          FabricComputeChecksum(),
          MrcDeparser()) main;

@@ -222,37 +222,37 @@ class TinyFabric:
         """Every entry the controller writes into fabric switch ``node``."""
         p = node.plane
         out: list[Entry] = [
-            Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, node.tier, node.index)), 48)},
-                  "Ingress.usid_un"),
-            Entry("Ingress.dscp_priority", {"hdr.ipv6.traffic_class": Ternary(TRIM_DSCP << 2, 0xFC)},
-                  "Ingress.set_priority", {"prio": TRIM_PRIORITY}, priority=10),
+            Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, node.tier, node.index)), 48)},
+                  "FabricIngress.usid_un"),
+            Entry("FabricIngress.dscp_priority", {"hdr.ipv6.traffic_class": Ternary(TRIM_DSCP << 2, 0xFC)},
+                  "FabricIngress.set_priority", {"prio": TRIM_PRIORITY}, priority=10),
         ]
         for port in self.ports(node):
-            out.append(Entry("Egress.port_mac", {"standard_metadata.egress_port": Exact(port)},
-                             "Egress.set_src_mac", {"mac": mac_int(self.port_mac(node, port))}))
+            out.append(Entry("FabricEgress.port_mac", {"standard_metadata.egress_port": Exact(port)},
+                             "FabricEgress.set_src_mac", {"mac": mac_int(self.port_mac(node, port))}))
             if trim_threshold is not None:
-                out.append(Entry("Egress.trim_config", {"standard_metadata.egress_port": Exact(port)},
-                                 "Egress.set_trim", {"threshold": trim_threshold, "dscp": TRIM_DSCP}))
+                out.append(Entry("FabricEgress.trim_config", {"standard_metadata.egress_port": Exact(port)},
+                                 "FabricEgress.set_trim", {"threshold": trim_threshold, "dscp": TRIM_DSCP}))
         if node.tier == LEAF:
             for j in range(self.spines):
                 port = self.leaf_uplink_port(j)
                 nmac = mac_int(self.neighbour_mac(node, port))
-                out.append(Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, SPINE, j)), 48)},
-                                 "Ingress.fwd", {"port": port, "dmac": nmac}))
-                out.append(Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(ua_usid(port)), 48)},
-                                 "Ingress.usid_ua", {"port": port, "dmac": nmac}))
+                out.append(Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, SPINE, j)), 48)},
+                                 "FabricIngress.fwd", {"port": port, "dmac": nmac}))
+                out.append(Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(ua_usid(port)), 48)},
+                                 "FabricIngress.usid_ua", {"port": port, "dmac": nmac}))
             for n in range(1, self.hosts_per_leaf + 1):
                 nmac = mac_int(self.neighbour_mac(node, n))
-                out.append(Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nic_usid(n)), 48)},
-                                 "Ingress.fwd", {"port": n, "dmac": nmac}))
+                out.append(Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nic_usid(n)), 48)},
+                                 "FabricIngress.fwd", {"port": n, "dmac": nmac}))
         else:
             for i in range(self.leaves):
                 port = self.spine_port(i)
                 nmac = mac_int(self.neighbour_mac(node, port))
-                out.append(Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, LEAF, i)), 48)},
-                                 "Ingress.fwd", {"port": port, "dmac": nmac}))
-                out.append(Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(ua_usid(port)), 48)},
-                                 "Ingress.usid_ua", {"port": port, "dmac": nmac}))
+                out.append(Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(usid(p, LEAF, i)), 48)},
+                                 "FabricIngress.fwd", {"port": port, "dmac": nmac}))
+                out.append(Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(ua_usid(port)), 48)},
+                                 "FabricIngress.usid_ua", {"port": port, "dmac": nmac}))
         return out
 
 

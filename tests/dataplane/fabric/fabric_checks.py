@@ -21,11 +21,11 @@ DROP_NO_PORT_MAC = 9
 DROP_REASONS = 16
 PORTS = 512
 
-INGRESS_DROPS = "Ingress.drops"
-EGRESS_DROPS = "Egress.drops"
-RX_PORT = "Ingress.rx_port"
-TX_PORT = "Egress.tx_port"
-TRIMMED = "Egress.trimmed"
+INGRESS_DROPS = "FabricIngress.drops"
+EGRESS_DROPS = "FabricEgress.drops"
+RX_PORT = "FabricIngress.rx_port"
+TX_PORT = "FabricEgress.tx_port"
+TRIMMED = "FabricEgress.trimmed"
 
 
 @dataclass(frozen=True)

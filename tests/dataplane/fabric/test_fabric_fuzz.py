@@ -41,11 +41,11 @@ BLOCK = 0xFCBB_BB00
 
 def switch_entries(fab: TinyFabric) -> list[Entry]:
     return fab.entries(Node(PLANE, LEAF, 0)) + [
-        Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(END_SID), 128)}, "Ingress.srv6_end"),
-        Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
-              "Ingress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
-        Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fd00::"), 16)},
-              "Ingress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
+        Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(END_SID), 128)}, "FabricIngress.srv6_end"),
+        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
+        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fd00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
     ]
 
 
@@ -145,7 +145,7 @@ def test_ten_thousand_random_truncated_and_mutated_frames(fabric_switch_factory)
     entries = switch_entries(fab)
     sw = fabric_switch_factory(entries)
     port_macs = {e.match["standard_metadata.egress_port"].value: bytes.fromhex("%012x" % e.params["mac"])
-                 for e in entries if e.table == "Egress.port_mac"}
+                 for e in entries if e.table == "FabricEgress.port_mac"}
     neighbours: dict[int, set[bytes]] = {}
     for e in entries:
         if "dmac" in e.params:

@@ -12,26 +12,26 @@ import sys
 from tests.dataplane.tiny_fabric import FABRIC_P4, REPO
 
 TABLES = {
-    "Ingress.my_sid": ({("hdr.ipv6.dst_addr", 128, "lpm")},
-                       {"Ingress.usid_un", "Ingress.usid_un_psp", "Ingress.srv6_end", "Ingress.srv6_end_psp",
-                        "Ingress.srv6_end_x", "Ingress.srv6_end_x_psp"}),
-    "Ingress.usid_fwd": ({("hdr.ipv6.dst_addr", 128, "lpm")}, {"Ingress.fwd", "Ingress.usid_ua"}),
-    "Ingress.ipv6_route": ({("hdr.ipv6.dst_addr", 128, "lpm")}, {"Ingress.fwd"}),
-    "Ingress.dscp_priority": ({("hdr.ipv6.traffic_class", 8, "ternary")}, {"Ingress.set_priority"}),
-    "Egress.port_mac": ({("standard_metadata.egress_port", 9, "exact")}, {"Egress.set_src_mac"}),
-    "Egress.trim_config": ({("standard_metadata.egress_port", 9, "exact")}, {"Egress.set_trim"}),
+    "FabricIngress.my_sid": ({("hdr.ipv6.dst_addr", 128, "lpm")},
+                       {"FabricIngress.usid_un", "FabricIngress.usid_un_psp", "FabricIngress.srv6_end", "FabricIngress.srv6_end_psp",
+                        "FabricIngress.srv6_end_x", "FabricIngress.srv6_end_x_psp"}),
+    "FabricIngress.usid_fwd": ({("hdr.ipv6.dst_addr", 128, "lpm")}, {"FabricIngress.fwd", "FabricIngress.usid_ua"}),
+    "FabricIngress.ipv6_route": ({("hdr.ipv6.dst_addr", 128, "lpm")}, {"FabricIngress.fwd"}),
+    "FabricIngress.dscp_priority": ({("hdr.ipv6.traffic_class", 8, "ternary")}, {"FabricIngress.set_priority"}),
+    "FabricEgress.port_mac": ({("standard_metadata.egress_port", 9, "exact")}, {"FabricEgress.set_src_mac"}),
+    "FabricEgress.trim_config": ({("standard_metadata.egress_port", 9, "exact")}, {"FabricEgress.set_trim"}),
 }
 ACTION_PARAMS = {
-    "Ingress.fwd": [("port", 9), ("dmac", 48)],
-    "Ingress.usid_ua": [("port", 9), ("dmac", 48)],
-    "Ingress.srv6_end_x": [("port", 9), ("dmac", 48)],
-    "Ingress.srv6_end_x_psp": [("port", 9), ("dmac", 48)],
-    "Ingress.set_priority": [("prio", 3)],
-    "Egress.set_src_mac": [("mac", 48)],
-    "Egress.set_trim": [("threshold", 19), ("dscp", 6)],
+    "FabricIngress.fwd": [("port", 9), ("dmac", 48)],
+    "FabricIngress.usid_ua": [("port", 9), ("dmac", 48)],
+    "FabricIngress.srv6_end_x": [("port", 9), ("dmac", 48)],
+    "FabricIngress.srv6_end_x_psp": [("port", 9), ("dmac", 48)],
+    "FabricIngress.set_priority": [("prio", 3)],
+    "FabricEgress.set_src_mac": [("mac", 48)],
+    "FabricEgress.set_trim": [("threshold", 19), ("dscp", 6)],
 }
-COUNTERS = {"Ingress.rx_port": 512, "Egress.tx_port": 512, "Egress.trimmed": 512,
-            "Ingress.drops": 16, "Egress.drops": 16}
+COUNTERS = {"FabricIngress.rx_port": 512, "FabricEgress.tx_port": 512, "FabricEgress.trimmed": 512,
+            "FabricIngress.drops": 16, "FabricEgress.drops": 16}
 
 
 def test_compiles_without_warnings() -> None:

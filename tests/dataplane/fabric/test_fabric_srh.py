@@ -38,19 +38,19 @@ SRC = "fd00:1:0:1::1"
 
 
 def sid_entry(sid: str, action: str, **params: int) -> Entry:
-    return Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(sid), 128)}, action, params)
+    return Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(sid), 128)}, action, params)
 
 
 @pytest.fixture
 def sw(fabric_switch_factory):
     fab = TinyFabric()
     extra = [
-        sid_entry(END, "Ingress.srv6_end"),
-        sid_entry(END_PSP, "Ingress.srv6_end_psp"),
-        sid_entry(END_X, "Ingress.srv6_end_x", port=X_PORT, dmac=mac_int(X_MAC)),
-        sid_entry(END_X_PSP, "Ingress.srv6_end_x_psp", port=X_PORT, dmac=mac_int(X_MAC)),
-        Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
-              "Ingress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
+        sid_entry(END, "FabricIngress.srv6_end"),
+        sid_entry(END_PSP, "FabricIngress.srv6_end_psp"),
+        sid_entry(END_X, "FabricIngress.srv6_end_x", port=X_PORT, dmac=mac_int(X_MAC)),
+        sid_entry(END_X_PSP, "FabricIngress.srv6_end_x_psp", port=X_PORT, dmac=mac_int(X_MAC)),
+        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
     ]
     return fabric_switch_factory(fab.entries(Node(PLANE, LEAF, 0)) + extra)
 
@@ -126,9 +126,9 @@ def test_un_at_end_of_carrier_continues_with_the_next_carrier_in_the_srh(sw) -> 
 def test_un_psp_pops_the_srh_when_it_empties(fabric_switch_factory) -> None:
     """uN with PSP at the end of its carrier: SRH End to the last segment, SRH removed."""
     fab = TinyFabric()
-    entries = [e for e in fab.entries(Node(PLANE, LEAF, 0)) if e.table != "Ingress.my_sid"]
-    entries.append(Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(usid_carrier([L0])), 48)},
-                         "Ingress.usid_un_psp"))
+    entries = [e for e in fab.entries(Node(PLANE, LEAF, 0)) if e.table != "FabricIngress.my_sid"]
+    entries.append(Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(usid_carrier([L0])), 48)},
+                         "FabricIngress.usid_un_psp"))
     psw = fabric_switch_factory(entries)
     nxt = usid_carrier([S0, L1, 0xE001])
     out = psw.inject(1, srv6(IN_L2, usid_carrier([L0]), [nxt, usid_carrier([L0])], 1))
@@ -155,7 +155,7 @@ def test_transit_leaves_the_srh_alone(sw) -> None:
 def assert_dropped(sw, sent: bytes, reason: int) -> None:
     assert sw.inject(1, sent) == []
     assert drops(sw) == {reason: 1}
-    assert counter(sw, "Ingress.drops", reason) == Count(1, len(sent))
+    assert counter(sw, "FabricIngress.drops", reason) == Count(1, len(sent))
     assert counter(sw, RX_PORT, 1) == Count(1, len(sent))
 
 

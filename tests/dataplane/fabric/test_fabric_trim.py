@@ -178,8 +178,8 @@ def test_plain_ipv6_mrc_without_encapsulation_is_trimmed(fabric_switch_factory) 
     from tests.dataplane.tiny_fabric import Entry, Lpm, mac_int
 
     fab = TinyFabric()
-    route = Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
-                  "Ingress.fwd", {"port": UPLINK, "dmac": mac_int(mac(PLANE, SPINE, 0, 1))})
+    route = Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
+                  "FabricIngress.fwd", {"port": UPLINK, "dmac": mac_int(mac(PLANE, SPINE, 0, 1))})
     sw = fabric_switch_factory(fab.entries(Node(PLANE, LEAF, 0), trim_threshold=THRESHOLD) + [route])
     sw.set_queue_rate(UPLINK, 1000.0)
     dst = "fd00:1:1:1::1"

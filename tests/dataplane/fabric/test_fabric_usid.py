@@ -109,8 +109,8 @@ def test_shift_keeps_the_block_regression(fabric_switch_factory, tiny_fabric: Ti
     or leaves the old uSID in place).
     """
     leaf0 = Node(PLANE, LEAF, 0)
-    extra = Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(0x0200), 48)},
-                  "Ingress.fwd", {"port": 3, "dmac": mac_int("02:aa:bb:cc:dd:ee")})
+    extra = Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(0x0200), 48)},
+                  "FabricIngress.fwd", {"port": 3, "dmac": mac_int("02:aa:bb:cc:dd:ee")})
     sw = fabric_switch_factory(tiny_fabric.entries(leaf0) + [extra])
     inner = inner_packet()
     sent = outer(L2("02:00:00:00:00:99", mac(PLANE, LEAF, 0, 1)), "fcbb:bb00:100:200:300:e001::", 64, inner)
@@ -154,7 +154,7 @@ def test_unknown_usid_is_dropped_and_counted(leaf0_switch) -> None:
     sent, out = send_one(leaf0_switch, usid_carrier([L0, 0x0999, 0xE001]))
     assert out == []
     assert drops(leaf0_switch) == {DROP_UNKNOWN_USID: 1}
-    assert counter(leaf0_switch, "Ingress.drops", DROP_UNKNOWN_USID) == Count(1, len(sent))
+    assert counter(leaf0_switch, "FabricIngress.drops", DROP_UNKNOWN_USID) == Count(1, len(sent))
     assert counter(leaf0_switch, RX_PORT, 1) == Count(1, len(sent))
     assert counter(leaf0_switch, TX_PORT, 3) == Count(0, 0)
 
@@ -196,10 +196,10 @@ def test_plain_ipv6_lpm_routing(fabric_switch_factory, tiny_fabric: TinyFabric) 
     """Non-SRv6 traffic follows ipv6_route: longest prefix wins, hop limit decremented."""
     leaf0 = Node(PLANE, LEAF, 0)
     routes = [
-        Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
-              "Ingress.fwd", {"port": 3, "dmac": mac_int("02:00:00:00:03:03")}),
-        Entry("Ingress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd0000010001" + "00" * 10), "big"), 48)},
-              "Ingress.fwd", {"port": 4, "dmac": mac_int("02:00:00:00:04:04")}),
+        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
+              "FabricIngress.fwd", {"port": 3, "dmac": mac_int("02:00:00:00:03:03")}),
+        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd0000010001" + "00" * 10), "big"), 48)},
+              "FabricIngress.fwd", {"port": 4, "dmac": mac_int("02:00:00:00:04:04")}),
     ]
     sw = fabric_switch_factory(tiny_fabric.entries(leaf0) + routes)
     payload = UDP(sport=1000, dport=2000) / b"hello"
@@ -223,7 +223,7 @@ def test_non_ipv6_is_dropped_and_counted(leaf0_switch, pkt) -> None:
 def test_port_without_mac_is_dropped_on_egress(fabric_switch_factory, tiny_fabric: TinyFabric) -> None:
     leaf0 = Node(PLANE, LEAF, 0)
     entries = [e for e in tiny_fabric.entries(leaf0)
-               if not (e.table == "Egress.port_mac" and e.match["standard_metadata.egress_port"] == Exact(3))]
+               if not (e.table == "FabricEgress.port_mac" and e.match["standard_metadata.egress_port"] == Exact(3))]
     sw = fabric_switch_factory(entries)
     sent, out = send_one(sw, usid_carrier([L0, S0, L1, 0xE001]))
     assert out == []

@@ -76,10 +76,10 @@ def stf_line(e: Entry) -> str:
 def switch_entries(name: str, own: int, nxt: int, nxt_mac: str) -> list[Entry]:
     """Entries of S1/S2: my uN, the next uSID towards port 2, both port MACs."""
     return [
-        Entry("Ingress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(own), 48)}, "Ingress.usid_un"),
-        Entry("Ingress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nxt), 48)}, "Ingress.fwd",
+        Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(own), 48)}, "FabricIngress.usid_un"),
+        Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nxt), 48)}, "FabricIngress.fwd",
               {"port": 2, "dmac": mac_int(nxt_mac)}),
-        *(Entry("Egress.port_mac", {"standard_metadata.egress_port": Exact(p)}, "Egress.set_src_mac",
+        *(Entry("FabricEgress.port_mac", {"standard_metadata.egress_port": Exact(p)}, "FabricEgress.set_src_mac",
                 {"mac": mac_int(PORT_MAC[(name, p)])}) for p in (1, 2)),
     ]
 
