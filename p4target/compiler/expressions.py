@@ -506,6 +506,10 @@ class ExpressionCompiler:
             for n, ft in t.fields:
                 self._flatten_v(V(f"{v.code}.{pyfield(n)}", ft), parts, loc)
             return
+        if isinstance(t, TupleT):
+            for i, et in enumerate(t.elems):
+                self._flatten_v(V(f"{v.code}[{i}]", et), parts, loc)
+            return
         if isinstance(t, BitT):
             parts.append((v.code if not t.signed else f"({v.code} & {t.mask:#x})", t.width))
             return

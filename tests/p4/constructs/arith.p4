@@ -69,6 +69,9 @@ header res_t {
     bit<8>  tern;
     bit<16> word;
     bit<8>  mode;
+    bit<8>  outp;
+    bit<8>  inoutp;
+    bit<16> tup;
 }
 
 struct headers_t {
@@ -90,6 +93,12 @@ control VC(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     bit<8> flags;
     Mode mode = Mode.SLOW;
+    const bit<8> LOCAL_K = 0x10;
+
+    action split(in bit<16> v, out bit<8> hi, inout bit<8> acc) {
+        hi = v[15:8];
+        acc = acc + v[7:0] + LOCAL_K;
+    }
 
     action set_flag(in bool cond, in bit<3> bitpos) {
         if (cond) {
@@ -144,6 +153,11 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
         if (mode == Mode.SLOW) {
             hdr.res.mode = 7;
         }
+        bit<8> acc = 1;
+        split(o.w, hdr.res.outp, acc);
+        hdr.res.inoutp = acc;
+        tuple<bit<8>, bit<8>> pair = { o.a, o.b };
+        hash(hdr.res.tup, HashAlgorithm.identity, 16w0, pair, 32w0x10000);
         sm.egress_spec = 1;
     }
 }

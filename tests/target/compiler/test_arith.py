@@ -25,7 +25,8 @@ class Res(Packet):
         BitField("trunc", 0, 4), BitField("pad", 0, 4), IntField("widen", 0),
         SignedByteField("to_signed", 0), ByteField("to_unsigned", 0), ByteField("flags", 0),
         ByteField("lit", 0), ByteField("color", 0), ByteField("k", 0), ByteField("uninit", 0),
-        ByteField("tern", 0), ShortField("word", 0), ByteField("mode", 0)]
+        ByteField("tern", 0), ShortField("word", 0), ByteField("mode", 0), ByteField("outp", 0),
+        ByteField("inoutp", 0), ShortField("tup", 0)]
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +90,10 @@ def test_comparisons_constants_and_locals(sw) -> None:
 def test_division_by_zero_does_not_crash(sw) -> None:
     r = run(sw, a=7, b=0)
     assert (r.div, r.mod) == (0, 0)
+
+
+def test_out_and_inout_action_parameters_and_tuples(sw) -> None:
+    r = run(sw, a=0x12, b=0x34, w=0xABF0)
+    assert r.outp == 0xAB                # out parameter copied back
+    assert r.inoutp == (1 + 0xF0 + 0x10) & 0xFF
+    assert r.tup == 0x1234               # identity hash of the tuple {a, b}
