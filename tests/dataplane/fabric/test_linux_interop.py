@@ -168,7 +168,13 @@ def teardown(net: Net | None) -> None:
 def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[Entry]) -> None:
     cmds = net.workdir / f"{name}.stf"
     cmds.write_text("\n".join(stf_line(e) for e in entries) + "\n")
-    pid_file = net.workdir / f"{name}.pid"
+    # Pid files live in the project's run directory, so `make clean` finds a switch
+    # that a crashed test left behind (README, "Cleaning up").
+    from tools.cleanup import run_dir
+
+    run_dir().mkdir(parents=True, exist_ok=True)
+    pid_file = run_dir() / f"p4tf{TAG}-{name}.pid"
+    pid_file.unlink(missing_ok=True)
     args = [sys.executable, "-m", "p4target", "run", str(FABRIC_P4), "--no-grpc", "--commands", str(cmds),
             "--netns", NS_SW, "--pcap", str(net.workdir / "pcap"), "--pid-file", str(pid_file)]
     for num, iface in ports.items():
