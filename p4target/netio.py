@@ -17,8 +17,9 @@ Hosts on the other end of a veth offload their TCP/UDP checksums: the frames the
 send carry only a partial sum that a NIC would finish. The sockets ask the kernel for
 the virtio-net header of every frame (PACKET_VNET_HDR) and netio finishes such sums,
 as a NIC would, before the pipeline sees the frame; frames that a sender's
-segmentation offload (TSO/GSO) left unsegmented are dropped and counted, with a hint
-to turn it off (``ethtool -K IFACE tso off gso off``).
+segmentation offload (TCP TSO, UDP GSO) left as one super-frame are cut into the
+frames a NIC would have sent (other GSO kinds are dropped and counted, with a hint to
+turn the offload off: ``ethtool -K IFACE tso off gso off``).
 
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
 and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
@@ -61,6 +62,10 @@ PACKET_IGNORE_OUTGOING = 23
 PACKET_VNET_HDR = 15
 VNET_HDR_LEN = 10  # struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset
 VNET_F_NEEDS_CSUM = 1
+VNET_GSO_TCPV4 = 1
+VNET_GSO_TCPV6 = 4
+VNET_GSO_UDP_L4 = 5
+VNET_GSO_ECN = 0x80
 VNET_HDR_NONE = bytes(VNET_HDR_LEN)
 SIOCGIFFLAGS = 0x8913
 SIOCGIFINDEX = 0x8933
@@ -266,6 +271,84 @@ def complete_checksum(frame: bytes, csum_start: int, csum_offset: int) -> bytes:
     return frame[:where] + csum.to_bytes(2, "big") + frame[where + 2:]
 
 
+def _csum(data: bytes) -> int:
+    """Internet checksum (ones' complement of the ones'-complement sum of 16-bit
+    words); a zero result is given as 0xffff, which TCP and UDP both accept."""
+    if len(data) % 2:
+        data += b"\0"
+    total = int.from_bytes(data, "big") % 0xFFFF if data else 0
+    return ((~total) & 0xFFFF) or 0xFFFF
+
+
+def segment_gso(frame: bytes, gso_type: int, gso_size: int, l4: int) -> list[bytes] | None:
+    """Cut a TCP (TSO) or UDP (USO) super-frame into frames of ``gso_size`` payload
+    bytes each, as the sending NIC would: lengths, IPv4 ids and header checksums,
+    TCP sequence numbers and flags (FIN/PSH on the last segment only, CWR on the
+    first only) and full TCP/UDP checksums. None if the frame is not one of these
+    (it is then dropped by the caller)."""
+    if gso_size <= 0 or gso_type not in (VNET_GSO_TCPV4, VNET_GSO_TCPV6, VNET_GSO_UDP_L4):
+        return None
+    l3 = 14
+    etype = int.from_bytes(frame[12:14], "big")
+    while etype in (0x8100, 0x88A8) and len(frame) >= l3 + 4:  # VLAN tags in the frame
+        etype = int.from_bytes(frame[l3 + 2: l3 + 4], "big")
+        l3 += 4
+    if etype == 0x0800 and len(frame) >= l3 + 20:
+        v4 = True
+        src_dst = frame[l3 + 12: l3 + 20]
+    elif etype == 0x86DD and len(frame) >= l3 + 40:
+        v4 = False
+        src_dst = frame[l3 + 8: l3 + 40]
+    else:
+        return None
+    tcp = gso_type != VNET_GSO_UDP_L4
+    proto = 6 if tcp else 17
+    if tcp:
+        if len(frame) < l4 + 20:
+            return None
+        l4_len = (frame[l4 + 12] >> 4) * 4
+    else:
+        l4_len = 8
+    if l4_len < (20 if tcp else 8) or len(frame) < l4 + l4_len or l4 < l3:
+        return None
+    head = frame[:l4]
+    l4_hdr = frame[l4: l4 + l4_len]
+    payload = frame[l4 + l4_len:]
+    seq = int.from_bytes(l4_hdr[4:8], "big") if tcp else 0
+    ip_id = int.from_bytes(head[l3 + 4: l3 + 6], "big") if v4 else 0
+    out: list[bytes] = []
+    n = (len(payload) + gso_size - 1) // gso_size or 1
+    for i in range(n):
+        chunk = payload[i * gso_size: (i + 1) * gso_size]
+        seg_l4_len = l4_len + len(chunk)
+        h = bytearray(head)
+        if v4:
+            h[l3 + 2: l3 + 4] = (l4 - l3 + seg_l4_len).to_bytes(2, "big")
+            h[l3 + 4: l3 + 6] = ((ip_id + i) & 0xFFFF).to_bytes(2, "big")
+            ihl = (h[l3] & 0x0F) * 4
+            h[l3 + 10: l3 + 12] = b"\0\0"
+            h[l3 + 10: l3 + 12] = _csum(bytes(h[l3: l3 + ihl])).to_bytes(2, "big")
+            pseudo = src_dst + bytes((0, proto)) + seg_l4_len.to_bytes(2, "big")
+        else:
+            h[l3 + 4: l3 + 6] = (l4 - l3 - 40 + seg_l4_len).to_bytes(2, "big")
+            pseudo = src_dst + seg_l4_len.to_bytes(4, "big") + bytes((0, 0, 0, proto))
+        t = bytearray(l4_hdr)
+        if tcp:
+            t[4:8] = ((seq + i * gso_size) & 0xFFFFFFFF).to_bytes(4, "big")
+            if i < n - 1:
+                t[13] &= ~0x09 & 0xFF  # FIN, PSH only on the last segment
+            if i > 0:
+                t[13] &= ~0x80 & 0xFF  # CWR only on the first
+            t[16:18] = b"\0\0"
+            t[16:18] = _csum(pseudo + bytes(t) + chunk).to_bytes(2, "big")
+        else:
+            t[4:6] = seg_l4_len.to_bytes(2, "big")
+            t[6:8] = b"\0\0"
+            t[6:8] = _csum(pseudo + bytes(t) + chunk).to_bytes(2, "big")
+        out.append(bytes(h) + bytes(t) + chunk)
+    return out
+
+
 def ignores_outgoing(sock: socket.socket) -> bool:
     """True if the kernel keeps our own transmissions off this socket
     (PACKET_IGNORE_OUTGOING took effect), so frames need no per-frame check."""
@@ -298,6 +381,7 @@ class _Port:
         self.pcap_out: PcapWriter | None = None
         self.kernel_filters_outgoing = False
         self.gso_dropped = 0
+        self.gso_segmented = 0
         self.vnet = False
 
 
@@ -516,34 +600,41 @@ class NetIO:
                 return
             if vnet:
                 if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
-                    data = self._offloaded(p, data)
-                    if data is None:
-                        continue
-                else:
-                    data = data[VNET_HDR_LEN:]
+                    for frame in self._offloaded(p, data):
+                        stats.rx += 1
+                        if pcap is not None:
+                            pcap.write(frame)
+                        receive(number, frame)
+                    continue
+                data = data[VNET_HDR_LEN:]
             stats.rx += 1
             if pcap is not None:
                 pcap.write(data)
             receive(number, data)
 
-    def _offloaded(self, p: _Port, data: bytes) -> bytes | None:
-        """A frame whose sender left work to the NIC: finish its checksum; a GSO
-        super-frame (TSO/GSO on the sending interface) cannot be forwarded whole and
-        is dropped and counted."""
+    def _offloaded(self, p: _Port, data: bytes) -> list[bytes]:
+        """A frame whose sender left work to the NIC: finish its checksum, or cut a
+        TCP/UDP segmentation-offload super-frame into the frames a NIC would have
+        sent. What cannot be cut (other GSO kinds) is dropped and counted."""
         flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", data)
         frame = data[VNET_HDR_LEN:]
         if gso_type:
+            frames = segment_gso(frame, gso_type & ~VNET_GSO_ECN, gso_size, start)
+            if frames is not None:
+                p.gso_segmented += 1
+                return frames
             p.gso_dropped += 1
             if p.gso_dropped == 1 or p.gso_dropped % 1000 == 0:
                 log.warning("device %d: port %d (%s): dropped %d GSO frame(s) of %d bytes "
-                            "(segments of %d); turn segmentation offload off on the sending "
-                            "interface: ethtool -K IFACE tso off gso off",
+                            "(type %d, segments of %d) that cannot be segmented here; turn "
+                            "segmentation offload off on the sending interface: "
+                            "ethtool -K IFACE tso off gso off",
                             getattr(self.device, "device_id", 0), p.number, p.name,
-                            p.gso_dropped, len(frame), gso_size)
-            return None
+                            p.gso_dropped, len(frame), gso_type, gso_size)
+            return []
         if flags & VNET_F_NEEDS_CSUM:
             frame = complete_checksum(frame, start, offset)
-        return frame
+        return [frame]
 
     def start(self) -> None:
         """Open the ports and forward in a background thread."""

@@ -44,6 +44,10 @@ class WireDevice:
             self.events.append((time.monotonic(), port, up))
 
 
+# explicit MACs everywhere: scapy would otherwise resolve them on the real network
+MACS = {"src": "02:00:00:00:00:01", "dst": "02:00:00:00:00:02"}
+
+
 def frame(n: int) -> bytes:
     return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
                  / IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=1000 + n, dport=4791)
@@ -169,7 +173,7 @@ def test_complete_checksum_matches_scapy():
     stack leaves it for the NIC) comes out with the checksum scapy computes."""
     from p4target.netio import complete_checksum
 
-    full = bytes(Ether() / IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=7, dport=9)
+    full = bytes(Ether(**MACS) / IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=7, dport=9)
                  / b"odd-length!")
     udp_off = 14 + 40
     udp_len = len(full) - udp_off
@@ -185,14 +189,15 @@ def test_complete_checksum_matches_scapy():
 
 
 @pytest.mark.root
-def test_host_stack_udp_and_tcp_cross_the_switch(lab):
-    """Real hosts' kernels offload checksums on veths: netio finishes them, so UDP and
-    TCP between two host namespaces work through the switch. With segmentation
-    offload on, TCP's super-frames are dropped and counted."""
+@pytest.mark.parametrize("offloads", [False, True], ids=["tso-off", "tso-on"])
+def test_host_stack_udp_and_tcp_cross_the_switch(lab, offloads):
+    """Real hosts' kernels offload checksums (and, with TSO on, segmentation) on
+    veths: netio finishes the sums and cuts the super-frames, so UDP and TCP between
+    two host namespaces work through the switch with the hosts left as they are."""
     import subprocess
 
-    h1 = lab.host("h1", "p4ta0", "fd00::1", offloads=False)
-    h2 = lab.host("h2", "p4tb0", "fd00::2", offloads=False)
+    h1 = lab.host("h1", "p4ta0", "fd00::1", offloads=offloads)
+    h2 = lab.host("h2", "p4tb0", "fd00::2", offloads=offloads)
     dev = WireDevice()
     nio = NetIO(dev, {1: "p4ta1", 2: "p4tb1"}, netns=lab.ns, poll_interval=30.0)
     nio.start()
@@ -223,29 +228,67 @@ def test_host_stack_udp_and_tcp_cross_the_switch(lab):
         assert client.returncode == 0, client.stderr
         out, _ = server.communicate(timeout=10)
         assert out.split() == ["hello", "over", "udp", "200000"]
+        if offloads:  # TCP's super-frames were cut, none dropped
+            assert nio.ports[1].gso_segmented > 0 and nio.ports[1].gso_dropped == 0
     finally:
         nio.stop()
         nio.join(5)
 
 
+def test_segment_gso_makes_what_a_nic_would_send():
+    """A TSO super-frame cut by segment_gso equals the segments scapy builds with
+    correct lengths, sequence numbers, flags and checksums."""
+    from scapy.layers.inet import IP, TCP
+
+    from p4target.netio import VNET_GSO_TCPV4, VNET_GSO_TCPV6, segment_gso
+
+    data = bytes(range(256)) * 10  # 2560 bytes: segments of 1000, 1000, 560
+    for ip, gso in ((IP(src="10.0.0.1", dst="10.0.0.2", id=7), VNET_GSO_TCPV4),
+                    (IPv6(src="fd00::1", dst="fd00::2"), VNET_GSO_TCPV6)):
+        big = bytes(Ether(**MACS) / ip / TCP(sport=1, dport=2, seq=1000, flags="PAF") / data)
+        l4 = 14 + (20 if gso == VNET_GSO_TCPV4 else 40)
+        segs = segment_gso(big, gso, 1000, l4)
+        assert segs is not None and len(segs) == 3
+        for n, seg in enumerate(segs):
+            chunk = data[n * 1000: (n + 1) * 1000]
+            flags = "A" if n < 2 else "PAF"
+            ip_n = ip.copy()
+            if gso == VNET_GSO_TCPV4:
+                ip_n.id = 7 + n
+            want = bytes(Ether(**MACS) / ip_n / TCP(sport=1, dport=2, seq=1000 + 1000 * n,
+                                              flags=flags) / chunk)
+            assert seg == want, n
+
+
 @pytest.mark.root
-def test_gso_super_frames_are_dropped_and_counted(lab):
+def test_udp_gso_super_frames_are_segmented(lab):
+    """UDP segmentation offload: one 6000-byte write leaves h1 as one GSO frame; the
+    switch port cuts it into the five 1200-byte datagrams a NIC would send."""
     import subprocess
 
     h1 = lab.host("h1", "p4ta0", "fd00::1", offloads=True)
-    lab.host("h2", "p4tb0", "fd00::2", offloads=True)
+    h2 = lab.host("h2", "p4tb0", "fd00::2", offloads=True)
     nio = NetIO(WireDevice(), {1: "p4ta1", 2: "p4tb1"}, netns=lab.ns, poll_interval=30.0)
     nio.start()
     try:
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", h2, sys.executable, "-c",
+             "import socket\n"
+             "u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.bind(('::', 5000))\n"
+             "print('ready', flush=True); u.settimeout(5)\n"
+             "print(' '.join(str(len(u.recv(9000))) for _ in range(5)), flush=True)\n"],
+            stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "ready"
         subprocess.run(
             ["ip", "netns", "exec", h1, sys.executable, "-c",
              "import socket\n"
              "u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
-             # UDP segmentation offload: one 6000-byte write leaves as one GSO frame
-             "u.setsockopt(socket.IPPROTO_UDP, 103, 1200)\n"
+             "u.setsockopt(socket.IPPROTO_UDP, 103, 1200)\n"  # UDP_SEGMENT
              "u.sendto(b'y' * 6000, ('fd00::2', 5000))\n"],
             check=True, capture_output=True, timeout=20)
-        assert wait_for(lambda: nio.ports[1].gso_dropped == 1, timeout=2.0)
+        out, _ = server.communicate(timeout=10)
+        assert out.split() == ["1200"] * 5
+        assert nio.ports[1].gso_segmented == 1 and nio.ports[1].gso_dropped == 0
     finally:
         nio.stop()
         nio.join(5)

@@ -125,7 +125,7 @@ def test_pipeline_pushed_over_p4runtime_then_packet_in(tmp_path):
             with pytest.raises(queue.Empty):
                 client.next("packet", timeout=0.3)
             # an IPv6 frame hits the empty selector table: dropped, nothing comes back
-            a.send(bytes(Ether() / IPv6(dst="fd00::2") / UDP()))
+            a.send(bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IPv6(src="fd00::1", dst="fd00::2") / UDP()))
             assert recv_frames(lab.socket("p4tb0"), timeout=0.5) == []
         finally:
             if client is not None:
