@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from p4target.runtime.entries import Group, Lpm, Ternary
+from p4target.runtime.entries import Exact, Group, Lpm, Ternary
 from tests.dataplane.packets import usid_carrier
 from tests.dataplane.tiny_fabric import (
     LEAF,
@@ -166,10 +166,44 @@ def member_id(plane: int, spine: int) -> int:
     return 1 + plane * 256 + spine
 
 
-def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
-                per_packet_mrc: bool = True,
-                spray_members: Sequence[tuple[int, int]] | None = None) -> None:
-    """Write every table of nic.p4 for the NIC at (cfg.leaf, cfg.port).
+@dataclass(frozen=True)
+class TableWrite:
+    """One table entry: an action with params, or (``group``) a spray group."""
+
+    table: str
+    match: dict
+    action: str | None = None
+    params: dict = field(default_factory=dict)
+    priority: int | None = None
+    group: int | None = None
+
+
+@dataclass(frozen=True)
+class MemberWrite:
+    """One action-profile member."""
+
+    profile: str
+    member_id: int
+    action: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class GroupWrite:
+    """One selector group: (member id, weight, watch port) per member."""
+
+    profile: str
+    group_id: int
+    members: tuple[tuple[int, int, int | None], ...]
+
+
+Write = TableWrite | MemberWrite | GroupWrite
+SPRAY_PROFILE = "Ingress.spray_selector"
+
+
+def nic_writes(cfg: NicConfig, *, generated: bool = False, per_packet_mrc: bool = True,
+               spray_members: Sequence[tuple[int, int]] | None = None) -> list[Write]:
+    """Every write the controller makes into the NIC at (cfg.leaf, cfg.port), in order.
 
     ``generated`` selects the EV mode for all hosts; ``per_packet_mrc`` installs the
     traffic-class entry that sprays MRC traffic per packet (other traffic stays per
@@ -178,48 +212,71 @@ def install_nic(sw, cfg: NicConfig, *, generated: bool = False,
     fab = cfg.fabric
     leaf, port = cfg.leaf, cfg.port
     gw_mac = fab.nic_port_mac(leaf, port, None)
-    sw.table_add("Ingress.port_role", {"standard_metadata.ingress_port": NIC_HOST_PORT},
-                 "Ingress.host_port",
-                 {"nic_addr": ip_int(nic_addr(leaf, port)),
-                  "gw_addr": ip_int(gateway_addr(leaf, port)),
-                  "gw_mac": mac_int(gw_mac)})
-    sw.table_add("Egress.egress_port", {"standard_metadata.egress_port": NIC_HOST_PORT},
-                 "Egress.to_host", {"src_mac": mac_int(gw_mac),
-                                    "dst_mac": mac_int(host_mac(leaf, port))})
+    out: list[Write] = [
+        TableWrite("Ingress.port_role", {"standard_metadata.ingress_port": Exact(NIC_HOST_PORT)},
+                   "Ingress.host_port",
+                   {"nic_addr": ip_int(nic_addr(leaf, port)),
+                    "gw_addr": ip_int(gateway_addr(leaf, port)),
+                    "gw_mac": mac_int(gw_mac)}),
+        TableWrite("Egress.egress_port", {"standard_metadata.egress_port": Exact(NIC_HOST_PORT)},
+                   "Egress.to_host", {"src_mac": mac_int(gw_mac),
+                                      "dst_mac": mac_int(host_mac(leaf, port))}),
+    ]
     for plane in range(fab.planes):
         pport = nic_plane_port(plane)
-        sw.table_add("Ingress.port_role", {"standard_metadata.ingress_port": pport},
-                     "Ingress.plane_port", {"plane": plane})
-        sw.table_add("Egress.egress_port", {"standard_metadata.egress_port": pport},
-                     "Egress.to_plane",
-                     {"plane": plane,
-                      "src_mac": mac_int(fab.nic_port_mac(leaf, port, plane)),
-                      "dst_mac": mac_int(fab.leaf_port_mac(plane, leaf, port))})
-        sw.table_add("Ingress.gen_plane", {"meta.plane": plane}, "Ingress.gen_params",
-                     {"port": pport, "leaf_base": leaf_usid(plane, 0),
-                      "spine_base": spine_usid(plane, 0), "leaf_count": fab.leaves,
-                      "spine_count": fab.spines, "my_leaf": leaf})
-    sw.table_add("Ingress.my_sid",
-                 {"hdr.ipv6.dst_addr": Lpm(ip_int(usid_carrier([local_usid(port)])), 48)},
-                 "Ingress.decap_to_host", {"port": NIC_HOST_PORT, "trim_dscp": cfg.trim_dscp})
+        out += [
+            TableWrite("Ingress.port_role", {"standard_metadata.ingress_port": Exact(pport)},
+                       "Ingress.plane_port", {"plane": plane}),
+            TableWrite("Egress.egress_port", {"standard_metadata.egress_port": Exact(pport)},
+                       "Egress.to_plane",
+                       {"plane": plane,
+                        "src_mac": mac_int(fab.nic_port_mac(leaf, port, plane)),
+                        "dst_mac": mac_int(fab.leaf_port_mac(plane, leaf, port))}),
+            TableWrite("Ingress.gen_plane", {"meta.plane": Exact(plane)}, "Ingress.gen_params",
+                       {"port": pport, "leaf_base": leaf_usid(plane, 0),
+                        "spine_base": spine_usid(plane, 0), "leaf_count": fab.leaves,
+                        "spine_count": fab.spines, "my_leaf": leaf}),
+        ]
+    out.append(TableWrite("Ingress.my_sid",
+                          {"hdr.ipv6.dst_addr": Lpm(ip_int(usid_carrier([local_usid(port)])), 48)},
+                          "Ingress.decap_to_host", {"port": NIC_HOST_PORT, "trim_dscp": cfg.trim_dscp}))
     hosts = Lpm(ip_int("fd00::"), 32)
     if generated:
-        sw.table_add("Ingress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "Ingress.mode_generated", {})
+        out.append(TableWrite("Ingress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "Ingress.mode_generated"))
     for e in cfg.explicit:
-        sw.table_add("Ingress.ev_table",
-                     {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)) >> 64 << 64, 64),
-                      "meta.ev": e.ev},
-                     "Ingress.set_path",
-                     {"port": nic_plane_port(e.plane), "plane": e.plane,
-                      "carrier": ip_int(path_carrier(e.plane, leaf, e.spine, e.dst_leaf, e.dst_port))})
+        out.append(TableWrite(
+            "Ingress.ev_table",
+            {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)) >> 64 << 64, 64),
+             "meta.ev": Exact(e.ev)},
+            "Ingress.set_path",
+            {"port": nic_plane_port(e.plane), "plane": e.plane,
+             "carrier": ip_int(path_carrier(e.plane, leaf, e.spine, e.dst_leaf, e.dst_port))}))
     if per_packet_mrc:
-        sw.table_add("Ingress.spray_mode",
-                     {"meta.is_mrc": Ternary(1, 1)}, "Ingress.spray_per_packet", {}, priority=10)
+        out.append(TableWrite("Ingress.spray_mode", {"meta.is_mrc": Ternary(1, 1)},
+                              "Ingress.spray_per_packet", priority=10))
     members = list(spray_members) if spray_members is not None else [
         (p, s) for p in range(fab.planes) for s in range(fab.spines)]
-    for plane, spine in members:
-        sw.act_prof_add_member("Ingress.spray_selector", member_id(plane, spine),
-                               "Ingress.set_generated", {"plane": plane, "spine": spine})
-    sw.act_prof_add_group("Ingress.spray_selector", cfg.spray_group,
-                          [(member_id(p, s), 1, nic_plane_port(p)) for p, s in members])
-    sw.table_add("Ingress.spray", {"hdr.ipv6.dst_addr": hosts}, Group(cfg.spray_group))
+    out += [MemberWrite(SPRAY_PROFILE, member_id(p, s), "Ingress.set_generated",
+                        {"plane": p, "spine": s}) for p, s in members]
+    out.append(GroupWrite(SPRAY_PROFILE, cfg.spray_group,
+                          tuple((member_id(p, s), 1, nic_plane_port(p)) for p, s in members)))
+    out.append(TableWrite("Ingress.spray", {"hdr.ipv6.dst_addr": hosts}, group=cfg.spray_group))
+    return out
+
+
+def apply_writes(sw, writes: Sequence[Write]) -> None:
+    """Install ``writes`` through the p4target.Switch API."""
+    for w in writes:
+        if isinstance(w, MemberWrite):
+            sw.act_prof_add_member(w.profile, w.member_id, w.action, w.params)
+        elif isinstance(w, GroupWrite):
+            sw.act_prof_add_group(w.profile, w.group_id, list(w.members))
+        elif w.group is not None:
+            sw.table_add(w.table, w.match, Group(w.group), priority=w.priority)
+        else:
+            sw.table_add(w.table, w.match, w.action, w.params, priority=w.priority)
+
+
+def install_nic(sw, cfg: NicConfig, **options) -> None:
+    """Write every table of nic.p4 for the NIC at (cfg.leaf, cfg.port) (see nic_writes)."""
+    apply_writes(sw, nic_writes(cfg, **options))

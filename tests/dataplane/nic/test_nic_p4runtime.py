@@ -10,7 +10,6 @@ path too.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,69 +17,56 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from p4target.runtime.entries import Exact, Group, Lpm, Ternary
+from p4target.runtime.entries import Lpm, Ternary
 from tests.dataplane.nic.conftest import FABRIC
 from tests.dataplane.nic.nic_frames import mrc_frame
-from tests.dataplane.nic.nic_plan import NicConfig, explicit_evs, install_nic, nic_plane_port, path_carrier
+from tests.dataplane.nic.nic_plan import (
+    GroupWrite,
+    MemberWrite,
+    NicConfig,
+    explicit_evs,
+    nic_plane_port,
+    nic_writes,
+    path_carrier,
+)
 
 NIC_P4 = Path(__file__).resolve().parents[3] / "p4src" / "nic.p4"
 
 
-@dataclass
-class Recorder:
-    """Stands in for a Switch while install_nic runs: keeps every call in order."""
-
-    calls: list[tuple[str, tuple, dict]] = field(default_factory=list)
-
-    def __getattr__(self, name: str) -> Any:
-        def record(*args: Any, **kwargs: Any) -> None:
-            self.calls.append((name, args, kwargs))
-        return record
-
-
-def to_updates(calls, names) -> list:
-    """The recorded Switch calls as P4Runtime updates (model names -> P4Info ids)."""
+def to_updates(writes, names) -> list:
+    """nic_plan's writes as P4Runtime updates (model names -> P4Info ids)."""
     from finsy.proto.p4.v1 import p4runtime_pb2
 
     from tests.p4runtime.p4rt_client import enc, ins, update
 
     out = []
-    for name, args, kwargs in calls:
-        if name == "table_add":
-            table, match, action = args[0], args[1], args[2]
-            params = args[3] if len(args) > 3 else {}
+    for w in writes:
+        if isinstance(w, MemberWrite):
+            mem = p4runtime_pb2.ActionProfileMember(
+                action_profile_id=names.id_of("action_profiles", w.profile), member_id=w.member_id)
+            mem.action.CopyFrom(names.act(w.action, **w.params))
+            out.append(update("m", action_profile_member=mem))
+        elif isinstance(w, GroupWrite):
+            g = p4runtime_pb2.ActionProfileGroup(
+                action_profile_id=names.id_of("action_profiles", w.profile), group_id=w.group_id)
+            for mid, weight, watch in w.members:
+                g.members.add(member_id=mid, weight=weight, watch_port=enc(watch))
+            out.append(update("g", action_profile_group=g))
+        else:
             m: dict[str, Any] = {}
-            for fname, v in match.items():
+            for fname, v in w.match.items():
                 if isinstance(v, Lpm):
                     m[fname] = ("lpm", v.value, v.prefix_len)
                 elif isinstance(v, Ternary):
                     m[fname] = ("ternary", v.value, v.mask)
-                elif isinstance(v, Exact):
-                    m[fname] = v.value
                 else:
-                    m[fname] = v
-            prio = kwargs.get("priority") or 0
-            if isinstance(action, Group):
-                e = names.entry(table, m, priority=prio)
-                e.action.action_profile_group_id = action.group_id
+                    m[fname] = v.value
+            if w.group is not None:
+                e = names.entry(w.table, m, priority=w.priority or 0)
+                e.action.action_profile_group_id = w.group
             else:
-                e = names.entry(table, m, action, priority=prio, **params)
+                e = names.entry(w.table, m, w.action, priority=w.priority or 0, **w.params)
             out.append(ins(e))
-        elif name == "act_prof_add_member":
-            profile, mid, action, params = args
-            mem = p4runtime_pb2.ActionProfileMember(
-                action_profile_id=names.id_of("action_profiles", profile), member_id=mid)
-            mem.action.CopyFrom(names.act(action, **params))
-            out.append(update("m", action_profile_member=mem))
-        elif name == "act_prof_add_group":
-            profile, gid, members = args
-            g = p4runtime_pb2.ActionProfileGroup(
-                action_profile_id=names.id_of("action_profiles", profile), group_id=gid)
-            for mid, weight, watch in members:
-                g.members.add(member_id=mid, weight=weight, watch_port=enc(watch))
-            out.append(update("g", action_profile_group=g))
-        else:
-            raise AssertionError(f"install_nic called {name}, which this test cannot translate")
     return out
 
 
@@ -105,9 +91,7 @@ def p4rt_nic():
         p4info = build_p4info(load_device_config(data).model)
         client.set_pipeline(p4info, data)
         cfg = NicConfig(FABRIC, 0, 1, explicit=explicit_evs(FABRIC, 0, 1))
-        rec = Recorder()
-        install_nic(rec, cfg)
-        client.write(*to_updates(rec.calls, Names(p4info)))
+        client.write(*to_updates(nic_writes(cfg), Names(p4info)))
         yield device, outputs, cfg
     finally:
         client.close()
