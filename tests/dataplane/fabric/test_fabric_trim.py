@@ -191,3 +191,29 @@ def test_plain_ipv6_mrc_without_encapsulation_is_trimmed(fabric_switch_factory) 
                            UDP(sport=7, dport=4791) / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
                            / RETH(vaddr=0x1000, rkey=0x55, dma_len=len(PAYLOAD))))
         assert by_psn[psn] == want
+
+
+def test_trimming_with_an_srh_fixes_the_outer_length_around_it(fabric_switch_factory) -> None:
+    """Outer IPv6 + SRH (second carrier) + inner: outer payload = SRH + inner headers."""
+    from tests.dataplane.packets import srh
+
+    sw = leaf0(fabric_switch_factory)
+    nxt = usid_carrier([L1, 0xE001])
+    da_in, da_out = usid_carrier([L0, S0]), usid_carrier([S0])
+
+    def with_srh(l2: L2, da: str, hlim: int, inner, tc: int = 0) -> bytes:
+        return bytes(frame(l2, ipv6(NIC_A, da, hlim=hlim, tc=tc, fl=0x2001), srh([nxt], 1, nh=41), inner))
+
+    def inner_data(psn: int, payload: bytes = PAYLOAD):
+        return ipv6(HOST_A, HOST_B) / mrc_write(ev=0x2001, psn=psn, payload=payload, vaddr=0x10000 + psn * 1024)
+
+    frames = [with_srh(IN_L2, da_in, 64, inner_data(psn)) for psn in range(10)]
+    out = burst(sw, frames)
+    by_psn = {Ether(d)[BTH].psn: d for _, d in out}
+    for psn in range(THRESHOLD + 2, 10):
+        cut = (ipv6(HOST_A, HOST_B) / UDP(sport=0x2001, dport=4791)
+               / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
+               / RETH(vaddr=0x10000 + psn * 1024, rkey=0x55, dma_len=len(PAYLOAD)))
+        want = with_srh(OUT_L2, da_out, 63, cut, tc=TRIM_DSCP << 2)
+        assert by_psn[psn] == want
+        assert Ether(want)[IPv6].plen == 24 + 40 + 36

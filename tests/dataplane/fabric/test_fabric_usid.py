@@ -230,3 +230,23 @@ def test_port_without_mac_is_dropped_on_egress(fabric_switch_factory, tiny_fabri
     assert drops(sw) == {}
     assert drops(sw, EGRESS_DROPS) == {DROP_NO_PORT_MAC: 1}
     assert counter(sw, TX_PORT, 3) == Count(0, 0)
+
+
+def test_payload_length_past_the_frame_is_dropped(leaf0_switch) -> None:
+    """A frame cut short after the headers were written (IPv6 says more than is there)."""
+    sent, _ = send_one(leaf0_switch, usid_carrier([L0, S0, L1, 0xE001]))
+    cut = sent[:-10]
+    assert leaf0_switch.inject(1, cut) == []
+    from tests.dataplane.fabric.fabric_checks import DROP_BAD_LENGTH
+    assert drops(leaf0_switch) == {DROP_BAD_LENGTH: 1}
+
+
+def test_ethernet_padding_is_carried_along(leaf0_switch) -> None:
+    """A minimum-size frame with padding after a short IPv6 packet is still forwarded."""
+    pkt = bytes(frame(L2(mac(PLANE, NIC, 0, 1), mac(PLANE, LEAF, 0, 1)),
+                      ipv6(NIC_A, usid_carrier([L0, S0, L1, 0xE001])) / IPv6(nh=59, src=HOST_A, dst=HOST_B)))
+    padded = pkt + b"\x00" * 6
+    out = leaf0_switch.inject(1, padded)
+    want = bytes(frame(L2(mac(PLANE, LEAF, 0, 3), mac(PLANE, SPINE, 0, 1)),
+                       ipv6(NIC_A, usid_carrier([S0, L1, 0xE001]), hlim=63) / IPv6(nh=59, src=HOST_A, dst=HOST_B)))
+    assert out == [(3, want + b"\x00" * 6)]
