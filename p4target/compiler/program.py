@@ -999,6 +999,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         lines += ["", "    def copy(self):", f"        o = {t.pyname}.__new__({t.pyname})"]
         lines += ["        " + x for x in copy]
         lines += ["        return o"]
+        if t.kind == "header":
+            lines += ["", "    def set_valid(self):", "        if not self._v:"]
+            lines += ["            " + x for x in init]
+            lines += ["            self._v = True"]
         if t.kind == "header" and not any(isinstance(ft, VarbitT) for _, ft in t.fields):
             lines += ["", "    @staticmethod", "    def unpack(x):", f"        o = {t.pyname}()"]
             lines += ["        " + x for x in self.unpack_lines(t, "o", "x")]

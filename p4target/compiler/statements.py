@@ -327,8 +327,11 @@ class StatementCompiler:
                 raise error(f.loc, f"{name} applies to a member header of a union, not the union")
             self.check_lvalue(f.obj)
             if name == "setValid":
+                # simple_switch's add_header: an invalid header becomes valid with all
+                # fields 0; a valid one is left as it is.
                 self.invalidate_union_siblings(f.obj)
-            return V(f"{base.code}._v = {name == 'setValid'}", VoidT())
+                return V(f"{base.code}.set_valid()", VoidT())
+            return V(f"{base.code}._v = False", VoidT())
         raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")
 
     def invalidate_union_siblings(self, target: A.Expr) -> None:

@@ -145,6 +145,12 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
                 hdr.h.out1 = meta.kept;
                 hdr.h.out2 = meta.lost;
             }
+            20: {
+                hdr.h.setInvalid();
+                hdr.h.setValid();            // BMv2: fields of a re-validated header are 0
+                hdr.h.op = 20;
+            }
+            21: { hdr.h.setValid(); }        // already valid: unchanged
             default: { hdr.h.out2 = 0xdd; }
         }
         hdr.h.flags = flags;

@@ -177,3 +177,9 @@ def test_hit_miss_fallthrough_and_default_switch_case(sw) -> None:
 def test_resubmit_preserves_only_the_field_list(sw) -> None:
     r = run(sw, op=19)
     assert (r.out1, r.out2) == (0x77, 0)     # the second pass: kept preserved, lost reset
+
+
+def test_set_valid_on_an_invalid_header_zeroes_it_as_bmv2_does(sw) -> None:
+    assert run(sw, op=20, k8=5, out1=7, k32=0x0B000000) == H(op=20, flags=NOP_FLAG)
+    r = run(sw, op=21, k8=5, out1=7, k32=0x0B000000)
+    assert (r.k8, r.out1, r.out2) == (5, 7, 0xEE)
