@@ -68,6 +68,10 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _abort(self, context: grpc.ServicerContext, err: P4RTError) -> None:
         context.abort(grpc_code(err.code), err.message)
 
+    def _internal(self, context: grpc.ServicerContext, what: str, exc: Exception) -> None:
+        log.exception("device %d: %s failed unexpectedly", self.s.device_id, what)
+        context.abort(grpc.StatusCode.INTERNAL, f"{what} failed inside the target: {exc}")
+
     def _check_device(self, device_id: int) -> None:
         if device_id != self.s.device_id:
             raise P4RTError(NOT_FOUND, f"device id {device_id} is not this device ({self.s.device_id})")
@@ -89,6 +93,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             errors = self.s.write(request.updates)
         except P4RTError as err:
             self._abort(context, err)
+        except Exception as exc:  # noqa: BLE001 - a bug answers INTERNAL, the server lives on
+            self._internal(context, "Write", exc)
         if any(e.canonical_code != OK for e in errors):
             abort_with_status(context, batch_status(errors))
         return p4runtime_pb2.WriteResponse()
@@ -100,6 +106,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             chunks = self.s.read(request.entities)
         except P4RTError as err:
             self._abort(context, err)
+        except Exception as exc:  # noqa: BLE001
+            self._internal(context, "Read", exc)
         yield from chunks
 
     # ---- pipeline ----------------------------------------------------------------------
@@ -110,6 +118,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.s.set_pipeline(request.action, request.config if request.HasField("config") else None)
         except P4RTError as err:
             self._abort(context, err)
+        except Exception as exc:  # noqa: BLE001
+            self._internal(context, "SetForwardingPipelineConfig", exc)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def GetForwardingPipelineConfig(self, request, context):
@@ -369,8 +379,13 @@ class P4RuntimeServer:
         return scratch
 
     def _commit(self, state: PipelineState, updates: list[p4runtime_pb2.Update], old: Any) -> None:
+        from p4target.errors import P4Error
+
         with self.device.lock:
-            self.device.load(state.compiled)
+            try:
+                self.device.load(state.compiled)
+            except P4Error as exc:  # the device keeps the old pipeline
+                raise invalid(f"the device cannot load this pipeline: {exc}") from None
             kept, dropped = replay(self.device.switch, state, updates, old)
         self.state = state
         log.info("device %d: pipeline committed (%d entities carried over, %d dropped)",

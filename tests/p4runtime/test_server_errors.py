@@ -186,3 +186,18 @@ def test_memory_stable_across_100000_refused_writes(client, names) -> None:
     grown = _rss_kib() - before
     assert grown < 64 * 1024, f"RSS grew by {grown} KiB over 100,000 refused writes"
     assert time.monotonic() - t0 < 120
+
+
+def test_garbage_on_the_stream_ends_that_stream_only(client, rig) -> None:
+    stream = client.channel.stream_stream("/p4.v1.P4Runtime/StreamChannel", request_serializer=lambda b: b,
+                                          response_deserializer=lambda b: b)
+    with pytest.raises(grpc.RpcError):
+        for _ in stream(iter([b"\xff\xfe\xfd\x00\x01"]), timeout=5):
+            pass
+    # an unknown 'other' message is answered with a StreamError, the stream stays open
+    other = p4runtime_pb2.StreamMessageRequest()
+    other.other.type_url = "type.googleapis.com/nothing.Known"
+    client.send(other)
+    err = client.next("error")
+    assert err.canonical_code == code_pb2.INVALID_ARGUMENT
+    assert client.arbitrate(10).status.code == code_pb2.OK
