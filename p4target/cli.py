@@ -236,8 +236,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.no_grpc:
             server = _start_grpc(device, args.grpc_addr)
         if args.pid_file is not None:
-            try:
-                args.pid_file.write_text(f"{os.getpid()}\n")
+            try:  # atomically: a reader never sees an empty file
+                tmp = args.pid_file.with_name(f".{args.pid_file.name}.{os.getpid()}")
+                tmp.write_text(f"{os.getpid()}\n")
+                os.replace(tmp, args.pid_file)
             except OSError as e:
                 raise P4Error(f"cannot write pid file: {e.strerror}", str(args.pid_file)) from None
 
