@@ -902,8 +902,6 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                       key_types: list[Type], info: TableInfo, t: A.TableDecl) -> tuple[M.ConstEntry, ...]:
         p = props["entries"]
         entries: list[A.EntryDecl] = p.value  # type: ignore[assignment]
-        if not p.is_const:
-            raise unsupported(p.loc, "a non-const 'entries' property", "declare them 'const entries'")
         needs_prio = any(k.match_kind not in ("exact", "lpm") for k in keys)
         largest_wins = True
         delta = 1
@@ -911,24 +909,46 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             largest_wins = bool(self.value(props["largest_priority_wins"].value).const)  # type: ignore[arg-type]
         if "priority_delta" in props:
             delta = self.const_int(props["priority_delta"].value, "priority_delta")  # type: ignore[arg-type]
+            if delta <= 0:
+                raise error(props["priority_delta"].loc, "priority_delta must be a positive value")
         explicit = [e for e in entries if e.priority is not None]
         if explicit and p.is_const:
             raise error(explicit[0].loc, "a table with 'const entries' cannot have entry priorities "
                         "(as in p4c); remove 'priority=' or the const")
-        out = []
+        if explicit and not needs_prio:
+            raise error(explicit[0].loc, f"table {t.name} has only exact/lpm keys, which do not use "
+                        "priorities; remove 'priority='")
+        if explicit and entries[0].priority is None:
+            raise error(entries[0].loc, "the first entry must have a priority when others do")
+        if not p.is_const:
+            self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
+                                 "'entries' as const entries (the control plane cannot change them)")
+        # priorities as p4c's EntryPriorities pass assigns them
+        prios: list[int | None] = []
         n = len(entries)
+        current = 0
         for i, ent in enumerate(entries):
+            if not needs_prio:
+                prios.append(None)
+            elif not explicit:
+                prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
+            else:
+                if ent.priority is not None:
+                    current = self.const_int(ent.priority, "entry priority")
+                    if current < 1:
+                        raise error(ent.priority.loc, "entry priorities must be >= 1")
+                elif current < 1:
+                    raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
+                prios.append(current)
+                current = current - delta if largest_wins else current + delta
+        out = []
+        for ent, prio in zip(entries, prios):
             if len(ent.keys) != len(keys):
                 raise error(ent.loc, f"entry has {len(ent.keys)} key value(s) but table {t.name} "
                             f"has {len(keys)} key(s)")
             matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types))
             aname, args, aloc = self.action_with_args(ent.action, info, ent.loc)
             idx = info.action_index(aname, aloc)
-            if info.actions[idx][1] and self.tables is not None:
-                pass
-            prio = None
-            if needs_prio:
-                prio = (n - i) * delta if largest_wins else 1 + i * delta
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
 

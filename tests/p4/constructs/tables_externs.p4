@@ -96,6 +96,16 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
         actions = { set1; nop; }
         implementation = sel;
     }
+    table prio_t {
+        key = { hdr.h.k8: ternary; }
+        actions = { set1; }
+        priority_delta = 10;
+        entries = {
+            priority=100: 0x01 &&& 0x0f: set1(1);
+            0x12 &&& 0xff: set1(2);              // implied priority 90
+            priority=95: 0x00 &&& 0x00: set1(3);
+        }
+    }
     table hitmiss {
         key = { hdr.h.k8: exact; }
         actions = { set1; set2; nop; }
@@ -151,6 +161,7 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
                 hdr.h.op = 20;
             }
             21: { hdr.h.setValid(); }        // already valid: unchanged
+            22: { prio_t.apply(); }
             default: { hdr.h.out2 = 0xdd; }
         }
         hdr.h.flags = flags;

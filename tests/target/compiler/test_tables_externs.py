@@ -183,3 +183,13 @@ def test_set_valid_on_an_invalid_header_zeroes_it_as_bmv2_does(sw) -> None:
     assert run(sw, op=20, k8=5, out1=7, k32=0x0B000000) == H(op=20, flags=NOP_FLAG)
     r = run(sw, op=21, k8=5, out1=7, k32=0x0B000000)
     assert (r.k8, r.out1, r.out2) == (5, 7, 0xEE)
+
+
+def test_entries_with_explicit_and_implied_priorities(prog, sw) -> None:
+    m = compile_file(prog).model
+    t = m.table("Ing.prio_t")
+    assert [(e.args, e.priority) for e in t.const_entries] == [((1,), 100), ((2,), 90), ((3,), 95)]
+    assert any("installs 'entries' as const entries" in w for w in m.warnings)
+    assert run(sw, op=22, k8=0x11).out1 == 1     # 100 beats the catch-all's 95
+    assert run(sw, op=22, k8=0x12).out1 == 3     # 95 beats the exact match's implied 90
+    assert run(sw, op=22, k8=0x40).out1 == 3
