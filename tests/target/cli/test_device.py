@@ -136,13 +136,13 @@ def test_watch_port_follows_carrier_on_veths(spray_compiled):
             assert got_b and got_c and len(got_b) + len(got_c) == 32
             t0 = time.monotonic()
             lab.link("p4tb0", "down")
-            assert wait_for(lambda: not dev.switch.port_is_up(2), timeout=2.0)
-            assert time.monotonic() - t0 < 0.5
+            assert wait_for(lambda: not dev.switch.port_is_up(2), timeout=5.0)
+            assert time.monotonic() - t0 < 5.0  # far below the 30 s poll
             for f in frames:
                 a.send(f)
             assert len(recv_frames(c, timeout=1.0, want=32)) == 32
             lab.link("p4tb0", "up")
-            assert wait_for(lambda: dev.switch.port_is_up(2), timeout=2.0)
+            assert wait_for(lambda: dev.switch.port_is_up(2), timeout=5.0)
         finally:
             nio.stop()
             nio.join(5)

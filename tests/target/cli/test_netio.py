@@ -123,22 +123,22 @@ def test_carrier_loss_reaches_the_device_at_once(lab, wire):
     # the poll runs every 30 s here: a change seen quickly came from rtnetlink
     t0 = time.monotonic()
     lab.link("p4tb0", "down")  # the peer goes down: p4tb1 loses its carrier
-    assert wait_for(lambda: dev.status.get(2) is False, timeout=2.0)
-    assert dev.events[-1][0] - t0 < 0.5
+    assert wait_for(lambda: dev.status.get(2) is False, timeout=5.0)
+    assert dev.events[-1][0] - t0 < 5.0  # far below the 30 s poll
     assert dev.status[1] is True
     lab.link("p4tb0", "up")
-    assert wait_for(lambda: dev.status.get(2) is True, timeout=2.0)
+    assert wait_for(lambda: dev.status.get(2) is True, timeout=5.0)
     lab.link("p4ta1", "down")  # our own side administratively down
-    assert wait_for(lambda: dev.status.get(1) is False, timeout=2.0)
+    assert wait_for(lambda: dev.status.get(1) is False, timeout=5.0)
 
 
 @pytest.mark.root
 def test_recreated_interface_is_reopened(lab, wire):
     dev, nio = wire
     lab.sh("ip", "link", "del", "p4tb0")  # deletes the pair, p4tb1 too
-    assert wait_for(lambda: dev.status.get(2) is False, timeout=2.0)
+    assert wait_for(lambda: dev.status.get(2) is False, timeout=5.0)
     lab.veth("p4tb0", "p4tb1")
-    assert wait_for(lambda: dev.status.get(2) is True, timeout=3.0)
+    assert wait_for(lambda: dev.status.get(2) is True, timeout=5.0)
     a, b = lab.socket("p4ta0"), lab.socket("p4tb0")
     f = frame(5)
     a.send(f)
