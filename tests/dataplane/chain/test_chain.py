@@ -183,3 +183,23 @@ def test_a_packet_trimmed_in_the_fabric_reaches_the_host_with_the_mark():
                  / RETH(vaddr=0x1000, rkey=0x55, dma_len=len(payload)))
         assert delivered == host_delivery(dst_cfg, bytes(inner))
     assert trimmed >= len(frames) - threshold - 2
+
+
+def test_a_dead_plane_link_is_avoided_by_sprayed_traffic():
+    chain = Chain(generated=False)
+    src, dst = (1, 1), (0, 2)
+    nic, cfg = chain.nics[src]
+    _, dst_cfg = chain.nics[dst]
+    nic.set_port_status(nic_plane_port(1), False)  # the NIC's link to plane 1 fails
+    planes = set()
+    for i in range(40):
+        frame = mrc_frame(cfg, *dst, 0xF00D, psn=i)
+        hops, got_dst, delivered = chain.send(src, bytes(frame))
+        assert got_dst == dst
+        assert delivered == [(NIC_HOST_PORT, host_delivery(dst_cfg, bytes(frame)[14:]))]
+        planes.add(hops[0].node.plane)
+    assert planes == {0}
+    nic.set_port_status(nic_plane_port(1), True)
+    planes = {chain.send(src, bytes(mrc_frame(cfg, *dst, 0xF00D, psn=i)))[0][0].node.plane
+              for i in range(8)}
+    assert planes == {0, 1}
