@@ -1,10 +1,12 @@
-"""Client arbitration (P4Runtime spec section 5): who is primary, who is told what.
+"""Client arbitration (P4Runtime spec, "Client Arbitration and Controller Replication").
 
-Each StreamChannel is a ``Client``. For the default role, the connected client with
-the highest election id is the primary; others are backups. Every arbitration
-request is answered to its sender, and when the primary changes (a higher id
-arrives, the primary leaves) every client is told: OK to the primary, ALREADY_EXISTS
-to backups when there is a primary, NOT_FOUND when there is none.
+Each StreamChannel is a ``Client``. For the default role, the primary is the client
+whose election id is the highest the device has *ever* received: when the primary's
+stream breaks there is no primary until some client arbitrates with an id at least
+that high (the old primary reconnecting, or a client with a higher id); a backup with
+a lower id does not take over by itself. Notifications follow the spec: OK to the
+primary, ALREADY_EXISTS to backups while there is a primary, NOT_FOUND when there is
+none; the election id in them is the highest seen (unset before any primary).
 """
 
 from __future__ import annotations
@@ -41,71 +43,81 @@ class Arbiter:
         self.device_id = device_id
         self.lock = threading.Lock()
         self.clients: list[Client] = []
-
-    def _primary(self) -> Client | None:
-        live = [c for c in self.clients if c.election_id is not None]
-        return max(live, key=lambda c: c.election_id) if live else None
+        self.current: Client | None = None
+        self.highest: int | None = None  # election_id_past of the spec
 
     def primary_election_id(self) -> int | None:
         with self.lock:
-            p = self._primary()
-            return p.election_id if p else None
+            return self.current.election_id if self.current else None
 
     def is_primary(self, election_id: int) -> bool:
         with self.lock:
-            p = self._primary()
-            return p is not None and p.election_id == election_id
+            return self.current is not None and self.current.election_id == election_id
 
     def primary(self) -> Client | None:
         with self.lock:
-            return self._primary()
+            return self.current
 
-    def _update_for(self, c: Client, primary: Client | None) -> p4runtime_pb2.StreamMessageResponse:
+    def _update_for(self, c: Client) -> p4runtime_pb2.StreamMessageResponse:
         msg = p4runtime_pb2.StreamMessageResponse()
         a = msg.arbitration
         a.device_id = self.device_id
-        eid = primary.election_id if primary else (c.election_id or 0)
-        a.election_id.high = eid >> 64
-        a.election_id.low = eid & ((1 << 64) - 1)
-        if primary is c:
+        if self.highest is not None:
+            a.election_id.high = self.highest >> 64
+            a.election_id.low = self.highest & ((1 << 64) - 1)
+        if self.current is c:
             a.status.code = code_pb2.OK
             a.status.message = "you are the primary"
-        elif primary is not None:
+        elif self.current is not None:
             a.status.code = code_pb2.ALREADY_EXISTS
             a.status.message = "a primary exists; you are a backup"
         else:
             a.status.code = code_pb2.NOT_FOUND
-            a.status.message = "there is no primary"
+            a.status.message = "there is no primary; arbitrate with an election id at least the highest seen"
         return msg
+
+    def _to_all(self) -> list[tuple[Client, p4runtime_pb2.StreamMessageResponse]]:
+        return [(c, self._update_for(c)) for c in self.clients]
 
     def arbitrate(self, client: Client, req: p4runtime_pb2.MasterArbitrationUpdate
                   ) -> list[tuple[Client, p4runtime_pb2.StreamMessageResponse]]:
-        """Register ``client``'s arbitration; returns the messages to send."""
-        if req.device_id != self.device_id:
-            raise P4RTError(code_pb2.NOT_FOUND, f"device id {req.device_id} is not this device ({self.device_id})")
-        if req.HasField("role") and (req.role.name or req.role.id):
+        """Apply ``client``'s MasterArbitrationUpdate; returns the messages to send.
+
+        Raises P4RTError (which ends the stream) for a wrong device, a role other
+        than the default, or an election id another live client uses.
+        """
+        if req.HasField("role") and (req.role.name or req.role.id or req.role.HasField("config")):
             raise P4RTError(code_pb2.UNIMPLEMENTED, "only the default role is supported; leave role unset")
         eid = uint128(req.election_id) if req.HasField("election_id") else None
         with self.lock:
+            live = client in self.clients
+            if req.device_id != self.device_id:
+                if live:
+                    raise P4RTError(code_pb2.FAILED_PRECONDITION,
+                                    f"this stream is for device {client.device_id}, not {req.device_id}")
+                raise P4RTError(code_pb2.NOT_FOUND, f"device id {req.device_id} is not this device ({self.device_id})")
             if eid is not None and any(c is not client and c.election_id == eid for c in self.clients):
                 raise P4RTError(code_pb2.INVALID_ARGUMENT, f"election id {eid} is already used by another client")
-            before = self._primary()
-            if client not in self.clients:
+            if not live:
                 self.clients.append(client)
             client.election_id = eid
             client.device_id = req.device_id
-            after = self._primary()
-            if before is not after:
-                return [(c, self._update_for(c, after)) for c in self.clients]
-            return [(client, self._update_for(client, after))]
+            if eid is not None and (self.highest is None or eid >= self.highest):
+                self.current = client
+                self.highest = eid
+                return self._to_all()
+            if self.current is client:  # the primary downgraded itself
+                self.current = None
+                return self._to_all()
+            return [(client, self._update_for(client))]
 
     def remove(self, client: Client) -> list[tuple[Client, p4runtime_pb2.StreamMessageResponse]]:
+        """``client``'s stream ended; if it was the primary, everyone hears there is none."""
         with self.lock:
             if client not in self.clients:
                 return []
-            before = self._primary()
             self.clients.remove(client)
-            after = self._primary()
-            if before is not after:
-                return [(c, self._update_for(c, after)) for c in self.clients]
+            if self.current is client:
+                self.current = None
+                return self._to_all()
             return []

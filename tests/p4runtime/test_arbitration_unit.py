@@ -21,7 +21,7 @@ def arb(eid: int | None, device_id: int = 0) -> p4runtime_pb2.MasterArbitrationU
 
 def test_highest_election_id_is_primary_and_everyone_hears_changes() -> None:
     a = Arbiter(device_id=0)
-    c1, c2 = Client(outbox=None), Client(outbox=None)
+    c1, c2, c3 = Client(outbox=None), Client(outbox=None), Client(outbox=None)
     out = a.arbitrate(c1, arb(5))
     assert [(c, m.arbitration.status.code) for c, m in out] == [(c1, code_pb2.OK)]
     out = a.arbitrate(c2, arb(3))  # backup: only c2 is told
@@ -31,10 +31,19 @@ def test_highest_election_id_is_primary_and_everyone_hears_changes() -> None:
     assert {c.ident: m.arbitration.status.code for c, m in out} == {c1.ident: code_pb2.ALREADY_EXISTS,
                                                                     c2.ident: code_pb2.OK}
     assert a.is_primary(9) and not a.is_primary(5)
+    # the primary leaves: no primary until someone arbitrates with >= 9
     out = a.remove(c2)
-    assert [(c, m.arbitration.status.code) for c, m in out] == [(c1, code_pb2.OK)]
-    assert a.remove(c1) == []
-    assert a.primary() is None
+    assert [(c, m.arbitration.status.code, m.arbitration.election_id.low) for c, m in out] == [
+        (c1, code_pb2.NOT_FOUND, 9)]
+    assert a.primary() is None and not a.is_primary(5)
+    out = a.arbitrate(c3, arb(9))  # the old primary reconnecting with its id
+    assert {c.ident: m.arbitration.status.code for c, m in out} == {c1.ident: code_pb2.ALREADY_EXISTS,
+                                                                    c3.ident: code_pb2.OK}
+    # the primary downgrades itself: everyone hears there is no primary
+    out = a.arbitrate(c3, arb(2))
+    assert {c.ident: m.arbitration.status.code for c, m in out} == {c1.ident: code_pb2.NOT_FOUND,
+                                                                    c3.ident: code_pb2.NOT_FOUND}
+    assert a.remove(c1) == [] and a.primary() is None
 
 
 def test_bad_arbitrations() -> None:
@@ -59,6 +68,12 @@ def test_no_election_id_is_a_backup_and_no_primary_is_not_found() -> None:
     c = Client(outbox=None)
     (_, m), = a.arbitrate(c, arb(None))
     assert m.arbitration.status.code == code_pb2.NOT_FOUND
+    assert not m.arbitration.HasField("election_id")  # no primary ever: left unset
+    other = Client(outbox=None)
+    a.arbitrate(other, arb(4))
+    with pytest.raises(P4RTError) as ei:  # a live stream cannot change device
+        a.arbitrate(other, arb(4, device_id=3))
+    assert ei.value.code == code_pb2.FAILED_PRECONDITION
 
 
 INFO = MetadataInfo(1, "packet_out", {1: FieldInfo(1, "egress_port", 9), 2: FieldInfo(2, "_pad", 7)})

@@ -91,15 +91,20 @@ def test_primary_and_backup(rig, rt_config, names) -> None:
         with pytest.raises(grpc.RpcError) as ei:
             a.write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": 2}, "fwd", port=1)))
         assert ei.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        # the primary leaves: a is primary again and is told so
+        # the primary leaves: no primary (a's 5 is below the highest seen, 8) until a re-arbitrates
         b.close()
-        assert a.next("arbitration").status.code == code_pb2.OK
+        upd = a.next("arbitration")
+        assert upd.status.code == code_pb2.NOT_FOUND and upd.election_id.low == 8
+        with pytest.raises(grpc.RpcError) as ei:
+            a.write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": 2}, "fwd", port=1)))
+        assert ei.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert a.arbitrate(8).status.code == code_pb2.OK
         a.write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": 2}, "fwd", port=1)))
         # a duplicate election id ends the new stream with INVALID_ARGUMENT
         c = RawClient(rig.server.bound_port, device_id=1)
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = 1
-        req.arbitration.election_id.low = 5
+        req.arbitration.election_id.low = 8
         c.send(req)
         with pytest.raises(grpc.RpcError) as ei:
             c.next("arbitration")
