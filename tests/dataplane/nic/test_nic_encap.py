@@ -154,3 +154,19 @@ def test_non_mrc_traffic_flow_label_is_stable_per_flow_and_differs_between_flows
         assert len(got) == 1
         labels[sport] = got.pop()[1]
     assert len(set(labels.values())) == 4
+
+
+def test_explicit_ev_naming_plane_and_spine_serves_every_destination(nic):
+    """An EV list of (EV -> plane, spine) entries: O(EVs), whatever the host count."""
+    sw, cfg = nic
+    ev = 0x4444
+    sw.table_add("Ingress.ev_table",
+                 {"hdr.ipv6.dst_addr": Lpm(ip_int("fd00::"), 32), "meta.ev": ev},
+                 "Ingress.set_generated", {"plane": 2, "spine": 3})
+    for dst_leaf, dst_port in [(1, 1), (2, 2), (0, 2), (2, 9)]:
+        frame = mrc_frame(cfg, dst_leaf, dst_port, ev)
+        out = sw.inject(0, bytes(frame))
+        carrier = path_carrier(2, cfg.leaf, 3, dst_leaf, dst_port)
+        assert out == [(nic_plane_port(2),
+                        expected_fabric_frame(cfg, 2, carrier, inner_of(frame), flow_label=ev,
+                                              traffic_class=0x68))]
