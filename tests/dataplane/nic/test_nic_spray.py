@@ -7,9 +7,9 @@ from collections import Counter
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from p4target.runtime.entries import Ternary
+from p4target.runtime.entries import Group, Lpm, Ternary
 from tests.dataplane.nic.nic_frames import expected_fabric_frame, inner_of, mrc_frame, udp_frame
-from tests.dataplane.nic.nic_plan import nic_plane_port, path_carrier
+from tests.dataplane.nic.nic_plan import host_addr, ip_int, nic_plane_port, path_carrier
 
 DST = (1, 2)
 UNKNOWN_EV = 0xBEEF  # not in the EV list: sprayed by the NIC
@@ -125,3 +125,18 @@ def test_all_planes_down_drops_and_counts(nic):
     assert sw.counter_read("Ingress.drops", DROP_NO_PATH)[0] == 2
     sw.set_port_status(nic_plane_port(3), True)
     assert path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV), UNKNOWN_EV)[0] == 3
+
+
+def test_a_destination_can_have_its_own_group_of_whole_carriers(nic):
+    sw, cfg = nic
+    carriers = {0: path_carrier(0, cfg.leaf, 1, *DST), 3: path_carrier(3, cfg.leaf, 2, *DST)}
+    for plane, carrier in carriers.items():
+        sw.act_prof_add_member("Ingress.spray_selector", 5000 + plane, "Ingress.set_path",
+                               {"port": nic_plane_port(plane), "plane": plane, "carrier": ip_int(carrier)})
+    sw.act_prof_add_group("Ingress.spray_selector", 77,
+                          [(5000 + p, 1, nic_plane_port(p)) for p in carriers])
+    sw.table_add("Ingress.spray", {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(*DST)), 128)}, Group(77))
+    frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
+    assert Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(20)) == {(0, 1): 10, (3, 2): 10}
+    sw.set_port_status(nic_plane_port(3), False)
+    assert {path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(6)} == {(0, 1)}
