@@ -52,12 +52,22 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
     path = Path(path)
     if not path.is_file():
         raise P4Error(f"cannot read {path}: no such file; check the path")
-    lines = preprocess(path, tuple(Path(d) for d in include_dirs), dict(defines or {}))
-    program = parse_tokens(tokenize(lines))
+    compiler: ProgramCompiler | None = None
     try:
-        source, model, errors = ProgramCompiler(program, path).compile()
+        lines = preprocess(path, tuple(Path(d) for d in include_dirs), dict(defines or {}))
+        program = parse_tokens(tokenize(lines))
+        compiler = ProgramCompiler(program, path)
+        source, model, errors = compiler.compile()
+        compiled = CompiledProgram(model, source, errors, path)
+    except P4Error:
+        raise
     except RecursionError:
-        raise P4Error(f"{path}: expression or nesting too deep for the embedded target; "
-                      "simplify it") from None
+        raise P4Error("expression or nesting too deep for the embedded target; simplify it",
+                      str(path)) from None
+    except Exception as exc:  # noqa: BLE001 - a compiler bug must still be one clear line
+        where = compiler.last_loc if compiler is not None and compiler.last_loc else None
+        log.debug("internal compiler error", exc_info=True)
+        raise P4Error(f"internal error of the embedded P4 compiler ({type(exc).__name__}: {exc}); "
+                      "please report it with this program", str(where or path)) from None
     log.debug("compiled %s: %d tables, %d actions", path, len(model.tables), len(model.actions))
-    return CompiledProgram(model, source, errors, path)
+    return compiled

@@ -179,6 +179,9 @@ class ExpressionCompiler:
             if e.name == "nextIndex":
                 return V(f"{base.code}.nxt", BitT(32))
             if e.name == "last":
+                if self.fn_kind == "parser":
+                    code = self.errors_by_name["StackOutOfBounds"]
+                    return V(f"{base.code}.last_in_parser(pos, {code})", bt.elem)
                 return V(f"{base.code}.at({base.code}.nxt - 1)", bt.elem)
             if e.name == "next":
                 return V(f"{base.code}.at({base.code}.nxt)", bt.elem)

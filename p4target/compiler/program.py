@@ -131,6 +131,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.bind_lines: list[str] = []  # table/extern bindings at the top of build(rt)
         self.module_lines: list[str] = []  # classes at module level
         self.control_prefix: str | None = None
+        self.last_loc: Loc | None = None  # for internal-error messages
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
@@ -179,6 +180,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
     def declare(self, d: object) -> None:
+        self.last_loc = getattr(d, "loc", self.last_loc)
         if isinstance(d, A.ErrorDecl):
             for n, loc in d.members:
                 if n not in self.errors_by_name:

@@ -61,6 +61,7 @@ class StatementCompiler:
         self.scope = saved
 
     def stmt(self, s: A.Stmt) -> None:
+        self.last_loc = s.loc
         if isinstance(s, A.Block):
             saved = self.scope
             self.scope = saved.child()

@@ -39,6 +39,12 @@ class Stack:
             return self.h[i]
         return self.cls()
 
+    def last_in_parser(self, pos: int, code: int) -> object:
+        """``stack.last`` in a parser: StackOutOfBounds when nothing was extracted yet."""
+        if self.nxt == 0:
+            raise ParserError(code, pos)
+        return self.h[self.nxt - 1]
+
     def copy(self) -> "Stack":
         s = Stack.__new__(Stack)
         s.cls = self.cls
