@@ -81,6 +81,7 @@ const bit<8> DROP_NOT_ENCAPSULATED = 13; // my uSID but no inner IPv6 packet
 const bit<8> DROP_NO_EGRESS_PORT  = 14;  // egress port not in Egress.egress_port
 const bit<8> DROP_HOST_LOOP       = 15;  // encapsulated packet arriving from the host
 const bit<8> DROP_FOR_GATEWAY     = 16;  // to the gateway address, not an echo request
+const bit<8> DROP_HOST_SOURCE     = 17;  // from the host, source outside the host's /64
 
 const bit<2> ROLE_NONE  = 0;
 const bit<2> ROLE_HOST  = 1;
@@ -451,6 +452,9 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     drop_with(DROP_FOR_GATEWAY);
                 }
+            } else if (hdr.ipv6.src_addr[127:64] != meta.gw_addr[127:64]) {
+                /* Only the host's own prefix is routed back to it. */
+                drop_with(DROP_HOST_SOURCE);
             } else if (hdr.inner_ipv6.isValid() || hdr.srh.isValid()) {
                 drop_with(DROP_HOST_LOOP);
             } else {

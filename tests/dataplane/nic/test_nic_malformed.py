@@ -74,3 +74,14 @@ def test_an_egress_port_without_macs_drops_and_counts(nic):
     assert sw.inject(0, bytes(mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev))) == []
     assert sw.counter_read("Egress.drops", 14)[0] == 1
     assert sw.counter_read("Egress.plane_tx", 1)[0] == 0
+
+
+def test_host_traffic_from_a_foreign_source_is_dropped_and_counted(nic):
+    sw, cfg = nic
+    e = cfg.explicit[0]
+    for src in ("fd00:0:1:1::1", "fe80::1", "fd00:0:0:2::1"):
+        frame = mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev)
+        frame[IPv6].src = src
+        assert sw.inject(0, bytes(frame)) == []
+    assert sw.counter_read("Ingress.drops", 17)[0] == 3
+    assert sw.counter_read("Ingress.ev_tx", e.ev)[0] == 0
