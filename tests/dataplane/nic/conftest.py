@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.dataplane.nic.nic_plan import TEST_FABRIC as FABRIC
 from tests.dataplane.nic.nic_plan import Fabric, NicConfig, explicit_evs, install_nic
 
 NIC_P4 = Path(__file__).resolve().parents[3] / "p4src" / "nic.p4"
-
-# 4 planes x 4 spines: 16 paths between two leaves, as in the acceptance criteria.
-FABRIC = Fabric(planes=4, leaves=3, spines=4, hosts_per_leaf=2)
 
 
 @pytest.fixture

@@ -122,6 +122,10 @@ class Fabric:
         return mac(plane, LEAF, leaf, port)
 
 
+# The NIC tests' fabric: 4 planes x 4 spines, 16 paths between two leaves (issue 6).
+TEST_FABRIC = Fabric(planes=4, leaves=3, spines=4, hosts_per_leaf=2)
+
+
 @dataclass(frozen=True)
 class ExplicitEv:
     """One EXPLICIT-mode EV: towards a destination host, over (plane, spine)."""

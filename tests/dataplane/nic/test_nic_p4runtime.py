@@ -16,9 +16,9 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from tests.dataplane.nic.conftest import FABRIC
 from tests.dataplane.nic.nic_frames import mrc_frame
 from tests.dataplane.nic.nic_p4rt import to_updates
+from tests.dataplane.nic.nic_plan import TEST_FABRIC as FABRIC
 from tests.dataplane.nic.nic_plan import NicConfig, explicit_evs, nic_plane_port, nic_writes, path_carrier
 
 NIC_P4 = Path(__file__).resolve().parents[3] / "p4src" / "nic.p4"
