@@ -258,8 +258,7 @@ class Parser:
     def extern_decl(self, annos: list[A.Annotation]) -> object:
         self.expect("extern")
         # extern function: `extern T name<..>(...)`; extern object: `extern Name<..> {`
-        if self.tok.kind == "ident" and self.peek().text in ("{", "<") and not (
-                self.peek().text == "<" and self._generic_func_ahead()):
+        if self.tok.kind == "ident" and self.peek().text in ("{", "<"):
             name = self.ident()
             self.type_names.add(name.text)
             tps = self.type_params()
@@ -289,10 +288,6 @@ class Parser:
         params = self.params()
         self.expect(";")
         return A.ExternFunc(name.text, name.loc, annos, ret, tps, params)
-
-    def _generic_func_ahead(self) -> bool:
-        # `extern T f<...>(` where T is a type name followed by a function name
-        return False
 
     def action_decl(self, annos: list[A.Annotation]) -> A.ActionDecl:
         self.expect("action")
@@ -528,7 +523,7 @@ class Parser:
                     prio = None
                     if self.tok.text == "priority" and self.peek().text == "=":
                         self.pos += 2
-                        prio = self.primary() if self.at("(") else self.primary()
+                        prio = self.primary()
                         self.expect(":")
                     ks = self.keyset()
                     keys = ks.items if isinstance(ks, A.ListExpr) else [ks]

@@ -1,0 +1,237 @@
+"""Calls of v1model/core extern functions and extern object methods, lowered to
+direct calls of the runtime ``Bindings`` (docs/target-internals.md, section 2)."""
+
+from __future__ import annotations
+
+from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.naming import pyfield
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import (
+    BitT, BoolT, EnumT, ErrorT, IntT, StringT, StructT, Type, VoidT,
+)
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+# v1model CloneType members -> the Bindings.clone kind codes (I2E=1, E2E=2)
+_CLONE_KIND = {"I2E": 1, "E2E": 2}
+
+
+class ExternCallCompiler:
+    """Mixin of the program compiler (externs)."""
+
+    # ------------------------------------------------------------------ externs
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        inst = sym.obj
+        kind = inst.kind  # type: ignore[union-attr]
+        x = sym.code
+        if kind == "counter" and name == "count":
+            self.nargs(e, 1)
+            return V(f"{x}.count(st, {self.index_arg(e, 0)})", VoidT())
+        if kind == "direct_counter" and name == "count":
+            self.nargs(e, 0)
+            return V(f"{x}.count(st)", VoidT())
+        if kind == "register" and name == "read":
+            if len(e.args) == 1:
+                return V(f"{x}.read(st, {self.index_arg(e, 0)})", inst.elem_type)  # type: ignore[union-attr]
+            self.nargs(e, 2)
+            self.out_assign(self.arg(e, 0), f"{x}.read(st, {self.index_arg(e, 1)})",
+                            inst.elem_type, e.loc)  # type: ignore[union-attr]
+            return None
+        if kind == "register" and name == "write":
+            self.nargs(e, 2)
+            val = self.expr_as(self.arg(e, 1), inst.elem_type, "register value")  # type: ignore[union-attr]
+            return V(f"{x}.write(st, {self.index_arg(e, 0)}, {val})", VoidT())
+        if kind == "meter" and name == "execute_meter":
+            self.nargs(e, 2)
+            self.out_assign(self.arg(e, 1), f"{x}.execute_meter(st, {self.index_arg(e, 0)})", None, e.loc)
+            return None
+        if kind == "direct_meter" and name == "read":
+            self.nargs(e, 1)
+            self.out_assign(self.arg(e, 0), f"{x}.read(st)", None, e.loc)
+            return None
+        raise error(e.loc, f"{kind} has no method '{name}'")
+
+    def index_arg(self, e: A.Call, i: int) -> str:
+        v = self.value(self.arg(e, i))
+        if not isinstance(v.type, (BitT, IntT)):
+            raise error(self.arg(e, i).loc, f"index must be an integer, not {v.type}")
+        return v.code
+
+    def out_assign(self, target: A.Expr, code: str, t: Type | None, loc: Loc) -> None:
+        """Store an extern's result (an unbounded int) into an out argument of any width."""
+        self.check_lvalue(target)
+        tt = self.value(target).type
+        if t is not None and not (tt is t or tt == t):
+            raise error(target.loc, f"out argument must have type {t}, not {tt}")
+        if isinstance(tt, BitT):
+            code = f"({code}) & {tt.mask:#x}" if not tt.signed else \
+                f"((({code}) & {tt.mask:#x} ^ {1 << (tt.width - 1)}) - {1 << (tt.width - 1)})"
+        elif isinstance(tt, EnumT) and tt.underlying is not None:
+            code = f"({code}) & {tt.underlying.mask:#x}"
+        elif not isinstance(tt, (IntT,)):
+            raise error(target.loc, f"out argument must be bit<W>, not {tt}")
+        self.store(target, code, loc)
+
+    def enum_member_name(self, e: A.Expr, enum: str) -> str:
+        v = self.value(e)
+        if not isinstance(v.type, EnumT) or v.type.name != enum or v.const is None:
+            raise error(e.loc, f"expected a constant {enum}.<member>, got '{expr_text(e)}'")
+        for n, val in v.type.members.items():
+            if val == v.const:
+                return n
+        raise error(e.loc, f"bad {enum} value")
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        handler = getattr(self, "_x_" + name, None)
+        if handler is None:
+            raise unsupported(e.loc, f"extern function '{name}'",
+                              "use the v1model/core functions the embedded target implements")
+        return handler(e)
+
+    def _x_verify(self, e: A.Call) -> V | None:
+        if self.fn_kind != "parser":
+            raise error(e.loc, "verify() is only allowed in a parser")
+        self.nargs(e, 2)
+        c = self.expr_as(self.arg(e, 0), BoolT(), "verify condition")
+        code = self.expr_as(self.arg(e, 1), ErrorT(), "verify error")
+        self.emit(f"if not {c}: raise ParserError({code}, pos)")
+        return None
+
+    def _x_mark_to_drop(self, e: A.Call) -> V | None:
+        self.nargs(e, 1)
+        self.value(self.arg(e, 0))
+        return V("rt_mark_to_drop(st)", VoidT())
+
+    def _x_hash(self, e: A.Call) -> V | None:
+        self.nargs(e, 5)
+        algo = self.enum_member_name(self.arg(e, 1), "HashAlgorithm")
+        data, nbits, _ = self.flatten_bits(self.arg(e, 3))
+        base = self.value(self.arg(e, 2))
+        mx = self.value(self.arg(e, 4))
+        for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
+            if not isinstance(v.type, (BitT, IntT)):
+                raise error(a.loc, f"hash base and max must be integers, not {v.type}")
+        h = f"rt_hash({algo!r}, {data}, {nbits})"
+        if mx.const is not None:
+            m = int(mx.const)  # type: ignore[arg-type]
+            code = f"{base.code} + {h} % {m}" if m > 0 else base.code
+        else:
+            mv = self.tmp("max")
+            self.emit(f"{mv} = {mx.code}")
+            code = f"({base.code} + {h} % {mv} if {mv} > 0 else {base.code})"
+        self.out_assign(self.arg(e, 0), code, None, e.loc)
+        return None
+
+    def _x_random(self, e: A.Call) -> V | None:
+        self.nargs(e, 3)
+        tt = self.lvalue_type(self.arg(e, 0))
+        lo = self.expr_as(self.arg(e, 1), tt, "random lo")
+        hi = self.expr_as(self.arg(e, 2), tt, "random hi")
+        self.out_assign(self.arg(e, 0), f"rt_random(st, {lo}, {hi})", None, e.loc)
+        return None
+
+    def _checksum(self, e: A.Call, verify: bool, payload: bool) -> V | None:
+        self.nargs(e, 4)
+        cond = self.expr_as(self.arg(e, 0), BoolT(), "checksum condition")
+        data, nbits, _ = self.flatten_bits(self.arg(e, 1))
+        algo = self.enum_member_name(self.arg(e, 3), "HashAlgorithm")
+        pl = ", st.payload" if payload else ""
+        ck = f"rt_checksum({algo!r}, {data}, {nbits}{pl})"
+        self.emit(f"if {cond}:")
+        self.indent()
+        if verify:
+            cv = self.value(self.arg(e, 2))
+            if not isinstance(cv.type, BitT):
+                raise error(self.arg(e, 2).loc, f"checksum field must be bit<W>, not {cv.type}")
+            self.emit(f"if ({ck}) & {cv.type.mask:#x} != {cv.code}:")
+            self.emit("    st.sm.checksum_error = 1")
+        else:
+            self.out_assign(self.arg(e, 2), ck, None, e.loc)
+        self.dedent()
+        return None
+
+    def _x_verify_checksum(self, e: A.Call) -> V | None:
+        return self._checksum(e, True, False)
+
+    def _x_update_checksum(self, e: A.Call) -> V | None:
+        return self._checksum(e, False, False)
+
+    def _x_verify_checksum_with_payload(self, e: A.Call) -> V | None:
+        return self._checksum(e, True, True)
+
+    def _x_update_checksum_with_payload(self, e: A.Call) -> V | None:
+        return self._checksum(e, False, True)
+
+    def _x_clone(self, e: A.Call) -> V | None:
+        self.nargs(e, 2)
+        kind = _CLONE_KIND[self.enum_member_name(self.arg(e, 0), "CloneType")]
+        sess = self.value(self.arg(e, 1))
+        return V(f"rt_clone(st, {kind}, {sess.code}, None)", VoidT())
+
+    def _x_clone_preserving_field_list(self, e: A.Call) -> V | None:
+        self.nargs(e, 3)
+        kind = _CLONE_KIND[self.enum_member_name(self.arg(e, 0), "CloneType")]
+        sess = self.value(self.arg(e, 1))
+        fl = self.const_int(self.arg(e, 2), "field list index")
+        return V(f"rt_clone(st, {kind}, {sess.code}, {fl})", VoidT())
+
+    def _x_resubmit_preserving_field_list(self, e: A.Call) -> V | None:
+        self.nargs(e, 1)
+        return V(f"rt_resubmit(st, {self.const_int(self.arg(e, 0), 'field list index')})", VoidT())
+
+    def _x_recirculate_preserving_field_list(self, e: A.Call) -> V | None:
+        self.nargs(e, 1)
+        return V(f"rt_recirculate(st, {self.const_int(self.arg(e, 0), 'field list index')})", VoidT())
+
+    def _x_truncate(self, e: A.Call) -> V | None:
+        self.nargs(e, 1)
+        v = self.value(self.arg(e, 0))
+        if not isinstance(v.type, (BitT, IntT)):
+            raise error(self.arg(e, 0).loc, f"truncate length must be an integer, not {v.type}")
+        return V(f"rt_truncate(st, {v.code})", VoidT())
+
+    def _x_digest(self, e: A.Call) -> V | None:
+        self.nargs(e, 2)
+        self.value(self.arg(e, 0))
+        data = self.arg(e, 1)
+        if e.type_args:
+            t = self.resolve_type(e.type_args[0])
+        else:
+            if isinstance(data, (A.ListExpr, A.StructExpr)):
+                raise error(data.loc, "digest of a list needs the struct type: digest<T>(receiver, {...})")
+            t = self.value(data).type
+        if not isinstance(t, StructT) or t.kind != "struct":
+            raise error(data.loc, f"digest data must be a struct, not {t}")
+        obj = self.expr_as(data, t, "digest data")
+        o = self.tmp("d")
+        self.emit(f"{o} = {obj}")
+        vals = [f"{o}.{pyfield(n)}" for n, _ in t.fields]
+        self.note_digest(t, e.loc)
+        return V(f"rt_digest(st, {t.name!r}, ({''.join(v + ', ' for v in vals)}))", VoidT())
+
+    def _x_log_msg(self, e: A.Call) -> V | None:
+        self.nargs(e, 1, 2)
+        fmt = self.value(self.arg(e, 0))
+        if not isinstance(fmt.type, StringT):
+            raise error(self.arg(e, 0).loc, "log_msg needs a string format")
+        args = "()"
+        if len(e.args) == 2:
+            a = self.arg(e, 1)
+            items = a.items if isinstance(a, A.ListExpr) else [a]
+            codes = []
+            for it in items:
+                v = self.value(it)
+                codes.append(f"int({v.code})")
+            args = "(" + "".join(c + ", " for c in codes) + ")"
+        return V(f"rt_log_msg(st, {fmt.code}, {args})", VoidT())
+
+    def _x_assert(self, e: A.Call) -> V | None:
+        self.nargs(e, 1)
+        c = self.expr_as(self.arg(e, 0), BoolT(), "assert condition")
+        return V(f"rt_assert(st, {c}, {str(e.loc)!r})", VoidT())
+
+    _x_assume = _x_assert
+
+    def param_type(self, p: A.Param) -> Type:
+        return self.resolve_type(p.type)
+

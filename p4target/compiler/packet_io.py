@@ -1,0 +1,226 @@
+"""Code generation of the packet_in methods (extract, lookahead, advance) in parser
+states and of packet_out.emit in the deparser: one int.from_bytes per header and
+shifts/masks to split it; one int.to_bytes per valid header to emit it."""
+
+from __future__ import annotations
+
+from p4target.compiler.expressions import V
+from p4target.compiler.naming import pyfield
+from p4target.compiler.types import BitT, BoolT, IntT, StackT, StructT, Type, VarbitT
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+
+class PacketIOCompiler:
+    """Mixin of the program compiler (packet_in / packet_out)."""
+
+    # ------------------------------------------------------------------ packet_in
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        if self.fn_kind != "parser":
+            raise error(e.loc, f"packet_in.{name} is only available in a parser")
+        if name == "extract":
+            self.nargs(e, 1, 2)
+            self.extract(self.arg(e, 0), self.arg(e, 1) if len(e.args) == 2 else None, e.loc)
+            return None
+        if name == "advance":
+            self.nargs(e, 1)
+            v = self.value(self.arg(e, 0))
+            short = self.errors_by_name["PacketTooShort"]
+            if v.const is not None:
+                n = int(v.const)  # type: ignore[arg-type]
+                if n % 8:
+                    raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
+                                      "advance by whole bytes")
+                self.emit(f"if pos + {n // 8} > len(data): raise ParserError({short}, pos)")
+                self.emit(f"pos += {n // 8}")
+            else:
+                a = self.tmp("adv")
+                bad = self.errors_by_name["ParserInvalidArgument"]
+                self.emit(f"{a} = {v.code}")
+                self.emit(f"if {a} & 7: raise ParserError({bad}, pos)")
+                self.emit(f"if pos + ({a} >> 3) > len(data): raise ParserError({short}, pos)")
+                self.emit(f"pos += {a} >> 3")
+            return None
+        if name == "lookahead":
+            if len(e.type_args) != 1:
+                raise error(e.loc, "lookahead needs a type argument: lookahead<T>()")
+            t = self.resolve_type(e.type_args[0])
+            short = self.errors_by_name["PacketTooShort"]
+            if isinstance(t, BitT):
+                nbytes = (t.width + 7) // 8
+                code = f"lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})"
+                if t.signed:
+                    code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
+                return V(code, t)
+            if isinstance(t, StructT) and t.kind == "header" and not self.has_varbit(t):
+                return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
+            raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W> or a fixed header")
+        if name == "length":
+            raise unsupported(e.loc, "packet_in.length()", "v1model (BMv2) does not support it either")
+        raise error(e.loc, f"packet_in has no method '{name}'")
+
+    def has_varbit(self, t: StructT) -> bool:
+        return any(isinstance(ft, VarbitT) for _, ft in t.fields)
+
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
+        short = self.errors_by_name["PacketTooShort"]
+        stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
+            self.value(target.obj).type, StackT)
+        if stack_next:
+            s = self.value(target.obj)
+            st_t = s.type
+            assert isinstance(st_t, StackT)
+            sv = self.tmp("s")
+            self.emit(f"{sv} = {s.code}")
+            self.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
+                      f"{self.errors_by_name['StackOutOfBounds']}, pos)")
+            h = self.tmp("h")
+            self.emit(f"{h} = {sv}.h[{sv}.nxt]")
+            t = st_t.elem
+        else:
+            self.check_lvalue(target)
+            v = self.value(target)
+            if not isinstance(v.type, StructT) or v.type.kind != "header":
+                raise error(target.loc, f"extract needs a header, not {v.type}")
+            t = v.type
+            h = self.tmp("h")
+            self.emit(f"{h} = {v.code}")
+        varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
+        x = self.tmp("x")
+        if varbits:
+            if length is None:
+                raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
+                            "extract(hdr, (bit<32>)bits)")
+            if len(varbits) > 1:
+                raise unsupported(loc, "a header with more than one varbit field", "use one")
+            vb = varbits[0]
+            lv = self.value(length)
+            if not isinstance(lv.type, (BitT, IntT)):
+                raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
+            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]
+            ln = self.tmp("len")
+            fixed = t.width - vmax
+            self.emit(f"{ln} = {lv.code}")
+            self.emit(f"if {ln} > {vmax}: raise ParserError({self.errors_by_name['HeaderTooShort']}, pos)")
+            self.emit(f"if ({ln} + {fixed}) & 7: raise ParserError("
+                      f"{self.errors_by_name['ParserInvalidArgument']}, pos)")
+            end = self.tmp("end")
+            self.emit(f"{end} = pos + (({ln} + {fixed}) >> 3)")
+            self.emit(f"if {end} > len(data): raise ParserError({short}, pos)")
+            self.emit(f"{x} = int.from_bytes(data[pos:{end}], 'big')")
+            after = 0
+            shifts: dict[str, str] = {}
+            for n, ft in reversed(t.fields):
+                if isinstance(ft, VarbitT):
+                    shifts[n] = str(after)
+                    continue
+                shifts[n] = f"{after} + {ln}" if _before(t, n, vb) else str(after)
+                after += ft.width if isinstance(ft, BitT) else 1
+            for n, ft in t.fields:
+                if isinstance(ft, VarbitT):
+                    self.emit(f"{h}.{pyfield(n)} = ({x} >> {shifts[n]}) & ((1 << {ln}) - 1)")
+                    self.emit(f"{h}._len_{n} = {ln}")
+                else:
+                    w = ft.width if isinstance(ft, BitT) else 1
+                    self.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
+            self.emit(f"pos = {end}")
+        else:
+            if length is not None:
+                raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
+            nbytes = t.width // 8
+            self.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
+            self.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
+            for line in self.unpack_lines(t, h, x):
+                self.emit(line)
+            self.emit(f"pos += {nbytes}")
+        if not stack_next:
+            self.invalidate_union_siblings(target)
+        self.emit(f"{h}._v = True")
+        if stack_next:
+            self.emit(f"{sv}.nxt += 1")
+
+    def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
+        code = f"{shifted} & {(1 << w) - 1:#x}" if need_mask else shifted
+        if isinstance(ft, BoolT):
+            return f"bool({code})"
+        if isinstance(ft, BitT) and ft.signed:
+            return f"((({code}) ^ {1 << (w - 1)}) - {1 << (w - 1)})"
+        return code
+
+    def unpack_lines(self, t: StructT, h: str, x: str) -> list[str]:
+        """Field assignments that split the integer ``x`` into header ``h``'s fields."""
+        lines = []
+        after = t.width
+        for i, (n, ft) in enumerate(t.fields):
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            after -= w
+            shifted = f"({x} >> {after})" if after else x
+            lines.append(f"{h}.{pyfield(n)} = {self.field_from(shifted, ft, w, i != 0)}")
+        return lines
+
+    # ------------------------------------------------------------------ packet_out
+    def emit_header(self, v: V, loc: Loc) -> None:
+        t = v.type
+        if isinstance(t, StructT) and t.kind == "header":
+            h = self.tmp("h")
+            self.emit(f"{h} = {v.code}")
+            self.emit(f"if {h}._v:")
+            self.indent()
+            self.emit(f"ap({self.pack_code(t, h)})")
+            self.dedent()
+        elif isinstance(t, StructT):  # struct or header_union: every member in order
+            for n, ft in t.fields:
+                self.emit_header(V(f"{v.code}.{pyfield(n)}", ft), loc)
+        elif isinstance(t, StackT):
+            h = self.tmp("h")
+            self.emit(f"for {h} in {v.code}.h:")
+            self.indent()
+            self.emit(f"if {h}._v:")
+            self.indent()
+            self.emit(f"ap({self.pack_code(t.elem, h)})")
+            self.dedent()
+            self.dedent()
+        else:
+            raise error(loc, f"emit needs a header, header stack, union or struct of headers, not {t}")
+
+    def pack_code(self, t: StructT, h: str) -> str:
+        """Code for the wire bytes of valid header ``h`` (network order, MSB first)."""
+        varbit = next((n for n, ft in t.fields if isinstance(ft, VarbitT)), None)
+        parts = []
+        after_fixed = 0
+        for n, ft in reversed(t.fields):
+            if isinstance(ft, VarbitT):
+                continue
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            fc = f"{h}.{pyfield(n)}"
+            if isinstance(ft, BitT) and ft.signed:
+                fc = f"({fc} & {ft.mask:#x})"
+            elif isinstance(ft, BoolT):
+                fc = f"int({fc})"
+            dyn = varbit is not None and _before(t, n, varbit)
+            shift = f"({after_fixed} + {h}._len_{varbit})" if dyn else str(after_fixed)
+            parts.append(fc if shift == "0" else f"({fc} << {shift})")
+            after_fixed += w
+        if varbit is not None:
+            fc = f"{h}.{pyfield(varbit)}"
+            parts.append(f"({fc} << {_after_width(t, varbit)})")
+            nbytes = f"(({t.width - t.field_type(varbit).max_width} + {h}._len_{varbit}) >> 3)"  # type: ignore[union-attr]
+        else:
+            nbytes = str(t.width // 8)
+        return f"({' | '.join(reversed(parts))}).to_bytes({nbytes}, 'big')"
+
+
+def _before(t: StructT, field: str, varbit: str) -> bool:
+    """True when ``field`` comes before the varbit field (its shift depends on the length)."""
+    names = [n for n, _ in t.fields]
+    return names.index(field) < names.index(varbit)
+
+
+def _after_width(t: StructT, varbit: str) -> int:
+    names = [n for n, _ in t.fields]
+    i = names.index(varbit)
+    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])  # type: ignore[union-attr]
+
+
+
+

@@ -1,0 +1,342 @@
+"""Tables and extern instances: their ProgramModel entries (keys, action scopes,
+defaults, const entries with p4c's priorities, direct/profile externs) and the
+generated helper that applies a table through the runtime and runs its action."""
+
+from __future__ import annotations
+
+from p4target import model as M
+from p4target.compiler.entities import (
+    ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, name_anno, qualify, EXTERN_KINDS,
+)
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.naming import pyident
+from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.types import (
+    BitT, BoolT, EnumT, ErrorT, ExternT, Type,
+)
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+
+class TableCompiler:
+    """Mixin of the program compiler (tables and extern instances)."""
+
+    def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
+        t = self.resolve_type(d.type)
+        if not isinstance(t, ExternT):
+            raise error(d.loc, f"cannot instantiate {t}")
+        kind = t.name
+        if kind not in EXTERN_KINDS:
+            raise unsupported(d.loc, f"extern '{kind}'", "use counter, meter, register, direct_counter, "
+                              "direct_meter, action_profile or action_selector")
+        name = qualify(control, d.name, d.annotations)
+        info = InstanceInfo(kind, name, pyident("X", name))
+        args = [a.value for a in d.args]
+
+        def cint(i: int, what: str) -> int:
+            if i >= len(args) or args[i] is None:
+                raise error(d.loc, f"{kind} needs a {what} argument")
+            return self.const_int(args[i], what)  # type: ignore[arg-type]
+
+        def enum_name(i: int, enum: str) -> str:
+            if i >= len(args) or args[i] is None:
+                raise error(d.loc, f"{kind} needs a {enum} argument")
+            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]
+
+        annos = anno_strs(d.annotations)
+        loc = M.SourceLocation(d.loc.file, d.loc.line, d.loc.col)
+        if kind == "counter":
+            ext = M.Extern("counter", name, size=cint(0, "size"), unit=enum_name(1, "CounterType"),
+                           annotations=annos, location=loc)
+        elif kind == "direct_counter":
+            ext = M.Extern("direct_counter", name, unit=enum_name(0, "CounterType"), annotations=annos,
+                           location=loc)
+        elif kind == "meter":
+            ext = M.Extern("meter", name, size=cint(0, "size"), unit=enum_name(1, "MeterType"),
+                           annotations=annos, location=loc)
+        elif kind == "direct_meter":
+            ext = M.Extern("direct_meter", name, unit=enum_name(0, "MeterType"), annotations=annos,
+                           location=loc)
+        elif kind == "register":
+            if not t.args:
+                raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
+            et = t.args[0]
+            if not isinstance(et, BitT):
+                raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
+            info.elem_type = et
+            ext = M.Extern("register", name, size=cint(0, "size"), bitwidth=et.width,
+                           annotations=annos, location=loc)
+        elif kind == "action_profile":
+            ext = M.Extern("action_profile", name, size=cint(0, "size"), annotations=annos, location=loc)
+        else:
+            ext = M.Extern("action_selector", name, size=cint(1, "size"),
+                           algorithm=enum_name(0, "HashAlgorithm"),
+                           selector_output_width=cint(2, "output width"), annotations=annos,
+                           location=loc)
+        info.extern = ext
+        self.externs.append(info)
+        scope.names[d.name] = Sym("instance", t, info.pyname, obj=info)
+        self.bind_lines.append(f"{info.pyname} = rt.externs[{name!r}]")
+
+    def gen_table(self, t: A.TableDecl, control: str, scope: Scope, pre: list[str]) -> None:
+        name = qualify(control, t.name, t.annotations)
+        info = TableInfo(name, t.name, pyident("t", name))
+        scope.names[t.name] = Sym("table", None, info.pyfunc, obj=info)
+        props = {p.name: p for p in t.props}
+        known = {"key", "actions", "default_action", "entries", "size", "implementation", "counters",
+                 "meters", "support_timeout", "largest_priority_wins", "priority_delta"}
+        for p in t.props:
+            if p.name not in known:
+                self.warnings.append(f"{p.loc}: table property '{p.name}' is ignored by the embedded target")
+        # keys
+        keys: list[M.KeyField] = []
+        key_codes: list[str] = []
+        sel_codes: list[str] = []
+        key_types: list[Type] = []
+        for k in (props["key"].value if "key" in props else []):  # type: ignore[union-attr]
+            v = self.value(k.expr)
+            if k.match_kind not in self.match_kinds:
+                raise error(k.loc, f"unknown match kind '{k.match_kind}'")
+            if k.match_kind not in M.MATCH_KINDS:
+                raise unsupported(k.loc, f"match kind '{k.match_kind}'", "use " + ", ".join(M.MATCH_KINDS))
+            kt = v.type
+            if isinstance(kt, EnumT) and kt.underlying is not None:
+                kt = kt.underlying
+            if isinstance(kt, BoolT):
+                width, code = 1, f"int({v.code})"
+            elif isinstance(kt, BitT):
+                width, code = kt.width, (v.code if not kt.signed else f"({v.code} & {kt.mask:#x})")
+            elif isinstance(kt, ErrorT):
+                width, code = 32, v.code
+            else:
+                raise error(k.expr.loc, f"table key '{expr_text(k.expr)}' has type {v.type}; keys must "
+                            "be bit<W>, int<W>, bool or a serializable enum")
+            kname = name_anno(k.annotations) or expr_text(k.expr)
+            keys.append(M.KeyField(kname, width, k.match_kind, anno_strs(k.annotations)))
+            key_types.append(kt if not isinstance(kt, ErrorT) else BitT(32))
+            (sel_codes if k.match_kind == "selector" else key_codes).append(code)
+        # actions
+        refs: list[M.ActionRef] = []
+        if "actions" not in props:
+            raise error(t.loc, f"table {t.name} has no actions property; add actions = {{ ... }}")
+        for item in props["actions"].value:  # type: ignore[union-attr]
+            call = item.call
+            if isinstance(call, A.Call):
+                if call.args:
+                    raise unsupported(call.loc, "binding action arguments in a table's action list",
+                                      "give the action directionless parameters only")
+                call = call.func
+            if not isinstance(call, A.Name):
+                raise error(item.loc, "expected an action name")
+            sym = self.scope.lookup(call.name)
+            if sym is None or sym.kind != "action":
+                raise error(call.loc, f"'{call.name}' is not an action; declare the action before the table")
+            ainfo = sym.obj
+            assert isinstance(ainfo, ActionInfo)
+            aloc = ainfo.decl.loc
+            if aloc.file == t.loc.file and (aloc.line, aloc.col) > (t.loc.line, t.loc.col):
+                raise error(call.loc, f"action '{call.name}' is used before its declaration at "
+                            f"{aloc}; declare it before table {t.name}")
+            if any(p.direction for p in ainfo.decl.params):
+                raise unsupported(call.loc, f"action {call.name} with directional parameters in a table",
+                                  "use directionless parameters")
+            if any(n == call.name for n, _ in info.actions):
+                raise error(call.loc, f"action {call.name} is listed twice in table {t.name}")
+            ad = annos_dict(item.annotations)
+            scope_kind = "default_only" if "defaultonly" in ad else (
+                "table_only" if "tableonly" in ad else "all")
+            refs.append(M.ActionRef(ainfo.p4name, scope_kind, anno_strs(
+                [a for a in item.annotations if a.name not in ("defaultonly", "tableonly")])))
+            info.actions.append((call.name, ainfo))
+        # default action
+        default_name, default_args, default_const = None, (), False
+        if "default_action" in props:
+            p = props["default_action"]
+            default_const = p.is_const
+            default_name, default_args, loc = self.action_with_args(p.value, info, p.loc)  # type: ignore[arg-type]
+            idx = info.action_index(default_name, loc)
+            if refs[idx].scope == "table_only":
+                raise error(loc, f"action {default_name} is @tableonly and cannot be the default action")
+            default_name = info.actions[idx][1].p4name
+        else:
+            noact = [a for n, a in info.actions if a.p4name == "NoAction"]
+            if not noact:
+                sym = self.global_scope.lookup("NoAction")
+                if sym is None or sym.kind != "action":
+                    raise error(t.loc, f"table {t.name} has no default_action and NoAction is not declared")
+                refs.append(M.ActionRef("NoAction", "default_only"))
+                info.actions.append(("NoAction", sym.obj))  # type: ignore[arg-type]
+            default_name = "NoAction"
+        for _, ainfo in info.actions:
+            if ainfo.p4name not in self.used_actions:
+                self.used_actions.append(ainfo.p4name)
+        # other properties
+        size = 1024
+        if "size" in props:
+            size = self.const_int(props["size"].value, "table size")  # type: ignore[arg-type]
+        impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"))
+        counters = self.instance_prop(props.get("counters"), ("direct_counter",))
+        meters = self.instance_prop(props.get("meters"), ("direct_meter",))
+        has_sel = any(k.match_kind == "selector" for k in keys)
+        if has_sel and impl is None:
+            raise error(t.loc, f"table {t.name} has a selector key but no action_selector implementation")
+        timeout = False
+        if "support_timeout" in props:
+            tv = self.value(props["support_timeout"].value)  # type: ignore[arg-type]
+            timeout = bool(tv.const)
+        entries = None
+        if "entries" in props:
+            entries = self.const_entries(props, keys, key_types, info, t)
+        self.tables.append(M.Table(
+            name=name, keys=tuple(keys), actions=tuple(refs), default_action=default_name,
+            default_args=tuple(default_args), default_is_const=default_const,
+            const_entries=entries, size=size, implementation=impl, direct_counter=counters,
+            direct_meter=meters, supports_idle_timeout=timeout, annotations=anno_strs(t.annotations),
+            location=M.SourceLocation(t.loc.file, t.loc.line, t.loc.col)))
+        # generated code: binding, action tuple, helper
+        tb = pyident("T", name)
+        ta = pyident("TA", name)
+        self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        self.begin_fn("apply")
+        self.emit(f"{ta} = ({''.join(a.pyfunc + ', ' for _, a in info.actions)})")
+        self.emit(f"def {info.pyfunc}(st, L):")
+        self.indent()
+        self.emit(f'"""table {name} ({t.loc})"""')
+        for line in pre:
+            self.emit(line)
+        key = "(" + "".join(c + ", " for c in key_codes) + ")"
+        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
+        self.emit(f"r = {tb}(st, {key}, {sel})")
+        self.emit(f"{ta}[r[0]](st, L, *r[1])")
+        self.emit("return r[0], r[2]")
+        self.dedent()
+        self.end_fn()
+
+    def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...]) -> str | None:
+        if p is None:
+            return None
+        e = p.value
+        if not isinstance(e, A.Name):
+            raise unsupported(p.loc, f"an inline {'/'.join(kinds)} instance",
+                              "declare the instance in the control and name it here")
+        sym = self.scope.lookup(e.name)
+        if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:  # type: ignore[union-attr]
+            raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")
+        return sym.obj.name  # type: ignore[union-attr]
+
+    def action_with_args(self, e: A.Expr, info: TableInfo, loc: Loc) -> tuple[str, tuple[int, ...], Loc]:
+        if isinstance(e, A.Name):
+            name, args, aloc = e.name, [], e.loc
+        elif isinstance(e, A.Call) and isinstance(e.func, A.Name):
+            name, args, aloc = e.func.name, e.args, e.loc
+        else:
+            raise error(loc, "expected an action call like a(1, 2)")
+        idx = info.action_index(name, aloc)
+        ainfo = info.actions[idx][1]
+        params = [p for p in ainfo.decl.params if not p.direction]
+        if isinstance(e, A.Name) and params:
+            raise error(aloc, f"action {name} needs {len(params)} argument(s)")
+        if len(args) != len(params):
+            raise error(aloc, f"action {name} takes {len(params)} argument(s), got {len(args)}")
+        vals = []
+        for p, a in zip(params, args):
+            pt = self.resolve_type(p.type)
+            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]
+            try:
+                val = eval(code, {"__builtins__": {}})  # noqa: S307 - literal expected
+            except Exception:  # noqa: BLE001
+                raise error(a.loc, f"argument '{p.name}' must be a compile-time constant") from None
+            if isinstance(pt, BitT) and pt.signed:
+                val &= pt.mask
+            vals.append(int(val))
+        return name, tuple(vals), aloc
+
+    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],
+                      key_types: list[Type], info: TableInfo, t: A.TableDecl) -> tuple[M.ConstEntry, ...]:
+        p = props["entries"]
+        entries: list[A.EntryDecl] = p.value  # type: ignore[assignment]
+        needs_prio = any(k.match_kind not in ("exact", "lpm") for k in keys)
+        largest_wins = True
+        delta = 1
+        if "largest_priority_wins" in props:
+            largest_wins = bool(self.value(props["largest_priority_wins"].value).const)  # type: ignore[arg-type]
+        if "priority_delta" in props:
+            delta = self.const_int(props["priority_delta"].value, "priority_delta")  # type: ignore[arg-type]
+            if delta <= 0:
+                raise error(props["priority_delta"].loc, "priority_delta must be a positive value")
+        explicit = [e for e in entries if e.priority is not None]
+        if explicit and p.is_const:
+            raise error(explicit[0].loc, "a table with 'const entries' cannot have entry priorities "
+                        "(as in p4c); remove 'priority=' or the const")
+        if explicit and not needs_prio:
+            raise error(explicit[0].loc, f"table {t.name} has only exact/lpm keys, which do not use "
+                        "priorities; remove 'priority='")
+        if explicit and entries[0].priority is None:
+            raise error(entries[0].loc, "the first entry must have a priority when others do")
+        if not p.is_const:
+            self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
+                                 "'entries' as const entries (the control plane cannot change them)")
+        # priorities as p4c's EntryPriorities pass assigns them
+        prios: list[int | None] = []
+        n = len(entries)
+        current = 0
+        for i, ent in enumerate(entries):
+            if not needs_prio:
+                prios.append(None)
+            elif not explicit:
+                prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
+            else:
+                if ent.priority is not None:
+                    current = self.const_int(ent.priority, "entry priority")
+                    if current < 1:
+                        raise error(ent.priority.loc, "entry priorities must be >= 1")
+                elif current < 1:
+                    raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
+                prios.append(current)
+                current = current - delta if largest_wins else current + delta
+        out = []
+        for ent, prio in zip(entries, prios):
+            if len(ent.keys) != len(keys):
+                raise error(ent.loc, f"entry has {len(ent.keys)} key value(s) but table {t.name} "
+                            f"has {len(keys)} key(s)")
+            matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types))
+            aname, args, aloc = self.action_with_args(ent.action, info, ent.loc)
+            idx = info.action_index(aname, aloc)
+            out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
+        return tuple(out)
+
+    def entry_match(self, e: A.Expr, kf: M.KeyField, kt: Type) -> M.KeyMatch:
+        kind = kf.match_kind
+        full = (1 << kf.bitwidth) - 1
+        if isinstance(e, A.DefaultExpr):
+            if kind == "exact":
+                raise error(e.loc, f"key {kf.name} is exact; '_' is not allowed")
+            return M.KeyMatch("dontcare")
+        if isinstance(e, A.Mask):
+            v = self.keyset_value(e.value, kt)
+            m = self.keyset_value(e.mask, kt)
+            if kind == "ternary":
+                return M.KeyMatch("ternary", v & m, m)
+            if kind == "lpm":
+                plen = bin(m).count("1")
+                if m != (full >> (kf.bitwidth - plen) << (kf.bitwidth - plen) if plen else 0):
+                    raise error(e.loc, f"lpm key {kf.name}: mask {m:#x} is not a prefix mask")
+                return M.KeyMatch("lpm", v & m, plen)
+            raise error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}")
+        if isinstance(e, A.Range):
+            if kind != "range":
+                raise error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}")
+            return M.KeyMatch("range", self.keyset_value(e.lo, kt), self.keyset_value(e.hi, kt))
+        v = self.keyset_value(e, kt)
+        if kind == "exact":
+            return M.KeyMatch("exact", v)
+        if kind == "lpm":
+            return M.KeyMatch("lpm", v, kf.bitwidth)
+        if kind == "ternary":
+            return M.KeyMatch("ternary", v, full)
+        if kind == "range":
+            return M.KeyMatch("range", v, v)
+        if kind == "optional":
+            return M.KeyMatch("optional", v, full)
+        raise error(e.loc, f"entries cannot match {kind} key {kf.name}")
+
