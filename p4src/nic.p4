@@ -6,11 +6,11 @@
  * the address plan and the EV bit layout this program follows.
  *
  *   host -> fabric  MRC (UDP dst 4791): EV = UDP source port.
- *                     EXPLICIT mode: Ingress.ev_table (dst prefix, EV) -> path.
+ *                     EXPLICIT mode: NicIngress.ev_table (dst prefix, EV) -> path.
  *                     GENERATED mode: carrier computed from EV bits (plane, spine),
  *                     the destination address (leaf, port) and per-plane constants.
- *                   unknown EVs and other traffic: Ingress.spray (action selector,
- *                     per packet or per flow by Ingress.spray_mode, watch ports).
+ *                   unknown EVs and other traffic: NicIngress.spray (action selector,
+ *                     per packet or per flow by NicIngress.spray_mode, watch ports).
  *                   H.Encaps.Red: outer IPv6, carrier in the DA, SRH only when a
  *                     path needs a second carrier.
  *                   neighbour solicitations and pings for the gateway address:
@@ -64,9 +64,9 @@ struct metadata_t {
 
 #include "include/parser.p4"
 
-/* Drop reasons: index of Ingress.drops / Egress.drops (documented in docs/nic.md). */
+/* Drop reasons: index of NicIngress.drops / NicEgress.drops (documented in docs/nic.md). */
 const bit<8> DROP_PARSE_ERROR     = 1;   // truncated or malformed headers
-const bit<8> DROP_UNKNOWN_PORT    = 2;   // ingress port not in Ingress.port_role
+const bit<8> DROP_UNKNOWN_PORT    = 2;   // ingress port not in NicIngress.port_role
 const bit<8> DROP_NOT_IPV6        = 3;   // non-IPv6 frame
 const bit<8> DROP_BAD_LENGTH      = 4;   // IPv6 payload length disagrees with the frame
 const bit<8> DROP_HOST_MULTICAST  = 5;   // multicast from the host (MLD, RS, ...)
@@ -78,7 +78,7 @@ const bit<8> DROP_GEN_BAD_DST     = 10;  // GENERATED: destination outside the h
 const bit<8> DROP_NOT_MY_SID      = 11;  // from the fabric, active uSID is not mine
 const bit<8> DROP_SID_NOT_END     = 12;  // my uSID but more segments follow
 const bit<8> DROP_NOT_ENCAPSULATED = 13; // my uSID but no inner IPv6 packet
-const bit<8> DROP_NO_EGRESS_PORT  = 14;  // egress port not in Egress.egress_port
+const bit<8> DROP_NO_EGRESS_PORT  = 14;  // egress port not in NicEgress.egress_port
 const bit<8> DROP_HOST_LOOP       = 15;  // encapsulated packet arriving from the host
 const bit<8> DROP_FOR_GATEWAY     = 16;  // to the gateway address, not an echo request
 const bit<8> DROP_HOST_SOURCE     = 17;  // from the host, source outside the host's /64
@@ -133,7 +133,7 @@ control NicVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
     }
 }
 
-control Ingress(inout headers_t hdr, inout metadata_t meta,
+control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
 
     counter(32, CounterType.packets) drops;
@@ -566,7 +566,7 @@ control Ingress(inout headers_t hdr, inout metadata_t meta,
     }
 }
 
-control Egress(inout headers_t hdr, inout metadata_t meta,
+control NicEgress(inout headers_t hdr, inout metadata_t meta,
                inout standard_metadata_t standard_metadata) {
 
     counter(32, CounterType.packets) drops;
@@ -619,5 +619,5 @@ control NicComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
     }
 }
 
-V1Switch(MrcParser(), NicVerifyChecksum(), Ingress(), Egress(),
+V1Switch(MrcParser(), NicVerifyChecksum(), NicIngress(), NicEgress(),
          NicComputeChecksum(), MrcDeparser()) main;

@@ -202,7 +202,7 @@ class GroupWrite:
 
 
 Write = TableWrite | MemberWrite | GroupWrite
-SPRAY_PROFILE = "Ingress.spray_selector"
+SPRAY_PROFILE = "NicIngress.spray_selector"
 
 
 def nic_writes(cfg: NicConfig, *, generated: bool = False, per_packet_mrc: bool = True,
@@ -217,54 +217,54 @@ def nic_writes(cfg: NicConfig, *, generated: bool = False, per_packet_mrc: bool 
     leaf, port = cfg.leaf, cfg.port
     gw_mac = fab.nic_port_mac(leaf, port, None)
     out: list[Write] = [
-        TableWrite("Ingress.port_role", {"standard_metadata.ingress_port": Exact(NIC_HOST_PORT)},
-                   "Ingress.host_port",
+        TableWrite("NicIngress.port_role", {"standard_metadata.ingress_port": Exact(NIC_HOST_PORT)},
+                   "NicIngress.host_port",
                    {"nic_addr": ip_int(nic_addr(leaf, port)),
                     "gw_addr": ip_int(gateway_addr(leaf, port)),
                     "gw_mac": mac_int(gw_mac)}),
-        TableWrite("Egress.egress_port", {"standard_metadata.egress_port": Exact(NIC_HOST_PORT)},
-                   "Egress.to_host", {"src_mac": mac_int(gw_mac),
+        TableWrite("NicEgress.egress_port", {"standard_metadata.egress_port": Exact(NIC_HOST_PORT)},
+                   "NicEgress.to_host", {"src_mac": mac_int(gw_mac),
                                       "dst_mac": mac_int(host_mac(leaf, port))}),
     ]
     for plane in range(fab.planes):
         pport = nic_plane_port(plane)
         out += [
-            TableWrite("Ingress.port_role", {"standard_metadata.ingress_port": Exact(pport)},
-                       "Ingress.plane_port", {"plane": plane}),
-            TableWrite("Egress.egress_port", {"standard_metadata.egress_port": Exact(pport)},
-                       "Egress.to_plane",
+            TableWrite("NicIngress.port_role", {"standard_metadata.ingress_port": Exact(pport)},
+                       "NicIngress.plane_port", {"plane": plane}),
+            TableWrite("NicEgress.egress_port", {"standard_metadata.egress_port": Exact(pport)},
+                       "NicEgress.to_plane",
                        {"plane": plane,
                         "src_mac": mac_int(fab.nic_port_mac(leaf, port, plane)),
                         "dst_mac": mac_int(fab.leaf_port_mac(plane, leaf, port))}),
-            TableWrite("Ingress.gen_plane", {"meta.plane": Exact(plane)}, "Ingress.gen_params",
+            TableWrite("NicIngress.gen_plane", {"meta.plane": Exact(plane)}, "NicIngress.gen_params",
                        {"port": pport, "leaf_base": leaf_usid(plane, 0),
                         "spine_base": spine_usid(plane, 0), "leaf_count": fab.leaves,
                         "spine_count": fab.spines, "my_leaf": leaf}),
         ]
-    out.append(TableWrite("Ingress.my_sid",
+    out.append(TableWrite("NicIngress.my_sid",
                           {"hdr.ipv6.dst_addr": Lpm(ip_int(usid_carrier([local_usid(port)])), 48)},
-                          "Ingress.decap_to_host", {"port": NIC_HOST_PORT, "trim_dscp": cfg.trim_dscp}))
+                          "NicIngress.decap_to_host", {"port": NIC_HOST_PORT, "trim_dscp": cfg.trim_dscp}))
     hosts = Lpm(ip_int("fd00::"), 32)
     if generated:
-        out.append(TableWrite("Ingress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "Ingress.mode_generated"))
+        out.append(TableWrite("NicIngress.ev_mode", {"hdr.ipv6.dst_addr": hosts}, "NicIngress.mode_generated"))
     for e in cfg.explicit:
         out.append(TableWrite(
-            "Ingress.ev_table",
+            "NicIngress.ev_table",
             {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(e.dst_leaf, e.dst_port)) >> 64 << 64, 64),
              "meta.ev": Exact(e.ev)},
-            "Ingress.set_path",
+            "NicIngress.set_path",
             {"port": nic_plane_port(e.plane), "plane": e.plane,
              "carrier": ip_int(path_carrier(e.plane, leaf, e.spine, e.dst_leaf, e.dst_port))}))
     if per_packet_mrc:
-        out.append(TableWrite("Ingress.spray_mode", {"meta.is_mrc": Ternary(1, 1)},
-                              "Ingress.spray_per_packet", priority=10))
+        out.append(TableWrite("NicIngress.spray_mode", {"meta.is_mrc": Ternary(1, 1)},
+                              "NicIngress.spray_per_packet", priority=10))
     members = list(spray_members) if spray_members is not None else [
         (p, s) for p in range(fab.planes) for s in range(fab.spines)]
-    out += [MemberWrite(SPRAY_PROFILE, member_id(p, s), "Ingress.set_generated",
+    out += [MemberWrite(SPRAY_PROFILE, member_id(p, s), "NicIngress.set_generated",
                         {"plane": p, "spine": s}) for p, s in members]
     out.append(GroupWrite(SPRAY_PROFILE, cfg.spray_group,
                           tuple((member_id(p, s), 1, nic_plane_port(p)) for p, s in members)))
-    out.append(TableWrite("Ingress.spray", {"hdr.ipv6.dst_addr": hosts}, group=cfg.spray_group))
+    out.append(TableWrite("NicIngress.spray", {"hdr.ipv6.dst_addr": hosts}, group=cfg.spray_group))
     return out
 
 

@@ -32,8 +32,8 @@ def test_decap_delivers_the_exact_inner_packet(nic):
     for plane in range(cfg.fabric.planes):
         frame = fabric_frame(cfg, plane, nic_addr(*SRC), MY_SID, inner, tc=0x68, fl=0x1234)
         assert sw.inject(nic_plane_port(plane), frame) == [(0, host_delivery(cfg, inner))]
-        assert sw.counter_read("Ingress.plane_rx", plane) == (1, len(frame))
-    assert sw.counter_read("Ingress.ev_rx", 0x1234)[0] == cfg.fabric.planes
+        assert sw.counter_read("NicIngress.plane_rx", plane) == (1, len(frame))
+    assert sw.counter_read("NicIngress.ev_rx", 0x1234)[0] == cfg.fabric.planes
 
 
 def test_decap_of_non_mrc_inner_and_of_a_final_srh_with_no_segments_left(nic):
@@ -81,7 +81,7 @@ def test_arrivals_not_for_this_nic_are_dropped_and_counted(nic, dst, reason):
     sw, cfg = nic
     frame = fabric_frame(cfg, 0, nic_addr(*SRC), dst, inner_packet())
     assert sw.inject(nic_plane_port(0), frame) == []
-    assert sw.counter_read("Ingress.drops", reason)[0] == 1
+    assert sw.counter_read("NicIngress.drops", reason)[0] == 1
 
 
 def test_malformed_arrivals_are_dropped_and_counted(nic):
@@ -92,11 +92,11 @@ def test_malformed_arrivals_are_dropped_and_counted(nic):
     # SRH with segments left: not the end of the path.
     srh = IPv6ExtHdrSegmentRouting(nh=41, type=4, segleft=1, lastentry=0, addresses=[MY_SID])
     assert sw.inject(port, fabric_frame(cfg, 0, nic_addr(*SRC), MY_SID, inner, srh=srh)) == []
-    assert sw.counter_read("Ingress.drops", DROP_SID_NOT_END)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_SID_NOT_END)[0] == 1
     # No inner IPv6 (UDP right after the outer header).
     bare = bytes(Ether(good[:14]) / IPv6(src=nic_addr(*SRC), dst=MY_SID) / mrc_ack(5, 1))
     assert sw.inject(port, bare) == []
-    assert sw.counter_read("Ingress.drops", DROP_NOT_ENCAPSULATED)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_NOT_ENCAPSULATED)[0] == 1
     # Outer payload length longer than the frame; inner length inconsistent.
     longer = bytearray(good)
     longer[14 + 4:14 + 6] = (len(good) - 54 + 10).to_bytes(2, "big")
@@ -104,14 +104,14 @@ def test_malformed_arrivals_are_dropped_and_counted(nic):
     lying = bytearray(good)
     lying[54 + 4:54 + 6] = (len(inner) - 40 - 8).to_bytes(2, "big")
     assert sw.inject(port, bytes(lying)) == []
-    assert sw.counter_read("Ingress.drops", DROP_BAD_LENGTH)[0] == 2
+    assert sw.counter_read("NicIngress.drops", DROP_BAD_LENGTH)[0] == 2
     # Truncated headers: every cut inside the outer/inner headers.
     cuts = [20, 40, 53, 60, 93]
     for cut in cuts:
         assert sw.inject(port, good[:cut]) == []
-    assert sw.counter_read("Ingress.drops", DROP_PARSE_ERROR)[0] == len(cuts)
+    assert sw.counter_read("NicIngress.drops", DROP_PARSE_ERROR)[0] == len(cuts)
     # A port the controller never named.
     assert sw.inject(9, good) == []
-    assert sw.counter_read("Ingress.drops", DROP_UNKNOWN_PORT)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_UNKNOWN_PORT)[0] == 1
     # The good frame still goes through.
     assert sw.inject(port, good) == [(0, host_delivery(cfg, inner))]

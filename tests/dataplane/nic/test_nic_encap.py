@@ -39,9 +39,9 @@ def test_every_explicit_ev_leaves_on_its_plane_with_the_expected_outer_header(ni
         assert out == [(nic_plane_port(e.plane), want)], f"EV {e.ev:#x}"
         sent_bytes[e.ev] = len(bytes(frame))
     for e in cfg.explicit:
-        assert sw.counter_read("Ingress.ev_tx", e.ev) == (1, sent_bytes[e.ev])
+        assert sw.counter_read("NicIngress.ev_tx", e.ev) == (1, sent_bytes[e.ev])
     for plane in range(cfg.fabric.planes):
-        packets, _ = sw.counter_read("Egress.plane_tx", plane)
+        packets, _ = sw.counter_read("NicEgress.plane_tx", plane)
         assert packets == sum(1 for e in cfg.explicit if e.plane == plane)
 
 
@@ -62,9 +62,9 @@ def test_explicit_path_longer_than_one_carrier_gets_an_srh(nic):
     first = usid_carrier([0x401, 0x601, 0x403, 0x603])
     second = usid_carrier([0x402, 0xE002])
     ev = 0x7777
-    sw.table_add("Ingress.ev_table",
+    sw.table_add("NicIngress.ev_table",
                  {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(1, 2)), 128), "meta.ev": ev},
-                 "Ingress.set_path_srh",
+                 "NicIngress.set_path_srh",
                  {"port": nic_plane_port(1), "plane": 1, "carrier": ip_int(first),
                   "next_carrier": ip_int(second)})
     frame = mrc_frame(cfg, 1, 2, ev)
@@ -106,14 +106,14 @@ def test_generated_ev_builds_the_carrier_from_ev_and_destination(
     assert out == [(nic_plane_port(plane),
                     expected_fabric_frame(cfg, plane, carrier, inner_of(frame), flow_label=ev,
                                           traffic_class=0x20))]
-    assert sw.counter_read("Ingress.ev_tx", ev)[0] == 1
+    assert sw.counter_read("NicIngress.ev_tx", ev)[0] == 1
 
 
 def test_generated_mode_tables_do_not_grow_with_hosts(nic_factory):
     """GENERATED mode reaches a host the NIC has no entry for (leaf 2 port 7)."""
     sw, cfg = nic_factory(explicit=False, generated=True)
     assert all(len(sw.table_entries(t)) <= cfg.fabric.planes + 1 for t in
-               ("Ingress.gen_plane", "Ingress.ev_mode", "Ingress.ev_table", "Ingress.spray"))
+               ("NicIngress.gen_plane", "NicIngress.ev_mode", "NicIngress.ev_table", "NicIngress.spray"))
     ev = generated_ev(2, 3, 9)
     frame = mrc_frame(cfg, 2, 7, ev)
     out = sw.inject(0, bytes(frame))
@@ -133,12 +133,12 @@ def test_generated_mode_tables_do_not_grow_with_hosts(nic_factory):
 def test_generated_ev_outside_the_fabric_is_dropped_and_counted(nic_factory, ev, dst, reason):
     sw, cfg = nic_factory(explicit=False, generated=True)
     # GENERATED mode for a wider prefix than the host block, so the NIC must check.
-    sw.table_add("Ingress.ev_mode", {"hdr.ipv6.dst_addr": Lpm(ip_int("fd00::"), 16)},
-                 "Ingress.mode_generated", {})
+    sw.table_add("NicIngress.ev_mode", {"hdr.ipv6.dst_addr": Lpm(ip_int("fd00::"), 16)},
+                 "NicIngress.mode_generated", {})
     frame = mrc_frame(cfg, 0, 0, ev)
     frame["IPv6"].dst = dst
     assert sw.inject(0, bytes(frame)) == []
-    assert sw.counter_read("Ingress.drops", reason)[0] == 1
+    assert sw.counter_read("NicIngress.drops", reason)[0] == 1
 
 
 def test_non_mrc_traffic_flow_label_is_stable_per_flow_and_differs_between_flows(nic):
@@ -160,9 +160,9 @@ def test_explicit_ev_naming_plane_and_spine_serves_every_destination(nic):
     """An EV list of (EV -> plane, spine) entries: O(EVs), whatever the host count."""
     sw, cfg = nic
     ev = 0x4444
-    sw.table_add("Ingress.ev_table",
+    sw.table_add("NicIngress.ev_table",
                  {"hdr.ipv6.dst_addr": Lpm(ip_int("fd00::"), 32), "meta.ev": ev},
-                 "Ingress.set_generated", {"plane": 2, "spine": 3})
+                 "NicIngress.set_generated", {"plane": 2, "spine": 3})
     for dst_leaf, dst_port in [(1, 1), (2, 2), (0, 2), (2, 9)]:
         frame = mrc_frame(cfg, dst_leaf, dst_port, ev)
         out = sw.inject(0, bytes(frame))

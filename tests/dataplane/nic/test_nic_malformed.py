@@ -15,7 +15,7 @@ from tests.dataplane.packets import mrc_write, usid_carrier
 def total_drops(sw) -> int:
     """Drops nic.p4 counted; the target itself must not have had to drop anything."""
     assert sw.drops.get("internal_error", 0) == 0 and sw.drops.get("assert", 0) == 0
-    return sum(sw.counter_read("Ingress.drops", r)[0] for r in range(32))
+    return sum(sw.counter_read("NicIngress.drops", r)[0] for r in range(32))
 
 
 def test_every_truncation_of_a_host_frame_is_dropped_and_counted(nic):
@@ -70,10 +70,10 @@ def test_random_garbage_and_bit_flips_never_crash_and_are_counted(nic):
 def test_an_egress_port_without_macs_drops_and_counts(nic):
     sw, cfg = nic
     e = next(e for e in cfg.explicit if e.plane == 1)
-    sw.table_delete("Egress.egress_port", {"standard_metadata.egress_port": Exact(nic_plane_port(1))})
+    sw.table_delete("NicEgress.egress_port", {"standard_metadata.egress_port": Exact(nic_plane_port(1))})
     assert sw.inject(0, bytes(mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev))) == []
-    assert sw.counter_read("Egress.drops", 14)[0] == 1
-    assert sw.counter_read("Egress.plane_tx", 1)[0] == 0
+    assert sw.counter_read("NicEgress.drops", 14)[0] == 1
+    assert sw.counter_read("NicEgress.plane_tx", 1)[0] == 0
 
 
 def test_host_traffic_from_a_foreign_source_is_dropped_and_counted(nic):
@@ -83,5 +83,5 @@ def test_host_traffic_from_a_foreign_source_is_dropped_and_counted(nic):
         frame = mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev)
         frame[IPv6].src = src
         assert sw.inject(0, bytes(frame)) == []
-    assert sw.counter_read("Ingress.drops", 17)[0] == 3
-    assert sw.counter_read("Ingress.ev_tx", e.ev)[0] == 0
+    assert sw.counter_read("NicIngress.drops", 17)[0] == 3
+    assert sw.counter_read("NicIngress.ev_tx", e.ev)[0] == 0

@@ -78,7 +78,7 @@ def test_solicitation_for_the_gateway_is_answered(nic, multicast, option):
 def test_other_solicitations_are_dropped_and_counted(nic, ns_kwargs):
     sw, cfg = nic
     assert sw.inject(0, bytes(ns_frame(cfg, **ns_kwargs))) == []
-    assert sw.counter_read("Ingress.drops", DROP_NDP)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_NDP)[0] == 1
 
 
 def test_solicitation_with_a_bad_checksum_is_dropped(nic):
@@ -86,7 +86,7 @@ def test_solicitation_with_a_bad_checksum_is_dropped(nic):
     ns = ns_frame(cfg, gateway_addr(cfg.leaf, cfg.port))
     ns[ICMPv6ND_NS].cksum = 0x1234
     assert sw.inject(0, bytes(ns)) == []
-    assert sw.counter_read("Ingress.drops", DROP_BAD_CHECKSUM)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_BAD_CHECKSUM)[0] == 1
 
 
 def test_host_multicast_and_router_solicitations_are_dropped_and_counted(nic):
@@ -100,8 +100,8 @@ def test_host_multicast_and_router_solicitations_are_dropped_and_counted(nic):
     assert sw.inject(0, bytes(rs)) == []
     assert sw.inject(0, bytes(mld)) == []
     assert sw.inject(0, bytes(udp_mc)) == []
-    assert sw.counter_read("Ingress.drops", DROP_NDP)[0] == 1
-    assert sw.counter_read("Ingress.drops", DROP_HOST_MULTICAST)[0] == 2
+    assert sw.counter_read("NicIngress.drops", DROP_NDP)[0] == 1
+    assert sw.counter_read("NicIngress.drops", DROP_HOST_MULTICAST)[0] == 2
 
 
 DROP_FOR_GATEWAY = 16
@@ -134,4 +134,4 @@ def test_other_traffic_to_the_gateway_is_dropped_and_counted(nic):
            / UDP(sport=1, dport=2) / Raw(b"hi"))
     assert sw.inject(0, bytes(bad)) == []
     assert sw.inject(0, bytes(udp)) == []
-    assert sw.counter_read("Ingress.drops", DROP_FOR_GATEWAY)[0] == 2
+    assert sw.counter_read("NicIngress.drops", DROP_FOR_GATEWAY)[0] == 2

@@ -62,7 +62,7 @@ def test_per_packet_spraying_uses_every_member_evenly(nic):
     assert len(used) == 16  # 4 planes x 4 spines
     mean = 10_000 / 16
     assert max(used.values()) <= 1.10 * mean, used
-    assert sw.counter_read("Ingress.ev_tx", UNKNOWN_EV)[0] == 10_000
+    assert sw.counter_read("NicIngress.ev_tx", UNKNOWN_EV)[0] == 10_000
 
 
 def test_per_flow_spraying_keeps_a_flow_on_one_member_and_spreads_flows(nic):
@@ -79,11 +79,11 @@ def test_per_flow_spraying_keeps_a_flow_on_one_member_and_spreads_flows(nic):
 def test_spray_mode_is_configurable_per_traffic_class(nic):
     """The controller can make MRC per flow (and another class per packet)."""
     sw, cfg = nic
-    sw.table_add("Ingress.spray_mode",
+    sw.table_add("NicIngress.spray_mode",
                  {"meta.is_mrc": Ternary(1, 1), "hdr.ipv6.traffic_class": Ternary(0x68, 0xFC)},
-                 "Ingress.spray_per_flow", {}, priority=20)
-    sw.table_add("Ingress.spray_mode", {"hdr.ipv6.next_hdr": Ternary(17, 0xFF)},
-                 "Ingress.spray_per_packet", {}, priority=5)
+                 "NicIngress.spray_per_flow", {}, priority=20)
+    sw.table_add("NicIngress.spray_mode", {"hdr.ipv6.next_hdr": Ternary(17, 0xFF)},
+                 "NicIngress.spray_per_packet", {}, priority=5)
     pinned = {path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV, tc=0x68), UNKNOWN_EV)
               for _ in range(50)}
     assert len(pinned) == 1
@@ -98,7 +98,7 @@ def test_a_plane_port_going_down_is_skipped_at_once_and_used_again_when_up(nic):
     sw, cfg = nic
     frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
     entries_before = {t: [repr(e) for e in sw.table_entries(t)]
-                      for t in ("Ingress.spray", "Ingress.ev_table", "Ingress.gen_plane")}
+                      for t in ("NicIngress.spray", "NicIngress.ev_table", "NicIngress.gen_plane")}
     dead = 2
     sw.set_port_status(nic_plane_port(dead), False)
     used = Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(1200))
@@ -122,7 +122,7 @@ def test_all_planes_down_drops_and_counts(nic):
         sw.set_port_status(nic_plane_port(plane), False)
     assert sw.inject(0, bytes(mrc_frame(cfg, *DST, UNKNOWN_EV))) == []
     assert sw.inject(0, bytes(udp_frame(cfg, *DST, sport=9))) == []
-    assert sw.counter_read("Ingress.drops", DROP_NO_PATH)[0] == 2
+    assert sw.counter_read("NicIngress.drops", DROP_NO_PATH)[0] == 2
     sw.set_port_status(nic_plane_port(3), True)
     assert path_of(sw, cfg, mrc_frame(cfg, *DST, UNKNOWN_EV), UNKNOWN_EV)[0] == 3
 
@@ -131,11 +131,11 @@ def test_a_destination_can_have_its_own_group_of_whole_carriers(nic):
     sw, cfg = nic
     carriers = {0: path_carrier(0, cfg.leaf, 1, *DST), 3: path_carrier(3, cfg.leaf, 2, *DST)}
     for plane, carrier in carriers.items():
-        sw.act_prof_add_member("Ingress.spray_selector", 5000 + plane, "Ingress.set_path",
+        sw.act_prof_add_member("NicIngress.spray_selector", 5000 + plane, "NicIngress.set_path",
                                {"port": nic_plane_port(plane), "plane": plane, "carrier": ip_int(carrier)})
-    sw.act_prof_add_group("Ingress.spray_selector", 77,
+    sw.act_prof_add_group("NicIngress.spray_selector", 77,
                           [(5000 + p, 1, nic_plane_port(p)) for p in carriers])
-    sw.table_add("Ingress.spray", {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(*DST)), 128)}, Group(77))
+    sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(*DST)), 128)}, Group(77))
     frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
     assert Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(20)) == {(0, 1): 10, (3, 2): 10}
     sw.set_port_status(nic_plane_port(3), False)
