@@ -413,14 +413,17 @@ class ExpressionCompiler:
             if isinstance(vt, EnumT) and vt.underlying is not None:
                 vt = vt.underlying
             if isinstance(vt, BitT):
-                code = v.code
-                if vt.signed:
-                    code = f"({code} & {vt.mask:#x})"
-                if t.width < vt.width:
-                    code = f"({code} & {t.mask:#x})"
-                if t.signed:
-                    h = 1 << (t.width - 1)
-                    code = f"((({code}) & {t.mask:#x} ^ {h}) - {h})"
+                # int<W> -> int<V> sign-extends or wraps; bit -> bit zero-extends or
+                # truncates; a change of signedness reinterprets the bits at the new width.
+                h = 1 << (t.width - 1)
+                if vt.signed and t.signed:
+                    code = v.code if t.width >= vt.width else wrap_signed(v.code, t.width)
+                elif vt.signed:
+                    code = f"({v.code} & {t.mask:#x})"
+                elif t.signed:
+                    code = f"((({v.code}) & {t.mask:#x} ^ {h}) - {h})"
+                else:
+                    code = v.code if t.width >= vt.width else f"({v.code} & {t.mask:#x})"
                 return self.folded(code, t, c)
         if isinstance(t, BoolT):
             if isinstance(vt, BoolT):

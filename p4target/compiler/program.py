@@ -383,6 +383,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         ascope = scope.child()
         args = []
         outs = []
+        signed: list[tuple[str, BitT]] = []
         for p in d.params:
             t = self.resolve_type(p.type)
             py = f"ap_{p.name}"
@@ -390,10 +391,16 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             ascope.names[p.name] = Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None)
             if p.direction in ("out", "inout"):
                 outs.append(py)
+            if not p.direction and isinstance(t, BitT) and t.signed:
+                signed.append((py, t))
         self.action_outs = outs
         self.emit(f"def {info.pyfunc}(st, L{''.join(', ' + a for a in args)}):")
         self.indent()
         self.emit(f'"""action {info.p4name} ({d.loc})"""')
+        for py, t in signed:
+            # the control plane gives int<W> arguments as unsigned bit strings
+            h = 1 << (t.width - 1)
+            self.emit(f"{py} = (({py} & {t.mask:#x}) ^ {h}) - {h}")
         for line in preamble or []:
             self.emit(line)
         saved = self.scope

@@ -106,6 +106,11 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             priority=95: 0x00 &&& 0x00: set1(3);
         }
     }
+    action widen(int<8> d) { hdr.h.out16 = (bit<16>)((int<16>)d); }
+    table signed_t {
+        key = { hdr.h.k8: exact; }
+        actions = { widen; }
+    }
     table hitmiss {
         key = { hdr.h.k8: exact; }
         actions = { set1; set2; nop; }
@@ -162,6 +167,7 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             }
             21: { hdr.h.setValid(); }        // already valid: unchanged
             22: { prio_t.apply(); }
+            23: { signed_t.apply(); widen(-3); hdr.h.out1 = hdr.h.out16[7:0]; signed_t.apply(); }
             default: { hdr.h.out2 = 0xdd; }
         }
         hdr.h.flags = flags;

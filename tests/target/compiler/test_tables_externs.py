@@ -193,3 +193,9 @@ def test_entries_with_explicit_and_implied_priorities(prog, sw) -> None:
     assert run(sw, op=22, k8=0x11).out1 == 1     # 100 beats the catch-all's 95
     assert run(sw, op=22, k8=0x12).out1 == 3     # 95 beats the exact match's implied 90
     assert run(sw, op=22, k8=0x40).out1 == 3
+
+
+def test_signed_action_parameters_from_the_control_plane(sw) -> None:
+    sw.table_add("Ing.signed_t", {"hdr.h.k8": Exact(1)}, "Ing.widen", {"d": 0xFE})
+    r = run(sw, op=23, k8=1)
+    assert (r.out1, r.out16) == (0xFD, 0xFFFE)      # direct call with -3, then the entry's -2
