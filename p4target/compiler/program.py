@@ -277,9 +277,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         if len(parser.params) != 4:
             raise error(parser.loc, "a v1model parser has 4 parameters: (packet_in, out H, inout M, "
                         "inout standard_metadata_t)")
+        self.sm_t = self.type_names.get("standard_metadata_t")
         self.hdr_t = self.resolve_type(parser.params[1].type)
         self.meta_t = self.resolve_type(parser.params[2].type)
-        self.sm_t = self.type_names.get("standard_metadata_t")
         for t, what in ((self.hdr_t, "headers"), (self.meta_t, "metadata")):
             if not isinstance(t, StructT) or t.kind != "struct":
                 raise error(parser.loc, f"the parser's {what} parameter must be a struct, not {t}")
@@ -372,6 +372,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                     raise error(p.loc, f"parameter '{p.name}' must be a {tgt}")
                 scope.names[p.name] = Sym(tgt, t, "")
                 continue
+            want = {"hdr": getattr(self, "hdr_t", None), "meta": getattr(self, "meta_t", None),
+                    "sm": self.sm_t}[tgt]
+            if want is not None and t is not want:
+                raise error(p.loc, f"parameter '{p.name}' has type {t} but V1Switch passes {want} "
+                            "here; use the parser's header/metadata types")
             py = f"p_{p.name}"
             scope.names[p.name] = Sym("var", t, py, obj="ro" if p.direction == "in" else None)
             pre.append(f"{py} = st.{tgt}")

@@ -180,3 +180,24 @@ def test_defines_from_the_caller_select_code(p4file) -> None:
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
+
+
+def test_control_parameters_must_have_the_pipeline_types(p4file) -> None:
+    text = program(decls="struct other_t { bit<8> x; }").replace(
+        "control E(inout headers_t hdr, inout meta_t meta", "control E(inout headers_t hdr, inout other_t meta")
+    path = p4file(text)
+    line, col = where(text, "inout other_t meta")
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value) == (f"{path}:{line}:{col}: error: parameter 'meta' has type struct other_t but "
+                             "V1Switch passes struct meta_t here; use the parser's header/metadata types")
+
+
+def test_include_dirs_are_searched(p4file, tmp_path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "consts.p4").write_text("const bit<9> OUT_PORT = 5;\n")
+    path = p4file(program(decls="#include <consts.p4>", apply="sm.egress_spec = OUT_PORT;"))
+    with pytest.raises(P4Error, match="cannot find include file 'consts.p4'"):
+        compile_file(path)
+    assert compile_file(path, include_dirs=[lib]) is not None
