@@ -352,9 +352,21 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.out = []
         self.ind = "    "
         self.locals_used = set()
+        self.params_used: set[str] = set()
         self.fn_kind = kind
 
+    def note_use(self, sym: Sym) -> None:
+        self.params_used.add(sym.code)
+
     def end_fn(self) -> None:
+        # bind only the block parameters this function reads or writes
+        kept = []
+        for line in self.out:
+            s = line.strip()
+            if s.startswith("p_") and " = st." in s and s.split(" = ")[0] not in self.params_used:
+                continue
+            kept.append(line)
+        self.out = kept
         self.build_lines.extend(self.out)
         self.build_lines.append("")
         self.out = []

@@ -89,6 +89,7 @@ class TableCompiler:
             if p.name not in known:
                 self.warnings.append(f"{p.loc}: table property '{p.name}' is ignored by the embedded target")
         # keys
+        self.params_used = set()  # the key expressions' parameters, for the helper below
         keys: list[M.KeyField] = []
         key_codes: list[str] = []
         sel_codes: list[str] = []
@@ -197,7 +198,9 @@ class TableCompiler:
         tb = pyident("T", name)
         ta = pyident("TA", name)
         self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        key_params = self.params_used
         self.begin_fn("apply")
+        self.params_used |= key_params
         self.emit(f"{ta} = ({''.join(a.pyfunc + ', ' for _, a in info.actions)})")
         self.emit(f"def {info.pyfunc}(st, L):")
         self.indent()
