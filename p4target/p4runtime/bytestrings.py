@@ -1,14 +1,17 @@
-"""P4Runtime binary strings <-> integers, with the spec's width rules.
+"""P4Runtime binary strings <-> integers, with the spec's width rules (section 8.3).
 
-A value of a W-bit field travels as big-endian bytes. The canonical form has no
-leading zero bytes (zero is one byte, 0x00); clients may also pad to ceil(W/8)
-bytes, which we accept. Anything longer, empty, or with bits above W is refused
-with INVALID_ARGUMENT naming the field. Reads return the canonical form.
+A value of a W-bit field travels as big-endian bytes. Senders should use the
+canonical form, the shortest string that holds the value (zero is one byte, 0x00),
+but a receiver puts no limit on the string's length: it accepts any string whose
+value, leading zero bits removed, fits in W bits (so clients padding to the field's
+width, or to an older, wider field, still work). An empty string or a value that
+does not fit is refused with OUT_OF_RANGE, as the spec says, naming the field.
+Reads always return the canonical form.
 """
 
 from __future__ import annotations
 
-from p4target.p4runtime.errors import invalid
+from p4target.p4runtime.errors import OUT_OF_RANGE, P4RTError
 
 
 def nbytes(bitwidth: int) -> int:
@@ -18,18 +21,10 @@ def nbytes(bitwidth: int) -> int:
 def decode(data: bytes, bitwidth: int, what: str) -> int:
     """The integer in ``data`` for a ``bitwidth``-bit ``what``; P4RTError if it does not fit."""
     if not data:
-        raise invalid(f"{what}: empty bytestring; send at least one byte (0x00 for zero)")
-    if len(data) > nbytes(bitwidth):
-        stripped = data.lstrip(b"\x00")
-        if len(stripped) <= nbytes(bitwidth) and bitwidth > 0:
-            raise invalid(
-                f"{what}: {len(data)}-byte value for a {bitwidth}-bit field is not canonical; "
-                f"send at most {nbytes(bitwidth)} bytes without extra leading zeros"
-            )
-        raise invalid(f"{what}: {len(data)}-byte value does not fit in {bitwidth} bits")
+        raise P4RTError(OUT_OF_RANGE, f"{what}: empty bytestring; send at least one byte (0x00 for zero)")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
-        raise invalid(f"{what}: value 0x{value:x} does not fit in {bitwidth} bits")
+        raise P4RTError(OUT_OF_RANGE, f"{what}: value 0x{value:x} does not fit in {bitwidth} bits")
     return value
 
 

@@ -23,8 +23,9 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
     unknown_table.table_id = 0x02FFFFFF
     too_wide = names.entry("exact_t", {ex: 4}, "fwd", port=1)
     too_wide.action.action.params[0].value = b"\x02\x00"  # 512 in a 9-bit param
-    non_canonical = names.entry("exact_t", {ex: 5}, "fwd", port=1)
-    non_canonical.match[0].exact.value = b"\x00" * 7 + b"\x05"  # 8 bytes for 48 bits
+    padded = names.entry("exact_t", {ex: 5}, "fwd", port=1)
+    padded.match[0].exact.value = b"\x00" * 7 + b"\x05"  # 8 bytes for 48 bits: longer than needed, accepted
+    non_canonical_lpm = names.entry("lpm_t", {"hdr.t.key32": ("lpm", 0x0A000001, 8)}, "lpm_hit", v=1)
     no_priority = names.entry("acl_t", {"hdr.t.k16": ("ternary", 1, 1)}, "set_out", v=1)
     extra_priority = names.entry("exact_t", {ex: 6}, "fwd", priority=3, port=1)
     dont_care = names.entry("acl_t", {"hdr.t.k16": ("ternary", 0, 0)}, "set_out", priority=1, v=1)
@@ -37,8 +38,9 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
         ins(good1),                                            # ALREADY_EXISTS
         ins(names.entry("exact_t", {ex: 99}), "DELETE"),       # NOT_FOUND
         ins(unknown_table),                                    # INVALID_ARGUMENT
-        ins(too_wide),                                         # INVALID_ARGUMENT
-        ins(non_canonical),                                    # INVALID_ARGUMENT
+        ins(too_wide),                                         # OUT_OF_RANGE (spec 8.3)
+        ins(padded),                                           # OK
+        ins(non_canonical_lpm),                                # INVALID_ARGUMENT (bits past the prefix)
         ins(no_priority),                                      # INVALID_ARGUMENT
         ins(extra_priority),                                   # INVALID_ARGUMENT
         ins(dont_care),                                        # INVALID_ARGUMENT
@@ -47,10 +49,11 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
         ins(good2),
     ]
     codes = client.write_codes(*batch)
-    assert codes == [code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.NOT_FOUND] + [code_pb2.INVALID_ARGUMENT] * 6 + [
+    assert codes == [code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.NOT_FOUND, code_pb2.INVALID_ARGUMENT,
+                     code_pb2.OUT_OF_RANGE, code_pb2.OK] + [code_pb2.INVALID_ARGUMENT] * 4 + [
         code_pb2.OUT_OF_RANGE, code_pb2.UNIMPLEMENTED, code_pb2.OK]
     got = client.read(entity(table_entry=p4runtime_pb2.TableEntry(table_id=names.table_id("exact_t"))))
-    assert sorted(e.table_entry.match[0].exact.value for e in got) == [b"\x01", b"\x02"]
+    assert sorted(e.table_entry.match[0].exact.value for e in got) == [b"\x01", b"\x02", b"\x05"]
     # RESOURCE_EXHAUSTED: acl_t holds 4 entries; the fifth is refused, the others stay
     acl = [ins(names.entry("acl_t", {"hdr.t.k16": ("ternary", i, 0xFFFF)}, "set_out", priority=1, v=i))
            for i in range(1, 6)]
@@ -153,7 +156,7 @@ def test_malformed_requests_never_crash_or_half_apply(client, names, rig) -> Non
     codes = client.write_codes(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT),
                                p4runtime_pb2.Update(entity=entity(table_entry=names.entry("exact_t", {}))),
                                ins(e))
-    assert codes == [code_pb2.INVALID_ARGUMENT] * 3
+    assert codes == [code_pb2.INVALID_ARGUMENT, code_pb2.INVALID_ARGUMENT, code_pb2.OUT_OF_RANGE]
     assert client.read(entity(table_entry=p4runtime_pb2.TableEntry(table_id=names.table_id("sel_t")))) == []
     # a one-shot set whose group cannot be made (member ok, table entry then fails) leaves nothing
     e2 = names.entry("sel_t", {"hdr.t.k16": 2})
@@ -186,7 +189,7 @@ def test_memory_stable_across_100000_refused_writes(client, names) -> None:
     t0 = time.monotonic()
     for _ in range(100):
         codes = client.write_codes(*batch)
-        assert codes[-1] == code_pb2.INVALID_ARGUMENT
+        assert codes[-1] == code_pb2.OUT_OF_RANGE
     gc.collect()
     grown = _rss_kib() - before
     assert grown < 64 * 1024, f"RSS grew by {grown} KiB over 100,000 refused writes"

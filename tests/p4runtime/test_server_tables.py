@@ -162,5 +162,5 @@ def test_packet_out_leaves_the_port_in_its_metadata(client, names, rig) -> None:
     bad.packet.metadata.add(metadata_id=names.metadata_id("packet_out", "egress_port"), value=b"\x04\x00")
     client.send(bad)
     err = client.next("error")
-    assert err.canonical_code == code_pb2.INVALID_ARGUMENT and err.packet_out.packet_out.payload == frame
+    assert err.canonical_code == code_pb2.OUT_OF_RANGE and err.packet_out.packet_out.payload == frame
     assert CPU_PORT == 255

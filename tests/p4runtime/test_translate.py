@@ -8,7 +8,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 from p4target.model import Action, ActionRef, Field, KeyField, ProgramModel, Table
 from p4target.p4info import build_p4info
 from p4target.p4runtime import bytestrings
-from p4target.p4runtime.errors import INVALID_ARGUMENT, P4RTError
+from p4target.p4runtime.errors import INVALID_ARGUMENT, OUT_OF_RANGE, P4RTError
 from p4target.p4runtime.schema import build_schema
 from p4target.p4runtime.translate import decode_match, decode_priority, encode_match, table_action
 from p4target.runtime.entries import Exact, Lpm, Optional, Range, Ternary
@@ -44,14 +44,18 @@ def _code(fn) -> int:
     return ei.value.code
 
 
-def test_bytestrings_accept_canonical_and_padded_refuse_the_rest() -> None:
+def test_bytestrings_accept_any_length_that_fits_and_refuse_the_rest() -> None:
+    # the spec's own examples (section 8.3): valid and invalid encodings
+    assert bytestrings.decode(b"\x63", 8, "f") == 99
+    assert bytestrings.decode(b"\x00\x63", 16, "f") == 99
+    assert bytestrings.decode(b"\x00\x00\x63", 12, "f") == 99  # longer than needed: still fine
     assert bytestrings.decode(b"\x01\x00", 9, "f") == 256
-    assert bytestrings.decode(b"\x00\x05", 9, "f") == 5  # padded to the full width
-    assert bytestrings.decode(b"\x05", 9, "f") == 5
     assert bytestrings.encode(0) == b"\x00" and bytestrings.encode(256) == b"\x01\x00"
-    for bad in (b"", b"\x02\x00", b"\x00\x00\x05"):
-        with pytest.raises(P4RTError, match="f:"):
-            bytestrings.decode(bad, 9, "f")
+    for bad, width in ((b"\x01\x63", 8), (b"", 8), (b"\x01\x00\x63", 16), (b"\x10\x63", 12),
+                       (b"\x00\x40\x63", 12)):
+        with pytest.raises(P4RTError, match="f:") as ei:
+            bytestrings.decode(bad, width, "f")
+        assert ei.value.code == OUT_OF_RANGE
 
 
 def test_match_round_trip(schema) -> None:
@@ -77,7 +81,6 @@ def test_match_round_trip(schema) -> None:
     [fm(1, lpm=p4runtime_pb2.FieldMatch.LPM(value=b"\x0a\x00\x00\x01", prefix_len=8))],            # bits past prefix
     [fm(1, lpm=p4runtime_pb2.FieldMatch.LPM(value=b"\x00", prefix_len=0))],                        # don't care present
     [fm(1, lpm=p4runtime_pb2.FieldMatch.LPM(value=b"\x00", prefix_len=33))],                       # too long
-    [fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x02\x00"))],                              # 512 > 9 bits
     [fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x01")),
      fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x01"))],                                  # twice
 ])
@@ -87,6 +90,16 @@ def test_bad_lpm_table_matches(schema, bad) -> None:
     if not any(m.field_id == 2 for m in bad):
         full.append(fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x01")))
     assert _code(lambda: decode_match(t, full)) == INVALID_ARGUMENT
+
+
+def test_values_too_wide_are_out_of_range(schema) -> None:
+    t = schema.table(schema.id_of("table", "c.lpm"))
+    too_wide = [fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x02\x00")),  # 512 > 9 bits
+                fm(1, lpm=p4runtime_pb2.FieldMatch.LPM(value=b"\x0a\x00\x00\x00", prefix_len=8))]
+    assert _code(lambda: decode_match(t, too_wide)) == OUT_OF_RANGE
+    padded = [fm(2, exact=p4runtime_pb2.FieldMatch.Exact(value=b"\x00\x00\x00\x01")),
+              fm(1, lpm=p4runtime_pb2.FieldMatch.LPM(value=b"\x00\x0a\x00\x00\x00", prefix_len=8))]
+    assert decode_match(t, padded) == {"port": Exact(1), "dst": Lpm(0x0A000000, 8)}
 
 
 def test_missing_exact_and_ternary_rules(schema) -> None:
