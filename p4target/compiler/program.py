@@ -523,8 +523,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             m = self.keyset_value(item.mask, t)
             return f"{kv} & {m:#x} == {v & m:#x}"
         if isinstance(item, A.Range):
-            lo = self.keyset_value(item.lo, t)
-            hi = self.keyset_value(item.hi, t)
+            lo = self.keyset_value(item.lo, t, unsigned=False)
+            hi = self.keyset_value(item.hi, t, unsigned=False)
             return f"{lo} <= {kv} <= {hi}"
         if isinstance(item, A.Name):
             sym = self.scope.lookup(item.name)
@@ -535,13 +535,15 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             raise error(item.loc, "select case values must be compile-time constants")
         return f"{kv} == {self.coerce(v, t, item.loc, 'select case')}"
 
-    def keyset_value(self, e: A.Expr, t: Type) -> int:
+    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
+        """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
+        is False (select ranges compare the signed value itself)."""
         v = self.value(e)
         if v.const is None:
             raise error(e.loc, "keyset values must be compile-time constants")
         code = self.coerce(v, t, e.loc, "keyset value")
         val = int(eval(code, {"__builtins__": {}}))  # noqa: S307 - a literal
-        if isinstance(t, BitT) and t.signed:
+        if unsigned and isinstance(t, BitT) and t.signed:
             val &= t.mask
         return val
 

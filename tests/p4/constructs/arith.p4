@@ -72,6 +72,7 @@ header res_t {
     bit<8>  outp;
     bit<8>  inoutp;
     bit<16> tup;
+    bit<8>  neg_sel;
 }
 
 struct headers_t {
@@ -79,11 +80,20 @@ struct headers_t {
     res_t res;
 }
 
-struct metadata_t { }
+struct metadata_t {
+    bit<8> neg_sel;
+}
 
 parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     state start {
         pkt.extract(hdr.ops);
+        transition select(hdr.ops.sa) {
+            -10 .. -1: negative;          // a signed range
+            default: accept;
+        }
+    }
+    state negative {
+        meta.neg_sel = 1;
         transition accept;
     }
 }
@@ -158,6 +168,7 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
         hdr.res.inoutp = acc;
         tuple<bit<8>, bit<8>> pair = { o.a, o.b };
         hash(hdr.res.tup, HashAlgorithm.identity, 16w0, pair, 32w0x10000);
+        hdr.res.neg_sel = meta.neg_sel;
         sm.egress_spec = 1;
     }
 }

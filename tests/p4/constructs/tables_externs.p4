@@ -18,6 +18,12 @@ header h_t {
     bit<8>  flags;
 }
 
+@controller_header("packet_in")
+header cpu_in_t {
+    bit<9> ingress_port;
+    @id(2) bit<7> pad;
+}
+
 struct headers_t { h_t h; }
 
 struct metadata_t {

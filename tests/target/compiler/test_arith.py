@@ -26,7 +26,7 @@ class Res(Packet):
         SignedByteField("to_signed", 0), ByteField("to_unsigned", 0), ByteField("flags", 0),
         ByteField("lit", 0), ByteField("color", 0), ByteField("k", 0), ByteField("uninit", 0),
         ByteField("tern", 0), ShortField("word", 0), ByteField("mode", 0), ByteField("outp", 0),
-        ByteField("inoutp", 0), ShortField("tup", 0)]
+        ByteField("inoutp", 0), ShortField("tup", 0), ByteField("neg_sel", 0)]
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +97,7 @@ def test_out_and_inout_action_parameters_and_tuples(sw) -> None:
     assert r.outp == 0xAB                # out parameter copied back
     assert r.inoutp == (1 + 0xF0 + 0x10) & 0xFF
     assert r.tup == 0x1234               # identity hash of the tuple {a, b}
+
+
+def test_select_range_on_a_signed_field(sw) -> None:
+    assert [run(sw, sa=v).neg_sel for v in (-11, -10, -5, -1, 0, 5)] == [0, 1, 1, 1, 0, 0]

@@ -78,6 +78,10 @@ def test_model_of_tables_and_externs(prog) -> None:
     assert ext["Ing.prof"].tables == ("Ing.profiled",)
     assert [(d.name, [(f.name, f.bitwidth) for f in d.fields]) for d in m.digests] == [
         ("learn_t", [("k8", 8), ("k16", 16)])]
+    [ch] = m.controller_headers
+    assert (ch.name, ch.type_name) == ("packet_in", "cpu_in_t")
+    assert [(f.name, f.bitwidth) for f in ch.fields] == [("ingress_port", 9), ("pad", 7)]
+    assert ch.fields[1].annotations == {"id": "2"}
 
 
 @pytest.mark.parametrize("k16,k8,k32,out1,flags", [
