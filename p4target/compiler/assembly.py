@@ -6,6 +6,11 @@ from __future__ import annotations
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
 
+# A parser that loops without consuming input would hang the switch; after this many
+# state transitions parsing stops with error.ParserTimeout.
+PARSER_STEP_LIMIT = 4096
+
+
 class ModuleAssembler:
     """Mixin of the program compiler (module text)."""
 
@@ -144,9 +149,13 @@ class ModuleAssembler:
             f"            state = {self.parser_start}",
             f"            L = {plocals}",
             "            pos = 0",
+            "            steps = 0",
             "            try:",
             "                while state is not None:",
             "                    state, pos = state(st, L, data, pos)",
+            "                    steps += 1",
+            f"                    if steps > {PARSER_STEP_LIMIT}:",
+            f"                        raise ParserError({self.errors_by_name['ParserTimeout']}, pos)",
             "            except ParserError as e:",
             "                sm.parser_error = e.code",
             "                pos = e.pos",

@@ -201,3 +201,13 @@ def test_include_dirs_are_searched(p4file, tmp_path) -> None:
     with pytest.raises(P4Error, match="cannot find include file 'consts.p4'"):
         compile_file(path)
     assert compile_file(path, include_dirs=[lib]) is not None
+
+
+def test_a_parser_loop_that_consumes_nothing_times_out(p4file) -> None:
+    from p4target import Switch
+    text = program(start="transition spin; } state spin { transition spin;")
+    sw = Switch.load(p4file(text))
+    # inject returns: the frame goes on to ingress (egress_spec 0) on the parser-error path
+    assert sw.inject(0, bytes(range(20))) == [(0, bytes(range(20)))]
+    st = sw.pipeline.parse(bytes(range(20)), 0)
+    assert st.sm.parser_error == sw.pipeline.errors["ParserTimeout"]
