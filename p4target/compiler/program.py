@@ -533,7 +533,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         v = self.value(item)
         if v.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
-        return f"{kv} == {self.coerce(v, t, item.loc, 'select case')}"
+        code = self.coerce(v, t, item.loc, "select case")
+        if isinstance(t, BitT) and not t.signed and t.width > 4:
+            code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
+        return f"{kv} == {code}"
 
     def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
         """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
