@@ -232,6 +232,13 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if isinstance(base.type, StackT):
                 raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
                                   "assign to an element s[i] instead")
+        if isinstance(target, A.Index) and self.value(target.index).const is None:
+            # a whole element at a run-time index: out of range writes are ignored
+            s = self.value(target.obj)
+            i = self.tmp("i")
+            self.emit(f"{i} = {self.value(target.index).code}")
+            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[union-attr]
+            return
         self.emit(f"{v.code} = {code}")
 
     # ------------------------------------------------------------------ calls

@@ -160,6 +160,9 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             hdr.report.last_v = (bit<8>)hdr.items.last.v;
             if (hdr.tag.count == 0xf0) {
                 hdr.items.pop_front(1);
+            } else if (hdr.tag.count == 0xf2 || hdr.tag.count == 0xf3) {
+                bit<32> i = hdr.tag.count == 0xf2 ? 32w1 : 32w7;
+                hdr.items[i] = hdr.items[0];     // a run-time index; 7 is out of range
             } else if (hdr.tag.count == 0xf1) {
                 hdr.items.push_front(2);
                 hdr.items[1].setValid();

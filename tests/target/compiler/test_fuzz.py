@@ -13,7 +13,7 @@ from p4target import Switch
 from p4target.runtime.entries import Lpm
 
 KNOWN_ERRORS = {0, 1, 2, 3, 4, 5}       # report.err codes parser_features.p4 writes
-MODIFYING_COUNTS = {0xF0, 0xF1, 9}       # counts whose ingress rewrites the stack/union
+MODIFYING_COUNTS = {0xF0, 0xF1, 0xF2, 0xF3, 9}      # counts whose ingress rewrites the stack/union
 
 
 def random_frame(rng: random.Random) -> bytes:

@@ -137,3 +137,10 @@ def test_truncated_frames_are_packet_too_short(sw) -> None:
     assert r.err == ERR_SHORT and rest == bytes(Tag(kind=4)) + b"\xde"
     r, rest = run(sw, Tag(kind=3, count=0), b"\x45")   # lookahead past the end
     assert r.err == ERR_SHORT and rest == bytes(Tag(kind=3)) + b"\x45"
+
+
+def test_stack_element_assignment_at_a_run_time_index(sw) -> None:
+    _, rest = run(sw, Tag(kind=1, count=0xF2), items((1, 0), (2, 1)))
+    assert rest == bytes(Tag(kind=1, count=0xF2)) + items((1, 0), (1, 0))
+    _, rest = run(sw, Tag(kind=1, count=0xF3), items((1, 0), (2, 1)))
+    assert rest == bytes(Tag(kind=1, count=0xF3)) + items((1, 0), (2, 1))
