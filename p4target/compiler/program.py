@@ -69,6 +69,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.module_lines: list[str] = []  # classes at module level
         self.control_prefix: str | None = None
         self.last_loc: Loc | None = None  # for internal-error messages
+        self.param_targets: dict[str, str] = {}  # p_<name> -> PacketState attribute
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
@@ -391,6 +392,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                             "here; use the parser's header/metadata types")
             py = f"p_{p.name}"
             scope.names[p.name] = Sym("var", t, py, obj="ro" if p.direction == "in" else None)
+            self.param_targets[py] = tgt
             pre.append(f"{py} = st.{tgt}")
         return pre
 

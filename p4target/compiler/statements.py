@@ -232,6 +232,10 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if isinstance(base.type, StackT):
                 raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
                                   "assign to an element s[i] instead")
+        if isinstance(target, A.Name) and v.code in self.param_targets:
+            # a whole block parameter (hdr = ..., meta = ...): replace it in the packet state
+            self.emit(f"{v.code} = st.{self.param_targets[v.code]} = {code}")
+            return
         if isinstance(target, A.Index) and self.value(target.index).const is None:
             # a whole element at a run-time index: out of range writes are ignored
             s = self.value(target.obj)

@@ -173,6 +173,11 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             }
             21: { hdr.h.setValid(); }        // already valid: unchanged
             22: { prio_t.apply(); }
+            24: {
+                headers_t copy = hdr;
+                copy.h.out1 = 0x24;
+                hdr = copy;                  // a whole parameter replaced
+            }
             23: { signed_t.apply(); widen(-3); hdr.h.out1 = hdr.h.out16[7:0]; signed_t.apply(); }
             default: { hdr.h.out2 = 0xdd; }
         }

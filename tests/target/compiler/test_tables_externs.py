@@ -203,3 +203,7 @@ def test_signed_action_parameters_from_the_control_plane(sw) -> None:
     sw.table_add("Ing.signed_t", {"hdr.h.k8": Exact(1)}, "Ing.widen", {"d": 0xFE})
     r = run(sw, op=23, k8=1)
     assert (r.out1, r.out16) == (0xFD, 0xFFFE)      # direct call with -3, then the entry's -2
+
+
+def test_assigning_a_whole_parameter(sw) -> None:
+    assert run(sw, op=24, k8=3).out1 == 0x24
