@@ -511,11 +511,12 @@ class NetIO:
             log.debug("device %d: output to port %d dropped: no such port",
                       getattr(self.device, "device_id", 0), port)
             return
-        if p.sock is None:
+        sock = p.sock
+        if sock is None:
             p.stats.tx_errors += 1
             return
         try:
-            p.sock.send(VNET_HDR_NONE + frame if p.vnet else frame)
+            sock.send(VNET_HDR_NONE + frame if p.vnet else frame)
         except OSError as e:
             p.stats.tx_errors += 1
             if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
@@ -576,13 +577,17 @@ class NetIO:
         self.close()
 
     def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
-        """Read up to _BATCH frames from one port and run them through the device."""
-        stats, number, pcap = p.stats, p.number, p.pcap_in
-        receive = dev.receive
+        """Read up to _BATCH frames from one port (until the socket is empty) and run
+        them through the device: all at once if it has ``receive_batch``."""
+        number, pcap = p.number, p.pcap_in
+        batch = getattr(dev, "receive_batch", None)
+        frames: list[bytes] = []
+        add = frames.append
         flags = socket.MSG_DONTWAIT
         fast = p.kernel_filters_outgoing
         vnet = p.vnet
         size = MAX_FRAME + VNET_HDR_LEN
+        ignored = 0
         for _ in range(_BATCH):
             try:
                 if fast:
@@ -590,27 +595,34 @@ class NetIO:
                 else:
                     data, addr = sock.recvfrom(size, flags)
                     if addr[2] == PACKET_OUTGOING:
-                        stats.ignored += 1
+                        ignored += 1
                         continue
             except BlockingIOError:
-                return
+                break
             except OSError as e:
                 if e.errno != errno.ENETDOWN:
                     log.warning("port %d (%s): receive failed: %s", number, p.name, e.strerror)
-                return
+                break
             if vnet:
                 if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
-                    for frame in self._offloaded(p, data):
-                        stats.rx += 1
-                        if pcap is not None:
-                            pcap.write(frame)
-                        receive(number, frame)
+                    frames.extend(self._offloaded(p, data))
                     continue
                 data = data[VNET_HDR_LEN:]
-            stats.rx += 1
-            if pcap is not None:
-                pcap.write(data)
-            receive(number, data)
+            add(data)
+        stats = p.stats
+        stats.ignored += ignored
+        if not frames:
+            return
+        stats.rx += len(frames)
+        if pcap is not None:
+            for frame in frames:
+                pcap.write(frame)
+        if batch is not None:
+            batch(number, frames)
+            return
+        receive = dev.receive
+        for frame in frames:
+            receive(number, frame)
 
     def _offloaded(self, p: _Port, data: bytes) -> list[bytes]:
         """A frame whose sender left work to the NIC: finish its checksum, or cut a

@@ -34,6 +34,7 @@ from p4target.runtime.tables import TableRuntime
 from p4target.runtime.traffic import NUM_PRIORITIES, TrafficManager
 
 log = logging.getLogger(__name__)
+_monotonic_ns = time.monotonic_ns
 
 # standard_metadata.instance_type values of simple_switch
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
@@ -80,6 +81,7 @@ class Switch:
         self.seed = seed
         self._real_time = real_time
         self._t0 = time.monotonic()
+        self._t0_ns = time.monotonic_ns()
         self._vnow_us = 0
         self._down: set[int] = set()
         self.pre = ReplicationEngine()
@@ -159,7 +161,7 @@ class Switch:
     def now_us(self) -> int:
         """Microseconds since the switch started (virtual unless real_time)."""
         if self._real_time:
-            return int((time.monotonic() - self._t0) * 1e6)
+            return (_monotonic_ns() - self._t0_ns) // 1000
         return self._vnow_us
 
     # ------------------------------------------------------------------------------
@@ -375,9 +377,40 @@ class Switch:
         self._inq.append(_Job(data, port))
 
     def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        """Process one frame (and everything it causes) until idle; every output."""
-        self.send(port, frame)
-        return self.run_until_idle()
+        """Process one frame (and everything it causes) until idle; every output.
+
+        The same as ``send`` + ``run_until_idle``. When nothing else waits for the
+        ingress or egress pipeline (the usual case), the frame takes a direct path:
+        ingress, then straight to egress when its port has no rate limit, with no
+        job objects or queues in between; anything unusual (clones, resubmit,
+        multicast, a shaped port, recirculation) falls back to the general loop, so
+        the order of events and every metadata value are those of the general loop.
+        """
+        if self._inq or self._egq or type(port) is not int or not 0 <= port < DROP_PORT:
+            self.send(port, frame)
+            return self.run_until_idle()
+        data = frame if type(frame) is bytes else bytes(frame)
+        s = self.port_stats.get(port)
+        if s is None:
+            s = self._stats(port)
+        s.rx_packets += 1
+        s.rx_bytes += len(data)
+        if port in self._down:
+            self._drop("port_down", port)
+        else:
+            try:
+                self._ingress_direct(data, port)
+            except PacketAbort as e:
+                log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
+                self._drop("assert", port)
+            except Exception:  # the switch must survive any one packet
+                log.exception("%s: internal error in ingress; packet dropped", self.name)
+                self._drop("internal_error", port)
+        if self._inq or self._egq or self.tm.queued:
+            self._run()
+        out = self._out
+        self._out = []
+        return out
 
     def run_until_idle(self) -> list[tuple[int, bytes]]:
         """Process what is waiting and what the clock lets leave the queues now."""
@@ -470,6 +503,36 @@ class Switch:
             return
         sm.enq_qdepth = found
 
+    def _ingress_direct(self, data: bytes, port: int) -> None:
+        """``_ingress`` of a NORMAL frame from a port, then (unicast to a port with
+        no rate limit: the common case) its egress at once, as ``_run`` would do
+        next. Anything else goes through ``_after_ingress``/``_enqueue``."""
+        pipe = self.pipeline
+        st = pipe.parse(data, port, NORMAL, None)
+        sm = st.sm
+        real_time = self._real_time
+        now = (_monotonic_ns() - self._t0_ns) // 1000 if real_time else self._vnow_us
+        sm.ingress_global_timestamp = now
+        pipe.verify_checksum(st)
+        pipe.ingress(st)
+        if st.clones or st.digests or st.resubmit is not None or sm.mcast_grp:
+            self._after_ingress(st, data, port, None, 0)
+            return
+        spec = sm.egress_spec
+        if spec == DROP_PORT:
+            self._drop("ingress_drop", port)
+            return
+        sm.instance_type = NORMAL
+        if not 0 <= spec < DROP_PORT or not 0 <= sm.priority < NUM_PRIORITIES or self.tm.is_limited(spec):
+            self._enqueue(st, spec, 0)
+            return
+        # _enqueue on a port without a rate limit, then _run's egress of it
+        if real_time:
+            now = (_monotonic_ns() - self._t0_ns) // 1000
+        sm.enq_timestamp = now
+        sm.enq_qdepth = 0
+        self._egress_safe(st, spec, 0, 0)
+
     def _ingress(self, job: _Job) -> None:
         pipe = self.pipeline
         st = pipe.parse(job.data, job.port, job.itype, job.plen)
@@ -479,7 +542,14 @@ class Switch:
         sm.ingress_global_timestamp = self.now_us()
         pipe.verify_checksum(st)
         pipe.ingress(st)
-        plen = len(job.data) if job.plen is None else job.plen
+        self._after_ingress(st, job.data, job.port, job.plen, job.passes)
+
+    def _after_ingress(self, st, data: bytes, in_port: int, job_plen: int | None, passes: int) -> None:
+        """What simple_switch does between ingress and the queues: ingress clones,
+        digests, resubmit, multicast or unicast."""
+        pipe = self.pipeline
+        sm = st.sm
+        plen = len(data) if job_plen is None else job_plen
 
         if st.clones:
             _, session, fl = st.clones[-1]
@@ -487,9 +557,9 @@ class Switch:
             cfg = self.pre.session(session)
             if cfg is None:
                 log.debug("%s: clone to unconfigured session %d ignored", self.name, session)
-            elif job.passes < MAX_PASSES:
+            elif passes < MAX_PASSES:
                 for port, rid in cfg.replicas:
-                    c = pipe.parse(job.data, job.port, INGRESS_CLONE, plen)
+                    c = pipe.parse(data, in_port, INGRESS_CLONE, plen)
                     if fl is not None:
                         pipe.preserve(st, c, fl)
                     c.sm.instance_type = INGRESS_CLONE
@@ -497,7 +567,7 @@ class Switch:
                     c.sm.ingress_global_timestamp = sm.ingress_global_timestamp
                     if cfg.truncate:
                         c.truncate_to = cfg.truncate
-                    self._enqueue(c, port, job.passes + 1)
+                    self._enqueue(c, port, passes + 1)
             else:
                 self._drop("loop")
 
@@ -508,17 +578,17 @@ class Switch:
         if st.resubmit is not None:
             fl = st.resubmit
             st.resubmit = None
-            if job.passes >= MAX_PASSES:
-                self._drop("loop", job.port)
+            if passes >= MAX_PASSES:
+                self._drop("loop", in_port)
                 return
-            self._inq.appendleft(_Job(job.data, job.port, RESUBMIT, st, fl, plen, job.passes + 1))
+            self._inq.appendleft(_Job(data, in_port, RESUBMIT, st, fl, plen, passes + 1))
             return
 
         grp = sm.mcast_grp
         if grp:
             replicas = self.pre.replicas(grp)
             if not replicas:
-                self._drop("mcast_group_empty", job.port)
+                self._drop("mcast_group_empty", in_port)
                 return
             sm.instance_type = REPLICATION
             # simple_switch clears a copy's packet registers: a recirculate asked for
@@ -528,20 +598,20 @@ class Switch:
             for i, (port, rid) in enumerate(replicas):
                 c = st if i == last else pipe.copy_state(st)
                 c.sm.egress_rid = rid
-                self._enqueue(c, port, job.passes)
+                self._enqueue(c, port, passes)
             return
 
         spec = sm.egress_spec
         if spec == DROP_PORT:
-            self._drop("ingress_drop", job.port)
+            self._drop("ingress_drop", in_port)
             return
         sm.instance_type = NORMAL
-        self._enqueue(st, spec, job.passes)
+        self._enqueue(st, spec, passes)
 
     def _egress(self, st, port: int, depth: int, passes: int) -> None:
         pipe = self.pipeline
         sm = st.sm
-        now = self.now_us()
+        now = (_monotonic_ns() - self._t0_ns) // 1000 if self._real_time else self._vnow_us
         sm.egress_global_timestamp = now
         sm.deq_timedelta = now - sm.enq_timestamp
         sm.deq_qdepth = depth
@@ -603,7 +673,9 @@ class Switch:
         if port in self._down:
             self._drop("port_down", port)
             return
-        s = self._stats(port)
+        s = self.port_stats.get(port)
+        if s is None:
+            s = self._stats(port)
         s.tx_packets += 1
         s.tx_bytes += len(data)
         if port == self.cpu_port:

@@ -97,6 +97,8 @@ class TableRuntime:
         self._lpm_only = self.engine == "lpm" and len(kinds) == 1
         self._lpm: dict[int, dict[object, _Entry]] = {}
         self._lpm_lens: list[int] = []
+        # (shift, bucket) per prefix length, longest first: what apply probes
+        self._lpm_probe: list[tuple[int, dict[object, _Entry]]] = []
         # scan engine state
         self._scan: list[_Entry] = []
         self._scan_keys: list[tuple[int, int]] = []
@@ -114,7 +116,22 @@ class TableRuntime:
         plain = self.profile is None and not self.has_direct_counter and self.direct_meter is None
         if plain and self.engine == "exact":
             return self._apply_exact_plain
+        if plain and self._lpm_only:
+            return self._apply_lpm_only_plain
         return self._apply_generic
+
+    def _apply_lpm_only_plain(self, st, key, sel):
+        value = key[0]
+        for shift, bucket in self._lpm_probe:
+            e = bucket.get(value >> shift)
+            if e is not None:
+                return e.result
+        return self._default
+
+    def _lpm_reindex(self) -> None:
+        self._lpm_lens = lens = sorted(self._lpm, reverse=True)
+        width = self._lpm_width
+        self._lpm_probe = [(width - plen, self._lpm[plen]) for plen in lens]
 
     def _apply_exact_plain(self, st, key, sel):
         e = self._entries.get(key)
@@ -401,7 +418,7 @@ class TableRuntime:
             bucket = self._lpm.get(plen)
             if bucket is None:
                 bucket = self._lpm[plen] = {}
-                self._lpm_lens = sorted(self._lpm, reverse=True)
+                self._lpm_reindex()
             bucket[k] = e
         elif self.engine == "scan":
             sort_key = (-e.priority, e.seq)
@@ -417,7 +434,7 @@ class TableRuntime:
             del bucket[k]
             if not bucket:
                 del self._lpm[plen]
-                self._lpm_lens = sorted(self._lpm, reverse=True)
+                self._lpm_reindex()
         elif self.engine == "scan":
             i = bisect.bisect_left(self._scan_keys, (-e.priority, e.seq))
             del self._scan_keys[i]
@@ -488,7 +505,7 @@ class TableRuntime:
         self._check_mutable()
         self._entries.clear()
         self._lpm.clear()
-        self._lpm_lens = []
+        self._lpm_reindex()
         self._scan.clear()
         self._scan_keys.clear()
 
