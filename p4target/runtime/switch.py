@@ -397,15 +397,81 @@ class Switch:
         s.rx_bytes += len(data)
         if port in self._down:
             self._drop("port_down", port)
-        else:
+            return self.run_until_idle()
+        pipe = self.pipeline
+        real_time = self._real_time
+        st = None
+        # ---- as _ingress + _after_ingress + _enqueue, for a unicast frame
+        try:
+            st = pipe.parse(data, port, NORMAL, None)
+            sm = st.sm
+            now = (_monotonic_ns() - self._t0_ns) // 1000 if real_time else self._vnow_us
+            sm.ingress_global_timestamp = now
+            pipe.verify_checksum(st)
+            pipe.ingress(st)
+            if st.clones or st.digests or st.resubmit is not None or sm.mcast_grp:
+                self._after_ingress(st, data, port, None, 0)
+                st = None
+            else:
+                out_port = sm.egress_spec
+                if out_port == DROP_PORT:
+                    self._drop("ingress_drop", port)
+                    st = None
+                else:
+                    sm.instance_type = NORMAL
+                    if (not 0 <= out_port < DROP_PORT or not 0 <= sm.priority < NUM_PRIORITIES
+                            or out_port in self.tm.limited):
+                        self._enqueue(st, out_port, 0)
+                        st = None
+                    else:  # no rate limit: the packet would leave the queue at once
+                        if real_time:
+                            now = (_monotonic_ns() - self._t0_ns) // 1000
+                        sm.enq_timestamp = now
+                        sm.enq_qdepth = 0
+        except PacketAbort as e:
+            log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
+            self._drop("assert", port)
+            st = None
+        except Exception:  # the switch must survive any one packet
+            log.exception("%s: internal error in ingress; packet dropped", self.name)
+            self._drop("internal_error", port)
+            st = None
+        # ---- as _egress_safe(st, out_port, 0, 0)
+        if st is not None:
             try:
-                self._ingress_direct(data, port)
+                if real_time:
+                    now = (_monotonic_ns() - self._t0_ns) // 1000
+                sm.egress_global_timestamp = now
+                sm.deq_timedelta = now - sm.enq_timestamp
+                sm.deq_qdepth = 0
+                sm.egress_port = out_port
+                sm.egress_spec = 0
+                pipe.egress(st)
+                if st.clones or sm.egress_spec == DROP_PORT or st.recirculate is not None:
+                    self._egress_after(st, out_port, 0)
+                else:
+                    pipe.compute_checksum(st)
+                    data = pipe.deparse(st)
+                    cut = st.truncate_to
+                    if cut is not None and 0 < cut < len(data):
+                        data = data[:cut]
+                    if out_port in self._down:
+                        self._drop("port_down", out_port)
+                    else:
+                        s = self.port_stats.get(out_port)
+                        if s is None:
+                            s = self._stats(out_port)
+                        s.tx_packets += 1
+                        s.tx_bytes += len(data)
+                        if out_port == self.cpu_port:
+                            self.packet_ins.append(data)
+                        self._out.append((out_port, data))
             except PacketAbort as e:
-                log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
-                self._drop("assert", port)
-            except Exception:  # the switch must survive any one packet
-                log.exception("%s: internal error in ingress; packet dropped", self.name)
-                self._drop("internal_error", port)
+                log.warning("%s: assertion failed in egress (%s): packet dropped", self.name, e.where)
+                self._drop("assert", out_port)
+            except Exception:
+                log.exception("%s: internal error in egress; packet dropped", self.name)
+                self._drop("internal_error", out_port)
         if self._inq or self._egq or self.tm.queued:
             self._run()
         out = self._out
@@ -503,36 +569,6 @@ class Switch:
             return
         sm.enq_qdepth = found
 
-    def _ingress_direct(self, data: bytes, port: int) -> None:
-        """``_ingress`` of a NORMAL frame from a port, then (unicast to a port with
-        no rate limit: the common case) its egress at once, as ``_run`` would do
-        next. Anything else goes through ``_after_ingress``/``_enqueue``."""
-        pipe = self.pipeline
-        st = pipe.parse(data, port, NORMAL, None)
-        sm = st.sm
-        real_time = self._real_time
-        now = (_monotonic_ns() - self._t0_ns) // 1000 if real_time else self._vnow_us
-        sm.ingress_global_timestamp = now
-        pipe.verify_checksum(st)
-        pipe.ingress(st)
-        if st.clones or st.digests or st.resubmit is not None or sm.mcast_grp:
-            self._after_ingress(st, data, port, None, 0)
-            return
-        spec = sm.egress_spec
-        if spec == DROP_PORT:
-            self._drop("ingress_drop", port)
-            return
-        sm.instance_type = NORMAL
-        if not 0 <= spec < DROP_PORT or not 0 <= sm.priority < NUM_PRIORITIES or self.tm.is_limited(spec):
-            self._enqueue(st, spec, 0)
-            return
-        # _enqueue on a port without a rate limit, then _run's egress of it
-        if real_time:
-            now = (_monotonic_ns() - self._t0_ns) // 1000
-        sm.enq_timestamp = now
-        sm.enq_qdepth = 0
-        self._egress_safe(st, spec, 0, 0)
-
     def _ingress(self, job: _Job) -> None:
         pipe = self.pipeline
         st = pipe.parse(job.data, job.port, job.itype, job.plen)
@@ -618,7 +654,13 @@ class Switch:
         sm.egress_port = port
         sm.egress_spec = 0
         pipe.egress(st)
+        self._egress_after(st, port, passes)
 
+    def _egress_after(self, st, port: int, passes: int) -> None:
+        """What simple_switch does after egress: egress clones, the drop check,
+        compute checksum, deparse, then recirculate or transmit."""
+        pipe = self.pipeline
+        sm = st.sm
         if st.clones:
             _, session, fl = st.clones[-1]
             st.clones.clear()

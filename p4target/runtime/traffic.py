@@ -40,6 +40,9 @@ class TrafficManager:
         self._seq = itertools.count()
         self.queued = 0
         self.default_depth = DEFAULT_DEPTH
+        # ports with a rate: the switch sends every other port's packets straight to
+        # egress without calling this module
+        self.limited: set[int] = set()
 
     def _port(self, port: int) -> _Port:
         p = self._ports.get(port)
@@ -62,6 +65,10 @@ class TrafficManager:
         if pps is not None and (isinstance(pps, bool) or not isinstance(pps, (int, float)) or pps <= 0):
             raise EntryError("invalid", f"queue rate {pps!r} must be packets/s > 0, or None for unlimited")
         self._port(port).rate_pps = float(pps) if pps is not None else None
+        if pps is None:
+            self.limited.discard(port)
+        else:
+            self.limited.add(port)
 
     def is_limited(self, port: int) -> bool:
         p = self._ports.get(port)
