@@ -385,6 +385,10 @@ class Switch:
         job objects or queues in between; anything unusual (clones, resubmit,
         multicast, a shaped port, recirculation) falls back to the general loop, so
         the order of events and every metadata value are those of the general loop.
+        With the real-time clock the direct path reads the clock once, at ingress:
+        a packet that waits in no queue is enqueued and dequeued at that instant
+        (enq_timestamp = egress_global_timestamp = ingress_global_timestamp,
+        deq_timedelta 0), as with the virtual clock.
         """
         if self._inq or self._egq or type(port) is not int or not 0 <= port < DROP_PORT:
             self.send(port, frame)
@@ -399,13 +403,12 @@ class Switch:
             self._drop("port_down", port)
             return self.run_until_idle()
         pipe = self.pipeline
-        real_time = self._real_time
         st = None
         # ---- as _ingress + _after_ingress + _enqueue, for a unicast frame
         try:
             st = pipe.parse(data, port, NORMAL, None)
             sm = st.sm
-            now = (_monotonic_ns() - self._t0_ns) // 1000 if real_time else self._vnow_us
+            now = (_monotonic_ns() - self._t0_ns) // 1000 if self._real_time else self._vnow_us
             sm.ingress_global_timestamp = now
             pipe.verify_checksum(st)
             pipe.ingress(st)
@@ -424,8 +427,6 @@ class Switch:
                         self._enqueue(st, out_port, 0)
                         st = None
                     else:  # no rate limit: the packet would leave the queue at once
-                        if real_time:
-                            now = (_monotonic_ns() - self._t0_ns) // 1000
                         sm.enq_timestamp = now
                         sm.enq_qdepth = 0
         except PacketAbort as e:
@@ -439,10 +440,8 @@ class Switch:
         # ---- as _egress_safe(st, out_port, 0, 0)
         if st is not None:
             try:
-                if real_time:
-                    now = (_monotonic_ns() - self._t0_ns) // 1000
                 sm.egress_global_timestamp = now
-                sm.deq_timedelta = now - sm.enq_timestamp
+                sm.deq_timedelta = 0
                 sm.deq_qdepth = 0
                 sm.egress_port = out_port
                 sm.egress_spec = 0
