@@ -68,6 +68,7 @@ def snapshot(sw: Any, st: PipelineState) -> list[p4runtime_pb2.Update]:
         getattr(req, kind).SetInParent()
         if kind == "table_entry":
             req.table_entry.counter_data.SetInParent()
+            req.table_entry.meter_config.SetInParent()
         for ent in read_entities(sw, st, req):
             if kind == "table_entry" and ent.table_entry.is_const:
                 continue

@@ -14,7 +14,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
 from p4target.p4runtime import bytestrings
-from p4target.p4runtime.errors import UNIMPLEMENTED, P4RTError, from_entry_error, invalid
+from p4target.p4runtime.errors import NOT_FOUND, OUT_OF_RANGE, UNIMPLEMENTED, P4RTError, from_entry_error, invalid
 from p4target.p4runtime.schema import TableInfo
 from p4target.p4runtime.state import PipelineState, entry_key
 from p4target.p4runtime.translate import (
@@ -28,7 +28,9 @@ from p4target.p4runtime.translate import (
 
 def read_entities(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> Iterator[p4runtime_pb2.Entity]:
     which = request.WhichOneof("entity")
-    reader = _READERS.get(which or "")
+    if which is None:
+        raise invalid("read of an empty entity; set one entity kind (a wildcard of everything is not allowed)")
+    reader = _READERS.get(which)
     if reader is None:
         raise P4RTError(UNIMPLEMENTED, f"reading {which or 'an empty entity'} is not supported")
     try:
@@ -48,13 +50,14 @@ def _default_call(sw: Any, t: TableInfo) -> ActionCall:
     return ActionCall(name, params)
 
 
-def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counters: bool) -> p4runtime_pb2.TableEntry:
-    """One Switch TableEntry as a P4Runtime TableEntry."""
+def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counters: bool,
+                        with_meter: bool = False) -> p4runtime_pb2.TableEntry:
+    """One Switch TableEntry as a P4Runtime TableEntry (direct resources only if asked)."""
     msg = p4runtime_pb2.TableEntry(table_id=t.id)
     msg.match.extend(encode_match(t, entry.match))
     if entry.priority is not None:
         msg.priority = entry.priority
-    key = entry_key(t.name, entry.match, entry.priority) if (st.one_shots or st.direct_meters) else None
+    key = entry_key(t.name, entry.match, entry.priority) if (st.one_shots or (with_meter and st.direct_meters)) else None
     if entry.action is not None:
         msg.action.action.CopyFrom(encode_action(st.schema, entry.action, entry.params))
     elif entry.member is not None:
@@ -67,7 +70,7 @@ def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counte
             msg.action.action_profile_group_id = entry.group
     if with_counters and t.direct_counter_id is not None and entry.counters is not None:
         msg.counter_data.packet_count, msg.counter_data.byte_count = entry.counters
-    if key in st.direct_meters:
+    if with_meter and key in st.direct_meters:
         msg.meter_config.CopyFrom(st.direct_meters[key])
     if getattr(entry, "is_const", False):
         msg.is_const = True
@@ -75,7 +78,12 @@ def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counte
 
 
 def _read_table_entries(sw: Any, st: PipelineState, req: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.Entity]:
+    """Entries matching the request's filters (spec "Wildcard Reads"): table, match,
+    priority, action id, default entry."""
+    if req.HasField("meter_counter_data"):
+        raise P4RTError(UNIMPLEMENTED, "per-colour meter counters are not supported")
     with_counters = req.HasField("counter_data")
+    with_meter = req.HasField("meter_config")
     for t in _tables(st, req.table_id):
         if req.is_default_action:
             call = _default_call(sw, t)
@@ -83,13 +91,22 @@ def _read_table_entries(sw: Any, st: PipelineState, req: p4runtime_pb2.TableEntr
             msg.action.action.CopyFrom(encode_action(st.schema, call.name, call.params))
             yield p4runtime_pb2.Entity(table_entry=msg)
             continue
-        want_match = None
-        if req.table_id and (len(req.match) or req.priority):
-            want_match = entry_key(t.name, decode_match(t, req.match), decode_priority(t, req.priority))
+        want_match = want_priority = want_action = None
+        if req.table_id:
+            if len(req.match):
+                want_match = entry_key(t.name, decode_match(t, req.match), decode_priority(t, req.priority))
+            elif req.priority:
+                want_priority = req.priority
+            if req.action.WhichOneof("type") == "action" and req.action.action.action_id:
+                want_action = st.schema.action(req.action.action.action_id).name
         for entry in sw.table_entries(t.name):
             if want_match is not None and entry_key(t.name, entry.match, entry.priority) != want_match:
                 continue
-            yield p4runtime_pb2.Entity(table_entry=table_entry_message(st, t, entry, with_counters))
+            if want_priority is not None and entry.priority != want_priority:
+                continue
+            if want_action is not None and entry.action != want_action:
+                continue
+            yield p4runtime_pb2.Entity(table_entry=table_entry_message(st, t, entry, with_counters, with_meter))
 
 
 def _read_members(sw: Any, st: PipelineState, req: p4runtime_pb2.ActionProfileMember):
@@ -127,8 +144,10 @@ def _indexes(req, size: int, name: str) -> range | list[int]:
     if not req.HasField("index"):
         return range(size)
     i = req.index.index
-    if not 0 <= i < size:
-        raise P4RTError(11, f"'{name}': index {i} outside 0..{size - 1}")  # OUT_OF_RANGE
+    if i < 0:
+        raise invalid(f"'{name}': index {i} is negative")
+    if i >= size:
+        raise P4RTError(OUT_OF_RANGE, f"'{name}': index {i} outside 0..{size - 1}")
     return [i]
 
 
@@ -151,15 +170,19 @@ def _read_direct_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectC
         want = None
         if len(req.table_entry.match) or req.table_entry.priority:
             want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
+        found = False
         for entry in sw.table_entries(t.name):
             if want is not None and entry_key(t.name, entry.match, entry.priority) != want:
                 continue
+            found = True
             d = p4runtime_pb2.DirectCounterEntry()
             d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
             packets, nbytes = entry.counters or (0, 0)
             d.data.packet_count = packets
             d.data.byte_count = nbytes
             yield p4runtime_pb2.Entity(direct_counter_entry=d)
+        if want is not None and not found:
+            raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match for its direct counter")
 
 
 def _read_registers(sw: Any, st: PipelineState, req: p4runtime_pb2.RegisterEntry):
@@ -172,6 +195,8 @@ def _read_registers(sw: Any, st: PipelineState, req: p4runtime_pb2.RegisterEntry
 
 
 def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
+    if req.HasField("counter_data"):
+        raise P4RTError(UNIMPLEMENTED, "per-colour meter counters are not supported")
     for info in _externs(st, req.meter_id, "meter"):
         for i in _indexes(req, info.size, info.name):
             m = p4runtime_pb2.MeterEntry(meter_id=info.id)
@@ -183,21 +208,29 @@ def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
 
 
 def _read_direct_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectMeterEntry):
+    if req.HasField("counter_data"):
+        raise P4RTError(UNIMPLEMENTED, "per-colour meter counters are not supported")
     tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_meter_id is not None]
+    if req.table_entry.table_id and not tables:
+        raise invalid(f"table id {req.table_entry.table_id} has no direct meter")
     for t in tables:
         want = None
         if len(req.table_entry.match) or req.table_entry.priority:
             want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
+        found = False
         for entry in sw.table_entries(t.name):
             key = entry_key(t.name, entry.match, entry.priority)
             if want is not None and key != want:
                 continue
+            found = True
             d = p4runtime_pb2.DirectMeterEntry()
             d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
             d.table_entry.ClearField("meter_config")
             if key in st.direct_meters:
                 d.config.CopyFrom(st.direct_meters[key])
             yield p4runtime_pb2.Entity(direct_meter_entry=d)
+        if want is not None and not found:
+            raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match for its direct meter")
 
 
 def _read_pre(sw: Any, st: PipelineState, req: p4runtime_pb2.PacketReplicationEngineEntry):

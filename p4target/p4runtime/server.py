@@ -103,12 +103,15 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Read(self, request, context):
         try:
             self._check_device(request.device_id)
-            chunks = self.s.read(request.entities)
+            found, errors = self.s.read(request.entities)
         except P4RTError as err:
             self._abort(context, err)
         except Exception as exc:  # noqa: BLE001
             self._internal(context, "Read", exc)
-        yield from chunks
+        yield from self.s.chunks(found)
+        if any(e.canonical_code != OK for e in errors):
+            # the entities of the valid requests were sent; the status says which failed
+            abort_with_status(context, batch_status(errors))
 
     # ---- pipeline ----------------------------------------------------------------------
     def SetForwardingPipelineConfig(self, request, context):
@@ -342,7 +345,7 @@ class P4RuntimeServer:
                 if config is not None and (config.HasField("p4info") or config.p4_device_config):
                     raise invalid("COMMIT takes no config; it commits the one saved with VERIFY_AND_SAVE")
                 if self.saved is None:
-                    raise P4RTError(FAILED_PRECONDITION, "no saved config to commit; use VERIFY_AND_SAVE first")
+                    raise P4RTError(NOT_FOUND, "no saved config to commit; use VERIFY_AND_SAVE first")
                 saved, self.saved = self.saved, None
                 if config is not None and config.HasField("cookie"):
                     saved.state.cookie = config.cookie.cookie
@@ -393,9 +396,9 @@ class P4RuntimeServer:
 
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         st = self.state
-        if st is None:
-            raise P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set; push one with SetForwardingPipelineConfig")
         resp = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        if st is None:
+            return resp  # no config known yet: the top-level config is left unset (spec)
         cfg = resp.config
         cfg.cookie.cookie = st.cookie
         if response_type in (GetType.ALL, GetType.P4INFO_AND_COOKIE):
@@ -434,18 +437,27 @@ class P4RuntimeServer:
                         errors.append(update_error(INTERNAL, f"internal error: {exc}"))
         return errors
 
-    def read(self, entities) -> Iterator[p4runtime_pb2.ReadResponse]:
-        """All matching entities, gathered under the lock, then streamed in chunks."""
+    def read(self, entities) -> tuple[list[p4runtime_pb2.Entity], list[p4runtime_pb2.Error]]:
+        """Entities matching each request, and one p4.v1.Error per request (spec "Batch
+        Processing" of Read): gathered under the lock, then streamed by the caller."""
+        found: list[p4runtime_pb2.Entity] = []
+        errors: list[p4runtime_pb2.Error] = []
         with self.lock:
             dev, st, _ = self._target()
             with dev.lock:
-                found: list[p4runtime_pb2.Entity] = []
                 for ent in entities:
-                    found.extend(read_entities(dev.switch, st, ent))
-        return self._chunks(found)
+                    try:
+                        found.extend(read_entities(dev.switch, st, ent))
+                        errors.append(update_error(OK))
+                    except P4RTError as err:
+                        errors.append(update_error(err.code, err.message))
+                    except Exception as exc:  # noqa: BLE001 - one bad request, not the server
+                        log.exception("device %d: read failed unexpectedly", self.device_id)
+                        errors.append(update_error(INTERNAL, f"internal error: {exc}"))
+        return found, errors
 
     @staticmethod
-    def _chunks(found: list[p4runtime_pb2.Entity]) -> Iterator[p4runtime_pb2.ReadResponse]:
+    def chunks(found: list[p4runtime_pb2.Entity]) -> Iterator[p4runtime_pb2.ReadResponse]:
         if not found:
             yield p4runtime_pb2.ReadResponse()
             return

@@ -52,6 +52,10 @@ class PipelineState:
     digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = field(default_factory=dict)
     next_one_shot: int = ONE_SHOT_BASE
 
+    def schema_tables_of(self, profile: str) -> set[str]:
+        """Names of the tables implemented by action profile ``profile``."""
+        return {t.name for t in self.schema.tables.values() if t.profile is not None and t.profile.name == profile}
+
     def fresh(self) -> "PipelineState":
         """The same pipeline with nothing written yet (for replays into a new switch)."""
         return PipelineState(self.schema, self.compiled, self.device_config, self.cookie)

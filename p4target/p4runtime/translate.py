@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.p4runtime import bytestrings
-from p4target.p4runtime.errors import invalid
+from p4target.p4runtime.errors import PERMISSION_DENIED, P4RTError, invalid
 from p4target.p4runtime.schema import ActionInfo, Schema, TableInfo
 from p4target.runtime.entries import Exact, Lpm, MatchValue, Optional, Range, Ternary
 
@@ -135,10 +135,13 @@ def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default:
     if a.action_id not in t.actions:
         raise invalid(f"table '{t.name}': action id {a.action_id} is not one of the table's actions")
     scope = t.actions[a.action_id]
+    # a valid action used outside its scope is PERMISSION_DENIED (spec 9.1.3)
     if default and scope == "table_only":
-        raise invalid(f"table '{t.name}': action '{schema.actions[a.action_id].name}' is @tableonly, not a default")
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
+                        "@tableonly; it cannot be the default action")
     if not default and scope == "default_only":
-        raise invalid(f"table '{t.name}': action '{schema.actions[a.action_id].name}' is @defaultonly")
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
+                        "@defaultonly; it cannot be used in entries")
     return decode_action(schema, a, f"table '{t.name}'")
 
 

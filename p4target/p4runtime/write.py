@@ -72,34 +72,52 @@ def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> No
 # ---- table entries ---------------------------------------------------------------------
 
 
+def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> None:
+    """Direct-resource and idle-timeout fields of a written TableEntry (spec 9.1.9, 9.1.10)."""
+    if e.HasField("meter_counter_data"):
+        raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': per-colour meter counters are not supported")
+    if e.HasField("meter_config"):
+        if t.direct_meter_id is None:
+            raise invalid(f"table '{t.name}' has no direct meter; leave meter_config out")
+        _meter_tuple(e.meter_config)
+    if e.HasField("counter_data"):
+        if t.direct_counter_id is None:
+            raise invalid(f"table '{t.name}' has no direct counter; leave counter_data out")
+        if e.counter_data.packet_count < 0 or e.counter_data.byte_count < 0:
+            raise invalid(f"table '{t.name}': counter values cannot be negative")
+    if e.HasField("time_since_last_hit"):
+        raise invalid(f"table '{t.name}': time_since_last_hit is read-only; leave it out of writes")
+    if e.idle_timeout_ns:
+        if not t.model.supports_idle_timeout:
+            raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
+        raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': idle timeout notifications are not implemented")
+
+
 def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
     s = st.schema
     t = s.table(e.table_id)
     if e.is_default_action:
         _write_default(sw, st, op, t, e)
         return
-    if t.is_const:
-        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; it cannot be written")
-    if e.HasField("meter_config") or e.HasField("meter_counter_data"):
-        if t.direct_meter_id is None:
-            raise invalid(f"table '{t.name}' has no direct meter; leave meter_config out")
-    if e.HasField("counter_data") and t.direct_counter_id is None:
-        raise invalid(f"table '{t.name}' has no direct counter; leave counter_data out")
-    if e.idle_timeout_ns:
-        if not t.model.supports_idle_timeout:
-            raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
-        raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': idle timeout notifications are not implemented")
+    _check_direct_fields(t, e)
     match = decode_match(t, e.match)
     priority = decode_priority(t, e.priority)
     key = entry_key(t.name, match, priority)
+    which = e.action.WhichOneof("type")
+    if t.is_const and not (op == MODIFY and which is None):
+        # only the direct resources of const entries may change (spec 9.1.5)
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; only their direct counters and "
+                        "meters may be modified (MODIFY without an action)")
     if op == DELETE:
         _call(sw, "table_delete", t.name, match, priority=priority)
         _drop_one_shot(sw, st, t, key)
         st.direct_meters.pop(key, None)
         return
-    which = e.action.WhichOneof("type")
     if which is None:
-        raise invalid(f"table '{t.name}': the entry has no action")
+        if op == INSERT:
+            raise invalid(f"table '{t.name}': an INSERT needs an action")
+        _modify_direct_resources(sw, st, t, e, match, priority, key)
+        return
     undo: list[Callable[[], None]] = []
     old_one_shot = st.one_shots.get(key) if op == MODIFY else None
     new_one_shot: OneShot | None = None
@@ -114,23 +132,32 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
             if t.profile is None:
                 raise invalid(f"table '{t.name}' has no action profile: give an action, not a {which}")
             params = None
-            if which == "action_profile_member_id":
-                target = Member(e.action.action_profile_member_id)
-            elif which == "action_profile_group_id":
-                if not t.profile.with_selector:
-                    raise invalid(f"table '{t.name}': '{t.profile.name}' is an action profile without groups")
-                target = Group(e.action.action_profile_group_id)
-            else:  # action_profile_action_set
+            if which == "action_profile_action_set":
                 new_one_shot = _make_one_shot(sw, st, t, e.action.action_profile_action_set, undo)
                 target = Group(new_one_shot.group_id)
-        meter = _meter_tuple(e.meter_config) if e.HasField("meter_config") else None
+            else:
+                if _uses_one_shots(st, t.profile.name):
+                    raise invalid(f"table '{t.name}': '{t.profile.name}' is programmed with one-shot action sets; "
+                                  "do not mix them with member/group ids")
+                if which == "action_profile_member_id":
+                    if not e.action.action_profile_member_id:
+                        raise invalid(f"table '{t.name}': member id 0 is not valid")
+                    target = Member(e.action.action_profile_member_id)
+                else:
+                    if not t.profile.with_selector:
+                        raise invalid(f"table '{t.name}': '{t.profile.name}' is an action profile without groups")
+                    if not e.action.action_profile_group_id:
+                        raise invalid(f"table '{t.name}': group id 0 is not valid")
+                    target = Group(e.action.action_profile_group_id)
         if op == INSERT:
             _call(sw, "table_add", t.name, match, target, params, priority=priority)
             undo.append(lambda: sw.table_delete(t.name, match, priority=priority))
         else:
             _call(sw, "table_modify", t.name, match, target, params, priority=priority)
-        if meter is not None:
-            _call(sw, "direct_meter_set", t.name, match, *meter, priority=priority)
+        if e.HasField("meter_config"):
+            _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
+        elif op == MODIFY and t.direct_meter_id is not None:
+            _call(sw, "direct_meter_clear", t.name, match, priority=priority)  # unset = back to all-GREEN
         if e.HasField("counter_data"):
             _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
                   e.counter_data.byte_count, priority=priority)
@@ -143,6 +170,8 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         raise
     if e.HasField("meter_config"):
         st.direct_meters[key] = e.meter_config
+    else:
+        st.direct_meters.pop(key, None)
     if new_one_shot is not None:
         st.one_shots[key] = new_one_shot
     if old_one_shot is not None:
@@ -151,7 +180,33 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         _release_one_shot(sw, st, t, old_one_shot)
 
 
+def _modify_direct_resources(sw: Any, st: PipelineState, t, e, match, priority, key) -> None:
+    """MODIFY without an action: only the direct counter/meter given change."""
+    if e.HasField("meter_config"):
+        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
+        st.direct_meters[key] = e.meter_config
+    if e.HasField("counter_data"):
+        _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
+              e.counter_data.byte_count, priority=priority)
+    if not e.HasField("meter_config") and not e.HasField("counter_data"):
+        _require_entry(sw, t, match, priority)  # a no-op, but only for an entry that exists
+
+
+def _require_entry(sw: Any, t, match, priority) -> None:
+    want = entry_key(t.name, match, priority)
+    for entry in sw.table_entries(t.name):
+        if entry_key(t.name, entry.match, entry.priority) == want:
+            return
+    raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
+
+
+def _uses_one_shots(st: PipelineState, profile: str) -> bool:
+    return any(k[0] in st.schema_tables_of(profile) for k in st.one_shots)
+
+
 def _meter_tuple(c: p4runtime_pb2.MeterConfig) -> tuple[int, int, int, int]:
+    if c.eburst:
+        raise invalid("meter config: eburst is only for single-rate meters; v1model meters are two-rate (trTCM)")
     if c.cir < 0 or c.pir < 0 or c.cburst < 0 or c.pburst < 0:
         raise invalid("meter config values cannot be negative")
     if c.pir < c.cir:
@@ -166,11 +221,13 @@ def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
         raise invalid(f"table '{t.name}': one-shot action sets need an action selector")
     if not aset.action_profile_actions:
         raise invalid(f"table '{t.name}': the action set is empty")
-    if prof.max_group_size and len(aset.action_profile_actions) > prof.max_group_size:
-        raise P4RTError(
-            RESOURCE_EXHAUSTED,
-            f"action set of {len(aset.action_profile_actions)} is larger than max group size {prof.max_group_size}",
-        )
+    if st.members.get(prof.name) or st.groups.get(prof.name):
+        raise invalid(f"table '{t.name}': '{prof.name}' is programmed with members and groups; "
+                      "do not mix them with one-shot action sets")
+    total = sum(max(apa.weight, 0) for apa in aset.action_profile_actions)
+    if prof.max_group_size and total > prof.max_group_size:
+        raise invalid(f"table '{t.name}': the action set's weights add up to {total}, above the selector's "
+                      f"max group size {prof.max_group_size}")
     calls = []
     for i, apa in enumerate(aset.action_profile_actions):
         call = table_action(st.schema, t, apa.action, default=False)
@@ -211,15 +268,20 @@ def _write_default(sw: Any, st: PipelineState, op: int, t, e: p4runtime_pb2.Tabl
         raise invalid(f"table '{t.name}': the default entry can only be modified (use MODIFY)")
     if len(e.match) or e.priority:
         raise invalid(f"table '{t.name}': the default entry has no match fields and no priority")
+    if e.idle_timeout_ns or e.HasField("time_since_last_hit"):
+        raise invalid(f"table '{t.name}': default entries have no idle timeout")
     if t.const_default:
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has a const default action")
+    if t.profile is not None:
+        raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' uses action profile '{t.profile.name}': its default "
+                        "entry is a constant NoAction (spec 9.1.4)")
     which = e.action.WhichOneof("type")
     if which is None:  # MODIFY without an action: back to the program's default
         _call(sw, "table_reset_default", t.name)
         st.defaults.pop(t.name, None)
         return
     if which != "action":
-        raise invalid(f"table '{t.name}': the default entry of a table with a profile cannot be set")
+        raise invalid(f"table '{t.name}': a default entry takes an action, not a {which}")
     call = table_action(st.schema, t, e.action.action, default=True)
     _call(sw, "table_set_default", t.name, call.name, call.params)
     st.defaults[t.name] = call
@@ -230,6 +292,10 @@ def _write_default(sw: Any, st: PipelineState, op: int, t, e: p4runtime_pb2.Tabl
 
 def _write_member(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.ActionProfileMember) -> None:
     prof = st.schema.profile(m.action_profile_id)
+    if m.member_id == 0:
+        raise invalid(f"action profile '{prof.name}': member id 0 is not valid")
+    if _uses_one_shots(st, prof.name):
+        raise invalid(f"'{prof.name}' is programmed with one-shot action sets; do not mix them with members")
     if m.member_id >= 0xF000_0000:
         raise invalid(f"member id {m.member_id} is reserved for one-shot action sets; use ids below 0xF0000000")
     members = st.members.setdefault(prof.name, {})
@@ -265,8 +331,12 @@ def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionPro
     prof = st.schema.profile(g.action_profile_id)
     if not prof.with_selector:
         raise invalid(f"'{prof.name}' is an action profile without a selector; it has no groups")
+    if g.group_id == 0:
+        raise invalid(f"action selector '{prof.name}': group id 0 is not valid")
     if g.group_id >= 0xF000_0000:
         raise invalid(f"group id {g.group_id} is reserved for one-shot action sets; use ids below 0xF0000000")
+    if _uses_one_shots(st, prof.name):
+        raise invalid(f"'{prof.name}' is programmed with one-shot action sets; do not mix them with groups")
     groups = st.groups.setdefault(prof.name, {})
     if op == DELETE:
         _call(sw, "act_prof_delete_group", prof.name, g.group_id)
@@ -278,18 +348,22 @@ def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionPro
         if mem.weight <= 0:
             raise invalid(f"{where}: member {mem.member_id} needs a weight >= 1")
         members.append((mem.member_id, mem.weight, _watch(mem, f"{where} member {mem.member_id}")))
+    # max_size rules (spec "Rules on Setting max_size"); sizes count weights (sum_of_weights)
     if g.max_size < 0:
         raise invalid(f"{where}: max_size cannot be negative")
-    if prof.max_group_size and g.max_size > prof.max_group_size:
-        raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: max_size {g.max_size} above the selector's max group size {prof.max_group_size}")
-    if g.max_size and len(members) > g.max_size:
-        raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: {len(members)} members exceed the group's max_size {g.max_size}")
+    if prof.max_group_size and not 0 < g.max_size <= prof.max_group_size:
+        raise invalid(f"{where}: max_size must be 1..{prof.max_group_size} (the selector's max group size)")
+    old = groups.get(g.group_id)
+    if op == MODIFY and old is not None and g.max_size != old.max_size:
+        raise invalid(f"{where}: max_size {g.max_size} differs from the {old.max_size} it was inserted with")
+    total = sum(w for _, w, _ in members)
+    if g.max_size and total > g.max_size:
+        raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: member weights add up to {total}, above max_size {g.max_size}")
     if op == INSERT:
         _call(sw, "act_prof_add_group", prof.name, g.group_id, members=members, max_size=g.max_size)
     else:
-        _call(sw, "act_prof_modify_group", prof.name, g.group_id, members=members, max_size=g.max_size or None)
-    old = groups.get(g.group_id)
-    groups[g.group_id] = GroupRecord(members, g.max_size or (old.max_size if old and op == MODIFY else 0))
+        _call(sw, "act_prof_modify_group", prof.name, g.group_id, members=members, max_size=g.max_size)
+    groups[g.group_id] = GroupRecord(members, g.max_size)
 
 
 # ---- indexed externs ---------------------------------------------------------------
@@ -299,7 +373,9 @@ def _index(msg, size: int, where: str) -> list[int]:
     if not msg.HasField("index"):
         return list(range(size))
     i = msg.index.index
-    if not 0 <= i < size:
+    if i < 0:
+        raise invalid(f"{where}: index {i} is negative")
+    if i >= size:
         raise P4RTError(OUT_OF_RANGE, f"{where}: index {i} outside 0..{size - 1}")
     return [i]
 
@@ -310,7 +386,10 @@ def _write_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.Counter
     info = st.schema.extern(c.counter_id, "counter")
     if c.data.packet_count < 0 or c.data.byte_count < 0:
         raise invalid(f"counter '{info.name}': counts cannot be negative")
-    for i in _index(c, info.size, f"counter '{info.name}'"):
+    indexes = _index(c, info.size, f"counter '{info.name}'")
+    if not c.HasField("data"):
+        return  # no data: the counters are not modified
+    for i in indexes:
         _call(sw, "counter_write", info.name, i, c.data.packet_count, c.data.byte_count)
 
 
@@ -324,6 +403,9 @@ def _write_direct_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.
         raise invalid(f"direct counter of '{t.name}': counts cannot be negative")
     match = decode_match(t, c.table_entry.match)
     priority = decode_priority(t, c.table_entry.priority)
+    if not c.HasField("data"):
+        _require_entry(sw, t, match, priority)  # no data: nothing changes
+        return
     _call(sw, "direct_counter_write", t.name, match, c.data.packet_count, c.data.byte_count, priority=priority)
 
 
@@ -342,6 +424,8 @@ def _write_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.MeterEntr
     if op != MODIFY:
         raise invalid("meter entries can only be modified (use MODIFY)")
     info = st.schema.extern(m.meter_id, "meter")
+    if m.HasField("counter_data"):
+        raise P4RTError(UNIMPLEMENTED, f"meter '{info.name}': per-colour meter counters are not supported")
     indexes = _index(m, info.size, f"meter '{info.name}'")
     if m.HasField("config"):
         cfg = _meter_tuple(m.config)
@@ -360,6 +444,8 @@ def _write_direct_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.Di
     t = st.schema.table(m.table_entry.table_id)
     if t.direct_meter_id is None:
         raise invalid(f"table '{t.name}' has no direct meter")
+    if m.HasField("counter_data"):
+        raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': per-colour meter counters are not supported")
     match = decode_match(t, m.table_entry.match)
     priority = decode_priority(t, m.table_entry.priority)
     key = entry_key(t.name, match, priority)
@@ -387,6 +473,11 @@ def _replicas(replicas, where: str) -> list[tuple[int, int]]:
             raise invalid(f"{where}: replica without a port")
         if len(r.backup_replicas):
             raise P4RTError(UNIMPLEMENTED, f"{where}: backup replicas are not supported")
+        if r.instance > 0xFFFF:
+            raise invalid(f"{where}: instance {r.instance} does not fit v1model's 16-bit egress_rid")
+        for b in r.backup_replicas:
+            if b.port == r.port:
+                raise invalid(f"{where}: a backup replica repeats its replica's port")
         if (port, r.instance) in seen:
             raise invalid(f"{where}: replica (port {port}, instance {r.instance}) listed twice")
         seen.add((port, r.instance))

@@ -67,7 +67,7 @@ def test_verify_changes_nothing_and_bad_configs_are_refused(client, names, rt_co
     code, _ = _code(lambda: client.set_pipeline(rt_config[0], rt_config[1], action="UNSPECIFIED"))
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     code, _ = _code(client.commit)
-    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert code == grpc.StatusCode.NOT_FOUND  # no saved config (spec: COMMIT)
     # nothing of the above touched the running pipeline
     assert [p for p, _ in rig.send(1, tframe(dst=DST))] == [2]
     assert _all_tables(client)[names.table_id("exact_t")] == 1

@@ -128,7 +128,8 @@ def test_action_scope_and_params(schema) -> None:
     a = p4runtime_pb2.Action(action_id=fwd)
     a.params.add(param_id=1, value=b"\x02")
     assert table_action(schema, t, a, default=False).params == {"port": 2}
-    assert _code(lambda: table_action(schema, t, p4runtime_pb2.Action(action_id=only_default), False)) == INVALID_ARGUMENT
+    # a valid action out of its scope is PERMISSION_DENIED (spec 9.1.3)
+    assert _code(lambda: table_action(schema, t, p4runtime_pb2.Action(action_id=only_default), False)) == 7
     assert table_action(schema, t, p4runtime_pb2.Action(action_id=only_default), True).name == "c.only_default"
     assert _code(lambda: table_action(schema, t, p4runtime_pb2.Action(action_id=fwd), False)) == INVALID_ARGUMENT
     extra = p4runtime_pb2.Action(action_id=fwd)
