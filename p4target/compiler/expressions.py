@@ -174,6 +174,9 @@ class ExpressionCompiler:
             n = bt.size
             if e.name == "size":
                 return lit(n, BitT(32))
+            if e.name in ("next", "last", "lastIndex") and self.fn_kind != "parser":
+                raise error(e.loc, f"'{e.name}' of a header stack can only be used in a parser "
+                            "(as in p4c); use an index or keep the value in metadata")
             if e.name == "lastIndex":
                 return V(f"(({base.code}.nxt - 1) & 0xffffffff)", BitT(32))
             if e.name == "nextIndex":

@@ -68,6 +68,9 @@ struct headers_t {
 struct metadata_t {
     bit<8> peeked;
     bit<8> skipped;
+    bit<8> items;
+    bit<8> last_index;
+    bit<8> last_v;
 }
 
 parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
@@ -87,6 +90,10 @@ parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard
     }
     state parse_items {
         pkt.extract(hdr.items.next);
+        // next, last and lastIndex exist in parsers only
+        meta.last_index = (bit<8>)hdr.items.lastIndex;
+        meta.items = meta.last_index + 1;
+        meta.last_v = (bit<8>)hdr.items.last.v;
         transition select(hdr.items.last.last) {
             true: accept;
             false: parse_items;
@@ -152,12 +159,12 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
         } else {
             hdr.report.err = 0xff;
         }
-        hdr.report.items = (bit<8>)hdr.items.nextIndex;
+        hdr.report.items = meta.items;
         hdr.report.size = (bit<8>)hdr.items.size;
         if (hdr.items[0].isValid()) {
-            hdr.report.last_index = (bit<8>)hdr.items.lastIndex;
+            hdr.report.last_index = meta.last_index;
             hdr.report.first_v = (bit<8>)hdr.items[0].v;
-            hdr.report.last_v = (bit<8>)hdr.items.last.v;
+            hdr.report.last_v = meta.last_v;
             if (hdr.tag.count == 0xf0) {
                 hdr.items.pop_front(1);
             } else if (hdr.tag.count == 0xf2 || hdr.tag.count == 0xf3) {

@@ -93,6 +93,10 @@ CASES = [
      "a table with 'const entries' cannot have entry priorities (as in p4c); remove 'priority=' or the const"),
     ("syntax", dict(apply="meta.m8 = 1"), "\n    }\n}\ncontrol E",
      None),
+    ("stack-last-in-control", dict(decls="header item_t { bit<8> v; }\nstruct s_t { item_t[2] st; }",
+                                   ingress_locals="s_t s;", apply="meta.m8 = s.st.last.v;"),
+     "s.st.last", "'last' of a header stack can only be used in a parser (as in p4c); use an index "
+     "or keep the value in metadata"),
     ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
                                          "action b() { }"), "b; }",
      None),
@@ -211,3 +215,18 @@ def test_a_parser_loop_that_consumes_nothing_times_out(p4file) -> None:
     assert sw.inject(0, bytes(range(20))) == [(0, bytes(range(20)))]
     st = sw.pipeline.parse(bytes(range(20)), 0)
     assert st.sm.parser_error == sw.pipeline.errors["ParserTimeout"]
+
+
+def test_next_index_counts_the_extracted_elements(p4file) -> None:
+    from p4target import Switch
+    text = program(decls="header item_t { bit<8> v; }\nstruct s_t { item_t[3] st; }",
+                   start="transition more; } state more { meta.m8 = (bit<8>)s.st.nextIndex; "
+                         "pkt.extract(s.st.next); transition select(s.st.last.v) { 0: accept; "
+                         "default: more; }",
+                   parser_locals="s_t s;",
+                   apply="hdr.eth.ether_type = (bit<16>)meta.m8;")
+    sw = Switch.load(p4file(text))
+    frame = bytes(12) + b"\x00\x00" + b"\x05\x06\x00" + b"rest"
+    out = sw.inject(0, frame)
+    # the stack is a parser local: its elements are consumed, not emitted
+    assert out == [(0, bytes(12) + b"\x00\x02" + b"rest")]
