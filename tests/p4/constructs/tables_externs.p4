@@ -82,9 +82,13 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             0x0a010000 &&& 0xffff0000: set2(16);
         }
     }
+    action set2_metered(bit<8> v) {
+        hdr.h.out2 = v;
+        dm.read(hdr.h.color);            // BMv2 reads a direct meter in its table's actions
+    }
     table counted {
         key = { hdr.h.k8: exact; }
-        actions = { set2; nop; }
+        actions = { set2_metered; nop; }
         counters = dc;
         meters = dm;
     }
@@ -139,7 +143,7 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
             2: { regs.write((bit<32>)hdr.h.k8, hdr.h.k16); }
             3: { regs.read(hdr.h.out16, (bit<32>)hdr.h.k8); }
             4: { m.execute_meter((bit<32>)hdr.h.k8, hdr.h.color); }
-            5: { counted.apply(); dm.read(hdr.h.color); }
+            5: { counted.apply(); }
             6: { profiled.apply(); }
             7: { selected.apply(); }
             8: { hash(hdr.h.out16, HashAlgorithm.identity, 16w0, { hdr.h.k8, hdr.h.k16 }, 32w65536); }

@@ -117,11 +117,14 @@ def test_counter_register_and_meter(sw) -> None:
 
 
 def test_direct_counter_and_direct_meter(sw) -> None:
-    sw.table_add("Ing.counted", {"hdr.h.k8": Exact(9)}, "Ing.set2", {"v": 0x42})
+    sw.table_add("Ing.counted", {"hdr.h.k8": Exact(9)}, "Ing.set2_metered", {"v": 0x42})
     r = run(sw, op=5, k8=9)
     assert (r.out2, r.color) == (0x42, 0)
     run(sw, op=5, k8=9)
     assert sw.direct_counter_read("Ing.counted", {"hdr.h.k8": Exact(9)})[0] == 2
+    # a meter far below the packet size: the entry's colour, read in its action, is red
+    sw.direct_meter_set("Ing.counted", {"hdr.h.k8": Exact(9)}, 1, 1, 1, 1)
+    assert run(sw, op=5, k8=9).color == 2
 
 
 def test_action_profile_and_selector(sw) -> None:
