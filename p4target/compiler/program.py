@@ -159,7 +159,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             else:
                 self.declare_instance(d, None, self.global_scope)
         elif isinstance(d, A.FunctionDecl):
-            raise unsupported(d.loc, "a function declaration", "use an action instead")
+            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]
+            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]
+            self.global_scope.names[d.name] = Sym("func", None, info.pyfunc, obj=info)
+            self.pending_functions.append(info)
         elif isinstance(d, A.VarDecl):
             raise error(d.loc, "global variables are not allowed in P4; declare a const or "
                         "move the variable into a control")
@@ -259,6 +262,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
     # ================================================================== main
     def compile(self) -> tuple[str, M.ProgramModel, dict[str, object]]:
         self.pending_actions = []
+        self.pending_functions: list[ActionInfo] = []
         self.declare_all()
         main = self.main
         assert main is not None
@@ -288,7 +292,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             raise error(main.loc, "standard_metadata_t is missing; #include <v1model.p4>")
         self.pending_top_actions = [pa for pa in self.pending_actions]
         self.pending_actions = []
-        # top-level actions
+        # top-level functions and actions
+        for info in self.pending_functions:
+            self.gen_action(info, self.global_scope, None, function=True)
         for info, scope in self.pending_top_actions:
             self.gen_action(info, scope, None)
         self.gen_parser(parser)
@@ -396,9 +402,12 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             pre.append(f"{py} = st.{tgt}")
         return pre
 
-    def gen_action(self, info: ActionInfo, scope: Scope, preamble: list[str] | None) -> None:
+    def gen_action(self, info: ActionInfo, scope: Scope, preamble: list[str] | None,
+                   function: bool = False) -> None:
+        """An action (or a P4 function: same calling convention, plus a return value)."""
         d = info.decl
-        self.begin_fn("action")
+        self.begin_fn("function" if function else "action")
+        self.function_ret = getattr(info, "ret", None)
         ascope = scope.child()
         args = []
         outs = []
@@ -415,7 +424,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.action_outs = outs
         self.emit(f"def {info.pyfunc}(st, L{''.join(', ' + a for a in args)}):")
         self.indent()
-        self.emit(f'"""action {info.p4name} ({d.loc})"""')
+        self.emit(f'"""{"function" if function else "action"} {info.p4name} ({d.loc})"""')
         for py, t in signed:
             # the control plane gives int<W> arguments as unsigned bit strings
             h = 1 << (t.width - 1)
@@ -426,8 +435,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.scope = ascope
         self.stmts(d.body.stmts)
         self.scope = saved
-        if outs:
-            self.emit("return (" + "".join(o + ", " for o in outs) + ")")
+        if function and not isinstance(self.function_ret, VoidT):
+            # p4c rejects a function that can end without return; be safe anyway
+            zero = self.zero(self.function_ret, d.loc)  # type: ignore[arg-type]
+            self.emit(f"return {zero}" if not outs else
+                      f"return ({zero}, " + "".join(o + ", " for o in outs) + ")")
+        elif outs:
+            self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in outs) + ")")
         self.dedent()
         self.end_fn()
         self.action_outs = []

@@ -91,8 +91,23 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 raise error(s.loc, "exit is not allowed in a parser; use transition reject")
             self.emit("raise EXIT")
         elif isinstance(s, A.Return):
+            if self.fn_kind == "function":
+                ret = self.function_ret
+                if isinstance(ret, VoidT):
+                    if s.value is not None:
+                        raise error(s.value.loc, "this function returns void; remove the value")
+                    val = "None"
+                else:
+                    if s.value is None:
+                        raise error(s.loc, f"this function must return a value of type {ret}")
+                    val = self.expr_as(s.value, ret, "return value")
+                if self.action_outs:
+                    self.emit(f"return ({val}, " + "".join(o + ", " for o in self.action_outs) + ")")
+                else:
+                    self.emit(f"return {val}")
+                return
             if s.value is not None:
-                raise unsupported(s.loc, "returning a value", "use out parameters")
+                raise error(s.value.loc, "only functions return values; use an out parameter")
             if self.fn_kind == "parser":
                 raise error(s.loc, "return is not allowed in a parser state")
             if self.fn_kind == "action" and self.action_outs:
@@ -298,7 +313,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             sym = self.scope.lookup(f.name)
             if sym is None:
                 raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
-            if sym.kind == "action":
+            if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
                 return self.extern_function(e, f.name)
@@ -353,7 +368,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         act = sym.obj
         params = act.decl.params  # type: ignore[union-attr]
-        if self.fn_kind == "parser":
+        ret = getattr(act, "ret", None)  # set for functions, None for actions
+        if self.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
         args = self.bind_args(e, params)
         codes: list[str] = []
@@ -377,11 +393,14 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 codes.append(self.expr_as(a, pt, f"argument '{p.name}'"))
         call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"  # type: ignore[union-attr]
         if not outs:
-            return V(call, VoidT())
+            return V(call, ret if ret is not None else VoidT())
         r = self.tmp("r")
         self.emit(f"{r} = {call}")
+        first = 0 if ret is None else 1
         for i, (a, pt) in enumerate(outs):
-            self.store(a, f"{r}[{i}]", a.loc)
+            self.store(a, f"{r}[{i + first}]", a.loc)
+        if ret is not None and not isinstance(ret, VoidT):
+            return V(f"{r}[0]", ret)
         return None
 
     def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:

@@ -120,8 +120,9 @@ def test_bad_programs_are_refused_with_their_location(p4file, case) -> None:
 
 
 UNSUPPORTED = [
-    ("function", dict(decls="bit<8> f(in bit<8> x) { return x; }"), "f(in",
-     "a function declaration is not supported by the embedded target; use an action instead"),
+    ("checksum16", dict(ingress_locals="Checksum16() ck;"), "ck;",
+     "extern 'Checksum16' is not supported by the embedded target; use counter, meter, register, "
+     "direct_counter, direct_meter, action_profile or action_selector"),
     ("value-set", dict(parser_locals="value_set<bit<16>>(4) vs;"), "vs;",
      "value_set is not supported by the embedded target; use constants in select cases"),
     ("unknown-extern", dict(decls="extern void magic(in bit<8> x);", apply="magic(1);"), "magic(1)",
@@ -230,3 +231,24 @@ def test_next_index_counts_the_extracted_elements(p4file) -> None:
     out = sw.inject(0, frame)
     # the stack is a parser local: its elements are consumed, not emitted
     assert out == [(0, bytes(12) + b"\x00\x02" + b"rest")]
+
+
+def test_functions_return_values_and_out_parameters(p4file) -> None:
+    from p4target import Switch
+    decls = """
+bit<16> mix(in bit<16> a, in bit<16> b) {
+    if (a > b) {
+        return a - b;
+    }
+    return b - a;
+}
+bit<8> split(in bit<16> v, out bit<8> low) {
+    low = v[7:0];
+    return v[15:8];
+}
+"""
+    text = program(decls=decls, apply="bit<8> lo; bit<8> hi = split(hdr.eth.ether_type, lo); "
+                                      "hdr.eth.ether_type = mix((bit<16>)hi, (bit<16>)lo);")
+    sw = Switch.load(p4file(text))
+    frame = bytes(12) + b"\x12\x80" + b"data"
+    assert sw.inject(0, frame) == [(0, bytes(12) + b"\x00\x6e" + b"data")]
