@@ -89,6 +89,7 @@ class Preprocessor:
         except (OSError, UnicodeDecodeError) as exc:
             raise error(where, f"cannot read {path}: {exc}; check the path") from None
         fname = str(path)
+        text = text.replace("\r\n", "\n")  # files written on Windows
         raw = strip_comments(text, fname).split("\n")
         # (active_now, some_branch_taken, parent_active, else_seen)
         stack: list[list[bool]] = []

@@ -252,3 +252,9 @@ bit<8> split(in bit<16> v, out bit<8> low) {
     sw = Switch.load(p4file(text))
     frame = bytes(12) + b"\x12\x80" + b"data"
     assert sw.inject(0, frame) == [(0, bytes(12) + b"\x00\x6e" + b"data")]
+
+
+def test_windows_line_endings_and_continued_defines(p4file) -> None:
+    text = program(decls="#define OUT \\\n    9w3", apply="sm.egress_spec = OUT;").replace("\n", "\r\n")
+    path = p4file(text)
+    assert "p_sm.egress_spec = 3" in compile_file(path).python_source
