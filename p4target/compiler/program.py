@@ -161,7 +161,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         elif isinstance(d, A.FunctionDecl):
             info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]
             info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]
-            self.global_scope.names[d.name] = Sym("func", None, info.pyfunc, obj=info)
+            self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
             self.pending_functions.append(info)
         elif isinstance(d, A.VarDecl):
             raise error(d.loc, "global variables are not allowed in P4; declare a const or "
@@ -232,13 +232,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             raise error(d.value.loc, f"const {d.name} needs a compile-time value")
         code = self.coerce(v, t, d.loc, f"const {d.name}")
         val = eval(code, {"__builtins__": {}})  # noqa: S307 - a literal produced by coerce
-        scope.names[d.name] = Sym("const", t, code, val)
+        scope.define(d.name, Sym("const", t, code, val), d.loc)
 
     def declare_action(self, d: A.ActionDecl, control: str | None, scope: Scope) -> ActionInfo:
         p4name = qualify(control, d.name, d.annotations)
         info = ActionInfo(p4name, d.name, d, pyident("a", p4name), control)
         self.actions[p4name] = info
-        scope.names[d.name] = Sym("action", None, info.pyfunc, obj=info)
+        scope.define(d.name, Sym("action", None, info.pyfunc, obj=info), d.loc)
         # body generated when the enclosing block is compiled
         self.pending_actions.append((info, scope))
         return info
@@ -389,7 +389,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             if tgt in ("packet_in", "packet_out"):
                 if not (isinstance(t, ExternT) and t.name == tgt):
                     raise error(p.loc, f"parameter '{p.name}' must be a {tgt}")
-                scope.names[p.name] = Sym(tgt, t, "")
+                scope.define(p.name, Sym(tgt, t, ""), p.loc)
                 continue
             want = {"hdr": getattr(self, "hdr_t", None), "meta": getattr(self, "meta_t", None),
                     "sm": self.sm_t}[tgt]
@@ -397,7 +397,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                 raise error(p.loc, f"parameter '{p.name}' has type {t} but V1Switch passes {want} "
                             "here; use the parser's header/metadata types")
             py = f"p_{p.name}"
-            scope.names[p.name] = Sym("var", t, py, obj="ro" if p.direction == "in" else None)
+            scope.define(p.name, Sym("var", t, py, obj="ro" if p.direction == "in" else None), p.loc)
             self.param_targets[py] = tgt
             pre.append(f"{py} = st.{tgt}")
         return pre
@@ -416,7 +416,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             t = self.resolve_type(p.type)
             py = f"ap_{p.name}"
             args.append(py)
-            ascope.names[p.name] = Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None)
+            ascope.define(p.name, Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None), p.loc)
             if p.direction in ("out", "inout"):
                 outs.append(py)
             if not p.direction and isinstance(t, BitT) and t.signed:
@@ -576,7 +576,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             elif isinstance(d, A.VarDecl):
                 t = self.resolve_type(d.type)
                 py = pyfield(d.name)
-                scope.names[d.name] = Sym("var", t, f"L.{py}")
+                scope.define(d.name, Sym("var", t, f"L.{py}"), d.loc)
                 fields.append((py, self.zero(t, d.loc)))
                 if d.init is not None:
                     self.scope = scope

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p4target.compiler.types import Type
+from p4target.frontend.source import Loc, error
 
 
 @dataclass
@@ -36,6 +37,12 @@ class Scope:
                 return sym
             s = s.parent
         return None
+
+    def define(self, name: str, sym: Sym, loc: Loc) -> None:
+        """Declare ``name`` here; a second declaration in the same scope is an error (p4c)."""
+        if name in self.names:
+            raise error(loc, f"'{name}' is already declared in this scope; rename one of them")
+        self.names[name] = sym
 
     def child(self) -> "Scope":
         return Scope(self)

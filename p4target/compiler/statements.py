@@ -126,14 +126,14 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if v is None or v.const is None:
                 raise error(s.loc, f"const {s.name} needs a compile-time value")
             code = self.coerce(v, t, s.loc, f"const {s.name}")
-            self.scope.names[s.name] = Sym("const", t, code, eval(code, {"__builtins__": {}}))  # noqa: S307
+            self.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)  # noqa: S307
             return
         py = self.local_name(s.name)
         if s.init is not None:
             code = self.expr_as(s.init, t, f"initializer of {s.name}")
         else:
             code = self.zero(t, s.loc)
-        self.scope.names[s.name] = Sym("var", t, py)
+        self.scope.define(s.name, Sym("var", t, py), s.loc)
         self.emit(f"{py} = {code}")
 
     def zero(self, t: Type, loc: Loc) -> str:

@@ -75,13 +75,13 @@ class TableCompiler:
                            location=loc)
         info.extern = ext
         self.externs.append(info)
-        scope.names[d.name] = Sym("instance", t, info.pyname, obj=info)
+        scope.define(d.name, Sym("instance", t, info.pyname, obj=info), d.loc)
         self.bind_lines.append(f"{info.pyname} = rt.externs[{name!r}]")
 
     def gen_table(self, t: A.TableDecl, control: str, scope: Scope, pre: list[str]) -> None:
         name = qualify(control, t.name, t.annotations)
         info = TableInfo(name, t.name, pyident("t", name))
-        scope.names[t.name] = Sym("table", None, info.pyfunc, obj=info)
+        scope.define(t.name, Sym("table", None, info.pyfunc, obj=info), t.loc)
         props = {p.name: p for p in t.props}
         known = {"key", "actions", "default_action", "entries", "size", "implementation", "counters",
                  "meters", "support_timeout", "largest_priority_wins", "priority_delta"}

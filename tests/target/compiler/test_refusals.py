@@ -97,6 +97,8 @@ CASES = [
                                    ingress_locals="s_t s;", apply="meta.m8 = s.st.last.v;"),
      "s.st.last", "'last' of a header stack can only be used in a parser (as in p4c); use an index "
      "or keep the value in metadata"),
+    ("duplicate", dict(ingress_locals="action a(bit<9> p) { }"), "a(bit<9> p) { }",
+     "'a' is already declared in this scope; rename one of them"),
     ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
                                          "action b() { }"), "b; }",
      None),
