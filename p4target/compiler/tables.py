@@ -241,6 +241,13 @@ class TableCompiler:
             raise error(aloc, f"action {name} needs {len(params)} argument(s)")
         if len(args) != len(params):
             raise error(aloc, f"action {name} takes {len(params)} argument(s), got {len(args)}")
+        if any(a.name for a in args):
+            byname = {a.name: a for a in args}
+            missing = [p.name for p in params if p.name not in byname]
+            if missing or len(byname) != len(args):
+                raise error(aloc, f"action {name}: give every parameter once by name "
+                            f"({', '.join(p.name for p in params)})")
+            args = [byname[p.name] for p in params]
         vals = []
         for p, a in zip(params, args):
             pt = self.resolve_type(p.type)

@@ -79,7 +79,7 @@ control Ing(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_
         default_action = set2(0xee);
         const entries = {
             0x0a000000 &&& 0xff000000: set2(8);
-            0x0a010000 &&& 0xffff0000: set2(16);
+            0x0a010000 &&& 0xffff0000: set2(v = 16);
         }
     }
     action set2_metered(bit<8> v) {
