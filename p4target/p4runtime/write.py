@@ -19,7 +19,6 @@ from p4target.p4runtime import bytestrings
 from p4target.p4runtime.errors import (
     ALREADY_EXISTS,
     RESOURCE_EXHAUSTED,
-    FAILED_PRECONDITION,
     NOT_FOUND,
     OUT_OF_RANGE,
     PERMISSION_DENIED,
@@ -30,7 +29,6 @@ from p4target.p4runtime.errors import (
 )
 from p4target.p4runtime.state import GroupRecord, OneShot, PipelineState, entry_key
 from p4target.p4runtime.translate import (
-    ActionCall,
     decode_action,
     decode_match,
     decode_port,
@@ -201,6 +199,8 @@ def _require_entry(sw: Any, t, match, priority) -> None:
 
 
 def _uses_one_shots(st: PipelineState, profile: str) -> bool:
+    if not st.one_shots:
+        return False
     return any(k[0] in st.schema_tables_of(profile) for k in st.one_shots)
 
 
@@ -569,5 +569,3 @@ _HANDLERS: dict[str, Callable[[Any, PipelineState, int, Any], None]] = {
     "value_set_entry": _unsupported("value set entries"),
     "extern_entry": _unsupported("extern entries"),
 }
-
-__all__ = ["apply_update", "FAILED_PRECONDITION"]

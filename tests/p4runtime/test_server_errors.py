@@ -11,7 +11,6 @@ import pytest
 from finsy.proto.google.rpc import code_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
-from tests.p4runtime.conftest import tframe
 from tests.p4runtime.p4rt_client import RawClient, entity, errors_of, ins, update
 
 
