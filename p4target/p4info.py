@@ -13,6 +13,7 @@ reproduces that scheme so the P4Info built here matches ``p4c --p4runtime-files`
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 from finsy.proto.p4.config.v1 import p4info_pb2
@@ -112,10 +113,22 @@ def _string_annotation(annotations: dict[str, str], key: str) -> str | None:
     return text
 
 
+_RAW_BODY = re.compile(r"""^(?:[0-9][0-9a-fA-FxXwWsS_]*|[A-Z][A-Z0-9_]*|.*[(),=+\-*/<>&|"'\[\]{}].*)$""")
+
+
 def format_annotation(name: str, body: str) -> str:
-    """One annotation as p4c prints it in P4Info: ``@name`` or ``@name(body)``."""
+    """One annotation as p4c prints it in P4Info: ``@name`` or ``@name(body)``.
+
+    The compiler gives a single string-literal body without its quotes (``@noWarn("unused")``
+    arrives as ``unused``), so a body that is not a number, an upper-case constant or
+    an expression/list is printed as the string literal it was.
+    """
     body = body.strip()
-    return f"@{name}({body})" if body else f"@{name}"
+    if not body:
+        return f"@{name}"
+    if _RAW_BODY.match(body):
+        return f"@{name}({body})"
+    return f"@{name}(\"{body}\")"
 
 
 @dataclass

@@ -225,3 +225,34 @@ def test_unknown_action_reference_is_a_clear_error() -> None:
     )
     with pytest.raises(P4Error, match="table 't' lists action 'missing'"):
         build_p4info(model)
+
+
+def test_annotation_bodies_print_as_p4c_does() -> None:
+    from p4target.p4info import format_annotation
+
+    assert format_annotation("noWarn", "unused") == '@noWarn("unused")'  # string body arrives unquoted
+    assert format_annotation("noWarn", '"unused"') == '@noWarn("unused")'
+    assert format_annotation("max_group_size", "16") == "@max_group_size(16)"
+    assert format_annotation("format", "IPV4_ADDRESS") == "@format(IPV4_ADDRESS)"
+    assert format_annotation("p4runtime_translation", '"p4.org/psa/v1/PortId_t", 32') == \
+        '@p4runtime_translation("p4.org/psa/v1/PortId_t", 32)'
+    assert format_annotation("hidden", "") == "@hidden"
+
+
+def test_compiled_program_p4info_details() -> None:
+    """rt_all.p4 through the real compiler: annotations, docs, scopes as p4c writes them."""
+    from p4target.compiler import compile_file
+    from tests.p4runtime.conftest import RT_ALL
+
+    info = build_p4info(compile_file(RT_ALL).model)
+    actions = {a.preamble.name: a for a in info.actions}
+    assert list(actions["NoAction"].preamble.annotations) == ['@noWarn("unused")']
+    assert actions["RtIngress.fwd"].preamble.doc.brief == "forward to a port"
+    assert not actions["RtIngress.fwd"].preamble.annotations
+    lpm = next(t for t in info.tables if t.preamble.name == "RtIngress.lpm_t")
+    noaction = next(r for r in lpm.action_refs if r.id == actions["NoAction"].preamble.id)
+    assert noaction.scope == p4info_pb2.ActionRef.DEFAULT_ONLY and list(noaction.annotations) == ["@defaultonly"]
+    const = next(t for t in info.tables if t.preamble.name == "RtIngress.const_t")
+    assert const.is_const_table and const.has_initial_entries and const.const_default_action_id
+    assert {c.preamble.name for c in info.controller_packet_metadata} == {"packet_in", "packet_out"}
+    assert [d.preamble.name for d in info.digests] == ["learn_t"]
