@@ -63,6 +63,18 @@ def test_ids_match_p4c_published_values() -> None:
     assert list(noaction.preamble.annotations) == ['@noWarn("unused")']
 
 
+def test_basic_tunnel_ids_match_p4c() -> None:
+    # p4c's P4Info of the tutorials' basic_tunnel.p4: table 35862311, action 24181246.
+    model = ProgramModel(
+        source="basic_tunnel.p4", arch="v1model",
+        tables=(Table("MyIngress.myTunnel_exact", (KeyField("hdr.myTunnel.dst_id", 16, "exact"),),
+                      (ActionRef("MyIngress.myTunnel_ingress"),), "MyIngress.myTunnel_ingress", (0,)),),
+        actions=(Action("MyIngress.myTunnel_ingress", (Field("dst_id", 16),)),), externs=(),
+    )
+    info = build_p4info(model)
+    assert info.tables[0].preamble.id == 35862311 and info.actions[0].preamble.id == 24181246
+
+
 def test_jenkins_hash_known_vector() -> None:
     # One-at-a-time hash of "a" (Bob Jenkins' reference): 0xca2e9442.
     assert jenkins_one_at_a_time(b"a") == 0xCA2E9442
