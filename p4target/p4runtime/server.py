@@ -19,8 +19,8 @@ import grpc
 from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from google.protobuf.internal import api_implementation
 
-from p4target.p4runtime import bytestrings
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
+from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     FAILED_PRECONDITION,
     INTERNAL,
@@ -187,7 +187,7 @@ class P4RuntimeServer:
         self.bound_port = 0
         self.packet_ins_dropped = 0
         self.packet_outs_dropped = 0
-        self._digest_list_id = 0
+        self.digest_lists = DigestLists()
         self._max_workers = max_workers
         self._grpc: grpc.Server | None = None
 
@@ -265,7 +265,16 @@ class P4RuntimeServer:
         if which == "packet":
             self._packet_out(client, msg.packet)
         elif which == "digest_ack":
-            pass  # lists are not re-sent, so an ack has nothing to release
+            ack = msg.digest_ack
+            st = self.state
+            if st is None or ack.digest_id not in st.schema.digests:
+                err = p4runtime_pb2.StreamMessageResponse()
+                err.error.canonical_code = NOT_FOUND
+                err.error.message = f"digest id {ack.digest_id} is not in the P4Info"
+                err.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+                client.outbox.put(err)
+            else:
+                self.digest_lists.ack(ack.digest_id, ack.list_id)
         else:
             self._stream_error(client, invalid(f"unsupported stream message '{which}'"))
         return None
@@ -326,17 +335,13 @@ class P4RuntimeServer:
             did = st.schema.id_of("digest", name)
         except KeyError:
             return
-        if did not in st.digest_configs:
-            return
-        self._digest_list_id += 1
-        msg = p4runtime_pb2.StreamMessageResponse()
-        msg.digest.digest_id = did
-        msg.digest.list_id = self._digest_list_id
-        for tup in values:
-            data = msg.digest.data.add()
-            for v in tup:
-                data.struct.members.add().bitstring = bytestrings.encode(v)
-        self._send_to_primary(msg)
+        config = st.digest_configs.get(did)
+        if config is None:
+            return  # not enabled with a DigestEntry
+        for lst in self.digest_lists.lists(did, config, values):
+            msg = p4runtime_pb2.StreamMessageResponse()
+            msg.digest.CopyFrom(lst)
+            self._send_to_primary(msg)
 
     # ---- pipeline ------------------------------------------------------------------------
     def set_pipeline(self, action: int, config: p4runtime_pb2.ForwardingPipelineConfig | None) -> None:

@@ -96,3 +96,21 @@ def test_packet_out_header_packing_and_packet_in_parsing() -> None:
     with pytest.raises(P4RTError, match="id 7"):
         build_packet_out_frame(INFO, unknown)
     assert build_packet_out_frame(None, p4runtime_pb2.PacketOut(payload=b"raw")) == b"raw"
+
+
+def test_digest_lists_sizes_acks_and_suppression() -> None:
+    from p4target.p4runtime.digests import DigestLists
+
+    d = DigestLists()
+    cfg = p4runtime_pb2.DigestEntry.Config(max_list_size=2, ack_timeout_ns=1_000_000_000)
+    rows = [(1, 1), (2, 2), (3, 3), (1, 1)]
+    lists = d.lists(7, cfg, rows, now=0.0)
+    assert [len(x.data) for x in lists] == [2, 1]  # 3 distinct rows in lists of at most 2
+    assert len({x.list_id for x in lists}) == 2
+    assert d.lists(7, cfg, [(1, 1), (4, 4)], now=0.5)[0].data[0].struct.members[0].bitstring == b"\x04"
+    d.ack(7, lists[0].list_id)  # (1,1) and (2,2) are released
+    again = d.lists(7, cfg, [(1, 1), (3, 3)], now=0.6)
+    assert [[m.bitstring for m in x.data[0].struct.members] for x in again] == [[b"\x01", b"\x01"]]
+    assert len(d.lists(7, cfg, [(3, 3)], now=2.0)) == 1  # the ack timeout passed: sent again
+    no_ack = p4runtime_pb2.DigestEntry.Config()
+    assert [len(x.data) for x in d.lists(8, no_ack, [(5,), (5,)], now=3.0)] == [2]  # no dedupe, one list

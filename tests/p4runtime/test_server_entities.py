@@ -209,6 +209,25 @@ def test_digest_lists_reach_the_primary(client, names, rig) -> None:
     assert lst.digest_id == did
     members = [m.bitstring for m in lst.data[0].struct.members]
     assert members == [enc(0x020000000042), b"\x06"]
+    # with an ack timeout the same learned data is not sent again until acknowledged
+    d.config.ack_timeout_ns = 10_000_000_000
+    client.write(update("d", "MODIFY", digest_entry=d))
+    rig.send(6, tframe(src=0x020000000043, mark=0xD1))
+    first = client.next("digest")
+    rig.send(6, tframe(src=0x020000000043, mark=0xD1))
+    rig.send(6, tframe(src=0x020000000044, mark=0xD1))
+    second = client.next("digest")
+    assert second.data[0].struct.members[0].bitstring == enc(0x020000000044)
     ack = p4runtime_pb2.StreamMessageRequest()
-    ack.digest_ack.digest_id, ack.digest_ack.list_id = did, lst.list_id
+    ack.digest_ack.digest_id, ack.digest_ack.list_id = did, first.list_id
     client.send(ack)
+    import time
+    deadline = time.monotonic() + 5  # the ack travels on the stream
+    while first.list_id in rig.server.digest_lists.outstanding and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rig.send(6, tframe(src=0x020000000043, mark=0xD1))
+    assert client.next("digest").data[0].struct.members[0].bitstring == enc(0x020000000043)
+    bad = p4runtime_pb2.StreamMessageRequest()
+    bad.digest_ack.digest_id = 0x17FFFFFF
+    client.send(bad)
+    assert client.next("error").canonical_code == code_pb2.NOT_FOUND
