@@ -22,6 +22,7 @@ from google.protobuf.internal import api_implementation
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
+    ABORTED,
     FAILED_PRECONDITION,
     INTERNAL,
     NOT_FOUND,
@@ -38,6 +39,7 @@ from p4target.p4runtime.errors import (
 from p4target.p4runtime.packet_io import build_packet_out_frame, parse_packet_in
 from p4target.p4runtime.pipeline import new_state, replay, snapshot, verify
 from p4target.p4runtime.read import read_entities
+from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
 from p4target.p4runtime.write import apply_update
 
@@ -88,9 +90,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self._check_device(request.device_id)
             self._check_primary(request.election_id, request.role, request.HasField("election_id"))
-            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-                raise P4RTError(UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is supported")
-            errors = self.s.write(request.updates)
+            errors = self.s.write(request.updates, request.atomicity)
         except P4RTError as err:
             self._abort(context, err)
         except Exception as exc:  # noqa: BLE001 - a bug answers INTERNAL, the server lives on
@@ -423,24 +423,54 @@ class P4RuntimeServer:
             raise P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set; push one with SetForwardingPipelineConfig")
         return self.device, self.state, None
 
-    def write(self, updates) -> list[p4runtime_pb2.Error]:
+    def write(self, updates, atomicity: int = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+              ) -> list[p4runtime_pb2.Error]:
+        """Apply a batch; one p4.v1.Error per update.
+
+        CONTINUE_ON_ERROR applies each update on its own. ROLLBACK_ON_ERROR and
+        DATAPLANE_ATOMIC undo the applied updates when one fails (all or none); the
+        batch holds the device lock throughout, so no frame sees it half done.
+        """
+        if atomicity not in (p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+                             p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                             p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC):
+            raise invalid(f"unknown atomicity {atomicity}")
+        all_or_none = atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
         errors: list[p4runtime_pb2.Error] = []
         with self.lock:
             dev, st, saved = self._target()
             with dev.lock:
                 sw = dev.switch
-                for u in updates:
+                undo: list[list[p4runtime_pb2.Update]] = []
+                for n, u in enumerate(updates):
+                    inv = inverse(sw, st, u) if all_or_none else []
                     try:
                         apply_update(sw, st, u)
                         errors.append(update_error(OK))
-                        if saved is not None:
-                            saved.updates.append(u)
+                        undo.append(inv)
+                        continue
                     except P4RTError as err:
                         errors.append(update_error(err.code, err.message))
                     except Exception as exc:  # a bug must cost one update, not the server
                         log.exception("device %d: update failed unexpectedly", self.device_id)
                         errors.append(update_error(INTERNAL, f"internal error: {exc}"))
+                    if all_or_none:
+                        self._roll_back(sw, st, undo)
+                        note = f"not applied: update {n} of the batch failed and the batch was rolled back"
+                        errors = [e if e.canonical_code != OK else update_error(ABORTED, note) for e in errors]
+                        errors += [update_error(ABORTED, note) for _ in range(len(updates) - n - 1)]
+                        return errors
+                if saved is not None:
+                    saved.updates.extend(u for u, e in zip(updates, errors) if e.canonical_code == OK)
         return errors
+
+    def _roll_back(self, sw: Any, st: PipelineState, undo: list[list[p4runtime_pb2.Update]]) -> None:
+        for inv in reversed(undo):
+            for u in reversed(inv):
+                try:
+                    apply_update(sw, st, u)
+                except Exception:  # noqa: BLE001 - keep undoing the rest
+                    log.exception("device %d: rollback step failed", self.device_id)
 
     def read(self, entities) -> tuple[list[p4runtime_pb2.Entity], list[p4runtime_pb2.Error]]:
         """Entities matching each request, and one p4.v1.Error per request (spec "Batch
