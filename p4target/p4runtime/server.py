@@ -139,7 +139,6 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         client = Client(outbox=queue.Queue())
         self.s.stream_opened(client)
-        done = threading.Event()
 
         def pump() -> None:
             try:
@@ -150,7 +149,6 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             except Exception as exc:  # the client went away or sent garbage
                 log.debug("stream %d reader ended: %s", client.ident, exc)
             finally:
-                done.set()
                 client.outbox.put(None)
 
         reader = threading.Thread(target=pump, name=f"p4rt-stream-{client.ident}", daemon=True)
@@ -169,7 +167,12 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
 
 class P4RuntimeServer:
-    """P4Runtime for one ``p4target.device.Device`` on ``addr`` (``host:port``, port 0 = any)."""
+    """P4Runtime for one ``p4target.device.Device`` on ``addr`` (``host:port``, port 0 = any).
+
+    ``election_timeout`` is accepted for the contract's signature and not used: a
+    client is live exactly as long as its StreamChannel. ``max_workers`` bounds the
+    gRPC thread pool; every open StreamChannel holds one worker.
+    """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
                  max_workers: int = 32) -> None:
@@ -236,10 +239,13 @@ class P4RuntimeServer:
                 c.outbox.put(None)
             self._grpc.stop(grace).wait()
             self._grpc = None
-            try:
-                self.device.remove_packet_in_listener(self._on_packet_in)
-            except (ValueError, KeyError):
-                pass
+            for remove, cb in ((getattr(self.device, "remove_packet_in_listener", None), self._on_packet_in),
+                               (getattr(self.device, "remove_digest_listener", None), self._on_digest)):
+                if remove is not None:
+                    try:
+                        remove(cb)
+                    except (ValueError, KeyError):
+                        pass
 
     # ---- streams ---------------------------------------------------------------------
     def stream_opened(self, client: Client) -> None:
