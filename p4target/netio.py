@@ -618,7 +618,12 @@ class NetIO:
             for frame in frames:
                 pcap.write(frame)
         if batch is not None:
-            batch(number, frames)
+            if len(frames) <= _BATCH:
+                batch(number, frames)
+                return
+            # cut super-frames can make many: keep the device lock's hold short
+            for i in range(0, len(frames), _BATCH):
+                batch(number, frames[i:i + _BATCH])
             return
         receive = dev.receive
         for frame in frames:
