@@ -79,7 +79,7 @@ def test_default_action_drops_and_hop_limit_one_drops(sw) -> None:
 
 def test_unparsed_payload_follows_the_headers(sw) -> None:
     # not UDP: the parser stops after IPv6 and the rest of the frame is payload
-    f = Ether(dst=MY_MAC) / IPv6(dst="fd00:1:2::5", nh=59) / (b"\x01" * 30)
+    f = Ether(dst=MY_MAC, src="02:00:00:00:00:09") / IPv6(src="fd00::9", dst="fd00:1:2::5", nh=59) / (b"\x01" * 30)
     out = sw.inject(2, bytes(f))
     assert len(out) == 1 and out[0][1][54:] == b"\x01" * 30
 

@@ -60,7 +60,7 @@ def test_random_and_truncated_ipv6_frames_through_the_router(construct) -> None:
     sw.table_add("MyIngress.ipv6_lpm", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)},
                  "MyIngress.route", {"port": 3, "dmac": 0x02_00_00_00_00_AA})
     rng = random.Random(7)
-    good = bytes(Ether(dst="02:00:00:00:00:01") / IPv6(src="fd00::1", dst="fd00::2", hlim=9)
+    good = bytes(Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:09") / IPv6(src="fd00::1", dst="fd00::2", hlim=9)
                  / UDP(sport=1, dport=2) / b"xyz")
     forwarded = 0
     for i in range(2_000):
