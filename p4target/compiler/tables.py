@@ -179,8 +179,13 @@ class TableCompiler:
         counters = self.instance_prop(props.get("counters"), ("direct_counter",))
         meters = self.instance_prop(props.get("meters"), ("direct_meter",))
         has_sel = any(k.match_kind == "selector" for k in keys)
-        if has_sel and impl is None:
-            raise error(t.loc, f"table {t.name} has a selector key but no action_selector implementation")
+        impl_kind = next((x.kind for x in self.externs if x.name == impl), None)
+        if has_sel and impl_kind != "action_selector":
+            raise error(t.loc, f"table {t.name} has a selector key but no action_selector "
+                        "implementation; add implementation = <an action_selector>")
+        if impl_kind == "action_selector" and not has_sel:
+            raise error(t.loc, f"table {t.name} uses an action_selector but has no selector key; "
+                        "add the fields to hash as 'selector' keys")
         timeout = False
         if "support_timeout" in props:
             tv = self.value(props["support_timeout"].value)  # type: ignore[arg-type]

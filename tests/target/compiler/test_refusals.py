@@ -99,6 +99,11 @@ CASES = [
      "or keep the value in metadata"),
     ("duplicate", dict(ingress_locals="action a(bit<9> p) { }"), "a(bit<9> p) { }",
      "'a' is already declared in this scope; rename one of them"),
+    ("selector-without-selector-impl",
+     dict(ingress_locals="action_profile(4) ap; table t { key = { meta.m8: exact; meta.m16: selector; } "
+                         "actions = { a; } implementation = ap; }"), "t { key",
+     "table t has a selector key but no action_selector implementation; add implementation = "
+     "<an action_selector>"),
     ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
                                          "action b() { }"), "b; }",
      None),
