@@ -453,8 +453,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         scope = self.global_scope.child()
         pre = self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
         self.scope = scope
+        self.params_used = set()
         locals_cls = self.block_locals(d.name, d.locals, scope, parser=True)
         self.parser_inits = self.locals_inits
+        self.parser_init_params = self.params_used  # bound in the start state
         names = {s.name for s in d.states}
         for s in d.states:
             if s.name in ("accept", "reject"):
@@ -487,6 +489,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         for line in pre:
             self.emit(line)
         if s.name == "start":
+            self.params_used |= self.parser_init_params
             for line in self.parser_inits:
                 self.emit(line)
         saved = self.scope
@@ -619,8 +622,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         pre = self.param_bindings(d.params, want, scope)
         self.scope = scope
         self.control_prefix = d.name
+        self.params_used = set()
         locals_cls = self.block_locals(d.name, d.locals, scope, parser=False)
         inits = self.locals_inits
+        init_params = self.params_used
         for info, ascope in self.pending_actions:
             self.gen_action(info, ascope, pre)
         self.pending_actions = []
@@ -630,6 +635,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                 self.gen_table(t, d.name, scope, pre)
         fn = pyident("c", d.name)
         self.begin_fn("deparser" if role == "deparser" else "apply")
+        self.params_used |= init_params
         self.scope = scope.child()
         args = "st, ap" if role == "deparser" else "st"
         self.emit(f"def {fn}({args}):")

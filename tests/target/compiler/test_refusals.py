@@ -265,3 +265,13 @@ def test_windows_line_endings_and_continued_defines(p4file) -> None:
     text = program(decls="#define OUT \\\n    9w3", apply="sm.egress_spec = OUT;").replace("\n", "\r\n")
     path = p4file(text)
     assert "p_sm.egress_spec = 3" in compile_file(path).python_source
+
+
+def test_block_local_initializers_may_read_parameters(p4file) -> None:
+    from p4target import Switch
+    text = program(parser_locals="bit<9> first_port = sm.ingress_port;",
+                   start="meta.m16 = (bit<16>)first_port; transition accept;",
+                   ingress_locals="bit<9> in_port = sm.ingress_port;",
+                   apply="sm.egress_spec = in_port + 1; hdr.eth.ether_type = meta.m16;")
+    sw = Switch.load(p4file(text))
+    assert sw.inject(4, bytes(14) + b"x") == [(5, bytes(12) + b"\x00\x04" + b"x")]
