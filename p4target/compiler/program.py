@@ -70,6 +70,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.control_prefix: str | None = None
         self.last_loc: Loc | None = None  # for internal-error messages
         self.param_targets: dict[str, str] = {}  # p_<name> -> PacketState attribute
+        self.params_used: set[str] = set()  # block parameters the current function uses
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
