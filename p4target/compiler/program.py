@@ -49,6 +49,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.struct_types: list[StructT] = []
         self.extern_decls: dict[str, A.ExternDecl] = {}
         self.parsers: dict[str, A.ParserDecl] = {}
+        self.block_locs: dict[str, Loc] = {}  # where each parser/control/package name was declared
         self.controls: dict[str, A.ControlDecl] = {}
         self.main: A.Instance | None = None
         self.actions: dict[str, ActionInfo] = {}  # by model name
@@ -143,14 +144,17 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         elif isinstance(d, A.ActionDecl):
             self.declare_action(d, None, self.global_scope)
         elif isinstance(d, A.ParserDecl):
+            self.check_new_block(d.name, d.loc)
             if not d.is_type:
                 self.parsers[d.name] = d
-            self.type_names.setdefault(d.name, ExternT(d.name))
+            self.type_names[d.name] = ExternT(d.name)
         elif isinstance(d, A.ControlDecl):
+            self.check_new_block(d.name, d.loc)
             if not d.is_type:
                 self.controls[d.name] = d
-            self.type_names.setdefault(d.name, ExternT(d.name))
+            self.type_names[d.name] = ExternT(d.name)
         elif isinstance(d, A.PackageDecl):
+            self.check_new_block(d.name, d.loc)
             self.type_names[d.name] = ExternT(d.name)
         elif isinstance(d, A.Instance):
             if isinstance(d.type, A.NamedType) and d.type.name == "V1Switch":
@@ -170,6 +174,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         else:
             raise unsupported(getattr(d, "loc", Loc(str(self.source), 1, 1)),
                               f"top-level {type(d).__name__}", "remove it")
+
+    def check_new_block(self, name: str, loc: Loc) -> None:
+        """Refuse a parser, control or package whose name is already a type.
+
+        p4c rejects a redeclaration such as ``control Ingress(...)`` in a v1model
+        program, because v1model.p4 declares the control type ``Ingress``.
+        """
+        if name in self.type_names:
+            where = self.block_locs.get(name)
+            origin = f" (first declared at {where})" if where else ""
+            raise error(loc, f"'{name}' is already declared{origin}; choose another name, "
+                        f"e.g. 'My{name}'")
+        self.block_locs[name] = loc
 
     def check_new_name(self, name: str, loc: Loc) -> None:
         if name in self.type_names and not isinstance(self.type_names[name], ExternT):

@@ -275,3 +275,17 @@ def test_block_local_initializers_may_read_parameters(p4file) -> None:
                    apply="sm.egress_spec = in_port + 1; hdr.eth.ether_type = meta.m16;")
     sw = Switch.load(p4file(text))
     assert sw.inject(4, bytes(14) + b"x") == [(5, bytes(12) + b"\x00\x04" + b"x")]
+
+
+def test_a_control_named_like_a_v1model_type_is_a_redeclaration(p4file) -> None:
+    """p4c refuses ``control Ingress`` in a v1model program: v1model.p4 declares that type."""
+    decl = ("control Ingress(inout headers_t hdr, inout meta_t meta, "
+            "inout standard_metadata_t sm) { apply { } }")
+    text = program(decls=decl)
+    path = p4file(text)
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    line, col = where(text, "Ingress(")
+    assert ei.value.location == f"{path}:{line}:{col}"
+    assert "'Ingress' is already declared (first declared at " in str(ei.value)
+    assert "v1model.p4:" in str(ei.value) and "e.g. 'MyIngress'" in str(ei.value)
