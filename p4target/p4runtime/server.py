@@ -237,7 +237,11 @@ class P4RuntimeServer:
         if self._grpc is not None:
             for c in list(self.arbiter.clients):
                 c.outbox.put(None)
-            self._grpc.stop(grace).wait()
+            # Bounded: grpc's stop event is sometimes never set after a stream whose
+            # request could not be deserialised (seen under load); every call is
+            # cancelled once the grace period is over, so waiting longer gains nothing.
+            if not self._grpc.stop(grace).wait((grace or 0.0) + 5.0):
+                log.warning("device %d: gRPC server did not confirm its shutdown", self.device_id)
             self._grpc = None
             for remove, cb in ((getattr(self.device, "remove_packet_in_listener", None), self._on_packet_in),
                                (getattr(self.device, "remove_digest_listener", None), self._on_digest)):
