@@ -246,6 +246,27 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
     return s
 
 
+def open_interface_socket(name: str, netns: str | None = None, promisc: bool = True,
+                          rcvbuf: int = 1 << 20) -> socket.socket:
+    """A raw socket on interface ``name`` of network namespace ``netns`` (None: ours).
+
+    For tools and tests that send and watch frames on a switch's links: resolves the
+    interface index inside the namespace, then opens it like a switch port.
+    """
+
+    def opener() -> socket.socket:
+        ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            idx = interface_index(ctl, name)
+        finally:
+            ctl.close()
+        if idx is None:
+            raise P4Error(f"interface {name!r} does not exist in namespace {netns or 'of this process'}")
+        return open_packet_socket(name, idx, promisc=promisc, rcvbuf=rcvbuf)
+
+    return in_netns(netns, opener)
+
+
 def complete_checksum(frame: bytes, csum_start: int, csum_offset: int) -> bytes:
     """Finish a checksum the sender's kernel left to the NIC (CHECKSUM_PARTIAL).
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from p4target.netio import in_netns, interface_index, open_packet_socket
+from p4target.netio import open_interface_socket
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.p4rt_client import Names, RawClient, ins
 
@@ -28,18 +28,6 @@ DST = 0x0A0000000001
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
-
-
-def packet_socket(ns: str, ifname: str) -> socket.socket:
-    def opener() -> socket.socket:
-        ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            idx = interface_index(ctl, ifname)
-        finally:
-            ctl.close()
-        return open_packet_socket(ifname, idx, promisc=True, rcvbuf=1 << 20)
-
-    return in_netns(ns, opener)
 
 
 def received(sock: socket.socket, want: bytes, timeout: float) -> bool:
@@ -88,8 +76,8 @@ def test_frame_follows_an_entry_written_over_p4runtime(rt_config) -> None:
             c.arbitrate(1)
             c.set_pipeline(rt_config[0], rt_config[1])
             names = Names(rt_config[0])
-            tx = packet_socket(ns, "p4tr1")
-            rx = packet_socket(ns, "p4tr2")
+            tx = open_interface_socket("p4tr1", ns)
+            rx = open_interface_socket("p4tr2", ns)
             socks += [tx, rx]
             frame = tframe(dst=DST)
             c.write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": DST}, "fwd", port=2)))

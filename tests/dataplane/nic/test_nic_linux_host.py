@@ -22,6 +22,7 @@ import pytest
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
+from p4target.netio import open_interface_socket
 from tests.dataplane.nic.nic_plan import (
     Fabric,
     NicConfig,
@@ -46,20 +47,6 @@ def run(*args: str, check: bool = True, timeout: float = 20) -> subprocess.Compl
 
 def in_ns(ns: str, *args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
     return run("ip", "netns", "exec", ns, *args, check=check, timeout=timeout)
-
-
-def fabric_socket(ns: str, ifname: str) -> socket.socket:
-    from p4target.netio import in_netns, interface_index, open_packet_socket
-
-    def opener() -> socket.socket:
-        ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            idx = interface_index(ctl, ifname)
-        finally:
-            ctl.close()
-        return open_packet_socket(ifname, idx, promisc=True, rcvbuf=1 << 20)
-
-    return in_netns(ns, opener)
 
 
 def start_nic(ns: str) -> tuple[subprocess.Popen, int]:
@@ -125,7 +112,7 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
         assert cfg.fabric.nic_port_mac(0, 1, None) in neigh
 
         # 2. A ping to a remote host: the NIC encapsulates it; "the fabric" answers.
-        sock = fabric_socket(sw_ns, "p4tnsf")
+        sock = open_interface_socket("p4tnsf", sw_ns)
         pinger = subprocess.Popen(["ip", "netns", "exec", host_ns, "ping", "-6", "-c", "1", "-W", "5",
                                    host_addr(*REMOTE)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True)

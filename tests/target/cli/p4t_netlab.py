@@ -14,7 +14,7 @@ import subprocess
 import time
 import uuid
 
-from p4target.netio import in_netns, interface_index, open_packet_socket
+from p4target.netio import open_interface_socket
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -78,17 +78,7 @@ class NetLab:
 
     def socket(self, ifname: str) -> socket.socket:
         """A raw socket on ``ifname`` (frames the test sends and receives)."""
-
-        def opener() -> socket.socket:
-            ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                idx = interface_index(ctl, ifname)
-            finally:
-                ctl.close()
-            assert idx is not None, ifname
-            return open_packet_socket(ifname, idx, promisc=True, rcvbuf=1 << 20)
-
-        s = in_netns(self.ns, opener)
+        s = open_interface_socket(ifname, self.ns)
         self.socks.append(s)
         return s
 
