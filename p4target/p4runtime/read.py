@@ -162,27 +162,39 @@ def _read_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.CounterEntry):
             yield p4runtime_pb2.Entity(counter_entry=c)
 
 
-def _read_direct_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectCounterEntry):
-    tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_counter_id is not None]
-    if req.table_entry.table_id and not tables:
-        raise invalid(f"table id {req.table_entry.table_id} has no direct counter")
+def _direct_entries(sw: Any, st: PipelineState, req_entry: p4runtime_pb2.TableEntry, what: str):
+    """(table, entry, key) of every table entry a direct counter/meter read names.
+
+    ``what`` is ``counter`` or ``meter``: only tables with that direct resource count.
+    A read naming one entry that does not exist is NOT_FOUND.
+    """
+    attr = f"direct_{what}_id"
+    tables = [t for t in _tables(st, req_entry.table_id) if getattr(t, attr) is not None]
+    if req_entry.table_id and not tables:
+        raise invalid(f"table id {req_entry.table_id} has no direct {what}")
     for t in tables:
         want = None
-        if len(req.table_entry.match) or req.table_entry.priority:
-            want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
+        if len(req_entry.match) or req_entry.priority:
+            want = entry_key(t.name, decode_match(t, req_entry.match), decode_priority(t, req_entry.priority))
         found = False
         for entry in sw.table_entries(t.name):
-            if want is not None and entry_key(t.name, entry.match, entry.priority) != want:
+            key = entry_key(t.name, entry.match, entry.priority)
+            if want is not None and key != want:
                 continue
             found = True
-            d = p4runtime_pb2.DirectCounterEntry()
-            d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
-            packets, nbytes = entry.counters or (0, 0)
-            d.data.packet_count = packets
-            d.data.byte_count = nbytes
-            yield p4runtime_pb2.Entity(direct_counter_entry=d)
+            yield t, entry, key
         if want is not None and not found:
-            raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match for its direct counter")
+            raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match for its direct {what}")
+
+
+def _read_direct_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectCounterEntry):
+    for t, entry, _ in _direct_entries(sw, st, req.table_entry, "counter"):
+        d = p4runtime_pb2.DirectCounterEntry()
+        d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
+        packets, nbytes = entry.counters or (0, 0)
+        d.data.packet_count = packets
+        d.data.byte_count = nbytes
+        yield p4runtime_pb2.Entity(direct_counter_entry=d)
 
 
 def _read_registers(sw: Any, st: PipelineState, req: p4runtime_pb2.RegisterEntry):
@@ -210,27 +222,13 @@ def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
 def _read_direct_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectMeterEntry):
     if req.HasField("counter_data"):
         raise P4RTError(UNIMPLEMENTED, "per-colour meter counters are not supported")
-    tables = [t for t in _tables(st, req.table_entry.table_id) if t.direct_meter_id is not None]
-    if req.table_entry.table_id and not tables:
-        raise invalid(f"table id {req.table_entry.table_id} has no direct meter")
-    for t in tables:
-        want = None
-        if len(req.table_entry.match) or req.table_entry.priority:
-            want = entry_key(t.name, decode_match(t, req.table_entry.match), decode_priority(t, req.table_entry.priority))
-        found = False
-        for entry in sw.table_entries(t.name):
-            key = entry_key(t.name, entry.match, entry.priority)
-            if want is not None and key != want:
-                continue
-            found = True
-            d = p4runtime_pb2.DirectMeterEntry()
-            d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
-            d.table_entry.ClearField("meter_config")
-            if key in st.direct_meters:
-                d.config.CopyFrom(st.direct_meters[key])
-            yield p4runtime_pb2.Entity(direct_meter_entry=d)
-        if want is not None and not found:
-            raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match for its direct meter")
+    for t, entry, key in _direct_entries(sw, st, req.table_entry, "meter"):
+        d = p4runtime_pb2.DirectMeterEntry()
+        d.table_entry.CopyFrom(table_entry_message(st, t, entry, False))
+        d.table_entry.ClearField("meter_config")
+        if key in st.direct_meters:
+            d.config.CopyFrom(st.direct_meters[key])
+        yield p4runtime_pb2.Entity(direct_meter_entry=d)
 
 
 def _read_pre(sw: Any, st: PipelineState, req: p4runtime_pb2.PacketReplicationEngineEntry):
