@@ -237,25 +237,17 @@ def _preamble(pre: p4info_pb2.Preamble, ident: int, name: str, alias: str, annot
     pre.id = ident
     pre.name = name
     pre.alias = alias
+    _field_annotations(pre, annotations)
+
+
+def _field_annotations(msg, annotations: dict[str, str]) -> None:
+    """Annotations and @brief/@description docs of a preamble, match field or param."""
     for key, body in annotations.items():
         if key in _HIDDEN_ANNOTATIONS:
             continue
-        pre.annotations.append(format_annotation(key, body))
+        msg.annotations.append(format_annotation(key, body))
     brief = _string_annotation(annotations, "brief")
     desc = _string_annotation(annotations, "description")
-    if brief is not None:
-        pre.doc.brief = brief
-    if desc is not None:
-        pre.doc.description = desc
-
-
-def _field_annotations(msg, f_annotations: dict[str, str]) -> None:
-    for key, body in f_annotations.items():
-        if key in _HIDDEN_ANNOTATIONS:
-            continue
-        msg.annotations.append(format_annotation(key, body))
-    brief = _string_annotation(f_annotations, "brief")
-    desc = _string_annotation(f_annotations, "description")
     if brief is not None:
         msg.doc.brief = brief
     if desc is not None:
