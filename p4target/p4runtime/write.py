@@ -485,6 +485,14 @@ def _replicas(replicas, where: str) -> list[tuple[int, int]]:
     return out
 
 
+def _check_presence(op: int, exists: bool, where: str) -> None:
+    """INSERT needs the object absent, MODIFY and DELETE need it present."""
+    if op == INSERT and exists:
+        raise P4RTError(ALREADY_EXISTS, f"{where} already exists; use MODIFY")
+    if op in (MODIFY, DELETE) and not exists:
+        raise P4RTError(NOT_FOUND, f"{where} does not exist" + ("; use INSERT" if op == MODIFY else ""))
+
+
 def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
     which = p.WhichOneof("type")
     if which == "multicast_group_entry":
@@ -492,17 +500,11 @@ def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketRepli
         where = f"multicast group {g.multicast_group_id}"
         if g.multicast_group_id == 0:
             raise invalid("multicast group id 0 is reserved (no multicast); use 1 or more")
-        exists = g.multicast_group_id in st.mc_groups
+        _check_presence(op, g.multicast_group_id in st.mc_groups, where)
         if op == DELETE:
-            if not exists:
-                raise P4RTError(NOT_FOUND, f"{where} does not exist")
             _call(sw, "mc_group_delete", g.multicast_group_id)
             del st.mc_groups[g.multicast_group_id]
             return
-        if op == INSERT and exists:
-            raise P4RTError(ALREADY_EXISTS, f"{where} already exists; use MODIFY")  # ALREADY_EXISTS
-        if op == MODIFY and not exists:
-            raise P4RTError(NOT_FOUND, f"{where} does not exist; use INSERT")
         _call(sw, "mc_group_set", g.multicast_group_id, _replicas(g.replicas, where))
         st.mc_groups[g.multicast_group_id] = p4runtime_pb2.MulticastGroupEntry()
         st.mc_groups[g.multicast_group_id].CopyFrom(g)
@@ -511,17 +513,11 @@ def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketRepli
         where = f"clone session {c.session_id}"
         if c.session_id == 0:
             raise invalid("clone session id 0 is reserved; use 1 or more")
-        exists = c.session_id in st.clone_sessions
+        _check_presence(op, c.session_id in st.clone_sessions, where)
         if op == DELETE:
-            if not exists:
-                raise P4RTError(NOT_FOUND, f"{where} does not exist")
             _call(sw, "clone_session_delete", c.session_id)
             del st.clone_sessions[c.session_id]
             return
-        if op == INSERT and exists:
-            raise P4RTError(ALREADY_EXISTS, f"{where} already exists; use MODIFY")
-        if op == MODIFY and not exists:
-            raise P4RTError(NOT_FOUND, f"{where} does not exist; use INSERT")
         if c.packet_length_bytes < 0:
             raise invalid(f"{where}: packet_length_bytes cannot be negative")
         _call(sw, "clone_session_set", c.session_id, _replicas(c.replicas, where), truncate=c.packet_length_bytes)
@@ -534,15 +530,10 @@ def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketRepli
 def _write_digest(sw: Any, st: PipelineState, op: int, d: p4runtime_pb2.DigestEntry) -> None:
     if d.digest_id not in st.schema.digests:
         raise invalid(f"digest id {d.digest_id} is not in the P4Info")
+    _check_presence(op, d.digest_id in st.digest_configs, f"digest {d.digest_id} configuration")
     if op == DELETE:
-        if d.digest_id not in st.digest_configs:
-            raise P4RTError(NOT_FOUND, f"digest {d.digest_id} is not configured")
         del st.digest_configs[d.digest_id]
         return
-    if op == INSERT and d.digest_id in st.digest_configs:
-        raise P4RTError(ALREADY_EXISTS, f"digest {d.digest_id} is already configured; use MODIFY")
-    if op == MODIFY and d.digest_id not in st.digest_configs:
-        raise P4RTError(NOT_FOUND, f"digest {d.digest_id} is not configured; use INSERT")
     cfg = p4runtime_pb2.DigestEntry.Config()
     cfg.CopyFrom(d.config)
     st.digest_configs[d.digest_id] = cfg
