@@ -3,6 +3,8 @@ the Pipeline class with the contract's methods, and Pipeline.preserve's field li
 
 from __future__ import annotations
 
+import re
+
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
 
@@ -11,8 +13,114 @@ from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
 PARSER_STEP_LIMIT = 4096
 
 
+# Limits of the straight-line parser (an acyclic parser inlined into Pipeline.parse):
+# beyond them (deep or wide state graphs) the state-function loop is kept.
+# (INLINE_PARSER False keeps the loop for every parser: the tests compare the two.)
+INLINE_PARSER = True
+INLINE_PARSER_MAX_LINES = 3000
+INLINE_PARSER_MAX_DEPTH = 40
+
+_CASE = re.compile(r"^        if (.*): return (\w+), pos$")
+_GOTO = re.compile(r"^        return (\w+), pos$")
+_FAIL = re.compile(r"^        raise ParserError\(\d+, pos\)$")
+
+
 class ModuleAssembler:
     """Mixin of the program compiler (module text)."""
+
+    def inline_parser(self) -> list[str] | None:
+        """The parser as straight-line code for Pipeline.parse (16-space indent), when
+        its state graph is acyclic and every state function has the shape gen_state
+        gives it (body, then ``if C: return S, pos`` cases, then ``return S, pos`` or
+        ``raise ParserError(N, pos)``); None otherwise. Each state's body is kept as
+        generated; the transitions become if/elif/else blocks nesting the next state
+        (a state reached on several paths is repeated), accept/reject fall through
+        to the end of the parse, as the loop does when a state returns None."""
+        by_func = {f: n for n, f in self.state_funcs.items()}
+        states: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {}
+        for name, lines in self.state_lines.items():
+            if len(lines) < 3 or not lines[0].startswith("    def ") or not lines[1].startswith('        """'):
+                return None
+            body = [x for x in lines[2:] if x.strip()]
+            if not body:
+                return None
+            final = body.pop()
+            if not (_GOTO.match(final) or _FAIL.match(final)):
+                return None
+            cases: list[tuple[str, str]] = []
+            while body and _CASE.match(body[-1]):
+                m = _CASE.match(body.pop())
+                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]
+            for x in body:
+                if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
+                    return None
+            states[self.state_funcs[name]] = (body, cases, final)
+
+        def targets(f: str) -> list[str]:
+            _, cases, final = states[f]
+            out = [t for _, t in cases]
+            m = _GOTO.match(final)
+            if m:
+                out.append(m.group(1))
+            return [t for t in out if t != "None"]
+
+        for f in states:
+            for t in targets(f):
+                if t not in by_func:
+                    return None
+        # acyclic? (depth-first search from the start state)
+        color: dict[str, int] = {}
+
+        def cyclic(f: str, depth: int) -> bool:
+            if depth > INLINE_PARSER_MAX_DEPTH:
+                return True
+            color[f] = 1
+            for t in targets(f):
+                c = color.get(t, 0)
+                if c == 1 or (c == 0 and cyclic(t, depth + 1)):
+                    return True
+            color[f] = 2
+            return False
+
+        if cyclic(self.parser_start, 0):
+            return None
+        out: list[str] = []
+
+        def emit(f: str, ind: str) -> None:
+            body, cases, final = states[f]
+            out.extend(ind + x[8:] for x in body)
+            m = _GOTO.match(final)
+            if not cases:
+                if m is None:
+                    out.append(ind + final[8:])
+                elif m.group(1) != "None":
+                    emit(m.group(1), ind)
+                return
+            for i, (cond, t) in enumerate(cases):
+                out.append(f"{ind}{'if' if i == 0 else 'elif'} {cond}:")
+                branch(t, ind + "    ")
+            out.append(ind + "else:")
+            if m is None:
+                out.append(ind + "    " + final[8:])
+            else:
+                branch(m.group(1), ind + "    ")
+            if len(out) > INLINE_PARSER_MAX_LINES:
+                raise OverflowError
+
+        def branch(t: str, ind: str) -> None:
+            n = len(out)
+            if t != "None":
+                emit(t, ind)
+            if len(out) == n:
+                out.append(ind + "pass")
+
+        try:
+            emit(self.parser_start, " " * 16)
+        except OverflowError:
+            return None
+        if len(out) > INLINE_PARSER_MAX_LINES:
+            return None
+        return out
 
     def struct_class(self, t: StructT) -> list[str]:
         slots = []
@@ -146,16 +254,24 @@ class ModuleAssembler:
             "            sm.ingress_port = ingress_port",
             "            sm.instance_type = instance_type",
             "            sm.packet_length = len(data) if packet_length is None else packet_length",
-            f"            state = {self.parser_start}",
             f"            L = {plocals}",
             "            pos = 0",
-            "            steps = 0",
             "            try:",
-            "                while state is not None:",
-            "                    state, pos = state(st, L, data, pos)",
-            "                    steps += 1",
-            f"                    if steps > {PARSER_STEP_LIMIT}:",
-            f"                        raise ParserError({self.errors_by_name['ParserTimeout']}, pos)",
+        ]
+        straight = self.inline_parser() if INLINE_PARSER else None
+        if straight is not None:
+            L += straight
+        else:
+            L += [
+                f"                state = {self.parser_start}",
+                "                steps = 0",
+                "                while state is not None:",
+                "                    state, pos = state(st, L, data, pos)",
+                "                    steps += 1",
+                f"                    if steps > {PARSER_STEP_LIMIT}:",
+                f"                        raise ParserError({self.errors_by_name['ParserTimeout']}, pos)",
+            ]
+        L += [
             "            except ParserError as e:",
             "                sm.parser_error = e.code",
             "                pos = e.pos",
@@ -163,14 +279,23 @@ class ModuleAssembler:
             "            return st",
             "",
         ]
+        # A control whose code cannot raise EXIT (no exit statement anywhere in the
+        # program) is bound as the method itself: one call less per block. A control
+        # with an empty apply and nothing to initialise is a no-op method.
+        can_exit = any("raise EXIT" in line for line in self.build_lines)
         for role, meth in (("verify", "verify_checksum"), ("ingress", "ingress"), ("egress", "egress"),
                            ("compute", "compute_checksum")):
-            L += [f"        def {meth}(self, st):",
-                  "            try:",
-                  f"                {c[role]}(st)",
-                  "            except ExitControl:",
-                  "                pass",
-                  ""]
+            if c[role] in self.empty_controls:
+                L += [f"        def {meth}(self, st):", "            pass", ""]
+            elif not can_exit:
+                L += [f"        {meth} = staticmethod({c[role]})", ""]
+            else:
+                L += [f"        def {meth}(self, st):",
+                      "            try:",
+                      f"                {c[role]}(st)",
+                      "            except ExitControl:",
+                      "                pass",
+                      ""]
         L += [
             "        def deparse(self, st):",
             "            out = []",

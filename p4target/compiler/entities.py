@@ -21,6 +21,7 @@ class ActionInfo:
     decl: A.ActionDecl
     pyfunc: str
     control: str | None
+    empty: bool = False  # generated body does nothing (e.g. NoAction): tables skip the call
 
 
 @dataclass

@@ -318,6 +318,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.gen_parser(parser)
         roles = ["verify", "ingress", "egress", "compute", "deparser"]
         self.control_funcs: dict[str, str] = {}
+        self.empty_controls: set[str] = set()
         for (cname, cloc), role in zip(blocks[1:], roles):
             if cname not in self.controls:
                 raise error(cloc, f"'{cname}' is not a control declared in this program")
@@ -451,7 +452,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             self.emit(line)
         saved = self.scope
         self.scope = ascope
+        n = len(self.out)
         self.stmts(d.body.stmts)
+        info.empty = len(self.out) == n and not function and not outs
         self.scope = saved
         if function and not isinstance(self.function_ret, VoidT):
             # p4c rejects a function that can end without return; be safe anyway
@@ -482,6 +485,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         if "start" not in names:
             raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
         self.state_funcs = {s.name: pyident("s", d.name, s.name) for s in d.states}
+        self.state_lines: dict[str, list[str]] = {}
         for s in d.states:
             self.gen_state(s, pre)
         self.parser_start = self.state_funcs["start"]
@@ -522,7 +526,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             self.gen_select(tr)
         self.scope = saved
         self.dedent()
+        start = len(self.build_lines)
         self.end_fn()
+        self.state_lines[s.name] = self.build_lines[start:]
 
     def gen_select(self, tr: A.Transition) -> None:
         keys = [self.value(k) for k in tr.select or []]
@@ -669,6 +675,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.stmts(d.body.stmts)
         if len(self.out) == n:
             self.emit("pass")
+            if not inits:
+                self.empty_controls.add(fn)
         self.dedent()
         self.end_fn()
         self.scope = self.global_scope

@@ -17,6 +17,10 @@ from p4target.compiler.types import (
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
+# Tables with at most 4 actions dispatch with comparisons, skipping empty actions
+# (False: always through the action tuple; the tests compare the two).
+INLINE_DISPATCH = True
+
 
 class TableCompiler:
     """Mixin of the program compiler (tables and extern instances)."""
@@ -214,9 +218,21 @@ class TableCompiler:
             self.emit(line)
         key = "(" + "".join(c + ", " for c in key_codes) + ")"
         sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
-        self.emit(f"r = {tb}(st, {key}, {sel})")
-        self.emit(f"{ta}[r[0]](st, L, *r[1])")
-        self.emit("return r[0], r[2]")
+        self.emit(f"i, a, h = {tb}(st, {key}, {sel})")
+        # dispatch: a chain of comparisons for a few actions (empty ones skipped),
+        # else the action tuple
+        acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
+        live = [(i, a) for i, a in acts if not a.empty]
+        if len(acts) <= 4 and INLINE_DISPATCH:
+            for j, (i, a) in enumerate(live):
+                cond = "" if len(live) == len(acts) and j == len(live) - 1 and j > 0 else f" i == {i}"
+                kw = "if" if j == 0 else ("else" if not cond else "elif")
+                call = f"{a.pyfunc}(st, L, *a)" if a.decl.params else f"{a.pyfunc}(st, L)"
+                self.emit(f"{kw}{cond}:")
+                self.emit(f"    {call}")
+        else:
+            self.emit(f"{ta}[i](st, L, *a)")
+        self.emit("return i, h")
         self.dedent()
         self.end_fn()
 
