@@ -286,7 +286,8 @@ class ModuleAssembler:
         for role, meth in (("verify", "verify_checksum"), ("ingress", "ingress"), ("egress", "egress"),
                            ("compute", "compute_checksum")):
             if c[role] in self.empty_controls:
-                L += [f"        def {meth}(self, st):", "            pass", ""]
+                L += [f"        def {meth}(self, st):", "            pass", "",
+                      f"        {meth}_is_noop = True", ""]
             elif not can_exit:
                 L += [f"        {meth} = staticmethod({c[role]})", ""]
             else:
