@@ -22,6 +22,7 @@ class ActionInfo:
     pyfunc: str
     control: str | None
     empty: bool = False  # generated body does nothing (e.g. NoAction): tables skip the call
+    lines: list[str] | None = None  # the generated function (def, docstring, body)
 
 
 @dataclass

@@ -464,7 +464,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         elif outs:
             self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in outs) + ")")
         self.dedent()
+        start = len(self.build_lines)
         self.end_fn()
+        info.lines = self.build_lines[start:]
         self.action_outs = []
 
     # ------------------------------------------------------------------ parser

@@ -21,6 +21,27 @@ from p4target.frontend.source import Loc, error, unsupported
 # (False: always through the action tuple; the tests compare the two).
 INLINE_DISPATCH = True
 
+INLINE_ACTION_MAX_LINES = 12
+
+
+def inline_body(a: ActionInfo) -> list[str] | None:
+    """An action's generated body, unindented to the helper's level, to paste in a
+    table helper after ``ap_<param>, ... = a``; None when it is long, returns, or
+    is not in the shape gen_action gives it."""
+    lines = a.lines
+    if not lines or len(lines) < 3 or not lines[0].startswith("    def ") \
+            or not lines[1].startswith('        """'):
+        return None
+    if any(p.direction for p in a.decl.params):
+        return None
+    body = [x for x in lines[2:] if x.strip()]
+    if not body or len(body) > INLINE_ACTION_MAX_LINES:
+        return None
+    for x in body:
+        if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
+            return None
+    return [x[8:] for x in body]
+
 
 class TableCompiler:
     """Mixin of the program compiler (tables and extern instances)."""
@@ -227,9 +248,19 @@ class TableCompiler:
             for j, (i, a) in enumerate(live):
                 cond = "" if len(live) == len(acts) and j == len(live) - 1 and j > 0 else f" i == {i}"
                 kw = "if" if j == 0 else ("else" if not cond else "elif")
-                call = f"{a.pyfunc}(st, L, *a)" if a.decl.params else f"{a.pyfunc}(st, L)"
                 self.emit(f"{kw}{cond}:")
-                self.emit(f"    {call}")
+                body = inline_body(a)
+                if body is not None:
+                    if a.decl.params:
+                        self.emit("    " + "".join(f"ap_{p.name}, " for p in a.decl.params) + "= a")
+                    for line in body:
+                        self.emit("    " + line)
+                        # keep the action's parameter bindings (end_fn drops unused ones)
+                        x = line.strip()
+                        if x.startswith("p_") and " = st." in x:
+                            self.params_used.add(x.split(" = ")[0])
+                else:
+                    self.emit(f"    {a.pyfunc}(st, L, *a)" if a.decl.params else f"    {a.pyfunc}(st, L)")
         else:
             self.emit(f"{ta}[i](st, L, *a)")
         self.emit("return i, h")

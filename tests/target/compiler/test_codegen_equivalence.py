@@ -1,7 +1,8 @@
 """The generated code's speed-ups change nothing a packet can observe.
 
 The straight-line parser (an acyclic parser inlined into ``Pipeline.parse``) and the
-comparison dispatch of small tables (empty actions skipped) can be switched off
+comparison dispatch of small tables (empty actions skipped, short action bodies
+pasted into the table helper) can be switched off
 (``assembly.INLINE_PARSER``, ``tables.INLINE_DISPATCH``). For every program of the
 repository, random and crafted frames through a switch built each way give the same
 outputs, drops, port statistics, counters and registers, with every table's default
