@@ -40,6 +40,7 @@ class TableInfo:
     local: str
     pyfunc: str
     actions: list[tuple[str, ActionInfo]] = field(default_factory=list)  # (local name, info)
+    lines: list[str] | None = None  # the generated helper (def, docstring, body)
 
     def action_index(self, name: str, loc: Loc) -> int:
         for i, (n, _) in enumerate(self.actions):

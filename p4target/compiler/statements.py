@@ -263,6 +263,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
         v = self.call(e, as_stmt=True)
+        if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
+                and self.inline_table_apply(v.sym.obj):  # type: ignore[arg-type]
+            return
         if v is not None and v.code:
             self.emit(v.code)
 

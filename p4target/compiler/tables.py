@@ -4,6 +4,8 @@ generated helper that applies a table through the runtime and runs its action.""
 
 from __future__ import annotations
 
+import re
+
 from p4target import model as M
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, name_anno, qualify, EXTERN_KINDS,
@@ -22,6 +24,20 @@ from p4target.frontend.source import Loc, error, unsupported
 INLINE_DISPATCH = True
 
 INLINE_ACTION_MAX_LINES = 12
+_BINDING = re.compile(r"^p_\w+ = st\.\w+$")
+
+
+def pasteable(body: list[str]) -> bool:
+    """Lines of a generated function (8-space body) that can be pasted into another:
+    no return, no docstring, no continuation, and no assignment of a whole block
+    parameter (``p_hdr = st.hdr = ...``: pasted, it would rebind the caller's name)."""
+    for x in body:
+        if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
+            return False
+        y = x.strip()
+        if "st." in y and not _BINDING.match(y) and re.search(r"(^|[^\w.])st\.\w+\s*=[^=]", y):
+            return False
+    return True
 
 
 def inline_body(a: ActionInfo) -> list[str] | None:
@@ -35,11 +51,8 @@ def inline_body(a: ActionInfo) -> list[str] | None:
     if any(p.direction for p in a.decl.params):
         return None
     body = [x for x in lines[2:] if x.strip()]
-    if not body or len(body) > INLINE_ACTION_MAX_LINES:
+    if not body or len(body) > INLINE_ACTION_MAX_LINES or not pasteable(body):
         return None
-    for x in body:
-        if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
-            return None
     return [x[8:] for x in body]
 
 
@@ -265,7 +278,32 @@ class TableCompiler:
             self.emit(f"{ta}[i](st, L, *a)")
         self.emit("return i, h")
         self.dedent()
+        start = len(self.build_lines)
         self.end_fn()
+        info.lines = self.build_lines[start:]
+
+    def inline_table_apply(self, info: TableInfo) -> bool:
+        """``t.apply();`` as a statement: paste the helper's body (without its final
+        ``return i, h``) instead of calling it, when INLINE_DISPATCH and the body has no
+        other return. Returns False when the caller should emit the call."""
+        lines = info.lines
+        if lines and lines[0].startswith("    TA_"):
+            lines = lines[1:]  # the action tuple, defined before the helper
+        if not INLINE_DISPATCH or not lines or len(lines) < 4 or not lines[0].startswith("    def ") \
+                or not lines[1].startswith('        """'):
+            return False
+        body = [x for x in lines[2:] if x.strip()]
+        if not body or body[-1] != "        return i, h":
+            return False
+        body.pop()
+        if not pasteable(body):
+            return False
+        for x in body:
+            self.emit(x[8:])
+            y = x.strip()
+            if y.startswith("p_") and " = st." in y:
+                self.params_used.add(y.split(" = ")[0])
+        return True
 
     def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...]) -> str | None:
         if p is None:

@@ -138,3 +138,17 @@ def test_cyclic_parser_keeps_the_loop() -> None:
     # fabric.p4 loops over SRH segments: its parser cannot be straight-line
     src = compiled(ROOT / "p4src" / "fabric.p4", True).python_source
     assert "while state is not None" in src
+
+
+def test_whole_parameter_assignment_is_never_pasted() -> None:
+    # pasted, ``p_hdr = st.hdr = ...`` would rebind the caller's p_hdr too
+    assert tables.pasteable(["        p_hdr = st.hdr", "        p_hdr.eth.dst = 1"])
+    assert not tables.pasteable(["        p_hdr = st.hdr = _t1.copy()"])
+    assert not tables.pasteable(["        return"])
+
+
+def test_table_apply_statements_are_pasted() -> None:
+    src = compiled(ROOT / "bench" / "p4" / "router6.p4", True).python_source
+    body = src[src.index("    def c_REgress"):]
+    body = body[:body.index("\n\n")]
+    assert "T_REgress_port_mac(st," in body and "t_REgress_port_mac(st, L)" not in body
