@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from types import CodeType
 
+from p4target.compiler import fastpath
 from p4target.compiler.program import ProgramCompiler
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
@@ -58,6 +59,7 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
         program = parse_tokens(tokenize(lines))
         compiler = ProgramCompiler(program, path)
         source, model, errors = compiler.compile()
+        source = fastpath.add_fast_path(source, model)
         compiled = CompiledProgram(model, source, errors, path)
     except P4Error:
         raise
