@@ -236,8 +236,11 @@ class _Builder:
             if n in extraction:
                 continue
             m = re.match(r"^\s*([\w, ]+?)\s*(?:[-+*/%|&^]|<<|>>|//|\*\*)?=(?!=)", l)
+            targets = re.findall(r"\b(f__\w+)\s*(?:[-+*/%|&^]|<<|>>|//|\*\*)?=(?!=)", l)
             if m:
-                for name in re.findall(r"\bf__\w+", m.group(1)):
+                targets += re.findall(r"\bf__\w+", m.group(1))
+            if targets:
+                for name in targets:
                     if not (name.endswith("__v") and l.strip() == f"{name} = True"
                             and n > 0 and body[n - 1].strip().startswith("pos += ")):
                         written.add(name)
@@ -305,7 +308,9 @@ class _Builder:
         stores: dict[str, list[int]] = {}
         for n, l in enumerate(body):
             m = re.match(r"^\s*(f__\w+) = (.*)$", l)
-            if m and not re.search(r"\w\s*\(", m.group(2)) and m.group(1) not in re.findall(r"\bf__\w+", m.group(2)):
+            if (m and not re.search(r"\w\s*\(", m.group(2))
+                    and not re.search(r"(?<![=!<>])=(?!=)", m.group(2))
+                    and m.group(1) not in re.findall(r"\bf__\w+", m.group(2))):
                 stores.setdefault(m.group(1), []).append(n)
         out = list(body)
         for name, lines in stores.items():
@@ -398,8 +403,10 @@ class _Builder:
                     raise _NoFast("table call in an expression")
                 cond = s[3:]
                 before = cond[: cond.index(calls[0] + "(st, L)")]
-                if re.search(r"\b(and|or|if)\b", before):
-                    raise _NoFast("table call after a short circuit")
+                if not re.fullmatch(r"[\s(]*(?:not[\s(]*)*", before):
+                    # anything evaluated before the apply (a short circuit, a field the
+                    # action may change) would now be evaluated after it
+                    raise _NoFast("table call after other terms")
                 r = self.fresh("_r")
                 pasted = self.table(calls[0], r)
                 # the pasted helper's own i, h: nothing between them and this test

@@ -178,3 +178,30 @@ def test_general_path_is_taken_when_a_port_is_rate_limited() -> None:
     sw.set_queue_rate(2, 1e6)
     sw.inject(1, f)
     assert sw.fast_packets == before
+
+
+def test_a_field_written_on_a_single_line_if_is_deparsed_from_the_field() -> None:
+    plain = compiled(ROUTER6, False)
+    b = fastpath._Builder(plain.python_source, plain.model)
+    body = ["_x1 = int.from_bytes(data[pos:pos + 8], 'big')",
+            "f__hdr_udp_sport = (_x1 >> 48)",
+            "f__hdr_udp_dport = (_x1 >> 32) & 0xffff",
+            "f__hdr_udp_len = (_x1 >> 16) & 0xffff",
+            "f__hdr_udp_checksum = _x1 & 0xffff",
+            "pos += 8",
+            "f__hdr_udp__v = True",
+            "if f__hdr_udp_len > 3: f__hdr_udp_checksum = 0",
+            "if f__hdr_udp__v:",
+            "    _o.append(((f__hdr_udp_sport << 48) | (f__hdr_udp_dport << 32) | (f__hdr_udp_len << 16)"
+            " | f__hdr_udp_checksum).to_bytes(8, 'big'))"]
+    out = b.raw_headers(body, 8)
+    assert "f__hdr_udp_checksum).to_bytes(8, 'big')" in out[-1] or "| f__hdr_udp_checksum" in out[-1]
+    assert "_raw_f__hdr_udp & 0xffffffffffff0000" in out[-1]
+
+
+def test_a_field_read_before_a_hoisted_table_call_keeps_the_general_path() -> None:
+    plain = compiled(ROUTER6, False)
+    b = fastpath._Builder(plain.python_source, plain.model)
+    with pytest.raises(fastpath._NoFast):
+        b.transform(["p_meta = st.meta", "if (p_meta.routable == t_RIngress_host_routes(st, L)[1]):",
+                     "    pass"], {}, "control")
