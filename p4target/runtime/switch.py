@@ -429,7 +429,7 @@ class Switch:
                 out_port, data = r
                 if data is None:
                     self._drop("ingress_drop", port)
-                elif out_port in self._down:
+                elif out_port in self._down:  # _transmit, inlined: this is the hottest path
                     self._drop("port_down", out_port)
                 else:
                     s = self.port_stats.get(out_port)
@@ -498,17 +498,7 @@ class Switch:
                     cut = st.truncate_to
                     if cut is not None and 0 < cut < len(data):
                         data = data[:cut]
-                    if out_port in self._down:
-                        self._drop("port_down", out_port)
-                    else:
-                        s = self.port_stats.get(out_port)
-                        if s is None:
-                            s = self._stats(out_port)
-                        s.tx_packets += 1
-                        s.tx_bytes += len(data)
-                        if out_port == self.cpu_port:
-                            self.packet_ins.append(data)
-                        self._out.append((out_port, data))
+                    self._transmit(out_port, data)
             except PacketAbort as e:
                 log.warning("%s: assertion failed in egress (%s): packet dropped", self.name, e.where)
                 self._drop("assert", out_port)
