@@ -66,7 +66,6 @@ VNET_GSO_TCPV4 = 1
 VNET_GSO_TCPV6 = 4
 VNET_GSO_UDP_L4 = 5
 VNET_GSO_ECN = 0x80
-VNET_HDR_NONE = bytes(VNET_HDR_LEN)
 SIOCGIFFLAGS = 0x8913
 SIOCGIFINDEX = 0x8933
 IFF_UP = 0x1
@@ -246,6 +245,18 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
     return s
 
 
+def open_transmit_socket(name: str) -> socket.socket:
+    """A raw socket that only sends on interface ``name`` (protocol 0: it receives
+    nothing), without a virtio-net header."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    try:
+        s.bind((name, 0))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
 def open_interface_socket(name: str, netns: str | None = None, promisc: bool = True,
                           rcvbuf: int = 1 << 20) -> socket.socket:
     """A raw socket on interface ``name`` of network namespace ``netns`` (None: ours).
@@ -404,6 +415,9 @@ class _Port:
         self.gso_dropped = 0
         self.gso_segmented = 0
         self.vnet = False
+        # Frames go out through tx_sock: with a virtio-net header on the receive socket,
+        # a second socket without it saves the kernel work of parsing one per frame.
+        self.tx_sock: socket.socket | None = None
 
 
 class NetIO:
@@ -506,6 +520,7 @@ class NetIO:
         p.ifindex = ifindex
         p.kernel_filters_outgoing = ignores_outgoing(p.sock)
         p.vnet = self.finish_checksums
+        p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
@@ -523,6 +538,9 @@ class NetIO:
                     pass
             p.sock.close()
             p.sock = None
+        if p.tx_sock is not None:
+            p.tx_sock.close()  # a no-op when it was the receive socket
+            p.tx_sock = None
         p.ifindex = None
 
     # -- sending (the device's output sink)
@@ -532,12 +550,12 @@ class NetIO:
             log.debug("device %d: output to port %d dropped: no such port",
                       getattr(self.device, "device_id", 0), port)
             return
-        sock = p.sock
+        sock = p.tx_sock
         if sock is None:
             p.stats.tx_errors += 1
             return
         try:
-            sock.send(VNET_HDR_NONE + frame if p.vnet else frame)
+            sock.send(frame)
         except OSError as e:
             p.stats.tx_errors += 1
             if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
