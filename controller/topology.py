@@ -295,6 +295,26 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+_RANGES = {
+    "planes": f"1..{MAX_PLANES} planes",
+    "spines": f"1..{MAX_SPINES} spines per plane",
+    "leaves": f"1..{MAX_LEAVES} leaves per plane",
+    "hosts_per_leaf": f"1..{MAX_HOSTS_PER_LEAF} hosts per leaf",
+    "hosts": f"0..{MAX_HOSTS_PER_LEAF} hosts on a leaf",
+    "evs_per_nic": f"1..{MAX_EVS} EVs per NIC",
+    "threshold": "a queue depth of 0..524287 packets",
+    "dscp": "a DSCP of 0..63",
+}
+
+
+def _description(loc: tuple[Any, ...]) -> str | None:
+    """What range the field at ``loc`` allows, in words."""
+    names = [k for k in loc if isinstance(k, str)]
+    if names and names[-1] in ("spines", "leaves") and "graph" in names:
+        return f"at most {MAX_SPINES if names[-1] == 'spines' else MAX_LEAVES} {names[-1]} in a plane"
+    return _RANGES.get(names[-1]) if names else None
+
+
 def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_names: bool) -> str:
     e = err.errors()[0]
     loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and x.startswith(("function-", "int", "str"))))
@@ -307,6 +327,12 @@ def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_n
     place = f"{where}:{line}" if line else where
     msg = e["msg"].replace("Value error, ", "")
     fix = _FIXES.get(e["type"], "")
+    if e["type"] in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        what = _description(loc)
+        msg = f"{e.get('input')!r} is out of range"
+        fix = f"the address plan holds {what}" if what else "give a value in range"
+    elif e["type"] == "literal_error":
+        fix = f"give one of {e.get('ctx', {}).get('expected', '')}"
     extra = len(err.errors()) - 1
     more = f" (and {extra} more)" if extra else ""
     return f"{place}: {path}: {msg}{'; ' + fix if fix else ''}{more}"
