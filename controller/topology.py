@@ -98,6 +98,8 @@ class Topology:
     source: str = "parameters"
     _hosts: tuple[Host, ...] = field(default=(), repr=False, compare=False)
     _first: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _max_hosts: int = field(default=0, repr=False, compare=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # for plan.py's memos
 
     def __post_init__(self) -> None:
         hosts: list[Host] = []
@@ -108,6 +110,7 @@ class Topology:
             hosts += [Host(base + n - 1, leaf.index, n) for n in range(1, leaf.hosts + 1)]
         object.__setattr__(self, "_hosts", tuple(hosts))
         object.__setattr__(self, "_first", tuple(first))
+        object.__setattr__(self, "_max_hosts", max((leaf.hosts for leaf in self.leaves), default=0))
 
     def first_host(self, leaf: int) -> int:
         """Index of the first host behind ``leaf`` (hosts are numbered leaf by leaf)."""
@@ -123,7 +126,7 @@ class Topology:
 
     @property
     def max_hosts_per_leaf(self) -> int:
-        return max((leaf.hosts for leaf in self.leaves), default=0)
+        return self._max_hosts
 
     def cabled(self, plane: int, leaf: int, spine: int) -> bool:
         """Is leaf ``leaf`` of ``plane`` cabled to spine ``spine`` of that plane?"""
