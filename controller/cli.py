@@ -173,12 +173,12 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
 
     try:
         report = sizing.size(gpus=gpus, nic_gbps=nic_gbps, planes=planes, port_gbps=port_gbps, radix=radix)
-    except ValueError as exc:
+    except sizing.SizingError as exc:
         raise Fail(str(exc)) from None
     if as_json:
         _print_json(report.to_json())
     else:
-        sizing.render(report, out)
+        out.print(sizing.table(report))
 
 
 @app.command("entries")
