@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from controller.entries import entries_of, nodes  # noqa: E402
 from controller.inventory import default_inventory  # noqa: E402
-from controller.p4rt import Session, codec, pipeline, updates  # noqa: E402
+from controller.p4rt import Session, codec, pipeline  # noqa: E402
 from controller.reconcile import BATCH, Reconciler  # noqa: E402
 from controller.topology import from_parameters  # noqa: E402
 
@@ -52,8 +52,8 @@ async def raw_write(targets, wanted) -> float:
         await s.open()
         await s.set_pipeline(pipeline(t.program))
         c = codec(t.program)
-        ups = updates(c, "insert", [c.canonical(e) for e in wanted[t.name]])
-        return s, [ups[k:k + BATCH] for k in range(0, len(ups), BATCH)]
+        es = [c.canonical(e) for e in wanted[t.name]]
+        return s, [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
 
     ready = await asyncio.gather(*(prep(t) for t in targets))
 
