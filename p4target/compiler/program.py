@@ -28,6 +28,7 @@ from p4target.compiler.types import (
     Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
+from p4target.frontend.bmv2_warnings import bmv2_warnings
 from p4target.frontend.control_plane import p4info_action_names
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -334,7 +335,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             controller_headers=tuple(self.controller_headers()),
             digests=tuple(self.digests.values()),
             value_sets=(),
-            warnings=tuple(self.warnings),
+            warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
 
