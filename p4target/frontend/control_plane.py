@@ -19,7 +19,7 @@ So an action called directly from an apply block is there although no table list
 it, and so is a control's action called only from another of its actions; a
 top-level action called only from action bodies is not.
 
-Two simplifications, both documented in docs/p4runtime.md: every table counts as used
+Two simplifications (the first is in docs/p4runtime.md): every table counts as used
 (p4c drops a table that is never applied; the embedded target keeps it, so its
 actions stay too), and a name is resolved as an action of the control first, then of
 the program, without looking at variables that could shadow it.
