@@ -101,13 +101,14 @@ def control_actions(program: A.Program, control: A.ControlDecl) -> list[str]:
             continue
         used_local.add(n)
         work.extend(m for m in names_in(local[n].body) if m in local)
-    copied: list[A.ActionDecl] = []
+    copied: list[str] = []  # top-level actions, in the order of first use
     for n in outside:
-        if n not in local and n in top and top[n] not in copied:
-            copied.append(top[n])
-    kept = copied + [d for d in control.locals if isinstance(d, A.ActionDecl) and d.name in used_local]
-    return [qualify(None if d in copied else control.name, d.name, d.annotations)
-            for d in kept if not _hidden(d)]
+        if n not in local and n in top and n not in copied:
+            copied.append(n)
+    names = [qualify(None, top[n].name, top[n].annotations) for n in copied if not _hidden(top[n])]
+    names += [qualify(control.name, d.name, d.annotations) for d in control.locals
+              if isinstance(d, A.ActionDecl) and d.name in used_local and not _hidden(d)]
+    return names
 
 
 def p4info_action_names(program: A.Program, declared: Collection[str],
