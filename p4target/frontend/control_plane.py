@@ -33,6 +33,8 @@ from collections.abc import Collection, Iterator
 from p4target.frontend import ast as A
 
 _NO_ACTION = "NoAction"
+# V1Switch's parameters (v1model.p4): named arguments are taken in this order.
+_V1SWITCH_PARAMS = ("p", "vr", "ig", "eg", "ck", "dep")
 
 
 def names_in(node: object) -> Iterator[str]:
@@ -62,7 +64,9 @@ def _main_controls(program: A.Program) -> list[A.ControlDecl]:
     out: list[A.ControlDecl] = []
     for d in program.decls:
         if isinstance(d, A.Instance) and d.name == "main":
-            for arg in d.args:
+            args = sorted(d.args, key=lambda a: _V1SWITCH_PARAMS.index(a.name)
+                          if a.name in _V1SWITCH_PARAMS else -1)
+            for arg in args:
                 v = arg.value
                 if isinstance(v, A.Call) and isinstance(v.func, A.Name) and v.func.name in controls:
                     out.append(controls[v.func.name])

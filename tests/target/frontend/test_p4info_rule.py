@@ -140,3 +140,45 @@ def test_text_is_stable(info: p4info_pb2.P4Info) -> None:
     text = p4info_text(compile_file(P4 / "p4info_actions.p4").model)
     block = text[text.index('name: "AIngress.const_default"'):]
     assert block.index("const_default_action_id") < block.index("initial_default_action") < block.index("size")
+
+
+def test_action_order_matches_p4c_published_p4info_of_basic_routing() -> None:
+    # p4c's testdata/p4_16_samples_outputs/basic_routing-bmv2.p4.p4info.txtpb
+    info = build_p4info(compile_file(P4 / "p4c_basic_routing.p4").model)
+    assert [(a.preamble.name, a.preamble.id, a.preamble.alias) for a in info.actions] == [
+        ("NoAction", 21257015, "NoAction"),
+        ("ingress.set_vrf", 33505590, "set_vrf"),
+        ("ingress.on_miss", 22594144, "ingress.on_miss"),
+        ("ingress.fib_hit_nexthop", 26104220, "fib_hit_nexthop"),
+        ("ingress.set_egress_details", 19738113, "set_egress_details"),
+        ("ingress.set_bd", 27500220, "set_bd"),
+        ("egress.on_miss", 28864280, "egress.on_miss"),
+        ("egress.rewrite_src_dst_mac", 28966416, "rewrite_src_dst_mac"),
+    ]
+    assert [(t.preamble.name, t.preamble.id) for t in info.tables] == [
+        ("ingress.bd", 48392551), ("ingress.ipv4_fib", 41084491), ("ingress.ipv4_fib_lpm", 42875950),
+        ("ingress.nexthop", 43581057), ("ingress.port_mapping", 39645634), ("egress.rewrite_mac", 40309161)]
+    # each table: its actions, then the implicit NoAction as @defaultonly
+    fib = _table(info, "ingress.ipv4_fib")
+    assert [r.id for r in fib.action_refs] == [22594144, 26104220, 21257015]
+    assert list(fib.action_refs[-1].annotations) == ["@defaultonly"]
+
+
+def test_named_v1switch_arguments_keep_the_parameter_order(tmp_path: Path) -> None:
+    # p4c evaluates V1Switch's blocks by parameter (p, vr, ig, eg, ck, dep), whatever
+    # order named arguments are written in; basic_routing-bmv2.p4 writes ig before vr
+    # and eg, and p4c's P4Info still lists ingress's actions before egress's.
+    from p4target.frontend.control_plane import p4info_action_names
+    from p4target.frontend.lexer import tokenize
+    from p4target.frontend.parser import parse_tokens
+    from p4target.frontend.preprocessor import preprocess
+
+    src = (P4 / "p4c_basic_routing.p4").read_text().replace(
+        "V1Switch(ParserImpl(), verifyChecksum(), ingress(), egress(), computeChecksum(), DeparserImpl()) main;",
+        "V1Switch(p = ParserImpl(), eg = egress(), vr = verifyChecksum(), ig = ingress(),\n"
+        "         ck = computeChecksum(), dep = DeparserImpl()) main;")
+    path = tmp_path / "named.p4"
+    path.write_text(src)
+    program = parse_tokens(tokenize(preprocess(path)))
+    names = p4info_action_names(program, declared={"NoAction", "ingress.set_vrf", "egress.on_miss"}, listed=[])
+    assert names == ["NoAction", "ingress.set_vrf", "egress.on_miss"]
