@@ -49,11 +49,13 @@ class Macro:
 @dataclass(frozen=True, slots=True)
 class _Tok:
     """A preprocessing token; ``hide`` holds the macros it came out of (not expanded
-    again inside them), ``col`` its column in the source line (0: from an expansion)."""
+    again inside them), ``col`` its column in the source line (0: from a macro body),
+    ``at`` the source column it is reported at (its own, or the macro call's)."""
 
     text: str
     hide: frozenset[str] = frozenset()
     col: int = 0
+    at: int = 0
 
     @property
     def is_ident(self) -> bool:
@@ -62,11 +64,15 @@ class _Tok:
 
 @dataclass(frozen=True, slots=True)
 class SourceLine:
-    """One line of preprocessed text and where it came from."""
+    """One line of preprocessed text and where it came from. ``cols`` gives, when a
+    macro was expanded on the line, the source column of each character of ``text``
+    (text from a macro body is reported at the macro's name); empty: the text is the
+    source line itself."""
 
     text: str
     file: str
     line: int
+    cols: tuple[int, ...] = ()
 
 
 def strip_comments(text: str, file: str) -> str:
@@ -149,7 +155,8 @@ class Preprocessor:
                         line = line + " " + raw[i]
                         i += 1
                         joined += 1
-                    self.lines.append(SourceLine(self._expand(line, Loc(fname, lineno, 1)), fname, lineno))
+                    text, cols = self._expand_line(line, Loc(fname, lineno, 1))
+                    self.lines.append(SourceLine(text, fname, lineno, cols))
                     self.lines.extend(SourceLine("", fname, lineno + k) for k in range(1, joined + 1))
                 else:
                     self.lines.append(SourceLine("", fname, lineno))
@@ -284,9 +291,18 @@ class Preprocessor:
 
     def _expand(self, text: str, loc: Loc) -> str:
         """``text`` with every macro expanded (C's rescanning and hide sets)."""
+        return self._expand_line(text, loc)[0]
+
+    def _expand_line(self, text: str, loc: Loc) -> tuple[str, tuple[int, ...]]:
+        """The expanded text and the source column of each of its characters (empty
+        when nothing was expanded)."""
         if not any(w in self.macros for w in _IDENT.findall(text)):
-            return text
-        return "".join(t.text for t in self._expand_tokens(_tokens(text), loc))
+            return text, ()
+        out = self._expand_tokens(_tokens(text), loc)
+        cols: list[int] = []
+        for t in out:
+            cols.extend(range(t.col, t.col + len(t.text)) if t.col else [t.at] * len(t.text))
+        return "".join(t.text for t in out), tuple(cols)
 
     def _expand_tokens(self, toks: list[_Tok], loc: Loc) -> list[_Tok]:
         out: list[_Tok] = []
@@ -300,7 +316,7 @@ class Preprocessor:
                 continue
             hide = t.hide | {t.text}
             if mac.params is None:
-                repl = [_Tok(u.text, hide) for u in _tokens(mac.body)]
+                repl = [_Tok(u.text, hide, 0, t.at) for u in _tokens(mac.body)]
                 toks = repl + toks[i + 1:]
                 i = 0
                 continue
@@ -311,10 +327,10 @@ class Preprocessor:
                 out.append(t)  # a function-like macro's name without '(' is not a call
                 i += 1
                 continue
-            where = Loc(loc.file, loc.line, t.col) if t.col else loc
+            where = Loc(loc.file, loc.line, t.at) if t.at else loc
             args, end = _call_args(toks, j, t.text, where)
             body = self._substitute(t.text, mac, args, where)
-            toks = [_Tok(u.text, hide | u.hide) for u in body] + toks[end + 1:]
+            toks = [_Tok(u.text, hide | u.hide, u.col, u.at or t.at) for u in body] + toks[end + 1:]
             i = 0
         return out
 
@@ -334,11 +350,11 @@ class Preprocessor:
             raise error(where, f"macro {name}({shown}) takes {len(params)} argument(s), got "
                         f"{len(args)}; pass one per parameter (parenthesize commas inside one)")
         # arguments are fully expanded before they replace the parameters (C 6.10.3.1)
-        value = {p: self._expand_tokens([_Tok(a.text, a.hide) for a in arg], where)
+        value = {p: self._expand_tokens(list(arg), where)
                  for p, arg in zip(params, args)}
         out: list[_Tok] = []
         for u in _tokens(mac.body):
-            out.extend(value[u.text] if u.text in value else [u])
+            out.extend(value[u.text] if u.text in value else [_Tok(u.text)])  # body text: no column
         return out
 
     def _eval(self, expr: str, loc: Loc) -> bool:
@@ -376,7 +392,7 @@ _OBJ = Macro("")
 
 def _tokens(text: str) -> list[_Tok]:
     """Preprocessing tokens of one line, with their 1-based columns."""
-    return [_Tok(m.group(0), frozenset(), m.start() + 1) for m in _PP_TOKEN.finditer(text)]
+    return [_Tok(m.group(0), frozenset(), m.start() + 1, m.start() + 1) for m in _PP_TOKEN.finditer(text)]
 
 
 def _call_args(toks: list[_Tok], open_at: int, name: str, where: Loc) -> tuple[list[list[_Tok]], int]:

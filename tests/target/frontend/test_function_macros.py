@@ -88,13 +88,25 @@ def test_stringify_and_paste_are_refused(tmp_path: Path) -> None:
         assert "# or ## operator (in macro S)" in str(ei.value) and str(ei.value).startswith(f"{p}:1:1:")
 
 
-def test_compile_error_inside_an_expansion_names_the_source_line(tmp_path: Path) -> None:
-    text = (P4 / "function_macros.p4").read_text().replace(
-        "hdr.val.a = INC(hdr.val.a);", "hdr.val.a = INC(hdr.val.nope);")
+@pytest.mark.parametrize(("old", "new", "needle"), [
+    # a bad argument: the argument's own place in the source
+    ("hdr.val.a = INC(hdr.val.a);", "hdr.val.a = INC(hdr.val.nope);", "hdr.val.nope"),
+    # after an expansion on the same line: its own column, not shifted by the expansion
+    ("hdr.val.d = PICK(hdr.val.d) + BASE;", "hdr.val.d = PICK(hdr.val.d) + BASE + nope;", "nope"),
+    # inside a macro body: the call of the macro
+    ("#define INC(x) ((x) + 1)", "#define INC(x) ((x) + nope)", "INC(hdr.val.a)"),
+    # an object-like macro inside an argument: that macro's name
+    ("#define BASE 0x10", "#define BASE nope", "BASE))"),
+])
+def test_compile_errors_in_expanded_lines_name_the_source_column(tmp_path: Path, old: str, new: str,
+                                                                 needle: str) -> None:
+    text = (P4 / "function_macros.p4").read_text().replace(old, new)
     p = tmp_path / "err.p4"
     p.write_text(text)
-    line = text.splitlines().index(next(ln for ln in text.splitlines() if "nope" in ln)) + 1
+    lines = text.splitlines()
+    line = next(k for k, ln in enumerate(lines, start=1) if needle in ln and not ln.startswith("#"))
+    col = lines[line - 1].index(needle) + 1
     with pytest.raises(P4Error) as ei:
         compile_file(p)
-    assert ei.value.location.startswith(f"{p}:{line}:"), str(ei.value)
+    assert ei.value.location == f"{p}:{line}:{col}", str(ei.value)
     assert "nope" in str(ei.value)
