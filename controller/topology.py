@@ -341,8 +341,6 @@ def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_n
         msg, fix = f"{e['input']} is more than the limit {ctx['le']}", f"give at most {ctx['le']}"
     elif e["type"] == "greater_than_equal":
         msg, fix = f"{e['input']} is less than {ctx['ge']}", f"give at least {ctx['ge']}"
-    elif e["type"] == "literal_error":
-        fix = f"give one of {ctx.get('expected', '')}"
     extra = len(err.errors()) - 1
     more = f" (and {extra} more)" if extra else ""
     return f"{place}: {path}: {msg}{'; ' + fix if fix else ''}{more}"
