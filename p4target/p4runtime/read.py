@@ -13,7 +13,7 @@ from typing import Any, Iterator
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
-from p4target.p4runtime import bytestrings
+from p4target.p4runtime import bytestrings, wire
 from p4target.p4runtime.errors import NOT_FOUND, OUT_OF_RANGE, UNIMPLEMENTED, P4RTError, from_entry_error, invalid
 from p4target.p4runtime.schema import TableInfo
 from p4target.p4runtime.state import PipelineState, entry_key
@@ -37,6 +37,48 @@ def read_entities(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> 
         yield from reader(sw, st, getattr(request, which))
     except EntryError as exc:
         raise from_entry_error(exc) from None
+
+
+def read_encoded(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> list[bytes]:
+    """What ``read_entities`` yields, as ``ReadResponse.entities`` elements (``wire``).
+
+    A read of whole tables (no match, priority, action or default-entry filter, no
+    direct resources asked for) takes each entry's stored encoding; entries without
+    one (const entries, entries added behind the server's back) are encoded once from
+    their messages and, when that encoding cannot change (a direct action), kept.
+    """
+    if request.WhichOneof("entity") == "table_entry":
+        req = request.table_entry
+        if _whole_tables(req):
+            return _encoded_table_entries(sw, st, req.table_id)
+    return [wire.entity_element(ent) for ent in read_entities(sw, st, request)]
+
+
+def _whole_tables(req: p4runtime_pb2.TableEntry) -> bool:
+    """A TableEntry read that asks for every entry of its tables, and no more."""
+    if req.is_default_action or req.HasField("counter_data") or req.HasField("meter_config") or \
+            req.HasField("meter_counter_data"):
+        return False
+    if not req.table_id:
+        return True  # filters other than the table apply to one table only (_read_table_entries)
+    return not len(req.match) and not req.priority and not (
+        req.action.WhichOneof("type") == "action" and req.action.action.action_id)
+
+
+def _encoded_table_entries(sw: Any, st: PipelineState, table_id: int) -> list[bytes]:
+    out: list[bytes] = []
+    add = out.append
+    for t in _tables(st, table_id):
+        table = sw.tables[t.name]
+        for stored in table.records():
+            element = stored.wire
+            if element is None:
+                msg = table_entry_message(st, t, table.describe(stored), with_counters=False)
+                element = wire.entity_element(p4runtime_pb2.Entity(table_entry=msg))
+                if stored.action is not None:
+                    stored.wire = element
+            add(element)
+    return out
 
 
 def _tables(st: PipelineState, table_id: int) -> list[TableInfo]:

@@ -25,58 +25,108 @@ class ActionCall:
     params: dict[str, int]
 
 
-def decode_match(t: TableInfo, fms) -> dict[str, MatchValue]:
-    """Match dict (model names) of a TableEntry's ``match``; wildcards left out."""
-    out: dict[str, MatchValue] = {}
+def _int(data: bytes, bitwidth: int, what) -> int:
+    """``bytestrings.decode`` with the message built only on failure (``what()``)."""
+    if data:
+        value = int.from_bytes(data, "big")
+        if not value >> bitwidth:
+            return value
+    return bytestrings.decode(data, bitwidth, what())  # raises, saying why
+
+
+def decode_key(t: TableInfo, fms) -> tuple:
+    """The runtime's form of a TableEntry's ``match`` (``TableRuntime.canon_match``'s
+    spec: one item per key field in the program's order, wildcards filled in).
+
+    Every check of the spec is here: known and unrepeated field ids, the field's match
+    kind, widths, prefix lengths and masks with no stray bits, low <= high, no match
+    that is really a don't-care (it must be left out), exact fields present.
+    """
+    key = list(t.wildcard_key)
+    slots = t.key_slots
     seen: set[int] = set()
     for fm in fms:
-        f = t.fields.get(fm.field_id)
-        if f is None:
-            raise invalid(f"table '{t.name}': match field id {fm.field_id} is not in the P4Info")
-        if fm.field_id in seen:
+        fid = fm.field_id
+        slot = slots.get(fid)
+        if slot is None:
+            raise invalid(f"table '{t.name}': match field id {fid} is not in the P4Info")
+        pos, f = slot
+        if fid in seen:
             raise invalid(f"table '{t.name}': match field '{f.name}' given twice")
-        seen.add(fm.field_id)
+        seen.add(fid)
         which = fm.WhichOneof("field_match_type")
-        where = f"table '{t.name}' field '{f.name}'"
-        if which != f.match_kind:
-            raise invalid(f"{where} is {f.match_kind}, the request gives {which or 'nothing'}")
         w = f.bitwidth
+
+        def where(suffix: str = "", f=f) -> str:
+            return f"table '{t.name}' field '{f.name}'{suffix}"
+
+        if which != f.match_kind:
+            raise invalid(f"{where()} is {f.match_kind}, the request gives {which or 'nothing'}")
         if which == "exact":
-            out[f.name] = Exact(bytestrings.decode(fm.exact.value, w, where))
+            key[pos] = _int(fm.exact.value, w, where)
         elif which == "lpm":
             plen = fm.lpm.prefix_len
             if plen <= 0 or plen > w:
                 if plen == 0:
-                    raise invalid(f"{where}: prefix length 0 is a don't-care; leave the field out")
-                raise invalid(f"{where}: prefix length {plen} outside 1..{w}")
-            value = bytestrings.decode(fm.lpm.value, w, where)
+                    raise invalid(f"{where()}: prefix length 0 is a don't-care; leave the field out")
+                raise invalid(f"{where()}: prefix length {plen} outside 1..{w}")
+            value = _int(fm.lpm.value, w, where)
             if value & ((1 << (w - plen)) - 1):
-                raise invalid(f"{where}: value has bits set beyond the /{plen} prefix; clear them")
-            out[f.name] = Lpm(value, plen)
+                raise invalid(f"{where()}: value has bits set beyond the /{plen} prefix; clear them")
+            key[pos] = (value, plen)
         elif which == "ternary":
-            value = bytestrings.decode(fm.ternary.value, w, where)
-            mask = bytestrings.decode(fm.ternary.mask, w, where + " mask")
+            value = _int(fm.ternary.value, w, where)
+            mask = _int(fm.ternary.mask, w, lambda: where(" mask"))
             if mask == 0:
-                raise invalid(f"{where}: all-zero mask is a don't-care; leave the field out")
+                raise invalid(f"{where()}: all-zero mask is a don't-care; leave the field out")
             if value & ~mask:
-                raise invalid(f"{where}: value has bits set outside the mask; clear them")
-            out[f.name] = Ternary(value, mask)
+                raise invalid(f"{where()}: value has bits set outside the mask; clear them")
+            key[pos] = (value, mask)
         elif which == "range":
-            low = bytestrings.decode(fm.range.low, w, where + " low")
-            high = bytestrings.decode(fm.range.high, w, where + " high")
+            low = _int(fm.range.low, w, lambda: where(" low"))
+            high = _int(fm.range.high, w, lambda: where(" high"))
             if low > high:
-                raise invalid(f"{where}: range low 0x{low:x} is above high 0x{high:x}")
+                raise invalid(f"{where()}: range low 0x{low:x} is above high 0x{high:x}")
             if low == 0 and high == (1 << w) - 1:
-                raise invalid(f"{where}: range over the whole field is a don't-care; leave the field out")
-            out[f.name] = Range(low, high)
+                raise invalid(f"{where()}: range over the whole field is a don't-care; leave the field out")
+            key[pos] = (low, high)
         elif which == "optional":
-            out[f.name] = Optional(bytestrings.decode(fm.optional.value, w, where))
+            key[pos] = _int(fm.optional.value, w, where)
         else:
-            raise invalid(f"{where}: match kind '{f.match_kind}' is not supported")
-    for f in t.fields.values():
-        if f.match_kind == "exact" and f.id not in seen:
-            raise invalid(f"table '{t.name}': exact field '{f.name}' is missing; exact fields are mandatory")
+            raise invalid(f"{where()}: match kind '{f.match_kind}' is not supported")
+    if not t.exact_ids <= seen:
+        for f in t.fields.values():
+            if f.match_kind == "exact" and f.id not in seen:
+                raise invalid(f"table '{t.name}': exact field '{f.name}' is missing; exact fields are mandatory")
+    return tuple(key)
+
+
+def match_of_key(t: TableInfo, key: tuple) -> dict[str, MatchValue]:
+    """The Switch API's match dict (model names, wildcards left out) of a decoded key."""
+    out: dict[str, MatchValue] = {}
+    wildcard = t.wildcard_key
+    for f in t.ordered_fields:
+        pos = t.key_slots[f.id][0]
+        item = key[pos]
+        if f.match_kind != "exact" and item == wildcard[pos]:
+            continue
+        kind = f.match_kind
+        if kind == "exact":
+            out[f.name] = Exact(item)
+        elif kind == "lpm":
+            out[f.name] = Lpm(*item)
+        elif kind == "ternary":
+            out[f.name] = Ternary(*item)
+        elif kind == "range":
+            out[f.name] = Range(*item)
+        elif kind == "optional":
+            out[f.name] = Optional(item)
     return out
+
+
+def decode_match(t: TableInfo, fms) -> dict[str, MatchValue]:
+    """Match dict (model names) of a TableEntry's ``match``; wildcards left out."""
+    return match_of_key(t, decode_key(t, fms))
 
 
 def encode_match(t: TableInfo, match: dict[str, MatchValue]) -> list[p4runtime_pb2.FieldMatch]:
@@ -113,28 +163,40 @@ def decode_priority(t: TableInfo, priority: int) -> int | None:
     return None
 
 
-def decode_action(schema: Schema, a: p4runtime_pb2.Action, where: str) -> ActionCall:
+def decode_args(schema: Schema, a: p4runtime_pb2.Action, where: str) -> tuple[ActionInfo, tuple[int, ...]]:
+    """The action and its argument tuple (program's parameter order), every parameter
+    given once and fitting its width."""
     info: ActionInfo = schema.action(a.action_id)
-    params: dict[str, int] = {}
+    slots = info.arg_slots
+    args = [0] * len(slots)
     seen: set[int] = set()
     for p in a.params:
-        f = info.params.get(p.param_id)
-        if f is None:
-            raise invalid(f"{where}: action '{info.name}' has no parameter id {p.param_id}")
-        if p.param_id in seen:
+        pid = p.param_id
+        slot = slots.get(pid)
+        if slot is None:
+            raise invalid(f"{where}: action '{info.name}' has no parameter id {pid}")
+        pos, f = slot
+        if pid in seen:
             raise invalid(f"{where}: action '{info.name}' parameter '{f.name}' given twice")
-        seen.add(p.param_id)
-        params[f.name] = bytestrings.decode(p.value, f.bitwidth, f"{where}: action '{info.name}' parameter '{f.name}'")
-    missing = [f.name for pid, f in info.params.items() if pid not in seen]
-    if missing:
+        seen.add(pid)
+        args[pos] = _int(p.value, f.bitwidth, lambda f=f: f"{where}: action '{info.name}' parameter '{f.name}'")
+    if len(seen) < len(slots):
+        missing = [f.name for pid, f in info.params.items() if pid not in seen]
         raise invalid(f"{where}: action '{info.name}' needs parameters {missing}")
-    return ActionCall(info.name, params)
+    return info, tuple(args)
 
 
-def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool) -> ActionCall:
-    if a.action_id not in t.actions:
+def decode_action(schema: Schema, a: p4runtime_pb2.Action, where: str) -> ActionCall:
+    info, args = decode_args(schema, a, where)
+    return ActionCall(info.name, dict(zip(info.arg_order, args)))
+
+
+def table_args(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool
+               ) -> tuple[ActionInfo, tuple[int, ...]]:
+    """``decode_args`` for an action of table ``t``, with its scope checked."""
+    scope = t.actions.get(a.action_id)
+    if scope is None:
         raise invalid(f"table '{t.name}': action id {a.action_id} is not one of the table's actions")
-    scope = t.actions[a.action_id]
     # a valid action used outside its scope is PERMISSION_DENIED (spec 9.1.3)
     if default and scope == "table_only":
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
@@ -142,7 +204,12 @@ def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default:
     if not default and scope == "default_only":
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
                         "@defaultonly; it cannot be used in entries")
-    return decode_action(schema, a, f"table '{t.name}'")
+    return decode_args(schema, a, f"table '{t.name}'")
+
+
+def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool) -> ActionCall:
+    info, args = table_args(schema, t, a, default)
+    return ActionCall(info.name, dict(zip(info.arg_order, args)))
 
 
 def encode_action(schema: Schema, name: str, params: dict[str, int] | tuple[int, ...]) -> p4runtime_pb2.Action:
