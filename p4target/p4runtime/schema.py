@@ -16,7 +16,7 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from p4target.model import ProgramModel, Table
 from p4target.p4info import build_p4info
 from p4target.p4runtime.errors import invalid
-from p4target.p4runtime.wire import id_field
+from p4target.p4runtime.wire import exact_heads, id_field, param_heads
 
 MATCH_KIND_NAME = {
     p4info_pb2.MatchField.EXACT: "exact",
@@ -60,7 +60,8 @@ class ActionInfo:
         self.arg_slots = {f.id: (pos[f.name], f) for f in self.params.values()}
         # what wire.table_entry_element writes: Action.action_id, then params by id
         self.wire_id = id_field(1, self.id)
-        self.wire_params = tuple((id_field(2, f.id), pos[f.name]) for f in self.ordered_params)
+        self.wire_params = tuple((id_field(2, f.id), pos[f.name], param_heads(id_field(2, f.id), f.bitwidth))
+                                 for f in self.ordered_params)
 
 
 @dataclass
@@ -102,7 +103,10 @@ class TableInfo:
         self.exact_ids = frozenset(f.id for f in self.fields.values() if f.match_kind == "exact")
         # what wire.table_entry_element writes: TableEntry.table_id, then FieldMatch.field_id by id
         self.wire_id = id_field(1, self.id)
-        self.wire_fields = tuple((id_field(1, f.id), order[f.name], f.match_kind) for f in self.ordered_fields)
+        self.wire_fields = tuple(
+            (id_field(1, f.id), order[f.name], f.match_kind,
+             exact_heads(id_field(1, f.id), f.bitwidth) if f.match_kind == "exact" else None)
+            for f in self.ordered_fields)
 
 
 @dataclass

@@ -34,6 +34,10 @@ def _int(data: bytes, bitwidth: int, what) -> int:
     return bytestrings.decode(data, bitwidth, what())  # raises, saying why
 
 
+def _field(t: TableInfo, f, suffix: str = "") -> str:
+    return f"table '{t.name}' field '{f.name}'{suffix}"
+
+
 def decode_key(t: TableInfo, fms) -> tuple:
     """The runtime's form of a TableEntry's ``match`` (``TableRuntime.canon_match``'s
     spec: one item per key field in the program's order, wildcards filled in).
@@ -54,16 +58,23 @@ def decode_key(t: TableInfo, fms) -> tuple:
         if fid in seen:
             raise invalid(f"table '{t.name}': match field '{f.name}' given twice")
         seen.add(fid)
-        which = fm.WhichOneof("field_match_type")
         w = f.bitwidth
+        if f.match_kind == "exact":  # the common case, inline: a valid exact match has a value
+            data = fm.exact.value  # b"" when the oneof holds another kind: checked below
+            if data:
+                value = int.from_bytes(data, "big")
+                if not value >> w:
+                    key[pos] = value
+                    continue
+        which = fm.WhichOneof("field_match_type")
 
         def where(suffix: str = "", f=f) -> str:
-            return f"table '{t.name}' field '{f.name}'{suffix}"
+            return _field(t, f, suffix)
 
         if which != f.match_kind:
             raise invalid(f"{where()} is {f.match_kind}, the request gives {which or 'nothing'}")
         if which == "exact":
-            key[pos] = _int(fm.exact.value, w, where)
+            key[pos] = _int(fm.exact.value, w, where)  # raises: the value is empty or too wide
         elif which == "lpm":
             plen = fm.lpm.prefix_len
             if plen <= 0 or plen > w:
@@ -166,7 +177,12 @@ def decode_priority(t: TableInfo, priority: int) -> int | None:
 def decode_args(schema: Schema, a: p4runtime_pb2.Action, where: str) -> tuple[ActionInfo, tuple[int, ...]]:
     """The action and its argument tuple (program's parameter order), every parameter
     given once and fitting its width."""
-    info: ActionInfo = schema.action(a.action_id)
+    return _args(schema.action(a.action_id), a, where)
+
+
+def _args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> tuple[ActionInfo, tuple[int, ...]]:
+    """decode_args for a known action; ``place`` (text, or the table) says where in messages."""
+    where = lambda: place if isinstance(place, str) else f"table '{place.name}'"  # noqa: E731 - used on errors
     slots = info.arg_slots
     args = [0] * len(slots)
     seen: set[int] = set()
@@ -174,15 +190,19 @@ def decode_args(schema: Schema, a: p4runtime_pb2.Action, where: str) -> tuple[Ac
         pid = p.param_id
         slot = slots.get(pid)
         if slot is None:
-            raise invalid(f"{where}: action '{info.name}' has no parameter id {pid}")
+            raise invalid(f"{where()}: action '{info.name}' has no parameter id {pid}")
         pos, f = slot
         if pid in seen:
-            raise invalid(f"{where}: action '{info.name}' parameter '{f.name}' given twice")
+            raise invalid(f"{where()}: action '{info.name}' parameter '{f.name}' given twice")
         seen.add(pid)
-        args[pos] = _int(p.value, f.bitwidth, lambda f=f: f"{where}: action '{info.name}' parameter '{f.name}'")
+        data = p.value
+        value = int.from_bytes(data, "big")
+        if not data or value >> f.bitwidth:
+            _int(data, f.bitwidth, lambda f=f: f"{where()}: action '{info.name}' parameter '{f.name}'")  # raises
+        args[pos] = value
     if len(seen) < len(slots):
         missing = [f.name for pid, f in info.params.items() if pid not in seen]
-        raise invalid(f"{where}: action '{info.name}' needs parameters {missing}")
+        raise invalid(f"{where()}: action '{info.name}' needs parameters {missing}")
     return info, tuple(args)
 
 
@@ -194,9 +214,10 @@ def decode_action(schema: Schema, a: p4runtime_pb2.Action, where: str) -> Action
 def table_args(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool
                ) -> tuple[ActionInfo, tuple[int, ...]]:
     """``decode_args`` for an action of table ``t``, with its scope checked."""
-    scope = t.actions.get(a.action_id)
+    aid = a.action_id
+    scope = t.actions.get(aid)
     if scope is None:
-        raise invalid(f"table '{t.name}': action id {a.action_id} is not one of the table's actions")
+        raise invalid(f"table '{t.name}': action id {aid} is not one of the table's actions")
     # a valid action used outside its scope is PERMISSION_DENIED (spec 9.1.3)
     if default and scope == "table_only":
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
@@ -204,7 +225,7 @@ def table_args(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: b
     if not default and scope == "default_only":
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}': action '{schema.actions[a.action_id].name}' is "
                         "@defaultonly; it cannot be used in entries")
-    return decode_args(schema, a, f"table '{t.name}'")
+    return _args(schema.actions[aid], a, t)  # the schema has every action of a table
 
 
 def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool) -> ActionCall:

@@ -65,6 +65,29 @@ def _bytestring(value: int) -> bytes:
     return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
+def _longest(bitwidth: int) -> int:
+    return max(1, (bitwidth + 7) // 8)
+
+
+def exact_heads(field_id: bytes, bitwidth: int) -> tuple[bytes, ...] | None:
+    """What precedes the value bytes ``v`` in the ``TableEntry.match`` element of an
+    exact field (``{field_id, exact {value: v}}``), per ``len(v)`` from 0 to the
+    field's byte width: the element is ``heads[len(v)] + v``. None when a length
+    would need a varint of more than one byte (fields of about 1,000 bits)."""
+    if len(field_id) + 4 + _longest(bitwidth) >= 0x80:
+        return None
+    return tuple(_MATCH + _ONE_BYTE[len(field_id) + 4 + n] + field_id + _KIND_TAG["exact"] + _ONE_BYTE[n + 2]
+                 + _FIRST + _ONE_BYTE[n] for n in range(_longest(bitwidth) + 1))
+
+
+def param_heads(param_id: bytes, bitwidth: int) -> tuple[bytes, ...] | None:
+    """As ``exact_heads``, for the ``Action.params`` element ``{param_id, value: v}``."""
+    if len(param_id) + 2 + _longest(bitwidth) >= 0x80:
+        return None
+    return tuple(_PARAMS + _ONE_BYTE[len(param_id) + 2 + n] + param_id + _PARAM_VALUE + _ONE_BYTE[n]
+                 for n in range(_longest(bitwidth) + 1))
+
+
 def entity_element(entity: p4runtime_pb2.Entity) -> bytes:
     """One ``ReadResponse.entities`` element holding ``entity``."""
     return _ld(_ENTITIES, entity.SerializeToString())
@@ -76,8 +99,13 @@ def table_entry_element(t: TableInfo, key: tuple, priority: int | None, action: 
     ``TableRuntime.canon_match``'s form) and argument tuple; wildcards are left out."""
     parts = [t.wire_id]
     wildcard = t.wildcard_key
-    for fid, pos, kind in t.wire_fields:
+    for fid, pos, kind, heads in t.wire_fields:
         item = key[pos]
+        if heads is not None:  # exact, the common case: one concatenation
+            v = item.to_bytes((item.bit_length() + 7) // 8 or 1, "big")
+            parts.append(heads[len(v)])
+            parts.append(v)
+            continue
         if kind == "exact":
             body = _ld(_FIRST, _bytestring(item))
         elif item == wildcard[pos]:
@@ -90,8 +118,14 @@ def table_entry_element(t: TableInfo, key: tuple, priority: int | None, action: 
             body = _ld(_FIRST, _bytestring(item[0])) + _ld(_SECOND, _bytestring(item[1]))
         parts.append(_ld(_MATCH, fid + _ld(_KIND_TAG[kind], body)))
     act = [action.wire_id]
-    for pid, pos in action.wire_params:
-        act.append(_ld(_PARAMS, pid + _ld(_PARAM_VALUE, _bytestring(args[pos]))))
+    for pid, pos, heads in action.wire_params:
+        item = args[pos]
+        v = item.to_bytes((item.bit_length() + 7) // 8 or 1, "big")
+        if heads is not None:
+            act.append(heads[len(v)])
+            act.append(v)
+        else:
+            act.append(_ld(_PARAMS, pid + _ld(_PARAM_VALUE, v)))
     parts.append(_ld(_ACTION, _ld(_ACTION_ACTION, b"".join(act))))
     if priority:
         parts.append(_PRIORITY + varint(priority))

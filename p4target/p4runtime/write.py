@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
+_OPS = frozenset((INSERT, MODIFY, DELETE))
 
 
 def _call(sw: Any, method: str, *args, **kwargs) -> Any:
@@ -59,16 +60,20 @@ def _call(sw: Any, method: str, *args, **kwargs) -> Any:
 
 def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> None:
     """Apply one update or raise P4RTError with nothing applied."""
-    if update.type not in (INSERT, MODIFY, DELETE):
+    op = update.type
+    if op not in _OPS:
         raise invalid("update type must be INSERT, MODIFY or DELETE")
     entity = update.entity
     which = entity.WhichOneof("entity")
+    if which == "table_entry":  # most updates: no dispatch
+        _write_table_entry(sw, st, op, entity.table_entry)
+        return
     if which is None:
         raise invalid("update without an entity")
     handler = _HANDLERS.get(which)
     if handler is None:
         raise P4RTError(UNIMPLEMENTED, f"writing {which} is not supported")
-    handler(sw, st, update.type, getattr(entity, which))
+    handler(sw, st, op, getattr(entity, which))
 
 
 # ---- table entries ---------------------------------------------------------------------
@@ -101,20 +106,22 @@ def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> bool:
 
 def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
     s = st.schema
-    t = s.table(e.table_id)
+    t = s.tables.get(e.table_id) or s.table(e.table_id)  # s.table raises INVALID_ARGUMENT
     if e.is_default_action:
         _write_default(sw, st, op, t, e)
         return
     direct = _check_direct_fields(t, e)
     runtime_key = decode_key(t, e.match)
-    priority = decode_priority(t, e.priority)
-    which = e.action.WhichOneof("type")
+    priority = e.priority
+    priority = decode_priority(t, priority) if priority or t.needs_priority else None
+    action = e.action
+    which = action.WhichOneof("type")
     if t.is_const and not (op == MODIFY and which is None):
         # only the direct resources of const entries may change (spec 9.1.5)
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; only their direct counters and "
                         "meters may be modified (MODIFY without an action)")
     if op == INSERT and which == "action" and t.profile is None and not direct:
-        _insert_plain(sw, st, t, e.action.action, runtime_key, priority)
+        _insert_plain(sw, st, t, action.action, runtime_key, priority)
         return
     match = match_of_key(t, runtime_key)
     key = entry_key(t.name, match, priority)
