@@ -43,9 +43,8 @@ def read_encoded(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> l
     """What ``read_entities`` yields, as ``ReadResponse.entities`` elements (``wire``).
 
     A read of whole tables (no match, priority, action or default-entry filter, no
-    direct resources asked for) takes each entry's stored encoding; entries without
-    one (const entries, entries added behind the server's back) are encoded once from
-    their messages and, when that encoding cannot change (a direct action), kept.
+    direct resources asked for) encodes each entry with a direct action from the
+    runtime's values once and keeps the bytes with the entry for the next reads.
     """
     if request.WhichOneof("entity") == "table_entry":
         req = request.table_entry
@@ -68,15 +67,18 @@ def _whole_tables(req: p4runtime_pb2.TableEntry) -> bool:
 def _encoded_table_entries(sw: Any, st: PipelineState, table_id: int) -> list[bytes]:
     out: list[bytes] = []
     add = out.append
+    actions = st.schema.actions_by_name
     for t in _tables(st, table_id):
         table = sw.tables[t.name]
         for stored in table.records():
             element = stored.wire
             if element is None:
-                msg = table_entry_message(st, t, table.describe(stored), with_counters=False)
-                element = wire.entity_element(p4runtime_pb2.Entity(table_entry=msg))
-                if stored.action is not None:
-                    stored.wire = element
+                if stored.action is not None:  # all it says is in the entry: keep it
+                    element = stored.wire = wire.table_entry_element(
+                        t, stored.spec, stored.priority, actions[stored.action], stored.args, stored.is_const)
+                else:  # a member or group (one-shot action sets come from the server's records)
+                    msg = table_entry_message(st, t, table.describe(stored), with_counters=False)
+                    element = wire.entity_element(p4runtime_pb2.Entity(table_entry=msg))
             add(element)
     return out
 

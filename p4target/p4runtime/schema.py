@@ -141,6 +141,7 @@ class Schema:
     packet_out: MetadataInfo | None = None
     digests: dict[int, str] = field(default_factory=dict)
     names: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, name) -> id
+    actions_by_name: dict[str, ActionInfo] = field(default_factory=dict)
 
     def table(self, table_id: int) -> TableInfo:
         try:
@@ -201,7 +202,8 @@ def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -
             mp = {p.name: p.bitwidth for p in ma.params}
             _check({p.name: p.bitwidth for p in a.params} == mp, f"parameters of action '{ma.name}' differ")
         order = tuple(p.name for p in ma.params) if ma is not None else ()
-        s.actions[a.preamble.id] = ActionInfo(a.preamble.id, a.preamble.name, params, order)
+        s.actions[a.preamble.id] = s.actions_by_name[a.preamble.name] = ActionInfo(
+            a.preamble.id, a.preamble.name, params, order)
         s.names[("action", a.preamble.name)] = a.preamble.id
 
     for p in info.action_profiles:

@@ -2,7 +2,8 @@
 
 A wildcard Read of a big table answers with every entry; building a message object per
 entry and letting protobuf serialise it costs more than everything else in the read
-path. So the server keeps, with each entry it wrote, the bytes of that entry as one
+path. So the server encodes each entry with a direct action once, the first time it
+is read, straight from the runtime's values, and keeps the bytes with the entry as one
 ``ReadResponse.entities`` element (``ReadResponse`` is only ``repeated Entity
 entities = 1``): a response is then the concatenation of its entries' elements, which
 upb parses back into the ``ReadResponse`` gRPC sends.
@@ -10,7 +11,7 @@ upb parses back into the ``ReadResponse`` gRPC sends.
 The encoding is the canonical one the read path always returned (field ids and
 parameter ids in ascending order, bytestrings in their shortest form, see
 ``bytestrings``); only the fields a plain table entry has are written here
-(table_id, match, action, priority); anything else goes through the messages.
+(table_id, match, action, priority, is_const); anything else goes through the messages.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _TABLE_ENTRY = b"\x12"  # Entity.table_entry
 _MATCH = b"\x12"  # TableEntry.match
 _ACTION = b"\x1a"  # TableEntry.action
 _PRIORITY = b"\x20"  # TableEntry.priority (varint)
+_IS_CONST = b"\x68\x01"  # TableEntry.is_const = true
 _ACTION_ACTION = b"\x0a"  # TableAction.action
 _PARAMS = b"\x22"  # Action.params
 _PARAM_VALUE = b"\x1a"  # Action.Param.value
@@ -94,9 +96,10 @@ def entity_element(entity: p4runtime_pb2.Entity) -> bytes:
 
 
 def table_entry_element(t: TableInfo, key: tuple, priority: int | None, action: ActionInfo,
-                        args: tuple[int, ...]) -> bytes:
+                        args: tuple[int, ...], is_const: bool = False) -> bytes:
     """The element of a table entry with a direct action, from the runtime's key (in
-    ``TableRuntime.canon_match``'s form) and argument tuple; wildcards are left out."""
+    ``TableRuntime.canon_match``'s form) and argument tuple (the action's parameter
+    order in the program); wildcards are left out."""
     parts = [t.wire_id]
     wildcard = t.wildcard_key
     for fid, pos, kind, heads in t.wire_fields:
@@ -129,4 +132,6 @@ def table_entry_element(t: TableInfo, key: tuple, priority: int | None, action: 
     parts.append(_ld(_ACTION, _ld(_ACTION_ACTION, b"".join(act))))
     if priority:
         parts.append(_PRIORITY + varint(priority))
+    if is_const:
+        parts.append(_IS_CONST)
     return _ld(_ENTITIES, _ld(_TABLE_ENTRY, b"".join(parts)))

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
-from p4target.p4runtime import bytestrings, wire
+from p4target.p4runtime import bytestrings
 from p4target.p4runtime.errors import (
     ALREADY_EXISTS,
     RESOURCE_EXHAUSTED,
@@ -201,13 +201,12 @@ def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, r
                   priority: int | None) -> None:
     """INSERT of an entry with a direct action and no direct-resource data: what
     installing a fabric is made of. The request is checked in full (decode_key,
-    decode_priority, table_args); the table adds it as given and keeps its read encoding."""
+    decode_priority, table_args); the table adds it as given."""
     info, args = table_args(st.schema, t, action, default=False)
     try:
-        stored = sw.tables[t.name].add_checked(runtime_key, priority, info.name, args)
+        sw.tables[t.name].add_checked(runtime_key, priority, info.name, args)
     except EntryError as exc:
         raise from_entry_error(exc) from None
-    stored.wire = wire.table_entry_element(t, runtime_key, priority, info, args)
     if st.direct_meters:  # a record left by an entry deleted behind the server's back
         st.direct_meters.pop(entry_key(t.name, match_of_key(t, runtime_key), priority), None)
 

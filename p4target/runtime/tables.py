@@ -604,7 +604,10 @@ class TableRuntime:
         return [self.describe(e) for e in self.records()]
 
     def records(self) -> list[_Entry]:
-        """The stored entries in read order (the scan engine's match order, else insertion order)."""
+        """The stored entries in read order (the scan engine's match order, else insertion
+        order), for front ends that encode entries themselves: each has ``spec``
+        (``canon_match``'s form), ``priority``, ``action`` and ``args`` (or ``member`` /
+        ``group``), ``is_const`` and the front end's ``wire``."""
         if self.engine == "scan":
             return list(self._scan)
         return list(self._entries.values())
