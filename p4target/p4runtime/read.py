@@ -19,6 +19,7 @@ from p4target.p4runtime.schema import TableInfo
 from p4target.p4runtime.state import PipelineState, entry_key
 from p4target.p4runtime.translate import (
     ActionCall,
+    decode_key,
     decode_match,
     decode_priority,
     encode_action,
@@ -135,17 +136,18 @@ def _read_table_entries(sw: Any, st: PipelineState, req: p4runtime_pb2.TableEntr
             msg.action.action.CopyFrom(encode_action(st.schema, call.name, call.params))
             yield p4runtime_pb2.Entity(table_entry=msg)
             continue
-        want_match = want_priority = want_action = None
+        want_priority = want_action = None
+        entries = None
         if req.table_id:
-            if len(req.match):
-                want_match = entry_key(t.name, decode_match(t, req.match), decode_priority(t, req.priority))
+            if len(req.match):  # one entry: looked up, not searched for
+                table = sw.tables[t.name]
+                stored = table.find_record(decode_key(t, req.match), decode_priority(t, req.priority))
+                entries = [table.describe(stored)] if stored is not None else []
             elif req.priority:
                 want_priority = req.priority
             if req.action.WhichOneof("type") == "action" and req.action.action.action_id:
                 want_action = st.schema.action(req.action.action.action_id).name
-        for entry in sw.table_entries(t.name):
-            if want_match is not None and entry_key(t.name, entry.match, entry.priority) != want_match:
-                continue
+        for entry in sw.table_entries(t.name) if entries is None else entries:
             if want_priority is not None and entry.priority != want_priority:
                 continue
             if want_action is not None and entry.action != want_action:

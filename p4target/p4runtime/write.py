@@ -224,11 +224,9 @@ def _modify_direct_resources(sw: Any, st: PipelineState, t, e, match, priority, 
 
 
 def _require_entry(sw: Any, t, match, priority) -> None:
-    want = entry_key(t.name, match, priority)
-    for entry in sw.table_entries(t.name):
-        if entry_key(t.name, entry.match, entry.priority) == want:
-            return
-    raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
+    table = sw.tables[t.name]
+    if table.find_record(table.canon_match(match), priority) is None:
+        raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
 
 
 def _uses_one_shots(st: PipelineState, profile: str) -> bool:

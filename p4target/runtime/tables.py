@@ -603,6 +603,10 @@ class TableRuntime:
     def entries(self) -> list[TableEntry]:
         return [self.describe(e) for e in self.records()]
 
+    def find_record(self, spec: tuple, priority: int | None) -> _Entry | None:
+        """The stored entry with this key (``canon_match``'s form) and priority, if any."""
+        return self._entries.get((spec, priority) if self.needs_priority else spec)
+
     def records(self) -> list[_Entry]:
         """The stored entries in read order (the scan engine's match order, else insertion
         order), for front ends that encode entries themselves: each has ``spec``
