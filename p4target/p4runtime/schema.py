@@ -100,7 +100,7 @@ class TableInfo:
             full = (1 << f.bitwidth) - 1
             wildcard[order[f.name]] = {"lpm": (0, 0), "ternary": (0, 0), "range": (0, full)}.get(f.match_kind)
         self.wildcard_key = tuple(wildcard)
-        self.exact_ids = frozenset(f.id for f in self.fields.values() if f.match_kind == "exact")
+        self.exact_bits = sum(1 << order[f.name] for f in self.fields.values() if f.match_kind == "exact")
         # what wire.table_entry_element writes: TableEntry.table_id, then FieldMatch.field_id by id
         self.wire_id = id_field(1, self.id)
         self.wire_fields = tuple(

@@ -8,6 +8,7 @@ is called, so a refused update never reaches the tables.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 from finsy.proto.p4.v1 import p4runtime_pb2
 
@@ -48,16 +49,17 @@ def decode_key(t: TableInfo, fms) -> tuple:
     """
     key = list(t.wildcard_key)
     slots = t.key_slots
-    seen: set[int] = set()
+    given = 0  # bit i: key field i was given
     for fm in fms:
         fid = fm.field_id
         slot = slots.get(fid)
         if slot is None:
             raise invalid(f"table '{t.name}': match field id {fid} is not in the P4Info")
         pos, f = slot
-        if fid in seen:
+        bit = 1 << pos
+        if given & bit:
             raise invalid(f"table '{t.name}': match field '{f.name}' given twice")
-        seen.add(fid)
+        given |= bit
         w = f.bitwidth
         if f.match_kind == "exact":  # the common case, inline: a valid exact match has a value
             data = fm.exact.value  # b"" when the oneof holds another kind: checked below
@@ -105,9 +107,9 @@ def decode_key(t: TableInfo, fms) -> tuple:
             key[pos] = _int(fm.optional.value, w, where)
         else:
             raise invalid(f"{where()}: match kind '{f.match_kind}' is not supported")
-    if not t.exact_ids <= seen:
+    if t.exact_bits & ~given:
         for f in t.fields.values():
-            if f.match_kind == "exact" and f.id not in seen:
+            if f.match_kind == "exact" and not given & (1 << t.key_slots[f.id][0]):
                 raise invalid(f"table '{t.name}': exact field '{f.name}' is missing; exact fields are mandatory")
     return tuple(key)
 
@@ -181,29 +183,45 @@ def decode_args(schema: Schema, a: p4runtime_pb2.Action, where: str) -> tuple[Ac
 
 
 def _args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> tuple[ActionInfo, tuple[int, ...]]:
-    """decode_args for a known action; ``place`` (text, or the table) says where in messages."""
-    where = lambda: place if isinstance(place, str) else f"table '{place.name}'"  # noqa: E731 - used on errors
+    """decode_args for a known action; ``place`` (text, or the table) says where in messages.
+
+    One pass that only notices a problem; ``_refuse_args`` walks again to say which.
+    """
     slots = info.arg_slots
-    args = [0] * len(slots)
+    args: list[int | None] = [None] * len(slots)
+    for p in a.params:
+        slot = slots.get(p.param_id)
+        if slot is None:
+            _refuse_args(info, a, place)
+        pos, f = slot
+        data = p.value
+        value = int.from_bytes(data, "big")
+        if not data or value >> f.bitwidth or args[pos] is not None:
+            _refuse_args(info, a, place)
+        args[pos] = value
+    if None in args:
+        _refuse_args(info, a, place)
+    return info, tuple(args)  # type: ignore[arg-type]
+
+
+def _refuse_args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> NoReturn:
+    """Raise the first problem of ``a``'s parameters, in the order they were given."""
+    where = place if isinstance(place, str) else f"table '{place.name}'"
     seen: set[int] = set()
     for p in a.params:
         pid = p.param_id
-        slot = slots.get(pid)
+        slot = info.arg_slots.get(pid)
         if slot is None:
-            raise invalid(f"{where()}: action '{info.name}' has no parameter id {pid}")
-        pos, f = slot
+            raise invalid(f"{where}: action '{info.name}' has no parameter id {pid}")
+        f = slot[1]
         if pid in seen:
-            raise invalid(f"{where()}: action '{info.name}' parameter '{f.name}' given twice")
+            raise invalid(f"{where}: action '{info.name}' parameter '{f.name}' given twice")
         seen.add(pid)
-        data = p.value
-        value = int.from_bytes(data, "big")
-        if not data or value >> f.bitwidth:
-            _int(data, f.bitwidth, lambda f=f: f"{where()}: action '{info.name}' parameter '{f.name}'")  # raises
-        args[pos] = value
-    if len(seen) < len(slots):
-        missing = [f.name for pid, f in info.params.items() if pid not in seen]
-        raise invalid(f"{where()}: action '{info.name}' needs parameters {missing}")
-    return info, tuple(args)
+        bytestrings.decode(p.value, f.bitwidth, f"{where}: action '{info.name}' parameter '{f.name}'")
+    missing = [f.name for pid, f in info.params.items() if pid not in seen]
+    if missing:
+        raise invalid(f"{where}: action '{info.name}' needs parameters {missing}")
+    raise AssertionError(f"{where}: action '{info.name}': parameters refused without a reason")
 
 
 def decode_action(schema: Schema, a: p4runtime_pb2.Action, where: str) -> ActionCall:
