@@ -497,8 +497,9 @@ class TableRuntime:
         table's contents is still checked here: const table, duplicate, full, and
         that ``action`` is an action of the table usable in entries.
         """
-        if self.is_const:
+        if self.is_const or not self.keys:
             self._check_mutable()
+            raise EntryError("invalid", f"{self._where()} has no key; only its default action can be set")
         ident = (spec, priority) if self.needs_priority else spec
         entries = self._entries
         if ident in entries:
