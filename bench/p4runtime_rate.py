@@ -183,14 +183,16 @@ def start_bmv2(tmp: Path) -> Server:
 
     prog = tmp / "mac.p4"
     prog.write_text(PROGRAM)
-    out_json, out_info = tmp / "mac.json", tmp / "mac.p4info.txtpb"
-    subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(out_info), "-o", str(out_json), str(prog)],
-                   check=True, capture_output=True, text=True)
+    out_json, out_info = tmp / "mac.json", tmp / "mac.p4info.txt"
+    done = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(out_info), "-o", str(out_json), str(prog)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"p4c-bm2-ss failed: {(done.stderr or done.stdout).strip()[:500]}")
     p4info = text_format.Parse(out_info.read_text(), p4info_pb2.P4Info())
-    port = _free_port()
+    port, thrift_port = _free_port(), _free_port()  # thrift: not the default 9090 another switch may hold
     log = open(tmp / "bmv2.log", "w")
     proc = subprocess.Popen(["simple_switch_grpc", "--device-id", "0", "--no-p4", "--log-level", "error",
-                             "--", "--grpc-server-addr", f"127.0.0.1:{port}"],
+                             "--thrift-port", str(thrift_port), "--", "--grpc-server-addr", f"127.0.0.1:{port}"],
                             stdout=log, stderr=subprocess.STDOUT)
 
     def stop() -> None:
@@ -446,9 +448,9 @@ def report(f: Figures, bmv2: Figures | None, floor: list[float]) -> None:
     for name, fig in (("embedded", f), ("bmv2", bmv2)):
         if fig is not None and fig.rss_mb is not None:
             verdict = "met" if fig.rss_mb < MEMORY_TARGET_MB else "NOT met"
-            print(f"  {name}: peak RSS {fig.rss_mb:.0f} MB with {BIG_ENTRIES + f.read_entries} entries installed "
-                  f"(target < {MEMORY_TARGET_MB} MB: {verdict}); 1,000-entry writes into the big table "
-                  f"{fig.big_rate:.0f}/s")
+            target = f" (target < {MEMORY_TARGET_MB} MB: {verdict})" if name == "embedded" else ""
+            print(f"  {name}: peak RSS {fig.rss_mb:.0f} MB with {BIG_ENTRIES + fig.read_entries} entries installed"
+                  f"{target}; 1,000-entry writes into the big table {fig.big_rate:.0f}/s")
 
 
 def main() -> None:
@@ -466,9 +468,12 @@ def main() -> None:
         try:
             if reason is None:
                 (tmp / "bmv2").mkdir()
-                servers.append(start_bmv2(tmp / "bmv2"))
-                print(f"bmv2 simple_switch_grpc: pid {servers[1].proc.pid}, port {servers[1].port}")
-            else:
+                try:
+                    servers.append(start_bmv2(tmp / "bmv2"))
+                    print(f"bmv2 simple_switch_grpc: pid {servers[1].proc.pid}, port {servers[1].port}")
+                except (RuntimeError, OSError) as exc:
+                    reason = f"could not start it: {exc}"
+            if reason is not None:
                 print(f"bmv2: not measured ({reason}); ratios are against the reference figures only")
             floor = Floor()
             sides = [Side(s) for s in servers]
