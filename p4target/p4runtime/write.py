@@ -120,9 +120,16 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         # only the direct resources of const entries may change (spec 9.1.5)
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; only their direct counters and "
                         "meters may be modified (MODIFY without an action)")
-    if op == INSERT and which == "action" and t.profile is None and not direct:
-        _insert_plain(sw, st, t, action.action, runtime_key, priority)
-        return
+    if t.profile is None:  # the plain cases, straight to the runtime's key form
+        if op == INSERT and which == "action" and not direct:
+            _insert_plain(sw, st, t, action.action, runtime_key, priority)
+            return
+        if op == MODIFY and which == "action" and not direct and t.direct_meter_id is None:
+            _modify_plain(sw, st, t, action.action, runtime_key, priority)
+            return
+        if op == DELETE:
+            _delete_plain(sw, st, t, runtime_key, priority)
+            return
     match = match_of_key(t, runtime_key)
     key = entry_key(t.name, match, priority)
     if op == DELETE:
@@ -207,7 +214,32 @@ def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, r
         sw.tables[t.name].add_checked(runtime_key, priority, info.name, args)
     except EntryError as exc:
         raise from_entry_error(exc) from None
-    if st.direct_meters:  # a record left by an entry deleted behind the server's back
+    _forget_meter(st, t, runtime_key, priority)  # a record left by an entry deleted behind the server's back
+
+
+def _modify_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
+                  priority: int | None) -> None:
+    """MODIFY to a direct action, no direct-resource data, in a table without a direct
+    meter (whose MODIFY resets the meter: the general path does that)."""
+    info, args = table_args(st.schema, t, action, default=False)
+    try:
+        sw.tables[t.name].modify_checked(runtime_key, priority, info.name, args)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+    _forget_meter(st, t, runtime_key, priority)
+
+
+def _delete_plain(sw: Any, st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
+    """DELETE in a table without an action profile (so without one-shot groups to release)."""
+    try:
+        sw.tables[t.name].delete_checked(runtime_key, priority)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+    _forget_meter(st, t, runtime_key, priority)
+
+
+def _forget_meter(st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
+    if st.direct_meters:
         st.direct_meters.pop(entry_key(t.name, match_of_key(t, runtime_key), priority), None)
 
 

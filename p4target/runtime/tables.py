@@ -494,8 +494,8 @@ class TableRuntime:
         checks widths, prefixes, masks, ranges, priorities and action parameters
         against the same program): ``spec`` is in ``canon_match``'s form, ``args``
         in the action's parameter order, fitting their widths. What depends on the
-        table's contents is still checked here: const table, duplicate, full, and
-        that ``action`` is an action of the table usable in entries.
+        table's contents is still checked here: const or keyless table, duplicate,
+        full, and that ``action`` is an action of the table usable in entries.
         """
         if self.is_const or not self.keys:
             self._check_mutable()
@@ -506,6 +506,33 @@ class TableRuntime:
             raise EntryError("exists", f"{self._where()}: an entry with this match{self._prio_text(priority)} exists")
         if len(entries) >= self.size:
             raise EntryError("full", f"{self._where()} is full ({self.size} entries); raise its size or delete entries")
+        e = self._checked_entry(spec, priority, action, args)
+        if self.engine == "exact":
+            entries[ident] = e
+        else:
+            self._insert(ident, e)
+        return e
+
+    def modify_checked(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> None:
+        """``modify`` with values checked as for ``add_checked``: the entry keeps its
+        place, direct counter and meter."""
+        self._check_mutable()
+        ident = (spec, priority) if self.needs_priority else spec
+        old = self._entries.get(ident)
+        if old is None:
+            raise EntryError("not_found", f"{self._where()}: no entry with this match{self._prio_text(priority)}")
+        self._replace(ident, old, self._checked_entry(old.spec, old.priority, action, args))
+
+    def delete_checked(self, spec: tuple, priority: int | None) -> None:
+        """``delete`` of a key in ``canon_match``'s form (and a checked priority)."""
+        self._check_mutable()
+        ident = (spec, priority) if self.needs_priority else spec
+        if ident not in self._entries:
+            raise EntryError("not_found", f"{self._where()}: no entry with this match{self._prio_text(priority)}")
+        self._remove(ident)
+
+    def _checked_entry(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> _Entry:
+        """A new entry with a direct action, its values checked by the caller."""
         if self.profile is not None:
             raise EntryError("invalid", f"{self._where()}: uses action profile {self.profile.name}; "
                              "give Member(id) or Group(id)")
@@ -519,10 +546,6 @@ class TableRuntime:
         e.args = args
         e.result = (index, args, True)
         self._place(e)
-        if self.engine == "exact":
-            entries[ident] = e
-        else:
-            self._insert(ident, e)
         return e
 
     @staticmethod

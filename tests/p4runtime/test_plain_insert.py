@@ -115,3 +115,25 @@ def test_a_keyless_table_still_takes_no_entries(setup) -> None:
     [err] = errors_of(info.value)
     assert err.canonical_code == code_pb2.INVALID_ARGUMENT and "no key" in err.message
     assert client.read(entity(table_entry=pb.TableEntry(table_id=names.table_id("keyless")))) == []
+
+
+def test_plain_modify_keeps_the_direct_counter_and_delete_removes(client, names, rig) -> None:
+    from tests.p4runtime.conftest import tframe
+
+    dst = 0x0A0000000009
+    exact = lambda **kw: names.entry("exact_t", {"hdr.eth.dst_addr": dst}, **kw)  # noqa: E731
+    counted = pb.TableEntry(table_id=names.table_id("exact_t"))
+    counted.counter_data.SetInParent()
+    client.write(ins(exact(action="fwd", port=3)))
+    assert [p for p, _ in rig.send(1, tframe(dst=dst))] == [3]
+    client.write(ins(exact(action="fwd", port=4), "MODIFY"))
+    assert [p for p, _ in rig.send(1, tframe(dst=dst))] == [4]
+    [got] = [e.table_entry for e in client.read(entity(table_entry=counted))]
+    assert got.counter_data.packet_count == 2 and got.action.action.params[0].value == b"\x04"
+
+    other = lambda **kw: names.entry("exact_t", {"hdr.eth.dst_addr": dst + 1}, **kw)  # noqa: E731
+    assert client.write_codes(ins(other(action="fwd", port=1), "MODIFY"), ins(other(), "DELETE")) == [
+        code_pb2.NOT_FOUND, code_pb2.NOT_FOUND]
+    client.write(ins(exact(), "DELETE"))
+    assert client.read(entity(table_entry=counted)) == []
+    assert [p for p, _ in rig.send(1, tframe(dst=dst))] != [4]  # the default (NoAction) now
