@@ -79,6 +79,19 @@ def main() -> None:
     step("TableRuntime.add_checked: duplicate, full, action; store", store, setup=table.clear)
     step("server.write of the batch, whole (locks, dispatch, the above)",
          lambda: server.write(request.updates), setup=table.clear)
+    modify, delete = pb.WriteRequest.FromString(data), pb.WriteRequest.FromString(data)
+    for u in modify.updates:
+        u.type = pb.Update.MODIFY
+    for u in delete.updates:
+        u.type = pb.Update.DELETE
+
+    def refill() -> None:
+        table.clear()
+        server.write(request.updates)
+
+    step("the same batch as MODIFY, whole", lambda: server.write(modify.updates), setup=refill)
+    step("the same batch as DELETE, whole", lambda: server.write(delete.updates), setup=refill)
+    refill()
     read = pb.ReadRequest.FromString(requests.read_all(requests.mac))
 
     def forget_encodings() -> None:
