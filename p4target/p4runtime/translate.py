@@ -26,13 +26,13 @@ class ActionCall:
     params: dict[str, int]
 
 
-def _int(data: bytes, bitwidth: int, what) -> int:
-    """``bytestrings.decode`` with the message built only on failure (``what()``)."""
+def _int(data: bytes, bitwidth: int, t: TableInfo, f, suffix: str = "") -> int:
+    """``bytestrings.decode`` for key field ``f``, the message built only on failure."""
     if data:
         value = int.from_bytes(data, "big")
         if not value >> bitwidth:
             return value
-    return bytestrings.decode(data, bitwidth, what())  # raises, saying why
+    return bytestrings.decode(data, bitwidth, _field(t, f, suffix))  # raises, saying why
 
 
 def _field(t: TableInfo, f, suffix: str = "") -> str:
@@ -69,44 +69,40 @@ def decode_key(t: TableInfo, fms) -> tuple:
                     key[pos] = value
                     continue
         which = fm.WhichOneof("field_match_type")
-
-        def where(suffix: str = "", f=f) -> str:
-            return _field(t, f, suffix)
-
         if which != f.match_kind:
-            raise invalid(f"{where()} is {f.match_kind}, the request gives {which or 'nothing'}")
+            raise invalid(f"{_field(t, f)} is {f.match_kind}, the request gives {which or 'nothing'}")
         if which == "exact":
-            key[pos] = _int(fm.exact.value, w, where)  # raises: the value is empty or too wide
+            key[pos] = _int(fm.exact.value, w, t, f)  # raises: the value is empty or too wide
         elif which == "lpm":
             plen = fm.lpm.prefix_len
             if plen <= 0 or plen > w:
                 if plen == 0:
-                    raise invalid(f"{where()}: prefix length 0 is a don't-care; leave the field out")
-                raise invalid(f"{where()}: prefix length {plen} outside 1..{w}")
-            value = _int(fm.lpm.value, w, where)
+                    raise invalid(f"{_field(t, f)}: prefix length 0 is a don't-care; leave the field out")
+                raise invalid(f"{_field(t, f)}: prefix length {plen} outside 1..{w}")
+            value = _int(fm.lpm.value, w, t, f)
             if value & ((1 << (w - plen)) - 1):
-                raise invalid(f"{where()}: value has bits set beyond the /{plen} prefix; clear them")
+                raise invalid(f"{_field(t, f)}: value has bits set beyond the /{plen} prefix; clear them")
             key[pos] = (value, plen)
         elif which == "ternary":
-            value = _int(fm.ternary.value, w, where)
-            mask = _int(fm.ternary.mask, w, lambda: where(" mask"))
+            value = _int(fm.ternary.value, w, t, f)
+            mask = _int(fm.ternary.mask, w, t, f, " mask")
             if mask == 0:
-                raise invalid(f"{where()}: all-zero mask is a don't-care; leave the field out")
+                raise invalid(f"{_field(t, f)}: all-zero mask is a don't-care; leave the field out")
             if value & ~mask:
-                raise invalid(f"{where()}: value has bits set outside the mask; clear them")
+                raise invalid(f"{_field(t, f)}: value has bits set outside the mask; clear them")
             key[pos] = (value, mask)
         elif which == "range":
-            low = _int(fm.range.low, w, lambda: where(" low"))
-            high = _int(fm.range.high, w, lambda: where(" high"))
+            low = _int(fm.range.low, w, t, f, " low")
+            high = _int(fm.range.high, w, t, f, " high")
             if low > high:
-                raise invalid(f"{where()}: range low 0x{low:x} is above high 0x{high:x}")
+                raise invalid(f"{_field(t, f)}: range low 0x{low:x} is above high 0x{high:x}")
             if low == 0 and high == (1 << w) - 1:
-                raise invalid(f"{where()}: range over the whole field is a don't-care; leave the field out")
+                raise invalid(f"{_field(t, f)}: range over the whole field is a don't-care; leave the field out")
             key[pos] = (low, high)
         elif which == "optional":
-            key[pos] = _int(fm.optional.value, w, where)
+            key[pos] = _int(fm.optional.value, w, t, f)
         else:
-            raise invalid(f"{where()}: match kind '{f.match_kind}' is not supported")
+            raise invalid(f"{_field(t, f)}: match kind '{f.match_kind}' is not supported")
     if t.exact_bits & ~given:
         for f in t.fields.values():
             if f.match_kind == "exact" and not given & (1 << t.key_slots[f.id][0]):
