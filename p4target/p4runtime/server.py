@@ -23,10 +23,10 @@ from p4target.p4runtime.arbitration import Arbiter, Client, uint128
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
+    DONE,
     FAILED_PRECONDITION,
     INTERNAL,
     NOT_FOUND,
-    DONE,
     OK,
     PERMISSION_DENIED,
     UNIMPLEMENTED,
