@@ -27,7 +27,7 @@ from finsy.p4client import P4Client, P4ClientError
 from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
-from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
+from controller.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
@@ -73,6 +73,7 @@ class _Action:
     id: int
     params: dict[str, tuple[int, int]]  # name -> (id, bitwidth)
     names: dict[int, str]
+    rank: dict[str, int]  # name -> position in the P4Info (param ids need not be in order)
 
 
 MT = p4info_pb2.MatchField
@@ -97,37 +98,90 @@ class Codec:
         self.action_names: dict[int, str] = {}
         for a in p4info.actions:
             params = {p.name: (p.id, p.bitwidth) for p in a.params}
-            self.actions[a.preamble.name] = _Action(a.preamble.id, params, {p.id: p.name for p in a.params})
+            self.actions[a.preamble.name] = _Action(a.preamble.id, params, {p.id: p.name for p in a.params},
+                                                    {p.name: k for k, p in enumerate(a.params)})
             self.action_names[a.preamble.id] = a.preamble.name
         self.profiles = {p.preamble.name: p.preamble.id for p in p4info.action_profiles}
         self.profile_names = {v: k for k, v in self.profiles.items()}
         self.profile_sizes = {p.preamble.name: p.size for p in p4info.action_profiles}
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
+        self._order_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     # -- encode
 
-    def _fill_action(self, out: p4runtime_pb2.Action, name: str, params: Sequence[tuple[str, int]],
-                     where: str) -> None:
+    def _action_spec(self, name: str, params: Sequence[tuple[str, int]], where: str) -> _Action:
+        """The action, after checking its parameters' names and widths (EntryError)."""
         a = self.actions.get(name)
         if a is None:
             raise EntryError(f"{where}: no action {name!r} in the P4Info")
         if len(params) != len(a.params):
             raise EntryError(f"{where}: action {name} takes {', '.join(a.params) or 'no parameters'}")
-        out.action_id = a.id
-        add = out.params.add
         for pname, value in params:
             spec = a.params.get(pname)
             if spec is None:
                 raise EntryError(f"{where}: action {name} has no parameter {pname!r}")
             if value < 0 or value >> spec[1]:
                 raise EntryError(f"{where}: {name}({pname}={value:#x}) does not fit {spec[1]} bits")
-            add(param_id=spec[0], value=value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big"))
+        return a
+
+    def _field_spec(self, table: str, t: _Table, fname: str, mv: MatchValue) -> tuple[int, int, int]:
+        """(field id, width, match type) of a match value, after checking it (EntryError)."""
+        spec = t.fields.get(fname)
+        if spec is None:
+            raise EntryError(f"{table}: no match field {fname!r}")
+        _, width, mtype = spec
+        kind = type(mv)
+        if kind is Exact and mtype == _EXACT:
+            if mv.value >> width or mv.value < 0:
+                raise EntryError(f"{table}: {fname}={mv.value:#x} does not fit {width} bits")
+        elif kind is Lpm and mtype == _LPM:
+            if mv.value >> width or mv.value < 0 or not 0 < mv.prefix_len <= width:
+                raise EntryError(f"{table}: {fname} {mv.value:#x}/{mv.prefix_len} does not fit {width} bits")
+        elif kind is Ternary and mtype == _TERNARY:
+            if mv.mask >> width or mv.value & ~mv.mask or mv.value < 0:
+                raise EntryError(f"{table}: {fname} {mv.value:#x} &&& {mv.mask:#x} is not a {width}-bit ternary")
+        else:
+            raise EntryError(f"{table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {kind.__name__}")
+        return spec
+
+    def _table(self, e: TableEntry) -> _Table:
+        t = self.tables.get(e.table)
+        if t is None:
+            raise EntryError(f"no table {e.table!r} in the P4Info")
+        if e.group is None and e.action is None:
+            raise EntryError(f"{e.table}: an entry needs an action or a group")
+        return t
 
     def _profile_id(self, name: str) -> int:
         pid = self.profiles.get(name)
         if pid is None:
             raise EntryError(f"no action profile {name!r} in the P4Info")
         return pid
+
+    def check(self, e: Entry) -> None:
+        """Does ``e`` fit the P4Info (names, kinds, widths)? EntryError if not. The same
+        checks ``encode_into`` makes, without building a message (a whole install is
+        checked before its first write)."""
+        if isinstance(e, MemberEntry):
+            self._profile_id(e.profile)
+            self._action_spec(e.action, e.params, e.profile)
+        elif isinstance(e, GroupEntry):
+            self._profile_id(e.profile)
+        else:
+            t = self._table(e)
+            for fname, mv in e.match:
+                self._field_spec(e.table, t, fname, mv)
+            if e.group is None:
+                self._action_spec(e.action, e.params, e.table)  # type: ignore[arg-type]
+
+    def _fill_action(self, out: p4runtime_pb2.Action, name: str, params: Sequence[tuple[str, int]],
+                     where: str) -> None:
+        a = self._action_spec(name, params, where)
+        out.action_id = a.id
+        add = out.params.add
+        specs = a.params
+        for pname, value in params:
+            add(param_id=specs[pname][0], value=value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big"))
 
     def encode_into(self, ent: p4runtime_pb2.Entity, e: Entry) -> None:
         """Fill ``ent`` (an empty Entity, e.g. inside a WriteRequest's update) with ``e``;
@@ -144,45 +198,29 @@ class Codec:
             for mid, weight, watch in e.members:
                 g.members.add(member_id=mid, weight=weight, watch_port=_bytes(watch))
             return
-        t = self.tables.get(e.table)
-        if t is None:
-            raise EntryError(f"no table {e.table!r} in the P4Info")
+        t = self._table(e)
         te = ent.table_entry
         te.table_id = t.id
         if e.priority:
             te.priority = e.priority
         add = te.match.add
         for fname, mv in e.match:
-            spec = t.fields.get(fname)
-            if spec is None:
-                raise EntryError(f"{e.table}: no match field {fname!r}")
-            fid, width, mtype = spec
-            kind = type(mv)
-            if kind is Exact and mtype == _EXACT:
+            fid, _, mtype = self._field_spec(e.table, t, fname, mv)
+            if mtype == _EXACT:
                 v = mv.value
-                if v >> width or v < 0:
-                    raise EntryError(f"{e.table}: {fname}={v:#x} does not fit {width} bits")
                 add(field_id=fid).exact.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
-            elif kind is Lpm and mtype == _LPM:
+            elif mtype == _LPM:
                 v = mv.value
-                if v >> width or v < 0 or not 0 < mv.prefix_len <= width:
-                    raise EntryError(f"{e.table}: {fname} {v:#x}/{mv.prefix_len} does not fit {width} bits")
                 lpm = add(field_id=fid).lpm
                 lpm.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
-                lpm.prefix_len = mv.prefix_len
-            elif kind is Ternary and mtype == _TERNARY:
-                if mv.mask >> width or mv.value & ~mv.mask:
-                    raise EntryError(f"{e.table}: {fname} {mv.value:#x} &&& {mv.mask:#x} is not a {width}-bit ternary")
-                tern = add(field_id=fid).ternary
-                tern.value, tern.mask = _bytes(mv.value), _bytes(mv.mask)
+                lpm.prefix_len = mv.prefix_len  # type: ignore[union-attr]
             else:
-                raise EntryError(f"{e.table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {kind.__name__}")
+                tern = add(field_id=fid).ternary
+                tern.value, tern.mask = _bytes(mv.value), _bytes(mv.mask)  # type: ignore[union-attr]
         if e.group is not None:
             te.action.action_profile_group_id = e.group
-        elif e.action is None:
-            raise EntryError(f"{e.table}: an entry needs an action or a group")
         else:
-            self._fill_action(te.action.action, e.action, e.params, e.table)
+            self._fill_action(te.action.action, e.action, e.params, e.table)  # type: ignore[arg-type]
 
     def encode(self, e: Entry) -> p4runtime_pb2.Entity:
         ent = p4runtime_pb2.Entity()
@@ -239,25 +277,36 @@ class Codec:
     def _params(self, act: p4runtime_pb2.Action) -> tuple[tuple[str, int], ...]:
         a = self.actions[self.action_names[act.action_id]]
         return tuple(sorted(((a.names[p.param_id], _int(p.value)) for p in act.params),
-                            key=lambda kv: a.params[kv[0]][0]))
+                            key=lambda kv: a.rank[kv[0]]))
+
+    def _in_order(self, owner: str, names: tuple[str, ...], rank: dict[str, int]) -> bool:
+        key = (owner, names)
+        ok = self._order_cache.get(key)
+        if ok is None:
+            ok = self._order_cache[key] = [rank.get(n, -1) for n in names] == sorted(rank.get(n, -1) for n in names)
+        return ok
 
     def canonical(self, e: Entry) -> Entry:
         """``e`` with its match fields in P4Info order and parameters in P4Info order
-        (what ``decode`` gives back for it)."""
+        (what ``decode`` gives back for it). Entries already in order (the usual case,
+        remembered per table and action) are returned as they are."""
         if isinstance(e, TableEntry):
             t = self.tables[e.table]
-            match = tuple(sorted(e.match, key=lambda fm: t.order[fm[0]]))
-            params = e.params
-            if e.action is not None:
+            match, params = e.match, e.params
+            if not self._in_order(e.table, tuple(fm[0] for fm in match), t.order):
+                match = tuple(sorted(match, key=lambda fm: t.order[fm[0]]))
+            if e.action is not None and params:
                 a = self.actions[e.action]
-                params = tuple(sorted(e.params, key=lambda kv: a.params[kv[0]][0]))
-            if match == e.match and params == e.params:
+                if not self._in_order(e.action, tuple(kv[0] for kv in params), a.rank):
+                    params = tuple(sorted(params, key=lambda kv: a.rank[kv[0]]))
+            if match is e.match and params is e.params:
                 return e
             return TableEntry(e.table, match, e.action, params, e.priority, e.group)
         if isinstance(e, MemberEntry):
             a = self.actions[e.action]
-            params = tuple(sorted(e.params, key=lambda kv: a.params[kv[0]][0]))
-            return e if params == e.params else MemberEntry(e.profile, e.member_id, e.action, params)
+            if self._in_order(e.action, tuple(kv[0] for kv in e.params), a.rank):
+                return e
+            return MemberEntry(e.profile, e.member_id, e.action, tuple(sorted(e.params, key=lambda kv: a.rank[kv[0]])))
         return e
 
     def check_sizes(self, entries: Iterable[Entry], switch: str) -> None:

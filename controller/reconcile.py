@@ -140,13 +140,20 @@ Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
 async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
-    """Write ``d`` in ordered batches of BATCH updates."""
+    """Write ``d`` in ordered batches of BATCH updates, one request in flight while the
+    next is encoded (the switch works while this process encodes)."""
     for kind, entries in steps(d):
+        pending: asyncio.Task | None = None
         for k in range(0, len(entries), BATCH):
             chunk = entries[k:k + BATCH]
-            await s.write(c.write_request(kind, chunk))
+            req = c.write_request(kind, chunk)
+            if pending is not None:
+                await pending
+            pending = asyncio.ensure_future(s.write(req))
             if progress:
                 progress(s.target.name, len(chunk))
+        if pending is not None:
+            await pending  # a phase ends before the next starts (members before groups before entries)
 
 
 class Reconciler:
@@ -172,14 +179,12 @@ class Reconciler:
         results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
         # Check every entry against the P4Info before touching any switch.
         encoded: dict[str, list[Entry]] = {}
-        fresh: dict[str, list] = {}
         for t in targets:
             c = codec(t.program, t.target)
             es = [c.canonical(e) for e in wanted[t.name]]
             c.check_sizes(es, t.name)
-            # Encoding checks every entry (EntryError for the first that does not fit); the
-            # requests are kept for a switch that turns out to be empty.
-            fresh[t.name] = [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
+            for e in es:
+                c.check(e)  # EntryError for the first entry that does not fit
             encoded[t.name] = es
         sem = asyncio.Semaphore(self.parallel)
         given = dict(sessions or {})
@@ -220,14 +225,7 @@ class Reconciler:
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            if not actual and len(d.insert) == len(encoded[t.name]):
-                                for req, k in zip(fresh.pop(t.name), range(0, len(d.insert), BATCH)):
-                                    await s.write(req)
-                                    if self.progress:
-                                        self.progress(t.name, min(BATCH, len(d.insert) - k))
-                            else:
-                                await _write_diff(s, c, d, self.progress)
-                        fresh.pop(t.name, None)
+                            await _write_diff(s, c, d, self.progress)
                     except SwitchError as exc:
                         r.error = str(exc)
                         if not self.keep_going:
