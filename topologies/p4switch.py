@@ -325,30 +325,20 @@ class EmbeddedP4Switch(P4Switch):
 
 
 class Bmv2Switch(P4Switch):
-    """BMv2's ``simple_switch_grpc`` with p4c-bm2-ss's JSON of the program (compiled once
-    per program into ``<run dir>/bmv2/``)."""
+    """BMv2's ``simple_switch_grpc`` with p4c-bm2-ss's JSON of the program: the same
+    compilation the controller pushes (controller.p4rt.pipeline, ``build/bmv2/``)."""
 
     target = "bmv2"
-    _compiled: ClassVar[dict[Path, Path]] = {}
 
     def __init__(self, name: str, thrift_port: int = 0, **params: Any) -> None:
         super().__init__(name, **params)
         self.thrift_port = int(thrift_port)
 
     def bmv2_json(self) -> Path:
-        """Compile the program with p4c-bm2-ss (once per program and run dir)."""
-        out = self.run_dir / "bmv2" / f"{self.program}.json"
-        if self._compiled.get(self.program_path) == out and out.is_file():
-            return out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [_exe("p4c-bm2-ss"), "--std", "p4-16", "--arch", "v1model", "-o", str(out),
-               "--p4runtime-files", str(out.with_suffix(".p4info.txtpb")), str(self.program_path)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if res.returncode != 0:
-            raise SwitchError(f"p4c-bm2-ss could not compile {self.program_path}: "
-                              f"{(res.stderr or res.stdout).strip().splitlines()[-1:]}")
-        self._compiled[self.program_path] = out
-        return out
+        from controller.p4rt import REPO as CONTROLLER_REPO, pipeline
+
+        pipeline(self.program, "bmv2")  # compiles once per program (cached)
+        return CONTROLLER_REPO / "build" / "bmv2" / f"{self.program}.json"
 
     def command(self) -> list[str]:
         if self.thrift_port == 0:
