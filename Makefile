@@ -108,7 +108,7 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 TOPO ?=
 run: deps
 	@$(MAKE) --no-print-directory build
-	@$(VENV)/bin/python -m topologies.run $(if $(TOPO),--topology $(TOPO)) $(RUN_ARGS)
+	@MRC_P4_RUN_DIR=$(RUN_DIR) $(VENV)/bin/python -m topologies.run $(if $(TOPO),--topology $(TOPO)) $(RUN_ARGS)
 
 test: deps
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)

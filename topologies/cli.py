@@ -40,6 +40,23 @@ class FabricCLI(CLI):
         inv = self.fn.reload_inventory()
         return {find_link(self.fn.topo, n) for n in inv.down}
 
+    def do_install(self, line: str) -> None:
+        """install: have the controller install (reconcile) every table of every switch"""
+        from topologies.fabric_net import install_tables
+
+        self.fn.reload_inventory()
+        rep = install_tables(self.fn)
+        self._say(rep.summary())
+        for r in rep.failed:
+            self._say(f"error: {r.error}")
+
+    def do_pingmatrix(self, line: str) -> None:
+        """pingmatrix: ping -6 from every host to every other host (replies/sent)"""
+        from topologies.demo import format_matrix, ping_matrix
+
+        for row in format_matrix(ping_matrix(self.fn)):
+            self._say(row)
+
     def do_paths(self, line: str) -> None:
         """paths SRC DST: every EV of SRC's NIC towards DST (plane, switches, up/down), e.g. paths h1 h3"""
         args = line.split()
@@ -51,8 +68,12 @@ class FabricCLI(CLI):
         except TopologyError as exc:
             self._say(f"error: {exc}")
             return
+        groups: dict[tuple, list[int]] = {}
         for p in paths(self.fn.topo, src, dst, self._down()):
-            self._say(f"EV {p.ev:#06x} plane {p.plane}: {' -> '.join(p.hops)}  {'up' if p.up else 'DOWN'}")
+            groups.setdefault((p.plane, p.hops, p.up), []).append(p.ev)
+        for (plane, hops, up), evs in sorted(groups.items()):
+            shown = ", ".join(f"{e:#06x}" for e in evs[:4]) + (", ..." if len(evs) > 4 else "")
+            self._say(f"plane {plane}: {' -> '.join(hops)}  {'up' if up else 'DOWN'}  {len(evs)} EVs ({shown})")
 
     def do_links(self, line: str) -> None:
         """links: every cable of the fabric (controller names) and whether it is down"""

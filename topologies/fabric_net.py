@@ -150,24 +150,35 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
                   switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
                   waitConnected=False)
-    state_files = (run_dir / STATE_NAME, run_dir / MININET_STATE)
     try:
         net.build()
         net.start()  # P4Switch.batchStartup: returns when every switch answers P4Runtime
-        ready = time.monotonic() - t0
-        switches = {s.name: s for s in net.switches}
-        inv = inventory_of(topo, names, switches, source or topology_source(topo))
-        inv.save(run_dir / STATE_NAME)
-        fn = FabricNetwork(net, topo, names, inv, run_dir, t0, ready)
-        _write_mininet_state(fn)
-        log.info("%s: %d switches answer P4Runtime after %.1f s", topo.name, len(switches), ready)
+        fn = attach(net, topo, names, run_dir, source, t0)
+        log.info("%s: %d switches answer P4Runtime after %.1f s", topo.name, len(net.switches), fn.switches_ready)
         yield fn
     finally:
         try:
             _stop(net)
         finally:
-            for path in state_files:
-                path.unlink(missing_ok=True)
+            remove_state(run_dir)
+
+
+def attach(net: Mininet, topo: Topology, names: NodeNames, run_dir: Path, source: dict[str, Any] | None = None,
+           started: float | None = None) -> FabricNetwork:
+    """The FabricNetwork of a started Mininet network of ``topo``; writes its state files."""
+    started = time.monotonic() if started is None else started
+    switches = {s.name: s for s in net.switches}
+    inv = inventory_of(topo, names, switches, source or topology_source(topo))
+    inv.save(run_dir / STATE_NAME)
+    fn = FabricNetwork(net, topo, names, inv, run_dir, started, time.monotonic() - started)
+    _write_mininet_state(fn)
+    return fn
+
+
+def remove_state(run_dir: Path) -> None:
+    """Remove the state files: the network they describe is gone."""
+    for name in (STATE_NAME, MININET_STATE):
+        (run_dir / name).unlink(missing_ok=True)
 
 
 def wanted_entries(fn: FabricNetwork) -> dict[str, list]:
