@@ -71,8 +71,8 @@ class FlowResult:
     sent: int
     received: int
     evs: int
-    planes_before: dict[int, int]  # packets the source NIC sent into each plane
-    planes_after: dict[int, int]
+    planes_before: dict[int, int]  # packets the source NIC sent into each plane (before the cut, or all)
+    planes_after: dict[int, int]  # after the cut (empty without one)
     delivered_before: dict[int, int]  # packets the destination NIC received from each plane
     delivered_after: dict[int, int]
     cut: str | None = None
@@ -146,7 +146,9 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, packets: int = 400, pps: 
                 p.kill()
                 p.wait()
     after = asyncio.run(_read(fn, nics))
-    if cut is not None:
+    if cut is None:
+        mid = after  # one phase: the whole flow is "before"
+    else:
         tables_after = asyncio.run(fabric_tables(fn))
     sent = json.loads(sent_out.decode().strip().splitlines()[-1])
     got = json.loads(recv_out.decode().strip().splitlines()[-1])
