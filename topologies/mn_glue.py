@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from topologies.clos import mrcclos
-from topologies.p4switch import p4_switch
+from topologies.p4switch import Bmv2Switch, EmbeddedP4Switch, switch_class
 
 topos = {"mrcclos": mrcclos}
-switches = {"p4": p4_switch}
+# Mininet makes `--switch NAME,key=value` a subclass of the class, so these are classes.
+switches = {"p4": switch_class("auto"), "p4embedded": EmbeddedP4Switch, "p4bmv2": Bmv2Switch}
 
 
 def CLI(net: Any, **kwargs: Any) -> None:  # noqa: N802 - the name Mininet's `mn` looks for

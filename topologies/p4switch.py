@@ -11,9 +11,10 @@ controller's cabling says, topologies/names.py).
   only when one is missing, so loading it here saves a round trip per switch).
 - ``Bmv2Switch`` runs BMv2's ``simple_switch_grpc`` with ``p4c-bm2-ss``'s JSON, when
   both are on the PATH.
-- ``p4_switch(name, target="auto", ...)`` picks one: BMv2 when found, the embedded
-  target otherwise (``target="embedded"|"bmv2"`` overrides). This is the class the
-  Mininet command line knows as ``--switch p4`` (topologies/mn_custom.py).
+- ``switch_class("auto")`` picks one: BMv2 when found, the embedded target otherwise
+  (``"embedded"``/``"bmv2"`` override). Mininet's command line knows them as
+  ``--switch p4`` (the automatic choice), ``p4embedded`` and ``p4bmv2``
+  (topologies/mn_custom.py).
 
 Life cycle, as Mininet drives it: ``start`` launches the process; Mininet then calls
 ``batchStartup`` with every switch of the class, which waits until each gRPC server
@@ -363,8 +364,3 @@ SWITCH_CLASSES: dict[str, type[P4Switch]] = {"embedded": EmbeddedP4Switch, "bmv2
 def switch_class(target: str = "auto") -> type[P4Switch]:
     """The switch class of ``target`` (``auto``: BMv2 when installed, else embedded)."""
     return SWITCH_CLASSES[choose_target(target)]
-
-
-def p4_switch(name: str, target: str = "auto", **params: Any) -> P4Switch:
-    """Mininet's ``--switch p4[,target=embedded|bmv2]``: a switch of the chosen target."""
-    return switch_class(target)(name, **params)

@@ -1,7 +1,6 @@
 """The smallest Mininet network of the project: two hosts joined by one link.
 
-Until the multiplane topology exists this is what `make run` starts: it shows that the
-machine can run the project's Mininet networks at all (root, network namespaces, veths,
+It shows that the machine can run the project's Mininet networks at all (root, network namespaces, veths,
 IPv6 neighbour discovery) before any switch is involved. The two hosts are linked
 directly, so neither Open vSwitch nor a Mininet controller is needed.
 
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topologies.node_marks import mark_node
-from topologies.ping import PingResult, parse_ping, ping6  # noqa: F401 - parse_ping: re-exported
+from topologies.ping import PingResult, ping6
 
 if TYPE_CHECKING:  # Mininet is imported lazily so `--help` and errors work without it
     from mininet.net import Mininet
@@ -90,7 +89,7 @@ def two_host_network(name_prefix: str = DEFAULT_NAME_PREFIX) -> Iterator[TwoHost
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make run` until the fabric exists: start, ping both ways, report, stop."""
+    """Start, ping both ways, report, stop (`python -m topologies.two_hosts`)."""
     parser = argparse.ArgumentParser(
         description="Start two Mininet hosts joined by a link and ping across over IPv6."
     )
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if not re.fullmatch(r"[a-z][a-z0-9]{0,5}", args.prefix):
         parser.error("--prefix must be 1-6 lower-case letters/digits starting with a letter")
     if os.geteuid() != 0:
-        print("error: Mininet needs root (it creates network namespaces and veths); run `make run` as root",
+        print("error: Mininet needs root (it creates network namespaces and veths); run it as root",
               file=sys.stderr)
         return 1
     try:
