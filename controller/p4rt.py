@@ -76,6 +76,9 @@ class _Action:
 
 
 MT = p4info_pb2.MatchField
+_EXACT, _LPM, _TERNARY = MT.EXACT, MT.LPM, MT.TERNARY
+UPDATE_TYPES = {"insert": p4runtime_pb2.Update.INSERT, "modify": p4runtime_pb2.Update.MODIFY,
+                "delete": p4runtime_pb2.Update.DELETE}
 
 
 class Codec:
@@ -103,70 +106,98 @@ class Codec:
 
     # -- encode
 
-    def _action(self, name: str, params: Sequence[tuple[str, int]], where: str) -> p4runtime_pb2.Action:
+    def _fill_action(self, out: p4runtime_pb2.Action, name: str, params: Sequence[tuple[str, int]],
+                     where: str) -> None:
         a = self.actions.get(name)
         if a is None:
             raise EntryError(f"{where}: no action {name!r} in the P4Info")
-        out = p4runtime_pb2.Action(action_id=a.id)
+        if len(params) != len(a.params):
+            raise EntryError(f"{where}: action {name} takes {', '.join(a.params) or 'no parameters'}")
+        out.action_id = a.id
+        add = out.params.add
         for pname, value in params:
             spec = a.params.get(pname)
             if spec is None:
                 raise EntryError(f"{where}: action {name} has no parameter {pname!r}")
             if value < 0 or value >> spec[1]:
                 raise EntryError(f"{where}: {name}({pname}={value:#x}) does not fit {spec[1]} bits")
-            out.params.add(param_id=spec[0], value=_bytes(value))
-        if len(params) != len(a.params):
-            raise EntryError(f"{where}: action {name} takes {', '.join(a.params) or 'no parameters'}")
-        return out
+            add(param_id=spec[0], value=value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big"))
 
-    def encode(self, e: Entry) -> p4runtime_pb2.Entity:
+    def encode_into(self, ent: p4runtime_pb2.Entity, e: Entry) -> None:
+        """Fill ``ent`` (an empty Entity, e.g. inside a WriteRequest's update) with ``e``;
+        EntryError when ``e`` does not fit the P4Info. Filling in place saves the copies
+        that building sub-messages and assigning them would make."""
         if isinstance(e, MemberEntry):
             pid = self.profiles.get(e.profile)
             if pid is None:
                 raise EntryError(f"no action profile {e.profile!r} in the P4Info")
-            m = p4runtime_pb2.ActionProfileMember(action_profile_id=pid, member_id=e.member_id,
-                                                  action=self._action(e.action, e.params, e.profile))
-            return p4runtime_pb2.Entity(action_profile_member=m)
+            m = ent.action_profile_member
+            m.action_profile_id, m.member_id = pid, e.member_id
+            self._fill_action(m.action, e.action, e.params, e.profile)
+            return
         if isinstance(e, GroupEntry):
             pid = self.profiles.get(e.profile)
             if pid is None:
                 raise EntryError(f"no action profile {e.profile!r} in the P4Info")
-            g = p4runtime_pb2.ActionProfileGroup(action_profile_id=pid, group_id=e.group_id)
+            g = ent.action_profile_group
+            g.action_profile_id, g.group_id = pid, e.group_id
             for mid, weight, watch in e.members:
                 g.members.add(member_id=mid, weight=weight, watch_port=_bytes(watch))
-            return p4runtime_pb2.Entity(action_profile_group=g)
+            return
         t = self.tables.get(e.table)
         if t is None:
             raise EntryError(f"no table {e.table!r} in the P4Info")
-        te = p4runtime_pb2.TableEntry(table_id=t.id, priority=e.priority)
+        te = ent.table_entry
+        te.table_id = t.id
+        if e.priority:
+            te.priority = e.priority
+        add = te.match.add
         for fname, mv in e.match:
             spec = t.fields.get(fname)
             if spec is None:
                 raise EntryError(f"{e.table}: no match field {fname!r}")
             fid, width, mtype = spec
-            fm = te.match.add(field_id=fid)
-            if type(mv) is Exact and mtype == MT.EXACT:
-                if mv.value >> width:
-                    raise EntryError(f"{e.table}: {fname}={mv.value:#x} does not fit {width} bits")
-                fm.exact.value = _bytes(mv.value)
-            elif type(mv) is Lpm and mtype == MT.LPM:
-                if mv.value >> width or not 0 < mv.prefix_len <= width:
-                    raise EntryError(f"{e.table}: {fname} {mv.value:#x}/{mv.prefix_len} does not fit {width} bits")
-                fm.lpm.value = _bytes(mv.value)
-                fm.lpm.prefix_len = mv.prefix_len
-            elif type(mv) is Ternary and mtype == MT.TERNARY:
+            kind = type(mv)
+            if kind is Exact and mtype == _EXACT:
+                v = mv.value
+                if v >> width or v < 0:
+                    raise EntryError(f"{e.table}: {fname}={v:#x} does not fit {width} bits")
+                add(field_id=fid).exact.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+            elif kind is Lpm and mtype == _LPM:
+                v = mv.value
+                if v >> width or v < 0 or not 0 < mv.prefix_len <= width:
+                    raise EntryError(f"{e.table}: {fname} {v:#x}/{mv.prefix_len} does not fit {width} bits")
+                lpm = add(field_id=fid).lpm
+                lpm.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+                lpm.prefix_len = mv.prefix_len
+            elif kind is Ternary and mtype == _TERNARY:
                 if mv.mask >> width or mv.value & ~mv.mask:
                     raise EntryError(f"{e.table}: {fname} {mv.value:#x} &&& {mv.mask:#x} is not a {width}-bit ternary")
-                fm.ternary.value = _bytes(mv.value)
-                fm.ternary.mask = _bytes(mv.mask)
+                tern = add(field_id=fid).ternary
+                tern.value, tern.mask = _bytes(mv.value), _bytes(mv.mask)
             else:
-                raise EntryError(f"{e.table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {type(mv).__name__}")
+                raise EntryError(f"{e.table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {kind.__name__}")
         if e.group is not None:
             te.action.action_profile_group_id = e.group
+        elif e.action is None:
+            raise EntryError(f"{e.table}: an entry needs an action or a group")
         else:
-            assert e.action is not None
-            te.action.action.CopyFrom(self._action(e.action, e.params, e.table))
-        return p4runtime_pb2.Entity(table_entry=te)
+            self._fill_action(te.action.action, e.action, e.params, e.table)
+
+    def encode(self, e: Entry) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        self.encode_into(ent, e)
+        return ent
+
+    def write_request(self, kind: str, entries: Iterable[Entry]) -> p4runtime_pb2.WriteRequest:
+        """A WriteRequest of ``kind`` (insert, modify, delete) updates, one per entry."""
+        req = p4runtime_pb2.WriteRequest()
+        t = UPDATE_TYPES[kind]
+        add = req.updates.add
+        fill = self.encode_into
+        for e in entries:
+            fill(add(type=t).entity, e)
+        return req
 
     # -- decode
 
@@ -403,8 +434,9 @@ class Session:
         await self._request(req)
         log.info("%s: pipeline %s installed", self.target.name, p.program)
 
-    async def write(self, updates: Sequence[p4runtime_pb2.Update]) -> None:
-        req = p4runtime_pb2.WriteRequest(device_id=self.target.device_id, updates=updates)
+    async def write(self, req: p4runtime_pb2.WriteRequest) -> None:
+        """Send ``req`` (see Codec.write_request) as this device's primary."""
+        req.device_id = self.target.device_id
         req.election_id.high = self.election_id >> 64
         req.election_id.low = self.election_id & ((1 << 64) - 1)
         await self._request(req)
@@ -441,10 +473,3 @@ class Session:
                 for e in ents}
 
 
-UPDATE_TYPES = {"insert": p4runtime_pb2.Update.INSERT, "modify": p4runtime_pb2.Update.MODIFY,
-                "delete": p4runtime_pb2.Update.DELETE}
-
-
-def updates(c: Codec, kind: str, entries: Iterable[Entry]) -> list[p4runtime_pb2.Update]:
-    t = UPDATE_TYPES[kind]
-    return [p4runtime_pb2.Update(type=t, entity=c.encode(e)) for e in entries]

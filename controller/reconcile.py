@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from controller.entries import Entry, GroupEntry, MemberEntry
 from controller.inventory import SwitchTarget
-from controller.p4rt import Codec, Session, SwitchError, codec, pipeline, updates
+from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +140,11 @@ Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
 async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
+    """Write ``d`` in ordered batches of BATCH updates."""
     for kind, entries in steps(d):
         for k in range(0, len(entries), BATCH):
             chunk = entries[k:k + BATCH]
-            await s.write(updates(c, kind, chunk))
+            await s.write(c.write_request(kind, chunk))
             if progress:
                 progress(s.target.name, len(chunk))
 
@@ -167,12 +168,14 @@ class Reconciler:
         results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
         # Check every entry against the P4Info before touching any switch.
         encoded: dict[str, list[Entry]] = {}
+        fresh: dict[str, list] = {}
         for t in targets:
             c = codec(t.program, t.target)
             es = [c.canonical(e) for e in wanted[t.name]]
             c.check_sizes(es, t.name)
-            for e in es:
-                c.encode(e)
+            # Encoding checks every entry (EntryError for the first that does not fit); the
+            # requests are kept for a switch that turns out to be empty.
+            fresh[t.name] = [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
             encoded[t.name] = es
         sem = asyncio.Semaphore(self.parallel)
         sessions: dict[str, Session] = {}
@@ -210,7 +213,14 @@ class Reconciler:
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            await _write_diff(s, c, d, self.progress)
+                            if not actual and len(d.insert) == len(encoded[t.name]):
+                                for req, k in zip(fresh.pop(t.name), range(0, len(d.insert), BATCH)):
+                                    await s.write(req)
+                                    if self.progress:
+                                        self.progress(t.name, min(BATCH, len(d.insert) - k))
+                            else:
+                                await _write_diff(s, c, d, self.progress)
+                        fresh.pop(t.name, None)
                     except SwitchError as exc:
                         r.error = str(exc)
                         if not self.keep_going:

@@ -98,6 +98,8 @@ class Topology:
     source: str = "parameters"
     _hosts: tuple[Host, ...] = field(default=(), repr=False, compare=False)
     _first: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _max_hosts: int = field(default=0, repr=False, compare=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # for plan.py's memos
 
     def __post_init__(self) -> None:
         hosts: list[Host] = []
@@ -108,6 +110,7 @@ class Topology:
             hosts += [Host(base + n - 1, leaf.index, n) for n in range(1, leaf.hosts + 1)]
         object.__setattr__(self, "_hosts", tuple(hosts))
         object.__setattr__(self, "_first", tuple(first))
+        object.__setattr__(self, "_max_hosts", max((leaf.hosts for leaf in self.leaves), default=0))
 
     def first_host(self, leaf: int) -> int:
         """Index of the first host behind ``leaf`` (hosts are numbered leaf by leaf)."""
@@ -123,7 +126,7 @@ class Topology:
 
     @property
     def max_hosts_per_leaf(self) -> int:
-        return max((leaf.hosts for leaf in self.leaves), default=0)
+        return self._max_hosts
 
     def cabled(self, plane: int, leaf: int, spine: int) -> bool:
         """Is leaf ``leaf`` of ``plane`` cabled to spine ``spine`` of that plane?"""
@@ -295,6 +298,26 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
+_RANGES = {
+    "planes": f"1..{MAX_PLANES} planes",
+    "spines": f"1..{MAX_SPINES} spines per plane",
+    "leaves": f"1..{MAX_LEAVES} leaves per plane",
+    "hosts_per_leaf": f"1..{MAX_HOSTS_PER_LEAF} hosts per leaf",
+    "hosts": f"0..{MAX_HOSTS_PER_LEAF} hosts on a leaf",
+    "evs_per_nic": f"1..{MAX_EVS} EVs per NIC",
+    "threshold": "a queue depth of 0..524287 packets",
+    "dscp": "a DSCP of 0..63",
+}
+
+
+def _description(loc: tuple[Any, ...]) -> str | None:
+    """What range the field at ``loc`` allows, in words."""
+    names = [k for k in loc if isinstance(k, str)]
+    if names and names[-1] in ("spines", "leaves") and "graph" in names:
+        return f"at most {MAX_SPINES if names[-1] == 'spines' else MAX_LEAVES} {names[-1]} in a plane"
+    return _RANGES.get(names[-1]) if names else None
+
+
 def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_names: bool) -> str:
     e = err.errors()[0]
     loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and x.startswith(("function-", "int", "str"))))
@@ -307,6 +330,12 @@ def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_n
     place = f"{where}:{line}" if line else where
     msg = e["msg"].replace("Value error, ", "")
     fix = _FIXES.get(e["type"], "")
+    if e["type"] in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        what = _description(loc)
+        msg = f"{e.get('input')!r} is out of range"
+        fix = f"the address plan holds {what}" if what else "give a value in range"
+    elif e["type"] == "literal_error":
+        fix = f"give one of {e.get('ctx', {}).get('expected', '')}"
     extra = len(err.errors()) - 1
     more = f" (and {extra} more)" if extra else ""
     return f"{place}: {path}: {msg}{'; ' + fix if fix else ''}{more}"
