@@ -57,6 +57,17 @@ class FabricCLI(CLI):
         for row in format_matrix(ping_matrix(self.fn)):
             self._say(row)
 
+    def do_mrcctl(self, line: str) -> None:
+        """mrcctl ARGS: the controller's command line on this network, e.g. mrcctl entries p0-leaf0"""
+        import shlex
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        exe = Path(sys.executable).with_name("mrcctl")
+        cmd = [str(exe) if exe.is_file() else "mrcctl", "--state", str(self.fn.state_path), *shlex.split(line)]
+        subprocess.run(cmd, check=False)
+
     def do_paths(self, line: str) -> None:
         """paths SRC DST: every EV of SRC's NIC towards DST (plane, switches, up/down), e.g. paths h1 h3"""
         args = line.split()

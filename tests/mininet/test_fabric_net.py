@@ -191,6 +191,27 @@ def test_a_cut_link_changes_no_fabric_table_and_the_other_plane_carries(fabric: 
     assert back.received == 100 and back.planes_before == {0: 50, 1: 50}
 
 
+def test_mrcctl_reaches_the_running_network_through_its_state_file(fabric: FabricNetwork) -> None:
+    """No topology given: mrcctl reads network.json; `fail` sets the Mininet cable down."""
+    mrcctl = [str(REPO / ".venv" / "bin" / "mrcctl"), "--state", str(fabric.state_path)]
+    res = subprocess.run([*mrcctl, "install"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "nothing to change" in res.stdout, res.stdout
+    link = "p1-leaf1:p1-spine0"
+    intf = fabric.inventory.links[link].b_intf  # the spine's end
+    try:
+        res = subprocess.run([*mrcctl, "fail", link], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "state DOWN" in subprocess.run(["ip", "link", "show", intf], capture_output=True, text=True).stdout
+        assert link in json.loads(fabric.state_path.read_text())["down"]
+    finally:
+        res = subprocess.run([*mrcctl, "restore", link], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "state DOWN" not in subprocess.run(["ip", "link", "show", intf], capture_output=True, text=True).stdout
+    assert json.loads(fabric.state_path.read_text())["down"] == []
+    fabric.reload_inventory()
+
+
 def test_a_killed_switch_is_restarted_and_reconciled(fabric: FabricNetwork) -> None:
     from topologies.demo import run_flow
 
