@@ -35,7 +35,8 @@ def write_packet(psn: int, payload: bytes, dest_qp: int = 0x12, vaddr: int = 0x1
     return bth + reth + payload
 
 
-def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = None) -> dict[str, object]:
+def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = None,
+         size: int = PAYLOAD) -> dict[str, object]:
     """Send ``packets`` WRITEs to ``dst``, EV ``evs[k % len(evs)]`` for packet k."""
     socks = []
     for ev in evs:
@@ -53,12 +54,12 @@ def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = N
                 if delay > 0:
                     time.sleep(delay)
             i = k % len(evs)
-            socks[i].sendto(write_packet(k, bytes([k & 0xFF]) * PAYLOAD), (dst, MRC_PORT))
+            socks[i].sendto(write_packet(k, bytes([k & 0xFF]) * size), (dst, MRC_PORT))
             sent[evs[i]] += 1
     finally:
         for s in socks:
             s.close()
-    return {"sent": packets, "seconds": round(time.monotonic() - t0, 3),
+    return {"sent": sum(sent.values()), "seconds": round(time.monotonic() - t0, 3),
             "per_ev": {str(k): v for k, v in sorted(sent.items())}}
 
 
@@ -70,6 +71,8 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
     s.bind(("::", port))
     got: Counter[int] = Counter()
     psns: set[int] = set()
+    first = last = 0.0
+    nbytes = 0
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end:
@@ -81,11 +84,15 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
                     break
                 continue
             if len(data) >= 12 and data[0] == OP_WRITE:
+                last = time.monotonic()
+                first = first or last
+                nbytes += len(data)
                 got[addr[1]] += 1
                 psns.add(struct.unpack("!I", data[8:12])[0] & 0xFFFFFF)
     finally:
         s.close()
-    return {"received": sum(got.values()), "distinct_psns": len(psns),
+    return {"received": sum(got.values()), "distinct_psns": len(psns), "udp_payload_bytes": nbytes,
+            "first_to_last_seconds": round(last - first, 6),
             "per_ev": {str(k): v for k, v in sorted(got.items())}}
 
 
@@ -98,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--packets", type=int, default=200)
     s.add_argument("--pps", type=float, default=500.0, help="packets per second (0: as fast as possible)")
     s.add_argument("--src", default=None, help="source address to bind")
+    s.add_argument("--size", type=int, default=PAYLOAD, help=f"payload bytes after BTH+RETH (default {PAYLOAD})")
     r = sub.add_parser("recv", help="count WRITEs per EV, print JSON")
     r.add_argument("--seconds", type=float, default=10.0)
     r.add_argument("--port", type=int, default=MRC_PORT)
@@ -110,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--evs: give numbers separated by commas, e.g. 4096,4097")
         if not evs or not all(0 < e < 65536 for e in evs):
             parser.error("--evs: EVs are UDP source ports 1..65535")
-        print(json.dumps(send(args.dst, evs, args.packets, args.pps, args.src)), flush=True)
+        if not 0 <= args.size <= 1400:
+            parser.error("--size: 0..1400 bytes (the host MTU is 1460)")
+        print(json.dumps(send(args.dst, evs, args.packets, args.pps, args.src, args.size)), flush=True)
     else:
         print(json.dumps(receive(args.seconds, args.port, expect=args.expect)), flush=True)
     return 0
