@@ -243,7 +243,7 @@ def test_a_failure_inside_the_network_still_removes_everything(tmp_path: Path) -
             assert find_leftovers((prefix,), tmp_path).processes
             raise RuntimeError("boom")
     assert len(pids) == 3  # leaf, spine, NIC
-    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    assert not any(_running(pid) for pid in pids)
     assert not (tmp_path / "network.json").exists()
     _assert_nothing_left(prefix, tmp_path)
 
@@ -278,3 +278,48 @@ def test_the_fabric_on_bmv2_pings(tmp_path: Path) -> None:
             assert all(r.ok for r in ping_matrix(fn).values())
     finally:
         _assert_nothing_left(prefix, tmp_path)
+
+
+def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None:
+    """The runner killed with SIGKILL cannot stop anything: tools/cleanup.py (`make clean`)
+    must find the switch processes (pid files, node marks) and the root-namespace veths."""
+    import signal
+    import sys
+    import time
+
+    prefix = _prefix()
+    code = ("import time; from pathlib import Path; from controller.topology import from_parameters; "
+            "from topologies.fabric_net import fabric_network\n"
+            f"with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), prefix={prefix!r}, "
+            f"target='embedded', grpc_base=0, run_dir=Path({str(tmp_path)!r})):\n    time.sleep(300)\n")
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "network.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (tmp_path / "network.json").exists(), "the network did not start"
+        switch_pids = {int(p.read_text()) for p in tmp_path.glob("*.pid")}
+        assert len(switch_pids) == 2 + 1 + 2  # leaves, spine, NICs
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=10)
+        left = find_leftovers((prefix,), directory=tmp_path)
+        assert switch_pids <= set(left.processes), left.describe()
+        assert f"{prefix}p0l0-eth2" in left.links and f"{prefix}n1-eth1" in left.links, left.describe()
+        removed = clean((prefix,), directory=tmp_path)
+        assert switch_pids <= set(removed.processes)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+        clean((prefix,), directory=tmp_path)
+    _assert_nothing_left(prefix, tmp_path)
+    assert not any(_running(pid) for pid in switch_pids)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
