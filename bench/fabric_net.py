@@ -41,6 +41,18 @@ def rss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the processes so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def udp_flow(fn, src: str, dst: str, evs: list[int], packets: int, size: int) -> dict:  # noqa: ANN001
     py = sys.executable
     recv = fn.host(dst).popen([py, "-m", "topologies.mrc_flow", "recv", "--seconds", "60", "--expect",
@@ -75,6 +87,10 @@ def main() -> int:
             print(f"fabric_net: default fabric ({len(pids)} P4 switch processes): switches answer after "
                   f"{fn.switches_ready:.1f} s, every table ({rep.entries} entries) installed after {ready:.1f} s; "
                   f"switch RSS {rss_mb(pids):.0f} MB total, {rss_mb(pids) / len(pids):.0f} MB each")
+            c0 = cpu_seconds(pids)
+            time.sleep(5)
+            idle = (cpu_seconds(pids) - c0) / 5 * 100
+            print(f"fabric_net: idle network: the {len(pids)} switch processes use {idle:.1f}% of one core together")
             src, dst = "h1", "h3"  # leaf 0 to leaf 1: through a spine
             fn.ping(src, dst, count=3)  # neighbour discovery and warm caches
             out = fn.host(src).cmd(f"ping -6 -n -c 50 -i 0.02 {fn.address(dst)}")
