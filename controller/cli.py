@@ -37,7 +37,8 @@ from controller.reconcile import Reconciler, Report
 from controller.repair import down_links, set_link
 from controller.topology import Topology, TopologyError, default_topology, from_parameters, load_file
 
-app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
@@ -317,19 +318,20 @@ async def _watch_reconnects(s: Source, targets: list, wanted: dict, election_id:
     from controller.p4rt import Session
 
     async def keep(t: Any) -> None:
+        first = True
         while True:
             try:
                 async with Session(t, election_id) as sess:
+                    rep = await Reconciler([t], election_id=election_id).run({t.name: wanted[t.name]},
+                                                                            sessions={t.name: sess})
+                    if rep.writes or not first:
+                        out.print(f"watch: {t.name}: {rep.summary()}", highlight=False)
+                    first = False
                     await sess.wait_closed()
                 out.print(f"watch: {t.name} went away; waiting for it to come back", highlight=False)
             except SwitchError:
                 pass
-            while True:
-                await asyncio.sleep(1.0)
-                rep = await Reconciler([t], election_id=election_id).run({t.name: wanted[t.name]})
-                if not rep.failed:
-                    out.print(f"watch: {t.name}: {rep.summary()}", highlight=False)
-                    break
+            await asyncio.sleep(1.0)
 
     out.print(f"watch: keeping {len(targets)} switches reconciled; Ctrl-C stops", highlight=False)
     try:
@@ -450,25 +452,12 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
 
 
 def main() -> None:
-    """Console script entry: one-line errors, exit 1."""
+    """Console script entry: a mistake of the user's is one line on stderr, exit status 1."""
     try:
-        app(standalone_mode=False)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        app()  # typer's standalone mode: --help, usage errors (exit 2), typer.Exit
     except (Fail, TopologyError, SwitchError, EntryError, P.PlanError) as exc:
         err.print(f"mrcctl: error: {exc}", markup=False, highlight=False)
         sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ async def read_switch(t: SwitchTarget, election_id: int = 1) -> Counts:
     c = codec(t.program, t.target)
     names = FABRIC_COUNTERS if t.program == "fabric" else NIC_COUNTERS
     out: Counts = {}
-    async with Session(t, election_id) as s:
+    async with Session(t, election_id, primary=False) as s:
         for name in names:
             cells = await s.read_counter(c, name)
             out[name] = {i: v for i, v in cells.items() if v[0] or v[1]}

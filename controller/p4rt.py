@@ -353,11 +353,14 @@ def describe_error(t: SwitchTarget, exc: BaseException) -> str:
 
 
 class Session:
-    """A primary P4Runtime session with one switch."""
+    """A P4Runtime session with one switch: primary (to write), or ``primary=False``
+    for reads only (P4Runtime reads need no arbitration, so counters and checks do
+    not take the primary role from a running ``install --watch``)."""
 
-    def __init__(self, target: SwitchTarget, election_id: int = 1) -> None:
+    def __init__(self, target: SwitchTarget, election_id: int = 1, *, primary: bool = True) -> None:
         self.target = target
         self.election_id = election_id
+        self.primary = primary
         self.client = P4Client(target.address, wait_for_ready=False)
         self._stream_task: asyncio.Task | None = None
 
@@ -375,6 +378,8 @@ class Session:
         assert channel is not None
         try:
             await asyncio.wait_for(channel.channel_ready(), timeout)
+            if not self.primary:
+                return
             upd = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.target.device_id)
             upd.election_id.high = self.election_id >> 64
             upd.election_id.low = self.election_id & ((1 << 64) - 1)

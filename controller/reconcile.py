@@ -161,8 +161,12 @@ class Reconciler:
         self.keep_going = keep_going
         self.progress = progress
 
-    async def run(self, wanted: dict[str, Sequence[Entry]], *, dry_run: bool = False) -> Report:
-        """Bring every switch of ``wanted`` to exactly those entries."""
+    async def run(self, wanted: dict[str, Sequence[Entry]], *, dry_run: bool = False,
+                  sessions: dict[str, Session] | None = None) -> Report:
+        """Bring every switch of ``wanted`` to exactly those entries.
+
+        ``sessions``: switches already connected as primary (``install --watch`` keeps
+        one per switch); they are used and left open."""
         t0 = time.monotonic()
         targets = [t for t in self.targets if t.name in wanted]
         results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
@@ -178,9 +182,12 @@ class Reconciler:
             fresh[t.name] = [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
             encoded[t.name] = es
         sem = asyncio.Semaphore(self.parallel)
-        sessions: dict[str, Session] = {}
+        given = dict(sessions or {})
+        sessions = dict(given)
 
         async def connect(t: SwitchTarget) -> None:
+            if t.name in sessions:
+                return
             async with sem:
                 s = Session(t, self.election_id)
                 try:
@@ -235,7 +242,7 @@ class Reconciler:
                 rolled = await self._roll_back(sessions, targets, before)
             return Report(list(results.values()), time.monotonic() - t0, rolled)
         finally:
-            await asyncio.gather(*(s.close() for s in sessions.values()), return_exceptions=True)
+            await asyncio.gather(*(s.close() for n, s in sessions.items() if n not in given), return_exceptions=True)
 
     async def _roll_back(self, sessions: dict[str, Session], targets: Sequence[SwitchTarget],
                          before: dict[str, list[Entry]]) -> bool:

@@ -55,7 +55,7 @@ def run(lab: FabricLab, want: dict, **kw):
 
 def read_back(lab: FabricLab, names: list[str]) -> dict[str, set]:
     async def one(t: SwitchTarget) -> set:
-        async with Session(t) as s:
+        async with Session(t, primary=False) as s:
             return set(await s.read_entries(codec(t.program)))
 
     async def all_() -> list[set]:
@@ -78,7 +78,7 @@ def host_frame(src, dst, ev: int, payload: bytes = b"mrc-lite" * 8) -> bytes:
 def plane_tx(lab: FabricLab, nic: str) -> dict[int, int]:
     async def go() -> dict[int, int]:
         t = lab.inventory.switches[nic]
-        async with Session(t) as s:
+        async with Session(t, primary=False) as s:
             cells = await s.read_counter(codec("nic"), "NicEgress.plane_tx")
         return {k: v[0] for k, v in cells.items()}
 
@@ -197,3 +197,48 @@ def test_unreachable_switch_stops_before_any_write(lab: FabricLab) -> None:
     with pytest.raises(Exception):
         read_back(lab, ["p0-leaf1"])  # still no pipeline: nothing was pushed either
     assert not run(lab, wanted()).failed
+
+
+def test_install_watch_reconciles_a_switch_that_comes_back(lab: FabricLab, tmp_path: Path) -> None:
+    inv = lab.inventory
+    inv.path = tmp_path / "network.json"
+    inv.save()
+    proc = subprocess.Popen([str(MRCCTL), "--state", str(inv.path), "install", "--watch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("watch: keeping"):
+                break
+        assert lines and lines[0].startswith("install: 20 switches"), lines
+        lab.restart("nic2")  # back empty, without a pipeline
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("watch: nic2: "):
+                break
+        assert "1 pipelines pushed" in lines[-1] and "inserted" in lines[-1], lines
+        want = wanted()["nic2"]
+        assert read_back(lab, ["nic2"])["nic2"] == canonical("nic2", want)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_errors_are_one_line(lab: FabricLab, tmp_path: Path) -> None:
+    inv = lab.inventory
+    state = tmp_path / "network.json"
+    data = {"topology": {"parameters": {}},
+            "switches": {n: {"name": t.name, "address": t.address, "device_id": t.device_id, "program": t.program}
+                         for n, t in inv.switches.items()}}
+    data["switches"]["p0-spine1"]["address"] = "127.0.0.1:1"
+    state.write_text(json.dumps(data))
+    r = subprocess.run([str(MRCCTL), "--state", str(state), "install"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    errors = r.stderr.strip().splitlines()
+    assert errors[0].startswith("mrcctl: p0-spine1 (127.0.0.1:1, device 4): "), r.stderr
+    assert errors[-1] == "mrcctl: nothing was written (every switch is checked before the first write)"
+    r = subprocess.run([str(MRCCTL), "--state", str(state), "entries", "p9-leaf0"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.startswith("mrcctl: error: no switch 'p9-leaf0'") and r.stderr.count("\n") == 1
+    r = subprocess.run([str(MRCCTL), "--state", str(state), "fail", "p0-leaf0:p1-spine0"], capture_output=True, text=True)
+    assert r.returncode == 1 and "no link 'p0-leaf0:p1-spine0'" in r.stderr and r.stderr.count("\n") == 1
