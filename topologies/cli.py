@@ -31,10 +31,19 @@ class FabricCLI(CLI):
 
     def __init__(self, fn: FabricNetwork, **kwargs: object) -> None:
         self.fn = fn
+        self._reported: set[str] = set()
         super().__init__(fn.net, **kwargs)
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
+
+    def precmd(self, line: str) -> str:
+        """Before each command: say (once) which switch died, with the end of its log."""
+        for sw in self.fn.p4_switches():
+            if not sw.alive and sw.name not in self._reported:
+                self._reported.add(sw.name)
+                self._say(f"warning: {sw.died('while running')}")
+        return super().precmd(line)
 
     def _down(self) -> set:
         inv = self.fn.reload_inventory()

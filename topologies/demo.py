@@ -52,14 +52,16 @@ def format_matrix(results: dict[tuple[str, str], PingResult]) -> list[str]:
     return lines
 
 
-def spine_link(fn: FabricNetwork, src: str, dst: str, plane: int = 0) -> str:
-    """A leaf-spine cable in ``plane`` on the path between two hosts on different leaves
-    (their source leaf's uplink to the first spine), for the cut."""
-    s = fn.topo.host(src)
+def spine_link(fn: FabricNetwork, src: str, dst: str) -> str | None:
+    """The cable to cut: the source leaf's first uplink in the lowest plane that has one,
+    when the two hosts are on different leaves (None: no spine on their paths)."""
+    s, d = fn.topo.host(src), fn.topo.host(dst)
+    if s.leaf == d.leaf:
+        return None
     for link in links(fn.topo):
-        if link.kind == "fabric" and link.plane == plane and link.leaf == s.leaf:
+        if link.kind == "fabric" and link.leaf == s.leaf:
             return link.name
-    raise ValueError(f"no spine link of plane {plane} at {src}'s leaf")
+    return None
 
 
 @dataclass

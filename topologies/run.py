@@ -13,16 +13,21 @@ stopped and removed at the end.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controller.inventory import DEFAULT_GRPC_BASE
 from controller.topology import Topology, TopologyError, from_parameters, load_file
 from topologies.names import DEFAULT_PREFIX, check_prefix
 from topologies.p4switch import TARGETS
+
+if TYPE_CHECKING:
+    from topologies.fabric_net import FabricNetwork
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +126,8 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         return 0 if ok else 1
 
 
-def _demo(fn, args: argparse.Namespace) -> tuple[bool, list[str]]:  # noqa: ANN001 - FabricNetwork
+def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]:
+    """Ping matrix, then the MRC flow with a cut; (everything as expected, summary lines)."""
     from topologies import demo
 
     topo = fn.topo
@@ -137,13 +143,12 @@ def _demo(fn, args: argparse.Namespace) -> tuple[bool, list[str]]:  # noqa: ANN0
     if not others:
         return pings_ok, lines + ["MRC flow: skipped (one host only)"]
     dst = others[0]
-    cut = demo.spine_link(fn, src.name, dst.name) if dst.leaf != src.leaf else None
+    cut = demo.spine_link(fn, src.name, dst.name)
     _say(f"demo: MRC flow {src.name} -> {dst.name}, {args.packets} packets over every EV"
          + (f", cutting {cut} half-way" if cut else ""))
     flow = demo.run_flow(fn, src.name, dst.name, packets=args.packets, cut=cut, say=_say)
     if cut:
         from controller.repair import set_link
-        import asyncio
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
         fn.down.discard(cut)
