@@ -86,7 +86,8 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
     so a failure here never touches another run's network (ours is removed by
     tools/cleanup.py's prefix below)."""
     prefix = _prefix()
-    script = "install\npingmatrix\npaths h1 h2\nexit\n"
+    script = (f"install\npingmatrix\npaths h1 h2\nsh kill -9 $(cat {tmp_path}/{prefix}p1s0.pid); sleep 0.5\n"
+              "links\nexit\n")
     try:
         res = subprocess.run(
             [str(REPO / ".venv" / "bin" / "python"), "-c", MN_WITHOUT_GLOBAL_CLEANUP, "--custom",
@@ -100,6 +101,10 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
         assert "8 switches, 212 entries wanted, 212 written" in out, out
         assert "h1         -    2/2" in out and "h2       2/2      -" in out, out
         assert "plane 0: nic1 -> p0-leaf0 -> p0-spine0 -> p0-leaf1 -> nic2  up  32 EVs" in out, out
+        # a switch killed behind the CLI's back is reported before the next command, with its log
+        assert f"warning: switch p1-spine0 ({prefix}p1s0, embedded" in out, out
+        assert "exited with status -9 while running; last lines of" in out, out
+        assert out.count("warning: switch") == 1, "reported once"
         assert not (tmp_path / "network.json").exists()
     finally:
         _assert_nothing_left(prefix, tmp_path)
