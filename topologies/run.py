@@ -120,8 +120,9 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         if not args.no_cli and sys.stdin.isatty() and sys.stdout.isatty():
             from topologies.cli import FabricCLI
 
-            _say("Mininet CLI with the project's commands: paths h1 h3, links, fail LINK, restore LINK, "
-                 "counters [SWITCH], watch [SECONDS]; `help`; `exit` stops the network")
+            last = topo.hosts[-1].name
+            _say(f"Mininet CLI with the project's commands: paths h1 {last}, links, fail LINK, restore LINK, "
+                 "counters [SWITCH], watch [SECONDS], pingmatrix, mrcctl ARGS; `help`; `exit` stops the network")
             FabricCLI(fn)
         return 0 if ok else 1
 
