@@ -89,11 +89,15 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
              f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")
         total = sum(len(es) for es in wanted_entries(fn).values())
-        done = [0]
+        done, shown = [0], [0]
 
         def progress(switch: str, n: int) -> None:
+            """At most about 20 lines: one each time another 5% is written."""
             done[0] += n
-            _say(f"install: {switch:<12} +{n:<5} {done[0]:>6}/{total} entries")
+            if done[0] * 20 // max(total, 1) > shown[0] or done[0] == total:
+                shown[0] = done[0] * 20 // max(total, 1)
+                _say(f"install: {done[0]:>7}/{total} entries written ({100 * done[0] // max(total, 1)}%, "
+                     f"last: {switch})")
 
         report = install_tables(fn, progress)
         ready = time.monotonic() - t0
@@ -158,7 +162,10 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     delivered_ok = flow.received >= 0.9 * flow.sent
     lines += [f"MRC flow {flow.src} -> {flow.dst}: {flow.received}/{flow.sent} packets delivered "
               f"({flow.lost} lost), {flow.evs} EVs",
-              f"  per-plane split (source NIC's counters) before the cut: {demo.format_split(topo.planes, flow.planes_before)}"]
+              f"  per-plane split (source NIC's counters){' before the cut' if cut else ''}: "
+              f"{demo.format_split(topo.planes, flow.planes_before)}",
+              f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
+              f"{demo.format_split(topo.planes, flow.delivered_before)}"]
     if cut:
         lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
                   f"  NICs rewritten {len(flow.nics_rewritten)} in {flow.repair_seconds * 1000:.0f} ms; "
