@@ -323,3 +323,30 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
+    """topologies/asymmetric.yaml: leaves of 2, 1 and 3 hosts, leaf1 cabled to spine0 only,
+    leaf2 to spine0 in plane 0 only. Only the cables the file names exist; every pair pings."""
+    from controller.topology import load_file
+    from topologies.demo import ping_matrix
+
+    prefix = _prefix()
+    topo = load_file(REPO / "topologies" / "asymmetric.yaml")
+    try:
+        with fabric_network(topo, prefix=prefix, target="embedded", grpc_base=0, run_dir=tmp_path) as fn:
+            p = prefix
+            # widest leaf has 3 hosts: uplink to spine j is port 4 + j; spine port to leaf i is 1 + i
+            assert _peers(f"{p}p1l2-eth5", f"{p}p1s1-eth3")  # leaf2 - spine1, both planes
+            assert _peers(f"{p}p0l2-eth4", f"{p}p0s0-eth3")  # leaf2 - spine0, plane 0 only
+            existing = {l["ifname"] for l in json.loads(subprocess.run(
+                ["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)}
+            assert f"{p}p1l2-eth4" not in existing and f"{p}p1s0-eth3" not in existing
+            assert f"{p}p0l1-eth5" not in existing and f"{p}p1l1-eth5" not in existing  # leaf1: spine0 only
+            rep = install_tables(fn)
+            assert not rep.failed, rep.summary()
+            matrix = ping_matrix(fn, count=1)
+            assert len(matrix) == 30
+            assert all(r.ok for r in matrix.values()), [r.summary() for r in matrix.values() if not r.ok]
+    finally:
+        _assert_nothing_left(prefix, tmp_path)
