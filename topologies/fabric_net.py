@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +34,7 @@ from controller.inventory import run_dir as default_run_dir
 from controller.paths import find_link
 from controller.topology import Topology
 from topologies.clos import MrcClos, inventory_of, topology_source
-from topologies.names import DEFAULT_PREFIX, NodeNames, node_names
+from topologies.names import DEFAULT_PREFIX, NodeNames, cables, node_names
 from topologies.ping import PingResult, ping6
 
 if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
@@ -46,6 +47,26 @@ if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without 
 log = logging.getLogger(__name__)
 
 MININET_STATE = "mininet.json"
+
+
+class NetworkBusy(RuntimeError):
+    """Another network already uses the names this one needs."""
+
+
+def existing_interfaces() -> set[str]:
+    """Names of the links in the root network namespace."""
+    out = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=20).stdout
+    return {str(l.get("ifname")) for l in json.loads(out or "[]")}
+
+
+def check_names_free(topo: Topology, names: NodeNames) -> None:
+    """Refuse to start over a running network of the same prefix: Mininet would delete
+    its interfaces first (it removes any interface of the name it is about to create)."""
+    wanted = {c.b_intf for c in cables(topo, names)} | {c.a_intf for c in cables(topo, names) if c.name}
+    taken = sorted(wanted & existing_interfaces())
+    if taken:
+        raise NetworkBusy(f"interface {taken[0]} already exists: a network with node prefix {names.prefix!r} is "
+                          "running; stop it, or start this one with another prefix (--prefix mrc2)")
 
 
 @dataclass
@@ -144,6 +165,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
 
     t0 = time.monotonic()
     names = node_names(topo, prefix)  # refuses bad prefixes / too long names before anything exists
+    check_names_free(topo, names)
     cls = switch_class(target)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)

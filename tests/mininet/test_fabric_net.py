@@ -233,6 +233,16 @@ def test_a_killed_switch_is_restarted_and_reconciled(fabric: FabricNetwork) -> N
     assert flow.received == 100 and flow.planes_before == {0: 50, 1: 50}
 
 
+def test_a_second_network_with_the_same_prefix_is_refused(fabric: FabricNetwork, tmp_path: Path) -> None:
+    from topologies.fabric_net import NetworkBusy
+
+    with pytest.raises(NetworkBusy, match=f"a network with node prefix '{fabric.names.prefix}' is running"):
+        with fabric_network(from_parameters(**SHAPE), prefix=fabric.names.prefix, target="embedded", grpc_base=0,
+                            run_dir=tmp_path):
+            pass
+    assert fabric.ping("h1", "h4", count=1).ok, "the running network is untouched"
+
+
 def test_a_failure_inside_the_network_still_removes_everything(tmp_path: Path) -> None:
     prefix = _prefix()
     pids: list[int] = []
