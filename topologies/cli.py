@@ -116,7 +116,6 @@ class FabricCLI(CLI):
         except Exception as exc:  # one line for the person at the prompt
             self._say(f"error: {exc}")
             return
-        (self.fn.down.add if down else self.fn.down.discard)(rep.link)
         self._say(f"{rep.link} {'down' if down else 'up'}: {rep.cable}; {len(rep.changed)} NICs rewritten "
                   f"({', '.join(rep.changed) or 'none'}) in {rep.seconds * 1000:.0f} ms; fabric tables untouched")
 

@@ -136,7 +136,6 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, packets: int = 400, pps: 
             mid = asyncio.run(_read(fn, nics))
             rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
             repair_seconds, rewritten = rep.seconds, rep.changed
-            fn.down.add(rep.link)
             say(f"  cut {rep.link} after {sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
                 f" packets: {rep.cable}; {len(rep.changed)} NICs rewritten in {rep.seconds * 1000:.0f} ms, "
                 "no fabric write")

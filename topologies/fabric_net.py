@@ -24,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +80,6 @@ class FabricNetwork:
     run_dir: Path
     started: float  # time.monotonic() when the start began
     switches_ready: float  # seconds from the start until every switch answered
-    down: set[str] = field(default_factory=set)
 
     @property
     def state_path(self) -> Path:
@@ -108,18 +107,9 @@ class FabricNetwork:
         for sw in self.p4_switches():
             sw.check()
 
-    def set_cable(self, link: str, up: bool) -> str:
-        """Set both interfaces of the controller's link ``link`` up or down (the cable
-        only: the controller's ``repair.set_link`` also updates the NICs)."""
-        from controller.repair import set_cable
-
-        name = find_link(self.topo, link).name
-        done = set_cable(self.inventory.links[name], up)
-        (self.down.discard if up else self.down.add)(name)
-        return done
-
     def reload_inventory(self) -> Inventory:
-        """Re-read the state file (``mrcctl fail`` updates its list of links that are down)."""
+        """Re-read the state file: its list of links that are down is the truth (``mrcctl
+        fail`` in another shell updates it too)."""
         from controller.inventory import load
 
         self.inventory = load(self.state_path)

@@ -156,7 +156,6 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
         from controller.repair import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
-        fn.down.discard(cut)
     before_ok = all(flow.planes_before.get(p, 0) > 0 for p in range(topo.planes))
     after_planes = [p for p in range(topo.planes) if flow.planes_after.get(p, 0) > 0]
     delivered_ok = flow.received >= 0.9 * flow.sent
