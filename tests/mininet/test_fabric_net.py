@@ -355,8 +355,11 @@ def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
             assert f"{p}p0l1-eth5" not in existing and f"{p}p1l1-eth5" not in existing  # leaf1: spine0 only
             rep = install_tables(fn)
             assert not rep.failed, rep.summary()
-            matrix = ping_matrix(fn, count=1)
+            matrix = ping_matrix(fn, count=2)
             assert len(matrix) == 30
-            assert all(r.ok for r in matrix.values()), [r.summary() for r in matrix.values() if not r.ok]
+            # reachability: every pair answers (one lost echo on a loaded 2-core machine is not a wrong path)
+            unreachable = [r.summary() for r in matrix.values() if r.received == 0]
+            assert not unreachable, unreachable
+            assert sum(r.received for r in matrix.values()) >= 58, [r.summary() for r in matrix.values()]
     finally:
         _assert_nothing_left(prefix, tmp_path)
