@@ -29,13 +29,13 @@ from rich.table import Table
 
 from controller import counters as C
 from controller import plan as P
-from controller.entries import GroupEntry, MemberEntry, TableEntry, entries_of, node, nodes
+from controller.entries import GroupEntry, MemberEntry, entries_of, node, nodes
 from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
 from controller.p4rt import EntryError, SwitchError
-from controller.paths import failures_of, find_link, links, paths
+from controller.paths import failures_of, links, paths
 from controller.reconcile import Reconciler, Report
 from controller.repair import down_links, set_link
-from controller.topology import Topology, TopologyError, default_topology, from_parameters, load_file
+from controller.topology import TopologyError, default_topology, from_parameters, load_file
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,

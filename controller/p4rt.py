@@ -123,24 +123,24 @@ class Codec:
                 raise EntryError(f"{where}: {name}({pname}={value:#x}) does not fit {spec[1]} bits")
             add(param_id=spec[0], value=value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big"))
 
+    def _profile_id(self, name: str) -> int:
+        pid = self.profiles.get(name)
+        if pid is None:
+            raise EntryError(f"no action profile {name!r} in the P4Info")
+        return pid
+
     def encode_into(self, ent: p4runtime_pb2.Entity, e: Entry) -> None:
         """Fill ``ent`` (an empty Entity, e.g. inside a WriteRequest's update) with ``e``;
         EntryError when ``e`` does not fit the P4Info. Filling in place saves the copies
         that building sub-messages and assigning them would make."""
         if isinstance(e, MemberEntry):
-            pid = self.profiles.get(e.profile)
-            if pid is None:
-                raise EntryError(f"no action profile {e.profile!r} in the P4Info")
             m = ent.action_profile_member
-            m.action_profile_id, m.member_id = pid, e.member_id
+            m.action_profile_id, m.member_id = self._profile_id(e.profile), e.member_id
             self._fill_action(m.action, e.action, e.params, e.profile)
             return
         if isinstance(e, GroupEntry):
-            pid = self.profiles.get(e.profile)
-            if pid is None:
-                raise EntryError(f"no action profile {e.profile!r} in the P4Info")
             g = ent.action_profile_group
-            g.action_profile_id, g.group_id = pid, e.group_id
+            g.action_profile_id, g.group_id = self._profile_id(e.profile), e.group_id
             for mid, weight, watch in e.members:
                 g.members.add(member_id=mid, weight=weight, watch_port=_bytes(watch))
             return

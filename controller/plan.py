@@ -257,7 +257,7 @@ def nic_evs(topo: Topology, src: Host, dst: Host | None = None) -> list[EvPath]:
     K = ``topo.evs_per_nic`` EVs, EV k on plane ``k mod P`` (planes split evenly:
     counts differ by at most one), its spine rotating over the spines that reach the
     destination in that plane. EXPLICIT EVs are ``0x1000 + k``; GENERATED EVs encode
-    plane, spine and an entropy count (docs/addressing.md). Planes with no path
+    plane, spine and an entropy count from 1 (docs/addressing.md). Planes with no path
     between the two leaves (an explicit graph) are left out.
     """
     dst_leaf = dst.leaf if dst is not None else None
@@ -281,9 +281,9 @@ def _nic_evs(topo: Topology, src: Host, dst_leaf: int | None, offset: int) -> tu
         live = spines_of[p]
         s = live[(offset + k // len(planes)) % len(live)]
         if topo.ev_mode == "generated":
-            n = uses.get((p, s), 0)
-            uses[(p, s)] = n + 1
-            if n >= 32:  # 5 entropy bits: at most 32 EVs per (plane, spine)
+            n = uses.get((p, s), 0) + 1
+            uses[(p, s)] = n
+            if n > 31:  # entropy 1..31: no EV is 0 (UDP source port 0 cannot be sent)
                 continue
             ev = generated_ev(p, s, n)
         else:

@@ -67,8 +67,10 @@ def invalid(message: str) -> P4RTError:
     return P4RTError(INVALID_ARGUMENT, message)
 
 
-def update_error(code: int, message: str = "") -> p4runtime_pb2.Error:
-    return p4runtime_pb2.Error(canonical_code=code, message=message)
+# The outcome of one update (or read request): (canonical code, message). A batch
+# keeps one per update; the p4.v1.Error messages are built only when one failed.
+Outcome = tuple[int, str]
+DONE: Outcome = (OK, "")
 
 
 # Error messages are kept to this many characters in total per failed Write: the
@@ -79,19 +81,19 @@ def update_error(code: int, message: str = "") -> p4runtime_pb2.Error:
 MESSAGE_BUDGET = 6000
 
 
-def batch_status(errors: list[p4runtime_pb2.Error]) -> status_pb2.Status:
-    """google.rpc.Status for a Write whose updates did not all succeed."""
-    failed = sum(1 for e in errors if e.canonical_code != OK)
-    first = next((e.message for e in errors if e.canonical_code != OK), "")
-    status = status_pb2.Status(code=UNKNOWN, message=f"{failed} of {len(errors)} updates failed; first: {first}"[:500])
+def batch_status(outcomes: list[Outcome]) -> status_pb2.Status:
+    """google.rpc.Status for a Write (or Read) whose updates did not all succeed."""
+    failed = sum(1 for code, _ in outcomes if code != OK)
+    first = next((message for code, message in outcomes if code != OK), "")
+    status = status_pb2.Status(code=UNKNOWN, message=f"{failed} of {len(outcomes)} updates failed; first: {first}"[:500])
     budget = MESSAGE_BUDGET
-    for e in errors:
-        if e.message:
-            if len(e.message) <= budget:
-                budget -= len(e.message)
+    for code, message in outcomes:
+        if message:
+            if len(message) <= budget:
+                budget -= len(message)
             else:
-                e = p4runtime_pb2.Error(canonical_code=e.canonical_code)
-        status.details.add().Pack(e)
+                message = ""
+        status.details.add().Pack(p4runtime_pb2.Error(canonical_code=code, message=message))
     return status
 
 

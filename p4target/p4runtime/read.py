@@ -13,12 +13,13 @@ from typing import Any, Iterator
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
-from p4target.p4runtime import bytestrings
+from p4target.p4runtime import bytestrings, wire
 from p4target.p4runtime.errors import NOT_FOUND, OUT_OF_RANGE, UNIMPLEMENTED, P4RTError, from_entry_error, invalid
 from p4target.p4runtime.schema import TableInfo
 from p4target.p4runtime.state import PipelineState, entry_key
 from p4target.p4runtime.translate import (
     ActionCall,
+    decode_key,
     decode_match,
     decode_priority,
     encode_action,
@@ -37,6 +38,50 @@ def read_entities(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> 
         yield from reader(sw, st, getattr(request, which))
     except EntryError as exc:
         raise from_entry_error(exc) from None
+
+
+def read_encoded(sw: Any, st: PipelineState, request: p4runtime_pb2.Entity) -> list[bytes]:
+    """What ``read_entities`` yields, as ``ReadResponse.entities`` elements (``wire``).
+
+    A read of whole tables (no match, priority, action or default-entry filter, no
+    direct resources asked for) encodes each entry with a direct action from the
+    runtime's values once and keeps the bytes with the entry for the next reads.
+    """
+    if request.WhichOneof("entity") == "table_entry":
+        req = request.table_entry
+        if _whole_tables(req):
+            return _encoded_table_entries(sw, st, req.table_id)
+    return [wire.entity_element(ent) for ent in read_entities(sw, st, request)]
+
+
+def _whole_tables(req: p4runtime_pb2.TableEntry) -> bool:
+    """A TableEntry read that asks for every entry of its tables, and no more."""
+    if req.is_default_action or req.HasField("counter_data") or req.HasField("meter_config") or \
+            req.HasField("meter_counter_data"):
+        return False
+    if not req.table_id:
+        return True  # filters other than the table apply to one table only (_read_table_entries)
+    return not len(req.match) and not req.priority and not (
+        req.action.WhichOneof("type") == "action" and req.action.action.action_id)
+
+
+def _encoded_table_entries(sw: Any, st: PipelineState, table_id: int) -> list[bytes]:
+    out: list[bytes] = []
+    add = out.append
+    actions = st.schema.actions_by_name
+    for t in _tables(st, table_id):
+        table = sw.tables[t.name]
+        for stored in table.records():
+            element = stored.wire
+            if element is None:
+                if stored.action is not None:  # all it says is in the entry: keep it
+                    element = stored.wire = wire.table_entry_element(
+                        t, stored.spec, stored.priority, actions[stored.action], stored.args, stored.is_const)
+                else:  # a member or group (one-shot action sets come from the server's records)
+                    msg = table_entry_message(st, t, table.describe(stored), with_counters=False)
+                    element = wire.entity_element(p4runtime_pb2.Entity(table_entry=msg))
+            add(element)
+    return out
 
 
 def _tables(st: PipelineState, table_id: int) -> list[TableInfo]:
@@ -91,17 +136,18 @@ def _read_table_entries(sw: Any, st: PipelineState, req: p4runtime_pb2.TableEntr
             msg.action.action.CopyFrom(encode_action(st.schema, call.name, call.params))
             yield p4runtime_pb2.Entity(table_entry=msg)
             continue
-        want_match = want_priority = want_action = None
+        want_priority = want_action = None
+        entries = None
         if req.table_id:
-            if len(req.match):
-                want_match = entry_key(t.name, decode_match(t, req.match), decode_priority(t, req.priority))
+            if len(req.match):  # one entry: looked up, not searched for
+                table = sw.tables[t.name]
+                stored = table.find_record(decode_key(t, req.match), decode_priority(t, req.priority))
+                entries = [table.describe(stored)] if stored is not None else []
             elif req.priority:
                 want_priority = req.priority
             if req.action.WhichOneof("type") == "action" and req.action.action.action_id:
                 want_action = st.schema.action(req.action.action.action_id).name
-        for entry in sw.table_entries(t.name):
-            if want_match is not None and entry_key(t.name, entry.match, entry.priority) != want_match:
-                continue
+        for entry in sw.table_entries(t.name) if entries is None else entries:
             if want_priority is not None and entry.priority != want_priority:
                 continue
             if want_action is not None and entry.action != want_action:

@@ -16,6 +16,7 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from p4target.model import ProgramModel, Table
 from p4target.p4info import build_p4info
 from p4target.p4runtime.errors import invalid
+from p4target.p4runtime.wire import exact_heads, id_field, param_heads
 
 MATCH_KIND_NAME = {
     p4info_pb2.MatchField.EXACT: "exact",
@@ -42,12 +43,25 @@ class FieldInfo:
 
 @dataclass
 class ActionInfo:
+    """An action of the P4Info; ``arg_order`` names its parameters in the program's
+    order (the runtime's argument tuples), P4Info id order when the program has no such action."""
+
     id: int
     name: str
     params: dict[int, FieldInfo]
+    arg_order: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.ordered_params = sorted(self.params.values(), key=lambda f: f.id)
+        if not self.arg_order:
+            self.arg_order = tuple(f.name for f in self.ordered_params)
+        pos = {name: i for i, name in enumerate(self.arg_order)}
+        # param id -> (position in the argument tuple, field): what decoding a request needs
+        self.arg_slots = {f.id: (pos[f.name], f) for f in self.params.values()}
+        # what wire.table_entry_element writes: Action.action_id, then params by id
+        self.wire_id = id_field(1, self.id)
+        self.wire_params = tuple((id_field(2, f.id), pos[f.name], param_heads(id_field(2, f.id), f.bitwidth))
+                                 for f in self.ordered_params)
 
 
 @dataclass
@@ -76,6 +90,23 @@ class TableInfo:
 
     def __post_init__(self) -> None:
         self.ordered_fields = sorted(self.fields.values(), key=lambda f: f.id)
+        # The runtime keeps a key as one item per key field in the program's order
+        # (TableRuntime.canon_match): field id -> position there, and the items of an
+        # all-wildcard key, which the decoders of requests fill in.
+        order = {k.name: i for i, k in enumerate(self.model.match_keys)}
+        self.key_slots = {f.id: (order[f.name], f) for f in self.fields.values()}
+        wildcard: list[object] = [None] * len(order)
+        for f in self.fields.values():
+            full = (1 << f.bitwidth) - 1
+            wildcard[order[f.name]] = {"lpm": (0, 0), "ternary": (0, 0), "range": (0, full)}.get(f.match_kind)
+        self.wildcard_key = tuple(wildcard)
+        self.exact_bits = sum(1 << order[f.name] for f in self.fields.values() if f.match_kind == "exact")
+        # what wire.table_entry_element writes: TableEntry.table_id, then FieldMatch.field_id by id
+        self.wire_id = id_field(1, self.id)
+        self.wire_fields = tuple(
+            (id_field(1, f.id), order[f.name], f.match_kind,
+             exact_heads(id_field(1, f.id), f.bitwidth) if f.match_kind == "exact" else None)
+            for f in self.ordered_fields)
 
 
 @dataclass
@@ -110,6 +141,7 @@ class Schema:
     packet_out: MetadataInfo | None = None
     digests: dict[int, str] = field(default_factory=dict)
     names: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, name) -> id
+    actions_by_name: dict[str, ActionInfo] = field(default_factory=dict)
 
     def table(self, table_id: int) -> TableInfo:
         try:
@@ -169,7 +201,9 @@ def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -
         if ma is not None:
             mp = {p.name: p.bitwidth for p in ma.params}
             _check({p.name: p.bitwidth for p in a.params} == mp, f"parameters of action '{ma.name}' differ")
-        s.actions[a.preamble.id] = ActionInfo(a.preamble.id, a.preamble.name, params)
+        order = tuple(p.name for p in ma.params) if ma is not None else ()
+        s.actions[a.preamble.id] = s.actions_by_name[a.preamble.name] = ActionInfo(
+            a.preamble.id, a.preamble.name, params, order)
         s.names[("action", a.preamble.name)] = a.preamble.id
 
     for p in info.action_profiles:

@@ -23,22 +23,23 @@ from p4target.p4runtime.arbitration import Arbiter, Client, uint128
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
+    DONE,
     FAILED_PRECONDITION,
     INTERNAL,
     NOT_FOUND,
     OK,
     PERMISSION_DENIED,
     UNIMPLEMENTED,
+    Outcome,
     P4RTError,
     abort_with_status,
     batch_status,
     grpc_code,
     invalid,
-    update_error,
 )
 from p4target.p4runtime.packet_io import build_packet_out_frame, parse_packet_in
 from p4target.p4runtime.pipeline import new_state, replay, snapshot, verify
-from p4target.p4runtime.read import read_entities
+from p4target.p4runtime.read import read_encoded
 from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
 from p4target.p4runtime.write import apply_update
@@ -50,6 +51,7 @@ READ_CHUNK = 1000  # entities per ReadResponse: large reads come in several mess
 OUTBOX_LIMIT = 4096  # queued stream messages per client before packet-ins are dropped
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
+_WRITE_RESPONSE = p4runtime_pb2.WriteResponse()  # empty; serialised by gRPC, never changed
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 
@@ -90,14 +92,14 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             self._check_device(request.device_id)
             self._check_primary(request.election_id, request.role, request.HasField("election_id"))
-            errors = self.s.write(request.updates, request.atomicity)
+            outcomes = self.s.write(request.updates, request.atomicity)
         except P4RTError as err:
             self._abort(context, err)
         except Exception as exc:  # noqa: BLE001 - a bug answers INTERNAL, the server lives on
             self._internal(context, "Write", exc)
-        if any(e.canonical_code != OK for e in errors):
-            abort_with_status(context, batch_status(errors))
-        return p4runtime_pb2.WriteResponse()
+        if any(code for code, _ in outcomes):  # OK is 0
+            abort_with_status(context, batch_status(outcomes))
+        return _WRITE_RESPONSE
 
     # ---- Read --------------------------------------------------------------------------
     def Read(self, request, context):
@@ -109,7 +111,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except Exception as exc:  # noqa: BLE001
             self._internal(context, "Read", exc)
         yield from self.s.chunks(found)
-        if any(e.canonical_code != OK for e in errors):
+        if any(code for code, _ in errors):
             # the entities of the valid requests were sent; the status says which failed
             abort_with_status(context, batch_status(errors))
 
@@ -433,9 +435,8 @@ class P4RuntimeServer:
             raise P4RTError(FAILED_PRECONDITION, "no forwarding pipeline config is set; push one with SetForwardingPipelineConfig")
         return self.device, self.state, None
 
-    def write(self, updates, atomicity: int = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-              ) -> list[p4runtime_pb2.Error]:
-        """Apply a batch; one p4.v1.Error per update.
+    def write(self, updates, atomicity: int = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR) -> list[Outcome]:
+        """Apply a batch; one (code, message) per update.
 
         CONTINUE_ON_ERROR applies each update on its own. ROLLBACK_ON_ERROR and
         DATAPLANE_ATOMIC undo the applied updates when one fails (all or none); the
@@ -446,33 +447,48 @@ class P4RuntimeServer:
                              p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC):
             raise invalid(f"unknown atomicity {atomicity}")
         all_or_none = atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-        errors: list[p4runtime_pb2.Error] = []
+        outcomes: list[Outcome] = []
         with self.lock:
             dev, st, saved = self._target()
             with dev.lock:
                 sw = dev.switch
-                undo: list[list[p4runtime_pb2.Update]] = []
-                for n, u in enumerate(updates):
-                    inv = inverse(sw, st, u) if all_or_none else []
-                    try:
-                        apply_update(sw, st, u)
-                        errors.append(update_error(OK))
-                        undo.append(inv)
-                        continue
-                    except P4RTError as err:
-                        errors.append(update_error(err.code, err.message))
-                    except Exception as exc:  # a bug must cost one update, not the server
-                        log.exception("device %d: update failed unexpectedly", self.device_id)
-                        errors.append(update_error(INTERNAL, f"internal error: {exc}"))
-                    if all_or_none:
-                        self._roll_back(sw, st, undo)
-                        note = f"not applied: update {n} of the batch failed and the batch was rolled back"
-                        errors = [e if e.canonical_code != OK else update_error(ABORTED, note) for e in errors]
-                        errors += [update_error(ABORTED, note) for _ in range(len(updates) - n - 1)]
-                        return errors
+                if all_or_none:
+                    outcomes = self._write_all_or_none(sw, st, updates)
+                else:
+                    add = outcomes.append
+                    for u in updates:
+                        try:
+                            apply_update(sw, st, u)
+                            add(DONE)
+                        except P4RTError as err:
+                            add((err.code, err.message))
+                        except Exception as exc:  # a bug must cost one update, not the server
+                            log.exception("device %d: update failed unexpectedly", self.device_id)
+                            add((INTERNAL, f"internal error: {exc}"))
                 if saved is not None:
-                    saved.updates.extend(u for u, e in zip(updates, errors) if e.canonical_code == OK)
-        return errors
+                    saved.updates.extend(u for u, (code, _) in zip(updates, outcomes) if code == OK)
+        return outcomes
+
+    def _write_all_or_none(self, sw: Any, st: PipelineState, updates) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        undo: list[list[p4runtime_pb2.Update]] = []
+        for n, u in enumerate(updates):
+            inv = inverse(sw, st, u)
+            try:
+                apply_update(sw, st, u)
+                outcomes.append(DONE)
+                undo.append(inv)
+                continue
+            except P4RTError as err:
+                outcomes.append((err.code, err.message))
+            except Exception as exc:  # a bug must cost one update, not the server
+                log.exception("device %d: update failed unexpectedly", self.device_id)
+                outcomes.append((INTERNAL, f"internal error: {exc}"))
+            self._roll_back(sw, st, undo)
+            note = f"not applied: update {n} of the batch failed and the batch was rolled back"
+            aborted = (ABORTED, note)
+            return [o if o[0] != OK else aborted for o in outcomes] + [aborted] * (len(updates) - n - 1)
+        return outcomes
 
     def _roll_back(self, sw: Any, st: PipelineState, undo: list[list[p4runtime_pb2.Update]]) -> None:
         for inv in reversed(undo):
@@ -482,29 +498,31 @@ class P4RuntimeServer:
                 except Exception:  # noqa: BLE001 - keep undoing the rest
                     log.exception("device %d: rollback step failed", self.device_id)
 
-    def read(self, entities) -> tuple[list[p4runtime_pb2.Entity], list[p4runtime_pb2.Error]]:
-        """Entities matching each request, and one p4.v1.Error per request (spec "Batch
-        Processing" of Read): gathered under the lock, then streamed by the caller."""
-        found: list[p4runtime_pb2.Entity] = []
-        errors: list[p4runtime_pb2.Error] = []
+    def read(self, entities) -> tuple[list[bytes], list[Outcome]]:
+        """Encoded entities matching each request (``ReadResponse.entities`` elements,
+        see ``wire``), and one (code, message) per request (spec "Batch Processing" of
+        Read): gathered under the lock, then streamed by the caller."""
+        found: list[bytes] = []
+        outcomes: list[Outcome] = []
         with self.lock:
             dev, st, _ = self._target()
             with dev.lock:
                 for ent in entities:
                     try:
-                        found.extend(read_entities(dev.switch, st, ent))
-                        errors.append(update_error(OK))
+                        found.extend(read_encoded(dev.switch, st, ent))
+                        outcomes.append(DONE)
                     except P4RTError as err:
-                        errors.append(update_error(err.code, err.message))
+                        outcomes.append((err.code, err.message))
                     except Exception as exc:  # noqa: BLE001 - one bad request, not the server
                         log.exception("device %d: read failed unexpectedly", self.device_id)
-                        errors.append(update_error(INTERNAL, f"internal error: {exc}"))
-        return found, errors
+                        outcomes.append((INTERNAL, f"internal error: {exc}"))
+        return found, outcomes
 
     @staticmethod
-    def chunks(found: list[p4runtime_pb2.Entity]) -> Iterator[p4runtime_pb2.ReadResponse]:
+    def chunks(found: list[bytes]) -> Iterator[p4runtime_pb2.ReadResponse]:
+        """ReadResponses of at most READ_CHUNK entities each (one empty one for nothing)."""
         if not found:
             yield p4runtime_pb2.ReadResponse()
             return
         for i in range(0, len(found), READ_CHUNK):
-            yield p4runtime_pb2.ReadResponse(entities=found[i:i + READ_CHUNK])
+            yield p4runtime_pb2.ReadResponse.FromString(b"".join(found[i:i + READ_CHUNK]))

@@ -30,10 +30,13 @@ from p4target.p4runtime.errors import (
 from p4target.p4runtime.state import GroupRecord, OneShot, PipelineState, entry_key
 from p4target.p4runtime.translate import (
     decode_action,
+    decode_key,
     decode_match,
     decode_port,
     decode_priority,
+    match_of_key,
     table_action,
+    table_args,
 )
 from p4target.runtime.entries import Group, Member
 
@@ -42,6 +45,7 @@ log = logging.getLogger(__name__)
 INSERT = p4runtime_pb2.Update.INSERT
 MODIFY = p4runtime_pb2.Update.MODIFY
 DELETE = p4runtime_pb2.Update.DELETE
+_OPS = frozenset((INSERT, MODIFY, DELETE))
 
 
 def _call(sw: Any, method: str, *args, **kwargs) -> Any:
@@ -56,29 +60,37 @@ def _call(sw: Any, method: str, *args, **kwargs) -> Any:
 
 def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> None:
     """Apply one update or raise P4RTError with nothing applied."""
-    if update.type not in (INSERT, MODIFY, DELETE):
+    op = update.type
+    if op not in _OPS:
         raise invalid("update type must be INSERT, MODIFY or DELETE")
-    which = update.entity.WhichOneof("entity")
+    entity = update.entity
+    which = entity.WhichOneof("entity")
+    if which == "table_entry":  # most updates: no dispatch
+        _write_table_entry(sw, st, op, entity.table_entry)
+        return
     if which is None:
         raise invalid("update without an entity")
-    handler = _HANDLERS.get(which or "")
+    handler = _HANDLERS.get(which)
     if handler is None:
-        raise P4RTError(UNIMPLEMENTED, f"writing {which or 'an empty entity'} is not supported")
-    handler(sw, st, update.type, getattr(update.entity, which))
+        raise P4RTError(UNIMPLEMENTED, f"writing {which} is not supported")
+    handler(sw, st, op, getattr(entity, which))
 
 
 # ---- table entries ---------------------------------------------------------------------
 
 
-def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> None:
-    """Direct-resource and idle-timeout fields of a written TableEntry (spec 9.1.9, 9.1.10)."""
+def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> bool:
+    """Direct-resource and idle-timeout fields of a written TableEntry (spec 9.1.9,
+    9.1.10); True when it carries a meter config or counter data."""
     if e.HasField("meter_counter_data"):
         raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': per-colour meter counters are not supported")
-    if e.HasField("meter_config"):
+    with_meter = e.HasField("meter_config")
+    if with_meter:
         if t.direct_meter_id is None:
             raise invalid(f"table '{t.name}' has no direct meter; leave meter_config out")
         _meter_tuple(e.meter_config)
-    if e.HasField("counter_data"):
+    with_counter = e.HasField("counter_data")
+    if with_counter:
         if t.direct_counter_id is None:
             raise invalid(f"table '{t.name}' has no direct counter; leave counter_data out")
         if e.counter_data.packet_count < 0 or e.counter_data.byte_count < 0:
@@ -89,23 +101,37 @@ def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> None:
         if not t.model.supports_idle_timeout:
             raise invalid(f"table '{t.name}' does not support idle timeout; leave idle_timeout_ns at 0")
         raise P4RTError(UNIMPLEMENTED, f"table '{t.name}': idle timeout notifications are not implemented")
+    return with_meter or with_counter
 
 
 def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
     s = st.schema
-    t = s.table(e.table_id)
+    t = s.tables.get(e.table_id) or s.table(e.table_id)  # s.table raises INVALID_ARGUMENT
     if e.is_default_action:
         _write_default(sw, st, op, t, e)
         return
-    _check_direct_fields(t, e)
-    match = decode_match(t, e.match)
-    priority = decode_priority(t, e.priority)
-    key = entry_key(t.name, match, priority)
-    which = e.action.WhichOneof("type")
+    direct = _check_direct_fields(t, e)
+    runtime_key = decode_key(t, e.match)
+    priority = e.priority
+    priority = decode_priority(t, priority) if priority or t.needs_priority else None
+    action = e.action
+    which = action.WhichOneof("type")
     if t.is_const and not (op == MODIFY and which is None):
         # only the direct resources of const entries may change (spec 9.1.5)
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; only their direct counters and "
                         "meters may be modified (MODIFY without an action)")
+    if t.profile is None:  # the plain cases, straight to the runtime's key form
+        if op == INSERT and which == "action" and not direct:
+            _insert_plain(sw, st, t, action.action, runtime_key, priority)
+            return
+        if op == MODIFY and which == "action" and not direct and t.direct_meter_id is None:
+            _modify_plain(sw, st, t, action.action, runtime_key, priority)
+            return
+        if op == DELETE:
+            _delete_plain(sw, st, t, runtime_key, priority)
+            return
+    match = match_of_key(t, runtime_key)
+    key = entry_key(t.name, match, priority)
     if op == DELETE:
         _call(sw, "table_delete", t.name, match, priority=priority)
         _drop_one_shot(sw, st, t, key)
@@ -178,6 +204,45 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         _release_one_shot(sw, st, t, old_one_shot)
 
 
+def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
+                  priority: int | None) -> None:
+    """INSERT of an entry with a direct action and no direct-resource data: what
+    installing a fabric is made of. The request is checked in full (decode_key,
+    decode_priority, table_args); the table adds it as given."""
+    info, args = table_args(st.schema, t, action, default=False)
+    try:
+        sw.tables[t.name].add_checked(runtime_key, priority, info.name, args)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+    _forget_meter(st, t, runtime_key, priority)  # a record left by an entry deleted behind the server's back
+
+
+def _modify_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
+                  priority: int | None) -> None:
+    """MODIFY to a direct action, no direct-resource data, in a table without a direct
+    meter (whose MODIFY resets the meter: the general path does that)."""
+    info, args = table_args(st.schema, t, action, default=False)
+    try:
+        sw.tables[t.name].modify_checked(runtime_key, priority, info.name, args)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+    _forget_meter(st, t, runtime_key, priority)
+
+
+def _delete_plain(sw: Any, st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
+    """DELETE in a table without an action profile (so without one-shot groups to release)."""
+    try:
+        sw.tables[t.name].delete_checked(runtime_key, priority)
+    except EntryError as exc:
+        raise from_entry_error(exc) from None
+    _forget_meter(st, t, runtime_key, priority)
+
+
+def _forget_meter(st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
+    if st.direct_meters:
+        st.direct_meters.pop(entry_key(t.name, match_of_key(t, runtime_key), priority), None)
+
+
 def _modify_direct_resources(sw: Any, st: PipelineState, t, e, match, priority, key) -> None:
     """MODIFY without an action: only the direct counter/meter given change."""
     if e.HasField("meter_config"):
@@ -191,11 +256,9 @@ def _modify_direct_resources(sw: Any, st: PipelineState, t, e, match, priority, 
 
 
 def _require_entry(sw: Any, t, match, priority) -> None:
-    want = entry_key(t.name, match, priority)
-    for entry in sw.table_entries(t.name):
-        if entry_key(t.name, entry.match, entry.priority) == want:
-            return
-    raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
+    table = sw.tables[t.name]
+    if table.find_record(table.canon_match(match), priority) is None:
+        raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
 
 
 def _uses_one_shots(st: PipelineState, profile: str) -> bool:

@@ -42,10 +42,15 @@ _PRIORITY_KINDS = ("ternary", "range", "optional")
 
 
 class _Entry:
+    """One stored entry. ``wire`` is an opaque encoding a control-plane front end (the
+    P4Runtime server) may attach for its reads; the table never looks at it, and a
+    modified entry is a new ``_Entry``, so it never outlives what it describes."""
+
     __slots__ = ("spec", "priority", "action", "args", "member", "group", "result",
-                 "counter", "meter", "is_const", "seq", "mask", "value", "ranges")
+                 "counter", "meter", "is_const", "seq", "mask", "value", "ranges", "wire")
 
     def __init__(self) -> None:
+        self.wire: bytes | None = None
         self.counter: list[int] | None = None
         self.meter: MeterState | None = None
         self.member: int | None = None
@@ -368,10 +373,16 @@ class TableRuntime:
             e.result = (self._action_index[action], e.args, True)
         else:
             raise EntryError("invalid", f"{where}: action must be an action name, Member or Group, got {action!r}")
+        self._place(e)
+        return e
+
+    def _place(self, e: _Entry) -> None:
+        """Per-table parts of a new entry: direct counter, insertion order, scan masks."""
         if self.has_direct_counter:
             e.counter = [0, 0]
         e.seq = next(self._seq)
         if self.engine == "scan":
+            spec = e.spec
             mask = value = 0
             ranges = []
             for i, (k, s) in enumerate(zip(self.keys, spec)):
@@ -398,7 +409,6 @@ class TableRuntime:
                     if s != (0, full):
                         ranges.append((i, s[0], s[1]))
             e.mask, e.value, e.ranges = mask, value, tuple(ranges)
-        return e
 
     # ------------------------------------------------------------------------------
     # engine bookkeeping
@@ -477,6 +487,67 @@ class TableRuntime:
         self._insert(ident, e)
         return spec, prio
 
+    def add_checked(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> _Entry:
+        """Insert an entry whose parts the caller has already checked; returns it.
+
+        For front ends that validate completely on their own (the P4Runtime server
+        checks widths, prefixes, masks, ranges, priorities and action parameters
+        against the same program): ``spec`` is in ``canon_match``'s form, ``args``
+        in the action's parameter order, fitting their widths. What depends on the
+        table's contents is still checked here: const or keyless table, duplicate,
+        full, and that ``action`` is an action of the table usable in entries.
+        """
+        if self.is_const or not self.keys:
+            self._check_mutable()
+            raise EntryError("invalid", f"{self._where()} has no key; only its default action can be set")
+        ident = (spec, priority) if self.needs_priority else spec
+        entries = self._entries
+        if ident in entries:
+            raise EntryError("exists", f"{self._where()}: an entry with this match{self._prio_text(priority)} exists")
+        if len(entries) >= self.size:
+            raise EntryError("full", f"{self._where()} is full ({self.size} entries); raise its size or delete entries")
+        e = self._checked_entry(spec, priority, action, args)
+        if self.engine == "exact":
+            entries[ident] = e
+        else:
+            self._insert(ident, e)
+        return e
+
+    def modify_checked(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> None:
+        """``modify`` with values checked as for ``add_checked``: the entry keeps its
+        place, direct counter and meter."""
+        self._check_mutable()
+        ident = (spec, priority) if self.needs_priority else spec
+        old = self._entries.get(ident)
+        if old is None:
+            raise EntryError("not_found", f"{self._where()}: no entry with this match{self._prio_text(priority)}")
+        self._replace(ident, old, self._checked_entry(old.spec, old.priority, action, args))
+
+    def delete_checked(self, spec: tuple, priority: int | None) -> None:
+        """``delete`` of a key in ``canon_match``'s form (and a checked priority)."""
+        self._check_mutable()
+        ident = (spec, priority) if self.needs_priority else spec
+        if ident not in self._entries:
+            raise EntryError("not_found", f"{self._where()}: no entry with this match{self._prio_text(priority)}")
+        self._remove(ident)
+
+    def _checked_entry(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> _Entry:
+        """A new entry with a direct action, its values checked by the caller."""
+        if self.profile is not None:
+            raise EntryError("invalid", f"{self._where()}: uses action profile {self.profile.name}; "
+                             "give Member(id) or Group(id)")
+        index = self._action_index.get(action)
+        if index is None or self._action_scope[action] == "default_only":
+            self._check_action(action, for_default=False)  # raises, saying which
+        e = _Entry()
+        e.spec = spec
+        e.priority = priority
+        e.action = action
+        e.args = args
+        e.result = (index, args, True)
+        self._place(e)
+        return e
+
     @staticmethod
     def _prio_text(prio: int | None) -> str:
         return f" and priority {prio}" if prio is not None else ""
@@ -554,19 +625,26 @@ class TableRuntime:
         e.meter = MeterState(*config)
 
     def entries(self) -> list[TableEntry]:
-        out = []
-        for e in self._entries.values():
-            out.append(self._describe(e))
+        return [self.describe(e) for e in self.records()]
+
+    def find_record(self, spec: tuple, priority: int | None) -> _Entry | None:
+        """The stored entry with this key (``canon_match``'s form) and priority, if any."""
+        return self._entries.get((spec, priority) if self.needs_priority else spec)
+
+    def records(self) -> list[_Entry]:
+        """The stored entries in read order (the scan engine's match order, else insertion
+        order), for front ends that encode entries themselves: each has ``spec``
+        (``canon_match``'s form), ``priority``, ``action`` and ``args`` (or ``member`` /
+        ``group``), ``is_const`` and the front end's ``wire``."""
         if self.engine == "scan":
-            order = {id(e): i for i, e in enumerate(self._scan)}
-            pairs = sorted(zip(self._entries.values(), out), key=lambda p: order[id(p[0])])
-            out = [p[1] for p in pairs]
-        return out
+            return list(self._scan)
+        return list(self._entries.values())
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _describe(self, e: _Entry) -> TableEntry:
+    def describe(self, e: _Entry) -> TableEntry:
+        """A stored entry as the control plane names it."""
         match: dict[str, object] = {}
         for k, s in zip(self.keys, e.spec):
             w = k.bitwidth

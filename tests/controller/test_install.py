@@ -97,25 +97,38 @@ def test_install_from_scratch_reads_back_every_entry(lab: FabricLab) -> None:
         assert got[name] == canonical(name, es), name
 
 
-def test_packets_cross_the_fabric_in_every_plane(lab: FabricLab) -> None:
-    src, dst = TOPO.host("h1"), TOPO.host("h4")  # different leaves: NIC > leaf > spine > leaf > NIC
-    rx = lab.net.socket(lab.host_if[dst.name])
-    tx = lab.net.socket(lab.host_if[src.name])
-    before = plane_tx(lab, src.nic)
-    evs = P.nic_evs(TOPO, src, dst)
-    by_plane = {e.plane: e for e in reversed(evs)}
-    assert sorted(by_plane) == [0, 1, 2, 3]
-    for plane, e in sorted(by_plane.items()):
-        tx.send(host_frame(src, dst, e.ev, payload=b"plane%d" % plane + b"." * 50))
-        frames = [Ether(f) for f in recv_frames(rx, timeout=5.0, want=1)]
-        got = [f for f in frames if UDP in f and f[UDP].dport == 4791]
-        assert got, f"nothing arrived at {dst.name} over plane {plane}"
-        pkt = got[0]
-        assert pkt[IPv6].dst == P.ip(P.host_addr(dst.leaf, dst.port)) and pkt[UDP].sport == e.ev
-        assert bytes(pkt[UDP].payload).startswith(b"plane%d" % plane)
-        assert pkt.dst == P.mac_text(P.host_mac(dst))
-    after = plane_tx(lab, src.nic)
-    assert {p: after.get(p, 0) - before.get(p, 0) for p in range(4)} == {0: 1, 1: 1, 2: 1, 3: 1}
+def test_packets_cross_the_fabric_between_every_pair_in_every_plane(lab: FabricLab, tmp_path: Path) -> None:
+    socks = {h.name: lab.net.socket(lab.host_if[h.name]) for h in TOPO.hosts}
+    before = {h.nic: plane_tx(lab, h.nic) for h in TOPO.hosts}
+    for src in TOPO.hosts:
+        for dst in TOPO.hosts:
+            if src == dst:
+                continue
+            by_plane = {e.plane: e for e in reversed(P.nic_evs(TOPO, src, dst))}
+            assert sorted(by_plane) == [0, 1, 2, 3]
+            for plane, e in sorted(by_plane.items()):
+                tag = b"%s>%s@%d" % (src.name.encode(), dst.name.encode(), plane)
+                socks[src.name].send(host_frame(src, dst, e.ev, payload=tag + b"." * 40))
+                frames = [Ether(f) for f in recv_frames(socks[dst.name], timeout=5.0, want=1)]
+                got = [f for f in frames if UDP in f and f[UDP].dport == 4791]
+                assert got, f"nothing arrived at {dst.name} from {src.name} over plane {plane}"
+                pkt = got[0]
+                assert pkt[IPv6].src == P.ip(P.host_addr(src.leaf, src.port))
+                assert pkt[IPv6].dst == P.ip(P.host_addr(dst.leaf, dst.port)) and pkt[UDP].sport == e.ev
+                assert bytes(pkt[UDP].payload).startswith(tag)
+                assert pkt.dst == P.mac_text(P.host_mac(dst))
+    for h in TOPO.hosts:  # 3 destinations x 1 packet per plane, counted by the NIC itself
+        after = plane_tx(lab, h.nic)
+        assert {p: after.get(p, 0) - before[h.nic].get(p, 0) for p in range(4)} == {0: 3, 1: 3, 2: 3, 3: 3}
+    # mrcctl counters reads the same counters over P4Runtime.
+    inv = lab.inventory
+    inv.path = tmp_path / "network.json"
+    inv.save()
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "counters", "nic1", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = {row["plane"]: row for row in json.loads(r.stdout)["nic1"]["ports"]}
+    assert all(rows[p]["tx_packets"] >= 3 for p in range(4))
 
 
 def test_second_install_writes_nothing(lab: FabricLab) -> None:
@@ -196,6 +209,10 @@ def test_unreachable_switch_stops_before_any_write(lab: FabricLab) -> None:
     assert rep.writes == 0
     with pytest.raises(Exception):
         read_back(lab, ["p0-leaf1"])  # still no pipeline: nothing was pushed either
+    # --keep-going installs what it can and lists what failed.
+    rep = asyncio.run(Reconciler(targets, keep_going=True).run({k: want[k] for k in ("p0-leaf1", "p0-spine1")}))
+    assert [r.name for r in rep.failed] == ["p0-spine1"] and rep.writes == len(want["p0-leaf1"])
+    assert read_back(lab, ["p0-leaf1"])["p0-leaf1"] == canonical("p0-leaf1", want["p0-leaf1"])
     assert not run(lab, wanted()).failed
 
 

@@ -158,10 +158,10 @@ def test_nic_evs_written_out_for_a_small_fabric() -> None:
     assert as_tuples(P.nic_evs(topo, h3, h1)) == [(0x1000, 0, 1), (0x1001, 1, 1), (0x1002, 0, 2), (0x1003, 1, 2)]
     gen = from_parameters(planes=2, spines=3, leaves=2, hosts_per_leaf=2, evs_per_nic=4, ev_mode="generated")
     g2 = gen.hosts[1]
-    assert as_tuples(P.nic_evs(gen, g2)) == [(0x0040, 0, 2), (0x2040, 1, 2), (0x0000, 0, 0), (0x2000, 1, 0)]
-    # Eight EVs over one (plane, spine) pair run the entropy field up.
+    assert as_tuples(P.nic_evs(gen, g2)) == [(0x0041, 0, 2), (0x2041, 1, 2), (0x0001, 0, 0), (0x2001, 1, 0)]
+    # EVs over one (plane, spine) pair run the entropy field up from 1 (never EV 0).
     one = from_parameters(planes=1, spines=1, leaves=1, hosts_per_leaf=2, evs_per_nic=3, ev_mode="generated")
-    assert as_tuples(P.nic_evs(one, one.hosts[0])) == [(0x0000, 0, 0), (0x0001, 0, 0), (0x0002, 0, 0)]
+    assert as_tuples(P.nic_evs(one, one.hosts[0])) == [(0x0001, 0, 0), (0x0002, 0, 0), (0x0003, 0, 0)]
 
 
 def test_port_numbers_of_the_cabling() -> None:

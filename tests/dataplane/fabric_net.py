@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import local
 from controller import plan as P
-from controller.entries import Entry, MemberEntry, GroupEntry, Node, TableEntry, entries_of, nodes
+from controller.entries import Entry, Node, TableEntry, entries_of, nodes
 from controller.paths import neighbour
 from controller.topology import Host, Topology
 from p4target.runtime.entries import Exact
@@ -121,45 +121,3 @@ def walk(topo: Topology, switches: Mapping[str, "Switch"], start: str, port: int
             return hops
         name, in_port = other.name, other_port
     raise AssertionError("frame still in the fabric after max_hops")
-
-
-# ---- P4Runtime (until controller/p4rt.py encodes entries) -----------------------
-
-
-def p4rt_updates(entries: Iterable[Entry], names: Any) -> list:
-    """The entries as P4Runtime INSERT updates, through tests/p4runtime/p4rt_client.py's
-    builders (``names``: its ``Names`` over the pipeline's P4Info)."""
-    from finsy.proto.p4.v1 import p4runtime_pb2
-
-    from p4target.runtime.entries import Lpm, Ternary
-    from tests.p4runtime.p4rt_client import enc, ins, update
-
-    out = []
-    for e in entries:
-        if isinstance(e, MemberEntry):
-            mem = p4runtime_pb2.ActionProfileMember(
-                action_profile_id=names.id_of("action_profiles", e.profile), member_id=e.member_id)
-            mem.action.CopyFrom(names.act(e.action, **dict(e.params)))
-            out.append(update("m", action_profile_member=mem))
-        elif isinstance(e, GroupEntry):
-            g = p4runtime_pb2.ActionProfileGroup(
-                action_profile_id=names.id_of("action_profiles", e.profile), group_id=e.group_id)
-            for mid, weight, watch in e.members:
-                g.members.add(member_id=mid, weight=weight, watch_port=enc(watch))
-            out.append(update("g", action_profile_group=g))
-        else:
-            m: dict[str, Any] = {}
-            for fname, v in e.match:
-                if isinstance(v, Lpm):
-                    m[fname] = ("lpm", v.value, v.prefix_len)
-                elif isinstance(v, Ternary):
-                    m[fname] = ("ternary", v.value, v.mask)
-                else:
-                    m[fname] = v.value
-            if e.group is not None:
-                t = names.entry(e.table, m, priority=e.priority)
-                t.action.action_profile_group_id = e.group
-            else:
-                t = names.entry(e.table, m, e.action, priority=e.priority, **dict(e.params))
-            out.append(ins(t))
-    return out

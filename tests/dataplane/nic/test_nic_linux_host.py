@@ -61,8 +61,8 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
     pytest.importorskip("finsy")
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
-    from tests.dataplane.fabric_net import p4rt_updates
-    from tests.p4runtime.p4rt_client import Names, RawClient
+    from controller.p4rt import Codec
+    from tests.p4runtime.p4rt_client import RawClient
 
     tag = uuid.uuid4().hex[:6]
     sw_ns, host_ns = f"p4t-nsw-{tag}", f"p4t-nh-{tag}"
@@ -91,7 +91,7 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
             data = device_config_from_file(NIC_P4)
             p4info = build_p4info(load_device_config(data).model)
             client.set_pipeline(p4info, data)
-            client.write(*p4rt_updates(cfg.entries(), Names(p4info)))
+            client.write(*Codec(p4info).write_request("insert", cfg.entries()).updates)
         finally:
             client.close()
 

@@ -4,8 +4,8 @@ Why: the controller talks P4Runtime, not the Switch API. This test pushes nic.p4
 a Device behind the embedded P4Runtime server, writes the controller's entries for
 the NIC (controller/entries.py: members, a group with watch ports, table entries) as
 P4Runtime updates, and checks on real packets that spraying and watch-port failover
-work through that path too. The updates are built with tests/p4runtime/p4rt_client.py
-(tests/dataplane/fabric_net.p4rt_updates) until controller/p4rt.py encodes entries.
+work through that path too. The updates are the controller's own encoding
+(controller/p4rt.py's Codec).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from tests.dataplane.fabric_net import NIC_P4, p4rt_updates
+from controller.p4rt import Codec
+from tests.dataplane.fabric_net import NIC_P4
 from tests.dataplane.nic.nic_case import TEST_FABRIC, carrier_ip, nic_case, nic_plane_port
 from tests.dataplane.nic.nic_frames import mrc_frame
 
@@ -27,7 +28,7 @@ def p4rt_nic():
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
     from p4target.p4runtime.server import P4RuntimeServer
-    from tests.p4runtime.p4rt_client import Names, RawClient
+    from tests.p4runtime.p4rt_client import RawClient
 
     device = Device(device_id=1)
     outputs: list[tuple[int, bytes]] = []
@@ -41,7 +42,7 @@ def p4rt_nic():
         p4info = build_p4info(load_device_config(data).model)
         client.set_pipeline(p4info, data)
         cfg = nic_case(TEST_FABRIC, 0, 1)
-        client.write(*p4rt_updates(cfg.entries(), Names(p4info)))
+        client.write(*Codec(p4info).write_request("insert", cfg.entries()).updates)
         yield device, outputs, cfg
     finally:
         client.close()
