@@ -1,7 +1,6 @@
 """The smallest Mininet network of the project: two hosts joined by one link.
 
-Until the multiplane topology exists this is what `make run` starts: it shows that the
-machine can run the project's Mininet networks at all (root, network namespaces, veths,
+It shows that the machine can run the project's Mininet networks at all (root, network namespaces, veths,
 IPv6 neighbour discovery) before any switch is involved. The two hosts are linked
 directly, so neither Open vSwitch nor a Mininet controller is needed.
 
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topologies.node_marks import mark_node
+from topologies.ping import PingResult, ping6
 
 if TYPE_CHECKING:  # Mininet is imported lazily so `--help` and errors work without it
     from mininet.net import Mininet
@@ -39,27 +39,6 @@ log = logging.getLogger(__name__)
 LINK_PREFIX = "fd00:0:ffff:1::"
 PREFIX_LEN = 64
 DEFAULT_NAME_PREFIX = "mrc"
-
-
-@dataclass(frozen=True)
-class PingResult:
-    """Outcome of one `ping -6` run inside a host."""
-
-    source: str
-    target: str
-    sent: int
-    received: int
-    rtt_avg_ms: float | None
-    output: str
-
-    @property
-    def ok(self) -> bool:
-        return self.sent > 0 and self.received == self.sent
-
-    def summary(self) -> str:
-        loss = 100.0 * (self.sent - self.received) / self.sent if self.sent else 100.0
-        rtt = f", rtt avg {self.rtt_avg_ms:.3f} ms" if self.rtt_avg_ms is not None else ""
-        return f"{self.source} -> {self.target}: {self.received}/{self.sent} replies, {loss:.0f}% loss{rtt}"
 
 
 @dataclass
@@ -73,26 +52,6 @@ class TwoHostNetwork:
     def ping(self, src: int, dst: int, count: int = 3) -> PingResult:
         """Ping host `dst`'s address from host `src` (indexes 0 or 1)."""
         return ping6(self.hosts[src], self.addresses[dst], count)
-
-
-_SENT_RE = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
-_RTT_RE = re.compile(r"= [\d.]+/([\d.]+)/")
-
-
-def parse_ping(source: str, target: str, output: str) -> PingResult:
-    """Read the counts and average RTT from iputils ping output."""
-    sent = received = 0
-    m = _SENT_RE.search(output)
-    if m:
-        sent, received = int(m.group(1)), int(m.group(2))
-    r = _RTT_RE.search(output)
-    return PingResult(source, target, sent, received, float(r.group(1)) if r else None, output)
-
-
-def ping6(host: Host, address: str, count: int = 3) -> PingResult:
-    """Run `ping -6` inside a Mininet host (numeric output, 0.2 s apart, 2 s wait)."""
-    out = host.cmd(f"ping -6 -n -c {count} -i 0.2 -W 2 {address}")
-    return parse_ping(host.name, address, out)
 
 
 def configure_ipv6(host: Host, address: str) -> None:
@@ -130,7 +89,7 @@ def two_host_network(name_prefix: str = DEFAULT_NAME_PREFIX) -> Iterator[TwoHost
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`make run` until the fabric exists: start, ping both ways, report, stop."""
+    """Start, ping both ways, report, stop (`python -m topologies.two_hosts`)."""
     parser = argparse.ArgumentParser(
         description="Start two Mininet hosts joined by a link and ping across over IPv6."
     )
@@ -145,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if not re.fullmatch(r"[a-z][a-z0-9]{0,5}", args.prefix):
         parser.error("--prefix must be 1-6 lower-case letters/digits starting with a letter")
     if os.geteuid() != 0:
-        print("error: Mininet needs root (it creates network namespaces and veths); run `make run` as root",
+        print("error: Mininet needs root (it creates network namespaces and veths); run it as root",
               file=sys.stderr)
         return 1
     try:

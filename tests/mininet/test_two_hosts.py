@@ -6,9 +6,7 @@ checks after stopping that nothing of that prefix (namespace, veth, process) rem
 
 from __future__ import annotations
 
-import os
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from tools.cleanup import clean, find_leftovers
-from topologies.two_hosts import LINK_PREFIX, TwoHostNetwork, parse_ping, two_host_network
+from topologies.ping import parse_ping
+from topologies.two_hosts import LINK_PREFIX, TwoHostNetwork, two_host_network
 
 pytestmark = pytest.mark.root
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _prefix() -> str:
@@ -100,22 +98,6 @@ def test_parse_ping_reads_counts_and_rtt() -> None:
     )
     r = parse_ping("a", "b", out)
     assert (r.sent, r.received, r.rtt_avg_ms, r.ok) == (3, 2, 0.045, False)
-
-
-def test_make_run_without_terminal_prints_summary_and_exits_0() -> None:
-    """`make run` with no terminal: builds, pings, prints the summary, exits 0."""
-    prefix = _prefix()
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    try:
-        res = subprocess.run(
-            ["make", "--no-print-directory", "run", f"RUN_ARGS=--prefix {prefix} --count 2"],
-            cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
-        )
-        assert res.returncode == 0, res.stdout + res.stderr
-        assert "summary: OK" in res.stdout
-        assert "4/4 replies" in res.stdout
-    finally:
-        _assert_nothing_left(prefix)
 
 
 def test_cleanup_finds_a_daemon_that_outlived_its_host() -> None:

@@ -1,0 +1,110 @@
+"""`make run` and Mininet's own command line, end to end, as a person runs them.
+
+`make run` with no shape runs the default fabric (4 planes x (2 leaves + 2 spines),
+2 hosts per leaf: 20 P4 switch processes), so this is also the test of the default
+fabric: with no terminal it must print the summary and exit 0. Each run gets a private
+node prefix, run directory and free gRPC ports, and nothing of them may be left after.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools.cleanup import clean, find_leftovers
+
+pytestmark = pytest.mark.root
+
+REPO = Path(__file__).resolve().parents[2]
+MN_WITHOUT_GLOBAL_CLEANUP = (
+    "import runpy, sys, mininet.clean; mininet.clean.cleanup = lambda: None; "
+    "sys.argv = ['mn'] + sys.argv[1:]; runpy.run_path('/usr/bin/mn', run_name='__main__')")
+
+
+def _prefix() -> str:
+    return "mrc" + secrets.token_hex(2)[:3]
+
+
+def _assert_nothing_left(prefix: str, run_dir: Path) -> None:
+    left = find_leftovers((prefix,), directory=run_dir)
+    if not left.empty():
+        clean((prefix,), directory=run_dir)
+        pytest.fail(f"left behind {left.describe()}")
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+
+
+def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_path: Path) -> None:
+    prefix = _prefix()
+    try:
+        res = subprocess.run(
+            ["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",
+             f"RUN_ARGS=--prefix {prefix} --grpc-base 0 --packets 200"],
+            cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+        out = res.stdout
+        assert res.returncode == 0, out + res.stderr
+        assert "network: default: 4 planes x (2 leaves + 2 spines), 4 hosts" in out
+        assert "20 P4 switches" in out
+        assert re.search(r"hosts 4, switches 8 leaves \+ 8 spines \+ 4 NICs, entries installed \d+, "
+                         r"seconds to ready [\d.]+", out), out
+        for row in ("h1         -    2/2    2/2    2/2", "h4       2/2    2/2    2/2      -"):
+            assert row in out, out
+        split = re.search(r"before the cut: plane 0: (\d+) .*, plane 1: (\d+) .*, plane 2: (\d+) .*, "
+                          r"plane 3: (\d+) ", out)
+        assert split, out
+        per_plane = [int(x) for x in split.groups()]
+        # EV k is on plane k mod 4 and the flow sends the EVs round robin: an even split
+        assert min(per_plane) > 0 and max(per_plane) - min(per_plane) <= 1, per_plane
+        assert "fabric tables unchanged (read back before and after)" in out
+        assert "result: OK" in out
+        assert not (tmp_path / "network.json").exists()
+    finally:
+        _assert_nothing_left(prefix, tmp_path)
+
+
+def test_make_run_refuses_a_bad_shape_in_one_line(tmp_path: Path) -> None:
+    res = subprocess.run(["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",
+                          "RUN_ARGS=--planes 9 --no-cli"], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0
+    errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+    assert errors and "--planes" in errors[0] and "8" in errors[0], res.stderr
+
+
+def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
+    """`mn --custom topologies/mn_custom.py --topo mrcclos,... --switch p4embedded`, driven through its CLI.
+
+    `mn` runs Mininet's global cleanup (`mn -c`: every Mininet node and `*-ethN` link on
+    the machine) when anything raises; the test runs it with that cleanup switched off
+    so a failure here never touches another run's network (ours is removed by
+    tools/cleanup.py's prefix below)."""
+    prefix = _prefix()
+    script = (f"install\npingmatrix\npaths h1 h2\nsh kill -9 $(cat {tmp_path}/{prefix}p1s0.pid); sleep 0.5\n"
+              "links\nexit\n")
+    try:
+        res = subprocess.run(
+            [str(REPO / ".venv" / "bin" / "python"), "-c", MN_WITHOUT_GLOBAL_CLEANUP, "--custom",
+             "topologies/mn_custom.py",
+             "--topo", f"mrcclos,planes=2,spines=1,leaves=2,hosts=1,prefix={prefix},grpc_base=0",
+             "--switch", "p4embedded", "--controller", "none"],
+            cwd=REPO, env=dict(_env(), MRC_P4_RUN_DIR=str(tmp_path)), input=script, capture_output=True,
+            text=True, timeout=120)
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out
+        assert "8 switches, 212 entries wanted, 212 written" in out, out
+        assert "h1         -    2/2" in out and "h2       2/2      -" in out, out
+        assert "plane 0: nic1 -> p0-leaf0 -> p0-spine0 -> p0-leaf1 -> nic2  up  32 EVs" in out, out
+        # a switch killed behind the CLI's back is reported before the next command, with its log
+        assert f"warning: switch p1-spine0 ({prefix}p1s0, embedded" in out, out
+        assert "exited with status -9 while running; last lines of" in out, out
+        assert out.count("warning: switch") == 1, "reported once"
+        assert not (tmp_path / "network.json").exists()
+    finally:
+        _assert_nothing_left(prefix, tmp_path)

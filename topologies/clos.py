@@ -1,0 +1,89 @@
+"""The multiplane 2-tier Clos as a Mininet topology, built from the controller's model.
+
+Why from the model: the controller computes every table entry from a ``Topology``
+(controller/topology.py, a topology file or parameters); the Mininet network must be
+cabled exactly as those entries assume. So this Topo takes the same ``Topology`` and
+the same plan (controller/plan.py, controller/paths.py): every host is a Mininet host
+whose only link goes to port 0 of its own NIC node; every NIC has one link per plane,
+from its port ``1 + plane`` to its leaf's host port in that plane; every leaf uplink
+port ``hosts + 1 + spine`` goes to the spine's port ``1 + leaf``. Switch options carry
+what the switch nodes (topologies/p4switch.py) need: program, device id, gRPC port.
+
+``MrcClos(topology=...)`` takes a model; ``mrcclos(planes=2, spines=1, leaves=2,
+hosts=1)`` or ``mrcclos(file="topologies/x.yaml")`` is what Mininet's command line
+calls for ``--topo mrcclos,...`` (topologies/mn_custom.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mininet.topo import Topo
+
+from controller import plan as P
+from controller.entries import nodes
+from controller.inventory import DEFAULT_GRPC_BASE, Inventory, LinkEnds, SwitchTarget
+from controller.topology import Topology, from_parameters, load_file
+from topologies.hosts import FabricHost
+from topologies.names import DEFAULT_PREFIX, NodeNames, cables, node_names
+
+
+class MrcClos(Topo):
+    """Mininet topology of ``topology``: hosts, NICs, leaves and spines, cabled by the plan.
+
+    ``grpc_base``: switch k (the controller's ordinal) serves P4Runtime on
+    ``127.0.0.1:grpc_base + k`` with device id ``k + 1`` (controller/inventory.py's
+    default inventory); 0 lets every switch take a free port when it starts.
+    """
+
+    def build(self, topology: Topology | None = None, prefix: str = DEFAULT_PREFIX,
+              grpc_base: int = DEFAULT_GRPC_BASE, run_dir: str | Path | None = None, **_: Any) -> None:
+        topo = topology if topology is not None else from_parameters()
+        names = node_names(topo, prefix)
+        self.topology = topo
+        self.names = names
+        for n in nodes(topo):
+            self.addSwitch(names.mininet(n.name), program=n.program, device_id=n.ordinal + 1,
+                           grpc_port=grpc_base + n.ordinal if grpc_base else 0, run_dir=run_dir,
+                           mrc_name=n.name)
+        for h in topo.hosts:
+            self.addHost(names.mininet(h.name), cls=FabricHost, mrc_name=h.name,
+                         mac=P.mac_text(P.host_mac(h)), ipv6=P.ip(P.host_addr(h.leaf, h.port)),
+                         gateway=P.ip(P.gateway_addr(h.leaf, h.port)))
+        for c in cables(topo, names):
+            self.addLink(c.a, c.b, port1=c.a_port, port2=c.b_port)
+
+
+def mrcclos(planes: int | None = None, spines: int | None = None, leaves: int | None = None,
+            hosts: int | None = None, file: str | None = None, prefix: str = DEFAULT_PREFIX,
+            grpc_base: int = DEFAULT_GRPC_BASE) -> MrcClos:
+    """``--topo mrcclos,planes=2,spines=1,leaves=2,hosts=1`` (defaults: the default fabric)
+    or ``--topo mrcclos,file=topologies/x.yaml``."""
+    if file is not None:
+        topo = load_file(file)
+    else:
+        topo = from_parameters(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts)
+    return MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base)
+
+
+def topology_source(topo: Topology) -> dict[str, Any]:
+    """How the state file names the topology: its file, or the Clos parameters."""
+    if topo.source != "parameters":
+        return {"file": str(Path(topo.source).resolve())}
+    return {"parameters": {"planes": topo.planes, "spines": topo.spines, "leaves": len(topo.leaves),
+                           "hosts_per_leaf": topo.max_hosts_per_leaf, "evs_per_nic": topo.evs_per_nic,
+                           "ev_mode": topo.ev_mode, "trim_threshold": topo.trim_threshold,
+                           "no_trim": topo.trim_threshold is None}}
+
+
+def inventory_of(topo: Topology, names: NodeNames, switches: dict[str, Any], source: dict[str, Any]) -> Inventory:
+    """The network state file's content: every switch's gRPC address and device id (from
+    the started Mininet switch nodes ``switches``, by Mininet name) and every
+    controller link's Mininet interfaces."""
+    targets = {}
+    for n in nodes(topo):
+        sw = switches[names.mininet(n.name)]
+        targets[n.name] = SwitchTarget(n.name, sw.grpc_addr, sw.device_id, n.program, sw.target)
+    links = {c.name: LinkEnds(c.a, c.a_intf, c.b, c.b_intf) for c in cables(topo, names) if c.name is not None}
+    return Inventory(targets, source, links)

@@ -1,0 +1,210 @@
+"""Start the fabric as a Mininet network of P4 switches, and stop it, whatever happens.
+
+Why a context manager: a network is namespaces, veths and a few dozen processes; a
+failure anywhere (a switch that dies at start, a test's assertion, Ctrl-C) must still
+remove all of it. ``fabric_network`` builds the Mininet network from the controller's
+topology model (topologies/clos.py), starts every switch (in parallel; it returns when
+all answer P4Runtime), writes the run directory's state file ``network.json``
+(controller/inventory.py: what ``mrcctl`` reads to reach the switches, with each
+cable's interfaces) and ``mininet.json`` (the Mininet node of each controller name),
+and on exit stops the switch processes before Mininet deletes their interfaces, then
+the network, then removes both files.
+
+``install_tables`` has the controller compute and reconcile every table of every
+switch (controller/reconcile.py). ``python -m topologies.fabric_net`` is ``make run``
+(topologies/demo.py runs the demo on the started network).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controller.entries import entries_of, nodes
+from controller.inventory import DEFAULT_GRPC_BASE, STATE_NAME, Inventory
+from controller.inventory import run_dir as default_run_dir
+from controller.paths import find_link
+from controller.topology import Topology
+from topologies.clos import MrcClos, inventory_of, topology_source
+from topologies.names import DEFAULT_PREFIX, NodeNames, cables, node_names
+from topologies.ping import PingResult, ping6
+
+if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
+    from mininet.net import Mininet
+
+    from controller.reconcile import Report
+    from topologies.hosts import FabricHost
+    from topologies.p4switch import P4Switch
+
+log = logging.getLogger(__name__)
+
+MININET_STATE = "mininet.json"
+
+
+class NetworkBusy(RuntimeError):
+    """Another network already uses the names this one needs."""
+
+
+def existing_interfaces() -> set[str]:
+    """Names of the links in the root network namespace."""
+    out = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=20).stdout
+    return {str(l.get("ifname")) for l in json.loads(out or "[]")}
+
+
+def check_names_free(topo: Topology, names: NodeNames) -> None:
+    """Refuse to start over a running network of the same prefix: Mininet would delete
+    its interfaces first (it removes any interface of the name it is about to create)."""
+    wanted = {c.b_intf for c in cables(topo, names)} | {c.a_intf for c in cables(topo, names) if c.name}
+    taken = sorted(wanted & existing_interfaces())
+    if taken:
+        raise NetworkBusy(f"interface {taken[0]} already exists: a network with node prefix {names.prefix!r} is "
+                          "running; stop it, or start this one with another prefix (--prefix mrc2)")
+
+
+@dataclass
+class FabricNetwork:
+    """A started fabric: the Mininet network, its model, names and state file."""
+
+    net: Mininet
+    topo: Topology
+    names: NodeNames
+    inventory: Inventory
+    run_dir: Path
+    started: float  # time.monotonic() when the start began
+    switches_ready: float  # seconds from the start until every switch answered
+
+    @property
+    def state_path(self) -> Path:
+        return self.run_dir / STATE_NAME
+
+    def host(self, name: str) -> FabricHost:
+        """The Mininet host of the controller's host ``name`` (``h1``)."""
+        return self.net.get(self.names.mininet(name))
+
+    def switch(self, name: str) -> P4Switch:
+        """The Mininet switch node of the controller's switch ``name`` (``p0-leaf1``, ``nic2``)."""
+        return self.net.get(self.names.mininet(name))
+
+    def p4_switches(self) -> list[P4Switch]:
+        return [self.switch(n.name) for n in nodes(self.topo)]
+
+    def address(self, host: str) -> str:
+        return self.host(host).ipv6
+
+    def ping(self, src: str, dst: str, count: int = 3) -> PingResult:
+        return ping6(self.host(src), self.address(dst), count)
+
+    def check_switches(self) -> None:
+        """Raise SwitchError (with its log) for the first switch whose process died."""
+        for sw in self.p4_switches():
+            sw.check()
+
+    def reload_inventory(self) -> Inventory:
+        """Re-read the state file: its list of links that are down is the truth (``mrcctl
+        fail`` in another shell updates it too)."""
+        from controller.inventory import load
+
+        self.inventory = load(self.state_path)
+        return self.inventory
+
+
+def _write_mininet_state(fn: FabricNetwork) -> Path:
+    path = fn.run_dir / MININET_STATE
+    data = {"prefix": fn.names.prefix, "nodes": fn.names.to_mininet,
+            "logs": {sw.mrc_name: str(sw.log_path) for sw in fn.p4_switches()}}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _stop(net: Mininet) -> None:
+    """Stop the P4 switch processes first (while their interfaces exist), then Mininet."""
+    from topologies.p4switch import P4Switch
+
+    p4 = [s for s in net.switches if isinstance(s, P4Switch)]
+    try:
+        if p4:
+            type(p4[0]).batchShutdown(p4)
+    finally:
+        net.stop()
+
+
+@contextmanager
+def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str = "auto",
+                   grpc_base: int = DEFAULT_GRPC_BASE, run_dir: Path | None = None,
+                   source: dict[str, Any] | None = None) -> Iterator[FabricNetwork]:
+    """Build and start ``topo`` as a Mininet network; always stop and remove it.
+
+    ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
+    k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
+    (default ``controller.inventory.run_dir()``).
+    """
+    from mininet.net import Mininet
+
+    from topologies.hosts import FabricHost
+    from topologies.p4switch import switch_class
+
+    t0 = time.monotonic()
+    names = node_names(topo, prefix)  # refuses bad prefixes / too long names before anything exists
+    check_names_free(topo, names)
+    cls = switch_class(target)
+    run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
+                  switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
+                  waitConnected=False)
+    try:
+        net.build()
+        net.start()  # P4Switch.batchStartup: returns when every switch answers P4Runtime
+        fn = attach(net, topo, names, run_dir, source, t0)
+        log.info("%s: %d switches answer P4Runtime after %.1f s", topo.name, len(net.switches), fn.switches_ready)
+        yield fn
+    finally:
+        try:
+            _stop(net)
+        finally:
+            remove_state(run_dir)
+
+
+def attach(net: Mininet, topo: Topology, names: NodeNames, run_dir: Path, source: dict[str, Any] | None = None,
+           started: float | None = None) -> FabricNetwork:
+    """The FabricNetwork of a started Mininet network of ``topo``; writes its state files."""
+    started = time.monotonic() if started is None else started
+    switches = {s.name: s for s in net.switches}
+    inv = inventory_of(topo, names, switches, source or topology_source(topo))
+    inv.save(run_dir / STATE_NAME)
+    fn = FabricNetwork(net, topo, names, inv, run_dir, started, time.monotonic() - started)
+    _write_mininet_state(fn)
+    return fn
+
+
+def remove_state(run_dir: Path) -> None:
+    """Remove the state files: the network they describe is gone."""
+    for name in (STATE_NAME, MININET_STATE):
+        (run_dir / name).unlink(missing_ok=True)
+
+
+def wanted_entries(fn: FabricNetwork) -> dict[str, list]:
+    """Every switch's entries, for the links that are down now (the NICs avoid them)."""
+    from controller.paths import failures_of
+
+    down = {find_link(fn.topo, name) for name in fn.inventory.down}
+    failures = failures_of(down)
+    return {n.name: entries_of(fn.topo, n, failures) for n in nodes(fn.topo)}
+
+
+def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | None = None) -> Report:
+    """Have the controller reconcile every switch with its entries (pipeline if missing)."""
+    from controller.reconcile import Reconciler
+
+    targets = list(fn.inventory.switches.values())
+    return asyncio.run(Reconciler(targets, progress=progress).run(wanted_entries(fn)))

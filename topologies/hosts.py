@@ -1,0 +1,66 @@
+"""The Mininet host of the fabric: a Linux host behind its NIC (docs/nic.md, "The host side").
+
+Why a Host subclass: Mininet configures hosts (MAC, address, routes) in its own build
+step, also when the network is started by Mininet's `mn` command, so the IPv6 set-up
+belongs in ``config``. What the host needs comes from the controller's address plan
+(controller/plan.py), computed by the Topo and passed in as parameters:
+
+- its MAC is the NIC's ``to_host`` destination MAC (``plan.host_mac``);
+- ``fd00:0:<leaf>:<port>::1/64`` without duplicate address detection (usable at once);
+- a default route via ``fd00:0:<leaf>:<port>::fe``, the gateway its NIC answers
+  neighbour solicitations and pings for;
+- an MTU 40 bytes below the fabric's (the NIC adds an outer IPv6 header): 1460.
+
+No IPv4 at all (Mininet's 10.0.0.0/8 is switched off by ``ip=None``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mininet.node import Host
+
+from topologies.node_marks import mark_node
+
+HOST_MTU = 1460
+PREFIX_LEN = 64
+
+
+class FabricHost(Host):
+    """A Mininet host with the address plan's IPv6 address, gateway and MTU.
+
+    Parameters (from the Topo): ``mac``, ``ipv6`` (address without length),
+    ``gateway``; ``mrc_name`` is the controller's name of the host (``h3``)."""
+
+    def __init__(self, name: str, ipv6: str | None = None, gateway: str | None = None,
+                 mrc_name: str | None = None, **params: Any) -> None:
+        params["ip"] = None
+        self.ipv6 = ipv6
+        self.gateway = gateway
+        self.mrc_name = mrc_name or name
+        super().__init__(name, **params)
+        mark_node(self)
+
+    def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
+               lo: str = "up", **params: Any) -> dict[str, Any]:
+        result = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
+        intf = self.defaultIntf()
+        if intf is None or self.ipv6 is None:
+            return result
+        name = intf.name
+        # One shell round trip: Mininet's cmd() costs a few ms each on a busy machine.
+        out = self.cmd(
+            f"sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 "
+            f"net.ipv6.conf.{name}.disable_ipv6=0 net.ipv6.conf.{name}.accept_dad=0 "
+            f"net.ipv6.conf.{name}.accept_ra=0 net.ipv6.conf.{name}.router_solicitations=0"
+            f" && ip link set {name} mtu {HOST_MTU} up"
+            f" && ip -6 addr add {self.ipv6}/{PREFIX_LEN} dev {name} nodad"
+            + (f" && ip -6 route add default via {self.gateway} dev {name}" if self.gateway else "")
+        )
+        if out.strip():
+            raise RuntimeError(f"{self.name}: IPv6 set-up of {name} failed: {out.strip()}")
+        return result
+
+    def addresses(self) -> str:
+        """The host's global IPv6 addresses, as `ip` shows them (for checks and the CLI)."""
+        return self.cmd(f"ip -6 -o addr show dev {self.defaultIntf().name} scope global")

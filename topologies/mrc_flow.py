@@ -1,0 +1,130 @@
+"""A stand-in MRC flow between two fabric hosts: MRC-lite WRITE packets over UDP 4791.
+
+Why: until the MRC endpoints exist (endpoints/), the demo and the tests need one flow
+that the NICs treat as MRC (UDP destination port 4791, EV in the UDP source port,
+docs/packet-formats.md) and that goes over every plane: each packet is sent from the
+source port of one EV of the sending NIC's EXPLICIT EV set (controller.plan.nic_evs),
+round robin, so the NIC's EV table puts it on that EV's plane and spine. The host's
+own kernel builds IPv6 and UDP (real sockets in the Mininet host); the payload is a
+BTH (opcode WRITE, PSN) and a RETH (address, length) in front of the data.
+
+Run inside Mininet hosts: ``python -m topologies.mrc_flow recv --port 4791 --seconds T``
+prints one JSON line with what arrived (packets per EV); ``python -m topologies.mrc_flow
+send DST --evs 4096,4097 --packets N --pps R`` sends and prints what it sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import sys
+import time
+from collections import Counter
+
+MRC_PORT = 4791
+OP_WRITE = 0x0A
+PAYLOAD = 256
+
+
+def write_packet(psn: int, payload: bytes, dest_qp: int = 0x12, vaddr: int = 0x1000) -> bytes:
+    """BTH (12 bytes) + RETH (16 bytes) + payload of an MRC-lite WRITE."""
+    bth = struct.pack("!BBHII", OP_WRITE, 0, 0xFFFF, dest_qp & 0xFFFFFF, (1 << 31) | (psn & 0xFFFFFF))
+    reth = struct.pack("!QII", vaddr + psn * len(payload), 0x55, len(payload))
+    return bth + reth + payload
+
+
+def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = None,
+         size: int = PAYLOAD) -> dict[str, object]:
+    """Send ``packets`` WRITEs to ``dst``, EV ``evs[k % len(evs)]`` for packet k."""
+    socks = []
+    for ev in evs:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((src or "::", ev))
+        socks.append(s)
+    sent: Counter[int] = Counter()
+    gap = 1.0 / pps if pps > 0 else 0.0
+    t0 = time.monotonic()
+    try:
+        for k in range(packets):
+            if gap:
+                delay = t0 + k * gap - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            i = k % len(evs)
+            socks[i].sendto(write_packet(k, bytes([k & 0xFF]) * size), (dst, MRC_PORT))
+            sent[evs[i]] += 1
+    finally:
+        for s in socks:
+            s.close()
+    return {"sent": sum(sent.values()), "seconds": round(time.monotonic() - t0, 3),
+            "per_ev": {str(k): v for k, v in sorted(sent.items())}}
+
+
+def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int = 0) -> dict[str, object]:
+    """Count MRC WRITEs arriving on ``port`` for ``seconds`` (or until ``expect`` arrived,
+    then ``idle`` seconds without a packet), per EV (the UDP source port)."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(("::", port))
+    got: Counter[int] = Counter()
+    psns: set[int] = set()
+    first = last = 0.0
+    nbytes = 0
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            s.settimeout(max(0.01, min(idle, end - time.monotonic())))
+            try:
+                data, addr = s.recvfrom(65535)
+            except (socket.timeout, TimeoutError):
+                if expect and sum(got.values()) >= expect:
+                    break
+                continue
+            if len(data) >= 12 and data[0] == OP_WRITE:
+                last = time.monotonic()
+                first = first or last
+                nbytes += len(data)
+                got[addr[1]] += 1
+                psns.add(struct.unpack("!I", data[8:12])[0] & 0xFFFFFF)
+    finally:
+        s.close()
+    return {"received": sum(got.values()), "distinct_psns": len(psns), "udp_payload_bytes": nbytes,
+            "first_to_last_seconds": round(last - first, 6),
+            "per_ev": {str(k): v for k, v in sorted(got.items())}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="MRC-lite WRITE flow over UDP 4791 (demo and tests).")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("send", help="send WRITEs, one EV (UDP source port) after the other")
+    s.add_argument("dst")
+    s.add_argument("--evs", required=True, help="comma-separated EVs (UDP source ports)")
+    s.add_argument("--packets", type=int, default=200)
+    s.add_argument("--pps", type=float, default=500.0, help="packets per second (0: as fast as possible)")
+    s.add_argument("--src", default=None, help="source address to bind")
+    s.add_argument("--size", type=int, default=PAYLOAD, help=f"payload bytes after BTH+RETH (default {PAYLOAD})")
+    r = sub.add_parser("recv", help="count WRITEs per EV, print JSON")
+    r.add_argument("--seconds", type=float, default=10.0)
+    r.add_argument("--port", type=int, default=MRC_PORT)
+    r.add_argument("--expect", type=int, default=0, help="stop 1 s after this many arrived")
+    args = parser.parse_args(argv)
+    if args.cmd == "send":
+        try:
+            evs = [int(x, 0) for x in args.evs.split(",") if x]
+        except ValueError:
+            parser.error("--evs: give numbers separated by commas, e.g. 4096,4097")
+        if not evs or not all(0 < e < 65536 for e in evs):
+            parser.error("--evs: EVs are UDP source ports 1..65535")
+        if not 0 <= args.size <= 1400:
+            parser.error("--size: 0..1400 bytes (the host MTU is 1460)")
+        print(json.dumps(send(args.dst, evs, args.packets, args.pps, args.src, args.size)), flush=True)
+    else:
+        print(json.dumps(receive(args.seconds, args.port, expect=args.expect)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

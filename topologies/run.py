@@ -1,0 +1,210 @@
+"""`make run`: start the fabric in Mininet, install every table, run the demo, report.
+
+With no arguments this is the default fabric (4 planes x (2 leaves + 2 spines), 2 hosts
+per leaf: 16 fabric switches, 4 NICs, 4 hosts). It starts the network
+(topologies/fabric_net.py), has the controller install every table (progress shown),
+then runs the demo (topologies/demo.py): IPv6 ping between every pair of hosts, one
+MRC flow over all planes with a spine link cut half-way, and prints a summary. On a
+terminal it then opens the Mininet CLI with the project's commands (topologies/cli.py);
+without one it exits: 0 when everything worked, 1 otherwise. The network is always
+stopped and removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from controller.inventory import DEFAULT_GRPC_BASE
+from controller.topology import Topology, TopologyError, from_parameters, load_file
+from topologies.names import DEFAULT_PREFIX, check_prefix
+from topologies.p4switch import TARGETS
+
+if TYPE_CHECKING:
+    from topologies.fabric_net import FabricNetwork
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m topologies.run",
+        description="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the "
+                    "controller, ping every host pair, run one MRC flow over all planes with a spine link cut, "
+                    "print a summary; then the Mininet CLI on a terminal.")
+    p.add_argument("--topology", type=Path, metavar="FILE", help="topology file (topologies/*.yaml); "
+                   "default: the Clos given by the options below")
+    p.add_argument("--planes", type=int, help="planes (default 4)")
+    p.add_argument("--spines", type=int, help="spines per plane (default 2)")
+    p.add_argument("--leaves", type=int, help="leaves per plane (default 2)")
+    p.add_argument("--hosts-per-leaf", type=int, help="hosts per leaf (default 2)")
+    p.add_argument("--evs-per-nic", type=int, help="EVs per NIC (default 64)")
+    p.add_argument("--target", choices=TARGETS, default="auto",
+                   help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
+                        "else the embedded target (default auto)")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="Mininet node name prefix (default mrc)")
+    p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
+                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "
+                        "0: any free port)")
+    p.add_argument("--run-dir", type=Path, help="logs, pid files, network.json (default $MRC_P4_RUN_DIR "
+                   "or /tmp/mrc-p4/run)")
+    p.add_argument("--packets", type=int, default=400, help="packets of the demo's MRC flow (default 400)")
+    p.add_argument("--no-demo", action="store_true", help="start and program the network only")
+    p.add_argument("--no-cli", action="store_true", help="never open the Mininet CLI, even on a terminal")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what the network and controller do")
+    return p
+
+
+def load_topology(args: argparse.Namespace) -> Topology:
+    shape = {"planes": args.planes, "spines": args.spines, "leaves": args.leaves,
+             "hosts_per_leaf": args.hosts_per_leaf, "evs_per_nic": args.evs_per_nic}
+    if args.topology is not None:
+        given = [k for k, v in shape.items() if v is not None]
+        if given:
+            raise TopologyError(f"give either --topology or --{given[0].replace('_', '-')}, not both")
+        return load_file(args.topology)
+    return from_parameters(**shape)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run(args: argparse.Namespace, topo: Topology) -> int:
+    from controller.plan import v1model_port_problem
+    from topologies.fabric_net import fabric_network, install_tables, wanted_entries
+
+    problem = v1model_port_problem(topo)
+    if problem:
+        raise TopologyError(problem)
+    t0 = time.monotonic()
+    _say(f"network: {topo.summary()}")
+    with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
+                        run_dir=args.run_dir) as fn:
+        sws = fn.p4_switches()
+        _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
+             f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")
+        total = sum(len(es) for es in wanted_entries(fn).values())
+        done, shown = [0], [0]
+
+        def progress(switch: str, n: int) -> None:
+            """At most about 20 lines: one each time another 5% is written."""
+            done[0] += n
+            if done[0] * 20 // max(total, 1) > shown[0] or done[0] == total:
+                shown[0] = done[0] * 20 // max(total, 1)
+                _say(f"install: {done[0]:>7}/{total} entries written ({100 * done[0] // max(total, 1)}%, "
+                     f"last: {switch})")
+
+        report = install_tables(fn, progress)
+        ready = time.monotonic() - t0
+        _say(f"install: {report.summary()}")
+        if report.failed:
+            for r in report.failed:
+                _say(f"error: {r.error}")
+            return 1
+        _say(f"ready: every table installed {ready:.1f} s after the start")
+        if args.no_demo:
+            ok = True
+            lines: list[str] = []
+        else:
+            ok, lines = _demo(fn, args)
+        fn.check_switches()
+        _say("")
+        _say("summary:")
+        _say(f"  hosts {len(topo.hosts)}, switches {len(topo.leaves) * topo.planes} leaves + "
+             f"{topo.spines * topo.planes} spines + {len(topo.hosts)} NICs, "
+             f"entries installed {report.entries}, seconds to ready {ready:.1f}")
+        for line in lines:
+            _say("  " + line)
+        _say(f"  result: {'OK' if ok else 'FAILED'}")
+        if not args.no_cli and sys.stdin.isatty() and sys.stdout.isatty():
+            from topologies.cli import FabricCLI
+
+            last = topo.hosts[-1].name
+            _say(f"Mininet CLI with the project's commands: paths h1 {last}, links, fail LINK, restore LINK, "
+                 "counters [SWITCH], watch [SECONDS], pingmatrix, mrcctl ARGS; `help`; `exit` stops the network")
+            FabricCLI(fn)
+        return 0 if ok else 1
+
+
+def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]:
+    """Ping matrix, then the MRC flow with a cut; (everything as expected, summary lines)."""
+    from topologies import demo
+
+    topo = fn.topo
+    _say("demo: ping -6 between every pair of hosts")
+    matrix = demo.ping_matrix(fn)
+    pings_ok = all(r.ok for r in matrix.values())
+    lines = ["ping matrix (replies/sent):"] + ["  " + l for l in demo.format_matrix(matrix)]
+    for r in matrix.values():
+        if not r.ok:
+            lines.append(f"  failed: {r.summary()}")
+    src = topo.hosts[0]
+    others = [h for h in topo.hosts if h.leaf != src.leaf] or [h for h in topo.hosts if h != src]
+    if not others:
+        return pings_ok, lines + ["MRC flow: skipped (one host only)"]
+    dst = others[0]
+    cut = demo.spine_link(fn, src.name, dst.name)
+    _say(f"demo: MRC flow {src.name} -> {dst.name}, {args.packets} packets over every EV"
+         + (f", cutting {cut} half-way" if cut else ""))
+    flow = demo.run_flow(fn, src.name, dst.name, packets=args.packets, cut=cut, say=_say)
+    if cut:
+        from controller.repair import set_link
+
+        asyncio.run(set_link(topo, fn.inventory, cut, down=False))
+    before_ok = all(flow.planes_before.get(p, 0) > 0 for p in range(topo.planes))
+    after_planes = [p for p in range(topo.planes) if flow.planes_after.get(p, 0) > 0]
+    delivered_ok = flow.received >= 0.9 * flow.sent
+    lines += [f"MRC flow {flow.src} -> {flow.dst}: {flow.received}/{flow.sent} packets delivered "
+              f"({flow.lost} lost), {flow.evs} EVs",
+              f"  per-plane split (source NIC's counters){' before the cut' if cut else ''}: "
+              f"{demo.format_split(topo.planes, flow.planes_before)}",
+              f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
+              f"{demo.format_split(topo.planes, flow.delivered_before)}"]
+    if cut:
+        lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
+                  f"  NICs rewritten {len(flow.nics_rewritten)} in {flow.repair_seconds * 1000:.0f} ms; "
+                  f"fabric tables {'unchanged' if flow.fabric_unchanged else 'CHANGED'} (read back before and after); "
+                  "link restored"]
+    ok = pings_ok and before_ok and delivered_ok and (not cut or (flow.fabric_unchanged and bool(after_planes)))
+    return ok, lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.packets < 1:
+        parser.error("--packets must be at least 1")
+    try:
+        check_prefix(args.prefix)
+        topo = load_topology(args)
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if os.geteuid() != 0:
+        print("error: Mininet needs root (network namespaces and veths); run `make run` as root", file=sys.stderr)
+        return 1
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        print("error: Mininet is not importable; run `make deps` (Debian's mininet package and .venv made "
+              "with --system-site-packages)", file=sys.stderr)
+        return 1
+    try:
+        return run(args, topo)
+    except KeyboardInterrupt:
+        print("interrupted: the network is stopped", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one clear line (switch errors quote their log below it)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
