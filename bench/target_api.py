@@ -7,7 +7,14 @@ tests):
   rewrites, deparse), one ``inject`` per frame and in batches of ``send`` +
   ``run_until_idle``;
 - peak memory (RSS) of a whole process holding 100,000 exact entries;
-- load + compile time of bench/p4/router6.p4 and p4src/fabric.p4 (if present).
+- load + compile time of bench/p4/router6.p4 and p4src/fabric.p4 (if present);
+- packets/s of the project's own programs through ``inject``, and the ratio to the
+  router6.p4 rate of the same run: p4src/fabric.p4 uN forwarding (a uSID carrier
+  through my_sid + usid_fwd + port_mac + counters; acceptance >= 0.8x) and SRH End,
+  p4src/nic.p4 host-to-fabric encapsulation with per-packet spraying over 16
+  selector members (acceptance >= 0.6x), EXPLICIT and GENERATED EV paths, and the
+  fabric-to-host decapsulation. The fraction of frames that took the fused fast
+  path (``Switch.fast_packets``) is printed with each figure.
 
 Run: ``.venv/bin/python bench/target_api.py [--packets N]``.
 """
@@ -25,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 ROUTER = ROOT / "bench" / "p4" / "router6.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
@@ -79,7 +87,7 @@ def key_names(sw) -> None:
         log.info("%s keys: %s", t, [k.name for k in sw.model.table(t).keys])
 
 
-def bench_pps(n: int) -> None:
+def bench_pps(n: int) -> float:
     from p4target import Switch
 
     rng = random.Random(1)
@@ -112,6 +120,7 @@ def bench_pps(n: int) -> None:
     elapsed = time.perf_counter() - start
     print(f"send x{batch} + run_until_idle: {sent / elapsed:,.0f} packets/s")
     print(f"drops during the run: {sw.drop_count}")
+    return n / elapsed
 
 
 def bench_memory_child() -> None:
@@ -146,6 +155,25 @@ def bench_fabric() -> None:
     print(f"p4src/fabric.p4: compile {mid - start:.3f} s, instantiate {end - mid:.3f} s")
 
 
+def bench_scenario(scenario, n: int, router_pps: float) -> None:
+    """One project-program scenario: ``n`` injects of its frame, rate and ratio."""
+    sw, port, frame_bytes = scenario.build()
+    out = sw.inject(port, frame_bytes)
+    if len(out) != 1:
+        print(f"warning: {scenario.name}: the frame gave {len(out)} outputs (drops: {dict(sw.drops)})")
+    fast0 = sw.fast_packets
+    inject = sw.inject
+    start = time.perf_counter()
+    for _ in range(n):
+        inject(port, frame_bytes)
+    elapsed = time.perf_counter() - start
+    pps = n / elapsed
+    fast = (sw.fast_packets - fast0) / n
+    target = f" (target >= {scenario.target:.1f})" if scenario.target else ""
+    print(f"{scenario.name}: {pps:,.0f} packets/s, {pps / router_pps:.2f}x router6.p4{target}, "
+          f"fast path {fast:.0%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=50_000)
@@ -156,7 +184,11 @@ def main() -> int:
         bench_memory_child()
         return 0
     bench_fabric()
-    bench_pps(args.packets)
+    router_pps = bench_pps(args.packets)
+    from _mrc_scenarios import SCENARIOS
+
+    for scenario in SCENARIOS:
+        bench_scenario(scenario, args.packets, router_pps)
     # memory in a fresh process, so the figure is that of a process doing only this
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory-child"], check=False)
     return 0
