@@ -108,7 +108,8 @@ def bench_pps(n: int) -> float:
     for i in range(n):
         inject(1, frames[i % len(frames)])
     elapsed = time.perf_counter() - start
-    print(f"inject, one frame per call: {n / elapsed:,.0f} packets/s ({n} packets, {elapsed:.2f} s)")
+    inject_pps = n / elapsed
+    print(f"inject, one frame per call: {inject_pps:,.0f} packets/s ({n} packets, {elapsed:.2f} s)")
     batch = 256
     start = time.perf_counter()
     sent = 0
@@ -120,7 +121,7 @@ def bench_pps(n: int) -> float:
     elapsed = time.perf_counter() - start
     print(f"send x{batch} + run_until_idle: {sent / elapsed:,.0f} packets/s")
     print(f"drops during the run: {sw.drop_count}")
-    return n / elapsed
+    return inject_pps
 
 
 def bench_memory_child() -> None:
