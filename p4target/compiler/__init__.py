@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from types import CodeType
 
-from p4target.compiler import fastpath
+from p4target.compiler.fastgen import build_fast
 from p4target.compiler.program import ProgramCompiler
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
@@ -57,9 +57,10 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
     try:
         lines = preprocess(path, tuple(Path(d) for d in include_dirs), dict(defines or {}))
         program = parse_tokens(tokenize(lines))
+        fast = build_fast(program, path)  # None when the program has no fast path
         compiler = ProgramCompiler(program, path)
+        compiler.fast_function = fast
         source, model, errors = compiler.compile()
-        source = fastpath.add_fast_path(source, model)
         compiled = CompiledProgram(model, source, errors, path)
     except P4Error:
         raise

@@ -132,6 +132,7 @@ class TableCompiler:
         key_codes: list[str] = []
         sel_codes: list[str] = []
         key_types: list[Type] = []
+        out_before = len(self.out)
         for k in (props["key"].value if "key" in props else []):  # type: ignore[union-attr]
             v = self.value(k.expr)
             if k.match_kind not in self.match_kinds:
@@ -231,6 +232,7 @@ class TableCompiler:
         entries = None
         if "entries" in props:
             entries = self.const_entries(props, keys, key_types, info, t)
+        info.keys_pure = len(self.out) == out_before
         self.tables.append(M.Table(
             name=name, keys=tuple(keys), actions=tuple(refs), default_action=default_name,
             default_args=tuple(default_args), default_is_const=default_const,
@@ -252,6 +254,7 @@ class TableCompiler:
             self.emit(line)
         key = "(" + "".join(c + ", " for c in key_codes) + ")"
         sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
+        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
         self.emit(f"i, a, h = {tb}(st, {key}, {sel})")
         # dispatch: a chain of comparisons for a few actions (empty ones skipped),
         # else the action tuple

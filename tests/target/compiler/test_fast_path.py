@@ -1,7 +1,7 @@
 """The fused fast path (``Pipeline.fast``, p4target/compiler/fastpath.py) is invisible.
 
 For every program of the repository, a switch whose program was compiled with
-``fastpath.FAST_PATH`` on and one compiled with it off see the same frames (random and
+``fastgen.FAST_PATH`` on and one compiled with it off see the same frames (random and
 crafted ones, on random ports, with random table entries installed and every default
 action tried) and must give the same outputs, drops, port statistics, counters and
 registers. For router6.p4 (the benchmark program) entries that route the crafted
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from p4target import Switch
-from p4target.compiler import compile_file, fastpath
+from p4target.compiler import compile_file, fastgen
 from p4target.errors import EntryError
 from p4target.runtime.entries import Exact, Lpm, Optional, Range, Ternary
 from test_codegen_equivalence import frames, observe, set_defaults
@@ -36,12 +36,12 @@ HOST = bytes.fromhex("fcbbbb000100000000000000000000aa")
 
 
 def compiled(path: Path, fast: bool):
-    saved = fastpath.FAST_PATH
-    fastpath.FAST_PATH = fast
+    saved = fastgen.FAST_PATH
+    fastgen.FAST_PATH = fast
     try:
         return compile_file(path)
     finally:
-        fastpath.FAST_PATH = saved
+        fastgen.FAST_PATH = saved
 
 
 def key_value(kind: str, width: int, rng: random.Random):
@@ -178,30 +178,3 @@ def test_general_path_is_taken_when_a_port_is_rate_limited() -> None:
     sw.set_queue_rate(2, 1e6)
     sw.inject(1, f)
     assert sw.fast_packets == before
-
-
-def test_a_field_written_on_a_single_line_if_is_deparsed_from_the_field() -> None:
-    plain = compiled(ROUTER6, False)
-    b = fastpath._Builder(plain.python_source, plain.model)
-    body = ["_x1 = int.from_bytes(data[pos:pos + 8], 'big')",
-            "f__hdr_udp_sport = (_x1 >> 48)",
-            "f__hdr_udp_dport = (_x1 >> 32) & 0xffff",
-            "f__hdr_udp_len = (_x1 >> 16) & 0xffff",
-            "f__hdr_udp_checksum = _x1 & 0xffff",
-            "pos += 8",
-            "f__hdr_udp__v = True",
-            "if f__hdr_udp_len > 3: f__hdr_udp_checksum = 0",
-            "if f__hdr_udp__v:",
-            "    _o.append(((f__hdr_udp_sport << 48) | (f__hdr_udp_dport << 32) | (f__hdr_udp_len << 16)"
-            " | f__hdr_udp_checksum).to_bytes(8, 'big'))"]
-    out = b.raw_headers(body, 8)
-    assert "f__hdr_udp_checksum).to_bytes(8, 'big')" in out[-1] or "| f__hdr_udp_checksum" in out[-1]
-    assert "_raw_f__hdr_udp & 0xffffffffffff0000" in out[-1]
-
-
-def test_a_field_read_before_a_hoisted_table_call_keeps_the_general_path() -> None:
-    plain = compiled(ROUTER6, False)
-    b = fastpath._Builder(plain.python_source, plain.model)
-    with pytest.raises(fastpath._NoFast):
-        b.transform(["p_meta = st.meta", "if (p_meta.routable == t_RIngress_host_routes(st, L)[1]):",
-                     "    pass"], {}, "control")

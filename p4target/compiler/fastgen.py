@@ -1,0 +1,908 @@
+"""The fused fast path ``Pipeline.fast(data, ingress_port, now_us)``, the code
+generator's second output.
+
+``FastCompiler`` is the program compiler itself (same declarations, scopes, typing,
+statements and expressions: one place for the language's semantics) with the
+*storage* and *effects* of the generated code changed:
+
+- every header, metadata and standard_metadata field a block parameter reaches is
+  a Python local of one function (``f_hdr__ipv6__dst_addr``); a header is also one
+  int of its wire bits (``..___raw``) and a validity local; a header stack is its
+  elements plus a ``next`` index local. No ``PacketState`` is built;
+- the parser is straight-line code (each state pasted where the previous state's
+  select chooses it); a state that selects itself and extracts into ``stack.next``
+  becomes a ``while True:`` loop over locals, bounded by the stack size;
+- tables are applied in place (``T(None, key, sel)``) and the chosen action's body is
+  compiled where it runs; actions called directly are compiled in place too;
+- counter ``count`` and register ``write`` are held back (one local per call site,
+  a dict of pending cells per register) and applied only when the packet finishes
+  here, so nothing has changed anywhere when the function gives up;
+- anything else with an effect beyond the packet's own fields (meters, direct
+  counters, clone, digest, resubmit, recirculate, truncate, random, log, exit,
+  multicast, an egress drop, a parser error) makes it return ``None`` and the caller
+  runs the general path on the same frame.
+
+A construct the generator does not handle at all raises ``NoFast`` while compiling:
+the program then simply has no ``fast``. Which fields are split out of a header's
+int, and which the deparser puts back, is only known once the whole function is
+generated: those places are emitted as ``Deferred`` nodes, rendered at the end from
+the recorded uses (never by rewriting generated text).
+
+Switch: ``FAST_PATH`` (the tests compile every program with it on and off).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4target.compiler.expressions import V, lit
+from p4target.compiler.naming import pyident
+from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type, VarbitT
+from p4target.frontend import ast as A
+
+log = logging.getLogger(__name__)
+
+FAST_PATH = True
+
+DROP_PORT = 511
+NUM_PRIORITIES = 8
+MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast path
+
+# extern functions whose effect the fast path leaves to the general path
+_GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
+            "recirculate_preserving_field_list", "truncate", "digest", "log_msg"}
+# standard_metadata given by the caller rather than zero
+_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(data)",
+          ("sm", "ingress_global_timestamp"): "now"}
+_CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
+          ("sm", "egress_global_timestamp")}
+VALID, RAW, NEXT = "$v", "$raw", "$next"
+
+
+class NoFast(Exception):
+    """The program uses something the fast path does not handle: no ``fast``."""
+
+
+# ---------------------------------------------------------------------------------
+# deferred nodes: places whose code depends on the whole function's field uses
+# ---------------------------------------------------------------------------------
+@dataclass
+class Deferred:
+    ind: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        raise NotImplementedError
+
+
+@dataclass
+class Split(Deferred):
+    """After an extract into ``path`` (its bits in ``x``): the fields anything uses."""
+    path: tuple[str, ...]
+    t: StructT
+    x: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        out = []
+        raw = fc.raw_local(self.path)
+        if raw != self.x:
+            out.append(f"{self.ind}{raw} = {self.x}")
+        after = self.t.width
+        for i, (n, ft) in enumerate(self.t.fields):
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            after -= w
+            name = fc.names.get(self.path + (n,))
+            if name is not None:
+                shifted = f"({self.x} >> {after})" if after else self.x
+                out.append(f"{self.ind}{name} = {fc.field_from(shifted, ft, w, i != 0)}")
+        return out
+
+
+@dataclass
+class Emit(Deferred):
+    """The deparser's emit of header ``path``: its int with the written fields put back."""
+    path: tuple[str, ...]
+    t: StructT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        full = (1 << self.t.width) - 1
+        keep = full
+        parts = []
+        after = self.t.width
+        for n, ft in self.t.fields:
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            after -= w
+            if self.path + (n,) not in fc.written:
+                continue
+            code = fc.names[self.path + (n,)]
+            if isinstance(ft, BoolT):
+                code = f"int({code})"
+            elif isinstance(ft, BitT) and ft.signed:
+                code = f"({code} & {ft.mask:#x})"
+            keep &= ~(((1 << w) - 1) << after)
+            parts.append(f"({code} << {after})" if after else code)
+        raw = fc.raw_local(self.path)
+        if not parts:
+            expr = raw
+        else:
+            expr = " | ".join(([f"({raw} & {keep:#x})"] if keep else []) + parts)
+        return [f"{self.ind}if {fc.valid_local(self.path)}:",
+                f"{self.ind}    _o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"]
+
+
+@dataclass
+class SetValid(Deferred):
+    """``h.setValid()``: an invalid header becomes valid with every field 0."""
+    path: tuple[str, ...]
+    t: StructT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        v = fc.valid_local(self.path)
+        out = [f"{self.ind}if not {v}:", f"{self.ind}    {fc.raw_local(self.path)} = 0"]
+        for n, ft in self.t.fields:
+            name = fc.names.get(self.path + (n,))
+            if name is not None:
+                out.append(f"{self.ind}    {name} = {'False' if isinstance(ft, BoolT) else '0'}")
+        out.append(f"{self.ind}    {v} = True")
+        return out
+
+
+@dataclass
+class Copy(Deferred):
+    """``dst = src`` for headers: the int, the validity and the fields in use."""
+    dst: tuple[str, ...]
+    src: tuple[str, ...]
+    t: StructT
+    fields: list[str] = field(default_factory=list)
+
+    def settle(self, fc: "FastCompiler") -> bool:
+        """Name what the copy moves; True when that changed the uses (iterate)."""
+        changed = False
+        for n, ft in self.t.fields:
+            d, s = self.dst + (n,), self.src + (n,)
+            if (d in fc.names or s in fc.written) and n not in self.fields:
+                self.fields.append(n)
+                fc.field_local(d, ft)
+                fc.field_local(s, ft)
+                changed = True
+            if s in fc.written and d not in fc.written:
+                fc.written.add(d)
+                changed = True
+        return changed
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        out = [f"{self.ind}{fc.raw_local(self.dst)} = {fc.raw_local(self.src)}",
+               f"{self.ind}{fc.valid_local(self.dst)} = {fc.valid_local(self.src)}"]
+        for n in self.fields:
+            out.append(f"{self.ind}{fc.names[self.dst + (n,)]} = {fc.names[self.src + (n,)]}")
+        return out
+
+
+@dataclass
+class Init(Deferred):
+    """The function's first lines: every local the packet state uses, as a fresh one."""
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        by_value: dict[str, list[str]] = {}
+        out = []
+        for path, name in fc.names.items():
+            given = _GIVEN.get(path)
+            if given is not None:
+                out.append(f"{self.ind}{name} = {given}")
+            else:
+                by_value.setdefault(fc.defaults[name], []).append(name)
+        by_value.setdefault("None", []).extend(c for c, _ in fc.count_sites)
+        by_value["None"].extend(fc.reg_pending.values())
+        for value, names in by_value.items():
+            for i in range(0, len(names), 32):
+                out.append(f"{self.ind}{' = '.join(names[i:i + 32])} = {value}")
+        return out
+
+
+@dataclass
+class Commit(Deferred):
+    """The held-back counter and register updates, applied."""
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind = self.ind
+        out = []
+        for c, x in fc.count_sites:
+            out += [f"{ind}if {c} is not None and 0 <= {c} < {x}.size:",
+                    f"{ind}    {x}.packets[{c}] += 1",
+                    f"{ind}    {x}.bytes[{c}] += len(data)"]
+        for x, p in fc.reg_pending.items():
+            out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
+                    f"{ind}        {x}.cells[_ri] = _rv"]
+        return out
+
+
+@dataclass
+class AfterIngress(Deferred):
+    """Between ingress and egress: what Switch.inject's direct path does for a unicast
+    packet that waits in no queue (or give up for anything else)."""
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind = self.ind
+        n = fc.names
+        out = []
+        if ("sm", "mcast_grp") in n:
+            out += [f"{ind}if {n['sm', 'mcast_grp']}:", f"{ind}    return None"]
+        out.append(f"{ind}_op = {n['sm', 'egress_spec']}")
+        out.append(f"{ind}if _op == {DROP_PORT}:")
+        out += Commit(ind + "    ").render(fc)
+        out.append(f"{ind}    return {DROP_PORT}, None")
+        cond = f"not 0 <= _op < {DROP_PORT}"
+        if ("sm", "priority") in n:
+            cond += f" or not 0 <= {n['sm', 'priority']} < {NUM_PRIORITIES}"
+        out += [f"{ind}if {cond}:", f"{ind}    return None"]
+        for f, v in (("enq_timestamp", "now"), ("enq_qdepth", "0"), ("egress_global_timestamp", "now"),
+                     ("deq_timedelta", "0"), ("deq_qdepth", "0"), ("egress_port", "_op"),
+                     ("egress_spec", "0")):
+            if ("sm", f) in n:
+                out.append(f"{ind}{n['sm', f]} = {v}")
+        return out
+
+
+# ---------------------------------------------------------------------------------
+# AST helpers
+# ---------------------------------------------------------------------------------
+def _exprs(node: object):
+    """Every expression node under ``node`` (not descending into statements)."""
+    if isinstance(node, A.Expr):
+        yield node
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for f in dataclasses.fields(node):
+            if f.name == "loc":
+                continue
+            v = getattr(node, f.name)
+            items = v if isinstance(v, list) else [v]
+            for it in items:
+                if isinstance(it, (A.Expr, A.Arg)):
+                    yield from _exprs(it)
+
+
+def _has_return(stmts: list[A.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, A.Return):
+            return True
+        if isinstance(s, A.Block) and _has_return(s.stmts):
+            return True
+        if isinstance(s, A.If) and (_has_return([s.then]) or (s.other is not None and _has_return([s.other]))):
+            return True
+        if isinstance(s, A.Switch) and any(c.body is not None and _has_return(c.body.stmts) for c in s.cases):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------
+# the compiler
+# ---------------------------------------------------------------------------------
+class FastCompiler(ProgramCompiler):
+    """The program compiler with packet state in locals; ``compile()`` returns the text
+    of ``_fast`` (see the module docstring) or raises ``NoFast``."""
+
+    def __init__(self, program: A.Program, source: Path):
+        super().__init__(program, source)
+        self.fast_out: list[str | Deferred] = []
+        self.names: dict[tuple[str, ...], str] = {}  # packet-state place -> local
+        self.defaults: dict[str, str] = {}  # local -> its fresh value
+        self.written: set[tuple[str, ...]] = set()  # fields something assigns
+        self.count_sites: list[tuple[str, str]] = []  # (held index local, counter)
+        self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
+        self.copies: list[Copy] = []
+        self.block_inits: list[tuple[str, str]] = []
+        self.uses_clock = False
+
+    # ---- names of the packet state ---------------------------------------------------
+    def local(self, path: tuple[str, ...], default: str = "0") -> str:
+        name = self.names.get(path)
+        if name is None:
+            base = "f_" + "__".join(re.sub(r"\W", "_", p) for p in path)
+            name, k = base, 1
+            while name in self.defaults:
+                k += 1
+                name = f"{base}_{k}"
+            self.names[path] = name
+            self.defaults[name] = default
+        return name
+
+    def field_local(self, path: tuple[str, ...], t: Type) -> str:
+        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))
+
+    def valid_local(self, path: tuple[str, ...]) -> str:
+        return self.local(path + (VALID,), "False")
+
+    def raw_local(self, path: tuple[str, ...]) -> str:
+        return self.local(path + (RAW,), "0")
+
+    def sm_local(self, name: str) -> str:
+        return self.local(("sm", name))
+
+    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None) -> V:
+        if isinstance(t, StructT):
+            if t.kind == "header_union":
+                raise NoFast("header union")
+            return V("$" + ".".join(path) + "$", t, None, sym, path)  # never valid Python
+        if isinstance(t, StackT):
+            if t.elem.kind != "header":
+                raise NoFast("stack of unions")
+            return V("$" + ".".join(path) + "$", t, None, sym, path)
+        if isinstance(t, VarbitT):
+            raise NoFast("varbit field")
+        return V(self.field_local(path, t), t, None, sym, path)
+
+    # ---- hooks of the shared code generator ------------------------------------------
+    def param_bindings(self, params, targets, scope):  # type: ignore[no-untyped-def]
+        super().param_bindings(params, targets, scope)
+        return []  # nothing to bind: the parameters are places in the packet state
+
+    def block_local_code(self, block: str, py: str, zero: str) -> str:
+        code = pyident("lv", block, py)
+        self.block_inits.append((code, zero))
+        return code
+
+    def payload_code(self) -> str:
+        return "data[pos:]"
+
+    def sm_store(self, field: str, code: str) -> str:
+        self.written.add(("sm", field))
+        return f"{self.sm_local(field)} = {code}"
+
+    def gen_action(self, info, scope, preamble, function=False):  # type: ignore[no-untyped-def]
+        # bodies are compiled where they run (table dispatch, direct calls)
+        d = info.decl
+        info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
+
+    # ---- expressions -------------------------------------------------------------------
+    def _e_Name(self, e: A.Name) -> V:
+        v = super()._e_Name(e)
+        if v.sym is not None and v.sym.kind == "var" and v.sym.code in self.param_targets:
+            return self.path_value((self.param_targets[v.sym.code],), v.type, v.sym)
+        return v
+
+    def _e_Member(self, e: A.Member) -> V:
+        base = self.expr(e.obj)
+        if base.path is not None:
+            bt = base.type
+            if isinstance(bt, StructT):
+                ft = bt.field_type(e.name)
+                if ft is not None:
+                    return self.path_value(base.path + (e.name,), ft)
+            elif isinstance(bt, StackT):
+                if e.name == "size":
+                    return lit(bt.size, BitT(32))
+                raise NoFast(f"stack member {e.name} outside extract")
+        if base.sym is not None and base.sym.kind == "tableresult":
+            r = base.code
+            if e.name == "hit":
+                return V(f"{r}_h", BoolT())
+            if e.name == "miss":
+                return V(f"(not {r}_h)", BoolT())
+            if e.name == "action_run":
+                return V(f"{r}_i", ObjT("action_run", ""), None,
+                         Sym("action_run", None, f"{r}_i", obj=base.sym.obj))
+        return super()._e_Member(e)
+
+    def _e_Index(self, e: A.Index) -> V:
+        base = self.value(e.obj)
+        if base.path is not None and isinstance(base.type, StackT):
+            idx = self.value(e.index)
+            if idx.const is None:
+                raise NoFast("stack index known only at run time")
+            i = int(idx.const)  # type: ignore[arg-type]
+            if 0 <= i < base.type.size:
+                return self.path_value(base.path + (str(i),), base.type.elem)
+        return super()._e_Index(e)
+
+    # ---- statements ----------------------------------------------------------------------
+    def stmt(self, s: A.Stmt) -> None:
+        self.last_loc = s.loc
+        if isinstance(s, A.Exit):
+            self.emit("return None")
+            return
+        if isinstance(s, A.Return):
+            if s.value is not None or self.fn_kind not in ("action", "apply"):
+                raise NoFast("return")
+            self.emit("break")  # out of the block's `while True:`
+            return
+        self.check_apply_order(s)
+        super().stmt(s)
+
+    def is_table_apply(self, e: A.Expr) -> bool:
+        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
+                and isinstance(e.func.obj, A.Name):
+            sym = self.scope.lookup(e.func.obj.name)
+            return sym is not None and sym.kind == "table"
+        return False
+
+    def check_apply_order(self, s: A.Stmt) -> None:
+        """A table applied inside an expression is applied before the statement; that
+        is only the P4 order when nothing else in the statement is evaluated first."""
+        def first(e: A.Expr | None) -> bool:  # `t.apply().hit`, `!t.apply().miss`, ...
+            while isinstance(e, A.Unary) and e.op == "!":
+                e = e.operand
+            return isinstance(e, A.Member) and self.is_table_apply(e.obj)
+
+        def applies(e: object) -> bool:
+            return any(self.is_table_apply(x) for x in _exprs(e))
+
+        if isinstance(s, A.If):
+            ok = first(s.cond) or not applies(s.cond)
+        elif isinstance(s, A.Switch):
+            ok = first(s.expr) or not applies(s.expr)
+        elif isinstance(s, A.Assign):
+            ok = not applies(s.target) and (first(s.value) or not applies(s.value))
+        elif isinstance(s, A.VarDecl):
+            ok = s.init is None or first(s.init) or not applies(s.init)
+        elif isinstance(s, A.CallStmt):
+            ok = self.is_table_apply(s.call) or not applies(s.call)
+        else:
+            ok = True
+        if not ok:
+            raise NoFast("table applied inside an expression after other terms")
+
+    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
+        t = self.lvalue_type(target)
+        if isinstance(t, (StructT, StackT)):
+            dst = self.value(target)
+            if dst.path is not None:
+                if isinstance(value, (A.ListExpr, A.StructExpr)):
+                    raise NoFast("struct initializer into the packet state")
+                src = self.value(value)
+                if src.path is None or not (src.type is t or src.type == t):
+                    raise NoFast("copy between the packet state and a local")
+                self.copy_place(dst.path, src.path, t)
+                return
+        super().assign(target, value, loc)
+
+    def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
+        if isinstance(t, StructT) and t.kind == "header":
+            c = Copy(self.ind, dst, src, t)
+            self.copies.append(c)
+            self.out.append(c)
+        elif isinstance(t, StructT) and t.kind == "struct":
+            for n, ft in t.fields:
+                self.copy_place(dst + (n,), src + (n,), ft)
+        elif isinstance(t, StackT):
+            for i in range(t.size):
+                self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
+            self.emit(f"{self.local(dst + (NEXT,))} = {self.local(src + (NEXT,))}")
+        elif isinstance(t, StructT):
+            raise NoFast("header union copy")
+        else:
+            self.written.add(dst)
+            self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
+
+    def store(self, target: A.Expr, code: str, loc) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(target, (A.Name, A.Member, A.Index)):
+            v = self.value(target)
+            if v.path is not None:
+                if isinstance(v.type, (StructT, StackT)):
+                    raise NoFast("whole header stored")
+                if v.path == ("sm", "packet_length"):
+                    raise NoFast("packet_length written")  # counters count the frame length
+                self.written.add(v.path)
+                self.emit(f"{v.code} = {code}")
+                return
+        super().store(target, code, loc)
+
+    def call_stmt(self, e: A.Call) -> None:
+        v = self.call(e, as_stmt=True)
+        if v is not None and v.code and not (v.sym is not None and v.sym.kind == "tableresult"):
+            self.emit(v.code)
+
+    def call(self, e: A.Call, as_stmt: bool) -> V | None:
+        f = e.func
+        if self.is_table_apply(e):
+            self.nargs(e, 0)
+            sym = self.scope.lookup(f.obj.name)  # type: ignore[union-attr]
+            return self.apply_table(sym.obj)  # type: ignore[union-attr, arg-type]
+        return super().call(e, as_stmt)
+
+    # ---- headers ---------------------------------------------------------------------------
+    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
+        if base.path is None or not isinstance(base.type, StructT) or base.type.kind != "header":
+            return super().header_method(e, f, base, name)
+        self.nargs(e, 0)
+        if name == "isValid":
+            return V(self.valid_local(base.path), BoolT())
+        if name in ("setValid", "setInvalid"):
+            self.check_lvalue(f.obj)
+            if name == "setValid":
+                self.raw_local(base.path)
+                self.out.append(SetValid(self.ind, base.path, base.type))
+            else:
+                self.emit(f"{self.valid_local(base.path)} = False")
+            return None
+        return super().header_method(e, f, base, name)
+
+    # ---- actions and tables -------------------------------------------------------------
+    def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        act = sym.obj
+        if getattr(act, "ret", None) is not None:
+            raise NoFast("function call")  # P4 functions: not compiled in place yet
+        params = act.decl.params  # type: ignore[union-attr]
+        args = self.bind_args(e, params)
+        bound: dict[str, str] = {}
+        outs = []
+        for p, a in zip(params, args):
+            pt = self.param_type(p)
+            py = self.tmp("ap")
+            if p.direction in ("out", "inout"):
+                if a is None:
+                    raise NoFast("missing out argument")
+                self.check_lvalue(a)
+                code = self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc)
+                outs.append((a, py))
+            else:
+                if a is None:
+                    raise NoFast("missing argument")
+                code = self.expr_as(a, pt, f"argument '{p.name}'")
+            self.emit(f"{py} = {code}")
+            bound[p.name] = py
+        self.inline_action(act, bound)  # type: ignore[arg-type]
+        for a, py in outs:
+            self.store(a, py, a.loc)
+        return None
+
+    def inline_action(self, info, bound: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+        """The action's body, compiled here with its parameters in ``bound`` locals."""
+        d = info.decl
+        saved = (self.scope, self.fn_kind, self.action_outs)
+        ascope = info.scope.child()
+        for p in d.params:
+            ascope.define(p.name, Sym("var", self.resolve_type(p.type), bound[p.name],
+                                      obj="ro" if p.direction in ("", "in") else None), p.loc)
+        self.scope, self.fn_kind, self.action_outs = ascope, "action", []
+        if _has_return(d.body.stmts):
+            self.emit("while True:")
+            self.indent()
+            self.block_body(d.body.stmts)
+            self.emit("break")
+            self.dedent()
+        else:
+            self.block_body(d.body.stmts)
+        self.scope, self.fn_kind, self.action_outs = saved
+
+    def apply_table(self, info) -> V:  # type: ignore[no-untyped-def]
+        r = self.tmp("tr")
+        result = V(r, ObjT("tableresult", info.name), None, Sym("tableresult", None, r, obj=info))
+        mt = info.model
+        if mt is None or mt.direct_counter or mt.direct_meter or not info.keys_pure:
+            self.emit("return None")  # direct resources count or meter inside apply
+            return result
+        self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+        acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
+        live = [(i, a) for i, a in acts if not a.empty]
+        for j, (i, a) in enumerate(live):
+            if len(acts) > 1:
+                last = len(live) == len(acts) and j == len(live) - 1 and j > 0
+                self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
+                self.indent()
+            bound = {p.name: self.tmp("ap") for p in a.decl.params}
+            if bound:
+                self.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")
+            for p in a.decl.params:
+                t = self.resolve_type(p.type)
+                if isinstance(t, BitT) and t.signed:  # control-plane values are unsigned
+                    h = 1 << (t.width - 1)
+                    self.emit(f"{bound[p.name]} = (({bound[p.name]} & {t.mask:#x}) ^ {h}) - {h}")
+            self.inline_action(a, bound)
+            if len(acts) > 1:
+                self.dedent()
+        return result
+
+    # ---- externs -------------------------------------------------------------------------
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        inst = sym.obj
+        kind = inst.kind  # type: ignore[union-attr]
+        x = sym.code
+        if kind == "counter" and name == "count":
+            self.nargs(e, 1)
+            c = self.tmp("cnt")
+            self.count_sites.append((c, x))
+            self.emit(f"{c} = {self.index_arg(e, 0)}")
+            return None
+        if kind == "register" and name in ("read", "write"):
+            et = inst.elem_type  # type: ignore[union-attr]
+            pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+            ix = self.tmp("ix")
+            if name == "write":
+                self.nargs(e, 2)
+                self.emit(f"{ix} = {self.index_arg(e, 0)}")
+                val = self.expr_as(self.arg(e, 1), et, "register value")
+                self.emit(f"if 0 <= {ix} < {x}.size:")
+                self.emit(f"    if {pend} is None: {pend} = {{}}")
+                self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
+                return None
+            i = 0 if len(e.args) == 1 else 1
+            self.nargs(e, 1, 2)
+            self.emit(f"{ix} = {self.index_arg(e, i)}")
+            code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
+            if len(e.args) == 1:
+                return V(code, et)
+            self.out_assign(self.arg(e, 0), code, et, e.loc)
+            return None
+        self.emit("return None")  # meters, direct counters and meters
+        return None
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        if name in _GIVE_UP:
+            self.emit("return None")
+            return None
+        if name == "mark_to_drop":
+            self.nargs(e, 1)
+            self.value(self.arg(e, 0))
+            self.emit(self.sm_store("egress_spec", str(DROP_PORT)))
+            self.emit(self.sm_store("mcast_grp", "0"))
+            return None
+        if name in ("assert", "assume"):
+            self.nargs(e, 1)
+            self.emit(f"if not {self.expr_as(self.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            return None
+        return super().extern_function(e, name)
+
+    # ---- packet_in / packet_out -------------------------------------------------------------
+    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:  # type: ignore[no-untyped-def]
+        if length is not None:
+            raise NoFast("varbit extract")
+        if isinstance(target, A.Member) and target.name == "next":
+            s = self.value(target.obj)
+            if isinstance(s.type, StackT):
+                self.extract_next(s)
+                return
+        v = self.value(target)
+        if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header" \
+                or self.has_varbit(v.type):
+            raise NoFast("extract into something other than a packet header")
+        n = v.type.width // 8
+        self.emit(f"if pos + {n} > len(data): return None")
+        raw = self.raw_local(v.path)
+        self.emit(f"{raw} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        self.out.append(Split(self.ind, v.path, v.type, raw))
+        self.emit(f"{self.valid_local(v.path)} = True")
+        self.emit(f"pos += {n}")
+
+    def extract_next(self, s: V) -> None:
+        t = s.type
+        assert isinstance(t, StackT)
+        if s.path is None or self.has_varbit(t.elem):
+            raise NoFast("stack outside the packet state")
+        nxt = self.local(s.path + (NEXT,))
+        n = t.elem.width // 8
+        self.emit(f"if {nxt} >= {t.size} or pos + {n} > len(data): return None")
+        x = self.tmp("x")
+        self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        for i in range(t.size):
+            ep = s.path + (str(i),)
+            self.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
+            self.indent()
+            self.out.append(Split(self.ind, ep, t.elem, x))
+            self.emit(f"{self.valid_local(ep)} = True")
+            self.dedent()
+        self.emit(f"{nxt} += 1")
+        self.emit(f"pos += {n}")
+
+    def emit_header(self, v: V, loc) -> None:  # type: ignore[no-untyped-def]
+        t = v.type
+        if v.path is None:
+            raise NoFast("emit of a local")
+        if isinstance(t, StructT) and t.kind == "header":
+            self.raw_local(v.path)
+            self.valid_local(v.path)
+            self.out.append(Emit(self.ind, v.path, t))
+        elif isinstance(t, StructT) and t.kind == "struct":
+            for n, ft in t.fields:
+                self.emit_header(self.path_value(v.path + (n,), ft), loc)
+        elif isinstance(t, StackT):
+            for i in range(t.size):
+                self.emit_header(self.path_value(v.path + (str(i),), t.elem), loc)
+        else:
+            raise NoFast("emit of a union")
+
+    # ---- parser ---------------------------------------------------------------------------
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        if d.ctor_params:
+            raise NoFast("parser constructor parameter")
+        scope = self.global_scope.child()
+        self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
+        self.scope = scope
+        self.block_inits = []
+        self.block_locals(d.name, d.locals, scope, parser=True)
+        inits = self.locals_inits
+        self.states = {s.name: s for s in d.states}
+        if "start" not in self.states:
+            raise NoFast("no start state")
+        self.parser_scope = scope
+        self.begin_fast("parser")
+        self.fast_out.append(Init(self.ind))
+        self.emit("pos = 0")
+        for code, zero in self.block_inits:
+            self.emit(f"{code} = {zero}")
+        for line in inits:
+            self.emit(line)
+        self.fast_state("start", ())
+        self.scope = self.global_scope
+
+    def begin_fast(self, kind: str) -> None:
+        self.out = self.fast_out
+        self.ind = "    "
+        self.fn_kind = kind
+
+    def fast_state(self, name: str, path: tuple[str, ...]) -> None:
+        if name in ("accept", "reject"):  # reject: as the general path (see state_target)
+            return
+        s = self.states.get(name)
+        if s is None or name in path:
+            raise NoFast("a parser loop through several states")
+        if len(self.fast_out) > MAX_LINES:
+            raise NoFast("parser too long once pasted")
+        tr = s.transition
+        if tr is None:
+            raise NoFast("state without transition")
+        targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+        saved = self.scope
+        self.scope = self.parser_scope.child()
+        if name in targets:
+            if not self.extracts_next(s.stmts):
+                raise NoFast("a parser loop that extracts into no stack")
+            exit_var = self.tmp("nx")
+            exits: list[str] = []
+            self.emit("while True:")
+            self.indent()
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), (name, exit_var, exits))
+            self.dedent()
+            if len(exits) == 1:
+                self.fast_state(exits[0], path + (name,))
+            for k, t in enumerate(exits if len(exits) > 1 else []):
+                self.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
+                self.indent()
+                self.branch(t, path + (name,))
+                self.dedent()
+        else:
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), None)
+        self.scope = saved
+
+    def extracts_next(self, stmts: list[A.Stmt]) -> bool:
+        """True when the state always extracts into ``stack.next`` (bounds the loop)."""
+        for st in stmts:
+            if isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                    and st.call.func.name == "extract" and st.call.args:
+                a = st.call.args[0].value
+                if isinstance(a, A.Member) and a.name == "next" \
+                        and isinstance(self.value(a.obj).type, StackT):
+                    return True
+        return False
+
+    def branch(self, target: str, path: tuple[str, ...],
+               loop: tuple[str, str, list[str]] | None = None) -> None:
+        if loop is not None:
+            name, exit_var, exits = loop
+            if target == name:
+                self.emit("continue")
+                return
+            if target not in exits:
+                exits.append(target)
+            self.emit(f"{exit_var} = {exits.index(target)}")
+            self.emit("break")
+            return
+        n = len(self.out)
+        self.fast_state(target, path)
+        if len(self.out) == n:
+            self.emit("pass")
+
+    def transition(self, tr: A.Transition, path: tuple[str, ...],
+                   loop: tuple[str, str, list[str]] | None) -> None:
+        if tr.state is not None:
+            if loop is None:
+                self.fast_state(tr.state, path)
+            else:
+                self.branch(tr.state, path, loop)
+            return
+        kvars = []
+        for ke in tr.select or []:
+            k = self.value(ke)
+            kv = self.tmp("k")
+            self.emit(f"{kv} = {k.code}")
+            kvars.append((kv, k))
+        first = True
+        for case in tr.cases:
+            items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+            if len(items) == 1 and isinstance(items[0], A.DefaultExpr):
+                if first:
+                    self.branch(case.state, path, loop)
+                    return
+                self.emit("else:")
+                self.indent()
+                self.branch(case.state, path, loop)
+                self.dedent()
+                return
+            conds = [c for item, (kv, k) in zip(items, kvars)
+                     if (c := self.keyset_cond(item, kv, k.type)) is not None]
+            self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
+            first = False
+            self.indent()
+            self.branch(case.state, path, loop)
+            self.dedent()
+        self.emit("else:")
+        self.emit("    return None")  # no case matched: error.NoMatch, the general path's
+
+    # ---- controls ----------------------------------------------------------------------------
+    def gen_control(self, d: A.ControlDecl, role: str) -> str:
+        self.block_inits = []
+        scope, _pre, _cls, inits, _params = self.control_setup(d, role)
+        self.begin_fast("deparser" if role == "deparser" else "apply")
+        self.scope = scope.child()
+        if role == "egress":
+            self.out.append(AfterIngress(self.ind))
+        elif role == "compute":
+            self.emit(f"if {self.sm_local('egress_spec')} == {DROP_PORT}:")
+            self.emit("    return None")  # an egress drop: the general path counts it
+        elif role == "deparser":
+            self.emit("_o = []")
+        for code, zero in self.block_inits:
+            self.emit(f"{code} = {zero}")
+        for line in inits:
+            self.emit(line)
+        assert d.body is not None
+        if _has_return(d.body.stmts):
+            self.emit("while True:")
+            self.indent()
+            self.stmts(d.body.stmts)
+            self.emit("break")
+            self.dedent()
+        else:
+            self.stmts(d.body.stmts)
+        if role == "deparser":
+            self.emit("_o.append(data[pos:])")
+            self.out.append(Commit(self.ind))
+            self.emit("return _op, b''.join(_o)")
+        self.scope = self.global_scope
+        return pyident("c", d.name)
+
+    # ---- the function -------------------------------------------------------------------------
+    def assemble(self) -> str:
+        self.sm_local("egress_spec")
+        changed = True
+        while changed:
+            changed = False
+            for c in self.copies:
+                changed |= c.settle(self)
+        body: list[str] = []
+        for item in self.fast_out:
+            if isinstance(item, Deferred):
+                if not isinstance(item, Init):
+                    body += item.render(self)
+                else:
+                    body.append(item)  # type: ignore[arg-type]
+            else:
+                body.append(item)
+        lines = ["def _fast(data, ingress_port, now):"]
+        for item in body:
+            lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
+        self.uses_clock = any(p in self.names for p in _CLOCK)
+        return "\n".join(lines)
+
+
+def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool] | None:
+    """The lines of ``_fast`` and whether it reads the clock, or None (no fast path)."""
+    if not FAST_PATH:
+        return None
+    try:
+        fc = FastCompiler(program, source)
+        text, _model, _errors = fc.compile()
+        compile(text, f"<p4-fast:{source.name}>", "exec")
+    except NoFast as e:
+        log.debug("%s: no fast path (%s)", source, e)
+        return None
+    except Exception as e:  # noqa: BLE001 - the general compile reports real errors
+        log.debug("%s: no fast path (%s: %s)", source, type(e).__name__, e)
+        return None
+    return text.split("\n"), fc.uses_clock
