@@ -62,7 +62,7 @@ _GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(
           ("sm", "ingress_global_timestamp"): "now"}
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
-VALID, RAW, NEXT = "$v", "$raw", "$next"
+VALID, RAW, NEXT, TOUCHED = "$v", "$raw", "$next", "$touched"
 
 
 class NoFast(Exception):
@@ -184,6 +184,27 @@ class Copy(Deferred):
 
 
 @dataclass
+class TouchStack(Deferred):
+    """Before a header stack's elements are used: fresh elements, once per packet (most
+    packets never touch the stack, and then pay nothing for its elements)."""
+    path: tuple[str, ...]
+    t: StackT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        touched = fc.local(self.path + (TOUCHED,), "False")
+        zeros, falses = [], []
+        for i in range(self.t.size):
+            ep = self.path + (str(i),)
+            zeros.append(fc.raw_local(ep))
+            falses.append(fc.valid_local(ep))
+            for n, ft in self.t.elem.fields:
+                if ep + (n,) in fc.names:
+                    (falses if isinstance(ft, BoolT) else zeros).append(fc.names[ep + (n,)])
+        return [f"{self.ind}if not {touched}:", f"{self.ind}    {' = '.join(zeros)} = 0",
+                f"{self.ind}    {' = '.join(falses)} = False", f"{self.ind}    {touched} = True"]
+
+
+@dataclass
 class Init(Deferred):
     """The function's first lines: every local the packet state uses, as a fresh one."""
 
@@ -191,13 +212,16 @@ class Init(Deferred):
         by_value: dict[str, list[str]] = {}
         out = []
         for path, name in fc.names.items():
+            if fc.in_stack_element(path):
+                continue  # set when the stack is first touched (TouchStack)
             given = _GIVEN.get(path)
             if given is not None:
                 out.append(f"{self.ind}{name} = {given}")
             else:
                 by_value.setdefault(fc.defaults[name], []).append(name)
-        by_value.setdefault("None", []).extend(c for c, _ in fc.count_sites)
-        by_value["None"].extend(fc.reg_pending.values())
+        by_value.setdefault("None", []).extend(fc.reg_pending.values())
+        if fc.count_sites:
+            out.append(f"{self.ind}_cn = []")
         for value, names in by_value.items():
             for i in range(0, len(names), 32):
                 out.append(f"{self.ind}{' = '.join(names[i:i + 32])} = {value}")
@@ -211,10 +235,9 @@ class Commit(Deferred):
     def render(self, fc: "FastCompiler") -> list[str]:
         ind = self.ind
         out = []
-        for c, x in fc.count_sites:
-            out += [f"{ind}if {c} is not None and 0 <= {c} < {x}.size:",
-                    f"{ind}    {x}.packets[{c}] += 1",
-                    f"{ind}    {x}.bytes[{c}] += len(data)"]
+        if fc.count_sites:
+            out += [f"{ind}for _cx, _ci in _cn:", f"{ind}    if 0 <= _ci < _cx.size:",
+                    f"{ind}        _cx.packets[_ci] += 1", f"{ind}        _cx.bytes[_ci] += len(data)"]
         for x, p in fc.reg_pending.items():
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
@@ -266,6 +289,105 @@ def _exprs(node: object):
                     yield from _exprs(it)
 
 
+# calls that never write a place passed to them (others may: out/inout arguments)
+_READ_ONLY_CALLS = {"extract", "emit", "isValid", "setValid", "setInvalid", "apply", "count",
+                    "mark_to_drop", "verify", "verify_checksum", "verify_checksum_with_payload",
+                    "log_msg", "digest", "clone", "clone_preserving_field_list", "truncate",
+                    "assert", "assume", "advance", "write"}
+
+
+def _place(e: A.Expr | None, params: dict[str, str]) -> tuple[str, ...] | None:
+    """The packet-state place an lvalue names (``hdr.srh_segments[2].sid`` ->
+    ("hdr", "srh_segments", "2", "sid")); a run-time index stops at the stack."""
+    parts: list[str] = []
+    while True:
+        if isinstance(e, A.Slice):
+            e, parts = e.obj, []
+        elif isinstance(e, A.Member):
+            parts.insert(0, e.name)
+            e = e.obj
+        elif isinstance(e, A.Index):
+            parts = [str(e.index.value)] + parts if isinstance(e.index, A.IntLit) else []
+            e = e.obj
+        elif isinstance(e, A.Name):
+            root = params.get(e.name)
+            return None if root is None else (root, *parts)
+        else:
+            return None
+
+
+@dataclass
+class Places:
+    """What the program may do to packet-state places (supersets, from the AST)."""
+    written: set[tuple[str, ...]] = field(default_factory=set)  # assigned (or passed out)
+    revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
+    copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
+
+
+def written_places(program: A.Program, main_blocks: list[str]) -> Places:
+    """What every statement of the program may assign: the fast path reads the other
+    header fields straight from the header's bits (or its bytes in the frame)."""
+    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+    top_actions = [d for d in program.decls if isinstance(d, A.ActionDecl)]
+    places = Places()
+    out = places.written
+    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+             ["hdr", "meta"], ["", "hdr"])
+
+    def walk(stmts: list[A.Stmt], params: dict[str, str]) -> None:
+        for s in stmts:
+            if isinstance(s, A.Assign):
+                p = _place(s.target, params)
+                if p is not None:
+                    out.add(p)
+                p = _place(s.value, params)
+                if p is not None:
+                    places.copied.add(p)
+            elif isinstance(s, A.VarDecl) or isinstance(s, A.Return):
+                pass
+            elif isinstance(s, A.Block):
+                walk(s.stmts, params)
+            elif isinstance(s, A.If):
+                walk([s.then] + ([s.other] if s.other is not None else []), params)
+            elif isinstance(s, A.Switch):
+                for c in s.cases:
+                    if c.body is not None:
+                        walk(c.body.stmts, params)
+            if isinstance(s, (A.CallStmt, A.Assign, A.If, A.Switch, A.VarDecl)):
+                for e in _exprs(s):
+                    if isinstance(e, A.Call):
+                        f = e.func
+                        name = f.name if isinstance(f, (A.Member, A.Name)) else ""
+                        if name == "setValid" and isinstance(f, A.Member):
+                            p = _place(f.obj, params)
+                            if p is not None:
+                                places.revalidated.add(p)
+                        if name in _READ_ONLY_CALLS:
+                            continue
+                        for a in e.args:
+                            p = _place(a.value, params)
+                            if p is not None:
+                                out.add(p)
+
+    for name, roles in zip(main_blocks, roots):
+        d = decls.get(name)
+        if d is None:
+            continue
+        params = {p.name: r for p, r in zip(d.params, roles) if r}
+        if isinstance(d, A.ParserDecl):
+            for st in d.states:
+                walk(st.stmts, params)
+        else:
+            if d.body is not None:
+                walk(d.body.stmts, params)
+            for x in d.locals:
+                if isinstance(x, A.ActionDecl):
+                    walk(x.body.stmts, params)
+    for a in top_actions:
+        walk(a.body.stmts, {})
+    return places
+
+
 def _has_return(stmts: list[A.Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, A.Return):
@@ -292,11 +414,51 @@ class FastCompiler(ProgramCompiler):
         self.names: dict[tuple[str, ...], str] = {}  # packet-state place -> local
         self.defaults: dict[str, str] = {}  # local -> its fresh value
         self.written: set[tuple[str, ...]] = set()  # fields something assigns
-        self.count_sites: list[tuple[str, str]] = []  # (held index local, counter)
+        self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
         self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
         self.copies: list[Copy] = []
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
+        self.stacks: dict[tuple[str, ...], StackT] = {}
+        self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
+        self._places: Places | None = None
+
+    @property
+    def places(self) -> Places:
+        if self._places is None:
+            assert self.main is not None
+            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            self._places = written_places(self.program, blocks)
+        return self._places
+
+    def maybe_written(self, path: tuple[str, ...]) -> bool:
+        w = self.places.written
+        return any(path[:k] in w for k in range(1, len(path) + 1))
+
+    def bytes_backed(self, path: tuple[str, ...]) -> bool:
+        """A header nothing writes, revalidates or copies: when valid it is the bytes
+        it was extracted from, so the fast path keeps only where they start."""
+        p = self.places
+        if path[-1].isdigit() or self.maybe_written(path) or path in p.copied:
+            return False
+        if any(w[:len(path)] == path for w in p.written):
+            return False
+        return not any(path[:k] in p.revalidated or path[:k] in p.copied
+                       for k in range(1, len(path) + 1))
+
+    def start_local(self, path: tuple[str, ...]) -> str:
+        # a header never extracted starts past the end: its fields read as empty
+        # slices (0), a single byte raises (the general path then runs)
+        return self.local(path + ("$start",), "len(data)")
+
+    def in_stack_element(self, path: tuple[str, ...]) -> bool:
+        return any(path[:k] in self.stacks and path[k].isdigit()
+                   for k in range(1, len(path)))
+
+    def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
+        self.stacks[path] = t
+        self.out.append(TouchStack(self.ind, path, t))
+        return self.local(path + (TOUCHED,), "False")
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -323,7 +485,8 @@ class FastCompiler(ProgramCompiler):
     def sm_local(self, name: str) -> str:
         return self.local(("sm", name))
 
-    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None) -> V:
+    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
+                   parent: StructT | None = None) -> V:
         if isinstance(t, StructT):
             if t.kind == "header_union":
                 raise NoFast("header union")
@@ -334,6 +497,28 @@ class FastCompiler(ProgramCompiler):
             return V("$" + ".".join(path) + "$", t, None, sym, path)
         if isinstance(t, VarbitT):
             raise NoFast("varbit field")
+        if parent is not None and parent.kind == "header" and not self.maybe_written(path):
+            # nothing assigns it: read it from the header's bits where it is used
+            self.lazy.add(path)
+            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+            i = [n for n, _ in parent.fields].index(path[-1])
+            after = sum(widths[i + 1:])
+            if self.bytes_backed(path[:-1]):
+                s = self.start_local(path[:-1])
+                o, w = sum(widths[:i]), widths[i]
+                a, b = o // 8, (o + w + 7) // 8
+                if w == 8 and o % 8 == 0:
+                    x = f"data[{s} + {a}]" if a else f"data[{s}]"
+                    return V(x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed)
+                             else f"({self.field_from(x, t, w, False)})", t, None, sym, path)
+                x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
+                    f"int.from_bytes(data[{s}:{s} + {b}], 'big')"
+                sh = b * 8 - o - w
+                shifted = f"({x} >> {sh})" if sh else x
+                return V(f"({self.field_from(shifted, t, w, w != (b - a) * 8)})", t, None, sym, path)
+            raw = self.raw_local(path[:-1])
+            shifted = f"({raw} >> {after})" if after else raw
+            return V(f"({self.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
         return V(self.field_local(path, t), t, None, sym, path)
 
     # ---- hooks of the shared code generator ------------------------------------------
@@ -372,7 +557,7 @@ class FastCompiler(ProgramCompiler):
             if isinstance(bt, StructT):
                 ft = bt.field_type(e.name)
                 if ft is not None:
-                    return self.path_value(base.path + (e.name,), ft)
+                    return self.path_value(base.path + (e.name,), ft, parent=bt)
             elif isinstance(bt, StackT):
                 if e.name == "size":
                     return lit(bt.size, BitT(32))
@@ -396,6 +581,7 @@ class FastCompiler(ProgramCompiler):
                 raise NoFast("stack index known only at run time")
             i = int(idx.const)  # type: ignore[arg-type]
             if 0 <= i < base.type.size:
+                self.touch_stack(base.path, base.type)
                 return self.path_value(base.path + (str(i),), base.type.elem)
         return super()._e_Index(e)
 
@@ -469,6 +655,8 @@ class FastCompiler(ProgramCompiler):
             for n, ft in t.fields:
                 self.copy_place(dst + (n,), src + (n,), ft)
         elif isinstance(t, StackT):
+            self.touch_stack(dst, t)
+            self.touch_stack(src, t)
             for i in range(t.size):
                 self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
             self.emit(f"{self.local(dst + (NEXT,))} = {self.local(src + (NEXT,))}")
@@ -604,9 +792,8 @@ class FastCompiler(ProgramCompiler):
         x = sym.code
         if kind == "counter" and name == "count":
             self.nargs(e, 1)
-            c = self.tmp("cnt")
-            self.count_sites.append((c, x))
-            self.emit(f"{c} = {self.index_arg(e, 0)}")
+            self.count_sites.append(x)
+            self.emit(f"_cn.append(({x}, {self.index_arg(e, 0)}))")
             return None
         if kind == "register" and name in ("read", "write"):
             et = inst.elem_type  # type: ignore[union-attr]
@@ -662,6 +849,11 @@ class FastCompiler(ProgramCompiler):
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
         self.emit(f"if pos + {n} > len(data): return None")
+        if self.bytes_backed(v.path):
+            self.emit(f"{self.start_local(v.path)} = pos")
+            self.emit(f"{self.valid_local(v.path)} = True")
+            self.emit(f"pos += {n}")
+            return
         raw = self.raw_local(v.path)
         self.emit(f"{raw} = int.from_bytes(data[pos:pos + {n}], 'big')")
         self.out.append(Split(self.ind, v.path, v.type, raw))
@@ -674,6 +866,7 @@ class FastCompiler(ProgramCompiler):
         if s.path is None or self.has_varbit(t.elem):
             raise NoFast("stack outside the packet state")
         nxt = self.local(s.path + (NEXT,))
+        self.touch_stack(s.path, t)
         n = t.elem.width // 8
         self.emit(f"if {nxt} >= {t.size} or pos + {n} > len(data): return None")
         x = self.tmp("x")
@@ -692,7 +885,11 @@ class FastCompiler(ProgramCompiler):
         t = v.type
         if v.path is None:
             raise NoFast("emit of a local")
-        if isinstance(t, StructT) and t.kind == "header":
+        if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
+            s = self.start_local(v.path)
+            self.emit(f"if {self.valid_local(v.path)}:")
+            self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
+        elif isinstance(t, StructT) and t.kind == "header":
             self.raw_local(v.path)
             self.valid_local(v.path)
             self.out.append(Emit(self.ind, v.path, t))
@@ -700,8 +897,12 @@ class FastCompiler(ProgramCompiler):
             for n, ft in t.fields:
                 self.emit_header(self.path_value(v.path + (n,), ft), loc)
         elif isinstance(t, StackT):
+            self.stacks[v.path] = t
+            self.emit(f"if {self.local(v.path + (TOUCHED,), 'False')}:")
+            self.indent()
             for i in range(t.size):
                 self.emit_header(self.path_value(v.path + (str(i),), t.elem), loc)
+            self.dedent()
         else:
             raise NoFast("emit of a union")
 
@@ -819,6 +1020,8 @@ class FastCompiler(ProgramCompiler):
                 if first:
                     self.branch(case.state, path, loop)
                     return
+                if loop is None and case.state in ("accept", "reject"):
+                    return  # falls through to the end of the parse
                 self.emit("else:")
                 self.indent()
                 self.branch(case.state, path, loop)
@@ -869,6 +1072,8 @@ class FastCompiler(ProgramCompiler):
 
     # ---- the function -------------------------------------------------------------------------
     def assemble(self) -> str:
+        if self.lazy & self.written:
+            raise NoFast("a field read from its header's bits is assigned")  # written_places missed it
         self.sm_local("egress_spec")
         changed = True
         while changed:

@@ -118,7 +118,17 @@ class TableRuntime:
             return self._apply_exact_plain
         if plain and self._lpm_only:
             return self._apply_lpm_only_plain
+        if plain and self.engine == "scan":
+            return self._apply_scan_plain
         return self._apply_generic
+
+    def _apply_scan_plain(self, st, key, sel):
+        if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
+            return self._default
+        e = self._lookup(key)
+        if e is None:
+            return self._default
+        return e.result
 
     def _apply_lpm_only_plain(self, st, key, sel):
         value = key[0]
