@@ -242,6 +242,7 @@ class ModuleAssembler:
         L += self.build_lines
         fast = getattr(self, "fast_function", None)  # (lines of _fast, uses the clock) or None
         if fast is not None:
+            L += ["    " + x for x in fast[2]]
             L += ["    " + x for x in fast[0]] + [""]
         c = self.control_funcs
         plocals = f"{self.parser_locals}()" if self.parser_locals else "None"

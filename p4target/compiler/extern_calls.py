@@ -111,7 +111,7 @@ class ExternCallCompiler:
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
-        h = f"rt_hash({algo!r}, {data}, {nbits})"
+        h = self.hash_call(algo, data, nbits)
         if mx.const is not None:
             m = int(mx.const)  # type: ignore[arg-type]
             code = f"{base.code} + {h} % {m}" if m > 0 else base.code
@@ -231,6 +231,10 @@ class ExternCallCompiler:
         return V(f"rt_assert(st, {c}, {str(e.loc)!r})", VoidT())
 
     _x_assume = _x_assert
+
+    def hash_call(self, algo: str, data: str, nbits: int) -> str:
+        """Code for the raw hash of the bit string ``data`` (Bindings.hash)."""
+        return f"rt_hash({algo!r}, {data}, {nbits})"
 
     def payload_code(self) -> str:
         """Code for the bytes the parser did not extract."""

@@ -57,6 +57,8 @@ MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast pa
 # extern functions whose effect the fast path leaves to the general path
 _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
             "recirculate_preserving_field_list", "truncate", "digest", "log_msg"}
+# hash algorithms whose byte function never changes once the switch is built
+_FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 # standard_metadata given by the caller rather than zero
 _GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(data)",
           ("sm", "ingress_global_timestamp"): "now"}
@@ -419,6 +421,7 @@ class FastCompiler(ProgramCompiler):
         self.copies: list[Copy] = []
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
+        self.binds: list[str] = []  # build()-time bindings the function uses
         self.stacks: dict[tuple[str, ...], StackT] = {}
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
@@ -533,6 +536,15 @@ class FastCompiler(ProgramCompiler):
 
     def payload_code(self) -> str:
         return "data[pos:]"
+
+    def hash_call(self, algo: str, data: str, nbits: int) -> str:
+        if algo not in _FIXED_HASHES or nbits % 8 or nbits <= 0:
+            return super().hash_call(algo, data, nbits)
+        fn = f"_hf_{algo}"
+        line = f"{fn} = rt.hashes.function({algo!r})"
+        if line not in self.binds:
+            self.binds.append(line)
+        return f"{fn}(({data}).to_bytes({nbits // 8}, 'big'))"  # the fields fit: no mask
 
     def sm_store(self, field: str, code: str) -> str:
         self.written.add(("sm", field))
@@ -1096,8 +1108,9 @@ class FastCompiler(ProgramCompiler):
         return "\n".join(lines)
 
 
-def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool] | None:
-    """The lines of ``_fast`` and whether it reads the clock, or None (no fast path)."""
+def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool, list[str]] | None:
+    """The lines of ``_fast``, whether it reads the clock and the build()-time
+    bindings it needs; None when the program gets no fast path."""
     if not FAST_PATH:
         return None
     try:
@@ -1110,4 +1123,4 @@ def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool] | Non
     except Exception as e:  # noqa: BLE001 - the general compile reports real errors
         log.debug("%s: no fast path (%s: %s)", source, type(e).__name__, e)
         return None
-    return text.split("\n"), fc.uses_clock
+    return text.split("\n"), fc.uses_clock, fc.binds

@@ -120,7 +120,29 @@ class TableRuntime:
             return self._apply_lpm_only_plain
         if plain and self.engine == "scan":
             return self._apply_scan_plain
+        if (self.profile is not None and not self.has_direct_counter and self.direct_meter is None
+                and self._lpm_only):
+            return self._apply_lpm_only_profile
         return self._apply_generic
+
+    def _apply_lpm_only_profile(self, st, key, sel):
+        """One LPM key into an action profile/selector (e.g. per-destination spraying)."""
+        value = key[0]
+        for shift, bucket in self._lpm_probe:
+            e = bucket.get(value >> shift)
+            if e is not None:
+                break
+        else:
+            return self._default
+        if e.result is not None:
+            return e.result
+        if e.member is not None:
+            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+        if m is None:
+            return self._default
+        return (self._action_index[m.action], m.args, True)
 
     def _apply_scan_plain(self, st, key, sel):
         if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
