@@ -61,7 +61,16 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
         compiler = ProgramCompiler(program, path)
         compiler.fast_function = fast
         source, model, errors = compiler.compile()
-        compiled = CompiledProgram(model, source, errors, path)
+        try:
+            compiled = CompiledProgram(model, source, errors, path)
+        except SyntaxError as exc:
+            if fast is None:
+                raise
+            # the fast path used a construct it cannot express: go without it
+            log.debug("%s: no fast path (%s)", path, exc)
+            compiler = ProgramCompiler(program, path)
+            source, model, errors = compiler.compile()
+            compiled = CompiledProgram(model, source, errors, path)
     except P4Error:
         raise
     except RecursionError:

@@ -276,19 +276,29 @@ class AfterIngress(Deferred):
 # ---------------------------------------------------------------------------------
 # AST helpers
 # ---------------------------------------------------------------------------------
-def _exprs(node: object):
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _exprs(node: object, out: list[A.Expr] | None = None) -> list[A.Expr]:
     """Every expression node under ``node`` (not descending into statements)."""
+    if out is None:
+        out = []
     if isinstance(node, A.Expr):
-        yield node
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        for f in dataclasses.fields(node):
-            if f.name == "loc":
-                continue
-            v = getattr(node, f.name)
-            items = v if isinstance(v, list) else [v]
-            for it in items:
+        out.append(node)
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(
+            f.name for f in dataclasses.fields(node) if f.name != "loc") \
+            if dataclasses.is_dataclass(node) else ()
+    for name in names:
+        v = getattr(node, name)
+        if isinstance(v, list):
+            for it in v:
                 if isinstance(it, (A.Expr, A.Arg)):
-                    yield from _exprs(it)
+                    _exprs(it, out)
+        elif isinstance(v, (A.Expr, A.Arg)):
+            _exprs(v, out)
+    return out
 
 
 # calls that never write a place passed to them (others may: out/inout arguments)
@@ -425,6 +435,9 @@ class FastCompiler(ProgramCompiler):
         self.stacks: dict[tuple[str, ...], StackT] = {}
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
+        self._entered = self._depth = self._base = 0  # see expr()
+        self._written_cache: dict[tuple[str, ...], bool] = {}
+        self._bytes_cache: dict[tuple[str, ...], bool] = {}
 
     @property
     def places(self) -> Places:
@@ -435,19 +448,24 @@ class FastCompiler(ProgramCompiler):
         return self._places
 
     def maybe_written(self, path: tuple[str, ...]) -> bool:
-        w = self.places.written
-        return any(path[:k] in w for k in range(1, len(path) + 1))
+        r = self._written_cache.get(path)
+        if r is None:
+            w = self.places.written
+            r = self._written_cache[path] = any(path[:k] in w for k in range(1, len(path) + 1))
+        return r
 
     def bytes_backed(self, path: tuple[str, ...]) -> bool:
         """A header nothing writes, revalidates or copies: when valid it is the bytes
         it was extracted from, so the fast path keeps only where they start."""
-        p = self.places
-        if path[-1].isdigit() or self.maybe_written(path) or path in p.copied:
-            return False
-        if any(w[:len(path)] == path for w in p.written):
-            return False
-        return not any(path[:k] in p.revalidated or path[:k] in p.copied
-                       for k in range(1, len(path) + 1))
+        r = self._bytes_cache.get(path)
+        if r is None:
+            p = self.places
+            r = not (path[-1].isdigit() or self.maybe_written(path)
+                     or any(w[:len(path)] == path for w in p.written)
+                     or any(path[:k] in p.revalidated or path[:k] in p.copied
+                            for k in range(1, len(path) + 1)))
+            self._bytes_cache[path] = r
+        return r
 
     def start_local(self, path: tuple[str, ...]) -> str:
         # a header never extracted starts past the end: its fields read as empty
@@ -608,8 +626,22 @@ class FastCompiler(ProgramCompiler):
                 raise NoFast("return")
             self.emit("break")  # out of the block's `while True:`
             return
-        self.check_apply_order(s)
-        super().stmt(s)
+        saved = self._entered, self._base
+        self._entered, self._base = 0, self._depth
+        try:
+            super().stmt(s)
+        finally:
+            self._entered, self._base = saved
+
+    def expr(self, e: A.Expr) -> V:
+        # counts what a statement evaluates, so that a table applied inside an
+        # expression (compiled as statements before it) is known to come first
+        self._entered += 1
+        self._depth += 1
+        try:
+            return super().expr(e)
+        finally:
+            self._depth -= 1
 
     def is_table_apply(self, e: A.Expr) -> bool:
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
@@ -617,32 +649,6 @@ class FastCompiler(ProgramCompiler):
             sym = self.scope.lookup(e.func.obj.name)
             return sym is not None and sym.kind == "table"
         return False
-
-    def check_apply_order(self, s: A.Stmt) -> None:
-        """A table applied inside an expression is applied before the statement; that
-        is only the P4 order when nothing else in the statement is evaluated first."""
-        def first(e: A.Expr | None) -> bool:  # `t.apply().hit`, `!t.apply().miss`, ...
-            while isinstance(e, A.Unary) and e.op == "!":
-                e = e.operand
-            return isinstance(e, A.Member) and self.is_table_apply(e.obj)
-
-        def applies(e: object) -> bool:
-            return any(self.is_table_apply(x) for x in _exprs(e))
-
-        if isinstance(s, A.If):
-            ok = first(s.cond) or not applies(s.cond)
-        elif isinstance(s, A.Switch):
-            ok = first(s.expr) or not applies(s.expr)
-        elif isinstance(s, A.Assign):
-            ok = not applies(s.target) and (first(s.value) or not applies(s.value))
-        elif isinstance(s, A.VarDecl):
-            ok = s.init is None or first(s.init) or not applies(s.init)
-        elif isinstance(s, A.CallStmt):
-            ok = self.is_table_apply(s.call) or not applies(s.call)
-        else:
-            ok = True
-        if not ok:
-            raise NoFast("table applied inside an expression after other terms")
 
     def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
         t = self.lvalue_type(target)
@@ -770,6 +776,10 @@ class FastCompiler(ProgramCompiler):
         self.scope, self.fn_kind, self.action_outs = saved
 
     def apply_table(self, info) -> V:  # type: ignore[no-untyped-def]
+        if self._entered != self._depth - self._base:
+            # something in this statement is evaluated before the apply: pasting the
+            # apply before the statement would change the order
+            raise NoFast("table applied inside an expression after other terms")
         r = self.tmp("tr")
         result = V(r, ObjT("tableresult", info.name), None, Sym("tableresult", None, r, obj=info))
         mt = info.model
@@ -939,8 +949,58 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"{code} = {zero}")
         for line in inits:
             self.emit(line)
+        order, self.joins = self.parser_joins()
+        if self.joins:
+            self.emit("_ps = 0")
         self.fast_state("start", ())
+        for name in order:  # each state reached from several places: once, in order
+            if name in self.joins:
+                self.emit(f"if _ps == {self.joins[name]}:")
+                self.indent()
+                n = len(self.out)
+                self.fast_state(name, ())
+                if len(self.out) == n:
+                    self.emit("pass")
+                self.dedent()
         self.scope = self.global_scope
+
+    def parser_joins(self) -> tuple[list[str], dict[str, int]]:
+        """The parser states in topological order, and those that several transitions
+        lead to (numbered): their code is emitted once, after the states before them,
+        and the transitions set ``_ps`` instead of pasting it again."""
+        refs: dict[str, int] = {}
+        succ: dict[str, list[str]] = {}
+        for s in self.states.values():
+            tr = s.transition
+            targets = ([tr.state] if tr.state is not None else [c.state for c in tr.cases]) if tr else []
+            succ[s.name] = [t for t in targets if t != s.name and t in self.states]
+            for t in succ[s.name]:
+                refs[t] = refs.get(t, 0) + 1
+        order: list[str] = []
+        mark: dict[str, int] = {}
+
+        def visit(n: str) -> None:
+            if mark.get(n) == 1:
+                raise NoFast("a parser loop through several states")
+            if mark.get(n) == 2:
+                return
+            mark[n] = 1
+            for t in succ.get(n, []):
+                visit(t)
+            mark[n] = 2
+            order.append(n)
+
+        visit("start")
+        order.reverse()
+        joins = {n: i + 1 for i, n in enumerate(n for n in order if refs.get(n, 0) > 1 and n != "start")}
+        return order, joins
+
+    def goto(self, target: str, path: tuple[str, ...]) -> None:
+        """Continue the parse in ``target``: pasted here, or through ``_ps`` for a join."""
+        if target in self.joins:
+            self.emit(f"_ps = {self.joins[target]}")
+        else:
+            self.fast_state(target, path)
 
     def begin_fast(self, kind: str) -> None:
         self.out = self.fast_out
@@ -972,7 +1032,7 @@ class FastCompiler(ProgramCompiler):
             self.transition(tr, path + (name,), (name, exit_var, exits))
             self.dedent()
             if len(exits) == 1:
-                self.fast_state(exits[0], path + (name,))
+                self.goto(exits[0], path + (name,))
             for k, t in enumerate(exits if len(exits) > 1 else []):
                 self.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
                 self.indent()
@@ -1007,7 +1067,7 @@ class FastCompiler(ProgramCompiler):
             self.emit("break")
             return
         n = len(self.out)
-        self.fast_state(target, path)
+        self.goto(target, path)
         if len(self.out) == n:
             self.emit("pass")
 
@@ -1015,7 +1075,7 @@ class FastCompiler(ProgramCompiler):
                    loop: tuple[str, str, list[str]] | None) -> None:
         if tr.state is not None:
             if loop is None:
-                self.fast_state(tr.state, path)
+                self.goto(tr.state, path)
             else:
                 self.branch(tr.state, path, loop)
             return
@@ -1116,7 +1176,6 @@ def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool, list[
     try:
         fc = FastCompiler(program, source)
         text, _model, _errors = fc.compile()
-        compile(text, f"<p4-fast:{source.name}>", "exec")
     except NoFast as e:
         log.debug("%s: no fast path (%s)", source, e)
         return None
