@@ -238,8 +238,8 @@ class Commit(Deferred):
         ind = self.ind
         out = []
         if fc.count_sites:
-            out += [f"{ind}for _cx, _ci in _cn:", f"{ind}    if 0 <= _ci < _cx.size:",
-                    f"{ind}        _cx.packets[_ci] += 1", f"{ind}        _cx.bytes[_ci] += len(data)"]
+            out += [f"{ind}_pl = len(data)", f"{ind}for _cp, _cb, _ci in _cn:",
+                    f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
         for x, p in fc.reg_pending.items():
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
@@ -518,6 +518,9 @@ class FastCompiler(ProgramCompiler):
             return V("$" + ".".join(path) + "$", t, None, sym, path)
         if isinstance(t, VarbitT):
             raise NoFast("varbit field")
+        if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
+            # a parser error leaves the fast path; only the general path recirculates
+            return V("0", t, 0, sym, path)
         if parent is not None and parent.kind == "header" and not self.maybe_written(path):
             # nothing assigns it: read it from the header's bits where it is used
             self.lazy.add(path)
@@ -749,6 +752,9 @@ class FastCompiler(ProgramCompiler):
                 if a is None:
                     raise NoFast("missing argument")
                 code = self.expr_as(a, pt, f"argument '{p.name}'")
+                if self.value(a).const is not None and code.lstrip("-").isdigit():
+                    bound[p.name] = code  # a constant: read where the action reads it
+                    continue
             self.emit(f"{py} = {code}")
             bound[p.name] = py
         self.inline_action(act, bound)  # type: ignore[arg-type]
@@ -815,7 +821,16 @@ class FastCompiler(ProgramCompiler):
         if kind == "counter" and name == "count":
             self.nargs(e, 1)
             self.count_sites.append(x)
-            self.emit(f"_cn.append(({x}, {self.index_arg(e, 0)}))")
+            size = inst.extern.size  # type: ignore[union-attr]
+            iv = self.value(self.arg(e, 0))
+            if iv.const is not None:  # the index is known here: so is whether it counts
+                if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
+                    self.emit(f"_cn.append(({x}.packets, {x}.bytes, {iv.const}))")
+                return None
+            i = self.tmp("ci")
+            self.emit(f"{i} = {self.index_arg(e, 0)}")
+            check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
+            self.emit(f"if {check}: _cn.append(({x}.packets, {x}.bytes, {i}))")
             return None
         if kind == "register" and name in ("read", "write"):
             et = inst.elem_type  # type: ignore[union-attr]
