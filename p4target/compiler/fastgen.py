@@ -64,7 +64,7 @@ _GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(
           ("sm", "ingress_global_timestamp"): "now"}
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
-VALID, RAW, NEXT, TOUCHED = "$v", "$raw", "$next", "$touched"
+VALID, RAW, NEXT, TOUCHED, DIRTY = "$v", "$raw", "$next", "$touched", "$dirty"
 
 
 class NoFast(Exception):
@@ -94,6 +94,9 @@ class Split(Deferred):
         raw = fc.raw_local(self.path)
         if raw != self.x:
             out.append(f"{self.ind}{raw} = {self.x}")
+        dirty = fc.names.get(self.path + (DIRTY,))
+        if dirty is not None:  # the fields are the int's again
+            out.append(f"{self.ind}{dirty} = False")
         after = self.t.width
         for i, (n, ft) in enumerate(self.t.fields):
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
@@ -133,6 +136,9 @@ class Emit(Deferred):
             expr = raw
         else:
             expr = " | ".join(([f"({raw} & {keep:#x})"] if keep else []) + parts)
+            dirty = fc.names.get(self.path + (DIRTY,))
+            if dirty is not None:  # nothing written to it in this packet: the int as it was
+                expr = f"({expr}) if {dirty} else {raw}"
         return [f"{self.ind}if {fc.valid_local(self.path)}:",
                 f"{self.ind}    _o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"]
 
@@ -146,6 +152,9 @@ class SetValid(Deferred):
     def render(self, fc: "FastCompiler") -> list[str]:
         v = fc.valid_local(self.path)
         out = [f"{self.ind}if not {v}:", f"{self.ind}    {fc.raw_local(self.path)} = 0"]
+        dirty = fc.names.get(self.path + (DIRTY,))
+        if dirty is not None:
+            out.append(f"{self.ind}    {dirty} = False")
         for n, ft in self.t.fields:
             name = fc.names.get(self.path + (n,))
             if name is not None:
@@ -174,12 +183,16 @@ class Copy(Deferred):
                 changed = True
             if s in fc.written and d not in fc.written:
                 fc.written.add(d)
+                fc.local(self.dst + (DIRTY,), "False")
                 changed = True
         return changed
 
     def render(self, fc: "FastCompiler") -> list[str]:
         out = [f"{self.ind}{fc.raw_local(self.dst)} = {fc.raw_local(self.src)}",
                f"{self.ind}{fc.valid_local(self.dst)} = {fc.valid_local(self.src)}"]
+        dirty = fc.names.get(self.dst + (DIRTY,))
+        if dirty is not None:  # the source's fields may differ from its int
+            out.append(f"{self.ind}{dirty} = {fc.names.get(self.src + (DIRTY,), 'False')}")
         for n in self.fields:
             out.append(f"{self.ind}{fc.names[self.dst + (n,)]} = {fc.names[self.src + (n,)]}")
         return out
@@ -199,6 +212,8 @@ class TouchStack(Deferred):
             ep = self.path + (str(i),)
             zeros.append(fc.raw_local(ep))
             falses.append(fc.valid_local(ep))
+            if ep + (DIRTY,) in fc.names:
+                falses.append(fc.names[ep + (DIRTY,)])
             for n, ft in self.t.elem.fields:
                 if ep + (n,) in fc.names:
                     (falses if isinstance(ft, BoolT) else zeros).append(fc.names[ep + (n,)])
@@ -437,6 +452,7 @@ class FastCompiler(ProgramCompiler):
         self._places: Places | None = None
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
+        self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
 
     @property
@@ -543,6 +559,8 @@ class FastCompiler(ProgramCompiler):
             raw = self.raw_local(path[:-1])
             shifted = f"({raw} >> {after})" if after else raw
             return V(f"({self.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
+        if parent is not None and parent.kind == "header":
+            self.field_header[path] = path[:-1]
         return V(self.field_local(path, t), t, None, sym, path)
 
     # ---- hooks of the shared code generator ------------------------------------------
@@ -559,13 +577,15 @@ class FastCompiler(ProgramCompiler):
         return "data[pos:]"
 
     def hash_call(self, algo: str, data: str, nbits: int) -> str:
-        if algo not in _FIXED_HASHES or nbits % 8 or nbits <= 0:
+        if algo not in _FIXED_HASHES or nbits <= 0:
             return super().hash_call(algo, data, nbits)
         fn = f"_hf_{algo}"
         line = f"{fn} = rt.hashes.function({algo!r})"
         if line not in self.binds:
             self.binds.append(line)
-        return f"{fn}(({data}).to_bytes({nbits // 8}, 'big'))"  # the fields fit: no mask
+        pad = -nbits % 8  # BMv2 appends zero bits up to a whole byte
+        bits = f"(({data}) << {pad})" if pad else f"({data})"
+        return f"{fn}({bits}.to_bytes({(nbits + pad) // 8}, 'big'))"  # the fields fit: no mask
 
     def sm_store(self, field: str, code: str) -> str:
         self.written.add(("sm", field))
@@ -697,6 +717,9 @@ class FastCompiler(ProgramCompiler):
                     raise NoFast("packet_length written")  # counters count the frame length
                 self.written.add(v.path)
                 self.emit(f"{v.code} = {code}")
+                header = self.field_header.get(v.path)
+                if header is not None:  # the deparser must put the fields back in
+                    self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
                 return
         super().store(target, code, loc)
 
