@@ -547,8 +547,10 @@ class FastCompiler(ProgramCompiler):
                 s = self.start_local(path[:-1])
                 o, w = sum(widths[:i]), widths[i]
                 a, b = o // 8, (o + w + 7) // 8
-                if w == 8 and o % 8 == 0:
+                if w in (8, 16) and o % 8 == 0:  # indexing: no slice object
                     x = f"data[{s} + {a}]" if a else f"data[{s}]"
+                    if w == 16:
+                        x = f"({x} << 8 | data[{s} + {a + 1}])"
                     return V(x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed)
                              else f"({self.field_from(x, t, w, False)})", t, None, sym, path)
                 x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
