@@ -2,7 +2,7 @@
 
 Prints figures only, no assertions (the speed targets live here, never in timed
 tests):
-- packets/s through bench/p4/router6.p4 (parse Ethernet/IPv6/UDP, exact my_mac,
+- packets/s (best of REPEAT runs) through bench/p4/router6.p4 (parse Ethernet/IPv6/UDP, exact my_mac,
   exact host_routes (miss), LPM routes with 10,000 prefixes, exact port_mac,
   rewrites, deparse), one ``inject`` per frame and in batches of ``send`` +
   ``run_until_idle``;
@@ -38,6 +38,7 @@ ROUTER = ROOT / "bench" / "p4" / "router6.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
 MY_MAC = 0x02_00_00_00_00_01
 PREFIXES = 10_000
+REPEAT = 3  # inject rates are the best of this many runs of --packets frames
 HOSTS = 100_000
 
 log = logging.getLogger("bench.target_api")
@@ -104,10 +105,13 @@ def bench_pps(n: int) -> float:
     print(f"router6.p4 load+compile: {t1 - t0:.3f} s; {PREFIXES} routes installed in {t2 - t1:.3f} s "
           f"({PREFIXES / (t2 - t1):,.0f} entries/s)")
     inject = sw.inject
-    start = time.perf_counter()
-    for i in range(n):
-        inject(1, frames[i % len(frames)])
-    elapsed = time.perf_counter() - start
+    best = float("inf")
+    for _ in range(REPEAT):  # the best of a few: the machine is shared
+        start = time.perf_counter()
+        for i in range(n):
+            inject(1, frames[i % len(frames)])
+        best = min(best, time.perf_counter() - start)
+    elapsed = best
     inject_pps = n / elapsed
     print(f"inject, one frame per call: {inject_pps:,.0f} packets/s ({n} packets, {elapsed:.2f} s)")
     batch = 256
@@ -164,12 +168,14 @@ def bench_scenario(scenario, n: int, router_pps: float) -> None:
         print(f"warning: {scenario.name}: the frame gave {len(out)} outputs (drops: {dict(sw.drops)})")
     fast0 = sw.fast_packets
     inject = sw.inject
-    start = time.perf_counter()
-    for _ in range(n):
-        inject(port, frame_bytes)
-    elapsed = time.perf_counter() - start
-    pps = n / elapsed
-    fast = (sw.fast_packets - fast0) / n
+    best = float("inf")
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        for _ in range(n):
+            inject(port, frame_bytes)
+        best = min(best, time.perf_counter() - start)
+    pps = n / best
+    fast = (sw.fast_packets - fast0) / (n * REPEAT)
     target = f" (target >= {scenario.target:.1f})" if scenario.target else ""
     print(f"{scenario.name}: {pps:,.0f} packets/s, {pps / router_pps:.2f}x router6.p4{target}, "
           f"fast path {fast:.0%}")

@@ -291,31 +291,6 @@ class AfterIngress(Deferred):
 # ---------------------------------------------------------------------------------
 # AST helpers
 # ---------------------------------------------------------------------------------
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _exprs(node: object, out: list[A.Expr] | None = None) -> list[A.Expr]:
-    """Every expression node under ``node`` (not descending into statements)."""
-    if out is None:
-        out = []
-    if isinstance(node, A.Expr):
-        out.append(node)
-    names = _FIELDS.get(type(node))
-    if names is None:
-        names = _FIELDS[type(node)] = tuple(
-            f.name for f in dataclasses.fields(node) if f.name != "loc") \
-            if dataclasses.is_dataclass(node) else ()
-    for name in names:
-        v = getattr(node, name)
-        if isinstance(v, list):
-            for it in v:
-                if isinstance(it, (A.Expr, A.Arg)):
-                    _exprs(it, out)
-        elif isinstance(v, (A.Expr, A.Arg)):
-            _exprs(v, out)
-    return out
-
-
 # calls that never write a place passed to them (others may: out/inout arguments)
 _READ_ONLY_CALLS = {"extract", "emit", "isValid", "setValid", "setInvalid", "apply", "count",
                     "mark_to_drop", "verify", "verify_checksum", "verify_checksum_with_payload",
@@ -380,21 +355,23 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                 for c in s.cases:
                     if c.body is not None:
                         walk(c.body.stmts, params)
-            if isinstance(s, (A.CallStmt, A.Assign, A.If, A.Switch, A.VarDecl)):
-                for e in _exprs(s):
-                    if isinstance(e, A.Call):
-                        f = e.func
-                        name = f.name if isinstance(f, (A.Member, A.Name)) else ""
-                        if name == "setValid" and isinstance(f, A.Member):
-                            p = _place(f.obj, params)
-                            if p is not None:
-                                places.revalidated.add(p)
-                        if name in _READ_ONLY_CALLS:
-                            continue
-                        for a in e.args:
-                            p = _place(a.value, params)
-                            if p is not None:
-                                out.add(p)
+            if isinstance(s, A.CallStmt):
+                # out/inout arguments only exist in call statements (a P4 function
+                # call inside an expression has no fast path; FastCompiler.assemble
+                # also checks that nothing read from a header's bits was assigned)
+                e = s.call
+                f = e.func
+                name = f.name if isinstance(f, (A.Member, A.Name)) else ""
+                if name == "setValid" and isinstance(f, A.Member):
+                    p = _place(f.obj, params)
+                    if p is not None:
+                        places.revalidated.add(p)
+                if name in _READ_ONLY_CALLS:
+                    continue
+                for a in e.args:
+                    p = _place(a.value, params)
+                    if p is not None:
+                        out.add(p)
 
     for name, roles in zip(main_blocks, roots):
         d = decls.get(name)
@@ -435,6 +412,8 @@ class FastCompiler(ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
+    table_helpers = False
+
     def __init__(self, program: A.Program, source: Path):
         super().__init__(program, source)
         self.fast_out: list[str | Deferred] = []
@@ -453,6 +432,8 @@ class FastCompiler(ProgramCompiler):
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
         self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
+        self._leaf_cache: dict[tuple[str, ...], V] = {}
+        self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
 
     @property
@@ -494,8 +475,27 @@ class FastCompiler(ProgramCompiler):
 
     def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
         self.stacks[path] = t
-        self.out.append(TouchStack(self.ind, path, t))
+        last = self.touched_at.get(path)
+        if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+            self.touched_at[path] = (self.out, len(self.out))
+            self.out.append(TouchStack(self.ind, path, t))
         return self.local(path + (TOUCHED,), "False")
+
+    def straight_since(self, index: int, ind: str) -> bool:
+        """True when the item at ``index`` was emitted at indentation ``ind`` and
+        everything after it is in the same block or nested in it (so it has run)."""
+        items = self.out[index:]
+        first = items[0] if items else None
+        if first is None or (first.ind if isinstance(first, Deferred) else "") != ind:
+            return False
+        n = len(ind)
+        for x in items[1:]:
+            text = x.ind if isinstance(x, Deferred) else x
+            if len(text) - len(text.lstrip(" ")) < n and not isinstance(x, Deferred):
+                return False
+            if isinstance(x, Deferred) and len(x.ind) < n:
+                return False
+        return True
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -534,6 +534,14 @@ class FastCompiler(ProgramCompiler):
             return V("$" + ".".join(path) + "$", t, None, sym, path)
         if isinstance(t, VarbitT):
             raise NoFast("varbit field")
+        v = self._leaf_cache.get(path)
+        if v is None:
+            v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
+        return v if sym is None else V(v.code, t, v.const, sym, path)
+
+    def leaf_value(self, path: tuple[str, ...], t: Type, parent: StructT | None) -> V:
+        """The code that reads a field (always the same for one place)."""
+        sym = None
         if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
             # a parser error leaves the fast path; only the general path recirculates
             return V("0", t, 0, sym, path)
@@ -653,20 +661,17 @@ class FastCompiler(ProgramCompiler):
             return
         saved = self._entered, self._base
         self._entered, self._base = 0, self._depth
-        try:
-            super().stmt(s)
-        finally:
-            self._entered, self._base = saved
+        super().stmt(s)  # an exception abandons the whole fast path: no finally
+        self._entered, self._base = saved
 
     def expr(self, e: A.Expr) -> V:
         # counts what a statement evaluates, so that a table applied inside an
         # expression (compiled as statements before it) is known to come first
         self._entered += 1
         self._depth += 1
-        try:
-            return super().expr(e)
-        finally:
-            self._depth -= 1
+        v = super().expr(e)  # an exception abandons the whole fast path: no finally
+        self._depth -= 1
+        return v
 
     def is_table_apply(self, e: A.Expr) -> bool:
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \

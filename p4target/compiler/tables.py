@@ -59,6 +59,8 @@ def inline_body(a: ActionInfo) -> list[str] | None:
 class TableCompiler:
     """Mixin of the program compiler (tables and extern instances)."""
 
+    table_helpers = True  # emit the per-table helper function (the fast path does not)
+
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
         t = self.resolve_type(d.type)
         if not isinstance(t, ExternT):
@@ -243,6 +245,11 @@ class TableCompiler:
         tb = pyident("T", name)
         ta = pyident("TA", name)
         self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        key = "(" + "".join(c + ", " for c in key_codes) + ")"
+        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
+        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
+        if not self.table_helpers:
+            return  # the fast path applies tables in place
         key_params = self.params_used
         self.begin_fn("apply")
         self.params_used |= key_params
@@ -252,9 +259,6 @@ class TableCompiler:
         self.emit(f'"""table {name} ({t.loc})"""')
         for line in pre:
             self.emit(line)
-        key = "(" + "".join(c + ", " for c in key_codes) + ")"
-        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
-        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
         self.emit(f"i, a, h = {tb}(st, {key}, {sel})")
         # dispatch: a chain of comparisons for a few actions (empty ones skipped),
         # else the action tuple
