@@ -433,6 +433,7 @@ class FastCompiler(ProgramCompiler):
         self._written_cache: dict[tuple[str, ...], bool] = {}
         self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
         self._leaf_cache: dict[tuple[str, ...], V] = {}
+        self.dirty_at: dict[tuple[str, ...], tuple[list, int]] = {}  # header -> last dirty store
         self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
 
@@ -478,24 +479,20 @@ class FastCompiler(ProgramCompiler):
         last = self.touched_at.get(path)
         if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
             self.touched_at[path] = (self.out, len(self.out))
+            for i in range(t.size):
+                self.dirty_at.pop(path + (str(i),), None)
             self.out.append(TouchStack(self.ind, path, t))
         return self.local(path + (TOUCHED,), "False")
 
     def straight_since(self, index: int, ind: str) -> bool:
         """True when the item at ``index`` was emitted at indentation ``ind`` and
         everything after it is in the same block or nested in it (so it has run)."""
-        items = self.out[index:]
-        first = items[0] if items else None
-        if first is None or (first.ind if isinstance(first, Deferred) else "") != ind:
-            return False
         n = len(ind)
-        for x in items[1:]:
-            text = x.ind if isinstance(x, Deferred) else x
-            if len(text) - len(text.lstrip(" ")) < n and not isinstance(x, Deferred):
+        for k, x in enumerate(self.out[index:]):
+            depth = len(x.ind) if isinstance(x, Deferred) else len(x) - len(x.lstrip(" "))
+            if depth < n or (k == 0 and depth != n):
                 return False
-            if isinstance(x, Deferred) and len(x.ind) < n:
-                return False
-        return True
+        return index < len(self.out)
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -696,6 +693,7 @@ class FastCompiler(ProgramCompiler):
 
     def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
         if isinstance(t, StructT) and t.kind == "header":
+            self.dirty_at.pop(dst, None)  # the copy sets the dirty flag
             c = Copy(self.ind, dst, src, t)
             self.copies.append(c)
             self.out.append(c)
@@ -726,7 +724,10 @@ class FastCompiler(ProgramCompiler):
                 self.emit(f"{v.code} = {code}")
                 header = self.field_header.get(v.path)
                 if header is not None:  # the deparser must put the fields back in
-                    self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
+                    last = self.dirty_at.get(header)
+                    if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+                        self.dirty_at[header] = (self.out, len(self.out))
+                        self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
                 return
         super().store(target, code, loc)
 
@@ -754,6 +755,7 @@ class FastCompiler(ProgramCompiler):
             self.check_lvalue(f.obj)
             if name == "setValid":
                 self.raw_local(base.path)
+                self.dirty_at.pop(base.path, None)  # it may clear the dirty flag
                 self.out.append(SetValid(self.ind, base.path, base.type))
             else:
                 self.emit(f"{self.valid_local(base.path)} = False")
@@ -923,6 +925,7 @@ class FastCompiler(ProgramCompiler):
             return
         raw = self.raw_local(v.path)
         self.emit(f"{raw} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        self.dirty_at.pop(v.path, None)
         self.out.append(Split(self.ind, v.path, v.type, raw))
         self.emit(f"{self.valid_local(v.path)} = True")
         self.emit(f"pos += {n}")
@@ -942,6 +945,7 @@ class FastCompiler(ProgramCompiler):
             ep = s.path + (str(i),)
             self.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
             self.indent()
+            self.dirty_at.pop(ep, None)
             self.out.append(Split(self.ind, ep, t.elem, x))
             self.emit(f"{self.valid_local(ep)} = True")
             self.dedent()
