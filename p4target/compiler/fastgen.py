@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4target.compiler.expressions import V, lit
-from p4target.compiler.naming import pyident
+from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type, VarbitT
@@ -239,6 +239,8 @@ class Init(Deferred):
         by_value.setdefault("None", []).extend(fc.reg_pending.values())
         if fc.count_sites:
             out.append(f"{self.ind}_cn = []")
+        if fc.direct_counts:
+            out.append(f"{self.ind}_dn = []")
         for value, names in by_value.items():
             for i in range(0, len(names), 32):
                 out.append(f"{self.ind}{' = '.join(names[i:i + 32])} = {value}")
@@ -255,6 +257,8 @@ class Commit(Deferred):
         if fc.count_sites:
             out += [f"{ind}_pl = len(data)", f"{ind}for _cp, _cb, _ci in _cn:",
                     f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
+        if fc.direct_counts:
+            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += len(data)"]
         for x, p in fc.reg_pending.items():
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
@@ -426,6 +430,7 @@ class FastCompiler(ProgramCompiler):
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
         self.binds: list[str] = []  # build()-time bindings the function uses
+        self.direct_counts = False  # a table with a direct counter is applied
         self.stacks: dict[tuple[str, ...], StackT] = {}
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
@@ -682,14 +687,75 @@ class FastCompiler(ProgramCompiler):
         if isinstance(t, (StructT, StackT)):
             dst = self.value(target)
             if dst.path is not None:
-                if isinstance(value, (A.ListExpr, A.StructExpr)):
-                    raise NoFast("struct initializer into the packet state")
-                src = self.value(value)
-                if src.path is None or not (src.type is t or src.type == t):
-                    raise NoFast("copy between the packet state and a local")
-                self.copy_place(dst.path, src.path, t)
+                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.value(value)
+                if src is not None and src.path is not None:
+                    if not (src.type is t or src.type == t):
+                        super().assign(target, value, loc)  # the general path's type error
+                        return
+                    self.copy_place(dst.path, src.path, t)
+                    return
+                # a local variable or an initializer: an object, stored field by field
+                obj = self.tmp("obj")
+                self.emit(f"{obj} = {self.expr_as(value, t, 'assignment')}")
+                self.store_object(dst.path, t, obj)
                 return
         super().assign(target, value, loc)
+
+    def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:  # type: ignore[no-untyped-def]
+        if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
+            # a header/struct of the packet state used as a value: an object like the
+            # general path's (for a local variable, an argument, ...)
+            obj = self.tmp("obj")
+            self.load_object(obj, v.path, t)
+            return obj
+        return super().coerce(v, t, loc, what)
+
+    def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
+        """Statements making ``code`` an object holding the place ``path``."""
+        if isinstance(t, StructT) and t.kind in ("header", "struct"):
+            if t.kind == "header" and self.has_varbit(t):
+                raise NoFast("varbit header as a value")
+            self.emit(f"{code} = {t.pyname}()")
+            for n, ft in t.fields:
+                if isinstance(ft, (StructT, StackT)):
+                    self.load_object(f"{code}.{pyfield(n)}", path + (n,), ft)
+                else:
+                    self.emit(f"{code}.{pyfield(n)} = {self.path_value(path + (n,), ft, parent=t).code}")
+            if t.kind == "header":
+                self.emit(f"{code}._v = {self.valid_local(path)}")
+        elif isinstance(t, StackT):
+            self.touch_stack(path, t)
+            self.emit(f"{code} = Stack({t.elem.pyname}, {t.size})")
+            for i in range(t.size):
+                self.load_object(f"{code}.h[{i}]", path + (str(i),), t.elem)
+            self.emit(f"{code}.nxt = {self.local(path + (NEXT,))}")
+        else:
+            raise NoFast("header union as a value")
+
+    def store_object(self, path: tuple[str, ...], t: Type, code: str) -> None:
+        """Statements storing the object ``code`` into the place ``path``."""
+        if isinstance(t, StructT) and t.kind in ("header", "struct"):
+            if t.kind == "header" and self.has_varbit(t):
+                raise NoFast("varbit header as a value")
+            for n, ft in t.fields:
+                if isinstance(ft, (StructT, StackT)):
+                    self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
+                    continue
+                if self.path_value(path + (n,), ft, parent=t).path in self.lazy:
+                    raise NoFast("a field read from its header's bits is assigned")
+                self.written.add(path + (n,))
+                self.emit(f"{self.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
+            if t.kind == "header":
+                self.dirty_at.pop(path, None)
+                self.emit(f"{self.valid_local(path)} = {code}._v")
+                self.emit(f"{self.local(path + (DIRTY,), 'False')} = True")
+        elif isinstance(t, StackT):
+            self.touch_stack(path, t)
+            for i in range(t.size):
+                self.store_object(path + (str(i),), t.elem, f"{code}.h[{i}]")
+            self.emit(f"{self.local(path + (NEXT,))} = {code}.nxt")
+        else:
+            raise NoFast("header union as a value")
 
     def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
         if isinstance(t, StructT) and t.kind == "header":
@@ -821,10 +887,19 @@ class FastCompiler(ProgramCompiler):
         r = self.tmp("tr")
         result = V(r, ObjT("tableresult", info.name), None, Sym("tableresult", None, r, obj=info))
         mt = info.model
-        if mt is None or mt.direct_counter or mt.direct_meter or not info.keys_pure:
-            self.emit("return None")  # direct resources count or meter inside apply
+        if mt is None or mt.direct_meter or not info.keys_pure:
+            self.emit("return None")  # a direct meter runs inside apply
             return result
-        self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+        if mt.direct_counter:
+            peek = pyident("TP", info.name)
+            line = f"{peek} = rt.tables[{info.name!r}].peek"
+            if line not in self.binds:
+                self.binds.append(line)
+            self.direct_counts = True
+            self.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
+            self.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
+        else:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
         live = [(i, a) for i, a in acts if not a.empty]
         for j, (i, a) in enumerate(live):

@@ -209,6 +209,24 @@ class TableRuntime:
                 return e
         return None
 
+    def peek(self, key, sel):
+        """``apply`` for a table with a direct counter and no direct meter, without
+        counting: (result, the entry's [packets, bytes] or None). The fast path
+        (p4target/compiler/fastgen.py) counts it once the packet is sure to finish."""
+        e = self._lookup(key)
+        if e is None:
+            return self._default, None
+        if e.result is not None:
+            return e.result, e.counter
+        profile = self.profile
+        if e.member is not None:
+            m = profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+        if m is None:
+            return self._default, e.counter
+        return (self._action_index[m.action], m.args, True), e.counter
+
     def _apply_generic(self, st, key, sel):
         e = self._lookup(key)
         if e is None:

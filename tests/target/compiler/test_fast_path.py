@@ -31,11 +31,11 @@ PROGRAMS: dict[str, bool] = {
     "p4src/fabric.p4": True,
     "p4src/nic.p4": True,
     "bench/p4/router6.p4": True,
-    "tests/p4/constructs/arith.p4": False,  # a header copied into a local variable
+    "tests/p4/constructs/arith.p4": True,
     "tests/p4/constructs/basic_l3.p4": True,
     "tests/p4/constructs/checksum.p4": True,
     "tests/p4/constructs/parser_features.p4": False,  # stack .lastIndex, varbit
-    "tests/p4/constructs/tables_externs.p4": False,  # a header copied into a local variable
+    "tests/p4/constructs/tables_externs.p4": True,
     "tests/p4runtime/p4/rt_all.p4": True,
     "tests/p4runtime/p4/rt_v2.p4": True,
     "tests/target/cli/p4/spray.p4": True,
