@@ -959,7 +959,10 @@ class FastCompiler(ProgramCompiler):
                 return V(code, et)
             self.out_assign(self.arg(e, 0), code, et, e.loc)
             return None
-        self.emit("return None")  # meters, direct counters and meters
+        if kind == "direct_counter" and name == "count":
+            self.nargs(e, 0)
+            return None  # the table counts the entry (DirectCounter.count does nothing)
+        self.emit("return None")  # meters, direct meters
         return None
 
     def extern_function(self, e: A.Call, name: str) -> V | None:
