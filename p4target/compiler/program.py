@@ -44,6 +44,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.global_scope = Scope()
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
+        self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
         self.match_kinds: set[str] = set()
         self.struct_types: list[StructT] = []
@@ -75,6 +76,16 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
+        """The type a type reference names (cached per node: parameters and
+        variables are resolved again each time their block is compiled)."""
+        cached = self._types.get(id(t))
+        if cached is not None and cached[0] is t:
+            return cached[1]
+        r = self._resolve_type(t)
+        self._types[id(t)] = (t, r)
+        return r
+
+    def _resolve_type(self, t: A.TypeRef) -> Type:
         if isinstance(t, A.BitsType):
             if t.width is None:
                 return IntT()
