@@ -240,10 +240,6 @@ class ModuleAssembler:
         L += ["    " + b for b in self.bind_lines]
         L += [""]
         L += self.build_lines
-        fast = getattr(self, "fast_function", None)  # (lines of _fast, uses the clock) or None
-        if fast is not None:
-            L += ["    " + x for x in fast[2]]
-            L += ["    " + x for x in fast[0]] + [""]
         c = self.control_funcs
         plocals = f"{self.parser_locals}()" if self.parser_locals else "None"
         fl = self.field_lists()
@@ -253,8 +249,6 @@ class ModuleAssembler:
             "        State = PacketState",
             "",
         ]
-        if fast is not None:
-            L += ["        fast = staticmethod(_fast)", f"        fast_uses_clock = {fast[1]}", ""]
         L += [
             "        def parse(self, data, ingress_port, instance_type=0, packet_length=None):",
             "            st = PacketState()",

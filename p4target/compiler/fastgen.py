@@ -1295,11 +1295,18 @@ class FastCompiler(ProgramCompiler):
         return "\n".join(lines)
 
 
-def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool, list[str]] | None:
-    """The lines of ``_fast``, whether it reads the clock and the build()-time
-    bindings it needs; None when the program gets no fast path."""
-    if not FAST_PATH:
-        return None
+@dataclass(frozen=True)
+class FastSource:
+    """The fast path of one program: the source of ``make_fast(rt)`` (run in the
+    generated module's namespace, it binds the runtime like ``build(rt)`` does and
+    returns ``_fast``) and whether ``_fast`` reads the clock."""
+    text: str
+    uses_clock: bool
+
+
+def build_fast(program: A.Program, source: Path) -> FastSource | None:
+    """The program's fast path, or None when it has none (``NoFast``, or anything
+    else going wrong: the general path is always there)."""
     try:
         fc = FastCompiler(program, source)
         text, _model, _errors = fc.compile()
@@ -1309,4 +1316,8 @@ def build_fast(program: A.Program, source: Path) -> tuple[list[str], bool, list[
     except Exception as e:  # noqa: BLE001 - the general compile reports real errors
         log.debug("%s: no fast path (%s: %s)", source, type(e).__name__, e)
         return None
-    return text.split("\n"), fc.uses_clock, fc.binds
+    lines = ["def make_fast(rt):", "    rt_hash = rt.hash", "    rt_checksum = rt.checksum"]
+    lines += ["    " + b for b in fc.bind_lines + fc.binds]
+    lines += ["    " + x for x in text.split("\n")]
+    lines += ["    return _fast", ""]
+    return FastSource("\n".join(lines), fc.uses_clock)
