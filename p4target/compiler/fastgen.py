@@ -1,5 +1,5 @@
-"""The fused fast path ``Pipeline.fast(data, ingress_port, now_us)``, the code
-generator's second output.
+"""The fused fast path ``fast(data, ingress_port, now_us)``, the code generator's
+second output (docs/target-internals.md, "The fast path").
 
 ``FastCompiler`` is the program compiler itself (same declarations, scopes, typing,
 statements and expressions: one place for the language's semantics) with the
@@ -7,33 +7,35 @@ statements and expressions: one place for the language's semantics) with the
 
 - every header, metadata and standard_metadata field a block parameter reaches is
   a Python local of one function (``f_hdr__ipv6__dst_addr``); a header is also one
-  int of its wire bits (``..___raw``) and a validity local; a header stack is its
-  elements plus a ``next`` index local. No ``PacketState`` is built;
+  int of its wire bits (``..___raw``), or, when nothing writes it, only where its
+  bytes start in the frame; a header stack is its elements plus a ``next`` local.
+  No ``PacketState`` is built;
 - the parser is straight-line code (each state pasted where the previous state's
-  select chooses it); a state that selects itself and extracts into ``stack.next``
-  becomes a ``while True:`` loop over locals, bounded by the stack size;
+  select chooses it, a state several transitions lead to emitted once); a state
+  that selects itself and extracts into ``stack.next`` becomes a ``while True:``
+  loop over locals, bounded by the stack size;
 - tables are applied in place (``T(None, key, sel)``) and the chosen action's body is
   compiled where it runs; actions called directly are compiled in place too;
-- counter ``count`` and register ``write`` are held back (one local per call site,
-  a dict of pending cells per register) and applied only when the packet finishes
-  here, so nothing has changed anywhere when the function gives up;
-- anything else with an effect beyond the packet's own fields (meters, direct
-  counters, clone, digest, resubmit, recirculate, truncate, random, log, exit,
-  multicast, an egress drop, a parser error) makes it return ``None`` and the caller
-  runs the general path on the same frame.
+- counter and direct-counter updates and register writes are held back and applied
+  only when the packet finishes here, so nothing has changed anywhere when the
+  function gives up;
+- anything else with an effect beyond the packet's own fields (meters, clone,
+  digest, resubmit, recirculate, truncate, random, log, exit, multicast, an egress
+  drop, a parser error) makes it return ``None`` and the caller runs the general
+  path on the same frame.
 
 A construct the generator does not handle at all raises ``NoFast`` while compiling:
-the program then simply has no ``fast``. Which fields are split out of a header's
+the program then simply has no fast path. Which fields are split out of a header's
 int, and which the deparser puts back, is only known once the whole function is
 generated: those places are emitted as ``Deferred`` nodes, rendered at the end from
 the recorded uses (never by rewriting generated text).
 
-Switch: ``FAST_PATH`` (the tests compile every program with it on and off).
+Switch: ``FAST_PATH``, read by ``compile_file`` (the tests compile every program with
+it on and off).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ from pathlib import Path
 from p4target.compiler.expressions import V, lit
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.program import ProgramCompiler
-from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
 
