@@ -105,13 +105,13 @@ class ExternCallCompiler:
     def _x_hash(self, e: A.Call) -> V | None:
         self.nargs(e, 5)
         algo = self.enum_member_name(self.arg(e, 1), "HashAlgorithm")
-        data, nbits, _ = self.flatten_bits(self.arg(e, 3))
+        data, nbits, parts = self.flatten_bits(self.arg(e, 3))
         base = self.value(self.arg(e, 2))
         mx = self.value(self.arg(e, 4))
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
-        h = self.hash_call(algo, data, nbits)
+        h = self.hash_call(algo, data, nbits, parts)
         if mx.const is not None:
             m = int(mx.const)  # type: ignore[arg-type]
             code = f"{base.code} + {h} % {m}" if m > 0 else base.code
@@ -232,8 +232,9 @@ class ExternCallCompiler:
 
     _x_assume = _x_assert
 
-    def hash_call(self, algo: str, data: str, nbits: int) -> str:
-        """Code for the raw hash of the bit string ``data`` (Bindings.hash)."""
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        """Code for the raw hash of the bit string ``data`` (Bindings.hash); ``parts``
+        are its fields (code, width), most significant first."""
         return f"rt_hash({algo!r}, {data}, {nbits})"
 
     def payload_code(self) -> str:

@@ -590,16 +590,15 @@ class FastCompiler(ProgramCompiler):
     def payload_code(self) -> str:
         return "data[pos:]"
 
-    def hash_call(self, algo: str, data: str, nbits: int) -> str:
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
         if algo not in _FIXED_HASHES or nbits <= 0:
-            return super().hash_call(algo, data, nbits)
+            return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"
         line = f"{fn} = rt.hashes.function({algo!r})"
         if line not in self.binds:
             self.binds.append(line)
-        pad = -nbits % 8  # BMv2 appends zero bits up to a whole byte
-        bits = f"(({data}) << {pad})" if pad else f"({data})"
-        return f"{fn}({bits}.to_bytes({(nbits + pad) // 8}, 'big'))"  # the fields fit: no mask
+        return f"{fn}({hash_bytes(parts)})"
+
 
     def sm_store(self, field: str, code: str) -> str:
         self.written.add(("sm", field))
@@ -1296,6 +1295,39 @@ class FastCompiler(ProgramCompiler):
         self.uses_clock = any(p in self.names for p in _CLOCK)
         return "\n".join(lines)
 
+
+def hash_bytes(parts: list[tuple[str, int]]) -> str:
+    """Code for the bytes BMv2 hashes for the fields ``parts`` (code, width; each
+    value fits its width): back to back from the most significant bit, zero bits up
+    to a whole byte. Wide byte-aligned fields become bytes on their own and the
+    others are gathered into small ints, so no shift runs on a long bit string."""
+    chunks: list[str] = []
+    acc: list[tuple[str, int]] = []  # fields of the chunk being gathered
+    bits = 0  # its width
+
+    def flush(pad: int) -> None:
+        nonlocal acc, bits
+        if not acc:
+            return
+        code, total = "", 0
+        for c, w in acc:
+            code = c if not code else f"({code} << {w} | {c})"
+            total += w
+        if pad:
+            code, total = f"({code} << {pad})", total + pad
+        chunks.append(f"{code}.to_bytes({total // 8}, 'big')")
+        acc, bits = [], 0
+
+    for code, w in parts:
+        if not bits and w >= 64 and w % 8 == 0:
+            chunks.append(f"({code}).to_bytes({w // 8}, 'big')")
+            continue
+        acc.append((f"({code})", w))
+        bits += w
+        if bits % 8 == 0 and bits >= 64:
+            flush(0)
+    flush(-bits % 8)
+    return chunks[0] if len(chunks) == 1 else "b''.join((" + ", ".join(chunks) + ",))"
 
 @dataclass(frozen=True)
 class FastSource:
