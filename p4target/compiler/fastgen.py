@@ -104,9 +104,18 @@ class Split(Deferred):
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
             after -= w
             name = fc.names.get(self.path + (n,))
-            if name is not None:
+            if name is None:
+                continue
+            k = (self.t.width - after - w) // 8  # byte offset, when it is byte-aligned
+            if w in (8, 16) and after % 8 == 0 and isinstance(ft, BitT) and not ft.signed:
+                # a byte or two of the frame (pos is still the header's start): cheaper
+                # than shifting the header's long int
+                b = f"data[pos + {k}]" if k else "data[pos]"
+                code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
+            else:
                 shifted = f"({self.x} >> {after})" if after else self.x
-                out.append(f"{self.ind}{name} = {fc.field_from(shifted, ft, w, i != 0)}")
+                code = fc.field_from(shifted, ft, w, i != 0)
+            out.append(f"{self.ind}{name} = {code}")
         return out
 
 
