@@ -143,9 +143,9 @@ class VethLab:
                              check=True, capture_output=True, text=True).stdout
         return int(out)
 
-    def wait_forwarding(self, timeout: float = 20.0) -> bool:
+    def wait_forwarding(self, timeout: float = 20.0, frame_bytes: bytes | None = None) -> bool:
         """Send single frames until one comes out (the forwarder is up)."""
-        frame = bench_frame().hex()
+        frame = (frame_bytes or bench_frame()).hex()
         end = time.monotonic() + timeout
         base = self.rx_packets()
         while time.monotonic() < end:
@@ -155,10 +155,12 @@ class VethLab:
                 return True
         return False
 
-    def measure(self, name: str, seconds: float = 5.0, warmup: float = 1.0) -> Measurement:
-        """Blast frames for warmup+seconds; the delivery rate over ``seconds``."""
+    def measure(self, name: str, seconds: float = 5.0, warmup: float = 1.0,
+                frame_bytes: bytes | None = None) -> Measurement:
+        """Blast frames (default: bench_frame()) for warmup+seconds; the delivery rate
+        over ``seconds``."""
         sender = self.spawn(PYTHON, __file__, "send", "p4tsrc", str(warmup + seconds + 1),
-                            bench_frame().hex())
+                            (frame_bytes or bench_frame()).hex())
         try:
             time.sleep(warmup)
             c0, t0 = self.rx_packets(), time.monotonic()

@@ -2,12 +2,19 @@
 
 Prints figures only, no assertions (the speed targets live here, never in timed
 tests):
-- packets/s through bench/p4/router6.p4 (parse Ethernet/IPv6/UDP, exact my_mac,
+- packets/s (best of REPEAT runs) through bench/p4/router6.p4 (parse Ethernet/IPv6/UDP, exact my_mac,
   exact host_routes (miss), LPM routes with 10,000 prefixes, exact port_mac,
   rewrites, deparse), one ``inject`` per frame and in batches of ``send`` +
   ``run_until_idle``;
 - peak memory (RSS) of a whole process holding 100,000 exact entries;
-- load + compile time of bench/p4/router6.p4 and p4src/fabric.p4 (if present).
+- load + compile time of bench/p4/router6.p4 and p4src/fabric.p4 (if present);
+- packets/s of the project's own programs through ``inject``, and the ratio to the
+  router6.p4 rate of the same run: p4src/fabric.p4 uN forwarding (a uSID carrier
+  through my_sid + usid_fwd + port_mac + counters; acceptance >= 0.8x) and SRH End,
+  p4src/nic.p4 host-to-fabric encapsulation with per-packet spraying over 16
+  selector members (acceptance >= 0.6x), EXPLICIT and GENERATED EV paths, and the
+  fabric-to-host decapsulation. The fraction of frames that took the fused fast
+  path (``Switch.fast_packets``) is printed with each figure.
 
 Run: ``.venv/bin/python bench/target_api.py [--packets N]``.
 """
@@ -25,11 +32,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 ROUTER = ROOT / "bench" / "p4" / "router6.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
 MY_MAC = 0x02_00_00_00_00_01
 PREFIXES = 10_000
+REPEAT = 3  # inject rates are the best of this many runs of --packets frames
 HOSTS = 100_000
 
 log = logging.getLogger("bench.target_api")
@@ -79,7 +88,7 @@ def key_names(sw) -> None:
         log.info("%s keys: %s", t, [k.name for k in sw.model.table(t).keys])
 
 
-def bench_pps(n: int) -> None:
+def bench_pps(n: int) -> float:
     from p4target import Switch
 
     rng = random.Random(1)
@@ -96,11 +105,15 @@ def bench_pps(n: int) -> None:
     print(f"router6.p4 load+compile: {t1 - t0:.3f} s; {PREFIXES} routes installed in {t2 - t1:.3f} s "
           f"({PREFIXES / (t2 - t1):,.0f} entries/s)")
     inject = sw.inject
-    start = time.perf_counter()
-    for i in range(n):
-        inject(1, frames[i % len(frames)])
-    elapsed = time.perf_counter() - start
-    print(f"inject, one frame per call: {n / elapsed:,.0f} packets/s ({n} packets, {elapsed:.2f} s)")
+    best = float("inf")
+    for _ in range(REPEAT):  # the best of a few: the machine is shared
+        start = time.perf_counter()
+        for i in range(n):
+            inject(1, frames[i % len(frames)])
+        best = min(best, time.perf_counter() - start)
+    elapsed = best
+    inject_pps = n / elapsed
+    print(f"inject, one frame per call: {inject_pps:,.0f} packets/s ({n} packets, {elapsed:.2f} s)")
     batch = 256
     start = time.perf_counter()
     sent = 0
@@ -112,6 +125,7 @@ def bench_pps(n: int) -> None:
     elapsed = time.perf_counter() - start
     print(f"send x{batch} + run_until_idle: {sent / elapsed:,.0f} packets/s")
     print(f"drops during the run: {sw.drop_count}")
+    return inject_pps
 
 
 def bench_memory_child() -> None:
@@ -146,6 +160,27 @@ def bench_fabric() -> None:
     print(f"p4src/fabric.p4: compile {mid - start:.3f} s, instantiate {end - mid:.3f} s")
 
 
+def bench_scenario(scenario, n: int, router_pps: float) -> None:
+    """One project-program scenario: ``n`` injects of its frame, rate and ratio."""
+    sw, port, frame_bytes = scenario.build()
+    out = sw.inject(port, frame_bytes)
+    if len(out) != 1:
+        print(f"warning: {scenario.name}: the frame gave {len(out)} outputs (drops: {dict(sw.drops)})")
+    fast0 = sw.fast_packets
+    inject = sw.inject
+    best = float("inf")
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        for _ in range(n):
+            inject(port, frame_bytes)
+        best = min(best, time.perf_counter() - start)
+    pps = n / best
+    fast = (sw.fast_packets - fast0) / (n * REPEAT)
+    target = f" (target >= {scenario.target:.1f})" if scenario.target else ""
+    print(f"{scenario.name}: {pps:,.0f} packets/s, {pps / router_pps:.2f}x router6.p4{target}, "
+          f"fast path {fast:.0%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=50_000)
@@ -156,7 +191,11 @@ def main() -> int:
         bench_memory_child()
         return 0
     bench_fabric()
-    bench_pps(args.packets)
+    router_pps = bench_pps(args.packets)
+    from _mrc_scenarios import SCENARIOS
+
+    for scenario in SCENARIOS:
+        bench_scenario(scenario, args.packets, router_pps)
     # memory in a fresh process, so the figure is that of a process doing only this
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory-child"], check=False)
     return 0

@@ -1,10 +1,15 @@
 """Packets per second through ``p4target run`` between two veths, against the ceiling.
 
 In one run: the plain-Python raw-socket forwarding ceiling (as veth_ceiling.py), then
-``p4target run bench/p4/router6.p4`` (the program of bench/target_api.py) on the same
-veths: Ethernet/IPv6/UDP parse, exact my_mac, exact host_routes (a miss), LPM over
-1,000 routes, exact port_mac, MAC rewrite, hop-limit decrement, a counter; and the
-ratio of the two. Target: at least half the ceiling. Prints only;
+``p4target run`` on the same veths with
+- bench/p4/router6.p4 (the program of bench/target_api.py): Ethernet/IPv6/UDP parse,
+  exact my_mac, exact host_routes (a miss), LPM over 1,000 routes, exact port_mac,
+  MAC rewrite, hop-limit decrement, a counter;
+- p4src/fabric.p4, uN forwarding: a uSID carrier through my_sid + usid_fwd + port_mac
+  and the port counters (target: at least half the ceiling);
+- p4src/nic.p4, host-to-fabric MRC encapsulation with an EXPLICIT EV (ev_table), the
+  outer IPv6 header added;
+and each one's ratio to the ceiling. Prints only;
 run as root: ``.venv/bin/python bench/target_veth.py [SECONDS]``.
 """
 
@@ -18,27 +23,63 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _vethlab import PYTHON, REPO, VethLab, require_root, stop  # noqa: E402
 
-PROGRAM = REPO / "bench" / "p4" / "router6.p4"
+ROUTER6 = REPO / "bench" / "p4" / "router6.p4"
+FABRIC = REPO / "p4src" / "fabric.p4"
+NIC = REPO / "p4src" / "nic.p4"
 EXTRA_ROUTES = 1000
 # What the benchmark frame (to 02:00:00:00:00:02, fcbb:bb00:100::1) needs, as STF
 # control commands for ``p4target run --commands``.
-ENTRIES = """\
+ROUTER6_ENTRIES = """\
 add my_mac ingress_port:1 hdr.eth.dst:0x020000000002 accept_frame()
 add routes hdr.ipv6.dst_addr:0xfcbbbb00010000000000000000000000/48 route(port:2, next_mac:0x020000000b02)
 add port_mac egress_port:2 set_src(mac:0x020000000a02)
 """
+# uN: my uSID 0x100, the next one 0x102 leaves on port 2
+FABRIC_ENTRIES = """\
+add my_sid hdr.ipv6.dst_addr:0xfcbbbb00010000000000000000000000/48 usid_un()
+add usid_fwd hdr.ipv6.dst_addr:0xfcbbbb00010200000000000000000000/48 fwd(port:2, dmac:0x020000000b02)
+add port_mac standard_metadata.egress_port:2 set_src_mac(mac:0x020000000a02)
+"""
+# host port 1 (fd00:0:1:1::/64, gateway ::1), EV 0x4000 to fd00:0:2::/48 on plane port 2
+NIC_ENTRIES = """\
+add port_role standard_metadata.ingress_port:1 host_port(nic_addr:0xfd000000000100010000000000000100, gw_addr:0xfd000000000100010000000000000001, gw_mac:0x020000000c01)
+add ev_table hdr.ipv6.dst_addr:0xfd000000000200000000000000000000/48 meta.ev:0x4000 set_path(port:2, plane:0, carrier:0xfcbbbb000100020101020000e0010000)
+add egress_port standard_metadata.egress_port:2 to_plane(plane:0, src_mac:0x020000000d02, dst_mac:0x020000000e02)
+"""
 
 
-def commands_file(directory: Path) -> Path:
+def router6_commands(directory: Path) -> Path:
     """The entries plus EXTRA_ROUTES /64 routes that the traffic never hits."""
-    lines = [ENTRIES]
+    lines = [ROUTER6_ENTRIES]
     for i in range(EXTRA_ROUTES):
         prefix = (0x2001_0DB8 << 96) | (i << 64)
         lines.append(f"add routes hdr.ipv6.dst_addr:{prefix:#034x}/64 "
                      f"route(port:1, next_mac:0x0200000{i:05x})")
-    path = directory / "entries.stf"
+    path = directory / "router6.stf"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def fabric_frame() -> bytes:
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+
+    pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:0a:01")
+           / IPv6(src="fd00:0:1:1::2", dst="fcbb:bb00:100:102:e001::", hlim=64)
+           / UDP(sport=49152, dport=4791))
+    return bytes(pkt / (b"\0" * (96 - len(pkt))))
+
+
+def nic_frame() -> bytes:
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+
+    pkt = (Ether(src="02:00:00:00:00:99", dst="02:00:00:00:0c:01")
+           / IPv6(src="fd00:0:1:1::2", dst="fd00:0:2:1::2", hlim=64)
+           / UDP(sport=0x4000, dport=4791))
+    return bytes(pkt / (b"\0" * (96 - len(pkt))))
 
 
 def main() -> int:
@@ -46,24 +87,33 @@ def main() -> int:
         return 0
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp, VethLab() as lab:
+        d = Path(tmp)
+        (d / "fabric.stf").write_text(FABRIC_ENTRIES)
+        (d / "nic.stf").write_text(NIC_ENTRIES)
+        runs = [("router6.p4", ROUTER6, router6_commands(d), None),
+                ("fabric.p4 uN", FABRIC, d / "fabric.stf", fabric_frame()),
+                ("nic.p4 encap", NIC, d / "nic.stf", nic_frame())]
         ceiling = lab.measure_ceiling(seconds)
-        log = Path(tmp) / "p4target.log"
-        target = lab.spawn(PYTHON, "-m", "p4target", "run", str(PROGRAM),
-                           "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
-                           "--commands", str(commands_file(Path(tmp))), log=log)
-        try:
-            if not lab.wait_forwarding(timeout=60):
-                print("p4target run did not forward; its log:")
-                print(log.read_text())
-                return 1
-            through = lab.measure("p4target run (router6.p4)", seconds)
-        finally:
-            stop(target)
+        results = []
+        for name, program, commands, frame in runs:
+            log = d / f"{program.stem}.log"
+            target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
+                               "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
+                               "--commands", str(commands), log=log)
+            try:
+                if not lab.wait_forwarding(timeout=60, frame_bytes=frame):
+                    print(f"p4target run {program.name} did not forward; its log:")
+                    print(log.read_text())
+                    return 1
+                results.append(lab.measure(f"p4target run ({name})", seconds, frame_bytes=frame))
+            finally:
+                stop(target)
     print("veth forwarding, 96-byte IPv6/UDP frames, one sender, one forwarder process")
     print(ceiling.line())
-    print(through.line())
-    ratio = through.pps / ceiling.pps if ceiling.pps else 0.0
-    print(f"ratio target/ceiling: {ratio:.2f} (target >= 0.50)")
+    for r in results:
+        ratio = r.pps / ceiling.pps if ceiling.pps else 0.0
+        target = " (target >= 0.50)" if "router6" in r.name or "fabric" in r.name else ""
+        print(f"{r.line()}  ratio to the ceiling {ratio:.2f}{target}")
     return 0
 
 

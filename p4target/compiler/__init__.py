@@ -9,10 +9,13 @@ is a ``P4Error`` naming file:line:col, never a Python traceback.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from types import CodeType
+from typing import Callable
 
-from p4target.compiler import fastpath
+from p4target.compiler import fastgen
+from p4target.compiler.fastgen import FastSource, build_fast
 from p4target.compiler.program import ProgramCompiler
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
@@ -26,10 +29,16 @@ __all__ = ["CompiledProgram", "compile_file"]
 
 
 class CompiledProgram:
-    """A compiled program: its model, its generated Python source and a factory of pipelines."""
+    """A compiled program: its model, its generated Python source and a factory of pipelines.
+
+    The fused fast path (p4target/compiler/fastgen.py) is generated on first use
+    (``fast_factory``, called by ``Switch`` for its first frame), once per program:
+    loading a program costs no more than the general code, and a program that
+    never forwards a frame never pays for it.
+    """
 
     def __init__(self, model: ProgramModel, python_source: str, errors: dict[str, int],
-                 path: Path) -> None:
+                 path: Path, fast: Callable[[], FastSource | None] | FastSource | None = None) -> None:
         self.model = model
         self.python_source = python_source
         self.errors = errors
@@ -37,11 +46,44 @@ class CompiledProgram:
         self._code: CodeType = compile(python_source, f"<p4:{path.name}>", "exec")
         self._namespace: dict[str, object] = {"__name__": f"p4gen_{path.stem}"}
         exec(self._code, self._namespace)  # noqa: S102 - our own generated code
+        self._fast_builder = fast if callable(fast) else None
+        self._fast: FastSource | None = fast if isinstance(fast, FastSource) else None
+        self._fast_done = not callable(fast)
+        self._make_fast: Callable[[object], Callable] | None = None
 
     def instantiate(self, rt: object) -> object:
         """A new ``Pipeline`` bound to the runtime ``Bindings`` ``rt`` (tables, externs...)."""
         build = self._namespace["build"]
         return build(rt)  # type: ignore[operator]
+
+    @property
+    def may_have_fast_path(self) -> bool:
+        """False when it is known that there is none (switched off, or built and absent)."""
+        return not self._fast_done or self._fast is not None
+
+    def fast_source(self) -> FastSource | None:
+        """The fast path's source (generated now if it was not yet), or None."""
+        if not self._fast_done:
+            self._fast_done = True
+            self._fast = self._fast_builder() if self._fast_builder else None
+        return self._fast
+
+    def fast_factory(self) -> tuple[Callable[[object], Callable], bool] | None:
+        """``(make_fast, uses_clock)``: ``make_fast(rt)`` is the fast path of a pipeline
+        bound to ``rt``; None when the program has none."""
+        src = self.fast_source()
+        if src is None:
+            return None
+        if self._make_fast is None:
+            try:
+                code = compile(src.text, f"<p4-fast:{self.path.name}>", "exec")
+                exec(code, self._namespace)  # noqa: S102 - our own generated code
+            except SyntaxError as exc:  # a construct the fast path cannot express: none
+                log.debug("%s: no fast path (%s)", self.path, exc)
+                self._fast = None
+                return None
+            self._make_fast = self._namespace["make_fast"]  # type: ignore[assignment]
+        return self._make_fast, src.uses_clock
 
     def __repr__(self) -> str:
         return f"CompiledProgram({self.path}, {len(self.model.tables)} tables)"
@@ -59,8 +101,9 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
         program = parse_tokens(tokenize(lines))
         compiler = ProgramCompiler(program, path)
         source, model, errors = compiler.compile()
-        source = fastpath.add_fast_path(source, model)
-        compiled = CompiledProgram(model, source, errors, path)
+        # the fast path is generated when the first switch needs it (FAST_PATH is read now)
+        fast = partial(build_fast, program, path) if fastgen.FAST_PATH else None
+        compiled = CompiledProgram(model, source, errors, path, fast)
     except P4Error:
         raise
     except RecursionError:

@@ -248,6 +248,8 @@ class ModuleAssembler:
             "        errors = ERRORS",
             "        State = PacketState",
             "",
+        ]
+        L += [
             "        def parse(self, data, ingress_port, instance_type=0, packet_length=None):",
             "            st = PacketState()",
             "            sm = st.sm",

@@ -23,6 +23,7 @@ class ActionInfo:
     control: str | None
     empty: bool = False  # generated body does nothing (e.g. NoAction): tables skip the call
     lines: list[str] | None = None  # the generated function (def, docstring, body)
+    scope: object = None  # the Scope it was declared in (the fast path compiles it in place)
 
 
 @dataclass
@@ -41,6 +42,10 @@ class TableInfo:
     pyfunc: str
     actions: list[tuple[str, ActionInfo]] = field(default_factory=list)  # (local name, info)
     lines: list[str] | None = None  # the generated helper (def, docstring, body)
+    model: M.Table | None = None
+    key_code: str = "()"  # the key tuple (and selector tuple or "None"), as compiled
+    sel_code: str = "None"
+    keys_pure: bool = True  # computing the keys emitted no statement
 
     def action_index(self, name: str, loc: Loc) -> int:
         for i, (n, _) in enumerate(self.actions):

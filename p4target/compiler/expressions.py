@@ -33,6 +33,8 @@ class V:
     type: Type
     const: object = None
     sym: Sym | None = None  # set when the expression names a non-value object
+    # fast path only: the place in the packet state this names, e.g. ("hdr", "ipv6")
+    path: tuple[str, ...] | None = None
 
 
 def lit(value: int | bool, t: Type) -> V:
@@ -66,7 +68,7 @@ class ExpressionCompiler:
             raise unsupported(e.loc, f"expression {type(e).__name__}", "rewrite it")
         v = method(e)
         if v.const is not None and not isinstance(v.const, str) and v.code != repr(v.const):
-            v = V(repr(v.const), v.type, v.const, v.sym)
+            v = V(repr(v.const), v.type, v.const, v.sym, v.path)
         return v
 
     def value(self, e: A.Expr) -> V:

@@ -105,13 +105,13 @@ class ExternCallCompiler:
     def _x_hash(self, e: A.Call) -> V | None:
         self.nargs(e, 5)
         algo = self.enum_member_name(self.arg(e, 1), "HashAlgorithm")
-        data, nbits, _ = self.flatten_bits(self.arg(e, 3))
+        data, nbits, parts = self.flatten_bits(self.arg(e, 3))
         base = self.value(self.arg(e, 2))
         mx = self.value(self.arg(e, 4))
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
-        h = f"rt_hash({algo!r}, {data}, {nbits})"
+        h = self.hash_call(algo, data, nbits, parts)
         if mx.const is not None:
             m = int(mx.const)  # type: ignore[arg-type]
             code = f"{base.code} + {h} % {m}" if m > 0 else base.code
@@ -135,7 +135,7 @@ class ExternCallCompiler:
         cond = self.expr_as(self.arg(e, 0), BoolT(), "checksum condition")
         data, nbits, _ = self.flatten_bits(self.arg(e, 1))
         algo = self.enum_member_name(self.arg(e, 3), "HashAlgorithm")
-        pl = ", st.payload" if payload else ""
+        pl = f", {self.payload_code()}" if payload else ""
         ck = f"rt_checksum({algo!r}, {data}, {nbits}{pl})"
         self.emit(f"if {cond}:")
         self.indent()
@@ -144,7 +144,7 @@ class ExternCallCompiler:
             if not isinstance(cv.type, BitT):
                 raise error(self.arg(e, 2).loc, f"checksum field must be bit<W>, not {cv.type}")
             self.emit(f"if ({ck}) & {cv.type.mask:#x} != {cv.code}:")
-            self.emit("    st.sm.checksum_error = 1")
+            self.emit(f"    {self.sm_store('checksum_error', '1')}")
         else:
             self.out_assign(self.arg(e, 2), ck, None, e.loc)
         self.dedent()
@@ -231,6 +231,19 @@ class ExternCallCompiler:
         return V(f"rt_assert(st, {c}, {str(e.loc)!r})", VoidT())
 
     _x_assume = _x_assert
+
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        """Code for the raw hash of the bit string ``data`` (Bindings.hash); ``parts``
+        are its fields (code, width), most significant first."""
+        return f"rt_hash({algo!r}, {data}, {nbits})"
+
+    def payload_code(self) -> str:
+        """Code for the bytes the parser did not extract."""
+        return "st.payload"
+
+    def sm_store(self, field: str, code: str) -> str:
+        """A statement setting standard_metadata.<field> where no block parameter names it."""
+        return f"st.sm.{field} = {code}"
 
     def param_type(self, p: A.Param) -> Type:
         return self.resolve_type(p.type)

@@ -46,6 +46,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.global_scope = Scope()
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
+        self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
         self.match_kinds: set[str] = set()
         self.struct_types: list[StructT] = []
@@ -77,6 +78,16 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
+        """The type a type reference names (cached per node: parameters and
+        variables are resolved again each time their block is compiled)."""
+        cached = self._types.get(id(t))
+        if cached is not None and cached[0] is t:
+            return cached[1]
+        r = self._resolve_type(t)
+        self._types[id(t)] = (t, r)
+        return r
+
+    def _resolve_type(self, t: A.TypeRef) -> Type:
         if isinstance(t, A.BitsType):
             if t.width is None:
                 return IntT()
@@ -256,7 +267,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
 
     def declare_action(self, d: A.ActionDecl, control: str | None, scope: Scope) -> ActionInfo:
         p4name = qualify(control, d.name, d.annotations)
-        info = ActionInfo(p4name, d.name, d, pyident("a", p4name), control)
+        info = ActionInfo(p4name, d.name, d, pyident("a", p4name), control, scope=scope)
         self.actions[p4name] = info
         scope.define(d.name, Sym("action", None, info.pyfunc, obj=info), d.loc)
         # body generated when the enclosing block is compiled
@@ -607,11 +618,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             elif isinstance(d, A.VarDecl):
                 t = self.resolve_type(d.type)
                 py = pyfield(d.name)
-                scope.define(d.name, Sym("var", t, f"L.{py}"), d.loc)
-                fields.append((py, self.zero(t, d.loc)))
+                zero = self.zero(t, d.loc)
+                code = self.block_local_code(block, py, zero)
+                scope.define(d.name, Sym("var", t, code), d.loc)
+                fields.append((py, zero))
                 if d.init is not None:
                     self.scope = scope
-                    inits.append(f"L.{py} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    inits.append(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
             elif isinstance(d, A.Instance):
                 self.declare_instance(d, None if parser else block, scope)
             elif isinstance(d, A.ValueSetDecl):
@@ -634,8 +647,16 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.locals_inits = inits
         return cls
 
+    def block_local_code(self, block: str, py: str, zero: str) -> str:
+        """Code of a parser's/control's local variable (an attribute of its locals object)."""
+        return f"L.{py}"
+
     # ------------------------------------------------------------------ controls
-    def gen_control(self, d: A.ControlDecl, role: str) -> str:
+    def control_setup(self, d: A.ControlDecl, role: str) -> tuple[Scope, list[str], str | None,
+                                                                   list[str], set[str]]:
+        """Declare a control's parameters, locals, actions and tables (shared by the
+        general output and the fast path); returns (scope, parameter preamble, locals
+        class, local initialisers, parameters the initialisers use)."""
         if d.ctor_params:
             raise unsupported(d.loc, "a control constructor parameter", "use constants")
         targets: dict[str, list[str | None]] = {
@@ -661,6 +682,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             if isinstance(t, A.TableDecl):
                 self.scope = scope
                 self.gen_table(t, d.name, scope, pre)
+        return scope, pre, locals_cls, inits, init_params
+
+    def gen_control(self, d: A.ControlDecl, role: str) -> str:
+        scope, pre, locals_cls, inits, init_params = self.control_setup(d, role)
         fn = pyident("c", d.name)
         self.begin_fn("deparser" if role == "deparser" else "apply")
         self.params_used |= init_params

@@ -59,6 +59,8 @@ def inline_body(a: ActionInfo) -> list[str] | None:
 class TableCompiler:
     """Mixin of the program compiler (tables and extern instances)."""
 
+    table_helpers = True  # emit the per-table helper function (the fast path does not)
+
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
         t = self.resolve_type(d.type)
         if not isinstance(t, ExternT):
@@ -132,6 +134,7 @@ class TableCompiler:
         key_codes: list[str] = []
         sel_codes: list[str] = []
         key_types: list[Type] = []
+        out_before = len(self.out)
         for k in (props["key"].value if "key" in props else []):  # type: ignore[union-attr]
             v = self.value(k.expr)
             if k.match_kind not in self.match_kinds:
@@ -231,6 +234,7 @@ class TableCompiler:
         entries = None
         if "entries" in props:
             entries = self.const_entries(props, keys, key_types, info, t)
+        info.keys_pure = len(self.out) == out_before
         self.tables.append(M.Table(
             name=name, keys=tuple(keys), actions=tuple(refs), default_action=default_name,
             default_args=tuple(default_args), default_is_const=default_const,
@@ -241,6 +245,11 @@ class TableCompiler:
         tb = pyident("T", name)
         ta = pyident("TA", name)
         self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        key = "(" + "".join(c + ", " for c in key_codes) + ")"
+        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
+        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
+        if not self.table_helpers:
+            return  # the fast path applies tables in place
         key_params = self.params_used
         self.begin_fn("apply")
         self.params_used |= key_params
@@ -250,8 +259,6 @@ class TableCompiler:
         self.emit(f'"""table {name} ({t.loc})"""')
         for line in pre:
             self.emit(line)
-        key = "(" + "".join(c + ", " for c in key_codes) + ")"
-        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
         self.emit(f"i, a, h = {tb}(st, {key}, {sel})")
         # dispatch: a chain of comparisons for a few actions (empty ones skipped),
         # else the action tuple

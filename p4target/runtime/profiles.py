@@ -211,10 +211,13 @@ class ActionProfile:
         n = len(slots)
         if n == 1:
             return slots[0]
-        data = 0
-        nbits = 0
-        for value, width in zip(sel or (), widths):
-            data = (data << width) | value
-            nbits += width
+        if sel is not None and len(sel) == 1:  # the usual one selector field
+            data, nbits = sel[0], widths[0]
+        else:
+            data = 0
+            nbits = 0
+            for value, width in zip(sel or (), widths):
+                data = (data << width) | value
+                nbits += width
         h = self._hash_fn(to_bytes(data, nbits)) if self._hash_fn else 0
         return slots[h % n]

@@ -98,9 +98,9 @@ class Switch:
         self._out: list[tuple[int, bytes]] = []
         self.rt = self._build_bindings()
         self.pipeline = program.instantiate(self.rt)
-        # the fused fast path, when the compiler made one (p4target/compiler/fastpath.py)
-        self._fast = getattr(self.pipeline, "fast", None)
-        self._fast_clock = getattr(self.pipeline, "fast_uses_clock", True)
+        # the fused fast path (p4target/compiler/fastgen.py), made for the first frame
+        self._fast = self._first_fast if getattr(program, "may_have_fast_path", False) else None
+        self._fast_clock = True
         # the direct path of inject skips the checksum blocks the compiler marks as
         # doing nothing (an empty apply)
         pipe = self.pipeline
@@ -414,7 +414,7 @@ class Switch:
         pipe = self.pipeline
         fast = self._fast
         if fast is not None and not self.tm.limited:
-            # the fused path (p4target/compiler/fastpath.py): None means "not this
+            # the fused path (p4target/compiler/fastgen.py): None means "not this
             # packet", with nothing changed; the general direct path below then runs
             if self._real_time:  # 0 when the fast path reads no timestamp
                 now = (_monotonic_ns() - self._t0_ns) // 1000 if self._fast_clock else 0
@@ -510,6 +510,20 @@ class Switch:
         out = self._out
         self._out = []
         return out
+
+    def _first_fast(self, data: bytes, port: int, now: int) -> None:
+        """``self._fast`` until the first frame: bind the program's fast path (generated
+        then, once per program) and let this frame take the general path."""
+        self._fast = None
+        try:
+            made = self.program.fast_factory()
+        except Exception:  # noqa: BLE001 - the general path is always there
+            log.exception("%s: no fast path (it could not be built)", self.name)
+            return None
+        if made is not None:
+            make, self._fast_clock = made
+            self._fast = make(self.rt)
+        return None
 
     def run_until_idle(self) -> list[tuple[int, bytes]]:
         """Process what is waiting and what the clock lets leave the queues now."""

@@ -123,7 +123,39 @@ class TableRuntime:
             return self._apply_exact_plain
         if plain and self._lpm_only:
             return self._apply_lpm_only_plain
+        if plain and self.engine == "scan":
+            return self._apply_scan_plain
+        if (self.profile is not None and not self.has_direct_counter and self.direct_meter is None
+                and self._lpm_only):
+            return self._apply_lpm_only_profile
         return self._apply_generic
+
+    def _apply_lpm_only_profile(self, st, key, sel):
+        """One LPM key into an action profile/selector (e.g. per-destination spraying)."""
+        value = key[0]
+        for shift, bucket in self._lpm_probe:
+            e = bucket.get(value >> shift)
+            if e is not None:
+                break
+        else:
+            return self._default
+        if e.result is not None:
+            return e.result
+        if e.member is not None:
+            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+        if m is None:
+            return self._default
+        return (self._action_index[m.action], m.args, True)
+
+    def _apply_scan_plain(self, st, key, sel):
+        if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
+            return self._default
+        e = self._lookup(key)
+        if e is None:
+            return self._default
+        return e.result
 
     def _apply_lpm_only_plain(self, st, key, sel):
         value = key[0]
@@ -181,6 +213,24 @@ class TableRuntime:
             if packed & e.mask == e.value:
                 return e
         return None
+
+    def peek(self, key, sel):
+        """``apply`` for a table with a direct counter and no direct meter, without
+        counting: (result, the entry's [packets, bytes] or None). The fast path
+        (p4target/compiler/fastgen.py) counts it once the packet is sure to finish."""
+        e = self._lookup(key)
+        if e is None:
+            return self._default, None
+        if e.result is not None:
+            return e.result, e.counter
+        profile = self.profile
+        if e.member is not None:
+            m = profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+        if m is None:
+            return self._default, e.counter
+        return (self._action_index[m.action], m.args, True), e.counter
 
     def _apply_generic(self, st, key, sel):
         e = self._lookup(key)
