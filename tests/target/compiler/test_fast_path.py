@@ -46,6 +46,12 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/stf/p4/l3_acl.p4": True,
     "tests/target/stf/p4/mcast_clone.p4": True,
     "tests/target/compiler/p4/fast_storage.p4": True,
+    "tests/target/frontend/p4/function_macros.p4": True,
+    "tests/target/frontend/p4/guard_macros.p4": True,
+    "tests/target/frontend/p4/indirect_default.p4": True,
+    "tests/target/frontend/p4/p4c_basic_routing.p4": True,
+    "tests/target/frontend/p4/p4c_issue4969.p4": True,
+    "tests/target/frontend/p4/p4info_actions.p4": True,
 }
 STORAGE = "tests/target/compiler/p4/fast_storage.p4"
 FRAMES = 10_000
