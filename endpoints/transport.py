@@ -86,8 +86,8 @@ class SenderConfig:
     rate_pps: float | None = None  # pacing; None: as fast as the window allows
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
     ack_every: int = 1  # ask for an ACK (BTH ack_req) on every n-th data packet
-    rto_initial: float = 0.05
-    rto_min: float = 0.01
+    rto_initial: float = 0.1
+    rto_min: float = 0.05  # Python endpoints on a shared machine stall for milliseconds
     rto_max: float = 1.0
     probe_interval: float = 0.02  # how often each ASSUMED_BAD EV is probed
     ev_min_active: int = 8
@@ -179,6 +179,8 @@ class Sender:
         self._probe_seq = 0
         self._probes: dict[int, tuple[int, float]] = {}  # seq -> (ev, sent at)
         self.counts: Counter[str] = Counter()  # packets sent by kind, retransmissions by cause
+        self.data_sent = 0  # hot counters are attributes
+        self.acks_received = 0
         self.drops: Counter[str] = Counter()  # received packets dropped, by reason
         self.events: list[dict[str, Any]] = []  # EV retirements and recoveries
         self.series: list[tuple[float, int]] = [(0.0, 0)]
@@ -243,12 +245,16 @@ class Sender:
     def _expire(self, now: float) -> None:
         timers = self._timers
         rto = self.rto
+        fired = False
         while timers and timers[0][0] + rto <= now:
             sent_at, idx, n = timers.popleft()
             rec = self._inflight.get(idx)
             if rec is None or rec[2] != n:
                 continue  # acked, or declared lost and sent again since
             self._declare_lost(idx, rec[1], "timeout", now)
+            fired = True
+        if fired:  # back off until an RTT sample says otherwise
+            self.rto = min(self.cfg.rto_max, 2 * rto)
 
     def _send_data(self, now: float, out: list[Tx]) -> None:
         cfg = self.cfg
@@ -294,7 +300,7 @@ class Sender:
             if cause:
                 st.retransmits += 1
                 self.counts["data_retransmitted"] += 1
-            self.counts["data_sent"] += 1
+            self.data_sent += 1
             budget -= 1
             if rate:
                 self._next_send += 1.0 / rate
@@ -330,6 +336,9 @@ class Sender:
         for another QP, or acknowledging what was never sent is dropped and counted in
         ``drops``; nothing of a dropped packet is applied."""
         n = len(data)
+        if self.finished:
+            self.counts["late"] += 1  # answers still on their way when the transfer ended
+            return
         if n < BTH_LEN:
             self.drops["truncated"] += 1
             return
@@ -339,9 +348,23 @@ class Sender:
                 self.drops["truncated"] += 1
                 return
             (_, _, _, qp, w2, aeth, ev, _, _, base_psn, bitmap) = ACK.unpack_from(data)
-            if (qp & QP_MASK) != self.qp or self.state != "sending":
+            if (qp & QP_MASK) != self.qp:
                 self.drops["wrong_qp"] += 1
                 return
+            if self.state != "sending":
+                self.drops["unexpected"] += 1  # an ACK before the transfer was accepted
+                return
+            if aeth == 0 and bitmap == 0:  # the common case: a plain cumulative ACK
+                una = self.una
+                cum = una + ((w2 - self.first_psn - una + _HALF) & PSN_MASK) - _HALF
+                if una - 1 <= cum < self.next_idx:
+                    self.acks_received += 1
+                    for idx in range(una, cum + 1):
+                        self._ack_one(idx, now)
+                    self._advance()
+                    if now >= self._next_sample:
+                        self._sample(now)
+                    return
             self._on_ack(w2 & PSN_MASK, aeth >> 24, ev, base_psn & PSN_MASK, reverse64(bitmap), now)
         elif opcode == OP_PROBE_REPLY:
             if n < PROBE_LEN:
@@ -381,8 +404,10 @@ class Sender:
         if syndrome not in (wire.SYNDROME_ACK, wire.SYNDROME_NACK_LOSS, wire.SYNDROME_NACK_TRIMMED):
             self.drops["bad_syndrome"] += 1
             return
-        self.counts["acks_received" if syndrome == wire.SYNDROME_ACK else
-                    "nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
+        if syndrome == wire.SYNDROME_ACK:
+            self.acks_received += 1
+        else:
+            self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
         if cum >= self.una:
             for idx in range(self.una, cum + 1):
                 self._ack_one(idx, now)
@@ -568,15 +593,16 @@ class Sender:
             "packets": self.n_packets,
             "completion_time_s": elapsed,
             "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
-            "packets_sent": self.counts["data_sent"],
+            "packets_sent": self.data_sent,
             "retransmissions": {
                 "total": self.counts["data_retransmitted"],
                 "timeout": self.counts["retransmit_timeout"],
                 "nack": self.counts["retransmit_nack"],
                 "trim_nack": self.counts["retransmit_trim"],
             },
-            "control": {k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
-                                                     "acks_received", "nacks_received", "trim_nacks_received")},
+            "control": {"acks_received": self.acks_received,
+                        **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
+                                                       "nacks_received", "trim_nacks_received")}},
             "dropped": dict(self.drops),
             "rto_s": self.rto,
             "srtt_s": self.srtt,
@@ -628,6 +654,7 @@ class Connection:
     vaddr: int
     opened_at: float
     buf: bytearray = field(repr=False, default_factory=bytearray)
+    n_packets: int = 0
     cum: int = -1  # every packet index <= cum has arrived
     bits: int = 0  # bit i: packet cum + 1 + i has arrived
     highest: int = -1
@@ -642,14 +669,9 @@ class Connection:
     ev_packets: Counter[int] = field(default_factory=Counter)
     series: list[tuple[float, int]] = field(default_factory=lambda: [(0.0, 0)])
     next_sample: float = 0.0
-
-    @property
-    def n_packets(self) -> int:
-        return -(-self.length // self.mtu)
-
-    @property
-    def received_bytes(self) -> int:
-        return self.counts["bytes"]
+    packets: int = 0  # placed (hot counters are attributes, the rest in ``counts``)
+    received_bytes: int = 0
+    acks: int = 0
 
     def psn(self, idx: int) -> int:
         return (self.first_psn + idx) & PSN_MASK
@@ -666,7 +688,7 @@ class Connection:
             "completion_time_s": elapsed,
             "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
             "received_bytes": self.received_bytes,
-            "counts": dict(self.counts),
+            "counts": {"packets": self.packets, "bytes": self.received_bytes, "acks": self.acks, **self.counts},
             "per_ev_packets": {str(ev): n for ev, n in sorted(self.ev_packets.items())},
             "delivered_series": [[round(t, 6), b] for t, b in self.series],
         }
@@ -764,7 +786,7 @@ class Receiver:
             qp = self._rng.randrange(1, QP_MASK + 1)
         c = Connection(qp, peer, o.sender_qp, o.first_psn, o.length, o.mtu, o.window, o.digest,
                        rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12,
-                       opened_at=now, buf=bytearray(o.length))
+                       opened_at=now, buf=bytearray(o.length), n_packets=-(-o.length // o.mtu))
         c.next_sample = now + cfg.sample_interval
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
@@ -794,7 +816,7 @@ class Receiver:
         if rkey != c.rkey:
             self.drops["bad_rkey"] += 1
             return []
-        d = psn_diff(w2 & PSN_MASK, c.psn(c.cum))
+        d = ((w2 - c.first_psn - c.cum + _HALF) & PSN_MASK) - _HALF  # psn_diff(psn, psn of cum)
         idx = c.cum + d
         if d > c.window or d <= -c.window or idx >= c.n_packets:
             self.drops["psn_out_of_window"] += 1
@@ -811,39 +833,49 @@ class Receiver:
         if not trimmed and present != dma_len:
             self.drops["truncated" if present < dma_len else "bad_length"] += 1
             return []
-        counts = c.counts
         c.last_ev = ev
         c.last_idx = idx
         c.ev_packets[ev] += 1
-        if c.has(idx):
-            counts["duplicates"] += 1
+        cum = c.cum
+        if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
+            c.counts["duplicates"] += 1
             return [self._ack(c, ev)]
         if trimmed:
+            counts = c.counts
             counts["trimmed"] += 1
             if (tclass >> 2) == self.cfg.trim_dscp:
                 counts["trimmed_marked"] += 1
             counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
-            return [Tx(ev, wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
+            return [Tx(ev, wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
                        c.peer)]
         c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
-        counts["packets"] += 1
-        counts["bytes"] += dma_len
-        self._note_holes(c, idx, now)
-        bits = c.bits | (1 << (idx - c.cum - 1))
+        c.packets += 1
+        c.received_bytes += dma_len
+        if idx > c.highest:
+            if idx > c.highest + 1:
+                self._note_holes(c, idx, now)
+            c.highest = idx
+        bits = c.bits | (1 << (idx - cum - 1))
         if bits & 1:
             t = (bits ^ (bits + 1)).bit_length() - 1
-            c.cum += t
+            c.cum = cum = cum + t
             bits >>= t
         c.bits = bits
         if now >= c.next_sample:
-            c.series.append((now - c.opened_at, counts["bytes"]))
+            c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
-        if c.cum == c.n_packets - 1:
+        if cum == c.n_packets - 1:
             out = [self._ack(c, ev)]
             self._complete(c, now, ev, out)
             return out
         if w2 & wire.ACK_REQ:
+            if not bits:  # in order: no bitmap
+                c.ack_due = None
+                c.acks += 1
+                psn = (c.first_psn + cum) & PSN_MASK
+                return [Tx(ev, ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev, 0, 0, (psn + 1) & PSN_MASK, 0),
+                           c.peer)]
             return [self._ack(c, ev)]
         if c.ack_due is None:
             c.ack_due = now + self.cfg.ack_delay
@@ -861,7 +893,7 @@ class Receiver:
         packet answered (or start after the cumulative PSN), so every packet is
         reported by its own ACK however far it is ahead of a hole."""
         c.ack_due = None
-        c.counts["acks"] += 1
+        c.acks += 1
         base = max(c.cum + 1, c.last_idx - 63)
         bits = (c.bits >> (base - c.cum - 1)) & 0xFFFFFFFFFFFFFFFF
         return Tx(ev, wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits), c.peer)
@@ -870,7 +902,7 @@ class Receiver:
         c.completed_at = now
         ok = hashlib.sha256(c.buf).digest() == c.digest
         c.state = wire.STATE_VERIFIED if ok else wire.STATE_CORRUPT
-        c.series.append((now - c.opened_at, c.counts["bytes"]))
+        c.series.append((now - c.opened_at, c.received_bytes))
         c.holes.clear()
         c.renacks.clear()
         self.completed.append(c)
