@@ -550,12 +550,11 @@ class Sender:
                 self.drops["bad_status"] += 1
             return
         if st.state in (wire.STATE_VERIFIED, wire.STATE_CORRUPT) and self.state == "sending":
-            if self.next_idx < self.n_packets or self._idx(st.cum_psn) != self.n_packets - 1:
-                self.drops["bad_status"] += 1  # a verdict before everything was sent: forged
+            if self.una < self.n_packets or self._idx(st.cum_psn) != self.n_packets - 1:
+                # Only a verdict on everything acknowledged counts (an honest one that
+                # overtook the last ACK comes again in answer to the next OPEN).
+                self.drops["status_early"] += 1
                 return
-            for idx in range(self.una, self.n_packets):
-                self._ack_one(idx, now)
-            self._advance()
             self._sample(now, force=True)
             self.verdict = st.state
             if st.state == wire.STATE_VERIFIED:

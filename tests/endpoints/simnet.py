@@ -94,8 +94,10 @@ class Run:
 
 
 def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: SenderConfig = SenderConfig(),
-                 receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0) -> Run:
-    """Run one transfer to its end (or ``limit`` seconds of simulated time)."""
+                 receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0,
+                 hook: Callable[[float, Sender, Receiver], None] | None = None) -> Run:
+    """Run one transfer to its end (or ``limit`` seconds of simulated time);
+    ``hook(t, sender, receiver)`` is called at every step (tests inject packets there)."""
     index = {e.ev: k for k, e in enumerate(evs)}
     sender = Sender(data, evs, sender_cfg, now=0.0)
     receiver = Receiver(receiver_cfg)
@@ -116,6 +118,8 @@ def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: Sen
             heapq.heappush(queue, (at, seq, to, ev, body, tclass))
 
     while not sender.finished and t <= limit:
+        if hook is not None:
+            hook(t, sender, receiver)
         for tx in sender.poll(t):
             sent_rx.append(Sent(t, tx.ev, tx.payload))
             transmit("receiver", t, tx.ev, tx.payload)

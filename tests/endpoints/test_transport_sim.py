@@ -88,7 +88,7 @@ def test_duplicates_are_acknowledged_not_placed_twice() -> None:
     assert net.counts["duplicated"] > 20
     c = run.conn
     assert c.counts["duplicates"] > 0
-    assert c.counts["packets"] == 300 and c.counts["bytes"] == len(data)
+    assert c.packets == 300 and c.received_bytes == len(data)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
