@@ -116,6 +116,8 @@ def sender_evs(*, ev_list: str | None, topology: Path | None, shape: dict[str, A
         if topology is not None or any(v is not None for v in shape.values()):
             raise UsageError("--ev-list replaces the topology's EVs: give it without --topology or shape options")
         return parse_ev_list(ev_list)
+    if evs is not None and not 1 <= evs <= 256:
+        raise UsageError(f"--evs {evs}: a NIC has 1..256 EVs")
     overrides = {"evs_per_nic": evs, "ev_mode": ev_mode}
     try:
         if topology is not None:
@@ -128,8 +130,6 @@ def sender_evs(*, ev_list: str | None, topology: Path | None, shape: dict[str, A
             topo = from_parameters(**shape, **overrides)
     except TopologyError as exc:
         raise UsageError(str(exc)) from None
-    if not 1 <= topo.evs_per_nic <= 256:
-        raise UsageError(f"--evs {topo.evs_per_nic}: a NIC has 1..256 EVs")
     return topology_evs(topo, src_host, dst_host, local, remote)
 
 
