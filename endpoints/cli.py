@@ -211,21 +211,24 @@ def send(
     if io.family_of(bind or to) != io.family_of(to):
         _fail(f"--bind {bind} and --to {to} are not of the same address family")
     try:
-        sock = io.listen(bind, port, want_tclass=False)
+        sock = io.listen(bind or ("::" if io.family_of(to) == io.socket.AF_INET6 else "0.0.0.0"), port,
+                         want_tclass=False)
         transmit = io.transmitter(tx, bind, port, connect_to=to, evs=[e.ev for e in ev_set])
     except io.IoError as exc:
         _fail(str(exc))
     clock = io.time.monotonic
     t0 = clock()
+    started = io.time.time()
     try:
         result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = sender.report()
+    rep["started_at_unix"] = started  # report times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
-    rep["tx"] = type(transmit).__name__
+    rep["tx"] = tx
     rep["sha256"] = sender.digest.hex()
     if result.timed_out and not sender.finished:
         rep["error"] = f"no verdict from the receiver within {timeout:g} s (is mrc-recv running at {to} port {port}?)"
@@ -292,12 +295,14 @@ def recv(
         _fail(str(exc))
     clock = io.time.monotonic
     t0 = clock()
+    started = io.time.time()
     try:
         result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = receiver.report()
+    rep["started_at_unix"] = started  # connection times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
     done = receiver.completed

@@ -234,7 +234,7 @@ class Sender:
         self._expire(now)
         if self.state == "opening" or (self.state == "sending" and self.una >= self.n_packets):
             if now >= self._next_open:
-                out.append(self._open_packet())
+                out.extend(self._open_packets())
                 self._next_open = now + max(self.rto, self.cfg.rto_min)
         elif self.state == "sending":
             self._send_data(now, out)
@@ -322,12 +322,21 @@ class Sender:
             del self._probes[seq]
         self._next_probe = now + self.cfg.probe_interval
 
-    def _open_packet(self) -> Tx:
-        ev = self._good[self._rr % len(self._good)]
-        self._rr += 1
-        self.counts["open_sent"] += 1
-        return Tx(ev, wire.Open(ev, wire.VERSION, self.qp, self.first_psn, self.length, self.cfg.mtu,
-                                self.cfg.window, self.digest).pack())
+    def _open_packets(self) -> list[Tx]:
+        """OPEN on up to 4 consecutive GOOD EVs (one per plane when the set interleaves
+        planes, as the plan's does): a dead path does not delay the start. The
+        receiver answers copies alike."""
+        good = self._good
+        body = wire.Open(0, wire.VERSION, self.qp, self.first_psn, self.length, self.cfg.mtu,
+                         self.cfg.window, self.digest)
+        out = []
+        for _ in range(min(4, len(good))):
+            ev = good[self._rr % len(good)]
+            self._rr += 1
+            self.counts["open_sent"] += 1
+            out.append(Tx(ev, wire.Open(ev, body.version, body.sender_qp, body.first_psn, body.length, body.mtu,
+                                        body.window, body.digest).pack()))
+        return out
 
     # -- packets in -----------------------------------------------------------
 
@@ -551,9 +560,10 @@ class Sender:
             return
         if st.state in (wire.STATE_VERIFIED, wire.STATE_CORRUPT) and self.state == "sending":
             if self.una < self.n_packets or self._idx(st.cum_psn) != self.n_packets - 1:
-                # Only a verdict on everything acknowledged counts (an honest one that
-                # overtook the last ACK comes again in answer to the next OPEN).
-                self.drops["status_early"] += 1
+                # Only a verdict on everything acknowledged counts: a forged one cannot
+                # end the transfer early, and an honest one that overtook the last ACK
+                # comes again in answer to the next OPEN. Counted, not a drop reason.
+                self.counts["status_early"] += 1
                 return
             self._sample(now, force=True)
             self.verdict = st.state
@@ -601,7 +611,8 @@ class Sender:
             },
             "control": {"acks_received": self.acks_received,
                         **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
-                                                       "nacks_received", "trim_nacks_received")}},
+                                                       "nacks_received", "trim_nacks_received",
+                                                       "status_early", "late")}},
             "dropped": dict(self.drops),
             "rto_s": self.rto,
             "srtt_s": self.srtt,
@@ -684,6 +695,7 @@ class Connection:
             "qp": self.qp, "sender_qp": self.sender_qp, "peer": str(self.peer), "bytes": self.length,
             "mtu": self.mtu, "verdict": {wire.STATE_ACCEPTED: "incomplete", wire.STATE_VERIFIED: "verified",
                                           wire.STATE_CORRUPT: "corrupt"}[self.state],
+            "opened_at_s": self.opened_at,  # the series' times are seconds after this
             "completion_time_s": elapsed,
             "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
             "received_bytes": self.received_bytes,
