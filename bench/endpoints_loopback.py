@@ -35,8 +35,8 @@ MTU = 1000
 BIN = Path(sys.executable).parent
 
 
-def run_pair(packets: int, tx: str, port: int, tmp: Path) -> tuple[float, float]:
-    """One transfer; (sender packets/s, receiver packets/s)."""
+def run_pair(packets: int, tx: str, port: int, tmp: Path) -> tuple[float, float, int]:
+    """One transfer; (sender packets/s, receiver packets/s, retransmissions)."""
     rrep, srep = tmp / "recv.json", tmp / "send.json"
     recv = subprocess.Popen([str(BIN / "mrc-recv"), "--listen", "127.0.0.1", "--port", str(port), "--tx", tx,
                              "--report", str(rrep), "--timeout", "120", "--linger", "0.2", "-q"])
@@ -55,7 +55,8 @@ def run_pair(packets: int, tx: str, port: int, tmp: Path) -> tuple[float, float]
                            f"{send.stderr.strip()}")
     s = json.loads(srep.read_text())
     (c,) = json.loads(rrep.read_text())["connections"]
-    return s["packets_sent"] / s["completion_time_s"], c["counts"]["packets"] / c["completion_time_s"]
+    return (s["packets_sent"] / s["completion_time_s"], c["counts"]["packets"] / c["completion_time_s"],
+            s["retransmissions"]["total"])
 
 
 def state_machines(packets: int) -> tuple[float, float]:
@@ -89,7 +90,8 @@ def state_machines(packets: int) -> tuple[float, float]:
 def main() -> int:
     packets = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    print(f"MRC-lite endpoints on loopback: {packets} packets of {MTU} bytes, 64 EVs, median of {runs} runs")
+    print(f"MRC-lite endpoints on loopback: {packets} packets of {MTU} bytes, 64 EVs, median of {runs} runs "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     us_s, us_r = state_machines(min(packets, 50_000))
     print(f"  state machines alone: sender {us_s:.2f} us/packet (send + ACK), receiver {us_r:.2f} us/packet "
           f"(place + ACK): at most {1e6 / us_s:,.0f} and {1e6 / us_r:,.0f} packets/s")
@@ -98,7 +100,7 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory() as d:
         # Interleaved (sockets, raw, sockets, ...): load from others hits both alike.
-        figures: dict[str, list[tuple[float, float]]] = {tx: [] for tx in modes}
+        figures: dict[str, list[tuple[float, float, int]]] = {tx: [] for tx in modes}
         for _ in range(runs):
             for tx in modes:
                 figures[tx].append(run_pair(packets, tx, port, Path(d)))
@@ -107,8 +109,10 @@ def main() -> int:
         rcv = statistics.median(f[1] for f in figures[tx])
         met = snd >= TARGET and rcv >= TARGET
         ok = ok and met
+        rtx = sum(f[2] for f in figures[tx])
         print(f"  --tx {tx:7s}: sender {snd:,.0f} packets/s ({snd * MTU * 8 / 1e6:,.0f} Mb/s goodput), "
-              f"receiver {rcv:,.0f} packets/s; target {TARGET:,} each: {'met' if met else 'NOT met'}")
+              f"receiver {rcv:,.0f} packets/s; target {TARGET:,} each: {'met' if met else 'NOT met'}; "
+              f"{rtx} retransmissions in {runs} runs")
     if os.geteuid() != 0:
         print("  (--tx raw needs root: not measured)")
     return 0 if ok else 1

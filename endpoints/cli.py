@@ -167,7 +167,7 @@ def send(
     mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,
     window: Annotated[int, typer.Option(help="data packets in flight")] = 256,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
-    ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet")] = 1,
+    ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,

@@ -58,12 +58,22 @@ def _sockaddr(addr: str, port: int) -> tuple:
     return (addr, port, 0, 0) if family_of(addr) == socket.AF_INET6 else (addr, port)
 
 
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+
+
 def _buffers(s: socket.socket) -> None:
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+    """Socket buffers of a few MB: a window of 256 packets must fit while the other
+    process is descheduled. The FORCE options pass net.core.[rw]mem_max (root);
+    without root the kernel caps the plain ones."""
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
         try:
-            s.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+            s.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
         except OSError:
-            pass
+            try:
+                s.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+            except OSError:
+                pass
 
 
 class Transmitter(Protocol):

@@ -236,3 +236,16 @@ def test_corrupted_payload_is_a_failure() -> None:
     assert "SHA-256" in run.sender.error
     assert run.conn.state == wire.STATE_CORRUPT
     assert bytes(run.conn.buf) != data
+
+
+def test_acks_requested_every_nth_packet_come_back_on_every_ev() -> None:
+    data = payload(1280 * MTU)
+    ev_set = evs(16)
+    run = run_transfer(data, ev_set, SimNet(seed=12), sender_cfg=SenderConfig(ack_every=4))
+    assert_delivered(run, data)
+    asked = [p for p in data_sent(run) if p.payload[8] & 0x80]
+    assert 1280 // 4 <= len(asked) <= 1280 // 4 + 2
+    acks = [s for s in run.to_sender if s.payload[0] == wire.OP_ACK]
+    # ACKs leave on every EV (so on every plane), not on every 4th EV only.
+    assert {a.ev for a in acks} == {e.ev for e in ev_set}
+    assert len(acks) < 1280 // 2
