@@ -176,3 +176,61 @@ def test_generated_evs_include_ev_0_through_a_raw_socket(tmp_path: Path) -> None
     assert 0 in evs and all(e["sent"] > 0 for e in rep["per_ev"])
     (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
     assert "0" in c["per_ev_packets"]
+
+
+def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
+    """A relay between the two flips one payload byte of one data packet (a broken
+    middlebox that fixes the checksum): the receiver's SHA-256 differs, both exit 1."""
+    import threading
+
+    rx, sx, port = addresses()
+    relay = rx.rsplit(".", 1)[0] + ".3"
+    evs = list(range(port + 1, port + 5))
+    listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listen.bind((relay, port))
+    listen.settimeout(0.2)
+    out_socks = {}
+    for ev in evs:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((relay, ev))
+        out_socks[ev] = s
+    stop = threading.Event()
+    flipped = []
+
+    def forward() -> None:
+        seen = 0
+        while not stop.is_set():
+            try:
+                data, (src, sport) = listen.recvfrom(4096)
+            except socket.timeout:
+                continue
+            if sport not in out_socks:
+                continue
+            if src == sx:
+                if data[0] == 0x0A:
+                    seen += 1
+                    if seen == 10:
+                        data = data[:500] + bytes([data[500] ^ 0x01]) + data[501:]
+                        flipped.append(sport)
+                out_socks[sport].sendto(data, (rx, port))
+            else:
+                out_socks[sport].sendto(data, (sx, port))
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    try:
+        recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "20")
+        s = send(relay, sx, port, "--bytes", "50000", "--ev-list", f"{evs[0]}-{evs[-1]}", "--tx", "sockets",
+                 "--timeout", "20")
+        code, _, err = finish(recv)
+    finally:
+        stop.set()
+        thread.join()
+        listen.close()
+        for sock in out_socks.values():
+            sock.close()
+    assert flipped
+    assert s.returncode == 1 and "SHA-256" in s.stderr.strip().splitlines()[-1]
+    assert code == 1 and "SHA-256 different from the sender's" in err
+    (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
+    assert c["verdict"] == "corrupt" and c["received_bytes"] == 50000

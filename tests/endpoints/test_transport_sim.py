@@ -249,3 +249,21 @@ def test_acks_requested_every_nth_packet_come_back_on_every_ev() -> None:
     # ACKs leave on every EV (so on every plane), not on every 4th EV only.
     assert {a.ev for a in acks} == {e.ev for e in ev_set}
     assert len(acks) < 1280 // 2
+
+
+def test_pacing_and_window_hold() -> None:
+    data = payload(500 * MTU)
+    window = 64
+    inflight_max = []
+    net = SimNet(seed=13, loss=0.02, base_delay=2e-3)  # 4 ms RTT: the window, not the rate, limits at first
+    cfg = SenderConfig(rate_pps=20_000, burst=8, window=window)
+    run = run_transfer(data, evs(16), net, sender_cfg=cfg,
+                       hook=lambda t, s, r: inflight_max.append(len(s._inflight)))
+    assert_delivered(run, data)
+    assert max(inflight_max) == window
+    # No more than burst + rate * t data packets by any time t.
+    sends = [p.t for p in data_sent(run)]
+    t0 = sends[0]
+    assert all(k + 1 <= 8 + 20_000 * (t - t0) + 1e-9 for k, t in enumerate(sends))
+    # 500 packets at 20,000/s take at least 25 ms.
+    assert sends[-1] - t0 >= (500 - 8) / 20_000 - 1e-9
