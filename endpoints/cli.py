@@ -293,6 +293,9 @@ def recv(
         transmit = io.transmitter(tx, listen, port)
     except io.IoError as exc:
         _fail(str(exc))
+    if not quiet:  # a script may wait for this line; mrc-send retries OPEN anyway
+        typer.echo(f"listening on {listen} port {port} for {count} transfer(s)")
+        sys.stdout.flush()
     clock = io.time.monotonic
     t0 = clock()
     started = io.time.time()
