@@ -248,8 +248,16 @@ def _wait(sock: socket.socket, timeout: float) -> None:
 
 def _transmit(tx: Transmitter, out: list[Tx], dst: str | None, stats: dict[str, int]) -> None:
     for pkt in out:
+        to = dst if dst is not None else pkt.peer
         try:
-            tx.send(pkt.ev, pkt.payload, dst if dst is not None else pkt.peer)
+            try:
+                tx.send(pkt.ev, pkt.payload, to)
+            except ConnectionRefusedError:
+                # A connected socket reports an earlier ICMP port unreachable (an OPEN
+                # sent before the receiver listened) by failing the next send: the
+                # report is consumed, send again.
+                stats["icmp_reported"] = stats.get("icmp_reported", 0) + 1
+                tx.send(pkt.ev, pkt.payload, to)
         except OSError as exc:
             if exc.errno in (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH,
                              errno.ENETUNREACH):

@@ -234,3 +234,21 @@ def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
     assert code == 1 and "SHA-256 different from the sender's" in err
     (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
     assert c["verdict"] == "corrupt" and c["received_bytes"] == 50000
+
+
+def test_the_sender_may_start_first(tmp_path: Path) -> None:
+    """OPENs sent before the receiver listens draw ICMP port unreachables; a connected
+    socket reports one by failing its next send, which must not lose a data packet."""
+    rx, sx, port = addresses()
+    ev0 = RNG.randrange(30000, 40000)
+    sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
+                               "500000", "--ev-list", f"{ev0}-{ev0 + 31}", "--tx", "sockets", "--report",
+                               str(tmp_path / "s.json"), "-q"], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    recv = start_recv(rx, port, "--timeout", "30")
+    _, err = sender.communicate(timeout=60)
+    assert sender.returncode == 0, err
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["io"].get("icmp_reported", 0) > 0 and "tx_errors" not in rep["io"]
+    assert rep["retransmissions"]["nack"] == 0 and rep["evs_retired"] <= rep["retransmissions"]["timeout"]
