@@ -49,6 +49,7 @@ class SimNet:
     loss: float = 0.0  # random loss, every packet, both directions
     duplicate: float = 0.0  # probability that a packet arrives twice
     dead: Callable[[float, int], bool] = lambda t, ev: False
+    dead_back: Callable[[float, int], bool] = lambda t, ev: False  # receiver -> sender only
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: {"lost": 0, "dead": 0, "duplicated": 0,
@@ -57,9 +58,10 @@ class SimNet:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
 
-    def carry(self, t: float, ev: int, payload: bytes, index: int) -> list[tuple[float, bytes, int]]:
+    def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False
+              ) -> list[tuple[float, bytes, int]]:
         """Arrivals (time, bytes, traffic class) of one packet sent at ``t`` on ``ev``."""
-        if self.dead(t, ev):
+        if self.dead(t, ev) or (back and self.dead_back(t, ev)):
             self.counts["dead"] += 1
             return []
         if self.rng.random() < self.loss:
@@ -113,7 +115,7 @@ def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: Sen
 
     def transmit(to: str, now: float, ev: int, payload: bytes) -> None:
         nonlocal seq
-        for at, body, tclass in net.carry(now, ev, payload, index.get(ev, 0)):
+        for at, body, tclass in net.carry(now, ev, payload, index.get(ev, 0), back=to == "sender"):
             seq += 1
             heapq.heappush(queue, (at, seq, to, ev, body, tclass))
 

@@ -64,9 +64,14 @@ def test_packets_leave_with_the_ev_as_source_port(mode: str) -> None:
     run = run_transfer(data, ev_set, SimNet())
     assert_delivered(run, data)
     assert {s.ev for s in data_sent(run)} == {e.ev for e in ev_set}
-    # The receiver's answers echo the EV they answer, in the SACK block and as source port.
+    # The receiver's answers echo the EV they answer, in the SACK block and as source
+    # port; only the last ACK also goes back over (up to 3) other EVs, echo unchanged.
     acks = [s for s in run.to_sender if s.payload[0] == wire.OP_ACK]
-    assert acks and all(int.from_bytes(a.payload[16:18], "big") == a.ev for a in acks)
+    last_psn = (run.sender.first_psn + 39) & 0xFFFFFF
+    final = [a for a in acks if int.from_bytes(a.payload[9:12], "big") == last_psn]
+    assert acks and all(int.from_bytes(a.payload[16:18], "big") == a.ev for a in acks if a not in final)
+    assert len(final) == 4 and len({a.ev for a in final}) == 4
+    assert len({a.payload for a in final}) == 1
 
 
 def test_reordering_is_not_loss() -> None:
@@ -224,10 +229,10 @@ def test_corrupted_payload_is_a_failure() -> None:
     net = SimNet(seed=10)
     carry = net.carry
 
-    def flip(t, ev, body, index):
+    def flip(t, ev, body, index, back=False):
         if body[0] == wire.OP_WRITE and int.from_bytes(body[9:12], "big") == (run_first_psn[0] + 7) & 0xFFFFFF:
             body = body[:100] + bytes([body[100] ^ 0xFF]) + body[101:]
-        return carry(t, ev, body, index)
+        return carry(t, ev, body, index, back)
 
     run_first_psn = [1000]
     net.carry = flip  # type: ignore[method-assign]
@@ -267,3 +272,17 @@ def test_pacing_and_window_hold() -> None:
     assert all(k + 1 <= 8 + 20_000 * (t - t0) + 1e-9 for k, t in enumerate(sends))
     # 500 packets at 20,000/s take at least 25 ms.
     assert sends[-1] - t0 >= (500 - 8) / 20_000 - 1e-9
+
+
+def test_a_path_dead_only_backwards_retires_nothing() -> None:
+    """ACKs lost on the way back over some EVs: the SACK bitmaps of ACKs over the
+    other EVs report the same packets, nothing times out."""
+    data = payload(1000 * MTU)
+    ev_set = evs(16)
+    dead = {e.ev for e in ev_set if e.plane == 3}
+    net = SimNet(seed=14, dead_back=lambda t, ev: ev in dead)
+    run = run_transfer(data, ev_set, net)
+    assert_delivered(run, data)
+    assert net.counts["dead"] > 10  # ACKs were lost
+    rep = run.sender.report()
+    assert rep["retransmissions"]["total"] == 0 and rep["evs_retired"] == 0
