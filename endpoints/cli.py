@@ -33,8 +33,6 @@ from endpoints import io
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 
-log = logging.getLogger(__name__)
-
 
 class UsageError(ValueError):
     """Bad options: one line naming the option and the fix."""

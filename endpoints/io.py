@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import logging
 import select
 import socket
 import struct
@@ -37,8 +36,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from endpoints.transport import Receiver, Sender, Tx
-
-log = logging.getLogger(__name__)
 
 SO_ATTACH_FILTER = 26
 _UDP = struct.Struct("!HHHH")

@@ -34,7 +34,6 @@ from endpoints import wire
 from endpoints.wire import (
     ACK,
     ACK_LEN,
-    BTH,
     BTH_LEN,
     DATA,
     DATA_HDR_LEN,
@@ -52,7 +51,6 @@ from endpoints.wire import (
     PSN_MASK,
     QP_MASK,
     STATUS_LEN,
-    psn_add,
     psn_diff,
     reverse64,
 )

@@ -14,7 +14,7 @@ import pytest
 from controller.plan import nic_evs
 from controller.topology import from_parameters
 from endpoints import wire
-from endpoints.transport import ASSUMED_BAD, GOOD, ReceiverConfig, SenderConfig
+from endpoints.transport import ASSUMED_BAD, GOOD, SenderConfig
 from tests.endpoints.simnet import SimNet, run_transfer
 
 MTU = 1000
