@@ -115,6 +115,7 @@ def node(topo: Topology, name: str) -> Node:
 # ---- fabric switches -----------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)
 def _lpm48(usid: int) -> Match:
     return (("hdr.ipv6.dst_addr", Lpm(P.locator(usid), 48)),)
 
@@ -295,6 +296,20 @@ def nic_entries(topo: Topology, src: Host, failures: Failures = NO_FAILURES) -> 
     else:
         out += explicit_ev_entries(topo, src, failures)
     out.append(_SPRAY_PER_PACKET)
+    if not (failures or topo.missing):  # a whole Clos: NICs with the same EV window share it
+        key = ("spray entries", P.spine_offset(topo, src))
+        shared = topo.cache.get(key)
+        if shared is None:
+            shared = topo.cache[key] = tuple(_spray_entries(topo, src, failures))
+        out += shared
+    else:
+        out += _spray_entries(topo, src, failures)
+    return out
+
+
+def _spray_entries(topo: Topology, src: Host, failures: Failures) -> list[Entry]:
+    """The NIC's spray members, groups and ``NicIngress.spray`` routes."""
+    out: list[Entry] = []
     base, routes = spray_groups(topo, src, failures)
     out += [_member(p, s) for p, s in base]
     groups: dict[tuple[tuple[int, int], ...], int] = {}

@@ -47,6 +47,8 @@ class LinkEnds:
     a_intf: str
     b_node: str
     b_intf: str
+    a_pid: int | None = None  # a process in the node's network namespace; None: the root namespace
+    b_pid: int | None = None
 
 
 @dataclass

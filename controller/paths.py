@@ -9,6 +9,7 @@ named by its two ends, fabric side first: ``p0-leaf1:p0-spine0`` (leaf to spine)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from controller import plan as P
 from controller.entries import Failures, Node, nodes
@@ -63,9 +64,14 @@ def failures_of(down: list[Link] | set[Link]) -> Failures:
                     frozenset((l.plane, l.other) for l in down if l.kind == "nic"))
 
 
+@lru_cache(maxsize=8)
+def _nodes_by_name(topo: Topology) -> dict[str, Node]:
+    return {x.name: x for x in nodes(topo)}
+
+
 def neighbour(topo: Topology, n: Node, port: int) -> tuple[Node | Host, int]:
     """What is at the other end of switch ``n``'s ``port``: (node or host, its port)."""
-    by_name = {x.name: x for x in nodes(topo)}
+    by_name = _nodes_by_name(topo)  # walkers call this once per hop
     if n.tier == P.NIC:
         host = topo.hosts[n.index]
         if port == P.NIC_HOST_PORT:

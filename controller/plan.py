@@ -226,7 +226,7 @@ class EvPath:
     spine: int
 
 
-def _spine_offset(topo: Topology, host: Host) -> int:
+def spine_offset(topo: Topology, host: Host) -> int:
     """Where a NIC's EVs start among the spines: hosts start at different spines so a
     large fabric's NICs do not all spray over spines 0..K/P."""
     per_plane = -(-topo.evs_per_nic // topo.planes)
@@ -235,8 +235,12 @@ def _spine_offset(topo: Topology, host: Host) -> int:
 
 def _live_spines(topo: Topology, plane: int, src_leaf: int, dst_leaf: int | None,
                  dead: frozenset[tuple[int, int, int]] = frozenset()) -> list[int]:
-    if dst_leaf == src_leaf:
-        return list(range(topo.spines))  # same leaf: the spine is not on the path
+    if dst_leaf == src_leaf or not (topo.missing or dead):
+        # Same leaf (the spine is not on the path) or a whole Clos: every spine.
+        key = ("all spines",)
+        if key not in topo.cache:
+            topo.cache[key] = list(range(topo.spines))
+        return topo.cache[key]
     out = []
     for s in topo.uplinks(plane, src_leaf):
         if (plane, src_leaf, s) in dead:
@@ -253,15 +257,23 @@ def nic_evs(topo: Topology, src: Host, dst: Host | None = None) -> list[EvPath]:
     K = ``topo.evs_per_nic`` EVs, EV k on plane ``k mod P`` (planes split evenly:
     counts differ by at most one), its spine rotating over the spines that reach the
     destination in that plane. EXPLICIT EVs are ``0x1000 + k``; GENERATED EVs encode
-    plane, spine and an entropy count (docs/addressing.md). Planes with no path
+    plane, spine and an entropy count from 1 (docs/addressing.md). Planes with no path
     between the two leaves (an explicit graph) are left out.
     """
     dst_leaf = dst.leaf if dst is not None else None
+    offset = spine_offset(topo, src)
+    key = ("nic_evs", offset, src.leaf if topo.missing else None, dst_leaf if topo.missing else None)
+    cached = topo.cache.get(key)
+    if cached is None:
+        cached = topo.cache[key] = _nic_evs(topo, src, dst_leaf, offset)
+    return list(cached)
+
+
+def _nic_evs(topo: Topology, src: Host, dst_leaf: int | None, offset: int) -> tuple[EvPath, ...]:
     spines_of = {p: _live_spines(topo, p, src.leaf, dst_leaf) for p in range(topo.planes)}
     planes = [p for p in range(topo.planes) if spines_of[p]]
     if not planes:
-        return []
-    offset = _spine_offset(topo, src)
+        return ()
     out: list[EvPath] = []
     uses: dict[tuple[int, int], int] = {}
     for k in range(topo.evs_per_nic):
@@ -269,12 +281,12 @@ def nic_evs(topo: Topology, src: Host, dst: Host | None = None) -> list[EvPath]:
         live = spines_of[p]
         s = live[(offset + k // len(planes)) % len(live)]
         if topo.ev_mode == "generated":
-            n = uses.get((p, s), 0)
-            uses[(p, s)] = n + 1
-            if n >= 32:  # 5 entropy bits: at most 32 EVs per (plane, spine)
+            n = uses.get((p, s), 0) + 1
+            uses[(p, s)] = n
+            if n > 31:  # entropy 1..31: no EV is 0 (UDP source port 0 cannot be sent)
                 continue
             ev = generated_ev(p, s, n)
         else:
             ev = explicit_ev(k)
         out.append(EvPath(ev, p, s))
-    return out
+    return tuple(out)

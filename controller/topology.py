@@ -32,6 +32,7 @@ MAX_PLANES = 8
 MAX_LEAVES = 512
 MAX_SPINES = 256
 MAX_HOSTS_PER_LEAF = 4095
+MAX_HOSTS = 1 << 20
 MAX_EVS = 256
 DEFAULT_EVS = 64
 DEFAULT_TRIM_DSCP = 62
@@ -98,6 +99,8 @@ class Topology:
     source: str = "parameters"
     _hosts: tuple[Host, ...] = field(default=(), repr=False, compare=False)
     _first: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _max_hosts: int = field(default=0, repr=False, compare=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # for plan.py's memos
 
     def __post_init__(self) -> None:
         hosts: list[Host] = []
@@ -108,6 +111,7 @@ class Topology:
             hosts += [Host(base + n - 1, leaf.index, n) for n in range(1, leaf.hosts + 1)]
         object.__setattr__(self, "_hosts", tuple(hosts))
         object.__setattr__(self, "_first", tuple(first))
+        object.__setattr__(self, "_max_hosts", max((leaf.hosts for leaf in self.leaves), default=0))
 
     def first_host(self, leaf: int) -> int:
         """Index of the first host behind ``leaf`` (hosts are numbered leaf by leaf)."""
@@ -123,7 +127,7 @@ class Topology:
 
     @property
     def max_hosts_per_leaf(self) -> int:
-        return max((leaf.hosts for leaf in self.leaves), default=0)
+        return self._max_hosts
 
     def cabled(self, plane: int, leaf: int, spine: int) -> bool:
         """Is leaf ``leaf`` of ``plane`` cabled to spine ``spine`` of that plane?"""
@@ -217,11 +221,17 @@ class TopologySpec(_Strict):
         return self
 
 
-def _graph_topology(spec: TopologySpec, graph: GraphSpec, where: str) -> Topology:
+def _graph_topology(spec: TopologySpec, graph: GraphSpec, where: str, root: yaml.Node | None = None) -> Topology:
+    def at(*loc: Any) -> str:
+        """``file:line: field.path`` of ``loc`` (the line when the YAML is at hand)."""
+        line = _line_of(root, ("graph",) + loc) if root is not None else None
+        return f"{where}:{line}: " if line else f"{where}: "
+
     spine_index: dict[str, int] = {}
     for j, name in enumerate(graph.spines):
         if name in spine_index:
-            raise TopologyError(f"{where}: graph.spines.{j}: duplicate spine name {name!r}; give every spine its own name")
+            raise TopologyError(f"{at('spines', j)}graph.spines.{j}: duplicate spine name {name!r}; "
+                                "give every spine its own name")
         spine_index[name] = j
     leaves: list[Leaf] = []
     seen: dict[str, int] = {}
@@ -229,7 +239,8 @@ def _graph_topology(spec: TopologySpec, graph: GraphSpec, where: str) -> Topolog
     for i, ls in enumerate(graph.leaves):
         name = ls.name or f"leaf{i}"
         if name in seen or name in spine_index:
-            raise TopologyError(f"{where}: graph.leaves.{i}.name: duplicate name {name!r}; give every switch its own name")
+            raise TopologyError(f"{at('leaves', i, 'name')}graph.leaves.{i}.name: duplicate name {name!r}; "
+                                "give every switch its own name")
         seen[name] = i
         leaves.append(Leaf(i, name, ls.hosts))
         if ls.uplinks is None:
@@ -239,26 +250,39 @@ def _graph_topology(spec: TopologySpec, graph: GraphSpec, where: str) -> Topolog
             spine = up if isinstance(up, str) else up.spine
             planes = range(spec.planes) if isinstance(up, str) or up.planes is None else up.planes
             if spine not in spine_index:
-                raise TopologyError(f"{where}: graph.leaves.{i}.uplinks.{k}: no spine {spine!r}; "
+                raise TopologyError(f"{at('leaves', i, 'uplinks', k)}graph.leaves.{i}.uplinks.{k}: no spine {spine!r}; "
                                     f"spines are {', '.join(graph.spines)}")
             for p in planes:
                 if p >= spec.planes:
-                    raise TopologyError(f"{where}: graph.leaves.{i}.uplinks.{k}.planes: plane {p} does not exist; "
+                    raise TopologyError(f"{at('leaves', i, 'uplinks', k, 'planes')}graph.leaves.{i}.uplinks.{k}.planes: "
+                                        f"plane {p} does not exist; "
                                         f"planes are 0..{spec.planes - 1}")
                 cabled.add((p, spine_index[spine]))
         missing |= {(p, i, s) for p in range(spec.planes) for s in range(len(graph.spines)) if (p, s) not in cabled}
     if not any(leaf.hosts for leaf in leaves):
-        raise TopologyError(f"{where}: graph.leaves: no leaf has hosts; give at least one leaf 'hosts: 1'")
+        raise TopologyError(f"{at('leaves')}graph.leaves: no leaf has hosts; give at least one leaf 'hosts: 1'")
+    _check_hosts(sum(leaf.hosts for leaf in leaves), f"{at('leaves')}graph.leaves")
     return Topology(spec.name, spec.planes, tuple(graph.spines), tuple(leaves), frozenset(missing),
                     spec.evs_per_nic, spec.ev_mode, spec.trim.threshold if spec.trim.enabled else None,
                     spec.trim.dscp, where)
 
 
-def from_spec(spec: TopologySpec, where: str) -> Topology:
-    """The model of a validated spec (``where`` names the source in errors)."""
+def _check_hosts(total: int, place: str) -> None:
+    """A NIC's and host's MACs hold the host index in 20 bits (docs/addressing.md)."""
+    if total > MAX_HOSTS:
+        raise TopologyError(f"{place}: {total} hosts, more than the address plan's {MAX_HOSTS} "
+                            "(20-bit host index in MACs); use fewer leaves or hosts per leaf")
+
+
+def from_spec(spec: TopologySpec, where: str, root: yaml.Node | None = None, option_names: bool = False) -> Topology:
+    """The model of a validated spec (``where`` names the source in errors, ``root``
+    the composed YAML for line numbers)."""
     if spec.graph is not None:
-        return _graph_topology(spec, spec.graph, where)
+        return _graph_topology(spec, spec.graph, where, root)
     assert spec.spines is not None and spec.leaves is not None and spec.hosts_per_leaf is not None
+    line = _line_of(root, ("hosts_per_leaf",)) if root is not None else None
+    field_name = "--hosts-per-leaf" if option_names else "hosts_per_leaf"
+    _check_hosts(spec.leaves * spec.hosts_per_leaf, f"{where}:{line}: {field_name}" if line else f"{where}: {field_name}")
     leaves = tuple(Leaf(i, f"leaf{i}", spec.hosts_per_leaf) for i in range(spec.leaves))
     return Topology(spec.name, spec.planes, tuple(f"spine{j}" for j in range(spec.spines)), leaves, frozenset(),
                     spec.evs_per_nic, spec.ev_mode, spec.trim.threshold if spec.trim.enabled else None,
@@ -278,20 +302,23 @@ _FIXES = {
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of field ``loc`` in a composed YAML document, if it is there."""
+    """The 1-based line of field ``loc`` in a composed YAML document, if it is there
+    (the line of its key, or of its item in a list)."""
     line = None
     for key in loc:
         if node is None:
             break
         line = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
-            node = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == key), None)
+            if pair is None:
+                return line
+            line, node = pair[0].start_mark.line + 1, pair[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
+            line = node.start_mark.line + 1
         else:
-            node = None
-    if node is not None:
-        line = node.start_mark.line + 1
+            return line
     return line
 
 
@@ -299,6 +326,8 @@ def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_n
     e = err.errors()[0]
     loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and x.startswith(("function-", "int", "str"))))
     loc = tuple(x for x in loc if x not in ("UplinkSpec",))
+    if not loc and e["type"] == "value_error" and isinstance(e.get("input"), dict) and "graph" in e["input"]:
+        loc = ("graph",)  # both forms given: point at the graph
     if option_names and loc:
         path = "--" + str(loc[0]).replace("_", "-")
     else:
@@ -307,6 +336,11 @@ def _one_line(err: ValidationError, where: str, root: yaml.Node | None, option_n
     place = f"{where}:{line}" if line else where
     msg = e["msg"].replace("Value error, ", "")
     fix = _FIXES.get(e["type"], "")
+    ctx = e.get("ctx") or {}
+    if e["type"] == "less_than_equal":
+        msg, fix = f"{e['input']} is more than the limit {ctx['le']}", f"give at most {ctx['le']}"
+    elif e["type"] == "greater_than_equal":
+        msg, fix = f"{e['input']} is less than {ctx['ge']}", f"give at least {ctx['ge']}"
     extra = len(err.errors()) - 1
     more = f" (and {extra} more)" if extra else ""
     return f"{place}: {path}: {msg}{'; ' + fix if fix else ''}{more}"
@@ -334,7 +368,7 @@ def load_file(path: str | Path) -> Topology:
         spec = TopologySpec.model_validate(data)
     except ValidationError as exc:
         raise TopologyError(_one_line(exc, str(path), root, option_names=False)) from None
-    return from_spec(spec, str(path))
+    return from_spec(spec, str(path), root)
 
 
 def from_parameters(**params: Any) -> Topology:
@@ -344,14 +378,15 @@ def from_parameters(**params: Any) -> Topology:
     if params.get("trim_threshold") is not None or params.get("no_trim"):
         data.pop("trim_threshold", None)
         data["trim"] = {"enabled": not params.get("no_trim"),
-                        "threshold": params.get("trim_threshold") or DEFAULT_TRIM_THRESHOLD}
+                        "threshold": DEFAULT_TRIM_THRESHOLD if params.get("trim_threshold") is None
+                        else params["trim_threshold"]}
     data.pop("trim_threshold", None)
     data.pop("no_trim", None)
     try:
         spec = TopologySpec.model_validate(data)
     except ValidationError as exc:
         raise TopologyError(_one_line(exc, "parameters", None, option_names=True)) from None
-    return from_spec(spec, "parameters")
+    return from_spec(spec, "parameters", option_names=True)
 
 
 def default_topology() -> Topology:

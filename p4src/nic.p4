@@ -281,7 +281,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             meta.spray_key: selector;
         }
         actions = { set_path; set_path_srh; set_generated; no_path; }
-        default_action = no_path();
+        /* No default_action: BMv2 ignores one on a table with a selector (p4c-bm2-ss
+         * warns). A miss runs NoAction and leaves meta.path_found 0 (spray is applied
+         * only then), so the packet is dropped with DROP_NO_PATH below. */
         implementation = spray_selector;
         size = 1024;
     }

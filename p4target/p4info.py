@@ -20,7 +20,7 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from google.protobuf import text_format
 
 from p4target.errors import P4Error
-from p4target.model import Extern, Field, ProgramModel
+from p4target.model import Extern, Field, ProgramModel, Table
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +308,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
                     ar.annotations.append(format_annotation(key, body))
         if t.default_is_const:
             msg.const_default_action_id = pid(PREFIX_ACTION, t.default_action)
+        _initial_default_action(msg.initial_default_action, model, t, pid(PREFIX_ACTION, t.default_action))
         if t.implementation:
             msg.implementation_id = pid(PREFIX_ACTION_PROFILE, t.implementation)
         if t.direct_counter:
@@ -373,6 +374,26 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             mem.name = f.name
             mem.type_spec.bitstring.bit.bitwidth = f.bitwidth
     return info
+
+
+def _initial_default_action(call: p4info_pb2.TableActionCall, model: ProgramModel, t: Table,
+                            action_id: int) -> None:
+    """P4Runtime 1.4's ``initial_default_action``: p4c fills it for every table (its
+    front end gives a table without ``default_action`` an implicit ``NoAction()``), each
+    argument on the parameter's full width in bytes (10 on bit<32>: 00 00 00 0a)."""
+    call.action_id = action_id
+    try:
+        params = model.action(t.default_action).params
+    except KeyError:
+        raise P4Error(f"table '{t.name}' has default action '{t.default_action}' that the "
+                      "program does not declare") from None
+    if len(params) != len(t.default_args):
+        raise P4Error(f"default action of table '{t.name}' has {len(t.default_args)} argument(s); "
+                      f"'{t.default_action}' takes {len(params)}")
+    for param_id, p, value in zip(_numbered(params, "parameter", t.default_action), params, t.default_args):
+        arg = call.arguments.add()
+        arg.param_id = param_id
+        arg.value = value.to_bytes((p.bitwidth + 7) // 8, "big")
 
 
 def _add_extern(

@@ -28,6 +28,8 @@ from p4target.compiler.types import (
     Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
+from p4target.frontend.bmv2_warnings import bmv2_warnings
+from p4target.frontend.control_plane import p4info_action_names
 from p4target.frontend.source import Loc, error, unsupported
 
 log = logging.getLogger(__name__)
@@ -328,12 +330,12 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             source=str(self.source),
             arch="v1model",
             tables=tuple(self.tables),
-            actions=tuple(self.model_action(n) for n in self.used_actions),
+            actions=tuple(self.model_action(n) for n in p4info_action_names(self.program, self.actions, self.used_actions)),
             externs=tuple(self.finish_externs()),
             controller_headers=tuple(self.controller_headers()),
             digests=tuple(self.digests.values()),
             value_sets=(),
-            warnings=tuple(self.warnings),
+            warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
 

@@ -65,7 +65,7 @@ def tokenize(lines: list[SourceLine]) -> list[Token]:
         pos = 0
         while pos < len(text):
             m = _TOKEN.match(text, pos)
-            loc = Loc(sl.file, sl.line, pos + 1)
+            loc = Loc(sl.file, sl.line, sl.cols[pos] if pos < len(sl.cols) else pos + 1)
             if not m:
                 raise error(loc, f"unexpected character {text[pos]!r}; remove it")
             kind = m.lastgroup

@@ -1,9 +1,14 @@
 """A small C-style preprocessor for P4 sources.
 
-p4c runs the C preprocessor before parsing; the project's programs use #include,
-object-like #define constants and conditional compilation, so that is what this does.
-The output keeps, for every line, the file and line it came from, so later errors point
-at the user's source and not at an expanded buffer.
+p4c runs the C preprocessor before parsing. This one does #include, conditional
+compilation (#if/#ifdef/#ifndef/#elif/#else/#endif with defined()), #define/#undef of
+object-like and function-like macros (nested parentheses in arguments, variadic
+``...``/``__VA_ARGS__``, rescanning with C's rule that a macro is not expanded inside
+its own expansion) and #error. The ``#`` and ``##`` operators are refused with a clear
+error. The output keeps, for every line, the file and line it came from, so later
+errors point at the user's source and not at an expanded buffer; a macro call whose
+arguments span lines is expanded on its first line. Why not pcpp (a pure-Python C99
+preprocessor on PyPI): docs/target.md, "Preprocessor".
 """
 
 from __future__ import annotations
@@ -21,16 +26,53 @@ BUILTIN_INCLUDE = Path(__file__).resolve().parent.parent / "include"
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIRECTIVE = re.compile(r"^\s*#\s*([A-Za-z_]+)?(.*)$")
+# Preprocessing tokens: strings, identifiers, numbers (digits and word characters, so
+# 8w255 and 0x1F stay whole; no dots, so 1..MAX is 1, '..', MAX), spaces, any other char.
+_PP_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"?|[A-Za-z_]\w*|\d\w*|\s+|.')
 _MAX_INCLUDE_DEPTH = 64
+_MAX_JOINED_LINES = 256  # lines one macro call's arguments may span
+
+
+@dataclass(frozen=True, slots=True)
+class Macro:
+    """A #define: ``params`` is None for an object-like macro, else the parameter
+    names (``__VA_ARGS__`` last for ``...``)."""
+
+    body: str
+    params: tuple[str, ...] | None = None
+
+    @property
+    def variadic(self) -> bool:
+        return bool(self.params) and self.params[-1] == "__VA_ARGS__"  # type: ignore[index]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tok:
+    """A preprocessing token; ``hide`` holds the macros it came out of (not expanded
+    again inside them), ``col`` its column in the source line (0: from a macro body),
+    ``at`` the source column it is reported at (its own, or the macro call's)."""
+
+    text: str
+    hide: frozenset[str] = frozenset()
+    col: int = 0
+    at: int = 0
+
+    @property
+    def is_ident(self) -> bool:
+        return self.text[0].isalpha() or self.text[0] == "_"
 
 
 @dataclass(frozen=True, slots=True)
 class SourceLine:
-    """One line of preprocessed text and where it came from."""
+    """One line of preprocessed text and where it came from. ``cols`` gives, when a
+    macro was expanded on the line, the source column of each character of ``text``
+    (text from a macro body is reported at the macro's name); empty: the text is the
+    source line itself."""
 
     text: str
     file: str
     line: int
+    cols: tuple[int, ...] = ()
 
 
 def strip_comments(text: str, file: str) -> str:
@@ -72,7 +114,7 @@ class Preprocessor:
 
     def __init__(self, include_dirs: tuple[Path, ...] = (), defines: dict[str, str] | None = None):
         self.include_dirs = tuple(Path(d) for d in include_dirs)
-        self.macros: dict[str, str] = {k: str(v) for k, v in (defines or {}).items()}
+        self.macros: dict[str, Macro] = {k: Macro(str(v)) for k, v in (defines or {}).items()}
         self.lines: list[SourceLine] = []
 
     def run(self, path: Path) -> list[SourceLine]:
@@ -106,7 +148,16 @@ class Preprocessor:
             m = _DIRECTIVE.match(line)
             if not m:
                 if active:
-                    self.lines.append(SourceLine(self._expand(line), fname, lineno))
+                    # a macro call whose arguments go on: join the lines it spans
+                    joined = 0
+                    while (self._open_call(line) and i < len(raw) and joined < _MAX_JOINED_LINES
+                           and not _DIRECTIVE.match(raw[i])):
+                        line = line + " " + raw[i]
+                        i += 1
+                        joined += 1
+                    text, cols = self._expand_line(line, Loc(fname, lineno, 1))
+                    self.lines.append(SourceLine(text, fname, lineno, cols))
+                    self.lines.extend(SourceLine("", fname, lineno + k) for k in range(1, joined + 1))
                 else:
                     self.lines.append(SourceLine("", fname, lineno))
                 continue
@@ -162,7 +213,7 @@ class Preprocessor:
             raise error(Loc(fname, len(raw), 1), "missing #endif at end of file; close every #if")
 
     def _include(self, rest: str, cur: Path, loc: Loc, depth: int) -> None:
-        rest = self._expand(rest).strip()
+        rest = self._expand(rest, loc).strip()
         if len(rest) >= 2 and rest[0] == '"' and rest.endswith('"'):
             name, bracket = rest[1:-1], False
         elif len(rest) >= 2 and rest[0] == "<" and rest.endswith(">"):
@@ -194,27 +245,122 @@ class Preprocessor:
             raise error(loc, f"#define expects a name, got {rest!r}")
         name = m.group(0)
         body = rest[m.end():]
-        if body.startswith("("):
-            raise unsupported(loc, f"function-like macro {name}",
-                              "use an object-like #define or a P4 const/function")
-        self.macros[name] = body.strip()
+        if not body.startswith("("):  # a space before '(' makes it object-like, as in C
+            self.macros[name] = Macro(body.strip())
+            return
+        close = body.find(")")
+        if close < 0:
+            raise error(loc, f"#define {name}(: missing ')' after the parameter names")
+        names = [p.strip() for p in body[1:close].split(",")]
+        if names == [""]:
+            names = []
+        params: list[str] = []
+        for k, p in enumerate(names):
+            if p == "..." and k == len(names) - 1:
+                p = "__VA_ARGS__"
+            elif not _IDENT.fullmatch(p) or p == "__VA_ARGS__":
+                raise error(loc, f"#define {name}(...): parameter {p!r} is not a name; write "
+                            "identifiers separated by commas (and ... last)")
+            if p in params:
+                raise error(loc, f"#define {name}(...): parameter '{p}' appears twice")
+            params.append(p)
+        text = body[close + 1:].strip()
+        if any(t.text == "#" for t in _tokens(text)):
+            raise unsupported(loc, f"the # or ## operator (in macro {name})",
+                              "write the text out without them")
+        self.macros[name] = Macro(text, tuple(params))
 
-    def _expand(self, text: str, seen: frozenset[str] = frozenset()) -> str:
-        if not self.macros or "#" in text and text.lstrip().startswith("#"):
-            return text
+    def _open_call(self, line: str) -> bool:
+        """True when ``line`` ends inside the argument list of a function-like macro."""
+        if "(" not in line or not any(self.macros.get(w, _OBJ).params is not None
+                                      for w in _IDENT.findall(line)):
+            return False
+        toks = [t for t in _tokens(line) if not t.text.isspace()]
+        for k, t in enumerate(toks):
+            mac = self.macros.get(t.text)
+            if mac is None or mac.params is None or k + 1 >= len(toks) or toks[k + 1].text != "(":
+                continue
+            depth = 0
+            for u in toks[k + 1:]:
+                depth += (u.text == "(") - (u.text == ")")
+                if depth == 0:
+                    break
+            if depth > 0:
+                return True
+        return False
 
-        def repl(m: re.Match[str]) -> str:
-            w = m.group(0)
-            if w in self.macros and w not in seen:
-                return self._expand(self.macros[w], seen | {w})
-            return w
+    def _expand(self, text: str, loc: Loc) -> str:
+        """``text`` with every macro expanded (C's rescanning and hide sets)."""
+        return self._expand_line(text, loc)[0]
 
-        return _sub_outside_strings(text, repl)
+    def _expand_line(self, text: str, loc: Loc) -> tuple[str, tuple[int, ...]]:
+        """The expanded text and the source column of each of its characters (empty
+        when nothing was expanded)."""
+        if not any(w in self.macros for w in _IDENT.findall(text)):
+            return text, ()
+        out = self._expand_tokens(_tokens(text), loc)
+        cols: list[int] = []
+        for t in out:
+            cols.extend(range(t.col, t.col + len(t.text)) if t.col else [t.at] * len(t.text))
+        return "".join(t.text for t in out), tuple(cols)
+
+    def _expand_tokens(self, toks: list[_Tok], loc: Loc) -> list[_Tok]:
+        out: list[_Tok] = []
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            mac = self.macros.get(t.text) if t.is_ident else None
+            if mac is None or t.text in t.hide:
+                out.append(t)
+                i += 1
+                continue
+            hide = t.hide | {t.text}
+            if mac.params is None:
+                repl = [_Tok(u.text, hide, 0, t.at) for u in _tokens(mac.body)]
+                toks = repl + toks[i + 1:]
+                i = 0
+                continue
+            j = i + 1
+            while j < len(toks) and toks[j].text.isspace():
+                j += 1
+            if j >= len(toks) or toks[j].text != "(":
+                out.append(t)  # a function-like macro's name without '(' is not a call
+                i += 1
+                continue
+            where = Loc(loc.file, loc.line, t.at) if t.at else loc
+            args, end = _call_args(toks, j, t.text, where)
+            body = self._substitute(t.text, mac, args, where)
+            toks = [_Tok(u.text, hide | u.hide, u.col, u.at or t.at) for u in body] + toks[end + 1:]
+            i = 0
+        return out
+
+    def _substitute(self, name: str, mac: Macro, args: list[list[_Tok]], where: Loc) -> list[_Tok]:
+        params = mac.params or ()
+        if not params and len(args) == 1 and all(a.text.isspace() for a in args[0]):
+            args = []
+        if mac.variadic and len(args) >= len(params) - 1:
+            fixed = len(params) - 1
+            rest = args[fixed:]
+            va: list[_Tok] = []
+            for k, a in enumerate(rest):
+                va.extend(([_Tok(", ")] if k else []) + a)
+            args = args[:fixed] + [va]
+        if len(args) != len(params):
+            shown = ", ".join(params).replace("__VA_ARGS__", "...")
+            raise error(where, f"macro {name}({shown}) takes {len(params)} argument(s), got "
+                        f"{len(args)}; pass one per parameter (parenthesize commas inside one)")
+        # arguments are fully expanded before they replace the parameters (C 6.10.3.1)
+        value = {p: self._expand_tokens(list(arg), where)
+                 for p, arg in zip(params, args)}
+        out: list[_Tok] = []
+        for u in _tokens(mac.body):
+            out.extend(value[u.text] if u.text in value else [_Tok(u.text)])  # body text: no column
+        return out
 
     def _eval(self, expr: str, loc: Loc) -> bool:
         expr = re.sub(r"defined\s*\(\s*([A-Za-z_]\w*)\s*\)|defined\s+([A-Za-z_]\w*)",
                       lambda m: "1" if (m.group(1) or m.group(2)) in self.macros else "0", expr)
-        expr = self._expand(expr)
+        expr = self._expand(expr, loc)
         toks = re.findall(r"0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|<<|>>|\S", expr)
         out: list[str] = []
         for t in toks:
@@ -241,11 +387,42 @@ class Preprocessor:
             raise error(loc, f"cannot evaluate #if expression {expr!r}") from None
 
 
-def _sub_outside_strings(text: str, repl) -> str:  # type: ignore[no-untyped-def]
-    parts = text.split('"')
-    for k in range(0, len(parts), 2):
-        parts[k] = _IDENT.sub(repl, parts[k])
-    return '"'.join(parts)
+_OBJ = Macro("")
+
+
+def _tokens(text: str) -> list[_Tok]:
+    """Preprocessing tokens of one line, with their 1-based columns."""
+    return [_Tok(m.group(0), frozenset(), m.start() + 1, m.start() + 1) for m in _PP_TOKEN.finditer(text)]
+
+
+def _call_args(toks: list[_Tok], open_at: int, name: str, where: Loc) -> tuple[list[list[_Tok]], int]:
+    """The arguments of a macro call whose '(' is ``toks[open_at]``, split at commas
+    outside nested parentheses, and the index of the closing ')'."""
+    args: list[list[_Tok]] = [[]]
+    depth = 0
+    for k in range(open_at + 1, len(toks)):
+        x = toks[k].text
+        if x == "(":
+            depth += 1
+        elif x == ")":
+            if depth == 0:
+                return [_strip(a) for a in args], k
+            depth -= 1
+        elif x == "," and depth == 0:
+            args.append([])
+            continue
+        args[-1].append(toks[k])
+    raise error(where, f"unterminated argument list of macro {name}; close it with ')'")
+
+
+def _strip(arg: list[_Tok]) -> list[_Tok]:
+    """An argument without its leading and trailing spaces."""
+    lo, hi = 0, len(arg)
+    while lo < hi and arg[lo].text.isspace():
+        lo += 1
+    while hi > lo and arg[hi - 1].text.isspace():
+        hi -= 1
+    return arg[lo:hi]
 
 
 def preprocess(path: Path, include_dirs: tuple[Path, ...] = (),

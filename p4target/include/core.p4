@@ -1,8 +1,8 @@
 /* core.p4 for the embedded P4 target: the P4_16 core library declarations
  * (packet_in, packet_out, NoAction, the standard errors and match kinds), written
  * from the definitions in the P4_16 language specification. */
-#ifndef _EMBEDDED_CORE_P4_
-#define _EMBEDDED_CORE_P4_
+#ifndef _CORE_P4_
+#define _CORE_P4_
 
 /* Errors the parser runtime may signal. */
 error {

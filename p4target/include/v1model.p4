@@ -1,8 +1,8 @@
 /* v1model.p4 for the embedded P4 target: the declarations of BMv2's v1model
  * architecture (standard_metadata_t, the externs and V1Switch), written from the
  * architecture's published definitions. */
-#ifndef _EMBEDDED_V1MODEL_P4_
-#define _EMBEDDED_V1MODEL_P4_
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 

@@ -1,7 +1,7 @@
 """Shared fixtures for the dataplane tests (fabric.p4 and nic.p4 through p4target.Switch).
 
 Why: every dataplane test needs a freshly loaded program and, for multi-switch tests,
-a tiny fabric filled as the controller would fill it (tests/dataplane/tiny_fabric.py).
+a small fabric filled with the controller's entries (tests/dataplane/fabric_net.py).
 Frame builders live in tests/dataplane/packets.py.
 """
 
@@ -11,29 +11,29 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.dataplane.tiny_fabric import FABRIC_P4, Node, TinyFabric, build, install
+from controller.topology import Topology, from_parameters
+from tests.dataplane.fabric_net import FABRIC_P4, build, load
+
+# One plane, two leaves, two spines, two hosts per leaf; no trimming unless a test asks.
+TINY = from_parameters(name="tiny", planes=1, spines=2, leaves=2, hosts_per_leaf=2, no_trim=True)
 
 
 @pytest.fixture
 def fabric_switch_factory() -> Callable[..., object]:
-    """Load a fresh fabric.p4 Switch (optionally filled with ``entries``)."""
-    from p4target import Switch
+    """Load a fresh fabric.p4 Switch (optionally filled with controller ``entries``)."""
 
     def make(entries=(), seed: int = 1):
-        sw = Switch.load(str(FABRIC_P4), seed=seed)
-        install(sw, entries)
-        return sw
+        return load(FABRIC_P4, entries, seed)
 
     return make
 
 
 @pytest.fixture
-def tiny_fabric() -> TinyFabric:
-    """One plane, two leaves, two spines, two hosts per leaf."""
-    return TinyFabric()
+def tiny_fabric() -> Topology:
+    return TINY
 
 
 @pytest.fixture
-def tiny_switches(tiny_fabric: TinyFabric) -> dict[Node, object]:
-    """Every switch of ``tiny_fabric`` loaded with fabric.p4 and its entries."""
+def tiny_switches(tiny_fabric: Topology) -> dict[str, object]:
+    """Every fabric switch of ``tiny_fabric`` loaded with fabric.p4 and its entries, by name."""
     return build(tiny_fabric)

@@ -45,10 +45,12 @@ def test_tests_run_in_the_project_venv() -> None:
 def test_project_is_installed_editable_with_its_command() -> None:
     dist = importlib.metadata.distribution("mrc-p4")
     scripts = {ep.name: ep.value for ep in dist.entry_points if ep.group == "console_scripts"}
-    assert scripts == {"p4target": "p4target.cli:main"}
-    assert (VENV / "bin" / "p4target").exists()
+    expected = {"p4target": "p4target.cli:main", "mrcctl": "controller.cli:main"}
+    assert {k: scripts.get(k) for k in expected} == expected
+    for name in scripts:
+        assert (VENV / "bin" / name).exists(), name
     requires = " ".join(dist.requires or [])
-    for name in ("protobuf", "grpcio", "finsy", "scapy", "pytest"):
+    for name in ("protobuf", "grpcio", "finsy", "scapy", "pytest", "pydantic", "pyyaml", "typer", "rich"):
         assert name in requires
     import p4target
 

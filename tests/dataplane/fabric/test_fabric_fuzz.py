@@ -28,24 +28,28 @@ from tests.dataplane.fabric.fabric_checks import (
     total,
 )
 from tests.dataplane.packets import L2, addr_int, encapsulated, frame, ipv6, mrc_ack, mrc_probe, mrc_write, srh, usid_carrier
-from tests.dataplane.tiny_fabric import LEAF, NIC, Entry, Lpm, Node, TinyFabric, mac, mac_int
+from controller.entries import TableEntry
+from controller.plan import LEAF, NIC
+from controller.topology import Topology
+from p4target.runtime.entries import Lpm
+from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 SEED = 20261130
 FRAMES = 10_000
 PLANE = 0
 L0, L1, S0, S1 = 0x0100, 0x0101, 0x0300, 0x0301
 END_SID = "fc00:0:1::1"
-ROUTE_PORT, ROUTE_MAC = 3, "02:00:00:00:03:03"
+ROUTE_PORT, ROUTE_MAC = 3, 0x020000000303
 BLOCK = 0xFCBB_BB00
 
 
-def switch_entries(fab: TinyFabric) -> list[Entry]:
-    return fab.entries(Node(PLANE, LEAF, 0)) + [
-        Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(END_SID), 128)}, "FabricIngress.srv6_end"),
-        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
-              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
-        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fd00::"), 16)},
-              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
+def leaf0_entries(topo: Topology) -> list[TableEntry]:
+    return switch_entries(topo, "p0-leaf0") + [
+        entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(END_SID), 128)}, "FabricIngress.srv6_end"),
+        entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": ROUTE_MAC}),
+        entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fd00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": ROUTE_MAC}),
     ]
 
 
@@ -140,16 +144,16 @@ def make_frames(rng: random.Random, base: list[bytes]) -> list[bytes]:
     return frames
 
 
-def test_ten_thousand_random_truncated_and_mutated_frames(fabric_switch_factory) -> None:
-    fab = TinyFabric()
-    entries = switch_entries(fab)
+def test_ten_thousand_random_truncated_and_mutated_frames(fabric_switch_factory, tiny_fabric) -> None:
+    entries = leaf0_entries(tiny_fabric)
     sw = fabric_switch_factory(entries)
-    port_macs = {e.match["standard_metadata.egress_port"].value: bytes.fromhex("%012x" % e.params["mac"])
+    port_macs = {dict(e.match)["standard_metadata.egress_port"].value: bytes.fromhex("%012x" % dict(e.params)["mac"])
                  for e in entries if e.table == "FabricEgress.port_mac"}
     neighbours: dict[int, set[bytes]] = {}
     for e in entries:
-        if "dmac" in e.params:
-            neighbours.setdefault(e.params["port"], set()).add(bytes.fromhex("%012x" % e.params["dmac"]))
+        params = dict(e.params)
+        if "dmac" in params:
+            neighbours.setdefault(params["port"], set()).add(bytes.fromhex("%012x" % params["dmac"]))
 
     rng = random.Random(SEED)
     base = templates()

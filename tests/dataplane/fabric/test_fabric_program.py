@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.dataplane.tiny_fabric import FABRIC_P4, REPO
+from tests.dataplane.fabric_net import FABRIC_P4, REPO
 
 TABLES = {
     "FabricIngress.my_sid": ({("hdr.ipv6.dst_addr", 128, "lpm")},

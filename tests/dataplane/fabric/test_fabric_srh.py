@@ -1,6 +1,6 @@
 """fabric.p4 classic SRv6 (RFC 8986 4.1): End, End.X, PSP, uN at end of carrier, SRH checks.
 
-A leaf-0 switch of the tiny fabric gets extra classic SIDs and a route for their
+Leaf 0 of the tiny fabric (the controller's entries) gets extra classic SIDs and a route for their
 prefix. Each test builds the SRH frame with scapy, sends it, and compares the exact
 bytes with the frame the RFC says must leave, built independently.
 """
@@ -22,37 +22,39 @@ from tests.dataplane.fabric.fabric_checks import (
     drops,
 )
 from tests.dataplane.packets import L2, addr_int, frame, ipv6, mrc_write, srh, usid_carrier
-from tests.dataplane.tiny_fabric import LEAF, NIC, SPINE, Entry, Lpm, Node, TinyFabric, mac, mac_int
+from controller.entries import TableEntry
+from controller.plan import LEAF, NIC, SPINE
+from p4target.runtime.entries import Lpm
+from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 PLANE = 0
 L0, L1, S0 = 0x0100, 0x0101, 0x0300
 END, END_PSP, END_X, END_X_PSP = "fc00:0:1::1", "fc00:0:1::2", "fc00:0:1::3", "fc00:0:1::4"
 FAR = ["fc00:0:9::1", "fc00:0:8::1", "fc00:0:7::1", "fc00:0:6::1", "fc00:0:5::1", "fc00:0:4::1",
        "fc00:0:3::1", "fc00:0:2::9"]
-ROUTE_PORT, ROUTE_MAC = 3, "02:00:00:00:03:03"
-X_PORT, X_MAC = 4, "02:00:00:00:04:04"
+ROUTE_PORT, ROUTE_MAC, ROUTE_MAC_INT = 3, "02:00:00:00:03:03", 0x020000000303
+X_PORT, X_MAC, X_MAC_INT = 4, "02:00:00:00:04:04", 0x020000000404
 IN_L2 = L2(mac(PLANE, NIC, 0, 1), mac(PLANE, LEAF, 0, 1))
 ROUTE_L2 = L2(mac(PLANE, LEAF, 0, ROUTE_PORT), ROUTE_MAC)
 X_L2 = L2(mac(PLANE, LEAF, 0, X_PORT), X_MAC)
 SRC = "fd00:1:0:1::1"
 
 
-def sid_entry(sid: str, action: str, **params: int) -> Entry:
-    return Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(sid), 128)}, action, params)
+def sid_entry(sid: str, action: str, **params: int) -> TableEntry:
+    return entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(sid), 128)}, action, params)
 
 
 @pytest.fixture
-def sw(fabric_switch_factory):
-    fab = TinyFabric()
+def sw(fabric_switch_factory, tiny_fabric):
     extra = [
         sid_entry(END, "FabricIngress.srv6_end"),
         sid_entry(END_PSP, "FabricIngress.srv6_end_psp"),
-        sid_entry(END_X, "FabricIngress.srv6_end_x", port=X_PORT, dmac=mac_int(X_MAC)),
-        sid_entry(END_X_PSP, "FabricIngress.srv6_end_x_psp", port=X_PORT, dmac=mac_int(X_MAC)),
-        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
-              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": mac_int(ROUTE_MAC)}),
+        sid_entry(END_X, "FabricIngress.srv6_end_x", port=X_PORT, dmac=X_MAC_INT),
+        sid_entry(END_X_PSP, "FabricIngress.srv6_end_x_psp", port=X_PORT, dmac=X_MAC_INT),
+        entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(addr_int("fc00::"), 16)},
+              "FabricIngress.fwd", {"port": ROUTE_PORT, "dmac": ROUTE_MAC_INT}),
     ]
-    return fabric_switch_factory(fab.entries(Node(PLANE, LEAF, 0)) + extra)
+    return fabric_switch_factory(switch_entries(tiny_fabric, "p0-leaf0") + extra)
 
 
 def inner():
@@ -123,11 +125,10 @@ def test_un_at_end_of_carrier_continues_with_the_next_carrier_in_the_srh(sw) -> 
     assert out == [(3, srv6(up, nxt, segs, 0, hlim=63))]
 
 
-def test_un_psp_pops_the_srh_when_it_empties(fabric_switch_factory) -> None:
+def test_un_psp_pops_the_srh_when_it_empties(fabric_switch_factory, tiny_fabric) -> None:
     """uN with PSP at the end of its carrier: SRH End to the last segment, SRH removed."""
-    fab = TinyFabric()
-    entries = [e for e in fab.entries(Node(PLANE, LEAF, 0)) if e.table != "FabricIngress.my_sid"]
-    entries.append(Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(usid_carrier([L0])), 48)},
+    entries = [e for e in switch_entries(tiny_fabric, "p0-leaf0") if e.table != "FabricIngress.my_sid"]
+    entries.append(entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(addr_int(usid_carrier([L0])), 48)},
                          "FabricIngress.usid_un_psp"))
     psw = fabric_switch_factory(entries)
     nxt = usid_carrier([S0, L1, 0xE001])

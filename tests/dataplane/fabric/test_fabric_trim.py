@@ -28,12 +28,16 @@ from tests.dataplane.packets import (
     mrc_write,
     usid_carrier,
 )
-from tests.dataplane.tiny_fabric import LEAF, NIC, SPINE, TRIM_DSCP, Node, TinyFabric, mac
+from controller.plan import LEAF, NIC, SPINE
+from controller.topology import from_parameters
+from p4target.runtime.entries import Lpm
+from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 PLANE = 0
 L0, L1, S0 = 0x0100, 0x0101, 0x0300
 HOST_A, HOST_B, NIC_A = "fd00:0:0:1::1", "fd00:0:1:1::1", "fd00:1:0:1::1"
 THRESHOLD = 4
+TRIM_DSCP = 62  # the project's default trim mark (docs/packet-formats.md)
 UPLINK = 3  # leaf 0 -> spine 0
 IN_L2 = L2(mac(PLANE, NIC, 0, 1), mac(PLANE, LEAF, 0, 1))
 OUT_L2 = L2(mac(PLANE, LEAF, 0, UPLINK), mac(PLANE, SPINE, 0, 1))
@@ -42,9 +46,14 @@ DA_OUT = usid_carrier([S0, L1, 0xE001])
 PAYLOAD = bytes(range(256)) * 4  # 1024 bytes
 
 
+def tiny(threshold: int | None):
+    """The tiny fabric with the controller's trim settings (``threshold`` None: no trimming)."""
+    return from_parameters(name="tiny", planes=1, spines=2, leaves=2, hosts_per_leaf=2,
+                           trim_threshold=threshold, no_trim=threshold is None)
+
+
 def leaf0(fabric_switch_factory, threshold: int | None = THRESHOLD):
-    fab = TinyFabric()
-    sw = fabric_switch_factory(fab.entries(Node(PLANE, LEAF, 0), trim_threshold=threshold))
+    sw = fabric_switch_factory(switch_entries(tiny(threshold), "p0-leaf0"))
     sw.set_queue_rate(UPLINK, 1000.0)
     return sw
 
@@ -175,12 +184,9 @@ def test_non_mrc_udp_is_never_trimmed(fabric_switch_factory) -> None:
 
 def test_plain_ipv6_mrc_without_encapsulation_is_trimmed(fabric_switch_factory) -> None:
     """MRC-lite straight over IPv6 (no SRv6): the outer header's lengths are fixed."""
-    from tests.dataplane.tiny_fabric import Entry, Lpm, mac_int
-
-    fab = TinyFabric()
-    route = Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
-                  "FabricIngress.fwd", {"port": UPLINK, "dmac": mac_int(mac(PLANE, SPINE, 0, 1))})
-    sw = fabric_switch_factory(fab.entries(Node(PLANE, LEAF, 0), trim_threshold=THRESHOLD) + [route])
+    route = entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(0xFD00_0001 << 96, 32)},
+                  "FabricIngress.fwd", {"port": UPLINK, "dmac": int(mac(PLANE, SPINE, 0, 1).replace(":", ""), 16)})
+    sw = fabric_switch_factory(switch_entries(tiny(THRESHOLD), "p0-leaf0") + [route])
     sw.set_queue_rate(UPLINK, 1000.0)
     dst = "fd00:1:1:1::1"
     frames = [bytes(frame(IN_L2, ipv6(NIC_A, dst), mrc_write(ev=7, psn=psn, payload=PAYLOAD))) for psn in range(10)]

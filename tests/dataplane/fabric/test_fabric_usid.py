@@ -1,8 +1,8 @@
 """fabric.p4 uSID forwarding: uN, uA, local NIC uSIDs, plain IPv6, and their drops.
 
 Every test sends real scapy frames through fabric.p4 on the embedded target, with
-entries written as the controller would (tests/dataplane/tiny_fabric.py), and
-compares the exact output bytes with a frame built independently from the path.
+the controller's entries (controller/entries.py, through tests/dataplane/fabric_net.py),
+and compares the exact output bytes with a frame built independently from the path.
 """
 
 from __future__ import annotations
@@ -27,21 +27,10 @@ from tests.dataplane.fabric.fabric_checks import (
     drops,
 )
 from tests.dataplane.packets import L2, encapsulated, frame, ipv6, mrc_write, usid_carrier
-from tests.dataplane.tiny_fabric import (
-    LEAF,
-    NIC,
-    SPINE,
-    Entry,
-    Exact,
-    Lpm,
-    Node,
-    TinyFabric,
-    install,
-    locator,
-    mac,
-    mac_int,
-    walk,
-)
+from controller.plan import LEAF, NIC, SPINE
+from controller.topology import Topology
+from p4target.runtime.entries import Exact, Lpm
+from tests.dataplane.fabric_net import entry, mac, switch_entries, walk
 
 PLANE = 0
 L0, L1 = 0x0100, 0x0101            # leaves 0 and 1 of plane 0
@@ -59,12 +48,12 @@ def outer(l2: L2, da: str, hlim: int, inner: IPv6) -> bytes:
     return bytes(encapsulated(l2, NIC_A, da, inner, hlim=hlim, fl=0x1234))
 
 
-def test_carrier_walks_leaf_spine_leaf_to_the_nic(tiny_fabric: TinyFabric, tiny_switches) -> None:
+def test_carrier_walks_leaf_spine_leaf_to_the_nic(tiny_fabric: Topology, tiny_switches) -> None:
     """Host A (leaf 0, port 1) to host B (leaf 1, port 2) via spine 1: every hop exact."""
     inner = inner_packet()
     nic_a_mac = mac(PLANE, NIC, 0, 1)
     sent = outer(L2(nic_a_mac, mac(PLANE, LEAF, 0, 1)), usid_carrier([L0, S1, L1, 0xE002]), 64, inner)
-    leaf0, spine1, leaf1 = Node(PLANE, LEAF, 0), Node(PLANE, SPINE, 1), Node(PLANE, LEAF, 1)
+    leaf0, spine1, leaf1 = "p0-leaf0", "p0-spine1", "p0-leaf1"
 
     hops = walk(tiny_fabric, tiny_switches, leaf0, 1, sent)
 
@@ -75,7 +64,7 @@ def test_carrier_walks_leaf_spine_leaf_to_the_nic(tiny_fabric: TinyFabric, tiny_
         outer(L2(mac(PLANE, LEAF, 1, 2), mac(PLANE, NIC, 3, 1)), usid_carrier([0xE002]), 61, inner),
     ]
     for hop, want in zip(hops, expected):
-        assert hop.frame == want, f"{hop.node.name} port {hop.port}:\n{Ether(hop.frame).show2(dump=True)}"
+        assert hop.frame == want, f"{hop.node} port {hop.port}:\n{Ether(hop.frame).show2(dump=True)}"
         got = Ether(hop.frame)
         assert got[IPv6].dst == Ether(want)[IPv6].dst
     # Counters: one frame in and one out at each switch, no drops.
@@ -91,9 +80,9 @@ def test_carrier_walks_leaf_spine_leaf_to_the_nic(tiny_fabric: TinyFabric, tiny_
         assert drops(sw, EGRESS_DROPS) == {}
 
 
-def test_same_leaf_path_delivers_local_usid_unshifted(tiny_fabric: TinyFabric, tiny_switches) -> None:
+def test_same_leaf_path_delivers_local_usid_unshifted(tiny_fabric: Topology, tiny_switches) -> None:
     inner = inner_packet()
-    leaf0 = Node(PLANE, LEAF, 0)
+    leaf0 = "p0-leaf0"
     sent = outer(L2(mac(PLANE, NIC, 0, 1), mac(PLANE, LEAF, 0, 1)), usid_carrier([L0, 0xE002]), 9, inner)
     hops = walk(tiny_fabric, tiny_switches, leaf0, 1, sent)
     assert [(h.node, h.port) for h in hops] == [(leaf0, 2)]
@@ -102,16 +91,15 @@ def test_same_leaf_path_delivers_local_usid_unshifted(tiny_fabric: TinyFabric, t
     )
 
 
-def test_shift_keeps_the_block_regression(fabric_switch_factory, tiny_fabric: TinyFabric) -> None:
+def test_shift_keeps_the_block_regression(fabric_switch_factory, tiny_fabric: Topology) -> None:
     """At the owner of uSID 0x0100: fcbb:bb00:100:200:300:e001:: -> fcbb:bb00:200:300:e001::.
 
     Guards against masking the active uSID before shifting (which loses the block
     or leaves the old uSID in place).
     """
-    leaf0 = Node(PLANE, LEAF, 0)
-    extra = Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(0x0200), 48)},
-                  "FabricIngress.fwd", {"port": 3, "dmac": mac_int("02:aa:bb:cc:dd:ee")})
-    sw = fabric_switch_factory(tiny_fabric.entries(leaf0) + [extra])
+    extra = entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(0xFCBB_BB00_0200 << 80, 48)},
+                  "FabricIngress.fwd", {"port": 3, "dmac": 0x02AABBCCDDEE})
+    sw = fabric_switch_factory(switch_entries(tiny_fabric, "p0-leaf0") + [extra])
     inner = inner_packet()
     sent = outer(L2("02:00:00:00:00:99", mac(PLANE, LEAF, 0, 1)), "fcbb:bb00:100:200:300:e001::", 64, inner)
     out = sw.inject(1, sent)
@@ -124,10 +112,10 @@ def test_shift_keeps_the_block_regression(fabric_switch_factory, tiny_fabric: Ti
 
 
 def test_ua_pins_the_uplink_then_transit_spine_forwards_unshifted(
-        tiny_fabric: TinyFabric, tiny_switches) -> None:
+        tiny_fabric: Topology, tiny_switches) -> None:
     """uA 0xF004 at leaf 0 sends on port 4 (spine 1); spine 1 is transit for leaf 1's uSID."""
     inner = inner_packet()
-    leaf0, spine1, leaf1 = Node(PLANE, LEAF, 0), Node(PLANE, SPINE, 1), Node(PLANE, LEAF, 1)
+    leaf0, spine1, leaf1 = "p0-leaf0", "p0-spine1", "p0-leaf1"
     sent = outer(L2(mac(PLANE, NIC, 0, 1), mac(PLANE, LEAF, 0, 1)),
                  usid_carrier([L0, 0xF004, L1, 0xE001]), 64, inner)
     hops = walk(tiny_fabric, tiny_switches, leaf0, 1, sent)
@@ -141,8 +129,8 @@ def test_ua_pins_the_uplink_then_transit_spine_forwards_unshifted(
 
 
 @pytest.fixture
-def leaf0_switch(fabric_switch_factory, tiny_fabric: TinyFabric):
-    return fabric_switch_factory(tiny_fabric.entries(Node(PLANE, LEAF, 0)))
+def leaf0_switch(fabric_switch_factory, tiny_fabric: Topology):
+    return fabric_switch_factory(switch_entries(tiny_fabric, "p0-leaf0"))
 
 
 def send_one(sw, da: str, hlim: int = 64, port: int = 1) -> tuple[bytes, list]:
@@ -192,16 +180,15 @@ def test_no_route_outside_the_block(leaf0_switch) -> None:
     assert drops(leaf0_switch) == {DROP_NO_ROUTE: 1}
 
 
-def test_plain_ipv6_lpm_routing(fabric_switch_factory, tiny_fabric: TinyFabric) -> None:
+def test_plain_ipv6_lpm_routing(fabric_switch_factory, tiny_fabric: Topology) -> None:
     """Non-SRv6 traffic follows ipv6_route: longest prefix wins, hop limit decremented."""
-    leaf0 = Node(PLANE, LEAF, 0)
     routes = [
-        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
-              "FabricIngress.fwd", {"port": 3, "dmac": mac_int("02:00:00:00:03:03")}),
-        Entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd0000010001" + "00" * 10), "big"), 48)},
-              "FabricIngress.fwd", {"port": 4, "dmac": mac_int("02:00:00:00:04:04")}),
+        entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd000001" + "00" * 12), "big"), 32)},
+              "FabricIngress.fwd", {"port": 3, "dmac": 0x020000000303}),
+        entry("FabricIngress.ipv6_route", {"hdr.ipv6.dst_addr": Lpm(int.from_bytes(bytes.fromhex("fd0000010001" + "00" * 10), "big"), 48)},
+              "FabricIngress.fwd", {"port": 4, "dmac": 0x020000000404}),
     ]
-    sw = fabric_switch_factory(tiny_fabric.entries(leaf0) + routes)
+    sw = fabric_switch_factory(switch_entries(tiny_fabric, "p0-leaf0") + routes)
     payload = UDP(sport=1000, dport=2000) / b"hello"
     for dst, port, dmac in [("fd00:1:1::5", 4, "02:00:00:00:04:04"), ("fd00:1:2::5", 3, "02:00:00:00:03:03")]:
         sent = bytes(frame(L2("02:00:00:00:00:99", mac(PLANE, LEAF, 0, 1)), ipv6(NIC_A, dst, hlim=10), payload))
@@ -220,10 +207,9 @@ def test_non_ipv6_is_dropped_and_counted(leaf0_switch, pkt) -> None:
     assert drops(leaf0_switch) == {DROP_NOT_IPV6: 1}
 
 
-def test_port_without_mac_is_dropped_on_egress(fabric_switch_factory, tiny_fabric: TinyFabric) -> None:
-    leaf0 = Node(PLANE, LEAF, 0)
-    entries = [e for e in tiny_fabric.entries(leaf0)
-               if not (e.table == "FabricEgress.port_mac" and e.match["standard_metadata.egress_port"] == Exact(3))]
+def test_port_without_mac_is_dropped_on_egress(fabric_switch_factory, tiny_fabric: Topology) -> None:
+    entries = [e for e in switch_entries(tiny_fabric, "p0-leaf0")
+               if not (e.table == "FabricEgress.port_mac" and dict(e.match)["standard_metadata.egress_port"] == Exact(3))]
     sw = fabric_switch_factory(entries)
     sent, out = send_one(sw, usid_carrier([L0, S0, L1, 0xE001]))
     assert out == []

@@ -29,7 +29,11 @@ import pytest
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
-from tests.dataplane.tiny_fabric import FABRIC_P4, REPO, Entry, Exact, Lpm, Ternary, locator, mac_int
+from controller.entries import TableEntry
+from controller.plan import locator
+from controller.stf import stf_lines
+from p4target.runtime.entries import Lpm
+from tests.dataplane.fabric_net import FABRIC_P4, REPO, entry
 
 pytestmark = pytest.mark.root
 
@@ -57,29 +61,17 @@ def nsx(ns: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[
     return sh("ip", "netns", "exec", ns, *args, check=check)
 
 
-def stf_line(e: Entry) -> str:
-    """An Entry as an STF ``add`` line, for ``p4target run --commands``."""
-    keys = []
-    for name, m in e.match.items():
-        if isinstance(m, Lpm):
-            keys.append(f"{name}:{m.value:#x}/{m.prefix_len}")
-        elif isinstance(m, Exact):
-            keys.append(f"{name}:{m.value:#x}")
-        else:
-            assert isinstance(m, Ternary)
-            keys.append(f"{name}:{m.value:#x}&&&{m.mask:#x}")
-    params = ", ".join(f"{k}:{v:#x}" for k, v in e.params.items())
-    prio = f" {e.priority}" if e.priority is not None else ""
-    return f"add {e.table}{prio} {' '.join(keys)} {e.action}({params})"
+def mac_int(text: str) -> int:
+    return int(text.replace(":", ""), 16)
 
 
-def switch_entries(name: str, own: int, nxt: int, nxt_mac: str) -> list[Entry]:
+def switch_entries(name: str, own: int, nxt: int, nxt_mac: str) -> list[TableEntry]:
     """Entries of S1/S2: my uN, the next uSID towards port 2, both port MACs."""
     return [
-        Entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(own), 48)}, "FabricIngress.usid_un"),
-        Entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nxt), 48)}, "FabricIngress.fwd",
+        entry("FabricIngress.my_sid", {"hdr.ipv6.dst_addr": Lpm(locator(own), 48)}, "FabricIngress.usid_un"),
+        entry("FabricIngress.usid_fwd", {"hdr.ipv6.dst_addr": Lpm(locator(nxt), 48)}, "FabricIngress.fwd",
               {"port": 2, "dmac": mac_int(nxt_mac)}),
-        *(Entry("FabricEgress.port_mac", {"standard_metadata.egress_port": Exact(p)}, "FabricEgress.set_src_mac",
+        *(entry("FabricEgress.port_mac", {"standard_metadata.egress_port": p}, "FabricEgress.set_src_mac",
                 {"mac": mac_int(PORT_MAC[(name, p)])}) for p in (1, 2)),
     ]
 
@@ -165,9 +157,9 @@ def teardown(net: Net | None) -> None:
         sh("ip", "netns", "del", ns, check=False)
 
 
-def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[Entry]) -> None:
+def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[TableEntry]) -> None:
     cmds = net.workdir / f"{name}.stf"
-    cmds.write_text("\n".join(stf_line(e) for e in entries) + "\n")
+    cmds.write_text("\n".join(stf_lines(entries)) + "\n")
     # Pid files live in the project's run directory, so `make clean` finds a switch
     # that a crashed test left behind (README, "Cleaning up").
     from tools.cleanup import run_dir

@@ -1,35 +1,30 @@
-"""Fixtures for the NIC dataplane tests: a fresh nic.p4 switch with a NIC's entries."""
+"""Fixtures for the NIC dataplane tests: a fresh nic.p4 switch with the controller's entries for one NIC."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-from tests.dataplane.nic.nic_plan import TEST_FABRIC as FABRIC
-from tests.dataplane.nic.nic_plan import Fabric, NicConfig, explicit_evs, install_nic
-
-NIC_P4 = Path(__file__).resolve().parents[3] / "p4src" / "nic.p4"
+from controller.topology import Topology
+from tests.dataplane.fabric_net import NIC_P4, load
+from tests.dataplane.nic.nic_case import TEST_FABRIC, NicCase, generated, nic_case
 
 
 @pytest.fixture
-def nic_factory() -> Callable[..., tuple[object, NicConfig]]:
-    """Build a Switch running nic.p4 for the NIC at (leaf, port) of ``fabric``."""
-    from p4target import Switch
+def nic_factory() -> Callable[..., tuple[object, NicCase]]:
+    """A Switch running nic.p4 for the NIC at (leaf, port) of ``topo``, filled with
+    ``controller.entries.nic_entries`` (EXPLICIT EVs, or GENERATED with ``generated``)."""
 
-    def make(fabric: Fabric = FABRIC, leaf: int = 0, port: int = 1, *,
-             explicit: bool = True, seed: int = 1, **install) -> tuple[object, NicConfig]:
-        sw = Switch.load(str(NIC_P4), seed=seed)
-        cfg = NicConfig(fabric, leaf, port,
-                        explicit=explicit_evs(fabric, leaf, port) if explicit else [])
-        install_nic(sw, cfg, **install)
-        return sw, cfg
+    def make(topo: Topology = TEST_FABRIC, leaf: int = 0, port: int = 1, *,
+             generated_evs: bool = False, seed: int = 1) -> tuple[object, NicCase]:
+        cfg = nic_case(generated(topo) if generated_evs else topo, leaf, port)
+        return load(NIC_P4, cfg.entries(), seed), cfg
 
     return make
 
 
 @pytest.fixture
-def nic(nic_factory) -> tuple[object, NicConfig]:
+def nic(nic_factory) -> tuple[object, NicCase]:
     """The NIC of host (leaf 0, port 1) with its EXPLICIT EV list and spray group."""
     return nic_factory()

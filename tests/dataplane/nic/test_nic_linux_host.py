@@ -16,28 +16,18 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
 from p4target.netio import open_interface_socket
-from tests.dataplane.nic.nic_plan import (
-    Fabric,
-    NicConfig,
-    gateway_addr,
-    host_addr,
-    host_mac,
-    nic_addr,
-    nic_writes,
-    path_carrier,
-)
+from controller.topology import from_parameters
+from tests.dataplane.fabric_net import NIC_P4, REPO
+from tests.dataplane.nic.nic_case import carrier_ip, gateway_ip, host_ip, nic_case, nic_ip
 from tests.dataplane.packets import usid_carrier
 
-REPO = Path(__file__).resolve().parents[3]
-NIC_P4 = REPO / "p4src" / "nic.p4"
-FABRIC = Fabric(planes=1, leaves=2, spines=1, hosts_per_leaf=2)
+FABRIC = from_parameters(name="linux-host", planes=1, spines=1, leaves=2, hosts_per_leaf=2)
 REMOTE = (1, 2)
 
 
@@ -71,12 +61,12 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
     pytest.importorskip("finsy")
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
-    from tests.dataplane.nic.nic_p4rt import to_updates
-    from tests.p4runtime.p4rt_client import Names, RawClient
+    from controller.p4rt import Codec
+    from tests.p4runtime.p4rt_client import RawClient
 
     tag = uuid.uuid4().hex[:6]
     sw_ns, host_ns = f"p4t-nsw-{tag}", f"p4t-nh-{tag}"
-    cfg = NicConfig(FABRIC, 0, 1)
+    cfg = nic_case(FABRIC, 0, 1)
     proc = None
     sock = None
     run("ip", "netns", "add", sw_ns)
@@ -89,10 +79,10 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
         for ifname in ("p4tnsh", "p4tnsp", "p4tnsf"):
             run("ip", "-n", sw_ns, "link", "set", ifname, "up")
         in_ns(sw_ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-        run("ip", "-n", host_ns, "link", "set", "p4tnhh", "address", host_mac(0, 1), "mtu", "1460")
+        run("ip", "-n", host_ns, "link", "set", "p4tnhh", "address", cfg.host_mac, "mtu", "1460")
         run("ip", "-n", host_ns, "link", "set", "p4tnhh", "up")
-        run("ip", "-n", host_ns, "-6", "addr", "add", f"{host_addr(0, 1)}/64", "dev", "p4tnhh", "nodad")
-        run("ip", "-n", host_ns, "-6", "route", "add", "default", "via", gateway_addr(0, 1), "dev", "p4tnhh")
+        run("ip", "-n", host_ns, "-6", "addr", "add", f"{host_ip(0, 1)}/64", "dev", "p4tnhh", "nodad")
+        run("ip", "-n", host_ns, "-6", "route", "add", "default", "via", gateway_ip(0, 1), "dev", "p4tnhh")
 
         proc, port = start_nic(sw_ns)
         client = RawClient(port, device_id=1)
@@ -101,20 +91,20 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
             data = device_config_from_file(NIC_P4)
             p4info = build_p4info(load_device_config(data).model)
             client.set_pipeline(p4info, data)
-            client.write(*to_updates(nic_writes(cfg), Names(p4info)))
+            client.write(*Codec(p4info).write_request("insert", cfg.entries()).updates)
         finally:
             client.close()
 
         # 1. Neighbour discovery and ping of the gateway, answered by nic.p4.
-        ping = in_ns(host_ns, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "3", gateway_addr(0, 1), check=False)
+        ping = in_ns(host_ns, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "3", gateway_ip(0, 1), check=False)
         assert ping.returncode == 0, ping.stdout + ping.stderr
-        neigh = run("ip", "-n", host_ns, "-6", "neigh", "show", gateway_addr(0, 1)).stdout
-        assert cfg.fabric.nic_port_mac(0, 1, None) in neigh
+        neigh = run("ip", "-n", host_ns, "-6", "neigh", "show", gateway_ip(0, 1)).stdout
+        assert cfg.gw_mac in neigh
 
         # 2. A ping to a remote host: the NIC encapsulates it; "the fabric" answers.
         sock = open_interface_socket("p4tnsf", sw_ns)
         pinger = subprocess.Popen(["ip", "netns", "exec", host_ns, "ping", "-6", "-c", "1", "-W", "5",
-                                   host_addr(*REMOTE)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   host_ip(*REMOTE)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True)
         request = None
         end = time.monotonic() + 5
@@ -130,12 +120,12 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
         assert request is not None, "no encapsulated echo request on the plane port"
         outer, inner = request[IPv6], request[IPv6].payload
         assert (outer.src, outer.dst, outer.nh, outer.hlim) == (
-            nic_addr(0, 1), path_carrier(0, 0, 0, *REMOTE), 41, 64)
-        assert (inner.src, inner.dst) == (host_addr(0, 1), host_addr(*REMOTE))
+            nic_ip(0, 1), carrier_ip(0, 0, 0, *REMOTE), 41, 64)
+        assert (inner.src, inner.dst) == (host_ip(0, 1), host_ip(*REMOTE))
         echo = inner[ICMPv6EchoRequest]
-        reply = (Ether(src=cfg.fabric.leaf_port_mac(0, 0, 1), dst=cfg.fabric.nic_port_mac(0, 1, 0))
-                 / IPv6(src=nic_addr(*REMOTE), dst=usid_carrier([0xE001]), hlim=61, nh=41)
-                 / IPv6(src=host_addr(*REMOTE), dst=host_addr(0, 1), hlim=64)
+        reply = (Ether(src=cfg.leaf_mac(0), dst=cfg.plane_mac(0))
+                 / IPv6(src=nic_ip(*REMOTE), dst=usid_carrier([0xE001]), hlim=61, nh=41)
+                 / IPv6(src=host_ip(*REMOTE), dst=host_ip(0, 1), hlim=64)
                  / ICMPv6EchoReply(id=echo.id, seq=echo.seq, data=echo.data))
         sock.send(bytes(reply))
         out, _ = pinger.communicate(timeout=10)

@@ -8,7 +8,7 @@ from scapy.layers.inet6 import IPv6
 
 from p4target.runtime.entries import Exact
 from tests.dataplane.nic.nic_frames import fabric_frame, mrc_frame
-from tests.dataplane.nic.nic_plan import host_addr, nic_addr, nic_plane_port
+from tests.dataplane.nic.nic_case import host_ip, nic_ip, nic_plane_port
 from tests.dataplane.packets import mrc_write, usid_carrier
 
 
@@ -29,8 +29,8 @@ def test_every_truncation_of_a_host_frame_is_dropped_and_counted(nic):
 
 def test_every_truncation_of_a_fabric_frame_is_dropped_and_counted(nic):
     sw, cfg = nic
-    inner = bytes(IPv6(src=host_addr(1, 1), dst=host_addr(0, 1)) / mrc_write(3, 1, b"q" * 16))
-    frame = fabric_frame(cfg, 2, nic_addr(1, 1), usid_carrier([0xE001]), inner)
+    inner = bytes(IPv6(src=host_ip(1, 1), dst=host_ip(0, 1)) / mrc_write(3, 1, b"q" * 16))
+    frame = fabric_frame(cfg, 2, nic_ip(1, 1), usid_carrier([0xE001]), inner)
     for cut in range(len(frame)):
         assert sw.inject(nic_plane_port(2), frame[:cut]) == [], cut
     assert total_drops(sw) == len(frame)
@@ -41,8 +41,8 @@ def test_random_garbage_and_bit_flips_never_crash_and_are_counted(nic):
     sw, cfg = nic
     rng = random.Random(6)
     good_host = bytes(mrc_frame(cfg, 1, 1, cfg.explicit[3].ev))
-    inner = bytes(IPv6(src=host_addr(1, 1), dst=host_addr(0, 1)) / mrc_write(3, 1, b"q" * 16))
-    good_fabric = fabric_frame(cfg, 0, nic_addr(1, 1), usid_carrier([0xE001]), inner)
+    inner = bytes(IPv6(src=host_ip(1, 1), dst=host_ip(0, 1)) / mrc_write(3, 1, b"q" * 16))
+    good_fabric = fabric_frame(cfg, 0, nic_ip(1, 1), usid_carrier([0xE001]), inner)
     sent = 0
     forwarded = 0
     for i in range(400):

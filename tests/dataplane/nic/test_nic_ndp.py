@@ -23,7 +23,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils6 import inet_pton
 
-from tests.dataplane.nic.nic_plan import gateway_addr, host_addr, host_mac
+from tests.dataplane.nic.nic_case import gateway_ip, host_ip
 
 DROP_HOST_MULTICAST = 5
 DROP_NDP = 6
@@ -36,12 +36,12 @@ def solicited_node(addr: str) -> str:
 
 def ns_frame(cfg, target: str, *, multicast: bool = True, option: bool = True,
              src: str | None = None, hlim: int = 255) -> Ether:
-    hmac = host_mac(cfg.leaf, cfg.port)
-    gw = cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None)
+    hmac = cfg.host_mac
+    gw = cfg.gw_mac
     dst = solicited_node(target) if multicast else target
     eth_dst = in6_getnsmac(inet_pton(socket.AF_INET6, target)) if multicast else gw
     pkt = (Ether(src=hmac, dst=eth_dst)
-           / IPv6(src=src or host_addr(cfg.leaf, cfg.port), dst=dst, hlim=hlim)
+           / IPv6(src=src or host_ip(cfg.leaf, cfg.port), dst=dst, hlim=hlim)
            / ICMPv6ND_NS(tgt=target))
     if option:
         pkt = pkt / ICMPv6NDOptSrcLLAddr(lladdr=hmac)
@@ -49,9 +49,9 @@ def ns_frame(cfg, target: str, *, multicast: bool = True, option: bool = True,
 
 
 def expected_na(cfg, to: str) -> bytes:
-    gw = gateway_addr(cfg.leaf, cfg.port)
-    gw_mac = cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None)
-    return bytes(Ether(src=gw_mac, dst=host_mac(cfg.leaf, cfg.port))
+    gw = gateway_ip(cfg.leaf, cfg.port)
+    gw_mac = cfg.gw_mac
+    return bytes(Ether(src=gw_mac, dst=cfg.host_mac)
                  / IPv6(src=gw, dst=to, hlim=255)
                  / ICMPv6ND_NA(tgt=gw, R=1, S=1, O=1)
                  / ICMPv6NDOptDstLLAddr(lladdr=gw_mac))
@@ -60,9 +60,9 @@ def expected_na(cfg, to: str) -> bytes:
 @pytest.mark.parametrize("multicast,option", [(True, True), (False, True), (False, False)])
 def test_solicitation_for_the_gateway_is_answered(nic, multicast, option):
     sw, cfg = nic
-    ns = ns_frame(cfg, gateway_addr(cfg.leaf, cfg.port), multicast=multicast, option=option)
+    ns = ns_frame(cfg, gateway_ip(cfg.leaf, cfg.port), multicast=multicast, option=option)
     out = sw.inject(0, bytes(ns))
-    assert out == [(0, expected_na(cfg, host_addr(cfg.leaf, cfg.port)))]
+    assert out == [(0, expected_na(cfg, host_ip(cfg.leaf, cfg.port)))]
     na = Ether(out[0][1])
     # scapy checks the checksum it did not compute: rebuild with it cleared and compare.
     want = na.copy()
@@ -83,7 +83,7 @@ def test_other_solicitations_are_dropped_and_counted(nic, ns_kwargs):
 
 def test_solicitation_with_a_bad_checksum_is_dropped(nic):
     sw, cfg = nic
-    ns = ns_frame(cfg, gateway_addr(cfg.leaf, cfg.port))
+    ns = ns_frame(cfg, gateway_ip(cfg.leaf, cfg.port))
     ns[ICMPv6ND_NS].cksum = 0x1234
     assert sw.inject(0, bytes(ns)) == []
     assert sw.counter_read("NicIngress.drops", DROP_BAD_CHECKSUM)[0] == 1
@@ -91,8 +91,8 @@ def test_solicitation_with_a_bad_checksum_is_dropped(nic):
 
 def test_host_multicast_and_router_solicitations_are_dropped_and_counted(nic):
     sw, cfg = nic
-    hmac = host_mac(cfg.leaf, cfg.port)
-    src = host_addr(cfg.leaf, cfg.port)
+    hmac = cfg.host_mac
+    src = host_ip(cfg.leaf, cfg.port)
     rs = Ether(src=hmac, dst="33:33:00:00:00:02") / IPv6(src=src, dst="ff02::2", hlim=255) / ICMPv6ND_RS()
     mld = (Ether(src=hmac, dst="33:33:00:00:00:16") / IPv6(src=src, dst="ff02::16", hlim=1)
            / ICMPv6MLReport2())
@@ -111,8 +111,8 @@ def echo_request(cfg, *, data: bytes = b"ping" * 14, cksum: int | None = None) -
     req = ICMPv6EchoRequest(id=0x4321, seq=7, data=data)
     if cksum is not None:
         req.cksum = cksum
-    return (Ether(src=host_mac(cfg.leaf, cfg.port), dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None))
-            / IPv6(src=host_addr(cfg.leaf, cfg.port), dst=gateway_addr(cfg.leaf, cfg.port), hlim=64)
+    return (Ether(src=cfg.host_mac, dst=cfg.gw_mac)
+            / IPv6(src=host_ip(cfg.leaf, cfg.port), dst=gateway_ip(cfg.leaf, cfg.port), hlim=64)
             / req)
 
 
@@ -120,8 +120,8 @@ def echo_request(cfg, *, data: bytes = b"ping" * 14, cksum: int | None = None) -
 def test_the_gateway_answers_pings(nic, data):
     sw, cfg = nic
     out = sw.inject(0, bytes(echo_request(cfg, data=data)))
-    want = (Ether(src=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None), dst=host_mac(cfg.leaf, cfg.port))
-            / IPv6(src=gateway_addr(cfg.leaf, cfg.port), dst=host_addr(cfg.leaf, cfg.port), hlim=64)
+    want = (Ether(src=cfg.gw_mac, dst=cfg.host_mac)
+            / IPv6(src=gateway_ip(cfg.leaf, cfg.port), dst=host_ip(cfg.leaf, cfg.port), hlim=64)
             / ICMPv6EchoReply(id=0x4321, seq=7, data=data))
     assert out == [(0, bytes(want))]
 
@@ -129,8 +129,8 @@ def test_the_gateway_answers_pings(nic, data):
 def test_other_traffic_to_the_gateway_is_dropped_and_counted(nic):
     sw, cfg = nic
     bad = echo_request(cfg, cksum=0xDEAD)
-    udp = (Ether(src=host_mac(cfg.leaf, cfg.port), dst=cfg.fabric.nic_port_mac(cfg.leaf, cfg.port, None))
-           / IPv6(src=host_addr(cfg.leaf, cfg.port), dst=gateway_addr(cfg.leaf, cfg.port))
+    udp = (Ether(src=cfg.host_mac, dst=cfg.gw_mac)
+           / IPv6(src=host_ip(cfg.leaf, cfg.port), dst=gateway_ip(cfg.leaf, cfg.port))
            / UDP(sport=1, dport=2) / Raw(b"hi"))
     assert sw.inject(0, bytes(bad)) == []
     assert sw.inject(0, bytes(udp)) == []

@@ -1,27 +1,24 @@
 """The NIC's entries written over P4Runtime, as the controller will write them.
 
 Why: the controller talks P4Runtime, not the Switch API. This test pushes nic.p4 to
-a Device behind the embedded P4Runtime server, writes the same entries nic_plan
-computes (members, a group with watch ports, table entries) as P4Runtime updates,
-and checks on real packets that spraying and watch-port failover work through that
-path too.
+a Device behind the embedded P4Runtime server, writes the controller's entries for
+the NIC (controller/entries.py: members, a group with watch ports, table entries) as
+P4Runtime updates, and checks on real packets that spraying and watch-port failover
+work through that path too. The updates are the controller's own encoding
+(controller/p4rt.py's Codec).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-
 import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+from controller.p4rt import Codec
+from tests.dataplane.fabric_net import NIC_P4
+from tests.dataplane.nic.nic_case import TEST_FABRIC, carrier_ip, nic_case, nic_plane_port
 from tests.dataplane.nic.nic_frames import mrc_frame
-from tests.dataplane.nic.nic_p4rt import to_updates
-from tests.dataplane.nic.nic_plan import TEST_FABRIC as FABRIC
-from tests.dataplane.nic.nic_plan import NicConfig, explicit_evs, nic_plane_port, nic_writes, path_carrier
-
-NIC_P4 = Path(__file__).resolve().parents[3] / "p4src" / "nic.p4"
 
 
 @pytest.fixture
@@ -31,7 +28,7 @@ def p4rt_nic():
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
     from p4target.p4runtime.server import P4RuntimeServer
-    from tests.p4runtime.p4rt_client import Names, RawClient
+    from tests.p4runtime.p4rt_client import RawClient
 
     device = Device(device_id=1)
     outputs: list[tuple[int, bytes]] = []
@@ -44,8 +41,8 @@ def p4rt_nic():
         data = device_config_from_file(NIC_P4)
         p4info = build_p4info(load_device_config(data).model)
         client.set_pipeline(p4info, data)
-        cfg = NicConfig(FABRIC, 0, 1, explicit=explicit_evs(FABRIC, 0, 1))
-        client.write(*to_updates(nic_writes(cfg), Names(p4info)))
+        cfg = nic_case(TEST_FABRIC, 0, 1)
+        client.write(*Codec(p4info).write_request("insert", cfg.entries()).updates)
         yield device, outputs, cfg
     finally:
         client.close()
@@ -64,8 +61,8 @@ def test_spray_group_written_over_p4runtime_fails_over_on_watch_ports(p4rt_nic):
             [(port, frame)] = outputs
             plane = port - 1
             carrier = Ether(frame)[IPv6].dst
-            spine = next(s for s in range(cfg.fabric.spines)
-                         if path_carrier(plane, cfg.leaf, s, *dst) == carrier)
+            spine = next(s for s in range(cfg.spines)
+                         if carrier_ip(plane, cfg.leaf, s, *dst) == carrier)
             used[(plane, spine)] += 1
         return used
 

@@ -9,7 +9,8 @@ from scapy.layers.l2 import Ether
 
 from p4target.runtime.entries import Group, Lpm, Ternary
 from tests.dataplane.nic.nic_frames import expected_fabric_frame, inner_of, mrc_frame, udp_frame
-from tests.dataplane.nic.nic_plan import host_addr, ip_int, nic_plane_port, path_carrier
+from tests.dataplane.packets import addr_int
+from tests.dataplane.nic.nic_case import carrier_ip, host_ip, nic_plane_port
 
 DST = (1, 2)
 UNKNOWN_EV = 0xBEEF  # not in the EV list: sprayed by the NIC
@@ -21,14 +22,14 @@ _expected_cache: dict[tuple, dict[tuple[int, bytes], tuple[int, int]]] = {}
 
 def expected_paths(cfg, frame_bytes: bytes, ev: int) -> dict[tuple[int, bytes], tuple[int, int]]:
     """Every (port, frame) the NIC may send for an MRC frame with EV ``ev`` -> (plane, spine)."""
-    key = (cfg.fabric, cfg.leaf, cfg.port, frame_bytes, ev)
+    key = (cfg.topo.name, cfg.leaf, cfg.port, frame_bytes, ev)
     if key not in _expected_cache:
         tc = frame_bytes[14] << 4 & 0xF0 | frame_bytes[15] >> 4
         _expected_cache[key] = {
             (nic_plane_port(plane),
-             expected_fabric_frame(cfg, plane, path_carrier(plane, cfg.leaf, spine, *DST),
+             expected_fabric_frame(cfg, plane, carrier_ip(plane, cfg.leaf, spine, *DST),
                                    frame_bytes[14:], flow_label=ev, traffic_class=tc)): (plane, spine)
-            for plane in range(cfg.fabric.planes) for spine in range(cfg.fabric.spines)}
+            for plane in range(cfg.planes) for spine in range(cfg.spines)}
     return _expected_cache[key]
 
 
@@ -43,10 +44,10 @@ def path_of(sw, cfg, frame, ev: int | None = None) -> tuple[int, int]:
         return paths[out[0]]
     port, data = out[0]
     plane = port - 1
-    assert 0 <= plane < cfg.fabric.planes
+    assert 0 <= plane < cfg.planes
     outer = Ether(data)[IPv6]
-    for spine in range(cfg.fabric.spines):
-        carrier = path_carrier(plane, cfg.leaf, spine, *DST)
+    for spine in range(cfg.spines):
+        carrier = carrier_ip(plane, cfg.leaf, spine, *DST)
         if outer.dst == carrier:
             # non-MRC: the flow label is the NIC's own flow hash
             assert data == expected_fabric_frame(cfg, plane, carrier, inner_of(frame),
@@ -118,7 +119,7 @@ def test_a_plane_port_going_down_is_skipped_at_once_and_used_again_when_up(nic):
 
 def test_all_planes_down_drops_and_counts(nic):
     sw, cfg = nic
-    for plane in range(cfg.fabric.planes):
+    for plane in range(cfg.planes):
         sw.set_port_status(nic_plane_port(plane), False)
     assert sw.inject(0, bytes(mrc_frame(cfg, *DST, UNKNOWN_EV))) == []
     assert sw.inject(0, bytes(udp_frame(cfg, *DST, sport=9))) == []
@@ -129,13 +130,13 @@ def test_all_planes_down_drops_and_counts(nic):
 
 def test_a_destination_can_have_its_own_group_of_whole_carriers(nic):
     sw, cfg = nic
-    carriers = {0: path_carrier(0, cfg.leaf, 1, *DST), 3: path_carrier(3, cfg.leaf, 2, *DST)}
+    carriers = {0: carrier_ip(0, cfg.leaf, 1, *DST), 3: carrier_ip(3, cfg.leaf, 2, *DST)}
     for plane, carrier in carriers.items():
         sw.act_prof_add_member("NicIngress.spray_selector", 5000 + plane, "NicIngress.set_path",
-                               {"port": nic_plane_port(plane), "plane": plane, "carrier": ip_int(carrier)})
+                               {"port": nic_plane_port(plane), "plane": plane, "carrier": addr_int(carrier)})
     sw.act_prof_add_group("NicIngress.spray_selector", 77,
                           [(5000 + p, 1, nic_plane_port(p)) for p in carriers])
-    sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(ip_int(host_addr(*DST)), 128)}, Group(77))
+    sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(addr_int(host_ip(*DST)), 128)}, Group(77))
     frame = mrc_frame(cfg, *DST, UNKNOWN_EV)
     assert Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(20)) == {(0, 1): 10, (3, 2): 10}
     sw.set_port_status(nic_plane_port(3), False)

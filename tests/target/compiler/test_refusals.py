@@ -135,9 +135,9 @@ UNSUPPORTED = [
     ("unknown-extern", dict(decls="extern void magic(in bit<8> x);", apply="magic(1);"), "magic(1)",
      "extern function 'magic' is not supported by the embedded target; use the v1model/core "
      "functions the embedded target implements"),
-    ("func-macro", dict(decls="#define SQ(x) ((x)*(x))"), "#define",
-     "function-like macro SQ is not supported by the embedded target; use an object-like #define "
-     "or a P4 const/function"),
+    ("macro-stringify", dict(decls="#define STR(x) #x"), "#define",
+     "the # or ## operator (in macro STR) is not supported by the embedded target; write the "
+     "text out without them"),
     ("packet-length", dict(start="bit<32> n = pkt.length(); transition accept;"), "pkt.length",
      "packet_in.length() is not supported by the embedded target; v1model (BMv2) does not support "
      "it either"),

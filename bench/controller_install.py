@@ -1,0 +1,126 @@
+"""The controller's install rate into embedded-target P4Runtime servers.
+
+Eight ``p4target run --no-p4`` NIC switches (each on one veth in a private
+namespace ``p4t-bench-...``), a topology whose NICs each get about 16,400 entries
+(1 plane, 4 leaves, 64 hosts per leaf, 64 EXPLICIT EVs: 255 destinations x 64 EVs).
+Two figures from one run, summed over 4 switches written in parallel:
+
+- server-side: the same entries, encoded beforehand, written in batches of 1,000
+  (what the servers can take from this client);
+- controller: ``Reconciler.run`` on 4 other switches, started with nic.p4 loaded as
+  a Mininet network starts them (pipeline check, encode, read, diff, write), the way
+  ``mrcctl install`` does it.
+
+Targets: controller >= 20,000 entries/s and >= 0.8x the server-side figure. Needs
+root (namespaces). Prints only; never asserts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from controller.entries import entries_of, nodes  # noqa: E402
+from controller.inventory import default_inventory  # noqa: E402
+from controller.p4rt import Session, codec, pipeline  # noqa: E402
+from controller.reconcile import BATCH, Reconciler  # noqa: E402
+from controller.topology import from_parameters  # noqa: E402
+
+P4TARGET = REPO / ".venv" / "bin" / "p4target"
+SWITCHES = 8
+
+
+def free_base(count: int) -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return min(s.getsockname()[1], 60000 - count)
+
+
+async def raw_write(targets, wanted) -> float:
+    """Seconds to write pre-encoded updates to every target (in parallel)."""
+    async def prep(t):
+        s = Session(t)
+        await s.open()
+        await s.set_pipeline(pipeline(t.program))
+        c = codec(t.program)
+        es = [c.canonical(e) for e in wanted[t.name]]
+        return s, [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
+
+    ready = await asyncio.gather(*(prep(t) for t in targets))
+
+    async def push(s, batches):
+        for b in batches:
+            await s.write(b)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(push(s, b) for s, b in ready))
+    dt = time.perf_counter() - t0
+    await asyncio.gather(*(s.close() for s, _ in ready))
+    return dt
+
+
+def main() -> None:
+    if os.geteuid() != 0:
+        print("controller install rate: skipped (needs root for the switches' namespace)")
+        return
+    topo = from_parameters(name="bench", planes=1, spines=1, leaves=4, hosts_per_leaf=64, evs_per_nic=64)
+    nics = [n for n in nodes(topo) if n.program == "nic"][:SWITCHES]
+    inv = default_inventory(topo, {"parameters": {}}, base_port=free_base(len(nodes(topo))))
+    ns = f"p4t-bench-{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    procs = []
+    try:
+        for k, n in enumerate(nics):
+            dev = f"p4tbd{k}a"
+            subprocess.run(["ip", "-n", ns, "link", "add", dev, "type", "veth", "peer", "name", f"p4tbd{k}b"],
+                           check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
+            t = inv.switches[n.name]
+            # The controller's switches start with the program, as in a Mininet network.
+            program = ["--no-p4"] if k < SWITCHES // 2 else [str(REPO / "p4src" / "nic.p4")]
+            procs.append(subprocess.Popen([str(P4TARGET), "run", *program, "--netns", ns, "-i", f"0@{dev}",
+                                           "--grpc-addr", t.address, "--device-id", str(t.device_id)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for n in nics:
+            host, port = inv.switches[n.name].address.rsplit(":", 1)
+            for _ in range(600):
+                try:
+                    socket.create_connection((host, int(port)), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        wanted = {n.name: entries_of(topo, n) for n in nics}
+        raw_targets = [inv.switches[n.name] for n in nics[:SWITCHES // 2]]
+        ctl_targets = [inv.switches[n.name] for n in nics[SWITCHES // 2:]]
+        raw_n = sum(len(wanted[t.name]) for t in raw_targets)
+        raw_s = asyncio.run(raw_write(raw_targets, wanted))
+        rep = asyncio.run(Reconciler(ctl_targets).run({t.name: wanted[t.name] for t in ctl_targets}))
+        if rep.failed:
+            print(f"controller install rate: FAILED: {rep.failed[0].error}")
+            sys.exit(1)
+        raw_rate, ctl_rate = raw_n / raw_s, rep.writes / rep.seconds
+        print(f"controller install rate ({len(ctl_targets)} NIC switches in parallel, "
+              f"{rep.writes:,} entries, batches of {BATCH}):")
+        print(f"  server-side (pre-encoded writes): {raw_rate:,.0f} entries/s ({raw_n:,} entries in {raw_s:.2f} s)")
+        print(f"  controller (Reconciler: pipeline check, encode, read, diff, write): {ctl_rate:,.0f} entries/s "
+              f"in {rep.seconds:.2f} s (target >= 20,000)")
+        print(f"  ratio controller / server-side: {ctl_rate / raw_rate:.2f} (target >= 0.8)")
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+if __name__ == "__main__":
+    main()

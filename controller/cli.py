@@ -1,0 +1,464 @@
+"""mrcctl: compute, install, inspect and repair the multiplane fabric.
+
+One topology source for every command (options before the command): --topology FILE,
+or the shape as parameters (--planes --spines --leaves --hosts-per-leaf --evs-per-nic
+--ev-mode), else the running network's state file (--state, default
+$MRC_P4_RUN_DIR/network.json), else the default fabric (4 planes x 2 leaves x 2 spines,
+2 hosts per leaf). Switches are reached at the addresses in the state file, or at
+127.0.0.1:50001 + the switch's position (device id position + 1).
+
+Errors are one line on stderr and exit status 1 (2 for a command-line mistake).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from controller import counters as C
+from controller import plan as P
+from controller.entries import GroupEntry, MemberEntry, entries_of, node, nodes
+from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
+from controller.p4rt import EntryError, SwitchError
+from controller.paths import failures_of, links, paths
+from controller.reconcile import Reconciler, Report
+from controller.repair import down_links, set_link
+from controller.topology import TopologyError, default_topology, from_parameters, load_file
+
+HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class Fail(Exception):
+    """An error for a person: printed as one line, exit status 1."""
+
+
+# ---- the topology and the switches ----------------------------------------------
+
+TopologyOpt = Annotated[Optional[Path], typer.Option("--topology", "-t", help="topology file (topologies/*.yaml)")]
+PlanesOpt = Annotated[Optional[int], typer.Option(help="planes (1..8)")]
+SpinesOpt = Annotated[Optional[int], typer.Option(help="spines per plane (1..256)")]
+LeavesOpt = Annotated[Optional[int], typer.Option(help="leaves per plane (1..512)")]
+HostsOpt = Annotated[Optional[int], typer.Option("--hosts-per-leaf", help="hosts per leaf (1..4095)")]
+EvsOpt = Annotated[Optional[int], typer.Option("--evs-per-nic", help="EVs per NIC (1..256, default 64)")]
+ModeOpt = Annotated[Optional[str], typer.Option("--ev-mode", help="explicit | generated")]
+StateOpt = Annotated[Optional[Path], typer.Option("--state", help="network state file (default: $MRC_P4_RUN_DIR/network.json)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+ElectionOpt = Annotated[int, typer.Option("--election-id", help="P4Runtime election id (primary)")]
+
+
+class Source:
+    """The topology and the switch inventory the options select."""
+
+    def __init__(self, topology: Path | None, params: dict[str, Any], state: Path | None) -> None:
+        given = {k: v for k, v in params.items() if v is not None}
+        state_path = state or run_dir() / STATE_NAME
+        self.inventory: Inventory | None = None
+        if state is not None or (topology is None and not given and state_path.exists()):
+            self.inventory = load(state_path)
+            self.topo = self.inventory.load_topology()
+            return
+        if topology is not None:
+            if given:
+                raise Fail(f"give --topology or the shape parameters ({', '.join('--' + k.replace('_', '-') for k in given)}), not both")
+            self.topo = load_file(topology)
+            src: dict[str, Any] = {"file": str(topology.resolve())}
+        elif given:
+            self.topo = from_parameters(**given)
+            src = {"parameters": given}
+        else:
+            self.topo = default_topology()
+            src = {"parameters": {}}
+        self.inventory = default_inventory(self.topo, src)
+        self.inventory.path = state_path
+        if state_path.exists():  # a running network of the same shape: use its addresses and failures
+            try:
+                running = load(state_path)
+                if running.load_topology() == self.topo:
+                    self.inventory = running
+            except TopologyError:
+                pass
+
+    @property
+    def inv(self) -> Inventory:
+        assert self.inventory is not None
+        return self.inventory
+
+
+def _source(ctx: typer.Context) -> Source:
+    return ctx.obj
+
+
+@app.callback()
+def main_options(ctx: typer.Context, topology: TopologyOpt = None, planes: PlanesOpt = None,
+                 spines: SpinesOpt = None, leaves: LeavesOpt = None, hosts_per_leaf: HostsOpt = None,
+                 evs_per_nic: EvsOpt = None, ev_mode: ModeOpt = None, state: StateOpt = None,
+                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log what is done")] = False) -> None:
+    """mrcctl: the MRC fabric's controller (topology options come before the command)."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    params = dict(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf,
+                  evs_per_nic=evs_per_nic, ev_mode=ev_mode)
+    if ctx.invoked_subcommand == "plan":
+        ctx.obj = None
+        return
+    ctx.obj = Source(topology, params, state)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=1) + "\n")
+
+
+def _fmt(name: str, value: int) -> str:
+    if "mac" in name:
+        return P.mac_text(value)
+    if name in ("carrier", "next_carrier", "nic_addr", "gw_addr") or value >= 1 << 64:
+        return P.ip(value)
+    return str(value)
+
+
+def _match_text(m: Any) -> str:
+    kind = type(m).__name__
+    if kind == "Lpm":
+        return f"{P.ip(m.value) if m.value >> 64 else m.value}/{m.prefix_len}"
+    if kind == "Ternary":
+        return f"{m.value:#x} &&& {m.mask:#x}"
+    return str(m.value)
+
+
+def _entry_json(e: Any) -> dict[str, Any]:
+    if isinstance(e, MemberEntry):
+        return {"kind": "member", "profile": e.profile, "member_id": e.member_id, "action": e.action,
+                "params": {k: _fmt(k, v) for k, v in e.params}}
+    if isinstance(e, GroupEntry):
+        return {"kind": "group", "profile": e.profile, "group_id": e.group_id,
+                "members": [{"member_id": m, "weight": w, "watch_port": p} for m, w, p in e.members]}
+    d: dict[str, Any] = {"kind": "table", "table": e.table,
+                         "match": {k: _match_text(v) for k, v in e.match}}
+    if e.group is not None:
+        d["group"] = e.group
+    else:
+        d["action"] = e.action
+        d["params"] = {k: _fmt(k, v) for k, v in e.params}
+    if e.priority:
+        d["priority"] = e.priority
+    return d
+
+
+# ---- commands -------------------------------------------------------------------
+
+
+@app.command()
+def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072,
+         nic_gbps: Annotated[int, typer.Option("--nic-gbps", help="NIC bandwidth, Gb/s")] = 800,
+         planes: Annotated[int, typer.Option(help="planes (NIC ports)")] = 8,
+         port_gbps: Annotated[int, typer.Option("--port-gbps", help="switch port speed in the multiplane design, Gb/s")] = 100,
+         radix: Annotated[int, typer.Option(help="switch ports at --port-gbps")] = 512,
+         as_json: JsonOpt = False) -> None:
+    """Size a fabric: the multiplane design against one plane of the same switch silicon."""
+    from controller import sizing
+
+    try:
+        report = sizing.size(gpus=gpus, nic_gbps=nic_gbps, planes=planes, port_gbps=port_gbps, radix=radix)
+    except sizing.SizingError as exc:
+        raise Fail(str(exc)) from None
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        out.print(sizing.table(report))
+
+
+@app.command("entries")
+def entries_cmd(ctx: typer.Context, switch: Annotated[str, typer.Argument(help="switch or NIC name, e.g. p0-leaf0, nic1")],
+                as_json: JsonOpt = False) -> None:
+    """Every entry the controller writes into SWITCH."""
+    src = _source(ctx)
+    try:
+        n = node(src.topo, switch)
+    except KeyError:
+        raise Fail(f"no switch {switch!r} in topology {src.topo.name!r}; switches are "
+                   f"{', '.join(x.name for x in nodes(src.topo)[:4])}, ... (see `mrcctl links`)") from None
+    es = entries_of(src.topo, n, failures_of(down_links(src.topo, src.inv)))
+    if as_json:
+        _print_json({"switch": switch, "program": n.program, "entries": [_entry_json(e) for e in es]})
+        return
+    table = Table(title=f"{switch} ({n.program}.p4): {len(es)} entries")
+    for col in ("table / profile", "match", "action", "params"):
+        table.add_column(col)
+    for e in es:
+        j = _entry_json(e)
+        if j["kind"] == "member":
+            table.add_row(e.profile, f"member {e.member_id}", e.action, _params_text(j["params"]))
+        elif j["kind"] == "group":
+            table.add_row(e.profile, f"group {e.group_id}", "",
+                          " ".join(f"{m}(w{w},watch {p})" for m, w, p in e.members))
+        else:
+            match = " ".join(f"{k.split('.')[-1]}={v}" for k, v in j["match"].items())
+            if "priority" in j:
+                match += f" prio {j['priority']}"
+            act = f"group {j['group']}" if "group" in j else j["action"].split(".")[-1]
+            table.add_row(e.table, match, act, _params_text(j.get("params", {})))
+    out.print(table)
+
+
+def _params_text(params: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+@app.command("links")
+def links_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every cable: its name (for fail/restore), ends and ports, and whether it is down."""
+    src = _source(ctx)
+    down = set(src.inv.down)
+    rows = [{"link": l.name, "kind": l.kind, "plane": l.plane, "a": l.a, "a_port": l.a_port, "b": l.b,
+             "b_port": l.b_port, "up": l.name not in down} for l in links(src.topo)]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title=f"{src.topo.name}: {len(rows)} links ({len(down)} down)")
+    for col in ("link", "plane", "a port", "b port", "state"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["link"], str(r["plane"]), str(r["a_port"]), str(r["b_port"]),
+                      "up" if r["up"] else "[red]down[/red]")
+    out.print(table)
+
+
+@app.command("paths")
+def paths_cmd(ctx: typer.Context, src_host: Annotated[str, typer.Argument(help="source host, e.g. h1")],
+              dst_host: Annotated[str, typer.Argument(help="destination host, e.g. h4")], as_json: JsonOpt = False) -> None:
+    """Every EV of SRC_HOST's NIC towards DST_HOST: plane, hops, carrier, up or not."""
+    s = _source(ctx)
+    a, b = s.topo.host(src_host), s.topo.host(dst_host)
+    if a == b:
+        raise Fail(f"{src_host} and {dst_host} are the same host; give two different hosts")
+    ps = paths(s.topo, a, b, down_links(s.topo, s.inv))
+    if as_json:
+        _print_json([{"ev": p.ev, "plane": p.plane, "spine": p.spine, "hops": list(p.hops),
+                      "carrier": P.ip(p.carrier), "links": list(p.links), "up": p.up} for p in ps])
+        return
+    table = Table(title=f"{src_host} -> {dst_host}: {len(ps)} EVs ({s.topo.ev_mode}), "
+                        f"{sum(p.up for p in ps)} up")
+    for col in ("EV", "plane", "hops", "carrier", "state"):
+        table.add_column(col)
+    for p in ps:
+        table.add_row(f"{p.ev:#06x}", str(p.plane), " > ".join(p.hops), P.ip(p.carrier),
+                      "up" if p.up else "[red]down[/red]")
+    out.print(table)
+
+
+def _install_progress(total: int) -> tuple[Any, Any]:
+    if not out.is_terminal:
+        return None, None
+    prog = Progress(TextColumn("install"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=out,
+                    transient=True)
+    task = prog.add_task("install", total=total)
+    return prog, lambda _name, n: prog.advance(task, n)
+
+
+def _report_failures(rep: Report) -> None:
+    for r in rep.failed:
+        err.print(f"mrcctl: {r.error}", markup=False, highlight=False)
+
+
+@app.command()
+def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", help="stay connected; reconcile a switch again when it reconnects")] = False,
+            keep_going: Annotated[bool, typer.Option("--keep-going", help="install what can be installed, list what failed")] = False,
+            dry_run: Annotated[bool, typer.Option("--dry-run", help="read and diff, write nothing")] = False,
+            parallel: Annotated[int, typer.Option(help="switches worked on at once")] = 8,
+            election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Reconcile every switch: push the pipeline if missing, write only what differs."""
+    s = _source(ctx)
+    problem = P.v1model_port_problem(s.topo)
+    if problem:
+        raise Fail(problem)
+    failures = failures_of(down_links(s.topo, s.inv))
+    wanted = {n.name: entries_of(s.topo, n, failures) for n in nodes(s.topo)}
+    targets = [s.inv.switches[n] for n in wanted]
+    prog, cb = _install_progress(sum(len(v) for v in wanted.values()))
+    rec = Reconciler(targets, election_id=election_id, parallel=parallel, keep_going=keep_going, progress=cb)
+    try:
+        if prog:
+            with prog:
+                rep = asyncio.run(rec.run(wanted, dry_run=dry_run))
+        else:
+            rep = asyncio.run(rec.run(wanted, dry_run=dry_run))
+    except EntryError as exc:
+        raise Fail(f"nothing written: {exc}") from None
+    if as_json:
+        _print_json({"seconds": rep.seconds, "writes": rep.writes, "rolled_back": rep.rolled_back,
+                     "switches": [asdict(r) for r in rep.results]})
+    else:
+        out.print(("dry run: " if dry_run else "install: ") + rep.summary(), highlight=False)
+    if rep.failed:
+        _report_failures(rep)
+        if not rep.rolled_back and not keep_going:
+            err.print("mrcctl: nothing was written (every switch is checked before the first write)")
+        raise typer.Exit(1)
+    if watch:
+        asyncio.run(_watch_reconnects(s, targets, wanted, election_id))
+
+
+async def _watch_reconnects(s: Source, targets: list, wanted: dict, election_id: int) -> None:
+    """Keep a session per switch; when it drops (restart), reconnect and reconcile."""
+    from controller.p4rt import Session
+
+    async def keep(t: Any) -> None:
+        first = True
+        while True:
+            try:
+                async with Session(t, election_id) as sess:
+                    rep = await Reconciler([t], election_id=election_id).run({t.name: wanted[t.name]},
+                                                                            sessions={t.name: sess})
+                    if rep.writes or not first:
+                        out.print(f"watch: {t.name}: {rep.summary()}", highlight=False)
+                    first = False
+                    await sess.wait_closed()
+                out.print(f"watch: {t.name} went away; waiting for it to come back", highlight=False)
+            except SwitchError:
+                pass
+            await asyncio.sleep(1.0)
+
+    out.print(f"watch: keeping {len(targets)} switches reconciled; Ctrl-C stops", highlight=False)
+    try:
+        await asyncio.gather(*(keep(t) for t in targets))
+    except asyncio.CancelledError:
+        pass
+
+
+@app.command("counters")
+def counters_cmd(ctx: typer.Context, switch: Annotated[Optional[str], typer.Argument(help="one switch (default: all)")] = None,
+                 election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Per port rx/tx/trimmed packets and drops by reason, read over P4Runtime."""
+    s = _source(ctx)
+    names = [switch] if switch else [n.name for n in nodes(s.topo)]
+    for name in names:
+        if name not in s.inv.switches:
+            raise Fail(f"no switch {name!r} in the network; see `mrcctl links` for names")
+    targets = [s.inv.switches[n] for n in names]
+    counts = asyncio.run(C.read_all(targets, election_id))
+    data = {t.name: {"ports": C.port_rows(s.topo, t.name, t.program, counts[t.name]),
+                     "drops": C.drop_rows(t.program, counts[t.name])} for t in targets}
+    if as_json:
+        _print_json(data)
+        return
+    for t in targets:
+        table = Table(title=f"{t.name} ({t.address})")
+        for col in ("port", "rx pkts", "rx bytes", "tx pkts", "tx bytes", "trimmed"):
+            table.add_column(col, justify="right")
+        for r in data[t.name]["ports"]:
+            table.add_row(str(r["port"]), str(r["rx_packets"]), str(r["rx_bytes"]), str(r["tx_packets"]),
+                          str(r["tx_bytes"]), str(r.get("trimmed", "")))
+        out.print(table)
+        for d in data[t.name]["drops"]:
+            out.print(f"  drop {d['name']} ({d['counter']}): {d['packets']}", highlight=False)
+
+
+@app.command()
+def fail(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it, e.g. p0-leaf0:p0-spine0")],
+         election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Take LINK down: NICs stop using paths over it; no fabric table is written."""
+    _repair(ctx, link, True, election_id, as_json)
+
+
+@app.command()
+def restore(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it")],
+            election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Bring LINK back: NICs get their paths over it back."""
+    _repair(ctx, link, False, election_id, as_json)
+
+
+def _repair(ctx: typer.Context, link: str, down: bool, election_id: int, as_json: bool) -> None:
+    s = _source(ctx)
+    r = asyncio.run(set_link(s.topo, s.inv, link, down=down, election_id=election_id))
+    if as_json:
+        _print_json({"link": r.link, "down": r.down, "changed": r.changed, "seconds": r.seconds, "cable": r.cable,
+                     "writes": r.report.writes})
+    else:
+        verb = "down" if down else "up"
+        out.print(f"{r.link} {verb}: {len(r.changed)} NICs changed ({', '.join(r.changed) or 'none'}), "
+                  f"{r.report.writes} NIC entries written, no fabric table touched, "
+                  f"{r.seconds * 1000:.0f} ms from the command to the last write; cable: {r.cable}", highlight=False)
+    if r.report.failed:
+        _report_failures(r.report)
+        raise typer.Exit(1)
+
+
+@app.command()
+def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help="one sample, then exit")] = False,
+          interval: Annotated[float, typer.Option(help="seconds between samples")] = 1.0,
+          election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Live per-plane and per-link load (packets/s from counter deltas) until Ctrl-C."""
+    s = _source(ctx)
+    targets = [s.inv.switches[n.name] for n in nodes(s.topo)]
+    all_links = links(s.topo)
+
+    def sample(before: dict, now: dict, dt: float) -> dict[str, Any]:
+        d = C.delta(now, before)
+        loads = C.link_loads(s.topo, all_links, d)
+        return {"interval": dt,
+                "planes": {str(p): round(v / dt, 1) for p, v in C.plane_loads(s.topo, d).items()},
+                "links": [{"link": l.link, "plane": l.plane, "up_pps": round(l.up_packets / dt, 1),
+                           "down_pps": round(l.down_packets / dt, 1)} for l in loads]}
+
+    def render(data: dict[str, Any]) -> Table:
+        table = Table(title=f"{s.topo.name}: load over {data['interval']:.1f} s (packets/s)")
+        table.add_column("plane / link")
+        table.add_column("up", justify="right")
+        table.add_column("down", justify="right")
+        for p, v in data["planes"].items():
+            table.add_row(f"[bold]plane {p}[/bold] (NICs -> fabric)", f"{v:,.0f}", "")
+        for l in data["links"]:
+            if l["up_pps"] or l["down_pps"]:
+                table.add_row(l["link"], f"{l['up_pps']:,.0f}", f"{l['down_pps']:,.0f}")
+        return table
+
+    before = asyncio.run(C.read_all(targets, election_id))
+    t0 = time.monotonic()
+    if once:
+        time.sleep(interval)
+        now = asyncio.run(C.read_all(targets, election_id))
+        data = sample(before, now, time.monotonic() - t0)
+        _print_json(data) if as_json else out.print(render(data))
+        return
+    try:
+        with Live(render(sample(before, before, interval)), console=out, refresh_per_second=4) as live:
+            while True:
+                time.sleep(interval)
+                now = asyncio.run(C.read_all(targets, election_id))
+                t1 = time.monotonic()
+                data = sample(before, now, t1 - t0)
+                if as_json:
+                    _print_json(data)
+                else:
+                    live.update(render(data))
+                before, t0 = now, t1
+    except KeyboardInterrupt:
+        pass
+
+
+def main() -> None:
+    """Console script entry: a mistake of the user's is one line on stderr, exit status 1."""
+    try:
+        app()  # typer's standalone mode: --help, usage errors (exit 2), typer.Exit
+    except (Fail, TopologyError, SwitchError, EntryError, P.PlanError) as exc:
+        err.print(f"mrcctl: error: {exc}", markup=False, highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,480 @@
+"""Entries to P4Runtime messages and back, and the asyncio session with one switch.
+
+Why this shape: the controller's entries (controller/entries.py) name tables,
+actions and fields as the P4Info does; a ``Codec`` built once per P4Info turns them
+into ``p4runtime_pb2.Entity`` messages (ids, canonical byte strings) and turns what a
+switch reads back into the same values, so reconciling is comparing values. The
+session speaks P4Runtime through finsy's ``P4Client`` (gRPC channel, unary and
+streaming calls, error details) on the project's upb protobuf bindings; arbitration
+and the pipeline are done here because the controller needs them to be explicit
+(primary or fail, push only when the switch lacks our pipeline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import grpc
+from finsy.p4client import P4Client, P4ClientError
+from finsy.proto.p4.config.v1 import p4info_pb2
+from finsy.proto.p4.v1 import p4runtime_pb2
+
+from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
+from controller.inventory import SwitchTarget
+from p4target.runtime.entries import Exact, Lpm, Ternary
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[1]
+P4SRC = REPO / "p4src"
+CONNECT_TIMEOUT = 5.0
+RPC_TIMEOUT = 30.0
+
+
+class SwitchError(RuntimeError):
+    """One switch failed; ``str()`` is one line naming the switch and its address."""
+
+
+class EntryError(ValueError):
+    """An entry that does not fit the P4Info (unknown name, value too wide, ...)."""
+
+
+def _bytes(value: int) -> bytes:
+    """Canonical P4Runtime byte string: shortest big-endian form (P4Runtime 8.4)."""
+    return value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big")
+
+
+def _int(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+# ---- codec ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    id: int
+    fields: dict[str, tuple[int, int, int]]  # name -> (id, bitwidth, match type)
+    names: dict[int, str]
+    size: int
+    order: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _Action:
+    id: int
+    params: dict[str, tuple[int, int]]  # name -> (id, bitwidth)
+    names: dict[int, str]
+
+
+MT = p4info_pb2.MatchField
+_EXACT, _LPM, _TERNARY = MT.EXACT, MT.LPM, MT.TERNARY
+UPDATE_TYPES = {"insert": p4runtime_pb2.Update.INSERT, "modify": p4runtime_pb2.Update.MODIFY,
+                "delete": p4runtime_pb2.Update.DELETE}
+
+
+class Codec:
+    """Encode/decode entries for one P4Info (ids and widths looked up once)."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info) -> None:
+        self.p4info = p4info
+        self.tables: dict[str, _Table] = {}
+        self.table_names: dict[int, str] = {}
+        for t in p4info.tables:
+            fields = {m.name: (m.id, m.bitwidth, m.match_type) for m in t.match_fields}
+            self.tables[t.preamble.name] = _Table(t.preamble.id, fields, {m.id: m.name for m in t.match_fields},
+                                                  t.size, {m.name: k for k, m in enumerate(t.match_fields)})
+            self.table_names[t.preamble.id] = t.preamble.name
+        self.actions: dict[str, _Action] = {}
+        self.action_names: dict[int, str] = {}
+        for a in p4info.actions:
+            params = {p.name: (p.id, p.bitwidth) for p in a.params}
+            self.actions[a.preamble.name] = _Action(a.preamble.id, params, {p.id: p.name for p in a.params})
+            self.action_names[a.preamble.id] = a.preamble.name
+        self.profiles = {p.preamble.name: p.preamble.id for p in p4info.action_profiles}
+        self.profile_names = {v: k for k, v in self.profiles.items()}
+        self.profile_sizes = {p.preamble.name: p.size for p in p4info.action_profiles}
+        self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
+
+    # -- encode
+
+    def _fill_action(self, out: p4runtime_pb2.Action, name: str, params: Sequence[tuple[str, int]],
+                     where: str) -> None:
+        a = self.actions.get(name)
+        if a is None:
+            raise EntryError(f"{where}: no action {name!r} in the P4Info")
+        if len(params) != len(a.params):
+            raise EntryError(f"{where}: action {name} takes {', '.join(a.params) or 'no parameters'}")
+        out.action_id = a.id
+        add = out.params.add
+        for pname, value in params:
+            spec = a.params.get(pname)
+            if spec is None:
+                raise EntryError(f"{where}: action {name} has no parameter {pname!r}")
+            if value < 0 or value >> spec[1]:
+                raise EntryError(f"{where}: {name}({pname}={value:#x}) does not fit {spec[1]} bits")
+            add(param_id=spec[0], value=value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big"))
+
+    def _profile_id(self, name: str) -> int:
+        pid = self.profiles.get(name)
+        if pid is None:
+            raise EntryError(f"no action profile {name!r} in the P4Info")
+        return pid
+
+    def encode_into(self, ent: p4runtime_pb2.Entity, e: Entry) -> None:
+        """Fill ``ent`` (an empty Entity, e.g. inside a WriteRequest's update) with ``e``;
+        EntryError when ``e`` does not fit the P4Info. Filling in place saves the copies
+        that building sub-messages and assigning them would make."""
+        if isinstance(e, MemberEntry):
+            m = ent.action_profile_member
+            m.action_profile_id, m.member_id = self._profile_id(e.profile), e.member_id
+            self._fill_action(m.action, e.action, e.params, e.profile)
+            return
+        if isinstance(e, GroupEntry):
+            g = ent.action_profile_group
+            g.action_profile_id, g.group_id = self._profile_id(e.profile), e.group_id
+            for mid, weight, watch in e.members:
+                g.members.add(member_id=mid, weight=weight, watch_port=_bytes(watch))
+            return
+        t = self.tables.get(e.table)
+        if t is None:
+            raise EntryError(f"no table {e.table!r} in the P4Info")
+        te = ent.table_entry
+        te.table_id = t.id
+        if e.priority:
+            te.priority = e.priority
+        add = te.match.add
+        for fname, mv in e.match:
+            spec = t.fields.get(fname)
+            if spec is None:
+                raise EntryError(f"{e.table}: no match field {fname!r}")
+            fid, width, mtype = spec
+            kind = type(mv)
+            if kind is Exact and mtype == _EXACT:
+                v = mv.value
+                if v >> width or v < 0:
+                    raise EntryError(f"{e.table}: {fname}={v:#x} does not fit {width} bits")
+                add(field_id=fid).exact.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+            elif kind is Lpm and mtype == _LPM:
+                v = mv.value
+                if v >> width or v < 0 or not 0 < mv.prefix_len <= width:
+                    raise EntryError(f"{e.table}: {fname} {v:#x}/{mv.prefix_len} does not fit {width} bits")
+                lpm = add(field_id=fid).lpm
+                lpm.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+                lpm.prefix_len = mv.prefix_len
+            elif kind is Ternary and mtype == _TERNARY:
+                if mv.mask >> width or mv.value & ~mv.mask:
+                    raise EntryError(f"{e.table}: {fname} {mv.value:#x} &&& {mv.mask:#x} is not a {width}-bit ternary")
+                tern = add(field_id=fid).ternary
+                tern.value, tern.mask = _bytes(mv.value), _bytes(mv.mask)
+            else:
+                raise EntryError(f"{e.table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {kind.__name__}")
+        if e.group is not None:
+            te.action.action_profile_group_id = e.group
+        elif e.action is None:
+            raise EntryError(f"{e.table}: an entry needs an action or a group")
+        else:
+            self._fill_action(te.action.action, e.action, e.params, e.table)
+
+    def encode(self, e: Entry) -> p4runtime_pb2.Entity:
+        ent = p4runtime_pb2.Entity()
+        self.encode_into(ent, e)
+        return ent
+
+    def write_request(self, kind: str, entries: Iterable[Entry]) -> p4runtime_pb2.WriteRequest:
+        """A WriteRequest of ``kind`` (insert, modify, delete) updates, one per entry."""
+        req = p4runtime_pb2.WriteRequest()
+        t = UPDATE_TYPES[kind]
+        add = req.updates.add
+        fill = self.encode_into
+        for e in entries:
+            fill(add(type=t).entity, e)
+        return req
+
+    # -- decode
+
+    def decode(self, ent: p4runtime_pb2.Entity) -> Entry | None:
+        """The entry value of a read entity (None for kinds the controller does not write)."""
+        kind = ent.WhichOneof("entity")
+        if kind == "action_profile_member":
+            m = ent.action_profile_member
+            return MemberEntry(self.profile_names[m.action_profile_id], m.member_id,
+                               self.action_names[m.action.action_id], self._params(m.action))
+        if kind == "action_profile_group":
+            g = ent.action_profile_group
+            return GroupEntry(self.profile_names[g.action_profile_id], g.group_id,
+                              tuple((m.member_id, m.weight, _int(m.watch_port)) for m in g.members))
+        if kind != "table_entry":
+            return None
+        te = ent.table_entry
+        name = self.table_names[te.table_id]
+        t = self.tables[name]
+        match = []
+        for fm in te.match:
+            fname = t.names[fm.field_id]
+            which = fm.WhichOneof("field_match_type")
+            if which == "exact":
+                match.append((fname, Exact(_int(fm.exact.value))))
+            elif which == "lpm":
+                match.append((fname, Lpm(_int(fm.lpm.value), fm.lpm.prefix_len)))
+            elif which == "ternary":
+                match.append((fname, Ternary(_int(fm.ternary.value), _int(fm.ternary.mask))))
+            else:
+                match.append((fname, Exact(-1)))  # a kind we never write: differs from every entry of ours
+        match.sort(key=lambda fm: t.order[fm[0]])
+        which = te.action.WhichOneof("type")
+        if which == "action_profile_group_id":
+            return TableEntry(name, tuple(match), None, (), te.priority, te.action.action_profile_group_id)
+        act = te.action.action
+        return TableEntry(name, tuple(match), self.action_names[act.action_id], self._params(act), te.priority)
+
+    def _params(self, act: p4runtime_pb2.Action) -> tuple[tuple[str, int], ...]:
+        a = self.actions[self.action_names[act.action_id]]
+        return tuple(sorted(((a.names[p.param_id], _int(p.value)) for p in act.params),
+                            key=lambda kv: a.params[kv[0]][0]))
+
+    def canonical(self, e: Entry) -> Entry:
+        """``e`` with its match fields in P4Info order and parameters in P4Info order
+        (what ``decode`` gives back for it)."""
+        if isinstance(e, TableEntry):
+            t = self.tables[e.table]
+            match = tuple(sorted(e.match, key=lambda fm: t.order[fm[0]]))
+            params = e.params
+            if e.action is not None:
+                a = self.actions[e.action]
+                params = tuple(sorted(e.params, key=lambda kv: a.params[kv[0]][0]))
+            if match == e.match and params == e.params:
+                return e
+            return TableEntry(e.table, match, e.action, params, e.priority, e.group)
+        if isinstance(e, MemberEntry):
+            a = self.actions[e.action]
+            params = tuple(sorted(e.params, key=lambda kv: a.params[kv[0]][0]))
+            return e if params == e.params else MemberEntry(e.profile, e.member_id, e.action, params)
+        return e
+
+    def check_sizes(self, entries: Iterable[Entry], switch: str) -> None:
+        """Refuse, before anything is written, more entries than a table or profile holds."""
+        counts: dict[str, int] = {}
+        for e in entries:
+            if isinstance(e, TableEntry):
+                counts[e.table] = counts.get(e.table, 0) + 1
+            elif isinstance(e, MemberEntry):
+                counts[e.profile] = counts.get(e.profile, 0) + 1
+        for name, n in counts.items():
+            size = self.tables[name].size if name in self.tables else self.profile_sizes.get(name, 0)
+            if size and n > size:
+                raise EntryError(f"{switch}: {n} entries for {name}, which holds {size}; "
+                                 "use fewer EVs per NIC (--evs-per-nic) or GENERATED EVs (--ev-mode generated)")
+
+
+# ---- pipelines -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What SetForwardingPipelineConfig pushes for one program on one kind of target."""
+
+    program: str
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+    cookie: int
+
+
+@lru_cache(maxsize=8)
+def pipeline(program: str, target: str = "embedded") -> Pipeline:
+    """The pipeline of ``p4src/<program>.p4``: the embedded target's source bundle, or
+    p4c-bm2-ss's JSON and P4Info for BMv2 (when ``p4c-bm2-ss`` is on the PATH)."""
+    path = P4SRC / f"{program}.p4"
+    if target == "bmv2":
+        return _bmv2_pipeline(program, path)
+    from p4target.compiler import compile_file
+    from p4target.device_config import device_config_from_file
+    from p4target.p4info import build_p4info
+
+    info = build_p4info(compile_file(path).model)
+    config = device_config_from_file(path)
+    return Pipeline(program, info, config, _cookie(config))
+
+
+def _bmv2_pipeline(program: str, path: Path) -> Pipeline:
+    from google.protobuf import text_format
+
+    from p4target.device_config import bmv2_device_config
+
+    p4c = shutil.which("p4c-bm2-ss")
+    if p4c is None:
+        raise SwitchError(f"{program}: the switch runs BMv2 but p4c-bm2-ss is not on the PATH; install p4c or "
+                          "run the embedded target (--target embedded)")
+    out = REPO / "build" / "bmv2"
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, info_path = out / f"{program}.json", out / f"{program}.p4info.txtpb"
+    r = subprocess.run([p4c, "--arch", "v1model", "-o", str(json_path), "--p4runtime-files", str(info_path),
+                        "-I", str(P4SRC / "include"), str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SwitchError(f"{program}: p4c-bm2-ss failed: {r.stderr.strip().splitlines()[-1:]}")
+    info = text_format.Parse(info_path.read_text(), p4info_pb2.P4Info())
+    config = bmv2_device_config(json_path)
+    return Pipeline(program, info, config, _cookie(config))
+
+
+def _cookie(config: bytes) -> int:
+    """A pipeline's cookie: 63 bits of the device config's SHA-256."""
+    return int.from_bytes(hashlib.sha256(config).digest()[:8], "big") >> 1
+
+
+@lru_cache(maxsize=8)
+def codec(program: str, target: str = "embedded") -> Codec:
+    return Codec(pipeline(program, target).p4info)
+
+
+# ---- the session ---------------------------------------------------------------
+
+
+def _where(t: SwitchTarget) -> str:
+    return f"{t.name} ({t.address}, device {t.device_id})"
+
+
+def describe_error(t: SwitchTarget, exc: BaseException) -> str:
+    """One line for a person: which switch, where, what went wrong."""
+    if isinstance(exc, P4ClientError):
+        details = "; ".join(f"update {i}: {d.canonical_code.name} {d.message}" for i, d in list(exc.details.items())[:3])
+        return f"{_where(t)}: {exc.code.name} {exc.message}{' (' + details + ')' if details else ''}"
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"{_where(t)}: no answer within {CONNECT_TIMEOUT:.0f} s; is the switch running (make run, p4target run)?"
+    return f"{_where(t)}: {exc}"
+
+
+class Session:
+    """A P4Runtime session with one switch: primary (to write), or ``primary=False``
+    for reads only (P4Runtime reads need no arbitration, so counters and checks do
+    not take the primary role from a running ``install --watch``)."""
+
+    def __init__(self, target: SwitchTarget, election_id: int = 1, *, primary: bool = True) -> None:
+        self.target = target
+        self.election_id = election_id
+        self.primary = primary
+        self.client = P4Client(target.address, wait_for_ready=False)
+        self._stream_task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> Session:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self, timeout: float = CONNECT_TIMEOUT) -> None:
+        """Connect and become primary, or SwitchError."""
+        await self.client.open()
+        channel = self.client.channel
+        assert channel is not None
+        try:
+            await asyncio.wait_for(channel.channel_ready(), timeout)
+            if not self.primary:
+                return
+            upd = p4runtime_pb2.MasterArbitrationUpdate(device_id=self.target.device_id)
+            upd.election_id.high = self.election_id >> 64
+            upd.election_id.low = self.election_id & ((1 << 64) - 1)
+            await self.client.send(p4runtime_pb2.StreamMessageRequest(arbitration=upd))
+            while True:
+                reply = await asyncio.wait_for(self.client.receive(), timeout)
+                if reply.HasField("arbitration"):
+                    break
+            status = reply.arbitration.status
+            if status.code != 0:
+                raise SwitchError(f"{_where(self.target)}: not primary ({status.message}); another controller with a "
+                                  "higher election id is connected: use --election-id")
+        except BaseException as exc:
+            await self.client.close()
+            if isinstance(exc, SwitchError):
+                raise
+            raise SwitchError(describe_error(self.target, exc)) from None
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def wait_closed(self) -> None:
+        """Return when the switch closes the stream (it stopped or restarted)."""
+        try:
+            while True:
+                await self.client.receive()
+        except (P4ClientError, RuntimeError, grpc.RpcError):
+            return
+
+    async def _request(self, msg):  # noqa: ANN001, ANN202 - a P4Runtime request of any kind
+        try:
+            return await self.client.request(msg)
+        except P4ClientError as exc:
+            raise SwitchError(describe_error(self.target, exc)) from None
+
+    async def has_pipeline(self, p: Pipeline) -> bool:
+        """Does the switch run exactly ``p`` (same P4Info)?"""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.target.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        try:
+            reply = await self.client.request(req)
+        except P4ClientError as exc:
+            if exc.is_pipeline_missing:
+                return False
+            raise SwitchError(describe_error(self.target, exc)) from None
+        return reply.config.HasField("p4info") and reply.config.p4info == p.p4info
+
+    async def set_pipeline(self, p: Pipeline) -> None:
+        cfg = p4runtime_pb2.ForwardingPipelineConfig(p4info=p.p4info, p4_device_config=p.device_config)
+        cfg.cookie.cookie = p.cookie
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.target.device_id, config=cfg,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.high = self.election_id >> 64
+        req.election_id.low = self.election_id & ((1 << 64) - 1)
+        await self._request(req)
+        log.info("%s: pipeline %s installed", self.target.name, p.program)
+
+    async def write(self, req: p4runtime_pb2.WriteRequest) -> None:
+        """Send ``req`` (see Codec.write_request) as this device's primary."""
+        req.device_id = self.target.device_id
+        req.election_id.high = self.election_id >> 64
+        req.election_id.low = self.election_id & ((1 << 64) - 1)
+        await self._request(req)
+
+    async def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        req = p4runtime_pb2.ReadRequest(device_id=self.target.device_id, entities=entities)
+        out: list[p4runtime_pb2.Entity] = []
+        try:
+            async for reply in self.client.request_iter(req):
+                out.extend(reply.entities)
+        except P4ClientError as exc:
+            raise SwitchError(describe_error(self.target, exc)) from None
+        return out
+
+    async def read_entries(self, c: Codec) -> list[Entry]:
+        """Every table entry, profile member and group the switch holds (not defaults)."""
+        wild = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
+        wild += [p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=i))
+                 for i in c.profiles.values()]
+        wild += [p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=i))
+                 for i in c.profiles.values()]
+        out = []
+        for ent in await self.read(wild):
+            e = c.decode(ent)
+            if e is not None:
+                out.append(e)
+        return out
+
+    async def read_counter(self, c: Codec, name: str) -> dict[int, tuple[int, int]]:
+        """Counter ``name``: index -> (packets, bytes)."""
+        cid, _ = c.counters[name]
+        ents = await self.read([p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(counter_id=cid))])
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+                for e in ents}
+
+

@@ -1,0 +1,264 @@
+"""Install by reconciling: read what each switch has, write only the difference.
+
+Why reconcile is the only mode: a second run must write nothing, a restarted switch
+(empty, or without pipeline) must get everything back, and a failure must change
+only what depends on it (NIC spray groups and EVs). All three are the same
+operation: compute the wanted entries (pure), read the switch, diff (pure), write.
+
+Faults: every switch is connected and made primary before anything is written
+anywhere, and every entry is encoded (checked against the P4Info) first; a switch
+that is unreachable stops the run with nothing written. A write a switch refuses
+rolls back what this run wrote on every switch (``keep_going`` instead goes on and
+lists what failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from controller.entries import Entry, GroupEntry, MemberEntry
+from controller.inventory import SwitchTarget
+from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+DEFAULT_PARALLEL = 8
+
+
+# ---- the diff (pure) -----------------------------------------------------------
+
+
+def _rank(e: Entry) -> int:
+    """Write order: members, then groups, then table entries (deletes: reversed)."""
+    return 0 if isinstance(e, MemberEntry) else 1 if isinstance(e, GroupEntry) else 2
+
+
+@dataclass
+class Diff:
+    insert: list[Entry] = field(default_factory=list)
+    modify: list[tuple[Entry, Entry]] = field(default_factory=list)  # (old, new)
+    delete: list[Entry] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.insert) + len(self.modify) + len(self.delete)
+
+
+def diff(wanted: Sequence[Entry], actual: Sequence[Entry]) -> Diff:
+    """What turns ``actual`` into ``wanted`` (both canonical, see Codec.canonical)."""
+    have = {e.key: e for e in actual}
+    want: dict[tuple, Entry] = {}
+    out = Diff()
+    for e in wanted:
+        if e.key in want:
+            continue
+        want[e.key] = e
+        old = have.get(e.key)
+        if old is None:
+            out.insert.append(e)
+        elif old != e:
+            out.modify.append((old, e))
+    out.delete = [e for k, e in have.items() if k not in want]
+    return out
+
+
+def steps(d: Diff) -> list[tuple[str, list[Entry]]]:
+    """The diff as ordered (update kind, entries) phases that never leave a dangling
+    reference: new members, new/changed groups, table entries, then removals."""
+    ins = sorted(d.insert, key=_rank)
+    mods = sorted((new for _, new in d.modify), key=_rank)
+    dels = sorted(d.delete, key=_rank, reverse=True)
+    out: list[tuple[str, list[Entry]]] = []
+    for rank in (0, 1, 2):
+        out.append(("insert", [e for e in ins if _rank(e) == rank]))
+        out.append(("modify", [e for e in mods if _rank(e) == rank]))
+    for rank in (2, 1, 0):
+        out.append(("delete", [e for e in dels if _rank(e) == rank]))
+    return [(k, es) for k, es in out if es]
+
+
+# ---- the run (I/O) -------------------------------------------------------------
+
+
+@dataclass
+class SwitchResult:
+    name: str
+    inserted: int = 0
+    modified: int = 0
+    deleted: int = 0
+    pipeline_pushed: bool = False
+    error: str | None = None
+    wanted: int = 0
+
+    @property
+    def writes(self) -> int:
+        return self.inserted + self.modified + self.deleted
+
+
+@dataclass
+class Report:
+    results: list[SwitchResult]
+    seconds: float
+    rolled_back: bool = False
+
+    @property
+    def failed(self) -> list[SwitchResult]:
+        return [r for r in self.results if r.error]
+
+    @property
+    def writes(self) -> int:
+        return sum(r.writes for r in self.results)
+
+    @property
+    def entries(self) -> int:
+        return sum(r.wanted for r in self.results)
+
+    def summary(self) -> str:
+        n = len(self.results)
+        rate = self.writes / self.seconds if self.seconds > 0 else 0.0
+        pushed = sum(r.pipeline_pushed for r in self.results)
+        head = (f"{n} switches, {self.entries} entries wanted, {self.writes} written "
+                f"({sum(r.inserted for r in self.results)} inserted, {sum(r.modified for r in self.results)} modified, "
+                f"{sum(r.deleted for r in self.results)} deleted)")
+        if pushed:
+            head += f", {pushed} pipelines pushed"
+        head += f" in {self.seconds:.2f} s"
+        if self.writes:
+            head += f" ({rate:,.0f} entries/s)"
+        elif not self.failed:
+            head += ": nothing to change"
+        if self.failed:
+            head += f"; {len(self.failed)} failed" + (", rolled back" if self.rolled_back else "")
+        return head
+
+
+Progress = Callable[[str, int], None]  # (switch name, entries just written)
+
+
+async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
+    """Write ``d`` in ordered batches of BATCH updates."""
+    for kind, entries in steps(d):
+        for k in range(0, len(entries), BATCH):
+            chunk = entries[k:k + BATCH]
+            await s.write(c.write_request(kind, chunk))
+            if progress:
+                progress(s.target.name, len(chunk))
+
+
+class Reconciler:
+    """Reconcile a set of switches with the entries wanted for each."""
+
+    def __init__(self, targets: Sequence[SwitchTarget], *, election_id: int = 1,
+                 parallel: int = DEFAULT_PARALLEL, keep_going: bool = False,
+                 progress: Progress | None = None) -> None:
+        self.targets = list(targets)
+        self.election_id = election_id
+        self.parallel = max(1, parallel)
+        self.keep_going = keep_going
+        self.progress = progress
+
+    async def run(self, wanted: dict[str, Sequence[Entry]], *, dry_run: bool = False,
+                  sessions: dict[str, Session] | None = None) -> Report:
+        """Bring every switch of ``wanted`` to exactly those entries.
+
+        ``sessions``: switches already connected as primary (``install --watch`` keeps
+        one per switch); they are used and left open."""
+        t0 = time.monotonic()
+        targets = [t for t in self.targets if t.name in wanted]
+        results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
+        # Check every entry against the P4Info before touching any switch.
+        encoded: dict[str, list[Entry]] = {}
+        fresh: dict[str, list] = {}
+        for t in targets:
+            c = codec(t.program, t.target)
+            es = [c.canonical(e) for e in wanted[t.name]]
+            c.check_sizes(es, t.name)
+            # Encoding checks every entry (EntryError for the first that does not fit); the
+            # requests are kept for a switch that turns out to be empty.
+            fresh[t.name] = [c.write_request("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
+            encoded[t.name] = es
+        sem = asyncio.Semaphore(self.parallel)
+        given = dict(sessions or {})
+        sessions = dict(given)
+
+        async def connect(t: SwitchTarget) -> None:
+            if t.name in sessions:
+                return
+            async with sem:
+                s = Session(t, self.election_id)
+                try:
+                    await s.open()
+                    sessions[t.name] = s
+                except SwitchError as exc:
+                    results[t.name].error = str(exc)
+
+        await asyncio.gather(*(connect(t) for t in targets))
+        before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
+        try:
+            if any(r.error for r in results.values()) and not self.keep_going:
+                return Report(list(results.values()), time.monotonic() - t0)
+
+            async def one(t: SwitchTarget) -> None:
+                s = sessions.get(t.name)
+                if s is None:
+                    return
+                r = results[t.name]
+                async with sem:
+                    try:
+                        p = pipeline(t.program, t.target)
+                        c = codec(t.program, t.target)
+                        has = await s.has_pipeline(p)
+                        if not has and not dry_run:
+                            await s.set_pipeline(p)
+                            r.pipeline_pushed = has = True
+                        actual = await s.read_entries(c) if has else []
+                        d = diff(encoded[t.name], actual)
+                        r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
+                        if not dry_run and len(d):
+                            before[t.name] = actual
+                            if not actual and len(d.insert) == len(encoded[t.name]):
+                                for req, k in zip(fresh.pop(t.name), range(0, len(d.insert), BATCH)):
+                                    await s.write(req)
+                                    if self.progress:
+                                        self.progress(t.name, min(BATCH, len(d.insert) - k))
+                            else:
+                                await _write_diff(s, c, d, self.progress)
+                        fresh.pop(t.name, None)
+                    except SwitchError as exc:
+                        r.error = str(exc)
+                        if not self.keep_going:
+                            raise
+
+            try:
+                await asyncio.gather(*(one(t) for t in targets))
+            except SwitchError:
+                pass
+            rolled = False
+            if any(r.error for r in results.values()) and not self.keep_going and before:
+                rolled = await self._roll_back(sessions, targets, before)
+            return Report(list(results.values()), time.monotonic() - t0, rolled)
+        finally:
+            await asyncio.gather(*(s.close() for n, s in sessions.items() if n not in given), return_exceptions=True)
+
+    async def _roll_back(self, sessions: dict[str, Session], targets: Sequence[SwitchTarget],
+                         before: dict[str, list[Entry]]) -> bool:
+        """Undo this run's writes: bring each written switch back to what it had."""
+        by_name = {t.name: t for t in targets}
+        ok = True
+        for name, had in before.items():
+            t = by_name[name]
+            c = codec(t.program, t.target)
+            s = sessions[name]
+            try:
+                await _write_diff(s, c, diff(had, await s.read_entries(c)), None)
+            except SwitchError as exc:
+                ok = False
+                log.error("%s: roll back failed: %s", name, exc)
+        return ok
+
+
+__all__ = ["Diff", "Reconciler", "Report", "SwitchResult", "diff", "steps"]
