@@ -9,8 +9,9 @@ Sending with up to 256 different source ports, two ways (``--tx``):
 - ``raw`` (needs CAP_NET_RAW, i.e. root as in Mininet hosts): one raw IPPROTO_UDP
   socket; the UDP header (source port = EV) is built here, the kernel adds the IP
   header and, for IPv6, the UDP checksum (``IPV6_CHECKSUM``; IPv4 sends checksum 0,
-  which UDP over IPv4 allows). Any EV works, even 0 (GENERATED EV plane 0, spine 0,
-  entropy 0), and no port has to be free. A raw UDP socket would also get a copy of
+  which UDP over IPv4 allows). Any EV works, even 0 (the plan's GENERATED
+  EVs start their entropy at 1 to avoid it, a plain list may hold it), and no port
+  has to be free. A raw UDP socket would also get a copy of
   every UDP packet the host receives: a one-instruction BPF filter drops them all.
 - ``sockets``: one UDP socket per EV bound to that port (and connected, for the
   sender). Works without root; the EV's port must be free and non-zero.

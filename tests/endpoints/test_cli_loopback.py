@@ -162,9 +162,9 @@ def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
 
 
 @pytest.mark.root
-def test_generated_evs_include_ev_0_through_a_raw_socket(tmp_path: Path) -> None:
-    """GENERATED EV plane 0 | spine 0 | entropy 0 is UDP source port 0: no socket can
-    bind it, ``--tx auto`` sends it through the raw socket."""
+def test_generated_evs(tmp_path: Path) -> None:
+    """GENERATED EVs (plane << 13 | spine << 5 | entropy) are small port numbers, some
+    below 1024: bound as root, or sent through the raw socket."""
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "64000", "--planes", "4", "--evs", "8", "--ev-mode", "generated",
@@ -172,10 +172,26 @@ def test_generated_evs_include_ev_0_through_a_raw_socket(tmp_path: Path) -> None
     assert s.returncode == 0, s.stderr
     assert finish(recv)[0] == 0
     rep = json.loads((tmp_path / "s.json").read_text())
-    evs = [e["ev"] for e in rep["per_ev"]]
-    assert 0 in evs and all(e["sent"] > 0 for e in rep["per_ev"])
+    assert all(e["ev"] >> 13 == e["plane"] and (e["ev"] >> 5) & 0xFF == e["spine"] and e["sent"] > 0
+               for e in rep["per_ev"])
     (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
-    assert "0" in c["per_ev_packets"]
+    assert sorted(int(ev) for ev in c["per_ev_packets"]) == sorted(e["ev"] for e in rep["per_ev"])
+
+
+@pytest.mark.root
+def test_ev_0_goes_through_a_raw_socket(tmp_path: Path) -> None:
+    """EV 0 is UDP source port 0: no socket can bind it, ``--tx auto`` sends it
+    through the raw socket (and the receiver answers through its own)."""
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
+    s = send(rx, sx, port, "--bytes", "64000", "--ev-list", f"0,{port + 1}-{port + 3}", "--report",
+             str(tmp_path / "s.json"))
+    assert s.returncode == 0, s.stderr
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["per_ev"][0]["ev"] == 0 and rep["per_ev"][0]["acked"] > 0
+    (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
+    assert c["per_ev_packets"]["0"] == rep["per_ev"][0]["sent"]
 
 
 def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
