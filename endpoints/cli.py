@@ -200,7 +200,7 @@ def send(
     else:
         data = random.Random(seed).randbytes(nbytes or 0)
     try:
-        cfg = SenderConfig(mtu=mtu, window=window, rate_pps=rate, ack_every=max(1, ack_every), rto_min=rto_min,
+        cfg = SenderConfig(mtu=mtu, window=window, rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active,
                            sample_interval=sample_interval, seed=seed)
         sender = Sender(data, ev_set, cfg, now=0.0)
@@ -285,7 +285,10 @@ def recv(
         _fail(f"--bytes {nbytes}: 0..--max-bytes ({max_bytes})")
     cfg = ReceiverConfig(max_bytes=max_bytes, expect_bytes=nbytes, max_connections=count, nack_delay=nack_delay,
                          renack_interval=renack_interval, ack_delay=ack_delay, trim_dscp=trim_dscp, seed=seed)
-    receiver = Receiver(cfg)
+    try:
+        receiver = Receiver(cfg)
+    except ValueError as exc:
+        _fail(str(exc))
     try:
         sock = io.listen(listen, port, want_tclass=True)
         transmit = io.transmitter(tx, listen, port)

@@ -130,6 +130,13 @@ class Sender:
             raise ValueError("sender: the EV set has the same EV twice")
         if not 0 < config.mtu <= wire.MAX_MTU:
             raise ValueError(f"sender: payload size {config.mtu} outside 1..{wire.MAX_MTU}")
+        for name in ("probe_interval", "rto_min", "rto_initial", "sample_interval"):
+            if not getattr(config, name) > 0:
+                raise ValueError(f"sender: {name} must be more than 0 seconds")
+        if config.rate_pps is not None and not config.rate_pps > 0:
+            raise ValueError("sender: the pacing rate must be more than 0 packets/s (or none)")
+        if config.burst < 1 or config.ack_every < 1:
+            raise ValueError("sender: burst and ack_every must be at least 1")
         if config.ev_min_active < 1:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
         if not 0 < config.window <= 0xFFFF:
@@ -722,6 +729,13 @@ class Receiver:
     """
 
     def __init__(self, config: ReceiverConfig = ReceiverConfig()) -> None:
+        for name in ("nack_delay", "ack_delay"):
+            if getattr(config, name) < 0:
+                raise ValueError(f"receiver: {name} must be 0 seconds or more")
+        if not config.renack_interval > 0 or not config.sample_interval > 0:
+            raise ValueError("receiver: renack_interval and sample_interval must be more than 0 seconds")
+        if not 0 <= config.trim_dscp <= 63:
+            raise ValueError(f"receiver: trim DSCP {config.trim_dscp} outside 0..63")
         self.cfg = config
         self._rng = random.Random(config.seed)
         self.conns: dict[int, Connection] = {}

@@ -119,12 +119,24 @@ def test_no_receiver_is_a_timeout() -> None:
     (["--bytes", "10", "--src-host", "h1", "--dst-host", "h99"], "--src-host/--dst-host"),
     (["--bytes", "10", "--ev-list", "5000", "--window", "0"], "window 0 outside 1..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--ev-mode", "sideways"], "--ev-mode 'sideways'"),
+    (["--bytes", "10", "--ev-list", "5000", "--rate", "-5"], "pacing rate must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "probe_interval must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst and ack_every must be at least 1"),
 ])
 def test_bad_options_are_one_line(args: list[str], message: str) -> None:
     s = send("127.0.0.1", "127.0.0.2", 4791, *args)
     assert s.returncode == 1
     lines = s.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], s.stderr
+
+
+def test_bad_receiver_options_are_one_line() -> None:
+    for args, message in ((["--nack-delay", "-1"], "nack_delay must be 0 seconds or more"),
+                          (["--trim-dscp", "64"], "trim DSCP 64 outside 0..63"),
+                          (["--count", "0"], "--count must be at least 1")):
+        p = subprocess.run([str(BIN / "mrc-recv"), "--listen", "127.0.0.1", *args], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and message in lines[0], p.stderr
 
 
 def test_help() -> None:
