@@ -20,9 +20,11 @@ import ipaddress
 import json
 import logging
 import random
+import socket
 import sys
+import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -38,7 +40,7 @@ class UsageError(ValueError):
     """Bad options: one line naming the option and the fix."""
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str) -> NoReturn:
     typer.echo(f"error: {msg}", err=True)
     raise typer.Exit(1)
 
@@ -133,7 +135,7 @@ def sender_evs(*, ev_list: str | None, topology: Path | None, shape: dict[str, A
 
 # ---- mrc-send --------------------------------------------------------------------
 
-send_app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0] if __doc__ else None)
+send_app = typer.Typer(add_completion=False)
 
 
 def _human_bps(bps: float | None) -> str:
@@ -209,14 +211,14 @@ def send(
     if io.family_of(bind or to) != io.family_of(to):
         _fail(f"--bind {bind} and --to {to} are not of the same address family")
     try:
-        sock = io.listen(bind or ("::" if io.family_of(to) == io.socket.AF_INET6 else "0.0.0.0"), port,
+        sock = io.listen(bind or ("::" if io.family_of(to) == socket.AF_INET6 else "0.0.0.0"), port,
                          want_tclass=False)
         transmit = io.transmitter(tx, bind, port, connect_to=to, evs=[e.ev for e in ev_set])
     except io.IoError as exc:
         _fail(str(exc))
-    clock = io.time.monotonic
+    clock = time.monotonic
     t0 = clock()
-    started = io.time.time()
+    started = time.time()
     try:
         result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
     finally:
@@ -297,9 +299,9 @@ def recv(
     if not quiet:  # a script may wait for this line; mrc-send retries OPEN anyway
         typer.echo(f"listening on {listen} port {port} for {count} transfer(s)")
         sys.stdout.flush()
-    clock = io.time.monotonic
+    clock = time.monotonic
     t0 = clock()
-    started = io.time.time()
+    started = time.time()
     try:
         result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
     finally:
