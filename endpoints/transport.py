@@ -80,7 +80,9 @@ class SenderConfig:
     """Sender parameters; times in seconds."""
 
     mtu: int = 1000  # payload bytes per data packet
-    window: int = 256  # data packets in flight
+    window: int = 256  # data packets in flight, at most
+    initial_window: int = 16  # the congestion window starts here, doubling each RTT up to window
+    min_window: int = 8  # trim NACKs never shrink the congestion window below this
     rate_pps: float | None = None  # pacing; None: as fast as the window allows
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
     ack_every: int = 4  # ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest)
@@ -135,8 +137,8 @@ class Sender:
                 raise ValueError(f"sender: {name} must be more than 0 seconds")
         if config.rate_pps is not None and not config.rate_pps > 0:
             raise ValueError("sender: the pacing rate must be more than 0 packets/s (or none)")
-        if config.burst < 1 or config.ack_every < 1:
-            raise ValueError("sender: burst and ack_every must be at least 1")
+        if config.burst < 1 or config.ack_every < 1 or config.min_window < 1 or config.initial_window < 1:
+            raise ValueError("sender: burst, ack_every, initial_window and min_window must be at least 1")
         if config.ev_min_active < 1:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
         if not 0 < config.window <= 0xFFFF:
@@ -162,6 +164,10 @@ class Sender:
         self.evs = {e.ev: EvStats(e) for e in evs}
         self._order = [e.ev for e in evs]
         self._pos = {ev: i for i, ev in enumerate(self._order)}
+        self._plane = {e.ev: e.plane for e in evs}
+        self._multi_plane = len(set(self._plane.values())) > 1
+        self._since_ack = 0
+        self._ack_plane = -2
         self._good: list[int] = list(self._order)
         self._rr = 0
         # Packets: [una, next_idx) were sent; bit i of _acked is packet una + i.
@@ -172,12 +178,20 @@ class Sender:
         self._inflight: dict[int, tuple[float, int, int]] = {}  # idx -> (sent at, ev, transmission)
         self._timers: deque[tuple[float, int, int]] = deque()  # (sent at, idx, transmission), sent order
         self._lost: deque[int] = deque()  # to retransmit, oldest first
+        self._trimmed: deque[int] = deque()  # to retransmit at once (trim NACKs)
         self._lost_set: set[int] = set()
         self._tx_count: dict[int, int] = {}  # idx -> transmissions so far, while waiting to be resent
-        self._sends = 0
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rto = config.rto_initial
+        # Congestion window: from initial_window up, one packet per ACKed packet (slow
+        # start) until the first trim NACK, then one per window of ACKs; halved by a
+        # trim NACK (once per RTT). Trims are the fabric's congestion signal; losses
+        # are path failures (EVs retired), not congestion, and leave it alone.
+        self.cwnd = float(min(config.initial_window, config.window))
+        self.ssthresh = float(config.window)
+        self._cwnd_hold = now
+        self.cwnd_min = float(config.window)
         self._next_send = now
         self._next_open = now
         self._next_probe = now
@@ -218,7 +232,7 @@ class Sender:
         return min(times) if times else None
 
     def _can_send(self) -> bool:
-        return len(self._inflight) < self.cfg.window and bool(self._lost or self._may_send_new())
+        return len(self._inflight) < self.cwnd and bool(self._trimmed or self._lost or self._may_send_new())
 
     def _may_send_new(self) -> bool:
         # New packets stay within a window of the first unacknowledged one, so the
@@ -268,14 +282,24 @@ class Sender:
         if rate:
             self._next_send = max(self._next_send, now - cfg.burst / rate)
         inflight = self._inflight
-        window = cfg.window
+        window = self.cwnd
         pack = DATA.pack
         data = self.data
         mtu = cfg.mtu
-        while budget and len(inflight) < window and self._good:
-            if rate and self._next_send > now:
+        trimmed = self._trimmed
+        while budget and self._good:
+            if len(inflight) >= window or (rate and self._next_send > now):
                 break
-            if self._lost:
+            # Trimmed packets first, as soon as the window allows: with v1model's
+            # trimming after the queue, resending them past a halved window would
+            # keep the queue above the trim threshold for ever.
+            if trimmed:
+                idx = trimmed.popleft()
+                self._lost_set.discard(idx)
+                if self._is_acked(idx):
+                    continue
+                cause = "retransmit"
+            elif self._lost:
                 idx = self._lost.popleft()
                 self._lost_set.discard(idx)
                 if self._is_acked(idx):
@@ -292,12 +316,17 @@ class Sender:
             self._rr += 1
             off = idx * mtu
             ln = min(mtu, self.length - off)
-            self._sends += 1
-            # Every ack_every-th packet asks for an ACK, the choice shifted by one each
-            # round over the EVs: otherwise only every ack_every-th EV (with planes
-            # interleaved: one plane) would ever carry the ACKs back.
-            ack_req = (bool(cause) or (self._sends + self._sends // len(good)) % cfg.ack_every == 0
-                       or idx == self.n_packets - 1)
+            # Every ack_every-th packet asks for an ACK, on a plane other than the last
+            # request's: the ACK goes back on the EV it answers, so requests that all
+            # fell on one plane (every 4th EV of an interleaved set) would lose every
+            # ACK to one plane dead on the way back.
+            plane = self._plane[ev]
+            self._since_ack += 1
+            ack_req = (bool(cause) or idx == self.n_packets - 1
+                       or (self._since_ack >= cfg.ack_every and (plane != self._ack_plane or not self._multi_plane)))
+            if ack_req:
+                self._since_ack = 0
+                self._ack_plane = plane
             header = pack(OP_WRITE, 0, 0xFFFF, self.rqp, (wire.ACK_REQ if ack_req else 0)
                           | ((self.first_psn + idx) & PSN_MASK), self.vaddr + off, self.rkey, ln)
             out.append(Tx(ev, header + data[off:off + ln]))
@@ -459,6 +488,9 @@ class Sender:
         self.acked_bytes += min(self.cfg.mtu, self.length - idx * self.cfg.mtu)
         self._tx_count.pop(idx, None)
         rec = self._inflight.pop(idx, None)
+        if self.cwnd < self.cfg.window:
+            self.cwnd = min(float(self.cfg.window),
+                            self.cwnd + (1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd))
         if rec is not None:
             sent_at, ev, n = rec
             self.evs[ev].acked += 1
@@ -489,15 +521,17 @@ class Sender:
         sent_at, _, n = self._inflight.pop(idx)
         self._tx_count[idx] = n
         if idx not in self._lost_set:
-            if cause == "trim":
-                self._lost.appendleft(idx)  # at once, before anything else
-            else:
-                self._lost.append(idx)
+            (self._trimmed if cause == "trim" else self._lost).append(idx)
             self._lost_set.add(idx)
         self.counts[f"retransmit_{cause}"] += 1
         st = self.evs[ev]
         if cause == "trim":
             st.trims += 1
+            if now >= self._cwnd_hold:
+                self.cwnd = self.ssthresh = max(float(min(self.cfg.min_window, self.cfg.window)), self.cwnd / 2)
+                self.cwnd_min = min(self.cwnd_min, self.cwnd)
+                self._cwnd_hold = now + (self.srtt if self.srtt is not None else self.rto)
+                self.counts["window_halved"] += 1
             return
         st.losses += 1
         if sent_at >= st.good_since:
@@ -622,6 +656,8 @@ class Sender:
                                                        "status_early", "late")}},
             "dropped": dict(self.drops),
             "rto_s": self.rto,
+            "window": {"max": self.cfg.window, "now": self.cwnd, "min": self.cwnd_min,
+                       "halved": self.counts["window_halved"]},
             "srtt_s": self.srtt,
             "evs_retired": sum(st.retired for st in self.evs.values()),
             "evs_recovered": sum(st.recovered for st in self.evs.values()),
@@ -809,7 +845,7 @@ class Receiver:
             reason = wire.REFUSE_BUSY
         if reason:
             self.counts["refused"] += 1
-            log.warning("refused a transfer from %s (sender QP %#x): %s", peer, o.sender_qp,
+            log.info("refused a transfer from %s (sender QP %#x): %s", peer, o.sender_qp,
                         wire.REFUSE_REASONS[reason])
             return [Tx(ev, wire.Status(ev, o.sender_qp, 0, wire.STATE_REFUSED, reason, 0, 0, 0).pack(), peer)]
         qp = self._rng.randrange(1, QP_MASK + 1)

@@ -121,7 +121,7 @@ def test_no_receiver_is_a_timeout() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--ev-mode", "sideways"], "--ev-mode 'sideways'"),
     (["--bytes", "10", "--ev-list", "5000", "--rate", "-5"], "pacing rate must be more than 0"),
     (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "probe_interval must be more than 0"),
-    (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst and ack_every must be at least 1"),
+    (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst, ack_every, initial_window and min_window must be at least 1"),
 ])
 def test_bad_options_are_one_line(args: list[str], message: str) -> None:
     s = send("127.0.0.1", "127.0.0.2", 4791, *args)

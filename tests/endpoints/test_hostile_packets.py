@@ -170,7 +170,9 @@ def test_random_garbage_and_mutated_headers_never_crash_or_corrupt() -> None:
 
     def inject(s: Sender, r: Receiver) -> None:
         c = conn_of(r)
-        valid = [write(c, i, payload=data()[i * MTU:(i + 1) * MTU]) for i in range(N)]
+        # Copies of packets already on the wire (a copy of one not sent yet could not
+        # have been seen), each with one header bit flipped.
+        valid = [write(c, i, payload=data()[i * MTU:(i + 1) * MTU]) for i in range(s.next_idx)]
         for k in range(3000):
             if k % 2:
                 pkt = rng.randbytes(rng.randrange(0, 1200))
