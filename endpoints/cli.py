@@ -165,7 +165,9 @@ def send(
     src_host: Annotated[Optional[str], typer.Option(help="this host's name in the topology (h1, ...)")] = None,
     dst_host: Annotated[Optional[str], typer.Option(help="the receiver's name in the topology")] = None,
     mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,
-    window: Annotated[int, typer.Option(help="data packets in flight")] = 256,
+    window: Annotated[int, typer.Option(help="data packets in flight, at most")] = 256,
+    initial_window: Annotated[int, typer.Option(help="the congestion window starts here")] = 16,
+    min_window: Annotated[int, typer.Option(help="trim NACKs never halve the window below this")] = 8,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
     ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
@@ -202,7 +204,8 @@ def send(
     else:
         data = random.Random(seed).randbytes(nbytes or 0)
     try:
-        cfg = SenderConfig(mtu=mtu, window=window, rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
+        cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
+                           rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active,
                            sample_interval=sample_interval, seed=seed)
         sender = Sender(data, ev_set, cfg, now=0.0)
