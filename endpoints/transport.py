@@ -117,6 +117,12 @@ class EvStats:
 class Sender:
     """The sending side of one transfer.
 
+    Sprays data packets over the GOOD EVs, one per packet, rotating; a loss (loss
+    NACK or timeout) resends the packet and retires the EV it went on (ASSUMED_BAD,
+    probed until a probe is answered; never fewer than ``ev_min_active`` GOOD); a
+    trim NACK resends the packet first and halves the congestion window, retiring
+    nothing.
+
     Drive it with ``poll(now)`` (returns what to send now) whenever ``next_wakeup()``
     is due or a packet was handed to ``on_packet(data, now)``; ``finished`` tells when
     to stop, ``ok`` whether the receiver verified every byte.
