@@ -26,6 +26,7 @@ from scapy.fields import (
     IntField,
     LongField,
     ShortField,
+    StrFixedLenField,
     XByteField,
     XIntField,
     XLongField,
@@ -40,6 +41,8 @@ OP_WRITE_IMM = 0x0B
 OP_ACK = 0x11
 OP_PROBE = 0xC0
 OP_PROBE_REPLY = 0xC1
+OP_OPEN = 0xC2
+OP_STATUS = 0xC3
 DATA_OPCODES = frozenset({OP_WRITE, OP_WRITE_IMM})
 
 SYNDROME_ACK = 0x00
@@ -84,6 +87,10 @@ class BTH(Packet):
             return AETH
         if self.opcode in (OP_PROBE, OP_PROBE_REPLY):
             return Probe
+        if self.opcode == OP_OPEN:
+            return Open
+        if self.opcode == OP_STATUS:
+            return Status
         return Raw
 
 
@@ -139,6 +146,38 @@ class Probe(Packet):
         ShortField("flags", 0),
         IntField("seq", 0),
         LongField("timestamp", 0),
+    ]
+
+
+class Open(Packet):
+    """MRC-lite transfer request, sender to receiver (40 bytes; BTH psn = first PSN)."""
+
+    name = "MRC Open"
+    fields_desc = [
+        ShortField("ev", 0),
+        ByteField("version", 1),
+        ByteField("reserved", 0),
+        XIntField("sender_qp", 0),
+        LongField("length", 0),
+        ShortField("mtu", 1000),
+        ShortField("window", 256),
+        IntField("reserved2", 0),
+        StrFixedLenField("digest", b"\0" * 32, 32),
+    ]
+
+
+class Status(Packet):
+    """MRC-lite transfer state, receiver to sender (24 bytes; BTH psn = cumulative PSN)."""
+
+    name = "MRC Status"
+    fields_desc = [
+        ShortField("ev", 0),
+        ByteField("state", 1),
+        ByteField("reason", 0),
+        XIntField("receiver_qp", 0),
+        XIntField("rkey", 0),
+        IntField("reserved", 0),
+        XLongField("vaddr", 0),
     ]
 
 

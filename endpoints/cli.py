@@ -1,0 +1,346 @@
+"""``mrc-send`` and ``mrc-recv``: one MRC-lite transfer between two hosts.
+
+Why two small commands: an experiment script starts ``mrc-recv`` in one Mininet host
+and ``mrc-send`` in another, waits for both, and reads their JSON reports
+(``--report``); the exit status says whether every byte arrived and matched (0) or
+not (1). Human lines go to stdout, the JSON report (README, "MRC-lite endpoints")
+to the file.
+
+The sender's EV set comes from the address plan (``controller.plan.nic_evs``) of the
+topology (``--topology FILE`` or the shape as parameters, the default fabric if
+neither) for the two hosts (``--src-host``/``--dst-host``, or found from the
+addresses), with ``--evs``/``--ev-mode`` overriding the topology's; ``--ev-list``
+gives a plain list instead (loopback, no fabric).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import logging
+import random
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+
+from controller import plan
+from controller.topology import Topology, TopologyError, from_parameters, load_file
+
+from endpoints import io
+from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
+from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
+
+
+class UsageError(ValueError):
+    """Bad options: one line naming the option and the fix."""
+
+
+def _fail(msg: str) -> NoReturn:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(1)
+
+
+def _logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(name)s: %(message)s", stream=sys.stderr)
+
+
+# ---- the EV set ----------------------------------------------------------------
+
+
+def parse_ev_list(text: str) -> list[plan.EvPath]:
+    """``4096,4097`` or ``4096-4159`` (and mixes): EVs without a known path
+    (plane and spine -1)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x, 0) for x in part.split("-", 1))
+                out += range(lo, hi + 1)
+            elif part:
+                out.append(int(part, 0))
+        except ValueError:
+            raise UsageError(f"--ev-list: {part!r} is not an EV or a range (e.g. 4096-4159,5000)") from None
+    bad = [ev for ev in out if not 0 <= ev <= 0xFFFF]
+    if bad:
+        raise UsageError(f"--ev-list: EV {bad[0]} is not a UDP port (0..65535)")
+    if len(set(out)) != len(out):
+        raise UsageError("--ev-list: an EV is listed twice")
+    if not out:
+        raise UsageError("--ev-list is empty")
+    return [plan.EvPath(ev, -1, -1) for ev in out]
+
+
+def _host_of(topo: Topology, addr: str | None) -> str | None:
+    if not addr:
+        return None
+    try:
+        value = int(ipaddress.ip_address(addr))
+    except ValueError:
+        return None
+    for h in topo.hosts:
+        if plan.host_addr(h.leaf, h.port) == value:
+            return h.name
+    return None
+
+
+def topology_evs(topo: Topology, src: str | None, dst: str | None, local: str | None,
+                 remote: str | None) -> list[plan.EvPath]:
+    """The NIC's EV set of host ``src`` towards ``dst`` (names, or found from the
+    addresses) in ``topo``."""
+    src = src or _host_of(topo, local)
+    dst = dst or _host_of(topo, remote)
+    if src is None or dst is None:
+        raise UsageError("the EV set needs the two hosts: give --src-host and --dst-host (e.g. h1, h3), addresses "
+                         "of the topology's hosts (--bind, --to), or a plain --ev-list")
+    try:
+        s, d = topo.host(src), topo.host(dst)
+    except (KeyError, ValueError, TopologyError) as exc:
+        raise UsageError(f"--src-host/--dst-host: {exc}") from None
+    evs = plan.nic_evs(topo, s, d)
+    if not evs:
+        raise UsageError(f"topology {topo.name!r}: no path from {src} to {dst} in any plane")
+    return evs
+
+
+def sender_evs(*, ev_list: str | None, topology: Path | None, shape: dict[str, Any], evs: int | None,
+               ev_mode: str | None, src_host: str | None, dst_host: str | None, local: str | None,
+               remote: str | None) -> list[plan.EvPath]:
+    if ev_list is not None:
+        if topology is not None or any(v is not None for v in shape.values()):
+            raise UsageError("--ev-list replaces the topology's EVs: give it without --topology or shape options")
+        return parse_ev_list(ev_list)
+    if evs is not None and not 1 <= evs <= 256:
+        raise UsageError(f"--evs {evs}: a NIC has 1..256 EVs")
+    overrides = {"evs_per_nic": evs, "ev_mode": ev_mode}
+    try:
+        if topology is not None:
+            if any(v is not None for v in shape.values()):
+                raise UsageError("give either --topology FILE or the shape options (--planes ...), not both")
+            topo = load_file(topology)
+            if any(v is not None for v in overrides.values()):
+                topo = dataclasses.replace(topo, **{k: v for k, v in overrides.items() if v is not None})
+        else:
+            topo = from_parameters(**shape, **overrides)
+    except TopologyError as exc:
+        raise UsageError(str(exc)) from None
+    return topology_evs(topo, src_host, dst_host, local, remote)
+
+
+# ---- mrc-send --------------------------------------------------------------------
+
+send_app = typer.Typer(add_completion=False)
+
+
+def _human_bps(bps: float | None) -> str:
+    if not bps:
+        return "-"
+    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:.2f} {unit}"
+    return f"{bps:.0f} b/s"
+
+
+@send_app.command()
+def send(
+    to: Annotated[str, typer.Option(help="receiver's address (IPv6 or IPv4)")],
+    nbytes: Annotated[Optional[int], typer.Option("--bytes", help="bytes to send (pseudo-random, from --seed)")] = None,
+    infile: Annotated[Optional[Path], typer.Option("--in", help="send this file instead of --bytes")] = None,
+    port: Annotated[int, typer.Option(help="MRC-lite UDP port (destination of everything, listened on)")] = UDP_PORT_MRC,
+    bind: Annotated[str, typer.Option(help="local address (ACKs arrive there; the source of the packets)")] = "",
+    evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
+    ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
+    ev_list: Annotated[Optional[str], typer.Option(help="plain EV list instead of a topology: 4096-4159,5000")] = None,
+    topology: Annotated[Optional[Path], typer.Option(help="topology file (topologies/*.yaml)")] = None,
+    planes: Annotated[Optional[int], typer.Option(help="topology shape, instead of --topology")] = None,
+    spines: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
+    leaves: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
+    hosts_per_leaf: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
+    src_host: Annotated[Optional[str], typer.Option(help="this host's name in the topology (h1, ...)")] = None,
+    dst_host: Annotated[Optional[str], typer.Option(help="the receiver's name in the topology")] = None,
+    mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,
+    window: Annotated[int, typer.Option(help="data packets in flight, at most")] = 256,
+    initial_window: Annotated[int, typer.Option(help="the congestion window starts here")] = 16,
+    min_window: Annotated[int, typer.Option(help="trim NACKs never halve the window below this")] = 8,
+    rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
+    ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
+    rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
+    probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
+    ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
+    sample_interval: Annotated[float, typer.Option(help="seconds between samples of delivered bytes")] = 0.01,
+    seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
+    tx: Annotated[str, typer.Option(help="raw (one raw socket, root) | sockets (one per EV) | auto")] = "auto",
+    timeout: Annotated[float, typer.Option(help="give up after this many seconds (exit 1)")] = 60.0,
+    report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no human lines")] = False,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="log EV events (-vv: more)")] = 0,
+) -> None:
+    """Send one transfer to an mrc-recv; exit 0 when the receiver verified every byte."""
+    _logging(verbose)
+    if (nbytes is None) == (infile is None):
+        _fail("give the transfer as --bytes N or --in FILE (one of them)")
+    if nbytes is not None and nbytes < 0:
+        _fail("--bytes must be 0 or more")
+    if ev_mode not in (None, "explicit", "generated"):
+        _fail(f"--ev-mode {ev_mode!r}: explicit or generated")
+    try:
+        ev_set = sender_evs(ev_list=ev_list, topology=topology,
+                            shape={"planes": planes, "spines": spines, "leaves": leaves,
+                                   "hosts_per_leaf": hosts_per_leaf},
+                            evs=evs, ev_mode=ev_mode, src_host=src_host, dst_host=dst_host, local=bind, remote=to)
+    except UsageError as exc:
+        _fail(str(exc))
+    if infile is not None:
+        try:
+            data = infile.read_bytes()
+        except OSError as exc:
+            _fail(f"--in {infile}: {exc.strerror}")
+    else:
+        data = random.Random(seed).randbytes(nbytes or 0)
+    try:
+        cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
+                           rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
+                           probe_interval=probe_interval, ev_min_active=ev_min_active,
+                           sample_interval=sample_interval, seed=seed)
+        sender = Sender(data, ev_set, cfg, now=0.0)
+    except ValueError as exc:
+        _fail(str(exc))
+    if io.family_of(bind or to) != io.family_of(to):
+        _fail(f"--bind {bind} and --to {to} are not of the same address family")
+    try:
+        sock = io.listen(bind or ("::" if io.family_of(to) == socket.AF_INET6 else "0.0.0.0"), port,
+                         want_tclass=False)
+        transmit = io.transmitter(tx, bind, port, connect_to=to, evs=[e.ev for e in ev_set])
+    except io.IoError as exc:
+        _fail(str(exc))
+    clock = time.monotonic
+    t0 = clock()
+    started = time.time()
+    try:
+        result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
+    finally:
+        transmit.close()
+        sock.close()
+    rep = sender.report()
+    rep["started_at_unix"] = started  # report times are seconds after this
+    rep["timed_out"] = result.timed_out
+    rep["io"] = result.io
+    rep["tx"] = tx
+    rep["sha256"] = sender.digest.hex()
+    if result.timed_out and not sender.finished:
+        rep["error"] = f"no verdict from the receiver within {timeout:g} s (is mrc-recv running at {to} port {port}?)"
+    if report is not None:
+        report.write_text(json.dumps(rep, indent=1) + "\n")
+    if not quiet:
+        _print_sender(rep)
+    if not sender.ok:
+        _fail(rep["error"] or "transfer failed")
+
+
+def _print_sender(rep: dict[str, Any]) -> None:
+    r = rep["retransmissions"]
+    typer.echo(f"sent {rep['bytes']} bytes in {rep['packets']} packets of {rep['mtu']} bytes over "
+               f"{len(rep['per_ev'])} EVs: {'verified by the receiver' if rep['ok'] else 'FAILED'}")
+    if rep["completion_time_s"]:
+        typer.echo(f"completion {rep['completion_time_s'] * 1e3:.1f} ms, goodput {_human_bps(rep['goodput_bps'])}, "
+                   f"{rep['packets_sent']} data packets sent")
+    typer.echo(f"retransmissions {r['total']} (timeout {r['timeout']}, NACK {r['nack']}, trim NACK {r['trim_nack']}); "
+               f"EVs retired {rep['evs_retired']}, recovered {rep['evs_recovered']}")
+    typer.echo("per plane: " + ", ".join(f"{p}: {n}" for p, n in rep["per_plane_packets"].items()))
+    if rep["dropped"]:
+        typer.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["dropped"].items())))
+
+
+# ---- mrc-recv --------------------------------------------------------------------
+
+recv_app = typer.Typer(add_completion=False)
+
+
+@recv_app.command()
+def recv(
+    listen: Annotated[str, typer.Option(help="address to listen on (IPv6 or IPv4)")],
+    port: Annotated[int, typer.Option(help="MRC-lite UDP port")] = UDP_PORT_MRC,
+    nbytes: Annotated[Optional[int], typer.Option("--bytes", help="accept only transfers of exactly N bytes")] = None,
+    max_bytes: Annotated[int, typer.Option(help="largest transfer accepted (its buffer is allocated whole)")] = 1 << 30,
+    out: Annotated[Optional[Path], typer.Option(help="write the verified bytes here (FILE.2, ... for more transfers)")] = None,
+    count: Annotated[int, typer.Option(help="transfers to receive before exiting")] = 1,
+    nack_delay: Annotated[float, typer.Option(help="seconds a hole may stay open before it is NACKed")] = 0.005,
+    renack_interval: Annotated[float, typer.Option(help="seconds before a hole is NACKed again")] = 0.02,
+    ack_delay: Annotated[float, typer.Option(help="seconds before an arrival without ack_req is ACKed")] = 0.001,
+    trim_dscp: Annotated[int, typer.Option(help="DSCP that marks a trimmed packet (the NIC's)")] = 62,
+    seed: Annotated[int, typer.Option(help="QPs, rkeys, buffer addresses")] = 0,
+    tx: Annotated[str, typer.Option(help="raw | sockets | auto (how ACKs leave with source port = EV)")] = "auto",
+    timeout: Annotated[float, typer.Option(help="give up after this many seconds (exit 1)")] = 60.0,
+    linger: Annotated[float, typer.Option(help="seconds to keep answering after the last transfer")] = 0.5,
+    report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no human lines")] = False,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True)] = 0,
+) -> None:
+    """Receive transfers from mrc-send; exit 0 when each one's SHA-256 matched."""
+    _logging(verbose)
+    if count < 1:
+        _fail("--count must be at least 1")
+    if nbytes is not None and not 0 <= nbytes <= max_bytes:
+        _fail(f"--bytes {nbytes}: 0..--max-bytes ({max_bytes})")
+    cfg = ReceiverConfig(max_bytes=max_bytes, expect_bytes=nbytes, max_connections=count, nack_delay=nack_delay,
+                         renack_interval=renack_interval, ack_delay=ack_delay, trim_dscp=trim_dscp, seed=seed)
+    try:
+        receiver = Receiver(cfg)
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        sock = io.listen(listen, port, want_tclass=True)
+        transmit = io.transmitter(tx, listen, port)
+    except io.IoError as exc:
+        _fail(str(exc))
+    if not quiet:  # a script may wait for this line; mrc-send retries OPEN anyway
+        typer.echo(f"listening on {listen} port {port} for {count} transfer(s)")
+        sys.stdout.flush()
+    clock = time.monotonic
+    t0 = clock()
+    started = time.time()
+    try:
+        result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
+    finally:
+        transmit.close()
+        sock.close()
+    rep = receiver.report()
+    rep["started_at_unix"] = started  # connection times are seconds after this
+    rep["timed_out"] = result.timed_out
+    rep["io"] = result.io
+    done = receiver.completed
+    ok = len(done) >= count and all(c.state == STATE_VERIFIED for c in done)
+    rep["ok"] = ok
+    if out is not None:
+        for i, c in enumerate(done):
+            if c.state == STATE_VERIFIED:
+                (out if i == 0 else out.with_name(f"{out.name}.{i + 1}")).write_bytes(c.buf)
+    if report is not None:
+        report.write_text(json.dumps(rep, indent=1) + "\n")
+    if not quiet:
+        for c in rep["connections"]:
+            typer.echo(f"from {c['peer']}: {c['received_bytes']}/{c['bytes']} bytes, {c['verdict']}, "
+                       f"{c['counts'].get('duplicates', 0)} duplicates, {c['counts'].get('trimmed', 0)} trimmed, "
+                       f"goodput {_human_bps(c['goodput_bps'])}")
+        if rep["dropped"]:
+            typer.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["dropped"].items())))
+    if not ok:
+        if result.timed_out:
+            _fail(f"{len(done)} of {count} transfers complete after {timeout:g} s")
+        bad = [c for c in done if c.state != STATE_VERIFIED]
+        _fail(f"{len(bad)} transfer(s) arrived with a SHA-256 different from the sender's "
+              f"(first from {bad[0].peer})" if bad else "transfers incomplete")
+
+
+def send_main() -> None:
+    send_app()
+
+
+def recv_main() -> None:
+    recv_app()

@@ -1,0 +1,160 @@
+"""MRC-lite packet formats as struct codecs (docs/packet-formats.md).
+
+Why struct and not scapy: the endpoints parse and build every packet of a transfer
+(50,000+ per second); scapy needs tens of microseconds per packet, ``struct`` a
+fraction of one. The scapy layers in ``tests/dataplane/packets.py`` describe the same
+wire format independently; the tests build hostile packets with them and check that
+these codecs agree.
+
+Everything here is the UDP payload (BTH onwards); the UDP header belongs to the I/O
+layer (``endpoints/io.py``), the UDP source port is the EV. All fields big-endian.
+
+Bitmaps: on the wire bit 63 of a SACK bitmap is ``base_psn`` (docs/packet-formats.md);
+the transport works with "bit i = base + i", so :func:`reverse64` converts between
+the two at this boundary.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+UDP_PORT_MRC = 4791
+PSN_BITS = 24
+PSN_MOD = 1 << PSN_BITS
+PSN_MASK = PSN_MOD - 1
+QP_MASK = 0xFFFFFF
+
+# BTH opcodes.
+OP_WRITE = 0x0A
+OP_WRITE_IMM = 0x0B
+OP_ACK = 0x11
+OP_PROBE = 0xC0
+OP_PROBE_REPLY = 0xC1
+OP_OPEN = 0xC2
+OP_STATUS = 0xC3
+
+# AETH syndromes.
+SYNDROME_ACK = 0x00
+SYNDROME_NACK_LOSS = 0x60
+SYNDROME_NACK_TRIMMED = 0x61
+
+# STATUS states (the receiver's view of one transfer) and refusal reasons.
+STATE_ACCEPTED = 1
+STATE_REFUSED = 2
+STATE_VERIFIED = 3
+STATE_CORRUPT = 4
+REFUSE_LENGTH = 1  # longer than the receiver's buffer limit, or not the length it expects
+REFUSE_MTU = 2  # payload size 0 or above MAX_MTU
+REFUSE_WINDOW = 3  # window 0 or above the receiver's limit
+REFUSE_BUSY = 4  # the receiver holds as many transfers as it accepts
+REFUSE_VERSION = 5
+REFUSE_REASONS = {
+    REFUSE_LENGTH: "transfer length not accepted by the receiver (--bytes / --max-bytes)",
+    REFUSE_MTU: "payload size not accepted by the receiver",
+    REFUSE_WINDOW: "window larger than the receiver accepts",
+    REFUSE_BUSY: "the receiver accepts no more transfers",
+    REFUSE_VERSION: "unknown protocol version",
+}
+
+VERSION = 1
+MAX_MTU = 9000
+PKEY = 0xFFFF
+
+# BTH: opcode, se/m/pad/tver, pkey, fecn/becn/resv6 | dest_qp, ack_req | resv7 | psn.
+BTH = struct.Struct("!BBHII")
+# BTH + RETH (vaddr, rkey, dma_len).
+DATA = struct.Struct("!BBHIIQII")
+# BTH + AETH (syndrome | msn) + SACK (ev, flags, reserved, base_psn, bitmap).
+ACK = struct.Struct("!BBHIIIHBBIQ")
+# BTH + PROBE (ev, flags, seq, timestamp).
+PROBE = struct.Struct("!BBHIIHHIQ")
+# BTH + OPEN (ev, version, reserved, sender_qp, length, mtu, window, reserved, digest).
+OPEN = struct.Struct("!BBHIIHBBIQHHI32s")
+# BTH + STATUS (ev, state, reason, receiver_qp, rkey, reserved, vaddr).
+STATUS = struct.Struct("!BBHIIHBBIIIQ")
+
+BTH_LEN = BTH.size  # 12
+DATA_HDR_LEN = DATA.size  # 28
+IMMDT_LEN = 4
+ACK_LEN = ACK.size  # 32
+PROBE_LEN = PROBE.size  # 28
+OPEN_LEN = OPEN.size  # 68
+STATUS_LEN = STATUS.size  # 36
+ACK_REQ = 1 << 31
+
+_REVERSE_BYTE = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
+
+
+def reverse64(value: int) -> int:
+    """Reverse the bit order of a 64-bit value (wire bitmap <-> "bit i = base + i")."""
+    return int.from_bytes(value.to_bytes(8, "little").translate(_REVERSE_BYTE), "big")
+
+
+def psn_add(psn: int, n: int) -> int:
+    return (psn + n) & PSN_MASK
+
+
+def psn_diff(a: int, b: int) -> int:
+    """Signed distance a - b between two PSNs, in [-2**23, 2**23)."""
+    return ((a - b + (PSN_MOD >> 1)) & PSN_MASK) - (PSN_MOD >> 1)
+
+
+def data_header(qp: int, psn: int, vaddr: int, rkey: int, length: int, ack_req: bool) -> bytes:
+    return DATA.pack(OP_WRITE, 0, PKEY, qp, (ACK_REQ if ack_req else 0) | psn, vaddr, rkey, length)
+
+
+def ack(qp: int, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int) -> bytes:
+    """An ACK or NACK; ``bits`` has bit i = PSN base_psn + i (64 bits)."""
+    return ACK.pack(OP_ACK, 0, PKEY, qp, cum_psn, syndrome << 24, ev, 0, 0, base_psn, reverse64(bits))
+
+
+def probe(opcode: int, qp: int, ev: int, seq: int, timestamp: int) -> bytes:
+    return PROBE.pack(opcode, 0, PKEY, qp, 0, ev, 0, seq, timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """A sender's request to start a transfer (opcode OPEN)."""
+
+    ev: int
+    version: int
+    sender_qp: int
+    first_psn: int
+    length: int
+    mtu: int
+    window: int
+    digest: bytes
+
+    def pack(self) -> bytes:
+        return OPEN.pack(OP_OPEN, 0, PKEY, 0, self.first_psn, self.ev, self.version, 0,
+                         self.sender_qp, self.length, self.mtu, self.window, 0, self.digest)
+
+    @classmethod
+    def unpack(cls, data: bytes | memoryview) -> Open:
+        (_op, _f, _pk, _qp, w2, ev, version, _r, sqp, length, mtu, window, _r2,
+         digest) = OPEN.unpack_from(data)
+        return cls(ev, version, sqp & QP_MASK, w2 & PSN_MASK, length, mtu, window, digest)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The receiver's state of one transfer (opcode STATUS); ``cum_psn`` in the BTH."""
+
+    ev: int
+    sender_qp: int
+    cum_psn: int
+    state: int
+    reason: int
+    receiver_qp: int
+    rkey: int
+    vaddr: int
+
+    def pack(self) -> bytes:
+        return STATUS.pack(OP_STATUS, 0, PKEY, self.sender_qp, self.cum_psn, self.ev, self.state,
+                           self.reason, self.receiver_qp, self.rkey, 0, self.vaddr)
+
+    @classmethod
+    def unpack(cls, data: bytes | memoryview) -> Status:
+        (_op, _f, _pk, qp, w2, ev, state, reason, rqp, rkey, _r, vaddr) = STATUS.unpack_from(data)
+        return cls(ev, qp & QP_MASK, w2 & PSN_MASK, state, reason, rqp & QP_MASK, rkey, vaddr)

@@ -1,0 +1,282 @@
+"""mrc-send and mrc-recv as processes on loopback: real sockets, real packets, every
+byte checked against what the test itself expects (``--bytes N --seed S`` sends
+``random.Random(S).randbytes(N)``, as the command's help says)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+RNG = random.Random(os.getpid() ^ int(time.time()))
+
+
+def addresses() -> tuple[str, str, int]:
+    """Two loopback addresses and a port no other test run uses at the same time."""
+    a, b = RNG.randrange(1, 250), RNG.randrange(1, 250)
+    return f"127.{a}.{b}.1", f"127.{a}.{b}.2", RNG.randrange(20000, 60000)
+
+
+def start_recv(listen: str, port: int, *args: str) -> subprocess.Popen:
+    p = subprocess.Popen([str(BIN / "mrc-recv"), "--listen", listen, "--port", str(port), "--linger", "0.2", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4)
+    return p
+
+
+def send(to: str, bind: str, port: int, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "mrc-send"), "--to", to, "--bind", bind, "--port", str(port), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def finish(p: subprocess.Popen) -> tuple[int, str, str]:
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err
+
+
+def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
+    rx, sx, port = addresses()
+    ev0 = RNG.randrange(30000, 40000)
+    recv = start_recv(rx, port, "--out", str(tmp_path / "out.bin"), "--report", str(tmp_path / "r.json"),
+                      "--timeout", "30")
+    s = send(rx, sx, port, "--bytes", "300000", "--seed", "3", "--ev-list", f"{ev0}-{ev0 + 15}",
+             "--report", str(tmp_path / "s.json"), "--tx", "sockets")
+    code, out, err = finish(recv)
+    assert s.returncode == 0, s.stderr
+    assert code == 0, err
+    assert "verified by the receiver" in s.stdout and "verified" in out
+    assert (tmp_path / "out.bin").read_bytes() == random.Random(3).randbytes(300000)
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["ok"] and rep["bytes"] == 300000 and rep["packets"] == 300
+    assert [e["ev"] for e in rep["per_ev"]] == list(range(ev0, ev0 + 16))
+    assert sum(e["sent"] for e in rep["per_ev"]) == rep["packets_sent"] >= 300
+    assert rep["delivered_series"][-1][1] == 300000
+    assert rep["completion_time_s"] > 0 and rep["goodput_bps"] > 0
+    assert set(rep["retransmissions"]) == {"total", "timeout", "nack", "trim_nack"}
+    rrep = json.loads((tmp_path / "r.json").read_text())
+    (c,) = rrep["connections"]
+    assert c["verdict"] == "verified" and c["received_bytes"] == 300000
+    # The receiver saw every EV as the UDP source port of data packets.
+    assert sorted(int(ev) for ev in c["per_ev_packets"]) == list(range(ev0, ev0 + 16))
+
+
+def test_evs_come_from_the_topology(tmp_path: Path) -> None:
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--timeout", "30")
+    s = send(rx, sx, port, "--bytes", "80000", "--planes", "4", "--evs", "8", "--src-host", "h1", "--dst-host", "h3",
+             "--report", str(tmp_path / "s.json"), "--tx", "sockets")
+    assert s.returncode == 0, s.stderr
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    # EXPLICIT EVs are 0x1000 + k, EV k on plane k mod 4 (docs/addressing.md).
+    assert [(e["ev"], e["plane"]) for e in rep["per_ev"]] == [(0x1000 + k, k % 4) for k in range(8)]
+    assert sorted(rep["per_plane_packets"]) == ["0", "1", "2", "3"]
+    assert sum(rep["per_plane_packets"].values()) == rep["packets_sent"]
+
+
+def test_a_file_is_sent_as_is(tmp_path: Path) -> None:
+    rx, sx, port = addresses()
+    src = tmp_path / "in.bin"
+    src.write_bytes(os.urandom(12345))
+    recv = start_recv(rx, port, "--out", str(tmp_path / "out.bin"), "--bytes", "12345", "--timeout", "30")
+    s = send(rx, sx, port, "--in", str(src), "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets")
+    assert s.returncode == 0, s.stderr
+    assert finish(recv)[0] == 0
+    assert (tmp_path / "out.bin").read_bytes() == src.read_bytes()
+
+
+def test_a_refused_transfer_fails_both_sides() -> None:
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--bytes", "1000", "--timeout", "2")
+    s = send(rx, sx, port, "--bytes", "2000", "--ev-list", f"{port + 1}", "--tx", "sockets")
+    code, _, err = finish(recv)
+    assert s.returncode == 1
+    assert s.stderr.strip().splitlines()[-1].startswith("error: receiver refused the transfer: transfer length")
+    assert code == 1 and "0 of 1 transfers complete" in err
+
+
+def test_no_receiver_is_a_timeout() -> None:
+    rx, sx, port = addresses()
+    s = send(rx, sx, port, "--bytes", "5000", "--ev-list", f"{port + 1}", "--timeout", "1", "--tx", "sockets")
+    assert s.returncode == 1
+    assert "no verdict from the receiver within 1 s" in s.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bytes", "10", "--ev-list", "x-y"], "--ev-list: 'x-y' is not an EV or a range"),
+    (["--bytes", "10", "--ev-list", "70000"], "--ev-list: EV 70000 is not a UDP port"),
+    (["--bytes", "10", "--in", "/nonexistent"], "give the transfer as --bytes N or --in FILE"),
+    (["--bytes", "10"], "the EV set needs the two hosts"),
+    (["--bytes", "10", "--evs", "300", "--src-host", "h1", "--dst-host", "h2"], "--evs 300: a NIC has 1..256 EVs"),
+    (["--bytes", "10", "--src-host", "h1", "--dst-host", "h99"], "--src-host/--dst-host"),
+    (["--bytes", "10", "--ev-list", "5000", "--window", "0"], "window 0 outside 1..65535"),
+    (["--bytes", "10", "--ev-list", "5000", "--ev-mode", "sideways"], "--ev-mode 'sideways'"),
+    (["--bytes", "10", "--ev-list", "5000", "--rate", "-5"], "pacing rate must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "probe_interval must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst, ack_every, initial_window and min_window must be at least 1"),
+])
+def test_bad_options_are_one_line(args: list[str], message: str) -> None:
+    s = send("127.0.0.1", "127.0.0.2", 4791, *args)
+    assert s.returncode == 1
+    lines = s.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], s.stderr
+
+
+def test_bad_receiver_options_are_one_line() -> None:
+    for args, message in ((["--nack-delay", "-1"], "nack_delay must be 0 seconds or more"),
+                          (["--trim-dscp", "64"], "trim DSCP 64 outside 0..63"),
+                          (["--count", "0"], "--count must be at least 1")):
+        p = subprocess.run([str(BIN / "mrc-recv"), "--listen", "127.0.0.1", *args], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and message in lines[0], p.stderr
+
+
+def test_help() -> None:
+    for cmd in ("mrc-send", "mrc-recv"):
+        p = subprocess.run([str(BIN / cmd), "--help"], capture_output=True, text=True)
+        assert p.returncode == 0 and "--report" in p.stdout
+
+
+def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
+    """Garbage, truncated headers and writes to unknown QPs arrive at the receiver's
+    socket during a transfer: counted, and the transfer still verifies."""
+    from tests.dataplane.packets import BTH, RETH
+
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
+    sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
+                               "1000000", "--rate", "1000", "--ev-list", f"{port + 1}-{port + 8}", "--tx", "sockets"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rogue = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rogue.bind((sx, 0))
+    wrong_qp = bytes(BTH(opcode=0x0A, dest_qp=0x123456, psn=1) / RETH(vaddr=0x1000, dma_len=4) / b"evil")
+    time.sleep(0.3)
+    for k in range(100):
+        rogue.sendto(wrong_qp, (rx, port))
+        rogue.sendto(wrong_qp[:20], (rx, port))
+        rogue.sendto(bytes([0x0A]) + os.urandom(7), (rx, port))
+    rogue.close()
+    out, err = sender.communicate(timeout=60)
+    assert sender.returncode == 0, err
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["dropped"]["wrong_qp"] == 100
+    assert rep["dropped"]["truncated"] == 200
+    assert rep["connections"][0]["verdict"] == "verified"
+
+
+@pytest.mark.root
+def test_generated_evs(tmp_path: Path) -> None:
+    """GENERATED EVs (plane << 13 | spine << 5 | entropy) are small port numbers, some
+    below 1024: bound as root, or sent through the raw socket."""
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
+    s = send(rx, sx, port, "--bytes", "64000", "--planes", "4", "--evs", "8", "--ev-mode", "generated",
+             "--src-host", "h1", "--dst-host", "h3", "--report", str(tmp_path / "s.json"))
+    assert s.returncode == 0, s.stderr
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert all(e["ev"] >> 13 == e["plane"] and (e["ev"] >> 5) & 0xFF == e["spine"] and e["sent"] > 0
+               for e in rep["per_ev"])
+    (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
+    assert sorted(int(ev) for ev in c["per_ev_packets"]) == sorted(e["ev"] for e in rep["per_ev"])
+
+
+@pytest.mark.root
+def test_ev_0_goes_through_a_raw_socket(tmp_path: Path) -> None:
+    """EV 0 is UDP source port 0: no socket can bind it, ``--tx auto`` sends it
+    through the raw socket (and the receiver answers through its own)."""
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
+    s = send(rx, sx, port, "--bytes", "64000", "--ev-list", f"0,{port + 1}-{port + 3}", "--report",
+             str(tmp_path / "s.json"))
+    assert s.returncode == 0, s.stderr
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["per_ev"][0]["ev"] == 0 and rep["per_ev"][0]["acked"] > 0
+    (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
+    assert c["per_ev_packets"]["0"] == rep["per_ev"][0]["sent"]
+
+
+def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
+    """A relay between the two flips one payload byte of one data packet (a broken
+    middlebox that fixes the checksum): the receiver's SHA-256 differs, both exit 1."""
+    import threading
+
+    rx, sx, port = addresses()
+    relay = rx.rsplit(".", 1)[0] + ".3"
+    evs = list(range(port + 1, port + 5))
+    listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listen.bind((relay, port))
+    listen.settimeout(0.2)
+    out_socks = {}
+    for ev in evs:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((relay, ev))
+        out_socks[ev] = s
+    stop = threading.Event()
+    flipped = []
+
+    def forward() -> None:
+        seen = 0
+        while not stop.is_set():
+            try:
+                data, (src, sport) = listen.recvfrom(4096)
+            except socket.timeout:
+                continue
+            if sport not in out_socks:
+                continue
+            if src == sx:
+                if data[0] == 0x0A:
+                    seen += 1
+                    if seen == 10:
+                        data = data[:500] + bytes([data[500] ^ 0x01]) + data[501:]
+                        flipped.append(sport)
+                out_socks[sport].sendto(data, (rx, port))
+            else:
+                out_socks[sport].sendto(data, (sx, port))
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    try:
+        recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "20")
+        s = send(relay, sx, port, "--bytes", "50000", "--ev-list", f"{evs[0]}-{evs[-1]}", "--tx", "sockets",
+                 "--timeout", "20")
+        code, _, err = finish(recv)
+    finally:
+        stop.set()
+        thread.join()
+        listen.close()
+        for sock in out_socks.values():
+            sock.close()
+    assert flipped
+    assert s.returncode == 1 and "SHA-256" in s.stderr.strip().splitlines()[-1]
+    assert code == 1 and "SHA-256 different from the sender's" in err
+    (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
+    assert c["verdict"] == "corrupt" and c["received_bytes"] == 50000
+
+
+def test_the_sender_may_start_first(tmp_path: Path) -> None:
+    """OPENs sent before the receiver listens draw ICMP port unreachables; a connected
+    socket reports one by failing its next send, which must not lose a data packet."""
+    rx, sx, port = addresses()
+    ev0 = RNG.randrange(30000, 40000)
+    sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
+                               "500000", "--ev-list", f"{ev0}-{ev0 + 31}", "--tx", "sockets", "--report",
+                               str(tmp_path / "s.json"), "-q"], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    recv = start_recv(rx, port, "--timeout", "30")
+    _, err = sender.communicate(timeout=60)
+    assert sender.returncode == 0, err
+    assert finish(recv)[0] == 0
+    rep = json.loads((tmp_path / "s.json").read_text())
+    assert rep["io"].get("icmp_reported", 0) > 0 and "tx_errors" not in rep["io"]
+    assert rep["retransmissions"]["nack"] == 0 and rep["evs_retired"] <= rep["retransmissions"]["timeout"]
