@@ -149,8 +149,10 @@ def leaf_entries(topo: Topology, plane: int, leaf: int) -> Iterator[TableEntry]:
     hosts = topo.leaves[leaf].hosts
     first = topo.first_host(leaf)
     spines = list(topo.uplinks(plane, leaf))
+    linux = topo.linux_on(plane, leaf) if topo.linux_hosts else []
     ports = [(n, P.mac(plane, P.LEAF, leaf, n)) for n in range(1, hosts + 1)]
     ports += [(P.leaf_uplink_port(topo, s), P.mac(plane, P.LEAF, leaf, P.leaf_uplink_port(topo, s))) for s in spines]
+    ports += [(lx.port, P.mac(plane, P.LEAF, leaf, lx.port)) for lx in linux]
     yield from _fabric_common(topo, P.leaf_usid(plane, leaf), ports)
     fwd, ua = "FabricIngress.fwd", "FabricIngress.usid_ua"
     for s in spines:
@@ -161,6 +163,9 @@ def leaf_entries(topo: Topology, plane: int, leaf: int) -> Iterator[TableEntry]:
     for n in range(1, hosts + 1):
         dmac = P.mac(plane, P.NIC, first + n - 1, P.nic_plane_port(plane))
         yield TableEntry("FabricIngress.usid_fwd", _lpm48(P.nic_usid(n)), fwd, (("port", n), ("dmac", dmac)))
+    for lx in linux:  # a Linux SRv6 node: its local uSID, like a NIC's (it runs End.DT6 on it)
+        yield TableEntry("FabricIngress.usid_fwd", _lpm48(P.nic_usid(lx.port)), fwd,
+                         (("port", lx.port), ("dmac", P.linux_host_mac(topo, lx))))
 
 
 def spine_entries(topo: Topology, plane: int, spine: int) -> Iterator[TableEntry]:
@@ -254,6 +259,10 @@ def spray_groups(topo: Topology, src: Host, failures: Failures = NO_FAILURES
     near = tuple(m for m in base if (m[0], src.index) not in dead_nic
                  and (m[0], src.leaf, m[1]) not in dead and topo.cabled(m[0], src.leaf, m[1]))
     routes: list[tuple[int, int, tuple[tuple[int, int], ...]]] = [(int(P.HOST_PREFIX.network_address), 32, near)]
+    for lx in topo.linux_hosts:  # reached in its one plane only
+        members = tuple(m for m in near if m[0] == lx.plane and (
+            lx.leaf == src.leaf or (topo.cabled(m[0], lx.leaf, m[1]) and (m[0], lx.leaf, m[1]) not in failures.fabric)))
+        routes.append((P.host_prefix(lx.leaf, lx.port), 64, members))
     if not (topo.missing or failures):
         return base, routes
     far_leaves = {lf for (_, lf, _) in topo.missing} | {lf for (_, lf, _) in dead}
@@ -328,12 +337,13 @@ def explicit_ev_entries(topo: Topology, src: Host, failures: Failures = NO_FAILU
     for every other host and every EV of the NIC's set towards it, except those whose
     path crosses a dead link (their packets fall back to the NIC's spraying)."""
     out: list[TableEntry] = []
-    for dst in topo.hosts:
-        if dst.index == src.index:
+    for dst in (*topo.hosts, *topo.linux_hosts):
+        if dst is src:
             continue
         dst_key = Lpm(P.host_prefix(dst.leaf, dst.port), 64)
         for e in P.nic_evs(topo, src, dst):
-            if failures and not _path_alive(topo, failures.fabric, failures.nic, src, dst, e.plane, e.spine):
+            if failures and isinstance(dst, Host) and not _path_alive(topo, failures.fabric, failures.nic, src, dst,
+                                                                      e.plane, e.spine):
                 continue
             out.append(TableEntry(
                 "NicIngress.ev_table", (("hdr.ipv6.dst_addr", dst_key), ("meta.ev", Exact(e.ev))),

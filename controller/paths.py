@@ -2,8 +2,9 @@
 
 Why: ``mrcctl links``, ``mrcctl paths``, ``mrcctl fail`` and the Mininet network
 all name the same cables; the walkers in the tests follow the same cabling. A link is
-named by its two ends, fabric side first: ``p0-leaf1:p0-spine0`` (leaf to spine) or
-``nic3:p0-leaf1`` (a NIC's plane port to its leaf).
+named by its two ends, fabric side first: ``p0-leaf1:p0-spine0`` (leaf to spine),
+``nic3:p0-leaf1`` (a NIC's plane port to its leaf) or ``lx1:p0-leaf0`` (a Linux SRv6
+node to its leaf; taking it down changes no table).
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ from functools import lru_cache
 
 from controller import plan as P
 from controller.entries import Failures, Node, nodes
-from controller.topology import Host, Topology, TopologyError
+from controller.topology import Host, LinuxHost, Topology, TopologyError
 
 
 @dataclass(frozen=True, order=True)
 class Link:
     """A cable: ``a`` port ``a_port`` to ``b`` port ``b_port``."""
 
-    kind: str  # "fabric" (leaf-spine) or "nic" (NIC plane port to leaf)
+    kind: str  # "fabric" (leaf-spine), "nic" (NIC plane port to leaf), "linux" (Linux SRv6 node to leaf)
     plane: int
     a: str
     a_port: int
     b: str
     b_port: int
     leaf: int
-    other: int  # spine index, or host index for a NIC link
+    other: int  # spine index, host index for a NIC link, Linux node index
 
     @property
     def name(self) -> str:
@@ -44,6 +45,8 @@ def links(topo: Topology) -> list[Link]:
                                 topo.spine_name(p, s), P.spine_port(leaf), leaf, s))
         for h in topo.hosts:
             out.append(Link("nic", p, h.nic, P.nic_plane_port(p), topo.leaf_name(p, h.leaf), h.port, h.leaf, h.index))
+    for lx in topo.linux_hosts:
+        out.append(Link("linux", lx.plane, lx.name, 0, topo.leaf_name(lx.plane, lx.leaf), lx.port, lx.leaf, lx.index))
     return out
 
 
@@ -69,7 +72,7 @@ def _nodes_by_name(topo: Topology) -> dict[str, Node]:
     return {x.name: x for x in nodes(topo)}
 
 
-def neighbour(topo: Topology, n: Node, port: int) -> tuple[Node | Host, int]:
+def neighbour(topo: Topology, n: Node, port: int) -> tuple[Node | Host | LinuxHost, int]:
     """What is at the other end of switch ``n``'s ``port``: (node or host, its port)."""
     by_name = _nodes_by_name(topo)  # walkers call this once per hop
     if n.tier == P.NIC:
@@ -86,6 +89,9 @@ def neighbour(topo: Topology, n: Node, port: int) -> tuple[Node | Host, int]:
         spine = port - topo.max_hosts_per_leaf - 1
         if 0 <= spine < topo.spines and topo.cabled(n.plane, n.index, spine):
             return by_name[topo.spine_name(n.plane, spine)], P.spine_port(n.index)
+        for lx in topo.linux_on(n.plane, n.index):
+            if lx.port == port:
+                return lx, 0
     elif n.tier == P.SPINE:
         leaf = port - 1
         if 0 <= leaf < len(topo.leaves) and topo.cabled(n.plane, leaf, n.index):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from controller.topology import MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, Topology
+from controller.topology import (MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, LinuxHost,
+                                 Topology)
 
 USID_BLOCK = 0xFCBB_BB00
 LEAF, SPINE, NIC, HOST = 1, 2, 3, 4  # tiers, as in the MACs
@@ -157,6 +158,11 @@ def nic_gateway_mac(host: Host) -> int:
     return mac(0, NIC, host.index, NIC_HOST_PORT)
 
 
+def linux_host_mac(topo: Topology, lx: LinuxHost) -> int:
+    """MAC of a Linux SRv6 node's interface (host tier, indices after the fabric's hosts)."""
+    return mac(lx.plane, HOST, len(topo.hosts) + lx.index, lx.port)
+
+
 def nic_plane_mac(host: Host, plane: int) -> int:
     return mac(plane, NIC, host.index, nic_plane_port(plane))
 
@@ -187,7 +193,7 @@ def nic_plane_port(plane: int) -> int:
 
 def highest_port(topo: Topology) -> tuple[str, int]:
     """The switch with the highest port number and that number (v1model limits it)."""
-    leaf_top = leaf_uplink_port(topo, topo.spines - 1)
+    leaf_top = max([leaf_uplink_port(topo, topo.spines - 1)] + [lx.port for lx in topo.linux_hosts])
     spine_top = spine_port(len(topo.leaves) - 1)
     return ("leaf", leaf_top) if leaf_top >= spine_top else ("spine", spine_top)
 
@@ -251,27 +257,29 @@ def _live_spines(topo: Topology, plane: int, src_leaf: int, dst_leaf: int | None
     return out
 
 
-def nic_evs(topo: Topology, src: Host, dst: Host | None = None) -> list[EvPath]:
+def nic_evs(topo: Topology, src: Host, dst: Host | LinuxHost | None = None) -> list[EvPath]:
     """The EV set of ``src``'s NIC (towards ``dst``; None: any destination).
 
     K = ``topo.evs_per_nic`` EVs, EV k on plane ``k mod P`` (planes split evenly:
     counts differ by at most one), its spine rotating over the spines that reach the
     destination in that plane. EXPLICIT EVs are ``0x1000 + k``; GENERATED EVs encode
     plane, spine and an entropy count from 1 (docs/addressing.md). Planes with no path
-    between the two leaves (an explicit graph) are left out.
+    between the two leaves (an explicit graph) are left out, and a Linux SRv6 node is
+    reached in its one plane only.
     """
     dst_leaf = dst.leaf if dst is not None else None
+    only = dst.plane if isinstance(dst, LinuxHost) else None
     offset = spine_offset(topo, src)
-    key = ("nic_evs", offset, src.leaf if topo.missing else None, dst_leaf if topo.missing else None)
+    key = ("nic_evs", offset, src.leaf if topo.missing else None, dst_leaf if topo.missing else None, only)
     cached = topo.cache.get(key)
     if cached is None:
-        cached = topo.cache[key] = _nic_evs(topo, src, dst_leaf, offset)
+        cached = topo.cache[key] = _nic_evs(topo, src, dst_leaf, offset, only)
     return list(cached)
 
 
-def _nic_evs(topo: Topology, src: Host, dst_leaf: int | None, offset: int) -> tuple[EvPath, ...]:
+def _nic_evs(topo: Topology, src: Host, dst_leaf: int | None, offset: int, only: int | None) -> tuple[EvPath, ...]:
     spines_of = {p: _live_spines(topo, p, src.leaf, dst_leaf) for p in range(topo.planes)}
-    planes = [p for p in range(topo.planes) if spines_of[p]]
+    planes = [p for p in range(topo.planes) if spines_of[p] and only in (None, p)]
     if not planes:
         return ()
     out: list[EvPath] = []

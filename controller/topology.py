@@ -20,6 +20,7 @@ leaf ``i`` of every plane); only the cables may differ between planes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,20 @@ class Host:
 
 
 @dataclass(frozen=True)
+class LinuxHost:
+    """A Linux SRv6 node (the kernel's seg6 encapsulation and End.DT6, no NIC) cabled to
+    leaf ``leaf`` of plane ``plane`` only, on leaf port ``port`` (after the uplinks).
+    Its address is in the host plan, ``fd00:0:<leaf>:<port>::1``, so the NICs reach
+    it like any host; the leaf forwards its local uSID ``0xE000 + port`` to it."""
+
+    index: int
+    name: str
+    plane: int
+    leaf: int
+    port: int
+
+
+@dataclass(frozen=True)
 class Topology:
     """A multiplane 2-tier fabric: the same leaves and spines in every plane.
 
@@ -96,13 +111,16 @@ class Topology:
     ev_mode: EvMode = "explicit"
     trim_threshold: int | None = DEFAULT_TRIM_THRESHOLD
     trim_dscp: int = DEFAULT_TRIM_DSCP
-    source: str = "parameters"
-    _hosts: tuple[Host, ...] = field(default=(), repr=False, compare=False)
-    _first: tuple[int, ...] = field(default=(), repr=False, compare=False)
-    _max_hosts: int = field(default=0, repr=False, compare=False)
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # for plan.py's memos
+    source: str = field(default="parameters", compare=False)  # where it was read from, for messages
+    linux_specs: tuple[tuple[str, int, int], ...] = ()  # (name, plane, leaf) of each Linux SRv6 node
+    _hosts: tuple[Host, ...] = field(default=(), init=False, repr=False, compare=False)
+    _first: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
+    _max_hosts: int = field(default=0, init=False, repr=False, compare=False)
+    _linux: tuple[LinuxHost, ...] = field(default=(), init=False, repr=False, compare=False)
+    cache: dict[Any, Any] = field(init=False, repr=False, compare=False)  # plan.py's and entries.py's memos
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "cache", {})
         hosts: list[Host] = []
         first: list[int] = []
         for leaf in self.leaves:
@@ -112,6 +130,9 @@ class Topology:
         object.__setattr__(self, "_hosts", tuple(hosts))
         object.__setattr__(self, "_first", tuple(first))
         object.__setattr__(self, "_max_hosts", max((leaf.hosts for leaf in self.leaves), default=0))
+        first_free = self._max_hosts + len(self.spine_names) + 1  # leaf ports after the uplinks
+        object.__setattr__(self, "_linux", tuple(LinuxHost(k, name, plane, leaf, first_free + k)
+                                                 for k, (name, plane, leaf) in enumerate(self.linux_specs)))
 
     def first_host(self, leaf: int) -> int:
         """Index of the first host behind ``leaf`` (hosts are numbered leaf by leaf)."""
@@ -124,6 +145,14 @@ class Topology:
     @property
     def hosts(self) -> tuple[Host, ...]:
         return self._hosts
+
+    @property
+    def linux_hosts(self) -> tuple[LinuxHost, ...]:
+        return self._linux
+
+    def linux_on(self, plane: int, leaf: int) -> list[LinuxHost]:
+        """The Linux SRv6 nodes cabled to leaf ``leaf`` of ``plane``."""
+        return [x for x in self._linux if x.plane == plane and x.leaf == leaf]
 
     @property
     def max_hosts_per_leaf(self) -> int:
@@ -160,8 +189,9 @@ class Topology:
 
     def summary(self) -> str:
         shape = "Clos" if not self.missing else f"graph, {len(self.missing)} cables left out"
+        linux = f", {len(self._linux)} Linux SRv6 nodes" if self._linux else ""
         return (f"{self.name}: {self.planes} planes x ({len(self.leaves)} leaves + {self.spines} spines), "
-                f"{len(self._hosts)} hosts ({shape}), {self.evs_per_nic} EVs per NIC, {self.ev_mode} EVs")
+                f"{len(self._hosts)} hosts ({shape}){linux}, {self.evs_per_nic} EVs per NIC, {self.ev_mode} EVs")
 
 
 # ---- the schema (input files and parameters) ---------------------------------
@@ -197,6 +227,12 @@ class GraphSpec(_Strict):
     leaves: Annotated[list[LeafSpec], Field(min_length=1, max_length=MAX_LEAVES)]
 
 
+class LinuxHostSpec(_Strict):
+    name: str
+    plane: Annotated[int, _limit(0, MAX_PLANES - 1, "plane")]
+    leaf: Annotated[int, _limit(0, MAX_LEAVES - 1, "leaf")]
+
+
 class TopologySpec(_Strict):
     """What a topology file (or the command line) may say."""
 
@@ -209,6 +245,7 @@ class TopologySpec(_Strict):
     evs_per_nic: Annotated[int, _limit(1, MAX_EVS, "EVs per NIC")] = DEFAULT_EVS
     ev_mode: EvMode = "explicit"
     trim: TrimSpec = TrimSpec()
+    linux_hosts: list[LinuxHostSpec] = []
 
     @model_validator(mode="after")
     def _one_form(self) -> TopologySpec:
@@ -277,6 +314,27 @@ def _check_hosts(total: int, place: str) -> None:
 def from_spec(spec: TopologySpec, where: str, root: yaml.Node | None = None, option_names: bool = False) -> Topology:
     """The model of a validated spec (``where`` names the source in errors, ``root``
     the composed YAML for line numbers)."""
+    topo = _fabric_of(spec, where, root, option_names)
+    if not spec.linux_hosts:
+        return topo
+    seen: set[str] = set()
+    for k, lx in enumerate(spec.linux_hosts):
+        line = _line_of(root, ("linux_hosts", k)) if root is not None else None
+        place = f"{where}:{line}" if line else where
+        if lx.name in seen or (lx.name.startswith("h") and lx.name[1:].isdigit()) or lx.name.startswith("nic"):
+            raise TopologyError(f"{place}: linux_hosts.{k}.name: {lx.name!r} is taken (hosts are h1.., NICs nic1..); "
+                                "give every Linux node its own name, e.g. lx1")
+        seen.add(lx.name)
+        if lx.plane >= topo.planes:
+            raise TopologyError(f"{place}: linux_hosts.{k}.plane: plane {lx.plane} does not exist; "
+                                f"planes are 0..{topo.planes - 1}")
+        if lx.leaf >= len(topo.leaves):
+            raise TopologyError(f"{place}: linux_hosts.{k}.leaf: leaf {lx.leaf} does not exist; "
+                                f"leaves are 0..{len(topo.leaves) - 1}")
+    return dataclasses.replace(topo, linux_specs=tuple((lx.name, lx.plane, lx.leaf) for lx in spec.linux_hosts))
+
+
+def _fabric_of(spec: TopologySpec, where: str, root: yaml.Node | None, option_names: bool) -> Topology:
     if spec.graph is not None:
         return _graph_topology(spec, spec.graph, where, root)
     assert spec.spines is not None and spec.leaves is not None and spec.hosts_per_leaf is not None

@@ -24,9 +24,9 @@ from mininet.topo import Topo
 from controller import plan as P
 from controller.entries import nodes
 from controller.inventory import DEFAULT_GRPC_BASE, Inventory, LinkEnds, SwitchTarget
-from controller.topology import Topology, from_parameters, load_file
-from topologies.hosts import FabricHost
-from topologies.names import DEFAULT_PREFIX, NodeNames, cables, node_names
+from controller.topology import LinuxHost, Topology, from_parameters, load_file
+from topologies.hosts import FabricHost, LinuxInnerHost, LinuxSrv6Node
+from topologies.names import DEFAULT_PREFIX, NodeNames, cables, inner_host, node_names
 
 
 class MrcClos(Topo):
@@ -51,8 +51,32 @@ class MrcClos(Topo):
             self.addHost(names.mininet(h.name), cls=FabricHost, mrc_name=h.name,
                          mac=P.mac_text(P.host_mac(h)), ipv6=P.ip(P.host_addr(h.leaf, h.port)),
                          gateway=P.ip(P.gateway_addr(h.leaf, h.port)))
+        for lx in topo.linux_hosts:
+            self._add_linux_node(topo, names, lx)
         for c in cables(topo, names):
             self.addLink(c.a, c.b, port1=c.a_port, port2=c.b_port)
+
+    def _add_linux_node(self, topo: Topology, names: NodeNames, lx: LinuxHost) -> None:
+        """A Linux SRv6 node on its leaf port, and the plain host behind it."""
+        host_addr, gw = P.host_addr(lx.leaf, lx.port), P.gateway_addr(lx.leaf, lx.port)
+        routes = []
+        for h in topo.hosts:  # one carrier per fabric host, over the first spine that reaches it
+            if h.leaf == lx.leaf:
+                spine = None
+            else:
+                spine = next((s for s in topo.uplinks(lx.plane, lx.leaf) if topo.cabled(lx.plane, h.leaf, s)), None)
+                if spine is None:
+                    continue
+            carrier = P.path_carrier(lx.plane, lx.leaf, spine, h.leaf, h.port)
+            routes.append((f"{P.ip(P.host_prefix(h.leaf, h.port))}/64", P.ip(carrier)))
+        self.addHost(names.mininet(lx.name), cls=LinuxSrv6Node, mrc_name=lx.name,
+                     mac=P.mac_text(P.linux_host_mac(topo, lx)),
+                     leaf_mac=P.mac_text(P.mac(lx.plane, P.LEAF, lx.leaf, lx.port)), inner_gw=P.ip(gw),
+                     routes=routes, locator=f"{P.ip(P.carrier([P.nic_usid(lx.port)]))}/48")
+        inner = inner_host(lx.name)
+        self.addHost(names.mininet(inner), cls=LinuxInnerHost, mrc_name=inner,
+                     mac=P.mac_text(P.mac(lx.plane, P.HOST, len(topo.hosts) + len(topo.linux_hosts) + lx.index, 0)),
+                     ipv6=P.ip(host_addr), gateway=P.ip(gw))
 
 
 def mrcclos(planes: int | None = None, spines: int | None = None, leaves: int | None = None,

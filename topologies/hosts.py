@@ -64,3 +64,67 @@ class FabricHost(Host):
     def addresses(self) -> str:
         """The host's global IPv6 addresses, as `ip` shows them (for checks and the CLI)."""
         return self.cmd(f"ip -6 -o addr show dev {self.defaultIntf().name} scope global")
+
+
+class LinuxSrv6Node(Host):
+    """A Linux SRv6 edge node cabled to a leaf (controller/topology.py's ``linux_hosts``):
+    the kernel, not a P4 NIC, encapsulates and decapsulates.
+
+    Its ``eth0`` goes to the leaf (outer packets), its ``eth1`` to a plain Linux host
+    (``LinuxInnerHost``) that owns the host-plan address ``fd00:0:<leaf>:<port>::1``.
+    Towards every fabric host it has a route with ``encap seg6 mode encap segs
+    <carrier>`` (RFC 8986 H.Encaps, an SRH with one segment); the outer packets leave
+    through the leaf's port MAC as next hop. Its local uSID locator
+    ``fcbb:bb00:<0xE000 + port>::/48`` is an ``End.DT6`` route: decapsulate, look the
+    inner destination up (the host on ``eth1``), forward. End.DT6 in table mode never
+    delivers locally, hence the host behind it.
+
+    Parameters: ``mac``, ``leaf_mac`` (next hop of the outer packets), ``inner_gw``
+    (its own address towards the inner host), ``routes`` [(prefix/len, carrier)],
+    ``locator`` (its End.DT6 prefix, /48)."""
+
+    def __init__(self, name: str, leaf_mac: str = "", inner_gw: str = "", routes: Any = (),
+                 locator: str = "", mrc_name: str | None = None, **params: Any) -> None:
+        params["ip"] = None
+        self.leaf_mac, self.inner_gw, self.routes, self.locator = leaf_mac, inner_gw, list(routes), locator
+        self.mrc_name = mrc_name or name
+        super().__init__(name, **params)
+        mark_node(self)
+
+    def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
+               lo: str = "up", **params: Any) -> dict[str, Any]:
+        result = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
+        out_if, in_if = f"{self.name}-eth0", f"{self.name}-eth1"
+        cmds = [
+            "sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.conf.all.seg6_enabled=1 "
+            f"net.ipv6.conf.{out_if}.seg6_enabled=1 net.ipv6.conf.all.accept_dad=0 "
+            f"net.ipv6.conf.{out_if}.accept_dad=0 net.ipv6.conf.{in_if}.accept_dad=0 "
+            f"net.ipv6.conf.{out_if}.router_solicitations=0",
+            # Linux sends into a P4 switch's raw socket: checksums in software, not offloaded.
+            f"ethtool -K {out_if} tx off >/dev/null",
+            f"ip link set {out_if} up && ip link set {in_if} up",
+            f"ip -6 addr add {self.inner_gw}/64 dev {in_if} nodad",
+            f"ip -6 neigh replace fe80::1 lladdr {self.leaf_mac} dev {out_if} nud permanent",
+            f"ip -6 route add fcbb:bb00::/32 via fe80::1 dev {out_if}",
+            f"ip sr tunsrc set {self.inner_gw}",
+            f"ip -6 route add {self.locator} encap seg6local action End.DT6 table 254 dev {out_if}",
+        ]
+        cmds += [f"ip -6 route add {prefix} encap seg6 mode encap segs {carrier} dev {out_if}"
+                 for prefix, carrier in self.routes]
+        out = self.cmd(" && ".join(cmds))
+        if out.strip():
+            raise RuntimeError(f"{self.name}: SRv6 set-up failed: {out.strip()}")
+        return result
+
+
+class LinuxInnerHost(FabricHost):
+    """The plain Linux host behind a Linux SRv6 node: host-plan address, default route
+    via the node, an MTU that leaves room for the node's outer header and SRH."""
+
+    MTU = 1400
+
+    def config(self, **params: Any) -> dict[str, Any]:
+        result = super().config(**params)
+        name = self.defaultIntf().name
+        self.cmd(f"ethtool -K {name} tx off >/dev/null; ip link set {name} mtu {self.MTU}")
+        return result

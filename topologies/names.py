@@ -40,6 +40,11 @@ def switch_node(prefix: str, n: Node) -> str:
     return f"{prefix}n{n.index + 1}"
 
 
+def inner_host(linux_name: str) -> str:
+    """The controller-side name of the host behind Linux SRv6 node ``linux_name`` (lx1 -> lx1h)."""
+    return f"{linux_name}h"
+
+
 def host_node(prefix: str, host_index: int) -> str:
     """Mininet name of host ``h<index + 1>``."""
     return f"{prefix}h{host_index + 1}"
@@ -77,6 +82,9 @@ def node_names(topo: Topology, prefix: str = DEFAULT_PREFIX) -> NodeNames:
     check_prefix(prefix)
     to_mn: dict[str, str] = {n.name: switch_node(prefix, n) for n in nodes(topo)}
     to_mn.update({h.name: host_node(prefix, h.index) for h in topo.hosts})
+    for lx in topo.linux_hosts:  # the Linux SRv6 node and the host behind it
+        to_mn[lx.name] = f"{prefix}x{lx.index + 1}"
+        to_mn[inner_host(lx.name)] = f"{prefix}x{lx.index + 1}h"
     top_port = max(P.highest_port(topo)[1], P.nic_plane_port(topo.planes - 1))
     longest = max(to_mn.values(), key=len)
     if len(intf_name(longest, top_port)) > MAX_IFNAME:
@@ -110,6 +118,7 @@ def cables(topo: Topology, names: NodeNames) -> list[Cable]:
     """Every Mininet link: host to NIC port 0, then the controller's links (NIC plane
     port to leaf, leaf uplink to spine) with the controller's port numbers."""
     out = [Cable(names.mininet(h.name), 0, names.mininet(h.nic), P.NIC_HOST_PORT, None) for h in topo.hosts]
+    out += [Cable(names.mininet(inner_host(lx.name)), 0, names.mininet(lx.name), 1, None) for lx in topo.linux_hosts]
     for link in links(topo):
         out.append(Cable(names.mininet(link.a), link.a_port, names.mininet(link.b), link.b_port, link.name))
     return out
