@@ -69,6 +69,9 @@ class Source:
         given = {k: v for k, v in params.items() if v is not None}
         state_path = state or run_dir() / STATE_NAME
         self.inventory: Inventory | None = None
+        self.other_network: Path | None = None  # a running network of another topology
+        if state is not None and (topology is not None or given):
+            raise Fail("give --state (a running network, which knows its topology) or a topology, not both")
         if state is not None or (topology is None and not given and state_path.exists()):
             self.inventory = load(state_path)
             self.topo = self.inventory.load_topology()
@@ -91,6 +94,8 @@ class Source:
                 running = load(state_path)
                 if running.load_topology() == self.topo:
                     self.inventory = running
+                else:
+                    self.other_network = state_path
             except TopologyError:
                 pass
 
@@ -286,6 +291,9 @@ def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", h
     problem = P.v1model_port_problem(s.topo)
     if problem:
         raise Fail(problem)
+    if s.other_network is not None:
+        raise Fail(f"a network of another topology is running ({s.other_network}); its switches may answer at the "
+                   "default addresses: install into it with --state, or stop it first")
     failures = failures_of(down_links(s.topo, s.inv))
     wanted = {n.name: entries_of(s.topo, n, failures) for n in nodes(s.topo)}
     targets = [s.inv.switches[n] for n in wanted]
@@ -384,6 +392,9 @@ def restore(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link
 
 def _repair(ctx: typer.Context, link: str, down: bool, election_id: int, as_json: bool) -> None:
     s = _source(ctx)
+    if s.other_network is not None:
+        raise Fail(f"a network of another topology is running ({s.other_network}); give --state to repair it, "
+                   "or stop it first")
     r = asyncio.run(set_link(s.topo, s.inv, link, down=down, election_id=election_id))
     if as_json:
         _print_json({"link": r.link, "down": r.down, "changed": r.changed, "seconds": r.seconds, "cable": r.cable,
