@@ -909,7 +909,7 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
             self.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
         else:
-            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            self.lookup_in_place(info, r)
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
         live = [(i, a) for i, a in acts if not a.empty]
         for j, (i, a) in enumerate(live):
@@ -929,6 +929,40 @@ class FastCompiler(ProgramCompiler):
             if len(acts) > 1:
                 self.dedent()
         return result
+
+    def lookup_in_place(self, info, r: str) -> None:  # type: ignore[no-untyped-def]
+        """``r_i, r_a, r_h`` = the table's result. A table without action profile,
+        direct counter or meter whose key is all exact, or one LPM field, is looked up
+        here in the structures ``TableRuntime.fast_lookup`` gives (no call of
+        ``apply``, no key tuple for LPM); any other calls ``apply``."""
+        mt = info.model
+        kinds = [k.match_kind for k in mt.match_keys]
+        plain = mt.implementation is None and mt.direct_counter is None and mt.direct_meter is None
+        kind = "exact" if plain and all(k == "exact" for k in kinds) else \
+            "lpm" if plain and kinds == ["lpm"] else None
+        if kind is None:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            return
+        look, obj = pyident("TL", info.name), pyident("TO", info.name)
+        for line in (f"{obj} = rt.tables[{info.name!r}]",
+                     f"_lk, {look} = {obj}.fast_lookup()",
+                     f"if _lk != {kind!r}: raise LookupError('table {info.name}: lookup ' + _lk)"):
+            if line not in self.binds:
+                self.binds.append(line)
+        if kind == "exact":
+            e = self.tmp("te")
+            self.emit(f"{e} = {look}({info.key_code})")
+            self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
+            return
+        k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
+        self.emit(f"{k} = {info.key_parts[0]}")
+        self.emit(f"for {s}, {b} in {look}:")
+        self.emit(f"    {e} = {b}.get({k} >> {s})")
+        self.emit(f"    if {e} is not None:")
+        self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+        self.emit("        break")
+        self.emit("else:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
 
     # ---- externs -------------------------------------------------------------------------
     def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
