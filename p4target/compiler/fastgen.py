@@ -248,7 +248,8 @@ class Init(Deferred):
             else:
                 by_value.setdefault(fc.defaults[name], []).append(name)
         by_value.setdefault("None", []).extend(fc.reg_pending.values())
-        if fc.count_sites:
+        by_value.setdefault("-1", []).extend(fc.count_local(x) for x in fc.single_counted())
+        if fc.multi_counted():
             out.append(f"{self.ind}_cn = []")
         if fc.direct_counts:
             out.append(f"{self.ind}_dn = []")
@@ -259,6 +260,20 @@ class Init(Deferred):
 
 
 @dataclass
+class CountSite(Deferred):
+    """``counter.count(i)``, held back: a counter counted at one place of the
+    function (so at most once per packet) is one local, the cell's index or -1;
+    one counted at several places appends to the ``_cn`` list."""
+    x: str
+    index: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        if fc.count_sites.count(self.x) == 1:
+            return [f"{self.ind}{fc.count_local(self.x)} = {self.index}"]
+        return [f"{self.ind}_cn.append(({self.x}_p, {self.x}_b, {self.index}))"]
+
+
+@dataclass
 class Commit(Deferred):
     """The held-back counter and register updates, applied."""
 
@@ -266,8 +281,12 @@ class Commit(Deferred):
         ind = self.ind
         out = []
         if fc.count_sites:
-            out += [f"{ind}_pl = len(data)", f"{ind}for _cp, _cb, _ci in _cn:",
-                    f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
+            out.append(f"{ind}_pl = len(data)")
+        for x in fc.single_counted():
+            c = fc.count_local(x)
+            out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _pl"]
+        if fc.multi_counted():
+            out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
         if fc.direct_counts:
             out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += len(data)"]
         for x, p in fc.reg_pending.items():
@@ -509,6 +528,17 @@ class FastCompiler(ProgramCompiler):
             if depth < n or (k == 0 and depth != n):
                 return False
         return index < len(self.out)
+
+    # ---- counters held back (CountSite, Commit) ---------------------------------------
+    def single_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) == 1]
+
+    def multi_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+
+    @staticmethod
+    def count_local(x: str) -> str:
+        return f"_cx_{x}"
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -972,16 +1002,22 @@ class FastCompiler(ProgramCompiler):
         if kind == "counter" and name == "count":
             self.nargs(e, 1)
             self.count_sites.append(x)
+            if self.fn_kind == "parser":  # a parser loop may count it again
+                self.count_sites.append(x)
+            for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
+                if line not in self.binds:
+                    self.binds.append(line)
             size = inst.extern.size  # type: ignore[union-attr]
             iv = self.value(self.arg(e, 0))
             if iv.const is not None:  # the index is known here: so is whether it counts
                 if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
-                    self.emit(f"_cn.append(({x}.packets, {x}.bytes, {iv.const}))")
+                    self.out.append(CountSite(self.ind, x, str(iv.const)))
                 return None
             i = self.tmp("ci")
             self.emit(f"{i} = {self.index_arg(e, 0)}")
             check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
-            self.emit(f"if {check}: _cn.append(({x}.packets, {x}.bytes, {i}))")
+            self.emit(f"if {check}:")
+            self.out.append(CountSite(self.ind + "    ", x, i))
             return None
         if kind == "register" and name in ("read", "write"):
             et = inst.elem_type  # type: ignore[union-attr]
