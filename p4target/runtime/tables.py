@@ -147,7 +147,10 @@ class TableRuntime:
             m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
         if m is None:
             return self._default
-        return (self._action_index[m.action], m.args, True)
+        r = m.results.get(self.name)
+        if r is None:
+            r = m.results[self.name] = (self._action_index[m.action], m.args, True)
+        return r
 
     def _apply_scan_plain(self, st, key, sel):
         if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
