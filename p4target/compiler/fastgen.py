@@ -964,12 +964,18 @@ class FastCompiler(ProgramCompiler):
         """``r_i, r_a, r_h`` = the table's result. A table without action profile,
         direct counter or meter whose key is all exact, or one LPM field, is looked up
         here in the structures ``TableRuntime.fast_lookup`` gives (no call of
-        ``apply``, no key tuple for LPM); any other calls ``apply``."""
+        ``apply``, no key tuple for LPM), as is a ternary/optional one without range
+        (a scan of the entries in match order); any other calls ``apply``."""
         mt = info.model
         kinds = [k.match_kind for k in mt.match_keys]
         plain = mt.implementation is None and mt.direct_counter is None and mt.direct_meter is None
-        kind = "exact" if plain and all(k == "exact" for k in kinds) else \
-            "lpm" if plain and kinds == ["lpm"] else None
+        kind = None
+        if plain and all(k == "exact" for k in kinds):
+            kind = "exact"
+        elif plain and kinds == ["lpm"]:
+            kind = "lpm"
+        elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
+            kind = "scan"  # (TableRuntime's scan engine, with no range to check)
         if kind is None:
             self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
             return
@@ -983,6 +989,21 @@ class FastCompiler(ProgramCompiler):
             e = self.tmp("te")
             self.emit(f"{e} = {look}({info.key_code})")
             self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
+            return
+        if kind == "scan":  # the key packed as TableRuntime._lookup packs it
+            k, e = self.tmp("tk"), self.tmp("te")
+            after = sum(km.bitwidth for km in mt.match_keys)
+            parts = []
+            for code, km in zip(info.key_parts, mt.match_keys):
+                after -= km.bitwidth
+                parts.append(f"({code} << {after})" if after else f"({code})")
+            self.emit(f"{k} = {' | '.join(parts)}")
+            self.emit(f"for {e} in {look}:")
+            self.emit(f"    if {k} & {e}.mask == {e}.value:")
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+            self.emit("        break")
+            self.emit("else:")
+            self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
             return
         k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
         self.emit(f"{k} = {info.key_parts[0]}")

@@ -177,14 +177,17 @@ class TableRuntime:
     def fast_lookup(self) -> tuple[str, object]:
         """What the fast path (p4target/compiler/fastgen.py) binds to look the table up
         in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
-        the key tuple) or ("lpm", the probe list of (shift, bucket) longest prefix
-        first, keyed by the shifted value), each entry's ``result`` on a hit and the
+        the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
+        first, keyed by the shifted value) or ("scan", the entries in match order, each
+        with ``mask`` and ``value`` over the packed key), each entry's ``result`` on a hit and the
         table's ``_default`` on a miss. Both objects are updated in place by every
         control-plane write; ("apply", ``apply``) for any other table."""
         if self.apply == self._apply_exact_plain:
             return "exact", self._entries.get
         if self.apply == self._apply_lpm_only_plain:
             return "lpm", self._lpm_probe
+        if self.apply == self._apply_scan_plain and not self._has_ranges:
+            return "scan", self._scan
         return "apply", self.apply
 
     def _apply_exact_plain(self, st, key, sel):
