@@ -62,7 +62,7 @@ _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preservi
 # hash algorithms whose byte function never changes once the switch is built
 _FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 # standard_metadata given by the caller rather than zero
-_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(data)",
+_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "_dl",
           ("sm", "ingress_global_timestamp"): "now"}
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
@@ -107,9 +107,10 @@ class Split(Deferred):
             if name is None:
                 continue
             k = (self.t.width - after - w) // 8  # byte offset, when it is byte-aligned
-            if w in (8, 16) and after % 8 == 0 and isinstance(ft, BitT) and not ft.signed:
+            if (w == 8 or (w == 16 and self.t.width > 64)) and after % 8 == 0 \
+                    and isinstance(ft, BitT) and not ft.signed:
                 # a byte or two of the frame (pos is still the header's start): cheaper
-                # than shifting the header's long int
+                # than shifting the header's long int (a short one shifts as cheaply)
                 b = f"data[pos + {k}]" if k else "data[pos]"
                 code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
             else:
@@ -242,6 +243,8 @@ class Init(Deferred):
         for path, name in fc.names.items():
             if fc.in_stack_element(path):
                 continue  # set when the stack is first touched (TouchStack)
+            if fc.set_with_validity(path):
+                continue
             given = _GIVEN.get(path)
             if given is not None:
                 out.append(f"{self.ind}{name} = {given}")
@@ -280,15 +283,13 @@ class Commit(Deferred):
     def render(self, fc: "FastCompiler") -> list[str]:
         ind = self.ind
         out = []
-        if fc.count_sites:
-            out.append(f"{ind}_pl = len(data)")
         for x in fc.single_counted():
             c = fc.count_local(x)
-            out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _pl"]
+            out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _dl"]
         if fc.multi_counted():
-            out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
+            out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _dl"]
         if fc.direct_counts:
-            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += len(data)"]
+            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += _dl"]
         for x, p in fc.reg_pending.items():
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
@@ -503,7 +504,17 @@ class FastCompiler(ProgramCompiler):
     def start_local(self, path: tuple[str, ...]) -> str:
         # a header never extracted starts past the end: its fields read as empty
         # slices (0), a single byte raises (the general path then runs)
-        return self.local(path + ("$start",), "len(data)")
+        return self.local(path + ("$start",), "_dl")
+
+    def set_with_validity(self, path: tuple[str, ...]) -> bool:
+        """A header's int, dirty flag or field local: assigned wherever the header
+        becomes valid (extract, setValid, a copy), so Init leaves it out; most packets
+        never have most headers. A packet that reads one of a header never valid (or
+        copies such a header) meets an unbound local: the fast path raises before any
+        effect, and the caller runs the general path on the frame, which reads the 0."""
+        if len(path) < 2 or path[-1] in (VALID, "$start", NEXT, TOUCHED):
+            return False
+        return path[:-1] + (VALID,) in self.names
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
         return any(path[:k] in self.stacks and path[k].isdigit()
@@ -1096,7 +1107,7 @@ class FastCompiler(ProgramCompiler):
                 or self.has_varbit(v.type):
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
-        self.emit(f"if pos + {n} > len(data): return None")
+        self.emit(f"if pos + {n} > _dl: return None")
         if self.bytes_backed(v.path):
             self.emit(f"{self.start_local(v.path)} = pos")
             self.emit(f"{self.valid_local(v.path)} = True")
@@ -1117,7 +1128,7 @@ class FastCompiler(ProgramCompiler):
         nxt = self.local(s.path + (NEXT,))
         self.touch_stack(s.path, t)
         n = t.elem.width // 8
-        self.emit(f"if {nxt} >= {t.size} or pos + {n} > len(data): return None")
+        self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
         x = self.tmp("x")
         self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
         for i in range(t.size):
@@ -1389,7 +1400,7 @@ class FastCompiler(ProgramCompiler):
                     body.append(item)  # type: ignore[arg-type]
             else:
                 body.append(item)
-        lines = ["def _fast(data, ingress_port, now):"]
+        lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
         for item in body:
             lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
         self.uses_clock = any(p in self.names for p in _CLOCK)
