@@ -250,7 +250,9 @@ class Init(Deferred):
                 out.append(f"{self.ind}{name} = {given}")
             else:
                 by_value.setdefault(fc.defaults[name], []).append(name)
-        by_value.setdefault("None", []).extend(fc.reg_pending.values())
+        by_value.setdefault("None", []).extend(
+            p for x, p in fc.reg_pending.items() if x in fc.reg_dynamic)
+        by_value["None"].extend(fc.reg_cell_local(x, i) for x, i in fc.reg_cells())
         by_value.setdefault("-1", []).extend(fc.count_local(x) for x in fc.single_counted())
         if fc.multi_counted():
             out.append(f"{self.ind}_cn = []")
@@ -277,6 +279,31 @@ class CountSite(Deferred):
 
 
 @dataclass
+class RegisterAccess(Deferred):
+    """``r.read(out, i)`` into ``tmp`` (``value`` None) or ``r.write(i, value)`` with a
+    constant index in range, held back until the packet finishes: while every access
+    of the register in the function has a constant index, a pending write is one
+    local per cell (None: not written); otherwise all go through its ``_reg_`` dict."""
+    x: str
+    index: int
+    mask: int
+    tmp: str | None = None
+    value: str | None = None
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind, x, i = self.ind, self.x, self.index
+        if x not in fc.reg_dynamic:
+            c = fc.reg_cell_local(x, i)
+            if self.value is None:
+                return [f"{ind}{self.tmp} = {c} if {c} is not None else {x}_c[{i}]"]
+            return [f"{ind}{c} = ({self.value}) & {self.mask:#x}"]
+        p = fc.reg_pending[x]
+        if self.value is None:
+            return [f"{ind}{self.tmp} = {p}[{i}] if {p} is not None and {i} in {p} else {x}_c[{i}]"]
+        return [f"{ind}if {p} is None: {p} = {{}}", f"{ind}{p}[{i}] = ({self.value}) & {self.mask:#x}"]
+
+
+@dataclass
 class Commit(Deferred):
     """The held-back counter and register updates, applied."""
 
@@ -290,7 +317,12 @@ class Commit(Deferred):
             out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _dl"]
         if fc.direct_counts:
             out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += _dl"]
+        for x, i in fc.reg_cells():
+            c = fc.reg_cell_local(x, i)
+            out += [f"{ind}if {c} is not None:", f"{ind}    {x}_c[{i}] = {c}"]
         for x, p in fc.reg_pending.items():
+            if x not in fc.reg_dynamic:
+                continue
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
         return out
@@ -457,6 +489,8 @@ class FastCompiler(ProgramCompiler):
         self.written: set[tuple[str, ...]] = set()  # fields something assigns
         self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
         self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
+        self.reg_dynamic: set[str] = set()  # registers accessed at an index known at run time
+        self.reg_const: dict[str, set[int]] = {}  # register -> constant indexes accessed
         self.copies: list[Copy] = []
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
@@ -550,6 +584,15 @@ class FastCompiler(ProgramCompiler):
     @staticmethod
     def count_local(x: str) -> str:
         return f"_cx_{x}"
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        """(register, index) of the cells pending writes are held in locals for."""
+        return [(x, i) for x, idx in self.reg_const.items() if x not in self.reg_dynamic
+                for i in sorted(idx)]
+
+    @staticmethod
+    def reg_cell_local(x: str, i: int) -> str:
+        return f"_rc_{x}_{i}"
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -1054,6 +1097,30 @@ class FastCompiler(ProgramCompiler):
         if kind == "register" and name in ("read", "write"):
             et = inst.elem_type  # type: ignore[union-attr]
             pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+            line = f"{x}_c = {x}.cells"
+            if line not in self.binds:
+                self.binds.append(line)
+            at = 0 if name == "write" or len(e.args) == 1 else 1
+            iv = self.value(self.arg(e, at)) if len(e.args) > at else None
+            if iv is not None and iv.const is not None and len(e.args) == 2:
+                self.nargs(e, 2)
+                i = int(iv.const)  # type: ignore[arg-type]
+                inside = 0 <= i < inst.extern.size  # type: ignore[union-attr]
+                if inside:
+                    self.reg_const.setdefault(x, set()).add(i)
+                if name == "write":
+                    val = self.expr_as(self.arg(e, 1), et, "register value")
+                    if inside:  # (outside: a write that does nothing)
+                        self.out.append(RegisterAccess(self.ind, x, i, et.mask, value=val))
+                    return None
+                tmp = self.tmp("rv")
+                if inside:
+                    self.out.append(RegisterAccess(self.ind, x, i, et.mask, tmp=tmp))
+                else:
+                    self.emit(f"{tmp} = 0")
+                self.out_assign(self.arg(e, 0), tmp, et, e.loc)
+                return None
+            self.reg_dynamic.add(x)
             ix = self.tmp("ix")
             if name == "write":
                 self.nargs(e, 2)

@@ -112,7 +112,7 @@ class Register:
         self.cells[index] = value
 
     def reset(self) -> None:
-        self.cells = [0] * self.size
+        self.cells[:] = [0] * self.size  # in place: the fast path holds the list
 
 
 class MeterState:

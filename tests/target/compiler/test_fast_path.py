@@ -126,7 +126,7 @@ def random_entries(sw: Switch, rng: random.Random, n: int = 6) -> None:
 def churn(sw: Switch, rng: random.Random) -> None:
     """Control-plane writes after the fast path is bound (it holds the tables' lookup
     structures and the counters' cells): delete some entries (a prefix length may
-    go), clear a table now and then, reset or write a counter."""
+    go), clear a table now and then, reset or write a counter or a register."""
     for t in sw.model.tables:
         if t.const_entries is not None or t.implementation is not None:
             continue
@@ -138,11 +138,16 @@ def churn(sw: Switch, rng: random.Random) -> None:
             if rng.random() < 0.3:
                 sw.table_delete(t.name, e.match, e.priority)
     for x in sw.model.externs:
-        if x.kind == "counter" and rng.random() < 0.5:
+        if x.kind == "counter":
             if rng.random() < 0.5:
                 sw.counter_reset(x.name)
             else:
                 sw.counter_write(x.name, rng.randrange(x.size), rng.randrange(9), rng.randrange(999))
+        if x.kind == "register":
+            if rng.random() < 0.5:
+                sw.register_reset(x.name)
+            else:
+                sw.register_write(x.name, rng.randrange(x.size), rng.getrandbits(x.bitwidth))
 
 
 def router6_entries(sw: Switch) -> None:
