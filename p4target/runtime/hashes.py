@@ -172,7 +172,7 @@ class HashEngine:
         self._random_fn = random_fn
         self._fns: dict[str, Callable[[bytes], int]] = {
             "crc16": crc16,
-            "crc32": crc32,
+            "crc32": zlib.crc32,  # what crc32() computes, without a Python call
             "crcCCITT": crc_ccitt,
             "crc_ccitt": crc_ccitt,
             "csum16": csum16,
