@@ -536,17 +536,18 @@ class FastCompiler(ProgramCompiler):
         return r
 
     def start_local(self, path: tuple[str, ...]) -> str:
-        # a header never extracted starts past the end: its fields read as empty
-        # slices (0), a single byte raises (the general path then runs)
+        # set by the extract only (set_with_validity): reading a field of a header
+        # never extracted raises, and the general path runs the frame
         return self.local(path + ("$start",), "_dl")
 
     def set_with_validity(self, path: tuple[str, ...]) -> bool:
-        """A header's int, dirty flag or field local: assigned wherever the header
-        becomes valid (extract, setValid, a copy), so Init leaves it out; most packets
+        """A header's int, dirty flag, field locals or (bytes-backed) start: assigned
+        wherever the header becomes valid (extract, setValid, a copy), so Init leaves
+        them out; most packets
         never have most headers. A packet that reads one of a header never valid (or
         copies such a header) meets an unbound local: the fast path raises before any
         effect, and the caller runs the general path on the frame, which reads the 0."""
-        if len(path) < 2 or path[-1] in (VALID, "$start", NEXT, TOUCHED):
+        if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
             return False
         return path[:-1] + (VALID,) in self.names
 
