@@ -14,11 +14,15 @@ statements and expressions: one place for the language's semantics) with the
   select chooses it, a state several transitions lead to emitted once); a state
   that selects itself and extracts into ``stack.next`` becomes a ``while True:``
   loop over locals, bounded by the stack size;
-- tables are applied in place (``T(None, key, sel)``) and the chosen action's body is
+- tables are applied in place: exact, single-LPM and range-less ternary tables are
+  looked up in the generated code in the structures ``TableRuntime.fast_lookup``
+  gives, any other through ``T(None, key, sel)``; the chosen action's body is
   compiled where it runs; actions called directly are compiled in place too;
-- counter and direct-counter updates and register writes are held back and applied
-  only when the packet finishes here, so nothing has changed anywhere when the
-  function gives up;
+- counter and direct-counter updates and register writes are held back (in locals
+  where a counter is counted at one place or a register's indexes are constants)
+  and applied only when the packet finishes here, so nothing has changed anywhere
+  when the function gives up (or raises: a header's locals are set only where it
+  becomes valid, and reading one of a header that never was is an unbound local);
 - anything else with an effect beyond the packet's own fields (meters, clone,
   digest, resubmit, recirculate, truncate, random, log, exit, multicast, an egress
   drop, a parser error) makes it return ``None`` and the caller runs the general
