@@ -46,6 +46,7 @@ class TableInfo:
     key_code: str = "()"  # the key tuple (and selector tuple or "None"), as compiled
     sel_code: str = "None"
     keys_pure: bool = True  # computing the keys emitted no statement
+    key_parts: list[str] = field(default_factory=list)  # the match key's values, as compiled
 
     def action_index(self, name: str, loc: Loc) -> int:
         for i, (n, _) in enumerate(self.actions):

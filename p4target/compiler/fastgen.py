@@ -14,11 +14,15 @@ statements and expressions: one place for the language's semantics) with the
   select chooses it, a state several transitions lead to emitted once); a state
   that selects itself and extracts into ``stack.next`` becomes a ``while True:``
   loop over locals, bounded by the stack size;
-- tables are applied in place (``T(None, key, sel)``) and the chosen action's body is
+- tables are applied in place: exact, single-LPM and range-less ternary tables are
+  looked up in the generated code in the structures ``TableRuntime.fast_lookup``
+  gives, any other through ``T(None, key, sel)``; the chosen action's body is
   compiled where it runs; actions called directly are compiled in place too;
-- counter and direct-counter updates and register writes are held back and applied
-  only when the packet finishes here, so nothing has changed anywhere when the
-  function gives up;
+- counter and direct-counter updates and register writes are held back (in locals
+  where a counter is counted at one place or a register's indexes are constants)
+  and applied only when the packet finishes here, so nothing has changed anywhere
+  when the function gives up (or raises: a header's locals are set only where it
+  becomes valid, and reading one of a header that never was is an unbound local);
 - anything else with an effect beyond the packet's own fields (meters, clone,
   digest, resubmit, recirculate, truncate, random, log, exit, multicast, an egress
   drop, a parser error) makes it return ``None`` and the caller runs the general
@@ -62,7 +66,7 @@ _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preservi
 # hash algorithms whose byte function never changes once the switch is built
 _FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 # standard_metadata given by the caller rather than zero
-_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "len(data)",
+_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "_dl",
           ("sm", "ingress_global_timestamp"): "now"}
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
@@ -107,9 +111,10 @@ class Split(Deferred):
             if name is None:
                 continue
             k = (self.t.width - after - w) // 8  # byte offset, when it is byte-aligned
-            if w in (8, 16) and after % 8 == 0 and isinstance(ft, BitT) and not ft.signed:
+            if (w == 8 or (w == 16 and self.t.width > 64)) and after % 8 == 0 \
+                    and isinstance(ft, BitT) and not ft.signed:
                 # a byte or two of the frame (pos is still the header's start): cheaper
-                # than shifting the header's long int
+                # than shifting the header's long int (a short one shifts as cheaply)
                 b = f"data[pos + {k}]" if k else "data[pos]"
                 code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
             else:
@@ -242,13 +247,18 @@ class Init(Deferred):
         for path, name in fc.names.items():
             if fc.in_stack_element(path):
                 continue  # set when the stack is first touched (TouchStack)
+            if fc.set_with_validity(path):
+                continue
             given = _GIVEN.get(path)
             if given is not None:
                 out.append(f"{self.ind}{name} = {given}")
             else:
                 by_value.setdefault(fc.defaults[name], []).append(name)
-        by_value.setdefault("None", []).extend(fc.reg_pending.values())
-        if fc.count_sites:
+        by_value.setdefault("None", []).extend(
+            p for x, p in fc.reg_pending.items() if x in fc.reg_dynamic)
+        by_value["None"].extend(fc.reg_cell_local(x, i) for x, i in fc.reg_cells())
+        by_value.setdefault("-1", []).extend(fc.count_local(x) for x in fc.single_counted())
+        if fc.multi_counted():
             out.append(f"{self.ind}_cn = []")
         if fc.direct_counts:
             out.append(f"{self.ind}_dn = []")
@@ -259,18 +269,64 @@ class Init(Deferred):
 
 
 @dataclass
+class CountSite(Deferred):
+    """``counter.count(i)``, held back: a counter counted at one place of the
+    function (so at most once per packet) is one local, the cell's index or -1;
+    one counted at several places appends to the ``_cn`` list."""
+    x: str
+    index: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        if fc.count_sites.count(self.x) == 1:
+            return [f"{self.ind}{fc.count_local(self.x)} = {self.index}"]
+        return [f"{self.ind}_cn.append(({self.x}_p, {self.x}_b, {self.index}))"]
+
+
+@dataclass
+class RegisterAccess(Deferred):
+    """``r.read(out, i)`` into ``tmp`` (``value`` None) or ``r.write(i, value)`` with a
+    constant index in range, held back until the packet finishes: while every access
+    of the register in the function has a constant index, a pending write is one
+    local per cell (None: not written); otherwise all go through its ``_reg_`` dict."""
+    x: str
+    index: int
+    mask: int
+    tmp: str | None = None
+    value: str | None = None
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind, x, i = self.ind, self.x, self.index
+        if x not in fc.reg_dynamic:
+            c = fc.reg_cell_local(x, i)
+            if self.value is None:
+                return [f"{ind}{self.tmp} = {c} if {c} is not None else {x}_c[{i}]"]
+            return [f"{ind}{c} = ({self.value}) & {self.mask:#x}"]
+        p = fc.reg_pending[x]
+        if self.value is None:
+            return [f"{ind}{self.tmp} = {p}[{i}] if {p} is not None and {i} in {p} else {x}_c[{i}]"]
+        return [f"{ind}if {p} is None: {p} = {{}}", f"{ind}{p}[{i}] = ({self.value}) & {self.mask:#x}"]
+
+
+@dataclass
 class Commit(Deferred):
     """The held-back counter and register updates, applied."""
 
     def render(self, fc: "FastCompiler") -> list[str]:
         ind = self.ind
         out = []
-        if fc.count_sites:
-            out += [f"{ind}_pl = len(data)", f"{ind}for _cp, _cb, _ci in _cn:",
-                    f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _pl"]
+        for x in fc.single_counted():
+            c = fc.count_local(x)
+            out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _dl"]
+        if fc.multi_counted():
+            out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _dl"]
         if fc.direct_counts:
-            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += len(data)"]
+            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += _dl"]
+        for x, i in fc.reg_cells():
+            c = fc.reg_cell_local(x, i)
+            out += [f"{ind}if {c} is not None:", f"{ind}    {x}_c[{i}] = {c}"]
         for x, p in fc.reg_pending.items():
+            if x not in fc.reg_dynamic:
+                continue
             out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
                     f"{ind}        {x}.cells[_ri] = _rv"]
         return out
@@ -437,6 +493,8 @@ class FastCompiler(ProgramCompiler):
         self.written: set[tuple[str, ...]] = set()  # fields something assigns
         self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
         self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
+        self.reg_dynamic: set[str] = set()  # registers accessed at an index known at run time
+        self.reg_const: dict[str, set[int]] = {}  # register -> constant indexes accessed
         self.copies: list[Copy] = []
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
@@ -482,9 +540,20 @@ class FastCompiler(ProgramCompiler):
         return r
 
     def start_local(self, path: tuple[str, ...]) -> str:
-        # a header never extracted starts past the end: its fields read as empty
-        # slices (0), a single byte raises (the general path then runs)
-        return self.local(path + ("$start",), "len(data)")
+        # set by the extract only (set_with_validity): reading a field of a header
+        # never extracted raises, and the general path runs the frame
+        return self.local(path + ("$start",), "_dl")
+
+    def set_with_validity(self, path: tuple[str, ...]) -> bool:
+        """A header's int, dirty flag, field locals or (bytes-backed) start: assigned
+        wherever the header becomes valid (extract, setValid, a copy), so Init leaves
+        them out; most packets
+        never have most headers. A packet that reads one of a header never valid (or
+        copies such a header) meets an unbound local: the fast path raises before any
+        effect, and the caller runs the general path on the frame, which reads the 0."""
+        if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
+            return False
+        return path[:-1] + (VALID,) in self.names
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
         return any(path[:k] in self.stacks and path[k].isdigit()
@@ -509,6 +578,26 @@ class FastCompiler(ProgramCompiler):
             if depth < n or (k == 0 and depth != n):
                 return False
         return index < len(self.out)
+
+    # ---- counters held back (CountSite, Commit) ---------------------------------------
+    def single_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) == 1]
+
+    def multi_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+
+    @staticmethod
+    def count_local(x: str) -> str:
+        return f"_cx_{x}"
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        """(register, index) of the cells pending writes are held in locals for."""
+        return [(x, i) for x, idx in self.reg_const.items() if x not in self.reg_dynamic
+                for i in sorted(idx)]
+
+    @staticmethod
+    def reg_cell_local(x: str, i: int) -> str:
+        return f"_rc_{x}_{i}"
 
     # ---- names of the packet state ---------------------------------------------------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
@@ -909,7 +998,7 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
             self.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
         else:
-            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            self.lookup_in_place(info, r)
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
         live = [(i, a) for i, a in acts if not a.empty]
         for j, (i, a) in enumerate(live):
@@ -930,6 +1019,61 @@ class FastCompiler(ProgramCompiler):
                 self.dedent()
         return result
 
+    def lookup_in_place(self, info, r: str) -> None:  # type: ignore[no-untyped-def]
+        """``r_i, r_a, r_h`` = the table's result. A table without action profile,
+        direct counter or meter whose key is all exact, or one LPM field, is looked up
+        here in the structures ``TableRuntime.fast_lookup`` gives (no call of
+        ``apply``, no key tuple for LPM), as is a ternary/optional one without range
+        (a scan of the entries in match order); any other calls ``apply``."""
+        mt = info.model
+        kinds = [k.match_kind for k in mt.match_keys]
+        plain = mt.implementation is None and mt.direct_counter is None and mt.direct_meter is None
+        kind = None
+        if plain and all(k == "exact" for k in kinds):
+            kind = "exact"
+        elif plain and kinds == ["lpm"]:
+            kind = "lpm"
+        elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
+            kind = "scan"  # (TableRuntime's scan engine, with no range to check)
+        if kind is None:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            return
+        look, obj = pyident("TL", info.name), pyident("TO", info.name)
+        for line in (f"{obj} = rt.tables[{info.name!r}]",
+                     f"_lk, {look} = {obj}.fast_lookup()",
+                     f"if _lk != {kind!r}: raise LookupError('table {info.name}: lookup ' + _lk)"):
+            if line not in self.binds:
+                self.binds.append(line)
+        if kind == "exact":
+            e = self.tmp("te")
+            self.emit(f"{e} = {look}({info.key_code})")
+            self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
+            return
+        if kind == "scan":  # the key packed as TableRuntime._lookup packs it
+            k, e = self.tmp("tk"), self.tmp("te")
+            after = sum(km.bitwidth for km in mt.match_keys)
+            parts = []
+            for code, km in zip(info.key_parts, mt.match_keys):
+                after -= km.bitwidth
+                parts.append(f"({code} << {after})" if after else f"({code})")
+            self.emit(f"{k} = {' | '.join(parts)}")
+            self.emit(f"for {e} in {look}:")
+            self.emit(f"    if {k} & {e}.mask == {e}.value:")
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+            self.emit("        break")
+            self.emit("else:")
+            self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+            return
+        k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
+        self.emit(f"{k} = {info.key_parts[0]}")
+        self.emit(f"for {s}, {b} in {look}:")
+        self.emit(f"    {e} = {b}.get({k} >> {s})")
+        self.emit(f"    if {e} is not None:")
+        self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+        self.emit("        break")
+        self.emit("else:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+
     # ---- externs -------------------------------------------------------------------------
     def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
         inst = sym.obj
@@ -938,20 +1082,50 @@ class FastCompiler(ProgramCompiler):
         if kind == "counter" and name == "count":
             self.nargs(e, 1)
             self.count_sites.append(x)
+            if self.fn_kind == "parser":  # a parser loop may count it again
+                self.count_sites.append(x)
+            for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
+                if line not in self.binds:
+                    self.binds.append(line)
             size = inst.extern.size  # type: ignore[union-attr]
             iv = self.value(self.arg(e, 0))
             if iv.const is not None:  # the index is known here: so is whether it counts
                 if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
-                    self.emit(f"_cn.append(({x}.packets, {x}.bytes, {iv.const}))")
+                    self.out.append(CountSite(self.ind, x, str(iv.const)))
                 return None
             i = self.tmp("ci")
             self.emit(f"{i} = {self.index_arg(e, 0)}")
             check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
-            self.emit(f"if {check}: _cn.append(({x}.packets, {x}.bytes, {i}))")
+            self.emit(f"if {check}:")
+            self.out.append(CountSite(self.ind + "    ", x, i))
             return None
         if kind == "register" and name in ("read", "write"):
             et = inst.elem_type  # type: ignore[union-attr]
             pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+            line = f"{x}_c = {x}.cells"
+            if line not in self.binds:
+                self.binds.append(line)
+            at = 0 if name == "write" or len(e.args) == 1 else 1
+            iv = self.value(self.arg(e, at)) if len(e.args) > at else None
+            if iv is not None and iv.const is not None and len(e.args) == 2:
+                self.nargs(e, 2)
+                i = int(iv.const)  # type: ignore[arg-type]
+                inside = 0 <= i < inst.extern.size  # type: ignore[union-attr]
+                if inside:
+                    self.reg_const.setdefault(x, set()).add(i)
+                if name == "write":
+                    val = self.expr_as(self.arg(e, 1), et, "register value")
+                    if inside:  # (outside: a write that does nothing)
+                        self.out.append(RegisterAccess(self.ind, x, i, et.mask, value=val))
+                    return None
+                tmp = self.tmp("rv")
+                if inside:
+                    self.out.append(RegisterAccess(self.ind, x, i, et.mask, tmp=tmp))
+                else:
+                    self.emit(f"{tmp} = 0")
+                self.out_assign(self.arg(e, 0), tmp, et, e.loc)
+                return None
+            self.reg_dynamic.add(x)
             ix = self.tmp("ix")
             if name == "write":
                 self.nargs(e, 2)
@@ -1005,7 +1179,7 @@ class FastCompiler(ProgramCompiler):
                 or self.has_varbit(v.type):
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
-        self.emit(f"if pos + {n} > len(data): return None")
+        self.emit(f"if pos + {n} > _dl: return None")
         if self.bytes_backed(v.path):
             self.emit(f"{self.start_local(v.path)} = pos")
             self.emit(f"{self.valid_local(v.path)} = True")
@@ -1026,7 +1200,7 @@ class FastCompiler(ProgramCompiler):
         nxt = self.local(s.path + (NEXT,))
         self.touch_stack(s.path, t)
         n = t.elem.width // 8
-        self.emit(f"if {nxt} >= {t.size} or pos + {n} > len(data): return None")
+        self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
         x = self.tmp("x")
         self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
         for i in range(t.size):
@@ -1298,7 +1472,7 @@ class FastCompiler(ProgramCompiler):
                     body.append(item)  # type: ignore[arg-type]
             else:
                 body.append(item)
-        lines = ["def _fast(data, ingress_port, now):"]
+        lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
         for item in body:
             lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
         self.uses_clock = any(p in self.names for p in _CLOCK)

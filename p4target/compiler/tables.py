@@ -248,6 +248,7 @@ class TableCompiler:
         key = "(" + "".join(c + ", " for c in key_codes) + ")"
         sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
         info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
+        info.key_parts = key_codes
         if not self.table_helpers:
             return  # the fast path applies tables in place
         key_params = self.params_used

@@ -54,8 +54,9 @@ class Counter:
         self.bytes[index] = nbytes
 
     def reset(self) -> None:
-        self.packets = [0] * self.size
-        self.bytes = [0] * self.size
+        # in place: the fast path (p4target/compiler/fastgen.py) holds the two lists
+        self.packets[:] = [0] * self.size
+        self.bytes[:] = [0] * self.size
 
 
 class DirectCounter:
@@ -111,7 +112,7 @@ class Register:
         self.cells[index] = value
 
     def reset(self) -> None:
-        self.cells = [0] * self.size
+        self.cells[:] = [0] * self.size  # in place: the fast path holds the list
 
 
 class MeterState:

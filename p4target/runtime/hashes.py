@@ -135,6 +135,25 @@ def identity(data: bytes) -> int:
     return int.from_bytes(data[:8], "big")
 
 
+def _identity_of_bits(data: int, nbits: int) -> int:
+    """``identity(to_bytes(data, nbits))`` without the bytes."""
+    if nbits <= 0:
+        return 0
+    pad = (-nbits) % 8
+    value = (data & ((1 << nbits) - 1)) << pad
+    extra = nbits + pad - 64
+    return value >> extra if extra > 0 else value
+
+
+def of_bits(fn: Callable[[bytes], int]) -> Callable[[int, int], int]:
+    """``fn`` over an ``nbits``-wide bit string given as an int (``fn(to_bytes(data,
+    nbits))``): what an action selector hashes its key with, once per packet; the
+    identity hash needs no bytes at all."""
+    if fn is identity:
+        return _identity_of_bits
+    return lambda data, nbits: fn(to_bytes(data, nbits))
+
+
 class HashEngine:
     """Every algorithm by its v1model/BMv2 name, with per-switch custom CRC state.
 
@@ -153,7 +172,7 @@ class HashEngine:
         self._random_fn = random_fn
         self._fns: dict[str, Callable[[bytes], int]] = {
             "crc16": crc16,
-            "crc32": crc32,
+            "crc32": zlib.crc32,  # what crc32() computes, without a Python call
             "crcCCITT": crc_ccitt,
             "crc_ccitt": crc_ccitt,
             "csum16": csum16,

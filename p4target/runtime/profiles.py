@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 from p4target.errors import EntryError
 from p4target.model import Extern, ProgramModel
 from p4target.runtime.actions import action_args, find_action
-from p4target.runtime.hashes import to_bytes
+from p4target.runtime.hashes import of_bits
 
 
 @dataclass
@@ -27,6 +27,10 @@ class ProfileMember:
     action: str
     args: tuple[int, ...]
     params: dict[str, int]
+    # table name -> (action index, args, True): what that table's apply returns for
+    # the member (a modified member is a new object, so this never goes stale)
+    results: dict[str, tuple[int, tuple[int, ...], bool]] = field(
+        default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -55,6 +59,7 @@ class ActionProfile:
         self.model = model
         self.tables = ext.tables
         self._hash_fn = hash_fn
+        self._hash_bits = of_bits(hash_fn) if hash_fn else None
         self._port_is_up = port_is_up
         self.members: dict[int, ProfileMember] = {}
         self.groups: dict[int, ProfileGroup] = {}
@@ -211,13 +216,14 @@ class ActionProfile:
         n = len(slots)
         if n == 1:
             return slots[0]
+        hash_bits = self._hash_bits
+        if hash_bits is None:
+            return slots[0]
         if sel is not None and len(sel) == 1:  # the usual one selector field
-            data, nbits = sel[0], widths[0]
-        else:
-            data = 0
-            nbits = 0
-            for value, width in zip(sel or (), widths):
-                data = (data << width) | value
-                nbits += width
-        h = self._hash_fn(to_bytes(data, nbits)) if self._hash_fn else 0
-        return slots[h % n]
+            return slots[hash_bits(sel[0], widths[0]) % n]
+        data = 0
+        nbits = 0
+        for value, width in zip(sel or (), widths):
+            data = (data << width) | value
+            nbits += width
+        return slots[hash_bits(data, nbits) % n]

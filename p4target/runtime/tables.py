@@ -147,7 +147,10 @@ class TableRuntime:
             m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
         if m is None:
             return self._default
-        return (self._action_index[m.action], m.args, True)
+        r = m.results.get(self.name)
+        if r is None:
+            r = m.results[self.name] = (self._action_index[m.action], m.args, True)
+        return r
 
     def _apply_scan_plain(self, st, key, sel):
         if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
@@ -168,7 +171,24 @@ class TableRuntime:
     def _lpm_reindex(self) -> None:
         self._lpm_lens = lens = sorted(self._lpm, reverse=True)
         width = self._lpm_width
-        self._lpm_probe = [(width - plen, self._lpm[plen]) for plen in lens]
+        # in place: the fast path holds this list (fast_probe)
+        self._lpm_probe[:] = [(width - plen, self._lpm[plen]) for plen in lens]
+
+    def fast_lookup(self) -> tuple[str, object]:
+        """What the fast path (p4target/compiler/fastgen.py) binds to look the table up
+        in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
+        the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
+        first, keyed by the shifted value) or ("scan", the entries in match order, each
+        with ``mask`` and ``value`` over the packed key), each entry's ``result`` on a hit and the
+        table's ``_default`` on a miss. Both objects are updated in place by every
+        control-plane write; ("apply", ``apply``) for any other table."""
+        if self.apply == self._apply_exact_plain:
+            return "exact", self._entries.get
+        if self.apply == self._apply_lpm_only_plain:
+            return "lpm", self._lpm_probe
+        if self.apply == self._apply_scan_plain and not self._has_ranges:
+            return "scan", self._scan
+        return "apply", self.apply
 
     def _apply_exact_plain(self, st, key, sel):
         e = self._entries.get(key)

@@ -123,6 +123,33 @@ def random_entries(sw: Switch, rng: random.Random, n: int = 6) -> None:
                     pass
 
 
+def churn(sw: Switch, rng: random.Random) -> None:
+    """Control-plane writes after the fast path is bound (it holds the tables' lookup
+    structures and the counters' cells): delete some entries (a prefix length may
+    go), clear a table now and then, reset or write a counter or a register."""
+    for t in sw.model.tables:
+        if t.const_entries is not None or t.implementation is not None:
+            continue
+        entries = sw.table_entries(t.name)
+        if entries and rng.random() < 0.1:
+            sw.table_clear(t.name)
+            continue
+        for e in entries:
+            if rng.random() < 0.3:
+                sw.table_delete(t.name, e.match, e.priority)
+    for x in sw.model.externs:
+        if x.kind == "counter":
+            if rng.random() < 0.5:
+                sw.counter_reset(x.name)
+            else:
+                sw.counter_write(x.name, rng.randrange(x.size), rng.randrange(9), rng.randrange(999))
+        if x.kind == "register":
+            if rng.random() < 0.5:
+                sw.register_reset(x.name)
+            else:
+                sw.register_write(x.name, rng.randrange(x.size), rng.getrandbits(x.bitwidth))
+
+
 def router6_entries(sw: Switch) -> None:
     for port in range(8):
         sw.table_add("RIngress.my_mac", {"sm.ingress_port": Exact(port), "hdr.eth.dst": Exact(MY_MAC)},
@@ -222,6 +249,8 @@ def run(prog, rel: str, seed: int, n: int = FRAMES) -> tuple[list, int]:
     rounds = 4
     per = len(stream) // rounds
     for rnd in range(rounds):
+        if rnd == rounds - 1:  # (the last round only: the others keep forwarding)
+            churn(sw, rng)
         if rnd:
             random_entries(sw, rng)
             set_defaults(sw, rng)

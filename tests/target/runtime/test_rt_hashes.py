@@ -88,3 +88,23 @@ def test_round_robin_and_random_are_deterministic() -> None:
     assert [a.hash("random", 0, 8) for _ in range(5)] == [b.hash("random", 0, 8) for _ in range(5)]
     values = {a.random(None, 3, 5) for _ in range(200)}
     assert values == {3, 4, 5}
+
+
+@pytest.mark.parametrize("data, nbits, expected", [
+    (0, 0, 0),
+    (0x1234, 16, 0x1234),
+    (0x5, 3, 0xA0),  # 101 then five zero bits: one byte 1010_0000
+    (0x1FF, 9, 0xFF80),  # 1_1111_1111 then seven zero bits
+    (0x0102030405060708, 64, 0x0102030405060708),
+    (0x0102030405060708090A, 80, 0x0102030405060708),  # the first 8 bytes only
+    (0x123, 8, 0x23),  # wider than its 8 bits: the bits beyond are not hashed
+])
+def test_hashes_of_bits_given_as_an_int(data: int, nbits: int, expected: int) -> None:
+    """What an action selector hashes: the identity without building bytes, the others
+    through the bytes; both as over to_bytes(data, nbits)."""
+    from p4target.runtime.hashes import of_bits
+
+    assert of_bits(identity)(data, nbits) == expected
+    assert identity(to_bytes(data, nbits)) == expected
+    crc = HashEngine().function("crc16")
+    assert of_bits(crc)(data, nbits) == crc(to_bytes(data, nbits))
