@@ -663,6 +663,8 @@ class FastCompiler(ProgramCompiler):
     # ---- statements ----------------------------------------------------------------------
     def stmt(self, s: A.Stmt) -> None:
         self.last_loc = s.loc
+        if isinstance(s, (A.For, A.ForIn)):
+            raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
         if isinstance(s, A.Exit):
             self.emit("return None")
             return

@@ -393,6 +393,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.locals_used = set()
         self.params_used: set[str] = set()
         self.fn_kind = kind
+        self.loops = []
 
     def note_use(self, sym: Sym) -> None:
         self.params_used.add(sym.code)

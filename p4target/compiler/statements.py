@@ -116,8 +116,93 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 self.emit("return")
         elif isinstance(s, A.Empty):
             pass
+        elif isinstance(s, A.For):
+            self.for_loop(s)
+        elif isinstance(s, A.ForIn):
+            self.for_in_loop(s)
+        elif isinstance(s, (A.Break, A.Continue)):
+            word = "break" if isinstance(s, A.Break) else "continue"
+            if not self.loops:
+                raise error(s.loc, f"'{word}' outside a for loop; remove it")
+            if isinstance(s, A.Continue) and self.loops[-1] is not None:
+                # the three-clause form runs its update before the next test
+                scope, update = self.loops[-1]
+                saved = self.scope
+                self.scope = scope
+                self.stmts(update)
+                self.scope = saved
+            self.emit(word)
         else:
             raise unsupported(s.loc, f"statement {type(s).__name__}", "rewrite it")
+
+    # ------------------------------------------------------------------ loops
+    loops: list[tuple[object, list[A.Stmt]] | None]  # innermost last; None: a for-in loop
+
+    def loop_body(self, body: A.Stmt, entry: tuple[object, list[A.Stmt]] | None) -> None:
+        self.loops.append(entry)
+        self.block_body(body.stmts if isinstance(body, A.Block) else [body])
+        self.loops.pop()
+
+    def for_loop(self, s: A.For) -> None:
+        """``for (init; cond; update)``: a Python ``while True`` whose test comes first
+        (calls in the condition run on every test) and whose update also runs before
+        each ``continue``."""
+        saved = self.scope
+        self.scope = saved.child()
+        self.stmts(s.init)
+        self.emit("while True:")
+        self.indent()
+        if s.cond is not None:
+            c = self.value(s.cond)
+            if not isinstance(c.type, BoolT):
+                raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
+            self.emit(f"if not ({c.code}): break")
+        self.loop_body(s.body, (self.scope, s.update))
+        self.stmts(s.update)
+        self.dedent()
+        self.scope = saved
+
+    def for_in_loop(self, s: A.ForIn) -> None:
+        """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
+        the values are computed once, before the first iteration."""
+        t = self.resolve_type(s.type)
+        it = s.iterable
+        copy = ""
+        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
+            st = self.value(it)
+            if st.type.elem is not t and st.type.elem != t:  # type: ignore[union-attr]
+                raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
+                            f"type {st.type.elem}, not {t}")  # type: ignore[union-attr]
+            seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
+        elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
+            raise unsupported(s.loc, f"a for-in loop over values of type {t}",
+                              "loop over bit<W> values (a range lo .. hi or a list) or a header stack")
+        if copy:
+            pass
+        elif isinstance(it, A.Range):
+            lo = self.expr_as(it.lo, t, "range start")
+            hi = self.expr_as(it.hi, t, "range end")
+            seq = f"range({lo}, ({hi}) + 1)"
+        elif isinstance(it, A.ListExpr):
+            seq = "(" + "".join(self.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
+        else:
+            raise unsupported(it.loc, "a for-in loop over this expression",
+                              "loop over a range lo .. hi or a list {a, b}")
+        saved = self.scope
+        self.scope = saved.child()
+        py = self.local_name(s.name)
+        self.scope.define(s.name, Sym("var", t, py), s.loc)
+        if copy:
+            elem = self.tmp("e")
+            self.emit(f"for {elem} in {seq}:")
+            self.indent()
+            self.emit(f"{py} = {elem}{copy}")
+        else:
+            self.emit(f"for {py} in {seq}:")
+            self.indent()
+        self.loop_body(s.body, None)
+        self.dedent()
+        self.scope = saved
 
     def var_decl(self, s: A.VarDecl) -> None:
         t = self.resolve_type(s.type)

@@ -242,6 +242,35 @@ class Empty(Stmt):
     pass
 
 
+@dataclass
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.4): ``cond`` None loops until break."""
+    init: list[Stmt]
+    cond: Expr | None
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass
+class ForIn(Stmt):
+    """``for (T name in iterable) body``: ``iterable`` is a ``Range`` (both ends
+    included) or a ``ListExpr``, evaluated once before the first iteration."""
+    type: TypeRef
+    name: str
+    iterable: Expr
+    body: Stmt
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
+    pass
+
+
 # ---------------------------------------------------------------- declarations
 @dataclass
 class Param:

@@ -12,7 +12,7 @@ KEYWORDS = frozenset("""
 action apply bit bool const control default else enum error exit extern false header
 header_union if in inout int match_kind out package parser return select state struct
 switch table transition true tuple typedef type varbit void value_set list string entries
-priority this abstract key actions
+priority this abstract key actions for break continue
 """.split()) - {"key", "actions", "priority", "entries", "list"}
 
 _TOKEN = re.compile(r"""

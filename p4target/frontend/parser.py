@@ -659,23 +659,65 @@ class Parser:
                 val = self.expression()
                 self.expect(";")
                 return A.VarDecl(loc, ty, name.text, val, annos, True)
+            if t.text == "for":
+                return self.for_stmt()
+            if t.text in ("break", "continue"):
+                self.pos += 1
+                self.expect(";")
+                return A.Break(loc) if t.text == "break" else A.Continue(loc)
+        st = self.simple_statement(annos)
+        self.expect(";")
+        return st
+
+    def simple_statement(self, annos: list[A.Annotation]) -> A.Stmt:
+        """A variable declaration, assignment or call, without its terminator (also
+        the parts of a ``for`` header)."""
+        loc = self.tok.loc
         if self.starts_type() and self._decl_ahead():
             ty = self.type_ref()
             name = self.ident("a variable name")
             init = None
             if self.accept("="):
                 init = self.expression()
-            self.expect(";")
             return A.VarDecl(loc, ty, name.text, init, annos)
         e = self.expression()
         if self.accept("="):
             val = self.expression()
-            self.expect(";")
             return A.Assign(loc, e, val)
-        self.expect(";")
         if not isinstance(e, A.Call):
             raise error(loc, "expected an assignment or a call statement")
         return A.CallStmt(loc, e)
+
+    def for_stmt(self) -> A.Stmt:
+        """``for (init; cond; update) body`` or ``for (T x in lo .. hi / {list}) body``."""
+        loc = self.expect("for").loc
+        self.expect("(")
+        if self.starts_type() and self._decl_ahead():
+            save = self.pos
+            ty = self.type_ref()
+            name = self.ident("a variable name")
+            if self.accept("in"):
+                it = self.expression()
+                if self.accept(".."):
+                    it = A.Range(it.loc, it, self.expression())
+                self.expect(")")
+                return A.ForIn(loc, ty, name.text, it, self.statement())
+            self.pos = save
+        init = self.for_list(";")
+        self.expect(";")
+        cond = None if self.at(";") else self.expression()
+        self.expect(";")
+        update = self.for_list(")")
+        self.expect(")")
+        return A.For(loc, init, cond, update, self.statement())
+
+    def for_list(self, end: str) -> list[A.Stmt]:
+        out: list[A.Stmt] = []
+        while not self.at(end):
+            out.append(self.simple_statement([]))
+            if not self.accept(","):
+                break
+        return out
 
     def _decl_ahead(self) -> bool:
         """After a type name: a declaration has ``name`` next (or a type's ``<``/``[``)."""
