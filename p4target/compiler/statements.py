@@ -30,6 +30,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def dedent(self) -> None:
         self.ind = self.ind[:-4]
 
+    def emit_lines(self, items: list) -> None:
+        """Emit code compiled apart at indentation "" (strings, or the fast path's
+        deferred nodes, which carry their own indentation) at ``self.ind``."""
+        for x in items:
+            if isinstance(x, str):
+                self.emit(x)
+            else:
+                x.ind = self.ind + x.ind
+                self.out.append(x)
+
     def tmp(self, base: str = "t") -> str:
         self.tmp_count += 1
         return f"_{base}{self.tmp_count}"
