@@ -1086,8 +1086,7 @@ class FastCompiler(ProgramCompiler):
         self.emit("pos = 0")
         for code, zero in self.block_inits:
             self.emit(f"{code} = {zero}")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         order, self.joins = self.parser_joins()
         if self.joins:
             self.emit("_ps = 0")
@@ -1266,8 +1265,7 @@ class FastCompiler(ProgramCompiler):
             self.emit("_o = []")
         for code, zero in self.block_inits:
             self.emit(f"{code} = {zero}")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         assert d.body is not None
         if _has_return(d.body.stmts):
             self.emit("while True:")

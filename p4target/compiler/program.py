@@ -536,8 +536,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             self.emit(line)
         if s.name == "start":
             self.params_used |= self.parser_init_params
-            for line in self.parser_inits:
-                self.emit(line)
+            self.emit_lines(self.parser_inits)
         saved = self.scope
         self.scope = saved.child()
         self.stmts(s.stmts)
@@ -634,8 +633,14 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
                 if d.init is not None:
+                    # compiled apart: a call in the initializer emits statements (its
+                    # copy-out), which run with the assignment where the block starts
                     self.scope = scope
-                    inits.append(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    saved = self.out, self.ind
+                    self.out, self.ind = [], ""
+                    self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    inits.extend(self.out)
+                    self.out, self.ind = saved
             elif isinstance(d, A.Instance):
                 sub = self.sub_block_decl(d)
                 if sub is not None:
@@ -712,8 +717,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         for line in pre:
             self.emit(line)
         self.emit(f"L = {locals_cls}()" if locals_cls else "L = None")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         n = len(self.out)
         assert d.body is not None
         self.stmts(d.body.stmts)

@@ -30,6 +30,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def dedent(self) -> None:
         self.ind = self.ind[:-4]
 
+    def emit_lines(self, items: list) -> None:
+        """Emit code compiled apart at indentation "" (strings, or the fast path's
+        deferred nodes, which carry their own indentation) at ``self.ind``."""
+        for x in items:
+            if isinstance(x, str):
+                self.emit(x)
+            else:
+                x.ind = self.ind + x.ind
+                self.out.append(x)
+
     def tmp(self, base: str = "t") -> str:
         self.tmp_count += 1
         return f"_{base}{self.tmp_count}"
@@ -66,7 +76,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             self.stmts(s.stmts)
             self.scope = saved
         elif isinstance(s, A.Assign):
-            self.assign(s.target, s.value, s.loc)
+            self.assign_stmt(s)
         elif isinstance(s, A.CallStmt):
             self.call_stmt(s.call)
         elif isinstance(s, A.If):
@@ -283,6 +293,81 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(s.loc, "the last switch case has no body; add { }")
 
     # ------------------------------------------------------------------ assignment
+    def assign_stmt(self, s: A.Assign) -> None:
+        """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
+        side effects (a call) is evaluated before the right-hand side, and only once;
+        a plain one is read when the value is stored (p4c's SideEffectOrdering, so
+        BMv2's order). A compound assignment evaluates its left-hand side once: every
+        run-time index is fixed first, then ``lhs = lhs op rhs``."""
+        self.check_lvalue(s.target)
+        target = self.freeze_lvalue(s.target, every_index=s.op is not None)
+        value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
+        self.assign(target, value, s.loc)
+
+    def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
+        """``e`` with its stack indices that have side effects (or, with
+        ``every_index``, all that are not constants) evaluated now into temporaries."""
+        if isinstance(e, A.Member):
+            return A.Member(e.loc, self.freeze_lvalue(e.obj, every_index), e.name)
+        if isinstance(e, A.Slice):
+            return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
+        if isinstance(e, A.Index):
+            obj = self.freeze_lvalue(e.obj, every_index)
+            if not (every_index or self.has_effects(e.index)):
+                return A.Index(e.loc, obj, e.index)
+            iv = self.value(e.index)
+            if iv.const is not None:
+                return A.Index(e.loc, obj, e.index)
+            return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
+        return e
+
+    def spill(self, v: V, loc: Loc) -> A.Name:
+        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
+        t = self.tmp("v")
+        self.emit(f"{t} = {v.code}")
+        self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
+        return A.Name(loc, "$" + t)
+
+    def has_effects(self, e: A.Expr | None) -> bool:
+        """True when evaluating ``e`` may change state or depend on an order: any call
+        except ``isValid()``, ``lookahead`` and P4 functions without out/inout
+        parameters (whose arguments are looked at in turn)."""
+        if e is None or isinstance(e, (A.IntLit, A.BoolLit, A.StrLit, A.Name, A.TypeNameExpr,
+                                       A.DefaultExpr)):
+            return False
+        if isinstance(e, A.Call):
+            f = e.func
+            if any(self.has_effects(a.value) for a in e.args):
+                return True
+            if isinstance(f, A.Member):
+                if f.name in ("isValid", "lookahead", "minSizeInBits", "minSizeInBytes"):
+                    return self.has_effects(f.obj)
+                return True
+            if isinstance(f, A.Name):
+                sym = self.scope.lookup(f.name)
+                if sym is not None and sym.kind == "func":
+                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)  # type: ignore[union-attr]
+            return True
+        if isinstance(e, A.Member):
+            return self.has_effects(e.obj)
+        if isinstance(e, A.Index):
+            return self.has_effects(e.obj) or self.has_effects(e.index)
+        if isinstance(e, A.Slice):
+            return self.has_effects(e.obj)
+        if isinstance(e, A.Unary):
+            return self.has_effects(e.operand)
+        if isinstance(e, A.Binary):
+            return self.has_effects(e.left) or self.has_effects(e.right)
+        if isinstance(e, A.Ternary):
+            return self.has_effects(e.cond) or self.has_effects(e.then) or self.has_effects(e.other)
+        if isinstance(e, A.Cast):
+            return self.has_effects(e.expr)
+        if isinstance(e, A.ListExpr):
+            return any(self.has_effects(i) for i in e.items)
+        if isinstance(e, A.StructExpr):
+            return any(self.has_effects(v) for _, v in e.fields)
+        return True
+
     def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
         t = self.lvalue_type(target)
         code = self.expr_as(value, t, f"assignment to {expr_text(target)}")

@@ -387,9 +387,12 @@ class TableCompiler:
         prios: list[int | None] = []
         n = len(entries)
         current = 0
+        annotated = self.annotated_priorities(entries, explicit) if needs_prio else None
         for i, ent in enumerate(entries):
             if not needs_prio:
                 prios.append(None)
+            elif annotated is not None:
+                prios.append(annotated[i])
             elif not explicit:
                 prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
             else:
@@ -411,6 +414,36 @@ class TableCompiler:
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
+
+    def annotated_priorities(self, entries: list[A.EntryDecl],
+                             explicit: list[A.EntryDecl]) -> list[int] | None:
+        """Priorities of entries some of which carry ``@priority(N)`` (None when none
+        does), for the model where the higher value wins.
+
+        p4c's BMv2 back end writes N into the JSON for an annotated entry and the
+        entry's position (1, 2, ...) for the others; BMv2 prefers the smaller number.
+        Flipping the numbers around the largest keeps that order (ties stay in
+        entry order, as in BMv2)."""
+        bmv2: list[int] = []
+        seen = False
+        for i, ent in enumerate(entries):
+            anno = next((a for a in ent.annotations if a.name == "priority"), None)
+            if anno is None:
+                bmv2.append(i + 1)
+                continue
+            seen = True
+            if len(anno.args) != 1 or not isinstance(anno.args[0], int) or isinstance(anno.args[0], bool) \
+                    or anno.args[0] < 0 or anno.body.strip().startswith("-"):
+                raise error(anno.loc, f"@priority({anno.body}) needs one non-negative integer constant, "
+                            "e.g. @priority(10)")
+            bmv2.append(anno.args[0])
+        if not seen:
+            return None
+        if explicit:
+            raise error(explicit[0].loc, "this table's entries use both @priority and 'priority ='; "
+                        "use one of them")
+        top = max(bmv2) + 1
+        return [top - b for b in bmv2]
 
     def entry_match(self, e: A.Expr, kf: M.KeyField, kt: Type) -> M.KeyMatch:
         kind = kf.match_kind

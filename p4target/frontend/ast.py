@@ -191,6 +191,7 @@ class Block(Stmt):
 class Assign(Stmt):
     target: Expr
     value: Expr
+    op: str | None = None  # a compound assignment's operator: "+" for `+=`, "|+|" for `|+|=`
 
 
 @dataclass

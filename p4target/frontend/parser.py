@@ -14,6 +14,8 @@ from p4target.frontend.source import Loc, error, unsupported
 _BASE_TYPES = {"bit", "int", "varbit", "bool", "error", "void", "string", "match_kind"}
 
 # Binary operator precedence, lowest first, as in p4c's grammar.
+_COMPOUND = frozenset(("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|="))
+
 _BINARY_LEVELS: list[tuple[str, ...]] = [
     ("||",),
     ("&&",),
@@ -684,6 +686,9 @@ class Parser:
         if self.accept("="):
             val = self.expression()
             return A.Assign(loc, e, val)
+        op = self.compound_op()
+        if op is not None:
+            return A.Assign(loc, e, self.expression(), op)
         if not isinstance(e, A.Call):
             raise error(loc, "expected an assignment or a call statement")
         return A.CallStmt(loc, e)
@@ -718,6 +723,24 @@ class Parser:
             if not self.accept(","):
                 break
         return out
+
+    def compound_op(self) -> str | None:
+        """The operator of a compound assignment (``+=`` ... ``|-|=``, ``>>=``) at the
+        current token, consumed; None when there is none."""
+        t = self.tok
+        if t.kind == "op" and t.text in _COMPOUND:
+            self.pos += 1
+            return t.text[:-1]
+        if self.at_gt_pair(">") and self.gt_then_eq(1):
+            self.pos += 3
+            return ">>"
+        return None
+
+    def gt_then_eq(self, k: int) -> bool:
+        """The token ``k`` ahead is ``>`` and ``=`` follows it immediately (``>>=``)."""
+        a, b = self.peek(k), self.peek(k + 1)
+        return (a.text == ">" and b.kind == "op" and b.text == "="
+                and b.loc.line == a.loc.line and b.loc.col == a.loc.col + 1)
 
     def _decl_ahead(self) -> bool:
         """After a type name: a declaration has ``name`` next (or a type's ``<``/``[``)."""
@@ -775,7 +798,7 @@ class Parser:
             return None
         ops = _BINARY_LEVELS[level]
         if ">>" in ops and self.at_gt_pair(">"):
-            return ">>"
+            return None if self.gt_then_eq(1) else ">>"
         if ">=" in ops and self.at_gt_pair("="):
             return ">="
         if t.text in ops:

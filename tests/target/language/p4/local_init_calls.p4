@@ -1,0 +1,31 @@
+// Control-local initializers with calls (issue 12 item 7): `w` is initialised by a
+// function that also increments its inout argument, every time the control runs.
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t { bit<8> a; bit<8> b; bit<8> c; }
+struct headers_t { h_t h; }
+struct meta_t { }
+
+bit<8> bump_twice(inout bit<8> x) {
+    x = x + 1;
+    return x * 2;
+}
+
+parser LParser(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control LVerify(inout headers_t hdr, inout meta_t m) { apply { } }
+control LIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    bit<8> w = bump_twice(hdr.h.a);      // a := a + 1; w := 2 * (a + 1)
+    bit<8> v = w + bump_twice(hdr.h.c);  // c := c + 1; v := w + 2 * (c + 1)
+    apply {
+        hdr.h.b = w;
+        hdr.h.c = hdr.h.c ^ v;
+        sm.egress_spec = 2;
+    }
+}
+control LEgress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control LCompute(inout headers_t hdr, inout meta_t m) { apply { } }
+control LDeparser(packet_out pk, in headers_t hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(LParser(), LVerify(), LIngress(), LEgress(), LCompute(), LDeparser()) main;
