@@ -7,6 +7,8 @@ instantiated controls: the instance path (``MyIngress.lk.t``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import logging
 
 import pytest
@@ -19,7 +21,8 @@ from p4target.p4info import build_p4info
 from p4target.runtime.entries import Exact
 from p4target.stf import run_stf_program
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
+
 
 PROG = P4 / "sub_blocks.p4"
 
