@@ -1248,6 +1248,9 @@ class FastCompiler(ProgramCompiler):
         self.emit("    return None")  # no case matched: error.NoMatch, the general path's
 
     # ---- controls ----------------------------------------------------------------------------
+    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+        raise NoFast("== on headers, unions, stacks or structs")  # general path only
+
     def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
         raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
 
