@@ -272,6 +272,28 @@ class ExpressionCompiler:
             raise error(e.loc, f"unary '-' needs a numeric operand, not {t}")
         raise unsupported(e.loc, f"operator '{e.op}'", "rewrite the expression")
 
+    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str:
+        """Code for ``a == b`` on headers, unions, stacks and structs (P4_16 8.17-8.19):
+        two headers are equal when both are invalid, or both valid with all fields
+        equal; unions member by member (at most one member is valid); stacks element
+        by element (``nextIndex`` is not part of the value); structs field by field."""
+        if isinstance(t, StackT):
+            x, y = self.tmp("x"), self.tmp("y")
+            return f"all({self.composite_eq(x, y, t.elem)} for {x}, {y} in zip({a}.h, {b}.h))"
+        parts = []
+        for n, ft in t.fields:
+            f = pyfield(n)
+            if isinstance(ft, (StructT, StackT)):
+                parts.append(f"({self.composite_eq(f'{a}.{f}', f'{b}.{f}', ft)})")
+            else:
+                parts.append(f"{a}.{f} == {b}.{f}")
+                if isinstance(ft, VarbitT):
+                    parts.append(f"{a}._len_{n} == {b}._len_{n}")
+        fields = " and ".join(parts) or "True"
+        if t.kind == "header":
+            return f"{a}._v == {b}._v and (not {a}._v or ({fields}))"
+        return fields
+
     def unify(self, l: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
         lt, rt = l.type, r.type
         if isinstance(lt, IntT) and isinstance(rt, IntT):
@@ -302,9 +324,11 @@ class ExpressionCompiler:
                     raise error(side.loc, f"'{op}' needs bool operands, not {v.type}")
             return self.folded(f"({l.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT(), c)
         if op in ("==", "!="):
-            if isinstance(l.type, StructT) or isinstance(r.type, StructT):
-                raise unsupported(e.loc, "comparing headers or structs with ==",
-                                  "compare the fields one by one")
+            if isinstance(l.type, (StructT, StackT)) or isinstance(r.type, (StructT, StackT)):
+                if not (l.type is r.type or l.type == r.type):
+                    raise error(e.loc, f"operands of '{op}' have different types {l.type} and {r.type}")
+                eq = self.composite_eq(l.code, r.code, l.type)  # type: ignore[arg-type]
+                return V(f"({eq})" if op == "==" else f"(not ({eq}))", BoolT())
             lc, rc, _ = self.unify(l, r, e.loc, op)
             return self.folded(f"({lc} {op} {rc})", BoolT(), c)
         if op in ("<", ">", "<=", ">="):

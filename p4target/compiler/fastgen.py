@@ -1250,6 +1250,12 @@ class FastCompiler(ProgramCompiler):
         self.emit("    return None")  # no case matched: error.NoMatch, the general path's
 
     # ---- controls ----------------------------------------------------------------------------
+    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+        raise NoFast("== on headers, unions, stacks or structs")  # general path only
+
+    def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
+        raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
+
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         self.block_inits = []
         scope, _pre, _cls, inits, _params = self.control_setup(d, role)

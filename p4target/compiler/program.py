@@ -20,6 +20,7 @@ from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
+from p4target.compiler.subblocks import SUB_REJECT, SubBlockCompiler
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, annos_dict, anno_strs, qualify,
 )
@@ -39,7 +40,8 @@ SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
              "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
              "checksum_error", "parser_error", "priority")
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, ModuleAssembler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
+                      ModuleAssembler):
     def __init__(self, program: A.Program, source: Path):
         self.program = program
         self.source = source
@@ -75,6 +77,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.last_loc: Loc | None = None  # for internal-error messages
         self.param_targets: dict[str, str] = {}  # p_<name> -> PacketState attribute
         self.params_used: set[str] = set()  # block parameters the current function uses
+        self.loops = []
+        self.sub_stack = []  # the control/parser declarations being instantiated
+        self.sub_parent_kind = ""
+        self.sub_reject_defined = False
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
@@ -524,6 +530,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
     def state_target(self, name: str, loc: Loc) -> str:
         if name == "accept":
             return "None"
+        if name == "reject" and self.sub_parent_kind == "parser":
+            return SUB_REJECT
         if name == "reject":
             self.warnings.append(f"{loc}: explicit transition to reject; like BMv2, the packet goes "
                                  "on to ingress with parser_error unchanged (use verify() to set an error)")
@@ -621,9 +629,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             val &= t.mask
         return val
 
-    def block_locals(self, block: str, decls: list[object], scope: Scope, parser: bool) -> str | None:
-        """Declare a parser's/control's locals; returns the name of its locals class."""
-        fields: list[tuple[str, str]] = []
+    def block_locals(self, block: str, decls: list[object], scope: Scope, parser: bool,
+                     extra: list[tuple[str, str]] | None = None) -> str | None:
+        """Declare a parser's/control's locals; returns the name of its locals class
+        (``extra``: more (attribute, initial value) fields, an instance's parameters)."""
+        fields: list[tuple[str, str]] = list(extra or [])
         inits: list[str] = []
         for d in decls:
             if isinstance(d, A.ConstDecl):
@@ -645,7 +655,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                     inits.extend(self.out)
                     self.out, self.ind = saved
             elif isinstance(d, A.Instance):
-                self.declare_instance(d, None if parser else block, scope)
+                sub = self.sub_block_decl(d)
+                if sub is not None:
+                    self.declare_sub_block(d, sub, block, scope, parser)
+                else:
+                    self.declare_instance(d, None if parser else block, scope)
             elif isinstance(d, A.ValueSetDecl):
                 raise unsupported(d.loc, "value_set", "use constants in select cases")
             elif isinstance(d, A.ActionDecl) and not parser:

@@ -483,6 +483,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                          Sym("tableresult", None, call, obj=tbl))
             if sym.kind == "instance":
                 return self.extern_method(e, sym, name)
+            if sym.kind == "subblock":
+                return self.sub_apply(e, sym, name)
             raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
         if isinstance(f, A.Name):
             sym = self.scope.lookup(f.name)

@@ -1,4 +1,8 @@
-"""Shared helpers of the language-construct tests: the programs under p4/, refusals."""
+"""Shared fixture of the language-construct tests: refusals with FILE:LINE:COL.
+
+(Each test module names its own ``P4 = Path(__file__).parent / "p4"``: a value
+imported from a conftest module clashes with the other test directories' ones.)
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ import pytest
 
 from p4target.compiler import compile_file
 from p4target.errors import P4Error
-
-P4 = Path(__file__).parent / "p4"
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ refusals.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import subprocess
 import sys
 
@@ -16,7 +18,8 @@ from scapy.fields import ByteField
 
 from p4target import Switch
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
+
 
 PROG = P4 / "entry_priority.p4"
 

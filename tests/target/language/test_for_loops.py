@@ -6,6 +6,8 @@ the arithmetic); the scapy test checks the same rules on other inputs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import logging
 
 import pytest
@@ -16,7 +18,8 @@ from p4target import Switch
 from p4target.compiler import compile_file
 from p4target.stf import run_stf_program
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
+
 
 PROG = P4 / "for_loops.p4"
 

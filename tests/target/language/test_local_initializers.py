@@ -9,6 +9,8 @@ earlier ones (``v = w + f(hdr.h.c)``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import subprocess
 import sys
 
@@ -18,7 +20,8 @@ from scapy.packet import Packet
 
 from p4target import Switch
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
+
 
 PROG = P4 / "local_init_calls.p4"
 

@@ -8,6 +8,8 @@ deparser emits nothing of it: the frame leaves unchanged.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import subprocess
 import sys
 
@@ -16,7 +18,8 @@ from scapy.layers.l2 import Ether
 
 from p4target import Switch
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
+
 
 PROG = P4 / "parser_empty_states.p4"
 
