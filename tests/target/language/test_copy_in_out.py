@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ from scapy.packet import Packet
 
 from p4target import Switch
 
-from conftest import P4
+P4 = Path(__file__).parent / "p4"
 
 
 class K(Packet):
