@@ -318,9 +318,65 @@ class ExpressionCompiler:
             return l.code, r.code, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
 
+    # ------------------------------------------------------------------ evaluation order
+    # P4_16 8.1: operands left to right, `&&`/`||` short-circuit, `?:` evaluates one
+    # branch. A call with effects emits statements before the expression that uses
+    # its result, so where a later operand has effects (has_effects), the operands
+    # before it are kept in temporaries first, and `&&`, `||`, `?:` become if blocks.
+    def spill_value(self, v: V) -> V:
+        """``v`` evaluated now into a temporary (constants stay as they are)."""
+        if v.const is not None:
+            return v
+        t = self.tmp("v")
+        code = f"{v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else v.code
+        self.emit(f"{t} = {code}")
+        return V(t, v.type)
+
+    def short_circuit(self, e: A.Binary) -> V:
+        """``a && b`` / ``a || b`` whose right operand has effects: ``b`` (and its
+        effects) only when ``a`` does not decide."""
+        l = self.value(e.left)
+        if not isinstance(l.type, BoolT):
+            raise error(e.left.loc, f"'{e.op}' needs bool operands, not {l.type}")
+        t = self.tmp("b")
+        self.emit(f"{t} = {l.code}")
+        self.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
+        self.indent()
+        r = self.value(e.right)
+        if not isinstance(r.type, BoolT):
+            raise error(e.right.loc, f"'{e.op}' needs bool operands, not {r.type}")
+        self.emit(f"{t} = {r.code}")
+        self.dedent()
+        return V(t, BoolT())
+
+    def conditional(self, e: A.Ternary, cond: V) -> V:
+        """``c ? x : y`` with effects in a branch: only the chosen branch runs."""
+        t = self.tmp("c")
+        self.emit(f"if {cond.code}:")
+        self.indent()
+        a = self.value(e.then)
+        at = len(self.out)
+        self.emit("")  # the assignment, once both branch types are known
+        self.dedent()
+        self.emit("else:")
+        self.indent()
+        b = self.value(e.other)
+        ac, bc, ty = self.unify(a, b, e.loc, "?:") if not (
+            isinstance(a.type, BoolT) and isinstance(b.type, BoolT)) else (a.code, b.code, a.type)
+        if isinstance(ty, IntT):
+            raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
+        self.emit(f"{t} = {bc}")
+        self.out[at] = f"{self.ind}{t} = {ac}"
+        self.dedent()
+        return V(t, ty)
+
     def _e_Binary(self, e: A.Binary) -> V:
         op = e.op
+        if op in ("&&", "||") and self.has_effects(e.right):
+            return self.short_circuit(e)
         l = self.value(e.left)
+        if self.has_effects(e.right):
+            l = self.spill_value(l)
         r = self.value(e.right)
         c = l.const is not None and r.const is not None
         if op in ("&&", "||"):
@@ -420,6 +476,10 @@ class ExpressionCompiler:
         cond = self.value(e.cond)
         if not isinstance(cond.type, BoolT):
             raise error(e.cond.loc, f"condition must be bool, not {cond.type}")
+        if self.has_effects(e.then) or self.has_effects(e.other):
+            if cond.const is not None:  # only the chosen branch, and its effects
+                return self.value(e.then if cond.const else e.other)
+            return self.conditional(e, cond)
         a = self.value(e.then)
         b = self.value(e.other)
         ac, bc, t = self.unify(a, b, e.loc, "?:") if not (

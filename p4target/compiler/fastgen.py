@@ -855,6 +855,8 @@ class FastCompiler(ProgramCompiler):
             if p.direction in ("out", "inout"):
                 if a is None:
                     raise NoFast("missing out argument")
+                if isinstance(pt, (StructT, StackT)):
+                    raise NoFast("header, struct or stack passed out/inout (copied in and out)")
                 self.check_lvalue(a)
                 code = self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc)
                 outs.append((a, py))

@@ -483,9 +483,22 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             self.emit(line)
         saved = self.scope
         self.scope = ascope
+        # an action with results that can exit: they are copied out all the same
+        # (P4_16 12.5); it returns a flag after them that tells its caller to exit
+        exits = bool(outs) and not function and self.may_exit(info)
+        if exits:
+            self.action_outs = outs + ["False"]
+            self.emit("try:")
+            self.indent()
         n = len(self.out)
         self.stmts(d.body.stmts)
         info.empty = len(self.out) == n and not function and not outs
+        if exits:
+            if len(self.out) == n:
+                self.emit("pass")
+            self.dedent()
+            self.emit("except ExitControl:")
+            self.emit("    return (" + "".join(o + ", " for o in outs) + "True)")
         self.scope = saved
         if function and not isinstance(self.function_ret, VoidT):
             # p4c rejects a function that can end without return; be safe anyway
@@ -493,7 +506,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             self.emit(f"return {zero}" if not outs else
                       f"return ({zero}, " + "".join(o + ", " for o in outs) + ")")
         elif outs:
-            self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in outs) + ")")
+            self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in self.action_outs) + ")")
         self.dedent()
         start = len(self.build_lines)
         self.end_fn()

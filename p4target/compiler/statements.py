@@ -5,6 +5,8 @@ v1model extern functions and methods (through the runtime ``Bindings``).
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
+
 from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.extern_calls import ExternCallCompiler
 from p4target.compiler.packet_io import PacketIOCompiler
@@ -545,15 +547,22 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
 
     # ------------------------------------------------------------------ actions
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
+        arguments are evaluated left to right (a value is kept in a temporary when a
+        later argument has side effects), each out/inout l-value is fixed when its
+        argument is evaluated, an inout header/struct/stack is passed as a copy, and
+        after the call the results are copied out left to right, also when the
+        callee executed ``exit`` (12.5), which then goes on in the caller."""
         act = sym.obj
         params = act.decl.params  # type: ignore[union-attr]
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
         args = self.bind_args(e, params)
+        later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
         codes: list[str] = []
         outs: list[tuple[A.Expr, Type]] = []
-        for p, a in zip(params, args):
+        for i, (p, a) in enumerate(zip(params, args)):
             pt = self.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 # `_` for an out parameter: the value is computed and dropped
@@ -564,17 +573,21 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 if a is None:
                     raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
                 self.check_lvalue(a)
-                at = self.value(a).type
-                if not (at is pt or at == pt):
+                a = self.freeze_lvalue(a, every_index=True)
+                av = self.value(a)
+                if not (av.type is pt or av.type == pt):
                     raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {pt}, not {at}")
+                                f"type {pt}, not {av.type}")
                 outs.append((a, pt))
-                codes.append(self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc))
+                code = self.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
             else:
                 if a is None:
                     raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
                                 f"{act.p4name}")  # type: ignore[union-attr]
-                codes.append(self.expr_as(a, pt, f"argument '{p.name}'"))
+                code = self.expr_as(a, pt, f"argument '{p.name}'")
+            if later[i] and not code.lstrip("-").isdigit():
+                code = self.spill(V(code, pt), a.loc).name[1:]
+            codes.append(code)
         call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"  # type: ignore[union-attr]
         if not outs:
             return V(call, ret if ret is not None else VoidT())
@@ -584,6 +597,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         for i, (a, pt) in enumerate(outs):
             if a is not None:
                 self.store(a, f"{r}[{i + first}]", a.loc)
+        if ret is None and self.may_exit(act):  # type: ignore[arg-type]
+            self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)
         return None
@@ -595,6 +610,28 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             return any(a.name == p.name and a.value is None for a in e.args)
         i = params.index(p)
         return i < len(e.args) and e.args[i].value is None
+
+    def may_exit(self, act: object) -> bool:
+        """True when the action's body can execute ``exit`` (itself or in an action it
+        calls). Such an action with out/inout parameters returns a flag after its
+        results, so that its caller copies them out before exiting too."""
+        memo: dict[int, bool] = self.__dict__.setdefault("_may_exit", {})
+        key = id(act)
+        if key not in memo:
+            memo[key] = False  # P4 actions do not recurse
+            scope = getattr(act, "scope", None) or self.global_scope
+            found = False
+            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]
+                if isinstance(n, A.Exit):
+                    found = True
+                elif isinstance(n, A.Call) and isinstance(n.func, A.Name):
+                    sym = scope.lookup(n.func.name)
+                    if sym is not None and sym.kind == "action" and self.may_exit(sym.obj):
+                        found = True
+                if found:
+                    break
+            memo[key] = found
+        return memo[key]
 
     def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
         if any(a.name for a in e.args):
@@ -608,3 +645,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [None] * (len(params) - len(vals))
 
+
+def ast_nodes(node: object):
+    """Every statement and expression node under ``node`` (itself included)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, tuple):
+            stack.extend(x)
+        elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
+            yield x
+            stack.extend(getattr(x, f.name) for f in fields(x))
