@@ -210,8 +210,13 @@ class ExpressionCompiler:
 
     def _e_Index(self, e: A.Index) -> V:
         base = self.value(e.obj)
+        if isinstance(base.type, TupleT):
+            i = self.const_int(e.index, "tuple index")
+            if not 0 <= i < len(base.type.elems):
+                raise error(e.loc, f"index {i} is out of range for {base.type}")
+            return V(f"{base.code}[{i}]", base.type.elems[i])
         if not isinstance(base.type, StackT):
-            raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack; only stacks can be indexed")
+            raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
         if idx.const is not None:
             i = int(idx.const)  # type: ignore[arg-type]

@@ -1265,6 +1265,18 @@ class FastCompiler(ProgramCompiler):
         self.emit("    return None")  # no case matched: error.NoMatch, the general path's
 
     # ---- controls ----------------------------------------------------------------------------
+    def declare_struct(self, d: A.StructLike) -> None:
+        super().declare_struct(d)
+        t = self.type_names[d.name]
+        if d.kind == "header" and any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+            raise NoFast(f"header {d.name} has a struct-typed field")
+
+    def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
+        raise NoFast("lookahead of a struct")
+
+    def skip_header(self, e: A.Call) -> None:
+        raise NoFast("extract<T>(_)")
+
     def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
         raise NoFast("== on headers, unions, stacks or structs")  # general path only
 

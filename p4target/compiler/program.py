@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from p4target import model as M
-from p4target.compiler.expressions import ExpressionCompiler, to_type_const
+from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
@@ -223,9 +223,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             ft = self.resolve_type(f.type)
             if d.kind == "header":
                 if not isinstance(ft, (BitT, BoolT, VarbitT)) and not (
-                        isinstance(ft, EnumT) and ft.underlying is not None):
+                        isinstance(ft, EnumT) and ft.underlying is not None) and not self.wire_struct(ft):
                     raise error(f.loc, f"header field '{f.name}' has type {ft}; header fields must be "
-                                "bit<W>, int<W>, varbit<W>, bool or a serializable enum")
+                                "bit<W>, int<W>, varbit<W>, bool, a serializable enum or a struct of those")
                 if isinstance(ft, EnumT):
                     ft = ft.underlying  # type: ignore[assignment]
             elif d.kind == "header_union":
@@ -241,8 +241,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                             "number of bytes (add padding bits)")
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
                 raise unsupported(d.loc, "a header with more than one varbit field", "use one")
+            if any(isinstance(ft, VarbitT) for _, ft in t.fields) and any(
+                    isinstance(ft, StructT) for _, ft in t.fields):
+                raise unsupported(d.loc, "a header with both a varbit field and a struct-typed field",
+                                  "write the struct's fields into the header")
         self.type_names[d.name] = t
         self.struct_types.append(t)
+
+    def wire_struct(self, t: Type) -> bool:
+        """A struct that can be a header field: only bit<W>, int<W>, bool, serializable
+        enums and such structs (P4_16 7.2.2), serialized inline in field order."""
+        return isinstance(t, StructT) and t.kind == "struct" and all(
+            isinstance(ft, (BitT, BoolT)) or (isinstance(ft, EnumT) and ft.underlying is not None)
+            or self.wire_struct(ft) for _, ft in t.fields)
 
     def declare_enum(self, d: A.EnumDecl) -> None:
         self.check_new_name(d.name, d.loc)
@@ -612,10 +623,20 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         v = self.value(item)
         if v.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
-        code = self.coerce(v, t, item.loc, "select case")
+        code = self.coerce(self.enum_as_underlying(v, t), t, item.loc, "select case")
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"
+
+    @staticmethod
+    def enum_as_underlying(v: V, t: Type) -> V:
+        """A serializable enum member as a keyset value where the key has the enum's
+        underlying type (header fields and keys of an enum type are stored as it)."""
+        vt = v.type
+        if isinstance(vt, EnumT) and vt.underlying is not None and isinstance(t, BitT) \
+                and vt.underlying == t and v.const is not None:
+            return V(repr(v.const), t, v.const)
+        return v
 
     def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
         """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
@@ -623,7 +644,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         v = self.value(e)
         if v.const is None:
             raise error(e.loc, "keyset values must be compile-time constants")
-        code = self.coerce(v, t, e.loc, "keyset value")
+        code = self.coerce(self.enum_as_underlying(v, t), t, e.loc, "keyset value")
         val = int(eval(code, {"__builtins__": {}}))  # noqa: S307 - a literal
         if unsigned and isinstance(t, BitT) and t.signed:
             val &= t.mask

@@ -13,7 +13,7 @@ from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, Type, VarbitT, VoidT,
+    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -247,6 +247,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             return f"Stack({t.elem.pyname}, {t.size})"
         if isinstance(t, VarbitT):
             return "0"
+        if isinstance(t, TupleT):
+            return "(" + "".join(self.zero(et, loc) + ", " for et in t.elems) + ")"
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
@@ -389,6 +391,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
+        if isinstance(e, A.Index) and isinstance(self.value(e.obj).type, TupleT):
+            raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
             self.check_lvalue(e.obj)
             return
@@ -560,6 +564,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         outs: list[tuple[A.Expr, Type]] = []
         for i, (p, a) in enumerate(zip(params, args)):
             pt = self.param_type(p)
+            if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
+                # `_` for an out parameter: the value is computed and dropped
+                outs.append((None, pt))  # type: ignore[arg-type]
+                codes.append(self.zero(pt, e.loc))
+                continue
             if p.direction in ("out", "inout"):
                 if a is None:
                     raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
@@ -586,12 +595,21 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.emit(f"{r} = {call}")
         first = 0 if ret is None else 1
         for i, (a, pt) in enumerate(outs):
-            self.store(a, f"{r}[{i + first}]", a.loc)
+            if a is not None:
+                self.store(a, f"{r}[{i + first}]", a.loc)
         if ret is None and self.may_exit(act):  # type: ignore[arg-type]
             self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)
         return None
+
+    @staticmethod
+    def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:
+        """Whether the argument for ``p`` is written ``_`` (not just left out)."""
+        if any(a.name for a in e.args):
+            return any(a.name == p.name and a.value is None for a in e.args)
+        i = params.index(p)
+        return i < len(e.args) and e.args[i].value is None
 
     def may_exit(self, act: object) -> bool:
         """True when the action's body can execute ``exit`` (itself or in an action it
