@@ -46,6 +46,8 @@ class TableInfo:
     key_code: str = "()"  # the key tuple (and selector tuple or "None"), as compiled
     sel_code: str = "None"
     keys_pure: bool = True  # computing the keys emitted no statement
+    # actions whose directional parameters the action list binds: their arguments
+    bound: dict[str, list[A.Expr]] = field(default_factory=dict)
 
     def action_index(self, name: str, loc: Loc) -> int:
         for i, (n, _) in enumerate(self.actions):

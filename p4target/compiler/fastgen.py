@@ -402,6 +402,16 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
             for x in d.locals:
                 if isinstance(x, A.ActionDecl):
                     walk(x.body.stmts, params)
+                elif isinstance(x, A.TableDecl):
+                    # arguments an action list binds may be out/inout ones
+                    for prop in x.props:
+                        if prop.name == "actions":
+                            for item in prop.value:  # type: ignore[union-attr]
+                                if isinstance(item.call, A.Call):
+                                    for a in item.call.args:
+                                        p = _place(a.value, params)
+                                        if p is not None:
+                                            out.add(p)
     for a in top_actions:
         walk(a.body.stmts, {})
     return places
@@ -921,6 +931,11 @@ class FastCompiler(ProgramCompiler):
                 last = len(live) == len(acts) and j == len(live) - 1 and j > 0
                 self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
                 self.indent()
+            if info.actions[i][0] in info.bound:  # arguments bound by the action list
+                self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
+                if len(acts) > 1:
+                    self.dedent()
+                continue
             bound = {p.name: self.tmp("ap") for p in a.decl.params}
             if bound:
                 self.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")

@@ -64,6 +64,7 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/copy_inout.p4": False,  # composite inout arguments: general path only
     "tests/target/language/p4/exit_copy_out.p4": True,
     "tests/target/language/p4/eval_order.p4": False,  # P4 function calls: general path only
+    "tests/target/language/p4/table_bound_args.p4": True,
 }
 STORAGE = "tests/target/compiler/p4/fast_storage.p4"
 FRAMES = 10_000
