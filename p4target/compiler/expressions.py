@@ -578,32 +578,46 @@ class ExpressionCompiler:
         return self.call_expr(e)  # provided by the statement compiler
 
     # ------------------------------------------------------------------ bit strings
-    def flatten_bits(self, e: A.Expr) -> tuple[str, int, list[tuple[str, int]]]:
+    def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
         """A list/struct/header/value as one bit string: (code, width, parts).
 
-        Used for hash, checksum and digest data: fields concatenated MSB first.
+        Used for hash, checksum and digest data: fields concatenated MSB first. A
+        varbit field contributes its current bits: its part's width, and then the
+        total width, is code (the header's ``_len_`` attribute) rather than a number.
         """
-        parts: list[tuple[str, int]] = []
+        parts: list[tuple[str, int | str]] = []
         self._flatten(e, parts)
         code = "0"
-        total = 0
-        for pc, w in parts:
-            code = pc if total == 0 else f"(({code}) << {w}) | {pc}"
-            total += w
+        fixed = 0
+        dynamic: list[str] = []
+        for i, (pc, w) in enumerate(parts):
+            code = pc if i == 0 else f"(({code}) << {w}) | {pc}"
+            if isinstance(w, int):
+                fixed += w
+            else:
+                dynamic.append(w)
+        total: int | str = fixed if not dynamic else "(" + " + ".join([str(fixed)] + dynamic) + ")"
         return (f"({code})" if parts else "0"), total, parts
 
-    def _flatten(self, e: A.Expr, parts: list[tuple[str, int]]) -> None:
+    def _flatten(self, e: A.Expr, parts: list[tuple[str, int | str]]) -> None:
         if isinstance(e, A.ListExpr):
             for i in e.items:
                 self._flatten(i, parts)
             return
         v = self.value(e)
+        if isinstance(v.type, VarbitT) and isinstance(e, A.Member):
+            parent = self.value(e.obj)  # the header: its _len_ attribute is the width
+            parts.append((v.code, f"{parent.code}._len_{e.name}"))
+            return
         self._flatten_v(v, parts, e.loc)
 
-    def _flatten_v(self, v: V, parts: list[tuple[str, int]], loc: Loc) -> None:
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
         t = v.type
         if isinstance(t, StructT):
             for n, ft in t.fields:
+                if isinstance(ft, VarbitT):  # its current bits
+                    parts.append((f"{v.code}.{pyfield(n)}", f"{v.code}._len_{n}"))
+                    continue
                 self._flatten_v(V(f"{v.code}.{pyfield(n)}", ft), parts, loc)
             return
         if isinstance(t, TupleT):

@@ -610,6 +610,8 @@ class FastCompiler(ProgramCompiler):
         return "data[pos:]"
 
     def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        if not isinstance(nbits, int):
+            raise NoFast("varbit field in a hash field list")
         if algo not in _FIXED_HASHES or nbits <= 0:
             return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"

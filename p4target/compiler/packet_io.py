@@ -91,8 +91,12 @@ class PacketIOCompiler:
         short = self.errors_by_name["PacketTooShort"]
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.value(target.obj).type, StackT)
-        if stack_next:
-            s = self.value(target.obj)
+        # s.next.m of a stack of header unions: member m of the next element
+        union_next = not stack_next and isinstance(target, A.Member) and isinstance(
+            target.obj, A.Member) and target.obj.name == "next" and isinstance(
+            self.value(target.obj.obj).type, StackT)
+        if stack_next or union_next:
+            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]
             st_t = s.type
             assert isinstance(st_t, StackT)
             sv = self.tmp("s")
@@ -100,8 +104,25 @@ class PacketIOCompiler:
             self.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
                       f"{self.errors_by_name['StackOutOfBounds']}, pos)")
             h = self.tmp("h")
-            self.emit(f"{h} = {sv}.h[{sv}.nxt]")
             t = st_t.elem
+            if union_next:
+                assert isinstance(target, A.Member)
+                mt = t.field_type(target.name) if t.kind == "header_union" else None
+                if mt is None:
+                    raise error(target.loc, f"{t} has no member '{target.name}'")
+                u = self.tmp("u")
+                self.emit(f"{u} = {sv}.h[{sv}.nxt]")
+                for n, _ in t.fields:  # the union's other members become invalid
+                    if n != target.name:
+                        self.emit(f"{u}.{pyfield(n)}._v = False")
+                self.emit(f"{h} = {u}.{pyfield(target.name)}")
+                t = mt  # type: ignore[assignment]
+            elif t.kind == "header_union":
+                raise error(target.loc, "extract into an element of a stack of header unions names "
+                            "the member: extract(s.next.<member>)")
+            else:
+                self.emit(f"{h} = {sv}.h[{sv}.nxt]")
+            stack_next = True
         else:
             self.check_lvalue(target)
             v = self.value(target)
@@ -221,10 +242,15 @@ class PacketIOCompiler:
             h = self.tmp("h")
             self.emit(f"for {h} in {v.code}.h:")
             self.indent()
-            self.emit(f"if {h}._v:")
-            self.indent()
-            self.emit(f"ap({self.pack_code(t.elem, h)})")
-            self.dedent()
+            if t.elem.kind == "header_union":  # each element: its valid member, if any
+                for n, mt in t.elem.fields:
+                    self.emit(f"if {h}.{pyfield(n)}._v:")
+                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]
+            else:
+                self.emit(f"if {h}._v:")
+                self.indent()
+                self.emit(f"ap({self.pack_code(t.elem, h)})")
+                self.dedent()
             self.dedent()
         else:
             raise error(loc, f"emit needs a header, header stack, union or struct of headers, not {t}")
