@@ -92,7 +92,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr) and isinstance(t, TupleT):
             if len(e.items) != len(t.elems):
                 raise error(e.loc, f"{what}: expected {len(t.elems)} elements, got {len(e.items)}")
-            return "(" + "".join(self.expr_as(i, et) + ", " for i, et in zip(e.items, t.elems)) + ")"
+            return "(" + "".join(c + ", " for c in self.in_order([(i, et, what) for i, et in zip(e.items, t.elems)])) + ")"
         return self.coerce(self.value(e), t, e.loc, what)
 
     def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
@@ -540,8 +540,24 @@ class ExpressionCompiler:
             return v
         raise error(loc, f"cannot cast {vt} to {t}")
 
+    def in_order(self, items: list[tuple[A.Expr, Type, str]]) -> list[str]:
+        """Codes of ``(expression, type, what)`` items evaluated left to right: where a
+        later item has side effects, the ones before it are kept in temporaries."""
+        codes = []
+        for k, (x, t, what) in enumerate(items):
+            code = self.expr_as(x, t, what)
+            if any(self.has_effects(y) for y, _, _ in items[k + 1:]) and not code.lstrip("-").isdigit():
+                tmp = self.tmp("v")
+                self.emit(f"{tmp} = {code}")
+                code = tmp
+            codes.append(code)
+        return codes
+
     def _e_ListExpr(self, e: A.ListExpr) -> V:
-        items = [self.value(i) for i in e.items]
+        items = []
+        for k, i in enumerate(e.items):
+            v = self.value(i)
+            items.append(self.spill_value(v) if any(self.has_effects(y) for y in e.items[k + 1:]) else v)
         return V("(" + "".join(i.code + ", " for i in items) + ")",
                  TupleT(tuple(i.type for i in items)))
 
@@ -553,7 +569,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr):
             if len(e.items) != len(t.fields):
                 raise error(e.loc, f"{t} has {len(t.fields)} fields but the list has {len(e.items)}")
-            vals = [self.expr_as(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)]
+            vals = self.in_order([(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)])
         else:
             given = dict(e.fields)
             for n in given:
@@ -562,7 +578,9 @@ class ExpressionCompiler:
             missing = [n for n, _ in t.fields if n not in given]
             if missing:
                 raise error(e.loc, f"initializer for {t} lacks fields {', '.join(missing)}")
-            vals = [self.expr_as(given[n], ft, f"field {n}") for n, ft in t.fields]
+            types = dict(t.fields)
+            by_name = dict(zip(given, self.in_order([(x, types[n], f"field {n}") for n, x in e.fields])))
+            vals = [by_name[n] for n, _ in t.fields]
         return f"mk_{t.pyname}(" + ", ".join(vals) + ")"
 
     def _e_DefaultExpr(self, e: A.DefaultExpr) -> V:

@@ -328,7 +328,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def spill(self, v: V, loc: Loc) -> A.Name:
         """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
         t = self.tmp("v")
-        self.emit(f"{t} = {v.code}")
+        self.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
         self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
         return A.Name(loc, "$" + t)
 
@@ -486,7 +486,10 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 return V(call, ObjT("tableresult", tbl.name), None,  # type: ignore[union-attr]
                          Sym("tableresult", None, call, obj=tbl))
             if sym.kind == "instance":
-                return self.extern_method(e, sym, name)
+                decl = self.extern_decls.get(sym.obj.kind)  # type: ignore[union-attr]
+                method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
+                              None) if decl is not None else None
+                return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
             if sym.kind == "subblock":
                 return self.sub_apply(e, sym, name)
             raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
@@ -497,9 +500,39 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(e, f.name)
+                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)  # type: ignore[union-attr]
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
+
+    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
+        """An extern call whose arguments have side effects, with the arguments
+        evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
+        l-values fixed; the call is then compiled on the results."""
+        if not any(self.has_effects(a.value) for a in e.args):
+            return e
+        args = []
+        for i, a in enumerate(e.args):
+            p = params[i] if params is not None and i < len(params) and not a.name else None
+            if p is not None and p.direction in ("out", "inout") and a.value is not None:
+                self.check_lvalue(a.value)
+                args.append(A.Arg(a.name, self.freeze_lvalue(a.value, every_index=True), a.loc))
+            else:
+                args.append(A.Arg(a.name, self.settled(a.value), a.loc))
+        return A.Call(e.loc, e.func, e.type_args, args)
+
+    def settled(self, x: A.Expr | None) -> A.Expr | None:
+        """The value of ``x`` kept in a temporary now (lists item by item; constants,
+        types and instances as they are)."""
+        if x is None:
+            return None
+        if isinstance(x, A.ListExpr):
+            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]
+        if isinstance(x, A.StructExpr):
+            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]
+        v = self.expr(x)
+        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
+            return x
+        return self.spill(v, x.loc)
 
     def nargs(self, e: A.Call, *counts: int) -> None:
         if len(e.args) not in counts:

@@ -27,6 +27,7 @@ PROG = P4 / "eval_order.p4"
 class H(Packet):
     name = "h_t"
     fields_desc = [ByteField(n, 0) for n in ("k", "a", "b", "c", "d", "e", "f", "g", "i", "l", "m", "n",
+                                              "q", "w", "t", "u", "v", "t2", "u2", "v2",
                                               "s0", "s1", "s2", "s3")]
 
 
@@ -77,3 +78,17 @@ def test_stack_indices_on_the_left(sw: Switch) -> None:
 def test_arguments_left_to_right(sw: Switch) -> None:
     r = run(sw, l=0x07)
     assert (r.l, r.m) == (0x08, 0x78)  # pair(7, 8): x saw l before incr(l)
+
+
+def test_extern_method_arguments_left_to_right() -> None:
+    sw = Switch.load(PROG)
+    r = run(sw, q=2)
+    # rg.write(q, incr(q)): index 2 (q before the call), value 3; rg.read(w, 1) = 0
+    assert (r.q, r.w) == (3, 0)
+    assert sw.register_read("OIngress.rg", 2) == 3 and sw.register_read("OIngress.rg", 3) == 0
+
+
+def test_initializer_lists_left_to_right() -> None:
+    r = run(Switch.load(PROG), t=0x10, t2=0x20)
+    assert (r.t, r.u, r.v) == (0x11, 0x10, 0x11)      # {t, incr(t)}: x saw t before the call
+    assert (r.t2, r.u2, r.v2) == (0x21, 0x21, 0x21)   # {y = incr(t2), x = t2}: y's call first

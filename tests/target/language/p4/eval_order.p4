@@ -5,11 +5,13 @@
 
 header h_t {
     bit<8> k; bit<8> a; bit<8> b; bit<8> c; bit<8> d; bit<8> e; bit<8> f;
-    bit<8> g; bit<8> i; bit<8> l; bit<8> m; bit<8> n;
+    bit<8> g; bit<8> i; bit<8> l; bit<8> m; bit<8> n; bit<8> q; bit<8> w;
+    bit<8> t; bit<8> u; bit<8> v; bit<8> t2; bit<8> u2; bit<8> v2;
 }
 header s_t { bit<8> v; }
 struct headers_t { h_t h; s_t[4] s; }
 struct meta_t { }
+struct pr_t { bit<8> x; bit<8> y; }
 
 bit<8> incr(inout bit<8> x) {
     x = x + 1;
@@ -29,6 +31,7 @@ parser OParser(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_m
 }
 control OVerify(inout headers_t hdr, inout meta_t m) { apply { } }
 control OIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    register<bit<8>>(4) rg;
     apply {
         // operands left to right: a is read before incr() changes it
         hdr.h.b = hdr.h.a + incr(hdr.h.a);
@@ -44,6 +47,17 @@ control OIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t 
         hdr.s[hdr.h.n].v = incr(hdr.h.n);
         // arguments left to right: x is l before incr() changes it (P4_16 6.8's f(a, g(a)))
         hdr.h.m = pair(hdr.h.l, incr(hdr.h.l));
+        // extern method arguments too: the index is q before incr() changes it
+        rg.write((bit<32>)hdr.h.q, incr(hdr.h.q));
+        rg.read(hdr.h.w, 1);
+        // initializer lists left to right: x is t before incr(t); named fields in the
+        // order written (y's incr(t2) first, then x reads the new t2)
+        pr_t pr = { hdr.h.t, incr(hdr.h.t) };
+        hdr.h.u = pr.x;
+        hdr.h.v = pr.y;
+        pr_t pr2 = { y = incr(hdr.h.t2), x = hdr.h.t2 };
+        hdr.h.u2 = pr2.x;
+        hdr.h.v2 = pr2.y;
         sm.egress_spec = 2;
     }
 }
