@@ -319,11 +319,14 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             raise error(main.loc, "V1Switch takes 6 arguments: parser, verifyChecksum, ingress, "
                         "egress, computeChecksum, deparser")
         blocks = []
+        self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
         for i, a in enumerate(main.args):
             v = a.value
-            if not (isinstance(v, A.Call) and isinstance(v.func, A.Name) and not v.args):
+            if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
             blocks.append((v.func.name, v.loc))
+            self.block_ctor_args[v.func.name] = A.Instance(v.func.name, v.loc, [], A.NamedType(v.loc, v.func.name),
+                                                           v.args)
         pname, ploc = blocks[0]
         if pname not in self.parsers:
             raise error(ploc, f"'{pname}' is not a parser declared in this program")
@@ -515,10 +518,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.action_outs = []
 
     # ------------------------------------------------------------------ parser
-    def gen_parser(self, d: A.ParserDecl) -> None:
-        if d.ctor_params:
-            raise unsupported(d.loc, "a parser constructor parameter", "use constants")
+    def block_scope(self, d: A.ControlDecl | A.ParserDecl) -> Scope:
+        """The scope of a V1Switch block: its constructor parameters bound to the
+        constants ``main`` passes (``V1Switch(..., MyIngress(5), ...)``)."""
         scope = self.global_scope.child()
+        inst = self.block_ctor_args.get(d.name)
+        if d.ctor_params or (inst is not None and inst.args):
+            call = inst or A.Instance(d.name, d.loc, [], A.NamedType(d.loc, d.name), [])
+            for name, sym, loc in self.ctor_bindings(call, d, self.global_scope):
+                scope.define(name, sym, loc)
+        return scope
+
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        scope = self.block_scope(d)
         pre = self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
         self.scope = scope
         self.params_used = set()
@@ -712,8 +724,6 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         """Declare a control's parameters, locals, actions and tables (shared by the
         general output and the fast path); returns (scope, parameter preamble, locals
         class, local initialisers, parameters the initialisers use)."""
-        if d.ctor_params:
-            raise unsupported(d.loc, "a control constructor parameter", "use constants")
         targets: dict[str, list[str | None]] = {
             "ingress": ["hdr", "meta", "sm"], "egress": ["hdr", "meta", "sm"],
             "verify": ["hdr", "meta"], "compute": ["hdr", "meta"], "deparser": ["packet_out", "hdr"],
@@ -722,7 +732,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if len(d.params) != len(want):
             raise error(d.loc, f"control {d.name} is used as the {role} block and must have "
                         f"{len(want)} parameters")
-        scope = self.global_scope.child()
+        scope = self.block_scope(d)
         pre = self.param_bindings(d.params, want, scope)
         self.scope = scope
         self.control_prefix = d.name

@@ -185,3 +185,52 @@ parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
     assert sw.inject(0, b"\x05rest") == [(1, b"\x06rest")]
     # a=0: reject inside Sub ends the parse: nothing copied out, h.h invalid, the byte consumed
     assert sw.inject(0, b"\x00rest") == [(1, b"rest")]
+
+
+def test_exit_in_an_instance_copies_out_then_ends_the_control(tmp_path) -> None:
+    # spec 12.5 (as for actions, issue 12 item 3): the copy-out of the instance's
+    # arguments happens, then nothing after the apply runs
+    body = """control X(inout bit<8> v) {
+    apply { v = 0x77; exit; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+    X() x;
+    apply {
+        s.egress_spec = 1;
+        x.apply(h.h.a);
+        h.h.a = 0x55;
+    }
+}"""
+    text = (HEAD + body + TAIL).replace("control D(packet_out p, in H h) { apply { } }",
+                                        "control D(packet_out p, in H h) { apply { p.emit(h.h); } }")
+    p = tmp_path / "exit.p4"
+    p.write_text(text)
+    assert Switch.load(p).inject(0, b"\x01tail") == [(1, b"\x77tail")]
+
+
+def test_constructor_arguments_of_v1switch_blocks(tmp_path) -> None:
+    text = f"""#include <core.p4>
+#include <v1model.p4>
+header h_t {{ bit<8> a; }}
+struct H {{ h_t h; }}
+struct M {{ }}
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s)(bit<8> skip) {{
+    state start {{ p.extract(h.h); transition select(h.h.a) {{ skip: accept; default: more; }} }}
+    state more {{ h.h.a = h.h.a + 1; transition accept; }}
+}}
+control V(inout H h, inout M m) {{ apply {{ }} }}
+control I(inout H h, inout M m, inout standard_metadata_t s)(bit<9> port, bit<8> add) {{
+    apply {{ s.egress_spec = port; h.h.a = h.h.a + add; }}
+}}
+control E(inout H h, inout M m, inout standard_metadata_t s) {{ apply {{ }} }}
+control C(inout H h, inout M m) {{ apply {{ }} }}
+control D(packet_out p, in H h) {{ apply {{ p.emit(h.h); }} }}
+V1Switch(P(9), V(), I(4, 0x10), E(), C(), D()) main;
+"""
+    p = tmp_path / "ctor.p4"
+    p.write_text(text)
+    sw = Switch.load(p)
+    # a=1 goes through state more (+1), then ingress adds 0x10, out on port 4
+    assert sw.inject(0, b"\x01x") == [(4, b"\x12x")]
+    # a = skip = 9 accepts at once
+    assert sw.inject(0, b"\x09x") == [(4, b"\x19x")]
