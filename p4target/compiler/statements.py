@@ -101,6 +101,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         elif isinstance(s, A.Exit):
             if self.fn_kind == "parser":
                 raise error(s.loc, "exit is not allowed in a parser; use transition reject")
+            if self.fn_kind == "function":
+                raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
+                            "and exit in the caller")
             self.emit("raise EXIT")
         elif isinstance(s, A.Return):
             if self.fn_kind == "function":

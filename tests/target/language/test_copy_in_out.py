@@ -56,3 +56,11 @@ def test_exit_copies_out_first(k: int, a: int, want: dict[str, int]) -> None:
     assert len(out) == 1 and out[0][0] == 2
     h = K(out[0][1])
     assert {n: getattr(h, n) for n in want} == want
+
+
+def test_exit_in_a_function_is_refused(refusal) -> None:
+    text = (P4 / "exit_copy_out.p4").read_text().replace(
+        "control XVerify", "bit<8> f(inout bit<8> x) {\n    exit;\n    return x;\n}\ncontrol XVerify")
+    err = str(refusal(text))
+    line = text.splitlines().index("    exit;") + 1
+    assert f":{line}:5: error: exit is not allowed in a function" in err
