@@ -4,7 +4,7 @@
 run where the control starts, every time it runs, before the apply block (P4_16
 11.2: initializers may contain any expression). Expected values by hand: ``f``
 increments its argument and returns twice the new value; later initializers see
-earlier ones (``v = w + f(hdr.h.c)``).
+earlier ones (``v = w + f(hdr.h.c)``); a parser-local one runs before the start state.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PROG = P4 / "local_init_calls.p4"
 
 class ABC(Packet):
     name = "h_t"
-    fields_desc = [ByteField("a", 0), ByteField("b", 0), ByteField("c", 0)]
+    fields_desc = [ByteField("a", 0), ByteField("b", 0), ByteField("c", 0), ByteField("p", 0)]
 
 
 def test_stf_through_the_command() -> None:
@@ -49,3 +49,4 @@ def test_scapy_frames(a: int, c: int, want: tuple[int, int, int]) -> None:
         assert len(out) == 1 and out[0][0] == 2
         h = ABC(out[0][1])
         assert (h.a, h.b, h.c) == want
+        assert h.p == 3  # the parser's local initializer ran once per packet too

@@ -3,9 +3,9 @@
 #include <core.p4>
 #include <v1model.p4>
 
-header h_t { bit<8> a; bit<8> b; bit<8> c; }
+header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> p; }
 struct headers_t { h_t h; }
-struct meta_t { }
+struct meta_t { bit<8> seen; }
 
 bit<8> bump_twice(inout bit<8> x) {
     x = x + 1;
@@ -13,7 +13,8 @@ bit<8> bump_twice(inout bit<8> x) {
 }
 
 parser LParser(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
+    bit<8> pl = bump_twice(m.seen);      // parser local too: seen := 1; pl := 2
+    state start { pk.extract(hdr.h); m.seen = m.seen + pl; transition accept; }
 }
 control LVerify(inout headers_t hdr, inout meta_t m) { apply { } }
 control LIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
@@ -22,6 +23,7 @@ control LIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t 
     apply {
         hdr.h.b = w;
         hdr.h.c = hdr.h.c ^ v;
+        hdr.h.p = m.seen;  // 1 + 2
         sm.egress_spec = 2;
     }
 }
