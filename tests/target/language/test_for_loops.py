@@ -6,9 +6,8 @@ the arithmetic); the scapy test checks the same rules on other inputs.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import logging
+from pathlib import Path
 
 import pytest
 from scapy.layers.l2 import Ether

@@ -9,10 +9,9 @@ earlier ones (``v = w + f(hdr.h.c)``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scapy.fields import ByteField

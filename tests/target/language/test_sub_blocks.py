@@ -7,9 +7,8 @@ instantiated controls: the instance path (``MyIngress.lk.t``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import logging
+from pathlib import Path
 
 import pytest
 from scapy.layers.l2 import Ether
