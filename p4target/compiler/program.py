@@ -77,6 +77,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.last_loc: Loc | None = None  # for internal-error messages
         self.param_targets: dict[str, str] = {}  # p_<name> -> PacketState attribute
         self.params_used: set[str] = set()  # block parameters the current function uses
+        self.exit_memo: dict[int, bool] = {}  # may_exit() of each action (by id)
         self.loops = []
         self.sub_stack = []  # the control/parser declarations being instantiated
         self.sub_parent_kind = ""

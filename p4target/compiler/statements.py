@@ -657,7 +657,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         """True when the action's body can execute ``exit`` (itself or in an action it
         calls). Such an action with out/inout parameters returns a flag after its
         results, so that its caller copies them out before exiting too."""
-        memo: dict[int, bool] = self.__dict__.setdefault("_may_exit", {})
+        memo = self.exit_memo
         key = id(act)
         if key not in memo:
             memo[key] = False  # P4 actions do not recurse

@@ -35,13 +35,14 @@ def test_stf_through_the_command(name: str) -> None:
     assert out.returncode == 0, out.stderr + out.stdout
 
 
-@pytest.mark.parametrize(("h", "g", "s"), [((0, 0), (1, 1), (2, 3)), ((0x11, 0x22), (0x77, 0), (0x55, 0x66))])
-def test_composite_inout_is_a_copy(h, g, s) -> None:
+@pytest.mark.parametrize(("h", "g", "s", "u"), [((0, 0), (1, 1), (2, 3), 0xff),
+                                               ((0x11, 0x22), (0x77, 0), (0x55, 0x66), 0x87)])
+def test_composite_inout_is_a_copy(h, g, s, u) -> None:
     sw = Switch.load(P4 / "copy_inout.p4")
-    out = sw.inject(1, bytes([*h, *g, *s]))
-    # h.b and s[1] come from the copies; h.a, s[0], m.p.x keep their values (the
+    out = sw.inject(1, bytes([*h, *g, *s, u]))
+    # h.b, s[1] and u.x come from the copies; h.a, s[0], m.p.x keep their values (the
     # writes through hdr/m were overwritten); g was invalidated through its copy
-    assert out == [(2, bytes([h[0], 0x22, s[0], 0x66, 0x01, 0x44]))]
+    assert out == [(2, bytes([h[0], 0x22, s[0], 0x66, (u + 1) & 0xff, 0x01, 0x44]))]
 
 
 @pytest.mark.parametrize(("k", "a", "want"), [

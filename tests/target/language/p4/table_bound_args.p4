@@ -14,7 +14,7 @@ parser BParser(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_m
 }
 control BVerify(inout headers_t hdr, inout meta_t m) { apply { } }
 control BIngress(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
-    action add_to(inout bit<8> x, bit<8> d) { x = x + d; }
+    action add_to(inout bit<8> x, bit<8> d) { x += d; }  // (a compound assignment, on the fast path too)
     action copy_in(in bit<8> v, out bit<8> o) { o = v; }
     action set_r(bit<8> v) { hdr.h.r = v; }
     table t {
