@@ -180,7 +180,13 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def for_in_loop(self, s: A.ForIn) -> None:
         """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
         the values are computed once, before the first iteration."""
-        t = self.resolve_type(s.type)
+        existing: V | None = None
+        if s.type is None:  # for (x in ...): assigns the variable x
+            target = A.Name(s.loc, s.name)
+            t = self.lvalue_type(target)
+            existing = self.value(target)
+        else:
+            t = self.resolve_type(s.type)
         it = s.iterable
         copy = ""
         if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
@@ -205,8 +211,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                               "loop over a range lo .. hi or a list {a, b}")
         saved = self.scope
         self.scope = saved.child()
-        py = self.local_name(s.name)
-        self.scope.define(s.name, Sym("var", t, py), s.loc)
+        if existing is not None:
+            py = existing.code
+        else:
+            py = self.local_name(s.name)
+            self.scope.define(s.name, Sym("var", t, py), s.loc)
         if copy:
             elem = self.tmp("e")
             self.emit(f"for {elem} in {seq}:")

@@ -69,6 +69,9 @@ class SubBlockCompiler:
         if (kind == "parser") != in_parser:
             raise error(d.loc, f"a {kind} cannot be instantiated in a {'parser' if in_parser else 'control'}; "
                         f"instantiate {kind}s in {kind}s")
+        if decl.type_params:
+            raise unsupported(d.loc, f"instantiating the generic {kind} {decl.name}<...>",
+                              f"declare {decl.name} with concrete types")
         stack = self.sub_stack
         if decl.name in stack or len(stack) >= MAX_DEPTH:
             raise error(d.loc, f"{kind} {decl.name} is instantiated inside itself; P4 forbids recursion")

@@ -255,8 +255,9 @@ class For(Stmt):
 @dataclass
 class ForIn(Stmt):
     """``for (T name in iterable) body``: ``iterable`` is a ``Range`` (both ends
-    included) or a ``ListExpr``, evaluated once before the first iteration."""
-    type: TypeRef
+    included), a ``ListExpr`` or a header stack, evaluated once before the first
+    iteration. ``type`` is None in ``for (name in ...)`` (an existing variable)."""
+    type: TypeRef | None
     name: str
     iterable: Expr
     body: Stmt

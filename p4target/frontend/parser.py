@@ -697,6 +697,14 @@ class Parser:
         """``for (init; cond; update) body`` or ``for (T x in lo .. hi / {list}) body``."""
         loc = self.expect("for").loc
         self.expect("(")
+        if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().text == "in":
+            var = self.tok  # for (x in ...): an existing variable takes each value
+            self.pos += 2
+            it = self.expression()
+            if self.accept(".."):
+                it = A.Range(it.loc, it, self.expression())
+            self.expect(")")
+            return A.ForIn(loc, None, var.text, it, self.statement())
         if self.starts_type() and self._decl_ahead():
             save = self.pos
             ty = self.type_ref()

@@ -7,10 +7,9 @@ width, saturate for ``|+|``/``|-|``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scapy.fields import ByteField, SignedByteField

@@ -7,10 +7,9 @@ refusals.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scapy.packet import Packet

@@ -6,9 +6,8 @@ the arithmetic); the scapy test checks the same rules on other inputs.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import logging
+from pathlib import Path
 
 import pytest
 from scapy.layers.l2 import Ether
@@ -90,3 +89,21 @@ def test_refusals_name_the_place(refusal, body, line, needle, message) -> None:
     col = body.index(needle) + 1
     assert err.location.endswith(f":{line}:{col}"), str(err)
     assert message in str(err)
+
+
+def test_for_in_over_an_existing_variable(tmp_path) -> None:
+    # for (x in ...) assigns the declared variable: after the loop it holds the last value
+    body = """        bit<8> x = 0;
+        bit<8> sum = 0;
+        for (x in 3 .. 5) {
+            sum = sum + x;
+        }
+        h.h.a = sum + x;
+"""
+    text = (HEAD + body + TAIL).replace(
+        "state start { transition accept; }", "state start { p.extract(h.h); transition accept; }").replace(
+        "control D(packet_out p, in H h) { apply { } }", "control D(packet_out p, in H h) { apply { p.emit(h.h); } }")
+    p = tmp_path / "forin.p4"
+    p.write_text(text)
+    # 3 + 4 + 5 = 12, x = 5
+    assert Switch.load(p).inject(0, b"\x00") == [(0, bytes([17]))]

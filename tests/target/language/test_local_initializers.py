@@ -9,10 +9,9 @@ earlier ones (``v = w + f(hdr.h.c)``); a parser-local one runs before the start 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scapy.fields import ByteField

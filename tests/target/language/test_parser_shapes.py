@@ -8,10 +8,9 @@ deparser emits nothing of it: the frame leaves unchanged.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import subprocess
 import sys
+from pathlib import Path
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether

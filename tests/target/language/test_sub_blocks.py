@@ -7,9 +7,8 @@ instantiated controls: the instance path (``MyIngress.lk.t``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import logging
+from pathlib import Path
 
 import pytest
 from scapy.layers.l2 import Ether
@@ -138,11 +137,14 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
      "3)", "cannot be assigned to"),
     ("control I(inout H h, inout M m, inout standard_metadata_t s) { P() p; apply { } }",
      "p;", "a parser cannot be instantiated in a control"),
+    ("control G<T>(inout T x) { apply { } }\n"
+     "control I(inout H h, inout M m, inout standard_metadata_t s) { G<bit<8>>() g; apply { } }",
+     "g;", "instantiating the generic control G<...> is not supported"),
 ])
 def test_refusals_name_the_place(refusal, body, needle, message) -> None:
     err = refusal(HEAD + body + TAIL)
     line = (HEAD + body).count("\n") + 1
-    col = body.index(needle) + 1
+    col = body.splitlines()[-1].index(needle) + 1
     assert err.location.endswith(f":{line}:{col}"), str(err)
     assert message in str(err)
 
