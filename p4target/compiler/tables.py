@@ -298,19 +298,18 @@ class TableCompiler:
         expressions are kept and evaluated each time the action runs."""
         params = ainfo.decl.params
         directional = [p for p in params if p.direction]
+        if any(p.direction for p in params[len(directional):]):
+            raise error(ainfo.decl.loc, f"action {name}: directionless parameters must come last")
         if any(a.name for a in args):
             raise unsupported(loc, "named arguments in a table's action list", "pass them in order")
         if len(args) > len(directional):
-            extra = params[len(args) - 1] if len(args) <= len(params) else None
-            what = f"the directionless parameter '{extra.name}'" if extra is not None and not extra.direction \
-                else "more parameters than it has"
+            what = (f"the directionless parameter '{params[len(directional)].name}'"
+                    if len(directional) < len(params) else "more parameters than it has")
             raise error(loc, f"action {name}: an action list cannot bind {what}; the control plane gives "
                         "directionless parameters")
         if len(args) < len(directional):
             raise error(loc, f"action {name}: parameter '{directional[len(args)].name}' has a direction "
-                        "and must be bound here, e.g. " + f"{name}(hdr.some_field)")
-        if any(p.direction for p in params[len(directional):]):
-            raise error(ainfo.decl.loc, f"action {name}: directionless parameters must come last")
+                        f"and must be bound here, e.g. {name}(hdr.some_field)")
         if args:
             for a in args:
                 if a.value is None:

@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from scapy.fields import ByteField, SignedByteField
 from scapy.packet import Packet
 
