@@ -118,6 +118,8 @@ class ModuleAssembler:
             emit(self.parser_start, " " * 16)
         except OverflowError:
             return None
+        if not out:  # every state on the way to accept is empty: nothing to do
+            out.append(" " * 16 + "pass")
         if len(out) > INLINE_PARSER_MAX_LINES:
             return None
         return out

@@ -92,7 +92,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr) and isinstance(t, TupleT):
             if len(e.items) != len(t.elems):
                 raise error(e.loc, f"{what}: expected {len(t.elems)} elements, got {len(e.items)}")
-            return "(" + "".join(self.expr_as(i, et) + ", " for i, et in zip(e.items, t.elems)) + ")"
+            return "(" + "".join(c + ", " for c in self.in_order([(i, et, what) for i, et in zip(e.items, t.elems)])) + ")"
         return self.coerce(self.value(e), t, e.loc, what)
 
     def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
@@ -210,8 +210,13 @@ class ExpressionCompiler:
 
     def _e_Index(self, e: A.Index) -> V:
         base = self.value(e.obj)
+        if isinstance(base.type, TupleT):
+            i = self.const_int(e.index, "tuple index")
+            if not 0 <= i < len(base.type.elems):
+                raise error(e.loc, f"index {i} is out of range for {base.type}")
+            return V(f"{base.code}[{i}]", base.type.elems[i])
         if not isinstance(base.type, StackT):
-            raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack; only stacks can be indexed")
+            raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
         if idx.const is not None:
             i = int(idx.const)  # type: ignore[arg-type]
@@ -272,6 +277,28 @@ class ExpressionCompiler:
             raise error(e.loc, f"unary '-' needs a numeric operand, not {t}")
         raise unsupported(e.loc, f"operator '{e.op}'", "rewrite the expression")
 
+    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str:
+        """Code for ``a == b`` on headers, unions, stacks and structs (P4_16 8.17-8.19):
+        two headers are equal when both are invalid, or both valid with all fields
+        equal; unions member by member (at most one member is valid); stacks element
+        by element (``nextIndex`` is not part of the value); structs field by field."""
+        if isinstance(t, StackT):
+            x, y = self.tmp("x"), self.tmp("y")
+            return f"all({self.composite_eq(x, y, t.elem)} for {x}, {y} in zip({a}.h, {b}.h))"
+        parts = []
+        for n, ft in t.fields:
+            f = pyfield(n)
+            if isinstance(ft, (StructT, StackT)):
+                parts.append(f"({self.composite_eq(f'{a}.{f}', f'{b}.{f}', ft)})")
+            else:
+                parts.append(f"{a}.{f} == {b}.{f}")
+                if isinstance(ft, VarbitT):
+                    parts.append(f"{a}._len_{n} == {b}._len_{n}")
+        fields = " and ".join(parts) or "True"
+        if t.kind == "header":
+            return f"{a}._v == {b}._v and (not {a}._v or ({fields}))"
+        return fields
+
     def unify(self, l: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
         lt, rt = l.type, r.type
         if isinstance(lt, IntT) and isinstance(rt, IntT):
@@ -291,9 +318,65 @@ class ExpressionCompiler:
             return l.code, r.code, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
 
+    # ------------------------------------------------------------------ evaluation order
+    # P4_16 8.1: operands left to right, `&&`/`||` short-circuit, `?:` evaluates one
+    # branch. A call with effects emits statements before the expression that uses
+    # its result, so where a later operand has effects (has_effects), the operands
+    # before it are kept in temporaries first, and `&&`, `||`, `?:` become if blocks.
+    def spill_value(self, v: V) -> V:
+        """``v`` evaluated now into a temporary (constants stay as they are)."""
+        if v.const is not None:
+            return v
+        t = self.tmp("v")
+        code = f"{v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else v.code
+        self.emit(f"{t} = {code}")
+        return V(t, v.type)
+
+    def short_circuit(self, e: A.Binary) -> V:
+        """``a && b`` / ``a || b`` whose right operand has effects: ``b`` (and its
+        effects) only when ``a`` does not decide."""
+        l = self.value(e.left)
+        if not isinstance(l.type, BoolT):
+            raise error(e.left.loc, f"'{e.op}' needs bool operands, not {l.type}")
+        t = self.tmp("b")
+        self.emit(f"{t} = {l.code}")
+        self.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
+        self.indent()
+        r = self.value(e.right)
+        if not isinstance(r.type, BoolT):
+            raise error(e.right.loc, f"'{e.op}' needs bool operands, not {r.type}")
+        self.emit(f"{t} = {r.code}")
+        self.dedent()
+        return V(t, BoolT())
+
+    def conditional(self, e: A.Ternary, cond: V) -> V:
+        """``c ? x : y`` with effects in a branch: only the chosen branch runs."""
+        t = self.tmp("c")
+        self.emit(f"if {cond.code}:")
+        self.indent()
+        a = self.value(e.then)
+        at = len(self.out)
+        self.emit("")  # the assignment, once both branch types are known
+        self.dedent()
+        self.emit("else:")
+        self.indent()
+        b = self.value(e.other)
+        ac, bc, ty = self.unify(a, b, e.loc, "?:") if not (
+            isinstance(a.type, BoolT) and isinstance(b.type, BoolT)) else (a.code, b.code, a.type)
+        if isinstance(ty, IntT):
+            raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
+        self.emit(f"{t} = {bc}")
+        self.out[at] = f"{self.ind}{t} = {ac}"
+        self.dedent()
+        return V(t, ty)
+
     def _e_Binary(self, e: A.Binary) -> V:
         op = e.op
+        if op in ("&&", "||") and self.has_effects(e.right):
+            return self.short_circuit(e)
         l = self.value(e.left)
+        if self.has_effects(e.right):
+            l = self.spill_value(l)
         r = self.value(e.right)
         c = l.const is not None and r.const is not None
         if op in ("&&", "||"):
@@ -302,9 +385,11 @@ class ExpressionCompiler:
                     raise error(side.loc, f"'{op}' needs bool operands, not {v.type}")
             return self.folded(f"({l.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT(), c)
         if op in ("==", "!="):
-            if isinstance(l.type, StructT) or isinstance(r.type, StructT):
-                raise unsupported(e.loc, "comparing headers or structs with ==",
-                                  "compare the fields one by one")
+            if isinstance(l.type, (StructT, StackT)) or isinstance(r.type, (StructT, StackT)):
+                if not (l.type is r.type or l.type == r.type):
+                    raise error(e.loc, f"operands of '{op}' have different types {l.type} and {r.type}")
+                eq = self.composite_eq(l.code, r.code, l.type)  # type: ignore[arg-type]
+                return V(f"({eq})" if op == "==" else f"(not ({eq}))", BoolT())
             lc, rc, _ = self.unify(l, r, e.loc, op)
             return self.folded(f"({lc} {op} {rc})", BoolT(), c)
         if op in ("<", ">", "<=", ">="):
@@ -391,6 +476,10 @@ class ExpressionCompiler:
         cond = self.value(e.cond)
         if not isinstance(cond.type, BoolT):
             raise error(e.cond.loc, f"condition must be bool, not {cond.type}")
+        if self.has_effects(e.then) or self.has_effects(e.other):
+            if cond.const is not None:  # only the chosen branch, and its effects
+                return self.value(e.then if cond.const else e.other)
+            return self.conditional(e, cond)
         a = self.value(e.then)
         b = self.value(e.other)
         ac, bc, t = self.unify(a, b, e.loc, "?:") if not (
@@ -451,8 +540,24 @@ class ExpressionCompiler:
             return v
         raise error(loc, f"cannot cast {vt} to {t}")
 
+    def in_order(self, items: list[tuple[A.Expr, Type, str]]) -> list[str]:
+        """Codes of ``(expression, type, what)`` items evaluated left to right: where a
+        later item has side effects, the ones before it are kept in temporaries."""
+        codes = []
+        for k, (x, t, what) in enumerate(items):
+            code = self.expr_as(x, t, what)
+            if any(self.has_effects(y) for y, _, _ in items[k + 1:]) and not code.lstrip("-").isdigit():
+                tmp = self.tmp("v")
+                self.emit(f"{tmp} = {code}")
+                code = tmp
+            codes.append(code)
+        return codes
+
     def _e_ListExpr(self, e: A.ListExpr) -> V:
-        items = [self.value(i) for i in e.items]
+        items = []
+        for k, i in enumerate(e.items):
+            v = self.value(i)
+            items.append(self.spill_value(v) if any(self.has_effects(y) for y in e.items[k + 1:]) else v)
         return V("(" + "".join(i.code + ", " for i in items) + ")",
                  TupleT(tuple(i.type for i in items)))
 
@@ -464,7 +569,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr):
             if len(e.items) != len(t.fields):
                 raise error(e.loc, f"{t} has {len(t.fields)} fields but the list has {len(e.items)}")
-            vals = [self.expr_as(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)]
+            vals = self.in_order([(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)])
         else:
             given = dict(e.fields)
             for n in given:
@@ -473,7 +578,9 @@ class ExpressionCompiler:
             missing = [n for n, _ in t.fields if n not in given]
             if missing:
                 raise error(e.loc, f"initializer for {t} lacks fields {', '.join(missing)}")
-            vals = [self.expr_as(given[n], ft, f"field {n}") for n, ft in t.fields]
+            types = dict(t.fields)
+            by_name = dict(zip(given, self.in_order([(x, types[n], f"field {n}") for n, x in e.fields])))
+            vals = [by_name[n] for n, _ in t.fields]
         return f"mk_{t.pyname}(" + ", ".join(vals) + ")"
 
     def _e_DefaultExpr(self, e: A.DefaultExpr) -> V:
@@ -489,32 +596,46 @@ class ExpressionCompiler:
         return self.call_expr(e)  # provided by the statement compiler
 
     # ------------------------------------------------------------------ bit strings
-    def flatten_bits(self, e: A.Expr) -> tuple[str, int, list[tuple[str, int]]]:
+    def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
         """A list/struct/header/value as one bit string: (code, width, parts).
 
-        Used for hash, checksum and digest data: fields concatenated MSB first.
+        Used for hash, checksum and digest data: fields concatenated MSB first. A
+        varbit field contributes its current bits: its part's width, and then the
+        total width, is code (the header's ``_len_`` attribute) rather than a number.
         """
-        parts: list[tuple[str, int]] = []
+        parts: list[tuple[str, int | str]] = []
         self._flatten(e, parts)
         code = "0"
-        total = 0
-        for pc, w in parts:
-            code = pc if total == 0 else f"(({code}) << {w}) | {pc}"
-            total += w
+        fixed = 0
+        dynamic: list[str] = []
+        for i, (pc, w) in enumerate(parts):
+            code = pc if i == 0 else f"(({code}) << {w}) | {pc}"
+            if isinstance(w, int):
+                fixed += w
+            else:
+                dynamic.append(w)
+        total: int | str = fixed if not dynamic else "(" + " + ".join([str(fixed)] + dynamic) + ")"
         return (f"({code})" if parts else "0"), total, parts
 
-    def _flatten(self, e: A.Expr, parts: list[tuple[str, int]]) -> None:
+    def _flatten(self, e: A.Expr, parts: list[tuple[str, int | str]]) -> None:
         if isinstance(e, A.ListExpr):
             for i in e.items:
                 self._flatten(i, parts)
             return
         v = self.value(e)
+        if isinstance(v.type, VarbitT) and isinstance(e, A.Member):
+            parent = self.value(e.obj)  # the header: its _len_ attribute is the width
+            parts.append((v.code, f"{parent.code}._len_{e.name}"))
+            return
         self._flatten_v(v, parts, e.loc)
 
-    def _flatten_v(self, v: V, parts: list[tuple[str, int]], loc: Loc) -> None:
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
         t = v.type
         if isinstance(t, StructT):
             for n, ft in t.fields:
+                if isinstance(ft, VarbitT):  # its current bits
+                    parts.append((f"{v.code}.{pyfield(n)}", f"{v.code}._len_{n}"))
+                    continue
                 self._flatten_v(V(f"{v.code}.{pyfield(n)}", ft), parts, loc)
             return
         if isinstance(t, TupleT):

@@ -458,6 +458,16 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
             for x in d.locals:
                 if isinstance(x, A.ActionDecl):
                     walk(x.body.stmts, params)
+                elif isinstance(x, A.TableDecl):
+                    # arguments an action list binds may be out/inout ones
+                    for prop in x.props:
+                        if prop.name == "actions":
+                            for item in prop.value:  # type: ignore[union-attr]
+                                if isinstance(item.call, A.Call):
+                                    for a in item.call.args:
+                                        p = _place(a.value, params)
+                                        if p is not None:
+                                            out.add(p)
     for a in top_actions:
         walk(a.body.stmts, {})
     return places
@@ -689,6 +699,8 @@ class FastCompiler(ProgramCompiler):
         return "data[pos:]"
 
     def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        if not isinstance(nbits, int):
+            raise NoFast("varbit field in a hash field list")
         if algo not in _FIXED_HASHES or nbits <= 0:
             return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"
@@ -752,6 +764,8 @@ class FastCompiler(ProgramCompiler):
     # ---- statements ----------------------------------------------------------------------
     def stmt(self, s: A.Stmt) -> None:
         self.last_loc = s.loc
+        if isinstance(s, (A.For, A.ForIn)):
+            raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
         if isinstance(s, A.Exit):
             self.emit("return None")
             return
@@ -942,6 +956,8 @@ class FastCompiler(ProgramCompiler):
             if p.direction in ("out", "inout"):
                 if a is None:
                     raise NoFast("missing out argument")
+                if isinstance(pt, (StructT, StackT)):
+                    raise NoFast("header, struct or stack passed out/inout (copied in and out)")
                 self.check_lvalue(a)
                 code = self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc)
                 outs.append((a, py))
@@ -1006,6 +1022,11 @@ class FastCompiler(ProgramCompiler):
                 last = len(live) == len(acts) and j == len(live) - 1 and j > 0
                 self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
                 self.indent()
+            if info.actions[i][0] in info.bound:  # arguments bound by the action list
+                self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
+                if len(acts) > 1:
+                    self.dedent()
+                continue
             bound = {p.name: self.tmp("ap") for p in a.decl.params}
             if bound:
                 self.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")
@@ -1258,8 +1279,7 @@ class FastCompiler(ProgramCompiler):
         self.emit("pos = 0")
         for code, zero in self.block_inits:
             self.emit(f"{code} = {zero}")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         order, self.joins = self.parser_joins()
         if self.joins:
             self.emit("_ps = 0")
@@ -1421,6 +1441,24 @@ class FastCompiler(ProgramCompiler):
         self.emit("    return None")  # no case matched: error.NoMatch, the general path's
 
     # ---- controls ----------------------------------------------------------------------------
+    def declare_struct(self, d: A.StructLike) -> None:
+        super().declare_struct(d)
+        t = self.type_names[d.name]
+        if d.kind == "header" and any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+            raise NoFast(f"header {d.name} has a struct-typed field")
+
+    def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
+        raise NoFast("lookahead of a struct")
+
+    def skip_header(self, e: A.Call) -> None:
+        raise NoFast("extract<T>(_)")
+
+    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+        raise NoFast("== on headers, unions, stacks or structs")  # general path only
+
+    def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
+        raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
+
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         self.block_inits = []
         scope, _pre, _cls, inits, _params = self.control_setup(d, role)
@@ -1435,8 +1473,7 @@ class FastCompiler(ProgramCompiler):
             self.emit("_o = []")
         for code, zero in self.block_inits:
             self.emit(f"{code} = {zero}")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         assert d.body is not None
         if _has_return(d.body.stmts):
             self.emit("while True:")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from p4target.compiler.expressions import V
 from p4target.compiler.naming import pyfield
-from p4target.compiler.types import BitT, BoolT, IntT, StackT, StructT, Type, VarbitT
+from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -18,6 +18,9 @@ class PacketIOCompiler:
     def packet_in_method(self, e: A.Call, name: str) -> V | None:
         if self.fn_kind != "parser":
             raise error(e.loc, f"packet_in.{name} is only available in a parser")
+        if name == "extract" and len(e.args) == 1 and e.args[0].value is None:
+            self.skip_header(e)  # extract<T>(_)
+            return None
         if name == "extract":
             self.nargs(e, 1, 2)
             self.extract(self.arg(e, 0), self.arg(e, 1) if len(e.args) == 2 else None, e.loc)
@@ -54,10 +57,32 @@ class PacketIOCompiler:
                 return V(code, t)
             if isinstance(t, StructT) and t.kind == "header" and not self.has_varbit(t):
                 return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
-            raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W> or a fixed header")
+            if self.wire_struct(t):
+                assert isinstance(t, StructT)
+                nbytes = (t.width + 7) // 8
+                x = self.tmp("la")
+                self.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
+                return V(self.unpack_struct(t, x), t)
+            raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W>, a fixed header or a "
+                              "struct of bit<W> fields")
         if name == "length":
             raise unsupported(e.loc, "packet_in.length()", "v1model (BMv2) does not support it either")
         raise error(e.loc, f"packet_in has no method '{name}'")
+
+    def skip_header(self, e: A.Call) -> None:
+        """``extract<T>(_)``: T's bytes are consumed (PacketTooShort when missing) and
+        dropped."""
+        if len(e.type_args) != 1:
+            raise error(e.loc, "extract(_) needs the header type: extract<T>(_)")
+        t = self.resolve_type(e.type_args[0])
+        if not isinstance(t, StructT) or t.kind != "header":
+            raise error(e.loc, f"extract needs a header type, not {t}")
+        if self.has_varbit(t):
+            raise unsupported(e.loc, "extract<T>(_) of a header with a varbit field",
+                              "extract it into a header and ignore it")
+        short = self.errors_by_name["PacketTooShort"]
+        self.emit(f"if pos + {t.width // 8} > len(data): raise ParserError({short}, pos)")
+        self.emit(f"pos += {t.width // 8}")
 
     def has_varbit(self, t: StructT) -> bool:
         return any(isinstance(ft, VarbitT) for _, ft in t.fields)
@@ -66,8 +91,12 @@ class PacketIOCompiler:
         short = self.errors_by_name["PacketTooShort"]
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.value(target.obj).type, StackT)
-        if stack_next:
-            s = self.value(target.obj)
+        # s.next.m of a stack of header unions: member m of the next element
+        union_next = not stack_next and isinstance(target, A.Member) and isinstance(
+            target.obj, A.Member) and target.obj.name == "next" and isinstance(
+            self.value(target.obj.obj).type, StackT)
+        if stack_next or union_next:
+            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]
             st_t = s.type
             assert isinstance(st_t, StackT)
             sv = self.tmp("s")
@@ -75,8 +104,25 @@ class PacketIOCompiler:
             self.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
                       f"{self.errors_by_name['StackOutOfBounds']}, pos)")
             h = self.tmp("h")
-            self.emit(f"{h} = {sv}.h[{sv}.nxt]")
             t = st_t.elem
+            if union_next:
+                assert isinstance(target, A.Member)
+                mt = t.field_type(target.name) if t.kind == "header_union" else None
+                if mt is None:
+                    raise error(target.loc, f"{t} has no member '{target.name}'")
+                u = self.tmp("u")
+                self.emit(f"{u} = {sv}.h[{sv}.nxt]")
+                for n, _ in t.fields:  # the union's other members become invalid
+                    if n != target.name:
+                        self.emit(f"{u}.{pyfield(n)}._v = False")
+                self.emit(f"{h} = {u}.{pyfield(target.name)}")
+                t = mt  # type: ignore[assignment]
+            elif t.kind == "header_union":
+                raise error(target.loc, "extract into an element of a stack of header unions names "
+                            "the member: extract(s.next.<member>)")
+            else:
+                self.emit(f"{h} = {sv}.h[{sv}.nxt]")
+            stack_next = True
         else:
             self.check_lvalue(target)
             v = self.value(target)
@@ -148,15 +194,36 @@ class PacketIOCompiler:
         return code
 
     def unpack_lines(self, t: StructT, h: str, x: str) -> list[str]:
-        """Field assignments that split the integer ``x`` into header ``h``'s fields."""
+        """Field assignments that split the integer ``x`` into header ``h``'s fields
+        (a struct-typed field's own fields, inline, in order)."""
         lines = []
         after = t.width
-        for i, (n, ft) in enumerate(t.fields):
+        for i, (path, ft) in enumerate(wire_leaves(t)):
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
             after -= w
             shifted = f"({x} >> {after})" if after else x
-            lines.append(f"{h}.{pyfield(n)} = {self.field_from(shifted, ft, w, i != 0)}")
+            lines.append(f"{h}.{path} = {self.field_from(shifted, ft, w, i != 0)}")
         return lines
+
+    def unpack_struct(self, t: StructT, x: str) -> str:
+        """An expression building a struct of ``t`` from the integer ``x`` of its wire
+        bits (``lookahead<struct>``): ``mk_S(...)`` nested like the struct."""
+        after = t.width
+
+        def build(st: StructT) -> str:
+            nonlocal after
+            args = []
+            for _n, ft in st.fields:
+                if isinstance(ft, StructT):
+                    args.append(build(ft))
+                    continue
+                w = 1 if isinstance(ft, BoolT) else bit_width(ft)
+                after -= w
+                shifted = f"({x} >> {after})" if after else x
+                args.append(self.field_from(shifted, ft, w, True))
+            return f"mk_{st.pyname}({', '.join(args)})"
+
+        return build(t)
 
     # ------------------------------------------------------------------ packet_out
     def emit_header(self, v: V, loc: Loc) -> None:
@@ -175,10 +242,15 @@ class PacketIOCompiler:
             h = self.tmp("h")
             self.emit(f"for {h} in {v.code}.h:")
             self.indent()
-            self.emit(f"if {h}._v:")
-            self.indent()
-            self.emit(f"ap({self.pack_code(t.elem, h)})")
-            self.dedent()
+            if t.elem.kind == "header_union":  # each element: its valid member, if any
+                for n, mt in t.elem.fields:
+                    self.emit(f"if {h}.{pyfield(n)}._v:")
+                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]
+            else:
+                self.emit(f"if {h}._v:")
+                self.indent()
+                self.emit(f"ap({self.pack_code(t.elem, h)})")
+                self.dedent()
             self.dedent()
         else:
             raise error(loc, f"emit needs a header, header stack, union or struct of headers, not {t}")
@@ -188,11 +260,11 @@ class PacketIOCompiler:
         varbit = next((n for n, ft in t.fields if isinstance(ft, VarbitT)), None)
         parts = []
         after_fixed = 0
-        for n, ft in reversed(t.fields):
+        for n, ft in reversed(wire_leaves(t)):  # n: the attribute path, "f" or "s.f"
             if isinstance(ft, VarbitT):
                 continue
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
-            fc = f"{h}.{pyfield(n)}"
+            fc = f"{h}.{n}"
             if isinstance(ft, BitT) and ft.signed:
                 fc = f"({fc} & {ft.mask:#x})"
             elif isinstance(ft, BoolT):
@@ -208,6 +280,21 @@ class PacketIOCompiler:
         else:
             nbytes = str(t.width // 8)
         return f"({' | '.join(reversed(parts))}).to_bytes({nbytes}, 'big')"
+
+
+def wire_leaves(t: StructT, prefix: str = "") -> list[tuple[str, Type]]:
+    """The wire fields of a header in order, as (attribute path, type): a struct-typed
+    field contributes its own fields (``s.f``); a serializable enum its underlying type."""
+    out: list[tuple[str, Type]] = []
+    for n, ft in t.fields:
+        path = prefix + pyfield(n)
+        if isinstance(ft, StructT):
+            out += wire_leaves(ft, path + ".")
+        elif isinstance(ft, EnumT) and ft.underlying is not None:
+            out.append((path, ft.underlying))
+        else:
+            out.append((path, ft))
+    return out
 
 
 def _before(t: StructT, field: str, varbit: str) -> bool:

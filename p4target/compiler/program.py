@@ -14,12 +14,13 @@ import logging
 from pathlib import Path
 
 from p4target import model as M
-from p4target.compiler.expressions import ExpressionCompiler, to_type_const
+from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
+from p4target.compiler.subblocks import SUB_REJECT, SubBlockCompiler
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, annos_dict, anno_strs, qualify,
 )
@@ -39,7 +40,8 @@ SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
              "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
              "checksum_error", "parser_error", "priority")
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, ModuleAssembler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
+                      ModuleAssembler):
     def __init__(self, program: A.Program, source: Path):
         self.program = program
         self.source = source
@@ -75,6 +77,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.last_loc: Loc | None = None  # for internal-error messages
         self.param_targets: dict[str, str] = {}  # p_<name> -> PacketState attribute
         self.params_used: set[str] = set()  # block parameters the current function uses
+        self.exit_memo: dict[int, bool] = {}  # may_exit() of each action (by id)
+        self.loops = []
+        self.sub_stack = []  # the control/parser declarations being instantiated
+        self.sub_parent_kind = ""
+        self.sub_reject_defined = False
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
@@ -217,9 +224,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             ft = self.resolve_type(f.type)
             if d.kind == "header":
                 if not isinstance(ft, (BitT, BoolT, VarbitT)) and not (
-                        isinstance(ft, EnumT) and ft.underlying is not None):
+                        isinstance(ft, EnumT) and ft.underlying is not None) and not self.wire_struct(ft):
                     raise error(f.loc, f"header field '{f.name}' has type {ft}; header fields must be "
-                                "bit<W>, int<W>, varbit<W>, bool or a serializable enum")
+                                "bit<W>, int<W>, varbit<W>, bool, a serializable enum or a struct of those")
                 if isinstance(ft, EnumT):
                     ft = ft.underlying  # type: ignore[assignment]
             elif d.kind == "header_union":
@@ -235,8 +242,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                             "number of bytes (add padding bits)")
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
                 raise unsupported(d.loc, "a header with more than one varbit field", "use one")
+            if any(isinstance(ft, VarbitT) for _, ft in t.fields) and any(
+                    isinstance(ft, StructT) for _, ft in t.fields):
+                raise unsupported(d.loc, "a header with both a varbit field and a struct-typed field",
+                                  "write the struct's fields into the header")
         self.type_names[d.name] = t
         self.struct_types.append(t)
+
+    def wire_struct(self, t: Type) -> bool:
+        """A struct that can be a header field: only bit<W>, int<W>, bool, serializable
+        enums and such structs (P4_16 7.2.2), serialized inline in field order."""
+        return isinstance(t, StructT) and t.kind == "struct" and all(
+            isinstance(ft, (BitT, BoolT)) or (isinstance(ft, EnumT) and ft.underlying is not None)
+            or self.wire_struct(ft) for _, ft in t.fields)
 
     def declare_enum(self, d: A.EnumDecl) -> None:
         self.check_new_name(d.name, d.loc)
@@ -301,11 +319,14 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             raise error(main.loc, "V1Switch takes 6 arguments: parser, verifyChecksum, ingress, "
                         "egress, computeChecksum, deparser")
         blocks = []
+        self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
         for i, a in enumerate(main.args):
             v = a.value
-            if not (isinstance(v, A.Call) and isinstance(v.func, A.Name) and not v.args):
+            if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
             blocks.append((v.func.name, v.loc))
+            self.block_ctor_args[v.func.name] = A.Instance(v.func.name, v.loc, [], A.NamedType(v.loc, v.func.name),
+                                                           v.args)
         pname, ploc = blocks[0]
         if pname not in self.parsers:
             raise error(ploc, f"'{pname}' is not a parser declared in this program")
@@ -393,6 +414,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.locals_used = set()
         self.params_used: set[str] = set()
         self.fn_kind = kind
+        self.loops = []
 
     def note_use(self, sym: Sym) -> None:
         self.params_used.add(sym.code)
@@ -465,9 +487,22 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             self.emit(line)
         saved = self.scope
         self.scope = ascope
+        # an action with results that can exit: they are copied out all the same
+        # (P4_16 12.5); it returns a flag after them that tells its caller to exit
+        exits = bool(outs) and not function and self.may_exit(info)
+        if exits:
+            self.action_outs = outs + ["False"]
+            self.emit("try:")
+            self.indent()
         n = len(self.out)
         self.stmts(d.body.stmts)
         info.empty = len(self.out) == n and not function and not outs
+        if exits:
+            if len(self.out) == n:
+                self.emit("pass")
+            self.dedent()
+            self.emit("except ExitControl:")
+            self.emit("    return (" + "".join(o + ", " for o in outs) + "True)")
         self.scope = saved
         if function and not isinstance(self.function_ret, VoidT):
             # p4c rejects a function that can end without return; be safe anyway
@@ -475,7 +510,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             self.emit(f"return {zero}" if not outs else
                       f"return ({zero}, " + "".join(o + ", " for o in outs) + ")")
         elif outs:
-            self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in outs) + ")")
+            self.emit("return (" + ("None, " if function else "") + "".join(o + ", " for o in self.action_outs) + ")")
         self.dedent()
         start = len(self.build_lines)
         self.end_fn()
@@ -483,10 +518,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         self.action_outs = []
 
     # ------------------------------------------------------------------ parser
-    def gen_parser(self, d: A.ParserDecl) -> None:
-        if d.ctor_params:
-            raise unsupported(d.loc, "a parser constructor parameter", "use constants")
+    def block_scope(self, d: A.ControlDecl | A.ParserDecl) -> Scope:
+        """The scope of a V1Switch block: its constructor parameters bound to the
+        constants ``main`` passes (``V1Switch(..., MyIngress(5), ...)``)."""
         scope = self.global_scope.child()
+        inst = self.block_ctor_args.get(d.name)
+        if d.ctor_params or (inst is not None and inst.args):
+            call = inst or A.Instance(d.name, d.loc, [], A.NamedType(d.loc, d.name), [])
+            for name, sym, loc in self.ctor_bindings(call, d, self.global_scope):
+                scope.define(name, sym, loc)
+        return scope
+
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        scope = self.block_scope(d)
         pre = self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
         self.scope = scope
         self.params_used = set()
@@ -510,6 +554,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
     def state_target(self, name: str, loc: Loc) -> str:
         if name == "accept":
             return "None"
+        if name == "reject" and self.sub_parent_kind == "parser":
+            return SUB_REJECT
         if name == "reject":
             self.warnings.append(f"{loc}: explicit transition to reject; like BMv2, the packet goes "
                                  "on to ingress with parser_error unchanged (use verify() to set an error)")
@@ -527,8 +573,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
             self.emit(line)
         if s.name == "start":
             self.params_used |= self.parser_init_params
-            for line in self.parser_inits:
-                self.emit(line)
+            self.emit_lines(self.parser_inits)
         saved = self.scope
         self.scope = saved.child()
         self.stmts(s.stmts)
@@ -591,10 +636,20 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         v = self.value(item)
         if v.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
-        code = self.coerce(v, t, item.loc, "select case")
+        code = self.coerce(self.enum_as_underlying(v, t), t, item.loc, "select case")
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"
+
+    @staticmethod
+    def enum_as_underlying(v: V, t: Type) -> V:
+        """A serializable enum member as a keyset value where the key has the enum's
+        underlying type (header fields and keys of an enum type are stored as it)."""
+        vt = v.type
+        if isinstance(vt, EnumT) and vt.underlying is not None and isinstance(t, BitT) \
+                and vt.underlying == t and v.const is not None:
+            return V(repr(v.const), t, v.const)
+        return v
 
     def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
         """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
@@ -602,15 +657,17 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         v = self.value(e)
         if v.const is None:
             raise error(e.loc, "keyset values must be compile-time constants")
-        code = self.coerce(v, t, e.loc, "keyset value")
+        code = self.coerce(self.enum_as_underlying(v, t), t, e.loc, "keyset value")
         val = int(eval(code, {"__builtins__": {}}))  # noqa: S307 - a literal
         if unsigned and isinstance(t, BitT) and t.signed:
             val &= t.mask
         return val
 
-    def block_locals(self, block: str, decls: list[object], scope: Scope, parser: bool) -> str | None:
-        """Declare a parser's/control's locals; returns the name of its locals class."""
-        fields: list[tuple[str, str]] = []
+    def block_locals(self, block: str, decls: list[object], scope: Scope, parser: bool,
+                     extra: list[tuple[str, str]] | None = None) -> str | None:
+        """Declare a parser's/control's locals; returns the name of its locals class
+        (``extra``: more (attribute, initial value) fields, an instance's parameters)."""
+        fields: list[tuple[str, str]] = list(extra or [])
         inits: list[str] = []
         for d in decls:
             if isinstance(d, A.ConstDecl):
@@ -623,10 +680,20 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
                 if d.init is not None:
+                    # compiled apart: a call in the initializer emits statements (its
+                    # copy-out), which run with the assignment where the block starts
                     self.scope = scope
-                    inits.append(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    saved = self.out, self.ind
+                    self.out, self.ind = [], ""
+                    self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    inits.extend(self.out)
+                    self.out, self.ind = saved
             elif isinstance(d, A.Instance):
-                self.declare_instance(d, None if parser else block, scope)
+                sub = self.sub_block_decl(d)
+                if sub is not None:
+                    self.declare_sub_block(d, sub, block, scope, parser)
+                else:
+                    self.declare_instance(d, None if parser else block, scope)
             elif isinstance(d, A.ValueSetDecl):
                 raise unsupported(d.loc, "value_set", "use constants in select cases")
             elif isinstance(d, A.ActionDecl) and not parser:
@@ -657,8 +724,6 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         """Declare a control's parameters, locals, actions and tables (shared by the
         general output and the fast path); returns (scope, parameter preamble, locals
         class, local initialisers, parameters the initialisers use)."""
-        if d.ctor_params:
-            raise unsupported(d.loc, "a control constructor parameter", "use constants")
         targets: dict[str, list[str | None]] = {
             "ingress": ["hdr", "meta", "sm"], "egress": ["hdr", "meta", "sm"],
             "verify": ["hdr", "meta"], "compute": ["hdr", "meta"], "deparser": ["packet_out", "hdr"],
@@ -667,7 +732,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         if len(d.params) != len(want):
             raise error(d.loc, f"control {d.name} is used as the {role} block and must have "
                         f"{len(want)} parameters")
-        scope = self.global_scope.child()
+        scope = self.block_scope(d)
         pre = self.param_bindings(d.params, want, scope)
         self.scope = scope
         self.control_prefix = d.name
@@ -697,8 +762,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, Modu
         for line in pre:
             self.emit(line)
         self.emit(f"L = {locals_cls}()" if locals_cls else "L = None")
-        for line in inits:
-            self.emit(line)
+        self.emit_lines(inits)
         n = len(self.out)
         assert d.body is not None
         self.stmts(d.body.stmts)

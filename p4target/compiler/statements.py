@@ -5,13 +5,15 @@ v1model extern functions and methods (through the runtime ``Bindings``).
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
+
 from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.extern_calls import ExternCallCompiler
 from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, Type, VarbitT, VoidT,
+    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -29,6 +31,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
 
     def dedent(self) -> None:
         self.ind = self.ind[:-4]
+
+    def emit_lines(self, items: list) -> None:
+        """Emit code compiled apart at indentation "" (strings, or the fast path's
+        deferred nodes, which carry their own indentation) at ``self.ind``."""
+        for x in items:
+            if isinstance(x, str):
+                self.emit(x)
+            else:
+                x.ind = self.ind + x.ind
+                self.out.append(x)
 
     def tmp(self, base: str = "t") -> str:
         self.tmp_count += 1
@@ -66,7 +78,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             self.stmts(s.stmts)
             self.scope = saved
         elif isinstance(s, A.Assign):
-            self.assign(s.target, s.value, s.loc)
+            self.assign_stmt(s)
         elif isinstance(s, A.CallStmt):
             self.call_stmt(s.call)
         elif isinstance(s, A.If):
@@ -89,6 +101,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         elif isinstance(s, A.Exit):
             if self.fn_kind == "parser":
                 raise error(s.loc, "exit is not allowed in a parser; use transition reject")
+            if self.fn_kind == "function":
+                raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
+                            "and exit in the caller")
             self.emit("raise EXIT")
         elif isinstance(s, A.Return):
             if self.fn_kind == "function":
@@ -116,8 +131,102 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 self.emit("return")
         elif isinstance(s, A.Empty):
             pass
+        elif isinstance(s, A.For):
+            self.for_loop(s)
+        elif isinstance(s, A.ForIn):
+            self.for_in_loop(s)
+        elif isinstance(s, (A.Break, A.Continue)):
+            word = "break" if isinstance(s, A.Break) else "continue"
+            if not self.loops:
+                raise error(s.loc, f"'{word}' outside a for loop; remove it")
+            if isinstance(s, A.Continue) and self.loops[-1] is not None:
+                # the three-clause form runs its update before the next test
+                scope, update = self.loops[-1]
+                saved = self.scope
+                self.scope = scope
+                self.stmts(update)
+                self.scope = saved
+            self.emit(word)
         else:
             raise unsupported(s.loc, f"statement {type(s).__name__}", "rewrite it")
+
+    # ------------------------------------------------------------------ loops
+    loops: list[tuple[object, list[A.Stmt]] | None]  # innermost last; None: a for-in loop
+
+    def loop_body(self, body: A.Stmt, entry: tuple[object, list[A.Stmt]] | None) -> None:
+        self.loops.append(entry)
+        self.block_body(body.stmts if isinstance(body, A.Block) else [body])
+        self.loops.pop()
+
+    def for_loop(self, s: A.For) -> None:
+        """``for (init; cond; update)``: a Python ``while True`` whose test comes first
+        (calls in the condition run on every test) and whose update also runs before
+        each ``continue``."""
+        saved = self.scope
+        self.scope = saved.child()
+        self.stmts(s.init)
+        self.emit("while True:")
+        self.indent()
+        if s.cond is not None:
+            c = self.value(s.cond)
+            if not isinstance(c.type, BoolT):
+                raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
+            self.emit(f"if not ({c.code}): break")
+        self.loop_body(s.body, (self.scope, s.update))
+        self.stmts(s.update)
+        self.dedent()
+        self.scope = saved
+
+    def for_in_loop(self, s: A.ForIn) -> None:
+        """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
+        the values are computed once, before the first iteration."""
+        existing: V | None = None
+        if s.type is None:  # for (x in ...): assigns the variable x
+            target = A.Name(s.loc, s.name)
+            t = self.lvalue_type(target)
+            existing = self.value(target)
+        else:
+            t = self.resolve_type(s.type)
+        it = s.iterable
+        copy = ""
+        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
+            st = self.value(it)
+            if st.type.elem is not t and st.type.elem != t:  # type: ignore[union-attr]
+                raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
+                            f"type {st.type.elem}, not {t}")  # type: ignore[union-attr]
+            seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
+        elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
+            raise unsupported(s.loc, f"a for-in loop over values of type {t}",
+                              "loop over bit<W> values (a range lo .. hi or a list) or a header stack")
+        if copy:
+            pass
+        elif isinstance(it, A.Range):
+            lo = self.expr_as(it.lo, t, "range start")
+            hi = self.expr_as(it.hi, t, "range end")
+            seq = f"range({lo}, ({hi}) + 1)"
+        elif isinstance(it, A.ListExpr):
+            seq = "(" + "".join(self.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
+        else:
+            raise unsupported(it.loc, "a for-in loop over this expression",
+                              "loop over a range lo .. hi or a list {a, b}")
+        saved = self.scope
+        self.scope = saved.child()
+        if existing is not None:
+            py = existing.code
+        else:
+            py = self.local_name(s.name)
+            self.scope.define(s.name, Sym("var", t, py), s.loc)
+        if copy:
+            elem = self.tmp("e")
+            self.emit(f"for {elem} in {seq}:")
+            self.indent()
+            self.emit(f"{py} = {elem}{copy}")
+        else:
+            self.emit(f"for {py} in {seq}:")
+            self.indent()
+        self.loop_body(s.body, None)
+        self.dedent()
+        self.scope = saved
 
     def var_decl(self, s: A.VarDecl) -> None:
         t = self.resolve_type(s.type)
@@ -150,6 +259,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             return f"Stack({t.elem.pyname}, {t.size})"
         if isinstance(t, VarbitT):
             return "0"
+        if isinstance(t, TupleT):
+            return "(" + "".join(self.zero(et, loc) + ", " for et in t.elems) + ")"
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
@@ -198,6 +309,81 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(s.loc, "the last switch case has no body; add { }")
 
     # ------------------------------------------------------------------ assignment
+    def assign_stmt(self, s: A.Assign) -> None:
+        """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
+        side effects (a call) is evaluated before the right-hand side, and only once;
+        a plain one is read when the value is stored (p4c's SideEffectOrdering, so
+        BMv2's order). A compound assignment evaluates its left-hand side once: every
+        run-time index is fixed first, then ``lhs = lhs op rhs``."""
+        self.check_lvalue(s.target)
+        target = self.freeze_lvalue(s.target, every_index=s.op is not None)
+        value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
+        self.assign(target, value, s.loc)
+
+    def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
+        """``e`` with its stack indices that have side effects (or, with
+        ``every_index``, all that are not constants) evaluated now into temporaries."""
+        if isinstance(e, A.Member):
+            return A.Member(e.loc, self.freeze_lvalue(e.obj, every_index), e.name)
+        if isinstance(e, A.Slice):
+            return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
+        if isinstance(e, A.Index):
+            obj = self.freeze_lvalue(e.obj, every_index)
+            if not (every_index or self.has_effects(e.index)):
+                return A.Index(e.loc, obj, e.index)
+            iv = self.value(e.index)
+            if iv.const is not None:
+                return A.Index(e.loc, obj, e.index)
+            return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
+        return e
+
+    def spill(self, v: V, loc: Loc) -> A.Name:
+        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
+        t = self.tmp("v")
+        self.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
+        self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
+        return A.Name(loc, "$" + t)
+
+    def has_effects(self, e: A.Expr | None) -> bool:
+        """True when evaluating ``e`` may change state or depend on an order: any call
+        except ``isValid()``, ``lookahead`` and P4 functions without out/inout
+        parameters (whose arguments are looked at in turn)."""
+        if e is None or isinstance(e, (A.IntLit, A.BoolLit, A.StrLit, A.Name, A.TypeNameExpr,
+                                       A.DefaultExpr)):
+            return False
+        if isinstance(e, A.Call):
+            f = e.func
+            if any(self.has_effects(a.value) for a in e.args):
+                return True
+            if isinstance(f, A.Member):
+                if f.name in ("isValid", "lookahead", "minSizeInBits", "minSizeInBytes"):
+                    return self.has_effects(f.obj)
+                return True
+            if isinstance(f, A.Name):
+                sym = self.scope.lookup(f.name)
+                if sym is not None and sym.kind == "func":
+                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)  # type: ignore[union-attr]
+            return True
+        if isinstance(e, A.Member):
+            return self.has_effects(e.obj)
+        if isinstance(e, A.Index):
+            return self.has_effects(e.obj) or self.has_effects(e.index)
+        if isinstance(e, A.Slice):
+            return self.has_effects(e.obj)
+        if isinstance(e, A.Unary):
+            return self.has_effects(e.operand)
+        if isinstance(e, A.Binary):
+            return self.has_effects(e.left) or self.has_effects(e.right)
+        if isinstance(e, A.Ternary):
+            return self.has_effects(e.cond) or self.has_effects(e.then) or self.has_effects(e.other)
+        if isinstance(e, A.Cast):
+            return self.has_effects(e.expr)
+        if isinstance(e, A.ListExpr):
+            return any(self.has_effects(i) for i in e.items)
+        if isinstance(e, A.StructExpr):
+            return any(self.has_effects(v) for _, v in e.fields)
+        return True
+
     def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
         t = self.lvalue_type(target)
         code = self.expr_as(value, t, f"assignment to {expr_text(target)}")
@@ -217,6 +403,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
+        if isinstance(e, A.Index) and isinstance(self.value(e.obj).type, TupleT):
+            raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
             self.check_lvalue(e.obj)
             return
@@ -310,7 +498,12 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 return V(call, ObjT("tableresult", tbl.name), None,  # type: ignore[union-attr]
                          Sym("tableresult", None, call, obj=tbl))
             if sym.kind == "instance":
-                return self.extern_method(e, sym, name)
+                decl = self.extern_decls.get(sym.obj.kind)  # type: ignore[union-attr]
+                method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
+                              None) if decl is not None else None
+                return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
+            if sym.kind == "subblock":
+                return self.sub_apply(e, sym, name)
             raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
         if isinstance(f, A.Name):
             sym = self.scope.lookup(f.name)
@@ -319,9 +512,39 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(e, f.name)
+                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)  # type: ignore[union-attr]
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
+
+    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
+        """An extern call whose arguments have side effects, with the arguments
+        evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
+        l-values fixed; the call is then compiled on the results."""
+        if not any(self.has_effects(a.value) for a in e.args):
+            return e
+        args = []
+        for i, a in enumerate(e.args):
+            p = params[i] if params is not None and i < len(params) and not a.name else None
+            if p is not None and p.direction in ("out", "inout") and a.value is not None:
+                self.check_lvalue(a.value)
+                args.append(A.Arg(a.name, self.freeze_lvalue(a.value, every_index=True), a.loc))
+            else:
+                args.append(A.Arg(a.name, self.settled(a.value), a.loc))
+        return A.Call(e.loc, e.func, e.type_args, args)
+
+    def settled(self, x: A.Expr | None) -> A.Expr | None:
+        """The value of ``x`` kept in a temporary now (lists item by item; constants,
+        types and instances as they are)."""
+        if x is None:
+            return None
+        if isinstance(x, A.ListExpr):
+            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]
+        if isinstance(x, A.StructExpr):
+            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]
+        v = self.expr(x)
+        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
+            return x
+        return self.spill(v, x.loc)
 
     def nargs(self, e: A.Call, *counts: int) -> None:
         if len(e.args) not in counts:
@@ -369,31 +592,47 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
 
     # ------------------------------------------------------------------ actions
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
+        arguments are evaluated left to right (a value is kept in a temporary when a
+        later argument has side effects), each out/inout l-value is fixed when its
+        argument is evaluated, an inout header/struct/stack is passed as a copy, and
+        after the call the results are copied out left to right, also when the
+        callee executed ``exit`` (12.5), which then goes on in the caller."""
         act = sym.obj
         params = act.decl.params  # type: ignore[union-attr]
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
         args = self.bind_args(e, params)
+        later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
         codes: list[str] = []
         outs: list[tuple[A.Expr, Type]] = []
-        for p, a in zip(params, args):
+        for i, (p, a) in enumerate(zip(params, args)):
             pt = self.param_type(p)
+            if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
+                # `_` for an out parameter: the value is computed and dropped
+                outs.append((None, pt))  # type: ignore[arg-type]
+                codes.append(self.zero(pt, e.loc))
+                continue
             if p.direction in ("out", "inout"):
                 if a is None:
                     raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
                 self.check_lvalue(a)
-                at = self.value(a).type
-                if not (at is pt or at == pt):
+                a = self.freeze_lvalue(a, every_index=True)
+                av = self.value(a)
+                if not (av.type is pt or av.type == pt):
                     raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {pt}, not {at}")
+                                f"type {pt}, not {av.type}")
                 outs.append((a, pt))
-                codes.append(self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc))
+                code = self.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
             else:
                 if a is None:
                     raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
                                 f"{act.p4name}")  # type: ignore[union-attr]
-                codes.append(self.expr_as(a, pt, f"argument '{p.name}'"))
+                code = self.expr_as(a, pt, f"argument '{p.name}'")
+            if later[i] and not code.lstrip("-").isdigit():
+                code = self.spill(V(code, pt), a.loc).name[1:]
+            codes.append(code)
         call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"  # type: ignore[union-attr]
         if not outs:
             return V(call, ret if ret is not None else VoidT())
@@ -401,10 +640,43 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.emit(f"{r} = {call}")
         first = 0 if ret is None else 1
         for i, (a, pt) in enumerate(outs):
-            self.store(a, f"{r}[{i + first}]", a.loc)
+            if a is not None:
+                self.store(a, f"{r}[{i + first}]", a.loc)
+        if ret is None and self.may_exit(act):  # type: ignore[arg-type]
+            self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)
         return None
+
+    @staticmethod
+    def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:
+        """Whether the argument for ``p`` is written ``_`` (not just left out)."""
+        if any(a.name for a in e.args):
+            return any(a.name == p.name and a.value is None for a in e.args)
+        i = params.index(p)
+        return i < len(e.args) and e.args[i].value is None
+
+    def may_exit(self, act: object) -> bool:
+        """True when the action's body can execute ``exit`` (itself or in an action it
+        calls). Such an action with out/inout parameters returns a flag after its
+        results, so that its caller copies them out before exiting too."""
+        memo = self.exit_memo
+        key = id(act)
+        if key not in memo:
+            memo[key] = False  # P4 actions do not recurse
+            scope = getattr(act, "scope", None) or self.global_scope
+            found = False
+            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]
+                if isinstance(n, A.Exit):
+                    found = True
+                elif isinstance(n, A.Call) and isinstance(n.func, A.Name):
+                    sym = scope.lookup(n.func.name)
+                    if sym is not None and sym.kind == "action" and self.may_exit(sym.obj):
+                        found = True
+                if found:
+                    break
+            memo[key] = found
+        return memo[key]
 
     def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
         if any(a.name for a in e.args):
@@ -418,3 +690,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [None] * (len(params) - len(vals))
 
+
+def ast_nodes(node: object):
+    """Every statement and expression node under ``node`` (itself included)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, tuple):
+            stack.extend(x)
+        elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
+            yield x
+            stack.extend(getattr(x, f.name) for f in fields(x))

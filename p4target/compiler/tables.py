@@ -163,10 +163,9 @@ class TableCompiler:
             raise error(t.loc, f"table {t.name} has no actions property; add actions = {{ ... }}")
         for item in props["actions"].value:  # type: ignore[union-attr]
             call = item.call
+            bound_args: list[A.Arg] = []
             if isinstance(call, A.Call):
-                if call.args:
-                    raise unsupported(call.loc, "binding action arguments in a table's action list",
-                                      "give the action directionless parameters only")
+                bound_args = call.args
                 call = call.func
             if not isinstance(call, A.Name):
                 raise error(item.loc, "expected an action name")
@@ -179,9 +178,7 @@ class TableCompiler:
             if aloc.file == t.loc.file and (aloc.line, aloc.col) > (t.loc.line, t.loc.col):
                 raise error(call.loc, f"action '{call.name}' is used before its declaration at "
                             f"{aloc}; declare it before table {t.name}")
-            if any(p.direction for p in ainfo.decl.params):
-                raise unsupported(call.loc, f"action {call.name} with directional parameters in a table",
-                                  "use directionless parameters")
+            self.bind_table_action(info, call.name, ainfo, bound_args, item.loc)
             if any(n == call.name for n, _ in info.actions):
                 raise error(call.loc, f"action {call.name} is listed twice in table {t.name}")
             ad = annos_dict(item.annotations)
@@ -264,12 +261,17 @@ class TableCompiler:
         # dispatch: a chain of comparisons for a few actions (empty ones skipped),
         # else the action tuple
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
-        live = [(i, a) for i, a in acts if not a.empty]
-        if len(acts) <= 4 and INLINE_DISPATCH:
+        live = [(i, a) for i, a in acts if not a.empty or info.actions[i][0] in info.bound]
+        if (len(acts) <= 4 and INLINE_DISPATCH) or info.bound:
             for j, (i, a) in enumerate(live):
                 cond = "" if len(live) == len(acts) and j == len(live) - 1 and j > 0 else f" i == {i}"
                 kw = "if" if j == 0 else ("else" if not cond else "elif")
                 self.emit(f"{kw}{cond}:")
+                if info.actions[i][0] in info.bound:
+                    self.indent()
+                    self.call_stmt(self.bound_action_call(info, i, "a"))
+                    self.dedent()
+                    continue
                 body = inline_body(a)
                 if body is not None:
                     if a.decl.params:
@@ -289,6 +291,51 @@ class TableCompiler:
         start = len(self.build_lines)
         self.end_fn()
         info.lines = self.build_lines[start:]
+
+    def bind_table_action(self, info: TableInfo, name: str, ainfo: ActionInfo, args: list[A.Arg],
+                          loc: Loc) -> None:
+        """An action list item: its parameters with a direction must be bound there
+        (``a(hdr.f)``), the directionless ones never are (P4_16 14.2.1.2). The bound
+        expressions are kept and evaluated each time the action runs."""
+        params = ainfo.decl.params
+        directional = [p for p in params if p.direction]
+        if any(p.direction for p in params[len(directional):]):
+            raise error(ainfo.decl.loc, f"action {name}: directionless parameters must come last")
+        if any(a.name for a in args):
+            raise unsupported(loc, "named arguments in a table's action list", "pass them in order")
+        if len(args) > len(directional):
+            what = (f"the directionless parameter '{params[len(directional)].name}'"
+                    if len(directional) < len(params) else "more parameters than it has")
+            raise error(loc, f"action {name}: an action list cannot bind {what}; the control plane gives "
+                        "directionless parameters")
+        if len(args) < len(directional):
+            raise error(loc, f"action {name}: parameter '{directional[len(args)].name}' has a direction "
+                        f"and must be bound here, e.g. {name}(hdr.some_field)")
+        if args:
+            for a in args:
+                if a.value is None:
+                    raise unsupported(a.loc, "a '_' argument in a table's action list", "pass a value")
+            info.bound[name] = [a.value for a in args]  # type: ignore[misc]
+
+    def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
+        """The call that runs action ``i`` of the table with its bound arguments and
+        the control plane's values (the tuple ``cp``) for the directionless ones
+        (``signed``: make int<W> values signed here, not in the action's function)."""
+        name, ainfo = info.actions[i]
+        loc = ainfo.decl.loc
+        args = [A.Arg(None, e, e.loc) for e in info.bound[name]]
+        cps = [p for p in ainfo.decl.params if not p.direction]
+        if cps:
+            names = [self.tmp("cp") for _ in cps]
+            self.emit("".join(n + ", " for n in names) + f"= {cp}")
+            for p, n in zip(cps, names):
+                t = self.resolve_type(p.type)
+                if signed and isinstance(t, BitT) and t.signed:
+                    h = 1 << (t.width - 1)
+                    self.emit(f"{n} = (({n} & {t.mask:#x}) ^ {h}) - {h}")
+                self.scope.define("$" + n, Sym("var", t, n, obj="ro"), loc)
+                args.append(A.Arg(None, A.Name(loc, "$" + n), loc))
+        return A.Call(loc, A.Name(loc, name), [], args)
 
     def inline_table_apply(self, info: TableInfo) -> bool:
         """``t.apply();`` as a statement: paste the helper's body (without its final
@@ -335,6 +382,14 @@ class TableCompiler:
         idx = info.action_index(name, aloc)
         ainfo = info.actions[idx][1]
         params = [p for p in ainfo.decl.params if not p.direction]
+        bound = info.bound.get(name, [])
+        if bound and len(args) == len(bound) + len(params) and not any(a.name for a in args):
+            # the bound arguments again, which must be the action list's (P4_16 14.2.1.3)
+            for a, b in zip(args, bound):
+                if expr_text(a.value) != expr_text(b):
+                    raise error(a.loc, f"action {name}: '{expr_text(a.value)}' must be the action list's "
+                                f"'{expr_text(b)}'")
+            args = args[len(bound):]
         if isinstance(e, A.Name) and params:
             raise error(aloc, f"action {name} needs {len(params)} argument(s)")
         if len(args) != len(params):
@@ -388,9 +443,12 @@ class TableCompiler:
         prios: list[int | None] = []
         n = len(entries)
         current = 0
+        annotated = self.annotated_priorities(entries, explicit) if needs_prio else None
         for i, ent in enumerate(entries):
             if not needs_prio:
                 prios.append(None)
+            elif annotated is not None:
+                prios.append(annotated[i])
             elif not explicit:
                 prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
             else:
@@ -412,6 +470,36 @@ class TableCompiler:
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
+
+    def annotated_priorities(self, entries: list[A.EntryDecl],
+                             explicit: list[A.EntryDecl]) -> list[int] | None:
+        """Priorities of entries some of which carry ``@priority(N)`` (None when none
+        does), for the model where the higher value wins.
+
+        p4c's BMv2 back end writes N into the JSON for an annotated entry and the
+        entry's position (1, 2, ...) for the others; BMv2 prefers the smaller number.
+        Flipping the numbers around the largest keeps that order (ties stay in
+        entry order, as in BMv2)."""
+        bmv2: list[int] = []
+        seen = False
+        for i, ent in enumerate(entries):
+            anno = next((a for a in ent.annotations if a.name == "priority"), None)
+            if anno is None:
+                bmv2.append(i + 1)
+                continue
+            seen = True
+            if len(anno.args) != 1 or not isinstance(anno.args[0], int) or isinstance(anno.args[0], bool) \
+                    or anno.args[0] < 0 or anno.body.strip().startswith("-"):
+                raise error(anno.loc, f"@priority({anno.body}) needs one non-negative integer constant, "
+                            "e.g. @priority(10)")
+            bmv2.append(anno.args[0])
+        if not seen:
+            return None
+        if explicit:
+            raise error(explicit[0].loc, "this table's entries use both @priority and 'priority ='; "
+                        "use one of them")
+        top = max(bmv2) + 1
+        return [top - b for b in bmv2]
 
     def entry_match(self, e: A.Expr, kf: M.KeyField, kt: Type) -> M.KeyMatch:
         kind = kf.match_kind

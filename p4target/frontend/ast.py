@@ -191,6 +191,7 @@ class Block(Stmt):
 class Assign(Stmt):
     target: Expr
     value: Expr
+    op: str | None = None  # a compound assignment's operator: "+" for `+=`, "|+|" for `|+|=`
 
 
 @dataclass
@@ -239,6 +240,36 @@ class Return(Stmt):
 
 @dataclass
 class Empty(Stmt):
+    pass
+
+
+@dataclass
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.4): ``cond`` None loops until break."""
+    init: list[Stmt]
+    cond: Expr | None
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass
+class ForIn(Stmt):
+    """``for (T name in iterable) body``: ``iterable`` is a ``Range`` (both ends
+    included), a ``ListExpr`` or a header stack, evaluated once before the first
+    iteration. ``type`` is None in ``for (name in ...)`` (an existing variable)."""
+    type: TypeRef | None
+    name: str
+    iterable: Expr
+    body: Stmt
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
     pass
 
 

@@ -81,8 +81,12 @@ def _table_names(t: A.TableDecl) -> list[str]:
     return names
 
 
-def control_actions(program: A.Program, control: A.ControlDecl) -> list[str]:
-    """P4Info names of the actions p4c's front end leaves in ``control``, in its order."""
+def control_actions(program: A.Program, control: A.ControlDecl, prefix: str | None = None,
+                    depth: int = 0) -> list[str]:
+    """P4Info names of the actions p4c's front end leaves in ``control`` (whose
+    instance path is ``prefix``, its name for a V1Switch block), in its order, then
+    those of the controls it instantiates (``C() c;``: prefix ``<prefix>.c``)."""
+    prefix = prefix or control.name
     # The compiler's naming rule (@name, leading '.'); imported here because the
     # compiler imports this module.
     from p4target.compiler.entities import qualify
@@ -110,8 +114,14 @@ def control_actions(program: A.Program, control: A.ControlDecl) -> list[str]:
         if n not in local and n in top and n not in copied:
             copied.append(n)
     names = [qualify(None, top[n].name, top[n].annotations) for n in copied if not _hidden(top[n])]
-    names += [qualify(control.name, d.name, d.annotations) for d in control.locals
+    names += [qualify(prefix, d.name, d.annotations) for d in control.locals
               if isinstance(d, A.ActionDecl) and d.name in used_local and not _hidden(d)]
+    controls = {d.name: d for d in program.decls if isinstance(d, A.ControlDecl) and not d.is_type}
+    for d in control.locals:
+        if isinstance(d, A.Instance) and isinstance(d.type, A.NamedType) and d.type.name in controls \
+                and depth < 16:  # the compiler refuses recursive instantiation
+            names += control_actions(program, controls[d.type.name], qualify(prefix, d.name, d.annotations),
+                                     depth + 1)
     return names
 
 

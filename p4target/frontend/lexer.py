@@ -12,7 +12,7 @@ KEYWORDS = frozenset("""
 action apply bit bool const control default else enum error exit extern false header
 header_union if in inout int match_kind out package parser return select state struct
 switch table transition true tuple typedef type varbit void value_set list string entries
-priority this abstract key actions
+priority this abstract key actions for break continue
 """.split()) - {"key", "actions", "priority", "entries", "list"}
 
 _TOKEN = re.compile(r"""
@@ -20,7 +20,7 @@ _TOKEN = re.compile(r"""
 |(?P<num>(?:\d+[ws])?(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*))
 |(?P<ident>[A-Za-z_][A-Za-z0-9_]*)
 |(?P<str>"(?:[^"\\]|\\.)*")
-|(?P<op>&&&|\|\+\||\|-\||\.\.|\+\+|&&|\|\||==|!=|<=|<<|[{}()\[\];:,.=+\-*/%&|^~!?@<>])
+|(?P<op>&&&|\|\+\|=|\|-\|=|\|\+\||\|-\||<<=|[-+*/%&|^]=|\.\.|\+\+|&&|\|\||==|!=|<=|<<|[{}()\[\];:,.=+\-*/%&|^~!?@<>])
 """, re.VERBOSE)
 
 

@@ -14,6 +14,8 @@ from p4target.frontend.source import Loc, error, unsupported
 _BASE_TYPES = {"bit", "int", "varbit", "bool", "error", "void", "string", "match_kind"}
 
 # Binary operator precedence, lowest first, as in p4c's grammar.
+_COMPOUND = frozenset(("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|="))
+
 _BINARY_LEVELS: list[tuple[str, ...]] = [
     ("||",),
     ("&&",),
@@ -659,23 +661,94 @@ class Parser:
                 val = self.expression()
                 self.expect(";")
                 return A.VarDecl(loc, ty, name.text, val, annos, True)
+            if t.text == "for":
+                return self.for_stmt()
+            if t.text in ("break", "continue"):
+                self.pos += 1
+                self.expect(";")
+                return A.Break(loc) if t.text == "break" else A.Continue(loc)
+        st = self.simple_statement(annos)
+        self.expect(";")
+        return st
+
+    def simple_statement(self, annos: list[A.Annotation]) -> A.Stmt:
+        """A variable declaration, assignment or call, without its terminator (also
+        the parts of a ``for`` header)."""
+        loc = self.tok.loc
         if self.starts_type() and self._decl_ahead():
             ty = self.type_ref()
             name = self.ident("a variable name")
             init = None
             if self.accept("="):
                 init = self.expression()
-            self.expect(";")
             return A.VarDecl(loc, ty, name.text, init, annos)
         e = self.expression()
         if self.accept("="):
             val = self.expression()
-            self.expect(";")
             return A.Assign(loc, e, val)
-        self.expect(";")
+        op = self.compound_op()
+        if op is not None:
+            return A.Assign(loc, e, self.expression(), op)
         if not isinstance(e, A.Call):
             raise error(loc, "expected an assignment or a call statement")
         return A.CallStmt(loc, e)
+
+    def for_stmt(self) -> A.Stmt:
+        """``for (init; cond; update) body`` or ``for (T x in lo .. hi / {list}) body``."""
+        loc = self.expect("for").loc
+        self.expect("(")
+        if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().text == "in":
+            var = self.tok  # for (x in ...): an existing variable takes each value
+            self.pos += 2
+            it = self.expression()
+            if self.accept(".."):
+                it = A.Range(it.loc, it, self.expression())
+            self.expect(")")
+            return A.ForIn(loc, None, var.text, it, self.statement())
+        if self.starts_type() and self._decl_ahead():
+            save = self.pos
+            ty = self.type_ref()
+            name = self.ident("a variable name")
+            if self.accept("in"):
+                it = self.expression()
+                if self.accept(".."):
+                    it = A.Range(it.loc, it, self.expression())
+                self.expect(")")
+                return A.ForIn(loc, ty, name.text, it, self.statement())
+            self.pos = save
+        init = self.for_list(";")
+        self.expect(";")
+        cond = None if self.at(";") else self.expression()
+        self.expect(";")
+        update = self.for_list(")")
+        self.expect(")")
+        return A.For(loc, init, cond, update, self.statement())
+
+    def for_list(self, end: str) -> list[A.Stmt]:
+        out: list[A.Stmt] = []
+        while not self.at(end):
+            out.append(self.simple_statement([]))
+            if not self.accept(","):
+                break
+        return out
+
+    def compound_op(self) -> str | None:
+        """The operator of a compound assignment (``+=`` ... ``|-|=``, ``>>=``) at the
+        current token, consumed; None when there is none."""
+        t = self.tok
+        if t.kind == "op" and t.text in _COMPOUND:
+            self.pos += 1
+            return t.text[:-1]
+        if self.at_gt_pair(">") and self.gt_then_eq(1):
+            self.pos += 3
+            return ">>"
+        return None
+
+    def gt_then_eq(self, k: int) -> bool:
+        """The token ``k`` ahead is ``>`` and ``=`` follows it immediately (``>>=``)."""
+        a, b = self.peek(k), self.peek(k + 1)
+        return (a.text == ">" and b.kind == "op" and b.text == "="
+                and b.loc.line == a.loc.line and b.loc.col == a.loc.col + 1)
 
     def _decl_ahead(self) -> bool:
         """After a type name: a declaration has ``name`` next (or a type's ``<``/``[``)."""
@@ -733,7 +806,7 @@ class Parser:
             return None
         ops = _BINARY_LEVELS[level]
         if ">>" in ops and self.at_gt_pair(">"):
-            return ">>"
+            return None if self.gt_then_eq(1) else ">>"
         if ">=" in ops and self.at_gt_pair("="):
             return ">="
         if t.text in ops:

@@ -1,0 +1,299 @@
+"""Controls instantiated in controls and parsers instantiated in parsers (P4_16 13.8,
+14): ``C(args) c;`` then ``c.apply(...)``.
+
+Each instance is compiled once per instance path (``MyIngress.c``, p4c's
+fully-qualified name), so its tables, actions and externs get the P4Info names p4c
+gives them (``MyIngress.c.t``) and two instances of one control are two sets of
+tables, while one instance applied several times shares them. The instance's
+parameters live in its locals object (``L.p_x``), which the caller creates for each
+application: the arguments are copied in, the body runs with that ``L`` (tables and
+actions take it, as for a top-level control), and ``out``/``inout`` arguments are
+copied back afterwards, also when the body ends with ``exit``. A sub-parser runs its
+states from ``start`` until accept on the caller's packet position; a parser error
+ends the whole parse there (no copy-out, as p4c's inlined parser goes to reject).
+
+Constructor parameters are bound at compile time: constants, or other instances
+(``C(d) c0;`` with ``control C(...)(E d)``: ``d.apply`` is the instance passed in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4target.compiler.entities import qualify
+from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.naming import pyident
+from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+MAX_DEPTH = 16  # instance nesting; p4c forbids recursive instantiation
+PARSER_STEP_LIMIT = 10_000
+SUB_REJECT = "s__sub_reject"
+
+
+@dataclass
+class SubBlock:
+    """One compiled instance of a control or parser inside another block."""
+    kind: str  # "control" or "parser"
+    path: str  # P4 instance path, e.g. MyIngress.c
+    decl: A.ControlDecl | A.ParserDecl
+    entry: str  # Python apply function (control) or start state (parser)
+    locals_cls: str | None
+    params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
+
+
+class SubBlockCompiler:
+    """Mixin of the program compiler."""
+
+    def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
+        """The control or parser ``d`` instantiates, or None for an extern instance."""
+        if not isinstance(d.type, A.NamedType):
+            return None
+        name = d.type.name
+        if name in self.controls:
+            return self.controls[name]
+        if name in self.parsers:
+            return self.parsers[name]
+        for decl in self.program.decls:
+            if isinstance(decl, (A.ControlDecl, A.ParserDecl)) and decl.is_type and decl.name == name:
+                raise error(d.loc, f"'{name}' is a {'control' if isinstance(decl, A.ControlDecl) else 'parser'} "
+                            "type without a body; instantiate a control or parser that has one")
+        return None
+
+    def declare_sub_block(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl, parent: str,
+                          scope: Scope, in_parser: bool) -> None:
+        """Compile the instance ``d`` of ``decl`` declared in block ``parent`` (its path)."""
+        kind = "control" if isinstance(decl, A.ControlDecl) else "parser"
+        if (kind == "parser") != in_parser:
+            raise error(d.loc, f"a {kind} cannot be instantiated in a {'parser' if in_parser else 'control'}; "
+                        f"instantiate {kind}s in {kind}s")
+        if decl.type_params:
+            raise unsupported(d.loc, f"instantiating the generic {kind} {decl.name}<...>",
+                              f"declare {decl.name} with concrete types")
+        stack = self.sub_stack
+        if decl.name in stack or len(stack) >= MAX_DEPTH:
+            raise error(d.loc, f"{kind} {decl.name} is instantiated inside itself; P4 forbids recursion")
+        path = qualify(parent, d.name, d.annotations)  # p4c's instance path, @name honoured
+        ctor = self.ctor_bindings(d, decl, scope)
+        saved = self.save_codegen()
+        stack.append(decl.name)
+        try:
+            sub = self.gen_sub_control(decl, path, ctor) if isinstance(decl, A.ControlDecl) \
+                else self.gen_sub_parser(decl, path, ctor)
+        finally:
+            stack.pop()
+            self.restore_codegen(saved)
+        scope.define(d.name, Sym("subblock", ExternT(decl.name), sub.entry, obj=sub), d.loc)
+
+    # ------------------------------------------------------------------ state
+    sub_stack: list[str]
+    sub_parent_kind: str  # "parser" while a sub-parser's states are compiled
+    sub_reject_defined: bool
+
+    def save_codegen(self) -> tuple[object, ...]:
+        return (self.out, self.ind, self.scope, self.control_prefix, self.params_used,
+                self.pending_actions, getattr(self, "locals_inits", []), self.fn_kind, self.loops,
+                self.locals_used, getattr(self, "state_funcs", {}), getattr(self, "state_lines", {}),
+                getattr(self, "parser_inits", []), getattr(self, "parser_init_params", set()),
+                self.action_outs, self.sub_parent_kind)
+
+    def restore_codegen(self, s: tuple[object, ...]) -> None:
+        (self.out, self.ind, self.scope, self.control_prefix, self.params_used, self.pending_actions,
+         self.locals_inits, self.fn_kind, self.loops, self.locals_used, self.state_funcs,
+         self.state_lines, self.parser_inits, self.parser_init_params, self.action_outs,
+         self.sub_parent_kind) = s  # type: ignore[assignment]
+
+    def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
+                      scope: Scope) -> list[tuple[str, Sym, Loc]]:
+        """The constructor arguments of ``d`` as symbols of the instance's scope."""
+        params = decl.ctor_params
+        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)  # type: ignore[arg-type]
+        out = []
+        for p, a in zip(params, args):
+            if a is None:
+                if p.default is None:
+                    raise error(d.loc, f"missing constructor argument '{p.name}' of {decl.name}")
+                a = p.default
+            t = self.resolve_type(p.type)
+            if isinstance(t, ExternT):
+                sym = scope.lookup(a.name) if isinstance(a, A.Name) else None
+                if sym is None or sym.kind != "subblock":
+                    raise unsupported(a.loc, f"this argument for constructor parameter '{p.name}' of type {t}",
+                                      "pass the name of a control or parser instance declared before")
+                if not self.signature_matches(sym.obj.decl, t.name):  # type: ignore[union-attr]
+                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "  # type: ignore[union-attr]
+                                f"the parameters of {t.name}")
+                out.append((p.name, sym, p.loc))
+                continue
+            saved = self.scope
+            self.scope = scope
+            v = self.value(a)
+            self.scope = saved
+            if v.const is None:
+                raise error(a.loc, f"constructor argument '{p.name}' must be a compile-time constant")
+            code = self.coerce(v, t, a.loc, f"constructor argument '{p.name}'")
+            out.append((p.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), p.loc))  # noqa: S307
+        return out
+
+    def signature_matches(self, decl: A.ControlDecl | A.ParserDecl, type_name: str) -> bool:
+        """Whether ``decl`` can be passed where the control/parser type ``type_name`` is
+        expected (same directions and types of parameters)."""
+        if decl.name == type_name:
+            return True
+        want = next((x for x in self.program.decls if isinstance(x, (A.ControlDecl, A.ParserDecl))
+                     and x.name == type_name), None)
+        if want is None or type(want) is not type(decl) or len(want.params) != len(decl.params):
+            return False
+        return all(p.direction == q.direction and self.resolve_type(p.type) == self.resolve_type(q.type)
+                   for p, q in zip(want.params, decl.params))
+
+    def sub_scope(self, decl: A.ControlDecl | A.ParserDecl, ctor: list[tuple[str, Sym, Loc]],
+                  parser: bool) -> tuple[Scope, list[tuple[A.Param, Type, str]], list[tuple[str, str]]]:
+        scope = self.global_scope.child()
+        for name, sym, loc in ctor:
+            scope.define(name, sym, loc)
+        params, fields = [], []
+        for p in decl.params:
+            t = self.resolve_type(p.type)
+            if isinstance(t, ExternT) and t.name == "packet_in" and parser:
+                scope.define(p.name, Sym("packet_in", t, ""), p.loc)
+                continue
+            if isinstance(t, ExternT):
+                raise unsupported(p.loc, f"a parameter of type {t} in an instantiated {decl.name}",
+                                  "pass headers, structs or bit<W> values")
+            if not p.direction:
+                raise error(p.loc, f"parameter '{p.name}' of {decl.name} needs a direction (in, out or inout)")
+            attr = f"p_{p.name}"
+            scope.define(p.name, Sym("var", t, f"L.{attr}", obj="ro" if p.direction == "in" else None), p.loc)
+            params.append((p, t, attr))
+            fields.append((attr, self.zero(t, p.loc)))
+        return scope, params, fields
+
+    # ------------------------------------------------------------------ controls
+    def gen_sub_control(self, d: A.ControlDecl, path: str, ctor: list[tuple[str, Sym, Loc]]) -> SubBlock:
+        self.pending_actions = []
+        self.sub_parent_kind = "control"
+        scope, params, fields = self.sub_scope(d, ctor, parser=False)
+        self.scope = scope
+        self.control_prefix = path
+        self.params_used = set()
+        locals_cls = self.block_locals(path, d.locals, scope, parser=False, extra=fields)
+        inits = self.locals_inits
+        for info, ascope in self.pending_actions:
+            self.gen_action(info, ascope, [])
+        self.pending_actions = []
+        for t in d.locals:
+            if isinstance(t, A.TableDecl):
+                self.scope = scope
+                self.gen_table(t, path, scope, [])
+        fn = pyident("c", path)
+        self.begin_fn("apply")
+        self.scope = scope.child()
+        self.emit(f"def {fn}(st, L):")
+        self.indent()
+        self.emit(f'"""control {d.name} as {path} ({d.loc})"""')
+        for line in inits:
+            self.emit(line)
+        assert d.body is not None
+        self.block_body(d.body.stmts)
+        self.dedent()
+        self.end_fn()
+        return SubBlock("control", path, d, fn, locals_cls, params)
+
+    # ------------------------------------------------------------------ parsers
+    def gen_sub_parser(self, d: A.ParserDecl, path: str, ctor: list[tuple[str, Sym, Loc]]) -> SubBlock:
+        self.sub_parent_kind = "parser"
+        scope, params, fields = self.sub_scope(d, ctor, parser=True)
+        self.scope = scope
+        self.control_prefix = None
+        self.params_used = set()
+        self.fn_kind = "parser"
+        locals_cls = self.block_locals(path, d.locals, scope, parser=True, extra=fields)
+        self.parser_inits = self.locals_inits
+        self.parser_init_params = set()
+        if "start" not in {s.name for s in d.states}:
+            raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
+        self.state_funcs = {s.name: pyident("s", path, s.name) for s in d.states}
+        self.state_lines = {}
+        if not self.sub_reject_defined:
+            # reject in a sub-parser ends the whole parse (p4c inlines it as the
+            # caller's reject): a state that raises, with parser_error left NoError
+            self.build_lines += [f"    def {SUB_REJECT}(st, L, data, pos):",
+                                 f"        raise ParserError({self.errors_by_name['NoError']}, pos)", ""]
+            self.sub_reject_defined = True
+        for s in d.states:
+            self.scope = scope
+            self.gen_state(s, [])
+        return SubBlock("parser", path, d, self.state_funcs["start"], locals_cls, params)
+
+    # ------------------------------------------------------------------ apply
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
+        sub = sym.obj
+        assert isinstance(sub, SubBlock)
+        if name != "apply":
+            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]
+                        f"'{name}'; use apply(...)")
+        if sub.kind == "parser" and self.fn_kind != "parser":
+            raise error(e.loc, "a parser instance can only be applied from a parser state")
+        if sub.kind == "control" and self.fn_kind == "parser":
+            raise error(e.loc, "a control instance cannot be applied from a parser")
+        if self.fn_kind == "action" or self.fn_kind == "function":
+            raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
+        decl_params = [p for p in sub.decl.params
+                       if not (sub.kind == "parser" and self.resolve_type(p.type) == ExternT("packet_in"))]
+        args = self.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
+                              decl_params)
+        if sub.kind == "parser":
+            pk = [a for a in e.args if self.is_packet_arg(a)]
+            if len(pk) != 1:
+                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument")
+        lv = self.tmp("L")
+        self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
+        outs: list[tuple[A.Expr, str]] = []
+        for (p, t, attr), a in zip(sub.params, args):
+            if a is None:
+                raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(a)
+                at = self.value(a).type
+                if not (at is t or at == t):
+                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
+                                f"type {t}, not {at}")
+                outs.append((a, attr))
+                if p.direction == "inout":
+                    self.emit(f"{lv}.{attr} = {self.copied(self.value(a).code, t)}")
+            else:
+                self.emit(f"{lv}.{attr} = {self.expr_as(a, t, f'argument {p.name}')}")
+        if sub.kind == "control":
+            if not outs:
+                return V(f"{sub.entry}(st, {lv})", VoidT())
+            self.emit("try:")
+            self.emit(f"    {sub.entry}(st, {lv})")
+            self.emit("finally:")  # also when the control exits: spec 12.5
+            self.indent()
+            for a, attr in outs:
+                self.store(a, f"{lv}.{attr}", a.loc)
+            self.dedent()
+            return None
+        f, n = self.tmp("f"), self.tmp("n")
+        self.emit(f"{f}, {n} = {sub.entry}, 0")
+        self.emit(f"while {f} is not None:")
+        self.emit(f"    {f}, pos = {f}(st, {lv}, data, pos)")
+        self.emit(f"    {n} += 1")
+        self.emit(f"    if {n} > {PARSER_STEP_LIMIT}: raise ParserError({self.errors_by_name['ParserTimeout']}, pos)")
+        for a, attr in outs:
+            self.store(a, f"{lv}.{attr}", a.loc)
+        return None
+
+    def is_packet_arg(self, a: A.Arg) -> bool:
+        if isinstance(a.value, A.Name):
+            s = self.scope.lookup(a.value.name)
+            return s is not None and s.kind == "packet_in"
+        return False
+
+    @staticmethod
+    def copied(code: str, t: Type) -> str:
+        return f"{code}.copy()" if isinstance(t, (StructT, StackT)) else code
