@@ -181,7 +181,7 @@ class Reconciler:
         encoded: dict[str, list[Entry]] = {}
         for t in targets:
             c = codec(t.program, t.target)
-            es = [c.canonical(e) for e in wanted[t.name]]
+            es = list(wanted[t.name])
             c.check_sizes(es, t.name)
             for e in es:
                 c.check(e)  # EntryError for the first entry that does not fit
@@ -221,7 +221,10 @@ class Reconciler:
                             await s.set_pipeline(p)
                             r.pipeline_pushed = has = True
                         actual = await s.read_entries(c) if has else []
-                        d = diff(encoded[t.name], actual)
+                        # An empty switch takes everything as it is; otherwise compare like with
+                        # like (read-back entries are canonical).
+                        d = (Diff(insert=encoded[t.name]) if not actual
+                             else diff([c.canonical(e) for e in encoded[t.name]], actual))
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
