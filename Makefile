@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.stamp-project
 SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
 
 # System packages from apt (installed only when missing).
-APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc
+APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables
 
 BUILD ?= build
 RUN_DIR ?= /tmp/mrc-p4/run
@@ -117,7 +117,7 @@ test: deps
 bench: deps
 	@$(VENV)/bin/python bench/run.py
 
-EXPERIMENTS := spraying failure trimming netem tcp
+EXPERIMENTS := spraying failure trimming loss_reordering tcp
 experiments: deps
 	@status=0; for e in $(EXPERIMENTS); do \
 	  echo "== experiments.$$e"; $(VENV)/bin/python -m experiments.$$e || status=1; \
