@@ -20,14 +20,13 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.counters import Counts, delta, read_all
+from controller.counters import Counts, read_all
 from controller.topology import Topology, from_parameters
 
 log = logging.getLogger(__name__)
@@ -69,10 +68,6 @@ def read_counters(fn: Any, names: Sequence[str] | None = None) -> dict[str, Coun
     """Every counter of every switch (or of ``names``), over P4Runtime."""
     names = list(names) if names is not None else list(fn.inventory.switches)
     return asyncio.run(read_all([fn.inventory.switches[n] for n in names]))
-
-
-def counter_delta(now: dict[str, Counts], before: dict[str, Counts]) -> dict[str, Counts]:
-    return delta(now, before)
 
 
 # ---- transfers -----------------------------------------------------------------------
@@ -233,8 +228,8 @@ def pyplot() -> Any:
     return plt
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+def parser(module: str, description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     p.add_argument("--out-dir", type=Path, default=RESULTS, help="where the JSON and PNG go (default results/)")
     p.add_argument("--prefix", default=None, help="Mininet node-name prefix (default: a random mrcx...)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the network's start and the controller")
@@ -245,7 +240,3 @@ def setup(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
     if os.geteuid() != 0:
         raise SystemExit("error: the experiments run a Mininet network: run them as root")
-
-
-def now() -> float:
-    return time.time()

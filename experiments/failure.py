@@ -138,7 +138,7 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser(__doc__.split("\n\n")[0])
+    p = C.parser("experiments.failure", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=12_000_000, help="bytes (default 12 MB)")
     p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
     p.add_argument("--cut-after", type=float, default=1.5, help="seconds after the start")

@@ -21,7 +21,6 @@ network stops).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -204,7 +203,7 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser(__doc__.split("\n\n")[0])
+    p = C.parser("experiments.loss_reordering", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=8_000_000, help="bytes (default 8 MB)")
     p.add_argument("--rate", type=float, default=3000, help="sender pacing, packets/s")
     p.add_argument("--loss", type=float, default=2.0, help="percent lost on plane 0's uplinks")

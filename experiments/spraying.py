@@ -18,6 +18,7 @@ from typing import Any
 
 from controller.counters import link_loads
 from controller.paths import links
+from controller.counters import delta
 from experiments import common as C
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
@@ -27,7 +28,7 @@ PLAIN_EV = 40000  # one UDP source port: one flow
 def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, Any]:
     """Per-plane packets out of ``src``'s NIC and per-spine-link packets in the data's
     direction (source leaf up to each spine, each spine down to the destination leaf)."""
-    d = C.counter_delta(after, before)
+    d = delta(after, before)
     s, t = fn.topo.host(src), fn.topo.host(dst)
     planes = {p: d.get(s.nic, {}).get("NicEgress.plane_tx", {}).get(p, (0, 0))[0] for p in range(fn.topo.planes)}
     fabric = [l for l in links(fn.topo) if l.kind == "fabric"]
@@ -92,7 +93,7 @@ def plot(data: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser(__doc__.split("\n\n")[0])
+    p = C.parser("experiments.spraying", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
     p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
     args = p.parse_args(argv)

@@ -84,7 +84,7 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser(__doc__.split("\n\n")[0])
+    p = C.parser("experiments.tcp", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
     p.add_argument("--rate", type=float, default=0, help="MRC-lite pacing, packets/s (default 0: window only)")
     p.add_argument("--mtu", type=int, default=MTU, help=f"MRC-lite payload bytes per packet (default {MTU})")

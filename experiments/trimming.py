@@ -21,6 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from controller.counters import delta
 from experiments import common as C
 from topologies.fabric_net import install_tables
 
@@ -70,7 +71,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, ra
         res = tr.wait()
     finally:
         tr.kill()
-    d = C.counter_delta(C.read_counters(fn), before)
+    d = delta(C.read_counters(fn), before)
     leaves, port = shaped_leaves(fn, dst)
     trimmed = sum(d.get(l, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0] for l in leaves)
     drops = sum(pk for l in leaves for k in ("FabricIngress.drops", "FabricEgress.drops")
@@ -144,7 +145,7 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser(__doc__.split("\n\n")[0])
+    p = C.parser("experiments.trimming", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=1_000_000, help="bytes per sender (default 1 MB)")
     p.add_argument("--rate", type=float, default=1000, help="each sender's pacing, packets/s")
     p.add_argument("--port-rate", type=float, default=500, help="the receiver's leaf port, packets/s per plane")
