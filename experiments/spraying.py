@@ -16,9 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.counters import link_loads
+from controller.counters import delta, link_loads
 from controller.paths import links
-from controller.counters import delta
 from experiments import common as C
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
