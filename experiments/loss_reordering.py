@@ -31,7 +31,7 @@ from typing import Any
 from controller.paths import links
 from experiments import common as C
 
-NFT_TABLE = "mrc_exp_loss"
+NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
 TBF_FACTOR = 1.0  # the bucket's rate against the plane's share of the transfer
 
 
@@ -56,6 +56,7 @@ class Impairments:
     """Loss and delay put on interfaces, and how to take them off and count them."""
 
     method: str  # "netem" or "nftables+tbf"
+    table: str = NFT_TABLE
     undo: list[Callable[[], None]] = field(default_factory=list)
 
     def loss(self, intfs: list[str], pct: float) -> None:
@@ -64,13 +65,13 @@ class Impairments:
                 _run(["tc", "qdisc", "add", "dev", i, "root", "netem", "loss", f"{pct}%"])
                 self.undo.append(lambda i=i: _del_qdisc(i))
             return
-        rules = [f"table netdev {NFT_TABLE} {{"]
+        rules = [f"table netdev {self.table} {{"]
         for n, i in enumerate(intfs):
             rules += [f"  chain loss{n} {{ type filter hook egress device {i} priority 0;",
                       f"    numgen random mod 10000 < {int(round(pct * 100))} counter drop", "  }"]
         rules.append("}")
         _run(["nft", "-f", "-"], "\n".join(rules) + "\n")
-        self.undo.append(lambda: subprocess.run(["nft", "delete", "table", "netdev", NFT_TABLE],
+        self.undo.append(lambda: subprocess.run(["nft", "delete", "table", "netdev", self.table],
                                                 capture_output=True, timeout=20))
 
     def delay(self, intfs: list[str], delay_ms: float, jitter_ms: float, share_bps: float) -> None:
@@ -91,7 +92,7 @@ class Impairments:
                     if q.get("kind") == "netem":
                         total += int(q.get("drops", 0))
             return total
-        data = json.loads(_run(["nft", "-j", "list", "table", "netdev", NFT_TABLE]))
+        data = json.loads(_run(["nft", "-j", "list", "table", "netdev", self.table]))
         return sum(x["counter"]["packets"] for item in data.get("nftables", []) for x in
                    item.get("rule", {}).get("expr", []) if "counter" in x)
 
@@ -134,7 +135,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_
     leaf = fn.topo.host(src).leaf
     lossy, delayed = uplinks(fn, 0, leaf), uplinks(fn, 1, leaf)
     method = method or ("netem" if netem_available(lossy[0]) else "nftables+tbf")
-    imp = Impairments(method)
+    imp = Impairments(method, f"{NFT_TABLE}_{fn.names.prefix}")
     # each plane carries a quarter of the packets, each of its spines half of that
     share = rate / fn.topo.planes / len(delayed) * (1000 + 120) * 8
     try:
@@ -154,7 +155,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_
             p[k] += e[k]
     conn = (res.recv_report.get("connections") or [{}])[0]
     return {"bytes": nbytes, "rate_pps": rate, "loss_pct": loss, "delay_ms": delay_ms, "jitter_ms": jitter_ms,
-            "method": method, "lossy_links": lossy, "reordering_links": delayed, "ok": res.ok,
+            "method": method, "nft_table": imp.table, "lossy_links": lossy, "reordering_links": delayed, "ok": res.ok,
             "summary": res.summary(), "impairment_dropped": dropped, "impairment_delayed": held, "retransmissions": s.get("retransmissions"),
             "completion_time_s": s.get("completion_time_s"), "goodput_bps": s.get("goodput_bps"),
             "per_plane": per_plane, "receiver_counts": conn.get("counts", {}),
