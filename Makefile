@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.stamp-project
 SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
 
 # System packages from apt (installed only when missing).
-APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc
+APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables
 
 BUILD ?= build
 RUN_DIR ?= /tmp/mrc-p4/run
@@ -33,7 +33,7 @@ P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
 P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
-.PHONY: help deps system-packages build run test bench shell clean distclean
+.PHONY: help deps system-packages build run test bench experiments shell clean distclean
 
 help:
 	@echo "make run        set up what is missing, build, start the Mininet fabric, install its tables, run the demo"
@@ -41,6 +41,7 @@ help:
 	@echo "make deps       apt packages, .venv (project, editable) and .venv-shell (p4runtime-shell)"
 	@echo "make build      compile p4src/*.p4 with the embedded target into $(BUILD)/"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
+	@echo "make experiments run the five experiments on the Mininet fabric (root): results/*.json, *.png"
 	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID))"
 	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
 	@echo "make distclean  clean, then remove .venv and .venv-shell"
@@ -115,6 +116,12 @@ test: deps
 
 bench: deps
 	@$(VENV)/bin/python bench/run.py
+
+EXPERIMENTS := spraying failure trimming loss_reordering tcp
+experiments: deps
+	@status=0; for e in $(EXPERIMENTS); do \
+	  echo "== experiments.$$e"; $(VENV)/bin/python -m experiments.$$e || status=1; \
+	done; exit $$status
 
 shell: deps
 	@$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID) || { \

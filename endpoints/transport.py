@@ -929,6 +929,8 @@ class Receiver:
             if idx > c.highest + 1:
                 self._note_holes(c, idx, now)
             c.highest = idx
+        else:  # a first arrival below the highest: it was overtaken (reordering, or a resend)
+            c.counts["out_of_order"] += 1
         bits = c.bits | (1 << (idx - cum - 1))
         if bits & 1:
             t = (bits ^ (bits + 1)).bit_length() - 1

@@ -54,6 +54,25 @@ def _port_spec(text: str) -> tuple[int, str]:
     return port, iface
 
 
+def _queue_spec(kind: str, cast: type) -> Any:
+    """``PORT=VALUE`` for --queue-rate (packets/s > 0) and --queue-depth (packets >= 0)."""
+
+    def parse(text: str) -> tuple[int, Any]:
+        num, sep, value = text.partition("=")
+        try:
+            port, v = int(num, 0), cast(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not PORT={kind.upper()} (for example 2=1000)") from None
+        if not sep or not 0 <= port < 511:
+            raise argparse.ArgumentTypeError(f"{text!r}: give PORT={kind.upper()} with a port 0..510")
+        if v < 0 or (cast is float and v == 0):
+            raise argparse.ArgumentTypeError(f"{text!r}: the {kind} must be "
+                                             + ("more than 0 packets/s" if cast is float else "0 packets or more"))
+        return port, v
+
+    return parse
+
+
 def _define(text: str) -> tuple[str, str]:
     name, _, value = text.partition("=")
     if not name.isidentifier():
@@ -124,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--commands", type=Path, metavar="FILE.stf",
                    help="apply these STF control commands (add, setdefault, mc_*, "
                    "mirroring_*, register_*, ...) to the pipeline at start")
+    r.add_argument("--queue-rate", dest="queue_rates", action="append", default=[], metavar="PORT=PPS",
+                   type=_queue_spec("rate", float),
+                   help="send at most PPS packets/s out of PORT (its egress queues fill behind it; "
+                   "repeat per port)")
+    r.add_argument("--queue-depth", dest="queue_depths", action="append", default=[], metavar="PORT=N",
+                   type=_queue_spec("depth", int),
+                   help="egress queue depth of PORT in packets (default 64; repeat per port)")
     r.add_argument("--pid-file", type=Path, metavar="PATH", help="write the process id here")
     r.add_argument("--netns", metavar="NAME",
                    help="open the interfaces in network namespace NAME (/run/netns/NAME)")
@@ -223,7 +249,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
                          "drop --no-grpc")
 
+    for opt, specs in (("--queue-rate", args.queue_rates), ("--queue-depth", args.queue_depths)):
+        for port, _ in specs:
+            if port not in ports:
+                raise UsageError(f"{opt} {port}=...: port {port} is not an interface port (-i {port}@IFACE)")
+
     device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+    for port, rate in args.queue_rates:
+        device.set_queue_rate(port, rate)
+    for port, depth in args.queue_depths:
+        device.set_queue_depth(port, depth)
     if args.program is not None:
         device.load(_compile(args))
     if args.commands is not None:

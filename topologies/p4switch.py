@@ -137,6 +137,9 @@ class P4Switch(Switch):
         self.ready_timeout = float(ready_timeout)
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
+        # more `p4target run` options from the next (re)start on, e.g. an experiment's
+        # `--queue-rate 1=800` (the embedded target only)
+        self.extra_args: list[str] = []
         mark_node(self)
 
     # ---- what subclasses provide ------------------------------------------
@@ -322,7 +325,7 @@ class EmbeddedP4Switch(P4Switch):
         for port, intf in self.port_interfaces().items():
             cmd += ["-i", f"{port}@{intf}"]
         return cmd + ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id),
-                      "--pid-file", str(self.pid_path), "--log-level", self.log_level]
+                      "--pid-file", str(self.pid_path), "--log-level", self.log_level, *self.extra_args]
 
 
 class Bmv2Switch(P4Switch):

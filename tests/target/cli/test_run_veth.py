@@ -129,3 +129,50 @@ def test_commands_file_with_a_packet_is_refused(lab, tmp_path):
     assert r.stderr.strip() == (f"p4target: {tmp_path}/bad.stf:2:1: error: 'packet' is not a "
                                 "control command; --commands takes table, multicast, "
                                 "mirroring, counter, register and meter commands")
+
+
+@pytest.mark.root
+def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
+    """--queue-rate 3=50 lets one packet out of port 3 every 20 ms; --queue-depth 3=10
+    holds 10 behind it: of a burst of 30 only about 11 come out, spread over >= 180 ms.
+    Port 2 has neither and passes the same burst whole, at once."""
+    p = start(lab, tmp_path, "--queue-rate", "3=50", "--queue-depth", "3=10")
+    try:
+        assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
+        assert p.poll() is None, p.communicate()[1]
+        a, b, c = lab.socket("p4ta0"), lab.socket("p4tb0"), lab.socket("p4tc0")
+        for _ in range(30):
+            a.send(frame("fcbb:bb00:100::1"))  # to port 3
+        first = recv_frames(c, timeout=2.0, want=1)
+        t0 = time.monotonic()
+        nine = recv_frames(c, timeout=2.0, want=9)
+        spread = time.monotonic() - t0
+        rest = recv_frames(c, timeout=1.0)
+        assert len(first) == 1 and len(nine) == 9
+        assert spread >= 0.16, spread  # 9 departures 20 ms apart
+        assert 10 <= 1 + 9 + len(rest) <= 12  # 10 queued + the one leaving (+1 leaving meanwhile)
+        for _ in range(30):
+            a.send(frame("fcbb:1::1"))  # to port 2, no limit
+        t0 = time.monotonic()
+        assert len(recv_frames(b, timeout=2.0, want=30)) == 30
+        assert time.monotonic() - t0 < 0.16, "the unlimited port is not paced"
+    finally:
+        code, err = stop(p)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("argv,what", [
+    (["--queue-rate", "3=100"], "port 3 is not an interface port"),
+    (["--queue-rate", "1=0"], "more than 0 packets/s"),
+    (["--queue-depth", "1=-1"], "0 packets or more"),
+    (["--queue-rate", "1"], "PORT=RATE"),
+])
+def test_bad_queue_options_are_usage_errors(argv, what, capsys):
+    from p4target.cli import main
+
+    try:
+        code = main(["run", str(L3), "-i", "1@p4ta1", *argv])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    assert what in capsys.readouterr().err

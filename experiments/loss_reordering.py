@@ -1,0 +1,234 @@
+"""Experiment 4, loss and reordering on fabric links during a transfer.
+
+Why on the cables: the switches' own drops are rare and bursty; here a steady random
+loss (``--loss`` percent) is put on every uplink of the source leaf in plane 0, and a
+variable delay on every uplink of the source leaf in plane 1, so that packets of that
+plane arrive late against the other planes' (reordering). The transfer must complete
+with every byte verified; the receiver counts the packets that arrived below the
+highest PSN it had seen (``out_of_order``).
+
+With ``tc netem`` in the kernel: ``netem loss L%`` and ``netem delay D jitter J``. This
+machine's kernel has no netem (CONFIG_NET_SCH_NETEM unset), so the experiment falls
+back to what it has: an nftables ``netdev`` egress chain on the interface dropping
+``numgen random mod 10000 < L*100`` (random loss, counted by nft), and a ``tbf``
+token bucket at the plane's share of the rate, whose queue delays that plane's
+bursts (reordering against the unshaped planes; tbf counts the packets it held back
+as ``overlimits``). Every impairment is on the
+root namespace's end of a veth, removed afterwards (and gone with the veth when the
+network stops).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.paths import links
+from experiments import common as C
+
+NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
+TBF_FACTOR = 1.0  # the bucket's rate against the plane's share of the transfer
+
+
+def _run(cmd: list[str], input: str | None = None) -> str:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, input=input)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def netem_available(intf: str) -> bool:
+    """Can a netem qdisc be added here? (Tried on ``intf`` and removed at once.)"""
+    r = subprocess.run(["tc", "qdisc", "add", "dev", intf, "root", "netem", "delay", "1ms"], capture_output=True,
+                       text=True, timeout=20)
+    if r.returncode == 0:
+        subprocess.run(["tc", "qdisc", "del", "dev", intf, "root"], capture_output=True, timeout=20)
+    return r.returncode == 0
+
+
+@dataclass
+class Impairments:
+    """Loss and delay put on interfaces, and how to take them off and count them."""
+
+    method: str  # "netem" or "nftables+tbf"
+    table: str = NFT_TABLE
+    undo: list[Callable[[], None]] = field(default_factory=list)
+
+    def loss(self, intfs: list[str], pct: float) -> None:
+        if self.method == "netem":
+            for i in intfs:
+                _run(["tc", "qdisc", "add", "dev", i, "root", "netem", "loss", f"{pct}%"])
+                self.undo.append(lambda i=i: _del_qdisc(i))
+            return
+        rules = [f"table netdev {self.table} {{"]
+        for n, i in enumerate(intfs):
+            rules += [f"  chain loss{n} {{ type filter hook egress device {i} priority 0;",
+                      f"    numgen random mod 10000 < {int(round(pct * 100))} counter drop", "  }"]
+        rules.append("}")
+        _run(["nft", "-f", "-"], "\n".join(rules) + "\n")
+        self.undo.append(lambda: subprocess.run(["nft", "delete", "table", "netdev", self.table],
+                                                capture_output=True, timeout=20))
+
+    def delay(self, intfs: list[str], delay_ms: float, jitter_ms: float, share_bps: float) -> None:
+        for i in intfs:
+            if self.method == "netem":
+                _run(["tc", "qdisc", "add", "dev", i, "root", "netem", "delay", f"{delay_ms}ms", f"{jitter_ms}ms"])
+            else:  # a bucket of one packet just above the plane's share: its bursts queue
+                _run(["tc", "qdisc", "add", "dev", i, "root", "tbf", "rate", f"{int(share_bps * TBF_FACTOR)}bit",
+                      "burst", "1600", "latency", f"{int(delay_ms * 10)}ms"])
+            self.undo.append(lambda i=i: _del_qdisc(i))
+
+    def lost(self, intfs: list[str]) -> int:
+        """Packets the loss impairment dropped (netem's qdisc stats, or nft's counters)."""
+        if self.method == "netem":
+            total = 0
+            for i in intfs:
+                for q in json.loads(_run(["tc", "-s", "-j", "qdisc", "show", "dev", i]) or "[]"):
+                    if q.get("kind") == "netem":
+                        total += int(q.get("drops", 0))
+            return total
+        data = json.loads(_run(["nft", "-j", "list", "table", "netdev", self.table]))
+        return sum(x["counter"]["packets"] for item in data.get("nftables", []) for x in
+                   item.get("rule", {}).get("expr", []) if "counter" in x)
+
+    def held_back(self, intfs: list[str]) -> int:
+        """Packets the delay impairment made wait (tbf's ``overlimits``; netem delays all)."""
+        total = 0
+        for i in intfs:
+            for q in json.loads(_run(["tc", "-s", "-j", "qdisc", "show", "dev", i]) or "[]"):
+                if q.get("kind") == "tbf":
+                    total += int(q.get("overlimits", 0))
+                elif q.get("kind") == "netem":
+                    total += int(q.get("packets", 0))
+        return total
+
+    def remove(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+
+def _del_qdisc(intf: str) -> None:
+    subprocess.run(["tc", "qdisc", "del", "dev", intf, "root"], capture_output=True, timeout=20)
+
+
+def uplinks(fn: Any, plane: int, leaf: int) -> list[str]:
+    """The leaf's ends (root namespace interfaces) of its cables to the spines in ``plane``."""
+    return [fn.inventory.links[l.name].a_intf for l in links(fn.topo)
+            if l.kind == "fabric" and l.plane == plane and l.leaf == leaf]
+
+
+def qdisc_kinds(intf: str) -> list[str]:
+    return [q.get("kind", "") for q in json.loads(_run(["tc", "-j", "qdisc", "show", "dev", intf]) or "[]")]
+
+
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_ms: float, jitter_ms: float,
+        src: str = "h1", dst: str = "h3", method: str | None = None) -> dict[str, Any]:
+    # the same transfer without impairments first: how much the paths reorder by themselves
+    base = C.run_transfer(fn, src, dst, nbytes, workdir / "baseline", send_args=["--rate", str(rate)],
+                          recv_args=["--nack-delay", "0.05"])
+    base_counts = (base.recv_report.get("connections") or [{}])[0].get("counts", {})
+    leaf = fn.topo.host(src).leaf
+    lossy, delayed = uplinks(fn, 0, leaf), uplinks(fn, 1, leaf)
+    method = method or ("netem" if netem_available(lossy[0]) else "nftables+tbf")
+    imp = Impairments(method, f"{NFT_TABLE}_{fn.names.prefix}")
+    # each plane carries a quarter of the packets, each of its spines half of that
+    share = rate / fn.topo.planes / len(delayed) * (1000 + 120) * 8
+    try:
+        imp.loss(lossy, loss)
+        imp.delay(delayed, delay_ms, jitter_ms, share)
+        res = C.run_transfer(fn, src, dst, nbytes, workdir / "impaired", send_args=["--rate", str(rate)],
+                             recv_args=["--nack-delay", "0.05"])
+        dropped = imp.lost(lossy)
+        held = imp.held_back(delayed)
+    finally:
+        imp.remove()
+    s = res.sender
+    per_plane: dict[str, dict[str, int]] = {}
+    for e in s.get("per_ev", []):
+        p = per_plane.setdefault(str(e["plane"]), {"sent": 0, "retransmits": 0, "losses": 0})
+        for k in p:
+            p[k] += e[k]
+    conn = (res.recv_report.get("connections") or [{}])[0]
+    return {"bytes": nbytes, "rate_pps": rate, "loss_pct": loss, "delay_ms": delay_ms, "jitter_ms": jitter_ms,
+            "method": method, "nft_table": imp.table, "lossy_links": lossy, "reordering_links": delayed, "ok": res.ok,
+            "summary": res.summary(), "impairment_dropped": dropped, "impairment_delayed": held, "retransmissions": s.get("retransmissions"),
+            "completion_time_s": s.get("completion_time_s"), "goodput_bps": s.get("goodput_bps"),
+            "per_plane": per_plane, "receiver_counts": conn.get("counts", {}),
+            "delivered_series": s.get("delivered_series", []),
+            "baseline": {"ok": base.ok, "out_of_order": base_counts.get("out_of_order", 0),
+                         "retransmissions": base.sender.get("retransmissions"),
+                         "goodput_bps": base.sender.get("goodput_bps")}}
+
+
+def figures(d: dict[str, Any]) -> list[str]:
+    r = d["retransmissions"] or {}
+    c = d["receiver_counts"]
+    how = (f"delay {d['delay_ms']} +- {d['jitter_ms']} ms" if d["method"] == "netem"
+           else "a tbf bucket at the plane's share")
+    return [f"loss and reordering ({d['method']}): {d['bytes']} bytes at {d['rate_pps']:g} packets/s; "
+            f"{d['loss_pct']}% loss on {', '.join(d['lossy_links'])}; {how} on {', '.join(d['reordering_links'])}",
+            f"  every byte verified: {d['ok']}; completion {d['completion_time_s'] or 0:.2f} s, goodput "
+            f"{C.mbps(d['goodput_bps'])} Mb/s",
+            f"  dropped by the impairment {d['impairment_dropped']}, held back {d['impairment_delayed']}; retransmissions {r.get('total')} (NACK "
+            f"{r.get('nack')}, timeout {r.get('timeout')}); receiver: {c.get('out_of_order', 0)} arrivals out of "
+            f"order ({d['baseline']['out_of_order']} in the same transfer without impairments), "
+            f"{c.get('duplicates', 0)} duplicates",
+            "  per plane (sent/retransmits/losses): " + ", ".join(
+                f"{p}: {v['sent']}/{v['retransmits']}/{v['losses']}" for p, v in sorted(d["per_plane"].items()))]
+
+
+def plot(d: dict[str, Any]) -> Any:
+    plt = C.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    series = d["delivered_series"]
+    axes[0].plot([t for t, _ in series], [b / 1e6 for _, b in series])
+    axes[0].set_xlabel("seconds after the sender started")
+    axes[0].set_ylabel("MB acknowledged")
+    axes[0].set_title(f"progress (every byte verified: {d['ok']})")
+    planes = sorted(d["per_plane"])
+    xs = range(len(planes))
+    axes[1].bar([x - 0.2 for x in xs], [d["per_plane"][p]["losses"] for p in planes], 0.4, label="losses seen")
+    axes[1].bar([x + 0.2 for x in xs], [d["per_plane"][p]["retransmits"] for p in planes], 0.4,
+                label="retransmitted packets sent on it")
+    axes[1].set_xticks(list(xs), [f"plane {p}" + (" (loss)" if p == "0" else " (delay)" if p == "1" else "")
+                                  for p in planes])
+    axes[1].set_title(f"per plane; {d['receiver_counts'].get('out_of_order', 0)} arrivals out of order")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"{d['loss_pct']}% loss on plane 0, delay on plane 1 ({d['method']})")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = C.parser("experiments.loss_reordering", __doc__.split("\n\n")[0])
+    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes (default 8 MB)")
+    p.add_argument("--rate", type=float, default=3000, help="sender pacing, packets/s")
+    p.add_argument("--loss", type=float, default=2.0, help="percent lost on plane 0's uplinks")
+    p.add_argument("--delay", type=float, default=5.0, help="ms of delay on plane 1's uplinks (netem; tbf: "
+                   "its queue holds 10x this)")
+    p.add_argument("--jitter", type=float, default=4.0, help="ms of jitter on plane 1's uplinks (netem)")
+    p.add_argument("--method", choices=["netem", "nftables+tbf"], default=None,
+                   help="default: netem when the kernel has it")
+    args = p.parse_args(argv)
+    C.setup(args)
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
+            data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate, loss=args.loss, delay_ms=args.delay,
+                       jitter_ms=args.jitter, method=args.method)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(figures(data)))
+    js, png = C.write_results("loss_reordering", data, plot(data), args.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if data["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""Experiment 1, spraying balance: one transfer over every path of 4 planes, against one
+plain UDP flow that the NIC sprays per flow.
+
+Why the switches' counters: the sender's own per-plane counts say what it meant to do;
+the NIC's ``plane_tx`` and the leaves' and spines' ``tx_port`` counters (read over
+P4Runtime before and after) say where the packets went. The MRC transfer (UDP 4791,
+an EV per packet from the address plan) should load every plane and every spine link
+within 10% of the mean. The comparison is the same bytes sent by ``mrc-send`` to
+another UDP port from one source port: not MRC for the NIC, so ``spray_mode`` sprays
+it per flow (docs/nic.md) and the flow hash keeps all of it on one (plane, spine)
+member.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from controller.counters import delta, link_loads
+from controller.paths import links
+from experiments import common as C
+
+PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
+PLAIN_EV = 40000  # one UDP source port: one flow
+
+
+def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, Any]:
+    """Per-plane packets out of ``src``'s NIC and per-spine-link packets in the data's
+    direction (source leaf up to each spine, each spine down to the destination leaf)."""
+    d = delta(after, before)
+    s, t = fn.topo.host(src), fn.topo.host(dst)
+    planes = {p: d.get(s.nic, {}).get("NicEgress.plane_tx", {}).get(p, (0, 0))[0] for p in range(fn.topo.planes)}
+    fabric = [l for l in links(fn.topo) if l.kind == "fabric"]
+    by_name = {x.link: x for x in link_loads(fn.topo, fabric, d)}
+    up = {l.name: by_name[l.name].up_packets for l in fabric if l.leaf == s.leaf}
+    down = {l.name: by_name[l.name].down_packets for l in fabric if l.leaf == t.leaf}
+    return {"planes": planes, "spine_up": up, "spine_down": down}
+
+
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", dst: str = "h3") -> dict[str, Any]:
+    """Both transfers, one after the other, each between two counter reads."""
+    out: dict[str, Any] = {"bytes": nbytes, "rate_pps": rate, "src": src, "dst": dst}
+    recv = ["--nack-delay", "0.05"]
+    for name, send_args, recv_args in (
+            ("mrc", ["--rate", str(rate)], recv),
+            ("per_flow", ["--rate", str(rate), "--port", str(PLAIN_PORT), "--ev-list", str(PLAIN_EV),
+                          "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)])):
+        before = C.read_counters(fn)
+        res = C.run_transfer(fn, src, dst, nbytes, workdir / name, send_args=send_args, recv_args=recv_args)
+        after = C.read_counters(fn)
+        l = loads(fn, before, after, src, dst)
+        out[name] = {"ok": res.ok, "summary": res.summary(), "goodput_bps": res.sender.get("goodput_bps"),
+                     "completion_time_s": res.sender.get("completion_time_s"),
+                     "retransmissions": res.sender.get("retransmissions"),
+                     "sender_per_plane": res.sender.get("per_plane_packets"), **l,
+                     "plane_spread": C.spread(list(l["planes"].values())),
+                     "spine_up_spread": C.spread(list(l["spine_up"].values())),
+                     "spine_down_spread": C.spread(list(l["spine_down"].values()))}
+    return out
+
+
+def figures(data: dict[str, Any]) -> list[str]:
+    lines = [f"spraying: {data['bytes']} bytes {data['src']} -> {data['dst']} at {data['rate_pps']:g} packets/s"]
+    for name, label in (("mrc", "MRC-lite (per packet over 64 EVs)"), ("per_flow", "plain UDP (NIC per flow)")):
+        r = data[name]
+        lines.append(f"  {label}: verified={r['ok']}, goodput {C.mbps(r['goodput_bps'])} Mb/s")
+        lines.append("    per plane (NIC plane_tx): " + ", ".join(f"{p}: {n}" for p, n in r["planes"].items())
+                     + f"; max distance from the mean {100 * r['plane_spread']:.1f}%")
+        lines.append("    per spine link up: " + ", ".join(f"{k}: {v}" for k, v in r["spine_up"].items())
+                     + f"; {100 * r['spine_up_spread']:.1f}%")
+        lines.append("    per spine link down: " + ", ".join(f"{k}: {v}" for k, v in r["spine_down"].items())
+                     + f"; {100 * r['spine_down_spread']:.1f}%")
+    return lines
+
+
+def plot(data: dict[str, Any]) -> Any:
+    plt = C.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
+    for ax, key, title in ((axes[0], "planes", "packets per plane (source NIC)"),
+                           (axes[1], "spine_up", "packets per spine link (source leaf -> spine)")):
+        names = list(data["mrc"][key])
+        xs = range(len(names))
+        ax.bar([x - 0.2 for x in xs], [data["mrc"][key][n] for n in names], 0.4, label="MRC-lite, per packet")
+        ax.bar([x + 0.2 for x in xs], [data["per_flow"][key][n] for n in names], 0.4, label="plain UDP, per flow")
+        ax.set_xticks(list(xs), [f"plane {n}" if key == "planes" else str(n).replace(":", "\n") for n in names],
+                      fontsize=8)
+        ax.set_title(title)
+        ax.set_ylabel("packets")
+    axes[0].legend()
+    fig.suptitle(f"Spraying {data['bytes'] / 1e6:g} MB h1 -> h3 over 4 planes x 2 spines")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = C.parser("experiments.spraying", __doc__.split("\n\n")[0])
+    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
+    p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
+    args = p.parse_args(argv)
+    C.setup(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
+        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate)
+    print("\n".join(figures(data)))
+    js, png = C.write_results("spraying", data, plot(data), args.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if data["mrc"]["ok"] and data["per_flow"]["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

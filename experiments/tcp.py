@@ -1,0 +1,104 @@
+"""Experiment 5, against TCP: goodput of one MRC-lite transfer and of one TCP flow
+(plain Python sockets, ``experiments/tcp_flow.py``) between the same two hosts, one
+after the other in one run, the same bytes each.
+
+Why not at once: two flows on 2 cores of Python switches would measure which process
+the scheduler favours. MRC-lite runs with its window only (``--rate`` paces it) and payloads
+of the size TCP's segments have here (``--mtu 1380``); TCP is the kernel's (cubic), on
+one path (the NIC sprays non-MRC traffic per flow: one plane, one spine), its
+segments handed to the NIC switch as 64 KB super-frames that the target cuts
+(docs/target.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from experiments import common as C
+
+# MRC-lite payload per packet: the host MTU (1460) less IPv6, UDP, BTH and RETH (76),
+# rounded down; TCP's MSS there is 1388 (1460 - IPv6 - TCP with timestamps)
+MTU = 1380
+
+
+def tcp_transfer(fn: Any, src: str, dst: str, nbytes: int, timeout: float = 120.0) -> dict[str, Any]:
+    py = sys.executable
+    recv = fn.host(dst).popen([py, "-m", "experiments.tcp_flow", "recv", "--listen", fn.address(dst), "--bytes",
+                               str(nbytes), "--timeout", str(timeout)], cwd=C.REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    send = fn.host(src).popen([py, "-m", "experiments.tcp_flow", "send", "--to", fn.address(dst), "--bytes",
+                               str(nbytes), "--timeout", str(timeout)], cwd=C.REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        out, err = recv.communicate(timeout=timeout + 10)
+        send.communicate(timeout=30)
+    finally:
+        for p in (recv, send):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    lines = out.decode().strip().splitlines()
+    r = json.loads(lines[-1]) if lines else {"ok": False, "error": err.decode()[-300:]}
+    r["exit"] = recv.returncode
+    return r
+
+
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float | None, mtu: int = MTU, src: str = "h1",
+        dst: str = "h3") -> dict[str, Any]:
+    args = (["--rate", str(rate)] if rate else []) + ["--mtu", str(mtu)]
+    mrc = C.run_transfer(fn, src, dst, nbytes, workdir, send_args=args, recv_args=["--nack-delay", "0.05"])
+    tcp = tcp_transfer(fn, src, dst, nbytes)
+    s = mrc.sender
+    return {"bytes": nbytes, "rate_pps": rate, "mtu": mtu, "src": src, "dst": dst,
+            "mrc": {"ok": mrc.ok, "goodput_bps": s.get("goodput_bps"), "completion_time_s": s.get("completion_time_s"),
+                    "retransmissions": s.get("retransmissions"), "summary": mrc.summary(),
+                    "delivered_series": s.get("delivered_series", [])},
+            "tcp": tcp}
+
+
+def figures(d: dict[str, Any]) -> list[str]:
+    m, t = d["mrc"], d["tcp"]
+    return [f"against TCP: {d['bytes']} bytes {d['src']} -> {d['dst']}, one after the other",
+            f"  MRC-lite ({'paced at %g packets/s' % d['rate_pps'] if d['rate_pps'] else 'window only'}, "
+            f"{d['mtu']}-byte payloads): verified="
+            f"{m['ok']}, goodput {C.mbps(m['goodput_bps'])} Mb/s, completion {m['completion_time_s'] or 0:.2f} s, "
+            f"retransmissions {(m['retransmissions'] or {}).get('total')}",
+            f"  TCP (one flow, one path): verified={t.get('ok')}, goodput {C.mbps(t.get('goodput_bps'))} Mb/s, "
+            f"{t.get('seconds', 0):.2f} s"]
+
+
+def plot(d: dict[str, Any]) -> Any:
+    plt = C.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    vals = [C.mbps(d["mrc"]["goodput_bps"]), C.mbps(d["tcp"].get("goodput_bps"))]
+    ax.bar(["MRC-lite (8 paths)", "TCP (1 path)"], vals, color=["tab:blue", "tab:gray"])
+    for i, v in enumerate(vals):
+        ax.text(i, v, f"{v:.1f}", ha="center", va="bottom")
+    ax.set_ylabel("goodput, Mb/s")
+    ax.set_title(f"{d['bytes'] / 1e6:g} MB h1 -> h3 through the Python fabric")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = C.parser("experiments.tcp", __doc__.split("\n\n")[0])
+    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
+    p.add_argument("--rate", type=float, default=0, help="MRC-lite pacing, packets/s (default 0: window only)")
+    p.add_argument("--mtu", type=int, default=MTU, help=f"MRC-lite payload bytes per packet (default {MTU})")
+    args = p.parse_args(argv)
+    C.setup(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
+        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate or None, mtu=args.mtu)
+    print("\n".join(figures(data)))
+    js, png = C.write_results("tcp", data, plot(data), args.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if data["mrc"]["ok"] and data["tcp"].get("ok") else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""One TCP transfer between two hosts with plain Python sockets (the comparison flow of
+experiment 5): ``python -m experiments.tcp_flow recv --listen ADDR --bytes N`` prints
+one JSON line (bytes, seconds from the first to the last byte, SHA-256 verified);
+``python -m experiments.tcp_flow send --to ADDR --bytes N`` sends the same seeded bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import socket
+import time
+
+PORT = 5201
+
+
+def payload(nbytes: int, seed: int = 0) -> bytes:
+    return random.Random(seed).randbytes(nbytes)
+
+
+def receive(listen: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, object]:
+    srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((listen, PORT))
+    srv.listen(1)
+    srv.settimeout(timeout)
+    print(json.dumps({"listening": listen}), flush=True)
+    conn, _ = srv.accept()
+    conn.settimeout(timeout)
+    h = hashlib.sha256()
+    got = 0
+    first = 0.0
+    while got < nbytes:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
+        first = first or time.monotonic()
+        h.update(chunk)
+        got += len(chunk)
+    last = time.monotonic()
+    conn.close()
+    srv.close()
+    seconds = last - first if first else 0.0
+    ok = got == nbytes and h.digest() == hashlib.sha256(payload(nbytes, seed)).digest()
+    return {"ok": ok, "bytes": got, "seconds": seconds, "goodput_bps": 8 * got / seconds if seconds else 0.0}
+
+
+def send(to: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, object]:
+    data = payload(nbytes, seed)
+    deadline = time.monotonic() + timeout
+    while True:  # the receiver may not listen yet
+        try:
+            s = socket.create_connection((to, PORT), timeout=timeout)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    t0 = time.monotonic()
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)  # the receiver closes when it has everything
+    s.close()
+    return {"bytes": nbytes, "seconds": time.monotonic() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cmd", choices=["send", "recv"])
+    p.add_argument("--to", help="receiver's address (send)")
+    p.add_argument("--listen", help="address to listen on (recv)")
+    p.add_argument("--bytes", type=int, required=True)
+    p.add_argument("--timeout", type=float, default=60.0)
+    args = p.parse_args(argv)
+    if args.cmd == "recv":
+        if not args.listen:
+            p.error("recv needs --listen ADDR")
+        r = receive(args.listen, args.bytes, args.timeout)
+    else:
+        if not args.to:
+            p.error("send needs --to ADDR")
+        r = send(args.to, args.bytes, args.timeout)
+    print(json.dumps(r), flush=True)
+    return 0 if r.get("ok", True) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

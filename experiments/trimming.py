@@ -1,0 +1,165 @@
+"""Experiment 3, trimming: incast of 3 senders into 1 receiver through a rate-limited
+leaf port, with trimming on and with trimming off, in one run.
+
+Why a rate-limited port: the embedded target's ports send as fast as the process can,
+so no queue ever builds by itself. The receiver's leaf in every plane is restarted with
+``p4target run --queue-rate PORT=PPS`` on the port to the receiver's NIC: that port
+drains at PPS and its egress queue (64 packets) fills behind it. With trimming on
+(the controller's ``trim_config`` entries, threshold 32 packets) packets that find the
+queue past the threshold are cut to their headers, marked and sent at high priority;
+the receiver NACKs each at once (trim NACK) and the sender resends it at once. With
+trimming off (the same fabric reconciled without ``trim_config`` entries: the
+topology's ``trim_threshold`` None) the full queue drops, and the senders learn of it
+only from holes NACKed after ``--nack-delay`` or from timeouts. Measured: completion
+time of the incast (the slowest sender), retransmissions by cause, packets trimmed
+(the leaves' ``FabricEgress.trimmed`` counters) and dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from controller.counters import delta
+from experiments import common as C
+from topologies.fabric_net import install_tables
+
+
+def shaped_leaves(fn: Any, dst: str) -> tuple[list[str], int]:
+    """The receiver's leaf in every plane, and its port to the receiver's NIC."""
+    h = fn.topo.host(dst)
+    return [f"p{p}-leaf{h.leaf}" for p in range(fn.topo.planes)], h.port
+
+
+def shape(fn: Any, dst: str, rate: float | None) -> None:
+    """Restart the receiver's leaves with (or without: None) a rate on the port to it and
+    reconcile them (a restarted switch starts empty)."""
+    names, port = shaped_leaves(fn, dst)
+    for name in names:
+        sw = fn.switch(name)
+        sw.extra_args = [] if rate is None else ["--queue-rate", f"{port}={rate:g}"]
+        sw.restart()
+    rep = install_tables(fn)
+    if rep.failed:
+        raise RuntimeError(f"install after the restart failed: {rep.summary()}")
+
+
+def set_trimming(fn: Any, on: bool, threshold: int | None) -> int:
+    """Reconcile every switch with (``on``) or without ``trim_config`` entries; entries written."""
+    fn.topo = dataclasses.replace(fn.topo, trim_threshold=threshold if on else None)
+    rep = install_tables(fn)
+    if rep.failed:
+        raise RuntimeError(f"install failed: {rep.summary()}")
+    return rep.writes
+
+
+# The shaped queue delays packets by up to 64 / PPS seconds (128 ms at 500 packets/s),
+# more on one plane than another: holes are NACKed, and timeouts fire, only after that.
+NACK_DELAY = 0.3
+RTO_MIN = 0.3
+
+
+def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, rate: float) -> dict[str, Any]:
+    before = C.read_counters(fn)
+    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rate", str(rate), "--rto-min", str(RTO_MIN)],
+                    ["--nack-delay", str(NACK_DELAY)], count=len(senders))
+    try:
+        tr.start_receiver()
+        for s in senders:
+            tr.start_sender(s)
+        res = tr.wait()
+    finally:
+        tr.kill()
+    d = delta(C.read_counters(fn), before)
+    leaves, port = shaped_leaves(fn, dst)
+    trimmed = sum(d.get(l, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0] for l in leaves)
+    drops = sum(pk for l in leaves for k in ("FabricIngress.drops", "FabricEgress.drops")
+                for pk, _ in d.get(l, {}).get(k, {}).values())
+    retx = {k: sum((r.get("retransmissions") or {}).get(k, 0) for r in res.send_reports)
+            for k in ("total", "timeout", "nack", "trim_nack")}
+    return {"ok": res.ok, "summaries": [res.summary()],
+            "completion_time_s": max((r.get("completion_time_s") or 0 for r in res.send_reports), default=None),
+            "per_sender_completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports)},
+            "retransmissions": retx, "trimmed": trimmed, "p4_drops": drops,  # (queue overflows are not P4 drops)
+            "evs_retired": sum(r.get("evs_retired", 0) for r in res.send_reports),
+            "trimmed_at_receiver": sum(c.get("counts", {}).get("trimmed", 0)
+                                       for c in res.recv_report.get("connections", [])),
+            "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports)}}
+
+
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, port_rate: float,
+        senders: tuple[str, ...] = ("h1", "h2", "h4"), dst: str = "h3") -> dict[str, Any]:
+    """Shape the receiver's port, incast with trimming on, then off; unshape and put the
+    fabric's entries back whatever happens."""
+    threshold = fn.topo.trim_threshold
+    out: dict[str, Any] = {"bytes_per_sender": nbytes, "rate_pps": rate, "port_rate_pps": port_rate,
+                           "planes": fn.topo.planes, "senders": list(senders), "dst": dst,
+                           "trim_threshold": threshold}
+    try:
+        shape(fn, dst, port_rate)
+        out["trim_on"] = incast(fn, workdir / "on", list(senders), dst, nbytes, rate)
+        out["trim_off_entries_written"] = set_trimming(fn, False, threshold)
+        out["trim_off"] = incast(fn, workdir / "off", list(senders), dst, nbytes, rate)
+    finally:
+        fn.topo = dataclasses.replace(fn.topo, trim_threshold=threshold)
+        shape(fn, dst, None)
+    return out
+
+
+def figures(d: dict[str, Any]) -> list[str]:
+    lines = [f"trimming: incast {', '.join(d['senders'])} -> {d['dst']}, {d['bytes_per_sender']} bytes each at "
+             f"{d['rate_pps']:g} packets/s, receiver's leaf port limited to {d['port_rate_pps']:g} packets/s "
+             f"in each of {d['planes']} planes"]
+    for key, label in (("trim_on", "trimming on "), ("trim_off", "trimming off")):
+        r = d[key]
+        x = r["retransmissions"]
+        lines.append(f"  {label}: verified={r['ok']}, completion {r['completion_time_s'] or 0:.2f} s, "
+                     f"retransmissions {x['total']} (trim NACK {x['trim_nack']}, NACK {x['nack']}, "
+                     f"timeout {x['timeout']}), trimmed {r['trimmed']}, "
+                     f"EVs retired {r['evs_retired']}")
+    return lines
+
+
+def plot(d: dict[str, Any]) -> Any:
+    plt = C.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for key, style in (("trim_on", "-"), ("trim_off", "--")):
+        for s, series in d[key]["delivered_series"].items():
+            axes[0].plot([t for t, _ in series], [b / 1e6 for _, b in series], style,
+                         label=f"{s}, trimming {key[5:]}")
+    axes[0].set_xlabel("seconds after the sender started")
+    axes[0].set_ylabel("MB acknowledged")
+    axes[0].set_title("incast progress per sender")
+    axes[0].legend(fontsize=8)
+    causes = ["trim_nack", "nack", "timeout"]
+    xs = range(len(causes))
+    for i, key in enumerate(("trim_on", "trim_off")):
+        axes[1].bar([x + (i - 0.5) * 0.4 for x in xs], [d[key]["retransmissions"][c] for c in causes], 0.4,
+                    label=f"trimming {key[5:]}: completion {d[key]['completion_time_s'] or 0:.2f} s")
+    axes[1].set_xticks(list(xs), ["trim NACK", "loss NACK", "timeout"])
+    axes[1].set_title("retransmissions by cause")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"Incast 3 -> 1 through a leaf port limited to {d['port_rate_pps']:g} packets/s per plane")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = C.parser("experiments.trimming", __doc__.split("\n\n")[0])
+    p.add_argument("--bytes", type=int, default=1_000_000, help="bytes per sender (default 1 MB)")
+    p.add_argument("--rate", type=float, default=1000, help="each sender's pacing, packets/s")
+    p.add_argument("--port-rate", type=float, default=500, help="the receiver's leaf port, packets/s per plane")
+    args = p.parse_args(argv)
+    C.setup(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
+        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate, port_rate=args.port_rate)
+    print("\n".join(figures(data)))
+    js, png = C.write_results("trimming", data, plot(data), args.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if data["trim_on"]["ok"] and data["trim_off"]["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
