@@ -2,7 +2,7 @@
 
 Why these three: together they show what the fabric is for. Every pair of hosts
 reaches each other over IPv6 through the NICs and the P4 fabric (the ping matrix); one
-MRC flow is spread over every plane (per-plane packet counts read from the NICs'
+MRC-lite transfer (the endpoints' mrc-send and mrc-recv) is spread over every plane (per-plane packet counts read from the NICs'
 P4Runtime counters, not from the senders' intentions); and a spine link cut in the
 middle of the flow changes no fabric table, only the NICs' choice of paths
 (controller/repair.py), while the other planes keep carrying the flow.
@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from controller import plan as P
 from controller.counters import Counts, delta, read_all
 from controller.entries import nodes
 from controller.paths import links
 from topologies.fabric_net import FabricNetwork
-from topologies.mrc_flow import MRC_PORT
-from topologies.p4switch import REPO
 from topologies.ping import PingResult
 
 Say = Callable[[str], None]
@@ -66,12 +63,14 @@ def spine_link(fn: FabricNetwork, src: str, dst: str) -> str | None:
 
 @dataclass
 class FlowResult:
-    """One MRC flow: what was sent and received, per plane before and after the cut."""
+    """One MRC-lite transfer (mrc-send -> mrc-recv): its verdict and report, and the
+    packets per plane before and after the cut as the NICs counted them."""
 
     src: str
     dst: str
-    sent: int
-    received: int
+    nbytes: int
+    verified: bool  # every byte arrived and the receiver's SHA-256 matched the sender's
+    report: dict  # mrc-send's JSON report (README, "MRC-lite endpoints")
     evs: int
     planes_before: dict[int, int]  # packets the source NIC sent into each plane (before the cut, or all)
     planes_after: dict[int, int]  # after the cut (empty without one)
@@ -81,10 +80,7 @@ class FlowResult:
     repair_seconds: float | None = None
     nics_rewritten: list[str] = field(default_factory=list)
     fabric_unchanged: bool | None = None
-
-    @property
-    def lost(self) -> int:
-        return self.sent - self.received
+    errors: list[str] = field(default_factory=list)
 
 
 def _plane_counts(counts: Counts, counter: str) -> dict[int, int]:
@@ -108,58 +104,56 @@ async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
     return dict(await asyncio.gather(*(one(n) for n in fabric)))
 
 
-def run_flow(fn: FabricNetwork, src: str, dst: str, *, packets: int = 400, pps: float = 400.0,
+def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, pps: float = 1000.0,
              cut: str | None = None, say: Say = lambda _: None) -> FlowResult:
-    """Send one MRC flow from ``src`` to ``dst`` over every EV of ``src``'s NIC; with
-    ``cut``, set that link down (controller: cable + NICs) half-way through."""
+    """One MRC-lite transfer of ``nbytes`` from ``src`` to ``dst`` over every EV of
+    ``src``'s NIC, paced at ``pps``; with ``cut``, that link goes down (controller:
+    cable + NICs) half-way through and the transfer must still verify every byte."""
+    import tempfile
+
     from controller.repair import set_link
+    from topologies.transfer import Transfer
 
     s_host, d_host = fn.topo.host(src), fn.topo.host(dst)
-    evs = [e.ev for e in P.nic_evs(fn.topo, s_host, d_host)]
+    evs = P.nic_evs(fn.topo, s_host, d_host)
     nics = [s_host.nic, d_host.nic]
+    seconds = nbytes / 1000 / pps  # 1,000-byte payloads
     before = asyncio.run(_read(fn, nics))
-    py = sys.executable
-    receiver = fn.host(dst).popen([py, "-m", "topologies.mrc_flow", "recv", "--port", str(MRC_PORT),
-                                   "--seconds", str(packets / pps + 15), "--expect", str(packets)], cwd=REPO)
-    time.sleep(0.5)  # the receiver binds its socket
-    sender = fn.host(src).popen([py, "-m", "topologies.mrc_flow", "send", fn.address(dst), "--evs",
-                                 ",".join(map(str, evs)), "--packets", str(packets), "--pps", str(pps),
-                                 "--src", fn.address(src)], cwd=REPO)
     mid = before
     repair_seconds = None
     rewritten: list[str] = []
     tables_before = tables_after = None
-    try:
-        if cut is not None:
-            tables_before = asyncio.run(fabric_tables(fn))
-            time.sleep(packets / pps / 2)
-            mid = asyncio.run(_read(fn, nics))
-            rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
-            repair_seconds, rewritten = rep.seconds, rep.changed
-            say(f"  cut {rep.link} after {sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
-                f" packets: {rep.cable}; {len(rep.changed)} NICs rewritten in {rep.seconds * 1000:.0f} ms, "
-                "no fabric write")
-        sent_out, _ = sender.communicate(timeout=packets / pps + 30)
-        recv_out, _ = receiver.communicate(timeout=packets / pps + 30)
-    finally:
-        for p in (sender, receiver):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
+        t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
+                     send_args=["--rate", str(pps), "--rto-min", "0.2"], recv_args=["--nack-delay", "0.2"])
+        try:
+            if cut is not None:
+                tables_before = asyncio.run(fabric_tables(fn))
+            t.start()
+            if cut is not None:
+                time.sleep(seconds / 2)
+                mid = asyncio.run(_read(fn, nics))
+                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
+                repair_seconds, rewritten = rep.seconds, rep.changed
+                say(f"  cut {rep.link} after "
+                    f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
+                    f" packets: {rep.cable}; {len(rep.changed)} NICs rewritten in {rep.seconds * 1000:.0f} ms, "
+                    "no fabric write")
+            result = t.wait()
+        finally:
+            t.kill()
     after = asyncio.run(_read(fn, nics))
     if cut is None:
-        mid = after  # one phase: the whole flow is "before"
+        mid = after  # one phase: the whole transfer is "before"
     else:
         tables_after = asyncio.run(fabric_tables(fn))
-    sent = json.loads(sent_out.decode().strip().splitlines()[-1])
-    got = json.loads(recv_out.decode().strip().splitlines()[-1])
     first, second = delta(mid, before), delta(after, mid)
     return FlowResult(
-        src, dst, int(sent["sent"]), int(got["received"]), len(evs),
+        src, dst, nbytes, result.ok, result.sender, len(evs),
         _plane_counts(first[s_host.nic], "NicEgress.plane_tx"), _plane_counts(second[s_host.nic], "NicEgress.plane_tx"),
         _plane_counts(first[d_host.nic], "NicIngress.plane_rx"), _plane_counts(second[d_host.nic], "NicIngress.plane_rx"),
         cut, repair_seconds, rewritten,
-        None if tables_before is None else tables_before == tables_after)
+        None if tables_before is None else tables_before == tables_after, result.errors)
 
 
 def format_split(planes: int, counts: dict[int, int]) -> str:

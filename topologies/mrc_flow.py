@@ -1,7 +1,9 @@
-"""A stand-in MRC flow between two fabric hosts: MRC-lite WRITE packets over UDP 4791.
+"""A plain MRC-lite WRITE stream between two fabric hosts, for throughput figures.
 
-Why: until the MRC endpoints exist (endpoints/), the demo and the tests need one flow
-that the NICs treat as MRC (UDP destination port 4791, EV in the UDP source port,
+Why: bench/fabric_net.py measures how many packets per second the fabric carries, one
+plane or sprayed; it needs a sender with no transport in the way (no window, ACKs
+or retransmissions: the demo and the experiments use the real endpoints, mrc-send and
+mrc-recv, through topologies/transfer.py). The stream is one the NICs treat as MRC (UDP destination port 4791, EV in the UDP source port,
 docs/packet-formats.md) and that goes over every plane: each packet is sent from the
 source port of one EV of the sending NIC's EXPLICIT EV set (controller.plan.nic_evs),
 round robin, so the NIC's EV table puts it on that EV's plane and spine. The host's

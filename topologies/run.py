@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "0: any free port)")
     p.add_argument("--run-dir", type=Path, help="logs, pid files, network.json (default $MRC_P4_RUN_DIR "
                    "or /tmp/mrc-p4/run)")
-    p.add_argument("--packets", type=int, default=400, help="packets of the demo's MRC flow (default 400)")
+    p.add_argument("--bytes", type=int, default=2_000_000,
+                   help="bytes of the demo's MRC-lite transfer (default 2,000,000: 2,000 packets at 1,000/s)")
     p.add_argument("--no-demo", action="store_true", help="start and program the network only")
     p.add_argument("--no-cli", action="store_true", help="never open the Mininet CLI, even on a terminal")
     p.add_argument("-v", "--verbose", action="store_true", help="log what the network and controller do")
@@ -149,27 +150,35 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
         return pings_ok, lines + ["MRC flow: skipped (one host only)"]
     dst = others[0]
     cut = demo.spine_link(fn, src.name, dst.name)
-    _say(f"demo: MRC flow {src.name} -> {dst.name}, {args.packets} packets over every EV"
+    _say(f"demo: MRC-lite transfer {src.name} -> {dst.name}, {args.bytes:,} bytes over every EV"
          + (f", cutting {cut} half-way" if cut else ""))
-    flow = demo.run_flow(fn, src.name, dst.name, packets=args.packets, cut=cut, say=_say)
+    flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.bytes, cut=cut, say=_say)
     if cut:
         from controller.repair import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
     before_ok = all(flow.planes_before.get(p, 0) > 0 for p in range(topo.planes))
     after_planes = [p for p in range(topo.planes) if flow.planes_after.get(p, 0) > 0]
-    delivered_ok = flow.received >= 0.9 * flow.sent
-    lines += [f"MRC flow {flow.src} -> {flow.dst}: {flow.received}/{flow.sent} packets delivered "
-              f"({flow.lost} lost), {flow.evs} EVs",
+    r = flow.report
+    retx = r.get("retransmissions", {})
+    goodput = (r.get("goodput_bps") or 0) / 1e6
+    lines += [f"MRC-lite transfer {flow.src} -> {flow.dst}: {flow.nbytes:,} bytes, "
+              + ("every byte verified (SHA-256)" if flow.verified else "NOT verified")
+              + (f" in {r['completion_time_s']:.2f} s ({goodput:.1f} Mb/s)" if r.get("completion_time_s") else ""),
+              f"  {r.get('packets_sent', 0)} data packets over {flow.evs} EVs, {retx.get('total', 0)} retransmitted "
+              f"({retx.get('timeout', 0)} timeout, {retx.get('nack', 0)} NACK, {retx.get('trim_nack', 0)} trim NACK), "
+              f"{r.get('evs_retired', 0)} EVs retired, {r.get('evs_recovered', 0)} recovered",
               f"  per-plane split (source NIC's counters){' before the cut' if cut else ''}: "
               f"{demo.format_split(topo.planes, flow.planes_before)}",
               f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
               f"{demo.format_split(topo.planes, flow.delivered_before)}"]
+    lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
     if cut:
         lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
                   f"  NICs rewritten {len(flow.nics_rewritten)} in {flow.repair_seconds * 1000:.0f} ms; "
                   f"fabric tables {'unchanged' if flow.fabric_unchanged else 'CHANGED'} (read back before and after); "
                   "link restored"]
+    delivered_ok = flow.verified
     ok = pings_ok and before_ok and delivered_ok and (not cut or (flow.fabric_unchanged and bool(after_planes)))
     return ok, lines
 
@@ -179,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.packets < 1:
-        parser.error("--packets must be at least 1")
+    if args.bytes < 1:
+        parser.error("--bytes must be at least 1")
     try:
         check_prefix(args.prefix)
         topo = load_topology(args)

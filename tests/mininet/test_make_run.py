@@ -46,7 +46,7 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
     try:
         res = subprocess.run(
             ["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",
-             f"RUN_ARGS=--prefix {prefix} --grpc-base 0 --packets 200"],
+             f"RUN_ARGS=--prefix {prefix} --grpc-base 0 --bytes 400000"],
             cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
         out = res.stdout
         assert res.returncode == 0, out + res.stderr
@@ -60,8 +60,11 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
                           r"plane 3: (\d+) ", out)
         assert split, out
         per_plane = [int(x) for x in split.groups()]
-        # EV k is on plane k mod 4 and the flow sends the EVs round robin: an even split
-        assert min(per_plane) > 0 and max(per_plane) - min(per_plane) <= 1, per_plane
+        # EV k is on plane k mod 4 and the sender sprays its GOOD EVs round robin: an
+        # even split, give or take the retransmissions of the moment
+        mean = sum(per_plane) / 4
+        assert min(per_plane) > 0 and all(abs(n - mean) <= 0.2 * mean + 2 for n in per_plane), per_plane
+        assert "MRC-lite transfer h1 -> h3: 400,000 bytes, every byte verified (SHA-256)" in out
         assert "fabric tables unchanged (read back before and after)" in out
         assert "result: OK" in out
         assert not (tmp_path / "network.json").exists()
