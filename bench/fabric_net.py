@@ -16,7 +16,6 @@ Needs root and Mininet. Prints only; never asserts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -27,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from topologies.mrc_flow import run_stream  # noqa: E402
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -54,17 +55,9 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def udp_flow(fn, src: str, dst: str, evs: list[int], packets: int, size: int) -> dict:  # noqa: ANN001
-    py = sys.executable
-    recv = fn.host(dst).popen([py, "-m", "topologies.mrc_flow", "recv", "--seconds", "60", "--expect",
-                               str(packets)], cwd=REPO)
-    time.sleep(0.5)
-    send = fn.host(src).popen([py, "-m", "topologies.mrc_flow", "send", fn.address(dst), "--evs",
-                               ",".join(map(str, evs)), "--packets", str(packets), "--pps", "0", "--size",
-                               str(size), "--src", fn.address(src)], cwd=REPO)
-    sent = json.loads(send.communicate(timeout=120)[0].decode().strip().splitlines()[-1])
-    got = json.loads(recv.communicate(timeout=120)[0].decode().strip().splitlines()[-1])
+    got = run_stream(fn, src, dst, evs, packets, 0, size=size)
     secs = got["first_to_last_seconds"] or 1e-9
-    return {"sent": sent["sent"], "received": got["received"], "pps": got["received"] / secs,
+    return {"sent": got["sent"], "received": got["received"], "pps": got["received"] / secs,
             "mbps": got["udp_payload_bytes"] * 8 / secs / 1e6}
 
 

@@ -21,6 +21,7 @@ import argparse
 import json
 import socket
 import struct
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -96,6 +97,32 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
     return {"received": sum(got.values()), "distinct_psns": len(psns), "udp_payload_bytes": nbytes,
             "first_to_last_seconds": round(last - first, 6),
             "per_ev": {str(k): v for k, v in sorted(got.items())}}
+
+
+def run_stream(fn, src: str, dst: str, evs: list[int], packets: int, pps: float, *,  # noqa: ANN001
+               size: int = PAYLOAD, timeout: float = 120.0) -> dict:
+    """Run ``recv`` in host ``dst`` and ``send`` in host ``src`` of a started fabric
+    (topologies/fabric_net.py's FabricNetwork ``fn``); the sender's and the receiver's
+    JSON in one dict (``sent``, ``received``, ``per_ev``, ``first_to_last_seconds``, ...)."""
+    from topologies.p4switch import REPO
+
+    py = sys.executable
+    recv = fn.host(dst).popen([py, "-m", "topologies.mrc_flow", "recv", "--seconds", str(timeout / 2), "--expect",
+                               str(packets)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)  # the receiver binds its socket
+        send_out = fn.host(src).popen([py, "-m", "topologies.mrc_flow", "send", fn.address(dst), "--evs",
+                                       ",".join(map(str, evs)), "--packets", str(packets), "--pps", str(pps),
+                                       "--size", str(size), "--src", fn.address(src)], cwd=REPO,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE).communicate(timeout=timeout)[0]
+        recv_out = recv.communicate(timeout=timeout)[0]
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+            recv.wait()
+    sent = json.loads(send_out.decode().strip().splitlines()[-1])
+    got = json.loads(recv_out.decode().strip().splitlines()[-1])
+    return {**got, "sent": sent["sent"]}
 
 
 def main(argv: list[str] | None = None) -> int:

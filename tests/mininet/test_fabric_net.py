@@ -16,6 +16,7 @@ import os
 import secrets
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -154,9 +155,36 @@ def test_every_host_pair_pings_over_ipv6(fabric: FabricNetwork) -> None:
     assert not ping6(fabric.host("h1"), "fd00:0:1:3::1", count=1).ok, "an address no host has gets no reply"
 
 
-def test_one_flow_reaches_the_other_host_over_every_plane(fabric: FabricNetwork) -> None:
-    from topologies.demo import run_flow
+@dataclass
+class Stream:
+    """A plain MRC-lite WRITE stream (topologies/mrc_flow.py: one packet per EV, round
+    robin, no transport) and the packets per plane its two NICs counted."""
 
+    sent: int
+    received: int
+    planes_before: dict[int, int]  # what the source NIC sent into each plane
+    delivered_before: dict[int, int]  # what the destination NIC received from each plane
+
+
+def run_flow(fn: FabricNetwork, src: str, dst: str, packets: int, pps: float) -> Stream:
+    from controller import plan as P
+    from controller.counters import delta, read_all
+    from topologies.mrc_flow import run_stream
+
+    s, d = fn.topo.host(src), fn.topo.host(dst)
+    targets = [fn.inventory.switches[s.nic], fn.inventory.switches[d.nic]]
+    before = asyncio.run(read_all(targets))
+    got = run_stream(fn, src, dst, [e.ev for e in P.nic_evs(fn.topo, s, d)], packets, pps)
+    diff = delta(asyncio.run(read_all(targets)), before)
+
+    def planes(nic: str, counter: str) -> dict[int, int]:
+        return {p: pk for p, (pk, _) in sorted(diff[nic].get(counter, {}).items())}
+
+    return Stream(got["sent"], got["received"], planes(s.nic, "NicEgress.plane_tx"),
+                  planes(d.nic, "NicIngress.plane_rx"))
+
+
+def test_one_flow_reaches_the_other_host_over_every_plane(fabric: FabricNetwork) -> None:
     flow = run_flow(fabric, "h1", "h4", packets=200, pps=400)
     assert (flow.sent, flow.received) == (200, 200)
     # 64 EVs, EV k on plane k mod 2, sent round robin: 100 packets into each plane
@@ -166,7 +194,6 @@ def test_one_flow_reaches_the_other_host_over_every_plane(fabric: FabricNetwork)
 
 def test_a_cut_link_changes_no_fabric_table_and_the_other_plane_carries(fabric: FabricNetwork) -> None:
     from controller.repair import set_link
-    from topologies.demo import run_flow
 
     fabric_names = [n for n in fabric.inventory.switches if not n.startswith("nic")]
     nic_names = [n for n in fabric.inventory.switches if n.startswith("nic")]
@@ -213,8 +240,6 @@ def test_mrcctl_reaches_the_running_network_through_its_state_file(fabric: Fabri
 
 
 def test_a_killed_switch_is_restarted_and_reconciled(fabric: FabricNetwork) -> None:
-    from topologies.demo import run_flow
-
     spine = fabric.switch("p0-spine0")
     old_pid = spine.proc.pid
     spine.proc.kill()
