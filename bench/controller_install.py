@@ -1,13 +1,14 @@
 """The controller's install rate into embedded-target P4Runtime servers.
 
-Eight ``p4target run --no-p4`` NIC switches (each on one veth in a private
-namespace ``p4t-bench-...``), a topology whose NICs each get about 16,400 entries
-(1 plane, 4 leaves, 64 hosts per leaf, 64 EXPLICIT EVs: 255 destinations x 64 EVs).
-Two figures from one run, summed over 4 switches written in parallel:
+``p4target run`` NIC switches (each on one veth in a private namespace
+``p4t-bench-...``), a topology whose NICs each get about 16,300 entries (1 plane, 4
+leaves, 64 hosts per leaf, 64 EXPLICIT EVs: 255 destinations x 64 EVs). Two rounds,
+one switch and four switches written in parallel, each with two figures from the
+same run, summed over the switches:
 
 - server-side: the same entries, encoded beforehand, written in batches of 1,000
   (what the servers can take from this client);
-- controller: ``Reconciler.run`` on 4 other switches, started with nic.p4 loaded as
+- controller: ``Reconciler.run`` on as many other switches, started with nic.p4 loaded as
   a Mininet network starts them (pipeline check, encode, read, diff, write), the way
   ``mrcctl install`` does it.
 
@@ -36,7 +37,6 @@ from controller.reconcile import BATCH, Reconciler  # noqa: E402
 from controller.topology import from_parameters  # noqa: E402
 
 P4TARGET = REPO / ".venv" / "bin" / "p4target"
-SWITCHES = 8
 
 
 def free_base(count: int) -> int:
@@ -68,17 +68,28 @@ async def raw_write(targets, wanted) -> float:
     return dt
 
 
+ROUNDS = ((1, "1 switch: the client on one core, the server on the other, as in bench/p4runtime_rate.py"),
+          (4, "4 switches in parallel: 4 servers and the client share the 2 cores"))
+
+
 def main() -> None:
     if os.geteuid() != 0:
         print("controller install rate: skipped (needs root for the switches' namespace)")
         return
     topo = from_parameters(name="bench", planes=1, spines=1, leaves=4, hosts_per_leaf=64, evs_per_nic=64)
-    nics = [n for n in nodes(topo) if n.program == "nic"][:SWITCHES]
+    # Per round: n empty switches for the raw writes, n started with nic.p4 for the controller.
+    count = sum(2 * n for n, _ in ROUNDS)
+    nics = [n for n in nodes(topo) if n.program == "nic"][:count]
     inv = default_inventory(topo, {"parameters": {}}, base_port=free_base(len(nodes(topo))))
     ns = f"p4t-bench-{uuid.uuid4().hex[:6]}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     procs = []
     try:
+        groups, k = [], 0
+        for n, _ in ROUNDS:
+            groups.append((nics[k:k + n], nics[k + n:k + 2 * n]))
+            k += 2 * n
+        ctl_names = {x.name for _, ctl in groups for x in ctl}
         for k, n in enumerate(nics):
             dev = f"p4tbd{k}a"
             subprocess.run(["ip", "-n", ns, "link", "add", dev, "type", "veth", "peer", "name", f"p4tbd{k}b"],
@@ -86,7 +97,7 @@ def main() -> None:
             subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
             t = inv.switches[n.name]
             # The controller's switches start with the program, as in a Mininet network.
-            program = ["--no-p4"] if k < SWITCHES // 2 else [str(REPO / "p4src" / "nic.p4")]
+            program = [str(REPO / "p4src" / "nic.p4")] if n.name in ctl_names else ["--no-p4"]
             procs.append(subprocess.Popen([str(P4TARGET), "run", *program, "--netns", ns, "-i", f"0@{dev}",
                                            "--grpc-addr", t.address, "--device-id", str(t.device_id)],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -99,23 +110,24 @@ def main() -> None:
                 except OSError:
                     time.sleep(0.1)
         wanted = {n.name: entries_of(topo, n) for n in nics}
-        raw_targets = [inv.switches[n.name] for n in nics[:SWITCHES // 2]]
-        ctl_targets = [inv.switches[n.name] for n in nics[SWITCHES // 2:]]
-        raw_n = sum(len(wanted[t.name]) for t in raw_targets)
-        raw_s = asyncio.run(raw_write(raw_targets, wanted))
-        cpu0 = time.process_time()
-        rep = asyncio.run(Reconciler(ctl_targets).run({t.name: wanted[t.name] for t in ctl_targets}))
-        ctl_cpu = time.process_time() - cpu0
-        if rep.failed:
-            print(f"controller install rate: FAILED: {rep.failed[0].error}")
-            sys.exit(1)
-        raw_rate, ctl_rate = raw_n / raw_s, rep.writes / rep.seconds
-        print(f"controller install rate ({len(ctl_targets)} NIC switches in parallel, "
-              f"{rep.writes:,} entries, batches of {BATCH}):")
-        print(f"  server-side (pre-encoded writes): {raw_rate:,.0f} entries/s ({raw_n:,} entries in {raw_s:.2f} s)")
-        print(f"  controller (Reconciler: pipeline check, encode, read, diff, write): {ctl_rate:,.0f} entries/s "
-              f"in {rep.seconds:.2f} s, {ctl_cpu:.2f} s of this process's CPU (target >= 20,000)")
-        print(f"  ratio controller / server-side: {ctl_rate / raw_rate:.2f} (target >= 0.8)")
+        print(f"controller install rate (NIC switches of ~16,300 entries each, batches of {BATCH}):")
+        for (n, what), (raw_nodes, ctl_nodes) in zip(ROUNDS, groups):
+            raw_targets = [inv.switches[x.name] for x in raw_nodes]
+            ctl_targets = [inv.switches[x.name] for x in ctl_nodes]
+            raw_n = sum(len(wanted[t.name]) for t in raw_targets)
+            raw_s = asyncio.run(raw_write(raw_targets, wanted))
+            cpu0 = time.process_time()
+            rep = asyncio.run(Reconciler(ctl_targets).run({t.name: wanted[t.name] for t in ctl_targets}))
+            ctl_cpu = time.process_time() - cpu0
+            if rep.failed:
+                print(f"controller install rate: FAILED: {rep.failed[0].error}")
+                sys.exit(1)
+            raw_rate, ctl_rate = raw_n / raw_s, rep.writes / rep.seconds
+            print(f"  {what}:")
+            print(f"    server-side (pre-encoded writes): {raw_rate:,.0f} entries/s ({raw_n:,} entries in {raw_s:.2f} s)")
+            print(f"    controller (Reconciler: pipeline check, encode, read, diff, write): {ctl_rate:,.0f} entries/s "
+                  f"in {rep.seconds:.2f} s, {ctl_cpu:.2f} s of this process's CPU (target >= 20,000)")
+            print(f"    ratio controller / server-side: {ctl_rate / raw_rate:.2f} (target >= 0.8)")
     finally:
         for p in procs:
             p.terminate()

@@ -227,9 +227,11 @@ class Codec:
         self.encode_into(ent, e)
         return ent
 
-    def write_request(self, kind: str, entries: Iterable[Entry]) -> p4runtime_pb2.WriteRequest:
-        """A WriteRequest of ``kind`` (insert, modify, delete) updates, one per entry."""
-        req = p4runtime_pb2.WriteRequest()
+    def write_request(self, kind: str, entries: Iterable[Entry],
+                      into: p4runtime_pb2.WriteRequest | None = None) -> p4runtime_pb2.WriteRequest:
+        """A WriteRequest of ``kind`` (insert, modify, delete) updates, one per entry
+        (appended to ``into`` when given)."""
+        req = p4runtime_pb2.WriteRequest() if into is None else into
         t = UPDATE_TYPES[kind]
         add = req.updates.add
         fill = self.encode_into

@@ -139,14 +139,28 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
+ENCODE_SLICE = 100  # entries encoded between two turns of the event loop
+
+
+async def _encode(c: Codec, kind: str, entries: Sequence[Entry]) -> object:
+    """``c.write_request(kind, entries)``, giving the event loop a turn every
+    ENCODE_SLICE entries so that a request already handed to gRPC goes out meanwhile."""
+    req = c.write_request(kind, ())
+    for k in range(0, len(entries), ENCODE_SLICE):
+        c.write_request(kind, entries[k:k + ENCODE_SLICE], into=req)
+        await asyncio.sleep(0)
+    return req
+
+
 async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
-    """Write ``d`` in ordered batches of BATCH updates, one request in flight while the
-    next is encoded (the switch works while this process encodes)."""
+    """Write ``d`` in ordered batches of BATCH updates. The next request is encoded
+    while the previous one travels and the switch works on it (encoding is the
+    controller's main cost; the switch is another process)."""
     for kind, entries in steps(d):
         pending: asyncio.Task | None = None
         for k in range(0, len(entries), BATCH):
             chunk = entries[k:k + BATCH]
-            req = c.write_request(kind, chunk)
+            req = await _encode(c, kind, chunk)
             if pending is not None:
                 await pending
             pending = asyncio.ensure_future(s.write(req))

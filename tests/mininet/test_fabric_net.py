@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from controller.topology import from_parameters
+from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from tools.cleanup import clean, find_leftovers
 
 pytestmark = pytest.mark.root
@@ -33,22 +33,11 @@ SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=2)
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _prefix() -> str:
-    return "mrc" + secrets.token_hex(2)[:3]
-
-
-def _assert_nothing_left(prefix: str, run_dir: Path) -> None:
-    left = find_leftovers((prefix,), directory=run_dir)
-    if not left.empty():
-        clean((prefix,), directory=run_dir)
-        pytest.fail(f"the fabric network left behind {left.describe()}")
-
-
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
-    prefix = _prefix()
+    prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("fabric-run")
     try:
         with fabric_network(from_parameters(**SHAPE), prefix=prefix, target="embedded", grpc_base=0,
@@ -57,7 +46,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
             assert not rep.failed, rep.summary()
             yield fn
     finally:
-        _assert_nothing_left(prefix, run_dir)
+        assert_nothing_left(prefix, run_dir)
 
 
 def _link(intf: str, pid: int | None = None) -> dict:
@@ -269,7 +258,7 @@ def test_a_second_network_with_the_same_prefix_is_refused(fabric: FabricNetwork,
 
 
 def test_a_failure_inside_the_network_still_removes_everything(tmp_path: Path) -> None:
-    prefix = _prefix()
+    prefix = private_prefix()
     pids: list[int] = []
     with pytest.raises(RuntimeError, match="boom"):
         with fabric_network(from_parameters(planes=1, spines=1, leaves=1, hosts_per_leaf=1), prefix=prefix,
@@ -280,14 +269,14 @@ def test_a_failure_inside_the_network_still_removes_everything(tmp_path: Path) -
     assert len(pids) == 3  # leaf, spine, NIC
     assert not any(_running(pid) for pid in pids)
     assert not (tmp_path / "network.json").exists()
-    _assert_nothing_left(prefix, tmp_path)
+    assert_nothing_left(prefix, tmp_path)
 
 
 def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from topologies.p4switch import EmbeddedP4Switch, SwitchError
 
     monkeypatch.setattr(EmbeddedP4Switch, "log_level", "loud")  # p4target refuses it and exits
-    prefix = _prefix()
+    prefix = private_prefix()
     with pytest.raises(SwitchError) as err:
         with fabric_network(from_parameters(planes=1, spines=1, leaves=1, hosts_per_leaf=1), prefix=prefix,
                             target="embedded", grpc_base=0, run_dir=tmp_path):
@@ -295,7 +284,7 @@ def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, mo
     text = str(err.value)
     assert "exited with status 2 while starting" in text
     assert "invalid choice: 'loud'" in text, "the last lines of the switch's log are quoted"
-    _assert_nothing_left(prefix, tmp_path)
+    assert_nothing_left(prefix, tmp_path)
 
 
 @pytest.mark.skipif(not all(__import__("shutil").which(t) for t in ("simple_switch_grpc", "p4c-bm2-ss")),
@@ -303,7 +292,7 @@ def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, mo
 def test_the_fabric_on_bmv2_pings(tmp_path: Path) -> None:
     from topologies.demo import ping_matrix
 
-    prefix = _prefix()
+    prefix = private_prefix()
     try:
         with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), prefix=prefix,
                             target="bmv2", grpc_base=0, run_dir=tmp_path) as fn:
@@ -312,7 +301,7 @@ def test_the_fabric_on_bmv2_pings(tmp_path: Path) -> None:
             assert not rep.failed, rep.summary()
             assert all(r.ok for r in ping_matrix(fn).values())
     finally:
-        _assert_nothing_left(prefix, tmp_path)
+        assert_nothing_left(prefix, tmp_path)
 
 
 def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None:
@@ -322,7 +311,7 @@ def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None
     import sys
     import time
 
-    prefix = _prefix()
+    prefix = private_prefix()
     code = ("import time; from pathlib import Path; from controller.topology import from_parameters; "
             "from topologies.fabric_net import fabric_network\n"
             f"with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), prefix={prefix!r}, "
@@ -348,7 +337,7 @@ def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None
             runner.kill()
             runner.wait()
         clean((prefix,), directory=tmp_path)
-    _assert_nothing_left(prefix, tmp_path)
+    assert_nothing_left(prefix, tmp_path)
     assert not any(_running(pid) for pid in switch_pids)
 
 
@@ -366,7 +355,7 @@ def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
     from controller.topology import load_file
     from topologies.demo import ping_matrix
 
-    prefix = _prefix()
+    prefix = private_prefix()
     topo = load_file(REPO / "topologies" / "asymmetric.yaml")
     try:
         with fabric_network(topo, prefix=prefix, target="embedded", grpc_base=0, run_dir=tmp_path) as fn:
@@ -387,4 +376,4 @@ def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
             assert not unreachable, unreachable
             assert sum(r.received for r in matrix.values()) >= 58, [r.summary() for r in matrix.values()]
     finally:
-        _assert_nothing_left(prefix, tmp_path)
+        assert_nothing_left(prefix, tmp_path)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 from controller import plan as P
 from controller.counters import read_all
 from controller.topology import load_file
-from tools.cleanup import clean, find_leftovers
+from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
@@ -36,7 +35,7 @@ TOPO_FILE = REPO / "topologies" / "linux-srv6.yaml"
 def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, veths, Mininet)")
-    prefix = "mrc" + secrets.token_hex(2)[:3]
+    prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("linux-srv6-run")
     try:
         with fabric_network(load_file(TOPO_FILE), prefix=prefix, target="embedded", grpc_base=0,
@@ -45,10 +44,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
             assert not rep.failed, rep.summary()
             yield fn
     finally:
-        left = find_leftovers((prefix,), directory=run_dir)
-        if not left.empty():
-            clean((prefix,), directory=run_dir)
-            pytest.fail(f"the network left behind {left.describe()}")
+        assert_nothing_left(prefix, run_dir)
 
 
 def _tx(fn: FabricNetwork, switch: str, port: int) -> int:

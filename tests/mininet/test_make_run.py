@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tools.cleanup import clean, find_leftovers
+from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 
 pytestmark = pytest.mark.root
 
@@ -26,23 +25,12 @@ MN_WITHOUT_GLOBAL_CLEANUP = (
     "sys.argv = ['mn'] + sys.argv[1:]; runpy.run_path('/usr/bin/mn', run_name='__main__')")
 
 
-def _prefix() -> str:
-    return "mrc" + secrets.token_hex(2)[:3]
-
-
-def _assert_nothing_left(prefix: str, run_dir: Path) -> None:
-    left = find_leftovers((prefix,), directory=run_dir)
-    if not left.empty():
-        clean((prefix,), directory=run_dir)
-        pytest.fail(f"left behind {left.describe()}")
-
-
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
 
 
 def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_path: Path) -> None:
-    prefix = _prefix()
+    prefix = private_prefix()
     try:
         res = subprocess.run(
             ["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",
@@ -69,7 +57,7 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
         assert "result: OK" in out
         assert not (tmp_path / "network.json").exists()
     finally:
-        _assert_nothing_left(prefix, tmp_path)
+        assert_nothing_left(prefix, tmp_path)
 
 
 def test_make_run_refuses_a_bad_shape_in_one_line(tmp_path: Path) -> None:
@@ -88,7 +76,7 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
     the machine) when anything raises; the test runs it with that cleanup switched off
     so a failure here never touches another run's network (ours is removed by
     tools/cleanup.py's prefix below)."""
-    prefix = _prefix()
+    prefix = private_prefix()
     script = (f"install\npingmatrix\npaths h1 h2\nsh kill -9 $(cat {tmp_path}/{prefix}p1s0.pid); sleep 0.5\n"
               "links\nexit\n")
     try:
@@ -110,4 +98,4 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
         assert out.count("warning: switch") == 1, "reported once"
         assert not (tmp_path / "network.json").exists()
     finally:
-        _assert_nothing_left(prefix, tmp_path)
+        assert_nothing_left(prefix, tmp_path)
