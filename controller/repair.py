@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from controller.entries import entries_of, nodes
 from controller.inventory import Inventory, LinkEnds
 from controller.p4rt import SwitchError
-from controller.paths import Link, failures_of, find_link, links
+from controller.paths import Link, failures_of, find_link
 from controller.reconcile import Reconciler, Report
 from controller.topology import Topology
 
@@ -75,4 +75,4 @@ async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool, ele
     return RepairReport(link.name, down, changed, time.monotonic() - t0, rep, cable)
 
 
-__all__ = ["RepairReport", "links", "set_link", "set_cable", "down_links"]
+__all__ = ["RepairReport", "down_links", "set_cable", "set_link"]
