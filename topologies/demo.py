@@ -104,6 +104,19 @@ async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
     return dict(await asyncio.gather(*(one(n) for n in fabric)))
 
 
+def _wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
+               timeout: float) -> dict[str, Counts]:
+    """Poll the NICs' counters until ``nic`` has sent ``packets`` into the planes since
+    ``before`` (the transfer's half-way point, whenever its sender got going)."""
+    end = time.monotonic() + timeout
+    while True:
+        now = asyncio.run(_read(fn, nics))
+        sent = sum(_plane_counts(delta(now, before)[nic], "NicEgress.plane_tx").values())
+        if sent >= packets or time.monotonic() > end:
+            return now
+        time.sleep(0.05)
+
+
 def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, pps: float = 1000.0,
              cut: str | None = None, say: Say = lambda _: None) -> FlowResult:
     """One MRC-lite transfer of ``nbytes`` from ``src`` to ``dst`` over every EV of
@@ -131,8 +144,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
                 tables_before = asyncio.run(fabric_tables(fn))
             t.start()
             if cut is not None:
-                time.sleep(seconds / 2)
-                mid = asyncio.run(_read(fn, nics))
+                mid = _wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
                 rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
                 repair_seconds, rewritten = rep.seconds, rep.changed
                 say(f"  cut {rep.link} after "
