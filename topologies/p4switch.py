@@ -61,11 +61,20 @@ class SwitchError(RuntimeError):
     """A switch that could not start or died; ``str()`` names it and quotes its log."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on now (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A TCP port nobody listens on now (the kernel's choice), never one this process
+    handed out before: the switches bind theirs only when their process starts, and
+    the kernel may offer a released port again meanwhile."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

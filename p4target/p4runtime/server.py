@@ -201,10 +201,16 @@ class P4RuntimeServer:
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
             options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
-                     ("grpc.max_send_message_length", 256 * 1024 * 1024)],
+                     ("grpc.max_send_message_length", 256 * 1024 * 1024),
+                     # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
+                     # share it silently (its clients reaching either device); refuse instead.
+                     ("grpc.so_reuseport", 0)],
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
-        self.bound_port = self._grpc.add_insecure_port(self.addr)
+        try:
+            self.bound_port = self._grpc.add_insecure_port(self.addr)
+        except RuntimeError:  # grpcio raises for a port it cannot bind
+            self.bound_port = 0
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {self.addr}; is the port in use?")
         self._adopt_running_pipeline()

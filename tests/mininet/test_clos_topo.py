@@ -94,3 +94,10 @@ def test_embedded_target_without_bmv2_and_a_clear_refusal(monkeypatch: pytest.Mo
         choose_target("bmv2")
     with pytest.raises(ValueError, match="choose one of"):
         choose_target("ovs")
+
+
+def test_free_ports_are_never_handed_out_twice() -> None:
+    from topologies.p4switch import free_port
+
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == 200
