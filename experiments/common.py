@@ -50,16 +50,11 @@ def private_prefix() -> str:
 @contextmanager
 def programmed_fabric(topo: Topology, prefix: str | None = None, run_dir: Path | None = None) -> Iterator[Any]:
     """The fabric in Mininet (embedded target, free gRPC ports), every table installed;
-    always stopped and removed."""
-    from topologies.fabric_net import fabric_network, install_tables
+    always stopped and removed (run directory: a temporary one unless given)."""
+    from topologies.fabric_net import programmed_network
 
-    prefix = prefix or private_prefix()
     with tempfile.TemporaryDirectory(prefix="mrc-exp-") as tmp:
-        with fabric_network(topo, prefix=prefix, target="embedded", grpc_base=0,
-                            run_dir=run_dir or Path(tmp)) as fn:
-            rep = install_tables(fn)
-            if rep.failed:
-                raise RuntimeError(f"install failed: {rep.summary()}")
+        with programmed_network(topo, prefix=prefix or private_prefix(), run_dir=run_dir or Path(tmp)) as fn:
             yield fn
 
 

@@ -208,3 +208,15 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
 
     targets = list(fn.inventory.switches.values())
     return asyncio.run(Reconciler(targets, progress=progress).run(wanted_entries(fn)))
+
+
+@contextmanager
+def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir: Path | None = None,
+                       target: str = "embedded") -> Iterator[FabricNetwork]:
+    """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
+    naming the failures if the install fails): what tests and experiments start."""
+    with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir) as fn:
+        rep = install_tables(fn)
+        if rep.failed:
+            raise RuntimeError(f"install failed: {rep.summary()}: {'; '.join(str(r.error) for r in rep.failed)}")
+        yield fn

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.cleanup import clean, find_leftovers
+from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
@@ -35,10 +35,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         with C.programmed_fabric(C.topology(), prefix, run_dir) as fn:
             yield fn
     finally:
-        left = find_leftovers((prefix,), directory=run_dir)
-        if not left.empty():
-            clean((prefix,), directory=run_dir)
-            pytest.fail(f"the experiments' network left behind {left.describe()}")
+        assert_nothing_left(prefix, run_dir)
 
 
 def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from tools.cleanup import clean, find_leftovers
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
-from topologies.fabric_net import FabricNetwork, fabric_network, install_tables  # noqa: E402
+from topologies.fabric_net import FabricNetwork, fabric_network, install_tables, programmed_network  # noqa: E402
 
 SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=2)
 REPO = Path(__file__).resolve().parents[2]
@@ -40,10 +40,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("fabric-run")
     try:
-        with fabric_network(from_parameters(**SHAPE), prefix=prefix, target="embedded", grpc_base=0,
-                            run_dir=run_dir) as fn:
-            rep = install_tables(fn)
-            assert not rep.failed, rep.summary()
+        with programmed_network(from_parameters(**SHAPE), prefix=prefix, run_dir=run_dir) as fn:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)

@@ -25,7 +25,7 @@ from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
-from topologies.fabric_net import FabricNetwork, fabric_network, install_tables  # noqa: E402
+from topologies.fabric_net import FabricNetwork, programmed_network  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TOPO_FILE = REPO / "topologies" / "linux-srv6.yaml"
@@ -38,10 +38,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("linux-srv6-run")
     try:
-        with fabric_network(load_file(TOPO_FILE), prefix=prefix, target="embedded", grpc_base=0,
-                            run_dir=run_dir) as fn:
-            rep = install_tables(fn)
-            assert not rep.failed, rep.summary()
+        with programmed_network(load_file(TOPO_FILE), prefix=prefix, run_dir=run_dir) as fn:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)
