@@ -4,11 +4,18 @@ Each server runs in its own process; the client here speaks raw gRPC with finsy'
 generated messages and sends requests serialised before the clock starts (so the
 figures are the server's, not the client's message building). One run measures:
 
-- the embedded target (``P4RuntimeServer`` in a child Python process);
+- the embedded target (``P4RuntimeServer`` in a child Python process), its threads
+  placed as ``p4target run`` places them by default (``--cpu auto``: all on one CPU
+  chosen by the device id), and the same server with its threads left to the kernel
+  (``--cpu any``, the placement before issue 14's batch-1 work) for comparison;
 - real BMv2 ``simple_switch_grpc``, when it and ``p4c-bm2-ss`` are on the PATH (same
   program, same request bytes apart from the ids of the P4Info each side uses);
 - a no-op Python gRPC server answering Write at once: the floor of batch-1 writes
-  with this client on this machine (what a Python gRPC round trip costs).
+  with this client on this machine (what a Python gRPC round trip costs), once with
+  its threads left to the kernel and once kept on the embedded server's CPU.
+
+The client (this process) is never pinned: the kernel places it, as it would place a
+controller.
 
 Figures: entries inserted per second in batches of 1 and of 1,000, entries read back
 per second with one wildcard Read (best and worst of several rounds), and the peak
@@ -85,6 +92,7 @@ class Server:
     p4info: object = None  # p4info_pb2.P4Info the client uses for ids
     device_config: bytes = b""
     stop: Callable[[], None] = lambda: None
+    cpu: int | None = None  # the CPU all its threads are kept on; None: the kernel places them
 
     def peak_rss_mb(self) -> float | None:
         """VmHWM of the server process (peak resident set), from /proc."""
@@ -97,24 +105,34 @@ class Server:
         return None
 
 
-def serve_embedded() -> None:
-    """Child process: a Device with no ports and the P4Runtime server on an ephemeral port."""
+def serve_embedded(cpu: str) -> None:
+    """Child process: a Device with no ports and the P4Runtime server on an ephemeral
+    port, its threads placed by ``cpu`` (as ``p4target run --cpu``); prints the port
+    and the CPU (-1: not pinned)."""
     from p4target.device import Device
+    from p4target.p4runtime.placement import parse_cpu
     from p4target.p4runtime.server import P4RuntimeServer
 
-    server = P4RuntimeServer(Device(device_id=0), "127.0.0.1:0")
+    server = P4RuntimeServer(Device(device_id=0), "127.0.0.1:0", cpu=parse_cpu(cpu))
     server.start()
-    print(server.bound_port, flush=True)
+    print(server.bound_port, -1 if server.cpu is None else server.cpu, flush=True)
     sys.stdin.readline()
     server.stop()
 
 
-def serve_noop() -> None:
-    """Child process: a Python gRPC server whose Write does nothing (the client's floor)."""
+def serve_noop(cpu: str) -> None:
+    """Child process: a Python gRPC server whose Write does nothing (the client's floor),
+    its threads on CPU ``cpu`` (all of them, as the embedded server's) or, for -1, left
+    to the kernel."""
     from concurrent import futures
 
     import grpc
     from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+    from p4target.p4runtime.placement import pin_process
+
+    if int(cpu) >= 0:
+        pin_process(int(cpu))
 
     class NoOp(p4runtime_pb2_grpc.P4RuntimeServicer):
         def Write(self, request, context):
@@ -124,19 +142,21 @@ def serve_noop() -> None:
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(NoOp(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    print(port, flush=True)
+    print(port, cpu, flush=True)
     sys.stdin.readline()
     server.stop(0.5)
 
 
-def _python_child(flag: str) -> tuple[subprocess.Popen, int]:
-    child = subprocess.Popen([sys.executable, __file__, flag], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def _python_child(flag: str, cpu: str) -> tuple[subprocess.Popen, int, int | None]:
+    """A server child; its port and the CPU its threads are on (None: not pinned)."""
+    child = subprocess.Popen([sys.executable, __file__, flag, cpu], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, cwd=REPO)
-    line = child.stdout.readline()
-    if not line.strip().isdigit():
+    words = child.stdout.readline().split()
+    if len(words) != 2 or not all(w.lstrip("-").isdigit() for w in words):
         child.kill()
-        raise RuntimeError(f"server child {flag} did not start (said {line!r})")
-    return child, int(line)
+        raise RuntimeError(f"server child {flag} {cpu} did not start (said {' '.join(words)!r})")
+    port, pinned = map(int, words)
+    return child, port, None if pinned < 0 else pinned
 
 
 def _stop_python_child(child: subprocess.Popen) -> None:
@@ -147,7 +167,7 @@ def _stop_python_child(child: subprocess.Popen) -> None:
         child.wait()
 
 
-def start_embedded(tmp: Path) -> Server:
+def start_embedded(tmp: Path, cpu: str, name: str = "embedded") -> Server:
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
 
@@ -155,8 +175,12 @@ def start_embedded(tmp: Path) -> Server:
     prog.write_text(PROGRAM)
     config = device_config_from_file(prog)
     p4info = build_p4info(load_device_config(config).model)
-    child, port = _python_child("--serve")
-    return Server("embedded", port, child, p4info, config, lambda: _stop_python_child(child))
+    child, port, pinned = _python_child("--serve", cpu)
+    return Server(name, port, child, p4info, config, lambda: _stop_python_child(child), pinned)
+
+
+def placement(cpu: int | None) -> str:
+    return "threads not pinned" if cpu is None else f"all threads on CPU {cpu}"
 
 
 def bmv2_missing() -> str | None:
@@ -387,11 +411,11 @@ def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int) -> f
 class Floor:
     """A no-op Python gRPC server answering Write: what batch-1 costs without any work."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpu: int | None) -> None:
         import grpc
         from finsy.proto.p4.v1 import p4runtime_pb2
 
-        self.child, port = _python_child("--serve-noop")
+        self.child, port, self.cpu = _python_child("--serve-noop", str(-1 if cpu is None else cpu))
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
         req = p4runtime_pb2.WriteRequest(device_id=0)
@@ -407,14 +431,15 @@ class Floor:
         _stop_python_child(self.child)
 
 
-def measure(sides: list[Side], floor: Floor, with_memory: bool) -> None:
+def measure(sides: list[Side], floors: list[Floor], memory: list[Side]) -> None:
     """Every figure in rounds that alternate between the servers, so that the load of
     the machine at any moment weighs on all of them alike."""
     for side in sides:  # warm-up: connections, threads, first-call costs
         side.client.write(side.requests.write(side.requests.mac, 10_000_000, 1))
         side.written += 1
     for _ in range(ROUNDS):
-        floor.singles()
+        for floor in floors:
+            floor.singles()
         for side in sides:
             side.singles()
         for side in sides:
@@ -422,19 +447,21 @@ def measure(sides: list[Side], floor: Floor, with_memory: bool) -> None:
     for _ in range(ROUNDS):
         for side in sides:
             side.read()
-    if with_memory:
-        for side in sides:
-            side.memory()
+    for side in memory:
+        side.memory()
 
 
 def _span(rates: list[float]) -> str:
     return f"{max(rates):9.0f} /s (worst {min(rates):7.0f})"
 
 
-def report(f: Figures, bmv2: Figures | None, floor: list[float]) -> None:
+def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | None,
+           unpinned: Figures | None) -> None:
     rows = [("write, batch 1", "batch1"), ("write, batch 1000", "batch1000"), ("wildcard read", "read")]
     print(f"entries/s, best of {ROUNDS} rounds (worst in brackets; the first read is the worst: it "
           "encodes); reference = BMv2 measured on the project machine (issue 14)")
+    print(f"placement: embedded server {placement(cpu)} (p4target run's default, --cpu auto, "
+          "for device 0); the client (this process) and BMv2 not pinned")
     for label, key in rows:
         mine = getattr(f, key)
         line = (f"  {label:18} embedded {_span(mine)}  target {TARGET[key]:7d}: "
@@ -443,7 +470,14 @@ def report(f: Figures, bmv2: Figures | None, floor: list[float]) -> None:
             theirs = getattr(bmv2, key)
             line += f";  bmv2 here {_span(theirs)} -> {max(mine) / max(theirs):4.2f}x"
         print(line)
-    print(f"  write, batch 1 against a no-op Python gRPC server (the client's floor): {_span(floor)}")
+    if unpinned is not None:
+        print("  the same server with its threads not pinned (--cpu any), same rounds:")
+        for label, key in rows:
+            theirs = getattr(unpinned, key)
+            print(f"  {label:18} any CPU  {_span(theirs)}  -> pinned/not pinned {max(getattr(f, key)) / max(theirs):4.2f}x")
+    for floor in floors:
+        print(f"  write, batch 1 against a no-op Python gRPC server (the client's floor), {placement(floor.cpu)}: "
+              f"{_span(floor.rates)}")
     print(f"  read of {f.read_entries} entries; client-side parsing (not in the rate): {f.client_parse_us:.2f} us/entry")
     for name, fig in (("embedded", f), ("bmv2", bmv2)):
         if fig is not None and fig.rss_mb is not None:
@@ -457,14 +491,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-memory", action="store_true", help="skip the 1,000,000-entry memory figure")
     ap.add_argument("--no-bmv2", action="store_true", help="do not measure BMv2 even when it is installed")
+    ap.add_argument("--server-cpu", default="auto", metavar="CPU",
+                    help="placement of the embedded server's threads, as p4target run --cpu "
+                    "(auto: one CPU chosen by the device id; any: not pinned; N: CPU N); default auto")
     args = ap.parse_args()
+    from p4target.p4runtime.placement import parse_cpu
+
+    try:
+        parse_cpu(args.server_cpu)
+    except ValueError as exc:
+        ap.error(f"--server-cpu: {exc}")
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        servers = [start_embedded(tmp)]
-        print(f"embedded target: server pid {servers[0].proc.pid}, port {servers[0].port}")
+        servers = [start_embedded(tmp, args.server_cpu)]
+        cpu = servers[0].cpu
+        print(f"embedded target: server pid {servers[0].proc.pid}, port {servers[0].port}, {placement(cpu)}")
         reason = "--no-bmv2 given" if args.no_bmv2 else bmv2_missing()
         sides: list[Side] = []
-        floor = None
+        floors: list[Floor] = []
+        unpinned: Side | None = None
         try:
             if reason is None:
                 (tmp / "bmv2").mkdir()
@@ -475,23 +520,30 @@ def main() -> None:
                     reason = f"could not start it: {exc}"
             if reason is not None:
                 print(f"bmv2: not measured ({reason}); ratios are against the reference figures only")
-            floor = Floor()
+            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else [])
             sides = [Side(s) for s in servers]
-            measure(sides, floor, not args.no_memory)
-            report(sides[0].figures, sides[1].figures if len(sides) > 1 else None, floor.rates)
+            memory = [] if args.no_memory else list(sides)
+            if cpu is not None:  # the comparison: the same server, threads left to the kernel
+                (tmp / "any").mkdir()
+                servers.append(start_embedded(tmp / "any", "any", "embedded, not pinned"))
+                unpinned = Side(servers[-1])
+                sides.append(unpinned)
+            measure(sides, floors, memory)
+            bmv2 = next((s.figures for s in sides if s.server.name == "bmv2"), None)
+            report(sides[0].figures, bmv2, floors, cpu, unpinned.figures if unpinned is not None else None)
         finally:
             for side in sides:
                 side.close()
-            if floor is not None:
+            for floor in floors:
                 floor.close()
             for server in servers:
                 server.stop()
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        serve_embedded()
-    elif sys.argv[1:] == ["--serve-noop"]:
-        serve_noop()
+    if sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
+        serve_embedded(sys.argv[2])
+    elif sys.argv[1:2] == ["--serve-noop"] and len(sys.argv) == 3:
+        serve_noop(sys.argv[2])
     else:
         main()

@@ -73,6 +73,16 @@ def _queue_spec(kind: str, cast: type) -> Any:
     return parse
 
 
+def _cpu_spec(text: str) -> int | str:
+    """``--cpu``: ``auto``, ``any`` or a CPU number."""
+    from p4target.p4runtime.placement import parse_cpu
+
+    try:
+        return parse_cpu(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _define(text: str) -> tuple[str, str]:
     name, _, value = text.partition("=")
     if not name.isidentifier():
@@ -137,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--grpc-addr", default=DEFAULT_GRPC_ADDR, metavar="ADDR",
                    help=f"P4Runtime server address (default {DEFAULT_GRPC_ADDR})")
     r.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
+    r.add_argument("--cpu", type=_cpu_spec, default=None, metavar="CPU",
+                   help="keep every thread of the switch (P4Runtime server and packet I/O) on one CPU: "
+                   "a CPU number, 'auto' (the default: CPU number device-id modulo the CPUs this "
+                   "process may use, so switches 1..N spread over them) or 'any' (not pinned)")
     r.add_argument("--no-p4", action="store_true",
                    help="start without a pipeline; wait for SetForwardingPipelineConfig")
     r.add_argument("--seed", type=int, default=0, help="seed for random() and hashes")
@@ -245,6 +259,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
     if args.commands is not None and args.no_p4:
         raise UsageError("--commands needs a program at start; drop --no-p4")
+    if args.no_grpc and args.cpu is not None:
+        raise UsageError("--cpu places the P4Runtime server's threads; drop it with --no-grpc")
     if args.no_grpc and args.no_p4:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
                          "drop --no-grpc")
@@ -253,6 +269,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         for port, _ in specs:
             if port not in ports:
                 raise UsageError(f"{opt} {port}=...: port {port} is not an interface port (-i {port}@IFACE)")
+
+    cpu = "auto" if args.cpu is None else args.cpu
+    if not args.no_grpc:  # before any interface is opened: a bad --cpu changes nothing
+        from p4target.p4runtime.placement import PlacementError, resolve_cpu
+
+        try:
+            resolve_cpu(cpu, args.device_id)
+        except PlacementError as e:
+            raise P4Error(f"--cpu {cpu}: {e}") from None
 
     device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
     for port, rate in args.queue_rates:
@@ -269,7 +294,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     server = None
     try:
         if not args.no_grpc:
-            server = _start_grpc(device, args.grpc_addr)
+            server = _start_grpc(device, args.grpc_addr, cpu)
         if args.pid_file is not None:
             try:  # atomically: a reader never sees an empty file
                 tmp = args.pid_file.with_name(f".{args.pid_file.name}.{os.getpid()}")
@@ -339,15 +364,19 @@ class _Server:
         self.server.stop()
 
 
-def _start_grpc(device: Any, addr: str) -> _Server:
+def _start_grpc(device: Any, addr: str, cpu: int | str = "auto") -> _Server:
     host, sep, port = addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise UsageError(f"--grpc-addr {addr!r} is not HOST:PORT (for example 127.0.0.1:9559)")
     try:
+        from p4target.p4runtime.placement import PlacementError
         from p4target.p4runtime.server import P4RuntimeServer
     except ImportError as e:
         raise P4Error(f"the P4Runtime server is not available ({e}); run with --no-grpc") from None
-    server = P4RuntimeServer(device, addr)
+    try:
+        server = P4RuntimeServer(device, addr, cpu=cpu)
+    except PlacementError as e:
+        raise P4Error(f"--cpu {cpu}: {e}") from None
     try:
         server.start()
     except P4Error:

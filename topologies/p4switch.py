@@ -123,14 +123,16 @@ class P4Switch(Switch):
 
     Parameters (from the Topo's switch options): ``program`` (``fabric`` or ``nic``),
     ``device_id``, ``grpc_port`` (0: a free port chosen at the first start and kept),
-    ``run_dir``, ``mrc_name`` (the controller's name, for messages), ``ready_timeout``.
+    ``run_dir``, ``mrc_name`` (the controller's name, for messages), ``ready_timeout``,
+    ``cpu`` (embedded target: ``p4target run --cpu``; None leaves its default, one CPU
+    per switch chosen by device id, so consecutive ids spread over the cores).
     """
 
     target: ClassVar[str] = ""
 
     def __init__(self, name: str, program: str = "fabric", device_id: int = 1, grpc_port: int = 0,
                  run_dir: str | Path | None = None, mrc_name: str | None = None,
-                 ready_timeout: float = READY_TIMEOUT, **params: Any) -> None:
+                 ready_timeout: float = READY_TIMEOUT, cpu: int | str | None = None, **params: Any) -> None:
         params["inNamespace"] = False
         params.pop("listenPort", None)
         super().__init__(name, dpid=f"{device_id:x}", **params)
@@ -144,6 +146,7 @@ class P4Switch(Switch):
         self.run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
         self.mrc_name = mrc_name or name
         self.ready_timeout = float(ready_timeout)
+        self.cpu = cpu
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         # more `p4target run` options from the next (re)start on, e.g. an experiment's
@@ -333,6 +336,8 @@ class EmbeddedP4Switch(P4Switch):
         cmd = [_exe("p4target"), "run", str(self.program_path)]
         for port, intf in self.port_interfaces().items():
             cmd += ["-i", f"{port}@{intf}"]
+        if self.cpu is not None:
+            cmd += ["--cpu", str(self.cpu)]
         return cmd + ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id),
                       "--pid-file", str(self.pid_path), "--log-level", self.log_level, *self.extra_args]
 

@@ -39,6 +39,7 @@ from p4target.p4runtime.errors import (
 )
 from p4target.p4runtime.packet_io import build_packet_out_frame, parse_packet_in
 from p4target.p4runtime.pipeline import new_state, replay, snapshot, verify
+from p4target.p4runtime.placement import pin_process, resolve_cpu
 from p4target.p4runtime.read import read_encoded
 from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
@@ -174,10 +175,16 @@ class P4RuntimeServer:
     ``election_timeout`` is accepted for the contract's signature and not used: a
     client is live exactly as long as its StreamChannel. ``max_workers`` bounds the
     gRPC thread pool; every open StreamChannel holds one worker.
+
+    ``cpu``: where the threads of this process run once the server starts (see
+    ``placement``): None or ``"any"`` leaves them alone (the default for a server
+    embedded in another program), ``"auto"`` keeps them all on one CPU chosen by the
+    device id (what ``p4target run`` does), a number keeps them on that CPU. A CPU
+    the process may not use raises ``PlacementError`` here, before anything starts.
     """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
-                 max_workers: int = 32) -> None:
+                 max_workers: int = 32, cpu: int | str | None = None) -> None:
         if api_implementation.Type() != "upb":
             log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
                         "install a current protobuf wheel", api_implementation.Type())
@@ -195,9 +202,13 @@ class P4RuntimeServer:
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
         self._grpc: grpc.Server | None = None
+        self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
+        if self.cpu is not None:  # before gRPC starts its threads: they inherit it
+            moved = pin_process(self.cpu)
+            log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
             options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
