@@ -455,13 +455,14 @@ def _span(rates: list[float]) -> str:
     return f"{max(rates):9.0f} /s (worst {min(rates):7.0f})"
 
 
-def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | None,
+def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | None, choice: str,
            unpinned: Figures | None) -> None:
     rows = [("write, batch 1", "batch1"), ("write, batch 1000", "batch1000"), ("wildcard read", "read")]
     print(f"entries/s, best of {ROUNDS} rounds (worst in brackets; the first read is the worst: it "
           "encodes); reference = BMv2 measured on the project machine (issue 14)")
-    print(f"placement: embedded server {placement(cpu)} (p4target run's default, --cpu auto, "
-          "for device 0); the client (this process) and BMv2 not pinned")
+    default = ", p4target run's default, for device 0" if choice == "auto" else ""
+    print(f"placement: embedded server {placement(cpu)} (--cpu {choice}{default}); "
+          "the client (this process) and BMv2 not pinned")
     for label, key in rows:
         mine = getattr(f, key)
         line = (f"  {label:18} embedded {_span(mine)}  target {TARGET[key]:7d}: "
@@ -495,11 +496,11 @@ def main() -> None:
                     help="placement of the embedded server's threads, as p4target run --cpu "
                     "(auto: one CPU chosen by the device id; any: not pinned; N: CPU N); default auto")
     args = ap.parse_args()
-    from p4target.p4runtime.placement import parse_cpu
+    from p4target.p4runtime.placement import parse_cpu, resolve_cpu
 
     try:
-        parse_cpu(args.server_cpu)
-    except ValueError as exc:
+        resolve_cpu(parse_cpu(args.server_cpu), 0)  # what the child will do, refused here in one line
+    except ValueError as exc:  # PlacementError is one
         ap.error(f"--server-cpu: {exc}")
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp_name:
         tmp = Path(tmp_name)
@@ -530,7 +531,8 @@ def main() -> None:
                 sides.append(unpinned)
             measure(sides, floors, memory)
             bmv2 = next((s.figures for s in sides if s.server.name == "bmv2"), None)
-            report(sides[0].figures, bmv2, floors, cpu, unpinned.figures if unpinned is not None else None)
+            report(sides[0].figures, bmv2, floors, cpu, args.server_cpu.strip().lower(),
+                   unpinned.figures if unpinned is not None else None)
         finally:
             for side in sides:
                 side.close()
