@@ -557,7 +557,7 @@ class Session:
                                   "higher election id is connected: use --election-id")
         except BaseException as exc:
             await self.client.close()
-            if isinstance(exc, SwitchError):
+            if isinstance(exc, (SwitchError, asyncio.CancelledError)):
                 raise
             raise SwitchError(describe_error(self.target, exc)) from None
 
