@@ -87,6 +87,7 @@ class _Shape:
     head: p4runtime_pb2.TableEntry | p4runtime_pb2.ActionProfileMember
     match: tuple[tuple[str, type, int, object], ...]  # (field name, Exact/Lpm/Ternary, width, slot)
     params: tuple[tuple[str, int, p4runtime_pb2.Action.Param], ...]  # (parameter name, width, slot)
+    last: list[object]  # per slot, the match value object or parameter value it holds
 
     def fits(self, e: TableEntry | MemberEntry) -> bool:
         """Is ``e`` of this shape, with every value within its width?"""
@@ -115,32 +116,42 @@ class _Shape:
 
     def put(self, e: TableEntry | MemberEntry) -> bool:
         """Fill the slots with ``e`` (whose values ``fits`` checked); False (slots left
-        dirty) when ``e`` has another shape."""
+        dirty) when ``e`` has another shape. A slot that already holds the value (the
+        same match value object, an equal parameter) is left as it is."""
         params = e.params
         if len(params) != len(self.params):
             return False
+        last = self.last
         if type(e) is TableEntry:
             match = e.match
             if len(match) != len(self.match):
                 return False
+            k = 0
             for (fname, mv), (name, kind, _, slot) in zip(match, self.match):
                 if fname != name or type(mv) is not kind:
                     return False
-                v = mv.value
-                slot.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
-                if kind is Lpm:
-                    slot.prefix_len = mv.prefix_len
-                elif kind is Ternary:
-                    slot.mask = _bytes(mv.mask)
+                if mv is not last[k]:
+                    last[k] = mv
+                    v = mv.value
+                    slot.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+                    if kind is Lpm:
+                        slot.prefix_len = mv.prefix_len
+                    elif kind is Ternary:
+                        slot.mask = _bytes(mv.mask)
+                k += 1
             self.head.priority = e.priority
             if e.group is not None:
                 self.head.action.action_profile_group_id = e.group
         else:
             self.head.member_id = e.member_id
+            k = 0
         for (pname, v), (name, _, slot) in zip(params, self.params):
             if pname != name:
                 return False
-            slot.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+            if v != last[k]:
+                last[k] = v
+                slot.value = v.to_bytes((v.bit_length() + 7) >> 3 or 1, "big")
+            k += 1
         return True
 
 
@@ -255,6 +266,7 @@ class Codec:
 
     def _new_shape(self, e: TableEntry | MemberEntry) -> _Shape:
         update = p4runtime_pb2.Update()
+        match: list[tuple[str, type, int, object]] = []
         if isinstance(e, MemberEntry):
             head = update.entity.action_profile_member
             head.action_profile_id = self.profiles[e.profile]
@@ -263,7 +275,6 @@ class Codec:
             t = self.tables[e.table]
             head = update.entity.table_entry
             head.table_id = t.id
-            match = []
             for fname, mv in e.match:
                 fid, width, _ = t.fields[fname]
                 fm = head.match.add(field_id=fid)
@@ -289,7 +300,7 @@ class Codec:
             for pname, _ in e.params:
                 pid, width = a.params[pname]
                 params.append((pname, width, action.params.add(param_id=pid, value=b"\0")))
-        shape = _Shape(update, head, tuple(match) if isinstance(e, TableEntry) else (), tuple(params))
+        shape = _Shape(update, head, tuple(match), tuple(params), [None] * (len(match) + len(params)))
         return shape
 
     def check(self, e: Entry) -> None:

@@ -62,6 +62,9 @@ def test_a_request_mixing_and_reusing_shapes_is_every_entry_as_written_out() -> 
         MemberEntry(PROFILE, 1, "NicIngress.set_generated", (("plane", 0), ("spine", 255))),
         TableEntry(EV, ev(DST, 64, 5, 0, 0, 0).match, SET_PATH, (("carrier", 4), ("port", 5), ("plane", 6))),
     ]
+    # The first shape once more, sharing a match value and two parameters with its last use.
+    entries.append(TableEntry(EV, (entries[4].match[0], ("meta.ev", Exact(0x1005))), SET_PATH,
+                              (("port", 0), ("plane", 3), ("carrier", 0xFF))))
     want = updates(r"""
     updates { type: INSERT entity { table_entry { table_id: %(NicIngress.ev_table)d
       match { field_id: %(NicIngress.ev_table:hdr.ipv6.dst_addr)d
@@ -122,6 +125,14 @@ def test_a_request_mixing_and_reusing_shapes_is_every_entry_as_written_out() -> 
         params { param_id: %(NicIngress.set_path:carrier)d value: "\x04" }
         params { param_id: %(NicIngress.set_path:port)d value: "\x05" }
         params { param_id: %(NicIngress.set_path:plane)d value: "\x06" } } } } } }
+    updates { type: INSERT entity { table_entry { table_id: %(NicIngress.ev_table)d
+      match { field_id: %(NicIngress.ev_table:hdr.ipv6.dst_addr)d
+              lpm { value: "\xfd\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" prefix_len: 8 } }
+      match { field_id: %(NicIngress.ev_table:meta.ev)d exact { value: "\x10\x05" } }
+      action { action { action_id: %(NicIngress.set_path)d
+        params { param_id: %(NicIngress.set_path:port)d value: "\x00" }
+        params { param_id: %(NicIngress.set_path:plane)d value: "\x03" }
+        params { param_id: %(NicIngress.set_path:carrier)d value: "\xff" } } } } } }
     """)
     c = codec("nic")
     for e in entries:
@@ -136,7 +147,7 @@ def test_a_request_mixing_and_reusing_shapes_is_every_entry_as_written_out() -> 
     assert [u.type for u in c.write_request("modify", entries[:1]).updates] == [p4runtime_pb2.Update.MODIFY]
     # What a switch reads back decodes to the entries (match fields in P4Info order).
     assert c.decode(want[1].entity) == ev(DST, 64, 0x1004, 3, 2, 0)
-    assert [c.decode(u.entity) for u in want[2:-1]] == entries[2:-1]
+    assert [c.decode(u.entity) for u in want[2:-2]] == entries[2:-2]
 
 
 @pytest.mark.parametrize("entry, message", [
