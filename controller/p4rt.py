@@ -88,9 +88,11 @@ class _Shape:
     match: tuple[tuple[str, type, int, object], ...]  # (field name, Exact/Lpm/Ternary, width, slot)
     params: tuple[tuple[str, int, p4runtime_pb2.Action.Param], ...]  # (parameter name, width, slot)
     last: list[object]  # per slot, the match value object or parameter value it holds
+    fitted: list[object]  # per match field, the last match value object that fitted
 
     def fits(self, e: TableEntry | MemberEntry) -> bool:
-        """Is ``e`` of this shape, with every value within its width?"""
+        """Is ``e`` of this shape, with every value within its width? (A match value
+        object that fitted last time, as entries share them, is not checked again.)"""
         params = e.params
         if len(params) != len(self.params):
             return False
@@ -98,9 +100,14 @@ class _Shape:
             match = e.match
             if len(match) != len(self.match) or (e.group is None) != (e.action is not None):
                 return False
+            fitted = self.fitted
+            k = 0
             for (fname, mv), (name, kind, width, _) in zip(match, self.match):
                 if fname != name or type(mv) is not kind:
                     return False
+                if mv is fitted[k]:
+                    k += 1
+                    continue
                 v = mv.value
                 if v < 0 or v >> width:
                     return False
@@ -109,6 +116,8 @@ class _Shape:
                         return False
                 elif kind is Ternary and (mv.mask >> width or v & ~mv.mask):
                     return False
+                fitted[k] = mv
+                k += 1
         for (pname, v), (name, width, _) in zip(params, self.params):
             if pname != name or v < 0 or v >> width:
                 return False
@@ -300,7 +309,8 @@ class Codec:
             for pname, _ in e.params:
                 pid, width = a.params[pname]
                 params.append((pname, width, action.params.add(param_id=pid, value=b"\0")))
-        shape = _Shape(update, head, tuple(match), tuple(params), [None] * (len(match) + len(params)))
+        shape = _Shape(update, head, tuple(match), tuple(params), [None] * (len(match) + len(params)),
+                       [None] * len(match))
         return shape
 
     def check(self, e: Entry) -> None:
