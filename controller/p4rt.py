@@ -171,7 +171,8 @@ UPDATE_TYPES = {"insert": p4runtime_pb2.Update.INSERT, "modify": p4runtime_pb2.U
 
 
 class Codec:
-    """Encode/decode entries for one P4Info (ids and widths looked up once)."""
+    """Encode/decode entries for one P4Info: ids and widths looked up once, and one
+    reusable message per entry shape (``_Shape``) that encoding fills and copies."""
 
     def __init__(self, p4info: p4info_pb2.P4Info) -> None:
         self.p4info = p4info
@@ -331,8 +332,8 @@ class Codec:
 
         Why scratch messages: setting a upb message's fields from Python costs about
         0.1 us per field and sub-message, so an entry built field by field costs ~4 us;
-        overwriting the values of a message made once per shape and letting
-        ``append`` copy it (in C) costs about half of that."""
+        overwriting the values of a message made once per shape (only those that
+        changed) and copying it into the request (in C) costs about 1.5 us."""
         kind = type(e)
         if kind is GroupEntry:
             return self._fill_group(e)  # type: ignore[arg-type]
