@@ -76,7 +76,7 @@ class _Action:
     rank: dict[str, int]  # name -> position in the P4Info (param ids need not be in order)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Shape:
     """A reusable Update for entries of one shape: one table (or action profile), one
     action, the same match field names and kinds and parameter names in the same
