@@ -5,9 +5,9 @@ Why reconcile is the only mode: a second run must write nothing, a restarted swi
 only what depends on it (NIC spray groups and EVs). All three are the same
 operation: compute the wanted entries (pure), read the switch, diff (pure), write.
 
-Faults: every switch is connected and made primary before anything is written
-anywhere, and every entry is encoded (checked against the P4Info) first; a switch
-that is unreachable stops the run with nothing written. A write a switch refuses
+Faults: every switch is connected, made primary and read, and every entry checked
+against the P4Info (while the switches answer), before anything is written
+anywhere; a switch that is unreachable stops the run with nothing written. A write a switch refuses
 rolls back what this run wrote on every switch (``keep_going`` instead goes on and
 lists what failed).
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from controller.entries import Entry, GroupEntry, MemberEntry
+from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
 from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
 
@@ -33,9 +33,7 @@ DEFAULT_PARALLEL = 8
 # ---- the diff (pure) -----------------------------------------------------------
 
 
-def _rank(e: Entry) -> int:
-    """Write order: members, then groups, then table entries (deletes: reversed)."""
-    return 0 if isinstance(e, MemberEntry) else 1 if isinstance(e, GroupEntry) else 2
+_RANK = {MemberEntry: 0, GroupEntry: 1, TableEntry: 2}  # write order (deletes: reversed)
 
 
 @dataclass
@@ -69,15 +67,17 @@ def diff(wanted: Sequence[Entry], actual: Sequence[Entry]) -> Diff:
 def steps(d: Diff) -> list[tuple[str, list[Entry]]]:
     """The diff as ordered (update kind, entries) phases that never leave a dangling
     reference: new members, new/changed groups, table entries, then removals."""
-    ins = sorted(d.insert, key=_rank)
-    mods = sorted((new for _, new in d.modify), key=_rank)
-    dels = sorted(d.delete, key=_rank, reverse=True)
+    def by_rank(es: Iterable[Entry]) -> tuple[list[Entry], list[Entry], list[Entry]]:
+        out: tuple[list[Entry], list[Entry], list[Entry]] = ([], [], [])
+        for e in es:
+            out[_RANK[type(e)]].append(e)
+        return out
+
+    ins, mods, dels = by_rank(d.insert), by_rank(new for _, new in d.modify), by_rank(d.delete)
     out: list[tuple[str, list[Entry]]] = []
     for rank in (0, 1, 2):
-        out.append(("insert", [e for e in ins if _rank(e) == rank]))
-        out.append(("modify", [e for e in mods if _rank(e) == rank]))
-    for rank in (2, 1, 0):
-        out.append(("delete", [e for e in dels if _rank(e) == rank]))
+        out += [("insert", ins[rank]), ("modify", mods[rank])]
+    out += [("delete", dels[rank]) for rank in (2, 1, 0)]
     return [(k, es) for k, es in out if es]
 
 
@@ -139,15 +139,30 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-ENCODE_SLICE = 100  # entries encoded between two turns of the event loop
+SLICE = 100  # entries checked or encoded between two turns of the event loop
+
+
+async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> None:
+    """Check every entry against its switch's P4Info (EntryError for the first that
+    does not fit), giving the event loop a turn every SLICE entries so that the
+    switches' probes (connect, pipeline, read) go on meanwhile."""
+    for t in targets:
+        c = codec(t.program, t.target)
+        es = entries[t.name]
+        c.check_sizes(es, t.name)
+        check = c.check
+        for k in range(0, len(es), SLICE):
+            for e in es[k:k + SLICE]:
+                check(e)
+            await asyncio.sleep(0)
 
 
 async def _encode(c: Codec, kind: str, entries: Sequence[Entry]) -> object:
     """``c.write_request(kind, entries)``, giving the event loop a turn every
-    ENCODE_SLICE entries so that a request already handed to gRPC goes out meanwhile."""
+    SLICE entries so that a request already handed to gRPC goes out meanwhile."""
     req = c.write_request(kind, ())
-    for k in range(0, len(entries), ENCODE_SLICE):
-        c.write_request(kind, entries[k:k + ENCODE_SLICE], into=req)
+    for k in range(0, len(entries), SLICE):
+        c.write_request(kind, entries[k:k + SLICE], into=req)
         await asyncio.sleep(0)
     return req
 
@@ -191,54 +206,57 @@ class Reconciler:
         t0 = time.monotonic()
         targets = [t for t in self.targets if t.name in wanted]
         results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
-        # Check every entry against the P4Info before touching any switch.
-        encoded: dict[str, list[Entry]] = {}
-        for t in targets:
-            c = codec(t.program, t.target)
-            es = list(wanted[t.name])
-            c.check_sizes(es, t.name)
-            for e in es:
-                c.check(e)  # EntryError for the first entry that does not fit
-            encoded[t.name] = es
+        entries = {t.name: list(wanted[t.name]) for t in targets}
         sem = asyncio.Semaphore(self.parallel)
         given = dict(sessions or {})
         sessions = dict(given)
+        found: dict[str, tuple[bool, list[Entry]]] = {}  # name -> (runs our pipeline, entries it holds)
 
-        async def connect(t: SwitchTarget) -> None:
-            if t.name in sessions:
-                return
+        async def probe(t: SwitchTarget) -> None:
+            """Connect, see whether the switch runs our pipeline and read what it holds:
+            nothing is written before every switch has been probed and every entry checked."""
             async with sem:
-                s = Session(t, self.election_id)
                 try:
-                    await s.open()
-                    sessions[t.name] = s
+                    s = sessions.get(t.name)
+                    if s is None:
+                        s = Session(t, self.election_id)
+                        await s.open()
+                        sessions[t.name] = s
+                    has = await s.has_pipeline(pipeline(t.program, t.target))
+                    found[t.name] = (has, await s.read_entries(codec(t.program, t.target)) if has else [])
                 except SwitchError as exc:
                     results[t.name].error = str(exc)
 
-        await asyncio.gather(*(connect(t) for t in targets))
+        # The switches are probed while the entries are checked (both before any write).
+        probes = [asyncio.ensure_future(probe(t)) for t in targets]
         before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
         try:
+            try:
+                await _check(targets, entries)
+            except BaseException:
+                for task in probes:
+                    task.cancel()
+                await asyncio.gather(*probes, return_exceptions=True)
+                raise
+            await asyncio.gather(*probes)
             if any(r.error for r in results.values()) and not self.keep_going:
                 return Report(list(results.values()), time.monotonic() - t0)
 
             async def one(t: SwitchTarget) -> None:
-                s = sessions.get(t.name)
-                if s is None:
+                if t.name not in found:
                     return
-                r = results[t.name]
+                s, r = sessions[t.name], results[t.name]
+                has, actual = found[t.name]
                 async with sem:
                     try:
-                        p = pipeline(t.program, t.target)
                         c = codec(t.program, t.target)
-                        has = await s.has_pipeline(p)
                         if not has and not dry_run:
-                            await s.set_pipeline(p)
-                            r.pipeline_pushed = has = True
-                        actual = await s.read_entries(c) if has else []
+                            await s.set_pipeline(pipeline(t.program, t.target))
+                            r.pipeline_pushed = True
                         # An empty switch takes everything as it is; otherwise compare like with
                         # like (read-back entries are canonical).
-                        d = (Diff(insert=encoded[t.name]) if not actual
-                             else diff([c.canonical(e) for e in encoded[t.name]], actual))
+                        d = (Diff(insert=entries[t.name]) if not actual
+                             else diff([c.canonical(e) for e in entries[t.name]], actual))
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual

@@ -4,8 +4,8 @@ One fabric (the default shape: 4 planes x 2 leaves x 2 spines, 2 hosts per leaf:
 fabric switches and 4 NICs, each a ``p4target run --no-p4`` process) serves every test
 here, in order: install from scratch and read back, forward in every plane, a second
 install writes nothing, a restarted switch is reconciled, a failed link changes only
-NIC tables, a refused write rolls back, an unreachable switch stops the run before
-any write.
+NIC tables, a refused write rolls back, an unreachable switch or an entry that does
+not fit the P4Info stops the run before any write.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from scapy.packet import Raw
 from controller import plan as P
 from controller.entries import TableEntry, entries_of, nodes
 from controller.inventory import SwitchTarget
-from controller.p4rt import Session, codec
+from controller.p4rt import EntryError, Session, codec
 from controller.reconcile import Reconciler
 from controller.topology import default_topology
-from p4target.runtime.entries import Ternary
+from p4target.runtime.entries import Exact, Ternary
 from tests.controller.fabric_lab import REPO, FabricLab
 from tests.target.cli.p4t_netlab import recv_frames
 
@@ -213,6 +213,24 @@ def test_unreachable_switch_stops_before_any_write(lab: FabricLab) -> None:
     rep = asyncio.run(Reconciler(targets, keep_going=True).run({k: want[k] for k in ("p0-leaf1", "p0-spine1")}))
     assert [r.name for r in rep.failed] == ["p0-spine1"] and rep.writes == len(want["p0-leaf1"])
     assert read_back(lab, ["p0-leaf1"])["p0-leaf1"] == canonical("p0-leaf1", want["p0-leaf1"])
+    assert not run(lab, wanted()).failed
+
+
+def test_entry_that_does_not_fit_stops_the_run_before_any_write(lab: FabricLab) -> None:
+    lab.restart("p1-leaf0")  # empty, without a pipeline
+    want = wanted()
+    assert read_back(lab, ["p1-spine1"])["p1-spine1"] == canonical("p1-spine1", want["p1-spine1"])
+    bad = TableEntry("FabricEgress.port_mac", (("standard_metadata.egress_port", Exact(512)),),
+                     "FabricEgress.set_src_mac", (("mac", 1),))
+    targets = [lab.inventory.switches["p1-leaf0"], lab.inventory.switches["p1-spine1"],
+               SwitchTarget("p1-spine9", "127.0.0.1:1", 99, "fabric")]  # unreachable: its probe is given up
+    run_want = {"p1-leaf0": want["p1-leaf0"], "p1-spine1": [*want["p1-spine1"], bad], "p1-spine9": want["p1-spine1"]}
+    with pytest.raises(EntryError, match=r"^FabricEgress.port_mac: standard_metadata.egress_port=0x200 does not "
+                                         r"fit 9 bits$"):
+        asyncio.run(Reconciler(targets).run(run_want))
+    with pytest.raises(Exception):
+        read_back(lab, ["p1-leaf0"])  # no pipeline pushed
+    assert read_back(lab, ["p1-spine1"])["p1-spine1"] == canonical("p1-spine1", want["p1-spine1"])
     assert not run(lab, wanted()).failed
 
 
