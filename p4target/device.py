@@ -12,6 +12,7 @@ interface").
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from pathlib import Path
@@ -28,6 +29,21 @@ DigestListener = Callable[[str, list[tuple[int, ...]]], None]
 
 def _drop_sink(port: int, frame: bytes) -> None:
     """Default sink: a device without ports has nowhere to send frames."""
+
+
+def settle_heap() -> None:
+    """Collect the garbage of a compile and keep what is left out of later collections.
+
+    A compile leaves hundreds of thousands of long-lived objects (the program's model,
+    generated code, tables). Without this, the first full collection afterwards,
+    which the allocations of the first large P4Runtime write or of the first busy
+    second of traffic trigger, walks all of them: about 15 ms on a 1,000-entry nic.p4
+    write that otherwise takes 10. ``gc.freeze`` moves the survivors to the permanent
+    generation; unfreezing first lets a replaced pipeline's cycles be collected.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 class Device:
@@ -83,6 +99,7 @@ class Device:
             sw.set_queue_rate(port, rate)
         with self.lock:
             self.switch = sw
+        settle_heap()
         self._log(logging.INFO, "pipeline loaded from %s", what)
 
     def unload(self) -> None:

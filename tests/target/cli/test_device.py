@@ -146,3 +146,23 @@ def test_watch_port_follows_carrier_on_veths(spray_compiled):
         finally:
             nio.stop()
             nio.join(5)
+
+
+def test_load_leaves_the_program_out_of_later_collections_and_frees_the_old_one():
+    """After a load the new switch sits in the frozen generation (a later full
+    collection does not walk the compile's objects again), and a replaced switch is
+    freed, cycles and all."""
+    import gc
+    import weakref
+
+    dev = Device(device_id=7)
+    dev.load(L3)
+    old = weakref.ref(dev.switch)
+    sw = dev.switch
+    assert gc.is_tracked(sw)
+    assert not any(o is sw for o in gc.get_objects())  # the generations gc walks, not the frozen one
+    assert gc.get_freeze_count() > 0
+    del sw
+    dev.load(L3)
+    assert old() is None
+    assert not any(o is dev.switch for o in gc.get_objects())
