@@ -12,8 +12,13 @@ In one run: the plain-Python raw-socket forwarding ceiling (as veth_ceiling.py),
 and each one's ratio to the ceiling. The machine is shared and its load changes
 within a run, so the ceiling is measured again between the programs and each
 program's ratio is to the mean of the ceilings just before and after it; ROUNDS
-rounds of that (default 2) give each ratio's range. Prints only;
-run as root: ``.venv/bin/python bench/target_veth.py [SECONDS] [ROUNDS]``.
+rounds of that (default 2) give each ratio's range. With ``--no-rings-too`` each
+program also runs with ``p4target run --no-rings`` (one recv and one send system
+call per frame, as before PACKET_MMAP rings), next to the run with rings (which
+goes first alternates) and between the same ceilings, so the two are compared
+under the same load. Prints
+only; run as root:
+``.venv/bin/python bench/target_veth.py [SECONDS] [ROUNDS] [--no-rings-too]``.
 """
 
 from __future__ import annotations
@@ -88,8 +93,11 @@ def nic_frame() -> bytes:
 def main() -> int:
     if not require_root():
         return 0
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    both = "--no-rings-too" in sys.argv[1:]
+    seconds = float(args[0]) if args else 5.0
+    rounds = int(args[1]) if len(args) > 1 else 2
+    variants = [("", ())] + ([(", --no-rings", ("--no-rings",))] if both else [])
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp, VethLab() as lab:
         d = Path(tmp)
         (d / "fabric.stf").write_text(FABRIC_ENTRIES)
@@ -98,29 +106,35 @@ def main() -> int:
                 ("fabric.p4 uN", FABRIC, d / "fabric.stf", fabric_frame()),
                 ("nic.p4 encap", NIC, d / "nic.stf", nic_frame())]
         lines: list[str] = []
-        ratios: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        ratios: dict[str, list[float]] = {name + v: [] for name, *_ in runs for v, _ in variants}
         for rnd in range(rounds):
             before = lab.measure_ceiling(seconds)
             lines.append(f"round {rnd + 1}: {before.line()}")
             for name, program, commands, frame in runs:
-                log = d / f"{program.stem}.log"
-                target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
-                                   "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
-                                   "--commands", str(commands), log=log)
-                try:
-                    if not lab.wait_forwarding(timeout=60, frame_bytes=frame):
-                        print(f"p4target run {program.name} did not forward; its log:")
-                        print(log.read_text())
-                        return 1
-                    r = lab.measure(f"p4target run ({name})", seconds, frame_bytes=frame)
-                finally:
-                    stop(target)
+                results = []
+                # the order alternates between rounds, so neither variant always goes first
+                for variant, extra in (variants if rnd % 2 == 0 else variants[::-1]):
+                    log = d / f"{program.stem}.log"
+                    target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
+                                       "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
+                                       "--commands", str(commands), *extra, log=log)
+                    try:
+                        if not lab.wait_forwarding(timeout=60, frame_bytes=frame):
+                            print(f"p4target run {program.name} did not forward; its log:")
+                            print(log.read_text())
+                            return 1
+                        results.append((name + variant, lab.measure(
+                            f"p4target run ({name}{variant})", seconds, frame_bytes=frame)))
+                    finally:
+                        stop(target)
                 after = lab.measure_ceiling(seconds)
                 ceiling = (before.pps + after.pps) / 2
-                ratio = r.pps / ceiling if ceiling else 0.0
-                ratios[name].append(ratio)
-                target_text = " (target >= 0.50)" if "router6" in name or "fabric" in name else ""
-                lines.append(f"round {rnd + 1}: {r.line()}  ratio {ratio:.2f}{target_text}")
+                for key, r in results:
+                    ratio = r.pps / ceiling if ceiling else 0.0
+                    ratios[key].append(ratio)
+                    target_text = (" (target >= 0.50)" if ("router6" in key or "fabric" in key)
+                               and "no-rings" not in key else "")
+                    lines.append(f"round {rnd + 1}: {r.line()}  ratio {ratio:.2f}{target_text}")
                 lines.append(f"round {rnd + 1}: {after.line()}")
                 before = after
     print("veth forwarding, 96-byte IPv6/UDP frames, one sender, one forwarder process;")

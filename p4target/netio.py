@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from p4target.errors import P4Error
+from p4target.packet_ring import (TX_DATA_OFFSET, RxRing, TxRing, kernel_drops, ring_layout,
+                                  rx_slot_size)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ VNET_GSO_UDP_L4 = 5
 VNET_GSO_ECN = 0x80
 SIOCGIFFLAGS = 0x8913
 SIOCGIFINDEX = 0x8933
+SIOCGIFMTU = 0x8921
 IFF_UP = 0x1
 IFF_RUNNING = 0x40
 NETLINK_ROUTE = 0
@@ -78,7 +81,10 @@ IFLA_IFNAME = 3
 CLONE_NEWNET = 0x40000000
 
 MAX_FRAME = 65535
-_BATCH = 64  # frames read from one socket before looking at the others
+ETH_HLEN = 14
+_BATCH = 64  # frames read from one port before looking at the others
+RX_RING_FRAMES = 1024  # slots per port (2 KB each at MTU 1500: 2 MB of kernel memory)
+TX_RING_FRAMES = 256
 
 
 # ------------------------------------------------------------------------------ pcap
@@ -216,6 +222,17 @@ def interface_up(ctl: socket.socket, name: str) -> bool | None:
         raise
     flags = struct.unpack("H", res[16:18])[0]
     return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
+
+
+def interface_mtu(ctl: socket.socket, name: str) -> int | None:
+    """MTU of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
+    try:
+        res = fcntl.ioctl(ctl.fileno(), SIOCGIFMTU, _ifreq(name))
+    except OSError as e:
+        if e.errno in (errno.ENODEV, errno.ENXIO):
+            return None
+        raise
+    return struct.unpack("i", res[16:20])[0]
 
 
 def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
@@ -399,6 +416,10 @@ class PortStats:
     tx: int = 0
     tx_errors: int = 0
     ignored: int = 0
+    # frames that arrived but never reached the pipeline: the kernel found the
+    # receive ring (or queue) full, or a frame was larger than a ring slot and could
+    # not be queued whole (PACKET_STATISTICS, read every poll interval and at close)
+    rx_dropped: int = 0
 
 
 class _Port:
@@ -415,17 +436,32 @@ class _Port:
         self.gso_dropped = 0
         self.gso_segmented = 0
         self.vnet = False
-        # Frames go out through tx_sock: with a virtio-net header on the receive socket,
-        # a second socket without it saves the kernel work of parsing one per frame.
+        self.mtu = 1500
+        # Frames the loop thread sends go into tx_ring (flushed with one send per
+        # batch); the others (other threads, frames too long for a slot, a ring slot
+        # still in flight) through tx_sock. With a virtio-net header on the receive
+        # socket, tx_sock is a second socket without it, which saves the kernel
+        # parsing one per frame.
         self.tx_sock: socket.socket | None = None
+        self.rx_ring: RxRing | None = None
+        self.tx_ring: TxRing | None = None
+        self.ring_sock: socket.socket | None = None
+        self.offloaded: Callable[[bytes, bytes], list[bytes]] = lambda hdr, frame: []
 
 
 class NetIO:
-    """Connects a ``Device`` to Linux interfaces (see the module docstring)."""
+    """Connects a ``Device`` to Linux interfaces (see the module docstring).
+
+    ``rings=False`` reads and writes with one system call per frame instead of
+    PACKET_MMAP rings (``p4target run --no-rings``): for comparison, and the way a
+    port goes by itself if its rings cannot be set up.
+    """
 
     def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
                  netns: str | None = None, poll_interval: float = 1.0,
-                 promisc: bool = True, finish_checksums: bool = True) -> None:
+                 promisc: bool = True, finish_checksums: bool = True,
+                 rings: bool = True, rx_ring_frames: int = RX_RING_FRAMES,
+                 tx_ring_frames: int = TX_RING_FRAMES) -> None:
         if not ports:
             raise P4Error("no ports: give at least one -i PORT@IFACE")
         names = list(ports.values())
@@ -438,6 +474,9 @@ class NetIO:
         self.poll_interval = poll_interval
         self.promisc = promisc
         self.finish_checksums = finish_checksums
+        self.rings = rings
+        self.rx_ring_frames = rx_ring_frames
+        self.tx_ring_frames = tx_ring_frames
         self.ports = {n: _Port(n, name) for n, name in sorted(ports.items())}
         self.by_name = {p.name: p for p in self.ports.values()}
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
@@ -445,10 +484,15 @@ class NetIO:
         self._nl: socket.socket | None = None
         self._epoll: select.epoll | None = None
         self._by_fd: dict[int, _Port] = {}
+        self._ring_ports: list[_Port] = []  # ports read through a receive ring
+        self._tx_ports: list[_Port] = []  # ports with a transmit ring
+        self._tx_rings: dict[int, TxRing] = {}  # port -> ring, for _transmit (no pcap)
+        self._loop_thread: int | None = None  # the thread that may use the rings
         self._wake_r, self._wake_w = -1, -1
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._opened = False
+        self.sleeps = 0  # times the loop waited in epoll with nothing to do (see run)
 
     # -- setup
     def open(self) -> None:
@@ -507,27 +551,87 @@ class NetIO:
                 except OSError as e:
                     raise P4Error(f"cannot write pcap file: {e.strerror}",
                                   str(self.pcap_dir)) from None
+        self._index_rings()  # ports with pcap files go through send(), which writes them
 
     def _open_port(self, p: _Port, ifindex: int) -> None:
+        assert self._ctl is not None
         try:
+            p.mtu = interface_mtu(self._ctl, p.name) or 1500
             p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
                                         vnet_hdr=self.finish_checksums)
+            p.ifindex = ifindex
+            p.kernel_filters_outgoing = ignores_outgoing(p.sock)
+            p.vnet = self.finish_checksums
+            p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
+            p.offloaded = lambda hdr, frame, p=p: self._offloaded(p, hdr, frame)
+            if self.rings:
+                self._open_rings(p)
         except PermissionError:
+            self._close_port(p)
             raise P4Error(f"port {p.number}: no permission to open a raw socket on "
                           f"{p.name}; run as root (or with CAP_NET_RAW)") from None
         except OSError as e:
+            self._close_port(p)
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
-        p.ifindex = ifindex
-        p.kernel_filters_outgoing = ignores_outgoing(p.sock)
-        p.vnet = self.finish_checksums
-        p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
-        assert self._ctl is not None
+        self._index_rings()
         p.up = bool(interface_up(self._ctl, p.name))
 
+    def _open_rings(self, p: _Port) -> None:
+        """A receive ring on the port's socket and a transmit ring on a socket of its
+        own. If the kernel refuses (no memory for a ring, a kernel without them), the
+        port stays on plain sockets, with one line in the log."""
+        assert p.sock is not None
+        try:
+            p.rx_ring = RxRing(p.sock, ring_layout(rx_slot_size(p.mtu), self.rx_ring_frames),
+                               vnet=p.vnet, filter_outgoing=not p.kernel_filters_outgoing)
+            p.ring_sock = open_transmit_socket(p.name)
+            try:  # room in the send buffer for every frame of the ring in flight
+                p.ring_sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE (root)
+            except OSError:
+                pass
+            # a flush that must wait for room waits this long at most (see _flush)
+            p.ring_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                                   struct.pack("ll", 0, 50_000))
+            p.tx_ring = TxRing(p.ring_sock, ring_layout(
+                TX_DATA_OFFSET + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
+            self._set_mtu(p, p.mtu)  # longer frames go the plain way: the kernel says why
+        except OSError as e:
+            log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per frame",
+                        p.number, p.name, e.strerror)
+            self._close_rings(p)
+            # the receive socket may hold a half-made ring: open it again without one
+            assert p.sock is not None and p.ifindex is not None
+            if p.tx_sock is p.sock:
+                p.tx_sock = None
+            p.sock.close()
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=self.finish_checksums)
+            if p.tx_sock is None:
+                p.tx_sock = p.sock
+
+    def _close_rings(self, p: _Port) -> None:
+        for ring in (p.rx_ring, p.tx_ring):
+            if ring is not None:
+                ring.close()
+        p.rx_ring = p.tx_ring = None
+        if p.ring_sock is not None:
+            p.ring_sock.close()
+            p.ring_sock = None
+        self._index_rings()
+
+    def _index_rings(self) -> None:
+        ports = self.ports.values()
+        self._ring_ports = [q for q in ports if q.rx_ring is not None]
+        self._tx_ports = [q for q in ports if q.tx_ring is not None]
+        self._tx_rings = {q.number: q.tx_ring for q in self._tx_ports
+                          if q.tx_ring is not None and q.pcap_out is None}
+
     def _close_port(self, p: _Port) -> None:
+        self._account(p)
+        self._close_rings(p)
         if p.sock is not None:
             fd = p.sock.fileno()
             self._by_fd.pop(fd, None)
@@ -543,6 +647,17 @@ class NetIO:
             p.tx_sock = None
         p.ifindex = None
 
+    def _account(self, p: _Port) -> None:
+        """Move the kernel's and the rings' drop counts into the port's stats."""
+        st = p.stats
+        if p.sock is not None:
+            st.rx_dropped += kernel_drops(p.sock)
+        ring = p.rx_ring
+        if ring is not None:
+            st.rx_dropped += ring.truncated
+            st.ignored += ring.ignored
+            ring.truncated = ring.ignored = 0
+
     # -- sending (the device's output sink)
     def send(self, port: int, frame: bytes) -> None:
         p = self.ports.get(port)
@@ -550,6 +665,18 @@ class NetIO:
             log.debug("device %d: output to port %d dropped: no such port",
                       getattr(self.device, "device_id", 0), port)
             return
+        ring = p.tx_ring
+        if ring is not None and threading.get_ident() == self._loop_thread:
+            queued = ring.put(frame)
+            if not queued:
+                # the next slot is still in flight, or the frame does not go in a ring
+                # (the kernel will say why it cannot be sent): send what waits first
+                self._flush(p)
+                queued = ring.put(frame)
+            if queued:
+                if p.pcap_out is not None:
+                    p.pcap_out.write(frame)
+                return
         sock = p.tx_sock
         if sock is None:
             p.stats.tx_errors += 1
@@ -558,68 +685,164 @@ class NetIO:
             sock.send(frame)
         except OSError as e:
             p.stats.tx_errors += 1
-            if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
-                log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
-                            getattr(self.device, "device_id", 0), port, p.name,
-                            e.strerror, p.stats.tx_errors)
+            self._log_tx_error(p, e)
             return
         p.stats.tx += 1
         if p.pcap_out is not None:
             p.pcap_out.write(frame)
 
+    def _log_tx_error(self, p: _Port, e: OSError) -> None:
+        if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
+            log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
+                        getattr(self.device, "device_id", 0), p.number, p.name,
+                        e.strerror, p.stats.tx_errors)
+
+    def _flush(self, p: _Port) -> None:
+        """Have the kernel send what is in ``p``'s transmit ring. Frames it cannot
+        take (the link is down, or still no room in the send buffer after a wait of
+        at most 50 ms) are dropped and counted as transmit errors."""
+        ring = p.tx_ring
+        if ring is None or not ring.pending:
+            return
+        sent, err = ring.flush()
+        if ring.pending and (err is None or err.errno == errno.EAGAIN):
+            more, err = ring.flush(wait=True)  # the send buffer is full: wait for room
+            sent += more
+        p.stats.tx += sent
+        if ring.pending:
+            p.stats.tx_errors += ring.discard()
+            self._log_tx_error(p, err or OSError(errno.EAGAIN, "no room to send"))
+
+    def _flush_all(self) -> None:
+        for p in self._tx_ports:
+            ring = p.tx_ring
+            if ring is not None and ring.pending:
+                self._flush(p)
+
+    def _transmit(self, outputs: list[tuple[int, bytes]]) -> None:
+        """Send the device's outputs from the loop thread: into the ports' transmit
+        rings (flushed by the caller), the rest through ``send``."""
+        rings = self._tx_rings
+        for port, frame in outputs:
+            ring = rings.get(port)
+            if ring is None or not ring.put(frame):
+                self.send(port, frame)
+
     # -- the loop
     def run(self) -> None:
-        """Forward until ``stop()``. Opens the ports first if needed."""
+        """Forward until ``stop()``. Opens the ports first if needed.
+
+        Ports with rings are read at the top of every round, with no system call; the
+        loop waits in epoll (the rings' sockets are in it, readable when a frame is in
+        the ring) only after a round in which no ring had anything, and otherwise
+        looks at epoll without waiting, for the netlink socket, the wake-up pipe and
+        the ports on plain sockets. Frames put in transmit rings are flushed after
+        each port's batch, so a frame waits at most one batch.
+        """
         self.open()
         assert self._epoll is not None
+        self._loop_thread = threading.get_ident()
         dev = self.device
         next_poll = time.monotonic() + self.poll_interval
         next_flush = time.monotonic() + 0.2
         dev_poll = getattr(dev, "poll", None)
         queue_wait: float | None = None
-        while not self._stopping:
-            wake = min(next_poll, next_flush)
-            timeout = max(0.0, wake - time.monotonic())
-            if queue_wait is not None:
-                timeout = min(timeout, queue_wait)
-            try:
-                events = self._epoll.poll(timeout)
-            except InterruptedError:  # pragma: no cover - PEP 475 retries
-                continue
-            for fd, _ in events:
-                p = self._by_fd.get(fd)
-                if p is not None:
-                    sock = p.sock
-                    if sock is None:
-                        continue
-                    self._drain(p, sock, dev)
-                elif self._nl is not None and fd == self._nl.fileno():
-                    self._read_netlink()
-                elif fd == self._wake_r:
-                    try:
-                        os.read(self._wake_r, 4096)
-                    except BlockingIOError:
-                        pass
-            if dev_poll is not None:
-                queue_wait = dev_poll()
-            now = time.monotonic()
-            if now >= next_poll:
-                next_poll = now + self.poll_interval
-                self._poll_links()
-            if now >= next_flush:
-                next_flush = now + 0.2
-                for p in self.ports.values():
-                    if p.pcap_in is not None:
-                        p.pcap_in.flush()
-                    if p.pcap_out is not None:
-                        p.pcap_out.flush()
+        poll = self._epoll.poll
+        drain_ring = self._drain_ring
+        try:
+            while not self._stopping:
+                busy = False
+                for p in self._ring_ports:
+                    if drain_ring(p, dev):
+                        busy = True
+                if dev_poll is not None:
+                    queue_wait = dev_poll()
+                    self._flush_all()
+                if busy:
+                    timeout = 0.0
+                else:
+                    wake = min(next_poll, next_flush)
+                    timeout = max(0.0, wake - time.monotonic())
+                    if queue_wait is not None:
+                        timeout = min(timeout, queue_wait)
+                    self.sleeps += 1
+                try:
+                    events = poll(timeout)
+                except InterruptedError:  # pragma: no cover - PEP 475 retries
+                    continue
+                for fd, _ in events:
+                    p = self._by_fd.get(fd)
+                    if p is not None:
+                        sock = p.sock
+                        if sock is None or p.rx_ring is not None:
+                            continue  # a ring: read at the top of the next round
+                        self._drain(p, sock, dev)
+                        self._flush_all()
+                    elif self._nl is not None and fd == self._nl.fileno():
+                        self._read_netlink()
+                    elif fd == self._wake_r:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except BlockingIOError:
+                            pass
+                now = time.monotonic()
+                if now >= next_poll:
+                    next_poll = now + self.poll_interval
+                    self._poll_links()
+                if now >= next_flush:
+                    next_flush = now + 0.2
+                    for p in self.ports.values():
+                        if p.pcap_in is not None:
+                            p.pcap_in.flush()
+                        if p.pcap_out is not None:
+                            p.pcap_out.flush()
+        finally:
+            self._flush_all()
+            self._loop_thread = None
         self.close()
 
-    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
-        """Read up to _BATCH frames from one port (until the socket is empty) and run
-        them through the device: all at once if it has ``receive_batch``."""
-        number, pcap = p.number, p.pcap_in
+    def _deliver_in(self, p: _Port, frames: list[bytes], dev: Any) -> None:
+        """Hand frames that arrived on ``p`` to the device, all at once if it can
+        take batches (``process_batch``, whose outputs go into the transmit rings,
+        or ``receive_batch``), in chunks of _BATCH so the device lock is never held
+        long (cut super-frames can make many); else one by one (``receive``)."""
+        p.stats.rx += len(frames)
+        pcap = p.pcap_in
+        if pcap is not None:
+            for frame in frames:
+                pcap.write(frame)
+        number = p.number
+        process = getattr(dev, "process_batch", None)
         batch = getattr(dev, "receive_batch", None)
+        if process is not None or batch is not None:
+            for i in range(0, len(frames), _BATCH):
+                chunk = frames if len(frames) <= _BATCH else frames[i:i + _BATCH]
+                if process is not None:
+                    self._transmit(process(number, chunk))
+                else:
+                    batch(number, chunk)
+            return
+        receive = dev.receive
+        for frame in frames:
+            receive(number, frame)
+
+    def _drain_ring(self, p: _Port, dev: Any) -> bool:
+        """Take up to _BATCH frames from ``p``'s receive ring, run them through the
+        device and flush what they made; False if the ring was empty."""
+        ring = p.rx_ring
+        if ring is None:
+            return False
+        frames: list[bytes] = []
+        if not ring.read(frames, _BATCH, p.offloaded):
+            return False
+        if frames:
+            self._deliver_in(p, frames, dev)
+        self._flush_all()
+        return True
+
+    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
+        """Read up to _BATCH frames from a port on a plain socket (until it is empty)
+        and run them through the device."""
         frames: list[bytes] = []
         add = frames.append
         flags = socket.MSG_DONTWAIT
@@ -640,40 +863,24 @@ class NetIO:
                 break
             except OSError as e:
                 if e.errno != errno.ENETDOWN:
-                    log.warning("port %d (%s): receive failed: %s", number, p.name, e.strerror)
+                    log.warning("port %d (%s): receive failed: %s", p.number, p.name, e.strerror)
                 break
             if vnet:
                 if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
-                    frames.extend(self._offloaded(p, data))
+                    frames.extend(self._offloaded(p, data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]))
                     continue
                 data = data[VNET_HDR_LEN:]
             add(data)
-        stats = p.stats
-        stats.ignored += ignored
-        if not frames:
-            return
-        stats.rx += len(frames)
-        if pcap is not None:
-            for frame in frames:
-                pcap.write(frame)
-        if batch is not None:
-            if len(frames) <= _BATCH:
-                batch(number, frames)
-                return
-            # cut super-frames can make many: keep the device lock's hold short
-            for i in range(0, len(frames), _BATCH):
-                batch(number, frames[i:i + _BATCH])
-            return
-        receive = dev.receive
-        for frame in frames:
-            receive(number, frame)
+        p.stats.ignored += ignored
+        if frames:
+            self._deliver_in(p, frames, dev)
 
-    def _offloaded(self, p: _Port, data: bytes) -> list[bytes]:
-        """A frame whose sender left work to the NIC: finish its checksum, or cut a
-        TCP/UDP segmentation-offload super-frame into the frames a NIC would have
-        sent. What cannot be cut (other GSO kinds) is dropped and counted."""
-        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", data)
-        frame = data[VNET_HDR_LEN:]
+    def _offloaded(self, p: _Port, hdr: bytes, frame: bytes) -> list[bytes]:
+        """A frame whose sender left work to the NIC (its virtio-net header ``hdr``
+        says what): finish its checksum, or cut a TCP/UDP segmentation-offload
+        super-frame into the frames a NIC would have sent. What cannot be cut (other
+        GSO kinds) is dropped and counted."""
+        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", hdr)
         if gso_type:
             frames = segment_gso(frame, gso_type & ~VNET_GSO_ECN, gso_size, start)
             if frames is not None:
@@ -739,12 +946,21 @@ class NetIO:
         if self._ctl is None:
             return
         for p in self.ports.values():
+            self._account(p)
             try:
                 idx = interface_index(self._ctl, p.name)
                 state = interface_up(self._ctl, p.name) if idx is not None else None
+                if idx is not None and idx == p.ifindex:
+                    self._set_mtu(p, interface_mtu(self._ctl, p.name) or p.mtu)
             except OSError:
                 continue
             self._follow(p, idx, bool(state))
+
+    def _set_mtu(self, p: _Port, mtu: int) -> None:
+        p.mtu = mtu
+        if p.tx_ring is not None:
+            room = p.tx_ring.layout.frame_size - TX_DATA_OFFSET
+            p.tx_ring.max_len = min(room, mtu + ETH_HLEN)
 
     def _follow(self, p: _Port, ifindex: int | None, up: bool) -> None:
         """Bring port ``p`` in line with its interface: reopen it if the interface was
