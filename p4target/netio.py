@@ -78,13 +78,16 @@ RTMGRP_LINK = 0x1
 RTM_NEWLINK = 16
 RTM_DELLINK = 17
 IFLA_IFNAME = 3
+IFLA_MTU = 4
 CLONE_NEWNET = 0x40000000
 
 MAX_FRAME = 65535
 ETH_HLEN = 14
-_BATCH = 64  # frames read from one port before looking at the others
+_BATCH = 64  # frames handed to the device at once (it holds its lock meanwhile)
+_RING_BATCH = 256  # frames taken from one receive ring before looking at the others
 RX_RING_FRAMES = 1024  # slots per port (2 KB each at MTU 1500: 2 MB of kernel memory)
 TX_RING_FRAMES = 256
+RX_RING_BYTES = 4 << 20  # at most, per port (fewer slots for jumbo MTUs)
 
 
 # ------------------------------------------------------------------------------ pcap
@@ -585,7 +588,9 @@ class NetIO:
         port stays on plain sockets, with one line in the log."""
         assert p.sock is not None
         try:
-            p.rx_ring = RxRing(p.sock, ring_layout(rx_slot_size(p.mtu), self.rx_ring_frames),
+            slot = rx_slot_size(p.mtu)
+            frames = max(64, min(self.rx_ring_frames, RX_RING_BYTES // slot))  # jumbo MTUs
+            p.rx_ring = RxRing(p.sock, ring_layout(slot, frames),
                                vnet=p.vnet, filter_outgoing=not p.kernel_filters_outgoing)
             p.ring_sock = open_transmit_socket(p.name)
             try:  # room in the send buffer for every frame of the ring in flight
@@ -723,10 +728,18 @@ class NetIO:
         """Send the device's outputs from the loop thread: into the ports' transmit
         rings (flushed by the caller), the rest through ``send``."""
         rings = self._tx_rings
-        for port, frame in outputs:
+        n = len(outputs)
+        i = 0
+        while i < n:
+            port, frame = outputs[i]
             ring = rings.get(port)
-            if ring is None or not ring.put(frame):
-                self.send(port, frame)
+            if ring is not None:
+                j = ring.put_run(outputs, i, port)
+                if j > i:
+                    i = j
+                    continue
+            self.send(port, frame)  # no ring, or no room in it: the general way
+            i += 1
 
     # -- the loop
     def run(self) -> None:
@@ -819,6 +832,7 @@ class NetIO:
                 chunk = frames if len(frames) <= _BATCH else frames[i:i + _BATCH]
                 if process is not None:
                     self._transmit(process(number, chunk))
+                    self._flush_all()
                 else:
                     batch(number, chunk)
             return
@@ -827,13 +841,13 @@ class NetIO:
             receive(number, frame)
 
     def _drain_ring(self, p: _Port, dev: Any) -> bool:
-        """Take up to _BATCH frames from ``p``'s receive ring, run them through the
-        device and flush what they made; False if the ring was empty."""
+        """Take up to _RING_BATCH frames from ``p``'s receive ring, run them through
+        the device and flush what they made; False if the ring was empty."""
         ring = p.rx_ring
         if ring is None:
             return False
         frames: list[bytes] = []
-        if not ring.read(frames, _BATCH, p.offloaded):
+        if not ring.read(frames, _RING_BATCH, p.offloaded):
             return False
         if frames:
             self._deliver_in(p, frames, dev)
@@ -1015,18 +1029,27 @@ class NetIO:
                         else:
                             up = bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
                             self._follow(p, ifindex, up)
+                            mtu = _rtattr(data, off + 32, off + length, IFLA_MTU)
+                            if mtu is not None and len(mtu) >= 4 and p.ifindex == ifindex:
+                                self._set_mtu(p, struct.unpack_from("=I", mtu)[0])
                 off += (length + 3) & ~3
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
 
 
-def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
+def _rtattr(data: bytes, off: int, end: int, want: int) -> bytes | None:
+    """The payload of attribute ``want`` among the rtattrs in ``data[off:end]``."""
     while off + 4 <= end:
         alen, atype = struct.unpack_from("=HH", data, off)
         if alen < 4:
             return None
         if atype == want:
-            return data[off + 4: off + alen].split(b"\0", 1)[0].decode(errors="replace")
+            return data[off + 4: off + alen]
         off += (alen + 3) & ~3
     return None
+
+
+def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
+    raw = _rtattr(data, off, end, want)
+    return None if raw is None else raw.split(b"\0", 1)[0].decode(errors="replace")

@@ -162,7 +162,9 @@ class RxRing:
     def read(self, out: list[bytes], limit: int,
              offloaded: Callable[[bytes, bytes], list[bytes]] | None = None) -> int:
         """Append up to ``limit`` frames to ``out`` in arrival order; returns how many
-        slots were taken (frames appended, ignored, or given to ``offloaded``).
+        slots were taken (frames appended, ignored, or given to ``offloaded``). A call
+        stops at the end of the ring (the next one goes on from its start), so it
+        may return fewer than are ready.
 
         With the virtio-net header on, a frame whose header is not all "nothing to
         do" (flags or GSO type set) is not appended but given to
@@ -172,18 +174,17 @@ class RxRing:
         half = self._half
         mm = self.map
         offsets = self._offsets
-        nr = len(offsets)
-        i = self._next
+        start = self._next
+        end = min(len(offsets), start + limit)  # a call stops at the end of the ring
         vnet = self.vnet
         outgoing = self.filter_outgoing
         add = out.append
-        taken = 0
-        while taken < limit:
-            off = offsets[i]
+        for off in offsets[start:end]:
             w = off >> 2
             status = words[w]
             if status & 3 != TP_STATUS_USER:  # not ours yet, or whole on the queue
                 if not status & TP_STATUS_USER:
+                    end = off // self.layout.frame_size
                     break
                 self._special(off, status, out, offloaded)
             elif outgoing and mm[off + SLL_PKTTYPE_OFFSET] == PACKET_OUTGOING:
@@ -201,12 +202,8 @@ class RxRing:
                 else:
                     add(mm[mac: mac + snap])
             words[w] = 0  # TP_STATUS_KERNEL: the slot is the kernel's again
-            taken += 1
-            i += 1
-            if i == nr:
-                i = 0
-        self._next = i
-        return taken
+        self._next = 0 if end == len(offsets) else end
+        return end - start
 
     def _special(self, off: int, status: int, out: list[bytes],
                  offloaded: Callable[[bytes, bytes], list[bytes]] | None) -> None:
@@ -241,15 +238,18 @@ class TxRing:
     header). ``put`` fills slots, ``flush`` has the kernel send them with one call.
 
     Only one thread may use a ring: netio's loop. A slot stays the kernel's until the
-    frame in it is freed (for a veth, when the peer has taken it), so ``put`` says
-    False when the next slot is not free yet or the frame is larger than a slot; the
-    caller then flushes and sends that frame another way.
+    frame in it is freed (for a veth, once the peer has taken it), so ``put`` says
+    False when the next slot is not free yet or the frame does not fit; the caller
+    then flushes and sends that frame another way. The kernel takes frames in ring
+    order from where it stopped, so the frames put and not yet taken are always the
+    ``pending`` slots that follow ``first``.
     """
 
     def __init__(self, sock: socket.socket, layout: RingLayout) -> None:
         self.sock = sock
         self.layout = layout
-        # a frame the device refuses (too long for the MTU) is skipped, not a stop
+        # a frame the device refuses is skipped (PACKET_LOSS), not a stop of the
+        # ring; netio keeps frames the kernel would refuse out of it (max_len)
         sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)
         sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
         sock.setsockopt(SOL_PACKET, PACKET_TX_RING, layout.req())
@@ -257,42 +257,62 @@ class TxRing:
                              mmap.PROT_READ | mmap.PROT_WRITE)
         self._words = memoryview(self.map).cast("I")
         self._offsets = [i * layout.frame_size for i in range(layout.frame_nr)]
-        self._next = 0
         self._nr = layout.frame_nr
+        self._next = 0  # the slot the next put uses
+        self.first = 0  # the first slot put and not taken by the kernel yet
+        self.pending = 0  # how many: first, first + 1, ... (modulo the ring)
         # the longest frame put takes: the slot's room, or less (netio: the MTU)
         self.max_len = layout.frame_size - TX_DATA_OFFSET
-        self.pending: list[int] = []  # slots marked "send" since the last flush
 
     def put(self, frame: bytes) -> bool:
         """Write ``frame`` into the next slot and mark it to send; False if the slot
         is still the kernel's or the frame is shorter than an Ethernet header or
         longer than ``max_len`` (nothing written)."""
-        i = self._next
-        off = self._offsets[i]
-        w = off >> 2
+        return self.put_run([(0, frame)], 0, 0) == 1
+
+    def put_run(self, outputs: list[tuple[int, bytes]], i: int, port: int) -> int:
+        """``put`` for ``outputs[i]``, ``outputs[i + 1]``, ... (pairs of a port and a
+        frame) as long as they are for ``port`` and go in; returns the index of the
+        first one not put. This is netio's path for every frame, so everything is in
+        locals."""
+        j = self._next
+        offsets = self._offsets
         words = self._words
-        n = len(frame)
-        if words[w] or not ETH_HLEN <= n <= self.max_len:
-            return False
-        start = off + TX_DATA_OFFSET
-        self.map[start: start + n] = frame
-        words[w + 1] = n  # tp_len
-        words[w] = TP_STATUS_SEND_REQUEST
-        self.pending.append(i)
-        i += 1
-        self._next = 0 if i == self._nr else i
-        return True
+        mm = self.map
+        nr = self._nr
+        max_len = self.max_len
+        k = i
+        for out_port, frame in outputs[i:] if i else outputs:
+            if out_port != port:
+                break
+            off = offsets[j]
+            w = off >> 2
+            n = len(frame)
+            if words[w] or not ETH_HLEN <= n <= max_len:
+                break
+            start = off + TX_DATA_OFFSET
+            mm[start: start + n] = frame
+            words[w + 1] = n  # tp_len
+            words[w] = TP_STATUS_SEND_REQUEST
+            j += 1
+            if j == nr:
+                j = 0
+            k += 1
+        if k != i:
+            if not self.pending:
+                self.first = self._next
+            self.pending += k - i
+            self._next = j
+        return k
 
     def flush(self, wait: bool = False) -> tuple[int, OSError | None]:
         """Have the kernel send every frame put since the last flush; returns how
         many it took and the error if it stopped early (those it did not take stay
-        in ``pending``, for another flush or ``discard``). The kernel sends in ring
-        order and stops at the first frame it cannot take, so the frames left are
-        the last ones put. Without ``wait`` the call never blocks; with it, it waits
-        for room in the send buffer and for the frames to leave, as long as the
-        socket's SO_SNDTIMEO."""
-        pending = self.pending
-        if not pending:
+        pending, for another flush or ``discard``). Without ``wait`` the call never
+        blocks; with it, it waits for room in the send buffer and for the frames to
+        leave, at most the socket's SO_SNDTIMEO."""
+        n = self.pending
+        if not n:
             return 0, None
         err: OSError | None = None
         try:
@@ -301,26 +321,27 @@ class TxRing:
             err = e
         words = self._words
         offsets = self._offsets
-        for k, i in enumerate(pending):
-            if words[offsets[i] >> 2] == TP_STATUS_SEND_REQUEST:
-                del pending[:k]
-                return k, err
-        sent = len(pending)
-        pending.clear()
-        return sent, err
+        nr = self._nr
+        first = self.first
+        if words[offsets[(first + n - 1) % nr] >> 2] != TP_STATUS_SEND_REQUEST:
+            self.pending = 0  # the last one was taken, so all were
+            return n, None
+        taken = 0
+        while taken < n and words[offsets[(first + taken) % nr] >> 2] != TP_STATUS_SEND_REQUEST:
+            taken += 1
+        self.first = (first + taken) % nr
+        self.pending = n - taken
+        return taken, err
 
     def discard(self) -> int:
         """Give up the frames the kernel did not take (they are not sent later, e.g.
         when the link comes back): their slots are free again and the next ``put``
         uses the first of them, where the kernel will look next. Returns how many."""
-        pending = self.pending
-        if not pending:
-            return 0
-        for i in pending:
-            self._words[self._offsets[i] >> 2] = TP_STATUS_AVAILABLE
-        self._next = pending[0]
-        n = len(pending)
-        pending.clear()
+        n = self.pending
+        for k in range(n):
+            self._words[self._offsets[(self.first + k) % self._nr] >> 2] = TP_STATUS_AVAILABLE
+        self._next = self.first
+        self.pending = 0
         return n
 
     def close(self) -> None:
