@@ -12,7 +12,11 @@ In one run: the plain-Python raw-socket forwarding ceiling (as veth_ceiling.py),
 and each one's ratio to the ceiling. The machine is shared and its load changes
 within a run, so the ceiling is measured again between the programs and each
 program's ratio is to the mean of the ceilings just before and after it; ROUNDS
-rounds of that (default 2) give each ratio's range. With ``--no-rings-too`` each
+rounds of that (default 2) give each ratio's range. Each line also gives the
+forwarder's CPU time per packet, and each ratio comes with the ratio of CPU time
+per packet (the ceiling's over the target's): with other work on the cores the
+packets/s follow the share of a core each forwarder gets, the CPU time much less.
+With ``--no-rings-too`` each
 program also runs with ``p4target run --no-rings`` (one recv and one send system
 call per frame, as before PACKET_MMAP rings), next to the run with rings (which
 goes first alternates) and between the same ceilings, so the two are compared
@@ -107,6 +111,7 @@ def main() -> int:
                 ("nic.p4 encap", NIC, d / "nic.stf", nic_frame())]
         lines: list[str] = []
         ratios: dict[str, list[float]] = {name + v: [] for name, *_ in runs for v, _ in variants}
+        cpu_ratios: dict[str, list[float]] = {k: [] for k in ratios}
         for rnd in range(rounds):
             before = lab.measure_ceiling(seconds)
             lines.append(f"round {rnd + 1}: {before.line()}")
@@ -124,25 +129,38 @@ def main() -> int:
                             print(log.read_text())
                             return 1
                         results.append((name + variant, lab.measure(
-                            f"p4target run ({name}{variant})", seconds, frame_bytes=frame)))
+                            f"p4target run ({name}{variant})", seconds, frame_bytes=frame,
+                            forwarder=target)))
                     finally:
                         stop(target)
                 after = lab.measure_ceiling(seconds)
                 ceiling = (before.pps + after.pps) / 2
+                cpu_ceiling = [m.cpu_us for m in (before, after) if m.cpu_us]
                 for key, r in results:
                     ratio = r.pps / ceiling if ceiling else 0.0
                     ratios[key].append(ratio)
                     target_text = (" (target >= 0.50)" if ("router6" in key or "fabric" in key)
-                               and "no-rings" not in key else "")
-                    lines.append(f"round {rnd + 1}: {r.line()}  ratio {ratio:.2f}{target_text}")
+                                   and "no-rings" not in key else "")
+                    cpu_text = ""
+                    if cpu_ceiling and r.cpu_us:
+                        cpu_ratio = sum(cpu_ceiling) / len(cpu_ceiling) / r.cpu_us
+                        cpu_ratios[key].append(cpu_ratio)
+                        cpu_text = f", CPU per packet ratio {cpu_ratio:.2f}"
+                    lines.append(f"round {rnd + 1}: {r.line()}")
+                    lines.append(f"round {rnd + 1}:     ratio {ratio:.2f}{target_text}{cpu_text}")
                 lines.append(f"round {rnd + 1}: {after.line()}")
                 before = after
     print("veth forwarding, 96-byte IPv6/UDP frames, one sender, one forwarder process;")
-    print("each ratio is to the mean of the ceilings measured just before and after it")
+    print("each ratio is to the mean of the ceilings measured just before and after it;")
+    print("the CPU per packet ratio is the ceiling forwarder's CPU time per packet over")
+    print("the target's (what the packets/s ratio would be with a core each)")
     for line in lines:
         print(line)
     for name, rs in ratios.items():
-        print(f"{name}: ratio to the ceiling {min(rs):.2f}-{max(rs):.2f} over {len(rs)} round(s)")
+        cs = cpu_ratios[name]
+        cpu = f", CPU per packet {min(cs):.2f}-{max(cs):.2f}" if cs else ""
+        print(f"{name}: ratio to the ceiling {min(rs):.2f}-{max(rs):.2f}{cpu} "
+              f"over {len(rs)} round(s)")
     return 0
 
 

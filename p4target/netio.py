@@ -1,11 +1,24 @@
-"""Packet I/O for a ``Device`` on Linux interfaces: one raw socket per port.
+"""Packet I/O for a ``Device`` on Linux interfaces: raw sockets with PACKET_MMAP rings.
 
 ``p4target run -i 1@eth1 -i 2@eth2`` makes each interface a switch port, as
 ``simple_switch -i 1@eth1`` does. Frames are read with ``AF_PACKET`` sockets (the
 interface is put in promiscuous mode for as long as the socket lives, so nothing
 stays set when the process ends), run through the device, and the outputs written
-back on the output port's socket. Frames the socket sees because we sent them
+on the output port's interface. Frames the socket sees because we sent them
 (``PACKET_OUTGOING``) are ignored.
+
+A system call per frame each way costs more than the rest of the I/O, so each port
+has a receive ring and a transmit ring (``p4target.packet_ring``): frames are
+copied out of shared memory with no call into the kernel, handed to the device in
+batches, and its outputs written into the output ports' transmit rings, flushed with
+one ``send`` per batch. Frames larger than a ring slot (a host's GSO super-frames)
+still arrive whole (the kernel queues them on the socket and marks their slot);
+frames that do not go in a transmit ring (longer than a slot, the ring full of
+frames still in flight, or sent by another thread, e.g. a packet-out) are sent
+with a plain ``send`` after what the ring holds. What the kernel drops because a
+ring is full is counted per port (``rx_dropped``). ``rings=False`` (``--no-rings``)
+keeps one ``recv`` and one ``send`` per frame, for comparison; a port whose rings
+cannot be set up works that way by itself.
 
 Link state matters to the dataplane (action-selector watch ports), so netio follows
 it: rtnetlink link notifications (RTM_NEWLINK/RTM_DELLINK) tell the device at once
@@ -24,10 +37,12 @@ turn the offload off: ``ethtool -K IFACE tso off gso off``).
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
 and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
 
-Everything runs in one thread (``run()``; epoll over the sockets, the netlink socket
-and a wake-up pipe), because the pipeline is Python and a thread per port would only
-contend for the GIL. ``stop()`` may be called from a signal handler or another
-thread.
+Everything runs in one thread (``run()``; the rings, and epoll over the sockets,
+the netlink socket and a wake-up pipe), because the pipeline is Python and a thread
+per port would only contend for the GIL (and on a VM a hand-over between threads on
+two cores costs tens of microseconds). The loop sleeps in epoll only when no ring
+had a frame in the last round. ``stop()`` may be called from a signal handler or
+another thread.
 """
 
 from __future__ import annotations
@@ -239,11 +254,17 @@ def interface_mtu(ctl: socket.socket, name: str) -> int | None:
 
 
 def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
-                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False) -> socket.socket:
+                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False,
+                       before_bind: Callable[[socket.socket], None] | None = None) -> socket.socket:
     """A raw socket for every frame on one interface (bound, promiscuous, deaf to its
     own transmissions). With ``vnet_hdr`` every frame read or written carries a
-    10-byte virtio-net header first (see ``complete_checksum``)."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    10-byte virtio-net header first (see ``complete_checksum``). ``before_bind`` is
+    called with the socket set up but not bound (a receive ring goes on there).
+
+    The socket is made with protocol 0, which receives nothing, and only the bind
+    to the interface starts the frames: none from other interfaces lands in its
+    queue in between, and with a ring every frame goes into the ring."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     try:
         if vnet_hdr:
             s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
@@ -255,6 +276,8 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
             s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             pass  # kernels before 4.20: outgoing frames are filtered by pkttype below
+        if before_bind is not None:
+            before_bind(s)
         s.bind((name, ETH_P_ALL))
         if promisc:
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
@@ -516,6 +539,7 @@ class NetIO:
             dev.set_port_status(p.number, p.up)
         log.info("device %d: ports %s", getattr(dev, "device_id", 0),
                  ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
+                           f"{' (PACKET_MMAP rings)' if p.rx_ring else ' (one system call per frame)'}"
                            for n, p in self.ports.items()))
 
     def _open_all(self) -> None:
@@ -560,15 +584,16 @@ class NetIO:
         assert self._ctl is not None
         try:
             p.mtu = interface_mtu(self._ctl, p.name) or 1500
-            p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
-                                        vnet_hdr=self.finish_checksums)
             p.ifindex = ifindex
-            p.kernel_filters_outgoing = ignores_outgoing(p.sock)
             p.vnet = self.finish_checksums
-            p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
             p.offloaded = lambda hdr, frame, p=p: self._offloaded(p, hdr, frame)
             if self.rings:
-                self._open_rings(p)
+                self._open_with_rings(p)
+            else:
+                p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
+                                            vnet_hdr=p.vnet)
+            p.kernel_filters_outgoing = ignores_outgoing(p.sock)
+            p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
         except PermissionError:
             self._close_port(p)
             raise P4Error(f"port {p.number}: no permission to open a raw socket on "
@@ -582,16 +607,36 @@ class NetIO:
         self._index_rings()
         p.up = bool(interface_up(self._ctl, p.name))
 
-    def _open_rings(self, p: _Port) -> None:
-        """A receive ring on the port's socket and a transmit ring on a socket of its
-        own. If the kernel refuses (no memory for a ring, a kernel without them), the
-        port stays on plain sockets, with one line in the log."""
-        assert p.sock is not None
-        try:
+    def _open_with_rings(self, p: _Port) -> None:
+        """The port's socket with a receive ring (made before the bind, so every
+        frame goes into it) and a transmit ring on a socket of its own. If the kernel
+        refuses a ring (no memory for it, a kernel without them), the port uses
+        plain sockets, with one line in the log."""
+        assert p.ifindex is not None
+        ring_error: list[OSError] = []
+
+        def add_rx_ring(sock: socket.socket) -> None:
             slot = rx_slot_size(p.mtu)
             frames = max(64, min(self.rx_ring_frames, RX_RING_BYTES // slot))  # jumbo MTUs
-            p.rx_ring = RxRing(p.sock, ring_layout(slot, frames),
-                               vnet=p.vnet, filter_outgoing=not p.kernel_filters_outgoing)
+            try:
+                p.rx_ring = RxRing(sock, ring_layout(slot, frames), vnet=p.vnet,
+                                   filter_outgoing=not ignores_outgoing(sock))
+            except OSError as e:
+                ring_error.append(e)
+                raise
+
+        try:
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=p.vnet, before_bind=add_rx_ring)
+        except OSError as e:
+            self._close_rings(p)
+            if not ring_error:
+                raise  # not the ring: the interface itself (the caller says which)
+            self._no_rings(p, e)
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=p.vnet)
+            return
+        try:
             p.ring_sock = open_transmit_socket(p.name)
             try:  # room in the send buffer for every frame of the ring in flight
                 p.ring_sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE (root)
@@ -604,18 +649,15 @@ class NetIO:
                 TX_DATA_OFFSET + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
             self._set_mtu(p, p.mtu)  # longer frames go the plain way: the kernel says why
         except OSError as e:
-            log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per frame",
-                        p.number, p.name, e.strerror)
-            self._close_rings(p)
-            # the receive socket may hold a half-made ring: open it again without one
-            assert p.sock is not None and p.ifindex is not None
-            if p.tx_sock is p.sock:
-                p.tx_sock = None
+            self._no_rings(p, e)
             p.sock.close()
             p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
-                                        vnet_hdr=self.finish_checksums)
-            if p.tx_sock is None:
-                p.tx_sock = p.sock
+                                        vnet_hdr=p.vnet)
+
+    def _no_rings(self, p: _Port, e: OSError) -> None:
+        log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per frame",
+                    p.number, p.name, e.strerror)
+        self._close_rings(p)
 
     def _close_rings(self, p: _Port) -> None:
         for ring in (p.rx_ring, p.tx_ring):

@@ -271,3 +271,27 @@ def test_small_gso_frame_and_partial_checksum_in_a_slot(lab, mode):
     finally:
         nio.stop()
         nio.join(5)
+
+
+@pytest.mark.root
+def test_a_port_whose_rings_the_kernel_refuses_works_without(lab, caplog):
+    """A transmit ring of 2^27 slots is more than the kernel takes (EINVAL): the
+    ports say so in the log once each and forward through plain sockets."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="p4target.netio")
+    nio = NetIO(BatchWire(), {1: "p4ta1", 2: "p4tb1"}, netns=lab.ns, poll_interval=30.0,
+                tx_ring_frames=1 << 27)
+    nio.start()
+    try:
+        assert all(p.rx_ring is None and p.tx_ring is None for p in nio.ports.values())
+        warned = [r.getMessage() for r in caplog.records if "no PACKET_MMAP rings" in r.getMessage()]
+        assert len(warned) == 2 and "port 1 (p4ta1)" in warned[0]
+        a, b = lab.socket("p4ta0"), lab.socket("p4tb0")
+        sent = [frame(i, 100 + i) for i in range(10)]
+        for f in sent:
+            a.send(f)
+        assert recv_frames(b, timeout=3.0, want=len(sent)) == sent
+    finally:
+        nio.stop()
+        nio.join(5)

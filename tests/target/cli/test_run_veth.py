@@ -63,8 +63,10 @@ def stop(p: subprocess.Popen) -> tuple[int, str]:
 
 
 @pytest.mark.root
-def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path):
-    p = start(lab, tmp_path, "--pcap", str(tmp_path / "pcap"), "--log-level", "info")
+@pytest.mark.parametrize("io", ["rings", "no-rings"])
+def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path, io):
+    extra = ["--no-rings"] if io == "no-rings" else []
+    p = start(lab, tmp_path, "--pcap", str(tmp_path / "pcap"), "--log-level", "info", *extra)
     try:
         assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
         assert p.poll() is None, p.communicate()[1]
@@ -87,6 +89,9 @@ def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path):
     assert code == 0, err
     assert "Traceback" not in err
     assert "device 4" in err
+    how = "(one system call per frame)" if io == "no-rings" else "(PACKET_MMAP rings)"
+    assert f"1@p4ta1 {how}" in err and f"3@p4tc1 {how}" in err
+    assert "port 3: rx 0 tx 1 tx_errors 0 rx_dropped 0" in err
     assert not (tmp_path / "sw.pid").exists()
     ins = read_pcap(tmp_path / "pcap" / "p4ta1_in.pcap")
     outs = read_pcap(tmp_path / "pcap" / "p4tc1_out.pcap")
