@@ -54,6 +54,16 @@ TPACKET_V2 = 1
 TP_STATUS_USER = 1
 TP_STATUS_COPY = 2
 TP_STATUS_LOSING = 4
+TP_STATUS_CSUMNOTREADY = 8  # the skb is CHECKSUM_PARTIAL (every GSO frame from a host)
+TP_STATUS_CSUM_VALID = 128  # CHECKSUM_UNNECESSARY (the header then says DATA_VALID)
+TP_STATUS_GSO_TCP = 256
+# with the virtio-net header, a slot whose status has none of these but USER holds a
+# frame whose header is all zero (virtio_net_hdr_from_skb writes flags only for
+# CHECKSUM_PARTIAL and CHECKSUM_UNNECESSARY skbs, a GSO type only for GSO ones, and a
+# GSO skb is one of the two): such frames, all but those of host stacks, are taken
+# without reading the header
+_PLAIN_VNET = (TP_STATUS_USER | TP_STATUS_COPY | TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID
+               | TP_STATUS_GSO_TCP)
 # ... and on the transmit ring
 TP_STATUS_AVAILABLE = 0
 TP_STATUS_SEND_REQUEST = 1
@@ -176,13 +186,13 @@ class RxRing:
         offsets = self._offsets
         start = self._next
         end = min(len(offsets), start + limit)  # a call stops at the end of the ring
-        vnet = self.vnet
+        mask = _PLAIN_VNET if self.vnet else TP_STATUS_USER | TP_STATUS_COPY
         outgoing = self.filter_outgoing
         add = out.append
         for off in offsets[start:end]:
             w = off >> 2
             status = words[w]
-            if status & 3 != TP_STATUS_USER:  # not ours yet, or whole on the queue
+            if status & mask != TP_STATUS_USER:  # not ours yet, or not a plain frame
                 if not status & TP_STATUS_USER:
                     end = off // self.layout.frame_size
                     break
@@ -192,40 +202,44 @@ class RxRing:
             else:
                 snap = words[w + 2]
                 mac = off + half[(off >> 1) + 6]  # tp_mac
-                if snap != words[w + 1]:  # larger than a slot and not queued whole: lost
-                    self.truncated += 1
-                elif vnet and (half[(mac - VNET_HDR_LEN) >> 1] if not mac & 1
-                               else mm[mac - VNET_HDR_LEN] or mm[mac - VNET_HDR_LEN + 1]):
-                    # flags or GSO type set: the sender left work to the NIC
-                    if offloaded is not None:
-                        out += offloaded(mm[mac - VNET_HDR_LEN: mac], mm[mac: mac + snap])
-                else:
+                if snap == words[w + 1]:
                     add(mm[mac: mac + snap])
+                else:  # larger than a slot and not queued whole: lost
+                    self.truncated += 1
             words[w] = 0  # TP_STATUS_KERNEL: the slot is the kernel's again
         self._next = 0 if end == len(offsets) else end
         return end - start
 
     def _special(self, off: int, status: int, out: list[bytes],
                  offloaded: Callable[[bytes, bytes], list[bytes]] | None) -> None:
-        """A slot whose frame was too large for it and is whole on the socket's
-        receive queue (TP_STATUS_COPY): take it from there, in order."""
-        try:
-            data = self.sock.recv(MAX_FRAME + VNET_HDR_LEN, socket.MSG_DONTWAIT)
-        except OSError as e:  # the queued frame is gone (should not happen; never hang)
-            if e.errno not in (errno.EAGAIN, errno.ENETDOWN):
-                log.warning("receive of a large frame failed: %s", e.strerror)
-            self.truncated += 1
-            return
-        if self.filter_outgoing and self.map[off + SLL_PKTTYPE_OFFSET] == PACKET_OUTGOING:
-            self.ignored += 1
-            return
-        if self.vnet:
-            if data[0] or data[1]:
-                if offloaded is not None:
-                    out += offloaded(data[:VNET_HDR_LEN], data[VNET_HDR_LEN:])
+        """A slot that is not a plain frame: one too large for it, whole on the
+        socket's receive queue (TP_STATUS_COPY: taken from there, in order), or one
+        whose virtio-net header may ask for work (a checksum to finish, a GSO frame
+        to cut: given to ``offloaded``, which returns the frames to append)."""
+        mm = self.map
+        outgoing = self.filter_outgoing and mm[off + SLL_PKTTYPE_OFFSET] == PACKET_OUTGOING
+        if status & TP_STATUS_COPY:
+            try:
+                data = self.sock.recv(MAX_FRAME + VNET_HDR_LEN, socket.MSG_DONTWAIT)
+            except OSError as e:  # the queued frame is gone (should not happen; never hang)
+                if e.errno not in (errno.EAGAIN, errno.ENETDOWN):
+                    log.warning("receive of a large frame failed: %s", e.strerror)
+                self.truncated += 1
                 return
-            data = data[VNET_HDR_LEN:]
-        out.append(data)
+            hdr, frame = (data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]) if self.vnet else (b"", data)
+        else:
+            _, length, snap, mac, _ = _HDR.unpack_from(mm, off)
+            if snap != length:
+                self.truncated += 1
+                return
+            hdr = mm[off + mac - VNET_HDR_LEN: off + mac] if self.vnet else b""
+            frame = mm[off + mac: off + mac + snap]
+        if outgoing:
+            self.ignored += 1
+        elif hdr[:2] not in (b"", b"\0\0") and offloaded is not None:
+            out += offloaded(hdr, frame)
+        else:
+            out.append(frame)
 
     def close(self) -> None:
         self._words.release()
