@@ -307,7 +307,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for n, st in sorted(netio.stats().items()):
         log.info("device %d: port %d: rx %d tx %d tx_errors %d rx_dropped %d",
                  device.device_id, n, st.rx, st.tx, st.tx_errors, st.rx_dropped)
-    log.info("device %d: the loop waited in epoll %d times", device.device_id, netio.sleeps)
+    if netio.sleeps is not None:
+        log.info("device %d: the forwarding loop slept %d times", device.device_id, netio.sleeps)
     return 0
 
 

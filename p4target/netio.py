@@ -518,7 +518,9 @@ class NetIO:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._opened = False
-        self.sleeps = 0  # times the loop waited in epoll with nothing to do (see run)
+        # how often the loop's thread slept (its voluntary context switches, read
+        # when run() ends): under load it should hardly ever wait for frames
+        self.sleeps: int | None = None
 
     # -- setup
     def open(self) -> None:
@@ -820,7 +822,6 @@ class NetIO:
                     timeout = max(0.0, wake - time.monotonic())
                     if queue_wait is not None:
                         timeout = min(timeout, queue_wait)
-                    self.sleeps += 1
                 try:
                     events = poll(timeout)
                 except InterruptedError:  # pragma: no cover - PEP 475 retries
@@ -854,6 +855,7 @@ class NetIO:
         finally:
             self._flush_all()
             self._loop_thread = None
+            self.sleeps = _voluntary_switches()
         self.close()
 
     def _deliver_in(self, p: _Port, frames: list[bytes], dev: Any) -> None:
@@ -1078,6 +1080,17 @@ class NetIO:
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
+
+
+def _voluntary_switches() -> int | None:
+    """How many times the calling thread gave up the CPU to wait (Linux)."""
+    try:
+        for line in Path("/proc/thread-self/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _rtattr(data: bytes, off: int, end: int, want: int) -> bytes | None:
