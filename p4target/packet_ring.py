@@ -19,14 +19,15 @@ queue and marks its slot ``TP_STATUS_COPY``; ``RxRing.read`` then takes it with
 ``recv``, in order.
 
 The virtio-net header (``PACKET_VNET_HDR``, set on the socket before the ring)
-works with a V2 receive ring on the kernels this project runs on (5.8 and later,
-checked by the tests): the kernel writes its 10 bytes just before the frame in the
-slot. ``RxRing.read`` passes frames that need nothing (flags and GSO type 0) on as
-they are and hands the others, header first, to a callback (netio finishes their
-checksums and cuts GSO frames).
+works with a V2 receive ring (checked by the tests on this project's kernel, 6.x):
+the kernel writes its 10 bytes just before the frame in the slot. ``RxRing.read``
+passes frames that need nothing on as they are and hands the others, header first,
+to a callback (netio finishes their checksums and cuts GSO frames). Which ones
+need something the slot's status already says (the skb's checksum state and TCP
+GSO), so the header is read only for them: in practice the frames of host stacks.
 
-A ring is fixed memory of the kernel's, locked while the socket lives: the sizes
-below keep it to a few megabytes per port.
+A ring is fixed memory of the kernel's, locked while the socket lives: netio's
+sizes keep it to about 2.5 MB per port (4.5 MB at most, for jumbo MTUs).
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ TPACKET_V2 = 1
 # tpacket2_hdr.tp_status bits (receive ring)
 TP_STATUS_USER = 1
 TP_STATUS_COPY = 2
-TP_STATUS_LOSING = 4
 TP_STATUS_CSUMNOTREADY = 8  # the skb is CHECKSUM_PARTIAL (every GSO frame from a host)
 TP_STATUS_CSUM_VALID = 128  # CHECKSUM_UNNECESSARY (the header then says DATA_VALID)
 TP_STATUS_GSO_TCP = 256
@@ -67,8 +67,6 @@ _PLAIN_VNET = (TP_STATUS_USER | TP_STATUS_COPY | TP_STATUS_CSUMNOTREADY | TP_STA
 # ... and on the transmit ring
 TP_STATUS_AVAILABLE = 0
 TP_STATUS_SEND_REQUEST = 1
-TP_STATUS_SENDING = 2
-TP_STATUS_WRONG_FORMAT = 4
 
 # struct tpacket2_hdr: status, len, snaplen (u32), mac, net (u16), sec, nsec (u32),
 # vlan tci, vlan tpid (u16), 4 bytes of padding: 32 bytes; struct sockaddr_ll
@@ -164,10 +162,6 @@ class RxRing:
         self._next = 0
         self.truncated = 0  # frames larger than a slot the kernel could not queue whole
         self.ignored = 0  # our own transmissions (kernels without PACKET_IGNORE_OUTGOING)
-
-    def ready(self) -> bool:
-        """True if the next slot holds a frame (a read of shared memory, no syscall)."""
-        return bool(self._words[self._offsets[self._next] >> 2] & TP_STATUS_USER)
 
     def read(self, out: list[bytes], limit: int,
              offloaded: Callable[[bytes, bytes], list[bytes]] | None = None) -> int:
