@@ -10,6 +10,10 @@ A sender process blasts one frame on ``p4tsrc`` as fast as Python can; a forward
 ``rx_packets`` counter so counting costs nothing. Everything is removed at the end,
 also on errors and Ctrl-C. Run as root.
 
+The forwarder's CPU time (user + system, from /proc) over the measured interval is
+reported per delivered packet too: on a shared machine the packets/s follow the
+share of a core the forwarder gets, the CPU time per packet much less so.
+
 ``python bench/_vethlab.py send IFACE SECONDS`` and ``... forward IN OUT`` are the
 sender and the plain forwarder, started inside the namespace by the lab.
 """
@@ -88,9 +92,29 @@ class Measurement:
     pps: float
     seconds: float
     delivered: int
+    cpu_seconds: float | None = None  # the forwarder's user + system time meanwhile
+
+    @property
+    def cpu_us(self) -> float | None:
+        """The forwarder's CPU time per delivered packet, in microseconds."""
+        if self.cpu_seconds is None or not self.delivered:
+            return None
+        return self.cpu_seconds / self.delivered * 1e6
 
     def line(self) -> str:
-        return f"{self.name:<34} {self.pps:>12,.0f} packets/s  ({self.delivered} in {self.seconds:.1f} s)"
+        cpu = "" if self.cpu_us is None else (
+            f", {self.cpu_us:.2f} us CPU/packet at {self.cpu_seconds / self.seconds:.2f} of a core")
+        return (f"{self.name:<40} {self.pps:>9,.0f} packets/s  "
+                f"({self.delivered} in {self.seconds:.1f} s{cpu})")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far (None if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class VethLab:
@@ -156,21 +180,28 @@ class VethLab:
         return False
 
     def measure(self, name: str, seconds: float = 5.0, warmup: float = 1.0,
-                frame_bytes: bytes | None = None) -> Measurement:
+                frame_bytes: bytes | None = None,
+                forwarder: subprocess.Popen | None = None) -> Measurement:
         """Blast frames (default: bench_frame()) for warmup+seconds; the delivery rate
-        over ``seconds``."""
+        over ``seconds`` (and the ``forwarder`` process's CPU time meanwhile; ``ip
+        netns exec`` runs the command in its own process, so its pid is the
+        forwarder's)."""
         sender = self.spawn(PYTHON, __file__, "send", "p4tsrc", str(warmup + seconds + 1),
                             (frame_bytes or bench_frame()).hex())
+        pid = forwarder.pid if forwarder is not None else None
         try:
             time.sleep(warmup)
+            u0 = cpu_seconds(pid) if pid else None
             c0, t0 = self.rx_packets(), time.monotonic()
             time.sleep(seconds)
             c1, t1 = self.rx_packets(), time.monotonic()
+            u1 = cpu_seconds(pid) if pid else None
         finally:
             stop(sender)
             if sender in self.procs:
                 self.procs.remove(sender)
-        return Measurement(name, (c1 - c0) / (t1 - t0), t1 - t0, c1 - c0)
+        cpu = u1 - u0 if u0 is not None and u1 is not None else None
+        return Measurement(name, (c1 - c0) / (t1 - t0), t1 - t0, c1 - c0, cpu)
 
     def run_plain_forwarder(self) -> subprocess.Popen:
         return self.spawn(PYTHON, __file__, "forward", "p4tin", "p4tout")
@@ -180,7 +211,7 @@ class VethLab:
         try:
             if not self.wait_forwarding():
                 raise RuntimeError("the plain forwarder did not forward")
-            return self.measure("plain Python raw-socket forwarder", seconds)
+            return self.measure("plain Python raw-socket forwarder", seconds, forwarder=fwd)
         finally:
             stop(fwd)
             self.procs.remove(fwd)

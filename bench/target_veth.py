@@ -12,8 +12,17 @@ In one run: the plain-Python raw-socket forwarding ceiling (as veth_ceiling.py),
 and each one's ratio to the ceiling. The machine is shared and its load changes
 within a run, so the ceiling is measured again between the programs and each
 program's ratio is to the mean of the ceilings just before and after it; ROUNDS
-rounds of that (default 2) give each ratio's range. Prints only;
-run as root: ``.venv/bin/python bench/target_veth.py [SECONDS] [ROUNDS]``.
+rounds of that (default 2) give each ratio's range. Each line also gives the
+forwarder's CPU time per packet, and each ratio comes with the ratio of CPU time
+per packet (the ceiling's over the target's): with other work on the cores the
+packets/s follow the share of a core each forwarder gets, the CPU time much less.
+With ``--no-rings-too`` each
+program also runs with ``p4target run --no-rings`` (one recv and one send system
+call per frame, as before PACKET_MMAP rings), next to the run with rings (which
+goes first alternates) and between the same ceilings, so the two are compared
+under the same load. Prints
+only; run as root:
+``.venv/bin/python bench/target_veth.py [SECONDS] [ROUNDS] [--no-rings-too]``.
 """
 
 from __future__ import annotations
@@ -88,8 +97,11 @@ def nic_frame() -> bytes:
 def main() -> int:
     if not require_root():
         return 0
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    both = "--no-rings-too" in sys.argv[1:]
+    seconds = float(args[0]) if args else 5.0
+    rounds = int(args[1]) if len(args) > 1 else 2
+    variants = [("", ())] + ([(", --no-rings", ("--no-rings",))] if both else [])
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp, VethLab() as lab:
         d = Path(tmp)
         (d / "fabric.stf").write_text(FABRIC_ENTRIES)
@@ -98,37 +110,57 @@ def main() -> int:
                 ("fabric.p4 uN", FABRIC, d / "fabric.stf", fabric_frame()),
                 ("nic.p4 encap", NIC, d / "nic.stf", nic_frame())]
         lines: list[str] = []
-        ratios: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        ratios: dict[str, list[float]] = {name + v: [] for name, *_ in runs for v, _ in variants}
+        cpu_ratios: dict[str, list[float]] = {k: [] for k in ratios}
         for rnd in range(rounds):
             before = lab.measure_ceiling(seconds)
             lines.append(f"round {rnd + 1}: {before.line()}")
             for name, program, commands, frame in runs:
-                log = d / f"{program.stem}.log"
-                target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
-                                   "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
-                                   "--commands", str(commands), log=log)
-                try:
-                    if not lab.wait_forwarding(timeout=60, frame_bytes=frame):
-                        print(f"p4target run {program.name} did not forward; its log:")
-                        print(log.read_text())
-                        return 1
-                    r = lab.measure(f"p4target run ({name})", seconds, frame_bytes=frame)
-                finally:
-                    stop(target)
+                results = []
+                # the order alternates between rounds, so neither variant always goes first
+                for variant, extra in (variants if rnd % 2 == 0 else variants[::-1]):
+                    log = d / f"{program.stem}.log"
+                    target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
+                                       "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
+                                       "--commands", str(commands), *extra, log=log)
+                    try:
+                        if not lab.wait_forwarding(timeout=60, frame_bytes=frame):
+                            print(f"p4target run {program.name} did not forward; its log:")
+                            print(log.read_text())
+                            return 1
+                        results.append((name + variant, lab.measure(
+                            f"p4target run ({name}{variant})", seconds, frame_bytes=frame,
+                            forwarder=target)))
+                    finally:
+                        stop(target)
                 after = lab.measure_ceiling(seconds)
                 ceiling = (before.pps + after.pps) / 2
-                ratio = r.pps / ceiling if ceiling else 0.0
-                ratios[name].append(ratio)
-                target_text = " (target >= 0.50)" if "router6" in name or "fabric" in name else ""
-                lines.append(f"round {rnd + 1}: {r.line()}  ratio {ratio:.2f}{target_text}")
+                cpu_ceiling = [m.cpu_us for m in (before, after) if m.cpu_us]
+                for key, r in results:
+                    ratio = r.pps / ceiling if ceiling else 0.0
+                    ratios[key].append(ratio)
+                    target_text = (" (target >= 0.50)" if ("router6" in key or "fabric" in key)
+                                   and "no-rings" not in key else "")
+                    cpu_text = ""
+                    if cpu_ceiling and r.cpu_us:
+                        cpu_ratio = sum(cpu_ceiling) / len(cpu_ceiling) / r.cpu_us
+                        cpu_ratios[key].append(cpu_ratio)
+                        cpu_text = f", CPU per packet ratio {cpu_ratio:.2f}"
+                    lines.append(f"round {rnd + 1}: {r.line()}")
+                    lines.append(f"round {rnd + 1}:     ratio {ratio:.2f}{target_text}{cpu_text}")
                 lines.append(f"round {rnd + 1}: {after.line()}")
                 before = after
     print("veth forwarding, 96-byte IPv6/UDP frames, one sender, one forwarder process;")
-    print("each ratio is to the mean of the ceilings measured just before and after it")
+    print("each ratio is to the mean of the ceilings measured just before and after it;")
+    print("the CPU per packet ratio is the ceiling forwarder's CPU time per packet over")
+    print("the target's (what the packets/s ratio would be with a core each)")
     for line in lines:
         print(line)
     for name, rs in ratios.items():
-        print(f"{name}: ratio to the ceiling {min(rs):.2f}-{max(rs):.2f} over {len(rs)} round(s)")
+        cs = cpu_ratios[name]
+        cpu = f", CPU per packet {min(cs):.2f}-{max(cs):.2f}" if cs else ""
+        print(f"{name}: ratio to the ceiling {min(rs):.2f}-{max(rs):.2f}{cpu} "
+              f"over {len(rs)} round(s)")
     return 0
 
 

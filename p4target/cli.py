@@ -169,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="open the interfaces in network namespace NAME (/run/netns/NAME)")
     r.add_argument("--no-promisc", action="store_true",
                    help="do not put the interfaces in promiscuous mode")
+    r.add_argument("--no-rings", action="store_true",
+                   help="read and write frames with one system call each instead of "
+                   "PACKET_MMAP rings (slower; for comparison)")
     common_p4(r)
     for p in (c, s, r):
         p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
@@ -289,7 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.commands is not None:
         apply_commands(device.switch, args.commands)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
-                  promisc=not args.no_promisc)
+                  promisc=not args.no_promisc, rings=not args.no_rings)
     netio.open()
     server = None
     try:
@@ -327,8 +330,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             except OSError:
                 pass
     for n, st in sorted(netio.stats().items()):
-        log.info("device %d: port %d: rx %d tx %d tx_errors %d", device.device_id, n,
-                 st.rx, st.tx, st.tx_errors)
+        log.info("device %d: port %d: rx %d tx %d tx_errors %d rx_dropped %d",
+                 device.device_id, n, st.rx, st.tx, st.tx_errors, st.rx_dropped)
+    if netio.sleeps is not None:
+        log.info("device %d: the forwarding loop slept %d times", device.device_id, netio.sleeps)
     return 0
 
 

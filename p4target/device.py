@@ -157,44 +157,81 @@ class Device:
 
         The same as calling ``receive`` for each frame, except that the lock is taken
         once for all of them and the outputs are delivered after the last frame
-        (still in order, outside the lock). netio hands over what one read of a busy
-        port gives, so the per-frame cost of the lock and the delivery is paid once.
+        (still in order, outside the lock), so the per-frame cost of the lock and
+        the delivery is paid once.
         """
-        results = []
+        sink = self.output_sink
+        for out_port, data in self.process_batch(port, frames):
+            try:
+                sink(out_port, data)
+            except Exception:  # noqa: BLE001
+                self.errors += 1
+                log.exception("device %d: output to port %d failed", self.device_id, out_port)
+
+    def process_batch(self, port: int, frames: list[bytes]) -> list[tuple[int, bytes]]:
+        """``receive_batch`` without the last step: the frames' outputs to ports are
+        returned, in order, for the caller to transmit (netio writes them into its
+        transmit rings with no call per frame); packet-ins and digests are delivered
+        to their listeners as ``receive`` does, outside the lock."""
+        outs: list[tuple[int, bytes]] = []
+        cpu = self.cpu_port
         with self.lock:
             sw = self.switch
             self.rx_frames += len(frames)
             if sw is None:
                 self.dropped_no_pipeline += len(frames)
-                return
+                return outs
             inject = sw.inject
-            want_digests = bool(self._digest)
-            for frame in frames:
-                try:
-                    outputs = inject(port, frame)
-                    digests = sw.digests() if want_digests else None
-                except Exception:  # noqa: BLE001 - one bad frame must not stop the device
-                    self.errors += 1
-                    log.exception("device %d: frame from port %d dropped: pipeline failed",
-                                  self.device_id, port)
-                    continue
-                if outputs or digests:
-                    results.append((outputs, digests))
-        if not results:
-            return
-        cpu = self.cpu_port
-        sink = self.output_sink
+            if not self._digest:
+                # the usual case: one output per frame, not to the CPU port
+                results = None
+                for frame in frames:
+                    try:
+                        r = inject(port, frame)
+                    except Exception:  # noqa: BLE001 - one bad frame must not stop the device
+                        self.errors += 1
+                        log.exception("device %d: frame from port %d dropped: pipeline failed",
+                                      self.device_id, port)
+                        continue
+                    if not r:
+                        continue
+                    if len(r) == 1 and r[0][0] != cpu and results is None:
+                        outs.append(r[0])
+                    else:  # several outputs or one to the CPU: sorted out below
+                        if results is None:
+                            results = [(outs, None)]
+                            outs = []
+                        results.append((r, None))
+                if results is None:
+                    self.tx_frames += len(outs)
+                    return outs
+                if outs:
+                    results.append((outs, None))
+                outs = []
+            else:
+                results = []
+                for frame in frames:
+                    try:
+                        r = inject(port, frame)
+                        digests = sw.digests()
+                    except Exception:  # noqa: BLE001 - one bad frame must not stop the device
+                        self.errors += 1
+                        log.exception("device %d: frame from port %d dropped: pipeline failed",
+                                      self.device_id, port)
+                        continue
+                    if r or digests:
+                        results.append((r, digests))
         for outputs, digests in results:
-            if digests or cpu is not None:
-                self._deliver(outputs, digests)
-                continue
             for out_port, data in outputs:
-                self.tx_frames += 1
-                try:
-                    sink(out_port, data)
-                except Exception:  # noqa: BLE001
-                    self.errors += 1
-                    log.exception("device %d: output to port %d failed", self.device_id, out_port)
+                if cpu is not None and out_port == cpu:
+                    for cb in list(self._packet_in):
+                        self._safe(cb, data)
+                else:
+                    self.tx_frames += 1
+                    outs.append((out_port, data))
+            if digests:
+                self._deliver_digests(digests)
+        return outs
 
     def poll(self) -> float | None:
         """Let rate-limited queues send what the clock allows now; returns the seconds
@@ -237,13 +274,16 @@ class Device:
                     self.errors += 1
                     log.exception("device %d: output to port %d failed", self.device_id, port)
         if digests:
-            grouped: dict[str, list[tuple[int, ...]]] = {}
-            for item in digests:
-                name, values = item[0], item[1]
-                grouped.setdefault(name, []).append(tuple(values))
-            for name, rows in grouped.items():
-                for cb in list(self._digest):
-                    self._safe(cb, name, rows)
+            self._deliver_digests(digests)
+
+    def _deliver_digests(self, digests: list) -> None:
+        grouped: dict[str, list[tuple[int, ...]]] = {}
+        for item in digests:
+            name, values = item[0], item[1]
+            grouped.setdefault(name, []).append(tuple(values))
+        for name, rows in grouped.items():
+            for cb in list(self._digest):
+                self._safe(cb, name, rows)
 
     def _safe(self, cb: Callable[..., None], *args: Any) -> None:
         try:

@@ -1,11 +1,24 @@
-"""Packet I/O for a ``Device`` on Linux interfaces: one raw socket per port.
+"""Packet I/O for a ``Device`` on Linux interfaces: raw sockets with PACKET_MMAP rings.
 
 ``p4target run -i 1@eth1 -i 2@eth2`` makes each interface a switch port, as
 ``simple_switch -i 1@eth1`` does. Frames are read with ``AF_PACKET`` sockets (the
 interface is put in promiscuous mode for as long as the socket lives, so nothing
 stays set when the process ends), run through the device, and the outputs written
-back on the output port's socket. Frames the socket sees because we sent them
+on the output port's interface. Frames the socket sees because we sent them
 (``PACKET_OUTGOING``) are ignored.
+
+A system call per frame each way costs more than the rest of the I/O, so each port
+has a receive ring and a transmit ring (``p4target.packet_ring``): frames are
+copied out of shared memory with no call into the kernel, handed to the device in
+batches, and its outputs written into the output ports' transmit rings, flushed with
+one ``send`` per batch. Frames larger than a ring slot (a host's GSO super-frames)
+still arrive whole (the kernel queues them on the socket and marks their slot);
+frames that do not go in a transmit ring (longer than a slot, the ring full of
+frames still in flight, or sent by another thread, e.g. a packet-out) are sent
+with a plain ``send`` after what the ring holds. What the kernel drops because a
+ring is full is counted per port (``rx_dropped``). ``rings=False`` (``--no-rings``)
+keeps one ``recv`` and one ``send`` per frame, for comparison; a port whose rings
+cannot be set up works that way by itself.
 
 Link state matters to the dataplane (action-selector watch ports), so netio follows
 it: rtnetlink link notifications (RTM_NEWLINK/RTM_DELLINK) tell the device at once
@@ -24,10 +37,12 @@ turn the offload off: ``ethtool -K IFACE tso off gso off``).
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
 and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
 
-Everything runs in one thread (``run()``; epoll over the sockets, the netlink socket
-and a wake-up pipe), because the pipeline is Python and a thread per port would only
-contend for the GIL. ``stop()`` may be called from a signal handler or another
-thread.
+Everything runs in one thread (``run()``; the rings, and epoll over the sockets,
+the netlink socket and a wake-up pipe), because the pipeline is Python and a thread
+per port would only contend for the GIL (and on a VM a hand-over between threads on
+two cores costs tens of microseconds). The loop sleeps in epoll only when no ring
+had a frame in the last round. ``stop()`` may be called from a signal handler or
+another thread.
 """
 
 from __future__ import annotations
@@ -47,6 +62,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from p4target.errors import P4Error
+from p4target.packet_ring import (TX_DATA_OFFSET, RxRing, TxRing, kernel_drops, ring_layout,
+                                  rx_slot_size)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +85,7 @@ VNET_GSO_UDP_L4 = 5
 VNET_GSO_ECN = 0x80
 SIOCGIFFLAGS = 0x8913
 SIOCGIFINDEX = 0x8933
+SIOCGIFMTU = 0x8921
 IFF_UP = 0x1
 IFF_RUNNING = 0x40
 NETLINK_ROUTE = 0
@@ -75,10 +93,16 @@ RTMGRP_LINK = 0x1
 RTM_NEWLINK = 16
 RTM_DELLINK = 17
 IFLA_IFNAME = 3
+IFLA_MTU = 4
 CLONE_NEWNET = 0x40000000
 
 MAX_FRAME = 65535
-_BATCH = 64  # frames read from one socket before looking at the others
+ETH_HLEN = 14
+_BATCH = 64  # frames handed to the device at once (it holds its lock meanwhile)
+_RING_BATCH = 256  # frames taken from one receive ring before looking at the others
+RX_RING_FRAMES = 1024  # slots per port (2 KB each at MTU 1500: 2 MB of kernel memory)
+TX_RING_FRAMES = 256
+RX_RING_BYTES = 4 << 20  # at most, per port (fewer slots for jumbo MTUs)
 
 
 # ------------------------------------------------------------------------------ pcap
@@ -218,12 +242,29 @@ def interface_up(ctl: socket.socket, name: str) -> bool | None:
     return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
 
 
+def interface_mtu(ctl: socket.socket, name: str) -> int | None:
+    """MTU of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
+    try:
+        res = fcntl.ioctl(ctl.fileno(), SIOCGIFMTU, _ifreq(name))
+    except OSError as e:
+        if e.errno in (errno.ENODEV, errno.ENXIO):
+            return None
+        raise
+    return struct.unpack("i", res[16:20])[0]
+
+
 def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
-                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False) -> socket.socket:
+                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False,
+                       before_bind: Callable[[socket.socket], None] | None = None) -> socket.socket:
     """A raw socket for every frame on one interface (bound, promiscuous, deaf to its
     own transmissions). With ``vnet_hdr`` every frame read or written carries a
-    10-byte virtio-net header first (see ``complete_checksum``)."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    10-byte virtio-net header first (see ``complete_checksum``). ``before_bind`` is
+    called with the socket set up but not bound (a receive ring goes on there).
+
+    The socket is made with protocol 0, which receives nothing, and only the bind
+    to the interface starts the frames: none from other interfaces lands in its
+    queue in between, and with a ring every frame goes into the ring."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     try:
         if vnet_hdr:
             s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
@@ -235,6 +276,8 @@ def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
             s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             pass  # kernels before 4.20: outgoing frames are filtered by pkttype below
+        if before_bind is not None:
+            before_bind(s)
         s.bind((name, ETH_P_ALL))
         if promisc:
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
@@ -399,6 +442,10 @@ class PortStats:
     tx: int = 0
     tx_errors: int = 0
     ignored: int = 0
+    # frames that arrived but never reached the pipeline: the kernel found the
+    # receive ring (or queue) full, or a frame was larger than a ring slot and could
+    # not be queued whole (PACKET_STATISTICS, read every poll interval and at close)
+    rx_dropped: int = 0
 
 
 class _Port:
@@ -415,17 +462,32 @@ class _Port:
         self.gso_dropped = 0
         self.gso_segmented = 0
         self.vnet = False
-        # Frames go out through tx_sock: with a virtio-net header on the receive socket,
-        # a second socket without it saves the kernel work of parsing one per frame.
+        self.mtu = 1500
+        # Frames the loop thread sends go into tx_ring (flushed with one send per
+        # batch); the others (other threads, frames too long for a slot, a ring slot
+        # still in flight) through tx_sock. With a virtio-net header on the receive
+        # socket, tx_sock is a second socket without it, which saves the kernel
+        # parsing one per frame.
         self.tx_sock: socket.socket | None = None
+        self.rx_ring: RxRing | None = None
+        self.tx_ring: TxRing | None = None
+        self.ring_sock: socket.socket | None = None
+        self.offloaded: Callable[[bytes, bytes], list[bytes]] = lambda hdr, frame: []
 
 
 class NetIO:
-    """Connects a ``Device`` to Linux interfaces (see the module docstring)."""
+    """Connects a ``Device`` to Linux interfaces (see the module docstring).
+
+    ``rings=False`` reads and writes with one system call per frame instead of
+    PACKET_MMAP rings (``p4target run --no-rings``): for comparison, and the way a
+    port goes by itself if its rings cannot be set up.
+    """
 
     def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
                  netns: str | None = None, poll_interval: float = 1.0,
-                 promisc: bool = True, finish_checksums: bool = True) -> None:
+                 promisc: bool = True, finish_checksums: bool = True,
+                 rings: bool = True, rx_ring_frames: int = RX_RING_FRAMES,
+                 tx_ring_frames: int = TX_RING_FRAMES) -> None:
         if not ports:
             raise P4Error("no ports: give at least one -i PORT@IFACE")
         names = list(ports.values())
@@ -438,6 +500,9 @@ class NetIO:
         self.poll_interval = poll_interval
         self.promisc = promisc
         self.finish_checksums = finish_checksums
+        self.rings = rings
+        self.rx_ring_frames = rx_ring_frames
+        self.tx_ring_frames = tx_ring_frames
         self.ports = {n: _Port(n, name) for n, name in sorted(ports.items())}
         self.by_name = {p.name: p for p in self.ports.values()}
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
@@ -445,10 +510,17 @@ class NetIO:
         self._nl: socket.socket | None = None
         self._epoll: select.epoll | None = None
         self._by_fd: dict[int, _Port] = {}
+        self._ring_ports: list[_Port] = []  # ports read through a receive ring
+        self._tx_ports: list[_Port] = []  # ports with a transmit ring
+        self._tx_rings: dict[int, TxRing] = {}  # port -> ring, for _transmit (no pcap)
+        self._loop_thread: int | None = None  # the thread that may use the rings
         self._wake_r, self._wake_w = -1, -1
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._opened = False
+        # how often the loop's thread slept (its voluntary context switches, read
+        # when run() ends): under load it should hardly ever wait for frames
+        self.sleeps: int | None = None
 
     # -- setup
     def open(self) -> None:
@@ -469,6 +541,7 @@ class NetIO:
             dev.set_port_status(p.number, p.up)
         log.info("device %d: ports %s", getattr(dev, "device_id", 0),
                  ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
+                           f"{' (PACKET_MMAP rings)' if p.rx_ring else ' (one system call per frame)'}"
                            for n, p in self.ports.items()))
 
     def _open_all(self) -> None:
@@ -507,27 +580,107 @@ class NetIO:
                 except OSError as e:
                     raise P4Error(f"cannot write pcap file: {e.strerror}",
                                   str(self.pcap_dir)) from None
+        self._index_rings()  # ports with pcap files go through send(), which writes them
 
     def _open_port(self, p: _Port, ifindex: int) -> None:
+        assert self._ctl is not None
         try:
-            p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
-                                        vnet_hdr=self.finish_checksums)
+            p.mtu = interface_mtu(self._ctl, p.name) or 1500
+            p.ifindex = ifindex
+            p.vnet = self.finish_checksums
+            p.offloaded = lambda hdr, frame, p=p: self._offloaded(p, hdr, frame)
+            if self.rings:
+                self._open_with_rings(p)
+            else:
+                p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
+                                            vnet_hdr=p.vnet)
+            p.kernel_filters_outgoing = ignores_outgoing(p.sock)
+            p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
         except PermissionError:
+            self._close_port(p)
             raise P4Error(f"port {p.number}: no permission to open a raw socket on "
                           f"{p.name}; run as root (or with CAP_NET_RAW)") from None
         except OSError as e:
+            self._close_port(p)
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
-        p.ifindex = ifindex
-        p.kernel_filters_outgoing = ignores_outgoing(p.sock)
-        p.vnet = self.finish_checksums
-        p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
-        assert self._ctl is not None
+        self._index_rings()
         p.up = bool(interface_up(self._ctl, p.name))
 
+    def _open_with_rings(self, p: _Port) -> None:
+        """The port's socket with a receive ring (made before the bind, so every
+        frame goes into it) and a transmit ring on a socket of its own. If the kernel
+        refuses a ring (no memory for it, a kernel without them), the port uses
+        plain sockets, with one line in the log."""
+        assert p.ifindex is not None
+        ring_error: list[OSError] = []
+
+        def add_rx_ring(sock: socket.socket) -> None:
+            slot = rx_slot_size(p.mtu)
+            frames = max(64, min(self.rx_ring_frames, RX_RING_BYTES // slot))  # jumbo MTUs
+            try:
+                p.rx_ring = RxRing(sock, ring_layout(slot, frames), vnet=p.vnet,
+                                   filter_outgoing=not ignores_outgoing(sock))
+            except OSError as e:
+                ring_error.append(e)
+                raise
+
+        try:
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=p.vnet, before_bind=add_rx_ring)
+        except OSError as e:
+            self._close_rings(p)
+            if not ring_error:
+                raise  # not the ring: the interface itself (the caller says which)
+            self._no_rings(p, e)
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=p.vnet)
+            return
+        try:
+            p.ring_sock = open_transmit_socket(p.name)
+            try:  # room in the send buffer for every frame of the ring in flight
+                p.ring_sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE (root)
+            except OSError:
+                pass
+            # a flush that must wait for room waits this long at most (see _flush)
+            p.ring_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                                   struct.pack("ll", 0, 50_000))
+            p.tx_ring = TxRing(p.ring_sock, ring_layout(
+                TX_DATA_OFFSET + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
+            self._set_mtu(p, p.mtu)  # longer frames go the plain way: the kernel says why
+        except OSError as e:
+            self._no_rings(p, e)
+            p.sock.close()
+            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
+                                        vnet_hdr=p.vnet)
+
+    def _no_rings(self, p: _Port, e: OSError) -> None:
+        log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per frame",
+                    p.number, p.name, e.strerror)
+        self._close_rings(p)
+
+    def _close_rings(self, p: _Port) -> None:
+        for ring in (p.rx_ring, p.tx_ring):
+            if ring is not None:
+                ring.close()
+        p.rx_ring = p.tx_ring = None
+        if p.ring_sock is not None:
+            p.ring_sock.close()
+            p.ring_sock = None
+        self._index_rings()
+
+    def _index_rings(self) -> None:
+        ports = self.ports.values()
+        self._ring_ports = [q for q in ports if q.rx_ring is not None]
+        self._tx_ports = [q for q in ports if q.tx_ring is not None]
+        self._tx_rings = {q.number: q.tx_ring for q in self._tx_ports
+                          if q.tx_ring is not None and q.pcap_out is None}
+
     def _close_port(self, p: _Port) -> None:
+        self._account(p)
+        self._close_rings(p)
         if p.sock is not None:
             fd = p.sock.fileno()
             self._by_fd.pop(fd, None)
@@ -543,6 +696,17 @@ class NetIO:
             p.tx_sock = None
         p.ifindex = None
 
+    def _account(self, p: _Port) -> None:
+        """Move the kernel's and the rings' drop counts into the port's stats."""
+        st = p.stats
+        if p.sock is not None:
+            st.rx_dropped += kernel_drops(p.sock)
+        ring = p.rx_ring
+        if ring is not None:
+            st.rx_dropped += ring.truncated
+            st.ignored += ring.ignored
+            ring.truncated = ring.ignored = 0
+
     # -- sending (the device's output sink)
     def send(self, port: int, frame: bytes) -> None:
         p = self.ports.get(port)
@@ -550,6 +714,18 @@ class NetIO:
             log.debug("device %d: output to port %d dropped: no such port",
                       getattr(self.device, "device_id", 0), port)
             return
+        ring = p.tx_ring
+        if ring is not None and threading.get_ident() == self._loop_thread:
+            queued = ring.put(frame)
+            if not queued:
+                # the next slot is still in flight, or the frame does not go in a ring
+                # (the kernel will say why it cannot be sent): send what waits first
+                self._flush(p)
+                queued = ring.put(frame)
+            if queued:
+                if p.pcap_out is not None:
+                    p.pcap_out.write(frame)
+                return
         sock = p.tx_sock
         if sock is None:
             p.stats.tx_errors += 1
@@ -558,68 +734,173 @@ class NetIO:
             sock.send(frame)
         except OSError as e:
             p.stats.tx_errors += 1
-            if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
-                log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
-                            getattr(self.device, "device_id", 0), port, p.name,
-                            e.strerror, p.stats.tx_errors)
+            self._log_tx_error(p, e)
             return
         p.stats.tx += 1
         if p.pcap_out is not None:
             p.pcap_out.write(frame)
 
+    def _log_tx_error(self, p: _Port, e: OSError) -> None:
+        if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
+            log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
+                        getattr(self.device, "device_id", 0), p.number, p.name,
+                        e.strerror, p.stats.tx_errors)
+
+    def _flush(self, p: _Port) -> None:
+        """Have the kernel send what is in ``p``'s transmit ring. Frames it cannot
+        take (the link is down, or still no room in the send buffer after a wait of
+        at most 50 ms) are dropped and counted as transmit errors."""
+        ring = p.tx_ring
+        if ring is None or not ring.pending:
+            return
+        sent, err = ring.flush()
+        if ring.pending and (err is None or err.errno == errno.EAGAIN):
+            more, err = ring.flush(wait=True)  # the send buffer is full: wait for room
+            sent += more
+        p.stats.tx += sent
+        if ring.pending:
+            p.stats.tx_errors += ring.discard()
+            self._log_tx_error(p, err or OSError(errno.EAGAIN, "no room to send"))
+
+    def _flush_all(self) -> None:
+        for p in self._tx_ports:
+            ring = p.tx_ring
+            if ring is not None and ring.pending:
+                self._flush(p)
+
+    def _transmit(self, outputs: list[tuple[int, bytes]]) -> None:
+        """Send the device's outputs from the loop thread: into the ports' transmit
+        rings (flushed by the caller), the rest through ``send``."""
+        rings = self._tx_rings
+        n = len(outputs)
+        i = 0
+        while i < n:
+            port, frame = outputs[i]
+            ring = rings.get(port)
+            if ring is not None:
+                j = ring.put_run(outputs, i, port)
+                if j > i:
+                    i = j
+                    continue
+            self.send(port, frame)  # no ring, or no room in it: the general way
+            i += 1
+
     # -- the loop
     def run(self) -> None:
-        """Forward until ``stop()``. Opens the ports first if needed."""
+        """Forward until ``stop()``. Opens the ports first if needed.
+
+        Ports with rings are read at the top of every round, with no system call; the
+        loop waits in epoll (the rings' sockets are in it, readable when a frame is in
+        the ring) only after a round in which no ring had anything, and otherwise
+        looks at epoll without waiting, for the netlink socket, the wake-up pipe and
+        the ports on plain sockets. Frames put in transmit rings are flushed after
+        each port's batch, so a frame waits at most one batch.
+        """
         self.open()
         assert self._epoll is not None
+        self._loop_thread = threading.get_ident()
         dev = self.device
         next_poll = time.monotonic() + self.poll_interval
         next_flush = time.monotonic() + 0.2
         dev_poll = getattr(dev, "poll", None)
         queue_wait: float | None = None
-        while not self._stopping:
-            wake = min(next_poll, next_flush)
-            timeout = max(0.0, wake - time.monotonic())
-            if queue_wait is not None:
-                timeout = min(timeout, queue_wait)
-            try:
-                events = self._epoll.poll(timeout)
-            except InterruptedError:  # pragma: no cover - PEP 475 retries
-                continue
-            for fd, _ in events:
-                p = self._by_fd.get(fd)
-                if p is not None:
-                    sock = p.sock
-                    if sock is None:
-                        continue
-                    self._drain(p, sock, dev)
-                elif self._nl is not None and fd == self._nl.fileno():
-                    self._read_netlink()
-                elif fd == self._wake_r:
-                    try:
-                        os.read(self._wake_r, 4096)
-                    except BlockingIOError:
-                        pass
-            if dev_poll is not None:
-                queue_wait = dev_poll()
-            now = time.monotonic()
-            if now >= next_poll:
-                next_poll = now + self.poll_interval
-                self._poll_links()
-            if now >= next_flush:
-                next_flush = now + 0.2
-                for p in self.ports.values():
-                    if p.pcap_in is not None:
-                        p.pcap_in.flush()
-                    if p.pcap_out is not None:
-                        p.pcap_out.flush()
+        poll = self._epoll.poll
+        drain_ring = self._drain_ring
+        try:
+            while not self._stopping:
+                busy = False
+                for p in self._ring_ports:
+                    if drain_ring(p, dev):
+                        busy = True
+                if dev_poll is not None:
+                    queue_wait = dev_poll()
+                    self._flush_all()
+                if busy:
+                    timeout = 0.0
+                else:
+                    wake = min(next_poll, next_flush)
+                    timeout = max(0.0, wake - time.monotonic())
+                    if queue_wait is not None:
+                        timeout = min(timeout, queue_wait)
+                try:
+                    events = poll(timeout)
+                except InterruptedError:  # pragma: no cover - PEP 475 retries
+                    continue
+                for fd, _ in events:
+                    p = self._by_fd.get(fd)
+                    if p is not None:
+                        sock = p.sock
+                        if sock is None or p.rx_ring is not None:
+                            continue  # a ring: read at the top of the next round
+                        self._drain(p, sock, dev)
+                        self._flush_all()
+                    elif self._nl is not None and fd == self._nl.fileno():
+                        self._read_netlink()
+                    elif fd == self._wake_r:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except BlockingIOError:
+                            pass
+                now = time.monotonic()
+                if now >= next_poll:
+                    next_poll = now + self.poll_interval
+                    self._poll_links()
+                if now >= next_flush:
+                    next_flush = now + 0.2
+                    for p in self.ports.values():
+                        if p.pcap_in is not None:
+                            p.pcap_in.flush()
+                        if p.pcap_out is not None:
+                            p.pcap_out.flush()
+        finally:
+            self._flush_all()
+            self._loop_thread = None
+            self.sleeps = _voluntary_switches()
         self.close()
 
-    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
-        """Read up to _BATCH frames from one port (until the socket is empty) and run
-        them through the device: all at once if it has ``receive_batch``."""
-        number, pcap = p.number, p.pcap_in
+    def _deliver_in(self, p: _Port, frames: list[bytes], dev: Any) -> None:
+        """Hand frames that arrived on ``p`` to the device, all at once if it can
+        take batches (``process_batch``, whose outputs go into the transmit rings,
+        or ``receive_batch``), in chunks of _BATCH so the device lock is never held
+        long (cut super-frames can make many); else one by one (``receive``)."""
+        p.stats.rx += len(frames)
+        pcap = p.pcap_in
+        if pcap is not None:
+            for frame in frames:
+                pcap.write(frame)
+        number = p.number
+        process = getattr(dev, "process_batch", None)
         batch = getattr(dev, "receive_batch", None)
+        if process is not None or batch is not None:
+            for i in range(0, len(frames), _BATCH):
+                chunk = frames if len(frames) <= _BATCH else frames[i:i + _BATCH]
+                if process is not None:
+                    self._transmit(process(number, chunk))
+                    self._flush_all()
+                else:
+                    batch(number, chunk)
+            return
+        receive = dev.receive
+        for frame in frames:
+            receive(number, frame)
+
+    def _drain_ring(self, p: _Port, dev: Any) -> bool:
+        """Take up to _RING_BATCH frames from ``p``'s receive ring, run them through
+        the device and flush what they made; False if the ring was empty."""
+        ring = p.rx_ring
+        if ring is None:
+            return False
+        frames: list[bytes] = []
+        if not ring.read(frames, _RING_BATCH, p.offloaded):
+            return False
+        if frames:
+            self._deliver_in(p, frames, dev)
+        self._flush_all()
+        return True
+
+    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
+        """Read up to _BATCH frames from a port on a plain socket (until it is empty)
+        and run them through the device."""
         frames: list[bytes] = []
         add = frames.append
         flags = socket.MSG_DONTWAIT
@@ -640,40 +921,24 @@ class NetIO:
                 break
             except OSError as e:
                 if e.errno != errno.ENETDOWN:
-                    log.warning("port %d (%s): receive failed: %s", number, p.name, e.strerror)
+                    log.warning("port %d (%s): receive failed: %s", p.number, p.name, e.strerror)
                 break
             if vnet:
                 if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
-                    frames.extend(self._offloaded(p, data))
+                    frames.extend(self._offloaded(p, data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]))
                     continue
                 data = data[VNET_HDR_LEN:]
             add(data)
-        stats = p.stats
-        stats.ignored += ignored
-        if not frames:
-            return
-        stats.rx += len(frames)
-        if pcap is not None:
-            for frame in frames:
-                pcap.write(frame)
-        if batch is not None:
-            if len(frames) <= _BATCH:
-                batch(number, frames)
-                return
-            # cut super-frames can make many: keep the device lock's hold short
-            for i in range(0, len(frames), _BATCH):
-                batch(number, frames[i:i + _BATCH])
-            return
-        receive = dev.receive
-        for frame in frames:
-            receive(number, frame)
+        p.stats.ignored += ignored
+        if frames:
+            self._deliver_in(p, frames, dev)
 
-    def _offloaded(self, p: _Port, data: bytes) -> list[bytes]:
-        """A frame whose sender left work to the NIC: finish its checksum, or cut a
-        TCP/UDP segmentation-offload super-frame into the frames a NIC would have
-        sent. What cannot be cut (other GSO kinds) is dropped and counted."""
-        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", data)
-        frame = data[VNET_HDR_LEN:]
+    def _offloaded(self, p: _Port, hdr: bytes, frame: bytes) -> list[bytes]:
+        """A frame whose sender left work to the NIC (its virtio-net header ``hdr``
+        says what): finish its checksum, or cut a TCP/UDP segmentation-offload
+        super-frame into the frames a NIC would have sent. What cannot be cut (other
+        GSO kinds) is dropped and counted."""
+        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", hdr)
         if gso_type:
             frames = segment_gso(frame, gso_type & ~VNET_GSO_ECN, gso_size, start)
             if frames is not None:
@@ -739,12 +1004,21 @@ class NetIO:
         if self._ctl is None:
             return
         for p in self.ports.values():
+            self._account(p)
             try:
                 idx = interface_index(self._ctl, p.name)
                 state = interface_up(self._ctl, p.name) if idx is not None else None
+                if idx is not None and idx == p.ifindex:
+                    self._set_mtu(p, interface_mtu(self._ctl, p.name) or p.mtu)
             except OSError:
                 continue
             self._follow(p, idx, bool(state))
+
+    def _set_mtu(self, p: _Port, mtu: int) -> None:
+        p.mtu = mtu
+        if p.tx_ring is not None:
+            room = p.tx_ring.layout.frame_size - TX_DATA_OFFSET
+            p.tx_ring.max_len = min(room, mtu + ETH_HLEN)
 
     def _follow(self, p: _Port, ifindex: int | None, up: bool) -> None:
         """Bring port ``p`` in line with its interface: reopen it if the interface was
@@ -799,18 +1073,38 @@ class NetIO:
                         else:
                             up = bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
                             self._follow(p, ifindex, up)
+                            mtu = _rtattr(data, off + 32, off + length, IFLA_MTU)
+                            if mtu is not None and len(mtu) >= 4 and p.ifindex == ifindex:
+                                self._set_mtu(p, struct.unpack_from("=I", mtu)[0])
                 off += (length + 3) & ~3
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
 
 
-def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
+def _voluntary_switches() -> int | None:
+    """How many times the calling thread gave up the CPU to wait (Linux)."""
+    try:
+        for line in Path("/proc/thread-self/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _rtattr(data: bytes, off: int, end: int, want: int) -> bytes | None:
+    """The payload of attribute ``want`` among the rtattrs in ``data[off:end]``."""
     while off + 4 <= end:
         alen, atype = struct.unpack_from("=HH", data, off)
         if alen < 4:
             return None
         if atype == want:
-            return data[off + 4: off + alen].split(b"\0", 1)[0].decode(errors="replace")
+            return data[off + 4: off + alen]
         off += (alen + 3) & ~3
     return None
+
+
+def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
+    raw = _rtattr(data, off, end, want)
+    return None if raw is None else raw.split(b"\0", 1)[0].decode(errors="replace")
