@@ -142,7 +142,7 @@ def p4runtime_rate_batch1000(rounds: int = 3) -> list[float]:
     import p4runtime_rate as R
 
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp:
-        server = R.start_embedded(Path(tmp))
+        server = R.start_embedded(Path(tmp), "auto")  # placed as p4target run places it
         try:
             side = R.Side(server)
             try:
