@@ -1041,18 +1041,22 @@ class FastCompiler(ProgramCompiler):
         return result
 
     def lookup_in_place(self, info, r: str) -> None:  # type: ignore[no-untyped-def]
-        """``r_i, r_a, r_h`` = the table's result. A table without action profile,
-        direct counter or meter whose key is all exact, or one LPM field, is looked up
-        here in the structures ``TableRuntime.fast_lookup`` gives (no call of
-        ``apply``, no key tuple for LPM), as is a ternary/optional one without range
-        (a scan of the entries in match order); any other calls ``apply``."""
+        """``r_i, r_a, r_h`` = the table's result. A table without direct counter or
+        meter whose key is all exact, or one LPM field, is looked up here in the
+        structures ``TableRuntime.fast_lookup`` gives (no call of ``apply``, no key
+        tuple for LPM), as is one without action profile whose key is ternary/optional
+        without range (a scan of the entries in match order); with an action profile
+        or selector the entry's ``slots`` give the result (``select_in_place``). Any
+        other table calls ``apply``."""
         mt = info.model
         kinds = [k.match_kind for k in mt.match_keys]
-        plain = mt.implementation is None and mt.direct_counter is None and mt.direct_meter is None
+        direct = mt.direct_counter is not None or mt.direct_meter is not None
+        plain = mt.implementation is None and not direct
+        profile = mt.implementation is not None and not direct
         kind = None
-        if plain and all(k == "exact" for k in kinds):
+        if (plain or profile) and all(k == "exact" for k in kinds):
             kind = "exact"
-        elif plain and kinds == ["lpm"]:
+        elif (plain or profile) and kinds == ["lpm"]:
             kind = "lpm"
         elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
             kind = "scan"  # (TableRuntime's scan engine, with no range to check)
@@ -1068,6 +1072,14 @@ class FastCompiler(ProgramCompiler):
         if kind == "exact":
             e = self.tmp("te")
             self.emit(f"{e} = {look}({info.key_code})")
+            if profile:
+                self.emit(f"if {e} is None:")
+                self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+                self.emit("else:")
+                self.indent()
+                self.select_in_place(info, r, e, obj)
+                self.dedent()
+                return
             self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
             return
         if kind == "scan":  # the key packed as TableRuntime._lookup packs it
@@ -1090,8 +1102,52 @@ class FastCompiler(ProgramCompiler):
         self.emit(f"for {s}, {b} in {look}:")
         self.emit(f"    {e} = {b}.get({k} >> {s})")
         self.emit(f"    if {e} is not None:")
-        self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+        if profile:
+            self.indent()
+            self.indent()
+            self.select_in_place(info, r, e, obj)
+            self.dedent()
+            self.dedent()
+        else:
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
         self.emit("        break")
+        self.emit("else:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+
+    def select_in_place(self, info, r: str, e: str, obj: str) -> None:  # type: ignore[no-untyped-def]
+        """The result of entry ``e`` of a table with an action profile: its ``slots``
+        (kept up to date by the runtime) chosen from as ``ActionProfile.select``
+        chooses: one slot is it, several are ``hash(selector key) % n``, none is the
+        default (a group without live member acts as a miss)."""
+        mt = info.model
+        sl, sn = self.tmp("sl"), self.tmp("sn")
+        self.emit(f"{sl} = {e}.slots")
+        ext = next((x.extern for x in self.externs if x.name == mt.implementation), None)
+        if ext is None or ext.kind != "action_selector" or not mt.selector_keys:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {sl}[0] if {sl} else {obj}._default")
+            return
+        widths = [k.bitwidth for k in mt.selector_keys]
+        data, nbits = "", 0
+        for code, w in zip(info.sel_parts, widths):
+            data = f"({code})" if not data else f"({data} << {w} | ({code}))"
+            nbits += w
+        if ext.algorithm == "identity":  # hashes._identity_of_bits, for this width
+            pad = -nbits % 8
+            extra = nbits + pad - 64
+            h = f"({data} << {pad})" if pad else data
+            if extra > 0:
+                h = f"({h} >> {extra})"
+        else:
+            hb = pyident("TH", info.name)
+            line = f"{hb} = {obj}.profile._hash_bits"
+            if line not in self.binds:
+                self.binds.append(line)
+            h = f"{hb}({data}, {nbits})"
+        self.emit(f"{sn} = len({sl})")
+        self.emit(f"if {sn} == 1:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[0]")
+        self.emit(f"elif {sn}:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[{h} % {sn}]")
         self.emit("else:")
         self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
 

@@ -23,7 +23,7 @@ from p4target import Switch
 from p4target.compiler import CompiledProgram, compile_file, fastgen
 from p4target.compiler.fastgen import FastSource
 from p4target.errors import EntryError
-from p4target.runtime.entries import Exact, Lpm, Optional, Range, Ternary
+from p4target.runtime.entries import Exact, Group, Lpm, Member, Optional, Range, Ternary
 from test_codegen_equivalence import frames, observe, set_defaults
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -390,3 +390,88 @@ def test_general_path_is_taken_when_a_port_is_rate_limited() -> None:
     sw.set_queue_rate(2, 1e6)
     sw.inject(1, f)
     assert sw.fast_packets == before
+
+
+# ---- the action selector on the fast path ------------------------------------------------
+def spray_switch(fast: bool) -> Switch:
+    """nic.p4 with per-packet spraying of non-MRC traffic over members 0..3 (plane
+    ports 2..5, member m's carrier names spine 0x200 + m), each watching its port."""
+    from mrc_traffic import GW, NIC, PLANE_PORTS, addr, usid
+
+    sw = Switch(program("p4src/nic.p4", fast), seed=7)
+    sw.table_add("NicIngress.port_role", {"standard_metadata.ingress_port": Exact(1)},
+                 "NicIngress.host_port", {"nic_addr": addr(NIC), "gw_addr": addr(GW), "gw_mac": 0x020000000C01})
+    for port in PLANE_PORTS:
+        sw.table_add("NicEgress.egress_port", {"standard_metadata.egress_port": Exact(port)},
+                     "NicEgress.to_plane", {"plane": port - 2, "src_mac": 0x020000000D00 + port,
+                                            "dst_mac": 0x020000000E00 + port})
+    sw.table_add("NicIngress.spray_mode", {"meta.is_mrc": Ternary(0, 0), "hdr.ipv6.traffic_class": Ternary(0, 0),
+                                           "hdr.ipv6.next_hdr": Ternary(0, 0)},
+                 "NicIngress.spray_per_packet", priority=1)
+    for m, port in enumerate(PLANE_PORTS):
+        sw.act_prof_add_member("NicIngress.spray_selector", m, "NicIngress.set_path",
+                               {"port": port, "plane": m, "carrier": addr(usid(0x100 + m, 0x200 + m, 0xE001))})
+    sw.act_prof_add_group("NicIngress.spray_selector", 1, [(m, 1, p) for m, p in enumerate(PLANE_PORTS)])
+    sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)}, Group(1))
+    return sw
+
+
+def spray_frame() -> bytes:
+    from mrc_traffic import HOST, addr
+
+    udp = (40000).to_bytes(2, "big") + (5000).to_bytes(2, "big") + (12).to_bytes(2, "big") + b"\0\0" + b"data"
+    ip6 = bytes([0x60, 0, 0, 0]) + len(udp).to_bytes(2, "big") + bytes([17, 64]) + addr(HOST).to_bytes(16, "big") \
+        + (0xFD00_0000_0002_0001 << 64 | 2).to_bytes(16, "big")
+    return (0x020000000C01).to_bytes(6, "big") + (0x020000000099).to_bytes(6, "big") + b"\x86\xdd" + ip6 + udp
+
+
+def spray_outputs(sws: list[Switch], n: int) -> list[int | None]:
+    """``n`` frames through both switches (equal outputs); the fabric-side spine uSID
+    each carried (from its outer destination, bytes 14 + 24 + 4..6), None for a drop."""
+    out = []
+    for _ in range(n):
+        got = [sw.inject(1, spray_frame()) for sw in sws]
+        assert got[0] == got[1]
+        if not got[0]:
+            out.append(None)
+            continue
+        (port, frame), = got[0]
+        spine = int.from_bytes(frame[14 + 24 + 6:14 + 24 + 8], "big")
+        assert port == 2 + spine - 0x200  # member m leaves on plane port 2 + m
+        out.append(spine - 0x200)
+    return out
+
+
+def test_selector_follows_the_control_plane_on_the_fast_path() -> None:
+    """The fast path chooses a selector member from slot lists the runtime keeps up
+    to date: after the first frame, a watch port going down and up, a group modified
+    (weights, fewer members), a member modified, the entry changed to a member and
+    a group with no live member (a miss: dropped with no path) all show at once. The
+    spray key is a per-packet sequence number and the hash the identity: frame k
+    takes live slot k % (number of slots)."""
+    sws = [spray_switch(True), spray_switch(False)]
+    assert spray_outputs(sws, 6) == [0, 1, 2, 3, 0, 1]  # frames 0..5
+    sws[0].set_port_status(3, False), sws[1].set_port_status(3, False)  # member 1 leaves
+    assert spray_outputs(sws, 6) == [0, 2, 3, 0, 2, 3]  # frames 6..11 over slots [0, 2, 3]
+    for sw in sws:
+        sw.set_port_status(3, True)
+        sw.act_prof_modify_group("NicIngress.spray_selector", 1, [(0, 2, 2), (3, 1, 5)])
+    assert spray_outputs(sws, 6) == [0, 0, 3, 0, 0, 3]  # frames 12..17 over slots [0, 0, 3]
+    for sw in sws:
+        sw.act_prof_modify_member("NicIngress.spray_selector", 0, "NicIngress.set_path",
+                                  {"port": 4, "plane": 2, "carrier": int.from_bytes(bytes.fromhex(
+                                      "fcbbbb00010202020000000000000000"), "big")})
+    assert spray_outputs(sws, 3) == [2, 2, 3]  # member 0 now names spine 0x202 on port 4
+    for sw in sws:
+        sw.table_delete("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)})
+        sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)}, Member(3))
+    assert spray_outputs(sws, 2) == [3, 3]
+    for sw in sws:
+        sw.table_delete("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)})
+        sw.table_add("NicIngress.spray", {"hdr.ipv6.dst_addr": Lpm(0xFD00 << 112, 16)}, Group(1))
+        sw.set_port_status(2, False)
+        sw.set_port_status(4, False)
+        sw.set_port_status(5, False)
+    assert spray_outputs(sws, 2) == [None, None]  # no live member: the default, no path
+    assert observe(sws[0]) == observe(sws[1])
+    assert sws[0].fast_packets == 6 + 6 + 6 + 3 + 2 + 2 - 1  # all but the very first frame
