@@ -347,10 +347,15 @@ class AfterIngress(Deferred):
         out.append(f"{ind}if _op == {DROP_PORT}:")
         out += Commit(ind + "    ").render(fc)
         out.append(f"{ind}    return {DROP_PORT}, None")
-        cond = f"not 0 <= _op < {DROP_PORT}"
-        if ("sm", "priority") in n:
-            cond += f" or not 0 <= {n['sm', 'priority']} < {NUM_PRIORITIES}"
-        out += [f"{ind}if {cond}:", f"{ind}    return None"]
+        # a port or priority outside the traffic manager's range gives up, unless the
+        # field's width already rules it out (every local holds a value of its type)
+        conds = []
+        if fc.sm_width("egress_spec") > 9:
+            conds.append(f"not 0 <= _op < {DROP_PORT}")
+        if ("sm", "priority") in n and fc.sm_width("priority") > 3:
+            conds.append(f"not 0 <= {n['sm', 'priority']} < {NUM_PRIORITIES}")
+        if conds:
+            out += [f"{ind}if {' or '.join(conds)}:", f"{ind}    return None"]
         for f, v in (("enq_timestamp", "now"), ("enq_qdepth", "0"), ("egress_global_timestamp", "now"),
                      ("deq_timedelta", "0"), ("deq_qdepth", "0"), ("egress_port", "_op"),
                      ("egress_spec", "0")):
@@ -630,6 +635,12 @@ class FastCompiler(ProgramCompiler):
 
     def raw_local(self, path: tuple[str, ...]) -> str:
         return self.local(path + (RAW,), "0")
+
+    def sm_width(self, name: str) -> int:
+        """The width of standard_metadata field ``name`` (64 when it is not a bit<W>)."""
+        t = self.type_names.get("standard_metadata_t")
+        ft = t.field_type(name) if isinstance(t, StructT) else None
+        return ft.width if isinstance(ft, BitT) and not ft.signed else 64
 
     def sm_local(self, name: str) -> str:
         return self.local(("sm", name))
@@ -1058,6 +1069,8 @@ class FastCompiler(ProgramCompiler):
             kind = "exact"
         elif (plain or profile) and kinds == ["lpm"]:
             kind = "lpm"
+        elif (plain or profile) and kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
+            kind = "lpm_exact"
         elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
             kind = "scan"  # (TableRuntime's scan engine, with no range to check)
         if kind is None:
@@ -1098,9 +1111,15 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
             return
         k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
-        self.emit(f"{k} = {info.key_parts[0]}")
+        pos = kinds.index("lpm")
+        self.emit(f"{k} = {info.key_parts[pos]}")
+        probe = f"{k} >> {s}"
+        if kind == "lpm_exact":  # TableRuntime._lpm_slot: (exact values, shifted)
+            rest = self.tmp("tx")
+            self.emit(f"{rest} = ({''.join(c + ', ' for i, c in enumerate(info.key_parts) if i != pos)})")
+            probe = f"({rest}, {probe})"
         self.emit(f"for {s}, {b} in {look}:")
-        self.emit(f"    {e} = {b}.get({k} >> {s})")
+        self.emit(f"    {e} = {b}.get({probe})")
         self.emit(f"    if {e} is not None:")
         if profile:
             self.indent()
@@ -1170,8 +1189,17 @@ class FastCompiler(ProgramCompiler):
                 if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
                     self.out.append(CountSite(self.ind, x, str(iv.const)))
                 return None
+            code = self.index_arg(e, 0)
+            if code.isdigit():  # a constant action argument pasted in (inline_action)
+                if int(code) < size:
+                    self.out.append(CountSite(self.ind, x, code))
+                return None
+            top = self.max_value(self.arg(e, 0))
+            if top is not None and top < size:  # its type says it is in range
+                self.out.append(CountSite(self.ind, x, code))
+                return None
             i = self.tmp("ci")
-            self.emit(f"{i} = {self.index_arg(e, 0)}")
+            self.emit(f"{i} = {code}")
             check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
             self.emit(f"if {check}:")
             self.out.append(CountSite(self.ind + "    ", x, i))
@@ -1225,6 +1253,20 @@ class FastCompiler(ProgramCompiler):
             return None  # the table counts the entry (DirectCounter.count does nothing)
         self.emit("return None")  # meters, direct meters
         return None
+
+    def max_value(self, e: A.Expr) -> int | None:
+        """The largest value ``e`` can have by its type (None: not an unsigned bit
+        string): a cast of a narrower unsigned value keeps the narrower bound, so
+        ``(bit<32>)standard_metadata.ingress_port`` is at most 511."""
+        t = self.value(e).type
+        if not isinstance(t, BitT) or t.signed:
+            return None
+        top = (1 << t.width) - 1
+        if isinstance(e, A.Cast):
+            inner = self.max_value(e.expr)
+            if inner is not None:
+                top = min(top, inner)
+        return top
 
     def extern_function(self, e: A.Call, name: str) -> V | None:
         if name in _GIVE_UP:

@@ -192,7 +192,9 @@ class TableRuntime:
         control-plane write; ("apply", ``apply``) for any other table.
 
         A table with an action profile or selector (and no direct counter or meter)
-        gives "exact" or "lpm" too: its entries' ``slots`` are the results to choose
+        gives "exact" or "lpm" too (and "lpm_exact": exact keys and one LPM, the probe
+        list's buckets keyed by (the exact values in key order, shifted value)): its
+        entries' ``slots`` are the results to choose
         from (``slots[hash % len(slots)]`` as ``ActionProfile.select`` chooses; empty:
         the default), kept up to date in place when a member or group changes or a
         watch port goes down or up."""
@@ -202,11 +204,15 @@ class TableRuntime:
             return "lpm", self._lpm_probe
         if self.apply == self._apply_scan_plain and not self._has_ranges:
             return "scan", self._scan
-        if self.profile is not None and not self.has_direct_counter and self.direct_meter is None:
-            if self.engine == "exact":
-                return "exact", self._entries.get
-            if self._lpm_only:
-                return "lpm", self._lpm_probe
+        if not self.has_direct_counter and self.direct_meter is None:
+            if self.engine == "lpm" and not self._lpm_only:
+                # exact keys + one LPM: each bucket keyed by (the exact values, shifted)
+                return "lpm_exact", self._lpm_probe
+            if self.profile is not None:
+                if self.engine == "exact":
+                    return "exact", self._entries.get
+                if self._lpm_only:
+                    return "lpm", self._lpm_probe
         return "apply", self.apply
 
     def _slot_results(self, key: tuple[str, int]) -> list[tuple[int, tuple[int, ...], bool]]:

@@ -46,6 +46,7 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/stf/p4/l3_acl.p4": True,
     "tests/target/stf/p4/mcast_clone.p4": True,
     "tests/target/compiler/p4/fast_storage.p4": True,
+    "tests/target/compiler/p4/fast_lookups.p4": True,
     "tests/target/frontend/p4/function_macros.p4": True,
     "tests/target/frontend/p4/guard_macros.p4": True,
     "tests/target/frontend/p4/indirect_default.p4": True,
@@ -475,3 +476,57 @@ def test_selector_follows_the_control_plane_on_the_fast_path() -> None:
     assert spray_outputs(sws, 2) == [None, None]  # no live member: the default, no path
     assert observe(sws[0]) == observe(sws[1])
     assert sws[0].fast_packets == 6 + 6 + 6 + 3 + 2 + 2 - 1  # all but the very first frame
+
+
+# ---- tables looked up in place ---------------------------------------------------------
+LOOKUPS = "tests/target/compiler/p4/fast_lookups.p4"
+
+
+def lookup_outputs(sws: list[Switch], probes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(lpm_out, pair_out) of each probe (tag, dst) through both switches (equal
+    outputs, the fast one on its fast path after the first frame ever)."""
+    out = []
+    for tag, dst in probes:
+        frame = tag.to_bytes(2, "big") + dst.to_bytes(4, "big") + bytes([0xEE, 0xEE]) + b"tail"
+        got = [sw.inject(0, frame) for sw in sws]
+        assert got[0] == got[1]
+        (port, data), = got[0]
+        assert port == 1 and data[:6] == frame[:6] and data[8:] == b"tail"
+        out.append((data[6], data[7]))
+    return out
+
+
+def test_lpm_lookups_in_place_follow_the_control_plane() -> None:
+    """Overlapping prefixes (longest wins, /0 catches the rest), the exact part of an
+    exact + LPM key, the default action, and entries added and removed after the fast
+    path was made: the outputs written out by hand, on both paths."""
+    sws = [Switch(program(LOOKUPS, f), seed=7) for f in (True, False)]
+    for sw in sws:
+        for prefix, plen, v in ((0x0A000000, 8, 1), (0x0A010000, 16, 2), (0x0A010100, 24, 3)):
+            sw.table_add("FlIngress.by_dst", {"hdr.p.dst": Lpm(prefix, plen)}, "FlIngress.lpm_hit", {"v": v})
+        sw.table_add("FlIngress.by_tag_dst", {"hdr.p.tag": Exact(7), "hdr.p.dst": Lpm(0x0A000000, 8)},
+                     "FlIngress.pair_hit", {"v": 0x71})
+        sw.table_add("FlIngress.by_tag_dst", {"hdr.p.tag": Exact(7), "hdr.p.dst": Lpm(0x0A010000, 16)},
+                     "FlIngress.pair_hit", {"v": 0x72})
+        sw.table_add("FlIngress.by_tag_dst", {"hdr.p.tag": Exact(8), "hdr.p.dst": Lpm(0x0A010000, 16)},
+                     "FlIngress.pair_hit", {"v": 0x82})
+    probes = [(7, 0x0A010105), (7, 0x0A01FF05), (7, 0x0AFF0000), (8, 0x0A010105), (8, 0x0A020000),
+              (9, 0x0A010105), (7, 0x0B000000)]
+    first = [(3, 0x72), (2, 0x72), (1, 0x71), (3, 0x82), (1, 0xEE), (3, 0xEE), (0xEE, 0xEE)]
+    assert lookup_outputs(sws, probes) == first
+    assert lookup_outputs(sws, probes) == first  # the fast path now
+    for sw in sws:
+        sw.table_delete("FlIngress.by_dst", {"hdr.p.dst": Lpm(0x0A010100, 24)})  # a prefix length goes
+        sw.table_add("FlIngress.by_dst", {"hdr.p.dst": Lpm(0, 0)}, "FlIngress.lpm_hit", {"v": 9})
+        sw.table_delete("FlIngress.by_tag_dst", {"hdr.p.tag": Exact(7), "hdr.p.dst": Lpm(0x0A010000, 16)})
+        sw.table_add("FlIngress.by_tag_dst", {"hdr.p.tag": Exact(9), "hdr.p.dst": Lpm(0x0A010100, 24)},
+                     "FlIngress.pair_hit", {"v": 0x93})
+        sw.table_set_default("FlIngress.by_tag_dst", "FlIngress.pair_hit", {"v": 0xDD})
+    assert lookup_outputs(sws, probes) == [(2, 0x71), (2, 0x71), (1, 0x71), (2, 0x82), (1, 0xDD), (2, 0x93),
+                                           (9, 0xDD)]
+    for sw in sws:
+        sw.table_clear("FlIngress.by_dst")
+        sw.table_clear("FlIngress.by_tag_dst")
+    assert lookup_outputs(sws, probes) == [(0xEE, 0xDD)] * len(probes)
+    assert sws[0].fast_packets == 4 * len(probes) - 1
+    assert observe(sws[0]) == observe(sws[1])
