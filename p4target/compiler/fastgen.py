@@ -247,7 +247,7 @@ class Init(Deferred):
         for path, name in fc.names.items():
             if fc.in_stack_element(path):
                 continue  # set when the stack is first touched (TouchStack)
-            if fc.set_with_validity(path):
+            if fc.set_with_validity(path) or path in fc.first_assigned or path in fc.after_ingress:
                 continue
             given = _GIVEN.get(path)
             if given is not None:
@@ -336,6 +336,7 @@ class Commit(Deferred):
 class AfterIngress(Deferred):
     """Between ingress and egress: what Switch.inject's direct path does for a unicast
     packet that waits in no queue (or give up for anything else)."""
+    before: set[tuple[str, ...]] = field(default_factory=set)  # places named before it
 
     def render(self, fc: "FastCompiler") -> list[str]:
         ind = self.ind
@@ -361,6 +362,8 @@ class AfterIngress(Deferred):
                      ("egress_spec", "0")):
             if ("sm", f) in n:
                 out.append(f"{ind}{n['sm', f]} = {v}")
+                if ("sm", f) not in self.before:
+                    fc.after_ingress.add(("sm", f))  # set here first, on every packet
         return out
 
 
@@ -478,6 +481,71 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
     return places
 
 
+def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
+    """Every packet-state place ``node`` (any AST node) names, read or written (a
+    whole header or struct counts as all its fields)."""
+    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
+        p = _place(node, params)
+        if p is not None:
+            out.add(p)
+        while isinstance(node, (A.Member, A.Index, A.Slice)):  # run-time indexes, slice bounds
+            if isinstance(node, A.Index):
+                _mentions(node.index, params, out)
+            node = node.obj
+        return
+    if isinstance(node, list):
+        for x in node:
+            _mentions(x, params, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _mentions(getattr(node, name), params, out)
+
+
+def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str, ...]]:
+    """Metadata and standard_metadata places every packet assigns before anything
+    reads them: a plain assignment among the statements a block starts with
+    (assignments and counter counts, up to anything else) that nothing before it in
+    the pipeline names (fabric.p4's ``meta.drop_reason = 0; ...`` at the top of
+    ingress, the parser's start state). The fast path gives them no fresh value."""
+    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+             ["hdr", "meta"], ["", "hdr"])
+    seen: set[tuple[str, ...]] = set()
+    first: set[tuple[str, ...]] = set()
+
+    def named(p: tuple[str, ...]) -> bool:
+        return any(q[:len(p)] == p or p[:len(q)] == q for q in seen)
+
+    for name, r in zip(main_blocks, roots):
+        d = decls.get(name)
+        if d is None:
+            continue
+        params = {p.name: x for p, x in zip(d.params, r) if x}
+        if isinstance(d, A.ParserDecl):
+            start = next((st for st in d.states if st.name == "start"), None)
+            prefix = start.stmts if start is not None else []
+        else:
+            prefix = d.body.stmts if d.body is not None else []
+        for st in prefix:
+            here: set[tuple[str, ...]] = set()
+            if isinstance(st, A.Assign) and st.op is None:
+                _mentions(st.value, params, here)
+                p = _place(st.target, params)
+                if p is not None and p[0] in ("meta", "sm") and not named(p) \
+                        and not any(q[:len(p)] == p or p[:len(q)] == q for q in here):
+                    first.add(p)
+                _mentions(st.target, params, here)
+            elif isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                    and st.call.func.name == "count":
+                _mentions(st.call, params, here)
+            else:
+                break
+            seen |= here
+        _mentions(d, params, seen)
+    return first
+
+
 def _has_return(stmts: list[A.Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, A.Return):
@@ -518,6 +586,8 @@ class FastCompiler(ProgramCompiler):
         self.stacks: dict[tuple[str, ...], StackT] = {}
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
+        self._first: set[tuple[str, ...]] | None = None
+        self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
         self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
@@ -525,6 +595,14 @@ class FastCompiler(ProgramCompiler):
         self.dirty_at: dict[tuple[str, ...], tuple[list, int]] = {}  # header -> last dirty store
         self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
+
+    @property
+    def first_assigned(self) -> set[tuple[str, ...]]:
+        if self._first is None:
+            assert self.main is not None
+            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            self._first = assigned_first(self.program, blocks)
+        return self._first
 
     @property
     def places(self) -> Places:
@@ -1559,11 +1637,12 @@ class FastCompiler(ProgramCompiler):
 
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         self.block_inits = []
+        named = set(self.names)  # (the setup compiles the block's table keys)
         scope, _pre, _cls, inits, _params = self.control_setup(d, role)
         self.begin_fast("deparser" if role == "deparser" else "apply")
         self.scope = scope.child()
         if role == "egress":
-            self.out.append(AfterIngress(self.ind))
+            self.out.append(AfterIngress(self.ind, named))
         elif role == "compute":
             self.emit(f"if {self.sm_local('egress_spec')} == {DROP_PORT}:")
             self.emit("    return None")  # an egress drop: the general path counts it

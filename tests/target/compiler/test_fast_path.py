@@ -530,3 +530,60 @@ def test_lpm_lookups_in_place_follow_the_control_plane() -> None:
     assert lookup_outputs(sws, probes) == [(0xEE, 0xDD)] * len(probes)
     assert sws[0].fast_packets == 4 * len(probes) - 1
     assert observe(sws[0]) == observe(sws[1])
+
+
+FIRST_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct hs_t { h_t h; }
+struct m_t { bit<8> p; bit<8> q; bit<8> a; bit<8> b; bit<8> c; bit<8> d; bit<8> e; bit<8> f; }
+parser P(packet_in pk, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    state start { meta.p = 1; pk.extract(hdr.h); meta.f = meta.q; transition accept; }
+}
+control V(inout hs_t hdr, inout m_t meta) { apply { } }
+control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    counter(4, CounterType.packets) c;
+    table t { key = { hdr.h.a: exact; } actions = { NoAction; } }
+    apply {
+        c.count((bit<32>)meta.d);
+        meta.q = 2;
+        meta.a = 3;
+        meta.b = meta.a;
+        meta.c = meta.c + 1;
+        meta.p = 4;
+        t.apply();
+        meta.e = 5;
+        sm.egress_spec = 1;
+    }
+}
+control E(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs_t hdr, inout m_t meta) { apply { } }
+control D(packet_out pk, in hs_t hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
+    """Only places every packet assigns before anything names them are left out of
+    the fast path's initial values: meta.p (the start state's first statement),
+    meta.a and meta.b (top of ingress, after a counter count); not meta.q (the
+    parser read it), meta.c (read by its own assignment), meta.d (the count read it),
+    meta.e (after a table apply) or sm.egress_spec (likewise)."""
+    from p4target.frontend.lexer import tokenize
+    from p4target.frontend.parser import parse_tokens
+    from p4target.frontend.preprocessor import preprocess
+
+    src = tmp_path / "first.p4"
+    src.write_text(FIRST_PROGRAM)
+    ast = parse_tokens(tokenize(preprocess(src, (), {})))
+    got = fastgen.assigned_first(ast, ["P", "V", "I", "E", "C", "D"])
+    assert got == {("meta", "p"), ("meta", "a"), ("meta", "b")}
+    sws = [Switch(compile_file(src) if f else compiled(src, False), seed=7) for f in (True, False)]
+    text = sws[0].program.fast_source().text
+    init = next(line for line in text.splitlines() if "f_meta__e" in line and line.rstrip().endswith("= 0"))
+    assert "f_meta__q" in init and "f_meta__a" not in init and "f_meta__b" not in init
+    for _ in range(3):
+        outs = [sw.inject(0, b"\x07rest") for sw in sws]
+        assert outs[0] == outs[1] == [(1, b"\x07rest")]
+    assert sws[0].fast_packets == 2
