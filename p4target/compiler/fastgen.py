@@ -59,6 +59,9 @@ FAST_PATH = True
 DROP_PORT = 511
 NUM_PRIORITIES = 8
 MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast path
+# a parser whose states, each pasted on every path into it, add up to at most this
+# many statements and transitions is pasted whole (no join states, see parser_joins)
+PASTE_PARSER_MAX = 400
 
 # extern functions whose effect the fast path leaves to the general path
 _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
@@ -1499,6 +1502,14 @@ class FastCompiler(ProgramCompiler):
 
         visit("start")
         order.reverse()
+        # pasted where each transition chooses it, a state costs its statements
+        # (and its successors') once per path into it: when that stays small, every
+        # state is pasted (no `_ps` tests at run time)
+        size: dict[str, int] = {}
+        for n in reversed(order):
+            size[n] = 1 + len(self.states[n].stmts) + sum(size.get(t, 0) for t in succ.get(n, []))
+        if size.get("start", 0) <= PASTE_PARSER_MAX:
+            return order, {}
         joins = {n: i + 1 for i, n in enumerate(n for n in order if refs.get(n, 0) > 1 and n != "start")}
         return order, joins
 

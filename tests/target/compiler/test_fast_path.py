@@ -587,3 +587,17 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
         outs = [sw.inject(0, b"\x07rest") for sw in sws]
         assert outs[0] == outs[1] == [(1, b"\x07rest")]
     assert sws[0].fast_packets == 2
+
+
+def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MRC parser is pasted whole (each state on every path into it); with the
+    paste limit at 0 its shared states are emitted once behind ``_ps`` tests
+    instead, and that form too must give what the general path gives."""
+    assert "if _ps ==" not in program("p4src/fabric.p4", True).fast_source().text
+    monkeypatch.setattr(fastgen, "PASTE_PARSER_MAX", 0)
+    joined = compiled(ROOT / "p4src/fabric.p4", True)
+    assert "if _ps ==" in joined.fast_source().text
+    got, taken = run(joined, "p4src/fabric.p4", 5, 3000)
+    want, _ = run(program("p4src/fabric.p4", False), "p4src/fabric.p4", 5, 3000)
+    assert got == want
+    assert taken > 300
