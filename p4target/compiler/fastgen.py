@@ -74,6 +74,7 @@ _GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "_dl"
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 VALID, RAW, NEXT, TOUCHED, DIRTY = "$v", "$raw", "$next", "$touched", "$dirty"
+TAIL = ("$tail",)  # the local holding where the frame's tail starts (frame_tail)
 
 
 class NoFast(Exception):
@@ -160,6 +161,17 @@ class Emit(Deferred):
                 expr = f"({expr}) if {dirty} else {raw}"
         return [f"{self.ind}if {fc.valid_local(self.path)}:",
                 f"{self.ind}    _o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"]
+
+
+@dataclass
+class ValidFlag(Deferred):
+    """An extract's ``valid = True``, only when something reads the header's validity
+    (a header the deparser emits as part of the frame's tail may need no flag)."""
+    path: tuple[str, ...]
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        v = fc.names.get(self.path + (VALID,))
+        return [f"{self.ind}{v} = True"] if v is not None else []
 
 
 @dataclass
@@ -405,6 +417,7 @@ class Places:
     """What the program may do to packet-state places (supersets, from the AST)."""
     written: set[tuple[str, ...]] = field(default_factory=set)  # assigned (or passed out)
     revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
+    invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
     copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
 
 
@@ -444,10 +457,10 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                 e = s.call
                 f = e.func
                 name = f.name if isinstance(f, (A.Member, A.Name)) else ""
-                if name == "setValid" and isinstance(f, A.Member):
+                if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
                     p = _place(f.obj, params)
                     if p is not None:
-                        places.revalidated.add(p)
+                        (places.revalidated if name == "setValid" else places.invalidated).add(p)
                 if name in _READ_ONLY_CALLS:
                     continue
                 for a in e.args:
@@ -590,6 +603,7 @@ class FastCompiler(ProgramCompiler):
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
         self._first: set[tuple[str, ...]] | None = None
+        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
@@ -635,6 +649,82 @@ class FastCompiler(ProgramCompiler):
             self._bytes_cache[path] = r
         return r
 
+    def frame_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | None:
+        """The headers the deparser emits last that are always the bytes they were
+        extracted from, and the parser extracts after everything else, back to back,
+        in emit order (fabric.p4's BTH, RETH, ... ICMPv6, NDP): valid ones are then
+        exactly the frame from the first one extracted to the end of the parse, so
+        the deparser emits ``data[tail:]`` (with the payload) instead of each of them.
+        Also the headers whose extract starts that tail on every path through it.
+        None when there is no such tail."""
+        if self._tail is None:
+            self._tail = self._find_tail() or False
+        return self._tail or None
+
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | None:
+        assert self.main is not None
+        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+        parser, dep = decls.get(names[0]), decls.get(names[-1])
+        if not isinstance(parser, A.ParserDecl) or not isinstance(dep, A.ControlDecl) or dep.body is None \
+                or len(parser.params) < 2 or len(dep.params) < 2:
+            return None
+        htype = self.type_names.get(getattr(parser.params[1].type, "name", ""))
+        dparams = {dep.params[1].name: "hdr"}
+        emits = []
+        for st in dep.body.stmts:
+            if not (isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member)
+                    and st.call.func.name == "emit" and len(st.call.args) == 1):
+                return None
+            emits.append(_place(st.call.args[0].value, dparams))
+        inval = self.places.invalidated
+        tail: list[tuple[str, ...]] = []
+        for p in reversed(emits):
+            t: Type | None = htype
+            for n in (p or ())[1:]:
+                t = t.field_type(n) if isinstance(t, StructT) else None
+            if p is None or not isinstance(t, StructT) or t.kind != "header" or not self.bytes_backed(p) \
+                    or any(p[:k] in inval for k in range(1, len(p) + 1)) or p in tail:
+                break
+            tail.insert(0, p)
+        if not tail:
+            return None
+        pparams = {parser.params[1].name: "hdr"}
+        states = {st.name: st for st in parser.states}
+        starts: dict[tuple[str, ...], set[bool]] = {}
+        seen: set[tuple[str, int]] = set()
+
+        def walk(name: str, last: int) -> bool:
+            if name in ("accept", "reject") or (name, last) in seen:
+                return True
+            seen.add((name, last))
+            st = states.get(name)
+            if st is None:
+                return False
+            for x in st.stmts:
+                if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                        and x.call.func.name in ("extract", "advance"):
+                    p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                    if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
+                        i = tail.index(p)
+                        if i <= last:
+                            return False
+                        starts.setdefault(p, set()).add(last < 0)
+                        last = i
+                    elif last >= 0:
+                        return False  # something else moves the parse inside the tail
+                elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
+                    return False  # a call inside the tail, or an extract nested in a statement
+            tr = st.transition
+            if tr is None:
+                return False
+            targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+            return all(walk(t, last) for t in targets)
+
+        if not walk("start", -1) or any(v == {True, False} for v in starts.values()):
+            return None
+        return tail, {p for p, v in starts.items() if v == {True}}
+
     def start_local(self, path: tuple[str, ...]) -> str:
         # set by the extract only (set_with_validity): reading a field of a header
         # never extracted raises, and the general path runs the frame
@@ -649,6 +739,8 @@ class FastCompiler(ProgramCompiler):
         effect, and the caller runs the general path on the frame, which reads the 0."""
         if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
             return False
+        if path[-1] == "$start":  # only ever set by the extract (even with no validity flag)
+            return True
         return path[:-1] + (VALID,) in self.names
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
@@ -1381,8 +1473,12 @@ class FastCompiler(ProgramCompiler):
         n = v.type.width // 8
         self.emit(f"if pos + {n} > _dl: return None")
         if self.bytes_backed(v.path):
-            self.emit(f"{self.start_local(v.path)} = pos")
-            self.emit(f"{self.valid_local(v.path)} = True")
+            tail = self.frame_tail()
+            if tail is not None and v.path in tail[1]:  # where the frame's tail starts
+                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = pos")
+            else:
+                self.emit(f"{self.start_local(v.path)} = pos")
+            self.out.append(ValidFlag(self.ind, v.path))
             self.emit(f"pos += {n}")
             return
         raw = self.raw_local(v.path)
@@ -1418,6 +1514,9 @@ class FastCompiler(ProgramCompiler):
         t = v.type
         if v.path is None:
             raise NoFast("emit of a local")
+        tail = self.frame_tail()
+        if tail is not None and v.path in tail[0]:
+            return  # in the frame's tail, emitted with the payload (frame_tail)
         if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
             s = self.start_local(v.path)
             self.emit(f"if {self.valid_local(v.path)}:")
@@ -1672,7 +1771,11 @@ class FastCompiler(ProgramCompiler):
         else:
             self.stmts(d.body.stmts)
         if role == "deparser":
-            self.emit("_o.append(data[pos:])")
+            if self.frame_tail() is not None:  # the tail's headers and the payload, as they came
+                tl = self.local(TAIL, "None")
+                self.emit(f"_o.append(data[pos:] if {tl} is None else data[{tl}:])")
+            else:
+                self.emit("_o.append(data[pos:])")
             self.out.append(Commit(self.ind))
             self.emit("return _op, b''.join(_o)")
         self.scope = self.global_scope

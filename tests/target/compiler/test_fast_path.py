@@ -601,3 +601,18 @@ def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -
     want, _ = run(program("p4src/fabric.p4", False), "p4src/fabric.p4", 5, 3000)
     assert got == want
     assert taken > 300
+
+
+def test_frame_tail_of_the_mrc_programs() -> None:
+    """fabric.p4's deparser ends with headers nothing changes, which the parser
+    extracts last and in emit order: the fast path emits them as the frame's bytes
+    from BTH (or ICMPv6) on. nic.p4 answers neighbour solicitations by writing ICMPv6
+    and adding the NDP option, so it has no such tail."""
+    fc = fastgen.FastCompiler(program("p4src/fabric.p4", True)._fast_builder.args[0], ROOT / "p4src/fabric.p4")
+    fc.compile()
+    tail, starts = fc.frame_tail()
+    assert [p[1] for p in tail] == ["bth", "reth", "immdt", "aeth", "sack", "probe", "icmpv6", "ndp", "ndp_option"]
+    assert starts == {("hdr", "bth"), ("hdr", "icmpv6")}
+    nc = fastgen.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
+    nc.compile()
+    assert nc.frame_tail() is None
