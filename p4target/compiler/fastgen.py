@@ -98,6 +98,7 @@ class Split(Deferred):
     path: tuple[str, ...]
     t: StructT
     x: str
+    base: int | None = None  # where the header starts when the parser knows it (else pos)
 
     def render(self, fc: "FastCompiler") -> list[str]:
         out = []
@@ -119,8 +120,12 @@ class Split(Deferred):
                     and isinstance(ft, BitT) and not ft.signed:
                 # a byte or two of the frame (pos is still the header's start): cheaper
                 # than shifting the header's long int (a short one shifts as cheaply)
-                b = f"data[pos + {k}]" if k else "data[pos]"
-                code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
+                if self.base is None:
+                    b = f"data[pos + {k}]" if k else "data[pos]"
+                    code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
+                else:
+                    b = f"data[{self.base + k}]"
+                    code = b if w == 8 else f"{b} << 8 | data[{self.base + k + 1}]"
             else:
                 shifted = f"({self.x} >> {after})" if after else self.x
                 code = fc.field_from(shifted, ft, w, i != 0)
@@ -603,6 +608,7 @@ class FastCompiler(ProgramCompiler):
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
         self._first: set[tuple[str, ...]] | None = None
+        self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
@@ -1471,22 +1477,48 @@ class FastCompiler(ProgramCompiler):
                 or self.has_varbit(v.type):
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
-        self.emit(f"if pos + {n} > _dl: return None")
+        here, end = self.at(0), self.at(n)
+        self.emit(f"if {end} > _dl: return None")
         if self.bytes_backed(v.path):
             tail = self.frame_tail()
             if tail is not None and v.path in tail[1]:  # where the frame's tail starts
-                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = pos")
+                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = {here}")
             else:
-                self.emit(f"{self.start_local(v.path)} = pos")
+                self.emit(f"{self.start_local(v.path)} = {here}")
             self.out.append(ValidFlag(self.ind, v.path))
-            self.emit(f"pos += {n}")
+            self.move(n)
             return
         raw = self.raw_local(v.path)
-        self.emit(f"{raw} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
         self.dirty_at.pop(v.path, None)
-        self.out.append(Split(self.ind, v.path, v.type, raw))
+        self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
         self.emit(f"{self.valid_local(v.path)} = True")
-        self.emit(f"pos += {n}")
+        self.move(n)
+
+    # where the parse is: a constant while every path here extracted the same
+    # headers (``spos``), else the local ``pos``, set from the constant (``settle_pos``)
+    # before anything that needs it (a stack loop, advance, lookahead, a join state,
+    # accept)
+    def at(self, off: int) -> str:
+        if self.spos is not None:
+            return str(self.spos + off)
+        return f"pos + {off}" if off else "pos"
+
+    def move(self, n: int) -> None:
+        if self.spos is not None:
+            self.spos += n
+        else:
+            self.emit(f"pos += {n}")
+
+    def settle_pos(self) -> None:
+        if self.spos is not None:
+            self.emit(f"pos = {self.spos}")
+            self.spos = None
+
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        if name != "extract":
+            self.settle_pos()  # advance, lookahead: the general code's, on pos
+        return super().packet_in_method(e, name)
 
     def extract_next(self, s: V) -> None:
         t = s.type
@@ -1494,6 +1526,7 @@ class FastCompiler(ProgramCompiler):
         if s.path is None or self.has_varbit(t.elem):
             raise NoFast("stack outside the packet state")
         nxt = self.local(s.path + (NEXT,))
+        self.settle_pos()
         self.touch_stack(s.path, t)
         n = t.elem.width // 8
         self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
@@ -1554,7 +1587,7 @@ class FastCompiler(ProgramCompiler):
         self.parser_scope = scope
         self.begin_fast("parser")
         self.fast_out.append(Init(self.ind))
-        self.emit("pos = 0")
+        self.spos = 0
         for code, zero in self.block_inits:
             self.emit(f"{code} = {zero}")
         self.emit_lines(inits)
@@ -1564,6 +1597,7 @@ class FastCompiler(ProgramCompiler):
         self.fast_state("start", ())
         for name in order:  # each state reached from several places: once, in order
             if name in self.joins:
+                self.spos = None
                 self.emit(f"if _ps == {self.joins[name]}:")
                 self.indent()
                 n = len(self.out)
@@ -1615,6 +1649,7 @@ class FastCompiler(ProgramCompiler):
     def goto(self, target: str, path: tuple[str, ...]) -> None:
         """Continue the parse in ``target``: pasted here, or through ``_ps`` for a join."""
         if target in self.joins:
+            self.settle_pos()
             self.emit(f"_ps = {self.joins[target]}")
         else:
             self.fast_state(target, path)
@@ -1626,6 +1661,7 @@ class FastCompiler(ProgramCompiler):
 
     def fast_state(self, name: str, path: tuple[str, ...]) -> None:
         if name in ("accept", "reject"):  # reject: as the general path (see state_target)
+            self.settle_pos()
             return
         s = self.states.get(name)
         if s is None or name in path:
@@ -1641,6 +1677,7 @@ class FastCompiler(ProgramCompiler):
         if name in targets:
             if not self.extracts_next(s.stmts):
                 raise NoFast("a parser loop that extracts into no stack")
+            self.settle_pos()
             exit_var = self.tmp("nx")
             exits: list[str] = []
             self.emit("while True:")
@@ -1703,18 +1740,21 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"{kv} = {k.code}")
             kvars.append((kv, k))
         first = True
+        sp = self.spos  # every case starts where the select is
         for case in tr.cases:
+            self.spos = sp
             items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
             if len(items) == 1 and isinstance(items[0], A.DefaultExpr):
                 if first:
                     self.branch(case.state, path, loop)
                     return
-                if loop is None and case.state in ("accept", "reject"):
+                if loop is None and case.state in ("accept", "reject") and sp is None:
                     return  # falls through to the end of the parse
                 self.emit("else:")
                 self.indent()
                 self.branch(case.state, path, loop)
                 self.dedent()
+                self.spos = None  # (each case settled its own)
                 return
             conds = [c for item, (kv, k) in zip(items, kvars)
                      if (c := self.keyset_cond(item, kv, k.type)) is not None]
@@ -1723,6 +1763,7 @@ class FastCompiler(ProgramCompiler):
             self.indent()
             self.branch(case.state, path, loop)
             self.dedent()
+        self.spos = None
         self.emit("else:")
         self.emit("    return None")  # no case matched: error.NoMatch, the general path's
 
