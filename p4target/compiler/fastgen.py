@@ -1734,9 +1734,11 @@ class FastCompiler(ProgramCompiler):
                 self.branch(tr.state, path, loop)
             return
         kvars = []
-        for ke in tr.select or []:
+        for i, ke in enumerate(tr.select or []):
             k = self.value(ke)
-            kv = self.tmp("k")
+            # one name per key position for every select: its if/elif tests all run
+            # before any state pasted in a case (fewer locals: a cheaper call)
+            kv = f"_k{i}"
             self.emit(f"{kv} = {k.code}")
             kvars.append((kv, k))
         first = True
