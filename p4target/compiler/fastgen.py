@@ -277,7 +277,8 @@ class Init(Deferred):
         by_value.setdefault("None", []).extend(
             p for x, p in fc.reg_pending.items() if x in fc.reg_dynamic)
         by_value["None"].extend(fc.reg_cell_local(x, i) for x, i in fc.reg_cells())
-        by_value.setdefault("-1", []).extend(fc.count_local(x) for x in fc.single_counted())
+        by_value.setdefault("-1", []).extend(
+            fc.count_local(x) for x in fc.single_counted() if fc.count_mode(x) == "local")
         if fc.multi_counted():
             out.append(f"{self.ind}_cn = []")
         if fc.direct_counts:
@@ -297,7 +298,7 @@ class CountSite(Deferred):
     index: str
 
     def render(self, fc: "FastCompiler") -> list[str]:
-        if fc.count_sites.count(self.x) == 1:
+        if fc.count_mode(self.x) != "list":
             return [f"{self.ind}{fc.count_local(self.x)} = {self.index}"]
         return [f"{self.ind}_cn.append(({self.x}_p, {self.x}_b, {self.index}))"]
 
@@ -336,7 +337,11 @@ class Commit(Deferred):
         out = []
         for x in fc.single_counted():
             c = fc.count_local(x)
-            out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _dl"]
+            mode = fc.count_mode(x)
+            if mode == "always":  # counted by ingress's first statements: on every packet
+                out += [f"{ind}{x}_p[{c}] += 1", f"{ind}{x}_b[{c}] += _dl"]
+            elif mode == "local":
+                out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _dl"]
         if fc.multi_counted():
             out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _dl"]
         if fc.direct_counts:
@@ -596,6 +601,7 @@ class FastCompiler(ProgramCompiler):
         self.defaults: dict[str, str] = {}  # local -> its fresh value
         self.written: set[tuple[str, ...]] = set()  # fields something assigns
         self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
+        self.always_counted: set[str] = set()  # counted in ingress's first statements, index in range
         self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
         self.reg_dynamic: set[str] = set()  # registers accessed at an index known at run time
         self.reg_const: dict[str, set[int]] = {}  # register -> constant indexes accessed
@@ -608,6 +614,7 @@ class FastCompiler(ProgramCompiler):
         self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
         self._places: Places | None = None
         self._first: set[tuple[str, ...]] | None = None
+        self._prefix_counts: set[int] | None = None
         self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
@@ -626,6 +633,23 @@ class FastCompiler(ProgramCompiler):
             blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
             self._first = assigned_first(self.program, blocks)
         return self._first
+
+    @property
+    def ingress_prefix_counts(self) -> set[int]:
+        """The ``count`` calls among the statements ingress starts with (see
+        ``assigned_first``): every packet that gets to ingress runs them."""
+        if self._prefix_counts is None:
+            assert self.main is not None
+            name = self.main.args[2].value.func.name  # type: ignore[union-attr]
+            d = next((x for x in self.program.decls if isinstance(x, A.ControlDecl) and x.name == name), None)
+            self._prefix_counts = set()
+            for st in d.body.stmts if d is not None and d.body is not None else []:
+                if isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                        and st.call.func.name == "count":
+                    self._prefix_counts.add(id(st.call))
+                elif not (isinstance(st, A.Assign) and st.op is None):
+                    break
+        return self._prefix_counts
 
     @property
     def places(self) -> Places:
@@ -779,6 +803,17 @@ class FastCompiler(ProgramCompiler):
 
     def multi_counted(self) -> list[str]:
         return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+
+    def count_mode(self, x: str) -> str:
+        """How counter ``x``'s held-back count is kept: "list" (``_cn``, for one counted
+        at several places, and, when that list exists anyway, for one counted at one
+        place that not every packet reaches), "always" (one local set by ingress's
+        first statements on every packet: no -1 and no test), else "local"."""
+        if self.count_sites.count(x) > 1:
+            return "list"
+        if x in self.always_counted:
+            return "always"
+        return "list" if self.multi_counted() else "local"
 
     @staticmethod
     def count_local(x: str) -> str:
@@ -1364,9 +1399,12 @@ class FastCompiler(ProgramCompiler):
                     self.binds.append(line)
             size = inst.extern.size  # type: ignore[union-attr]
             iv = self.value(self.arg(e, 0))
+            first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
             if iv.const is not None:  # the index is known here: so is whether it counts
                 if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
                     self.out.append(CountSite(self.ind, x, str(iv.const)))
+                    if first:
+                        self.always_counted.add(x)
                 return None
             code = self.index_arg(e, 0)
             if code.isdigit():  # a constant action argument pasted in (inline_action)
@@ -1376,6 +1414,8 @@ class FastCompiler(ProgramCompiler):
             top = self.max_value(self.arg(e, 0))
             if top is not None and top < size:  # its type says it is in range
                 self.out.append(CountSite(self.ind, x, code))
+                if first:
+                    self.always_counted.add(x)
                 return None
             i = self.tmp("ci")
             self.emit(f"{i} = {code}")

@@ -616,3 +616,8 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     nc = fastgen.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
     nc.compile()
     assert nc.frame_tail() is None
+    # counters: rx_port is counted by ingress's first statement (no -1, no test);
+    # the others, which not every packet reaches, go to the _cn list
+    assert fc.count_mode("X_FabricIngress_rx_port") == "always"
+    assert {fc.count_mode(x) for x in ("X_FabricIngress_drops", "X_FabricEgress_drops",
+                                       "X_FabricEgress_tx_port")} == {"list"}
