@@ -608,6 +608,7 @@ class FastCompiler(ProgramCompiler):
         self.copies: list[Copy] = []
         self.block_inits: list[tuple[str, str]] = []
         self.uses_clock = False
+        self.uses_clock_given = False  # ingress_global_timestamp read as `now`
         self.binds: list[str] = []  # build()-time bindings the function uses
         self.direct_counts = False  # a table with a direct counter is applied
         self.stacks: dict[tuple[str, ...], StackT] = {}
@@ -882,6 +883,10 @@ class FastCompiler(ProgramCompiler):
         if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
             # a parser error leaves the fast path; only the general path recirculates
             return V("0", t, 0, sym, path)
+        if path in _GIVEN and not self.maybe_written(path):  # the caller's value, as it is
+            if path in _CLOCK:
+                self.uses_clock_given = True
+            return V(_GIVEN[path], t, None, sym, path)
         if parent is not None and parent.kind == "header" and not self.maybe_written(path):
             # nothing assigns it: read it from the header's bits where it is used
             self.lazy.add(path)
@@ -1886,7 +1891,7 @@ class FastCompiler(ProgramCompiler):
         lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
         for item in body:
             lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
-        self.uses_clock = any(p in self.names for p in _CLOCK)
+        self.uses_clock = self.uses_clock_given or any(p in self.names for p in _CLOCK)
         return "\n".join(lines)
 
 
