@@ -11,13 +11,18 @@ statements and expressions: one place for the language's semantics) with the
   bytes start in the frame; a header stack is its elements plus a ``next`` local.
   No ``PacketState`` is built;
 - the parser is straight-line code (each state pasted where the previous state's
-  select chooses it, a state several transitions lead to emitted once); a state
-  that selects itself and extracts into ``stack.next`` becomes a ``while True:``
-  loop over locals, bounded by the stack size;
-- tables are applied in place: exact, single-LPM and range-less ternary tables are
-  looked up in the generated code in the structures ``TableRuntime.fast_lookup``
-  gives, any other through ``T(None, key, sel)``; the chosen action's body is
-  compiled where it runs; actions called directly are compiled in place too;
+  select chooses it, on every path when that stays under ``PASTE_PARSER_MAX``, else
+  a state several transitions lead to emitted once), at constant offsets while the
+  path's headers are known; a state that selects itself and extracts into
+  ``stack.next`` becomes a ``while True:`` loop over locals, bounded by the stack size;
+- tables are applied in place: exact, single-LPM, exact+LPM (also with an action
+  profile or selector: the entry's live member slots, kept up to date by the
+  runtime) and range-less ternary tables are looked up in the generated code in the
+  structures ``TableRuntime.fast_lookup`` gives, any other through
+  ``T(None, key, sel)``; the chosen action's body is compiled where it runs;
+  actions called directly are compiled in place too;
+- the deparser emits the headers nothing changes at the end of the frame as the
+  frame's own bytes (``frame_tail``);
 - counter and direct-counter updates and register writes are held back (in locals
   where a counter is counted at one place or a register's indexes are constants)
   and applied only when the packet finishes here, so nothing has changed anywhere
