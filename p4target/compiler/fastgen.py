@@ -685,19 +685,22 @@ class FastCompiler(ProgramCompiler):
             self._bytes_cache[path] = r
         return r
 
-    def frame_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | None:
-        """The headers the deparser emits last that are always the bytes they were
-        extracted from, and the parser extracts after everything else, back to back,
-        in emit order (fabric.p4's BTH, RETH, ... ICMPv6, NDP): valid ones are then
-        exactly the frame from the first one extracted to the end of the parse, so
-        the deparser emits ``data[tail:]`` (with the payload) instead of each of them.
-        Also the headers whose extract starts that tail on every path through it.
-        None when there is no such tail."""
+    def frame_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
+        """A run of headers the deparser emits one after the other that are always
+        the bytes they were extracted from, and that the parser extracts after
+        everything else, back to back, in emit order (fabric.p4's BTH, RETH, ...
+        ICMPv6, NDP at the end of the deparser; nic.p4's UDP, BTH, ... PROBE before
+        its ICMPv6 and NDP, which it rewrites): valid ones are then exactly the frame
+        from the first one extracted to the end of the parse, so the deparser emits
+        ``data[tail:pos]`` instead of each of them (``data[tail:]`` with the payload
+        when the run ends the deparser). Also the headers whose extract starts the
+        run on every path through it, and whether the run ends the deparser. None
+        when there is no such run."""
         if self._tail is None:
             self._tail = self._find_tail() or False
         return self._tail or None
 
-    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | None:
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
         assert self.main is not None
         names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
         decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
@@ -714,15 +717,21 @@ class FastCompiler(ProgramCompiler):
                 return None
             emits.append(_place(st.call.args[0].value, dparams))
         inval = self.places.invalidated
-        tail: list[tuple[str, ...]] = []
-        for p in reversed(emits):
+
+        def frame_bytes(p: tuple[str, ...] | None) -> bool:
             t: Type | None = htype
             for n in (p or ())[1:]:
                 t = t.field_type(n) if isinstance(t, StructT) else None
-            if p is None or not isinstance(t, StructT) or t.kind != "header" or not self.bytes_backed(p) \
-                    or any(p[:k] in inval for k in range(1, len(p) + 1)) or p in tail:
-                break
-            tail.insert(0, p)
+            return p is not None and isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(p) \
+                and not any(p[:k] in inval for k in range(1, len(p) + 1)) and emits.count(p) == 1
+
+        runs: list[list[tuple[str, ...]]] = [[]]
+        for p in emits:
+            if frame_bytes(p):
+                runs[-1].append(p)  # type: ignore[arg-type]
+            elif runs[-1]:
+                runs.append([])
+        tail = max(runs, key=len)  # the longest run (the first of equal ones)
         if not tail:
             return None
         pparams = {parser.params[1].name: "hdr"}
@@ -759,7 +768,7 @@ class FastCompiler(ProgramCompiler):
 
         if not walk("start", -1) or any(v == {True, False} for v in starts.values()):
             return None
-        return tail, {p for p, v in starts.items() if v == {True}}
+        return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
 
     def start_local(self, path: tuple[str, ...]) -> str:
         # set by the extract only (set_with_validity): reading a field of a header
@@ -1599,7 +1608,11 @@ class FastCompiler(ProgramCompiler):
             raise NoFast("emit of a local")
         tail = self.frame_tail()
         if tail is not None and v.path in tail[0]:
-            return  # in the frame's tail, emitted with the payload (frame_tail)
+            if v.path == tail[0][0] and not tail[2]:  # the run's bytes, as they came
+                tl = self.local(TAIL, "None")
+                self.emit(f"if {tl} is not None:")
+                self.emit(f"    _o.append(data[{tl}:pos])")
+            return  # (a run that ends the deparser goes with the payload)
         if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
             s = self.start_local(v.path)
             self.emit(f"if {self.valid_local(v.path)}:")
@@ -1864,7 +1877,8 @@ class FastCompiler(ProgramCompiler):
         else:
             self.stmts(d.body.stmts)
         if role == "deparser":
-            if self.frame_tail() is not None:  # the tail's headers and the payload, as they came
+            tail = self.frame_tail()
+            if tail is not None and tail[2]:  # the tail's headers and the payload, as they came
                 tl = self.local(TAIL, "None")
                 self.emit(f"_o.append(data[pos:] if {tl} is None else data[{tl}:])")
             else:

@@ -607,15 +607,18 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     """fabric.p4's deparser ends with headers nothing changes, which the parser
     extracts last and in emit order: the fast path emits them as the frame's bytes
     from BTH (or ICMPv6) on. nic.p4 answers neighbour solicitations by writing ICMPv6
-    and adding the NDP option, so it has no such tail."""
+    and adding the NDP option, so its run of such headers is UDP..PROBE, before
+    them."""
     fc = fastgen.FastCompiler(program("p4src/fabric.p4", True)._fast_builder.args[0], ROOT / "p4src/fabric.p4")
     fc.compile()
-    tail, starts = fc.frame_tail()
+    tail, starts, at_end = fc.frame_tail()
     assert [p[1] for p in tail] == ["bth", "reth", "immdt", "aeth", "sack", "probe", "icmpv6", "ndp", "ndp_option"]
-    assert starts == {("hdr", "bth"), ("hdr", "icmpv6")}
+    assert starts == {("hdr", "bth"), ("hdr", "icmpv6")} and at_end
     nc = fastgen.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
     nc.compile()
-    assert nc.frame_tail() is None
+    tail, starts, at_end = nc.frame_tail()
+    assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe"]
+    assert starts == {("hdr", "udp")} and not at_end
     # counters: rx_port is counted by ingress's first statement (no -1, no test);
     # the others, which not every packet reaches, go to the _cn list
     assert fc.count_mode("X_FabricIngress_rx_port") == "always"
