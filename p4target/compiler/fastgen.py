@@ -272,7 +272,8 @@ class Init(Deferred):
         for path, name in fc.names.items():
             if fc.in_stack_element(path):
                 continue  # set when the stack is first touched (TouchStack)
-            if fc.set_with_validity(path) or path in fc.first_assigned or path in fc.after_ingress:
+            if fc.set_with_validity(path) or path in fc.first_assigned or path in fc.after_ingress \
+                    or path in fc.late_paths:
                 continue
             given = _GIVEN.get(path)
             if given is not None:
@@ -292,6 +293,16 @@ class Init(Deferred):
             for i in range(0, len(names), 32):
                 out.append(f"{self.ind}{' = '.join(names[i:i + 32])} = {value}")
         return out
+
+
+@dataclass
+class LateInit(Deferred):
+    """A metadata field's fresh value where ``LateInits`` put it (if it is used)."""
+    path: tuple[str, ...]
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        name = fc.names.get(self.path)
+        return [f"{self.ind}{name} = {fc.defaults[name]}"] if name is not None else []
 
 
 @dataclass
@@ -577,6 +588,82 @@ def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str,
     return first
 
 
+def _calls(node: object, out: list[A.Call]) -> None:
+    """Every call inside ``node`` (any AST node)."""
+    if isinstance(node, A.Call):
+        out.append(node)
+    if isinstance(node, list):
+        for x in node:
+            _calls(x, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _calls(getattr(node, name), out)
+
+
+class LateInits:
+    """Where a metadata field only one control names gets its fresh value: before
+    the statement of that control's apply block that holds all the statements naming
+    it (tables and actions they apply and call included), as deep in the if/else
+    branches as they all are (nic.p4's fabric-to-host fields, in the branch for
+    plane ports; a packet from the host never pays for them)."""
+
+    def __init__(self, d: A.ControlDecl, params: dict[str, str], others: set[tuple[str, ...]]):
+        self.params = params
+        self.others = others  # what the other blocks name
+        self.actions = {x.name: x for x in d.locals if isinstance(x, A.ActionDecl)}
+        self.tables = {x.name: x for x in d.locals if isinstance(x, A.TableDecl)}
+        self._deep: dict[int, set[tuple[str, ...]]] = {}
+
+    def deep(self, node: object) -> set[tuple[str, ...]]:
+        """What ``node`` names, with the tables it applies and the actions it calls."""
+        got = self._deep.get(id(node))
+        if got is None:
+            got = set()
+            _mentions(node, self.params, got)
+            calls: list[A.Call] = []
+            _calls(node, calls)
+            for c in calls:
+                f = c.func
+                if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.obj, A.Name) \
+                        and f.obj.name in self.tables:
+                    t = self.tables[f.obj.name]
+                    got |= self.deep(t.props)  # keys, default action arguments, entries
+                    for prop in t.props:
+                        if prop.name == "actions" and isinstance(prop.value, list):
+                            for item in prop.value:
+                                ref = getattr(item, "call", None)
+                                ref = ref.func if isinstance(ref, A.Call) else ref
+                                if isinstance(ref, A.Name) and ref.name in self.actions:
+                                    got |= self.deep(self.actions[ref.name].body)
+                elif isinstance(f, A.Name) and f.name in self.actions:
+                    got |= self.deep(self.actions[f.name].body)
+            self._deep[id(node)] = got
+        return got
+
+    @staticmethod
+    def related(p: tuple[str, ...], places: set[tuple[str, ...]]) -> bool:
+        return any(q[:len(p)] == p or p[:len(q)] == q for q in places)
+
+    def place(self, p: tuple[str, ...], stmts: list[A.Stmt]) -> A.Stmt | None:
+        """The statement to give ``p`` its fresh value before (None: nothing names it)."""
+        if self.related(p, self.others):
+            return None
+        at = [st for st in stmts if self.related(p, self.deep(st))]
+        if len(at) != 1:
+            return at[0] if at else None
+        st = at[0]
+        if isinstance(st, A.Block):
+            return self.place(p, st.stmts) or st
+        if isinstance(st, A.If) and not self.related(p, self.deep(st.cond)):
+            then = self.related(p, self.deep(st.then))
+            other = st.other is not None and self.related(p, self.deep(st.other))
+            if then != other:
+                branch = st.then if then else st.other
+                return self.place(p, branch.stmts if isinstance(branch, A.Block) else [branch]) or st
+        return st
+
+
 def _has_return(stmts: list[A.Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, A.Return):
@@ -621,6 +708,8 @@ class FastCompiler(ProgramCompiler):
         self._places: Places | None = None
         self._first: set[tuple[str, ...]] | None = None
         self._prefix_counts: set[int] | None = None
+        self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
+        self.late_paths: set[tuple[str, ...]] = set()
         self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
@@ -1007,6 +1096,8 @@ class FastCompiler(ProgramCompiler):
 
     # ---- statements ----------------------------------------------------------------------
     def stmt(self, s: A.Stmt) -> None:
+        for p in self.late_at.pop(id(s), ()):
+            self.out.append(LateInit(self.ind, p))
         self.last_loc = s.loc
         if isinstance(s, (A.For, A.ForIn)):
             raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
@@ -1854,6 +1945,8 @@ class FastCompiler(ProgramCompiler):
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         self.block_inits = []
         named = set(self.names)  # (the setup compiles the block's table keys)
+        if role in ("ingress", "egress"):
+            self.plan_late_inits(d)
         scope, _pre, _cls, inits, _params = self.control_setup(d, role)
         self.begin_fast("deparser" if role == "deparser" else "apply")
         self.scope = scope.child()
@@ -1887,6 +1980,41 @@ class FastCompiler(ProgramCompiler):
             self.emit("return _op, b''.join(_o)")
         self.scope = self.global_scope
         return pyident("c", d.name)
+
+    def plan_late_inits(self, d: A.ControlDecl) -> None:
+        """``late_at``/``late_paths`` for the metadata only control ``d`` names."""
+        assert self.main is not None and d.body is not None
+        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+                 ["hdr", "meta"], ["", "hdr"])
+        decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
+        others: set[tuple[str, ...]] = set()
+        for n, r in zip(names, roots):
+            o = decls.get(n)
+            if o is not None and o is not d:
+                _mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+        if len(d.params) < 2:
+            return
+        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
+        mt = self.type_names.get(getattr(d.params[1].type, "name", ""))
+        leaves: list[tuple[str, ...]] = []
+
+        def walk(t: Type | None, path: tuple[str, ...]) -> None:
+            if isinstance(t, StructT) and t.kind == "struct":
+                for n, ft in t.fields:
+                    walk(ft, path + (n,))
+            elif isinstance(t, (BitT, BoolT)):
+                leaves.append(path)
+
+        walk(mt, ("meta",))
+        li = LateInits(d, params, others)
+        for p in leaves:
+            if p in self.first_assigned:
+                continue
+            st = li.place(p, d.body.stmts)
+            if st is not None:
+                self.late_at.setdefault(id(st), []).append(p)
+                self.late_paths.add(p)
 
     # ---- the function -------------------------------------------------------------------------
     def assemble(self) -> str:

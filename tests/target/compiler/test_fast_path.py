@@ -537,7 +537,7 @@ FIRST_PROGRAM = """
 #include <v1model.p4>
 header h_t { bit<8> a; }
 struct hs_t { h_t h; }
-struct m_t { bit<8> p; bit<8> q; bit<8> a; bit<8> b; bit<8> c; bit<8> d; bit<8> e; bit<8> f; }
+struct m_t { bit<8> p; bit<8> q; bit<8> a; bit<8> b; bit<8> c; bit<8> d; bit<8> e; bit<8> f; bit<8> g; }
 parser P(packet_in pk, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
     state start { meta.p = 1; pk.extract(hdr.h); meta.f = meta.q; transition accept; }
 }
@@ -554,6 +554,10 @@ control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
         meta.p = 4;
         t.apply();
         meta.e = 5;
+        if (hdr.h.a == 1) {
+            meta.g = meta.g + 5;
+            hdr.h.a = meta.g;
+        }
         sm.egress_spec = 1;
     }
 }
@@ -569,7 +573,9 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
     the fast path's initial values: meta.p (the start state's first statement),
     meta.a and meta.b (top of ingress, after a counter count); not meta.q (the
     parser read it), meta.c (read by its own assignment), meta.d (the count read it),
-    meta.e (after a table apply) or sm.egress_spec (likewise)."""
+    meta.e (after a table apply) or sm.egress_spec (likewise). meta.e and meta.g,
+    which only ingress names, get theirs right before the statement naming them
+    (meta.g's inside the branch that reads it)."""
     from p4target.frontend.lexer import tokenize
     from p4target.frontend.parser import parse_tokens
     from p4target.frontend.preprocessor import preprocess
@@ -580,13 +586,18 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
     got = fastgen.assigned_first(ast, ["P", "V", "I", "E", "C", "D"])
     assert got == {("meta", "p"), ("meta", "a"), ("meta", "b")}
     sws = [Switch(compile_file(src) if f else compiled(src, False), seed=7) for f in (True, False)]
-    text = sws[0].program.fast_source().text
-    init = next(line for line in text.splitlines() if "f_meta__e" in line and line.rstrip().endswith("= 0"))
+    lines = sws[0].program.fast_source().text.splitlines()
+    top = lines.index("        _dl = len(data)  # the frame's length (data is bytes)")
+    init = " ".join(lines[top:next(i for i in range(top, len(lines)) if lines[i].lstrip().startswith("if "))])
     assert "f_meta__q" in init and "f_meta__a" not in init and "f_meta__b" not in init
-    for _ in range(3):
-        outs = [sw.inject(0, b"\x07rest") for sw in sws]
-        assert outs[0] == outs[1] == [(1, b"\x07rest")]
-    assert sws[0].fast_packets == 2
+    assert "f_meta__e" not in init and "f_meta__g" not in init
+    at = {n: next(i for i, x in enumerate(lines) if x.strip() == f"f_meta__{n} = 0") for n in "eg"}
+    assert lines[at["e"] + 1].strip() == "f_meta__e = 5"
+    assert lines[at["g"] - 1].strip().startswith("if ") and "f_meta__g + 5" in lines[at["g"] + 1]
+    for a, out in ((7, 7), (1, 5), (7, 7), (1, 5)):
+        outs = [sw.inject(0, bytes([a]) + b"rest") for sw in sws]
+        assert outs[0] == outs[1] == [(1, bytes([out]) + b"rest")]
+    assert sws[0].fast_packets == 3
 
 
 def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -> None:
