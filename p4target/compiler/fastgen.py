@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from p4target.compiler.expressions import V, lit
@@ -664,6 +664,27 @@ class LateInits:
         return st
 
 
+def _shape(node: object) -> object:
+    """``node`` without its source locations, to compare two expressions."""
+    if isinstance(node, list):
+        return [_shape(x) for x in node]
+    if hasattr(node, "__dataclass_fields__"):
+        return (type(node).__name__,) + tuple(
+            _shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")  # type: ignore[attr-defined]
+    return node
+
+
+def _first_conjunct(e: A.Expr) -> tuple[A.Expr, A.Expr | None]:
+    """``a && b && c`` as (a, b && c); anything else as (e, None)."""
+    if isinstance(e, A.Binary) and e.op == "&&":
+        first, rest = _first_conjunct(e.left)
+        return first, (e.right if rest is None else A.Binary(e.loc, "&&", rest, e.right))
+    return e, None
+
+
+_CHECKSUM_UPDATES = ("update_checksum", "update_checksum_with_payload")
+
+
 def _has_return(stmts: list[A.Stmt]) -> bool:
     for s in stmts:
         if isinstance(s, A.Return):
@@ -710,6 +731,7 @@ class FastCompiler(ProgramCompiler):
         self._prefix_counts: set[int] | None = None
         self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
         self.late_paths: set[tuple[str, ...]] = set()
+        self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
         self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
@@ -1095,6 +1117,57 @@ class FastCompiler(ProgramCompiler):
         return super()._e_Index(e)
 
     # ---- statements ----------------------------------------------------------------------
+    def stmts(self, stmts: list[A.Stmt]) -> None:
+        """As the shared compiler, except that checksum updates one after the other
+        whose conditions start with the same test (fabric.p4's ``meta.trimmed == 1 &&
+        ...``) run it once: it reads nothing they write and calls nothing."""
+        i = 0
+        while i < len(stmts):
+            group = self.shared_test(stmts, i)
+            if len(group) < 2:
+                self.stmt(stmts[i])
+                i += 1
+                continue
+            first = _first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
+            self.indent()
+            for st in group:
+                call = st.call  # type: ignore[attr-defined]
+                rest = _first_conjunct(call.args[0].value)[1]
+                arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
+                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
+            self.dedent()
+            i += len(group)
+
+    def shared_test(self, stmts: list[A.Stmt], i: int) -> list[A.Stmt]:
+        """The checksum updates from ``stmts[i]`` on whose conditions start with one
+        pure test that none of them writes (the checksum field, argument 3)."""
+        group: list[A.Stmt] = []
+        first = None
+        for st in stmts[i:]:
+            call = st.call if isinstance(st, A.CallStmt) else None
+            if call is None or not isinstance(call.func, A.Name) or call.func.name not in _CHECKSUM_UPDATES \
+                    or len(call.args) != 4 or call.args[0].value is None:
+                break
+            c, rest = _first_conjunct(call.args[0].value)
+            if rest is None or (first is not None and _shape(c) != _shape(first)):
+                break
+            calls: list[A.Call] = []
+            _calls(c, calls)
+            if calls:
+                break
+            first = c
+            group.append(st)
+        if group:
+            names = {p.name: p.name for p in self.block_params}
+            read: set[tuple[str, ...]] = set()
+            _mentions(first, names, read)
+            for st in group:
+                w = _place(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
+                    return []
+        return group
+
     def stmt(self, s: A.Stmt) -> None:
         for p in self.late_at.pop(id(s), ()):
             self.out.append(LateInit(self.ind, p))
@@ -1945,6 +2018,7 @@ class FastCompiler(ProgramCompiler):
     def gen_control(self, d: A.ControlDecl, role: str) -> str:
         self.block_inits = []
         named = set(self.names)  # (the setup compiles the block's table keys)
+        self.block_params = d.params
         if role in ("ingress", "egress"):
             self.plan_late_inits(d)
         scope, _pre, _cls, inits, _params = self.control_setup(d, role)

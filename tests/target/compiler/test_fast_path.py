@@ -635,3 +635,50 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     assert fc.count_mode("X_FabricIngress_rx_port") == "always"
     assert {fc.count_mode(x) for x in ("X_FabricIngress_drops", "X_FabricEgress_drops",
                                        "X_FabricEgress_tx_port")} == {"list"}
+
+
+SHARED_TEST_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> on; bit<8> kind; bit<16> c1; bit<16> c2; bit<16> c3; }
+struct hs_t { h_t h; }
+struct m_t { bit<8> unused; }
+parser P(packet_in pk, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control V(inout hs_t hdr, inout m_t meta) { apply { } }
+control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { sm.egress_spec = 1; } }
+control E(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs_t hdr, inout m_t meta) {
+    apply {
+        update_checksum(hdr.h.on == 1 && hdr.h.kind == 1, { hdr.h.kind, 8w1 }, hdr.h.c1, HashAlgorithm.csum16);
+        update_checksum(hdr.h.on == 1 && hdr.h.kind == 2, { hdr.h.kind, 8w2 }, hdr.h.c2, HashAlgorithm.csum16);
+        update_checksum(hdr.h.c3 == 0 && hdr.h.kind == 3, { hdr.h.kind, 8w3 }, hdr.h.c3, HashAlgorithm.csum16);
+        update_checksum(hdr.h.c3 == 0 && hdr.h.kind == 4, { hdr.h.kind, 8w4 }, hdr.h.c3, HashAlgorithm.csum16);
+    }
+}
+control D(packet_out pk, in hs_t hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_checksum_updates_share_their_first_test(tmp_path: Path) -> None:
+    """Checksum updates one after the other whose conditions start with the same
+    test run it once, unless one of them writes what it reads (c3 == 0 then c3 is
+    written: each update tests it again). The checksums written out: csum16 of the
+    two bytes (kind, n) is ~(kind << 8 | n) for these small values."""
+    src = tmp_path / "shared.p4"
+    src.write_text(SHARED_TEST_PROGRAM)
+    sws = [Switch(compile_file(src) if f else compiled(src, False), seed=7) for f in (True, False)]
+    text = sws[0].program.fast_source().text
+    lines = text.splitlines()
+    assert sum(">> 56)) == 1" in x for x in lines) == 1  # `on == 1` once, around the first two
+    assert sum("(f_hdr__h__c3 == 0)" in x for x in lines) == 2  # c3 == 0: tested by both
+    for on, kind, c3, want in ((1, 1, 0, (0xFEFE, 0, 0)), (1, 2, 0, (0, 0xFDFD, 0)), (0, 2, 0, (0, 0, 0)),
+                               (1, 3, 0, (0, 0, 0xFCFC)), (0, 4, 0, (0, 0, 0xFBFB)), (1, 4, 5, (0, 0, 5))):
+        frame = bytes([on, kind]) + bytes(4) + c3.to_bytes(2, "big") + b"x"
+        for _ in range(2):
+            outs = [sw.inject(0, frame) for sw in sws]
+            assert outs[0] == outs[1] == [(1, bytes([on, kind]) + b"".join(v.to_bytes(2, "big") for v in want)
+                                          + b"x")]
+    assert sws[0].fast_packets == 11
