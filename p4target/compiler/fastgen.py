@@ -169,8 +169,11 @@ class Emit(Deferred):
             dirty = fc.names.get(self.path + (DIRTY,))
             if dirty is not None:  # nothing written to it in this packet: the int as it was
                 expr = f"({expr}) if {dirty} else {raw}"
-        return [f"{self.ind}if {fc.valid_local(self.path)}:",
-                f"{self.ind}    _o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"]
+        line = f"_o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"
+        v = fc.valid_local(self.path)
+        if v == "True":
+            return [f"{self.ind}{line}"]
+        return [f"{self.ind}if {v}:", f"{self.ind}    {line}"]
 
 
 @dataclass
@@ -729,6 +732,7 @@ class FastCompiler(ProgramCompiler):
         self._places: Places | None = None
         self._first: set[tuple[str, ...]] | None = None
         self._prefix_counts: set[int] | None = None
+        self._always: set[tuple[str, ...]] | None = None
         self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
@@ -897,7 +901,7 @@ class FastCompiler(ProgramCompiler):
             return False
         if path[-1] == "$start":  # only ever set by the extract (even with no validity flag)
             return True
-        return path[:-1] + (VALID,) in self.names
+        return path[:-1] + (VALID,) in self.names or path[:-1] in self.always_valid
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
         return any(path[:k] in self.stacks and path[k].isdigit()
@@ -971,7 +975,40 @@ class FastCompiler(ProgramCompiler):
         return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))
 
     def valid_local(self, path: tuple[str, ...]) -> str:
+        if path in self.always_valid:
+            return "True"
         return self.local(path + (VALID,), "False")
+
+    @property
+    def always_valid(self) -> set[tuple[str, ...]]:
+        """Headers every parse extracts (the states ``start`` leads to without a
+        select) whose validity nothing changes: valid on every packet the fast path
+        finishes (a failed extract gives up), so they need no validity local."""
+        if self._always is None:
+            self._always = set()
+            assert self.main is not None
+            name = self.main.args[0].value.func.name  # type: ignore[union-attr]
+            d = next((x for x in self.program.decls if isinstance(x, A.ParserDecl) and x.name == name), None)
+            if d is None or len(d.params) < 2:
+                return self._always
+            params = {d.params[1].name: "hdr"}
+            states = {st.name: st for st in d.states}
+            p = self.places
+            name, seen = "start", set()
+            while name in states and name not in seen:
+                seen.add(name)
+                st = states[name]
+                for x in st.stmts:
+                    if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                            and x.call.func.name == "extract" and len(x.call.args) == 1:
+                        h = _place(x.call.args[0].value, params)
+                        if h is not None and not h[-1].isdigit() and not self.maybe_written(h) \
+                                and not any(h[:k] in p.revalidated or h[:k] in p.invalidated
+                                            for k in range(1, len(h) + 1)):
+                            self._always.add(h)
+                tr = st.transition
+                name = tr.state if tr is not None and tr.state is not None else ""
+        return self._always
 
     def raw_local(self, path: tuple[str, ...]) -> str:
         return self.local(path + (RAW,), "0")
@@ -1008,6 +1045,9 @@ class FastCompiler(ProgramCompiler):
         if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
             # a parser error leaves the fast path; only the general path recirculates
             return V("0", t, 0, sym, path)
+        if path in (("sm", "enq_qdepth"), ("sm", "deq_qdepth"), ("sm", "deq_timedelta")) \
+                and not self.maybe_written(path):
+            return V("0", t, 0, sym, path)  # 0 in ingress, and 0 as the direct path sets it
         if path in _GIVEN and not self.maybe_written(path):  # the caller's value, as it is
             if path in _CLOCK:
                 self.uses_clock_given = True
@@ -1715,7 +1755,7 @@ class FastCompiler(ProgramCompiler):
         self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
         self.dirty_at.pop(v.path, None)
         self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
-        self.emit(f"{self.valid_local(v.path)} = True")
+        self.out.append(ValidFlag(self.ind, v.path))
         self.move(n)
 
     # where the parse is: a constant while every path here extracted the same
@@ -1779,8 +1819,12 @@ class FastCompiler(ProgramCompiler):
             return  # (a run that ends the deparser goes with the payload)
         if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
             s = self.start_local(v.path)
-            self.emit(f"if {self.valid_local(v.path)}:")
-            self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
+            valid = self.valid_local(v.path)
+            if valid == "True":
+                self.emit(f"_o.append(data[{s}:{s} + {t.width // 8}])")
+            else:
+                self.emit(f"if {valid}:")
+                self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
         elif isinstance(t, StructT) and t.kind == "header":
             self.raw_local(v.path)
             self.valid_local(v.path)

@@ -630,6 +630,9 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     tail, starts, at_end = nc.frame_tail()
     assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe"]
     assert starts == {("hdr", "udp")} and not at_end
+    # Ethernet: every parse extracts it and nothing changes its validity (no local)
+    assert fc.always_valid == nc.always_valid == {("hdr", "ethernet")}
+    assert "f_hdr__ethernet___v" not in fc.names.values()
     # counters: rx_port is counted by ingress's first statement (no -1, no test);
     # the others, which not every packet reaches, go to the _cn list
     assert fc.count_mode("X_FabricIngress_rx_port") == "always"
