@@ -718,6 +718,8 @@ class FastCompiler(ProgramCompiler):
         self.written: set[tuple[str, ...]] = set()  # fields something assigns
         self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
         self.always_counted: set[str] = set()  # counted in ingress's first statements, index in range
+        self.top_counted: set[str] = set()  # counted by a statement of a block's body itself
+        self.body_ind = ""  # the indentation of the statements of the block's body
         self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
         self.reg_dynamic: set[str] = set()  # registers accessed at an index known at run time
         self.reg_const: dict[str, set[int]] = {}  # register -> constant indexes accessed
@@ -943,6 +945,8 @@ class FastCompiler(ProgramCompiler):
             return "list"
         if x in self.always_counted:
             return "always"
+        if x in self.top_counted:  # a statement of a block's body: most packets count it
+            return "local"
         return "list" if self.multi_counted() else "local"
 
     @staticmethod
@@ -1623,6 +1627,8 @@ class FastCompiler(ProgramCompiler):
             size = inst.extern.size  # type: ignore[union-attr]
             iv = self.value(self.arg(e, 0))
             first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
+            if self.ind == self.body_ind:
+                self.top_counted.add(x)
             if iv.const is not None:  # the index is known here: so is whether it counts
                 if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
                     self.out.append(CountSite(self.ind, x, str(iv.const)))
@@ -2082,11 +2088,14 @@ class FastCompiler(ProgramCompiler):
         if _has_return(d.body.stmts):
             self.emit("while True:")
             self.indent()
+            self.body_ind = self.ind
             self.stmts(d.body.stmts)
             self.emit("break")
             self.dedent()
         else:
+            self.body_ind = self.ind
             self.stmts(d.body.stmts)
+        self.body_ind = ""
         if role == "deparser":
             tail = self.frame_tail()
             if tail is not None and tail[2]:  # the tail's headers and the payload, as they came

@@ -634,10 +634,12 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     assert fc.always_valid == nc.always_valid == {("hdr", "ethernet")}
     assert "f_hdr__ethernet___v" not in fc.names.values()
     # counters: rx_port is counted by ingress's first statement (no -1, no test);
-    # the others, which not every packet reaches, go to the _cn list
+    # tx_port by a statement of egress's body (most packets: a local); the drop
+    # counters, inside branches, go to the _cn list
     assert fc.count_mode("X_FabricIngress_rx_port") == "always"
+    assert fc.count_mode("X_FabricEgress_tx_port") == "local"
     assert {fc.count_mode(x) for x in ("X_FabricIngress_drops", "X_FabricEgress_drops",
-                                       "X_FabricEgress_tx_port")} == {"list"}
+                                       "X_FabricEgress_trimmed")} == {"list"}
 
 
 SHARED_TEST_PROGRAM = """
