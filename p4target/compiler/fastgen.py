@@ -591,6 +591,26 @@ def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str,
     return first
 
 
+def _count_places(node: object, params: dict[str, str], out: dict[tuple[str, ...], int]) -> None:
+    """How many times ``node`` (any AST node) names each packet-state place."""
+    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
+        p = _place(node, params)
+        if p is not None:
+            out[p] = out.get(p, 0) + 1
+        while isinstance(node, (A.Member, A.Index, A.Slice)):
+            if isinstance(node, A.Index):
+                _count_places(node.index, params, out)
+            node = node.obj
+        return
+    if isinstance(node, list):
+        for x in node:
+            _count_places(x, params, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _count_places(getattr(node, name), params, out)
+
+
 def _calls(node: object, out: list[A.Call]) -> None:
     """Every call inside ``node`` (any AST node)."""
     if isinstance(node, A.Call):
@@ -735,6 +755,7 @@ class FastCompiler(ProgramCompiler):
         self._first: set[tuple[str, ...]] | None = None
         self._prefix_counts: set[int] | None = None
         self._always: set[tuple[str, ...]] | None = None
+        self._split: set[tuple[str, ...]] | None = None
         self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
@@ -901,7 +922,7 @@ class FastCompiler(ProgramCompiler):
         effect, and the caller runs the general path on the frame, which reads the 0."""
         if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
             return False
-        if path[-1] == "$start":  # only ever set by the extract (even with no validity flag)
+        if path[-1] == "$start" or path in self.split_bytes:  # only ever set by the extract
             return True
         return path[:-1] + (VALID,) in self.names or path[:-1] in self.always_valid
 
@@ -1063,26 +1084,66 @@ class FastCompiler(ProgramCompiler):
             i = [n for n, _ in parent.fields].index(path[-1])
             after = sum(widths[i + 1:])
             if self.bytes_backed(path[:-1]):
-                s = self.start_local(path[:-1])
-                o, w = sum(widths[:i]), widths[i]
-                a, b = o // 8, (o + w + 7) // 8
-                if w in (8, 16) and o % 8 == 0:  # indexing: no slice object
-                    x = f"data[{s} + {a}]" if a else f"data[{s}]"
-                    if w == 16:
-                        x = f"({x} << 8 | data[{s} + {a + 1}])"
-                    return V(x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed)
-                             else f"({self.field_from(x, t, w, False)})", t, None, sym, path)
-                x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
-                    f"int.from_bytes(data[{s}:{s} + {b}], 'big')"
-                sh = b * 8 - o - w
-                shifted = f"({x} >> {sh})" if sh else x
-                return V(f"({self.field_from(shifted, t, w, w != (b - a) * 8)})", t, None, sym, path)
+                if path in self.split_bytes:  # read at several places: a local, set at the extract
+                    return V(self.field_local(path, t), t, None, sym, path)
+                return V(self.bytes_field(path, t, parent, self.start_local(path[:-1])), t, None, sym, path)
             raw = self.raw_local(path[:-1])
             shifted = f"({raw} >> {after})" if after else raw
             return V(f"({self.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
         if parent is not None and parent.kind == "header":
             self.field_header[path] = path[:-1]
         return V(self.field_local(path, t), t, None, sym, path)
+
+    def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
+        """Code reading field ``path`` of a header kept as bytes, starting at ``s``."""
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+        i = [n for n, _ in parent.fields].index(path[-1])
+        o, w = sum(widths[:i]), widths[i]
+        a, b = o // 8, (o + w + 7) // 8
+        if w in (8, 16) and o % 8 == 0:  # indexing: no slice object
+            x = f"data[{s} + {a}]" if a else f"data[{s}]"
+            if w == 16:
+                x = f"({x} << 8 | data[{s} + {a + 1}])"
+            return x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed) \
+                else f"({self.field_from(x, t, w, False)})"
+        x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
+            f"int.from_bytes(data[{s}:{s} + {b}], 'big')"
+        sh = b * 8 - o - w
+        shifted = f"({x} >> {sh})" if sh else x
+        return f"({self.field_from(shifted, t, w, w != (b - a) * 8)})"
+
+    @property
+    def split_bytes(self) -> set[tuple[str, ...]]:
+        """Fields of headers kept as bytes that the program reads at several places:
+        read once at the extract into a local (nic.p4's UDP ports)."""
+        if self._split is None:
+            assert self.main is not None
+            names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+                     ["hdr", "meta"], ["", "hdr"])
+            decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
+            counts: dict[tuple[str, ...], int] = {}
+            for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
+                d = decls.get(n)
+                if d is not None:
+                    _count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+            self._split = set()
+            htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
+                if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
+            for p, k in counts.items():
+                if len(p) != 3 or p[0] != "hdr" or not self.bytes_backed(p[:-1]):
+                    continue
+                ht = htype.field_type(p[1]) if isinstance(htype, StructT) else None
+                if not isinstance(ht, StructT) or ht.kind != "header" or ht.field_type(p[2]) is None:
+                    continue
+                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[union-attr]
+                off = sum(w for n, w in widths[:[n for n, _ in widths].index(p[2])])
+                w = dict(widths)[p[2]]
+                # worth a local where it saves more than the extract pays: two bytes
+                # read twice, one byte three times (checksum blocks, rarely run, not counted)
+                if off % 8 == 0 and ((w == 16 and k >= 2) or (w == 8 and k >= 3)):
+                    self._split.add(p)
+        return self._split
 
     # ---- hooks of the shared code generator ------------------------------------------
     def param_bindings(self, params, targets, scope):  # type: ignore[no-untyped-def]
@@ -1754,6 +1815,11 @@ class FastCompiler(ProgramCompiler):
                 self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = {here}")
             else:
                 self.emit(f"{self.start_local(v.path)} = {here}")
+            for fname, ft in v.type.fields:
+                fp = v.path + (fname,)
+                if fp in self.split_bytes:
+                    self.lazy.add(fp)
+                    self.emit(f"{self.field_local(fp, ft)} = {self.bytes_field(fp, ft, v.type, here)}")
             self.out.append(ValidFlag(self.ind, v.path))
             self.move(n)
             return
