@@ -340,7 +340,7 @@ class RegisterAccess(Deferred):
             c = fc.reg_cell_local(x, i)
             if self.value is None:
                 return [f"{ind}{self.tmp} = {c} if {c} is not None else {x}_c[{i}]"]
-            return [f"{ind}{c} = ({self.value}) & {self.mask:#x}"]
+            return [f"{ind}{c} = {self.value}"]  # (of the cells' type: it fits)
         p = fc.reg_pending[x]
         if self.value is None:
             return [f"{ind}{self.tmp} = {p}[{i}] if {p} is not None and {i} in {p} else {x}_c[{i}]"]
@@ -1737,7 +1737,8 @@ class FastCompiler(ProgramCompiler):
                     self.out.append(RegisterAccess(self.ind, x, i, et.mask, tmp=tmp))
                 else:
                     self.emit(f"{tmp} = 0")
-                self.out_assign(self.arg(e, 0), tmp, et, e.loc)
+                below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
+                self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
                 return None
             self.reg_dynamic.add(x)
             ix = self.tmp("ix")
