@@ -20,7 +20,7 @@ import pytest
 
 from mrc_traffic import fabric_entries, fabric_frames, nic_entries, nic_frames
 from p4target import Switch
-from p4target.compiler import CompiledProgram, compile_file, fastgen
+from p4target.compiler import CompiledProgram, compile_file, fast_compiler, fastgen
 from p4target.compiler.fastgen import FastSource
 from p4target.errors import EntryError
 from p4target.runtime.entries import Exact, Group, Lpm, Member, Optional, Range, Ternary
@@ -583,7 +583,7 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
     src = tmp_path / "first.p4"
     src.write_text(FIRST_PROGRAM)
     ast = parse_tokens(tokenize(preprocess(src, (), {})))
-    got = fastgen.assigned_first(ast, ["P", "V", "I", "E", "C", "D"])
+    got = fast_compiler.assigned_first(ast, ["P", "V", "I", "E", "C", "D"])
     assert got == {("meta", "p"), ("meta", "a"), ("meta", "b")}
     sws = [Switch(compile_file(src) if f else compiled(src, False), seed=7) for f in (True, False)]
     lines = sws[0].program.fast_source().text.splitlines()
@@ -605,7 +605,7 @@ def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -
     paste limit at 0 its shared states are emitted once behind ``_ps`` tests
     instead, and that form too must give what the general path gives."""
     assert "if _ps ==" not in program("p4src/fabric.p4", True).fast_source().text
-    monkeypatch.setattr(fastgen, "PASTE_PARSER_MAX", 0)
+    monkeypatch.setattr(fast_compiler, "PASTE_PARSER_MAX", 0)
     joined = compiled(ROOT / "p4src/fabric.p4", True)
     assert "if _ps ==" in joined.fast_source().text
     got, taken = run(joined, "p4src/fabric.p4", 5, 3000)
@@ -620,12 +620,12 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     from BTH (or ICMPv6) on. nic.p4 answers neighbour solicitations by writing ICMPv6
     and adding the NDP option, so its run of such headers is UDP..PROBE, before
     them."""
-    fc = fastgen.FastCompiler(program("p4src/fabric.p4", True)._fast_builder.args[0], ROOT / "p4src/fabric.p4")
+    fc = fast_compiler.FastCompiler(program("p4src/fabric.p4", True)._fast_builder.args[0], ROOT / "p4src/fabric.p4")
     fc.compile()
     tail, starts, at_end = fc.frame_tail()
     assert [p[1] for p in tail] == ["bth", "reth", "immdt", "aeth", "sack", "probe", "icmpv6", "ndp", "ndp_option"]
     assert starts == {("hdr", "bth"), ("hdr", "icmpv6")} and at_end
-    nc = fastgen.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
+    nc = fast_compiler.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
     nc.compile()
     tail, starts, at_end = nc.frame_tail()
     assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe"]
