@@ -31,7 +31,7 @@ __all__ = ["CompiledProgram", "compile_file"]
 class CompiledProgram:
     """A compiled program: its model, its generated Python source and a factory of pipelines.
 
-    The fused fast path (p4target/compiler/fastgen.py) is generated on first use
+    The fused fast path (p4target/compiler/fast_compiler.py) is generated on first use
     (``fast_factory``, called by ``Switch`` for its first frame), once per program:
     loading a program costs no more than the general code, and a program that
     never forwards a frame never pays for it.

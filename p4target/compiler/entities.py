@@ -47,6 +47,7 @@ class TableInfo:
     sel_code: str = "None"
     keys_pure: bool = True  # computing the keys emitted no statement
     key_parts: list[str] = field(default_factory=list)  # the match key's values, as compiled
+    sel_parts: list[str] = field(default_factory=list)  # the selector key's values, as compiled
     # actions whose directional parameters the action list binds: their arguments
     bound: dict[str, list[A.Expr]] = field(default_factory=dict)
 

@@ -242,6 +242,9 @@ class ExpressionCompiler:
         w = hi - lo + 1
         mask = (1 << w) - 1
         code = f"(({base.code} >> {lo}) & {mask:#x})" if lo else f"({base.code} & {mask:#x})"
+        if isinstance(base.type, BitT) and not base.type.signed and hi == width - 1:
+            # the top bits: nothing above them to mask off (a value fits its type)
+            code = f"({base.code} >> {lo})" if lo else base.code
         if isinstance(base.type, BitT) and base.type.signed:
             code = f"(({base.code} & {(1 << width) - 1:#x}) >> {lo} & {mask:#x})"
         return self.folded(code, BitT(w), base.const is not None)
@@ -408,6 +411,8 @@ class ExpressionCompiler:
             lcode = l.code if not lt.signed else f"({l.code} & {lt.mask:#x})"
             t = BitT(lt.width + rt.width, lt.signed)
             code = f"(({lcode} << {rt.width}) | {rcode})"
+            if r.const == 0 and not rt.signed:  # x ++ 16w0: nothing to or in
+                code = f"({lcode} << {rt.width})"
             if t.signed:
                 code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
             return self.folded(code, t, c)

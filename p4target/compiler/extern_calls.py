@@ -57,13 +57,17 @@ class ExternCallCompiler:
             raise error(self.arg(e, i).loc, f"index must be an integer, not {v.type}")
         return v.code
 
-    def out_assign(self, target: A.Expr, code: str, t: Type | None, loc: Loc) -> None:
-        """Store an extern's result (an unbounded int) into an out argument of any width."""
+    def out_assign(self, target: A.Expr, code: str, t: Type | None, loc: Loc,
+                   below: int | None = None) -> None:
+        """Store an extern's result (an unbounded int, or one known to be ``< below``)
+        into an out argument of any width."""
         self.check_lvalue(target)
         tt = self.value(target).type
         if t is not None and not (tt is t or tt == t):
             raise error(target.loc, f"out argument must have type {t}, not {tt}")
-        if isinstance(tt, BitT):
+        if isinstance(tt, BitT) and not tt.signed and below is not None and below <= tt.mask + 1:
+            pass  # it fits: nothing to mask off
+        elif isinstance(tt, BitT):
             code = f"({code}) & {tt.mask:#x}" if not tt.signed else \
                 f"((({code}) & {tt.mask:#x} ^ {1 << (tt.width - 1)}) - {1 << (tt.width - 1)})"
         elif isinstance(tt, EnumT) and tt.underlying is not None:
@@ -112,14 +116,17 @@ class ExternCallCompiler:
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
         h = self.hash_call(algo, data, nbits, parts)
+        below = None
         if mx.const is not None:
             m = int(mx.const)  # type: ignore[arg-type]
             code = f"{base.code} + {h} % {m}" if m > 0 else base.code
+            if m > 0 and base.const == 0:  # v1model's range step with base 0: h % max
+                code, below = f"{h} % {m}", m
         else:
             mv = self.tmp("max")
             self.emit(f"{mv} = {mx.code}")
             code = f"({base.code} + {h} % {mv} if {mv} > 0 else {base.code})"
-        self.out_assign(self.arg(e, 0), code, None, e.loc)
+        self.out_assign(self.arg(e, 0), code, None, e.loc, below)
         return None
 
     def _x_random(self, e: A.Call) -> V | None:

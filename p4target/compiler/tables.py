@@ -246,6 +246,7 @@ class TableCompiler:
         sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
         info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
         info.key_parts = key_codes
+        info.sel_parts = sel_codes
         if not self.table_helpers:
             return  # the fast path applies tables in place
         key_params = self.params_used

@@ -67,6 +67,10 @@ class ActionProfile:
         self._live: dict[int, tuple[ProfileMember, ...]] = {}
         self._refs: dict[int, int] = {}  # member_id -> number of groups using it
         self.table_refs: Callable[[str, int], int] = lambda kind, ident: 0
+        # called after any change of what a member or a group selects (a member
+        # modified, a group's members, a watch port up or down): the tables keep the
+        # fast path's slot lists (TableRuntime.fast_lookup) up to date in place
+        self.listeners: list[Callable[[], None]] = []
 
     # ---- allowed actions ---------------------------------------------------------
     def _check_action(self, action: str, where: str) -> None:
@@ -106,6 +110,7 @@ class ActionProfile:
             raise EntryError("not_found", f"{where} does not exist")
         self.members[member_id] = self._make_member(member_id, action, params, where)
         self._refresh_all()
+        self._changed()
 
     def delete_member(self, member_id: int) -> None:
         where = f"action profile {self.name} member {member_id}"
@@ -156,6 +161,7 @@ class ActionProfile:
         for mid, _, _ in checked:
             self._refs[mid] = self._refs.get(mid, 0) + 1
         self._refresh(group_id)
+        self._changed()
 
     def modify_group(self, group_id: int, members=(), max_size: int | None = None) -> None:
         where = f"action selector {self.name} group {group_id}"
@@ -172,6 +178,7 @@ class ActionProfile:
         if max_size is not None:
             group.max_size = max_size
         self._refresh(group_id)
+        self._changed()
 
     def delete_group(self, group_id: int) -> None:
         where = f"action selector {self.name} group {group_id}"
@@ -200,9 +207,14 @@ class ActionProfile:
         for gid in self.groups:
             self._refresh(gid)
 
+    def _changed(self) -> None:
+        for fn in self.listeners:
+            fn()
+
     def port_status_changed(self) -> None:
         """Called by the switch when any port goes up or down."""
         self._refresh_all()
+        self._changed()
 
     def live_members(self, group_id: int) -> tuple[ProfileMember, ...]:
         return self._live.get(group_id, ())

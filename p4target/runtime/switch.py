@@ -98,7 +98,7 @@ class Switch:
         self._out: list[tuple[int, bytes]] = []
         self.rt = self._build_bindings()
         self.pipeline = program.instantiate(self.rt)
-        # the fused fast path (p4target/compiler/fastgen.py), made for the first frame
+        # the fused fast path (p4target/compiler/fast_compiler.py), made for the first frame
         self._fast = self._first_fast if getattr(program, "may_have_fast_path", False) else None
         self._fast_clock = True
         # the direct path of inject skips the checksum blocks the compiler marks as
@@ -414,7 +414,7 @@ class Switch:
         pipe = self.pipeline
         fast = self._fast
         if fast is not None and not self.tm.limited:
-            # the fused path (p4target/compiler/fastgen.py): None means "not this
+            # the fused path (p4target/compiler/fast_compiler.py): None means "not this
             # packet", with nothing changed; the general direct path below then runs
             if self._real_time:  # 0 when the fast path reads no timestamp
                 now = (_monotonic_ns() - self._t0_ns) // 1000 if self._fast_clock else 0

@@ -47,7 +47,7 @@ class _Entry:
     modified entry is a new ``_Entry``, so it never outlives what it describes."""
 
     __slots__ = ("spec", "priority", "action", "args", "member", "group", "result",
-                 "counter", "meter", "is_const", "seq", "mask", "value", "ranges", "wire")
+                 "counter", "meter", "is_const", "seq", "mask", "value", "ranges", "wire", "slots")
 
     def __init__(self) -> None:
         self.wire: bytes | None = None
@@ -59,6 +59,10 @@ class _Entry:
         self.args: tuple[int, ...] = ()
         self.result: tuple[int, tuple[int, ...], bool] | None = None
         self.is_const = False
+        # an entry of a table with an action profile: the results of the live member
+        # slots it chooses from (one for a member; a group's, weights expanded), a
+        # list the table keeps up to date in place (see TableRuntime.fast_lookup)
+        self.slots: list[tuple[int, tuple[int, ...], bool]] | None = None
 
 
 class TableRuntime:
@@ -109,6 +113,10 @@ class TableRuntime:
         self._scan_keys: list[tuple[int, int]] = []
         self._has_ranges = "range" in kinds
         self.is_const = table.const_entries is not None
+        # ("m" or "g", member or group id) -> the slot list entries share (_Entry.slots)
+        self._slot_lists: dict[tuple[str, int], list[tuple[int, tuple[int, ...], bool]]] = {}
+        if profile is not None:
+            profile.listeners.append(self._refresh_slots)
         self._set_default_internal(table.default_action, table.default_args)
         if table.const_entries:
             self._install_const(table.const_entries)
@@ -175,20 +183,67 @@ class TableRuntime:
         self._lpm_probe[:] = [(width - plen, self._lpm[plen]) for plen in lens]
 
     def fast_lookup(self) -> tuple[str, object]:
-        """What the fast path (p4target/compiler/fastgen.py) binds to look the table up
+        """What the fast path (p4target/compiler/fast_compiler.py) binds to look the table up
         in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
         the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
         first, keyed by the shifted value) or ("scan", the entries in match order, each
         with ``mask`` and ``value`` over the packed key), each entry's ``result`` on a hit and the
         table's ``_default`` on a miss. Both objects are updated in place by every
-        control-plane write; ("apply", ``apply``) for any other table."""
+        control-plane write; ("apply", ``apply``) for any other table.
+
+        A table with an action profile or selector (and no direct counter or meter)
+        gives "exact" or "lpm" too (and "lpm_exact": exact keys and one LPM, the probe
+        list's buckets keyed by (the exact values in key order, shifted value)): its
+        entries' ``slots`` are the results to choose
+        from (``slots[hash % len(slots)]`` as ``ActionProfile.select`` chooses; empty:
+        the default), kept up to date in place when a member or group changes or a
+        watch port goes down or up."""
         if self.apply == self._apply_exact_plain:
             return "exact", self._entries.get
         if self.apply == self._apply_lpm_only_plain:
             return "lpm", self._lpm_probe
         if self.apply == self._apply_scan_plain and not self._has_ranges:
             return "scan", self._scan
+        if not self.has_direct_counter and self.direct_meter is None:
+            if self.engine == "lpm" and not self._lpm_only:
+                # exact keys + one LPM: each bucket keyed by (the exact values, shifted)
+                return "lpm_exact", self._lpm_probe
+            if self.profile is not None:
+                if self.engine == "exact":
+                    return "exact", self._entries.get
+                if self._lpm_only:
+                    return "lpm", self._lpm_probe
         return "apply", self.apply
+
+    def _slot_results(self, key: tuple[str, int]) -> list[tuple[int, tuple[int, ...], bool]]:
+        """The results an entry pointing at member/group ``key`` chooses from now."""
+        profile = self.profile
+        assert profile is not None
+        kind, ident = key
+        if kind == "m":
+            m = profile.members.get(ident)
+            members: tuple = (m,) if m is not None else ()
+        else:
+            members = profile.live_members(ident)
+        out = []
+        for m in members:
+            r = m.results.get(self.name)
+            if r is None:
+                r = m.results[self.name] = (self._action_index[m.action], m.args, True)
+            out.append(r)
+        return out
+
+    def _slot_list(self, key: tuple[str, int]) -> list[tuple[int, tuple[int, ...], bool]]:
+        lst = self._slot_lists.get(key)
+        if lst is None:
+            lst = self._slot_lists[key] = []
+        lst[:] = self._slot_results(key)
+        return lst
+
+    def _refresh_slots(self) -> None:
+        """The profile changed: every slot list again, in place (entries hold them)."""
+        for key, lst in self._slot_lists.items():
+            lst[:] = self._slot_results(key)
 
     def _apply_exact_plain(self, st, key, sel):
         e = self._entries.get(key)
@@ -237,7 +292,7 @@ class TableRuntime:
     def peek(self, key, sel):
         """``apply`` for a table with a direct counter and no direct meter, without
         counting: (result, the entry's [packets, bytes] or None). The fast path
-        (p4target/compiler/fastgen.py) counts it once the packet is sure to finish."""
+        (p4target/compiler/fast_compiler.py) counts it once the packet is sure to finish."""
         e = self._lookup(key)
         if e is None:
             return self._default, None
@@ -425,12 +480,14 @@ class TableRuntime:
             if action.member_id not in self.profile.members:
                 raise EntryError("not_found", f"{where}: member {action.member_id} does not exist in {self.profile.name}")
             e.member = action.member_id
+            e.slots = self._slot_list(("m", action.member_id))
         elif isinstance(action, Group):
             if self.profile is None or not self.profile.is_selector:
                 raise EntryError("invalid", f"{where}: has no action selector; groups cannot be used")
             if action.group_id not in self.profile.groups:
                 raise EntryError("not_found", f"{where}: group {action.group_id} does not exist in {self.profile.name}")
             e.group = action.group_id
+            e.slots = self._slot_list(("g", action.group_id))
         elif isinstance(action, str):
             if self.profile is not None:
                 raise EntryError(

@@ -1,0 +1,2269 @@
+"""The fused fast path ``fast(data, ingress_port, now_us)``, the code generator's
+second output (docs/target-internals.md, "The fast path").
+
+``FastCompiler`` is the program compiler itself (same declarations, scopes, typing,
+statements and expressions: one place for the language's semantics) with the
+*storage* and *effects* of the generated code changed:
+
+- every header, metadata and standard_metadata field a block parameter reaches is
+  a Python local of one function (``f_hdr__ipv6__dst_addr``); a header is also one
+  int of its wire bits (``..___raw``), or, when nothing writes it, only where its
+  bytes start in the frame; a header stack is its elements plus a ``next`` local.
+  No ``PacketState`` is built;
+- the parser is straight-line code (each state pasted where the previous state's
+  select chooses it, on every path when that stays under ``PASTE_PARSER_MAX``, else
+  a state several transitions lead to emitted once), at constant offsets while the
+  path's headers are known; a state that selects itself and extracts into
+  ``stack.next`` becomes a ``while True:`` loop over locals, bounded by the stack size;
+- tables are applied in place: exact, single-LPM, exact+LPM (also with an action
+  profile or selector: the entry's live member slots, kept up to date by the
+  runtime) and range-less ternary tables are looked up in the generated code in the
+  structures ``TableRuntime.fast_lookup`` gives, any other through
+  ``T(None, key, sel)``; the chosen action's body is compiled where it runs;
+  actions called directly are compiled in place too;
+- the deparser emits the headers nothing changes at the end of the frame as the
+  frame's own bytes (``frame_tail``);
+- counter and direct-counter updates and register writes are held back (in locals
+  where a counter is counted at one place or a register's indexes are constants)
+  and applied only when the packet finishes here, so nothing has changed anywhere
+  when the function gives up (or raises: a header's locals are set only where it
+  becomes valid, and reading one of a header that never was is an unbound local);
+- anything else with an effect beyond the packet's own fields (meters, clone,
+  digest, resubmit, recirculate, truncate, random, log, exit, multicast, an egress
+  drop, a parser error) makes it return ``None`` and the caller runs the general
+  path on the same frame.
+
+A construct the generator does not handle at all raises ``NoFast`` while compiling:
+the program then simply has no fast path. Which fields are split out of a header's
+int, and which the deparser puts back, is only known once the whole function is
+generated: those places are emitted as ``Deferred`` nodes, rendered at the end from
+the recorded uses (never by rewriting generated text).
+
+The entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
+imported when the first fast path is built).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from p4target.compiler.expressions import V, lit
+from p4target.compiler.naming import pyfield, pyident
+from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type, VarbitT
+from p4target.frontend import ast as A
+
+log = logging.getLogger(__name__)
+
+
+DROP_PORT = 511
+NUM_PRIORITIES = 8
+MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast path
+# a parser whose states, each pasted on every path into it, add up to at most this
+# many statements and transitions is pasted whole (no join states, see parser_joins)
+PASTE_PARSER_MAX = 400
+
+# extern functions whose effect the fast path leaves to the general path
+_GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
+            "recirculate_preserving_field_list", "truncate", "digest", "log_msg"}
+# hash algorithms whose byte function never changes once the switch is built
+_FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
+# standard_metadata given by the caller rather than zero
+_GIVEN = {("sm", "ingress_port"): "ingress_port", ("sm", "packet_length"): "_dl",
+          ("sm", "ingress_global_timestamp"): "now"}
+_CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
+          ("sm", "egress_global_timestamp")}
+VALID, RAW, NEXT, TOUCHED, DIRTY = "$v", "$raw", "$next", "$touched", "$dirty"
+TAIL = ("$tail",)  # the local holding where the frame's tail starts (frame_tail)
+
+
+class NoFast(Exception):
+    """The program uses something the fast path does not handle: no ``fast``."""
+
+
+# ---------------------------------------------------------------------------------
+# deferred nodes: places whose code depends on the whole function's field uses
+# ---------------------------------------------------------------------------------
+@dataclass
+class Deferred:
+    ind: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        raise NotImplementedError
+
+
+@dataclass
+class Split(Deferred):
+    """After an extract into ``path`` (its bits in ``x``): the fields anything uses."""
+    path: tuple[str, ...]
+    t: StructT
+    x: str
+    base: int | None = None  # where the header starts when the parser knows it (else pos)
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        out = []
+        raw = fc.raw_local(self.path)
+        if raw != self.x:
+            out.append(f"{self.ind}{raw} = {self.x}")
+        dirty = fc.names.get(self.path + (DIRTY,))
+        if dirty is not None:  # the fields are the int's again
+            out.append(f"{self.ind}{dirty} = False")
+        after = self.t.width
+        for i, (n, ft) in enumerate(self.t.fields):
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            after -= w
+            name = fc.names.get(self.path + (n,))
+            if name is None:
+                continue
+            k = (self.t.width - after - w) // 8  # byte offset, when it is byte-aligned
+            if (w == 8 or (w == 16 and self.t.width > 64)) and after % 8 == 0 \
+                    and isinstance(ft, BitT) and not ft.signed:
+                # a byte or two of the frame (pos is still the header's start): cheaper
+                # than shifting the header's long int (a short one shifts as cheaply)
+                if self.base is None:
+                    b = f"data[pos + {k}]" if k else "data[pos]"
+                    code = b if w == 8 else f"{b} << 8 | data[pos + {k + 1}]"
+                else:
+                    b = f"data[{self.base + k}]"
+                    code = b if w == 8 else f"{b} << 8 | data[{self.base + k + 1}]"
+            else:
+                shifted = f"({self.x} >> {after})" if after else self.x
+                code = fc.field_from(shifted, ft, w, i != 0)
+            out.append(f"{self.ind}{name} = {code}")
+        return out
+
+
+@dataclass
+class Emit(Deferred):
+    """The deparser's emit of header ``path``: its int with the written fields put back."""
+    path: tuple[str, ...]
+    t: StructT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        full = (1 << self.t.width) - 1
+        keep = full
+        parts = []
+        after = self.t.width
+        for n, ft in self.t.fields:
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            after -= w
+            if self.path + (n,) not in fc.written:
+                continue
+            code = fc.names[self.path + (n,)]
+            if isinstance(ft, BoolT):
+                code = f"int({code})"
+            elif isinstance(ft, BitT) and ft.signed:
+                code = f"({code} & {ft.mask:#x})"
+            keep &= ~(((1 << w) - 1) << after)
+            parts.append(f"({code} << {after})" if after else code)
+        raw = fc.raw_local(self.path)
+        if not parts:
+            expr = raw
+        else:
+            expr = " | ".join(([f"({raw} & {keep:#x})"] if keep else []) + parts)
+            dirty = fc.names.get(self.path + (DIRTY,))
+            if dirty is not None:  # nothing written to it in this packet: the int as it was
+                expr = f"({expr}) if {dirty} else {raw}"
+        line = f"_o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"
+        v = fc.valid_local(self.path)
+        if v == "True":
+            return [f"{self.ind}{line}"]
+        return [f"{self.ind}if {v}:", f"{self.ind}    {line}"]
+
+
+@dataclass
+class ValidFlag(Deferred):
+    """An extract's ``valid = True``, only when something reads the header's validity
+    (a header the deparser emits as part of the frame's tail may need no flag)."""
+    path: tuple[str, ...]
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        v = fc.names.get(self.path + (VALID,))
+        return [f"{self.ind}{v} = True"] if v is not None else []
+
+
+@dataclass
+class SetValid(Deferred):
+    """``h.setValid()``: an invalid header becomes valid with every field 0."""
+    path: tuple[str, ...]
+    t: StructT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        v = fc.valid_local(self.path)
+        out = [f"{self.ind}if not {v}:", f"{self.ind}    {fc.raw_local(self.path)} = 0"]
+        dirty = fc.names.get(self.path + (DIRTY,))
+        if dirty is not None:
+            out.append(f"{self.ind}    {dirty} = False")
+        for n, ft in self.t.fields:
+            name = fc.names.get(self.path + (n,))
+            if name is not None:
+                out.append(f"{self.ind}    {name} = {'False' if isinstance(ft, BoolT) else '0'}")
+        out.append(f"{self.ind}    {v} = True")
+        return out
+
+
+@dataclass
+class Copy(Deferred):
+    """``dst = src`` for headers: the int, the validity and the fields in use."""
+    dst: tuple[str, ...]
+    src: tuple[str, ...]
+    t: StructT
+    fields: list[str] = field(default_factory=list)
+
+    def settle(self, fc: "FastCompiler") -> bool:
+        """Name what the copy moves; True when that changed the uses (iterate)."""
+        changed = False
+        for n, ft in self.t.fields:
+            d, s = self.dst + (n,), self.src + (n,)
+            if (d in fc.names or s in fc.written) and n not in self.fields:
+                self.fields.append(n)
+                fc.field_local(d, ft)
+                fc.field_local(s, ft)
+                changed = True
+            if s in fc.written and d not in fc.written:
+                fc.written.add(d)
+                fc.local(self.dst + (DIRTY,), "False")
+                changed = True
+        return changed
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        out = [f"{self.ind}{fc.raw_local(self.dst)} = {fc.raw_local(self.src)}",
+               f"{self.ind}{fc.valid_local(self.dst)} = {fc.valid_local(self.src)}"]
+        dirty = fc.names.get(self.dst + (DIRTY,))
+        if dirty is not None:  # the source's fields may differ from its int
+            out.append(f"{self.ind}{dirty} = {fc.names.get(self.src + (DIRTY,), 'False')}")
+        for n in self.fields:
+            out.append(f"{self.ind}{fc.names[self.dst + (n,)]} = {fc.names[self.src + (n,)]}")
+        return out
+
+
+@dataclass
+class TouchStack(Deferred):
+    """Before a header stack's elements are used: fresh elements, once per packet (most
+    packets never touch the stack, and then pay nothing for its elements)."""
+    path: tuple[str, ...]
+    t: StackT
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        touched = fc.local(self.path + (TOUCHED,), "False")
+        zeros, falses = [], []
+        for i in range(self.t.size):
+            ep = self.path + (str(i),)
+            zeros.append(fc.raw_local(ep))
+            falses.append(fc.valid_local(ep))
+            if ep + (DIRTY,) in fc.names:
+                falses.append(fc.names[ep + (DIRTY,)])
+            for n, ft in self.t.elem.fields:
+                if ep + (n,) in fc.names:
+                    (falses if isinstance(ft, BoolT) else zeros).append(fc.names[ep + (n,)])
+        return [f"{self.ind}if not {touched}:", f"{self.ind}    {' = '.join(zeros)} = 0",
+                f"{self.ind}    {' = '.join(falses)} = False", f"{self.ind}    {touched} = True"]
+
+
+@dataclass
+class Init(Deferred):
+    """The function's first lines: every local the packet state uses, as a fresh one."""
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        by_value: dict[str, list[str]] = {}
+        out = []
+        for path, name in fc.names.items():
+            if fc.in_stack_element(path):
+                continue  # set when the stack is first touched (TouchStack)
+            if fc.set_with_validity(path) or path in fc.first_assigned or path in fc.after_ingress \
+                    or path in fc.late_paths:
+                continue
+            given = _GIVEN.get(path)
+            if given is not None:
+                out.append(f"{self.ind}{name} = {given}")
+            else:
+                by_value.setdefault(fc.defaults[name], []).append(name)
+        by_value.setdefault("None", []).extend(
+            p for x, p in fc.reg_pending.items() if x in fc.reg_dynamic)
+        by_value["None"].extend(fc.reg_cell_local(x, i) for x, i in fc.reg_cells())
+        by_value.setdefault("-1", []).extend(
+            fc.count_local(x) for x in fc.single_counted() if fc.count_mode(x) == "local")
+        if fc.multi_counted():
+            out.append(f"{self.ind}_cn = []")
+        if fc.direct_counts:
+            out.append(f"{self.ind}_dn = []")
+        for value, names in by_value.items():
+            for i in range(0, len(names), 32):
+                out.append(f"{self.ind}{' = '.join(names[i:i + 32])} = {value}")
+        return out
+
+
+@dataclass
+class LateInit(Deferred):
+    """A metadata field's fresh value where ``LateInits`` put it (if it is used)."""
+    path: tuple[str, ...]
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        name = fc.names.get(self.path)
+        return [f"{self.ind}{name} = {fc.defaults[name]}"] if name is not None else []
+
+
+@dataclass
+class CountSite(Deferred):
+    """``counter.count(i)``, held back: a counter counted at one place of the
+    function (so at most once per packet) is one local, the cell's index or -1;
+    one counted at several places appends to the ``_cn`` list."""
+    x: str
+    index: str
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        if fc.count_mode(self.x) != "list":
+            return [f"{self.ind}{fc.count_local(self.x)} = {self.index}"]
+        return [f"{self.ind}_cn.append(({self.x}_p, {self.x}_b, {self.index}))"]
+
+
+@dataclass
+class RegisterAccess(Deferred):
+    """``r.read(out, i)`` into ``tmp`` (``value`` None) or ``r.write(i, value)`` with a
+    constant index in range, held back until the packet finishes: while every access
+    of the register in the function has a constant index, a pending write is one
+    local per cell (None: not written); otherwise all go through its ``_reg_`` dict."""
+    x: str
+    index: int
+    mask: int
+    tmp: str | None = None
+    value: str | None = None
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind, x, i = self.ind, self.x, self.index
+        if x not in fc.reg_dynamic:
+            c = fc.reg_cell_local(x, i)
+            if self.value is None:
+                return [f"{ind}{self.tmp} = {c} if {c} is not None else {x}_c[{i}]"]
+            return [f"{ind}{c} = {self.value}"]  # (of the cells' type: it fits)
+        p = fc.reg_pending[x]
+        if self.value is None:
+            return [f"{ind}{self.tmp} = {p}[{i}] if {p} is not None and {i} in {p} else {x}_c[{i}]"]
+        return [f"{ind}if {p} is None: {p} = {{}}", f"{ind}{p}[{i}] = ({self.value}) & {self.mask:#x}"]
+
+
+@dataclass
+class Commit(Deferred):
+    """The held-back counter and register updates, applied."""
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind = self.ind
+        out = []
+        for x in fc.single_counted():
+            c = fc.count_local(x)
+            mode = fc.count_mode(x)
+            if mode == "always":  # counted by ingress's first statements: on every packet
+                out += [f"{ind}{x}_p[{c}] += 1", f"{ind}{x}_b[{c}] += _dl"]
+            elif mode == "local":
+                out += [f"{ind}if {c} >= 0:", f"{ind}    {x}_p[{c}] += 1", f"{ind}    {x}_b[{c}] += _dl"]
+        if fc.multi_counted():
+            out += [f"{ind}for _cp, _cb, _ci in _cn:", f"{ind}    _cp[_ci] += 1", f"{ind}    _cb[_ci] += _dl"]
+        if fc.direct_counts:
+            out += [f"{ind}for _dc in _dn:", f"{ind}    _dc[0] += 1", f"{ind}    _dc[1] += _dl"]
+        for x, i in fc.reg_cells():
+            c = fc.reg_cell_local(x, i)
+            out += [f"{ind}if {c} is not None:", f"{ind}    {x}_c[{i}] = {c}"]
+        for x, p in fc.reg_pending.items():
+            if x not in fc.reg_dynamic:
+                continue
+            out += [f"{ind}if {p}:", f"{ind}    for _ri, _rv in {p}.items():",
+                    f"{ind}        {x}.cells[_ri] = _rv"]
+        return out
+
+
+@dataclass
+class AfterIngress(Deferred):
+    """Between ingress and egress: what Switch.inject's direct path does for a unicast
+    packet that waits in no queue (or give up for anything else)."""
+    before: set[tuple[str, ...]] = field(default_factory=set)  # places named before it
+
+    def render(self, fc: "FastCompiler") -> list[str]:
+        ind = self.ind
+        n = fc.names
+        out = []
+        if ("sm", "mcast_grp") in n:
+            out += [f"{ind}if {n['sm', 'mcast_grp']}:", f"{ind}    return None"]
+        out.append(f"{ind}_op = {n['sm', 'egress_spec']}")
+        out.append(f"{ind}if _op == {DROP_PORT}:")
+        out += Commit(ind + "    ").render(fc)
+        out.append(f"{ind}    return {DROP_PORT}, None")
+        # a port or priority outside the traffic manager's range gives up, unless the
+        # field's width already rules it out (every local holds a value of its type)
+        conds = []
+        if fc.sm_width("egress_spec") > 9:
+            conds.append(f"not 0 <= _op < {DROP_PORT}")
+        if ("sm", "priority") in n and fc.sm_width("priority") > 3:
+            conds.append(f"not 0 <= {n['sm', 'priority']} < {NUM_PRIORITIES}")
+        if conds:
+            out += [f"{ind}if {' or '.join(conds)}:", f"{ind}    return None"]
+        for f, v in (("enq_timestamp", "now"), ("enq_qdepth", "0"), ("egress_global_timestamp", "now"),
+                     ("deq_timedelta", "0"), ("deq_qdepth", "0"), ("egress_port", "_op"),
+                     ("egress_spec", "0")):
+            if ("sm", f) in n:
+                out.append(f"{ind}{n['sm', f]} = {v}")
+                if ("sm", f) not in self.before:
+                    fc.after_ingress.add(("sm", f))  # set here first, on every packet
+        return out
+
+
+# ---------------------------------------------------------------------------------
+# AST helpers
+# ---------------------------------------------------------------------------------
+# calls that never write a place passed to them (others may: out/inout arguments)
+_READ_ONLY_CALLS = {"extract", "emit", "isValid", "setValid", "setInvalid", "apply", "count",
+                    "mark_to_drop", "verify", "verify_checksum", "verify_checksum_with_payload",
+                    "log_msg", "digest", "clone", "clone_preserving_field_list", "truncate",
+                    "assert", "assume", "advance", "write"}
+
+
+def _place(e: A.Expr | None, params: dict[str, str]) -> tuple[str, ...] | None:
+    """The packet-state place an lvalue names (``hdr.srh_segments[2].sid`` ->
+    ("hdr", "srh_segments", "2", "sid")); a run-time index stops at the stack."""
+    parts: list[str] = []
+    while True:
+        if isinstance(e, A.Slice):
+            e, parts = e.obj, []
+        elif isinstance(e, A.Member):
+            parts.insert(0, e.name)
+            e = e.obj
+        elif isinstance(e, A.Index):
+            parts = [str(e.index.value)] + parts if isinstance(e.index, A.IntLit) else []
+            e = e.obj
+        elif isinstance(e, A.Name):
+            root = params.get(e.name)
+            return None if root is None else (root, *parts)
+        else:
+            return None
+
+
+@dataclass
+class Places:
+    """What the program may do to packet-state places (supersets, from the AST)."""
+    written: set[tuple[str, ...]] = field(default_factory=set)  # assigned (or passed out)
+    revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
+    invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
+    copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
+
+
+def written_places(program: A.Program, main_blocks: list[str]) -> Places:
+    """What every statement of the program may assign: the fast path reads the other
+    header fields straight from the header's bits (or its bytes in the frame)."""
+    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+    top_actions = [d for d in program.decls if isinstance(d, A.ActionDecl)]
+    places = Places()
+    out = places.written
+    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+             ["hdr", "meta"], ["", "hdr"])
+
+    def walk(stmts: list[A.Stmt], params: dict[str, str]) -> None:
+        for s in stmts:
+            if isinstance(s, A.Assign):
+                p = _place(s.target, params)
+                if p is not None:
+                    out.add(p)
+                p = _place(s.value, params)
+                if p is not None:
+                    places.copied.add(p)
+            elif isinstance(s, A.VarDecl) or isinstance(s, A.Return):
+                pass
+            elif isinstance(s, A.Block):
+                walk(s.stmts, params)
+            elif isinstance(s, A.If):
+                walk([s.then] + ([s.other] if s.other is not None else []), params)
+            elif isinstance(s, A.Switch):
+                for c in s.cases:
+                    if c.body is not None:
+                        walk(c.body.stmts, params)
+            if isinstance(s, A.CallStmt):
+                # out/inout arguments only exist in call statements (a P4 function
+                # call inside an expression has no fast path; FastCompiler.assemble
+                # also checks that nothing read from a header's bits was assigned)
+                e = s.call
+                f = e.func
+                name = f.name if isinstance(f, (A.Member, A.Name)) else ""
+                if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
+                    p = _place(f.obj, params)
+                    if p is not None:
+                        (places.revalidated if name == "setValid" else places.invalidated).add(p)
+                if name in _READ_ONLY_CALLS:
+                    continue
+                for a in e.args:
+                    p = _place(a.value, params)
+                    if p is not None:
+                        out.add(p)
+
+    for name, roles in zip(main_blocks, roots):
+        d = decls.get(name)
+        if d is None:
+            continue
+        params = {p.name: r for p, r in zip(d.params, roles) if r}
+        if isinstance(d, A.ParserDecl):
+            for st in d.states:
+                walk(st.stmts, params)
+        else:
+            if d.body is not None:
+                walk(d.body.stmts, params)
+            for x in d.locals:
+                if isinstance(x, A.ActionDecl):
+                    walk(x.body.stmts, params)
+                elif isinstance(x, A.TableDecl):
+                    # arguments an action list binds may be out/inout ones
+                    for prop in x.props:
+                        if prop.name == "actions":
+                            for item in prop.value:  # type: ignore[union-attr]
+                                if isinstance(item.call, A.Call):
+                                    for a in item.call.args:
+                                        p = _place(a.value, params)
+                                        if p is not None:
+                                            out.add(p)
+    for a in top_actions:
+        walk(a.body.stmts, {})
+    return places
+
+
+def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
+    """Every packet-state place ``node`` (any AST node) names, read or written (a
+    whole header or struct counts as all its fields)."""
+    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
+        p = _place(node, params)
+        if p is not None:
+            out.add(p)
+        while isinstance(node, (A.Member, A.Index, A.Slice)):  # run-time indexes, slice bounds
+            if isinstance(node, A.Index):
+                _mentions(node.index, params, out)
+            node = node.obj
+        return
+    if isinstance(node, list):
+        for x in node:
+            _mentions(x, params, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _mentions(getattr(node, name), params, out)
+
+
+def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str, ...]]:
+    """Metadata and standard_metadata places every packet assigns before anything
+    reads them: a plain assignment among the statements a block starts with
+    (assignments and counter counts, up to anything else) that nothing before it in
+    the pipeline names (fabric.p4's ``meta.drop_reason = 0; ...`` at the top of
+    ingress, the parser's start state). The fast path gives them no fresh value."""
+    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+             ["hdr", "meta"], ["", "hdr"])
+    seen: set[tuple[str, ...]] = set()
+    first: set[tuple[str, ...]] = set()
+
+    def named(p: tuple[str, ...]) -> bool:
+        return any(q[:len(p)] == p or p[:len(q)] == q for q in seen)
+
+    for name, r in zip(main_blocks, roots):
+        d = decls.get(name)
+        if d is None:
+            continue
+        params = {p.name: x for p, x in zip(d.params, r) if x}
+        if isinstance(d, A.ParserDecl):
+            start = next((st for st in d.states if st.name == "start"), None)
+            prefix = start.stmts if start is not None else []
+        else:
+            prefix = d.body.stmts if d.body is not None else []
+        for st in prefix:
+            here: set[tuple[str, ...]] = set()
+            if isinstance(st, A.Assign) and st.op is None:
+                _mentions(st.value, params, here)
+                p = _place(st.target, params)
+                if p is not None and p[0] in ("meta", "sm") and not named(p) \
+                        and not any(q[:len(p)] == p or p[:len(q)] == q for q in here):
+                    first.add(p)
+                _mentions(st.target, params, here)
+            elif isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                    and st.call.func.name == "count":
+                _mentions(st.call, params, here)
+            else:
+                break
+            seen |= here
+        _mentions(d, params, seen)
+    return first
+
+
+def _count_places(node: object, params: dict[str, str], out: dict[tuple[str, ...], int]) -> None:
+    """How many times ``node`` (any AST node) names each packet-state place."""
+    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
+        p = _place(node, params)
+        if p is not None:
+            out[p] = out.get(p, 0) + 1
+        while isinstance(node, (A.Member, A.Index, A.Slice)):
+            if isinstance(node, A.Index):
+                _count_places(node.index, params, out)
+            node = node.obj
+        return
+    if isinstance(node, list):
+        for x in node:
+            _count_places(x, params, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _count_places(getattr(node, name), params, out)
+
+
+def _calls(node: object, out: list[A.Call]) -> None:
+    """Every call inside ``node`` (any AST node)."""
+    if isinstance(node, A.Call):
+        out.append(node)
+    if isinstance(node, list):
+        for x in node:
+            _calls(x, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            if name != "loc":
+                _calls(getattr(node, name), out)
+
+
+class LateInits:
+    """Where a metadata field only one control names gets its fresh value: before
+    the statement of that control's apply block that holds all the statements naming
+    it (tables and actions they apply and call included), as deep in the if/else
+    branches as they all are (nic.p4's fabric-to-host fields, in the branch for
+    plane ports; a packet from the host never pays for them)."""
+
+    def __init__(self, d: A.ControlDecl, params: dict[str, str], others: set[tuple[str, ...]]):
+        self.params = params
+        self.others = others  # what the other blocks name
+        self.actions = {x.name: x for x in d.locals if isinstance(x, A.ActionDecl)}
+        self.tables = {x.name: x for x in d.locals if isinstance(x, A.TableDecl)}
+        self._deep: dict[int, set[tuple[str, ...]]] = {}
+
+    def deep(self, node: object) -> set[tuple[str, ...]]:
+        """What ``node`` names, with the tables it applies and the actions it calls."""
+        got = self._deep.get(id(node))
+        if got is None:
+            got = set()
+            _mentions(node, self.params, got)
+            calls: list[A.Call] = []
+            _calls(node, calls)
+            for c in calls:
+                f = c.func
+                if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.obj, A.Name) \
+                        and f.obj.name in self.tables:
+                    t = self.tables[f.obj.name]
+                    got |= self.deep(t.props)  # keys, default action arguments, entries
+                    for prop in t.props:
+                        if prop.name == "actions" and isinstance(prop.value, list):
+                            for item in prop.value:
+                                ref = getattr(item, "call", None)
+                                ref = ref.func if isinstance(ref, A.Call) else ref
+                                if isinstance(ref, A.Name) and ref.name in self.actions:
+                                    got |= self.deep(self.actions[ref.name].body)
+                elif isinstance(f, A.Name) and f.name in self.actions:
+                    got |= self.deep(self.actions[f.name].body)
+            self._deep[id(node)] = got
+        return got
+
+    @staticmethod
+    def related(p: tuple[str, ...], places: set[tuple[str, ...]]) -> bool:
+        return any(q[:len(p)] == p or p[:len(q)] == q for q in places)
+
+    def place(self, p: tuple[str, ...], stmts: list[A.Stmt]) -> A.Stmt | None:
+        """The statement to give ``p`` its fresh value before (None: nothing names it)."""
+        if self.related(p, self.others):
+            return None
+        at = [st for st in stmts if self.related(p, self.deep(st))]
+        if len(at) != 1:
+            return at[0] if at else None
+        st = at[0]
+        if isinstance(st, A.Block):
+            return self.place(p, st.stmts) or st
+        if isinstance(st, A.If) and not self.related(p, self.deep(st.cond)):
+            then = self.related(p, self.deep(st.then))
+            other = st.other is not None and self.related(p, self.deep(st.other))
+            if then != other:
+                branch = st.then if then else st.other
+                return self.place(p, branch.stmts if isinstance(branch, A.Block) else [branch]) or st
+        return st
+
+
+def _shape(node: object) -> object:
+    """``node`` without its source locations, to compare two expressions."""
+    if isinstance(node, list):
+        return [_shape(x) for x in node]
+    if hasattr(node, "__dataclass_fields__"):
+        return (type(node).__name__,) + tuple(
+            _shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")  # type: ignore[attr-defined]
+    return node
+
+
+def _first_conjunct(e: A.Expr) -> tuple[A.Expr, A.Expr | None]:
+    """``a && b && c`` as (a, b && c); anything else as (e, None)."""
+    if isinstance(e, A.Binary) and e.op == "&&":
+        first, rest = _first_conjunct(e.left)
+        return first, (e.right if rest is None else A.Binary(e.loc, "&&", rest, e.right))
+    return e, None
+
+
+_CHECKSUM_UPDATES = ("update_checksum", "update_checksum_with_payload")
+
+
+def _has_return(stmts: list[A.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, A.Return):
+            return True
+        if isinstance(s, A.Block) and _has_return(s.stmts):
+            return True
+        if isinstance(s, A.If) and (_has_return([s.then]) or (s.other is not None and _has_return([s.other]))):
+            return True
+        if isinstance(s, A.Switch) and any(c.body is not None and _has_return(c.body.stmts) for c in s.cases):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------
+# the compiler
+# ---------------------------------------------------------------------------------
+class FastCompiler(ProgramCompiler):
+    """The program compiler with packet state in locals; ``compile()`` returns the text
+    of ``_fast`` (see the module docstring) or raises ``NoFast``."""
+
+    table_helpers = False
+
+    def __init__(self, program: A.Program, source: Path):
+        super().__init__(program, source)
+        self.fast_out: list[str | Deferred] = []
+        self.names: dict[tuple[str, ...], str] = {}  # packet-state place -> local
+        self.defaults: dict[str, str] = {}  # local -> its fresh value
+        self.written: set[tuple[str, ...]] = set()  # fields something assigns
+        self.count_sites: list[str] = []  # counters counted (held in _cn until the end)
+        self.always_counted: set[str] = set()  # counted in ingress's first statements, index in range
+        self.top_counted: set[str] = set()  # counted by a statement of a block's body itself
+        self.body_ind = ""  # the indentation of the statements of the block's body
+        self.reg_pending: dict[str, str] = {}  # register -> local dict of pending writes
+        self.reg_dynamic: set[str] = set()  # registers accessed at an index known at run time
+        self.reg_const: dict[str, set[int]] = {}  # register -> constant indexes accessed
+        self.copies: list[Copy] = []
+        self.block_inits: list[tuple[str, str]] = []
+        self.uses_clock = False
+        self.uses_clock_given = False  # ingress_global_timestamp read as `now`
+        self.binds: list[str] = []  # build()-time bindings the function uses
+        self.direct_counts = False  # a table with a direct counter is applied
+        self.stacks: dict[tuple[str, ...], StackT] = {}
+        self.lazy: set[tuple[str, ...]] = set()  # header fields read from the header's int
+        self._places: Places | None = None
+        self._first: set[tuple[str, ...]] | None = None
+        self._prefix_counts: set[int] | None = None
+        self._always: set[tuple[str, ...]] | None = None
+        self._split: set[tuple[str, ...]] | None = None
+        self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
+        self.late_paths: set[tuple[str, ...]] = set()
+        self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
+        self.spos: int | None = None  # the parse's position when it is a constant (at)
+        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
+        self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
+        self._entered = self._depth = self._base = 0  # see expr()
+        self._written_cache: dict[tuple[str, ...], bool] = {}
+        self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
+        self._leaf_cache: dict[tuple[str, ...], V] = {}
+        self.dirty_at: dict[tuple[str, ...], tuple[list, int]] = {}  # header -> last dirty store
+        self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
+        self._bytes_cache: dict[tuple[str, ...], bool] = {}
+
+    @property
+    def first_assigned(self) -> set[tuple[str, ...]]:
+        if self._first is None:
+            assert self.main is not None
+            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            self._first = assigned_first(self.program, blocks)
+        return self._first
+
+    @property
+    def ingress_prefix_counts(self) -> set[int]:
+        """The ``count`` calls among the statements ingress starts with (see
+        ``assigned_first``): every packet that gets to ingress runs them."""
+        if self._prefix_counts is None:
+            assert self.main is not None
+            name = self.main.args[2].value.func.name  # type: ignore[union-attr]
+            d = next((x for x in self.program.decls if isinstance(x, A.ControlDecl) and x.name == name), None)
+            self._prefix_counts = set()
+            for st in d.body.stmts if d is not None and d.body is not None else []:
+                if isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                        and st.call.func.name == "count":
+                    self._prefix_counts.add(id(st.call))
+                elif not (isinstance(st, A.Assign) and st.op is None):
+                    break
+        return self._prefix_counts
+
+    @property
+    def places(self) -> Places:
+        if self._places is None:
+            assert self.main is not None
+            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            self._places = written_places(self.program, blocks)
+        return self._places
+
+    def maybe_written(self, path: tuple[str, ...]) -> bool:
+        r = self._written_cache.get(path)
+        if r is None:
+            w = self.places.written
+            r = self._written_cache[path] = any(path[:k] in w for k in range(1, len(path) + 1))
+        return r
+
+    def bytes_backed(self, path: tuple[str, ...]) -> bool:
+        """A header nothing writes, revalidates or copies: when valid it is the bytes
+        it was extracted from, so the fast path keeps only where they start."""
+        r = self._bytes_cache.get(path)
+        if r is None:
+            p = self.places
+            r = not (path[-1].isdigit() or self.maybe_written(path)
+                     or any(w[:len(path)] == path for w in p.written)
+                     or any(path[:k] in p.revalidated or path[:k] in p.copied
+                            for k in range(1, len(path) + 1)))
+            self._bytes_cache[path] = r
+        return r
+
+    def frame_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
+        """A run of headers the deparser emits one after the other that are always
+        the bytes they were extracted from, and that the parser extracts after
+        everything else, back to back, in emit order (fabric.p4's BTH, RETH, ...
+        ICMPv6, NDP at the end of the deparser; nic.p4's UDP, BTH, ... PROBE before
+        its ICMPv6 and NDP, which it rewrites): valid ones are then exactly the frame
+        from the first one extracted to the end of the parse, so the deparser emits
+        ``data[tail:pos]`` instead of each of them (``data[tail:]`` with the payload
+        when the run ends the deparser). Also the headers whose extract starts the
+        run on every path through it, and whether the run ends the deparser. None
+        when there is no such run."""
+        if self._tail is None:
+            self._tail = self._find_tail() or False
+        return self._tail or None
+
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
+        assert self.main is not None
+        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
+        parser, dep = decls.get(names[0]), decls.get(names[-1])
+        if not isinstance(parser, A.ParserDecl) or not isinstance(dep, A.ControlDecl) or dep.body is None \
+                or len(parser.params) < 2 or len(dep.params) < 2:
+            return None
+        htype = self.type_names.get(getattr(parser.params[1].type, "name", ""))
+        dparams = {dep.params[1].name: "hdr"}
+        emits = []
+        for st in dep.body.stmts:
+            if not (isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member)
+                    and st.call.func.name == "emit" and len(st.call.args) == 1):
+                return None
+            emits.append(_place(st.call.args[0].value, dparams))
+        inval = self.places.invalidated
+
+        def frame_bytes(p: tuple[str, ...] | None) -> bool:
+            t: Type | None = htype
+            for n in (p or ())[1:]:
+                t = t.field_type(n) if isinstance(t, StructT) else None
+            return p is not None and isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(p) \
+                and not any(p[:k] in inval for k in range(1, len(p) + 1)) and emits.count(p) == 1
+
+        runs: list[list[tuple[str, ...]]] = [[]]
+        for p in emits:
+            if frame_bytes(p):
+                runs[-1].append(p)  # type: ignore[arg-type]
+            elif runs[-1]:
+                runs.append([])
+        tail = max(runs, key=len)  # the longest run (the first of equal ones)
+        if not tail:
+            return None
+        pparams = {parser.params[1].name: "hdr"}
+        states = {st.name: st for st in parser.states}
+        starts: dict[tuple[str, ...], set[bool]] = {}
+        seen: set[tuple[str, int]] = set()
+
+        def walk(name: str, last: int) -> bool:
+            if name in ("accept", "reject") or (name, last) in seen:
+                return True
+            seen.add((name, last))
+            st = states.get(name)
+            if st is None:
+                return False
+            for x in st.stmts:
+                if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                        and x.call.func.name in ("extract", "advance"):
+                    p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                    if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
+                        i = tail.index(p)
+                        if i <= last:
+                            return False
+                        starts.setdefault(p, set()).add(last < 0)
+                        last = i
+                    elif last >= 0:
+                        return False  # something else moves the parse inside the tail
+                elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
+                    return False  # a call inside the tail, or an extract nested in a statement
+            tr = st.transition
+            if tr is None:
+                return False
+            targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+            return all(walk(t, last) for t in targets)
+
+        if not walk("start", -1) or any(v == {True, False} for v in starts.values()):
+            return None
+        return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+
+    def start_local(self, path: tuple[str, ...]) -> str:
+        # set by the extract only (set_with_validity): reading a field of a header
+        # never extracted raises, and the general path runs the frame
+        return self.local(path + ("$start",), "_dl")
+
+    def set_with_validity(self, path: tuple[str, ...]) -> bool:
+        """A header's int, dirty flag, field locals or (bytes-backed) start: assigned
+        wherever the header becomes valid (extract, setValid, a copy), so Init leaves
+        them out; most packets
+        never have most headers. A packet that reads one of a header never valid (or
+        copies such a header) meets an unbound local: the fast path raises before any
+        effect, and the caller runs the general path on the frame, which reads the 0."""
+        if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
+            return False
+        if path[-1] == "$start" or path in self.split_bytes:  # only ever set by the extract
+            return True
+        return path[:-1] + (VALID,) in self.names or path[:-1] in self.always_valid
+
+    def in_stack_element(self, path: tuple[str, ...]) -> bool:
+        return any(path[:k] in self.stacks and path[k].isdigit()
+                   for k in range(1, len(path)))
+
+    def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
+        self.stacks[path] = t
+        last = self.touched_at.get(path)
+        if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+            self.touched_at[path] = (self.out, len(self.out))
+            for i in range(t.size):
+                self.dirty_at.pop(path + (str(i),), None)
+            self.out.append(TouchStack(self.ind, path, t))
+        return self.local(path + (TOUCHED,), "False")
+
+    def straight_since(self, index: int, ind: str) -> bool:
+        """True when the item at ``index`` was emitted at indentation ``ind`` and
+        everything after it is in the same block or nested in it (so it has run)."""
+        n = len(ind)
+        for k, x in enumerate(self.out[index:]):
+            depth = len(x.ind) if isinstance(x, Deferred) else len(x) - len(x.lstrip(" "))
+            if depth < n or (k == 0 and depth != n):
+                return False
+        return index < len(self.out)
+
+    # ---- counters held back (CountSite, Commit) ---------------------------------------
+    def single_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) == 1]
+
+    def multi_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+
+    def count_mode(self, x: str) -> str:
+        """How counter ``x``'s held-back count is kept: "list" (``_cn``, for one counted
+        at several places, and, when that list exists anyway, for one counted at one
+        place that not every packet reaches), "always" (one local set by ingress's
+        first statements on every packet: no -1 and no test), else "local"."""
+        if self.count_sites.count(x) > 1:
+            return "list"
+        if x in self.always_counted:
+            return "always"
+        if x in self.top_counted:  # a statement of a block's body: most packets count it
+            return "local"
+        return "list" if self.multi_counted() else "local"
+
+    @staticmethod
+    def count_local(x: str) -> str:
+        return f"_cx_{x}"
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        """(register, index) of the cells pending writes are held in locals for."""
+        return [(x, i) for x, idx in self.reg_const.items() if x not in self.reg_dynamic
+                for i in sorted(idx)]
+
+    @staticmethod
+    def reg_cell_local(x: str, i: int) -> str:
+        return f"_rc_{x}_{i}"
+
+    # ---- names of the packet state ---------------------------------------------------
+    def local(self, path: tuple[str, ...], default: str = "0") -> str:
+        name = self.names.get(path)
+        if name is None:
+            base = "f_" + "__".join(re.sub(r"\W", "_", p) for p in path)
+            name, k = base, 1
+            while name in self.defaults:
+                k += 1
+                name = f"{base}_{k}"
+            self.names[path] = name
+            self.defaults[name] = default
+        return name
+
+    def field_local(self, path: tuple[str, ...], t: Type) -> str:
+        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))
+
+    def valid_local(self, path: tuple[str, ...]) -> str:
+        if path in self.always_valid:
+            return "True"
+        return self.local(path + (VALID,), "False")
+
+    @property
+    def always_valid(self) -> set[tuple[str, ...]]:
+        """Headers every parse extracts (the states ``start`` leads to without a
+        select) whose validity nothing changes: valid on every packet the fast path
+        finishes (a failed extract gives up), so they need no validity local."""
+        if self._always is None:
+            self._always = set()
+            assert self.main is not None
+            name = self.main.args[0].value.func.name  # type: ignore[union-attr]
+            d = next((x for x in self.program.decls if isinstance(x, A.ParserDecl) and x.name == name), None)
+            if d is None or len(d.params) < 2:
+                return self._always
+            params = {d.params[1].name: "hdr"}
+            states = {st.name: st for st in d.states}
+            p = self.places
+            name, seen = "start", set()
+            while name in states and name not in seen:
+                seen.add(name)
+                st = states[name]
+                for x in st.stmts:
+                    if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                            and x.call.func.name == "extract" and len(x.call.args) == 1:
+                        h = _place(x.call.args[0].value, params)
+                        if h is not None and not h[-1].isdigit() and not self.maybe_written(h) \
+                                and not any(h[:k] in p.revalidated or h[:k] in p.invalidated
+                                            for k in range(1, len(h) + 1)):
+                            self._always.add(h)
+                tr = st.transition
+                name = tr.state if tr is not None and tr.state is not None else ""
+        return self._always
+
+    def raw_local(self, path: tuple[str, ...]) -> str:
+        return self.local(path + (RAW,), "0")
+
+    def sm_width(self, name: str) -> int:
+        """The width of standard_metadata field ``name`` (64 when it is not a bit<W>)."""
+        t = self.type_names.get("standard_metadata_t")
+        ft = t.field_type(name) if isinstance(t, StructT) else None
+        return ft.width if isinstance(ft, BitT) and not ft.signed else 64
+
+    def sm_local(self, name: str) -> str:
+        return self.local(("sm", name))
+
+    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
+                   parent: StructT | None = None) -> V:
+        if isinstance(t, StructT):
+            if t.kind == "header_union":
+                raise NoFast("header union")
+            return V("$" + ".".join(path) + "$", t, None, sym, path)  # never valid Python
+        if isinstance(t, StackT):
+            if t.elem.kind != "header":
+                raise NoFast("stack of unions")
+            return V("$" + ".".join(path) + "$", t, None, sym, path)
+        if isinstance(t, VarbitT):
+            raise NoFast("varbit field")
+        v = self._leaf_cache.get(path)
+        if v is None:
+            v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
+        return v if sym is None else V(v.code, t, v.const, sym, path)
+
+    def leaf_value(self, path: tuple[str, ...], t: Type, parent: StructT | None) -> V:
+        """The code that reads a field (always the same for one place)."""
+        sym = None
+        if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
+            # a parser error leaves the fast path; only the general path recirculates
+            return V("0", t, 0, sym, path)
+        if path in (("sm", "enq_qdepth"), ("sm", "deq_qdepth"), ("sm", "deq_timedelta")) \
+                and not self.maybe_written(path):
+            return V("0", t, 0, sym, path)  # 0 in ingress, and 0 as the direct path sets it
+        if path in _GIVEN and not self.maybe_written(path):  # the caller's value, as it is
+            if path in _CLOCK:
+                self.uses_clock_given = True
+            return V(_GIVEN[path], t, None, sym, path)
+        if parent is not None and parent.kind == "header" and not self.maybe_written(path):
+            # nothing assigns it: read it from the header's bits where it is used
+            self.lazy.add(path)
+            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+            i = [n for n, _ in parent.fields].index(path[-1])
+            after = sum(widths[i + 1:])
+            if self.bytes_backed(path[:-1]):
+                if path in self.split_bytes:  # read at several places: a local, set at the extract
+                    return V(self.field_local(path, t), t, None, sym, path)
+                return V(self.bytes_field(path, t, parent, self.start_local(path[:-1])), t, None, sym, path)
+            raw = self.raw_local(path[:-1])
+            shifted = f"({raw} >> {after})" if after else raw
+            return V(f"({self.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
+        if parent is not None and parent.kind == "header":
+            self.field_header[path] = path[:-1]
+        return V(self.field_local(path, t), t, None, sym, path)
+
+    def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
+        """Code reading field ``path`` of a header kept as bytes, starting at ``s``."""
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+        i = [n for n, _ in parent.fields].index(path[-1])
+        o, w = sum(widths[:i]), widths[i]
+        a, b = o // 8, (o + w + 7) // 8
+        if w in (8, 16) and o % 8 == 0:  # indexing: no slice object
+            x = f"data[{s} + {a}]" if a else f"data[{s}]"
+            if w == 16:
+                x = f"({x} << 8 | data[{s} + {a + 1}])"
+            return x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed) \
+                else f"({self.field_from(x, t, w, False)})"
+        x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
+            f"int.from_bytes(data[{s}:{s} + {b}], 'big')"
+        sh = b * 8 - o - w
+        shifted = f"({x} >> {sh})" if sh else x
+        return f"({self.field_from(shifted, t, w, w != (b - a) * 8)})"
+
+    @property
+    def split_bytes(self) -> set[tuple[str, ...]]:
+        """Fields of headers kept as bytes that the program reads at several places:
+        read once at the extract into a local (nic.p4's UDP ports)."""
+        if self._split is None:
+            assert self.main is not None
+            names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+                     ["hdr", "meta"], ["", "hdr"])
+            decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
+            counts: dict[tuple[str, ...], int] = {}
+            for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
+                d = decls.get(n)
+                if d is not None:
+                    _count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+            self._split = set()
+            htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
+                if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
+            for p, k in counts.items():
+                if len(p) != 3 or p[0] != "hdr" or not self.bytes_backed(p[:-1]):
+                    continue
+                ht = htype.field_type(p[1]) if isinstance(htype, StructT) else None
+                if not isinstance(ht, StructT) or ht.kind != "header" or ht.field_type(p[2]) is None:
+                    continue
+                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[union-attr]
+                off = sum(w for n, w in widths[:[n for n, _ in widths].index(p[2])])
+                w = dict(widths)[p[2]]
+                # worth a local where it saves more than the extract pays: two bytes
+                # read twice, one byte three times (checksum blocks, rarely run, not counted)
+                if off % 8 == 0 and ((w == 16 and k >= 2) or (w == 8 and k >= 3)):
+                    self._split.add(p)
+        return self._split
+
+    # ---- hooks of the shared code generator ------------------------------------------
+    def param_bindings(self, params, targets, scope):  # type: ignore[no-untyped-def]
+        super().param_bindings(params, targets, scope)
+        return []  # nothing to bind: the parameters are places in the packet state
+
+    def block_local_code(self, block: str, py: str, zero: str) -> str:
+        code = pyident("lv", block, py)
+        self.block_inits.append((code, zero))
+        return code
+
+    def payload_code(self) -> str:
+        return "data[pos:]"
+
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        if not isinstance(nbits, int):
+            raise NoFast("varbit field in a hash field list")
+        if algo not in _FIXED_HASHES or nbits <= 0:
+            return super().hash_call(algo, data, nbits, parts)
+        fn = f"_hf_{algo}"
+        line = f"{fn} = rt.hashes.function({algo!r})"
+        if line not in self.binds:
+            self.binds.append(line)
+        return f"{fn}({hash_bytes(parts)})"
+
+
+    def sm_store(self, field: str, code: str) -> str:
+        self.written.add(("sm", field))
+        return f"{self.sm_local(field)} = {code}"
+
+    def gen_action(self, info, scope, preamble, function=False):  # type: ignore[no-untyped-def]
+        # bodies are compiled where they run (table dispatch, direct calls)
+        d = info.decl
+        info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
+
+    # ---- expressions -------------------------------------------------------------------
+    def _e_Name(self, e: A.Name) -> V:
+        v = super()._e_Name(e)
+        if v.sym is not None and v.sym.kind == "var" and v.sym.code in self.param_targets:
+            return self.path_value((self.param_targets[v.sym.code],), v.type, v.sym)
+        return v
+
+    def _e_Member(self, e: A.Member) -> V:
+        base = self.expr(e.obj)
+        if base.path is not None:
+            bt = base.type
+            if isinstance(bt, StructT):
+                ft = bt.field_type(e.name)
+                if ft is not None:
+                    return self.path_value(base.path + (e.name,), ft, parent=bt)
+            elif isinstance(bt, StackT):
+                if e.name == "size":
+                    return lit(bt.size, BitT(32))
+                raise NoFast(f"stack member {e.name} outside extract")
+        if base.sym is not None and base.sym.kind == "tableresult":
+            r = base.code
+            if e.name == "hit":
+                return V(f"{r}_h", BoolT())
+            if e.name == "miss":
+                return V(f"(not {r}_h)", BoolT())
+            if e.name == "action_run":
+                return V(f"{r}_i", ObjT("action_run", ""), None,
+                         Sym("action_run", None, f"{r}_i", obj=base.sym.obj))
+        return super()._e_Member(e)
+
+    def _e_Index(self, e: A.Index) -> V:
+        base = self.value(e.obj)
+        if base.path is not None and isinstance(base.type, StackT):
+            idx = self.value(e.index)
+            if idx.const is None:
+                raise NoFast("stack index known only at run time")
+            i = int(idx.const)  # type: ignore[arg-type]
+            if 0 <= i < base.type.size:
+                self.touch_stack(base.path, base.type)
+                return self.path_value(base.path + (str(i),), base.type.elem)
+        return super()._e_Index(e)
+
+    # ---- statements ----------------------------------------------------------------------
+    def stmts(self, stmts: list[A.Stmt]) -> None:
+        """As the shared compiler, except that checksum updates one after the other
+        whose conditions start with the same test (fabric.p4's ``meta.trimmed == 1 &&
+        ...``) run it once: it reads nothing they write and calls nothing."""
+        i = 0
+        while i < len(stmts):
+            group = self.shared_test(stmts, i)
+            if len(group) < 2:
+                self.stmt(stmts[i])
+                i += 1
+                continue
+            first = _first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
+            self.indent()
+            for st in group:
+                call = st.call  # type: ignore[attr-defined]
+                rest = _first_conjunct(call.args[0].value)[1]
+                arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
+                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
+            self.dedent()
+            i += len(group)
+
+    def shared_test(self, stmts: list[A.Stmt], i: int) -> list[A.Stmt]:
+        """The checksum updates from ``stmts[i]`` on whose conditions start with one
+        pure test that none of them writes (the checksum field, argument 3)."""
+        group: list[A.Stmt] = []
+        first = None
+        for st in stmts[i:]:
+            call = st.call if isinstance(st, A.CallStmt) else None
+            if call is None or not isinstance(call.func, A.Name) or call.func.name not in _CHECKSUM_UPDATES \
+                    or len(call.args) != 4 or call.args[0].value is None:
+                break
+            c, rest = _first_conjunct(call.args[0].value)
+            if rest is None or (first is not None and _shape(c) != _shape(first)):
+                break
+            calls: list[A.Call] = []
+            _calls(c, calls)
+            if calls:
+                break
+            first = c
+            group.append(st)
+        if group:
+            names = {p.name: p.name for p in self.block_params}
+            read: set[tuple[str, ...]] = set()
+            _mentions(first, names, read)
+            for st in group:
+                w = _place(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
+                    return []
+        return group
+
+    def stmt(self, s: A.Stmt) -> None:
+        for p in self.late_at.pop(id(s), ()):
+            self.out.append(LateInit(self.ind, p))
+        self.last_loc = s.loc
+        if isinstance(s, (A.For, A.ForIn)):
+            raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
+        if isinstance(s, A.Exit):
+            self.emit("return None")
+            return
+        if isinstance(s, A.Return):
+            if s.value is not None or self.fn_kind not in ("action", "apply"):
+                raise NoFast("return")
+            self.emit("break")  # out of the block's `while True:`
+            return
+        saved = self._entered, self._base
+        self._entered, self._base = 0, self._depth
+        super().stmt(s)  # an exception abandons the whole fast path: no finally
+        self._entered, self._base = saved
+
+    def expr(self, e: A.Expr) -> V:
+        # counts what a statement evaluates, so that a table applied inside an
+        # expression (compiled as statements before it) is known to come first
+        self._entered += 1
+        self._depth += 1
+        v = super().expr(e)  # an exception abandons the whole fast path: no finally
+        self._depth -= 1
+        return v
+
+    def is_table_apply(self, e: A.Expr) -> bool:
+        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
+                and isinstance(e.func.obj, A.Name):
+            sym = self.scope.lookup(e.func.obj.name)
+            return sym is not None and sym.kind == "table"
+        return False
+
+    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
+        t = self.lvalue_type(target)
+        if isinstance(t, (StructT, StackT)):
+            dst = self.value(target)
+            if dst.path is not None:
+                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.value(value)
+                if src is not None and src.path is not None:
+                    if not (src.type is t or src.type == t):
+                        super().assign(target, value, loc)  # the general path's type error
+                        return
+                    self.copy_place(dst.path, src.path, t)
+                    return
+                # a local variable or an initializer: an object, stored field by field
+                obj = self.tmp("obj")
+                self.emit(f"{obj} = {self.expr_as(value, t, 'assignment')}")
+                self.store_object(dst.path, t, obj)
+                return
+        super().assign(target, value, loc)
+
+    def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:  # type: ignore[no-untyped-def]
+        if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
+            # a header/struct of the packet state used as a value: an object like the
+            # general path's (for a local variable, an argument, ...)
+            obj = self.tmp("obj")
+            self.load_object(obj, v.path, t)
+            return obj
+        return super().coerce(v, t, loc, what)
+
+    def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
+        """Statements making ``code`` an object holding the place ``path``."""
+        if isinstance(t, StructT) and t.kind in ("header", "struct"):
+            if t.kind == "header" and self.has_varbit(t):
+                raise NoFast("varbit header as a value")
+            self.emit(f"{code} = {t.pyname}()")
+            for n, ft in t.fields:
+                if isinstance(ft, (StructT, StackT)):
+                    self.load_object(f"{code}.{pyfield(n)}", path + (n,), ft)
+                else:
+                    self.emit(f"{code}.{pyfield(n)} = {self.path_value(path + (n,), ft, parent=t).code}")
+            if t.kind == "header":
+                self.emit(f"{code}._v = {self.valid_local(path)}")
+        elif isinstance(t, StackT):
+            self.touch_stack(path, t)
+            self.emit(f"{code} = Stack({t.elem.pyname}, {t.size})")
+            for i in range(t.size):
+                self.load_object(f"{code}.h[{i}]", path + (str(i),), t.elem)
+            self.emit(f"{code}.nxt = {self.local(path + (NEXT,))}")
+        else:
+            raise NoFast("header union as a value")
+
+    def store_object(self, path: tuple[str, ...], t: Type, code: str) -> None:
+        """Statements storing the object ``code`` into the place ``path``."""
+        if isinstance(t, StructT) and t.kind in ("header", "struct"):
+            if t.kind == "header" and self.has_varbit(t):
+                raise NoFast("varbit header as a value")
+            for n, ft in t.fields:
+                if isinstance(ft, (StructT, StackT)):
+                    self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
+                    continue
+                if self.path_value(path + (n,), ft, parent=t).path in self.lazy:
+                    raise NoFast("a field read from its header's bits is assigned")
+                self.written.add(path + (n,))
+                self.emit(f"{self.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
+            if t.kind == "header":
+                self.dirty_at.pop(path, None)
+                self.emit(f"{self.valid_local(path)} = {code}._v")
+                self.emit(f"{self.local(path + (DIRTY,), 'False')} = True")
+        elif isinstance(t, StackT):
+            self.touch_stack(path, t)
+            for i in range(t.size):
+                self.store_object(path + (str(i),), t.elem, f"{code}.h[{i}]")
+            self.emit(f"{self.local(path + (NEXT,))} = {code}.nxt")
+        else:
+            raise NoFast("header union as a value")
+
+    def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
+        if isinstance(t, StructT) and t.kind == "header":
+            self.dirty_at.pop(dst, None)  # the copy sets the dirty flag
+            c = Copy(self.ind, dst, src, t)
+            self.copies.append(c)
+            self.out.append(c)
+        elif isinstance(t, StructT) and t.kind == "struct":
+            for n, ft in t.fields:
+                self.copy_place(dst + (n,), src + (n,), ft)
+        elif isinstance(t, StackT):
+            self.touch_stack(dst, t)
+            self.touch_stack(src, t)
+            for i in range(t.size):
+                self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
+            self.emit(f"{self.local(dst + (NEXT,))} = {self.local(src + (NEXT,))}")
+        elif isinstance(t, StructT):
+            raise NoFast("header union copy")
+        else:
+            self.written.add(dst)
+            self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
+
+    def store(self, target: A.Expr, code: str, loc) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(target, (A.Name, A.Member, A.Index)):
+            v = self.value(target)
+            if v.path is not None:
+                if isinstance(v.type, (StructT, StackT)):
+                    raise NoFast("whole header stored")
+                if v.path == ("sm", "packet_length"):
+                    raise NoFast("packet_length written")  # counters count the frame length
+                self.written.add(v.path)
+                self.emit(f"{v.code} = {code}")
+                header = self.field_header.get(v.path)
+                if header is not None:  # the deparser must put the fields back in
+                    last = self.dirty_at.get(header)
+                    if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+                        self.dirty_at[header] = (self.out, len(self.out))
+                        self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
+                return
+        super().store(target, code, loc)
+
+    def call_stmt(self, e: A.Call) -> None:
+        v = self.call(e, as_stmt=True)
+        if v is not None and v.code and not (v.sym is not None and v.sym.kind == "tableresult"):
+            self.emit(v.code)
+
+    def call(self, e: A.Call, as_stmt: bool) -> V | None:
+        f = e.func
+        if self.is_table_apply(e):
+            self.nargs(e, 0)
+            sym = self.scope.lookup(f.obj.name)  # type: ignore[union-attr]
+            return self.apply_table(sym.obj)  # type: ignore[union-attr, arg-type]
+        return super().call(e, as_stmt)
+
+    # ---- headers ---------------------------------------------------------------------------
+    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
+        if base.path is None or not isinstance(base.type, StructT) or base.type.kind != "header":
+            return super().header_method(e, f, base, name)
+        self.nargs(e, 0)
+        if name == "isValid":
+            return V(self.valid_local(base.path), BoolT())
+        if name in ("setValid", "setInvalid"):
+            self.check_lvalue(f.obj)
+            if name == "setValid":
+                self.raw_local(base.path)
+                self.dirty_at.pop(base.path, None)  # it may clear the dirty flag
+                self.out.append(SetValid(self.ind, base.path, base.type))
+            else:
+                self.emit(f"{self.valid_local(base.path)} = False")
+            return None
+        return super().header_method(e, f, base, name)
+
+    # ---- actions and tables -------------------------------------------------------------
+    def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        act = sym.obj
+        if getattr(act, "ret", None) is not None:
+            raise NoFast("function call")  # P4 functions: not compiled in place yet
+        params = act.decl.params  # type: ignore[union-attr]
+        args = self.bind_args(e, params)
+        bound: dict[str, str] = {}
+        outs = []
+        for p, a in zip(params, args):
+            pt = self.param_type(p)
+            py = self.tmp("ap")
+            if p.direction in ("out", "inout"):
+                if a is None:
+                    raise NoFast("missing out argument")
+                if isinstance(pt, (StructT, StackT)):
+                    raise NoFast("header, struct or stack passed out/inout (copied in and out)")
+                self.check_lvalue(a)
+                code = self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc)
+                outs.append((a, py))
+            else:
+                if a is None:
+                    raise NoFast("missing argument")
+                code = self.expr_as(a, pt, f"argument '{p.name}'")
+                if self.value(a).const is not None and code.lstrip("-").isdigit():
+                    bound[p.name] = code  # a constant: read where the action reads it
+                    continue
+            self.emit(f"{py} = {code}")
+            bound[p.name] = py
+        self.inline_action(act, bound)  # type: ignore[arg-type]
+        for a, py in outs:
+            self.store(a, py, a.loc)
+        return None
+
+    def inline_action(self, info, bound: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+        """The action's body, compiled here with its parameters in ``bound`` locals."""
+        d = info.decl
+        saved = (self.scope, self.fn_kind, self.action_outs)
+        ascope = info.scope.child()
+        for p in d.params:
+            ascope.define(p.name, Sym("var", self.resolve_type(p.type), bound[p.name],
+                                      obj="ro" if p.direction in ("", "in") else None), p.loc)
+        self.scope, self.fn_kind, self.action_outs = ascope, "action", []
+        if _has_return(d.body.stmts):
+            self.emit("while True:")
+            self.indent()
+            self.block_body(d.body.stmts)
+            self.emit("break")
+            self.dedent()
+        else:
+            self.block_body(d.body.stmts)
+        self.scope, self.fn_kind, self.action_outs = saved
+
+    def apply_table(self, info) -> V:  # type: ignore[no-untyped-def]
+        if self._entered != self._depth - self._base:
+            # something in this statement is evaluated before the apply: pasting the
+            # apply before the statement would change the order
+            raise NoFast("table applied inside an expression after other terms")
+        r = self.tmp("tr")
+        result = V(r, ObjT("tableresult", info.name), None, Sym("tableresult", None, r, obj=info))
+        mt = info.model
+        if mt is None or mt.direct_meter or not info.keys_pure:
+            self.emit("return None")  # a direct meter runs inside apply
+            return result
+        if mt.direct_counter:
+            peek = pyident("TP", info.name)
+            line = f"{peek} = rt.tables[{info.name!r}].peek"
+            if line not in self.binds:
+                self.binds.append(line)
+            self.direct_counts = True
+            self.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
+            self.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
+        else:
+            self.lookup_in_place(info, r)
+        acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
+        live = [(i, a) for i, a in acts if not a.empty]
+        for j, (i, a) in enumerate(live):
+            if len(acts) > 1:
+                last = len(live) == len(acts) and j == len(live) - 1 and j > 0
+                self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
+                self.indent()
+            if info.actions[i][0] in info.bound:  # arguments bound by the action list
+                self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
+                if len(acts) > 1:
+                    self.dedent()
+                continue
+            bound = {p.name: self.tmp("ap") for p in a.decl.params}
+            if bound:
+                self.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")
+            for p in a.decl.params:
+                t = self.resolve_type(p.type)
+                if isinstance(t, BitT) and t.signed:  # control-plane values are unsigned
+                    h = 1 << (t.width - 1)
+                    self.emit(f"{bound[p.name]} = (({bound[p.name]} & {t.mask:#x}) ^ {h}) - {h}")
+            self.inline_action(a, bound)
+            if len(acts) > 1:
+                self.dedent()
+        return result
+
+    def lookup_in_place(self, info, r: str) -> None:  # type: ignore[no-untyped-def]
+        """``r_i, r_a, r_h`` = the table's result. A table without direct counter or
+        meter whose key is all exact, or one LPM field, is looked up here in the
+        structures ``TableRuntime.fast_lookup`` gives (no call of ``apply``, no key
+        tuple for LPM), as is one without action profile whose key is ternary/optional
+        without range (a scan of the entries in match order); with an action profile
+        or selector the entry's ``slots`` give the result (``select_in_place``). Any
+        other table calls ``apply``."""
+        mt = info.model
+        kinds = [k.match_kind for k in mt.match_keys]
+        direct = mt.direct_counter is not None or mt.direct_meter is not None
+        plain = mt.implementation is None and not direct
+        profile = mt.implementation is not None and not direct
+        kind = None
+        if (plain or profile) and all(k == "exact" for k in kinds):
+            kind = "exact"
+        elif (plain or profile) and kinds == ["lpm"]:
+            kind = "lpm"
+        elif (plain or profile) and kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
+            kind = "lpm_exact"
+        elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
+            kind = "scan"  # (TableRuntime's scan engine, with no range to check)
+        if kind is None:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            return
+        look, obj = pyident("TL", info.name), pyident("TO", info.name)
+        for line in (f"{obj} = rt.tables[{info.name!r}]",
+                     f"_lk, {look} = {obj}.fast_lookup()",
+                     f"if _lk != {kind!r}: raise LookupError('table {info.name}: lookup ' + _lk)"):
+            if line not in self.binds:
+                self.binds.append(line)
+        if kind == "exact":
+            e = self.tmp("te")
+            self.emit(f"{e} = {look}({info.key_code})")
+            if profile:
+                self.emit(f"if {e} is None:")
+                self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+                self.emit("else:")
+                self.indent()
+                self.select_in_place(info, r, e, obj)
+                self.dedent()
+                return
+            self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
+            return
+        if kind == "scan":  # the key packed as TableRuntime._lookup packs it
+            k, e = self.tmp("tk"), self.tmp("te")
+            after = sum(km.bitwidth for km in mt.match_keys)
+            parts = []
+            for code, km in zip(info.key_parts, mt.match_keys):
+                after -= km.bitwidth
+                parts.append(f"({code} << {after})" if after else f"({code})")
+            self.emit(f"{k} = {' | '.join(parts)}")
+            self.emit(f"for {e} in {look}:")
+            self.emit(f"    if {k} & {e}.mask == {e}.value:")
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+            self.emit("        break")
+            self.emit("else:")
+            self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+            return
+        k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
+        pos = kinds.index("lpm")
+        self.emit(f"{k} = {info.key_parts[pos]}")
+        probe = f"{k} >> {s}"
+        if kind == "lpm_exact":  # TableRuntime._lpm_slot: (exact values, shifted)
+            rest = self.tmp("tx")
+            self.emit(f"{rest} = ({''.join(c + ', ' for i, c in enumerate(info.key_parts) if i != pos)})")
+            probe = f"({rest}, {probe})"
+        self.emit(f"for {s}, {b} in {look}:")
+        self.emit(f"    {e} = {b}.get({probe})")
+        self.emit(f"    if {e} is not None:")
+        if profile:
+            self.indent()
+            self.indent()
+            self.select_in_place(info, r, e, obj)
+            self.dedent()
+            self.dedent()
+        else:
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+        self.emit("        break")
+        self.emit("else:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+
+    def select_in_place(self, info, r: str, e: str, obj: str) -> None:  # type: ignore[no-untyped-def]
+        """The result of entry ``e`` of a table with an action profile: its ``slots``
+        (kept up to date by the runtime) chosen from as ``ActionProfile.select``
+        chooses: one slot is it, several are ``hash(selector key) % n``, none is the
+        default (a group without live member acts as a miss)."""
+        mt = info.model
+        sl, sn = self.tmp("sl"), self.tmp("sn")
+        self.emit(f"{sl} = {e}.slots")
+        ext = next((x.extern for x in self.externs if x.name == mt.implementation), None)
+        if ext is None or ext.kind != "action_selector" or not mt.selector_keys:
+            self.emit(f"{r}_i, {r}_a, {r}_h = {sl}[0] if {sl} else {obj}._default")
+            return
+        widths = [k.bitwidth for k in mt.selector_keys]
+        data, nbits = "", 0
+        for code, w in zip(info.sel_parts, widths):
+            data = f"({code})" if not data else f"({data} << {w} | ({code}))"
+            nbits += w
+        if ext.algorithm == "identity":  # hashes._identity_of_bits, for this width
+            pad = -nbits % 8
+            extra = nbits + pad - 64
+            h = f"({data} << {pad})" if pad else data
+            if extra > 0:
+                h = f"({h} >> {extra})"
+        else:
+            hb = pyident("TH", info.name)
+            line = f"{hb} = {obj}.profile._hash_bits"
+            if line not in self.binds:
+                self.binds.append(line)
+            h = f"{hb}({data}, {nbits})"
+        self.emit(f"{sn} = len({sl})")
+        self.emit(f"if {sn} == 1:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[0]")
+        self.emit(f"elif {sn}:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[{h} % {sn}]")
+        self.emit("else:")
+        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+
+    # ---- externs -------------------------------------------------------------------------
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        inst = sym.obj
+        kind = inst.kind  # type: ignore[union-attr]
+        x = sym.code
+        if kind == "counter" and name == "count":
+            self.nargs(e, 1)
+            self.count_sites.append(x)
+            if self.fn_kind == "parser":  # a parser loop may count it again
+                self.count_sites.append(x)
+            for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
+                if line not in self.binds:
+                    self.binds.append(line)
+            size = inst.extern.size  # type: ignore[union-attr]
+            iv = self.value(self.arg(e, 0))
+            first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
+            if self.ind == self.body_ind:
+                self.top_counted.add(x)
+            if iv.const is not None:  # the index is known here: so is whether it counts
+                if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
+                    self.out.append(CountSite(self.ind, x, str(iv.const)))
+                    if first:
+                        self.always_counted.add(x)
+                return None
+            code = self.index_arg(e, 0)
+            if code.isdigit():  # a constant action argument pasted in (inline_action)
+                if int(code) < size:
+                    self.out.append(CountSite(self.ind, x, code))
+                return None
+            top = self.max_value(self.arg(e, 0))
+            if top is not None and top < size:  # its type says it is in range
+                self.out.append(CountSite(self.ind, x, code))
+                if first:
+                    self.always_counted.add(x)
+                return None
+            i = self.tmp("ci")
+            self.emit(f"{i} = {code}")
+            check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
+            self.emit(f"if {check}:")
+            self.out.append(CountSite(self.ind + "    ", x, i))
+            return None
+        if kind == "register" and name in ("read", "write"):
+            et = inst.elem_type  # type: ignore[union-attr]
+            pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+            line = f"{x}_c = {x}.cells"
+            if line not in self.binds:
+                self.binds.append(line)
+            at = 0 if name == "write" or len(e.args) == 1 else 1
+            iv = self.value(self.arg(e, at)) if len(e.args) > at else None
+            if iv is not None and iv.const is not None and len(e.args) == 2:
+                self.nargs(e, 2)
+                i = int(iv.const)  # type: ignore[arg-type]
+                inside = 0 <= i < inst.extern.size  # type: ignore[union-attr]
+                if inside:
+                    self.reg_const.setdefault(x, set()).add(i)
+                if name == "write":
+                    val = self.expr_as(self.arg(e, 1), et, "register value")
+                    if inside:  # (outside: a write that does nothing)
+                        self.out.append(RegisterAccess(self.ind, x, i, et.mask, value=val))
+                    return None
+                tmp = self.tmp("rv")
+                if inside:
+                    self.out.append(RegisterAccess(self.ind, x, i, et.mask, tmp=tmp))
+                else:
+                    self.emit(f"{tmp} = 0")
+                below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
+                self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+                return None
+            self.reg_dynamic.add(x)
+            ix = self.tmp("ix")
+            if name == "write":
+                self.nargs(e, 2)
+                self.emit(f"{ix} = {self.index_arg(e, 0)}")
+                val = self.expr_as(self.arg(e, 1), et, "register value")
+                self.emit(f"if 0 <= {ix} < {x}.size:")
+                self.emit(f"    if {pend} is None: {pend} = {{}}")
+                self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
+                return None
+            i = 0 if len(e.args) == 1 else 1
+            self.nargs(e, 1, 2)
+            self.emit(f"{ix} = {self.index_arg(e, i)}")
+            code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
+            if len(e.args) == 1:
+                return V(code, et)
+            self.out_assign(self.arg(e, 0), code, et, e.loc)
+            return None
+        if kind == "direct_counter" and name == "count":
+            self.nargs(e, 0)
+            return None  # the table counts the entry (DirectCounter.count does nothing)
+        self.emit("return None")  # meters, direct meters
+        return None
+
+    def max_value(self, e: A.Expr) -> int | None:
+        """The largest value ``e`` can have by its type (None: not an unsigned bit
+        string): a cast of a narrower unsigned value keeps the narrower bound, so
+        ``(bit<32>)standard_metadata.ingress_port`` is at most 511."""
+        t = self.value(e).type
+        if not isinstance(t, BitT) or t.signed:
+            return None
+        top = (1 << t.width) - 1
+        if isinstance(e, A.Cast):
+            inner = self.max_value(e.expr)
+            if inner is not None:
+                top = min(top, inner)
+        return top
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        if name in _GIVE_UP:
+            self.emit("return None")
+            return None
+        if name == "mark_to_drop":
+            self.nargs(e, 1)
+            self.value(self.arg(e, 0))
+            self.emit(self.sm_store("egress_spec", str(DROP_PORT)))
+            self.emit(self.sm_store("mcast_grp", "0"))
+            return None
+        if name in ("assert", "assume"):
+            self.nargs(e, 1)
+            self.emit(f"if not {self.expr_as(self.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            return None
+        return super().extern_function(e, name)
+
+    # ---- packet_in / packet_out -------------------------------------------------------------
+    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:  # type: ignore[no-untyped-def]
+        if length is not None:
+            raise NoFast("varbit extract")
+        if isinstance(target, A.Member) and target.name == "next":
+            s = self.value(target.obj)
+            if isinstance(s.type, StackT):
+                self.extract_next(s)
+                return
+        v = self.value(target)
+        if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header" \
+                or self.has_varbit(v.type):
+            raise NoFast("extract into something other than a packet header")
+        n = v.type.width // 8
+        here, end = self.at(0), self.at(n)
+        self.emit(f"if {end} > _dl: return None")
+        if self.bytes_backed(v.path):
+            tail = self.frame_tail()
+            if tail is not None and v.path in tail[1]:  # where the frame's tail starts
+                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = {here}")
+            else:
+                self.emit(f"{self.start_local(v.path)} = {here}")
+            for fname, ft in v.type.fields:
+                fp = v.path + (fname,)
+                if fp in self.split_bytes:
+                    self.lazy.add(fp)
+                    self.emit(f"{self.field_local(fp, ft)} = {self.bytes_field(fp, ft, v.type, here)}")
+            self.out.append(ValidFlag(self.ind, v.path))
+            self.move(n)
+            return
+        raw = self.raw_local(v.path)
+        self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
+        self.dirty_at.pop(v.path, None)
+        self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
+        self.out.append(ValidFlag(self.ind, v.path))
+        self.move(n)
+
+    # where the parse is: a constant while every path here extracted the same
+    # headers (``spos``), else the local ``pos``, set from the constant (``settle_pos``)
+    # before anything that needs it (a stack loop, advance, lookahead, a join state,
+    # accept)
+    def at(self, off: int) -> str:
+        if self.spos is not None:
+            return str(self.spos + off)
+        return f"pos + {off}" if off else "pos"
+
+    def move(self, n: int) -> None:
+        if self.spos is not None:
+            self.spos += n
+        else:
+            self.emit(f"pos += {n}")
+
+    def settle_pos(self) -> None:
+        if self.spos is not None:
+            self.emit(f"pos = {self.spos}")
+            self.spos = None
+
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        if name != "extract":
+            self.settle_pos()  # advance, lookahead: the general code's, on pos
+        return super().packet_in_method(e, name)
+
+    def extract_next(self, s: V) -> None:
+        t = s.type
+        assert isinstance(t, StackT)
+        if s.path is None or self.has_varbit(t.elem):
+            raise NoFast("stack outside the packet state")
+        nxt = self.local(s.path + (NEXT,))
+        self.settle_pos()
+        self.touch_stack(s.path, t)
+        n = t.elem.width // 8
+        self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
+        x = self.tmp("x")
+        self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        for i in range(t.size):
+            ep = s.path + (str(i),)
+            self.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
+            self.indent()
+            self.dirty_at.pop(ep, None)
+            self.out.append(Split(self.ind, ep, t.elem, x))
+            self.emit(f"{self.valid_local(ep)} = True")
+            self.dedent()
+        self.emit(f"{nxt} += 1")
+        self.emit(f"pos += {n}")
+
+    def emit_header(self, v: V, loc) -> None:  # type: ignore[no-untyped-def]
+        t = v.type
+        if v.path is None:
+            raise NoFast("emit of a local")
+        tail = self.frame_tail()
+        if tail is not None and v.path in tail[0]:
+            if v.path == tail[0][0] and not tail[2]:  # the run's bytes, as they came
+                tl = self.local(TAIL, "None")
+                self.emit(f"if {tl} is not None:")
+                self.emit(f"    _o.append(data[{tl}:pos])")
+            return  # (a run that ends the deparser goes with the payload)
+        if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
+            s = self.start_local(v.path)
+            valid = self.valid_local(v.path)
+            if valid == "True":
+                self.emit(f"_o.append(data[{s}:{s} + {t.width // 8}])")
+            else:
+                self.emit(f"if {valid}:")
+                self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
+        elif isinstance(t, StructT) and t.kind == "header":
+            self.raw_local(v.path)
+            self.valid_local(v.path)
+            self.out.append(Emit(self.ind, v.path, t))
+        elif isinstance(t, StructT) and t.kind == "struct":
+            for n, ft in t.fields:
+                self.emit_header(self.path_value(v.path + (n,), ft), loc)
+        elif isinstance(t, StackT):
+            self.stacks[v.path] = t
+            self.emit(f"if {self.local(v.path + (TOUCHED,), 'False')}:")
+            self.indent()
+            for i in range(t.size):
+                self.emit_header(self.path_value(v.path + (str(i),), t.elem), loc)
+            self.dedent()
+        else:
+            raise NoFast("emit of a union")
+
+    # ---- parser ---------------------------------------------------------------------------
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        if d.ctor_params:
+            raise NoFast("parser constructor parameter")
+        scope = self.global_scope.child()
+        self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
+        self.scope = scope
+        self.block_inits = []
+        self.block_locals(d.name, d.locals, scope, parser=True)
+        inits = self.locals_inits
+        self.states = {s.name: s for s in d.states}
+        if "start" not in self.states:
+            raise NoFast("no start state")
+        self.parser_scope = scope
+        self.begin_fast("parser")
+        self.fast_out.append(Init(self.ind))
+        self.spos = 0
+        for code, zero in self.block_inits:
+            self.emit(f"{code} = {zero}")
+        self.emit_lines(inits)
+        order, self.joins = self.parser_joins()
+        if self.joins:
+            self.emit("_ps = 0")
+        self.fast_state("start", ())
+        for name in order:  # each state reached from several places: once, in order
+            if name in self.joins:
+                self.spos = None
+                self.emit(f"if _ps == {self.joins[name]}:")
+                self.indent()
+                n = len(self.out)
+                self.fast_state(name, ())
+                if len(self.out) == n:
+                    self.emit("pass")
+                self.dedent()
+        self.scope = self.global_scope
+
+    def parser_joins(self) -> tuple[list[str], dict[str, int]]:
+        """The parser states in topological order, and those that several transitions
+        lead to (numbered): their code is emitted once, after the states before them,
+        and the transitions set ``_ps`` instead of pasting it again."""
+        refs: dict[str, int] = {}
+        succ: dict[str, list[str]] = {}
+        for s in self.states.values():
+            tr = s.transition
+            targets = ([tr.state] if tr.state is not None else [c.state for c in tr.cases]) if tr else []
+            succ[s.name] = [t for t in targets if t != s.name and t in self.states]
+            for t in succ[s.name]:
+                refs[t] = refs.get(t, 0) + 1
+        order: list[str] = []
+        mark: dict[str, int] = {}
+
+        def visit(n: str) -> None:
+            if mark.get(n) == 1:
+                raise NoFast("a parser loop through several states")
+            if mark.get(n) == 2:
+                return
+            mark[n] = 1
+            for t in succ.get(n, []):
+                visit(t)
+            mark[n] = 2
+            order.append(n)
+
+        visit("start")
+        order.reverse()
+        # pasted where each transition chooses it, a state costs its statements
+        # (and its successors') once per path into it: when that stays small, every
+        # state is pasted (no `_ps` tests at run time)
+        size: dict[str, int] = {}
+        for n in reversed(order):
+            size[n] = 1 + len(self.states[n].stmts) + sum(size.get(t, 0) for t in succ.get(n, []))
+        if size.get("start", 0) <= PASTE_PARSER_MAX:
+            return order, {}
+        joins = {n: i + 1 for i, n in enumerate(n for n in order if refs.get(n, 0) > 1 and n != "start")}
+        return order, joins
+
+    def goto(self, target: str, path: tuple[str, ...]) -> None:
+        """Continue the parse in ``target``: pasted here, or through ``_ps`` for a join."""
+        if target in self.joins:
+            self.settle_pos()
+            self.emit(f"_ps = {self.joins[target]}")
+        else:
+            self.fast_state(target, path)
+
+    def begin_fast(self, kind: str) -> None:
+        self.out = self.fast_out
+        self.ind = "    "
+        self.fn_kind = kind
+
+    def fast_state(self, name: str, path: tuple[str, ...]) -> None:
+        if name in ("accept", "reject"):  # reject: as the general path (see state_target)
+            self.settle_pos()
+            return
+        s = self.states.get(name)
+        if s is None or name in path:
+            raise NoFast("a parser loop through several states")
+        if len(self.fast_out) > MAX_LINES:
+            raise NoFast("parser too long once pasted")
+        tr = s.transition
+        if tr is None:
+            raise NoFast("state without transition")
+        targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+        saved = self.scope
+        self.scope = self.parser_scope.child()
+        if name in targets:
+            if not self.extracts_next(s.stmts):
+                raise NoFast("a parser loop that extracts into no stack")
+            self.settle_pos()
+            exit_var = self.tmp("nx")
+            exits: list[str] = []
+            self.emit("while True:")
+            self.indent()
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), (name, exit_var, exits))
+            self.dedent()
+            if len(exits) == 1:
+                self.goto(exits[0], path + (name,))
+            for k, t in enumerate(exits if len(exits) > 1 else []):
+                self.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
+                self.indent()
+                self.branch(t, path + (name,))
+                self.dedent()
+        else:
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), None)
+        self.scope = saved
+
+    def extracts_next(self, stmts: list[A.Stmt]) -> bool:
+        """True when the state always extracts into ``stack.next`` (bounds the loop)."""
+        for st in stmts:
+            if isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                    and st.call.func.name == "extract" and st.call.args:
+                a = st.call.args[0].value
+                if isinstance(a, A.Member) and a.name == "next" \
+                        and isinstance(self.value(a.obj).type, StackT):
+                    return True
+        return False
+
+    def branch(self, target: str, path: tuple[str, ...],
+               loop: tuple[str, str, list[str]] | None = None) -> None:
+        if loop is not None:
+            name, exit_var, exits = loop
+            if target == name:
+                self.emit("continue")
+                return
+            if target not in exits:
+                exits.append(target)
+            self.emit(f"{exit_var} = {exits.index(target)}")
+            self.emit("break")
+            return
+        n = len(self.out)
+        self.goto(target, path)
+        if len(self.out) == n:
+            self.emit("pass")
+
+    def transition(self, tr: A.Transition, path: tuple[str, ...],
+                   loop: tuple[str, str, list[str]] | None) -> None:
+        if tr.state is not None:
+            if loop is None:
+                self.goto(tr.state, path)
+            else:
+                self.branch(tr.state, path, loop)
+            return
+        kvars = []
+        for i, ke in enumerate(tr.select or []):
+            k = self.value(ke)
+            # one name per key position for every select: its if/elif tests all run
+            # before any state pasted in a case (fewer locals: a cheaper call)
+            kv = f"_k{i}"
+            self.emit(f"{kv} = {k.code}")
+            kvars.append((kv, k))
+        first = True
+        sp = self.spos  # every case starts where the select is
+        for case in tr.cases:
+            self.spos = sp
+            items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+            if len(items) == 1 and isinstance(items[0], A.DefaultExpr):
+                if first:
+                    self.branch(case.state, path, loop)
+                    return
+                if loop is None and case.state in ("accept", "reject") and sp is None:
+                    return  # falls through to the end of the parse
+                self.emit("else:")
+                self.indent()
+                self.branch(case.state, path, loop)
+                self.dedent()
+                self.spos = None  # (each case settled its own)
+                return
+            conds = [c for item, (kv, k) in zip(items, kvars)
+                     if (c := self.keyset_cond(item, kv, k.type)) is not None]
+            self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
+            first = False
+            self.indent()
+            self.branch(case.state, path, loop)
+            self.dedent()
+        self.spos = None
+        self.emit("else:")
+        self.emit("    return None")  # no case matched: error.NoMatch, the general path's
+
+    # ---- controls ----------------------------------------------------------------------------
+    def declare_struct(self, d: A.StructLike) -> None:
+        super().declare_struct(d)
+        t = self.type_names[d.name]
+        if d.kind == "header" and any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+            raise NoFast(f"header {d.name} has a struct-typed field")
+
+    def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
+        raise NoFast("lookahead of a struct")
+
+    def skip_header(self, e: A.Call) -> None:
+        raise NoFast("extract<T>(_)")
+
+    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+        raise NoFast("== on headers, unions, stacks or structs")  # general path only
+
+    def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
+        raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
+
+    def gen_control(self, d: A.ControlDecl, role: str) -> str:
+        self.block_inits = []
+        named = set(self.names)  # (the setup compiles the block's table keys)
+        self.block_params = d.params
+        if role in ("ingress", "egress"):
+            self.plan_late_inits(d)
+        scope, _pre, _cls, inits, _params = self.control_setup(d, role)
+        self.begin_fast("deparser" if role == "deparser" else "apply")
+        self.scope = scope.child()
+        if role == "egress":
+            self.out.append(AfterIngress(self.ind, named))
+        elif role == "compute":
+            self.emit(f"if {self.sm_local('egress_spec')} == {DROP_PORT}:")
+            self.emit("    return None")  # an egress drop: the general path counts it
+        elif role == "deparser":
+            self.emit("_o = []")
+        for code, zero in self.block_inits:
+            self.emit(f"{code} = {zero}")
+        self.emit_lines(inits)
+        assert d.body is not None
+        if _has_return(d.body.stmts):
+            self.emit("while True:")
+            self.indent()
+            self.body_ind = self.ind
+            self.stmts(d.body.stmts)
+            self.emit("break")
+            self.dedent()
+        else:
+            self.body_ind = self.ind
+            self.stmts(d.body.stmts)
+        self.body_ind = ""
+        if role == "deparser":
+            tail = self.frame_tail()
+            if tail is not None and tail[2]:  # the tail's headers and the payload, as they came
+                tl = self.local(TAIL, "None")
+                self.emit(f"_o.append(data[pos:] if {tl} is None else data[{tl}:])")
+            else:
+                self.emit("_o.append(data[pos:])")
+            self.out.append(Commit(self.ind))
+            self.emit("return _op, b''.join(_o)")
+        self.scope = self.global_scope
+        return pyident("c", d.name)
+
+    def plan_late_inits(self, d: A.ControlDecl) -> None:
+        """``late_at``/``late_paths`` for the metadata only control ``d`` names."""
+        assert self.main is not None and d.body is not None
+        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
+                 ["hdr", "meta"], ["", "hdr"])
+        decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
+        others: set[tuple[str, ...]] = set()
+        for n, r in zip(names, roots):
+            o = decls.get(n)
+            if o is not None and o is not d:
+                _mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+        if len(d.params) < 2:
+            return
+        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
+        mt = self.type_names.get(getattr(d.params[1].type, "name", ""))
+        leaves: list[tuple[str, ...]] = []
+
+        def walk(t: Type | None, path: tuple[str, ...]) -> None:
+            if isinstance(t, StructT) and t.kind == "struct":
+                for n, ft in t.fields:
+                    walk(ft, path + (n,))
+            elif isinstance(t, (BitT, BoolT)):
+                leaves.append(path)
+
+        walk(mt, ("meta",))
+        li = LateInits(d, params, others)
+        for p in leaves:
+            if p in self.first_assigned:
+                continue
+            st = li.place(p, d.body.stmts)
+            if st is not None:
+                self.late_at.setdefault(id(st), []).append(p)
+                self.late_paths.add(p)
+
+    # ---- the function -------------------------------------------------------------------------
+    def assemble(self) -> str:
+        if self.lazy & self.written:
+            raise NoFast("a field read from its header's bits is assigned")  # written_places missed it
+        self.sm_local("egress_spec")
+        changed = True
+        while changed:
+            changed = False
+            for c in self.copies:
+                changed |= c.settle(self)
+        body: list[str] = []
+        for item in self.fast_out:
+            if isinstance(item, Deferred):
+                if not isinstance(item, Init):
+                    body += item.render(self)
+                else:
+                    body.append(item)  # type: ignore[arg-type]
+            else:
+                body.append(item)
+        lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
+        for item in body:
+            lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
+        self.uses_clock = self.uses_clock_given or any(p in self.names for p in _CLOCK)
+        return "\n".join(lines)
+
+
+def hash_bytes(parts: list[tuple[str, int]]) -> str:
+    """Code for the bytes BMv2 hashes for the fields ``parts`` (code, width; each
+    value fits its width): back to back from the most significant bit, zero bits up
+    to a whole byte. Wide byte-aligned fields become bytes on their own and the
+    others are gathered into small ints, so no shift runs on a long bit string."""
+    chunks: list[str] = []
+    acc: list[tuple[str, int]] = []  # fields of the chunk being gathered
+    bits = 0  # its width
+
+    def flush(pad: int) -> None:
+        nonlocal acc, bits
+        if not acc:
+            return
+        code, total = "", 0
+        for c, w in acc:
+            code = c if not code else f"({code} << {w} | {c})"
+            total += w
+        if pad:
+            code, total = f"({code} << {pad})", total + pad
+        chunks.append(f"{code}.to_bytes({total // 8}, 'big')")
+        acc, bits = [], 0
+
+    for code, w in parts:
+        if not bits and w >= 64 and w % 8 == 0:
+            chunks.append(f"({code}).to_bytes({w // 8}, 'big')")
+            continue
+        acc.append((f"({code})", w))
+        bits += w
+        if bits % 8 == 0 and bits >= 64:
+            flush(0)
+    flush(-bits % 8)
+    return chunks[0] if len(chunks) == 1 else "b''.join((" + ", ".join(chunks) + ",))"
