@@ -14,9 +14,13 @@ medians and every repetition's ratio are printed):
   a Mininet network starts them (pipeline check, encode, read, diff, write), the way
   ``mrcctl install`` does it.
 
-Targets: controller >= 20,000 entries/s and >= 0.8x the server-side figure. For
-reference, bench/p4runtime_rate.py's batch-1000 write rate (another program: one
-exact-match table) is printed too. Needs root (namespaces). Prints only; never asserts.
+Targets (issue 9): controller >= 20,000 entries/s summed over the switches and >=
+0.8x "the server-side rate of bench/p4runtime_rate.py measured in the same run":
+that script's batch-1000 write rate into one server (another program: one
+exact-match table) is measured at the end and each round's controller rate printed
+against it. The same-entries ratio above is stricter (a NIC entry costs the server
+more than that table's, and four servers share the cores with the client) and is
+printed as the first figure. Needs root (namespaces). Prints only; never asserts.
 """
 
 from __future__ import annotations
@@ -205,8 +209,13 @@ def main() -> None:
         print(f"    ratio controller / server-side: {median(f.ratio for f in fs):.2f} "
               f"(each repetition: {', '.join(f'{f.ratio:.2f}' for f in fs)}; target >= 0.8)")
     ref = p4runtime_rate_batch1000()
-    print(f"  for reference, bench/p4runtime_rate.py's batch-1000 writes (one exact-match table, another "
-          f"program): {min(ref):,.0f}-{max(ref):,.0f} entries/s over {len(ref)} rounds")
+    best = max(ref)
+    print(f"  the issue's reference, bench/p4runtime_rate.py's batch-1000 writes into one server (one "
+          f"exact-match table, another program): {min(ref):,.0f}-{best:,.0f} entries/s over {len(ref)} rounds")
+    for n, _ in ROUNDS:
+        rate = median(f.ctl_rate for f in figures[n])
+        print(f"    controller, {n} switch{'es' if n > 1 else ''} (summed): {rate / best:.2f}x its best round "
+              f"(the issue's target >= 0.8x; the stricter same-entries ratio is above)")
 
 
 if __name__ == "__main__":
