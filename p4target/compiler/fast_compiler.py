@@ -447,6 +447,9 @@ class Places:
     revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
     invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
     copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
+    # assigned the literal 0 by a plain assignment / written any other way (fast_prune)
+    zero_written: set[tuple[str, ...]] = field(default_factory=set)
+    other_written: set[tuple[str, ...]] = field(default_factory=set)
 
 
 def written_places(program: A.Program, main_blocks: list[str]) -> Places:
@@ -465,6 +468,8 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                 p = _place(s.target, params)
                 if p is not None:
                     out.add(p)
+                    zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
+                    (places.zero_written if zero else places.other_written).add(p)
                 p = _place(s.value, params)
                 if p is not None:
                     places.copied.add(p)
@@ -495,6 +500,7 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                     p = _place(a.value, params)
                     if p is not None:
                         out.add(p)
+                        places.other_written.add(p)
 
     for name, roles in zip(main_blocks, roots):
         d = decls.get(name)
@@ -520,6 +526,7 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                                         p = _place(a.value, params)
                                         if p is not None:
                                             out.add(p)
+                                            places.other_written.add(p)
     for a in top_actions:
         walk(a.body.stmts, {})
     return places
@@ -868,44 +875,54 @@ class FastCompiler(ProgramCompiler):
                 runs[-1].append(p)  # type: ignore[arg-type]
             elif runs[-1]:
                 runs.append([])
-        tail = max(runs, key=len)  # the longest run (the first of equal ones)
-        if not tail:
-            return None
+        longest = max(runs, key=len)  # the longest run (the first of equal ones)
         pparams = {parser.params[1].name: "hdr"}
         states = {st.name: st for st in parser.states}
-        starts: dict[tuple[str, ...], set[bool]] = {}
-        seen: set[tuple[str, int]] = set()
 
-        def walk(name: str, last: int) -> bool:
-            if name in ("accept", "reject") or (name, last) in seen:
-                return True
-            seen.add((name, last))
-            st = states.get(name)
-            if st is None:
-                return False
-            for x in st.stmts:
-                if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
-                        and x.call.func.name in ("extract", "advance"):
-                    p = _place(x.call.args[0].value, pparams) if x.call.args else None
-                    if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
-                        i = tail.index(p)
-                        if i <= last:
-                            return False
-                        starts.setdefault(p, set()).add(last < 0)
-                        last = i
-                    elif last >= 0:
-                        return False  # something else moves the parse inside the tail
-                elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
-                    return False  # a call inside the tail, or an extract nested in a statement
-            tr = st.transition
-            if tr is None:
-                return False
-            targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
-            return all(walk(t, last) for t in targets)
+        def starts_of(tail: list[tuple[str, ...]]) -> dict[tuple[str, ...], set[bool]] | None:
+            """For each header of ``tail``, whether its extract starts the tail (True),
+            follows another of it (False), or both; None when the parser does not
+            extract ``tail`` last, back to back, in emit order."""
+            starts: dict[tuple[str, ...], set[bool]] = {}
+            seen: set[tuple[str, int]] = set()
 
-        if not walk("start", -1) or any(v == {True, False} for v in starts.values()):
-            return None
-        return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+            def walk(name: str, last: int) -> bool:
+                if name in ("accept", "reject") or (name, last) in seen:
+                    return True
+                seen.add((name, last))
+                st = states.get(name)
+                if st is None:
+                    return False
+                for x in st.stmts:
+                    if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                            and x.call.func.name in ("extract", "advance"):
+                        p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                        if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
+                            i = tail.index(p)
+                            if i <= last:
+                                return False
+                            starts.setdefault(p, set()).add(last < 0)
+                            last = i
+                        elif last >= 0:
+                            return False  # something else moves the parse inside the tail
+                    elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
+                        return False  # a call inside the tail, or an extract nested in a statement
+                tr = st.transition
+                if tr is None:
+                    return False
+                targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+                return all(walk(t, last) for t in targets)
+
+            return starts if walk("start", -1) else None
+
+        # the run, or failing that the longest end of it that the parser extracts last
+        # (fabric.p4: its inner IPv6 header is followed by a verify, so UDP starts it)
+        for k in range(len(longest)):
+            tail = longest[k:]
+            starts = starts_of(tail)
+            if starts is not None and not any(v == {True, False} for v in starts.values()):
+                return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+        return None
 
     def start_local(self, path: tuple[str, ...]) -> str:
         # set by the extract only (set_with_validity): reading a field of a header
