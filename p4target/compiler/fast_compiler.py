@@ -66,6 +66,9 @@ MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast pa
 # a parser whose states, each pasted on every path into it, add up to at most this
 # many statements and transitions is pasted whole (no join states, see parser_joins)
 PASTE_PARSER_MAX = 400
+# the deparser rebuilds a written header's int from its written fields in groups of
+# fields at most this many bits apart (each group a short int, shifted once)
+EMIT_GROUP_BITS = 64
 
 # extern functions whose effect the fast path leaves to the general path
 _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
@@ -146,7 +149,7 @@ class Emit(Deferred):
     def render(self, fc: "FastCompiler") -> list[str]:
         full = (1 << self.t.width) - 1
         keep = full
-        parts = []
+        groups: list[list[tuple[str, int, int]]] = []  # (code, width, bits after it)
         after = self.t.width
         for n, ft in self.t.fields:
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
@@ -159,7 +162,21 @@ class Emit(Deferred):
             elif isinstance(ft, BitT) and ft.signed:
                 code = f"({code} & {ft.mask:#x})"
             keep &= ~(((1 << w) - 1) << after)
-            parts.append(f"({code} << {after})" if after else code)
+            g = groups[-1] if groups else None
+            if g is not None and g[0][1] + g[0][2] - after <= EMIT_GROUP_BITS:
+                g.append((code, w, after))
+            else:
+                groups.append([(code, w, after)])
+        parts = []
+        for g in groups:
+            # fields within EMIT_GROUP_BITS of each other are put together as a short
+            # int, then shifted into place once: a long int's shift or or costs by its
+            # length (nic.p4's IPv6 version..hop_limit: one shift of 64 bits, not six)
+            low = g[-1][2]
+            inner = " | ".join(f"({c} << {a - low})" if a > low else c for c, _w, a in g)
+            if len(g) > 1 and low:
+                inner = f"({inner})"
+            parts.append(f"({inner} << {low})" if low else inner)
         raw = fc.raw_local(self.path)
         if not parts:
             expr = raw
