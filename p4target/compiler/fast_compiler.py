@@ -647,6 +647,18 @@ def _calls(node: object, out: list[A.Call]) -> None:
                 _calls(getattr(node, name), out)
 
 
+def _assigns_first(st: A.Stmt, p: tuple[str, ...], params: dict[str, str]) -> bool:
+    """``st`` is a plain assignment of the whole of ``p`` that does not read it: a
+    fresh value right before it would be overwritten at once (fabric.p4's
+    ``meta.trim_enabled = 0;``)."""
+    if not (isinstance(st, A.Assign) and st.op is None and isinstance(st.target, (A.Member, A.Name))
+            and _place(st.target, params) == p):
+        return False
+    read: set[tuple[str, ...]] = set()
+    _mentions(st.value, params, read)
+    return not any(q[:len(p)] == p or p[:len(q)] == q for q in read)
+
+
 class LateInits:
     """Where a metadata field only one control names gets its fresh value: before
     the statement of that control's apply block that holds all the statements naming
@@ -1637,11 +1649,16 @@ class FastCompiler(ProgramCompiler):
             for code, km in zip(info.key_parts, mt.match_keys):
                 after -= km.bitwidth
                 parts.append(f"({code} << {after})" if after else f"({code})")
-            self.emit(f"{k} = {' | '.join(parts)}")
-            self.emit(f"for {e} in {look}:")
-            self.emit(f"    if {k} & {e}.mask == {e}.value:")
-            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
-            self.emit("        break")
+            # an empty table (fabric.p4's dscp_priority with no QoS map) packs no key:
+            # reading it has no effect, and its value cannot change the default
+            self.emit(f"if {look}:")
+            self.emit(f"    {k} = {' | '.join(parts)}")
+            self.emit(f"    for {e} in {look}:")
+            self.emit(f"        if {k} & {e}.mask == {e}.value:")
+            self.emit(f"            {r}_i, {r}_a, {r}_h = {e}.result")
+            self.emit("            break")
+            self.emit("    else:")
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {obj}._default")
             self.emit("else:")
             self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
             return
@@ -2240,7 +2257,8 @@ class FastCompiler(ProgramCompiler):
                 continue
             st = li.place(p, d.body.stmts)
             if st is not None:
-                self.late_at.setdefault(id(st), []).append(p)
+                if not _assigns_first(st, p, params):
+                    self.late_at.setdefault(id(st), []).append(p)
                 self.late_paths.add(p)
 
     # ---- the function -------------------------------------------------------------------------
@@ -2288,16 +2306,18 @@ def hash_bytes(parts: list[tuple[str, int]]) -> str:
             total += w
         if pad:
             code, total = f"({code} << {pad})", total + pad
-        chunks.append(f"{code}.to_bytes({total // 8}, 'big')")
+        chunks.append(f"{code}.to_bytes({total // 8})")
         acc, bits = [], 0
 
     for code, w in parts:
         if not bits and w >= 64 and w % 8 == 0:
-            chunks.append(f"({code}).to_bytes({w // 8}, 'big')")
+            chunks.append(f"({code}).to_bytes({w // 8})")
             continue
         acc.append((f"({code})", w))
         bits += w
         if bits % 8 == 0 and bits >= 64:
             flush(0)
     flush(-bits % 8)
-    return chunks[0] if len(chunks) == 1 else "b''.join((" + ", ".join(chunks) + ",))"
+    # to_bytes is big-endian by default (Python >= 3.11, as pyproject requires), and a
+    # few chunks are joined more cheaply by + than by b''.join of a tuple
+    return " + ".join(chunks)
