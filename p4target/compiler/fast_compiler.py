@@ -66,6 +66,9 @@ MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast pa
 # a parser whose states, each pasted on every path into it, add up to at most this
 # many statements and transitions is pasted whole (no join states, see parser_joins)
 PASTE_PARSER_MAX = 400
+# the deparser rebuilds a written header's int from its written fields in groups of
+# fields at most this many bits apart (each group a short int, shifted once)
+EMIT_GROUP_BITS = 64
 
 # extern functions whose effect the fast path leaves to the general path
 _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
@@ -146,7 +149,7 @@ class Emit(Deferred):
     def render(self, fc: "FastCompiler") -> list[str]:
         full = (1 << self.t.width) - 1
         keep = full
-        parts = []
+        groups: list[list[tuple[str, int, int]]] = []  # (code, width, bits after it)
         after = self.t.width
         for n, ft in self.t.fields:
             w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
@@ -159,7 +162,21 @@ class Emit(Deferred):
             elif isinstance(ft, BitT) and ft.signed:
                 code = f"({code} & {ft.mask:#x})"
             keep &= ~(((1 << w) - 1) << after)
-            parts.append(f"({code} << {after})" if after else code)
+            g = groups[-1] if groups else None
+            if g is not None and g[0][1] + g[0][2] - after <= EMIT_GROUP_BITS:
+                g.append((code, w, after))
+            else:
+                groups.append([(code, w, after)])
+        parts = []
+        for g in groups:
+            # fields within EMIT_GROUP_BITS of each other are put together as a short
+            # int, then shifted into place once: a long int's shift or or costs by its
+            # length (nic.p4's IPv6 version..hop_limit: one shift of 64 bits, not six)
+            low = g[-1][2]
+            inner = " | ".join(f"({c} << {a - low})" if a > low else c for c, _w, a in g)
+            if len(g) > 1 and low:
+                inner = f"({inner})"
+            parts.append(f"({inner} << {low})" if low else inner)
         raw = fc.raw_local(self.path)
         if not parts:
             expr = raw
@@ -447,6 +464,9 @@ class Places:
     revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
     invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
     copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
+    # assigned the literal 0 by a plain assignment / written any other way (fast_prune)
+    zero_written: set[tuple[str, ...]] = field(default_factory=set)
+    other_written: set[tuple[str, ...]] = field(default_factory=set)
 
 
 def written_places(program: A.Program, main_blocks: list[str]) -> Places:
@@ -465,6 +485,8 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                 p = _place(s.target, params)
                 if p is not None:
                     out.add(p)
+                    zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
+                    (places.zero_written if zero else places.other_written).add(p)
                 p = _place(s.value, params)
                 if p is not None:
                     places.copied.add(p)
@@ -495,6 +517,7 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                     p = _place(a.value, params)
                     if p is not None:
                         out.add(p)
+                        places.other_written.add(p)
 
     for name, roles in zip(main_blocks, roots):
         d = decls.get(name)
@@ -520,6 +543,7 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                                         p = _place(a.value, params)
                                         if p is not None:
                                             out.add(p)
+                                            places.other_written.add(p)
     for a in top_actions:
         walk(a.body.stmts, {})
     return places
@@ -621,6 +645,18 @@ def _calls(node: object, out: list[A.Call]) -> None:
         for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
             if name != "loc":
                 _calls(getattr(node, name), out)
+
+
+def _assigns_first(st: A.Stmt, p: tuple[str, ...], params: dict[str, str]) -> bool:
+    """``st`` is a plain assignment of the whole of ``p`` that does not read it: a
+    fresh value right before it would be overwritten at once (fabric.p4's
+    ``meta.trim_enabled = 0;``)."""
+    if not (isinstance(st, A.Assign) and st.op is None and isinstance(st.target, (A.Member, A.Name))
+            and _place(st.target, params) == p):
+        return False
+    read: set[tuple[str, ...]] = set()
+    _mentions(st.value, params, read)
+    return not any(q[:len(p)] == p or p[:len(q)] == q for q in read)
 
 
 class LateInits:
@@ -868,44 +904,54 @@ class FastCompiler(ProgramCompiler):
                 runs[-1].append(p)  # type: ignore[arg-type]
             elif runs[-1]:
                 runs.append([])
-        tail = max(runs, key=len)  # the longest run (the first of equal ones)
-        if not tail:
-            return None
+        longest = max(runs, key=len)  # the longest run (the first of equal ones)
         pparams = {parser.params[1].name: "hdr"}
         states = {st.name: st for st in parser.states}
-        starts: dict[tuple[str, ...], set[bool]] = {}
-        seen: set[tuple[str, int]] = set()
 
-        def walk(name: str, last: int) -> bool:
-            if name in ("accept", "reject") or (name, last) in seen:
-                return True
-            seen.add((name, last))
-            st = states.get(name)
-            if st is None:
-                return False
-            for x in st.stmts:
-                if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
-                        and x.call.func.name in ("extract", "advance"):
-                    p = _place(x.call.args[0].value, pparams) if x.call.args else None
-                    if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
-                        i = tail.index(p)
-                        if i <= last:
-                            return False
-                        starts.setdefault(p, set()).add(last < 0)
-                        last = i
-                    elif last >= 0:
-                        return False  # something else moves the parse inside the tail
-                elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
-                    return False  # a call inside the tail, or an extract nested in a statement
-            tr = st.transition
-            if tr is None:
-                return False
-            targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
-            return all(walk(t, last) for t in targets)
+        def starts_of(tail: list[tuple[str, ...]]) -> dict[tuple[str, ...], set[bool]] | None:
+            """For each header of ``tail``, whether its extract starts the tail (True),
+            follows another of it (False), or both; None when the parser does not
+            extract ``tail`` last, back to back, in emit order."""
+            starts: dict[tuple[str, ...], set[bool]] = {}
+            seen: set[tuple[str, int]] = set()
 
-        if not walk("start", -1) or any(v == {True, False} for v in starts.values()):
-            return None
-        return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+            def walk(name: str, last: int) -> bool:
+                if name in ("accept", "reject") or (name, last) in seen:
+                    return True
+                seen.add((name, last))
+                st = states.get(name)
+                if st is None:
+                    return False
+                for x in st.stmts:
+                    if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                            and x.call.func.name in ("extract", "advance"):
+                        p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                        if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
+                            i = tail.index(p)
+                            if i <= last:
+                                return False
+                            starts.setdefault(p, set()).add(last < 0)
+                            last = i
+                        elif last >= 0:
+                            return False  # something else moves the parse inside the tail
+                    elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
+                        return False  # a call inside the tail, or an extract nested in a statement
+                tr = st.transition
+                if tr is None:
+                    return False
+                targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+                return all(walk(t, last) for t in targets)
+
+            return starts if walk("start", -1) else None
+
+        # the run, or failing that the longest end of it that the parser extracts last
+        # (fabric.p4: its inner IPv6 header is followed by a verify, so UDP starts it)
+        for k in range(len(longest)):
+            tail = longest[k:]
+            starts = starts_of(tail)
+            if starts is not None and not any(v == {True, False} for v in starts.values()):
+                return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+        return None
 
     def start_local(self, path: tuple[str, ...]) -> str:
         # set by the extract only (set_with_validity): reading a field of a header
@@ -1603,11 +1649,16 @@ class FastCompiler(ProgramCompiler):
             for code, km in zip(info.key_parts, mt.match_keys):
                 after -= km.bitwidth
                 parts.append(f"({code} << {after})" if after else f"({code})")
-            self.emit(f"{k} = {' | '.join(parts)}")
-            self.emit(f"for {e} in {look}:")
-            self.emit(f"    if {k} & {e}.mask == {e}.value:")
-            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
-            self.emit("        break")
+            # an empty table (fabric.p4's dscp_priority with no QoS map) packs no key:
+            # reading it has no effect, and its value cannot change the default
+            self.emit(f"if {look}:")
+            self.emit(f"    {k} = {' | '.join(parts)}")
+            self.emit(f"    for {e} in {look}:")
+            self.emit(f"        if {k} & {e}.mask == {e}.value:")
+            self.emit(f"            {r}_i, {r}_a, {r}_h = {e}.result")
+            self.emit("            break")
+            self.emit("    else:")
+            self.emit(f"        {r}_i, {r}_a, {r}_h = {obj}._default")
             self.emit("else:")
             self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
             return
@@ -2206,7 +2257,8 @@ class FastCompiler(ProgramCompiler):
                 continue
             st = li.place(p, d.body.stmts)
             if st is not None:
-                self.late_at.setdefault(id(st), []).append(p)
+                if not _assigns_first(st, p, params):
+                    self.late_at.setdefault(id(st), []).append(p)
                 self.late_paths.add(p)
 
     # ---- the function -------------------------------------------------------------------------
@@ -2254,16 +2306,18 @@ def hash_bytes(parts: list[tuple[str, int]]) -> str:
             total += w
         if pad:
             code, total = f"({code} << {pad})", total + pad
-        chunks.append(f"{code}.to_bytes({total // 8}, 'big')")
+        chunks.append(f"{code}.to_bytes({total // 8})")
         acc, bits = [], 0
 
     for code, w in parts:
         if not bits and w >= 64 and w % 8 == 0:
-            chunks.append(f"({code}).to_bytes({w // 8}, 'big')")
+            chunks.append(f"({code}).to_bytes({w // 8})")
             continue
         acc.append((f"({code})", w))
         bits += w
         if bits % 8 == 0 and bits >= 64:
             flush(0)
     flush(-bits % 8)
-    return chunks[0] if len(chunks) == 1 else "b''.join((" + ", ".join(chunks) + ",))"
+    # to_bytes is big-endian by default (Python >= 3.11, as pyproject requires), and a
+    # few chunks are joined more cheaply by + than by b''.join of a tuple
+    return " + ".join(chunks)

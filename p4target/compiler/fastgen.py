@@ -34,9 +34,10 @@ def build_fast(program: A.Program, source: Path) -> FastSource | None:
     """The program's fast path, or None when it has none (``NoFast``, or anything
     else going wrong: the general path is always there)."""
     from p4target.compiler.fast_compiler import FastCompiler, NoFast
+    from p4target.compiler.fast_prune import prune_for_fast
 
     try:
-        fc = FastCompiler(program, source)
+        fc = FastCompiler(prune_for_fast(program), source)
         text, _model, _errors = fc.compile()
     except NoFast as e:
         log.debug("%s: no fast path (%s)", source, e)

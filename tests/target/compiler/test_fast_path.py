@@ -21,6 +21,7 @@ import pytest
 from mrc_traffic import fabric_entries, fabric_frames, nic_entries, nic_frames
 from p4target import Switch
 from p4target.compiler import CompiledProgram, compile_file, fast_compiler, fastgen
+from p4target.compiler.fast_prune import prune_for_fast
 from p4target.compiler.fastgen import FastSource
 from p4target.errors import EntryError
 from p4target.runtime.entries import Exact, Group, Lpm, Member, Optional, Range, Ternary
@@ -573,9 +574,10 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
     the fast path's initial values: meta.p (the start state's first statement),
     meta.a and meta.b (top of ingress, after a counter count); not meta.q (the
     parser read it), meta.c (read by its own assignment), meta.d (the count read it),
-    meta.e (after a table apply) or sm.egress_spec (likewise). meta.e and meta.g,
-    which only ingress names, get theirs right before the statement naming them
-    (meta.g's inside the branch that reads it)."""
+    meta.e (after a table apply) or sm.egress_spec (likewise). meta.g, which only
+    ingress names, gets its right before the statement naming it, inside the branch
+    that reads it; meta.e, which only ingress names too, none (the statement naming it
+    first assigns it)."""
     from p4target.frontend.lexer import tokenize
     from p4target.frontend.parser import parse_tokens
     from p4target.frontend.preprocessor import preprocess
@@ -591,8 +593,9 @@ def test_fields_assigned_first_get_no_fresh_value(tmp_path: Path) -> None:
     init = " ".join(lines[top:next(i for i in range(top, len(lines)) if lines[i].lstrip().startswith("if "))])
     assert "f_meta__q" in init and "f_meta__a" not in init and "f_meta__b" not in init
     assert "f_meta__e" not in init and "f_meta__g" not in init
-    at = {n: next(i for i, x in enumerate(lines) if x.strip() == f"f_meta__{n} = 0") for n in "eg"}
-    assert lines[at["e"] + 1].strip() == "f_meta__e = 5"
+    # meta.e's first statement assigns it without reading it: no fresh value before it
+    assert "f_meta__e = 0" not in [x.strip() for x in lines] and "f_meta__e = 5" in [x.strip() for x in lines]
+    at = {n: next(i for i, x in enumerate(lines) if x.strip() == f"f_meta__{n} = 0") for n in "g"}
     assert lines[at["g"] - 1].strip().startswith("if ") and "f_meta__g + 5" in lines[at["g"] + 1]
     for a, out in ((7, 7), (1, 5), (7, 7), (1, 5)):
         outs = [sw.inject(0, bytes([a]) + b"rest") for sw in sws]
@@ -615,17 +618,22 @@ def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_frame_tail_of_the_mrc_programs() -> None:
-    """fabric.p4's deparser ends with headers nothing changes, which the parser
-    extracts last and in emit order: the fast path emits them as the frame's bytes
-    from BTH (or ICMPv6) on. nic.p4 answers neighbour solicitations by writing ICMPv6
+    """fabric.p4's deparser ends with headers nothing changes on the fast path (its
+    trimming rewrites UDP, but only before a truncate, where the fast path gives up),
+    which the parser extracts last and in emit order: the fast path emits them as the
+    frame's bytes from UDP (or ICMPv6) on; the inner IPv6 header before them is not
+    changed either, but a verify follows its extract. nic.p4 answers neighbour solicitations by writing ICMPv6
     and adding the NDP option, so its run of such headers is UDP..PROBE, before
     them."""
-    fc = fast_compiler.FastCompiler(program("p4src/fabric.p4", True)._fast_builder.args[0], ROOT / "p4src/fabric.p4")
+    fc = fast_compiler.FastCompiler(prune_for_fast(program("p4src/fabric.p4", True)._fast_builder.args[0]),
+                                    ROOT / "p4src/fabric.p4")
     fc.compile()
     tail, starts, at_end = fc.frame_tail()
-    assert [p[1] for p in tail] == ["bth", "reth", "immdt", "aeth", "sack", "probe", "icmpv6", "ndp", "ndp_option"]
-    assert starts == {("hdr", "bth"), ("hdr", "icmpv6")} and at_end
-    nc = fast_compiler.FastCompiler(program("p4src/nic.p4", True)._fast_builder.args[0], ROOT / "p4src/nic.p4")
+    assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe", "icmpv6", "ndp",
+                                    "ndp_option"]
+    assert starts == {("hdr", "udp"), ("hdr", "icmpv6")} and at_end
+    nc = fast_compiler.FastCompiler(prune_for_fast(program("p4src/nic.p4", True)._fast_builder.args[0]),
+                                    ROOT / "p4src/nic.p4")
     nc.compile()
     tail, starts, at_end = nc.frame_tail()
     assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe"]
@@ -637,11 +645,11 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     assert "f_hdr__ethernet___v" not in fc.names.values()
     # counters: rx_port is counted by ingress's first statement (no -1, no test);
     # tx_port by a statement of egress's body (most packets: a local); the drop
-    # counters, inside branches, go to the _cn list
+    # counters, inside branches, go to the _cn list (trimmed is counted after the
+    # truncate: never on the fast path)
     assert fc.count_mode("X_FabricIngress_rx_port") == "always"
     assert fc.count_mode("X_FabricEgress_tx_port") == "local"
-    assert {fc.count_mode(x) for x in ("X_FabricIngress_drops", "X_FabricEgress_drops",
-                                       "X_FabricEgress_trimmed")} == {"list"}
+    assert {fc.count_mode(x) for x in ("X_FabricIngress_drops", "X_FabricEgress_drops")} == {"list"}
 
 
 SHARED_TEST_PROGRAM = """
