@@ -97,6 +97,7 @@ class Device:
             sw.set_queue_depth(port, depth)
         for port, rate in self.queue_rate.items():
             sw.set_queue_rate(port, rate)
+        sw.bind_fast_path()
         with self.lock:
             self.switch = sw
         settle_heap()

@@ -166,3 +166,18 @@ def test_load_leaves_the_program_out_of_later_collections_and_frees_the_old_one(
     dev.load(L3)
     assert old() is None
     assert not any(o is dev.switch for o in gc.get_objects())
+
+
+def test_a_loaded_program_takes_its_first_frame_on_the_fast_path():
+    """Device.load binds the fast path at once (a bare Switch binds it at the first
+    frame, which then takes the general path): no first-packet code generation in a
+    live network."""
+    from p4target import Switch
+
+    bare = Switch.load(L3)
+    bare.inject(1, ipv6_frame())
+    assert bare.fast_packets == 0  # the lazy binding this test tells apart
+    dev = Device(device_id=3)
+    dev.load(L3)
+    dev.switch.inject(1, ipv6_frame())
+    assert dev.switch.fast_packets == 1
