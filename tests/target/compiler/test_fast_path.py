@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from fast_toggle import compiled
 from mrc_traffic import fabric_entries, fabric_frames, nic_entries, nic_frames
 from p4target import Switch
-from p4target.compiler import CompiledProgram, compile_file, fast_compiler, fastgen
+from p4target.compiler import CompiledProgram, compile_file, fast_compiler
 from p4target.compiler.fast_prune import prune_for_fast
 from p4target.compiler.fastgen import FastSource
 from p4target.errors import EntryError
@@ -75,15 +76,6 @@ ROUTER6 = "bench/p4/router6.p4"
 MY_MAC = 0x020000000002
 ROUTED = bytes.fromhex("fcbbbb00010000000000000000000000")
 HOST = bytes.fromhex("fcbbbb000100000000000000000000aa")
-
-
-def compiled(path: Path, fast: bool):
-    saved = fastgen.FAST_PATH
-    fastgen.FAST_PATH = fast
-    try:
-        return compile_file(path)
-    finally:
-        fastgen.FAST_PATH = saved
 
 
 _CACHE: dict[tuple[str, bool], object] = {}

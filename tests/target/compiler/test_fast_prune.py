@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fast_toggle import compiled
+
 from p4target import Switch
-from p4target.compiler import compile_file, fastgen
 from p4target.compiler.fast_prune import prune_for_fast, zero_places
 from p4target.runtime.entries import Exact
 
@@ -71,14 +72,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 def switches(tmp_path: Path) -> list[Switch]:
     src = tmp_path / "prune.p4"
     src.write_text(PROGRAM)
-    saved = fastgen.FAST_PATH
-    try:
-        progs = []
-        for fast in (True, False):
-            fastgen.FAST_PATH = fast
-            progs.append(compile_file(src))
-    finally:
-        fastgen.FAST_PATH = saved
+    progs = [compiled(src, fast) for fast in (True, False)]
     sws = [Switch(p, seed=3) for p in progs]
     for sw in sws:
         sw.table_add("I.flags", {"hdr.h.op": Exact(3)}, "I.set_flag", {"v": 1})

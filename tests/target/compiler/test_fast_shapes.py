@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fast_toggle import compiled
+
 from p4target import Switch
-from p4target.compiler import compile_file, fastgen
 from p4target.runtime.entries import Ternary
 
 PROGRAM = """
@@ -53,14 +54,7 @@ def header(n1: int, w1: int, n2: int, w2: int, n3: int, k: int) -> bytes:
 def test_empty_table_grouped_rebuild_and_late_value(tmp_path: Path) -> None:
     src = tmp_path / "shapes.p4"
     src.write_text(PROGRAM)
-    saved = fastgen.FAST_PATH
-    try:
-        progs = []
-        for fast in (True, False):
-            fastgen.FAST_PATH = fast
-            progs.append(compile_file(src))
-    finally:
-        fastgen.FAST_PATH = saved
+    progs = [compiled(src, fast) for fast in (True, False)]
     sws = [Switch(p, seed=1) for p in progs]
     for sw in sws:
         sw.inject(0, header(0, 0, 0, 0, 0, 0))  # binds the fast path (general path)
