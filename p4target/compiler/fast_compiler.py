@@ -49,6 +49,7 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterator
 
 from p4target.compiler.expressions import V, lit
 from p4target.compiler.naming import pyfield, pyident
@@ -549,25 +550,30 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
     return places
 
 
-def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
-    """Every packet-state place ``node`` (any AST node) names, read or written (a
-    whole header or struct counts as all its fields)."""
+def _places_in(node: object, params: dict[str, str]) -> Iterator[tuple[str, ...]]:
+    """Each packet-state place ``node`` (any AST node) names, read or written, once per
+    mention (a whole header or struct counts as all its fields)."""
     if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
         p = _place(node, params)
         if p is not None:
-            out.add(p)
+            yield p
         while isinstance(node, (A.Member, A.Index, A.Slice)):  # run-time indexes, slice bounds
             if isinstance(node, A.Index):
-                _mentions(node.index, params, out)
+                yield from _places_in(node.index, params)
             node = node.obj
         return
     if isinstance(node, list):
         for x in node:
-            _mentions(x, params, out)
+            yield from _places_in(x, params)
     elif hasattr(node, "__dataclass_fields__"):
         for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
             if name != "loc":
-                _mentions(getattr(node, name), params, out)
+                yield from _places_in(getattr(node, name), params)
+
+
+def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
+    """Every packet-state place ``node`` names, read or written, added to ``out``."""
+    out.update(_places_in(node, params))
 
 
 def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str, ...]]:
@@ -616,22 +622,8 @@ def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str,
 
 def _count_places(node: object, params: dict[str, str], out: dict[tuple[str, ...], int]) -> None:
     """How many times ``node`` (any AST node) names each packet-state place."""
-    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
-        p = _place(node, params)
-        if p is not None:
-            out[p] = out.get(p, 0) + 1
-        while isinstance(node, (A.Member, A.Index, A.Slice)):
-            if isinstance(node, A.Index):
-                _count_places(node.index, params, out)
-            node = node.obj
-        return
-    if isinstance(node, list):
-        for x in node:
-            _count_places(x, params, out)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            if name != "loc":
-                _count_places(getattr(node, name), params, out)
+    for p in _places_in(node, params):
+        out[p] = out.get(p, 0) + 1
 
 
 def _calls(node: object, out: list[A.Call]) -> None:
