@@ -173,55 +173,38 @@ class Device:
         """``receive_batch`` without the last step: the frames' outputs to ports are
         returned, in order, for the caller to transmit (netio writes them into its
         transmit rings with no call per frame); packet-ins and digests are delivered
-        to their listeners as ``receive`` does, outside the lock."""
-        outs: list[tuple[int, bytes]] = []
+        to their listeners as ``receive`` does, outside the lock. Without digest
+        listeners the switch runs the whole batch in one call
+        (``Switch.inject_batch``), which is netio's path for every frame."""
         cpu = self.cpu_port
         with self.lock:
             sw = self.switch
             self.rx_frames += len(frames)
             if sw is None:
                 self.dropped_no_pipeline += len(frames)
-                return outs
-            inject = sw.inject
+                return []
             if not self._digest:
-                # the usual case: one output per frame, not to the CPU port
+                outs = sw.inject_batch(port, frames, lambda _f, e: self._frame_failed(port, e))
                 results = None
-                for frame in frames:
-                    try:
-                        r = inject(port, frame)
-                    except Exception:  # noqa: BLE001 - one bad frame must not stop the device
-                        self.errors += 1
-                        log.exception("device %d: frame from port %d dropped: pipeline failed",
-                                      self.device_id, port)
-                        continue
-                    if not r:
-                        continue
-                    if len(r) == 1 and r[0][0] != cpu and results is None:
-                        outs.append(r[0])
-                    else:  # several outputs or one to the CPU: sorted out below
-                        if results is None:
-                            results = [(outs, None)]
-                            outs = []
-                        results.append((r, None))
-                if results is None:
-                    self.tx_frames += len(outs)
-                    return outs
-                if outs:
-                    results.append((outs, None))
-                outs = []
             else:
+                outs = []
                 results = []
                 for frame in frames:
                     try:
-                        r = inject(port, frame)
+                        r = sw.inject(port, frame)
                         digests = sw.digests()
-                    except Exception:  # noqa: BLE001 - one bad frame must not stop the device
-                        self.errors += 1
-                        log.exception("device %d: frame from port %d dropped: pipeline failed",
-                                      self.device_id, port)
+                    except Exception as e:  # noqa: BLE001 - one bad frame must not stop the device
+                        self._frame_failed(port, e)
                         continue
                     if r or digests:
                         results.append((r, digests))
+        if results is None:
+            if cpu is not None and cpu in {p for p, _ in outs}:
+                results = [(outs, None)]
+                outs = []
+            else:
+                self.tx_frames += len(outs)
+                return outs
         for outputs, digests in results:
             for out_port, data in outputs:
                 if cpu is not None and out_port == cpu:
@@ -233,6 +216,12 @@ class Device:
             if digests:
                 self._deliver_digests(digests)
         return outs
+
+    def _frame_failed(self, port: int, e: Exception) -> None:
+        """One frame's pipeline run raised: count it and log it; the others go on."""
+        self.errors += 1
+        log.error("device %d: frame from port %d dropped: pipeline failed", self.device_id,
+                  port, exc_info=e)
 
     def poll(self) -> float | None:
         """Let rate-limited queues send what the clock allows now; returns the seconds

@@ -21,7 +21,7 @@ from collections import Counter as _Counter
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from p4target.errors import EntryError, P4Error
 from p4target.model import ProgramModel
@@ -510,6 +510,99 @@ class Switch:
         out = self._out
         self._out = []
         return out
+
+    def inject_batch(self, port: int, frames: Iterable[bytes],
+                     failed: Callable[[bytes, Exception], None] | None = None
+                     ) -> list[tuple[int, bytes]]:
+        """``inject`` for each of ``frames`` (all arriving on ``port``), in order: the
+        outputs of all of them, in order, and the same counters and state as calling
+        ``inject`` frame by frame.
+
+        Why: netio's receive rings hand frames over in batches, and for a frame the
+        fast path takes, the checks and lookups ``inject`` makes around it (the
+        queues, the port, the clock, the counters) cost a quarter as much as the
+        fast path of fabric.p4 itself; here they are made once per batch, and the
+        receive counters are added up at the end. A frame the fast path does not
+        take (and every frame when the fast path cannot be used: none bound yet, a
+        shaped port, the port down) goes through ``inject`` itself, which runs the
+        fast path again (it changes nothing when it declines) and then the general
+        path. If ``inject`` raises for a frame, ``failed(frame, exception)`` is
+        called and the batch goes on; without ``failed`` the exception propagates.
+        """
+        out = self._out
+        self._out = []
+        fast = self._batch_fast(port)
+        taken = taken_bytes = 0
+        if fast is not None:
+            self._stats(port)  # made first, as inject does (the dict keeps that order)
+        stats = self.port_stats
+        down = self._down
+        tm = self.tm
+        cpu = self.cpu_port
+        keep_packet_in = self.packet_ins.append
+        add = out.append
+        real_time = self._real_time
+        clock = real_time and self._fast_clock
+        t0 = self._t0_ns
+        last_port = -1
+        s_out = None
+        try:
+            for frame in frames:
+                if fast is not None:
+                    data = frame if type(frame) is bytes else bytes(frame)
+                    now = ((_monotonic_ns() - t0) // 1000 if clock else 0) if real_time else self._vnow_us
+                    try:
+                        r = fast(data, port, now)
+                    except Exception:  # noqa: BLE001 - inject below reports it as it always did
+                        r = None
+                    if r is not None:  # as in inject
+                        taken += 1
+                        taken_bytes += len(data)
+                        out_port, data = r
+                        if data is None:
+                            self._drop("ingress_drop", port)
+                        elif out_port in down:
+                            self._drop("port_down", out_port)
+                        else:
+                            if out_port != last_port:
+                                s_out = stats.get(out_port)
+                                if s_out is None:
+                                    s_out = self._stats(out_port)
+                                last_port = out_port
+                            s_out.tx_packets += 1
+                            s_out.tx_bytes += len(data)
+                            if out_port == cpu:
+                                keep_packet_in(data)
+                            add((out_port, data))
+                        if tm.queued:
+                            self._run()
+                            out += self._out
+                            self._out = []
+                        continue
+                try:
+                    out += self.inject(port, frame)
+                except Exception as e:
+                    if failed is None:
+                        raise
+                    failed(frame, e)
+                fast = self._batch_fast(port)  # the first frame binds it, for one
+                clock = real_time and self._fast_clock
+        finally:
+            if taken:  # a frame from port was seen before these, so its stats exist
+                s_in = self.port_stats[port]
+                s_in.rx_packets += taken
+                s_in.rx_bytes += taken_bytes
+                self.fast_packets += taken
+        return out
+
+    def _batch_fast(self, port: int) -> Callable | None:
+        """The fast path ``inject_batch`` may call directly for frames from ``port``,
+        or None if every frame must go through ``inject`` (see there)."""
+        fast = self._fast
+        if (fast is None or self.tm.limited or self._inq or self._egq or type(port) is not int
+                or not 0 <= port < DROP_PORT or port in self._down or fast == self._first_fast):
+            return None
+        return fast
 
     def bind_fast_path(self) -> None:
         """Generate and bind the fast path now instead of at the first frame.

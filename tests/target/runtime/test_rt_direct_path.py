@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from scapy.layers.inet6 import IPv6, UDP
+from scapy.layers.l2 import Ether
+
 from test_rt_v1switch import (
     ASSERT, CLONE_E2E, CLONE_I2E, DIGEST, EGRESS_DROP, FWD, HASH, MARK_TO_DROP, MCAST, METER,
     PRIORITY, RECIRC, RESUBMIT, RESUBMIT_FOREVER, SPEC_511, TABLE, TRUNCATE, frame,
@@ -135,7 +138,8 @@ def untimed(data: bytes) -> bytes:
     return data[:38] + data[46:]
 
 
-def test_device_receive_batch_equals_receive(program) -> None:
+@pytest.mark.parametrize("digest_listener", [True, False])  # without one: Switch.inject_batch
+def test_device_receive_batch_equals_receive(program, digest_listener) -> None:
     from p4target.device import Device
 
     results = []
@@ -149,7 +153,8 @@ def test_device_receive_batch_equals_receive(program) -> None:
         out, pins, digs = [], [], []
         dev.output_sink = lambda p, d: out.append((p, untimed(d)))
         dev.add_packet_in_listener(lambda d: pins.append(untimed(d)))
-        dev.add_digest_listener(lambda name, rows: digs.append((name, rows)))
+        if digest_listener:
+            dev.add_digest_listener(lambda name, rows: digs.append((name, rows)))
         frames = [f for p, f in FRAMES if p == 1] + [frame(FWD, arg=9)] + [frame(DIGEST, arg=2)]
         if batched:
             dev.receive_batch(1, frames)
@@ -158,5 +163,109 @@ def test_device_receive_batch_equals_receive(program) -> None:
                 dev.receive(1, f)
         results.append((out, pins, digs, dev.rx_frames, dev.tx_frames, dev.errors, dict(sw.drops)))
     assert results[0] == results[1]
-    assert results[0][1]  # the cpu port got something
-    assert results[0][2]  # and a digest was delivered
+    assert results[0][0] and results[0][1]  # ports and the cpu port got something
+    assert bool(results[0][2]) == digest_listener  # and a digest was delivered
+
+
+def test_device_process_batch_counts_a_failing_frame_and_goes_on(program) -> None:
+    from p4target.device import Device
+
+    dev = Device()
+    dev.load(program)
+    assert dev.process_batch(600, [frame(FWD, arg=2), frame(FWD, arg=2)]) == []  # no port 600
+    assert dev.errors == 2 and dev.rx_frames == 2
+    assert [p for p, _ in dev.process_batch(1, [frame(FWD, arg=2)])] == [2]  # and works on
+
+
+def runs_by_port(frames):
+    """Consecutive frames from the same port, as netio hands them over: [(port, [frame])]."""
+    runs: list[tuple[int, list[bytes]]] = []
+    for port, f in frames:
+        if runs and runs[-1][0] == port:
+            runs[-1][1].append(f)
+        else:
+            runs.append((port, [f]))
+    return runs
+
+
+@pytest.mark.parametrize("shaped", [False, True])
+def test_inject_batch_equals_inject_frame_by_frame(program, shaped) -> None:
+    one, batch = configured(program), configured(program)
+    if shaped:
+        for sw in (one, batch):
+            sw.set_queue_rate(2, 1000)
+    frames = [(1, f) for _, f in FRAMES] + FRAMES + [(1, frame(FWD, arg=2, val=v)) for v in range(5)]
+    for port, run in runs_by_port(frames):
+        want = [o for f in run for o in one.inject(port, f)]
+        got = batch.inject_batch(port, run)
+        assert observed(batch, got) == observed(one, want), [f.hex() for f in run]
+        assert one.fast_packets == batch.fast_packets
+    assert one.drops and one.port_stats[2].tx_packets >= (1 if shaped else 5)  # forwarded and dropped
+
+
+FABRIC = Path(__file__).resolve().parents[3] / "p4src" / "fabric.p4"
+# uN: my uSID 0x100; the next one, 0x102, leaves on port 2 (as bench/target_veth.py)
+FABRIC_ENTRIES = """\
+add my_sid hdr.ipv6.dst_addr:0xfcbbbb00010000000000000000000000/48 usid_un()
+add usid_fwd hdr.ipv6.dst_addr:0xfcbbbb00010200000000000000000000/48 fwd(port:2, dmac:0x020000000b02)
+add port_mac standard_metadata.egress_port:2 set_src_mac(mac:0x020000000a02)
+"""
+
+
+def fabric_switch(tmp_path: Path, **kw):
+    from p4target import Switch
+    from p4target.cli import apply_commands
+
+    sw = Switch.load(FABRIC, **kw)
+    (tmp_path / "fabric.stf").write_text(FABRIC_ENTRIES)
+    apply_commands(sw, tmp_path / "fabric.stf")
+    sw.bind_fast_path()
+    return sw
+
+
+def un_frame(hlim: int = 64, payload: bytes = b"\0" * 34) -> bytes:
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:0a:01")
+                 / IPv6(src="fd00:0:1:1::2", dst="fcbb:bb00:100:102:e001::", hlim=hlim)
+                 / UDP(sport=49152, dport=4791) / payload)
+
+
+@pytest.mark.parametrize("real_time", [False, True])
+def test_fabric_inject_batch_takes_the_fast_path_and_equals_inject(tmp_path, real_time) -> None:
+    import random
+
+    rng = random.Random(13)
+    good = un_frame()
+    frames = [good, un_frame(hlim=1), good[:20], good[:60], b"", good]
+    for _ in range(200):  # mutated uN frames: some the fast path takes, some not
+        b = bytearray(good)
+        for _ in range(rng.randrange(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        frames.append(bytes(b[:rng.choice([len(b), len(b), rng.randrange(len(b))])]))
+    one = fabric_switch(tmp_path, real_time=real_time)
+    batch = fabric_switch(tmp_path, real_time=real_time)
+    want = []
+    for f in frames:
+        want += one.inject(1, f)
+    got = []
+    for i in range(0, len(frames), 64):
+        got += batch.inject_batch(1, frames[i:i + 64])
+    assert observed(batch, got) == observed(one, want)
+    assert one.fast_packets == batch.fast_packets
+    assert 0 < batch.fast_packets < len(frames)  # both paths were taken
+    # the uN shift: the next uSID moves up, the frame leaves on port 2 with its MACs set
+    assert got[0] == (2, bytes.fromhex("020000000b02" "020000000a02") + good[12:21] + bytes([63])
+                      + good[22:38] + bytes.fromhex("fcbbbb000102e0010000000000000000") + good[54:])
+    counters = [(sw.counter_read("FabricIngress.rx_port", 1), sw.counter_read("FabricEgress.tx_port", 2),
+                 [sw.counter_read("FabricIngress.drops", i) for i in range(8)]) for sw in (one, batch)]
+    assert counters[0] == counters[1]
+    assert counters[1][0][0] == len(frames)  # fabric.p4 counts every frame in, first thing
+    assert counters[1][1][0] == sum(1 for p, _ in got if p == 2) > 2
+
+
+def test_inject_batch_reports_a_failing_frame_and_goes_on(program) -> None:
+    sw = configured(program)
+    failed: list[tuple[bytes, type]] = []
+    out = sw.inject_batch(600, [frame(FWD, arg=2), b"xx"], lambda f, e: failed.append((f, type(e))))
+    assert out == [] and [f for f, _ in failed] == [frame(FWD, arg=2), b"xx"]
+    with pytest.raises(Exception):
+        sw.inject_batch(600, [frame(FWD, arg=2)])
