@@ -650,7 +650,7 @@ class NetIO:
             p.ring_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
                                    struct.pack("ll", 0, 50_000))
             p.tx_ring = TxRing(p.ring_sock, ring_layout(
-                TX_DATA_OFFSET + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
+                TX_DATA_OFFSET + VNET_HDR_LEN + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
             self._set_mtu(p, p.mtu)  # longer frames go the plain way: the kernel says why
         except OSError as e:
             self._no_rings(p, e)
@@ -1019,8 +1019,7 @@ class NetIO:
     def _set_mtu(self, p: _Port, mtu: int) -> None:
         p.mtu = mtu
         if p.tx_ring is not None:
-            room = p.tx_ring.layout.frame_size - TX_DATA_OFFSET
-            p.tx_ring.max_len = min(room, mtu + ETH_HLEN)
+            p.tx_ring.max_len = min(p.tx_ring.room, mtu + ETH_HLEN)
 
     def _follow(self, p: _Port, ifindex: int | None, up: bool) -> None:
         """Bring port ``p`` in line with its interface: reopen it if the interface was

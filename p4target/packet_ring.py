@@ -32,6 +32,7 @@ sizes keep it to about 2.5 MB per port at MTU 1500 (8 MB with a 9000-byte MTU).
 
 from __future__ import annotations
 
+import array
 import errno
 import logging
 import mmap
@@ -48,6 +49,7 @@ PACKET_STATISTICS = 6
 PACKET_COPY_THRESH = 7
 PACKET_VERSION = 10
 PACKET_TX_RING = 13
+PACKET_VNET_HDR = 15
 PACKET_LOSS = 14
 TPACKET_V2 = 1
 
@@ -79,6 +81,8 @@ SLL_PKTTYPE_OFFSET = TPACKET2_HDR_SIZE + 10
 # PACKET_TX_HAS_OFF.
 TX_DATA_OFFSET = TPACKET2_HDR_SIZE
 VNET_HDR_LEN = 10
+# a transmitted frame up to this long is copied whole into the kernel's packet (TxRing)
+LINEAR_MAX = 2048
 ETH_HLEN = 14
 PACKET_OUTGOING = 4
 MAX_FRAME = 65535
@@ -158,7 +162,9 @@ class RxRing:
                              mmap.PROT_READ | mmap.PROT_WRITE)
         self._words = memoryview(self.map).cast("I")
         self._half = memoryview(self.map).cast("H")
-        self._offsets = [i * layout.frame_size for i in range(layout.frame_nr)]
+        self._slot_words = layout.frame_size >> 2
+        self._status = [i * self._slot_words for i in range(layout.frame_nr)]  # tp_status words
+        self._zeros = memoryview(array.array("I", bytes(4 * layout.frame_nr)))
         self._next = 0
         self.truncated = 0  # frames larger than a slot the kernel could not queue whole
         self.ignored = 0  # our own transmissions (kernels without PACKET_IGNORE_OUTGOING)
@@ -177,31 +183,33 @@ class RxRing:
         words = self._words
         half = self._half
         mm = self.map
-        offsets = self._offsets
+        slots = self._status
+        nr = len(slots)
         start = self._next
-        end = min(len(offsets), start + limit)  # a call stops at the end of the ring
+        end = min(nr, start + limit)  # a call stops at the end of the ring
         mask = _PLAIN_VNET if self.vnet else TP_STATUS_USER | TP_STATUS_COPY
         outgoing = self.filter_outgoing
         add = out.append
-        for off in offsets[start:end]:
-            w = off >> 2
+        for w in slots[start:end]:  # w: the slot's tp_status word (its offset / 4)
             status = words[w]
             if status & mask != TP_STATUS_USER:  # not ours yet, or not a plain frame
                 if not status & TP_STATUS_USER:
-                    end = off // self.layout.frame_size
+                    end = w // self._slot_words
                     break
-                self._special(off, status, out, offloaded)
-            elif outgoing and mm[off + SLL_PKTTYPE_OFFSET] == PACKET_OUTGOING:
+                self._special(w << 2, status, out, offloaded)
+            elif outgoing and mm[(w << 2) + SLL_PKTTYPE_OFFSET] == PACKET_OUTGOING:
                 self.ignored += 1
             else:
                 snap = words[w + 2]
-                mac = off + half[(off >> 1) + 6]  # tp_mac
                 if snap == words[w + 1]:
+                    mac = (w << 2) + half[w + w + 6]  # tp_mac
                     add(mm[mac: mac + snap])
                 else:  # larger than a slot and not queued whole: lost
                     self.truncated += 1
-            words[w] = 0  # TP_STATUS_KERNEL: the slot is the kernel's again
-        self._next = 0 if end == len(offsets) else end
+        if end > start:  # TP_STATUS_KERNEL: the slots are the kernel's again, in one copy
+            step = self._slot_words
+            words[start * step: end * step: step] = self._zeros[:end - start]
+        self._next = 0 if end == nr else end
         return end - start
 
     def _special(self, off: int, status: int, out: list[bytes],
@@ -238,12 +246,14 @@ class RxRing:
     def close(self) -> None:
         self._words.release()
         self._half.release()
+        self._zeros.release()
         self.map.close()
 
 
 class TxRing:
-    """A transmit ring on ``sock`` (a bound AF_PACKET socket without a virtio-net
-    header). ``put`` fills slots, ``flush`` has the kernel send them with one call.
+    """A transmit ring on ``sock`` (a bound AF_PACKET socket of its own, without a
+    virtio-net header: the ring sets one up). ``put`` fills slots, ``flush`` has the
+    kernel send them with one call.
 
     Only one thread may use a ring: netio's loop. A slot stays the kernel's until the
     frame in it is freed (for a veth, once the peer has taken it), so ``put`` says
@@ -251,6 +261,14 @@ class TxRing:
     then flushes and sends that frame another way. The kernel takes frames in ring
     order from where it stopped, so the frames put and not yet taken are always the
     ``pending`` slots that follow ``first``.
+
+    Each frame goes after a virtio-net header whose ``hdr_len`` is the frame's length
+    (up to LINEAR_MAX), which makes the kernel copy the whole frame into the packet
+    it builds. Without it the kernel copies only the Ethernet header and points the
+    packet at the ring's page for the rest, and a veth, which must not hand a
+    receiver memory the sender may rewrite, then allocates a page per frame and
+    copies the rest into it: about 0.13 us more per frame (of 0.6) on this
+    project's kernel. A kernel that refuses the header gets plain frames.
     """
 
     def __init__(self, sock: socket.socket, layout: RingLayout) -> None:
@@ -260,17 +278,31 @@ class TxRing:
         # ring; netio keeps frames the kernel would refuse out of it (max_len)
         sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)
         sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
+            self.vnet = True
+        except OSError:
+            self.vnet = False
         sock.setsockopt(SOL_PACKET, PACKET_TX_RING, layout.req())
         self.map = mmap.mmap(sock.fileno(), layout.size, mmap.MAP_SHARED,
                              mmap.PROT_READ | mmap.PROT_WRITE)
         self._words = memoryview(self.map).cast("I")
-        self._offsets = [i * layout.frame_size for i in range(layout.frame_nr)]
+        self._half = memoryview(self.map).cast("H")
+        fs = layout.frame_size
+        self._status = [i * fs >> 2 for i in range(layout.frame_nr)]  # tp_status word
+        # where each slot's frame starts, and its virtio-net header's hdr_len (in
+        # 16-bit units; the rest of the header stays zero: no checksum, no GSO)
+        head = VNET_HDR_LEN if self.vnet else 0
+        self._data = [i * fs + TX_DATA_OFFSET + head for i in range(layout.frame_nr)]
+        self._hdr_len = [(i * fs + TX_DATA_OFFSET + 2) >> 1 for i in range(layout.frame_nr)]
+        self._head = head
         self._nr = layout.frame_nr
         self._next = 0  # the slot the next put uses
         self.first = 0  # the first slot put and not taken by the kernel yet
         self.pending = 0  # how many: first, first + 1, ... (modulo the ring)
-        # the longest frame put takes: the slot's room, or less (netio: the MTU)
-        self.max_len = layout.frame_size - TX_DATA_OFFSET
+        # the longest frame a slot has room for, and the longest put takes (netio: the MTU)
+        self.room = fs - TX_DATA_OFFSET - head
+        self.max_len = self.room
 
     def put(self, frame: bytes) -> bool:
         """Write ``frame`` into the next slot and mark it to send; False if the slot
@@ -282,30 +314,51 @@ class TxRing:
         """``put`` for ``outputs[i]``, ``outputs[i + 1]``, ... (pairs of a port and a
         frame) as long as they are for ``port`` and go in; returns the index of the
         first one not put. This is netio's path for every frame, so everything is in
-        locals."""
+        locals and looked up in lists made once."""
         j = self._next
-        offsets = self._offsets
+        status = self._status
+        data = self._data
         words = self._words
         mm = self.map
         nr = self._nr
         max_len = self.max_len
         k = i
-        for out_port, frame in outputs[i:] if i else outputs:
-            if out_port != port:
-                break
-            off = offsets[j]
-            w = off >> 2
-            n = len(frame)
-            if words[w] or not ETH_HLEN <= n <= max_len:
-                break
-            start = off + TX_DATA_OFFSET
-            mm[start: start + n] = frame
-            words[w + 1] = n  # tp_len
-            words[w] = TP_STATUS_SEND_REQUEST
-            j += 1
-            if j == nr:
-                j = 0
-            k += 1
+        if self.vnet:
+            half = self._half
+            hdr_len = self._hdr_len
+            head = self._head
+            for out_port, frame in outputs[i:] if i else outputs:
+                if out_port != port:
+                    break
+                w = status[j]
+                n = len(frame)
+                if words[w] or not ETH_HLEN <= n <= max_len:
+                    break
+                start = data[j]
+                mm[start: start + n] = frame
+                half[hdr_len[j]] = n if n <= LINEAR_MAX else 0
+                words[w + 1] = n + head  # tp_len
+                words[w] = TP_STATUS_SEND_REQUEST
+                j += 1
+                if j == nr:
+                    j = 0
+                k += 1
+        else:
+            for out_port, frame in outputs[i:] if i else outputs:
+                if out_port != port:
+                    break
+                w = status[j]
+                n = len(frame)
+                if words[w] or not ETH_HLEN <= n <= max_len:
+                    break
+                start = data[j]
+                mm[start: start + n] = frame
+                words[w + 1] = n  # tp_len
+                words[w] = TP_STATUS_SEND_REQUEST
+                j += 1
+                if j == nr:
+                    j = 0
+                k += 1
         if k != i:
             if not self.pending:
                 self.first = self._next
@@ -328,14 +381,14 @@ class TxRing:
         except OSError as e:
             err = e
         words = self._words
-        offsets = self._offsets
+        status = self._status
         nr = self._nr
         first = self.first
-        if words[offsets[(first + n - 1) % nr] >> 2] != TP_STATUS_SEND_REQUEST:
+        if words[status[(first + n - 1) % nr]] != TP_STATUS_SEND_REQUEST:
             self.pending = 0  # the last one was taken, so all were
             return n, None
         taken = 0
-        while taken < n and words[offsets[(first + taken) % nr] >> 2] != TP_STATUS_SEND_REQUEST:
+        while taken < n and words[status[(first + taken) % nr]] != TP_STATUS_SEND_REQUEST:
             taken += 1
         self.first = (first + taken) % nr
         self.pending = n - taken
@@ -347,11 +400,12 @@ class TxRing:
         uses the first of them, where the kernel will look next. Returns how many."""
         n = self.pending
         for k in range(n):
-            self._words[self._offsets[(self.first + k) % self._nr] >> 2] = TP_STATUS_AVAILABLE
+            self._words[self._status[(self.first + k) % self._nr]] = TP_STATUS_AVAILABLE
         self._next = self.first
         self.pending = 0
         return n
 
     def close(self) -> None:
         self._words.release()
+        self._half.release()
         self.map.close()
