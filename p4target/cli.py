@@ -73,6 +73,22 @@ def _queue_spec(kind: str, cast: type) -> Any:
     return parse
 
 
+RX_RING_FRAMES_MIN, RX_RING_FRAMES_MAX = 64, 65536
+
+
+def _ring_frames(text: str) -> int:
+    """``--rx-ring-frames``: a whole number of receive ring slots per port."""
+    try:
+        n = int(text, 10)
+    except ValueError:
+        n = -1
+    if not RX_RING_FRAMES_MIN <= n <= RX_RING_FRAMES_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a whole number of receive ring slots per port from "
+            f"{RX_RING_FRAMES_MIN} to {RX_RING_FRAMES_MAX} (default 4096)")
+    return n
+
+
 def _cpu_spec(text: str) -> int | str:
     """``--cpu``: ``auto``, ``any`` or a CPU number."""
     from p4target.p4runtime.placement import parse_cpu
@@ -172,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-rings", action="store_true",
                    help="read and write frames with one system call each instead of "
                    "PACKET_MMAP rings (slower; for comparison)")
+    r.add_argument("--rx-ring-frames", type=_ring_frames, default=None, metavar="N",
+                   help="slots of each port's receive ring (64 to 65536; default 4096, fewer "
+                   "for jumbo MTUs): a slot holds one frame of up to the MTU (2 KB at MTU "
+                   "1500, kernel memory locked while the switch runs), and the ring is what "
+                   "holds a burst the switch cannot take at once, so fewer slots save "
+                   "memory and lose the end of larger bursts")
     common_p4(r)
     for p in (c, s, r):
         p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
@@ -264,6 +286,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--commands needs a program at start; drop --no-p4")
     if args.no_grpc and args.cpu is not None:
         raise UsageError("--cpu places the P4Runtime server's threads; drop it with --no-grpc")
+    if args.no_rings and args.rx_ring_frames is not None:
+        raise UsageError("--rx-ring-frames sizes the receive rings; drop it with --no-rings")
     if args.no_grpc and args.no_p4:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
                          "drop --no-grpc")
@@ -292,7 +316,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.commands is not None:
         apply_commands(device.switch, args.commands)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
-                  promisc=not args.no_promisc, rings=not args.no_rings)
+                  promisc=not args.no_promisc, rings=not args.no_rings,
+                  rx_ring_frames=args.rx_ring_frames)
     netio.open()
     server = None
     try:

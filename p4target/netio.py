@@ -482,13 +482,16 @@ class NetIO:
 
     ``rings=False`` reads and writes with one system call per frame instead of
     PACKET_MMAP rings (``p4target run --no-rings``): for comparison, and the way a
-    port goes by itself if its rings cannot be set up.
+    port goes by itself if its rings cannot be set up. ``rx_ring_frames`` is the
+    number of slots of each receive ring (``--rx-ring-frames``), rounded up to fill
+    whole blocks; None: RX_RING_FRAMES, fewer for jumbo MTUs so that a ring stays
+    within RX_RING_BYTES.
     """
 
     def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
                  netns: str | None = None, poll_interval: float = 1.0,
                  promisc: bool = True, finish_checksums: bool = True,
-                 rings: bool = True, rx_ring_frames: int = RX_RING_FRAMES,
+                 rings: bool = True, rx_ring_frames: int | None = None,
                  tx_ring_frames: int = TX_RING_FRAMES) -> None:
         if not ports:
             raise P4Error("no ports: give at least one -i PORT@IFACE")
@@ -497,6 +500,8 @@ class NetIO:
         if dup:
             raise P4Error(f"interface {sorted(dup)[0]} is given for more than one port; "
                           "give each interface once")
+        if rx_ring_frames is not None and rx_ring_frames < 1:
+            raise P4Error(f"rx_ring_frames {rx_ring_frames}: a receive ring needs at least one slot")
         self.device = device
         self.netns = netns
         self.poll_interval = poll_interval
@@ -543,7 +548,8 @@ class NetIO:
             dev.set_port_status(p.number, p.up)
         log.info("device %d: ports %s", getattr(dev, "device_id", 0),
                  ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
-                           f"{' (PACKET_MMAP rings)' if p.rx_ring else ' (one system call per frame)'}"
+                           + (f" (PACKET_MMAP rings, {p.rx_ring.layout.frame_nr} receive slots)"
+                              if p.rx_ring else " (one system call per frame)")
                            for n, p in self.ports.items()))
 
     def _open_all(self) -> None:
@@ -621,7 +627,9 @@ class NetIO:
 
         def add_rx_ring(sock: socket.socket) -> None:
             slot = rx_slot_size(p.mtu)
-            frames = max(64, min(self.rx_ring_frames, RX_RING_BYTES // slot))  # jumbo MTUs
+            frames = self.rx_ring_frames
+            if frames is None:  # the default: at most RX_RING_BYTES (fewer slots for jumbo MTUs)
+                frames = max(64, min(RX_RING_FRAMES, RX_RING_BYTES // slot))
             try:
                 p.rx_ring = RxRing(sock, ring_layout(slot, frames), vnet=p.vnet,
                                    filter_outgoing=not ignores_outgoing(sock))

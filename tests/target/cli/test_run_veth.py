@@ -113,13 +113,52 @@ def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path, io):
     assert code == 0, err
     assert "Traceback" not in err
     assert "device 4" in err
-    how = "(one system call per frame)" if io == "no-rings" else "(PACKET_MMAP rings)"
+    how = ("(one system call per frame)" if io == "no-rings"
+           else "(PACKET_MMAP rings, 4096 receive slots)")
     assert f"1@p4ta1 {how}" in err and f"3@p4tc1 {how}" in err
     assert "port 3: rx 0 tx 1 tx_errors 0 rx_dropped 0" in err
     assert not (tmp_path / "sw.pid").exists()
     ins = read_pcap(tmp_path / "pcap" / "p4ta1_in.pcap")
     outs = read_pcap(tmp_path / "pcap" / "p4tc1_out.pcap")
     assert len(ins) == 4 and len(outs) == 1
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("slots", [None, 64])
+def test_rx_ring_frames_is_the_burst_a_stopped_switch_holds(lab, tmp_path, slots):
+    """A burst of 1,000 frames arrives while the switch is stopped (SIGSTOP): its
+    receive ring holds what it has slots for, the kernel drops and counts the rest,
+    and once it runs again the switch forwards what the ring held. With the default
+    4,096 slots the whole burst comes out; with --rx-ring-frames 64, the first 64."""
+    extra = [] if slots is None else ["--rx-ring-frames", str(slots)]
+    p = start(lab, tmp_path, "--log-level", "info", *extra)
+    burst = [frame("fcbb:bb00:100::1") + i.to_bytes(4, "big") + bytes(900) for i in range(1000)]
+    try:
+        assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
+        assert p.poll() is None, p.communicate()[1]
+        from p4target.netio import open_interface_socket
+
+        a = lab.socket("p4ta0")
+        c = open_interface_socket("p4tc0", lab.ns, rcvbuf=32 << 20)
+        lab.socks.append(c)
+        pid = int((tmp_path / "sw.pid").read_text())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for f in burst:
+                a.send(f)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        got = recv_frames(c, timeout=3.0, want=len(burst))
+        assert recv_frames(c, timeout=0.3) == []
+    finally:
+        code, err = stop(p)
+    assert code == 0, err
+    held = 1000 if slots is None else 64
+    assert f"1@p4ta1 (PACKET_MMAP rings, {4096 if slots is None else 64} receive slots)" in err
+    # in order, the first ones: routed to port 3 with the hop limit one less
+    assert [Ether(f)[IPv6].hlim for f in got] == [63] * held
+    assert [f[-904:-900] for f in got] == [i.to_bytes(4, "big") for i in range(held)]
+    assert f"port 1: rx {held} tx 0 tx_errors 0 rx_dropped {1000 - held}" in err
 
 
 @pytest.mark.root
@@ -196,6 +235,11 @@ def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
     (["--queue-rate", "1=0"], "more than 0 packets/s"),
     (["--queue-depth", "1=-1"], "0 packets or more"),
     (["--queue-rate", "1"], "PORT=RATE"),
+    (["--rx-ring-frames", "63"], "--rx-ring-frames: '63': give a whole number of receive ring slots"),
+    (["--rx-ring-frames", "65537"], "from 64 to 65536"),
+    (["--rx-ring-frames", "many"], "from 64 to 65536"),
+    (["--rx-ring-frames", "1e3"], "from 64 to 65536"),
+    (["--rx-ring-frames", "256", "--no-rings"], "--rx-ring-frames sizes the receive rings; drop it"),
 ])
 def test_bad_queue_options_are_usage_errors(argv, what, capsys):
     from p4target.cli import main
