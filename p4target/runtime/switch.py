@@ -511,7 +511,7 @@ class Switch:
         self._out = []
         return out
 
-    def inject_batch(self, port: int, frames: Iterable[bytes],
+    def inject_batch(self, port: int, frames: list[bytes],
                      failed: Callable[[bytes, Exception], None] | None = None
                      ) -> list[tuple[int, bytes]]:
         """``inject`` for each of ``frames`` (all arriving on ``port``), in order: the
@@ -522,42 +522,44 @@ class Switch:
         fast path takes, the checks and lookups ``inject`` makes around it (the
         queues, the port, the clock, the counters) cost a quarter as much as the
         fast path of fabric.p4 itself; here they are made once per batch, and the
-        receive counters are added up at the end. A frame the fast path does not
-        take (and every frame when the fast path cannot be used: none bound yet, a
-        shaped port, the port down) goes through ``inject`` itself, which runs the
-        fast path again (it changes nothing when it declines) and then the general
-        path. If ``inject`` raises for a frame, ``failed(frame, exception)`` is
-        called and the batch goes on; without ``failed`` the exception propagates.
+        counters are added up at the end. A frame the fast path does not take (and
+        every frame when the fast path cannot be used: none bound yet, a shaped
+        port or packets waiting in a queue, the port down) goes through ``inject``
+        itself, which runs the fast path again (it changes nothing when it
+        declines) and then the general path. If ``inject`` raises for a frame,
+        ``failed(frame, exception)`` is called and the batch goes on; without
+        ``failed`` the exception propagates.
         """
         out = self._out
         self._out = []
         fast = self._batch_fast(port)
-        taken = taken_bytes = 0
         if fast is not None:
             self._stats(port)  # made first, as inject does (the dict keeps that order)
         stats = self.port_stats
         down = self._down
-        tm = self.tm
         cpu = self.cpu_port
         keep_packet_in = self.packet_ins.append
         add = out.append
-        real_time = self._real_time
-        clock = real_time and self._fast_clock
+        # the fast path's clock: read per frame if it reads the time, else fixed
+        clock = self._real_time and self._fast_clock
         t0 = self._t0_ns
+        now = 0 if self._real_time else self._vnow_us
+        # frames inject took (it counts them itself), the output port whose counts
+        # are being added up, and those counts
+        taken = general = general_bytes = 0
         last_port = -1
-        s_out = None
+        tx = tx_bytes = 0
         try:
             for frame in frames:
                 if fast is not None:
                     data = frame if type(frame) is bytes else bytes(frame)
-                    now = ((_monotonic_ns() - t0) // 1000 if clock else 0) if real_time else self._vnow_us
+                    if clock:
+                        now = (_monotonic_ns() - t0) // 1000
                     try:
                         r = fast(data, port, now)
                     except Exception:  # noqa: BLE001 - inject below reports it as it always did
                         r = None
                     if r is not None:  # as in inject
-                        taken += 1
-                        taken_bytes += len(data)
                         out_port, data = r
                         if data is None:
                             self._drop("ingress_drop", port)
@@ -565,20 +567,23 @@ class Switch:
                             self._drop("port_down", out_port)
                         else:
                             if out_port != last_port:
-                                s_out = stats.get(out_port)
-                                if s_out is None:
-                                    s_out = self._stats(out_port)
+                                if tx:
+                                    s = stats[last_port]
+                                    s.tx_packets += tx
+                                    s.tx_bytes += tx_bytes
+                                    tx = tx_bytes = 0
+                                if out_port not in stats:
+                                    self._stats(out_port)
                                 last_port = out_port
-                            s_out.tx_packets += 1
-                            s_out.tx_bytes += len(data)
+                            tx += 1
+                            tx_bytes += len(data)
                             if out_port == cpu:
                                 keep_packet_in(data)
-                            add((out_port, data))
-                        if tm.queued:
-                            self._run()
-                            out += self._out
-                            self._out = []
+                            add(r)
+                        taken += 1
                         continue
+                general += 1
+                general_bytes += len(frame)
                 try:
                     out += self.inject(port, frame)
                 except Exception as e:
@@ -586,12 +591,18 @@ class Switch:
                         raise
                     failed(frame, e)
                 fast = self._batch_fast(port)  # the first frame binds it, for one
-                clock = real_time and self._fast_clock
+                clock = self._real_time and self._fast_clock
         finally:
+            if tx:
+                s = stats[last_port]
+                s.tx_packets += tx
+                s.tx_bytes += tx_bytes
             if taken:  # a frame from port was seen before these, so its stats exist
-                s_in = self.port_stats[port]
-                s_in.rx_packets += taken
-                s_in.rx_bytes += taken_bytes
+                s = stats[port]
+                s.rx_packets += taken
+                # the frames seen are the first taken + general ones (all, unless one raised)
+                seen = frames if taken + general == len(frames) else frames[:taken + general]
+                s.rx_bytes += sum(map(len, seen)) - general_bytes
                 self.fast_packets += taken
         return out
 
@@ -599,8 +610,10 @@ class Switch:
         """The fast path ``inject_batch`` may call directly for frames from ``port``,
         or None if every frame must go through ``inject`` (see there)."""
         fast = self._fast
-        if (fast is None or self.tm.limited or self._inq or self._egq or type(port) is not int
-                or not 0 <= port < DROP_PORT or port in self._down or fast == self._first_fast):
+        tm = self.tm
+        if (fast is None or tm.limited or tm.queued or self._inq or self._egq
+                or type(port) is not int or not 0 <= port < DROP_PORT or port in self._down
+                or fast == self._first_fast):
             return None
         return fast
 
