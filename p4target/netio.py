@@ -7,7 +7,9 @@ stays set when the process ends), run through the device, and the outputs writte
 on the output port's interface. Frames the socket sees because we sent them
 (``PACKET_OUTGOING``) are ignored.
 
-A system call per frame each way costs more than the rest of the I/O, so each port
+Each port is a ``RingPort`` (``p4target/ring_port.py``) or, with ``rings=False``,
+a ``SocketPort`` (``p4target/socket_port.py``); netio is the loop over them. A
+system call per frame each way costs more than the rest of the I/O, so a ring port
 has a receive ring and a transmit ring (``p4target.packet_ring``): frames are
 copied out of shared memory with no call into the kernel, handed to the device in
 batches, and its outputs written into the output ports' transmit rings, flushed with
@@ -28,14 +30,15 @@ under the same name is reopened.
 
 Hosts on the other end of a veth offload their TCP/UDP checksums: the frames they
 send carry only a partial sum that a NIC would finish. The sockets ask the kernel for
-the virtio-net header of every frame (PACKET_VNET_HDR) and netio finishes such sums,
-as a NIC would, before the pipeline sees the frame; frames that a sender's
+the virtio-net header of every frame (PACKET_VNET_HDR) and the ports finish such sums
+(``p4target/offloads.py``), as a NIC would, before the pipeline sees the frame; frames that a sender's
 segmentation offload (TCP TSO, UDP GSO) left as one super-frame are cut into the
 frames a NIC would have sent (other GSO kinds are dropped and counted, with a hint to
 turn the offload off: ``ethtool -K IFACE tso off gso off``).
 
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
-and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format.
+and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format
+(``p4target/pcap.py``). Namespaces, interfaces and raw sockets: ``p4target/linux_net.py``.
 
 Everything runs in one thread (``run()``; the rings, and epoll over the sockets,
 the netlink socket and a wake-up pipe), because the pipeline is Python and a thread
@@ -44,12 +47,9 @@ two cores costs tens of microseconds). The loop sleeps in epoll only when no rin
 had a frame in the last round. ``stop()`` may be called from a signal handler or
 another thread.
 """
-
 from __future__ import annotations
 
-import ctypes
 import errno
-import fcntl
 import logging
 import os
 import select
@@ -57,424 +57,33 @@ import socket
 import struct
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from p4target.errors import P4Error
-from p4target.packet_ring import (TX_DATA_OFFSET, RxRing, TxRing, kernel_drops, ring_layout,
-                                  rx_slot_size)
+# what tools and tests use from here (the homes of these are linux_net and pcap)
+from p4target.linux_net import (IFF_RUNNING, IFF_UP, in_netns, interface_index, interface_mtu,
+                                interface_up, open_interface_socket, rtattr, rtattr_string)
+from p4target.packet_ring import TxRing
+from p4target.pcap import PcapWriter, read_pcap
+from p4target.ring_port import RX_RING_FRAMES, TX_RING_FRAMES, RingPort
+from p4target.socket_port import PortStats, SocketPort
+
+__all__ = ["NetIO", "PcapWriter", "PortStats", "RX_RING_FRAMES", "TX_RING_FRAMES", "in_netns",
+           "open_interface_socket", "read_pcap"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-# Linux constants (linux/if_packet.h, linux/if.h, linux/rtnetlink.h, linux/sockios.h)
-ETH_P_ALL = 0x0003
-SOL_PACKET = 263
-PACKET_ADD_MEMBERSHIP = 1
-PACKET_MR_PROMISC = 1
-PACKET_OUTGOING = 4
-PACKET_IGNORE_OUTGOING = 23
-PACKET_VNET_HDR = 15
-VNET_HDR_LEN = 10  # struct virtio_net_hdr: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset
-VNET_F_NEEDS_CSUM = 1
-VNET_GSO_TCPV4 = 1
-VNET_GSO_TCPV6 = 4
-VNET_GSO_UDP_L4 = 5
-VNET_GSO_ECN = 0x80
-SIOCGIFFLAGS = 0x8913
-SIOCGIFINDEX = 0x8933
-SIOCGIFMTU = 0x8921
-IFF_UP = 0x1
-IFF_RUNNING = 0x40
+# rtnetlink (linux/rtnetlink.h, linux/if_link.h)
 NETLINK_ROUTE = 0
 RTMGRP_LINK = 0x1
 RTM_NEWLINK = 16
 RTM_DELLINK = 17
 IFLA_IFNAME = 3
 IFLA_MTU = 4
-CLONE_NEWNET = 0x40000000
 
-MAX_FRAME = 65535
-ETH_HLEN = 14
 _BATCH = 64  # frames handed to the device at once (it holds its lock meanwhile)
 _RING_BATCH = 256  # frames taken from one receive ring before looking at the others
-RX_RING_FRAMES = 4096  # slots per port (2 KB each at MTU 1500: 8 MB of kernel memory): a burst the
-# switch cannot take at once waits here, as in the 4 MB socket buffer of the plain path
-# (a 5,000-frame burst of 1 KB frames: 1,024 slots let 1,088 through, 4,096 let 4,408)
-TX_RING_FRAMES = 256
-RX_RING_BYTES = 8 << 20  # at most, per port (fewer slots for jumbo MTUs)
-
-
-# ------------------------------------------------------------------------------ pcap
-
-
-class PcapWriter:
-    """Writes frames to a classic pcap file (microsecond timestamps, Ethernet).
-
-    The format is a 24-byte global header (magic 0xa1b2c3d4, version 2.4, snaplen,
-    link type 1 = Ethernet) and, per frame, a 16-byte record header (seconds,
-    microseconds, captured length, original length) followed by the bytes; all in
-    this machine's byte order, which readers detect from the magic.
-    """
-
-    MAGIC = 0xA1B2C3D4
-    LINKTYPE_ETHERNET = 1
-
-    def __init__(self, path: Path | str, snaplen: int = MAX_FRAME) -> None:
-        self.path = Path(path)
-        self.snaplen = snaplen
-        self._f = open(self.path, "wb")  # noqa: SIM115 - closed by close()
-        self._f.write(struct.pack("=IHHiIII", self.MAGIC, 2, 4, 0, 0, snaplen,
-                                  self.LINKTYPE_ETHERNET))
-        self.count = 0
-        self.dirty = False
-
-    def write(self, frame: bytes, timestamp: float | None = None) -> None:
-        ts = time.time() if timestamp is None else timestamp
-        sec = int(ts)
-        usec = int(round((ts - sec) * 1e6))
-        if usec >= 1_000_000:
-            sec, usec = sec + 1, usec - 1_000_000
-        cap = frame[: self.snaplen]
-        self._f.write(struct.pack("=IIII", sec, usec, len(cap), len(frame)))
-        self._f.write(cap)
-        self.count += 1
-        self.dirty = True
-
-    def flush(self) -> None:
-        if self.dirty and not self._f.closed:
-            self._f.flush()
-            self.dirty = False
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-
-
-def read_pcap(path: Path | str) -> list[tuple[float, bytes]]:
-    """Read a classic pcap file (either byte order, usec or nsec) -> [(time, frame)]."""
-    data = Path(path).read_bytes()
-    if len(data) < 24:
-        raise P4Error("not a pcap file (shorter than its header)", str(path))
-    for endian in ("<", ">"):
-        magic = struct.unpack(endian + "I", data[:4])[0]
-        if magic in (0xA1B2C3D4, 0xA1B23C4D):
-            scale = 1e-6 if magic == 0xA1B2C3D4 else 1e-9
-            break
-    else:
-        raise P4Error("not a pcap file (bad magic number)", str(path))
-    out: list[tuple[float, bytes]] = []
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, caplen, _ = struct.unpack(endian + "IIII", data[off: off + 16])
-        off += 16
-        out.append((sec + frac * scale, data[off: off + caplen]))
-        off += caplen
-    return out
-
-
-# -------------------------------------------------------------- namespaces, interfaces
-
-
-def in_netns(netns: str | None, fn: Callable[[], T]) -> T:
-    """Call ``fn`` with the calling thread inside network namespace ``netns``
-    (``/run/netns/NAME`` as ``ip netns add`` makes it, or a path).
-
-    Sockets keep the namespace they were created in, so a program (or a test) can
-    open sockets in a namespace without running in it: the switch to the namespace
-    happens in a short-lived thread, so the caller's own namespace never changes.
-    """
-    if not netns:
-        return fn()
-    path = netns if "/" in netns else f"/run/netns/{netns}"
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                if libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns({path}): {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=worker, name=f"netns-{netns}")
-    t.start()
-    t.join()
-    if "error" in box:
-        err = box["error"]
-        if isinstance(err, FileNotFoundError) and err.filename == path:
-            raise P4Error(f"network namespace {netns!r} does not exist ({path})") from None
-        raise err
-    return box["value"]
-
-
-def _ifreq(name: str, payload: bytes = b"") -> bytes:
-    return struct.pack("16s", name.encode()) + payload.ljust(24, b"\0")
-
-
-def interface_index(ctl: socket.socket, name: str) -> int | None:
-    """ifindex of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
-    try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFINDEX, _ifreq(name))
-    except OSError as e:
-        if e.errno in (errno.ENODEV, errno.ENXIO):
-            return None
-        raise
-    return struct.unpack("i", res[16:20])[0]
-
-
-def interface_up(ctl: socket.socket, name: str) -> bool | None:
-    """True if ``name`` is administratively up and has its link (IFF_UP and
-    IFF_RUNNING), False if not, None if it does not exist."""
-    try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFFLAGS, _ifreq(name))
-    except OSError as e:
-        if e.errno in (errno.ENODEV, errno.ENXIO):
-            return None
-        raise
-    flags = struct.unpack("H", res[16:18])[0]
-    return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
-
-
-def interface_mtu(ctl: socket.socket, name: str) -> int | None:
-    """MTU of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
-    try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFMTU, _ifreq(name))
-    except OSError as e:
-        if e.errno in (errno.ENODEV, errno.ENXIO):
-            return None
-        raise
-    return struct.unpack("i", res[16:20])[0]
-
-
-def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
-                       rcvbuf: int = 4 << 20, vnet_hdr: bool = False,
-                       before_bind: Callable[[socket.socket], None] | None = None) -> socket.socket:
-    """A raw socket for every frame on one interface (bound, promiscuous, deaf to its
-    own transmissions). With ``vnet_hdr`` every frame read or written carries a
-    10-byte virtio-net header first (see ``complete_checksum``). ``before_bind`` is
-    called with the socket set up but not bound (a receive ring goes on there).
-
-    The socket is made with protocol 0, which receives nothing, and only the bind
-    to the interface starts the frames: none from other interfaces lands in its
-    queue in between, and with a ring every frame goes into the ring."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    try:
-        if vnet_hdr:
-            s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
-        try:
-            s.setsockopt(socket.SOL_SOCKET, 33, rcvbuf)  # SO_RCVBUFFORCE (root)
-        except OSError:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        try:
-            s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-        except OSError:
-            pass  # kernels before 4.20: outgoing frames are filtered by pkttype below
-        if before_bind is not None:
-            before_bind(s)
-        s.bind((name, ETH_P_ALL))
-        if promisc:
-            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
-            s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
-    except BaseException:
-        s.close()
-        raise
-    return s
-
-
-def open_transmit_socket(name: str) -> socket.socket:
-    """A raw socket that only sends on interface ``name`` (protocol 0: it receives
-    nothing), without a virtio-net header."""
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    try:
-        s.bind((name, 0))
-    except BaseException:
-        s.close()
-        raise
-    return s
-
-
-def open_interface_socket(name: str, netns: str | None = None, promisc: bool = True,
-                          rcvbuf: int = 1 << 20) -> socket.socket:
-    """A raw socket on interface ``name`` of network namespace ``netns`` (None: ours).
-
-    For tools and tests that send and watch frames on a switch's links: resolves the
-    interface index inside the namespace, then opens it like a switch port.
-    """
-
-    def opener() -> socket.socket:
-        ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            idx = interface_index(ctl, name)
-        finally:
-            ctl.close()
-        if idx is None:
-            raise P4Error(f"interface {name!r} does not exist in namespace {netns or 'of this process'}")
-        return open_packet_socket(name, idx, promisc=promisc, rcvbuf=rcvbuf)
-
-    return in_netns(netns, opener)
-
-
-def complete_checksum(frame: bytes, csum_start: int, csum_offset: int) -> bytes:
-    """Finish a checksum the sender's kernel left to the NIC (CHECKSUM_PARTIAL).
-
-    A host stack sending on a veth offloads its TCP/UDP checksum: the frame leaves
-    with only the pseudo-header sum in the checksum field, and the virtio-net header
-    says where the sum starts and where it goes. A real NIC would finish it; frames
-    the switch forwards must carry the finished sum or the receiving host drops
-    them. Ones'-complement sum from ``csum_start`` to the end, folded, inverted
-    (0 is sent as 0xffff, which TCP and UDP receivers both accept)."""
-    end = len(frame)
-    where = csum_start + csum_offset
-    if csum_start >= end or where + 2 > end:
-        return frame
-    region = frame[csum_start:]
-    if len(region) % 2:
-        region += b"\0"
-    total = int.from_bytes(region, "big")
-    # fold the big number 16 bits at a time: sum of 16-bit words modulo 0xffff
-    total = total % 0xFFFF if total else 0
-    csum = (~total) & 0xFFFF
-    if csum == 0:
-        csum = 0xFFFF
-    return frame[:where] + csum.to_bytes(2, "big") + frame[where + 2:]
-
-
-def _csum(data: bytes) -> int:
-    """Internet checksum (ones' complement of the ones'-complement sum of 16-bit
-    words); a zero result is given as 0xffff, which TCP and UDP both accept."""
-    if len(data) % 2:
-        data += b"\0"
-    total = int.from_bytes(data, "big") % 0xFFFF if data else 0
-    return ((~total) & 0xFFFF) or 0xFFFF
-
-
-def segment_gso(frame: bytes, gso_type: int, gso_size: int, l4: int) -> list[bytes] | None:
-    """Cut a TCP (TSO) or UDP (USO) super-frame into frames of ``gso_size`` payload
-    bytes each, as the sending NIC would: lengths, IPv4 ids and header checksums,
-    TCP sequence numbers and flags (FIN/PSH on the last segment only, CWR on the
-    first only) and full TCP/UDP checksums. None if the frame is not one of these
-    (it is then dropped by the caller)."""
-    if gso_size <= 0 or gso_type not in (VNET_GSO_TCPV4, VNET_GSO_TCPV6, VNET_GSO_UDP_L4):
-        return None
-    l3 = 14
-    etype = int.from_bytes(frame[12:14], "big")
-    while etype in (0x8100, 0x88A8) and len(frame) >= l3 + 4:  # VLAN tags in the frame
-        etype = int.from_bytes(frame[l3 + 2: l3 + 4], "big")
-        l3 += 4
-    if etype == 0x0800 and len(frame) >= l3 + 20:
-        v4 = True
-        src_dst = frame[l3 + 12: l3 + 20]
-    elif etype == 0x86DD and len(frame) >= l3 + 40:
-        v4 = False
-        src_dst = frame[l3 + 8: l3 + 40]
-    else:
-        return None
-    tcp = gso_type != VNET_GSO_UDP_L4
-    proto = 6 if tcp else 17
-    if tcp:
-        if len(frame) < l4 + 20:
-            return None
-        l4_len = (frame[l4 + 12] >> 4) * 4
-    else:
-        l4_len = 8
-    if l4_len < (20 if tcp else 8) or len(frame) < l4 + l4_len or l4 < l3:
-        return None
-    head = frame[:l4]
-    l4_hdr = frame[l4: l4 + l4_len]
-    payload = frame[l4 + l4_len:]
-    seq = int.from_bytes(l4_hdr[4:8], "big") if tcp else 0
-    ip_id = int.from_bytes(head[l3 + 4: l3 + 6], "big") if v4 else 0
-    out: list[bytes] = []
-    n = (len(payload) + gso_size - 1) // gso_size or 1
-    for i in range(n):
-        chunk = payload[i * gso_size: (i + 1) * gso_size]
-        seg_l4_len = l4_len + len(chunk)
-        h = bytearray(head)
-        if v4:
-            h[l3 + 2: l3 + 4] = (l4 - l3 + seg_l4_len).to_bytes(2, "big")
-            h[l3 + 4: l3 + 6] = ((ip_id + i) & 0xFFFF).to_bytes(2, "big")
-            ihl = (h[l3] & 0x0F) * 4
-            h[l3 + 10: l3 + 12] = b"\0\0"
-            h[l3 + 10: l3 + 12] = _csum(bytes(h[l3: l3 + ihl])).to_bytes(2, "big")
-            pseudo = src_dst + bytes((0, proto)) + seg_l4_len.to_bytes(2, "big")
-        else:
-            h[l3 + 4: l3 + 6] = (l4 - l3 - 40 + seg_l4_len).to_bytes(2, "big")
-            pseudo = src_dst + seg_l4_len.to_bytes(4, "big") + bytes((0, 0, 0, proto))
-        t = bytearray(l4_hdr)
-        if tcp:
-            t[4:8] = ((seq + i * gso_size) & 0xFFFFFFFF).to_bytes(4, "big")
-            if i < n - 1:
-                t[13] &= ~0x09 & 0xFF  # FIN, PSH only on the last segment
-            if i > 0:
-                t[13] &= ~0x80 & 0xFF  # CWR only on the first
-            t[16:18] = b"\0\0"
-            t[16:18] = _csum(pseudo + bytes(t) + chunk).to_bytes(2, "big")
-        else:
-            t[4:6] = seg_l4_len.to_bytes(2, "big")
-            t[6:8] = b"\0\0"
-            t[6:8] = _csum(pseudo + bytes(t) + chunk).to_bytes(2, "big")
-        out.append(bytes(h) + bytes(t) + chunk)
-    return out
-
-
-def ignores_outgoing(sock: socket.socket) -> bool:
-    """True if the kernel keeps our own transmissions off this socket
-    (PACKET_IGNORE_OUTGOING took effect), so frames need no per-frame check."""
-    try:
-        return sock.getsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING) == 1
-    except OSError:
-        return False
-
-
-# ------------------------------------------------------------------------------ NetIO
-
-
-@dataclass
-class PortStats:
-    rx: int = 0
-    tx: int = 0
-    tx_errors: int = 0
-    ignored: int = 0
-    # frames that arrived but never reached the pipeline: the kernel found the
-    # receive ring (or queue) full, or a frame was larger than a ring slot and could
-    # not be queued whole (PACKET_STATISTICS, read every poll interval and at close)
-    rx_dropped: int = 0
-
-
-class _Port:
-    def __init__(self, number: int, name: str) -> None:
-        self.number = number
-        self.name = name
-        self.ifindex: int | None = None
-        self.sock: socket.socket | None = None
-        self.up = False
-        self.stats = PortStats()
-        self.pcap_in: PcapWriter | None = None
-        self.pcap_out: PcapWriter | None = None
-        self.kernel_filters_outgoing = False
-        self.gso_dropped = 0
-        self.gso_segmented = 0
-        self.vnet = False
-        self.mtu = 1500
-        # Frames the loop thread sends go into tx_ring (flushed with one send per
-        # batch); the others (other threads, frames too long for a slot, a ring slot
-        # still in flight) through tx_sock. With a virtio-net header on the receive
-        # socket, tx_sock is a second socket without it, which saves the kernel
-        # parsing one per frame.
-        self.tx_sock: socket.socket | None = None
-        self.rx_ring: RxRing | None = None
-        self.tx_ring: TxRing | None = None
-        self.ring_sock: socket.socket | None = None
-        self.offloaded: Callable[[bytes, bytes], list[bytes]] = lambda hdr, frame: []
 
 
 class NetIO:
@@ -510,15 +119,18 @@ class NetIO:
         self.rings = rings
         self.rx_ring_frames = rx_ring_frames
         self.tx_ring_frames = tx_ring_frames
-        self.ports = {n: _Port(n, name) for n, name in sorted(ports.items())}
+        device_id = getattr(device, "device_id", 0)
+        self.ports: dict[int, SocketPort] = {
+            n: RingPort(n, name, device_id, rx_ring_frames, tx_ring_frames) if rings
+            else SocketPort(n, name, device_id) for n, name in sorted(ports.items())}
         self.by_name = {p.name: p for p in self.ports.values()}
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None
         self._ctl: socket.socket | None = None
         self._nl: socket.socket | None = None
         self._epoll: select.epoll | None = None
-        self._by_fd: dict[int, _Port] = {}
-        self._ring_ports: list[_Port] = []  # ports read through a receive ring
-        self._tx_ports: list[_Port] = []  # ports with a transmit ring
+        self._by_fd: dict[int, SocketPort] = {}
+        self._ring_ports: list[RingPort] = []  # ports read through a receive ring
+        self._tx_ports: list[RingPort] = []  # ports with a transmit ring
         self._tx_rings: dict[int, TxRing] = {}  # port -> ring, for _transmit (no pcap)
         self._loop_thread: int | None = None  # the thread that may use the rings
         self._wake_r, self._wake_w = -1, -1
@@ -590,20 +202,11 @@ class NetIO:
                                   str(self.pcap_dir)) from None
         self._index_rings()  # ports with pcap files go through send(), which writes them
 
-    def _open_port(self, p: _Port, ifindex: int) -> None:
+    def _open_port(self, p: SocketPort, ifindex: int) -> None:
         assert self._ctl is not None
         try:
-            p.mtu = interface_mtu(self._ctl, p.name) or 1500
-            p.ifindex = ifindex
-            p.vnet = self.finish_checksums
-            p.offloaded = lambda hdr, frame, p=p: self._offloaded(p, hdr, frame)
-            if self.rings:
-                self._open_with_rings(p)
-            else:
-                p.sock = open_packet_socket(p.name, ifindex, promisc=self.promisc,
-                                            vnet_hdr=p.vnet)
-            p.kernel_filters_outgoing = ignores_outgoing(p.sock)
-            p.tx_sock = open_transmit_socket(p.name) if p.vnet else p.sock
+            p.open(ifindex, interface_mtu(self._ctl, p.name) or 1500, self.promisc,
+                   self.finish_checksums)
         except PermissionError:
             self._close_port(p)
             raise P4Error(f"port {p.number}: no permission to open a raw socket on "
@@ -611,86 +214,21 @@ class NetIO:
         except OSError as e:
             self._close_port(p)
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
+        assert p.sock is not None
         self._by_fd[p.sock.fileno()] = p
         assert self._epoll is not None
         self._epoll.register(p.sock.fileno(), select.EPOLLIN)
         self._index_rings()
         p.up = bool(interface_up(self._ctl, p.name))
 
-    def _open_with_rings(self, p: _Port) -> None:
-        """The port's socket with a receive ring (made before the bind, so every
-        frame goes into it) and a transmit ring on a socket of its own. If the kernel
-        refuses a ring (no memory for it, a kernel without them), the port uses
-        plain sockets, with one line in the log."""
-        assert p.ifindex is not None
-        ring_error: list[OSError] = []
-
-        def add_rx_ring(sock: socket.socket) -> None:
-            slot = rx_slot_size(p.mtu)
-            frames = self.rx_ring_frames
-            if frames is None:  # the default: at most RX_RING_BYTES (fewer slots for jumbo MTUs)
-                frames = max(64, min(RX_RING_FRAMES, RX_RING_BYTES // slot))
-            try:
-                p.rx_ring = RxRing(sock, ring_layout(slot, frames), vnet=p.vnet,
-                                   filter_outgoing=not ignores_outgoing(sock))
-            except OSError as e:
-                ring_error.append(e)
-                raise
-
-        try:
-            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
-                                        vnet_hdr=p.vnet, before_bind=add_rx_ring)
-        except OSError as e:
-            self._close_rings(p)
-            if not ring_error:
-                raise  # not the ring: the interface itself (the caller says which)
-            self._no_rings(p, e)
-            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
-                                        vnet_hdr=p.vnet)
-            return
-        try:
-            p.ring_sock = open_transmit_socket(p.name)
-            try:  # room in the send buffer for every frame of the ring in flight
-                p.ring_sock.setsockopt(socket.SOL_SOCKET, 32, 4 << 20)  # SO_SNDBUFFORCE (root)
-            except OSError:
-                pass
-            # a flush that must wait for room waits this long at most (see _flush)
-            p.ring_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
-                                   struct.pack("ll", 0, 50_000))
-            p.tx_ring = TxRing(p.ring_sock, ring_layout(
-                TX_DATA_OFFSET + VNET_HDR_LEN + p.mtu + ETH_HLEN + 8, self.tx_ring_frames))
-            self._set_mtu(p, p.mtu)  # longer frames go the plain way: the kernel says why
-        except OSError as e:
-            self._no_rings(p, e)
-            p.sock.close()
-            p.sock = open_packet_socket(p.name, p.ifindex, promisc=self.promisc,
-                                        vnet_hdr=p.vnet)
-
-    def _no_rings(self, p: _Port, e: OSError) -> None:
-        log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per frame",
-                    p.number, p.name, e.strerror)
-        self._close_rings(p)
-
-    def _close_rings(self, p: _Port) -> None:
-        for ring in (p.rx_ring, p.tx_ring):
-            if ring is not None:
-                ring.close()
-        p.rx_ring = p.tx_ring = None
-        if p.ring_sock is not None:
-            p.ring_sock.close()
-            p.ring_sock = None
-        self._index_rings()
-
     def _index_rings(self) -> None:
-        ports = self.ports.values()
-        self._ring_ports = [q for q in ports if q.rx_ring is not None]
-        self._tx_ports = [q for q in ports if q.tx_ring is not None]
+        rings = [q for q in self.ports.values() if isinstance(q, RingPort)]
+        self._ring_ports = [q for q in rings if q.rx_ring is not None]
+        self._tx_ports = [q for q in rings if q.tx_ring is not None]
         self._tx_rings = {q.number: q.tx_ring for q in self._tx_ports
                           if q.tx_ring is not None and q.pcap_out is None}
 
-    def _close_port(self, p: _Port) -> None:
-        self._account(p)
-        self._close_rings(p)
+    def _close_port(self, p: SocketPort) -> None:
         if p.sock is not None:
             fd = p.sock.fileno()
             self._by_fd.pop(fd, None)
@@ -699,23 +237,8 @@ class NetIO:
                     self._epoll.unregister(fd)
                 except (OSError, ValueError):
                     pass
-            p.sock.close()
-            p.sock = None
-        if p.tx_sock is not None:
-            p.tx_sock.close()  # a no-op when it was the receive socket
-            p.tx_sock = None
-        p.ifindex = None
-
-    def _account(self, p: _Port) -> None:
-        """Move the kernel's and the rings' drop counts into the port's stats."""
-        st = p.stats
-        if p.sock is not None:
-            st.rx_dropped += kernel_drops(p.sock)
-        ring = p.rx_ring
-        if ring is not None:
-            st.rx_dropped += ring.truncated
-            st.ignored += ring.ignored
-            ring.truncated = ring.ignored = 0
+        p.close()
+        self._index_rings()
 
     # -- sending (the device's output sink)
     def send(self, port: int, frame: bytes) -> None:
@@ -724,59 +247,17 @@ class NetIO:
             log.debug("device %d: output to port %d dropped: no such port",
                       getattr(self.device, "device_id", 0), port)
             return
-        ring = p.tx_ring
-        if ring is not None and threading.get_ident() == self._loop_thread:
-            queued = ring.put(frame)
-            if not queued:
-                # the next slot is still in flight, or the frame does not go in a ring
-                # (the kernel will say why it cannot be sent): send what waits first
-                self._flush(p)
-                queued = ring.put(frame)
-            if queued:
-                if p.pcap_out is not None:
-                    p.pcap_out.write(frame)
-                return
-        sock = p.tx_sock
-        if sock is None:
-            p.stats.tx_errors += 1
+        # the transmit ring is the loop thread's; other threads send the plain way
+        if (p.tx_ring is not None and threading.get_ident() == self._loop_thread
+                and isinstance(p, RingPort) and p.queue(frame)):
             return
-        try:
-            sock.send(frame)
-        except OSError as e:
-            p.stats.tx_errors += 1
-            self._log_tx_error(p, e)
-            return
-        p.stats.tx += 1
-        if p.pcap_out is not None:
-            p.pcap_out.write(frame)
-
-    def _log_tx_error(self, p: _Port, e: OSError) -> None:
-        if p.stats.tx_errors == 1 or p.stats.tx_errors % 1000 == 0:
-            log.warning("device %d: port %d (%s): send failed: %s (%d failures)",
-                        getattr(self.device, "device_id", 0), p.number, p.name,
-                        e.strerror, p.stats.tx_errors)
-
-    def _flush(self, p: _Port) -> None:
-        """Have the kernel send what is in ``p``'s transmit ring. Frames it cannot
-        take (the link is down, or still no room in the send buffer after a wait of
-        at most 50 ms) are dropped and counted as transmit errors."""
-        ring = p.tx_ring
-        if ring is None or not ring.pending:
-            return
-        sent, err = ring.flush()
-        if ring.pending and (err is None or err.errno == errno.EAGAIN):
-            more, err = ring.flush(wait=True)  # the send buffer is full: wait for room
-            sent += more
-        p.stats.tx += sent
-        if ring.pending:
-            p.stats.tx_errors += ring.discard()
-            self._log_tx_error(p, err or OSError(errno.EAGAIN, "no room to send"))
+        p.send(frame)
 
     def _flush_all(self) -> None:
         for p in self._tx_ports:
             ring = p.tx_ring
             if ring is not None and ring.pending:
-                self._flush(p)
+                p.flush()
 
     def _transmit(self, outputs: list[tuple[int, bytes]]) -> None:
         """Send the device's outputs from the loop thread: into the ports' transmit
@@ -839,10 +320,9 @@ class NetIO:
                 for fd, _ in events:
                     p = self._by_fd.get(fd)
                     if p is not None:
-                        sock = p.sock
-                        if sock is None or p.rx_ring is not None:
+                        if p.sock is None or p.rx_ring is not None:
                             continue  # a ring: read at the top of the next round
-                        self._drain(p, sock, dev)
+                        self._drain(p, dev)
                         self._flush_all()
                     elif self._nl is not None and fd == self._nl.fileno():
                         self._read_netlink()
@@ -868,7 +348,7 @@ class NetIO:
             self.sleeps = _voluntary_switches()
         self.close()
 
-    def _deliver_in(self, p: _Port, frames: list[bytes], dev: Any) -> None:
+    def _deliver_in(self, p: SocketPort, frames: list[bytes], dev: Any) -> None:
         """Hand frames that arrived on ``p`` to the device, all at once if it can
         take batches (``process_batch``, whose outputs go into the transmit rings,
         or ``receive_batch``), in chunks of _BATCH so the device lock is never held
@@ -894,78 +374,25 @@ class NetIO:
         for frame in frames:
             receive(number, frame)
 
-    def _drain_ring(self, p: _Port, dev: Any) -> bool:
+    def _drain_ring(self, p: RingPort, dev: Any) -> bool:
         """Take up to _RING_BATCH frames from ``p``'s receive ring, run them through
         the device and flush what they made; False if the ring was empty."""
-        ring = p.rx_ring
-        if ring is None:
+        if p.rx_ring is None:
             return False
         frames: list[bytes] = []
-        if not ring.read(frames, _RING_BATCH, p.offloaded):
+        if not p.read_ring(frames, _RING_BATCH):
             return False
         if frames:
             self._deliver_in(p, frames, dev)
         self._flush_all()
         return True
 
-    def _drain(self, p: _Port, sock: socket.socket, dev: Any) -> None:
-        """Read up to _BATCH frames from a port on a plain socket (until it is empty)
-        and run them through the device."""
-        frames: list[bytes] = []
-        add = frames.append
-        flags = socket.MSG_DONTWAIT
-        fast = p.kernel_filters_outgoing
-        vnet = p.vnet
-        size = MAX_FRAME + VNET_HDR_LEN
-        ignored = 0
-        for _ in range(_BATCH):
-            try:
-                if fast:
-                    data = sock.recv(size, flags)
-                else:
-                    data, addr = sock.recvfrom(size, flags)
-                    if addr[2] == PACKET_OUTGOING:
-                        ignored += 1
-                        continue
-            except BlockingIOError:
-                break
-            except OSError as e:
-                if e.errno != errno.ENETDOWN:
-                    log.warning("port %d (%s): receive failed: %s", p.number, p.name, e.strerror)
-                break
-            if vnet:
-                if data[0] or data[1]:  # checksum to finish, or a GSO super-frame
-                    frames.extend(self._offloaded(p, data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]))
-                    continue
-                data = data[VNET_HDR_LEN:]
-            add(data)
-        p.stats.ignored += ignored
+    def _drain(self, p: SocketPort, dev: Any) -> None:
+        """Read up to a batch of frames from a port on a plain socket (until it is
+        empty) and run them through the device."""
+        frames = p.read()
         if frames:
             self._deliver_in(p, frames, dev)
-
-    def _offloaded(self, p: _Port, hdr: bytes, frame: bytes) -> list[bytes]:
-        """A frame whose sender left work to the NIC (its virtio-net header ``hdr``
-        says what): finish its checksum, or cut a TCP/UDP segmentation-offload
-        super-frame into the frames a NIC would have sent. What cannot be cut (other
-        GSO kinds) is dropped and counted."""
-        flags, gso_type, _hdr_len, gso_size, start, offset = struct.unpack_from("=BBHHHH", hdr)
-        if gso_type:
-            frames = segment_gso(frame, gso_type & ~VNET_GSO_ECN, gso_size, start)
-            if frames is not None:
-                p.gso_segmented += 1
-                return frames
-            p.gso_dropped += 1
-            if p.gso_dropped == 1 or p.gso_dropped % 1000 == 0:
-                log.warning("device %d: port %d (%s): dropped %d GSO frame(s) of %d bytes "
-                            "(type %d, segments of %d) that cannot be segmented here; turn "
-                            "segmentation offload off on the sending interface: "
-                            "ethtool -K IFACE tso off gso off",
-                            getattr(self.device, "device_id", 0), p.number, p.name,
-                            p.gso_dropped, len(frame), gso_type, gso_size)
-            return []
-        if flags & VNET_F_NEEDS_CSUM:
-            frame = complete_checksum(frame, start, offset)
-        return [frame]
 
     def start(self) -> None:
         """Open the ports and forward in a background thread."""
@@ -1005,7 +432,7 @@ class NetIO:
         self._wake_r = self._wake_w = -1
 
     # -- link state
-    def _set_up(self, p: _Port, up: bool) -> None:
+    def _set_up(self, p: SocketPort, up: bool) -> None:
         if p.up != up:
             p.up = up
             self.device.set_port_status(p.number, up)
@@ -1014,22 +441,17 @@ class NetIO:
         if self._ctl is None:
             return
         for p in self.ports.values():
-            self._account(p)
+            p.account()
             try:
                 idx = interface_index(self._ctl, p.name)
                 state = interface_up(self._ctl, p.name) if idx is not None else None
                 if idx is not None and idx == p.ifindex:
-                    self._set_mtu(p, interface_mtu(self._ctl, p.name) or p.mtu)
+                    p.set_mtu(interface_mtu(self._ctl, p.name) or p.mtu)
             except OSError:
                 continue
             self._follow(p, idx, bool(state))
 
-    def _set_mtu(self, p: _Port, mtu: int) -> None:
-        p.mtu = mtu
-        if p.tx_ring is not None:
-            p.tx_ring.max_len = min(p.tx_ring.room, mtu + ETH_HLEN)
-
-    def _follow(self, p: _Port, ifindex: int | None, up: bool) -> None:
+    def _follow(self, p: SocketPort, ifindex: int | None, up: bool) -> None:
         """Bring port ``p`` in line with its interface: reopen it if the interface was
         re-created, mark it down if it is gone."""
         if ifindex is None:
@@ -1069,7 +491,7 @@ class NetIO:
                 if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= 32:
                     _fam, _pad, _type, ifindex, flags, _change = struct.unpack_from(
                         "=BBHiII", data, off + 16)
-                    name = _rtattr_string(data, off + 32, off + length, IFLA_IFNAME)
+                    name = rtattr_string(data, off + 32, off + length, IFLA_IFNAME)
                     p = self.by_name.get(name or "")
                     if p is None:
                         for cand in self.ports.values():
@@ -1082,13 +504,14 @@ class NetIO:
                         else:
                             up = bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
                             self._follow(p, ifindex, up)
-                            mtu = _rtattr(data, off + 32, off + length, IFLA_MTU)
+                            mtu = rtattr(data, off + 32, off + length, IFLA_MTU)
                             if mtu is not None and len(mtu) >= 4 and p.ifindex == ifindex:
-                                self._set_mtu(p, struct.unpack_from("=I", mtu)[0])
+                                p.set_mtu(struct.unpack_from("=I", mtu)[0])
                 off += (length + 3) & ~3
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
+
 
 
 def _voluntary_switches() -> int | None:
@@ -1100,20 +523,3 @@ def _voluntary_switches() -> int | None:
     except (OSError, ValueError):
         pass
     return None
-
-
-def _rtattr(data: bytes, off: int, end: int, want: int) -> bytes | None:
-    """The payload of attribute ``want`` among the rtattrs in ``data[off:end]``."""
-    while off + 4 <= end:
-        alen, atype = struct.unpack_from("=HH", data, off)
-        if alen < 4:
-            return None
-        if atype == want:
-            return data[off + 4: off + alen]
-        off += (alen + 3) & ~3
-    return None
-
-
-def _rtattr_string(data: bytes, off: int, end: int, want: int) -> str | None:
-    raw = _rtattr(data, off, end, want)
-    return None if raw is None else raw.split(b"\0", 1)[0].decode(errors="replace")

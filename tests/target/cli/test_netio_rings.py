@@ -21,7 +21,8 @@ import pytest
 from scapy.layers.inet6 import IPv6, UDP
 from scapy.layers.l2 import Ether
 
-from p4target.netio import NetIO, open_interface_socket
+from p4target.linux_net import open_interface_socket
+from p4target.netio import NetIO
 
 from p4t_netlab import NetLab, recv_frames, wait_for
 
