@@ -27,7 +27,7 @@ from p4target.pcap import PcapWriter
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from p4target.packet_ring import RxRing, TxRing
 
-log = logging.getLogger("p4target.netio")
+log = logging.getLogger("p4target.netio")  # one logger for the ports and their loop, as before
 
 MAX_FRAME = 65535
 PACKET_OUTGOING = 4
