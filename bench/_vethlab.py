@@ -11,7 +11,7 @@ A sender process blasts one frame on ``p4tsrc`` as fast as Python can; a forward
 also on errors and Ctrl-C. Run as root.
 
 The forwarder's CPU time (user + system, from /proc) over the measured interval is
-reported per delivered packet too: on a shared machine the packets/s follow the
+reported per delivered packet too, and how much of it was system time: on a shared machine the packets/s follow the
 share of a core the forwarder gets, the CPU time per packet much less so.
 
 ``python bench/_vethlab.py send IFACE SECONDS`` and ``... forward IN OUT`` are the
@@ -93,6 +93,7 @@ class Measurement:
     seconds: float
     delivered: int
     cpu_seconds: float | None = None  # the forwarder's user + system time meanwhile
+    system_seconds: float | None = None  # of which system time (the kernel's work for it)
 
     @property
     def cpu_us(self) -> float | None:
@@ -104,17 +105,20 @@ class Measurement:
     def line(self) -> str:
         cpu = "" if self.cpu_us is None else (
             f", {self.cpu_us:.2f} us CPU/packet at {self.cpu_seconds / self.seconds:.2f} of a core")
+        if self.cpu_us is not None and self.system_seconds is not None:
+            cpu += f" ({self.system_seconds / self.delivered * 1e6:.2f} us of it system time)"
         return (f"{self.name:<40} {self.pps:>9,.0f} packets/s  "
                 f"({self.delivered} in {self.seconds:.1f} s{cpu})")
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of process ``pid`` so far (None if it is gone)."""
+def cpu_seconds(pid: int) -> tuple[float, float] | None:
+    """User + system and system CPU time of process ``pid`` so far (None if it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / hz, int(fields[12]) / hz
 
 
 class VethLab:
@@ -200,8 +204,10 @@ class VethLab:
             stop(sender)
             if sender in self.procs:
                 self.procs.remove(sender)
-        cpu = u1 - u0 if u0 is not None and u1 is not None else None
-        return Measurement(name, (c1 - c0) / (t1 - t0), t1 - t0, c1 - c0, cpu)
+        cpu = sys_cpu = None
+        if u0 is not None and u1 is not None:
+            cpu, sys_cpu = u1[0] - u0[0], u1[1] - u0[1]
+        return Measurement(name, (c1 - c0) / (t1 - t0), t1 - t0, c1 - c0, cpu, sys_cpu)
 
     def run_plain_forwarder(self) -> subprocess.Popen:
         return self.spawn(PYTHON, __file__, "forward", "p4tin", "p4tout")
