@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from controller import wire
 from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
 from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
@@ -139,48 +140,57 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-SLICE = 100  # entries checked or encoded between two turns of the event loop
+SLICE = 100  # entries checked or joined between two turns of the event loop
+Blobs = dict[int, bytes]  # id(entry) -> its Entity bytes, for the entries of one run
 
 
-async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> None:
+async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, Blobs]:
     """Check every entry against its switch's P4Info (EntryError for the first that
-    does not fit), giving the event loop a turn every SLICE entries so that the
-    switches' probes (connect, pipeline, read) go on meanwhile."""
+    does not fit) by encoding it, and keep the bytes for the write: checking and
+    encoding are one pass (controller/wire.py), done before anything is written
+    anywhere. The event loop gets a turn every SLICE entries so that the switches'
+    probes (connect, pipeline, read) go on meanwhile.
+
+    Why keyed by ``id``: the entries are frozen dataclasses whose hash is computed in
+    Python (slow for 16,000 of them) and the diff hands back the very objects it was
+    given, which ``entries`` keeps alive for the whole run."""
+    out: dict[str, Blobs] = {}
     for t in targets:
         c = codec(t.program, t.target)
         es = entries[t.name]
         c.check_sizes(es, t.name)
-        check = c.check
+        encode = c.entity_bytes
+        blobs: Blobs = {}
         for k in range(0, len(es), SLICE):
             for e in es[k:k + SLICE]:
-                check(e)
+                blobs[id(e)] = encode(e)
             await asyncio.sleep(0)
+        out[t.name] = blobs
+    return out
 
 
-async def _encode(c: Codec, kind: str, entries: Sequence[Entry]) -> object:
-    """``c.write_request(kind, entries)``, giving the event loop a turn every
-    SLICE entries so that a request already handed to gRPC goes out meanwhile."""
-    req = c.write_request(kind, ())
-    for k in range(0, len(entries), SLICE):
-        c.write_request(kind, entries[k:k + SLICE], into=req)
-        await asyncio.sleep(0)
-    return req
+def _batch(c: Codec, kind: str, entries: Sequence[Entry], blobs: Blobs) -> bytes:
+    """The ``updates`` of one WriteRequest: the entries' bytes from the check, or
+    encoded now for those the check did not see (what a switch held, to delete)."""
+    get = blobs.get
+    return wire.updates(kind, [get(id(e)) or c.entity_bytes(e) for e in entries])
 
 
-async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
-    """Write ``d`` in ordered batches of BATCH updates. The next request is encoded
-    while the previous one travels and the switch works on it (encoding is the
-    controller's main cost; the switch is another process)."""
+async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None, blobs: Blobs | None = None) -> None:
+    """Write ``d`` in ordered batches of BATCH updates. The next request is joined
+    while the previous one travels and the switch works on it."""
+    blobs = blobs or {}
     for kind, entries in steps(d):
         pending: asyncio.Task | None = None
         for k in range(0, len(entries), BATCH):
             chunk = entries[k:k + BATCH]
-            req = await _encode(c, kind, chunk)
+            body = _batch(c, kind, chunk, blobs)
             if pending is not None:
                 await pending
-            pending = asyncio.ensure_future(s.write(req))
+            pending = asyncio.ensure_future(s.write_updates(body))
             if progress:
                 progress(s.target.name, len(chunk))
+            await asyncio.sleep(0)  # let the request go out while the next is joined
         if pending is not None:
             await pending  # a phase ends before the next starts (members before groups before entries)
 
@@ -232,7 +242,7 @@ class Reconciler:
         before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
         try:
             try:
-                await _check(targets, entries)
+                blobs = await _check(targets, entries)
             except BaseException:
                 for task in probes:
                     task.cancel()
@@ -260,7 +270,7 @@ class Reconciler:
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            await _write_diff(s, c, d, self.progress)
+                            await _write_diff(s, c, d, self.progress, blobs[t.name])
                     except SwitchError as exc:
                         r.error = str(exc)
                         if not self.keep_going:
