@@ -30,7 +30,6 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 from controller import wire
 from controller.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
-from controller.wire import MemberShape, TableShape
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 log = logging.getLogger(__name__)
@@ -85,7 +84,6 @@ class _Action:
 
 MT = p4info_pb2.MatchField
 _EXACT, _LPM, _TERNARY = MT.EXACT, MT.LPM, MT.TERNARY
-Shape = TableShape | MemberShape
 
 
 class Codec:
@@ -114,8 +112,8 @@ class Codec:
         self.profile_sizes = {p.preamble.name: p.size for p in p4info.action_profiles}
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
         self._order_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
-        self._shapes: dict[tuple, Shape] = {}  # (kind, table or profile, action, names and kinds) -> shape
-        self._last: dict[tuple, Shape] = {}  # (kind, table or profile, action) -> the shape used last
+        self._shapes: dict[tuple, wire.Encoder] = {}  # (kind, table or profile, action, names and kinds) -> encoder
+        self._last: dict[tuple, wire.Encoder] = {}  # (kind, table or profile, action) -> the encoder used last
 
     # -- encode
 
@@ -188,7 +186,7 @@ class Codec:
         if e.group is None:
             self._action_spec(e.action, e.params, e.table)  # type: ignore[arg-type]
 
-    def _shape(self, e: TableEntry | MemberEntry) -> Shape:
+    def _shape(self, e: TableEntry | MemberEntry) -> wire.Encoder:
         """The shape of ``e`` (made on first use), after checking ``e`` (EntryError)."""
         self._validate(e)
         if isinstance(e, TableEntry):
@@ -201,50 +199,51 @@ class Codec:
             shape = self._shapes[key] = self._new_shape(e)
         return shape
 
-    def _new_shape(self, e: TableEntry | MemberEntry) -> Shape:
+    def _new_shape(self, e: TableEntry | MemberEntry) -> wire.Encoder:
         params: list[tuple[str, int, int]] = []
         if e.action is not None:
             a = self.actions[e.action]
             params = [(name, *a.params[name]) for name, _ in e.params]
         if isinstance(e, MemberEntry):
-            return MemberShape(self.profiles[e.profile], self.actions[e.action].id, params)
+            return wire.member_encoder(self.profiles[e.profile], self.actions[e.action].id, params)
         t = self.tables[e.table]
         fields = [(fname, type(mv), t.fields[fname][0], t.fields[fname][1]) for fname, mv in e.match]
-        return TableShape(t.id, fields, None if e.action is None else self.actions[e.action].id, params)
+        return wire.table_encoder(t.id, fields, None if e.action is None else self.actions[e.action].id, params)
 
-    def entity_bytes(self, e: Entry) -> bytes:
-        """``e`` as the bytes of a P4Runtime Entity, after checking that it fits the
-        P4Info (names, kinds, widths; EntryError if not). The shape used last for the
-        same table (or profile) and action is tried first: it checks and encodes the
-        entry in one pass, and says None when the entry is of another shape or does
-        not fit, and only then is the entry looked at field by field."""
+    def update_bytes(self, e: Entry) -> bytes:
+        """``e`` as the ``updates`` field of a WriteRequest inserting it (wire.retype
+        makes the other kinds), after checking that it fits the P4Info (names, kinds,
+        widths, ranges; EntryError if not). The encoder used last for the same table
+        (or profile) and action is tried first: it checks and encodes the entry in one
+        pass and says None when the entry is of another shape or does not fit; only
+        then is the entry looked at field by field."""
         kind = type(e)
         if kind is GroupEntry:
-            b = wire.group_entity(self._profile_id(e.profile), e)  # type: ignore[arg-type]
+            b = wire.group_update(self._profile_id(e.profile), e)  # type: ignore[arg-type]
             if b is None:
                 self._validate(e)
                 raise EntryError(f"{e.profile}: group {e.group_id} does not fit P4Runtime")  # type: ignore[union-attr]
             return b
         key = (kind, e.table if kind is TableEntry else e.profile, e.action)  # type: ignore[union-attr]
-        shape = self._last.get(key)
-        if shape is not None:
-            b = shape.encode(e)
+        encode = self._last.get(key)
+        if encode is not None:
+            b = encode(e)
             if b is not None:
                 return b
-        shape = self._last[key] = self._shape(e)  # type: ignore[arg-type]
-        b = shape.encode(e)
+        encode = self._last[key] = self._shape(e)  # type: ignore[arg-type]
+        b = encode(e)
         if b is None:  # _validate passed, so this is a bug of the encoders, not of the entry
             raise EntryError(f"{key[1]}: {e!r} passed the checks but could not be encoded")
         return b
 
     def check(self, e: Entry) -> None:
         """Does ``e`` fit the P4Info (names, kinds, widths)? EntryError if not. (The
-        check is the encoding: the Reconciler keeps ``entity_bytes`` for the write.)"""
-        self.entity_bytes(e)
+        check is the encoding: the Reconciler keeps ``update_bytes`` for the write.)"""
+        self.update_bytes(e)
 
     def encode(self, e: Entry) -> p4runtime_pb2.Entity:
         """``e`` as an Entity message (EntryError if it does not fit)."""
-        return p4runtime_pb2.Entity.FromString(self.entity_bytes(e))
+        return p4runtime_pb2.Entity.FromString(wire.entity(self.update_bytes(e)))
 
     def write_request(self, kind: str, entries: Iterable[Entry]) -> p4runtime_pb2.WriteRequest:
         """A WriteRequest message of ``kind`` (insert, modify, delete) updates, one per
@@ -253,8 +252,8 @@ class Codec:
         return p4runtime_pb2.WriteRequest.FromString(self.updates(kind, entries))
 
     def updates(self, kind: str, entries: Iterable[Entry]) -> bytes:
-        """The ``updates`` fields of a WriteRequest, as bytes (see wire.updates)."""
-        return wire.updates(kind, map(self.entity_bytes, entries))
+        """The ``updates`` fields of a WriteRequest of ``kind`` updates, one per entry."""
+        return b"".join(wire.retype(self.update_bytes(e), kind) for e in entries)
 
     # -- decode
 

@@ -140,59 +140,72 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-SLICE = 100  # entries checked or joined between two turns of the event loop
-Blobs = dict[int, bytes]  # id(entry) -> its Entity bytes, for the entries of one run
+SLICE = 100  # entries checked between two turns of the event loop
+Encoded = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
 
 
-async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, Blobs]:
+async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, list[bytes]]:
     """Check every entry against its switch's P4Info (EntryError for the first that
-    does not fit) by encoding it, and keep the bytes for the write: checking and
-    encoding are one pass (controller/wire.py), done before anything is written
-    anywhere. The event loop gets a turn every SLICE entries so that the switches'
-    probes (connect, pipeline, read) go on meanwhile.
-
-    Why keyed by ``id``: the entries are frozen dataclasses whose hash is computed in
-    Python (slow for 16,000 of them) and the diff hands back the very objects it was
-    given, which ``entries`` keeps alive for the whole run."""
-    out: dict[str, Blobs] = {}
+    does not fit) by encoding it, and keep the bytes for the write (one list per
+    switch, in the order of its entries): checking and encoding are one pass
+    (controller/wire.py), done before anything is written anywhere. The event loop
+    gets a turn every SLICE entries so that the switches' probes (connect, pipeline,
+    read) go on meanwhile."""
+    out: dict[str, list[bytes]] = {}
     for t in targets:
         c = codec(t.program, t.target)
         es = entries[t.name]
         c.check_sizes(es, t.name)
-        encode = c.entity_bytes
-        blobs: Blobs = {}
+        encode = c.update_bytes
+        blobs: list[bytes] = []
         for k in range(0, len(es), SLICE):
-            for e in es[k:k + SLICE]:
-                blobs[id(e)] = encode(e)
+            blobs += [encode(e) for e in es[k:k + SLICE]]
             await asyncio.sleep(0)
         out[t.name] = blobs
     return out
 
 
-def _batch(c: Codec, kind: str, entries: Sequence[Entry], blobs: Blobs) -> bytes:
-    """The ``updates`` of one WriteRequest: the entries' bytes from the check, or
-    encoded now for those the check did not see (what a switch held, to delete)."""
-    get = blobs.get
-    return wire.updates(kind, [get(id(e)) or c.entity_bytes(e) for e in entries])
+def _phases(c: Codec, d: Diff, known: Callable[[], Encoded]) -> list[tuple[str, list[bytes]]]:
+    """``steps(d)`` as ``updates`` fields: the bytes of the check for the wanted
+    entries (``known``: by ``id``, made only when the switch held something), the
+    others (what a switch held, to delete) encoded now."""
+    memo = known()
+    get = memo.get
+    return [(kind, [wire.retype(get(id(e)) or c.update_bytes(e), kind) for e in es]) for kind, es in steps(d)]
 
 
-async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None, blobs: Blobs | None = None) -> None:
-    """Write ``d`` in ordered batches of BATCH updates. The next request is joined
-    while the previous one travels and the switch works on it."""
-    blobs = blobs or {}
-    for kind, entries in steps(d):
+def _fresh_phases(entries: Sequence[Entry], blobs: list[bytes]) -> list[tuple[str, list[bytes]]]:
+    """An empty switch gets every entry inserted: the bytes of the check in the order
+    of ``steps`` (members, groups, table entries)."""
+    by_rank: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
+    rank = _RANK
+    for e, b in zip(entries, blobs):
+        by_rank[rank[type(e)]].append(b)
+    return [("insert", bs) for bs in by_rank if bs]
+
+
+async def _write(s: Session, phases: Sequence[tuple[str, list[bytes]]], progress: Progress | None) -> None:
+    """Write ``phases`` in order, in requests of BATCH updates joined from their
+    bytes; the next request is joined while the previous one travels and the switch
+    works on it, and a phase ends before the next starts."""
+    for _, updates in phases:
         pending: asyncio.Task | None = None
-        for k in range(0, len(entries), BATCH):
-            chunk = entries[k:k + BATCH]
-            body = _batch(c, kind, chunk, blobs)
+        for k in range(0, len(updates), BATCH):
+            chunk = updates[k:k + BATCH]
+            body = b"".join(chunk)
             if pending is not None:
                 await pending
             pending = asyncio.ensure_future(s.write_updates(body))
             if progress:
                 progress(s.target.name, len(chunk))
-            await asyncio.sleep(0)  # let the request go out while the next is joined
+            await asyncio.sleep(0)  # the request goes out while the next is joined
         if pending is not None:
-            await pending  # a phase ends before the next starts (members before groups before entries)
+            await pending
+
+
+async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
+    """Write ``d`` (entries encoded now)."""
+    await _write(s, _phases(c, d, dict), progress)
 
 
 class Reconciler:
@@ -270,7 +283,10 @@ class Reconciler:
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            await _write_diff(s, c, d, self.progress, blobs[t.name])
+                            es, bs = entries[t.name], blobs[t.name]
+                            phases = (_fresh_phases(es, bs) if not actual else
+                                      _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}))
+                            await _write(s, phases, self.progress)
                     except SwitchError as exc:
                         r.error = str(exc)
                         if not self.keep_going:

@@ -170,101 +170,108 @@ class _Cache(dict):
         self[key] = value
 
 
+class _Heads(dict):
+    """For an entity kind (its tag in Entity), by the length of its message: the bytes
+    that go before the message in the ``updates`` field of a WriteRequest inserting it
+    (updates tag and length, the Update's type and entity tag and length, the entity
+    kind's tag and length); made once per length."""
+
+    def __init__(self, tag: bytes) -> None:
+        super().__init__()
+        self.tag = tag
+
+    def __missing__(self, n: int) -> bytes:
+        entity = self.tag + _vlen(n)
+        update = _T_TYPE + _INSERT + _T_ENTITY + _vlen(len(entity) + n) + entity
+        h = self[n] = _T_UPDATE + _vlen(len(update) + n) + update
+        return h
+
+
+_INSERT = varint(UPDATE_TYPES["insert"])
+assert all(t < 0x80 for t in UPDATE_TYPES.values())  # one byte each: retype swaps that byte
+_TABLE_HEADS, _MEMBER_HEADS, _GROUP_HEADS = _Heads(_T_TABLE_ENTRY), _Heads(_T_MEMBER_ENTRY), _Heads(_T_GROUP_ENTRY)
+
+
 # ---- entry shapes ------------------------------------------------------------------
 
+Encoder = Callable[[object], "bytes | None"]
 
-class TableShape:
-    """The encoder of the table entries of one shape: one table, one action (or a
-    group of the table's selector), the same match field names and kinds in the same
-    order, the same parameter names in the same order. ``encode`` gives an entry's
-    Entity bytes, or None when the entry is not of this shape or a value does not
-    fit (the codec then finds the shape, or the error, the slow way)."""
-
-    __slots__ = ("_head", "_fields", "_grouped", "_call", "_calls", "_groups")
-
-    def __init__(self, table_id: int, fields: Sequence[tuple[str, type, int, int]], action_id: int | None,
-                 params: Sequence[tuple[str, int, int]]) -> None:
-        """``fields``: (name, Exact/Lpm/Ternary, field id, width) in the entries' order;
-        ``action_id`` None for group entries; ``params``: (name, id, width)."""
-        self._head = _T_TABLE_ID + varint(table_id)
-        self._fields = tuple((name, kind, _Cache(), _field_maker(fid, kind, width))
-                             for name, kind, fid, width in fields)
-        self._grouped = action_id is None
-        self._call = None if action_id is None else _call_maker(action_id, params)
-        self._calls: _Cache = _Cache()  # parameter values -> TableAction field
-        self._groups: _Cache = _Cache()  # group id -> TableAction field
-
-    def encode(self, e) -> bytes | None:  # noqa: ANN001 - a TableEntry
-        match = e.match
-        if len(match) != len(self._fields) or (e.group is not None) is not self._grouped:
-            return None
-        parts = [self._head]
-        for (fname, mv), (name, kind, cache, make) in zip(match, self._fields):
-            if fname != name or type(mv) is not kind:
-                return None
-            key = mv.value if kind is Exact else (mv.value, mv.prefix_len) if kind is Lpm else (mv.value, mv.mask)
-            b = cache.get(key)
-            if b is None:
-                b = make(mv)
-                if b is None:
-                    return None
-                cache.put(key, b)
-            parts.append(b)
-        if self._grouped:
-            g = e.group
-            b = self._groups.get(g)
-            if b is None:
-                if not 0 <= g <= _U32:
-                    return None
-                b = _sized(_T_ACTION, _T_GROUP_ID + varint(g))  # in a oneof: written even when 0
-                self._groups.put(g, b)
-        else:
-            params = e.params
-            b = self._calls.get(params)
-            if b is None:
-                call = self._call(params)  # type: ignore[misc]
-                if call is None:
-                    return None
-                b = _sized(_T_ACTION, _sized(_T_CALL, call))
-                self._calls.put(params, b)
-        parts.append(b)
-        p = e.priority
-        if p:
-            if not -_I32 <= p < _I32:
-                return None
-            parts.append(_T_PRIORITY + _int32(p))
-        body = b"".join(parts)
-        return _T_TABLE_ENTRY + _vlen(len(body)) + body
+_KEYS = {Exact: "{v}.value", Lpm: "({v}.value, {v}.prefix_len)", Ternary: "({v}.value, {v}.mask)"}
 
 
-class MemberShape:
+def table_encoder(table_id: int, fields: Sequence[tuple[str, type, int, int]], action_id: int | None,
+                  params: Sequence[tuple[str, int, int]]) -> Encoder:
+    """The encoder of the table entries of one shape: one table, one action (or, with
+    ``action_id`` None, a group of the table's selector), the same match fields
+    (``fields``: name, Exact/Lpm/Ternary, field id, width, in the entries' order), the
+    same parameters (``params``: name, id, width, in the entries' order). It gives an
+    entry's ``updates`` field inserting it (see ``retype`` for the other kinds), or
+    None when the entry is not of this shape or a value does not fit (the codec then
+    finds the shape, or the error, the slow way).
+
+    Why generated: the encoder runs once per entry and is most of the client's work;
+    written out for its shape (the fields unrolled, their names and kinds compared
+    with constants) it takes about half the time of a loop over the fields (0.4 us
+    against 0.75 us for an EV entry). The bytes of each match value and of each set
+    of parameter values are made once (checking their widths) and reused."""
+    env: dict[str, object] = {"HEAD": _T_TABLE_ID + varint(table_id), "HEADS": _TABLE_HEADS,
+                              "PRIORITY": _T_PRIORITY, "int32": _int32, "I32": _I32, "U32": _U32}
+    lines = ["def encode(e):", "    match = e.match",
+             f"    if len(match) != {len(fields)} or e.group is {'' if action_id is None else 'not '}None:",
+             "        return None"]
+    if fields:
+        lines.append("    " + "".join(f"(n{k}, v{k}), " for k in range(len(fields))) + "= match")
+        lines.append("    if " + " or ".join(f"n{k} != N{k} or type(v{k}) is not K{k}" for k in range(len(fields))) + ":")
+        lines.append("        return None")
+    for k, (name, kind, fid, width) in enumerate(fields):
+        env |= {f"N{k}": name, f"K{k}": kind, f"C{k}": _Cache(), f"M{k}": _field_maker(fid, kind, width)}
+        lines += [f"    k{k} = {_KEYS[kind].format(v=f'v{k}')}", f"    b{k} = C{k}.get(k{k})", f"    if b{k} is None:",
+                  f"        b{k} = M{k}(v{k})", f"        if b{k} is None:", "            return None",
+                  f"        C{k}.put(k{k}, b{k})"]
+    if action_id is None:  # in a oneof: the group id is written even when 0
+        env |= {"GROUPS": _Cache(), "GROUP": _T_ACTION, "GID": _T_GROUP_ID, "sized": _sized, "varint": varint}
+        lines += ["    g = e.group", "    a = GROUPS.get(g)", "    if a is None:", "        if not 0 <= g <= U32:",
+                  "            return None", "        a = sized(GROUP, GID + varint(g))", "        GROUPS.put(g, a)"]
+    else:
+        env |= {"CALLS": _Cache(), "CALL": _call_maker(action_id, params), "ACTION": _T_ACTION, "TA": _T_CALL,
+                "sized": _sized}
+        lines += ["    a = CALLS.get(e.params)", "    if a is None:", "        a = CALL(e.params)",
+                  "        if a is None:", "            return None", "        a = sized(ACTION, sized(TA, a))",
+                  "        CALLS.put(e.params, a)"]
+    lines += ["    body = HEAD + " + "".join(f"b{k} + " for k in range(len(fields))) + "a", "    p = e.priority",
+              "    if p:", "        if not -I32 <= p < I32:", "            return None",
+              "        body += PRIORITY + int32(p)", "    return HEADS[len(body)] + body"]
+    exec("\n".join(lines), env)  # noqa: S102 - source made above from ids and names, not from input text
+    return env["encode"]  # type: ignore[return-value]
+
+
+def member_encoder(profile_id: int, action_id: int, params: Sequence[tuple[str, int, int]]) -> Encoder:
     """The encoder of the members of one action profile calling one action with the
-    same parameter names in the same order (see TableShape)."""
+    same parameters (see table_encoder; a member has no match to unroll)."""
+    head = _T_PROFILE_ID + varint(profile_id)
+    call = _call_maker(action_id, params)
+    calls = _Cache()
 
-    __slots__ = ("_head", "_call", "_calls")
-
-    def __init__(self, profile_id: int, action_id: int, params: Sequence[tuple[str, int, int]]) -> None:
-        self._head = _T_PROFILE_ID + varint(profile_id)
-        self._call = _call_maker(action_id, params)
-        self._calls: _Cache = _Cache()
-
-    def encode(self, e) -> bytes | None:  # noqa: ANN001 - a MemberEntry
+    def encode(e) -> bytes | None:  # noqa: ANN001 - a MemberEntry
         mid = e.member_id
         if not 0 <= mid <= _U32:
             return None
-        b = self._calls.get(e.params)
+        b = calls.get(e.params)
         if b is None:
-            call = self._call(e.params)
-            if call is None:
+            made = call(e.params)
+            if made is None:
                 return None
-            b = _sized(_T_MEMBER_ACTION, call)
-            self._calls.put(e.params, b)
-        body = self._head + _uint(_T_MEMBER_ID, mid) + b
-        return _T_MEMBER_ENTRY + _vlen(len(body)) + body
+            b = _sized(_T_MEMBER_ACTION, made)
+            calls.put(e.params, b)
+        body = head + _uint(_T_MEMBER_ID, mid) + b
+        return _MEMBER_HEADS[len(body)] + body
+
+    return encode
 
 
-def group_entity(profile_id: int, e) -> bytes | None:  # noqa: ANN001 - a GroupEntry
-    """A selector group's Entity bytes, or None when an id, weight or port is out of range."""
+def group_update(profile_id: int, e) -> bytes | None:  # noqa: ANN001 - a GroupEntry
+    """The ``updates`` field inserting a selector group, or None when an id, weight or
+    port is out of range (groups are few, of any size: no shape)."""
     if not 0 <= e.group_id <= _U32:
         return None
     parts = [_T_GROUP_PROFILE + varint(profile_id), _uint(_T_GROUP_GID, e.group_id)]
@@ -273,35 +280,45 @@ def group_entity(profile_id: int, e) -> bytes | None:  # noqa: ANN001 - a GroupE
             return None
         w = _T_GM_WEIGHT + _int32(weight) if weight else b""
         parts.append(_sized(_T_GROUP_MEMBER, _uint(_T_GM_ID, mid) + w + _sized(_T_GM_WATCH, canonical(watch))))
-    return _sized(_T_GROUP_ENTRY, b"".join(parts))
+    body = b"".join(parts)
+    return _GROUP_HEADS[len(body)] + body
 
 
-# ---- requests ----------------------------------------------------------------------
+# ---- updates and requests ----------------------------------------------------------
 
 
-def updates(kind: str, entities: Iterable[bytes]) -> bytes:
-    """The ``updates`` fields of a WriteRequest: one update of ``kind`` (insert,
-    modify, delete) per Entity, in order."""
-    t = _T_TYPE + varint(UPDATE_TYPES[kind]) + _T_ENTITY
-    heads: dict[int, bytes] = {}  # entity length -> what goes before the entity
-    parts = []
-    add = parts.append
-    for ent in entities:
-        n = len(ent)
-        h = heads.get(n)
-        if h is None:
-            inner = t + _vlen(n)
-            h = heads[n] = _T_UPDATE + _vlen(len(inner) + n) + inner
-        add(h)
-        add(ent)
-    return b"".join(parts)
+def _type_at(update: bytes) -> int:
+    """Where the Update's type byte is in an ``updates`` field: after the field's tag,
+    its length (a varint) and the type's tag."""
+    i = 1
+    while update[i] & 0x80:
+        i += 1
+    return i + 2
+
+
+def retype(update: bytes, kind: str) -> bytes:
+    """An ``updates`` field (as the encoders give, inserting) as an update of ``kind``
+    (insert, modify, delete): the same bytes but the type, which is one byte."""
+    if kind == "insert":
+        return update
+    i = _type_at(update)
+    return update[:i] + bytes((UPDATE_TYPES[kind],)) + update[i + 1:]
+
+
+def entity(update: bytes) -> bytes:
+    """The Entity message inside an ``updates`` field."""
+    i = _type_at(update) + 2  # the type's value, then the entity's tag
+    while update[i] & 0x80:  # the entity's length
+        i += 1
+    return update[i + 1:]
 
 
 def write_head(device_id: int, election_id: int) -> bytes:
-    """A WriteRequest's fields before its updates: device id and election id."""
+    """A WriteRequest's fields before its updates: device id and election id (a
+    WriteRequest is these bytes followed by ``updates`` fields, joined)."""
     election = _uint(_T_HIGH, election_id >> 64) + _uint(_T_LOW, election_id & ((1 << 64) - 1))
     return _uint(_T_DEVICE, device_id) + _sized(_T_ELECTION, election)
 
 
-__all__ = ["MemberShape", "TableShape", "UPDATE_TYPES", "canonical", "group_entity", "updates", "varint",
-           "write_head"]
+__all__ = ["CACHE", "Encoder", "UPDATE_TYPES", "canonical", "entity", "group_update", "member_encoder", "retype",
+           "table_encoder", "varint", "write_head"]
