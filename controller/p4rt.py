@@ -236,6 +236,27 @@ class Codec:
             raise EntryError(f"{key[1]}: {e!r} passed the checks but could not be encoded")
         return b
 
+    def updates_of(self, entries: Iterable[Entry]) -> list[bytes]:
+        """``update_bytes`` of each entry, in order. Entries come in runs of one table
+        and action (an EV table is most of a NIC's entries), so the run's encoder is
+        tried first, found by the identity of the names (entries share the name
+        strings); anything else goes through ``update_bytes``."""
+        out: list[bytes] = []
+        add = out.append
+        slow = self.update_bytes
+        table = action = encode = None
+        for e in entries:
+            if type(e) is TableEntry and e.table is table and e.action is action:
+                b = encode(e)  # type: ignore[misc]
+                if b is not None:
+                    add(b)
+                    continue
+            add(slow(e))
+            if type(e) is TableEntry:
+                table, action = e.table, e.action
+                encode = self._last[(TableEntry, table, action)]
+        return out
+
     def check(self, e: Entry) -> None:
         """Does ``e`` fit the P4Info (names, kinds, widths)? EntryError if not. (The
         check is the encoding: the Reconciler keeps ``update_bytes`` for the write.)"""

@@ -140,7 +140,7 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-SLICE = 100  # entries checked between two turns of the event loop
+SLICE = 1000  # entries checked between two turns of the event loop
 Encoded = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
 
 
@@ -156,10 +156,9 @@ async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]
         c = codec(t.program, t.target)
         es = entries[t.name]
         c.check_sizes(es, t.name)
-        encode = c.update_bytes
         blobs: list[bytes] = []
         for k in range(0, len(es), SLICE):
-            blobs += [encode(e) for e in es[k:k + SLICE]]
+            blobs += c.updates_of(es[k:k + SLICE])
             await asyncio.sleep(0)
         out[t.name] = blobs
     return out
