@@ -112,8 +112,8 @@ class Codec:
         self.profile_sizes = {p.preamble.name: p.size for p in p4info.action_profiles}
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
         self._order_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
-        self._shapes: dict[tuple, wire.Encoder] = {}  # (kind, table or profile, action, names and kinds) -> encoder
-        self._last: dict[tuple, wire.Encoder] = {}  # (kind, table or profile, action) -> the encoder used last
+        self._shapes: dict[tuple, wire.Encoders] = {}  # (kind, table or profile, action, names and kinds) -> encoders
+        self._last: dict[tuple, wire.Encoders] = {}  # (kind, table or profile, action) -> the encoders used last
 
     # -- encode
 
@@ -186,7 +186,7 @@ class Codec:
         if e.group is None:
             self._action_spec(e.action, e.params, e.table)  # type: ignore[arg-type]
 
-    def _shape(self, e: TableEntry | MemberEntry) -> wire.Encoder:
+    def _shape(self, e: TableEntry | MemberEntry) -> wire.Encoders:
         """The shape of ``e`` (made on first use), after checking ``e`` (EntryError)."""
         self._validate(e)
         if isinstance(e, TableEntry):
@@ -199,7 +199,7 @@ class Codec:
             shape = self._shapes[key] = self._new_shape(e)
         return shape
 
-    def _new_shape(self, e: TableEntry | MemberEntry) -> wire.Encoder:
+    def _new_shape(self, e: TableEntry | MemberEntry) -> wire.Encoders:
         params: list[tuple[str, int, int]] = []
         if e.action is not None:
             a = self.actions[e.action]
@@ -208,7 +208,8 @@ class Codec:
             return wire.member_encoder(self.profiles[e.profile], self.actions[e.action].id, params)
         t = self.tables[e.table]
         fields = [(fname, type(mv), t.fields[fname][0], t.fields[fname][1]) for fname, mv in e.match]
-        return wire.table_encoder(t.id, fields, None if e.action is None else self.actions[e.action].id, params)
+        return wire.table_encoder(e.table, t.id, fields, e.action,
+                                  None if e.action is None else self.actions[e.action].id, params)
 
     def update_bytes(self, e: Entry) -> bytes:
         """``e`` as the ``updates`` field of a WriteRequest inserting it (wire.retype
@@ -225,36 +226,39 @@ class Codec:
                 raise EntryError(f"{e.profile}: group {e.group_id} does not fit P4Runtime")  # type: ignore[union-attr]
             return b
         key = (kind, e.table if kind is TableEntry else e.profile, e.action)  # type: ignore[union-attr]
-        encode = self._last.get(key)
-        if encode is not None:
-            b = encode(e)
+        enc = self._last.get(key)
+        if enc is not None:
+            b = enc.one(e)
             if b is not None:
                 return b
-        encode = self._last[key] = self._shape(e)  # type: ignore[arg-type]
-        b = encode(e)
+        enc = self._last[key] = self._shape(e)  # type: ignore[arg-type]
+        b = enc.one(e)
         if b is None:  # _validate passed, so this is a bug of the encoders, not of the entry
             raise EntryError(f"{key[1]}: {e!r} passed the checks but could not be encoded")
         return b
 
-    def updates_of(self, entries: Iterable[Entry]) -> list[bytes]:
-        """``update_bytes`` of each entry, in order. Entries come in runs of one table
-        and action (an EV table is most of a NIC's entries), so the run's encoder is
-        tried first, found by the identity of the names (entries share the name
-        strings); anything else goes through ``update_bytes``."""
+    def updates_of(self, entries: Sequence[Entry], counts: dict[str, int] | None = None) -> list[bytes]:
+        """``update_bytes`` of each entry, in order, adding to ``counts`` the number of
+        entries per table and action profile (for ``check_sizes``). Entries come in
+        runs of one table and action (an EV table is most of a NIC's entries): after
+        the first entry of a run, its shape's ``run`` encoder takes the others, as far
+        as they go (to an entry of another table, action or shape, or one that does
+        not fit, which goes through ``update_bytes`` and starts the next run)."""
         out: list[bytes] = []
         add = out.append
-        slow = self.update_bytes
-        table = action = encode = None
-        for e in entries:
-            if type(e) is TableEntry and e.table is table and e.action is action:
-                b = encode(e)  # type: ignore[misc]
-                if b is not None:
-                    add(b)
-                    continue
-            add(slow(e))
-            if type(e) is TableEntry:
-                table, action = e.table, e.action
-                encode = self._last[(TableEntry, table, action)]
+        counts = {} if counts is None else counts
+        i, n = 0, len(entries)
+        while i < n:
+            e = entries[i]
+            start = i
+            add(self.update_bytes(e))
+            i += 1
+            kind = type(e)
+            if kind is TableEntry:
+                i = self._last[(TableEntry, e.table, e.action)].run(entries, i, add)  # type: ignore[misc, union-attr]
+                counts[e.table] = counts.get(e.table, 0) + i - start  # type: ignore[union-attr]
+            elif kind is MemberEntry:
+                counts[e.profile] = counts.get(e.profile, 0) + 1  # type: ignore[union-attr]
         return out
 
     def check(self, e: Entry) -> None:
@@ -348,14 +352,9 @@ class Codec:
             return MemberEntry(e.profile, e.member_id, e.action, tuple(sorted(e.params, key=lambda kv: a.rank[kv[0]])))
         return e
 
-    def check_sizes(self, entries: Iterable[Entry], switch: str) -> None:
-        """Refuse, before anything is written, more entries than a table or profile holds."""
-        counts: dict[str, int] = {}
-        for e in entries:
-            if isinstance(e, TableEntry):
-                counts[e.table] = counts.get(e.table, 0) + 1
-            elif isinstance(e, MemberEntry):
-                counts[e.profile] = counts.get(e.profile, 0) + 1
+    def check_sizes(self, counts: dict[str, int], switch: str) -> None:
+        """Refuse, before anything is written, more entries than a table or profile
+        holds (``counts``: entries per table or profile, as ``updates_of`` counts)."""
         for name, n in counts.items():
             size = self.tables[name].size if name in self.tables else self.profile_sizes.get(name, 0)
             if size and n > size:

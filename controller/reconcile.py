@@ -155,11 +155,12 @@ async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]
     for t in targets:
         c = codec(t.program, t.target)
         es = entries[t.name]
-        c.check_sizes(es, t.name)
         blobs: list[bytes] = []
+        counts: dict[str, int] = {}
         for k in range(0, len(es), SLICE):
-            blobs += c.updates_of(es[k:k + SLICE])
+            blobs += c.updates_of(es[k:k + SLICE], counts)
             await asyncio.sleep(0)
+        c.check_sizes(counts, t.name)
         out[t.name] = blobs
     return out
 

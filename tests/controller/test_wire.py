@@ -13,12 +13,16 @@ give different bytes, and the bytes must not depend on what was encoded before
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from controller import wire
 from controller.entries import GroupEntry, MemberEntry, TableEntry
+from controller.inventory import SwitchTarget
 from controller.p4rt import Codec, EntryError, pipeline
+from controller.reconcile import _check
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 EV, SET_PATH = "NicIngress.ev_table", "NicIngress.set_path"
@@ -254,3 +258,24 @@ def test_retype_changes_only_the_update_kind() -> None:
     assert wire.retype(ins, "insert") == ins
     assert wire.retype(ins, "modify") == as_update(ent, pb.Update.MODIFY)
     assert wire.retype(ins, "delete") == as_update(ent, pb.Update.DELETE) != ins
+
+
+def port_role(port: int) -> TableEntry:
+    return TableEntry("NicIngress.port_role", (("standard_metadata.ingress_port", Exact(port)),),
+                      "NicIngress.plane_port", (("plane", 0),))
+
+
+def test_the_check_counts_entries_per_table_and_refuses_more_than_it_holds() -> None:
+    """nic.p4's port_role holds 16 entries (its P4Info says so): the check, which
+    counts while it encodes (runs of one action, cut by a member and by another
+    action of the same table),
+    takes 16 and refuses 17, naming the switch, before anything is written."""
+    target = SwitchTarget("nic9", "127.0.0.1:1", 9, "nic")  # never connected: the check does no I/O
+    member_ = member(1, (0, b"\0"), (0, b"\0"))[0]
+    host = TableEntry("NicIngress.port_role", (("standard_metadata.ingress_port", Exact(100)),),
+                      "NicIngress.host_port", (("nic_addr", 1), ("gw_addr", 2), ("gw_mac", 3)))  # another action
+    fits = [port_role(p) for p in range(7)] + [member_, host] + [port_role(p) for p in range(8, 16)]
+    got = asyncio.run(_check([target], {"nic9": fits}))
+    assert len(got["nic9"]) == 17
+    with pytest.raises(EntryError, match=r"^nic9: 17 entries for NicIngress.port_role, which holds 16; "):
+        asyncio.run(_check([target], {"nic9": [*fits, port_role(16)]}))
