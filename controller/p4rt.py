@@ -18,7 +18,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -80,6 +80,18 @@ class _Action:
     params: dict[str, tuple[int, int]]  # name -> (id, bitwidth)
     names: dict[int, str]
     rank: dict[str, int]  # name -> position in the P4Info (param ids need not be in order)
+
+
+@dataclass
+class Encoded:
+    """A switch's entries as the check encoded them (Codec.encode_into): each one's
+    ``updates`` field inserting it, in the entries' order; where each run of entries
+    of one kind (TableEntry, MemberEntry, GroupEntry) starts; entries per table and
+    action profile."""
+
+    updates: list[bytes] = field(default_factory=list)
+    runs: list[tuple[int, type]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 MT = p4info_pb2.MatchField
@@ -237,29 +249,38 @@ class Codec:
             raise EntryError(f"{key[1]}: {e!r} passed the checks but could not be encoded")
         return b
 
-    def updates_of(self, entries: Sequence[Entry], counts: dict[str, int] | None = None) -> list[bytes]:
-        """``update_bytes`` of each entry, in order, adding to ``counts`` the number of
-        entries per table and action profile (for ``check_sizes``). Entries come in
-        runs of one table and action (an EV table is most of a NIC's entries): after
-        the first entry of a run, its shape's ``run`` encoder takes the others, as far
-        as they go (to an entry of another table, action or shape, or one that does
-        not fit, which goes through ``update_bytes`` and starts the next run)."""
-        out: list[bytes] = []
-        add = out.append
-        counts = {} if counts is None else counts
-        i, n = 0, len(entries)
+    def encode_into(self, out: Encoded, entries: Sequence[Entry], start: int = 0, stop: int | None = None) -> None:
+        """Add ``update_bytes`` of ``entries[start:stop]`` to ``out``, in order.
+
+        Entries come in runs of one table and action (an EV table is most of a NIC's
+        entries): after the first entry of a run, its shape's ``run`` encoder takes the
+        others, as far as they go (to an entry of another table, action or shape, or
+        one that does not fit, which goes through ``update_bytes`` and starts the next
+        run). What the write needs is noted per run, not per entry: the entries per
+        table and profile (``check_sizes``) and where each run starts (the write
+        order: members, groups, table entries)."""
+        updates, counts, runs = out.updates, out.counts, out.runs
+        add = updates.append
+        base = len(updates) - start  # entries[i] is updates[base + i]
+        i, n = start, len(entries) if stop is None else stop
         while i < n:
             e = entries[i]
-            start = i
+            first = i
             add(self.update_bytes(e))
             i += 1
             kind = type(e)
             if kind is TableEntry:
-                i = self._last[(TableEntry, e.table, e.action)].run(entries, i, add)  # type: ignore[misc, union-attr]
-                counts[e.table] = counts.get(e.table, 0) + i - start  # type: ignore[union-attr]
+                i = self._last[(TableEntry, e.table, e.action)].run(entries, i, n, add)  # type: ignore[misc, union-attr]
+                counts[e.table] = counts.get(e.table, 0) + i - first  # type: ignore[union-attr]
             elif kind is MemberEntry:
                 counts[e.profile] = counts.get(e.profile, 0) + 1  # type: ignore[union-attr]
-        return out
+            runs.append((base + first, kind))
+
+    def updates_of(self, entries: Sequence[Entry]) -> list[bytes]:
+        """``update_bytes`` of each entry, in order (see ``encode_into``)."""
+        out = Encoded()
+        self.encode_into(out, entries)
+        return out.updates
 
     def check(self, e: Entry) -> None:
         """Does ``e`` fit the P4Info (names, kinds, widths)? EntryError if not. (The
@@ -352,10 +373,10 @@ class Codec:
             return MemberEntry(e.profile, e.member_id, e.action, tuple(sorted(e.params, key=lambda kv: a.rank[kv[0]])))
         return e
 
-    def check_sizes(self, counts: dict[str, int], switch: str) -> None:
+    def check_sizes(self, encoded: Encoded, switch: str) -> None:
         """Refuse, before anything is written, more entries than a table or profile
-        holds (``counts``: entries per table or profile, as ``updates_of`` counts)."""
-        for name, n in counts.items():
+        holds (as ``encode_into`` counted them)."""
+        for name, n in encoded.counts.items():
             size = self.tables[name].size if name in self.tables else self.profile_sizes.get(name, 0)
             if size and n > size:
                 raise EntryError(f"{switch}: {n} entries for {name}, which holds {size}; "

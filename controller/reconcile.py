@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from controller import wire
 from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
-from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
+from controller.p4rt import Codec, Encoded, Session, SwitchError, codec, pipeline
 
 log = logging.getLogger(__name__)
 
@@ -141,31 +141,28 @@ Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
 SLICE = 1000  # entries checked between two turns of the event loop
-Encoded = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
+Known = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
 
 
-async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, list[bytes]]:
+async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, Encoded]:
     """Check every entry against its switch's P4Info (EntryError for the first that
-    does not fit) by encoding it, and keep the bytes for the write (one list per
-    switch, in the order of its entries): checking and encoding are one pass
-    (controller/wire.py), done before anything is written anywhere. The event loop
-    gets a turn every SLICE entries so that the switches' probes (connect, pipeline,
-    read) go on meanwhile."""
-    out: dict[str, list[bytes]] = {}
+    does not fit, or for a table given more than it holds) by encoding it, and keep
+    the bytes for the write: checking and encoding are one pass (controller/wire.py),
+    done before anything is written anywhere. The event loop gets a turn every SLICE
+    entries so that the switches' probes (connect, pipeline, read) go on meanwhile."""
+    out: dict[str, Encoded] = {}
     for t in targets:
         c = codec(t.program, t.target)
         es = entries[t.name]
-        blobs: list[bytes] = []
-        counts: dict[str, int] = {}
+        enc = out[t.name] = Encoded()
         for k in range(0, len(es), SLICE):
-            blobs += c.updates_of(es[k:k + SLICE], counts)
+            c.encode_into(enc, es, k, min(k + SLICE, len(es)))
             await asyncio.sleep(0)
-        c.check_sizes(counts, t.name)
-        out[t.name] = blobs
+        c.check_sizes(enc, t.name)
     return out
 
 
-def _phases(c: Codec, d: Diff, known: Callable[[], Encoded]) -> list[tuple[str, list[bytes]]]:
+def _phases(c: Codec, d: Diff, known: Callable[[], Known]) -> list[tuple[str, list[bytes]]]:
     """``steps(d)`` as ``updates`` fields: the bytes of the check for the wanted
     entries (``known``: by ``id``, made only when the switch held something), the
     others (what a switch held, to delete) encoded now."""
@@ -174,13 +171,13 @@ def _phases(c: Codec, d: Diff, known: Callable[[], Encoded]) -> list[tuple[str, 
     return [(kind, [wire.retype(get(id(e)) or c.update_bytes(e), kind) for e in es]) for kind, es in steps(d)]
 
 
-def _fresh_phases(entries: Sequence[Entry], blobs: list[bytes]) -> list[tuple[str, list[bytes]]]:
+def _fresh_phases(enc: Encoded) -> list[tuple[str, list[bytes]]]:
     """An empty switch gets every entry inserted: the bytes of the check in the order
-    of ``steps`` (members, groups, table entries)."""
+    of ``steps`` (members, groups, table entries), moved a run at a time."""
     by_rank: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
-    rank = _RANK
-    for e, b in zip(entries, blobs):
-        by_rank[rank[type(e)]].append(b)
+    ends = [start for start, _ in enc.runs[1:]] + [len(enc.updates)]
+    for (start, kind), end in zip(enc.runs, ends):
+        by_rank[_RANK[kind]].extend(enc.updates[start:end])
     return [("insert", bs) for bs in by_rank if bs]
 
 
@@ -255,7 +252,7 @@ class Reconciler:
         before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
         try:
             try:
-                blobs = await _check(targets, entries)
+                encoded = await _check(targets, entries)
             except BaseException:
                 for task in probes:
                     task.cancel()
@@ -283,8 +280,8 @@ class Reconciler:
                         r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            es, bs = entries[t.name], blobs[t.name]
-                            phases = (_fresh_phases(es, bs) if not actual else
+                            es, bs = entries[t.name], encoded[t.name].updates
+                            phases = (_fresh_phases(encoded[t.name]) if not actual else
                                       _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}))
                             await _write(s, phases, self.progress)
                     except SwitchError as exc:

@@ -200,14 +200,15 @@ _TABLE_HEADS, _MEMBER_HEADS, _GROUP_HEADS = _Heads(_T_TABLE_ENTRY), _Heads(_T_ME
 # ---- entry shapes ------------------------------------------------------------------
 
 Encoder = Callable[[object], "bytes | None"]
-RunEncoder = Callable[[Sequence[object], int, Callable[[bytes], None]], int]
+RunEncoder = Callable[[Sequence[object], int, int, Callable[[bytes], None]], int]
 
 
 class Encoders(NamedTuple):
     """The encoders of one entry shape: ``one(e)``, the ``updates`` field inserting
-    ``e`` or None (not of this shape, or a value does not fit); and ``run(es, i, add)``
-    (table entries only), which encodes ``es[i]``, ``es[i + 1]``, ... with ``add``
-    while they are of this shape and fit, and says where it stopped."""
+    ``e`` or None (not of this shape, or a value does not fit); and ``run(es, i, stop,
+    add)`` (table entries only), which encodes ``es[i]``, ``es[i + 1]``, ... up to
+    ``stop`` with ``add`` while they are of this shape and fit, and says where it
+    stopped."""
 
     one: Encoder
     run: RunEncoder | None
@@ -273,13 +274,13 @@ _ONE = """\
 def one(e):
 {code}"""
 _RUN = """\
-def run(es, i, add):
-    for i in range(i, len(es)):
+def run(es, i, stop, add):
+    for i in range(i, stop):
         e = es[i]
         if type(e) is not TableEntry or e.table != TABLE or e.action != ACTION_NAME:
             return i
 {code}
-    return len(es)"""
+    return stop"""
 
 
 def table_encoder(table: str, table_id: int, fields: Sequence[tuple[str, type, int, int]],

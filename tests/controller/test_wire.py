@@ -22,7 +22,7 @@ from controller import wire
 from controller.entries import GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
 from controller.p4rt import Codec, EntryError, pipeline
-from controller.reconcile import _check
+from controller.reconcile import _check, _fresh_phases
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 EV, SET_PATH = "NicIngress.ev_table", "NicIngress.set_path"
@@ -276,6 +276,22 @@ def test_the_check_counts_entries_per_table_and_refuses_more_than_it_holds() -> 
                       "NicIngress.host_port", (("nic_addr", 1), ("gw_addr", 2), ("gw_mac", 3)))  # another action
     fits = [port_role(p) for p in range(7)] + [member_, host] + [port_role(p) for p in range(8, 16)]
     got = asyncio.run(_check([target], {"nic9": fits}))
-    assert len(got["nic9"]) == 17
+    assert len(got["nic9"].updates) == 17
     with pytest.raises(EntryError, match=r"^nic9: 17 entries for NicIngress.port_role, which holds 16; "):
         asyncio.run(_check([target], {"nic9": [*fits, port_role(16)]}))
+
+
+def test_an_empty_switch_gets_members_then_groups_then_table_entries() -> None:
+    """The check's bytes, moved a run at a time into the write order (a group names
+    members, a table entry names a group: each must be there before)."""
+    c = fresh()
+    route, _ = group_route(0xFD00 << 112, FD00, 16, 3)
+    m1, _ = member(1, (0, b"\0"), (1, b"\x01"))
+    m2, _ = member(2, (1, b"\x01"), (2, b"\x02"))
+    g3, _ = group(3, [(1, 1, (1, b"\x01")), (2, 1, (2, b"\x02"))])
+    evs = [ev_entry(DST, 64, k, 1, 0, k) for k in range(3)]
+    entries = [*evs[:2], route, g3, m1, evs[2], m2]
+    enc = asyncio.run(_check([SwitchTarget("nic9", "127.0.0.1:1", 9, "nic")], {"nic9": entries}))["nic9"]
+    b = {id(e): c.update_bytes(e) for e in entries}
+    assert _fresh_phases(enc) == [("insert", [b[id(m1)], b[id(m2)]]), ("insert", [b[id(g3)]]),
+                                  ("insert", [b[id(evs[0])], b[id(evs[1])], b[id(route)], b[id(evs[2])]])]
