@@ -1,13 +1,16 @@
 """Entries to P4Runtime messages and back, and the asyncio session with one switch.
 
 Why this shape: the controller's entries (controller/entries.py) name tables,
-actions and fields as the P4Info does; a ``Codec`` built once per P4Info turns them
-into ``p4runtime_pb2.Entity`` messages (ids, canonical byte strings) and turns what a
-switch reads back into the same values, so reconciling is comparing values. The
-session speaks P4Runtime through finsy's ``P4Client`` (gRPC channel, unary and
-streaming calls, error details) on the project's upb protobuf bindings; arbitration
-and the pipeline are done here because the controller needs them to be explicit
-(primary or fail, push only when the switch lacks our pipeline).
+actions and fields as the P4Info does; a ``Codec`` built once per P4Info checks them
+against it and turns them into P4Runtime's bytes (controller/wire.py: ids, canonical
+byte strings, one encoding per entry, made by the check and kept for the write), and
+turns what a switch reads back into the same values, so reconciling is comparing
+values. The session speaks P4Runtime through finsy's ``P4Client`` (gRPC channel,
+arbitration stream, unary and streaming calls, error details) on the project's upb
+protobuf bindings; writes go as bytes on that client's channel (see
+``Session.write_updates`` for why); arbitration and the pipeline are done here
+because the controller needs them to be explicit (primary or fail, push only when
+the switch lacks our pipeline).
 """
 
 from __future__ import annotations
@@ -551,13 +554,6 @@ class Session:
         req.election_id.low = self.election_id & ((1 << 64) - 1)
         await self._request(req)
         log.info("%s: pipeline %s installed", self.target.name, p.program)
-
-    async def write(self, req: p4runtime_pb2.WriteRequest) -> None:
-        """Send ``req`` (see Codec.write_request) as this device's primary."""
-        req.device_id = self.target.device_id
-        req.election_id.high = self.election_id >> 64
-        req.election_id.low = self.election_id & ((1 << 64) - 1)
-        await self._request(req)
 
     async def write_updates(self, updates: bytes) -> None:
         """Send a WriteRequest made of ``updates`` (see wire.updates) as this device's

@@ -197,20 +197,23 @@ def test_lengths_of_two_and_three_varint_bytes() -> None:
                                         ("delete", pb.Update.DELETE)])
 def test_a_request_is_its_head_and_its_updates_joined(kind: str, code: int) -> None:
     c = fresh()
-    entries = [ev_entry(DST, 64, k, 1, 0, k * 0x1000) for k in range(200)]  # some updates longer than 127 bytes
-    entries += [spray_mode(1, 1, 10)[0], member(3, (1, b"\x01"), (2, b"\x02"))[0],
-                group(3, [(3, 1, (1, b"\x01"))])[0]]
+    pairs = [(ev_entry(DST, 64, k, 1, 0, k << 16), ev_message(DST_BYTES, 64, bytes([k]), b"\x01", b"\0", bytes([k, 0, 0])))
+             for k in range(1, 200)]
+    pairs += [spray_mode(1, 1, 10), member(3, (1, b"\x01"), (2, b"\x02")),
+              group(4, [(m, 1, (m, bytes([m]))) for m in range(1, 21)])]  # an update longer than 127 bytes
     want = pb.WriteRequest()
     want.device_id = 7
     want.election_id.high = 1
     want.election_id.low = 5
-    for e in entries:
+    for _, ent in pairs:
         u = want.updates.add()
         u.type = code
-        u.entity.CopyFrom(c.encode(e))
+        u.entity.CopyFrom(ent)
+    entries = [e for e, _ in pairs]
+    assert max(map(len, c.updates_of(entries))) > 130
     body = wire.write_head(7, (1 << 64) | 5) + c.updates(kind, entries)
     assert body == want.SerializeToString()
-    assert c.write_request(kind, entries).updates == want.updates
+    assert list(c.write_request(kind, entries).updates) == list(want.updates)
     # And device 0, election id 1: the device id left out, the election id written.
     head = pb.WriteRequest()
     head.election_id.low = 1
