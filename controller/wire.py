@@ -148,19 +148,27 @@ def _field_maker(field_id: int, kind: type, width: int, before: bytes = b"") -> 
 def _call_maker(action_id: int, params: Sequence[tuple[str, int, int]]) -> Callable[[tuple], bytes | None]:
     """An Action message (id, then parameters in the given order) for one set of
     parameter values, or None when their names or widths are not those of ``params``
-    ((name, id, width) each)."""
+    ((name, id, width) each). Each parameter's bytes are remembered by value: a new
+    set of values often shares all but one with sets met before (the plane and port
+    of a new path)."""
     head = _T_ACTION_ID + varint(action_id)
-    heads = [(name, _T_PARAM_ID + varint(pid) + _T_PARAM_VALUE, width) for name, pid, width in params]
+    heads = [(name, _T_PARAM_ID + varint(pid) + _T_PARAM_VALUE, width, _Cache()) for name, pid, width in params]
 
     def make(values: tuple[tuple[str, int], ...]) -> bytes | None:
         if len(values) != len(heads):
             return None
         out = [head]
-        for (pname, v), (name, phead, width) in zip(values, heads):
-            if pname != name or v < 0 or v >> width:
+        for (pname, v), (name, phead, width, cache) in zip(values, heads):
+            if pname != name:
                 return None
-            b = canonical(v)
-            out.append(_sized(_T_PARAM, phead + _vlen(len(b)) + b))
+            b = cache.get(v)
+            if b is None:
+                if v < 0 or v >> width:
+                    return None
+                value = canonical(v)
+                b = _sized(_T_PARAM, phead + _vlen(len(value)) + value)
+                cache.put(v, b)
+            out.append(b)
         return b"".join(out)
 
     return make
