@@ -463,8 +463,23 @@ def describe_error(t: SwitchTarget, exc: BaseException) -> str:
     return f"{_where(t)}: {exc}"
 
 
-_WRITE_METHOD = "/{0}/{1}".format(*p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"]
-                                   .methods_by_name["Write"].full_name.rsplit(".", 1))
+def _method(name: str) -> str:
+    """The gRPC path of a P4Runtime method, from the bindings' descriptor."""
+    return "/{0}/{1}".format(*p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"]
+                             .methods_by_name[name].full_name.rsplit(".", 1))
+
+
+_WRITE_METHOD, _READ_METHOD = _method("Write"), _method("Read")
+
+
+def _wildcards(c: Codec) -> list[p4runtime_pb2.Entity]:
+    """The read of every table entry, and of every member and group of each profile."""
+    wild = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
+    wild += [p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=i))
+             for i in c.profiles.values()]
+    wild += [p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=i))
+             for i in c.profiles.values()]
+    return wild
 
 
 class Session:
@@ -478,7 +493,7 @@ class Session:
         self.primary = primary
         self.client = P4Client(target.address, wait_for_ready=False)
         self._write_head = wire.write_head(target.device_id, election_id)
-        self._write_bytes: tuple[object, object] | None = None  # (channel, its Write method on bytes)
+        self._raw_calls: dict[tuple[str, bool], tuple[object, object]] = {}  # (method, stream) -> (channel, call)
 
     async def __aenter__(self) -> Session:
         await self.open()
@@ -555,27 +570,52 @@ class Session:
         await self._request(req)
         log.info("%s: pipeline %s installed", self.target.name, p.program)
 
-    async def write_updates(self, updates: bytes) -> None:
-        """Send a WriteRequest made of ``updates`` (see wire.updates) as this device's
-        primary, as bytes.
-
-        Why around finsy here: ``P4Client.request`` takes a message and the stub
-        serialises it, so bytes already encoded (controller/wire.py) would be parsed
-        into a message only to be serialised again, about 0.6 us per entry of the
-        client's CPU, which the switches on the same cores lose. This call goes on
-        finsy's channel (its connection, options and arbitration stream) with the
-        same method and timeout, without a request serialiser, and a refusal is
-        raised as finsy's P4ClientError with the per-update details, as ``write``."""
+    def _raw(self, method: str, stream: bool, serializer: object, deserializer: object):  # noqa: ANN205
+        """A call of ``method`` on finsy's channel with these (de)serialisers, made once
+        per channel (a reconnected client has a new one)."""
         channel = self.client.channel
         if channel is None:
             raise SwitchError(f"{_where(self.target)}: not connected")
-        if self._write_bytes is None or self._write_bytes[0] is not channel:
-            self._write_bytes = (channel, channel.unary_unary(
-                _WRITE_METHOD, request_serializer=None, response_deserializer=p4runtime_pb2.WriteResponse.FromString))
+        key = (method, stream)
+        made = self._raw_calls.get(key)
+        if made is None or made[0] is not channel:
+            make = channel.unary_stream if stream else channel.unary_unary
+            made = self._raw_calls[key] = (channel, make(method, request_serializer=serializer,
+                                                         response_deserializer=deserializer))
+        return made[1]
+
+    async def write_updates(self, updates: bytes) -> None:
+        """Send a WriteRequest made of ``updates`` (``updates`` fields joined, see
+        controller/wire.py) as this device's primary, as bytes.
+
+        Why around finsy here: ``P4Client.request`` takes a message and the stub
+        serialises it, so bytes already encoded would be parsed into a message only to
+        be serialised again, about 0.6 us per entry of the client's CPU, which the
+        switches on the same cores lose. This call goes on finsy's channel (its
+        connection, options and arbitration stream) with the same method, without a
+        request serialiser, and a refusal is raised as finsy's P4ClientError with the
+        per-update details, as finsy's own calls are."""
+        call = self._raw(_WRITE_METHOD, False, None, p4runtime_pb2.WriteResponse.FromString)
         try:
-            await self._write_bytes[1](self._write_head + updates, timeout=RPC_TIMEOUT)  # type: ignore[operator]
+            await call(self._write_head + updates, timeout=RPC_TIMEOUT)
         except grpc.RpcError as exc:
             raise SwitchError(describe_error(self.target, P4ClientError(exc, "Write"))) from None
+
+    async def read_entity_bytes(self, c: Codec) -> list[bytes]:
+        """Every table entry, profile member and group the switch holds (not defaults),
+        each as the bytes of its Entity message: the reconciler compares them with the
+        bytes it would write and decodes only those that differ (decoding a read
+        entity into an entry costs about 8 us, comparing bytes a fraction of one).
+        Responses come as bytes, around finsy for the same reason as writes."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.target.device_id, entities=_wildcards(c))
+        call = self._raw(_READ_METHOD, True, p4runtime_pb2.ReadRequest.SerializeToString, None)
+        out: list[bytes] = []
+        try:
+            async for reply in call(req, timeout=RPC_TIMEOUT):
+                out += wire.entities_of(reply)
+        except grpc.RpcError as exc:
+            raise SwitchError(describe_error(self.target, P4ClientError(exc, "Read"))) from None
+        return out
 
     async def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.target.device_id, entities=entities)
@@ -589,13 +629,8 @@ class Session:
 
     async def read_entries(self, c: Codec) -> list[Entry]:
         """Every table entry, profile member and group the switch holds (not defaults)."""
-        wild = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())]
-        wild += [p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=i))
-                 for i in c.profiles.values()]
-        wild += [p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=i))
-                 for i in c.profiles.values()]
         out = []
-        for ent in await self.read(wild):
+        for ent in await self.read(_wildcards(c)):
             e = c.decode(ent)
             if e is not None:
                 out.append(e)

@@ -187,14 +187,15 @@ class _Heads(dict):
     """For an entity kind (its tag in Entity), by the length of its message: the bytes
     that go before the message in the ``updates`` field of a WriteRequest inserting it
     (updates tag and length, the Update's type and entity tag and length, the entity
-    kind's tag and length); made once per length."""
+    kind's tag and length); made once per length. With ``tag`` empty: before a whole
+    Entity message."""
 
     def __init__(self, tag: bytes) -> None:
         super().__init__()
         self.tag = tag
 
     def __missing__(self, n: int) -> bytes:
-        entity = self.tag + _vlen(n)
+        entity = self.tag + _vlen(n) if self.tag else b""
         update = _T_TYPE + _INSERT + _T_ENTITY + _vlen(len(entity) + n) + entity
         h = self[n] = _T_UPDATE + _vlen(len(update) + n) + update
         return h
@@ -203,6 +204,7 @@ class _Heads(dict):
 _INSERT = varint(UPDATE_TYPES["insert"])
 assert all(t < 0x80 for t in UPDATE_TYPES.values())  # one byte each: retype swaps that byte
 _TABLE_HEADS, _MEMBER_HEADS, _GROUP_HEADS = _Heads(_T_TABLE_ENTRY), _Heads(_T_MEMBER_ENTRY), _Heads(_T_GROUP_ENTRY)
+_ENTITY_HEADS = _Heads(b"")
 
 
 # ---- entry shapes ------------------------------------------------------------------
@@ -403,6 +405,63 @@ def entity(update: bytes) -> bytes:
     return update[i + 1:]
 
 
+def insert_of(entity: bytes) -> bytes:
+    """The ``updates`` field inserting an Entity message (as a switch reads it back):
+    the encoders' form, so what a switch holds compares with what is wanted as bytes."""
+    return _ENTITY_HEADS[len(entity)] + entity
+
+
+_READ_ENTITY = pb.ReadResponse.DESCRIPTOR.fields_by_name["entities"].number << 3 | _LEN
+
+
+def entities_of(response: bytes) -> list[bytes]:
+    """The Entity messages of a ReadResponse's bytes, as bytes (its only field is the
+    repeated ``entities``; another field is skipped by its wire type)."""
+    out = []
+    add = out.append
+    i, n = 0, len(response)
+    while i < n:
+        tag = response[i]
+        if tag == _READ_ENTITY:  # the usual case, inline: one-byte tag, length of one or two bytes
+            size = response[i + 1]
+            if size < 0x80:
+                i += 2
+            elif response[i + 2] < 0x80:
+                size = (size & 0x7F) | response[i + 2] << 7
+                i += 3
+            else:
+                size, i = _read_varint(response, i + 1)
+            add(response[i:i + size])
+            i += size
+            continue
+        tag, i = _read_varint(response, i)
+        wire_type = tag & 7
+        if wire_type == _VARINT:
+            _, i = _read_varint(response, i)
+        elif wire_type == _LEN:
+            size, i = _read_varint(response, i)
+            if tag == _READ_ENTITY:
+                add(response[i:i + size])
+            i += size
+        elif wire_type in (1, 5):  # fixed 64 / 32 bits
+            i += 8 if wire_type == 1 else 4
+        else:
+            raise ValueError(f"ReadResponse: field {tag >> 3} has wire type {wire_type}, which protobuf 3 does not use")
+    return out
+
+
+def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``data[i]`` and the index after it."""
+    value = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+
+
 def write_head(device_id: int, election_id: int) -> bytes:
     """A WriteRequest's fields before its updates: device id and election id (a
     WriteRequest is these bytes followed by ``updates`` fields, joined)."""
@@ -410,5 +469,6 @@ def write_head(device_id: int, election_id: int) -> bytes:
     return _uint(_T_DEVICE, device_id) + _sized(_T_ELECTION, election)
 
 
-__all__ = ["CACHE", "Encoder", "Encoders", "RunEncoder", "UPDATE_TYPES", "canonical", "entity", "group_update", "member_encoder", "retype",
+__all__ = ["CACHE", "Encoder", "Encoders", "RunEncoder", "UPDATE_TYPES", "canonical", "entities_of", "entity",
+           "group_update", "insert_of", "member_encoder", "retype",
            "table_encoder", "varint", "write_head"]

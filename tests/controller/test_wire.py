@@ -22,7 +22,7 @@ from controller import wire
 from controller.entries import GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
 from controller.p4rt import Codec, EntryError, pipeline
-from controller.reconcile import _check, _fresh_phases
+from controller.reconcile import _check, _fresh_phases, diff_held
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 EV, SET_PATH = "NicIngress.ev_table", "NicIngress.set_path"
@@ -298,3 +298,58 @@ def test_an_empty_switch_gets_members_then_groups_then_table_entries() -> None:
     b = {id(e): c.update_bytes(e) for e in entries}
     assert _fresh_phases(enc) == [("insert", [b[id(m1)], b[id(m2)]]), ("insert", [b[id(g3)]]),
                                   ("insert", [b[id(evs[0])], b[id(evs[1])], b[id(route)], b[id(evs[2])]])]
+
+
+def reversed_match(ent: pb.Entity) -> pb.Entity:
+    """The same table entry with its match fields the other way round: other bytes, the
+    same entry (a switch may answer in any field order)."""
+    out = pb.Entity()
+    out.CopyFrom(ent)
+    fields = list(out.table_entry.match)[::-1]
+    del out.table_entry.match[:]
+    for m in fields:
+        out.table_entry.match.add().CopyFrom(m)
+    return out
+
+
+def test_what_a_switch_holds_is_compared_as_bytes_then_as_entries() -> None:
+    c = fresh()
+    same = [(ev_entry(DST, 64, k, 1, 0, k << 16), ev_message(DST_BYTES, 64, bytes([k]), b"\x01", b"\0", bytes([k, 0, 0])))
+            for k in range(1, 6)]
+    m1, m1_msg = member(1, (0, b"\0"), (1, b"\x01"))
+    wanted = [e for e, _ in same] + [m1]
+    updates = c.updates_of(wanted)
+    held = [ent.SerializeToString() for _, ent in same] + [m1_msg.SerializeToString()]
+    # Everything held as wanted: nothing to write, nothing decoded.
+    d, actual = diff_held(c, wanted, updates, held)
+    assert (d.insert, d.modify, d.delete, actual) == ([], [], [], [])
+    # The same entries in other bytes (match fields reversed): still nothing to write.
+    odd = [reversed_match(ent).SerializeToString() for _, ent in same] + [m1_msg.SerializeToString()]
+    assert odd[:5] != held[:5]
+    d, actual = diff_held(c, wanted, updates, odd)
+    assert (d.insert, d.modify, d.delete) == ([], [], []) and len(actual) == 6
+    # One entry with other parameters, one the switch lacks, one it has that is not wanted.
+    changed = ev_message(DST_BYTES, 64, b"\x02", b"\x01", b"\x01", b"\x02\x00\x00")  # plane 1, not 0
+    extra_e, extra = member(9, (1, b"\x01"), (3, b"\x03"))
+    held = [same[0][1], changed, same[3][1], same[4][1], m1_msg, extra]  # no EV 3
+    d, actual = diff_held(c, wanted, updates, [ent.SerializeToString() for ent in held])
+    assert d.insert == [same[2][0]]
+    assert d.modify == [(ev_entry(DST, 64, 2, 1, 1, 2 << 16), same[1][0])]
+    assert d.delete == [extra_e]
+    # A wanted key given twice: the first is what the switch gets (as ``diff`` does).
+    twice = [same[0][0], ev_entry(DST, 64, 1, 3, 0, 1 << 16)]
+    d, _ = diff_held(c, twice, c.updates_of(twice),
+                     [ev_message(DST_BYTES, 64, b"\x01", b"\x03", b"\0", b"\x01\x00\x00").SerializeToString()])
+    assert (d.insert, d.modify, d.delete) == ([], [(twice[1], twice[0])], [])
+
+
+def test_read_responses_split_into_entities_and_entities_into_inserts() -> None:
+    resp = pb.ReadResponse()
+    ents = [ev_message(DST_BYTES, 64, bytes([k]), b"\x01", b"\0", b"\xff" * (k % 20)) for k in range(1, 40)]
+    ents.append(group(4, [(m, 1, (m, bytes([m]))) for m in range(1, 30)])[1])  # longer than 127 bytes
+    for ent in ents:
+        resp.entities.add().CopyFrom(ent)
+    got = wire.entities_of(resp.SerializeToString())
+    assert got == [ent.SerializeToString() for ent in ents]
+    assert [wire.insert_of(b) for b in got] == [as_update(ent) for ent in ents]
+    assert wire.entities_of(b"") == []
