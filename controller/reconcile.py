@@ -5,11 +5,12 @@ Why reconcile is the only mode: a second run must write nothing, a restarted swi
 only what depends on it (NIC spray groups and EVs). All three are the same
 operation: compute the wanted entries (pure), read the switch, diff (pure), write.
 
-Faults: every switch is connected, made primary and read, and every entry checked
-against the P4Info (while the switches answer), before anything is written
-anywhere; a switch that is unreachable stops the run with nothing written. A write a switch refuses
-rolls back what this run wrote on every switch (``keep_going`` instead goes on and
-lists what failed).
+Faults: every switch is connected, made primary and read, every entry checked
+against the P4Info (while the switches answer; the check is the encoding, kept for
+the write) and every switch's difference worked out, before anything is written
+anywhere; a switch that is unreachable stops the run with nothing written. A write a
+switch refuses rolls back what this run wrote on every switch (``keep_going``
+instead goes on and lists what failed).
 """
 
 from __future__ import annotations
@@ -297,24 +298,34 @@ class Reconciler:
             if any(r.error for r in results.values()) and not self.keep_going:
                 return Report(list(results.values()), time.monotonic() - t0)
 
+            # What each switch needs, worked out for every switch before the first write: an
+            # empty switch takes everything as it is; otherwise what it holds is compared
+            # with what is wanted (as bytes first, see diff_held).
+            plans: dict[str, tuple[Diff, list[Entry]]] = {}
+            for t in targets:
+                if t.name in found:
+                    held, es, bs = found[t.name][1], entries[t.name], encoded[t.name].updates
+                    d, actual = plans[t.name] = ((Diff(insert=es), []) if not held
+                                                 else diff_held(codec(t.program, t.target), es, bs, held))
+                    r = results[t.name]
+                    r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
+                    await asyncio.sleep(0)
+
             async def one(t: SwitchTarget) -> None:
-                if t.name not in found:
+                if t.name not in plans:
                     return
                 s, r = sessions[t.name], results[t.name]
                 has, held = found[t.name]
+                d, actual = plans[t.name]
                 async with sem:
                     try:
                         c = codec(t.program, t.target)
                         if not has and not dry_run:
                             await s.set_pipeline(pipeline(t.program, t.target))
                             r.pipeline_pushed = True
-                        # An empty switch takes everything as it is; otherwise compare what it
-                        # holds with what is wanted (as bytes first, see diff_held).
-                        es, bs = entries[t.name], encoded[t.name].updates
-                        d, actual = (Diff(insert=es), []) if not held else diff_held(c, es, bs, held)
-                        r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
+                            es, bs = entries[t.name], encoded[t.name].updates
                             phases = (_fresh_phases(encoded[t.name]) if not held else
                                       _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}))
                             await _write(s, phases, self.progress)
