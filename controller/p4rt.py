@@ -92,8 +92,8 @@ class Encoded:
     of one kind (TableEntry, MemberEntry, GroupEntry) starts; entries per table and
     action profile."""
 
-    updates: list[bytes] = field(default_factory=list)
-    runs: list[tuple[int, type]] = field(default_factory=list)
+    updates: list[bytes] = field(default_factory=list, repr=False)  # (16,000 of them: not in a repr)
+    runs: list[tuple[int, type]] = field(default_factory=list, repr=False)
     counts: dict[str, int] = field(default_factory=dict)
 
 
