@@ -176,7 +176,7 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-SLICE = 1000  # entries checked between two turns of the event loop
+SLICE = 200  # entries checked between two turns of the event loop (each turn moves the probes one step)
 Known = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
 
 
