@@ -67,7 +67,7 @@ async def raw_write(targets, wanted) -> float:
         await s.set_pipeline(pipeline(t.program))
         c = codec(t.program)
         es = [c.canonical(e) for e in wanted[t.name]]
-        return s, [c.updates("insert", es[k:k + BATCH]) for k in range(0, len(es), BATCH)]
+        return s, [[c.updates("insert", es[k:k + BATCH])] for k in range(0, len(es), BATCH)]
 
     ready = await asyncio.gather(*(prep(t) for t in targets))
 

@@ -584,9 +584,10 @@ class Session:
                                                          response_deserializer=deserializer))
         return made[1]
 
-    async def write_updates(self, updates: bytes) -> None:
-        """Send a WriteRequest made of ``updates`` (``updates`` fields joined, see
-        controller/wire.py) as this device's primary, as bytes.
+    async def write_updates(self, updates: Sequence[bytes]) -> None:
+        """Send a WriteRequest made of ``updates`` (``updates`` fields, see
+        controller/wire.py) as this device's primary, as bytes (joined once, with the
+        request's head).
 
         Why around finsy here: ``P4Client.request`` takes a message and the stub
         serialises it, so bytes already encoded would be parsed into a message only to
@@ -597,7 +598,7 @@ class Session:
         per-update details, as finsy's own calls are."""
         call = self._raw(_WRITE_METHOD, False, None, p4runtime_pb2.WriteResponse.FromString)
         try:
-            await call(self._write_head + updates, timeout=RPC_TIMEOUT)
+            await call(b"".join((self._write_head, *updates)), timeout=RPC_TIMEOUT)
         except grpc.RpcError as exc:
             raise SwitchError(describe_error(self.target, P4ClientError(exc, "Write"))) from None
 

@@ -218,22 +218,15 @@ def _fresh_phases(enc: Encoded) -> list[tuple[str, list[bytes]]]:
 
 
 async def _write(s: Session, phases: Sequence[tuple[str, list[bytes]]], progress: Progress | None) -> None:
-    """Write ``phases`` in order, in requests of BATCH updates joined from their
-    bytes; the next request is joined while the previous one travels and the switch
-    works on it, and a phase ends before the next starts."""
+    """Write ``phases`` in order, in requests of BATCH updates (each joined from its
+    updates' bytes when it is sent, in one copy); a request goes once the previous
+    one is answered, so a phase ends before the next starts."""
     for _, updates in phases:
-        pending: asyncio.Task | None = None
         for k in range(0, len(updates), BATCH):
             chunk = updates[k:k + BATCH]
-            body = b"".join(chunk)
-            if pending is not None:
-                await pending
-            pending = asyncio.ensure_future(s.write_updates(body))
+            await s.write_updates(chunk)
             if progress:
                 progress(s.target.name, len(chunk))
-            await asyncio.sleep(0)  # the request goes out while the next is joined
-        if pending is not None:
-            await pending
 
 
 async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
