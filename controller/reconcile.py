@@ -5,11 +5,12 @@ Why reconcile is the only mode: a second run must write nothing, a restarted swi
 only what depends on it (NIC spray groups and EVs). All three are the same
 operation: compute the wanted entries (pure), read the switch, diff (pure), write.
 
-Faults: every switch is connected, made primary and read, and every entry checked
-against the P4Info (while the switches answer), before anything is written
-anywhere; a switch that is unreachable stops the run with nothing written. A write a switch refuses
-rolls back what this run wrote on every switch (``keep_going`` instead goes on and
-lists what failed).
+Faults: every switch is connected, made primary and read, every entry checked
+against the P4Info (while the switches answer; the check is the encoding, kept for
+the write) and every switch's difference worked out, before anything is written
+anywhere; a switch that is unreachable stops the run with nothing written. A write a
+switch refuses rolls back what this run wrote on every switch (``keep_going``
+instead goes on and lists what failed).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from finsy.proto.p4.v1 import p4runtime_pb2
+
+from controller import wire
 from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.inventory import SwitchTarget
-from controller.p4rt import Codec, Session, SwitchError, codec, pipeline
+from controller.p4rt import Codec, Encoded, Session, SwitchError, codec, pipeline
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,39 @@ def diff(wanted: Sequence[Entry], actual: Sequence[Entry]) -> Diff:
             out.modify.append((old, e))
     out.delete = [e for k, e in have.items() if k not in want]
     return out
+
+
+def diff_held(c: Codec, wanted: Sequence[Entry], updates: Sequence[bytes],
+              held: Sequence[bytes]) -> tuple[Diff, list[Entry]]:
+    """``diff`` of the canonical ``wanted`` entries (``updates``: their bytes, as the
+    check encoded them) against what a switch holds (``held``: its Entity messages as
+    bytes), and what it holds as entries (empty when nothing differs).
+
+    Why bytes first: decoding 16,000 read entities into entries and diffing them
+    costs the client about 20 us per entry, and a second run, where nothing
+    differs, would spend all of it to find nothing. An entity whose bytes are those
+    the check made for a wanted entry is that entry (the encoding is canonical:
+    tests/controller/test_wire.py), so it needs neither decoding nor comparing; only
+    when some bytes match nothing (on either side) is the diff of values made, with
+    only the unmatched entities decoded and the matched ones stood for by their
+    wanted entry (what decoding them would give), so its result is that of ``diff``
+    whatever the switch's bytes look like."""
+    have = {wire.insert_of(b): b for b in held}
+    wanted_bytes = set(updates)
+    if have.keys() == wanted_bytes:
+        return Diff(), []
+    actual: list[Entry] = []
+    for u, b in have.items():
+        if u not in wanted_bytes:
+            e = c.decode(p4runtime_pb2.Entity.FromString(b))
+            if e is not None:
+                actual.append(e)
+    seen: set[bytes] = set()
+    for e, u in zip(wanted, updates):
+        if u in have and u not in seen:
+            seen.add(u)
+            actual.append(c.canonical(e))
+    return diff([c.canonical(e) for e in wanted], actual), actual
 
 
 def steps(d: Diff) -> list[tuple[str, list[Entry]]]:
@@ -139,50 +176,62 @@ class Report:
 Progress = Callable[[str, int], None]  # (switch name, entries just written)
 
 
-SLICE = 100  # entries checked or encoded between two turns of the event loop
+SLICE = 200  # entries checked between two turns of the event loop (each turn moves the probes one step)
+Known = dict[int, bytes]  # id(entry) -> its ``updates`` field inserting it, for the entries of one switch
 
 
-async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> None:
+async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]]) -> dict[str, Encoded]:
     """Check every entry against its switch's P4Info (EntryError for the first that
-    does not fit), giving the event loop a turn every SLICE entries so that the
-    switches' probes (connect, pipeline, read) go on meanwhile."""
+    does not fit, or for a table given more than it holds) by encoding it, and keep
+    the bytes for the write: checking and encoding are one pass (controller/wire.py),
+    done before anything is written anywhere. The event loop gets a turn every SLICE
+    entries so that the switches' probes (connect, pipeline, read) go on meanwhile."""
+    out: dict[str, Encoded] = {}
     for t in targets:
         c = codec(t.program, t.target)
         es = entries[t.name]
-        c.check_sizes(es, t.name)
-        check = c.check
+        enc = out[t.name] = Encoded()
         for k in range(0, len(es), SLICE):
-            for e in es[k:k + SLICE]:
-                check(e)
+            c.encode_into(enc, es, k, min(k + SLICE, len(es)))
             await asyncio.sleep(0)
+        c.check_sizes(enc, t.name)
+    return out
 
 
-async def _encode(c: Codec, kind: str, entries: Sequence[Entry]) -> object:
-    """``c.write_request(kind, entries)``, giving the event loop a turn every
-    SLICE entries so that a request already handed to gRPC goes out meanwhile."""
-    req = c.write_request(kind, ())
-    for k in range(0, len(entries), SLICE):
-        c.write_request(kind, entries[k:k + SLICE], into=req)
-        await asyncio.sleep(0)
-    return req
+def _phases(c: Codec, d: Diff, known: Callable[[], Known]) -> list[tuple[str, list[bytes]]]:
+    """``steps(d)`` as ``updates`` fields: the bytes of the check for the wanted
+    entries (``known``: by ``id``, made only when the switch held something), the
+    others (what a switch held, to delete) encoded now."""
+    memo = known()
+    get = memo.get
+    return [(kind, [wire.retype(get(id(e)) or c.update_bytes(e), kind) for e in es]) for kind, es in steps(d)]
+
+
+def _fresh_phases(enc: Encoded) -> list[tuple[str, list[bytes]]]:
+    """An empty switch gets every entry inserted: the bytes of the check in the order
+    of ``steps`` (members, groups, table entries), moved a run at a time."""
+    by_rank: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
+    ends = [start for start, _ in enc.runs[1:]] + [len(enc.updates)]
+    for (start, kind), end in zip(enc.runs, ends):
+        by_rank[_RANK[kind]].extend(enc.updates[start:end])
+    return [("insert", bs) for bs in by_rank if bs]
+
+
+async def _write(s: Session, phases: Sequence[tuple[str, list[bytes]]], progress: Progress | None) -> None:
+    """Write ``phases`` in order, in requests of BATCH updates (each joined from its
+    updates' bytes when it is sent, in one copy); a request goes once the previous
+    one is answered, so a phase ends before the next starts."""
+    for _, updates in phases:
+        for k in range(0, len(updates), BATCH):
+            chunk = updates[k:k + BATCH]
+            await s.write_updates(chunk)
+            if progress:
+                progress(s.target.name, len(chunk))
 
 
 async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
-    """Write ``d`` in ordered batches of BATCH updates. The next request is encoded
-    while the previous one travels and the switch works on it (encoding is the
-    controller's main cost; the switch is another process)."""
-    for kind, entries in steps(d):
-        pending: asyncio.Task | None = None
-        for k in range(0, len(entries), BATCH):
-            chunk = entries[k:k + BATCH]
-            req = await _encode(c, kind, chunk)
-            if pending is not None:
-                await pending
-            pending = asyncio.ensure_future(s.write(req))
-            if progress:
-                progress(s.target.name, len(chunk))
-        if pending is not None:
-            await pending  # a phase ends before the next starts (members before groups before entries)
+    """Write ``d`` (entries encoded now)."""
+    await _write(s, _phases(c, d, dict), progress)
 
 
 class Reconciler:
@@ -210,7 +259,7 @@ class Reconciler:
         sem = asyncio.Semaphore(self.parallel)
         given = dict(sessions or {})
         sessions = dict(given)
-        found: dict[str, tuple[bool, list[Entry]]] = {}  # name -> (runs our pipeline, entries it holds)
+        found: dict[str, tuple[bool, list[bytes]]] = {}  # name -> (runs our pipeline, the entities it holds)
 
         async def probe(t: SwitchTarget) -> None:
             """Connect, see whether the switch runs our pipeline and read what it holds:
@@ -223,7 +272,7 @@ class Reconciler:
                         await s.open()
                         sessions[t.name] = s
                     has = await s.has_pipeline(pipeline(t.program, t.target))
-                    found[t.name] = (has, await s.read_entries(codec(t.program, t.target)) if has else [])
+                    found[t.name] = (has, await s.read_entity_bytes(codec(t.program, t.target)) if has else [])
                 except SwitchError as exc:
                     results[t.name].error = str(exc)
 
@@ -232,7 +281,7 @@ class Reconciler:
         before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
         try:
             try:
-                await _check(targets, entries)
+                encoded = await _check(targets, entries)
             except BaseException:
                 for task in probes:
                     task.cancel()
@@ -242,25 +291,37 @@ class Reconciler:
             if any(r.error for r in results.values()) and not self.keep_going:
                 return Report(list(results.values()), time.monotonic() - t0)
 
+            # What each switch needs, worked out for every switch before the first write: an
+            # empty switch takes everything as it is; otherwise what it holds is compared
+            # with what is wanted (as bytes first, see diff_held).
+            plans: dict[str, tuple[Diff, list[Entry]]] = {}
+            for t in targets:
+                if t.name in found:
+                    held, es, bs = found[t.name][1], entries[t.name], encoded[t.name].updates
+                    d, actual = plans[t.name] = ((Diff(insert=es), []) if not held
+                                                 else diff_held(codec(t.program, t.target), es, bs, held))
+                    r = results[t.name]
+                    r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
+                    await asyncio.sleep(0)
+
             async def one(t: SwitchTarget) -> None:
-                if t.name not in found:
+                if t.name not in plans:
                     return
                 s, r = sessions[t.name], results[t.name]
-                has, actual = found[t.name]
+                has, held = found[t.name]
+                d, actual = plans[t.name]
                 async with sem:
                     try:
                         c = codec(t.program, t.target)
                         if not has and not dry_run:
                             await s.set_pipeline(pipeline(t.program, t.target))
                             r.pipeline_pushed = True
-                        # An empty switch takes everything as it is; otherwise compare like with
-                        # like (read-back entries are canonical).
-                        d = (Diff(insert=entries[t.name]) if not actual
-                             else diff([c.canonical(e) for e in entries[t.name]], actual))
-                        r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
                         if not dry_run and len(d):
                             before[t.name] = actual
-                            await _write_diff(s, c, d, self.progress)
+                            es, bs = entries[t.name], encoded[t.name].updates
+                            phases = (_fresh_phases(encoded[t.name]) if not held else
+                                      _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}))
+                            await _write(s, phases, self.progress)
                     except SwitchError as exc:
                         r.error = str(exc)
                         if not self.keep_going:
@@ -294,4 +355,4 @@ class Reconciler:
         return ok
 
 
-__all__ = ["Diff", "Reconciler", "Report", "SwitchResult", "diff", "steps"]
+__all__ = ["Diff", "Reconciler", "Report", "SwitchResult", "diff", "diff_held", "steps"]
