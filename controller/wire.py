@@ -31,23 +31,13 @@ from typing import NamedTuple
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from controller.entries import TableEntry
+from p4target.p4runtime.bytestrings import encode as canonical  # the shortest big-endian form (P4Runtime 8.4)
+from p4target.p4runtime.wire import varint
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 _VARINT, _LEN = 0, 2
 CACHE = 1 << 16  # match values / action calls remembered per shape (then forgotten at once)
 _U32, _I32 = (1 << 32) - 1, (1 << 31)
-
-
-def varint(n: int) -> bytes:
-    """``n`` (0 <= n < 2**64) as a protobuf varint: 7 bits a byte, low first."""
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 _SMALL = [varint(n) for n in range(1 << 14)]  # every length of an entry, and most ids
@@ -63,11 +53,6 @@ def _tag(message: type, field: str, wire: int) -> bytes:
 
 def _sized(tag: bytes, body: bytes) -> bytes:
     return tag + _vlen(len(body)) + body
-
-
-def canonical(value: int) -> bytes:
-    """Canonical P4Runtime byte string: shortest big-endian form (P4Runtime 8.4)."""
-    return value.to_bytes((value.bit_length() + 7) >> 3 or 1, "big")
 
 
 def _int32(n: int) -> bytes:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from p4target.p4runtime.bytestrings import encode
+
 if TYPE_CHECKING:
     from finsy.proto.p4.v1 import p4runtime_pb2
 
@@ -63,10 +65,6 @@ def _ld(tag: bytes, payload: bytes) -> bytes:
     return tag + (_ONE_BYTE[n] if n < 0x80 else varint(n)) + payload
 
 
-def _bytestring(value: int) -> bytes:
-    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
-
-
 def _longest(bitwidth: int) -> int:
     return max(1, (bitwidth + 7) // 8)
 
@@ -110,15 +108,15 @@ def table_entry_element(t: TableInfo, key: tuple, priority: int | None, action: 
             parts.append(v)
             continue
         if kind == "exact":
-            body = _ld(_FIRST, _bytestring(item))
+            body = _ld(_FIRST, encode(item))
         elif item == wildcard[pos]:
             continue
         elif kind == "lpm":
-            body = _ld(_FIRST, _bytestring(item[0])) + _PREFIX_LEN + varint(item[1])
+            body = _ld(_FIRST, encode(item[0])) + _PREFIX_LEN + varint(item[1])
         elif kind == "optional":
-            body = _ld(_FIRST, _bytestring(item))
+            body = _ld(_FIRST, encode(item))
         else:  # ternary (value, mask), range (low, high)
-            body = _ld(_FIRST, _bytestring(item[0])) + _ld(_SECOND, _bytestring(item[1]))
+            body = _ld(_FIRST, encode(item[0])) + _ld(_SECOND, encode(item[1]))
         parts.append(_ld(_MATCH, fid + _ld(_KIND_TAG[kind], body)))
     act = [action.wire_id]
     for pid, pos, heads in action.wire_params:
