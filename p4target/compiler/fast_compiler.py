@@ -1324,10 +1324,12 @@ class FastCompiler(ProgramCompiler):
                 raise NoFast("return")
             self.emit("break")  # out of the block's `while True:`
             return
-        saved = self._entered, self._base
+        saved = self._entered, self._base, self.tmp_count
         self._entered, self._base = 0, self._depth
         super().stmt(s)  # an exception abandons the whole fast path: no finally
-        self._entered, self._base = saved
+        # a temporary lives in the code of the statement that made it: the next
+        # statement reuses its names (every local of ``_fast`` costs each call)
+        self._entered, self._base, self.tmp_count = saved
 
     def expr(self, e: A.Expr) -> V:
         # counts what a statement evaluates, so that a table applied inside an
@@ -1573,7 +1575,10 @@ class FastCompiler(ProgramCompiler):
                 self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
                 self.indent()
             if info.actions[i][0] in info.bound:  # arguments bound by the action list
+                saved = self.scope  # (the call's names are temporaries: reused later)
+                self.scope = saved.child()
                 self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
+                self.scope = saved
                 if len(acts) > 1:
                     self.dedent()
                 continue
