@@ -796,6 +796,9 @@ class FastCompiler(ProgramCompiler):
         self.dirty_at: dict[tuple[str, ...], tuple[list, int]] = {}  # header -> last dirty store
         self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
+        self.extract_at: dict[tuple[str, ...], set[int | None]] = {}  # header -> parse positions
+        self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
+        self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
 
     @property
     def first_assigned(self) -> set[tuple[str, ...]]:
@@ -1099,6 +1102,8 @@ class FastCompiler(ProgramCompiler):
         v = self._leaf_cache.get(path)
         if v is None:
             v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
+            if parent is not None and parent.kind == "header":
+                self.leaf_parent[path] = parent
         return v if sym is None else V(v.code, t, v.const, sym, path)
 
     def leaf_value(self, path: tuple[str, ...], t: Type, parent: StructT | None) -> V:
@@ -1204,7 +1209,81 @@ class FastCompiler(ProgramCompiler):
         line = f"{fn} = rt.hashes.function({algo!r})"
         if line not in self.binds:
             self.binds.append(line)
-        return f"{fn}({hash_bytes(parts)})"
+        return f"{fn}({self.hash_input(parts)})"
+
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc) -> None:  # type: ignore[no-untyped-def]
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.part_place[parts[n][0]] = v.path
+
+    def hash_input(self, parts: list[tuple[str, int]]) -> str:
+        """Code for the bytes a hash of the field list ``parts`` reads: runs of fields
+        that are still the frame's bytes (``frame_run``) are slices of the frame
+        (nic.p4's flow hash: the IPv6 source and destination, ``data[22:54]`` while
+        nothing wrote the IPv6 header), the other fields are packed by ``hash_bytes``."""
+        chunks: list[str] = []
+        rest: list[tuple[str, int]] = []  # the parts since the last run
+        bit = i = 0  # where parts[i] starts in the hashed bit string
+        while i < len(parts):
+            run = self.frame_run(parts, i) if bit % 8 == 0 else None
+            if run is None:
+                rest.append(parts[i])
+                bit += parts[i][1]
+                i += 1
+                continue
+            j, code = run
+            if rest:  # (byte-aligned: the run starts on a byte)
+                chunks.append(hash_bytes(rest))
+                rest = []
+            chunks.append(code)
+            bit += sum(w for _, w in parts[i:j])
+            i = j
+        if rest:
+            chunks.append(hash_bytes(rest))
+        return " + ".join(chunks)
+
+    def frame_run(self, parts: list[tuple[str, int]], i: int) -> tuple[int, str] | None:
+        """(end, code) when ``parts[i:end]`` are consecutive fields of one header, at
+        least 32 bits starting and ending on a byte of it, which are the frame's bytes:
+        a header kept as bytes (``data[s + a:s + b]``), or one the parser extracts at
+        one constant position only, that nothing revalidates or assigns whole (so only
+        field stores change it, and they set its dirty flag), while its dirty flag is
+        False (``data[a:b] if not dirty else <the fields packed>``; the flag is
+        unbound until the extract, so a packet that never had the header still leaves
+        the fast path as reading its fields makes it)."""
+        place = self.part_place.get(parts[i][0])
+        t = self.leaf_parent.get(place) if place is not None else None
+        if place is None or t is None:
+            return None
+        h = place[:-1]
+        names = [n for n, _ in t.fields]
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in t.fields]  # type: ignore[union-attr]
+        k = names.index(place[-1])
+        off = sum(widths[:k])
+        if off % 8:
+            return None
+        best, j, w = None, i, 0
+        while j < len(parts) and k < len(names) and self.part_place.get(parts[j][0]) == h + (names[k],):
+            w += widths[k]
+            j, k = j + 1, k + 1
+            if w % 8 == 0:
+                best = (j, w)
+        if best is None or best[1] < 32:
+            return None
+        j, w = best
+        a, b = off // 8, (off + w) // 8
+        if self.bytes_backed(h):
+            s = self.start_local(h)
+            return j, f"data[{s} + {a}:{s} + {b}]"
+        at = self.extract_at.get(h, set())
+        dirty = self.names.get(h + (DIRTY,))
+        p = self.places
+        if len(at) != 1 or None in at or dirty is None or self.fn_kind == "parser" \
+                or any(h[:k] in p.revalidated or h[:k] in p.written for k in range(1, len(h) + 1)):
+            return None
+        base = next(iter(at))
+        return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"
 
 
     def sm_store(self, field: str, code: str) -> str:
@@ -1872,6 +1951,7 @@ class FastCompiler(ProgramCompiler):
             self.move(n)
             return
         raw = self.raw_local(v.path)
+        self.extract_at.setdefault(v.path, set()).add(self.spos)
         self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
         self.dirty_at.pop(v.path, None)
         self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))

@@ -79,3 +79,71 @@ def test_empty_table_grouped_rebuild_and_late_value(tmp_path: Path) -> None:
     for sw in sws:
         sw.table_delete("I.qos", {"hdr.h.k": Ternary(2, 0xF)}, priority=1)
     check(ones + b"p", header(7, 0, 127, 0, 15, 2) + b"p")  # empty again
+
+
+HASHED = """
+#include <core.p4>
+#include <v1model.p4>
+// the hash reads a, b, c: 80 bits from byte 1 of the frame, back to back
+header h_t { bit<8> t; bit<32> a; bit<32> b; bit<16> c; bit<32> hash; }
+struct hs_t { h_t h; }
+struct m_t { bit<32> unused; }
+parser P(packet_in pk, out hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control V(inout hs_t hdr, inout m_t meta) { apply { } }
+control I(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.h.t == 1) {
+            hdr.h.b = 0x01020304;        // the header no longer is the frame's bytes
+        }
+        hash(hdr.h.hash, HashAlgorithm.crc32, 32w0, { hdr.h.a, hdr.h.b, hdr.h.c }, 32w0xffffffff);
+    }
+}
+control E(inout hs_t hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs_t hdr, inout m_t meta) { apply { } }
+control D(packet_out pk, in hs_t hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_hash_reads_the_frame_while_the_header_is_unwritten(tmp_path: Path) -> None:
+    """A hash over fields still the frame's bytes reads a slice of the frame; once a
+    field was written (t == 1) it packs the fields. CRC-32 (zlib's, which BMv2's
+    crc32 is) of a || b || c, reduced modulo the max 0xffffffff as v1model's hash
+    does with base 0; a fast path that kept the slice after the write is caught."""
+    import zlib
+
+    from p4target.compiler import CompiledProgram
+    from p4target.compiler.fastgen import FastSource
+
+    src = tmp_path / "hashed.p4"
+    src.write_text(HASHED)
+    fast, plain = compiled(src, True), compiled(src, False)
+    slice_ = "data[1:11] if not f_hdr__h___dirty else"
+    assert slice_ in fast.fast_source().text
+    good = fast.fast_source()
+    bad = CompiledProgram(fast.model, fast.python_source, fast.errors, fast.path,
+                          FastSource(good.text.replace(slice_, "data[1:11] if True else"), good.uses_clock))
+
+    def frame(t: int) -> bytes:
+        return bytes([t]) + (0xA1A2A3A4).to_bytes(4, "big") + (0xB1B2B3B4).to_bytes(4, "big") \
+            + (0xC1C2).to_bytes(2, "big") + bytes(4) + b"payload"
+
+    def want(t: int) -> bytes:
+        b = 0x01020304 if t == 1 else 0xB1B2B3B4
+        data = (0xA1A2A3A4).to_bytes(4, "big") + b.to_bytes(4, "big") + (0xC1C2).to_bytes(2, "big")
+        h = zlib.crc32(data) % 0xFFFFFFFF
+        return bytes([t]) + data + h.to_bytes(4, "big") + b"payload"
+
+    outs = {}
+    for name, prog in (("fast", fast), ("plain", plain), ("bad", bad)):
+        sw = Switch(prog, seed=1)
+        sw.inject(0, frame(0))  # binds the fast path (general path)
+        outs[name] = [sw.inject(0, frame(t)) for t in (0, 1, 2)]
+        if name != "plain":
+            assert sw.fast_packets == 3
+    assert outs["fast"] == outs["plain"] == [[(1, want(t))] for t in (0, 1, 2)]
+    assert outs["bad"][1] != outs["plain"][1]  # the write must end the slice
+    assert outs["bad"][0] == outs["plain"][0] and outs["bad"][2] == outs["plain"][2]
