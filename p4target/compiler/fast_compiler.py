@@ -49,9 +49,10 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 from p4target.compiler.expressions import V, lit
+from p4target.compiler.fast_places import CHECKSUM_UPDATES, LateInits, Places, assigned_first, assigns_first, \
+    calls_in, count_places, first_conjunct, has_return, mentions, place_of, shape, written_places
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
@@ -480,326 +481,6 @@ class AfterIngress(Deferred):
 
 
 # ---------------------------------------------------------------------------------
-# AST helpers
-# ---------------------------------------------------------------------------------
-# calls that never write a place passed to them (others may: out/inout arguments)
-_READ_ONLY_CALLS = {"extract", "emit", "isValid", "setValid", "setInvalid", "apply", "count",
-                    "mark_to_drop", "verify", "verify_checksum", "verify_checksum_with_payload",
-                    "log_msg", "digest", "clone", "clone_preserving_field_list", "truncate",
-                    "assert", "assume", "advance", "write"}
-
-
-def _place(e: A.Expr | None, params: dict[str, str]) -> tuple[str, ...] | None:
-    """The packet-state place an lvalue names (``hdr.srh_segments[2].sid`` ->
-    ("hdr", "srh_segments", "2", "sid")); a run-time index stops at the stack."""
-    parts: list[str] = []
-    while True:
-        if isinstance(e, A.Slice):
-            e, parts = e.obj, []
-        elif isinstance(e, A.Member):
-            parts.insert(0, e.name)
-            e = e.obj
-        elif isinstance(e, A.Index):
-            parts = [str(e.index.value)] + parts if isinstance(e.index, A.IntLit) else []
-            e = e.obj
-        elif isinstance(e, A.Name):
-            root = params.get(e.name)
-            return None if root is None else (root, *parts)
-        else:
-            return None
-
-
-@dataclass
-class Places:
-    """What the program may do to packet-state places (supersets, from the AST)."""
-    written: set[tuple[str, ...]] = field(default_factory=set)  # assigned (or passed out)
-    revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
-    invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
-    copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
-    # assigned the literal 0 by a plain assignment / written any other way (fast_prune)
-    zero_written: set[tuple[str, ...]] = field(default_factory=set)
-    other_written: set[tuple[str, ...]] = field(default_factory=set)
-
-
-def written_places(program: A.Program, main_blocks: list[str]) -> Places:
-    """What every statement of the program may assign: the fast path reads the other
-    header fields straight from the header's bits (or its bytes in the frame)."""
-    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
-    top_actions = [d for d in program.decls if isinstance(d, A.ActionDecl)]
-    places = Places()
-    out = places.written
-    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
-             ["hdr", "meta"], ["", "hdr"])
-
-    def walk(stmts: list[A.Stmt], params: dict[str, str]) -> None:
-        for s in stmts:
-            if isinstance(s, A.Assign):
-                p = _place(s.target, params)
-                if p is not None:
-                    out.add(p)
-                    zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
-                    (places.zero_written if zero else places.other_written).add(p)
-                p = _place(s.value, params)
-                if p is not None:
-                    places.copied.add(p)
-            elif isinstance(s, A.VarDecl) or isinstance(s, A.Return):
-                pass
-            elif isinstance(s, A.Block):
-                walk(s.stmts, params)
-            elif isinstance(s, A.If):
-                walk([s.then] + ([s.other] if s.other is not None else []), params)
-            elif isinstance(s, A.Switch):
-                for c in s.cases:
-                    if c.body is not None:
-                        walk(c.body.stmts, params)
-            if isinstance(s, A.CallStmt):
-                # out/inout arguments only exist in call statements (a P4 function
-                # call inside an expression has no fast path; FastCompiler.assemble
-                # also checks that nothing read from a header's bits was assigned)
-                e = s.call
-                f = e.func
-                name = f.name if isinstance(f, (A.Member, A.Name)) else ""
-                if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
-                    p = _place(f.obj, params)
-                    if p is not None:
-                        (places.revalidated if name == "setValid" else places.invalidated).add(p)
-                if name in _READ_ONLY_CALLS:
-                    continue
-                for a in e.args:
-                    p = _place(a.value, params)
-                    if p is not None:
-                        out.add(p)
-                        places.other_written.add(p)
-
-    for name, roles in zip(main_blocks, roots):
-        d = decls.get(name)
-        if d is None:
-            continue
-        params = {p.name: r for p, r in zip(d.params, roles) if r}
-        if isinstance(d, A.ParserDecl):
-            for st in d.states:
-                walk(st.stmts, params)
-        else:
-            if d.body is not None:
-                walk(d.body.stmts, params)
-            for x in d.locals:
-                if isinstance(x, A.ActionDecl):
-                    walk(x.body.stmts, params)
-                elif isinstance(x, A.TableDecl):
-                    # arguments an action list binds may be out/inout ones
-                    for prop in x.props:
-                        if prop.name == "actions":
-                            for item in prop.value:  # type: ignore[union-attr]
-                                if isinstance(item.call, A.Call):
-                                    for a in item.call.args:
-                                        p = _place(a.value, params)
-                                        if p is not None:
-                                            out.add(p)
-                                            places.other_written.add(p)
-    for a in top_actions:
-        walk(a.body.stmts, {})
-    return places
-
-
-def _places_in(node: object, params: dict[str, str]) -> Iterator[tuple[str, ...]]:
-    """Each packet-state place ``node`` (any AST node) names, read or written, once per
-    mention (a whole header or struct counts as all its fields)."""
-    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
-        p = _place(node, params)
-        if p is not None:
-            yield p
-        while isinstance(node, (A.Member, A.Index, A.Slice)):  # run-time indexes, slice bounds
-            if isinstance(node, A.Index):
-                yield from _places_in(node.index, params)
-            node = node.obj
-        return
-    if isinstance(node, list):
-        for x in node:
-            yield from _places_in(x, params)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            if name != "loc":
-                yield from _places_in(getattr(node, name), params)
-
-
-def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
-    """Every packet-state place ``node`` names, read or written, added to ``out``."""
-    out.update(_places_in(node, params))
-
-
-def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str, ...]]:
-    """Metadata and standard_metadata places every packet assigns before anything
-    reads them: a plain assignment among the statements a block starts with
-    (assignments and counter counts, up to anything else) that nothing before it in
-    the pipeline names (fabric.p4's ``meta.drop_reason = 0; ...`` at the top of
-    ingress, the parser's start state). The fast path gives them no fresh value."""
-    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
-    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
-             ["hdr", "meta"], ["", "hdr"])
-    seen: set[tuple[str, ...]] = set()
-    first: set[tuple[str, ...]] = set()
-
-    def named(p: tuple[str, ...]) -> bool:
-        return any(q[:len(p)] == p or p[:len(q)] == q for q in seen)
-
-    for name, r in zip(main_blocks, roots):
-        d = decls.get(name)
-        if d is None:
-            continue
-        params = {p.name: x for p, x in zip(d.params, r) if x}
-        if isinstance(d, A.ParserDecl):
-            start = next((st for st in d.states if st.name == "start"), None)
-            prefix = start.stmts if start is not None else []
-        else:
-            prefix = d.body.stmts if d.body is not None else []
-        for st in prefix:
-            here: set[tuple[str, ...]] = set()
-            if isinstance(st, A.Assign) and st.op is None:
-                _mentions(st.value, params, here)
-                p = _place(st.target, params)
-                if p is not None and p[0] in ("meta", "sm") and not named(p) \
-                        and not any(q[:len(p)] == p or p[:len(q)] == q for q in here):
-                    first.add(p)
-                _mentions(st.target, params, here)
-            elif isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
-                    and st.call.func.name == "count":
-                _mentions(st.call, params, here)
-            else:
-                break
-            seen |= here
-        _mentions(d, params, seen)
-    return first
-
-
-def _count_places(node: object, params: dict[str, str], out: dict[tuple[str, ...], int]) -> None:
-    """How many times ``node`` (any AST node) names each packet-state place."""
-    for p in _places_in(node, params):
-        out[p] = out.get(p, 0) + 1
-
-
-def _calls(node: object, out: list[A.Call]) -> None:
-    """Every call inside ``node`` (any AST node)."""
-    if isinstance(node, A.Call):
-        out.append(node)
-    if isinstance(node, list):
-        for x in node:
-            _calls(x, out)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            if name != "loc":
-                _calls(getattr(node, name), out)
-
-
-def _assigns_first(st: A.Stmt, p: tuple[str, ...], params: dict[str, str]) -> bool:
-    """``st`` is a plain assignment of the whole of ``p`` that does not read it: a
-    fresh value right before it would be overwritten at once (fabric.p4's
-    ``meta.trim_enabled = 0;``)."""
-    if not (isinstance(st, A.Assign) and st.op is None and isinstance(st.target, (A.Member, A.Name))
-            and _place(st.target, params) == p):
-        return False
-    read: set[tuple[str, ...]] = set()
-    _mentions(st.value, params, read)
-    return not any(q[:len(p)] == p or p[:len(q)] == q for q in read)
-
-
-class LateInits:
-    """Where a metadata field only one control names gets its fresh value: before
-    the statement of that control's apply block that holds all the statements naming
-    it (tables and actions they apply and call included), as deep in the if/else
-    branches as they all are (nic.p4's fabric-to-host fields, in the branch for
-    plane ports; a packet from the host never pays for them)."""
-
-    def __init__(self, d: A.ControlDecl, params: dict[str, str], others: set[tuple[str, ...]]):
-        self.params = params
-        self.others = others  # what the other blocks name
-        self.actions = {x.name: x for x in d.locals if isinstance(x, A.ActionDecl)}
-        self.tables = {x.name: x for x in d.locals if isinstance(x, A.TableDecl)}
-        self._deep: dict[int, set[tuple[str, ...]]] = {}
-
-    def deep(self, node: object) -> set[tuple[str, ...]]:
-        """What ``node`` names, with the tables it applies and the actions it calls."""
-        got = self._deep.get(id(node))
-        if got is None:
-            got = set()
-            _mentions(node, self.params, got)
-            calls: list[A.Call] = []
-            _calls(node, calls)
-            for c in calls:
-                f = c.func
-                if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.obj, A.Name) \
-                        and f.obj.name in self.tables:
-                    t = self.tables[f.obj.name]
-                    got |= self.deep(t.props)  # keys, default action arguments, entries
-                    for prop in t.props:
-                        if prop.name == "actions" and isinstance(prop.value, list):
-                            for item in prop.value:
-                                ref = getattr(item, "call", None)
-                                ref = ref.func if isinstance(ref, A.Call) else ref
-                                if isinstance(ref, A.Name) and ref.name in self.actions:
-                                    got |= self.deep(self.actions[ref.name].body)
-                elif isinstance(f, A.Name) and f.name in self.actions:
-                    got |= self.deep(self.actions[f.name].body)
-            self._deep[id(node)] = got
-        return got
-
-    @staticmethod
-    def related(p: tuple[str, ...], places: set[tuple[str, ...]]) -> bool:
-        return any(q[:len(p)] == p or p[:len(q)] == q for q in places)
-
-    def place(self, p: tuple[str, ...], stmts: list[A.Stmt]) -> A.Stmt | None:
-        """The statement to give ``p`` its fresh value before (None: nothing names it)."""
-        if self.related(p, self.others):
-            return None
-        at = [st for st in stmts if self.related(p, self.deep(st))]
-        if len(at) != 1:
-            return at[0] if at else None
-        st = at[0]
-        if isinstance(st, A.Block):
-            return self.place(p, st.stmts) or st
-        if isinstance(st, A.If) and not self.related(p, self.deep(st.cond)):
-            then = self.related(p, self.deep(st.then))
-            other = st.other is not None and self.related(p, self.deep(st.other))
-            if then != other:
-                branch = st.then if then else st.other
-                return self.place(p, branch.stmts if isinstance(branch, A.Block) else [branch]) or st
-        return st
-
-
-def _shape(node: object) -> object:
-    """``node`` without its source locations, to compare two expressions."""
-    if isinstance(node, list):
-        return [_shape(x) for x in node]
-    if hasattr(node, "__dataclass_fields__"):
-        return (type(node).__name__,) + tuple(
-            _shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")  # type: ignore[attr-defined]
-    return node
-
-
-def _first_conjunct(e: A.Expr) -> tuple[A.Expr, A.Expr | None]:
-    """``a && b && c`` as (a, b && c); anything else as (e, None)."""
-    if isinstance(e, A.Binary) and e.op == "&&":
-        first, rest = _first_conjunct(e.left)
-        return first, (e.right if rest is None else A.Binary(e.loc, "&&", rest, e.right))
-    return e, None
-
-
-_CHECKSUM_UPDATES = ("update_checksum", "update_checksum_with_payload")
-
-
-def _has_return(stmts: list[A.Stmt]) -> bool:
-    for s in stmts:
-        if isinstance(s, A.Return):
-            return True
-        if isinstance(s, A.Block) and _has_return(s.stmts):
-            return True
-        if isinstance(s, A.If) and (_has_return([s.then]) or (s.other is not None and _has_return([s.other]))):
-            return True
-        if isinstance(s, A.Switch) and any(c.body is not None and _has_return(c.body.stmts) for c in s.cases):
-            return True
-    return False
-
-
-# ---------------------------------------------------------------------------------
 # the compiler
 # ---------------------------------------------------------------------------------
 class FastCompiler(ProgramCompiler):
@@ -934,7 +615,7 @@ class FastCompiler(ProgramCompiler):
             if not (isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member)
                     and st.call.func.name == "emit" and len(st.call.args) == 1):
                 return None
-            emits.append(_place(st.call.args[0].value, dparams))
+            emits.append(place_of(st.call.args[0].value, dparams))
         inval = self.places.invalidated
 
         def frame_bytes(p: tuple[str, ...] | None) -> bool:
@@ -971,7 +652,7 @@ class FastCompiler(ProgramCompiler):
                 for x in st.stmts:
                     if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
                             and x.call.func.name in ("extract", "advance"):
-                        p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                        p = place_of(x.call.args[0].value, pparams) if x.call.args else None
                         if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
                             i = tail.index(p)
                             if i <= last:
@@ -1117,7 +798,7 @@ class FastCompiler(ProgramCompiler):
                 for x in st.stmts:
                     if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
                             and x.call.func.name == "extract" and len(x.call.args) == 1:
-                        h = _place(x.call.args[0].value, params)
+                        h = place_of(x.call.args[0].value, params)
                         if h is not None and not h[-1].isdigit() and not self.maybe_written(h) \
                                 and not any(h[:k] in p.revalidated or h[:k] in p.invalidated
                                             for k in range(1, len(h) + 1)):
@@ -1219,7 +900,7 @@ class FastCompiler(ProgramCompiler):
             for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
                 d = decls.get(n)
                 if d is not None:
-                    _count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+                    count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
             self._split = set()
             htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
                 if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
@@ -1410,12 +1091,12 @@ class FastCompiler(ProgramCompiler):
                 self.stmt(stmts[i])
                 i += 1
                 continue
-            first = _first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
             self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
             self.indent()
             for st in group:
                 call = st.call  # type: ignore[attr-defined]
-                rest = _first_conjunct(call.args[0].value)[1]
+                rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
                 self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
             self.dedent()
@@ -1428,14 +1109,14 @@ class FastCompiler(ProgramCompiler):
         first = None
         for st in stmts[i:]:
             call = st.call if isinstance(st, A.CallStmt) else None
-            if call is None or not isinstance(call.func, A.Name) or call.func.name not in _CHECKSUM_UPDATES \
+            if call is None or not isinstance(call.func, A.Name) or call.func.name not in CHECKSUM_UPDATES \
                     or len(call.args) != 4 or call.args[0].value is None:
                 break
-            c, rest = _first_conjunct(call.args[0].value)
-            if rest is None or (first is not None and _shape(c) != _shape(first)):
+            c, rest = first_conjunct(call.args[0].value)
+            if rest is None or (first is not None and shape(c) != shape(first)):
                 break
             calls: list[A.Call] = []
-            _calls(c, calls)
+            calls_in(c, calls)
             if calls:
                 break
             first = c
@@ -1443,9 +1124,9 @@ class FastCompiler(ProgramCompiler):
         if group:
             names = {p.name: p.name for p in self.block_params}
             read: set[tuple[str, ...]] = set()
-            _mentions(first, names, read)
+            mentions(first, names, read)
             for st in group:
-                w = _place(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]
                 if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
                     return []
         return group
@@ -1676,7 +1357,7 @@ class FastCompiler(ProgramCompiler):
             ascope.define(p.name, Sym("var", self.resolve_type(p.type), bound[p.name],
                                       obj="ro" if p.direction in ("", "in") else None), p.loc)
         self.scope, self.fn_kind, self.action_outs = ascope, "action", []
-        if _has_return(d.body.stmts):
+        if has_return(d.body.stmts):
             self.emit("while True:")
             self.indent()
             self.block_body(d.body.stmts)
@@ -2340,7 +2021,7 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"{code} = {zero}")
         self.emit_lines(inits)
         assert d.body is not None
-        if _has_return(d.body.stmts):
+        if has_return(d.body.stmts):
             self.emit("while True:")
             self.indent()
             self.body_ind = self.ind
@@ -2374,7 +2055,7 @@ class FastCompiler(ProgramCompiler):
         for n, r in zip(names, roots):
             o = decls.get(n)
             if o is not None and o is not d:
-                _mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+                mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
         if len(d.params) < 2:
             return
         params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
@@ -2395,7 +2076,7 @@ class FastCompiler(ProgramCompiler):
                 continue
             st = li.place(p, d.body.stmts)
             if st is not None:
-                if not _assigns_first(st, p, params):
+                if not assigns_first(st, p, params):
                     self.late_at.setdefault(id(st), []).append(p)
                 self.late_paths.add(p)
 
