@@ -49,9 +49,10 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
 
 from p4target.compiler.expressions import V, lit
+from p4target.compiler.fast_places import CHECKSUM_UPDATES, LateInits, Places, assigned_first, assigns_first, \
+    calls_in, count_places, first_conjunct, has_return, mentions, place_of, shape, written_places
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
@@ -143,11 +144,15 @@ class Split(Deferred):
 
 @dataclass
 class Emit(Deferred):
-    """The deparser's emit of header ``path``: its int with the written fields put back."""
+    """The deparser's emit of header ``path``: its int with the written fields put back
+    (``packed`` when the program writes every field of a wide header)."""
     path: tuple[str, ...]
     t: StructT
 
     def render(self, fc: "FastCompiler") -> list[str]:
+        packed = self.packed(fc)
+        if packed is not None:
+            return self.lines(fc, packed)
         full = (1 << self.t.width) - 1
         keep = full
         groups: list[list[tuple[str, int, int]]] = []  # (code, width, bits after it)
@@ -186,11 +191,58 @@ class Emit(Deferred):
             dirty = fc.names.get(self.path + (DIRTY,))
             if dirty is not None:  # nothing written to it in this packet: the int as it was
                 expr = f"({expr}) if {dirty} else {raw}"
-        line = f"_o.append(({expr}).to_bytes({self.t.width // 8}, 'big'))"
+        return self.lines(fc, f"({expr}).to_bytes({self.t.width // 8}, 'big')")
+
+    def lines(self, fc: "FastCompiler", code: str) -> list[str]:
+        line = f"_o.append({code})"
         v = fc.valid_local(self.path)
         if v == "True":
             return [f"{self.ind}{line}"]
         return [f"{self.ind}if {v}:", f"{self.ind}    {line}"]
+
+    def packed(self, fc: "FastCompiler") -> str | None:
+        """A header wider than 64 bits whose every field the program writes: its bytes
+        packed by one ``struct`` call from its fields, byte-aligned runs of them as
+        B/H/I/Q (a short int each) and wider fields as bytes (``to_bytes``; at most
+        two, and four values at least, or the int's way is as cheap), instead
+        of shifts and ors on a long int (nic.p4's outer IPv6 header of an
+        encapsulation: ``>IHBB16s16s``, a third cheaper); the int as it was while the
+        header's dirty flag is False. None for any other header."""
+        if self.t.width <= 64 or any(self.path + (n,) not in fc.written for n, _ in self.t.fields):
+            return None
+        fmt, args = ">", []
+        unit: list[tuple[str, int]] = []  # fields of the run being gathered
+        for n, ft in self.t.fields:
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            code = fc.names[self.path + (n,)]
+            if isinstance(ft, BoolT):
+                code = f"int({code})"
+            elif isinstance(ft, BitT) and ft.signed:
+                code = f"({code} & {ft.mask:#x})"
+            unit.append((code, w))
+            bits = sum(x for _, x in unit)
+            if bits % 8:
+                continue
+            if bits in (8, 16, 32, 64):
+                fmt += {8: "B", 16: "H", 32: "I", 64: "Q"}[bits]
+                after, parts = bits, []
+                for c, x in unit:
+                    after -= x
+                    parts.append(f"({c} << {after})" if after else c)
+                args.append(" | ".join(parts))
+            elif len(unit) == 1:
+                fmt += f"{bits // 8}s"
+                args.append(f"{code}.to_bytes({bits // 8})")
+            else:
+                return None  # (a run of odd widths: the int's way)
+            unit = []
+        if len(args) < 4 or fmt.count("s") > 2:
+            return None  # each to_bytes costs about what a shift of the long int does
+        pk = fc.struct_packer(fmt)
+        code = f"{pk}({', '.join(args)})"
+        dirty = fc.names.get(self.path + (DIRTY,))
+        raw = fc.raw_local(self.path)
+        return f"({code} if {dirty} else {raw}.to_bytes({self.t.width // 8}, 'big'))" if dirty else code
 
 
 @dataclass
@@ -429,326 +481,6 @@ class AfterIngress(Deferred):
 
 
 # ---------------------------------------------------------------------------------
-# AST helpers
-# ---------------------------------------------------------------------------------
-# calls that never write a place passed to them (others may: out/inout arguments)
-_READ_ONLY_CALLS = {"extract", "emit", "isValid", "setValid", "setInvalid", "apply", "count",
-                    "mark_to_drop", "verify", "verify_checksum", "verify_checksum_with_payload",
-                    "log_msg", "digest", "clone", "clone_preserving_field_list", "truncate",
-                    "assert", "assume", "advance", "write"}
-
-
-def _place(e: A.Expr | None, params: dict[str, str]) -> tuple[str, ...] | None:
-    """The packet-state place an lvalue names (``hdr.srh_segments[2].sid`` ->
-    ("hdr", "srh_segments", "2", "sid")); a run-time index stops at the stack."""
-    parts: list[str] = []
-    while True:
-        if isinstance(e, A.Slice):
-            e, parts = e.obj, []
-        elif isinstance(e, A.Member):
-            parts.insert(0, e.name)
-            e = e.obj
-        elif isinstance(e, A.Index):
-            parts = [str(e.index.value)] + parts if isinstance(e.index, A.IntLit) else []
-            e = e.obj
-        elif isinstance(e, A.Name):
-            root = params.get(e.name)
-            return None if root is None else (root, *parts)
-        else:
-            return None
-
-
-@dataclass
-class Places:
-    """What the program may do to packet-state places (supersets, from the AST)."""
-    written: set[tuple[str, ...]] = field(default_factory=set)  # assigned (or passed out)
-    revalidated: set[tuple[str, ...]] = field(default_factory=set)  # setValid() called on it
-    invalidated: set[tuple[str, ...]] = field(default_factory=set)  # setInvalid() called on it
-    copied: set[tuple[str, ...]] = field(default_factory=set)  # source of an assignment
-    # assigned the literal 0 by a plain assignment / written any other way (fast_prune)
-    zero_written: set[tuple[str, ...]] = field(default_factory=set)
-    other_written: set[tuple[str, ...]] = field(default_factory=set)
-
-
-def written_places(program: A.Program, main_blocks: list[str]) -> Places:
-    """What every statement of the program may assign: the fast path reads the other
-    header fields straight from the header's bits (or its bytes in the frame)."""
-    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
-    top_actions = [d for d in program.decls if isinstance(d, A.ActionDecl)]
-    places = Places()
-    out = places.written
-    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
-             ["hdr", "meta"], ["", "hdr"])
-
-    def walk(stmts: list[A.Stmt], params: dict[str, str]) -> None:
-        for s in stmts:
-            if isinstance(s, A.Assign):
-                p = _place(s.target, params)
-                if p is not None:
-                    out.add(p)
-                    zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
-                    (places.zero_written if zero else places.other_written).add(p)
-                p = _place(s.value, params)
-                if p is not None:
-                    places.copied.add(p)
-            elif isinstance(s, A.VarDecl) or isinstance(s, A.Return):
-                pass
-            elif isinstance(s, A.Block):
-                walk(s.stmts, params)
-            elif isinstance(s, A.If):
-                walk([s.then] + ([s.other] if s.other is not None else []), params)
-            elif isinstance(s, A.Switch):
-                for c in s.cases:
-                    if c.body is not None:
-                        walk(c.body.stmts, params)
-            if isinstance(s, A.CallStmt):
-                # out/inout arguments only exist in call statements (a P4 function
-                # call inside an expression has no fast path; FastCompiler.assemble
-                # also checks that nothing read from a header's bits was assigned)
-                e = s.call
-                f = e.func
-                name = f.name if isinstance(f, (A.Member, A.Name)) else ""
-                if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
-                    p = _place(f.obj, params)
-                    if p is not None:
-                        (places.revalidated if name == "setValid" else places.invalidated).add(p)
-                if name in _READ_ONLY_CALLS:
-                    continue
-                for a in e.args:
-                    p = _place(a.value, params)
-                    if p is not None:
-                        out.add(p)
-                        places.other_written.add(p)
-
-    for name, roles in zip(main_blocks, roots):
-        d = decls.get(name)
-        if d is None:
-            continue
-        params = {p.name: r for p, r in zip(d.params, roles) if r}
-        if isinstance(d, A.ParserDecl):
-            for st in d.states:
-                walk(st.stmts, params)
-        else:
-            if d.body is not None:
-                walk(d.body.stmts, params)
-            for x in d.locals:
-                if isinstance(x, A.ActionDecl):
-                    walk(x.body.stmts, params)
-                elif isinstance(x, A.TableDecl):
-                    # arguments an action list binds may be out/inout ones
-                    for prop in x.props:
-                        if prop.name == "actions":
-                            for item in prop.value:  # type: ignore[union-attr]
-                                if isinstance(item.call, A.Call):
-                                    for a in item.call.args:
-                                        p = _place(a.value, params)
-                                        if p is not None:
-                                            out.add(p)
-                                            places.other_written.add(p)
-    for a in top_actions:
-        walk(a.body.stmts, {})
-    return places
-
-
-def _places_in(node: object, params: dict[str, str]) -> Iterator[tuple[str, ...]]:
-    """Each packet-state place ``node`` (any AST node) names, read or written, once per
-    mention (a whole header or struct counts as all its fields)."""
-    if isinstance(node, (A.Name, A.Member, A.Index, A.Slice)):
-        p = _place(node, params)
-        if p is not None:
-            yield p
-        while isinstance(node, (A.Member, A.Index, A.Slice)):  # run-time indexes, slice bounds
-            if isinstance(node, A.Index):
-                yield from _places_in(node.index, params)
-            node = node.obj
-        return
-    if isinstance(node, list):
-        for x in node:
-            yield from _places_in(x, params)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            if name != "loc":
-                yield from _places_in(getattr(node, name), params)
-
-
-def _mentions(node: object, params: dict[str, str], out: set[tuple[str, ...]]) -> None:
-    """Every packet-state place ``node`` names, read or written, added to ``out``."""
-    out.update(_places_in(node, params))
-
-
-def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str, ...]]:
-    """Metadata and standard_metadata places every packet assigns before anything
-    reads them: a plain assignment among the statements a block starts with
-    (assignments and counter counts, up to anything else) that nothing before it in
-    the pipeline names (fabric.p4's ``meta.drop_reason = 0; ...`` at the top of
-    ingress, the parser's start state). The fast path gives them no fresh value."""
-    decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
-    roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
-             ["hdr", "meta"], ["", "hdr"])
-    seen: set[tuple[str, ...]] = set()
-    first: set[tuple[str, ...]] = set()
-
-    def named(p: tuple[str, ...]) -> bool:
-        return any(q[:len(p)] == p or p[:len(q)] == q for q in seen)
-
-    for name, r in zip(main_blocks, roots):
-        d = decls.get(name)
-        if d is None:
-            continue
-        params = {p.name: x for p, x in zip(d.params, r) if x}
-        if isinstance(d, A.ParserDecl):
-            start = next((st for st in d.states if st.name == "start"), None)
-            prefix = start.stmts if start is not None else []
-        else:
-            prefix = d.body.stmts if d.body is not None else []
-        for st in prefix:
-            here: set[tuple[str, ...]] = set()
-            if isinstance(st, A.Assign) and st.op is None:
-                _mentions(st.value, params, here)
-                p = _place(st.target, params)
-                if p is not None and p[0] in ("meta", "sm") and not named(p) \
-                        and not any(q[:len(p)] == p or p[:len(q)] == q for q in here):
-                    first.add(p)
-                _mentions(st.target, params, here)
-            elif isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
-                    and st.call.func.name == "count":
-                _mentions(st.call, params, here)
-            else:
-                break
-            seen |= here
-        _mentions(d, params, seen)
-    return first
-
-
-def _count_places(node: object, params: dict[str, str], out: dict[tuple[str, ...], int]) -> None:
-    """How many times ``node`` (any AST node) names each packet-state place."""
-    for p in _places_in(node, params):
-        out[p] = out.get(p, 0) + 1
-
-
-def _calls(node: object, out: list[A.Call]) -> None:
-    """Every call inside ``node`` (any AST node)."""
-    if isinstance(node, A.Call):
-        out.append(node)
-    if isinstance(node, list):
-        for x in node:
-            _calls(x, out)
-    elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            if name != "loc":
-                _calls(getattr(node, name), out)
-
-
-def _assigns_first(st: A.Stmt, p: tuple[str, ...], params: dict[str, str]) -> bool:
-    """``st`` is a plain assignment of the whole of ``p`` that does not read it: a
-    fresh value right before it would be overwritten at once (fabric.p4's
-    ``meta.trim_enabled = 0;``)."""
-    if not (isinstance(st, A.Assign) and st.op is None and isinstance(st.target, (A.Member, A.Name))
-            and _place(st.target, params) == p):
-        return False
-    read: set[tuple[str, ...]] = set()
-    _mentions(st.value, params, read)
-    return not any(q[:len(p)] == p or p[:len(q)] == q for q in read)
-
-
-class LateInits:
-    """Where a metadata field only one control names gets its fresh value: before
-    the statement of that control's apply block that holds all the statements naming
-    it (tables and actions they apply and call included), as deep in the if/else
-    branches as they all are (nic.p4's fabric-to-host fields, in the branch for
-    plane ports; a packet from the host never pays for them)."""
-
-    def __init__(self, d: A.ControlDecl, params: dict[str, str], others: set[tuple[str, ...]]):
-        self.params = params
-        self.others = others  # what the other blocks name
-        self.actions = {x.name: x for x in d.locals if isinstance(x, A.ActionDecl)}
-        self.tables = {x.name: x for x in d.locals if isinstance(x, A.TableDecl)}
-        self._deep: dict[int, set[tuple[str, ...]]] = {}
-
-    def deep(self, node: object) -> set[tuple[str, ...]]:
-        """What ``node`` names, with the tables it applies and the actions it calls."""
-        got = self._deep.get(id(node))
-        if got is None:
-            got = set()
-            _mentions(node, self.params, got)
-            calls: list[A.Call] = []
-            _calls(node, calls)
-            for c in calls:
-                f = c.func
-                if isinstance(f, A.Member) and f.name == "apply" and isinstance(f.obj, A.Name) \
-                        and f.obj.name in self.tables:
-                    t = self.tables[f.obj.name]
-                    got |= self.deep(t.props)  # keys, default action arguments, entries
-                    for prop in t.props:
-                        if prop.name == "actions" and isinstance(prop.value, list):
-                            for item in prop.value:
-                                ref = getattr(item, "call", None)
-                                ref = ref.func if isinstance(ref, A.Call) else ref
-                                if isinstance(ref, A.Name) and ref.name in self.actions:
-                                    got |= self.deep(self.actions[ref.name].body)
-                elif isinstance(f, A.Name) and f.name in self.actions:
-                    got |= self.deep(self.actions[f.name].body)
-            self._deep[id(node)] = got
-        return got
-
-    @staticmethod
-    def related(p: tuple[str, ...], places: set[tuple[str, ...]]) -> bool:
-        return any(q[:len(p)] == p or p[:len(q)] == q for q in places)
-
-    def place(self, p: tuple[str, ...], stmts: list[A.Stmt]) -> A.Stmt | None:
-        """The statement to give ``p`` its fresh value before (None: nothing names it)."""
-        if self.related(p, self.others):
-            return None
-        at = [st for st in stmts if self.related(p, self.deep(st))]
-        if len(at) != 1:
-            return at[0] if at else None
-        st = at[0]
-        if isinstance(st, A.Block):
-            return self.place(p, st.stmts) or st
-        if isinstance(st, A.If) and not self.related(p, self.deep(st.cond)):
-            then = self.related(p, self.deep(st.then))
-            other = st.other is not None and self.related(p, self.deep(st.other))
-            if then != other:
-                branch = st.then if then else st.other
-                return self.place(p, branch.stmts if isinstance(branch, A.Block) else [branch]) or st
-        return st
-
-
-def _shape(node: object) -> object:
-    """``node`` without its source locations, to compare two expressions."""
-    if isinstance(node, list):
-        return [_shape(x) for x in node]
-    if hasattr(node, "__dataclass_fields__"):
-        return (type(node).__name__,) + tuple(
-            _shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")  # type: ignore[attr-defined]
-    return node
-
-
-def _first_conjunct(e: A.Expr) -> tuple[A.Expr, A.Expr | None]:
-    """``a && b && c`` as (a, b && c); anything else as (e, None)."""
-    if isinstance(e, A.Binary) and e.op == "&&":
-        first, rest = _first_conjunct(e.left)
-        return first, (e.right if rest is None else A.Binary(e.loc, "&&", rest, e.right))
-    return e, None
-
-
-_CHECKSUM_UPDATES = ("update_checksum", "update_checksum_with_payload")
-
-
-def _has_return(stmts: list[A.Stmt]) -> bool:
-    for s in stmts:
-        if isinstance(s, A.Return):
-            return True
-        if isinstance(s, A.Block) and _has_return(s.stmts):
-            return True
-        if isinstance(s, A.If) and (_has_return([s.then]) or (s.other is not None and _has_return([s.other]))):
-            return True
-        if isinstance(s, A.Switch) and any(c.body is not None and _has_return(c.body.stmts) for c in s.cases):
-            return True
-    return False
-
-
-# ---------------------------------------------------------------------------------
 # the compiler
 # ---------------------------------------------------------------------------------
 class FastCompiler(ProgramCompiler):
@@ -796,6 +528,9 @@ class FastCompiler(ProgramCompiler):
         self.dirty_at: dict[tuple[str, ...], tuple[list, int]] = {}  # header -> last dirty store
         self.touched_at: dict[tuple[str, ...], tuple[list, int]] = {}  # stack -> last TouchStack
         self._bytes_cache: dict[tuple[str, ...], bool] = {}
+        self.extract_at: dict[tuple[str, ...], set[int | None]] = {}  # header -> parse positions
+        self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
+        self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
 
     @property
     def first_assigned(self) -> set[tuple[str, ...]]:
@@ -880,7 +615,7 @@ class FastCompiler(ProgramCompiler):
             if not (isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member)
                     and st.call.func.name == "emit" and len(st.call.args) == 1):
                 return None
-            emits.append(_place(st.call.args[0].value, dparams))
+            emits.append(place_of(st.call.args[0].value, dparams))
         inval = self.places.invalidated
 
         def frame_bytes(p: tuple[str, ...] | None) -> bool:
@@ -917,7 +652,7 @@ class FastCompiler(ProgramCompiler):
                 for x in st.stmts:
                     if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
                             and x.call.func.name in ("extract", "advance"):
-                        p = _place(x.call.args[0].value, pparams) if x.call.args else None
+                        p = place_of(x.call.args[0].value, pparams) if x.call.args else None
                         if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
                             i = tail.index(p)
                             if i <= last:
@@ -1063,7 +798,7 @@ class FastCompiler(ProgramCompiler):
                 for x in st.stmts:
                     if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
                             and x.call.func.name == "extract" and len(x.call.args) == 1:
-                        h = _place(x.call.args[0].value, params)
+                        h = place_of(x.call.args[0].value, params)
                         if h is not None and not h[-1].isdigit() and not self.maybe_written(h) \
                                 and not any(h[:k] in p.revalidated or h[:k] in p.invalidated
                                             for k in range(1, len(h) + 1)):
@@ -1099,6 +834,8 @@ class FastCompiler(ProgramCompiler):
         v = self._leaf_cache.get(path)
         if v is None:
             v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
+            if parent is not None and parent.kind == "header":
+                self.leaf_parent[path] = parent
         return v if sym is None else V(v.code, t, v.const, sym, path)
 
     def leaf_value(self, path: tuple[str, ...], t: Type, parent: StructT | None) -> V:
@@ -1163,7 +900,7 @@ class FastCompiler(ProgramCompiler):
             for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
                 d = decls.get(n)
                 if d is not None:
-                    _count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+                    count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
             self._split = set()
             htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
                 if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
@@ -1204,7 +941,91 @@ class FastCompiler(ProgramCompiler):
         line = f"{fn} = rt.hashes.function({algo!r})"
         if line not in self.binds:
             self.binds.append(line)
-        return f"{fn}({hash_bytes(parts)})"
+        return f"{fn}({self.hash_input(parts)})"
+
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc) -> None:  # type: ignore[no-untyped-def]
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.part_place[parts[n][0]] = v.path
+
+    def struct_packer(self, fmt: str) -> str:
+        """The bound ``struct.Struct(fmt).pack`` (one per format)."""
+        if "from struct import Struct as _Struct" not in self.binds:
+            self.binds.append("from struct import Struct as _Struct")
+        name = "_PK_" + re.sub(r"\W", "_", fmt[1:])
+        line = f"{name} = _Struct({fmt!r}).pack"
+        if line not in self.binds:
+            self.binds.append(line)
+        return name
+
+    def hash_input(self, parts: list[tuple[str, int]]) -> str:
+        """Code for the bytes a hash of the field list ``parts`` reads: runs of fields
+        that are still the frame's bytes (``frame_run``) are slices of the frame
+        (nic.p4's flow hash: the IPv6 source and destination, ``data[22:54]`` while
+        nothing wrote the IPv6 header), the other fields are packed by ``hash_bytes``."""
+        chunks: list[str] = []
+        rest: list[tuple[str, int]] = []  # the parts since the last run
+        bit = i = 0  # where parts[i] starts in the hashed bit string
+        while i < len(parts):
+            run = self.frame_run(parts, i) if bit % 8 == 0 else None
+            if run is None:
+                rest.append(parts[i])
+                bit += parts[i][1]
+                i += 1
+                continue
+            j, code = run
+            if rest:  # (byte-aligned: the run starts on a byte)
+                chunks.append(hash_bytes(rest))
+                rest = []
+            chunks.append(code)
+            bit += sum(w for _, w in parts[i:j])
+            i = j
+        if rest:
+            chunks.append(hash_bytes(rest))
+        return " + ".join(chunks)
+
+    def frame_run(self, parts: list[tuple[str, int]], i: int) -> tuple[int, str] | None:
+        """(end, code) when ``parts[i:end]`` are consecutive fields of one header, at
+        least 32 bits starting and ending on a byte of it, which are the frame's bytes:
+        a header kept as bytes (``data[s + a:s + b]``), or one the parser extracts at
+        one constant position only, that nothing revalidates or assigns whole (so only
+        field stores change it, and they set its dirty flag), while its dirty flag is
+        False (``data[a:b] if not dirty else <the fields packed>``; the flag is
+        unbound until the extract, so a packet that never had the header still leaves
+        the fast path as reading its fields makes it)."""
+        place = self.part_place.get(parts[i][0])
+        t = self.leaf_parent.get(place) if place is not None else None
+        if place is None or t is None:
+            return None
+        h = place[:-1]
+        names = [n for n, _ in t.fields]
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in t.fields]  # type: ignore[union-attr]
+        k = names.index(place[-1])
+        off = sum(widths[:k])
+        if off % 8:
+            return None
+        best, j, w = None, i, 0
+        while j < len(parts) and k < len(names) and self.part_place.get(parts[j][0]) == h + (names[k],):
+            w += widths[k]
+            j, k = j + 1, k + 1
+            if w % 8 == 0:
+                best = (j, w)
+        if best is None or best[1] < 32:
+            return None
+        j, w = best
+        a, b = off // 8, (off + w) // 8
+        if self.bytes_backed(h):
+            s = self.start_local(h)
+            return j, f"data[{s} + {a}:{s} + {b}]"
+        at = self.extract_at.get(h, set())
+        dirty = self.names.get(h + (DIRTY,))
+        p = self.places
+        if len(at) != 1 or None in at or dirty is None or self.fn_kind == "parser" \
+                or any(h[:k] in p.revalidated or h[:k] in p.written for k in range(1, len(h) + 1)):
+            return None
+        base = next(iter(at))
+        return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"
 
 
     def sm_store(self, field: str, code: str) -> str:
@@ -1270,12 +1091,12 @@ class FastCompiler(ProgramCompiler):
                 self.stmt(stmts[i])
                 i += 1
                 continue
-            first = _first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
             self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
             self.indent()
             for st in group:
                 call = st.call  # type: ignore[attr-defined]
-                rest = _first_conjunct(call.args[0].value)[1]
+                rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
                 self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
             self.dedent()
@@ -1288,14 +1109,14 @@ class FastCompiler(ProgramCompiler):
         first = None
         for st in stmts[i:]:
             call = st.call if isinstance(st, A.CallStmt) else None
-            if call is None or not isinstance(call.func, A.Name) or call.func.name not in _CHECKSUM_UPDATES \
+            if call is None or not isinstance(call.func, A.Name) or call.func.name not in CHECKSUM_UPDATES \
                     or len(call.args) != 4 or call.args[0].value is None:
                 break
-            c, rest = _first_conjunct(call.args[0].value)
-            if rest is None or (first is not None and _shape(c) != _shape(first)):
+            c, rest = first_conjunct(call.args[0].value)
+            if rest is None or (first is not None and shape(c) != shape(first)):
                 break
             calls: list[A.Call] = []
-            _calls(c, calls)
+            calls_in(c, calls)
             if calls:
                 break
             first = c
@@ -1303,9 +1124,9 @@ class FastCompiler(ProgramCompiler):
         if group:
             names = {p.name: p.name for p in self.block_params}
             read: set[tuple[str, ...]] = set()
-            _mentions(first, names, read)
+            mentions(first, names, read)
             for st in group:
-                w = _place(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]
                 if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
                     return []
         return group
@@ -1324,10 +1145,12 @@ class FastCompiler(ProgramCompiler):
                 raise NoFast("return")
             self.emit("break")  # out of the block's `while True:`
             return
-        saved = self._entered, self._base
+        saved = self._entered, self._base, self.tmp_count
         self._entered, self._base = 0, self._depth
         super().stmt(s)  # an exception abandons the whole fast path: no finally
-        self._entered, self._base = saved
+        # a temporary lives in the code of the statement that made it: the next
+        # statement reuses its names (every local of ``_fast`` costs each call)
+        self._entered, self._base, self.tmp_count = saved
 
     def expr(self, e: A.Expr) -> V:
         # counts what a statement evaluates, so that a table applied inside an
@@ -1534,7 +1357,7 @@ class FastCompiler(ProgramCompiler):
             ascope.define(p.name, Sym("var", self.resolve_type(p.type), bound[p.name],
                                       obj="ro" if p.direction in ("", "in") else None), p.loc)
         self.scope, self.fn_kind, self.action_outs = ascope, "action", []
-        if _has_return(d.body.stmts):
+        if has_return(d.body.stmts):
             self.emit("while True:")
             self.indent()
             self.block_body(d.body.stmts)
@@ -1573,7 +1396,10 @@ class FastCompiler(ProgramCompiler):
                 self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
                 self.indent()
             if info.actions[i][0] in info.bound:  # arguments bound by the action list
+                saved = self.scope  # (the call's names are temporaries: reused later)
+                self.scope = saved.child()
                 self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
+                self.scope = saved
                 if len(acts) > 1:
                     self.dedent()
                 continue
@@ -1867,6 +1693,7 @@ class FastCompiler(ProgramCompiler):
             self.move(n)
             return
         raw = self.raw_local(v.path)
+        self.extract_at.setdefault(v.path, set()).add(self.spos)
         self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
         self.dirty_at.pop(v.path, None)
         self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
@@ -2194,7 +2021,7 @@ class FastCompiler(ProgramCompiler):
             self.emit(f"{code} = {zero}")
         self.emit_lines(inits)
         assert d.body is not None
-        if _has_return(d.body.stmts):
+        if has_return(d.body.stmts):
             self.emit("while True:")
             self.indent()
             self.body_ind = self.ind
@@ -2228,7 +2055,7 @@ class FastCompiler(ProgramCompiler):
         for n, r in zip(names, roots):
             o = decls.get(n)
             if o is not None and o is not d:
-                _mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+                mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
         if len(d.params) < 2:
             return
         params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
@@ -2249,7 +2076,7 @@ class FastCompiler(ProgramCompiler):
                 continue
             st = li.place(p, d.body.stmts)
             if st is not None:
-                if not _assigns_first(st, p, params):
+                if not assigns_first(st, p, params):
                     self.late_at.setdefault(id(st), []).append(p)
                 self.late_paths.add(p)
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from p4target.compiler.fast_compiler import _CHECKSUM_UPDATES, _GIVE_UP, _first_conjunct, _has_return, \
-    _place, written_places
+from p4target.compiler.fast_compiler import _GIVE_UP
+from p4target.compiler.fast_places import CHECKSUM_UPDATES, first_conjunct, has_return, place_of, written_places
 from p4target.frontend import ast as A
 
 
@@ -60,7 +60,7 @@ def _gives_up(stmts: list[A.Stmt], names: set[str]) -> bool:
         if isinstance(s, A.If) and s.other is not None and _gives_up(_body(s.then), names) \
                 and _gives_up(_body(s.other), names):
             return True
-        if _has_return([s]):
+        if has_return([s]):
             return False
     return False
 
@@ -79,12 +79,12 @@ class _Pruner:
     def never(self, cond: A.Expr) -> bool:
         """``cond`` is false on the fast path: its first ``&&`` operand compares an
         always-0 place with a non-zero literal (``==``) or with 0 (``!=``)."""
-        c = _first_conjunct(cond)[0]
+        c = first_conjunct(cond)[0]
         if not isinstance(c, A.Binary) or c.op not in ("==", "!="):
             return False
         for a, b in ((c.left, c.right), (c.right, c.left)):
             if isinstance(b, A.IntLit) and isinstance(a, (A.Member, A.Name)):
-                p = _place(a, self.params)
+                p = place_of(a, self.params)
                 if p is not None and p in self.zero:
                     return (b.value != 0) if c.op == "==" else (b.value == 0)
         return False
@@ -108,7 +108,7 @@ class _Pruner:
                 out.append(replace(s, cases=[c if c.body is None else replace(c, body=replace(
                     c.body, stmts=self.stmts(c.body.stmts))) for c in s.cases]))
             elif isinstance(s, A.CallStmt) and isinstance(s.call.func, A.Name) \
-                    and s.call.func.name in _CHECKSUM_UPDATES and s.call.args \
+                    and s.call.func.name in CHECKSUM_UPDATES and s.call.args \
                     and s.call.args[0].value is not None and self.never(s.call.args[0].value):
                 continue
             else:
