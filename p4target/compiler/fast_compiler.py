@@ -475,7 +475,9 @@ class AfterIngress(Deferred):
                      ("egress_spec", "0")):
             if ("sm", f) in n:
                 out.append(f"{ind}{n['sm', f]} = {v}")
-                if ("sm", f) not in self.before:
+                # egress_spec was read just above: it is set first here only when
+                # something set it before (else Init must give it its fresh value)
+                if ("sm", f) not in self.before and f != "egress_spec":
                     fc.after_ingress.add(("sm", f))  # set here first, on every packet
         return out
 
@@ -1659,6 +1661,15 @@ class FastCompiler(ProgramCompiler):
         if name in ("assert", "assume"):
             self.nargs(e, 1)
             self.emit(f"if not {self.expr_as(self.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            return None
+        if name == "verify":
+            # a parser error is the general path's to record (parser_error, the error's
+            # position): the fast path gives the frame up, before any side effect
+            if self.fn_kind != "parser":
+                return super().extern_function(e, name)  # its error message
+            self.nargs(e, 2)
+            c = self.expr_as(self.arg(e, 0), BoolT(), "verify condition")
+            self.emit(f"if not {c}: return None")
             return None
         return super().extern_function(e, name)
 

@@ -284,6 +284,9 @@ def test_fast_path_is_invisible(rel: str) -> None:
     assert none == 0
     assert got == want
     forwarded = [o for r in want[:-1] if isinstance(r, list) for o in r]
+    # a fast path that gives every frame up compares nothing (p4c_issue4969.p4's read
+    # egress_spec before giving it a value, and so took none)
+    assert taken > 0 or not PROGRAMS[rel], f"{rel}: no frame took the fast path"
     if rel in (ROUTER6, "p4src/fabric.p4", "p4src/nic.p4"):
         assert taken > FRAMES // 10, f"{rel}: only {taken} of {FRAMES} frames took the fast path"
         assert len(forwarded) > FRAMES // 20  # the comparison covers real forwarding
