@@ -16,7 +16,8 @@ VENV_STAMP := $(VENV)/.stamp-project
 SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
 
 # System packages from apt (installed only when missing).
-APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables
+APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables \
+  gcc python3-dev
 
 BUILD ?= build
 RUN_DIR ?= /tmp/mrc-p4/run
@@ -33,13 +34,14 @@ P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
 P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
-.PHONY: help deps system-packages build run test bench experiments shell clean distclean
+.PHONY: help deps system-packages build native run test bench experiments shell clean distclean
 
 help:
 	@echo "make run        set up what is missing, build, start the Mininet fabric, install its tables, run the demo"
 	@echo "make test       set up what is missing, run the whole test suite (tests/, per-test timeout)"
 	@echo "make deps       apt packages, .venv (project, editable) and .venv-shell (p4runtime-shell)"
 	@echo "make build      compile p4src/*.p4 with the embedded target into $(BUILD)/"
+	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
 	@echo "make experiments run the five experiments on the Mininet fabric (root): results/*.json, *.png"
 	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID))"
@@ -103,18 +105,27 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 	@echo "build: $< -> $@"
 	@$(VENV)/bin/p4target compile $< --p4info $@
 
+# The compiled fast paths of p4src/*.p4 (Cython + gcc, p4target/compiler/native.py),
+# built once into the cache (~30 s the first time, then nothing), so that switches
+# take them from their first frame. Not fatal: without them switches forward on the
+# interpreted fast path.
+native: deps
+	@for p in $(P4_PROGRAMS); do \
+	  $(VENV)/bin/p4target compile --native $$p || echo "native: $$p keeps the interpreted fast path"; \
+	done
+
 # ---- run, test, bench, shell ----------------------------------------------
 
 # The fabric in Mininet (topologies/run.py): TOPO=topologies/<file>.yaml or RUN_ARGS='--planes 2 ...'.
 TOPO ?=
 run: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory build native
 	@MRC_P4_RUN_DIR=$(RUN_DIR) $(VENV)/bin/python -m topologies.run $(if $(TOPO),--topology $(TOPO)) $(RUN_ARGS)
 
-test: deps
+test: deps native
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-bench: deps
+bench: deps native
 	@$(VENV)/bin/python bench/run.py
 
 EXPERIMENTS := spraying failure trimming loss_reordering tcp

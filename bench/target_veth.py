@@ -16,12 +16,13 @@ rounds of that (default 2) give each ratio's range. Each line also gives the
 forwarder's CPU time per packet, and each ratio comes with the ratio of CPU time
 per packet (the ceiling's over the target's): with other work on the cores the
 packets/s follow the share of a core each forwarder gets, the CPU time much less.
-With ``--no-rings-too`` each
-program also runs with ``p4target run --no-rings`` (one recv and one send system
-call per frame, as before PACKET_MMAP rings), next to the run with rings (which
-goes first alternates) and between the same ceilings, so the two are compared
-under the same load. Prints
-only; run as root:
+Each program runs twice between the same ceilings (which goes first alternates),
+so the two are compared under the same load: with its compiled fast path (the
+default of ``p4target run``: p4target/compiler/native.py; built into the cache
+first, so it takes every frame) and with the interpreted one
+(``P4TARGET_NATIVE=0``). With ``--no-rings-too`` each program also runs with
+``p4target run --no-rings`` (one recv and one send system call per frame, as
+before PACKET_MMAP rings). Prints only; run as root:
 ``.venv/bin/python bench/target_veth.py [SECONDS] [ROUNDS] [--no-rings-too]``.
 """
 
@@ -34,6 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _vethlab import PYTHON, REPO, VethLab, require_root, stop  # noqa: E402
+
+from p4target.compiler import compile_file  # noqa: E402
+from p4target.compiler.native import ENV_SWITCH  # noqa: E402
 
 ROUTER6 = REPO / "bench" / "p4" / "router6.p4"
 FABRIC = REPO / "p4src" / "fabric.p4"
@@ -101,7 +105,16 @@ def main() -> int:
     both = "--no-rings-too" in sys.argv[1:]
     seconds = float(args[0]) if args else 5.0
     rounds = int(args[1]) if len(args) > 1 else 2
-    variants = [("", ())] + ([(", --no-rings", ("--no-rings",))] if both else [])
+    # (name suffix, command prefix, options)
+    variants: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+        ("", (), ()), (", interpreted", ("env", f"{ENV_SWITCH}=0"), ())]
+    if both:
+        variants.append((", --no-rings", (), ("--no-rings",)))
+    for program in (ROUTER6, FABRIC, NIC):  # built now (once), so every frame takes it
+        fast = compile_file(program).native_fast_path()
+        if fast is None or fast.get() is None:
+            print(f"{program.name}: no compiled fast path ({fast.error if fast else 'off'}); "
+                  "the plain runs below use the interpreted one too")
     with tempfile.TemporaryDirectory(prefix="p4t-bench-") as tmp, VethLab() as lab:
         d = Path(tmp)
         (d / "fabric.stf").write_text(FABRIC_ENTRIES)
@@ -110,7 +123,7 @@ def main() -> int:
                 ("fabric.p4 uN", FABRIC, d / "fabric.stf", fabric_frame()),
                 ("nic.p4 encap", NIC, d / "nic.stf", nic_frame())]
         lines: list[str] = []
-        ratios: dict[str, list[float]] = {name + v: [] for name, *_ in runs for v, _ in variants}
+        ratios: dict[str, list[float]] = {name + v: [] for name, *_ in runs for v, *_ in variants}
         cpu_ratios: dict[str, list[float]] = {k: [] for k in ratios}
         for rnd in range(rounds):
             before = lab.measure_ceiling(seconds)
@@ -118,9 +131,9 @@ def main() -> int:
             for name, program, commands, frame in runs:
                 results = []
                 # the order alternates between rounds, so neither variant always goes first
-                for variant, extra in (variants if rnd % 2 == 0 else variants[::-1]):
+                for variant, prefix, extra in (variants if rnd % 2 == 0 else variants[::-1]):
                     log = d / f"{program.stem}.log"
-                    target = lab.spawn(PYTHON, "-m", "p4target", "run", str(program),
+                    target = lab.spawn(*prefix, PYTHON, "-m", "p4target", "run", str(program),
                                        "-i", "1@p4tin", "-i", "2@p4tout", "--no-grpc",
                                        "--commands", str(commands), *extra, log=log)
                     try:
@@ -140,7 +153,7 @@ def main() -> int:
                     ratio = r.pps / ceiling if ceiling else 0.0
                     ratios[key].append(ratio)
                     target_text = (" (target >= 0.50)" if ("router6" in key or "fabric" in key)
-                                   and "no-rings" not in key else "")
+                                   and key == name else "")
                     cpu_text = ""
                     if cpu_ceiling and r.cpu_us:
                         cpu_ratio = sum(cpu_ceiling) / len(cpu_ceiling) / r.cpu_us

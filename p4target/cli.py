@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -130,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("program", type=Path, metavar="PROGRAM.p4")
     c.add_argument("--p4info", type=Path, metavar="OUT.txtpb",
                    help="write the P4Info here ('-' for stdout)")
+    c.add_argument("--native", action="store_true",
+                   help="also build the program's compiled fast path (Cython + C compiler) "
+                   "into the cache now, so switches running it take it from their first "
+                   "frame (they build it themselves in the background otherwise); "
+                   "the cache is $P4TARGET_CACHE or ~/.cache/p4target/native")
     common_p4(c)
 
     s = sub.add_parser("stf", help="run a p4c STF test on a program",
@@ -231,6 +237,35 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 args.p4info.write_text(text)
             except OSError as e:
                 raise P4Error(f"cannot write P4Info: {e.strerror}", str(args.p4info)) from None
+    if args.native:
+        return _build_native(compiled)
+    return 0
+
+
+def _build_native(compiled: Any) -> int:
+    """``compile --native``: build (or find) the compiled fast path; 1 if there is none."""
+    from p4target.compiler import native
+
+    path = compiled.path
+    if not native.enabled():
+        print(f"{PROG}: error: {path}: {native.ENV_SWITCH}=0 turns the compiled fast path off; "
+              "unset it", file=sys.stderr)
+        return 1
+    fast = compiled.native_fast_path()
+    if fast is None:
+        print(f"{path}: no fast path (every frame takes the general path); nothing to build")
+        return 0
+    start = time.monotonic()
+    found: list[object] = []
+    fast.when_ready(found.append)  # at once when it is in the cache
+    if not found and fast.error is None:
+        print(f"{path}: building the compiled fast path (once: it is kept in the cache)...",
+              flush=True)
+    if fast.get() is None:
+        print(f"{PROG}: error: {path}: no compiled fast path: {fast.error}", file=sys.stderr)
+        return 1
+    print(f"{path}: compiled fast path ready in {native.cache_dir()} "
+          f"({time.monotonic() - start:.1f} s)")
     return 0
 
 

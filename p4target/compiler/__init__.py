@@ -15,7 +15,9 @@ from types import CodeType
 from typing import Callable
 
 from p4target.compiler import fastgen
+from p4target.compiler import native
 from p4target.compiler.fastgen import FastSource, build_fast
+from p4target.compiler.native import NativeFastPath
 from p4target.compiler.program import ProgramCompiler
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
@@ -34,7 +36,8 @@ class CompiledProgram:
     The fused fast path (p4target/compiler/fast_compiler.py) is generated on first use
     (``fast_factory``, called by ``Switch`` for its first frame), once per program:
     loading a program costs no more than the general code, and a program that
-    never forwards a frame never pays for it.
+    never forwards a frame never pays for it. Its compiled form (``native_fast_path``,
+    p4target/compiler/native.py) is built from the same source, also once.
     """
 
     def __init__(self, model: ProgramModel, python_source: str, errors: dict[str, int],
@@ -50,6 +53,7 @@ class CompiledProgram:
         self._fast: FastSource | None = fast if isinstance(fast, FastSource) else None
         self._fast_done = not callable(fast)
         self._make_fast: Callable[[object], Callable] | None = None
+        self._native: NativeFastPath | None = None
 
     def instantiate(self, rt: object) -> object:
         """A new ``Pipeline`` bound to the runtime ``Bindings`` ``rt`` (tables, externs...)."""
@@ -84,6 +88,15 @@ class CompiledProgram:
                 return None
             self._make_fast = self._namespace["make_fast"]  # type: ignore[assignment]
         return self._make_fast, src.uses_clock
+
+    def native_fast_path(self) -> NativeFastPath | None:
+        """The compiled fast path of the program (one for all its switches), or None
+        when the program has no fast path or ``P4TARGET_NATIVE=0``."""
+        if self._native is None and native.enabled():
+            src = self.fast_source()
+            if src is not None and self.fast_factory() is not None:
+                self._native = NativeFastPath(src.text, self._namespace, self.path.name)
+        return self._native
 
     def __repr__(self) -> str:
         return f"CompiledProgram({self.path}, {len(self.model.tables)} tables)"

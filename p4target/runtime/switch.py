@@ -72,8 +72,11 @@ class Switch:
     """A v1model switch running one compiled program."""
 
     def __init__(self, program, seed: int = 0, device_id: int = 0, cpu_port: int | None = None,
-                 name: str | None = None, real_time: bool = False) -> None:
+                 name: str | None = None, real_time: bool = False, native: bool = True) -> None:
+        """``native``: take the compiled fast path when there is one (see
+        ``bind_fast_path``); False keeps the interpreted one (tests compare them)."""
         self.program = program
+        self._native_wanted = native
         self.model: ProgramModel = program.model
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -101,6 +104,9 @@ class Switch:
         # the fused fast path (p4target/compiler/fast_compiler.py), made for the first frame
         self._fast = self._first_fast if getattr(program, "may_have_fast_path", False) else None
         self._fast_clock = True
+        # which fast path frames take: "none" (yet), "python" (the generated source,
+        # interpreted) or "native" (the same, compiled: p4target/compiler/native.py)
+        self.fast_kind = "none"
         # the direct path of inject skips the checksum blocks the compiler marks as
         # doing nothing (an empty apply)
         pipe = self.pipeline
@@ -617,15 +623,31 @@ class Switch:
             return None
         return fast
 
-    def bind_fast_path(self) -> None:
+    def bind_fast_path(self, wait_native: bool = False) -> None:
         """Generate and bind the fast path now instead of at the first frame.
 
         A live device does this when it loads a program: generating fabric.p4's
         takes ~45 ms, and a Mininet fabric's switches each doing it on the first
         frame of a transfer held that transfer's first packets (0.4 s more for the
-        first 4 MB sprayed transfer of the experiments' fabric)."""
+        first 4 MB sprayed transfer of the experiments' fabric).
+
+        The compiled fast path replaces the interpreted one when it is ready (at
+        once when it is in the cache); with ``wait_native`` this waits for it to be
+        built (benchmarks, tests). ``fast_kind`` says which one frames take."""
         if self._fast is not None and self._fast == self._first_fast:
             self._first_fast(b"", 0, 0)
+        if wait_native and self.fast_kind == "python" and self._native_wanted:
+            native = self.program.native_fast_path()
+            if native is not None:
+                native.get()
+
+    def _native_ready(self, make: Callable[[object], Callable], interpreted: Callable) -> None:
+        """The compiled fast path is there: frames take it from the next one on (unless
+        the interpreted one it replaces is gone)."""
+        if self._fast is interpreted:
+            self._fast = make(self.rt)
+            self.fast_kind = "native"
+            log.debug("%s: compiled fast path bound", self.name)
 
     def _first_fast(self, data: bytes, port: int, now: int) -> None:
         """``self._fast`` until the first frame: bind the program's fast path (generated
@@ -638,7 +660,14 @@ class Switch:
             return None
         if made is not None:
             make, self._fast_clock = made
-            self._fast = make(self.rt)
+            self._fast = interpreted = make(self.rt)
+            self.fast_kind = "python"
+            try:
+                native = self.program.native_fast_path() if self._native_wanted else None
+                if native is not None:
+                    native.when_ready(lambda compiled: self._native_ready(compiled, interpreted))
+            except Exception:  # noqa: BLE001 - the interpreted fast path stays
+                log.exception("%s: no compiled fast path", self.name)
         return None
 
     def run_until_idle(self) -> list[tuple[int, bytes]]:

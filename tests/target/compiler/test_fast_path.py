@@ -247,10 +247,14 @@ def frame_stream(rel: str, rng: random.Random, n: int) -> list[bytes]:
 
 
 # ---- the differential run ---------------------------------------------------------------
-def run(prog, rel: str, seed: int, n: int = FRAMES) -> tuple[list, int]:
-    """Outputs and observed state of ``n`` frames; also how many took the fast path."""
+def run(prog, rel: str, seed: int, n: int = FRAMES, native: bool = False) -> tuple[list, int]:
+    """Outputs and observed state of ``n`` frames; also how many took the fast path
+    (the compiled one with ``native``, else the interpreted one)."""
     rng = random.Random(seed)
-    sw = Switch(prog, seed=7)
+    sw = Switch(prog, seed=7, native=native)
+    if native:
+        sw.bind_fast_path(wait_native=True)
+        assert sw.fast_kind == "native", f"{rel}: no compiled fast path: {prog.native_fast_path().error}"
     own_entries(rel, sw, random.Random(seed))
     stream = frame_stream(rel, random.Random(seed + 1), n)
     results: list = []
@@ -274,14 +278,26 @@ def run(prog, rel: str, seed: int, n: int = FRAMES) -> tuple[list, int]:
     return results, sw.fast_packets
 
 
+_GENERAL: dict[str, list] = {}
+
+
+def general_run(rel: str) -> list:
+    """``run`` of the program without a fast path (once per program)."""
+    if rel not in _GENERAL:
+        plain = program(rel, False)
+        assert plain.fast_source() is None
+        want, none = run(plain, rel, 1)
+        assert none == 0
+        _GENERAL[rel] = want
+    return _GENERAL[rel]
+
+
 @pytest.mark.parametrize("rel", sorted(PROGRAMS))
 def test_fast_path_is_invisible(rel: str) -> None:
-    fast, plain = program(rel, True), program(rel, False)
-    assert plain.fast_source() is None
+    fast = program(rel, True)
     assert fast.fast_source() is not None or not PROGRAMS[rel], f"{rel} must have a fast path"
     got, taken = run(fast, rel, 1)
-    want, none = run(plain, rel, 1)
-    assert none == 0
+    want = general_run(rel)
     assert got == want
     forwarded = [o for r in want[:-1] if isinstance(r, list) for o in r]
     # a fast path that gives every frame up compares nothing (p4c_issue4969.p4's read
@@ -290,6 +306,15 @@ def test_fast_path_is_invisible(rel: str) -> None:
     if rel in (ROUTER6, "p4src/fabric.p4", "p4src/nic.p4"):
         assert taken > FRAMES // 10, f"{rel}: only {taken} of {FRAMES} frames took the fast path"
         assert len(forwarded) > FRAMES // 20  # the comparison covers real forwarding
+
+
+@pytest.mark.parametrize("rel", sorted(r for r, must in PROGRAMS.items() if must))
+def test_compiled_fast_path_is_invisible(rel: str, native_fast_path: None) -> None:
+    """The same frames through the compiled fast path (p4target/compiler/native.py):
+    the same outputs, counters and registers as the general path."""
+    got, taken = run(program(rel, True), rel, 1, native=True)
+    assert got == general_run(rel)
+    assert taken > 0, f"{rel}: no frame took the compiled fast path"
 
 
 def test_every_program_of_the_repository_is_listed() -> None:
