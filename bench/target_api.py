@@ -14,7 +14,8 @@ tests):
   p4src/nic.p4 host-to-fabric encapsulation with per-packet spraying over 16
   selector members (acceptance >= 0.6x), EXPLICIT and GENERATED EV paths, and the
   fabric-to-host decapsulation. The fraction of frames that took the fused fast
-  path (``Switch.fast_packets``) is printed with each figure.
+  path (``Switch.fast_packets``) is printed with each figure. The rates are measured
+  with the compiled fast path (the default) and again with the interpreted one.
 
 Run: ``.venv/bin/python bench/target_api.py [--packets N]``.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import resource
 import subprocess
@@ -33,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from p4target.compiler.native import ENV_SWITCH  # noqa: E402
 
 ROUTER = ROOT / "bench" / "p4" / "router6.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"
@@ -102,8 +106,9 @@ def bench_pps(n: int) -> float:
     out = sw.inject(1, frames[0])
     if len(out) != 1:
         print(f"warning: a routed frame gave {len(out)} outputs (drops: {dict(sw.drops)})")
+    sw.bind_fast_path(wait_native=True)
     print(f"router6.p4 load+compile: {t1 - t0:.3f} s; {PREFIXES} routes installed in {t2 - t1:.3f} s "
-          f"({PREFIXES / (t2 - t1):,.0f} entries/s)")
+          f"({PREFIXES / (t2 - t1):,.0f} entries/s); fast path: {sw.fast_kind}")
     inject = sw.inject
     best = float("inf")
     for _ in range(REPEAT):  # the best of a few: the machine is shared
@@ -166,6 +171,7 @@ def bench_scenario(scenario, n: int, router_pps: float) -> None:
     out = sw.inject(port, frame_bytes)
     if len(out) != 1:
         print(f"warning: {scenario.name}: the frame gave {len(out)} outputs (drops: {dict(sw.drops)})")
+    sw.bind_fast_path(wait_native=True)
     fast0 = sw.fast_packets
     inject = sw.inject
     best = float("inf")
@@ -178,7 +184,7 @@ def bench_scenario(scenario, n: int, router_pps: float) -> None:
     fast = (sw.fast_packets - fast0) / (n * REPEAT)
     target = f" (target >= {scenario.target:.1f})" if scenario.target else ""
     print(f"{scenario.name}: {pps:,.0f} packets/s, {pps / router_pps:.2f}x router6.p4{target}, "
-          f"fast path {fast:.0%}")
+          f"fast path ({sw.fast_kind}) {fast:.0%}")
 
 
 def main() -> int:
@@ -191,11 +197,17 @@ def main() -> int:
         bench_memory_child()
         return 0
     bench_fabric()
-    router_pps = bench_pps(args.packets)
     from _mrc_scenarios import SCENARIOS
 
-    for scenario in SCENARIOS:
-        bench_scenario(scenario, args.packets, router_pps)
+    # each figure twice: with the compiled fast path (the default; p4target/compiler/
+    # native.py) and with the interpreted one, each ratio to router6.p4's of its kind
+    for kind, switch in (("compiled", "1"), ("interpreted", "0")):
+        print(f"-- {kind} fast path ({ENV_SWITCH}={switch})")
+        os.environ[ENV_SWITCH] = switch
+        router_pps = bench_pps(args.packets)
+        for scenario in SCENARIOS:
+            bench_scenario(scenario, args.packets, router_pps)
+    del os.environ[ENV_SWITCH]
     # memory in a fresh process, so the figure is that of a process doing only this
     subprocess.run([sys.executable, str(Path(__file__).resolve()), "--memory-child"], check=False)
     return 0

@@ -153,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a switch on Linux interfaces",
                        description="Run PROGRAM.p4 as a switch whose ports are Linux "
                        "interfaces (raw sockets), with a P4Runtime server. "
+                       "Frames take the program's compiled fast path (from the cache "
+                       "'p4target compile --native' fills; built in the background when "
+                       "it is not there, forwarding on the interpreted one meanwhile; "
+                       "P4TARGET_NATIVE=0 keeps the interpreted one). "
                        "Stops cleanly on SIGTERM or SIGINT.",
                        epilog="Example: p4target run fabric.p4 -i 1@veth1 -i 2@veth2 "
                        "--grpc-addr 127.0.0.1:9559 --cpu-port 255")

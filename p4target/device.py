@@ -101,7 +101,7 @@ class Device:
         with self.lock:
             self.switch = sw
         settle_heap()
-        self._log(logging.INFO, "pipeline loaded from %s", what)
+        self._log(logging.INFO, "pipeline loaded from %s (fast path: %s)", what, sw.fast_kind)
 
     def unload(self) -> None:
         """Forget the pipeline: frames are dropped until the next ``load``."""

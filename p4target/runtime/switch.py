@@ -647,7 +647,7 @@ class Switch:
         if self._fast is interpreted:
             self._fast = make(self.rt)
             self.fast_kind = "native"
-            log.debug("%s: compiled fast path bound", self.name)
+            log.info("%s: compiled fast path bound", self.name)
 
     def _first_fast(self, data: bytes, port: int, now: int) -> None:
         """``self._fast`` until the first frame: bind the program's fast path (generated
