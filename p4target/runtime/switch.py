@@ -417,7 +417,6 @@ class Switch:
         if port in self._down:
             self._drop("port_down", port)
             return self.run_until_idle()
-        pipe = self.pipeline
         fast = self._fast
         if fast is not None and not self.tm.limited:
             # the fused path (p4target/compiler/fast_compiler.py): None means "not this
@@ -451,6 +450,18 @@ class Switch:
                 out = self._out
                 self._out = []
                 return out
+        return self._general_direct(port, data)
+
+    def _general_direct(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The general direct path of ``inject`` for a frame the fast path did not
+        take (or that it could not be offered): every output until idle.
+
+        The caller has checked that nothing waits for the ingress or egress pipeline
+        and that ``port`` is a valid port that is up, and has counted the frame in
+        ``port``'s rx statistics; ``inject`` and ``inject_batch`` share this so that a
+        frame the fast path declined in a batch goes straight here, without running
+        the fast path a second time."""
+        pipe = self.pipeline
         st = None
         # ---- as _ingress + _after_ingress + _enqueue, for a unicast frame
         try:
@@ -528,11 +539,11 @@ class Switch:
         fast path takes, the checks and lookups ``inject`` makes around it (the
         queues, the port, the clock, the counters) cost a quarter as much as the
         fast path of fabric.p4 itself; here they are made once per batch, and the
-        counters are added up at the end. A frame the fast path does not take (and
-        every frame when the fast path cannot be used: none bound yet, a shaped
-        port or packets waiting in a queue, the port down) goes through ``inject``
-        itself, which runs the fast path again (it changes nothing when it
-        declines) and then the general path. If ``inject`` raises for a frame,
+        counters are added up at the end. A frame the fast path does not take goes
+        on to ``inject``'s general direct path (the fast path changed nothing when it
+        declined, so it is not run again); every frame goes through ``inject`` itself
+        when the fast path cannot be used (none bound yet, a shaped port or packets
+        waiting in a queue, the port down). If that raises for a frame,
         ``failed(frame, exception)`` is called and the batch goes on; without
         ``failed`` the exception propagates.
         """
@@ -591,7 +602,13 @@ class Switch:
                 general += 1
                 general_bytes += len(frame)
                 try:
-                    out += self.inject(port, frame)
+                    if fast is None:
+                        out += self.inject(port, frame)
+                    else:  # declined: counted as inject counts it, then its general path
+                        s = stats[port]
+                        s.rx_packets += 1
+                        s.rx_bytes += len(data)
+                        out += self._general_direct(port, data)
                 except Exception as e:
                     if failed is None:
                         raise

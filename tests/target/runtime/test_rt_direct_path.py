@@ -7,6 +7,7 @@ the packet asks for (clones, multicast, resubmit, recirculate, shaped queues, ..
 
 from __future__ import annotations
 
+from collections import Counter as _Counter
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,42 @@ def test_inject_batch_reports_a_failing_frame_and_goes_on(program) -> None:
     assert out == [] and [f for f, _ in failed] == [frame(FWD, arg=2), b"xx"]
     with pytest.raises(Exception):
         sw.inject_batch(600, [frame(FWD, arg=2)])
+
+
+def counted_fast_path(sw, declined: set[bytes]) -> _Counter[bytes]:
+    """Wrap ``sw``'s bound fast path: count its calls per frame and decline (None:
+    "not this packet") the frames in ``declined``, as the real one declines some."""
+    calls: _Counter[bytes] = _Counter()
+    real = sw._fast
+    assert real is not None and sw.fast_kind == "python"
+
+    def fast(data, port, now):
+        calls[bytes(data)] += 1
+        return None if data in declined else real(data, port, now)
+
+    sw._fast = fast
+    return calls
+
+
+def test_inject_batch_runs_the_fast_path_once_per_frame(tmp_path) -> None:
+    # distinct uN frames (the payload numbers them); every third one the wrapped fast
+    # path declines; the real one takes the hop-limit-1 frame (it drops it) and
+    # declines the short one
+    good = [un_frame(payload=i.to_bytes(2, "big") * 17) for i in range(30)]
+    frames = good[:10] + [un_frame(hlim=1), good[0][:20]] + good[10:]
+    declined = set(good[::3])
+    one = fabric_switch(tmp_path, native=False)
+    batch = fabric_switch(tmp_path, native=False)
+    one_calls, batch_calls = counted_fast_path(one, declined), counted_fast_path(batch, declined)
+    want = []
+    for f in frames:
+        want += one.inject(1, f)
+    got = batch.inject_batch(1, frames[:16]) + batch.inject_batch(1, frames[16:])
+    assert batch_calls == one_calls == _Counter(frames)  # each frame's fast path ran once
+    assert observed(batch, got) == observed(one, want)
+    assert one.fast_packets == batch.fast_packets == len(good) - len(declined) + 1
+    assert dict(batch.drops) == {"ingress_drop": 2}  # the hop-limit-1 and the short frame
+    # the declined uN frames left through the general path, as the taken ones did
+    assert [p for p, _ in got] == [2] * len(good)
+    assert batch.port_stats[1].rx_packets == len(frames)
+    assert batch.port_stats[1].rx_bytes == sum(map(len, frames))
