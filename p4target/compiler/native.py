@@ -145,11 +145,15 @@ def _clear_stale(cache: Path) -> None:
             pass
 
 
+def module_path(cache: Path, key: str) -> Path:
+    return cache / (f"p4fast_{key}" + sysconfig.get_config_var("EXT_SUFFIX"))
+
+
 def build(source: str, key: str, cc: str, cache: Path) -> Path:
     """Compile ``source`` into ``cache`` as the module ``p4fast_<key>`` (the caller holds
     the entry's lock); returns the module's path."""
     name = f"p4fast_{key}"
-    final = cache / (name + sysconfig.get_config_var("EXT_SUFFIX"))
+    final = module_path(cache, key)
     _clear_stale(cache)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     try:
@@ -200,6 +204,7 @@ class NativeFastPath:
         self._lock = threading.Lock()
         self._waiting: list[Callable[[MakeFast], None]] = []
         self._thread: threading.Thread | None = None
+        self._module: tuple[str, tuple[str, ...]] | None = None  # module_source's
 
     def get(self) -> MakeFast | None:
         """``make_fast``, built now if needed (this blocks for the build); None if
@@ -256,38 +261,23 @@ class NativeFastPath:
         if not enabled():
             raise NativeError(f"{ENV_SWITCH}=0")
         cc = _compiler()
-        source, names = module_source(self.text, self.label)
+        if self._module is None:
+            self._module = module_source(self.text, self.label)
+        source, names = self._module
         key = build_key(source, cc)
         cache = cache_dir()
-        path = cache / (f"p4fast_{key}" + sysconfig.get_config_var("EXT_SUFFIX"))
-        failed = cache / f"{key}.failed"
+        path = module_path(cache, key)
         with _load_lock:
             module = _loaded.get(path)
         if module is None:
+            failed = cache / f"{key}.failed"
             if failed.exists():
                 raise NativeError(f"an earlier build failed ({failed.read_text().strip()}); "
                                   f"delete {failed} to try again")
             if not path.exists():
                 if not build_if_missing:
                     return None
-                try:
-                    cache.mkdir(parents=True, exist_ok=True)
-                except OSError as e:
-                    raise NativeError(f"cannot make the cache directory {cache} ({e.strerror}); "
-                                      f"set {ENV_CACHE} to a writable one") from None
-                with open(cache / f"{key}.lock", "w") as lock:
-                    fcntl.flock(lock, fcntl.LOCK_EX)  # one build; the others wait for it
-                    if not path.exists():
-                        log.info("%s: building the compiled fast path (once; cached in %s)",
-                                 self.label, cache)
-                        t0 = time.monotonic()
-                        try:
-                            build(source, key, cc, cache)
-                        except NativeError as e:
-                            failed.write_text(str(e) + "\n")
-                            raise
-                        log.info("%s: compiled fast path built in %.1f s", self.label,
-                                 time.monotonic() - t0)
+                ensure_built(source, key, cc, cache, self.label)
             with _load_lock:
                 module = _import(key, path)
         try:
@@ -296,3 +286,34 @@ class NativeFastPath:
             raise NativeError(f"the fast path reads {e} the generated module lacks") from None
         self._make = make
         return make
+
+
+def ensure_built(source: str, key: str, cc: str, cache: Path, label: str) -> None:
+    """Build the module ``key`` into ``cache`` unless another process has: under the
+    entry's file lock, so concurrent processes build it once."""
+    def unwritable(e: OSError) -> NativeError:
+        return NativeError(f"cannot write in the cache directory {cache} ({e.strerror}); "
+                           f"set {ENV_CACHE} to a writable one with room")
+
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        lock = open(cache / f"{key}.lock", "w")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise unwritable(e) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build; the others wait for it
+        if module_path(cache, key).exists():
+            return
+        log.info("%s: building the compiled fast path (once; cached in %s)", label, cache)
+        t0 = time.monotonic()
+        try:
+            build(source, key, cc, cache)
+        except NativeError as e:
+            try:  # later processes report it instead of building again
+                (cache / f"{key}.failed").write_text(str(e) + "\n")
+            except OSError:
+                pass
+            raise
+        except OSError as e:
+            raise unwritable(e) from None
+        log.info("%s: compiled fast path built in %.1f s", label, time.monotonic() - t0)

@@ -60,6 +60,21 @@ def test_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch, native_fas
     assert modules(tmp_path) == built and built[0].stat().st_mtime_ns == stamp
 
 
+def test_processes_that_need_it_at_once_build_it_once(tmp_path, native_fast_path) -> None:
+    import os
+
+    script = ("import logging; logging.basicConfig(level=logging.INFO)\n"
+              "from p4target.compiler import compile_file\n"
+              f"assert compile_file({str(PROGRAM)!r}).native_fast_path().get() is not None\n")
+    env = {**os.environ, native.ENV_CACHE: str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    logs = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], logs
+    assert sum(text.count("building the compiled fast path") for text in logs) == 1
+    assert len(modules(tmp_path)) == 1 and not list(tmp_path.glob("build-*"))
+
+
 def test_without_a_compiler_the_interpreted_one_stays(tmp_path, monkeypatch, native_fast_path,
                                                       caplog) -> None:
     monkeypatch.setenv(native.ENV_CACHE, str(tmp_path))
@@ -98,6 +113,16 @@ def test_a_broken_module_in_the_cache_is_reported(tmp_path, native_fast_path) ->
     kind, why = said.split("\n", 1)
     assert kind == "python 1"  # it still forwards, on the interpreted fast path
     assert "cannot be loaded" in why and "delete it to rebuild" in why
+
+
+def test_an_unwritable_cache_is_reported(tmp_path, monkeypatch, native_fast_path) -> None:
+    (tmp_path / "a-file").write_text("")
+    cache = tmp_path / "a-file" / "cache"  # cannot be made: its parent is a file
+    monkeypatch.setenv(native.ENV_CACHE, str(cache))
+    fast = compile_file(PROGRAM).native_fast_path()
+    assert fast.get() is None
+    assert f"cannot write in the cache directory {cache}" in fast.error
+    assert native.ENV_CACHE in fast.error
 
 
 def test_off_with_the_environment_variable() -> None:
