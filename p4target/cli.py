@@ -77,17 +77,28 @@ def _queue_spec(kind: str, cast: type) -> Any:
 RX_RING_FRAMES_MIN, RX_RING_FRAMES_MAX = 64, 65536
 
 
-def _ring_frames(text: str) -> int:
-    """``--rx-ring-frames``: a whole number of receive ring slots per port."""
+def _ring_frames(text: str) -> tuple[int | None, int]:
+    """``--rx-ring-frames``: ``N`` receive ring slots for every port, or ``PORT=N``
+    for one port: (the port or None, N)."""
+    port_text, sep, count = text.rpartition("=")
+    port: int | None = None
+    if sep:
+        try:
+            port = int(port_text, 10)
+        except ValueError:
+            port = -1
+        if port < 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: give N (slots for every port) or PORT=N (for one port)")
     try:
-        n = int(text, 10)
+        n = int(count, 10)
     except ValueError:
         n = -1
     if not RX_RING_FRAMES_MIN <= n <= RX_RING_FRAMES_MAX:
         raise argparse.ArgumentTypeError(
             f"{text!r}: give a whole number of receive ring slots per port from "
             f"{RX_RING_FRAMES_MIN} to {RX_RING_FRAMES_MAX} (default 4096)")
-    return n
+    return port, n
 
 
 def _cpu_spec(text: str) -> int | str:
@@ -198,10 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-rings", action="store_true",
                    help="read and write frames with one system call each instead of "
                    "PACKET_MMAP rings (slower; for comparison)")
-    r.add_argument("--rx-ring-frames", type=_ring_frames, default=None, metavar="N",
-                   help="slots of each port's receive ring (64 to 65536; default 4096, fewer "
-                   "for jumbo MTUs): a slot holds one frame of up to the MTU (2 KB at MTU "
-                   "1500, kernel memory locked while the switch runs), and the ring is what "
+    r.add_argument("--rx-ring-frames", type=_ring_frames, action="append", default=[],
+                   metavar="[PORT=]N",
+                   help="slots of each port's receive ring, or with PORT= of that port's "
+                   "(repeat for more ports; 64 to 65536; default 4096, fewer for jumbo "
+                   "MTUs): a slot holds one frame of up to the MTU (2 KB at MTU 1500, "
+                   "kernel memory locked while the switch runs), and the ring is what "
                    "holds a burst the switch cannot take at once, so fewer slots save "
                    "memory and lose the end of larger bursts")
     common_p4(r)
@@ -325,8 +338,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--commands needs a program at start; drop --no-p4")
     if args.no_grpc and args.cpu is not None:
         raise UsageError("--cpu places the P4Runtime server's threads; drop it with --no-grpc")
-    if args.no_rings and args.rx_ring_frames is not None:
+    if args.no_rings and args.rx_ring_frames:
         raise UsageError("--rx-ring-frames sizes the receive rings; drop it with --no-rings")
+    every_port: int | None = None
+    port_ring_frames: dict[int, int] = {}
+    for port, n in args.rx_ring_frames:
+        if port is None:
+            if every_port is not None:
+                raise UsageError("--rx-ring-frames N is given twice; give it once "
+                                 "(and PORT=N for a port of its own)")
+            every_port = n
+        elif port not in ports:
+            raise UsageError(f"--rx-ring-frames {port}={n}: port {port} is not an interface "
+                             f"port (-i {port}@IFACE)")
+        elif port in port_ring_frames:
+            raise UsageError(f"--rx-ring-frames {port}=...: port {port} is given twice")
+        else:
+            port_ring_frames[port] = n
     if args.no_grpc and args.no_p4:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
                          "drop --no-grpc")
@@ -356,7 +384,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         apply_commands(device.switch, args.commands)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
                   promisc=not args.no_promisc, rings=not args.no_rings,
-                  rx_ring_frames=args.rx_ring_frames)
+                  rx_ring_frames=every_port, port_rx_ring_frames=port_ring_frames)
     netio.open()
     server = None
     try:

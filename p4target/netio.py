@@ -58,7 +58,7 @@ import struct
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from p4target.errors import P4Error
 # what tools and tests use from here (the homes of these are linux_net and pcap)
@@ -92,16 +92,19 @@ class NetIO:
     ``rings=False`` reads and writes with one system call per frame instead of
     PACKET_MMAP rings (``p4target run --no-rings``): for comparison, and the way a
     port goes by itself if its rings cannot be set up. ``rx_ring_frames`` is the
-    number of slots of each receive ring (``--rx-ring-frames``), rounded up to fill
+    number of slots of each receive ring (``--rx-ring-frames N``), rounded up to fill
     whole blocks; None: RX_RING_FRAMES, fewer for jumbo MTUs so that a ring stays
-    within RX_RING_BYTES.
+    within RX_RING_BYTES. ``port_rx_ring_frames`` gives ports a number of their own
+    (``--rx-ring-frames PORT=N``): a port that takes bursts from a host, without the
+    memory of a large ring on every port.
     """
 
     def __init__(self, device: Any, ports: dict[int, str], pcap_dir: Path | str | None = None,
                  netns: str | None = None, poll_interval: float = 1.0,
                  promisc: bool = True, finish_checksums: bool = True,
                  rings: bool = True, rx_ring_frames: int | None = None,
-                 tx_ring_frames: int = TX_RING_FRAMES) -> None:
+                 tx_ring_frames: int = TX_RING_FRAMES,
+                 port_rx_ring_frames: Mapping[int, int] | None = None) -> None:
         if not ports:
             raise P4Error("no ports: give at least one -i PORT@IFACE")
         names = list(ports.values())
@@ -109,8 +112,14 @@ class NetIO:
         if dup:
             raise P4Error(f"interface {sorted(dup)[0]} is given for more than one port; "
                           "give each interface once")
-        if rx_ring_frames is not None and rx_ring_frames < 1:
-            raise P4Error(f"rx_ring_frames {rx_ring_frames}: a receive ring needs at least one slot")
+        by_port = dict(port_rx_ring_frames or {})
+        for where, n in [(None, rx_ring_frames), *by_port.items()]:
+            if n is not None and n < 1:
+                raise P4Error(f"rx_ring_frames {n}{'' if where is None else f' of port {where}'}: "
+                              "a receive ring needs at least one slot")
+        if set(by_port) - set(ports):
+            raise P4Error(f"rx_ring_frames of port {min(set(by_port) - set(ports))}: "
+                          "not one of the ports; give it for a port of -i PORT@IFACE")
         self.device = device
         self.netns = netns
         self.poll_interval = poll_interval
@@ -121,7 +130,7 @@ class NetIO:
         self.tx_ring_frames = tx_ring_frames
         device_id = getattr(device, "device_id", 0)
         self.ports: dict[int, SocketPort] = {
-            n: RingPort(n, name, device_id, rx_ring_frames, tx_ring_frames) if rings
+            n: RingPort(n, name, device_id, by_port.get(n, rx_ring_frames), tx_ring_frames) if rings
             else SocketPort(n, name, device_id) for n, name in sorted(ports.items())}
         self.by_name = {p.name: p for p in self.ports.values()}
         self.pcap_dir = Path(pcap_dir) if pcap_dir else None

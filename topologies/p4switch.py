@@ -327,15 +327,25 @@ def _exe(name: str) -> str:
 
 
 class EmbeddedP4Switch(P4Switch):
-    """The project's embedded target: ``p4target run`` with the program loaded at start."""
+    """The project's embedded target: ``p4target run`` with the program loaded at start.
+
+    A NIC's host port (port 0) gets a receive ring of HOST_PORT_RX_RING_FRAMES slots:
+    a host's sending loop outruns its NIC switch for as long as it sends flat out,
+    and with the default 4,096 slots a 5,000-frame burst lost 136-392 frames there
+    (``bench/fabric_net.py``; none with 16,384). Only that port: the same ring on
+    every port doubled the fabric's memory."""
 
     target = "embedded"
     log_level: ClassVar[str] = "info"
+    HOST_PORT_RX_RING_FRAMES: ClassVar[int] = 16384
 
     def command(self) -> list[str]:
         cmd = [_exe("p4target"), "run", str(self.program_path)]
-        for port, intf in self.port_interfaces().items():
+        ports = self.port_interfaces()
+        for port, intf in ports.items():
             cmd += ["-i", f"{port}@{intf}"]
+        if self.program == "nic" and 0 in ports:
+            cmd += ["--rx-ring-frames", f"0={self.HOST_PORT_RX_RING_FRAMES}"]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
         return cmd + ["--grpc-addr", self.grpc_addr, "--device-id", str(self.device_id),

@@ -114,6 +114,12 @@ def test_cables_join_the_ports_the_controller_uses(fabric: FabricNetwork) -> Non
     assert f"-i 1@{p}p0l0-eth1 -i 2@{p}p0l0-eth2 -i 3@{p}p0l0-eth3 " in args
     args = " ".join(fabric.switch("nic4").command())
     assert f"-i 0@{p}n4-eth0 -i 1@{p}n4-eth1 -i 2@{p}n4-eth2 " in args
+    # a NIC's host port, and only it, holds a host's bursts in a larger receive ring
+    assert "--rx-ring-frames 0=16384" in args and "--rx-ring-frames" not in " ".join(
+        fabric.switch("p0-leaf0").command())
+    log = fabric.switch("nic4").log_path.read_text()
+    assert f"0@{p}n4-eth0 (PACKET_MMAP rings, 16384 receive slots)" in log
+    assert f"1@{p}n4-eth1 (PACKET_MMAP rings, 4096 receive slots)" in log
 
 
 def test_hosts_have_the_plan_address_gateway_and_mtu(fabric: FabricNetwork) -> None:

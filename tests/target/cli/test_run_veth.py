@@ -124,13 +124,14 @@ def test_run_forwards_and_stops_cleanly_on_sigterm(lab, tmp_path, io):
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("slots", [None, 64])
+@pytest.mark.parametrize("slots", [None, "64", "1=64"])
 def test_rx_ring_frames_is_the_burst_a_stopped_switch_holds(lab, tmp_path, slots):
     """A burst of 1,000 frames arrives while the switch is stopped (SIGSTOP): its
     receive ring holds what it has slots for, the kernel drops and counts the rest,
     and once it runs again the switch forwards what the ring held. With the default
-    4,096 slots the whole burst comes out; with --rx-ring-frames 64, the first 64."""
-    extra = [] if slots is None else ["--rx-ring-frames", str(slots)]
+    4,096 slots the whole burst comes out; with --rx-ring-frames 64 (every port) or
+    1=64 (port 1 only), the first 64."""
+    extra = [] if slots is None else ["--rx-ring-frames", slots]
     p = start(lab, tmp_path, "--log-level", "info", *extra)
     burst = [frame("fcbb:bb00:100::1") + i.to_bytes(4, "big") + bytes(900) for i in range(1000)]
     try:
@@ -155,6 +156,8 @@ def test_rx_ring_frames_is_the_burst_a_stopped_switch_holds(lab, tmp_path, slots
     assert code == 0, err
     held = 1000 if slots is None else 64
     assert f"1@p4ta1 (PACKET_MMAP rings, {4096 if slots is None else 64} receive slots)" in err
+    others = 64 if slots == "64" else 4096  # a port=N gives that port its ring alone
+    assert f"3@p4tc1 (PACKET_MMAP rings, {others} receive slots)" in err
     # in order, the first ones: routed to port 3 with the hop limit one less
     assert [Ether(f)[IPv6].hlim for f in got] == [63] * held
     assert [f[-904:-900] for f in got] == [i.to_bytes(4, "big") for i in range(held)]
@@ -240,6 +243,13 @@ def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
     (["--rx-ring-frames", "many"], "from 64 to 65536"),
     (["--rx-ring-frames", "1e3"], "from 64 to 65536"),
     (["--rx-ring-frames", "256", "--no-rings"], "--rx-ring-frames sizes the receive rings; drop it"),
+    (["--rx-ring-frames", "1=256", "--no-rings"], "--rx-ring-frames sizes the receive rings; drop it"),
+    (["--rx-ring-frames", "3=256"], "--rx-ring-frames 3=256: port 3 is not an interface port"),
+    (["--rx-ring-frames", "1=63"], "'1=63': give a whole number of receive ring slots"),
+    (["--rx-ring-frames", "x=256"], "'x=256': give N (slots for every port) or PORT=N"),
+    (["--rx-ring-frames=-1=256"], "'-1=256': give N (slots for every port) or PORT=N"),
+    (["--rx-ring-frames", "1=256", "--rx-ring-frames", "1=512"], "port 1 is given twice"),
+    (["--rx-ring-frames", "256", "--rx-ring-frames", "512"], "--rx-ring-frames N is given twice"),
 ])
 def test_bad_queue_options_are_usage_errors(argv, what, capsys):
     from p4target.cli import main
