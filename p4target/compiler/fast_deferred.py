@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from p4target.compiler.types import BitT, BoolT, StackT, StructT
+from p4target.runtime.bindings import DROP_PORT
+from p4target.runtime.traffic import NUM_PRIORITIES
 
 if TYPE_CHECKING:
     from p4target.compiler.fast_compiler import FastCompiler
 
-
-DROP_PORT = 511
-NUM_PRIORITIES = 8
 # the deparser rebuilds a written header's int from its written fields in groups of
 # fields at most this many bits apart (each group a short int, shifted once)
 EMIT_GROUP_BITS = 64
