@@ -30,8 +30,8 @@ from rich.table import Table
 from controller import counters as C
 from controller import plan as P
 from controller.entries import GroupEntry, MemberEntry, entries_of, node, nodes
+from controller.errors import EntryError, SwitchError
 from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
-from controller.p4rt import EntryError, SwitchError
 from controller.paths import failures_of, links, paths
 from controller.reconcile import Reconciler, Report
 from controller.repair import down_links, set_link

@@ -1,6 +1,6 @@
 """Every table entry of every fabric switch and NIC, as values (no I/O).
 
-Why values: the installer (controller/p4rt.py), the reconciler, ``mrcctl entries``,
+Why values: the codec (controller/codec.py), the reconciler, ``mrcctl entries``,
 the dataplane tests (through the embedded target's Switch API) and the benchmarks
 all take the same entries, so they are computed once here, as a pure function of the
 topology (and, for NICs, of the links that are down). Tables, actions and parameters

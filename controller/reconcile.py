@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
+from controller.codec import Codec, Encoded, codec
 from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
+from controller.errors import SwitchError
 from controller.inventory import SwitchTarget
-from controller.p4rt import Codec, Encoded, Session, SwitchError, codec, pipeline
+from controller.p4rt import Session
+from controller.pipeline import pipeline
 
 log = logging.getLogger(__name__)
 

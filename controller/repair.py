@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 
 from controller.entries import entries_of, nodes
+from controller.errors import SwitchError
 from controller.inventory import Inventory, LinkEnds
-from controller.p4rt import SwitchError
 from controller.paths import Link, failures_of, find_link
 from controller.reconcile import Reconciler, Report
 from controller.topology import Topology

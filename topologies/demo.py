@@ -93,7 +93,8 @@ async def _read(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
 
 async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
     """Every entry of every fabric switch, read back over P4Runtime."""
-    from controller.p4rt import Session, codec
+    from controller.codec import codec
+    from controller.p4rt import Session
 
     async def one(name: str) -> tuple[str, list]:
         t = fn.inventory.switches[name]

@@ -363,7 +363,7 @@ class Bmv2Switch(P4Switch):
         self.thrift_port = int(thrift_port)
 
     def bmv2_json(self) -> Path:
-        from controller.p4rt import REPO as CONTROLLER_REPO, pipeline
+        from controller.pipeline import REPO as CONTROLLER_REPO, pipeline
 
         pipeline(self.program, "bmv2")  # compiles once per program (cached)
         return CONTROLLER_REPO / "build" / "bmv2" / f"{self.program}.json"

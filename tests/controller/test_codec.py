@@ -1,6 +1,6 @@
 """The controller's codec: entries to P4Runtime messages, written out by hand.
 
-Why: controller/p4rt.py's Codec fills a reusable message per entry shape (table,
+Why: controller/codec.py's Codec fills a reusable message per entry shape (table,
 action, field and parameter names) and copies it into the request, so an entry
 could pick up a value left over from the one before (a priority, a group id, a
 field of another order). Here every update of a request that mixes shapes and
@@ -16,8 +16,10 @@ import pytest
 from finsy.proto.p4.v1 import p4runtime_pb2
 from google.protobuf import text_format
 
+from controller.codec import codec
 from controller.entries import GroupEntry, MemberEntry, TableEntry
-from controller.p4rt import EntryError, codec, pipeline
+from controller.errors import EntryError
+from controller.pipeline import pipeline
 from p4target.runtime.entries import Exact, Lpm, Ternary
 
 EV, SPRAY, SPRAY_MODE = "NicIngress.ev_table", "NicIngress.spray", "NicIngress.spray_mode"

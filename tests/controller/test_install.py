@@ -22,9 +22,11 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from controller import plan as P
+from controller.codec import codec
 from controller.entries import TableEntry, entries_of, nodes
+from controller.errors import EntryError
 from controller.inventory import SwitchTarget
-from controller.p4rt import EntryError, Session, codec
+from controller.p4rt import Session
 from controller.reconcile import Reconciler
 from controller.topology import default_topology
 from p4target.runtime.entries import Exact, Ternary

@@ -19,9 +19,11 @@ import pytest
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from controller import wire
+from controller.codec import Codec
 from controller.entries import GroupEntry, MemberEntry, TableEntry
+from controller.errors import EntryError
 from controller.inventory import SwitchTarget
-from controller.p4rt import Codec, EntryError, pipeline
+from controller.pipeline import pipeline
 from controller.reconcile import _check, _fresh_phases, diff_held
 from p4target.runtime.entries import Exact, Lpm, Ternary
 

@@ -63,7 +63,8 @@ def _peers(a: str, b: str, a_pid: int | None = None) -> bool:
 
 
 def _read_tables(fn: FabricNetwork, names: list[str]) -> dict[str, list[str]]:
-    from controller.p4rt import Session, codec
+    from controller.codec import codec
+    from controller.p4rt import Session
 
     async def one(name: str) -> tuple[str, list[str]]:
         t = fn.inventory.switches[name]

@@ -61,7 +61,7 @@ def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
     pytest.importorskip("finsy")
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
-    from controller.p4rt import Codec
+    from controller.codec import Codec
     from tests.p4runtime.p4rt_client import RawClient
 
     tag = uuid.uuid4().hex[:6]

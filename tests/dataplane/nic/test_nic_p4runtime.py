@@ -15,7 +15,7 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from controller.p4rt import Codec
+from controller.codec import Codec
 from tests.dataplane.fabric_net import NIC_P4
 from tests.dataplane.nic.nic_case import TEST_FABRIC, carrier_ip, nic_case, nic_plane_port
 from tests.dataplane.nic.nic_frames import mrc_frame
