@@ -5,7 +5,7 @@ a Device behind the embedded P4Runtime server, writes the controller's entries f
 the NIC (controller/entries.py: members, a group with watch ports, table entries) as
 P4Runtime updates, and checks on real packets that spraying and watch-port failover
 work through that path too. The updates are the controller's own encoding
-(controller/p4rt.py's Codec).
+(controller/codec.py's Codec).
 """
 
 from __future__ import annotations
