@@ -8,7 +8,7 @@ as the interpreted one while the dispatch, the local variables and the constants
 become C. fabric.p4's uN frame: 2.2 us interpreted, 1.5 us compiled.
 
 What it costs: a Cython and a C compiler run per program, once. gcc -O2 on the
-project's machine takes about 2 s for router6.p4, 11 s for fabric.p4 and 23 s for
+project's machine takes about 2 s for router6.p4, 10-11 s for fabric.p4 and 19-23 s for
 nic.p4 (its ``_fast`` is one large function). The module is kept in a cache
 directory (``cache_dir``), named by a hash of its source, the Cython and Python
 versions and the compiler flags, so a program is built once per machine. A
