@@ -253,7 +253,10 @@ class NativeFastPath:
             waiting, self._waiting = self._waiting, []
         if make is not None:
             for cb in waiting:
-                cb(make)
+                try:
+                    cb(make)
+                except Exception:  # noqa: BLE001 - that switch keeps its interpreted one
+                    log.exception("%s: binding the compiled fast path failed", self.label)
 
     def _load(self, build_if_missing: bool) -> MakeFast | None:
         """``make_fast`` from the cache (building it first if asked); None if it is
