@@ -78,39 +78,37 @@ def _ifreq(name: str, payload: bytes = b"") -> bytes:
     return struct.pack("16s", name.encode()) + payload.ljust(24, b"\0")
 
 
-def interface_index(ctl: socket.socket, name: str) -> int | None:
-    """ifindex of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
+def _interface_ioctl(ctl: socket.socket, request: int, name: str) -> bytes | None:
+    """The ifreq the ioctl ``request`` gives back for ``name`` in the namespace of
+    socket ``ctl``, None if the interface does not exist."""
     try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFINDEX, _ifreq(name))
+        return fcntl.ioctl(ctl.fileno(), request, _ifreq(name))
     except OSError as e:
         if e.errno in (errno.ENODEV, errno.ENXIO):
             return None
         raise
-    return struct.unpack("i", res[16:20])[0]
+
+
+def interface_index(ctl: socket.socket, name: str) -> int | None:
+    """ifindex of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
+    res = _interface_ioctl(ctl, SIOCGIFINDEX, name)
+    return None if res is None else struct.unpack("i", res[16:20])[0]
 
 
 def interface_up(ctl: socket.socket, name: str) -> bool | None:
     """True if ``name`` is administratively up and has its link (IFF_UP and
     IFF_RUNNING), False if not, None if it does not exist."""
-    try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFFLAGS, _ifreq(name))
-    except OSError as e:
-        if e.errno in (errno.ENODEV, errno.ENXIO):
-            return None
-        raise
+    res = _interface_ioctl(ctl, SIOCGIFFLAGS, name)
+    if res is None:
+        return None
     flags = struct.unpack("H", res[16:18])[0]
     return bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
 
 
 def interface_mtu(ctl: socket.socket, name: str) -> int | None:
     """MTU of ``name`` in the namespace of socket ``ctl``, None if it does not exist."""
-    try:
-        res = fcntl.ioctl(ctl.fileno(), SIOCGIFMTU, _ifreq(name))
-    except OSError as e:
-        if e.errno in (errno.ENODEV, errno.ENXIO):
-            return None
-        raise
-    return struct.unpack("i", res[16:20])[0]
+    res = _interface_ioctl(ctl, SIOCGIFMTU, name)
+    return None if res is None else struct.unpack("i", res[16:20])[0]
 
 
 def open_packet_socket(name: str, ifindex: int, promisc: bool = True,
