@@ -6,6 +6,7 @@ test_fast_path.py's differential test (test_compiled_fast_path_is_invisible)."""
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import types
@@ -36,8 +37,6 @@ def modules(cache: Path) -> list[Path]:
 
 
 def run_python(script: str, **env: str) -> str:
-    import os
-
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                        env={**os.environ, **env}, check=True, timeout=120)
     return r.stdout.strip()
@@ -61,8 +60,6 @@ def test_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch, native_fas
 
 
 def test_processes_that_need_it_at_once_build_it_once(tmp_path, native_fast_path) -> None:
-    import os
-
     script = ("import logging; logging.basicConfig(level=logging.INFO)\n"
               "from p4target.compiler import compile_file\n"
               f"assert compile_file({str(PROGRAM)!r}).native_fast_path().get() is not None\n")
@@ -135,8 +132,6 @@ def test_off_with_the_environment_variable() -> None:
 
 
 def test_cli_builds_it_and_says_where(tmp_path, native_fast_path) -> None:
-    import os
-
     env = {**os.environ, native.ENV_CACHE: str(tmp_path)}
     r = subprocess.run([sys.executable, "-m", "p4target", "compile", "--native", str(PROGRAM)],
                        capture_output=True, text=True, env=env, timeout=120)
