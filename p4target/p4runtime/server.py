@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -20,6 +19,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from google.protobuf.internal import api_implementation
 
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
+from p4target.p4runtime.core_server import CoreServer
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
@@ -57,6 +57,8 @@ _CONTINUE_ON_ERROR = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
 _ATOMICITIES = frozenset((_CONTINUE_ON_ERROR, p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                           p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC))
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+# Answered on gRPC's poller thread as soon as they arrive (core_server): short calls only.
+INLINE_METHODS = ("/p4.v1.P4Runtime/Write", "/p4.v1.P4Runtime/Capabilities")
 
 
 @dataclass
@@ -207,7 +209,7 @@ class P4RuntimeServer:
         self.packet_outs_dropped = 0
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
-        self._grpc: grpc.Server | None = None
+        self._grpc: CoreServer | None = None
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
 
     # ---- lifecycle -----------------------------------------------------------------
@@ -215,13 +217,14 @@ class P4RuntimeServer:
         if self.cpu is not None:  # before gRPC starts its threads: they inherit it
             moved = pin_process(self.cpu)
             log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
-        self._grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
+        self._grpc = CoreServer(
+            self._max_workers,
             options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
                      ("grpc.max_send_message_length", 256 * 1024 * 1024),
                      # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
                      # share it silently (its clients reaching either device); refuse instead.
                      ("grpc.so_reuseport", 0)],
+            inline=INLINE_METHODS,
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
         try:
