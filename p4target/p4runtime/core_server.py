@@ -320,6 +320,12 @@ class CoreServer:
         """Refuse new calls, let running ones finish for ``grace`` seconds, then cancel
         them; the event is set once every call is over and the server is gone."""
         with self._lock:
+            if self._thread is None:  # never started (say its port could not be bound)
+                if not self._stopped.is_set():
+                    self._server.destroy()
+                    self._pool.shutdown(wait=False)
+                    self._stopped.set()
+                return self._stopped
             if self._serving:
                 self._serving = False
                 self._server.shutdown(self._cq, _SHUTDOWN)

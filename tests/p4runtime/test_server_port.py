@@ -20,5 +20,6 @@ def test_a_second_server_on_the_same_port_is_refused() -> None:
         second = P4RuntimeServer(Device(device_id=2), f"127.0.0.1:{first.bound_port}")
         with pytest.raises(OSError, match=rf"cannot listen on 127.0.0.1:{first.bound_port}; is the port in use\?"):
             second.start()
+        second.stop()  # stopping a server that never started is fine
     finally:
         first.stop()

@@ -1,0 +1,195 @@
+"""The gRPC transport under the P4Runtime server (``core_server.CoreServer``), driven by
+real grpcio clients over loopback with a small service of its own: where each kind of
+call runs, what errors reach the client, and that stopping ends every call."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Iterator
+
+import grpc
+import pytest
+
+from p4target.p4runtime.core_server import CoreServer
+
+SERVICE = "t.Test"
+
+
+def _parse(data: bytes) -> bytes:
+    if data == b"bad":
+        raise ValueError("not a request")
+    return data
+
+
+class Recorder:
+    """Handlers of the test service; each records the thread that ran it."""
+
+    def __init__(self) -> None:
+        self.threads: dict[str, set[str]] = {}
+        self.closed = threading.Event()
+        self.ended = threading.Event()
+
+    def _seen(self, method: str) -> None:
+        self.threads.setdefault(method, set()).add(threading.current_thread().name)
+
+    def echo(self, request: bytes, context) -> bytes:
+        self._seen("Echo")
+        return b"echo:" + request
+
+    def pooled(self, request: bytes, context) -> bytes:
+        self._seen("Pooled")
+        return b"pooled:" + request
+
+    def fail(self, request: bytes, context) -> bytes:
+        if request == b"abort":
+            context.set_trailing_metadata((("why-bin", b"\x01\x02"),))
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "refused on purpose")
+        raise RuntimeError("a bug in the handler")
+
+    def count(self, request: bytes, context) -> Iterator[bytes]:
+        self._seen("Count")
+        context.add_callback(self.ended.set)
+        try:
+            for i in range(int(request)):
+                yield str(i).encode()
+        finally:
+            self.closed.set()
+
+    def chat(self, requests: Iterator[bytes], context) -> Iterator[bytes]:
+        self._seen("Chat")
+        context.add_callback(self.ended.set)
+        for request in requests:
+            yield b"re:" + request
+
+
+def _handlers(rec: Recorder) -> grpc.GenericRpcHandler:
+    raw = {"request_deserializer": _parse, "response_serializer": bytes}
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        "Echo": grpc.unary_unary_rpc_method_handler(rec.echo, **raw),
+        "Pooled": grpc.unary_unary_rpc_method_handler(rec.pooled, **raw),
+        "Fail": grpc.unary_unary_rpc_method_handler(rec.fail, **raw),
+        "Count": grpc.unary_stream_rpc_method_handler(rec.count, **raw),
+        "Chat": grpc.stream_stream_rpc_method_handler(rec.chat, **raw),
+    })
+
+
+@pytest.fixture
+def served():
+    rec = Recorder()
+    server = CoreServer(4, inline=(f"/{SERVICE}/Echo", f"/{SERVICE}/Fail", f"/{SERVICE}/Count"))
+    server.add_generic_rpc_handlers((_handlers(rec),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield rec, server, channel, port
+    finally:
+        channel.close()
+        assert server.stop(0.5).wait(10), "the server did not stop"
+
+
+def _method(channel: grpc.Channel, name: str, kind: str = "unary_unary"):
+    return getattr(channel, kind)(f"/{SERVICE}/{name}", request_serializer=bytes, response_deserializer=bytes)
+
+
+def test_inline_unary_calls_run_on_the_poller_and_the_others_in_the_pool(served) -> None:
+    rec, _, channel, _ = served
+    assert _method(channel, "Echo")(b"a") == b"echo:a"
+    assert _method(channel, "Pooled")(b"b") == b"pooled:b"
+    assert rec.threads["Echo"] == {"p4rt-poller"}
+    assert len(rec.threads["Pooled"]) == 1 and not rec.threads["Pooled"] & {"p4rt-poller"}
+    # a streaming method named inline still runs in the pool: it waits for its sends
+    assert list(_method(channel, "Count", "unary_stream")(b"3")) == [b"0", b"1", b"2"]
+    assert "p4rt-poller" not in rec.threads["Count"]
+
+
+def test_errors_reach_the_client_and_the_server_lives_on(served) -> None:
+    _, _, channel, _ = served
+    fail = _method(channel, "Fail")
+    with pytest.raises(grpc.RpcError) as bug:
+        fail(b"x")
+    assert bug.value.code() == grpc.StatusCode.UNKNOWN
+    assert "a bug in the handler" in bug.value.details()
+    with pytest.raises(grpc.RpcError) as refused:
+        fail(b"abort")
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused.value.details() == "refused on purpose"
+    assert dict(refused.value.trailing_metadata())["why-bin"] == b"\x01\x02"
+    with pytest.raises(grpc.RpcError) as garbage:
+        _method(channel, "Echo")(b"bad")
+    assert garbage.value.code() == grpc.StatusCode.INTERNAL
+    with pytest.raises(grpc.RpcError) as unknown:
+        channel.unary_unary(f"/{SERVICE}/Nothing")(b"")
+    assert unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert _method(channel, "Echo")(b"still") == b"echo:still"
+
+
+def test_many_clients_at_once_each_get_their_own_answers(served) -> None:
+    _, _, channel, port = served
+    wrong: list[tuple[bytes, bytes]] = []
+
+    def client(k: int) -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as own:
+            echo = _method(own, "Echo")
+            for i in range(200):
+                want = f"{k}-{i}".encode()
+                got = echo(want)
+                if got != b"echo:" + want:
+                    wrong.append((want, got))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert wrong == []
+
+
+def test_a_cancelled_stream_closes_the_handler_and_runs_its_callbacks(served) -> None:
+    rec, _, channel, _ = served
+    responses = _method(channel, "Count", "unary_stream")(b"100000000")
+    assert next(responses) == b"0"
+    responses.cancel()
+    assert rec.closed.wait(10), "the handler's generator was not closed"
+    assert rec.ended.wait(10), "the callback did not run"
+
+
+def test_bidirectional_stream_and_stop_with_it_open(served) -> None:
+    rec, server, channel, _ = served
+    outbox: list[bytes] = [b"one", b"two"]
+    more = threading.Event()
+
+    def requests() -> Iterator[bytes]:
+        yield from outbox
+        more.wait(30)  # keep the stream open until the server stops
+
+    stream = _method(channel, "Chat", "stream_stream")(requests())
+    assert [next(stream), next(stream)] == [b"re:one", b"re:two"]
+    t0 = time.monotonic()
+    assert server.stop(0.2).wait(10), "stop did not end the open stream"
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(grpc.RpcError):
+        next(stream)
+    assert rec.ended.is_set()
+    more.set()
+
+
+def test_a_stopped_server_frees_its_port(served) -> None:
+    _, server, _, port = served
+    assert server.stop(0.2).wait(10)
+    again = CoreServer(1)
+    try:
+        assert again.add_insecure_port(f"127.0.0.1:{port}") == port
+        again.start()
+    finally:
+        assert again.stop(0).wait(10)
+
+
+def test_a_port_in_use_is_refused_and_the_unstarted_server_stops(served) -> None:
+    _, _, _, port = served
+    second = CoreServer(1, options=[("grpc.so_reuseport", 0)])  # options reach the core: no sharing
+    with pytest.raises(RuntimeError, match=f"cannot bind 127.0.0.1:{port}"):
+        second.add_insecure_port(f"127.0.0.1:{port}")
+    assert second.stop(0.5).wait(1)
