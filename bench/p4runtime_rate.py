@@ -10,9 +10,11 @@ figures are the server's, not the client's message building). One run measures:
   (``--cpu any``, the placement before issue 14's batch-1 work) for comparison;
 - real BMv2 ``simple_switch_grpc``, when it and ``p4c-bm2-ss`` are on the PATH (same
   program, same request bytes apart from the ids of the P4Info each side uses);
-- a no-op Python gRPC server answering Write at once: the floor of batch-1 writes
-  with this client on this machine (what a Python gRPC round trip costs), once with
-  its threads left to the kernel and once kept on the embedded server's CPU.
+- a no-op server answering Write at once on the embedded server's own transport
+  (``core_server.CoreServer``, Write answered on its poller thread): the floor of
+  batch-1 writes with this client on this machine, once with its threads left to the
+  kernel and once kept on the embedded server's CPU; and the same no-op on the standard
+  ``grpc.server`` (a pool thread per call), the transport the server had before.
 
 The client (this process) is never pinned: the kernel places it, as it would place a
 controller.
@@ -120,8 +122,9 @@ def serve_embedded(cpu: str) -> None:
     server.stop()
 
 
-def serve_noop(cpu: str) -> None:
-    """Child process: a Python gRPC server whose Write does nothing (the client's floor),
+def serve_noop(cpu: str, transport: str) -> None:
+    """Child process: a gRPC server whose Write does nothing, on ``transport`` ("core":
+    the embedded server's ``CoreServer``, Write inline as there; "grpc": ``grpc.server``),
     its threads on CPU ``cpu`` (all of them, as the embedded server's) or, for -1, left
     to the kernel."""
     from concurrent import futures
@@ -129,7 +132,9 @@ def serve_noop(cpu: str) -> None:
     import grpc
     from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+    from p4target.p4runtime.core_server import CoreServer
     from p4target.p4runtime.placement import pin_process
+    from p4target.p4runtime.server import INLINE_METHODS
 
     if int(cpu) >= 0:
         pin_process(int(cpu))
@@ -138,7 +143,10 @@ def serve_noop(cpu: str) -> None:
         def Write(self, request, context):
             return p4runtime_pb2.WriteResponse()
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    if transport == "core":
+        server = CoreServer(4, inline=INLINE_METHODS)
+    else:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(NoOp(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
@@ -147,14 +155,14 @@ def serve_noop(cpu: str) -> None:
     server.stop(0.5)
 
 
-def _python_child(flag: str, cpu: str) -> tuple[subprocess.Popen, int, int | None]:
+def _python_child(flag: str, *args: str) -> tuple[subprocess.Popen, int, int | None]:
     """A server child; its port and the CPU its threads are on (None: not pinned)."""
-    child = subprocess.Popen([sys.executable, __file__, flag, cpu], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, __file__, flag, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, cwd=REPO)
     words = child.stdout.readline().split()
     if len(words) != 2 or not all(w.lstrip("-").isdigit() for w in words):
         child.kill()
-        raise RuntimeError(f"server child {flag} {cpu} did not start (said {' '.join(words)!r})")
+        raise RuntimeError(f"server child {flag} {' '.join(args)} did not start (said {' '.join(words)!r})")
     port, pinned = map(int, words)
     return child, port, None if pinned < 0 else pinned
 
@@ -409,13 +417,18 @@ def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int) -> f
 
 
 class Floor:
-    """A no-op Python gRPC server answering Write: what batch-1 costs without any work."""
+    """A no-op gRPC server answering Write: what batch-1 costs without any work, on the
+    embedded server's transport ("core") or on ``grpc.server`` ("grpc")."""
 
-    def __init__(self, cpu: int | None) -> None:
+    LABELS = {"core": "the embedded server's transport (its floor)",
+              "grpc": "grpc.server (the standard Python server)"}
+
+    def __init__(self, cpu: int | None, transport: str = "core") -> None:
         import grpc
         from finsy.proto.p4.v1 import p4runtime_pb2
 
-        self.child, port, self.cpu = _python_child("--serve-noop", str(-1 if cpu is None else cpu))
+        self.transport = transport
+        self.child, port, self.cpu = _python_child("--serve-noop", str(-1 if cpu is None else cpu), transport)
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         self.write = self.channel.unary_unary("/p4.v1.P4Runtime/Write")
         req = p4runtime_pb2.WriteRequest(device_id=0)
@@ -477,7 +490,7 @@ def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | Non
             theirs = getattr(unpinned, key)
             print(f"  {label:18} any CPU  {_span(theirs)}  -> pinned/not pinned {max(getattr(f, key)) / max(theirs):4.2f}x")
     for floor in floors:
-        print(f"  write, batch 1 against a no-op Python gRPC server (the client's floor), {placement(floor.cpu)}: "
+        print(f"  write, batch 1 against a no-op on {Floor.LABELS[floor.transport]}, {placement(floor.cpu)}: "
               f"{_span(floor.rates)}")
     print(f"  read of {f.read_entries} entries; client-side parsing (not in the rate): {f.client_parse_us:.2f} us/entry")
     for name, fig in (("embedded", f), ("bmv2", bmv2)):
@@ -521,7 +534,7 @@ def main() -> None:
                     reason = f"could not start it: {exc}"
             if reason is not None:
                 print(f"bmv2: not measured ({reason}); ratios are against the reference figures only")
-            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else [])
+            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else []) + [Floor(None, "grpc")]
             sides = [Side(s) for s in servers]
             memory = [] if args.no_memory else list(sides)
             if cpu is not None:  # the comparison: the same server, threads left to the kernel
@@ -545,7 +558,7 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
         serve_embedded(sys.argv[2])
-    elif sys.argv[1:2] == ["--serve-noop"] and len(sys.argv) == 3:
-        serve_noop(sys.argv[2])
+    elif sys.argv[1:2] == ["--serve-noop"] and len(sys.argv) == 4:
+        serve_noop(sys.argv[2], sys.argv[3])
     else:
         main()
