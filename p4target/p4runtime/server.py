@@ -8,9 +8,11 @@ error reporting, streamed Read, Capabilities. All Switch calls happen under
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 API_VERSION = "1.4.1"
 READ_CHUNK = 1000  # entities per ReadResponse: large reads come in several messages
 OUTBOX_LIMIT = 4096  # queued stream messages per client before packet-ins are dropped
+GC_PAUSE_MIN_UPDATES = 64  # batches this large run with the cyclic collector paused
 
 SetAction = p4runtime_pb2.SetForwardingPipelineConfigRequest
 _WRITE_RESPONSE = p4runtime_pb2.WriteResponse()  # empty; serialised by gRPC, never changed
@@ -68,6 +71,26 @@ class _Saved:
     state: PipelineState
     scratch: Any
     updates: list[p4runtime_pb2.Update] = field(default_factory=list)
+
+
+@contextmanager
+def _collector_paused(updates: int) -> Iterator[None]:
+    """Keep Python's cyclic garbage collector out of a large batch.
+
+    Every stored entry is a new long-lived object, so a batch of 1,000 sets off several
+    collections, and those that reach the oldest generation walk every entry already
+    installed: about 10% of a batch's time at 60,000 entries, 17% at 1,000,000
+    (docs/p4runtime.md). Paused, it runs once after the batch instead. Reference
+    counting still frees everything as usual; only cycles wait for that collection.
+    """
+    if updates < GC_PAUSE_MIN_UPDATES or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -472,7 +495,7 @@ class P4RuntimeServer:
             raise invalid(f"unknown atomicity {atomicity}")
         all_or_none = atomicity != _CONTINUE_ON_ERROR
         outcomes: list[Outcome] = []
-        with self.lock:
+        with self.lock, _collector_paused(len(updates)):
             dev, st, saved = self._target()
             with dev.lock:
                 sw = dev.switch

@@ -17,7 +17,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from tests.p4runtime.p4rt_client import Names, RawClient, entity, errors_of, ins
+from tests.p4runtime.p4rt_client import Names, RawClient, enc, entity, errors_of, ins
 
 # key fields and action parameters numbered against their order of declaration
 PROGRAM = """
@@ -137,3 +137,31 @@ def test_plain_modify_keeps_the_direct_counter_and_delete_removes(client, names,
     client.write(ins(exact(), "DELETE"))
     assert client.read(entity(table_entry=counted)) == []
     assert [p for p, _ in rig.send(1, tframe(dst=dst))] != [4]  # the default (NoAction) now
+
+
+def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monkeypatch) -> None:
+    """A batch of at least GC_PAUSE_MIN_UPDATES updates is applied with ``gc`` off and
+    turns it back on afterwards, also when an update fails; a small batch leaves it on."""
+    import gc
+
+    from p4target.p4runtime import server as server_module
+
+    seen: list[bool] = []
+    real = server_module.apply_update
+
+    def watched(sw, st, u):
+        seen.append(gc.isenabled())
+        if u.entity.table_entry.match[0].exact.value == enc(0x0B0000000000 + 5, 48):
+            raise RuntimeError("a bug in one update")  # answered INTERNAL for that update only
+        return real(sw, st, u)
+
+    monkeypatch.setattr(server_module, "apply_update", watched)
+    entry = lambda i: ins(names.entry("exact_t", {"hdr.eth.dst_addr": 0x0B0000000000 + i},  # noqa: E731
+                                      action="fwd", port=1))
+    big = server_module.GC_PAUSE_MIN_UPDATES
+    codes = client.write_codes(*(entry(i) for i in range(big)))
+    assert codes[5] == code_pb2.INTERNAL and codes.count(code_pb2.OK) == big - 1
+    assert seen == [False] * big and gc.isenabled()
+    seen.clear()
+    client.write(*(entry(big + i) for i in range(3)))
+    assert seen == [True] * 3
