@@ -54,6 +54,7 @@ from p4target.compiler.expressions import V, lit
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, GIVEN, NEXT, RAW, TAIL, TOUCHED, VALID, \
     AfterIngress, Commit, Copy, CountSite, Deferred, Emit, Init, LateInit, RegisterAccess, SetValid, Split, \
     TouchStack, ValidFlag
+from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_hash import hash_bytes
 from p4target.compiler.fast_places import CHECKSUM_UPDATES, LateInits, Places, assigned_first, assigns_first, \
     calls_in, count_places, first_conjunct, has_return, mentions, place_of, shape, written_places
@@ -78,10 +79,6 @@ _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preservi
 _FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
-
-
-class NoFast(Exception):
-    """The program uses something the fast path does not handle: no ``fast``."""
 
 
 class FastCompiler(ProgramCompiler):
