@@ -39,7 +39,15 @@ int, and which the deparser puts back, is only known once the whole function is
 generated: those places are emitted as ``Deferred`` nodes (``fast_deferred``),
 rendered at the end from the recorded uses (never by rewriting generated text).
 
-The entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
+The generator is split by what it emits, as ``ProgramCompiler`` is: this module
+holds ``FastCompiler`` itself (its state, the whole-program analyses such as
+``frame_tail``, the controls and the deparser, ``assemble``), which combines the
+mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
+and the code reading them), ``FastStatementCompiler`` (``fast_statements``),
+``FastTableCompiler`` (``fast_tables``: actions and tables in place),
+``FastExternCompiler`` (``fast_externs``: externs, held-back counts, hashes) and
+``FastParserCompiler`` (``fast_parser``); ``NoFast`` is in ``fast_errors``. The
+entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
 imported when the first fast path is built).
 """
 
