@@ -1,7 +1,7 @@
 """The bytes a hash in the fast path reads, as code (``hash_bytes``), for
-``FastCompiler.hash_input`` (``fast_compiler``) where the fields are not the frame's
-own bytes. It is pure text built from the fields' code and widths, with no compiler
-state, so it lives apart from the compiler.
+``FastExternCompiler.hash_input`` (``fast_externs``) where the fields are not the
+frame's own bytes. It is pure text built from the fields' code and widths, with no
+compiler state, so it lives apart from the compiler.
 """
 
 from __future__ import annotations

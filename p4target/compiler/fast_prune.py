@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from p4target.compiler.fast_compiler import _GIVE_UP
+from p4target.compiler.fast_externs import _GIVE_UP
 from p4target.compiler.fast_places import CHECKSUM_UPDATES, first_conjunct, has_return, place_of, written_places
 from p4target.frontend import ast as A
 

@@ -54,7 +54,7 @@ class Counter:
         self.bytes[index] = nbytes
 
     def reset(self) -> None:
-        # in place: the fast path (p4target/compiler/fast_compiler.py) holds the two lists
+        # in place: the fast path (p4target/compiler/fast_externs.py) holds the two lists
         self.packets[:] = [0] * self.size
         self.bytes[:] = [0] * self.size
 

@@ -183,7 +183,7 @@ class TableRuntime:
         self._lpm_probe[:] = [(width - plen, self._lpm[plen]) for plen in lens]
 
     def fast_lookup(self) -> tuple[str, object]:
-        """What the fast path (p4target/compiler/fast_compiler.py) binds to look the table up
+        """What the fast path (p4target/compiler/fast_tables.py) binds to look the table up
         in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
         the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
         first, keyed by the shifted value) or ("scan", the entries in match order, each
@@ -292,7 +292,7 @@ class TableRuntime:
     def peek(self, key, sel):
         """``apply`` for a table with a direct counter and no direct meter, without
         counting: (result, the entry's [packets, bytes] or None). The fast path
-        (p4target/compiler/fast_compiler.py) counts it once the packet is sure to finish."""
+        (p4target/compiler/fast_tables.py) counts it once the packet is sure to finish."""
         e = self._lookup(key)
         if e is None:
             return self._default, None

@@ -21,7 +21,7 @@ import pytest
 from fast_toggle import compiled
 from mrc_traffic import fabric_entries, fabric_frames, nic_entries, nic_frames
 from p4target import Switch
-from p4target.compiler import CompiledProgram, compile_file, fast_compiler
+from p4target.compiler import CompiledProgram, compile_file, fast_compiler, fast_parser
 from p4target.compiler.fast_prune import prune_for_fast
 from p4target.compiler.fastgen import FastSource
 from p4target.errors import EntryError
@@ -628,7 +628,7 @@ def test_parser_with_join_states_is_invisible(monkeypatch: pytest.MonkeyPatch) -
     paste limit at 0 its shared states are emitted once behind ``_ps`` tests
     instead, and that form too must give what the general path gives."""
     assert "if _ps ==" not in program("p4src/fabric.p4", True).fast_source().text
-    monkeypatch.setattr(fast_compiler, "PASTE_PARSER_MAX", 0)
+    monkeypatch.setattr(fast_parser, "PASTE_PARSER_MAX", 0)
     joined = compiled(ROOT / "p4src/fabric.p4", True)
     assert "if _ps ==" in joined.fast_source().text
     got, taken = run(joined, "p4src/fabric.p4", 5, 3000)

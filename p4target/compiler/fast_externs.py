@@ -1,0 +1,279 @@
+"""The fast path's externs (``FastExternCompiler``, a mixin of ``FastCompiler``,
+``fast_compiler``): counter and register updates held back until the packet is sure
+to finish here (``CountSite``, ``RegisterAccess``, applied by ``Commit``,
+``fast_deferred``), and how each held-back count is kept (``count_mode``); the
+hashes of field lists, reading the frame's own bytes where the fields still are
+them (``hash_input``); the extern functions, among them those the fast path gives up
+at (``_GIVE_UP``, also what ``fast_prune`` prunes before).
+"""
+
+from __future__ import annotations
+
+from p4target.compiler.expressions import V
+from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
+from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.fast_hash import hash_bytes
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import BitT, BoolT
+from p4target.frontend import ast as A
+
+# extern functions whose effect the fast path leaves to the general path
+_GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
+            "recirculate_preserving_field_list", "truncate", "digest", "log_msg"}
+# hash algorithms whose byte function never changes once the switch is built
+_FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
+
+
+class FastExternCompiler:
+    """Mixin of ``FastCompiler``: extern methods and functions, hashes; the counts
+    and register writes it holds back are in ``count_sites``, ``reg_pending``, ..."""
+
+    # ---- counters held back (CountSite, Commit) ---------------------------------------
+    def single_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) == 1]
+
+    def multi_counted(self) -> list[str]:
+        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+
+    def count_mode(self, x: str) -> str:
+        """How counter ``x``'s held-back count is kept: "list" (``_cn``, for one counted
+        at several places, and, when that list exists anyway, for one counted at one
+        place that not every packet reaches), "always" (one local set by ingress's
+        first statements on every packet: no -1 and no test), else "local"."""
+        if self.count_sites.count(x) > 1:
+            return "list"
+        if x in self.always_counted:
+            return "always"
+        if x in self.top_counted:  # a statement of a block's body: most packets count it
+            return "local"
+        return "list" if self.multi_counted() else "local"
+
+    @staticmethod
+    def count_local(x: str) -> str:
+        return f"_cx_{x}"
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        """(register, index) of the cells pending writes are held in locals for."""
+        return [(x, i) for x, idx in self.reg_const.items() if x not in self.reg_dynamic
+                for i in sorted(idx)]
+
+    @staticmethod
+    def reg_cell_local(x: str, i: int) -> str:
+        return f"_rc_{x}_{i}"
+
+    # ---- hashes of field lists ------------------------------------------------------------
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        if not isinstance(nbits, int):
+            raise NoFast("varbit field in a hash field list")
+        if algo not in _FIXED_HASHES or nbits <= 0:
+            return super().hash_call(algo, data, nbits, parts)
+        fn = f"_hf_{algo}"
+        line = f"{fn} = rt.hashes.function({algo!r})"
+        if line not in self.binds:
+            self.binds.append(line)
+        return f"{fn}({self.hash_input(parts)})"
+
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc) -> None:  # type: ignore[no-untyped-def]
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.part_place[parts[n][0]] = v.path
+
+    def hash_input(self, parts: list[tuple[str, int]]) -> str:
+        """Code for the bytes a hash of the field list ``parts`` reads: runs of fields
+        that are still the frame's bytes (``frame_run``) are slices of the frame
+        (nic.p4's flow hash: the IPv6 source and destination, ``data[22:54]`` while
+        nothing wrote the IPv6 header), the other fields are packed by ``hash_bytes``."""
+        chunks: list[str] = []
+        rest: list[tuple[str, int]] = []  # the parts since the last run
+        bit = i = 0  # where parts[i] starts in the hashed bit string
+        while i < len(parts):
+            run = self.frame_run(parts, i) if bit % 8 == 0 else None
+            if run is None:
+                rest.append(parts[i])
+                bit += parts[i][1]
+                i += 1
+                continue
+            j, code = run
+            if rest:  # (byte-aligned: the run starts on a byte)
+                chunks.append(hash_bytes(rest))
+                rest = []
+            chunks.append(code)
+            bit += sum(w for _, w in parts[i:j])
+            i = j
+        if rest:
+            chunks.append(hash_bytes(rest))
+        return " + ".join(chunks)
+
+    def frame_run(self, parts: list[tuple[str, int]], i: int) -> tuple[int, str] | None:
+        """(end, code) when ``parts[i:end]`` are consecutive fields of one header, at
+        least 32 bits starting and ending on a byte of it, which are the frame's bytes:
+        a header kept as bytes (``data[s + a:s + b]``), or one the parser extracts at
+        one constant position only, that nothing revalidates or assigns whole (so only
+        field stores change it, and they set its dirty flag), while its dirty flag is
+        False (``data[a:b] if not dirty else <the fields packed>``; the flag is
+        unbound until the extract, so a packet that never had the header still leaves
+        the fast path as reading its fields makes it)."""
+        place = self.part_place.get(parts[i][0])
+        t = self.leaf_parent.get(place) if place is not None else None
+        if place is None or t is None:
+            return None
+        h = place[:-1]
+        names = [n for n, _ in t.fields]
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in t.fields]  # type: ignore[union-attr]
+        k = names.index(place[-1])
+        off = sum(widths[:k])
+        if off % 8:
+            return None
+        best, j, w = None, i, 0
+        while j < len(parts) and k < len(names) and self.part_place.get(parts[j][0]) == h + (names[k],):
+            w += widths[k]
+            j, k = j + 1, k + 1
+            if w % 8 == 0:
+                best = (j, w)
+        if best is None or best[1] < 32:
+            return None
+        j, w = best
+        a, b = off // 8, (off + w) // 8
+        if self.bytes_backed(h):
+            s = self.start_local(h)
+            return j, f"data[{s} + {a}:{s} + {b}]"
+        at = self.extract_at.get(h, set())
+        dirty = self.names.get(h + (DIRTY,))
+        p = self.places
+        if len(at) != 1 or None in at or dirty is None or self.fn_kind == "parser" \
+                or any(h[:k] in p.revalidated or h[:k] in p.written for k in range(1, len(h) + 1)):
+            return None
+        base = next(iter(at))
+        return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"
+
+    # ---- externs -------------------------------------------------------------------------
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        inst = sym.obj
+        kind = inst.kind  # type: ignore[union-attr]
+        x = sym.code
+        if kind == "counter" and name == "count":
+            self.nargs(e, 1)
+            self.count_sites.append(x)
+            if self.fn_kind == "parser":  # a parser loop may count it again
+                self.count_sites.append(x)
+            for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
+                if line not in self.binds:
+                    self.binds.append(line)
+            size = inst.extern.size  # type: ignore[union-attr]
+            iv = self.value(self.arg(e, 0))
+            first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
+            if self.ind == self.body_ind:
+                self.top_counted.add(x)
+            if iv.const is not None:  # the index is known here: so is whether it counts
+                if 0 <= int(iv.const) < size:  # type: ignore[arg-type]
+                    self.out.append(CountSite(self.ind, x, str(iv.const)))
+                    if first:
+                        self.always_counted.add(x)
+                return None
+            code = self.index_arg(e, 0)
+            if code.isdigit():  # a constant action argument pasted in (inline_action)
+                if int(code) < size:
+                    self.out.append(CountSite(self.ind, x, code))
+                return None
+            top = self.max_value(self.arg(e, 0))
+            if top is not None and top < size:  # its type says it is in range
+                self.out.append(CountSite(self.ind, x, code))
+                if first:
+                    self.always_counted.add(x)
+                return None
+            i = self.tmp("ci")
+            self.emit(f"{i} = {code}")
+            check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
+            self.emit(f"if {check}:")
+            self.out.append(CountSite(self.ind + "    ", x, i))
+            return None
+        if kind == "register" and name in ("read", "write"):
+            et = inst.elem_type  # type: ignore[union-attr]
+            pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+            line = f"{x}_c = {x}.cells"
+            if line not in self.binds:
+                self.binds.append(line)
+            at = 0 if name == "write" or len(e.args) == 1 else 1
+            iv = self.value(self.arg(e, at)) if len(e.args) > at else None
+            if iv is not None and iv.const is not None and len(e.args) == 2:
+                self.nargs(e, 2)
+                i = int(iv.const)  # type: ignore[arg-type]
+                inside = 0 <= i < inst.extern.size  # type: ignore[union-attr]
+                if inside:
+                    self.reg_const.setdefault(x, set()).add(i)
+                if name == "write":
+                    val = self.expr_as(self.arg(e, 1), et, "register value")
+                    if inside:  # (outside: a write that does nothing)
+                        self.out.append(RegisterAccess(self.ind, x, i, et.mask, value=val))
+                    return None
+                tmp = self.tmp("rv")
+                if inside:
+                    self.out.append(RegisterAccess(self.ind, x, i, et.mask, tmp=tmp))
+                else:
+                    self.emit(f"{tmp} = 0")
+                below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
+                self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+                return None
+            self.reg_dynamic.add(x)
+            ix = self.tmp("ix")
+            if name == "write":
+                self.nargs(e, 2)
+                self.emit(f"{ix} = {self.index_arg(e, 0)}")
+                val = self.expr_as(self.arg(e, 1), et, "register value")
+                self.emit(f"if 0 <= {ix} < {x}.size:")
+                self.emit(f"    if {pend} is None: {pend} = {{}}")
+                self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
+                return None
+            i = 0 if len(e.args) == 1 else 1
+            self.nargs(e, 1, 2)
+            self.emit(f"{ix} = {self.index_arg(e, i)}")
+            code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
+            if len(e.args) == 1:
+                return V(code, et)
+            self.out_assign(self.arg(e, 0), code, et, e.loc)
+            return None
+        if kind == "direct_counter" and name == "count":
+            self.nargs(e, 0)
+            return None  # the table counts the entry (DirectCounter.count does nothing)
+        self.emit("return None")  # meters, direct meters
+        return None
+
+    def max_value(self, e: A.Expr) -> int | None:
+        """The largest value ``e`` can have by its type (None: not an unsigned bit
+        string): a cast of a narrower unsigned value keeps the narrower bound, so
+        ``(bit<32>)standard_metadata.ingress_port`` is at most 511."""
+        t = self.value(e).type
+        if not isinstance(t, BitT) or t.signed:
+            return None
+        top = (1 << t.width) - 1
+        if isinstance(e, A.Cast):
+            inner = self.max_value(e.expr)
+            if inner is not None:
+                top = min(top, inner)
+        return top
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        if name in _GIVE_UP:
+            self.emit("return None")
+            return None
+        if name == "mark_to_drop":
+            self.nargs(e, 1)
+            self.value(self.arg(e, 0))
+            self.emit(self.sm_store("egress_spec", str(DROP_PORT)))
+            self.emit(self.sm_store("mcast_grp", "0"))
+            return None
+        if name in ("assert", "assume"):
+            self.nargs(e, 1)
+            self.emit(f"if not {self.expr_as(self.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            return None
+        if name == "verify":
+            # a parser error is the general path's to record (parser_error, the error's
+            # position): the fast path gives the frame up, before any side effect
+            if self.fn_kind != "parser":
+                return super().extern_function(e, name)  # its error message
+            self.nargs(e, 2)
+            c = self.expr_as(self.arg(e, 0), BoolT(), "verify condition")
+            self.emit(f"if not {c}: return None")
+            return None
+        return super().extern_function(e, name)

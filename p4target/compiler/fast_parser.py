@@ -1,0 +1,307 @@
+"""The fast path's parser (``FastParserCompiler``, a mixin of ``FastCompiler``,
+``fast_compiler``): straight-line code over the frame's bytes instead of parser
+state functions. Each state is pasted where the previous state's select chooses it
+(on every path when that stays under ``PASTE_PARSER_MAX``, else a state several
+transitions lead to is emitted once, behind ``_ps`` tests), at constant offsets
+while the path's headers are known (``spos``); a state that selects itself and
+extracts into ``stack.next`` becomes a ``while True:`` loop over locals. An extract
+sets the header's int (or, for a header kept as the frame's bytes, where it starts)
+and leaves the fields to split to a ``Split`` node (``fast_deferred``).
+"""
+
+from __future__ import annotations
+
+from p4target.compiler.expressions import V
+from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
+from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.types import StackT, StructT
+from p4target.frontend import ast as A
+
+MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast path
+# a parser whose states, each pasted on every path into it, add up to at most this
+# many statements and transitions is pasted whole (no join states, see parser_joins)
+PASTE_PARSER_MAX = 400
+
+
+class FastParserCompiler:
+    """Mixin of ``FastCompiler``: the parser and ``packet_in``'s extract; needs its
+    packet-state locals (``local``, ``raw_local``, ...) and ``frame_tail``."""
+
+    # ---- packet_in ---------------------------------------------------------------------------
+    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:  # type: ignore[no-untyped-def]
+        if length is not None:
+            raise NoFast("varbit extract")
+        if isinstance(target, A.Member) and target.name == "next":
+            s = self.value(target.obj)
+            if isinstance(s.type, StackT):
+                self.extract_next(s)
+                return
+        v = self.value(target)
+        if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header" \
+                or self.has_varbit(v.type):
+            raise NoFast("extract into something other than a packet header")
+        n = v.type.width // 8
+        here, end = self.at(0), self.at(n)
+        self.emit(f"if {end} > _dl: return None")
+        if self.bytes_backed(v.path):
+            tail = self.frame_tail()
+            if tail is not None and v.path in tail[1]:  # where the frame's tail starts
+                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = {here}")
+            else:
+                self.emit(f"{self.start_local(v.path)} = {here}")
+            for fname, ft in v.type.fields:
+                fp = v.path + (fname,)
+                if fp in self.split_bytes:
+                    self.lazy.add(fp)
+                    self.emit(f"{self.field_local(fp, ft)} = {self.bytes_field(fp, ft, v.type, here)}")
+            self.out.append(ValidFlag(self.ind, v.path))
+            self.move(n)
+            return
+        raw = self.raw_local(v.path)
+        self.extract_at.setdefault(v.path, set()).add(self.spos)
+        self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
+        self.dirty_at.pop(v.path, None)
+        self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
+        self.out.append(ValidFlag(self.ind, v.path))
+        self.move(n)
+
+    # where the parse is: a constant while every path here extracted the same
+    # headers (``spos``), else the local ``pos``, set from the constant (``settle_pos``)
+    # before anything that needs it (a stack loop, advance, lookahead, a join state,
+    # accept)
+    def at(self, off: int) -> str:
+        if self.spos is not None:
+            return str(self.spos + off)
+        return f"pos + {off}" if off else "pos"
+
+    def move(self, n: int) -> None:
+        if self.spos is not None:
+            self.spos += n
+        else:
+            self.emit(f"pos += {n}")
+
+    def settle_pos(self) -> None:
+        if self.spos is not None:
+            self.emit(f"pos = {self.spos}")
+            self.spos = None
+
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        if name != "extract":
+            self.settle_pos()  # advance, lookahead: the general code's, on pos
+        return super().packet_in_method(e, name)
+
+    def extract_next(self, s: V) -> None:
+        t = s.type
+        assert isinstance(t, StackT)
+        if s.path is None or self.has_varbit(t.elem):
+            raise NoFast("stack outside the packet state")
+        nxt = self.local(s.path + (NEXT,))
+        self.settle_pos()
+        self.touch_stack(s.path, t)
+        n = t.elem.width // 8
+        self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
+        x = self.tmp("x")
+        self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        for i in range(t.size):
+            ep = s.path + (str(i),)
+            self.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
+            self.indent()
+            self.dirty_at.pop(ep, None)
+            self.out.append(Split(self.ind, ep, t.elem, x))
+            self.emit(f"{self.valid_local(ep)} = True")
+            self.dedent()
+        self.emit(f"{nxt} += 1")
+        self.emit(f"pos += {n}")
+
+    # ---- parser ---------------------------------------------------------------------------
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        if d.ctor_params:
+            raise NoFast("parser constructor parameter")
+        scope = self.global_scope.child()
+        self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
+        self.scope = scope
+        self.block_inits = []
+        self.block_locals(d.name, d.locals, scope, parser=True)
+        inits = self.locals_inits
+        self.states = {s.name: s for s in d.states}
+        if "start" not in self.states:
+            raise NoFast("no start state")
+        self.parser_scope = scope
+        self.begin_fast("parser")
+        self.fast_out.append(Init(self.ind))
+        self.spos = 0
+        for code, zero in self.block_inits:
+            self.emit(f"{code} = {zero}")
+        self.emit_lines(inits)
+        order, self.joins = self.parser_joins()
+        if self.joins:
+            self.emit("_ps = 0")
+        self.fast_state("start", ())
+        for name in order:  # each state reached from several places: once, in order
+            if name in self.joins:
+                self.spos = None
+                self.emit(f"if _ps == {self.joins[name]}:")
+                self.indent()
+                n = len(self.out)
+                self.fast_state(name, ())
+                if len(self.out) == n:
+                    self.emit("pass")
+                self.dedent()
+        self.scope = self.global_scope
+
+    def parser_joins(self) -> tuple[list[str], dict[str, int]]:
+        """The parser states in topological order, and those that several transitions
+        lead to (numbered): their code is emitted once, after the states before them,
+        and the transitions set ``_ps`` instead of pasting it again."""
+        refs: dict[str, int] = {}
+        succ: dict[str, list[str]] = {}
+        for s in self.states.values():
+            tr = s.transition
+            targets = ([tr.state] if tr.state is not None else [c.state for c in tr.cases]) if tr else []
+            succ[s.name] = [t for t in targets if t != s.name and t in self.states]
+            for t in succ[s.name]:
+                refs[t] = refs.get(t, 0) + 1
+        order: list[str] = []
+        mark: dict[str, int] = {}
+
+        def visit(n: str) -> None:
+            if mark.get(n) == 1:
+                raise NoFast("a parser loop through several states")
+            if mark.get(n) == 2:
+                return
+            mark[n] = 1
+            for t in succ.get(n, []):
+                visit(t)
+            mark[n] = 2
+            order.append(n)
+
+        visit("start")
+        order.reverse()
+        # pasted where each transition chooses it, a state costs its statements
+        # (and its successors') once per path into it: when that stays small, every
+        # state is pasted (no `_ps` tests at run time)
+        size: dict[str, int] = {}
+        for n in reversed(order):
+            size[n] = 1 + len(self.states[n].stmts) + sum(size.get(t, 0) for t in succ.get(n, []))
+        if size.get("start", 0) <= PASTE_PARSER_MAX:
+            return order, {}
+        joins = {n: i + 1 for i, n in enumerate(n for n in order if refs.get(n, 0) > 1 and n != "start")}
+        return order, joins
+
+    def goto(self, target: str, path: tuple[str, ...]) -> None:
+        """Continue the parse in ``target``: pasted here, or through ``_ps`` for a join."""
+        if target in self.joins:
+            self.settle_pos()
+            self.emit(f"_ps = {self.joins[target]}")
+        else:
+            self.fast_state(target, path)
+
+    def fast_state(self, name: str, path: tuple[str, ...]) -> None:
+        if name in ("accept", "reject"):  # reject: as the general path (see state_target)
+            self.settle_pos()
+            return
+        s = self.states.get(name)
+        if s is None or name in path:
+            raise NoFast("a parser loop through several states")
+        if len(self.fast_out) > MAX_LINES:
+            raise NoFast("parser too long once pasted")
+        tr = s.transition
+        if tr is None:
+            raise NoFast("state without transition")
+        targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+        saved = self.scope
+        self.scope = self.parser_scope.child()
+        if name in targets:
+            if not self.extracts_next(s.stmts):
+                raise NoFast("a parser loop that extracts into no stack")
+            self.settle_pos()
+            exit_var = self.tmp("nx")
+            exits: list[str] = []
+            self.emit("while True:")
+            self.indent()
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), (name, exit_var, exits))
+            self.dedent()
+            if len(exits) == 1:
+                self.goto(exits[0], path + (name,))
+            for k, t in enumerate(exits if len(exits) > 1 else []):
+                self.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
+                self.indent()
+                self.branch(t, path + (name,))
+                self.dedent()
+        else:
+            self.stmts(s.stmts)
+            self.transition(tr, path + (name,), None)
+        self.scope = saved
+
+    def extracts_next(self, stmts: list[A.Stmt]) -> bool:
+        """True when the state always extracts into ``stack.next`` (bounds the loop)."""
+        for st in stmts:
+            if isinstance(st, A.CallStmt) and isinstance(st.call.func, A.Member) \
+                    and st.call.func.name == "extract" and st.call.args:
+                a = st.call.args[0].value
+                if isinstance(a, A.Member) and a.name == "next" \
+                        and isinstance(self.value(a.obj).type, StackT):
+                    return True
+        return False
+
+    def branch(self, target: str, path: tuple[str, ...],
+               loop: tuple[str, str, list[str]] | None = None) -> None:
+        if loop is not None:
+            name, exit_var, exits = loop
+            if target == name:
+                self.emit("continue")
+                return
+            if target not in exits:
+                exits.append(target)
+            self.emit(f"{exit_var} = {exits.index(target)}")
+            self.emit("break")
+            return
+        n = len(self.out)
+        self.goto(target, path)
+        if len(self.out) == n:
+            self.emit("pass")
+
+    def transition(self, tr: A.Transition, path: tuple[str, ...],
+                   loop: tuple[str, str, list[str]] | None) -> None:
+        if tr.state is not None:
+            if loop is None:
+                self.goto(tr.state, path)
+            else:
+                self.branch(tr.state, path, loop)
+            return
+        kvars = []
+        for i, ke in enumerate(tr.select or []):
+            k = self.value(ke)
+            # one name per key position for every select: its if/elif tests all run
+            # before any state pasted in a case (fewer locals: a cheaper call)
+            kv = f"_k{i}"
+            self.emit(f"{kv} = {k.code}")
+            kvars.append((kv, k))
+        first = True
+        sp = self.spos  # every case starts where the select is
+        for case in tr.cases:
+            self.spos = sp
+            items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+            if len(items) == 1 and isinstance(items[0], A.DefaultExpr):
+                if first:
+                    self.branch(case.state, path, loop)
+                    return
+                if loop is None and case.state in ("accept", "reject") and sp is None:
+                    return  # falls through to the end of the parse
+                self.emit("else:")
+                self.indent()
+                self.branch(case.state, path, loop)
+                self.dedent()
+                self.spos = None  # (each case settled its own)
+                return
+            conds = [c for item, (kv, k) in zip(items, kvars)
+                     if (c := self.keyset_cond(item, kv, k.type)) is not None]
+            self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
+            first = False
+            self.indent()
+            self.branch(case.state, path, loop)
+            self.dedent()
+        self.spos = None
+        self.emit("else:")
+        self.emit("    return None")  # no case matched: error.NoMatch, the general path's

@@ -1,0 +1,247 @@
+"""The fast path's statements (``FastStatementCompiler``, a mixin of
+``FastCompiler``, ``fast_compiler``): the shared compiler's statements with the
+packet state in locals. Stores go to a field's local and mark its header dirty
+(the deparser then rebuilds it from its fields) once per straight run of code; a
+header, struct or stack assigned whole is copied place by place (``Copy``,
+``fast_deferred``) or stored field by field from an object; setValid/setInvalid
+set the validity local; a table applied in a statement is compiled before it
+(``fast_tables``); checksum updates whose conditions start with the same test run
+it once (``stmts``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from p4target.compiler.expressions import V
+from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
+from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.fast_places import CHECKSUM_UPDATES, calls_in, first_conjunct, mentions, place_of, shape
+from p4target.compiler.naming import pyfield
+from p4target.compiler.types import BoolT, StackT, StructT, Type
+from p4target.frontend import ast as A
+
+
+class FastStatementCompiler:
+    """Mixin of ``FastCompiler``: statements, stores and header methods, emitted into
+    ``self.out`` at ``self.ind``; needs its packet-state locals (``local``, ``valid_local``, ...)."""
+
+    # ---- what has run here (a stack's freshness, a header's dirty flag) --------------------
+    def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
+        self.stacks[path] = t
+        last = self.touched_at.get(path)
+        if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+            self.touched_at[path] = (self.out, len(self.out))
+            for i in range(t.size):
+                self.dirty_at.pop(path + (str(i),), None)
+            self.out.append(TouchStack(self.ind, path, t))
+        return self.local(path + (TOUCHED,), "False")
+
+    def straight_since(self, index: int, ind: str) -> bool:
+        """True when the item at ``index`` was emitted at indentation ``ind`` and
+        everything after it is in the same block or nested in it (so it has run)."""
+        n = len(ind)
+        for k, x in enumerate(self.out[index:]):
+            depth = len(x.ind) if isinstance(x, Deferred) else len(x) - len(x.lstrip(" "))
+            if depth < n or (k == 0 and depth != n):
+                return False
+        return index < len(self.out)
+
+    def sm_store(self, field: str, code: str) -> str:
+        self.written.add(("sm", field))
+        return f"{self.sm_local(field)} = {code}"
+
+    # ---- statements ----------------------------------------------------------------------
+    def stmts(self, stmts: list[A.Stmt]) -> None:
+        """As the shared compiler, except that checksum updates one after the other
+        whose conditions start with the same test (fabric.p4's ``meta.trimmed == 1 &&
+        ...``) run it once: it reads nothing they write and calls nothing."""
+        i = 0
+        while i < len(stmts):
+            group = self.shared_test(stmts, i)
+            if len(group) < 2:
+                self.stmt(stmts[i])
+                i += 1
+                continue
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
+            self.indent()
+            for st in group:
+                call = st.call  # type: ignore[attr-defined]
+                rest = first_conjunct(call.args[0].value)[1]
+                arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
+                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
+            self.dedent()
+            i += len(group)
+
+    def shared_test(self, stmts: list[A.Stmt], i: int) -> list[A.Stmt]:
+        """The checksum updates from ``stmts[i]`` on whose conditions start with one
+        pure test that none of them writes (the checksum field, argument 3)."""
+        group: list[A.Stmt] = []
+        first = None
+        for st in stmts[i:]:
+            call = st.call if isinstance(st, A.CallStmt) else None
+            if call is None or not isinstance(call.func, A.Name) or call.func.name not in CHECKSUM_UPDATES \
+                    or len(call.args) != 4 or call.args[0].value is None:
+                break
+            c, rest = first_conjunct(call.args[0].value)
+            if rest is None or (first is not None and shape(c) != shape(first)):
+                break
+            calls: list[A.Call] = []
+            calls_in(c, calls)
+            if calls:
+                break
+            first = c
+            group.append(st)
+        if group:
+            names = {p.name: p.name for p in self.block_params}
+            read: set[tuple[str, ...]] = set()
+            mentions(first, names, read)
+            for st in group:
+                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
+                    return []
+        return group
+
+    def stmt(self, s: A.Stmt) -> None:
+        for p in self.late_at.pop(id(s), ()):
+            self.out.append(LateInit(self.ind, p))
+        self.last_loc = s.loc
+        if isinstance(s, (A.For, A.ForIn)):
+            raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
+        if isinstance(s, A.Exit):
+            self.emit("return None")
+            return
+        if isinstance(s, A.Return):
+            if s.value is not None or self.fn_kind not in ("action", "apply"):
+                raise NoFast("return")
+            self.emit("break")  # out of the block's `while True:`
+            return
+        saved = self._entered, self._base, self.tmp_count
+        self._entered, self._base = 0, self._depth
+        super().stmt(s)  # an exception abandons the whole fast path: no finally
+        # a temporary lives in the code of the statement that made it: the next
+        # statement reuses its names (every local of ``_fast`` costs each call)
+        self._entered, self._base, self.tmp_count = saved
+
+    def is_table_apply(self, e: A.Expr) -> bool:
+        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
+                and isinstance(e.func.obj, A.Name):
+            sym = self.scope.lookup(e.func.obj.name)
+            return sym is not None and sym.kind == "table"
+        return False
+
+    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
+        t = self.lvalue_type(target)
+        if isinstance(t, (StructT, StackT)):
+            dst = self.value(target)
+            if dst.path is not None:
+                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.value(value)
+                if src is not None and src.path is not None:
+                    if not (src.type is t or src.type == t):
+                        super().assign(target, value, loc)  # the general path's type error
+                        return
+                    self.copy_place(dst.path, src.path, t)
+                    return
+                # a local variable or an initializer: an object, stored field by field
+                obj = self.tmp("obj")
+                self.emit(f"{obj} = {self.expr_as(value, t, 'assignment')}")
+                self.store_object(dst.path, t, obj)
+                return
+        super().assign(target, value, loc)
+
+    def store_object(self, path: tuple[str, ...], t: Type, code: str) -> None:
+        """Statements storing the object ``code`` into the place ``path``."""
+        if isinstance(t, StructT) and t.kind in ("header", "struct"):
+            if t.kind == "header" and self.has_varbit(t):
+                raise NoFast("varbit header as a value")
+            for n, ft in t.fields:
+                if isinstance(ft, (StructT, StackT)):
+                    self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
+                    continue
+                if self.path_value(path + (n,), ft, parent=t).path in self.lazy:
+                    raise NoFast("a field read from its header's bits is assigned")
+                self.written.add(path + (n,))
+                self.emit(f"{self.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
+            if t.kind == "header":
+                self.dirty_at.pop(path, None)
+                self.emit(f"{self.valid_local(path)} = {code}._v")
+                self.emit(f"{self.local(path + (DIRTY,), 'False')} = True")
+        elif isinstance(t, StackT):
+            self.touch_stack(path, t)
+            for i in range(t.size):
+                self.store_object(path + (str(i),), t.elem, f"{code}.h[{i}]")
+            self.emit(f"{self.local(path + (NEXT,))} = {code}.nxt")
+        else:
+            raise NoFast("header union as a value")
+
+    def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
+        if isinstance(t, StructT) and t.kind == "header":
+            self.dirty_at.pop(dst, None)  # the copy sets the dirty flag
+            c = Copy(self.ind, dst, src, t)
+            self.copies.append(c)
+            self.out.append(c)
+        elif isinstance(t, StructT) and t.kind == "struct":
+            for n, ft in t.fields:
+                self.copy_place(dst + (n,), src + (n,), ft)
+        elif isinstance(t, StackT):
+            self.touch_stack(dst, t)
+            self.touch_stack(src, t)
+            for i in range(t.size):
+                self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
+            self.emit(f"{self.local(dst + (NEXT,))} = {self.local(src + (NEXT,))}")
+        elif isinstance(t, StructT):
+            raise NoFast("header union copy")
+        else:
+            self.written.add(dst)
+            self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
+
+    def store(self, target: A.Expr, code: str, loc) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(target, (A.Name, A.Member, A.Index)):
+            v = self.value(target)
+            if v.path is not None:
+                if isinstance(v.type, (StructT, StackT)):
+                    raise NoFast("whole header stored")
+                if v.path == ("sm", "packet_length"):
+                    raise NoFast("packet_length written")  # counters count the frame length
+                self.written.add(v.path)
+                self.emit(f"{v.code} = {code}")
+                header = self.field_header.get(v.path)
+                if header is not None:  # the deparser must put the fields back in
+                    last = self.dirty_at.get(header)
+                    if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
+                        self.dirty_at[header] = (self.out, len(self.out))
+                        self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
+                return
+        super().store(target, code, loc)
+
+    def call_stmt(self, e: A.Call) -> None:
+        v = self.call(e, as_stmt=True)
+        if v is not None and v.code and not (v.sym is not None and v.sym.kind == "tableresult"):
+            self.emit(v.code)
+
+    def call(self, e: A.Call, as_stmt: bool) -> V | None:
+        f = e.func
+        if self.is_table_apply(e):
+            self.nargs(e, 0)
+            sym = self.scope.lookup(f.obj.name)  # type: ignore[union-attr]
+            return self.apply_table(sym.obj)  # type: ignore[union-attr, arg-type]
+        return super().call(e, as_stmt)
+
+    # ---- headers ---------------------------------------------------------------------------
+    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
+        if base.path is None or not isinstance(base.type, StructT) or base.type.kind != "header":
+            return super().header_method(e, f, base, name)
+        self.nargs(e, 0)
+        if name == "isValid":
+            return V(self.valid_local(base.path), BoolT())
+        if name in ("setValid", "setInvalid"):
+            self.check_lvalue(f.obj)
+            if name == "setValid":
+                self.raw_local(base.path)
+                self.dirty_at.pop(base.path, None)  # it may clear the dirty flag
+                self.out.append(SetValid(self.ind, base.path, base.type))
+            else:
+                self.emit(f"{self.valid_local(base.path)} = False")
+            return None
+        return super().header_method(e, f, base, name)
