@@ -82,8 +82,9 @@ class CompiledProgram:
             try:
                 code = compile(src.text, f"<p4-fast:{self.path.name}>", "exec")
                 exec(code, self._namespace)  # noqa: S102 - our own generated code
-            except SyntaxError as exc:  # a construct the fast path cannot express: none
-                log.debug("%s: no fast path (%s)", self.path, exc)
+            except SyntaxError as exc:  # a generator bug (or a limit of Python's): none
+                log.warning("%s: no fast path: its generated source does not compile (%s); every frame "
+                            "takes the general path; please report this with the program", self.path, exc)
                 self._fast = None
                 return None
             self._make_fast = self._namespace["make_fast"]  # type: ignore[assignment]

@@ -70,7 +70,7 @@ from p4target.compiler.fast_statements import FastStatementCompiler
 from p4target.compiler.fast_tables import FastTableCompiler
 from p4target.compiler.naming import pyident
 from p4target.compiler.program import ProgramCompiler
-from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type
+from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
 
 log = logging.getLogger(__name__)
@@ -405,10 +405,20 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
 
     # ---- controls ----------------------------------------------------------------------------
     def declare_struct(self, d: A.StructLike) -> None:
+        """Refuses, before any analysis looks at the program's headers, the header
+        types whose layout the fast path does not handle. A varbit field makes the
+        header's width and the offsets of the fields after it run-time values: its
+        extract, field reads, splits, emits and hashes (all at constant offsets here)
+        are the general path's alone."""
         super().declare_struct(d)
         t = self.type_names[d.name]
-        if d.kind == "header" and any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+        if d.kind != "header":
+            return
+        if any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
             raise NoFast(f"header {d.name} has a struct-typed field")
+        for f in d.fields:
+            if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[union-attr]
+                raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
 
     def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
         raise NoFast("lookahead of a struct")

@@ -17,7 +17,7 @@ from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
-from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type, VarbitT
+from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type
 from p4target.frontend import ast as A
 
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
@@ -93,8 +93,6 @@ class FastExpressionCompiler:
             if t.elem.kind != "header":
                 raise NoFast("stack of unions")
             return V("$" + ".".join(path) + "$", t, None, sym, path)
-        if isinstance(t, VarbitT):
-            raise NoFast("varbit field")
         v = self._leaf_cache.get(path)
         if v is None:
             v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
@@ -213,8 +211,6 @@ class FastExpressionCompiler:
     def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
         """Statements making ``code`` an object holding the place ``path``."""
         if isinstance(t, StructT) and t.kind in ("header", "struct"):
-            if t.kind == "header" and self.has_varbit(t):
-                raise NoFast("varbit header as a value")
             self.emit(f"{code} = {t.pyname}()")
             for n, ft in t.fields:
                 if isinstance(ft, (StructT, StackT)):

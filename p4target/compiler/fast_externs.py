@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
-from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_hash import hash_bytes
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT
@@ -63,8 +62,6 @@ class FastExternCompiler:
 
     # ---- hashes of field lists ------------------------------------------------------------
     def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
-        if not isinstance(nbits, int):
-            raise NoFast("varbit field in a hash field list")
         if algo not in _FIXED_HASHES or nbits <= 0:
             return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"

@@ -29,16 +29,15 @@ class FastParserCompiler:
 
     # ---- packet_in ---------------------------------------------------------------------------
     def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:  # type: ignore[no-untyped-def]
-        if length is not None:
-            raise NoFast("varbit extract")
+        # (``length`` is for a header with a varbit field: no such program gets here,
+        # declare_struct refused it)
         if isinstance(target, A.Member) and target.name == "next":
             s = self.value(target.obj)
             if isinstance(s.type, StackT):
                 self.extract_next(s)
                 return
         v = self.value(target)
-        if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header" \
-                or self.has_varbit(v.type):
+        if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header":
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
         here, end = self.at(0), self.at(n)
@@ -93,7 +92,7 @@ class FastParserCompiler:
     def extract_next(self, s: V) -> None:
         t = s.type
         assert isinstance(t, StackT)
-        if s.path is None or self.has_varbit(t.elem):
+        if s.path is None:
             raise NoFast("stack outside the packet state")
         nxt = self.local(s.path + (NEXT,))
         self.settle_pos()

@@ -153,8 +153,6 @@ class FastStatementCompiler:
     def store_object(self, path: tuple[str, ...], t: Type, code: str) -> None:
         """Statements storing the object ``code`` into the place ``path``."""
         if isinstance(t, StructT) and t.kind in ("header", "struct"):
-            if t.kind == "header" and self.has_varbit(t):
-                raise NoFast("varbit header as a value")
             for n, ft in t.fields:
                 if isinstance(ft, (StructT, StackT)):
                     self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
