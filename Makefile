@@ -105,14 +105,16 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 	@echo "build: $< -> $@"
 	@$(VENV)/bin/p4target compile $< --p4info $@
 
-# The compiled fast paths of p4src/*.p4 (Cython + gcc, p4target/compiler/native.py),
-# built once into the cache (~30 s the first time, then nothing), so that switches
-# take them from their first frame. Not fatal: without them switches forward on the
-# interpreted fast path.
+# The compiled fast paths of p4src/*.p4 (Cython + gcc, p4target/compiler/native.py)
+# and the compiled P4Runtime write path (p4target/compiled_modules.py), built once
+# into the cache (~45 s the first time, then nothing), so that switches take them
+# from their first frame. Not fatal: without them switches forward on the
+# interpreted fast path and the server writes with the .py modules.
 native: deps
 	@for p in $(P4_PROGRAMS); do \
 	  $(VENV)/bin/p4target compile --native $$p || echo "native: $$p keeps the interpreted fast path"; \
 	done
+	@$(VENV)/bin/python -m p4target.compiled_modules || echo "native: the P4Runtime write path stays interpreted"
 
 # ---- run, test, bench, shell ----------------------------------------------
 

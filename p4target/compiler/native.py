@@ -145,21 +145,25 @@ def _clear_stale(cache: Path) -> None:
             pass
 
 
-def module_path(cache: Path, key: str) -> Path:
-    return cache / (f"p4fast_{key}" + sysconfig.get_config_var("EXT_SUFFIX"))
+def module_path(cache: Path, key: str, prefix: str = "p4fast") -> Path:
+    return cache / (f"{prefix}_{key}" + sysconfig.get_config_var("EXT_SUFFIX"))
 
 
-def build(source: str, key: str, cc: str, cache: Path) -> Path:
-    """Compile ``source`` into ``cache`` as the module ``p4fast_<key>`` (the caller holds
-    the entry's lock); returns the module's path."""
-    name = f"p4fast_{key}"
-    final = module_path(cache, key)
+def build(source: str, key: str, cc: str, cache: Path, module_name: str | None = None,
+          prefix: str = "p4fast", cython_args: tuple[str, ...] = ()) -> Path:
+    """Compile ``source`` into ``cache`` as the module ``module_name`` (default
+    ``<prefix>_<key>``), in the file ``module_path(cache, key, prefix)`` (the caller
+    holds the entry's lock); returns that path."""
+    name = module_name or f"{prefix}_{key}"
+    final = module_path(cache, key, prefix)
     _clear_stale(cache)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     try:
-        pyx, c, so = work / f"{name}.pyx", work / f"{name}.c", work / final.name
+        stem = name.rpartition(".")[2]
+        pyx, c, so = work / f"{stem}.pyx", work / f"{stem}.c", work / final.name
         pyx.write_text(source)
-        _run([sys.executable, "-m", "cython", "-3", "--fast-fail", "-o", str(c), str(pyx)], "cython")
+        _run([sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", name, *cython_args,
+              "-o", str(c), str(pyx)], "cython")
         _run([*cc.split(), "-shared", *CFLAGS, f"-I{sysconfig.get_paths()['include']}",
               str(c), "-o", str(so)], "the C compiler")
         os.replace(so, final)  # whole or absent: another process may load it now
@@ -291,9 +295,10 @@ class NativeFastPath:
         return make
 
 
-def ensure_built(source: str, key: str, cc: str, cache: Path, label: str) -> None:
+def ensure_built(source: str, key: str, cc: str, cache: Path, label: str, module_name: str | None = None,
+                 prefix: str = "p4fast", cython_args: tuple[str, ...] = (), what: str = "compiled fast path") -> None:
     """Build the module ``key`` into ``cache`` unless another process has: under the
-    entry's file lock, so concurrent processes build it once."""
+    entry's file lock, so concurrent processes build it once (arguments as ``build``)."""
     def unwritable(e: OSError) -> NativeError:
         return NativeError(f"cannot write in the cache directory {cache} ({e.strerror}); "
                            f"set {ENV_CACHE} to a writable one with room")
@@ -305,12 +310,12 @@ def ensure_built(source: str, key: str, cc: str, cache: Path, label: str) -> Non
         raise unwritable(e) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build; the others wait for it
-        if module_path(cache, key).exists():
+        if module_path(cache, key, prefix).exists():
             return
-        log.info("%s: building the compiled fast path (once; cached in %s)", label, cache)
+        log.info("%s: building the %s (once; cached in %s)", label, what, cache)
         t0 = time.monotonic()
         try:
-            build(source, key, cc, cache)
+            build(source, key, cc, cache, module_name, prefix, cython_args)
         except NativeError as e:
             try:  # later processes report it instead of building again
                 (cache / f"{key}.failed").write_text(str(e) + "\n")
@@ -319,4 +324,4 @@ def ensure_built(source: str, key: str, cc: str, cache: Path, label: str) -> Non
             raise
         except OSError as e:
             raise unwritable(e) from None
-        log.info("%s: compiled fast path built in %.1f s", label, time.monotonic() - t0)
+        log.info("%s: %s built in %.1f s", label, what, time.monotonic() - t0)

@@ -91,3 +91,20 @@ def client(rig: Rig, rt_config) -> RawClient:
 @pytest.fixture
 def names(rt_config) -> Names:
     return Names(rt_config[0])
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``P4TARGET_EXPECT_COMPILED=0/1`` (set by test_compiled_modules for the run it
+    starts): refuse to run unless the write path is loaded as asked."""
+    import os
+
+    expect = os.environ.get("P4TARGET_EXPECT_COMPILED")
+    if expect is None:
+        return
+    from p4target.compiled_modules import COMPILED, is_compiled
+
+    import importlib
+
+    got = {name: is_compiled(importlib.import_module(name)) for name in COMPILED}
+    if set(got.values()) != {expect == "1"}:
+        raise pytest.UsageError(f"P4TARGET_EXPECT_COMPILED={expect}, but compiled: {got}")
