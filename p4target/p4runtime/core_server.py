@@ -115,12 +115,15 @@ class _Waiter:
 class _Call:
     """One call: its core handle, its handler and its context, on whichever thread runs it."""
 
-    __slots__ = ("call", "handler", "context", "method", "server")
+    __slots__ = ("call", "handler", "context", "method", "server", "serialize", "deserialize")
 
     def __init__(self, server: "CoreServer", event: Any, handler: grpc.RpcMethodHandler, method: str) -> None:
         self.server = server
         self.call = event.call
         self.handler = handler
+        # a handler without (de)serialisers takes and gives bytes, as with grpc.server
+        self.serialize = handler.response_serializer or _same
+        self.deserialize = handler.request_deserializer or _same
         self.method = method
         self.context = _Context(event.invocation_metadata)
 
@@ -167,7 +170,7 @@ class _Call:
             self.context.fail(_status_int(grpc.StatusCode.INTERNAL), "the call carried no request message")
             return None
         try:
-            return self.handler.request_deserializer(data)
+            return self.deserialize(data)
         except Exception:  # noqa: BLE001 - a request that does not parse fails its call only
             self.context.fail(_status_int(grpc.StatusCode.INTERNAL), "Exception deserializing request!")
             return None
@@ -175,9 +178,9 @@ class _Call:
     def _unary(self, request: Any) -> bytes | None:
         """Run a unary-response handler; the serialised answer, or None with the status set."""
         try:
-            return self.handler.response_serializer(self.handler.unary_unary(request, self.context)
-                                                    if not self.handler.request_streaming
-                                                    else self.handler.stream_unary(request, self.context))
+            return self.serialize(self.handler.unary_unary(request, self.context)
+                                  if not self.handler.request_streaming
+                                  else self.handler.stream_unary(request, self.context))
         except _Abort:
             return None
         except Exception as exc:  # noqa: BLE001 - a handler's bug fails its call, the server lives on
@@ -230,7 +233,7 @@ class _Call:
         try:
             responses = behaviour(request, self.context)
             for response in responses:
-                data = self.handler.response_serializer(response)
+                data = self.serialize(response)
                 ops = (cygrpc.SendMessageOperation(data, _NO_FLAGS),)
                 if not sent_initial:
                     ops = (cygrpc.SendInitialMetadataOperation(None, _NO_FLAGS),) + ops
@@ -271,6 +274,10 @@ class _Requests:
 
 def _ignore(event: Any) -> None:
     """Tag of a final batch nobody waits for."""
+
+
+def _same(data: Any) -> Any:
+    return data
 
 
 class CoreServer:

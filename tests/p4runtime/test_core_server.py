@@ -67,7 +67,7 @@ def _handlers(rec: Recorder) -> grpc.GenericRpcHandler:
     raw = {"request_deserializer": _parse, "response_serializer": bytes}
     return grpc.method_handlers_generic_handler(SERVICE, {
         "Echo": grpc.unary_unary_rpc_method_handler(rec.echo, **raw),
-        "Pooled": grpc.unary_unary_rpc_method_handler(rec.pooled, **raw),
+        "Pooled": grpc.unary_unary_rpc_method_handler(rec.pooled),  # no (de)serialisers: bytes in and out
         "Fail": grpc.unary_unary_rpc_method_handler(rec.fail, **raw),
         "Count": grpc.unary_stream_rpc_method_handler(rec.count, **raw),
         "Chat": grpc.stream_stream_rpc_method_handler(rec.chat, **raw),
