@@ -54,7 +54,7 @@ def _source_spec(name: str, path: Sequence[str] | None) -> importlib.machinery.M
 def compiled_path(name: str, source_file: Path) -> Path:
     """Where the compiled copy of ``name``, built from ``source_file`` as it is now, is
     kept. Raises ``native.NativeError`` when there can be none (no Cython, no compiler)."""
-    return native.module_path(native.cache_dir(), _key(name, source_file.read_text(), native._compiler()), PREFIX)
+    return native.module_path(native.cache_dir(), _key(name, source_file.read_text(), native.c_compiler()), PREFIX)
 
 
 class _CompiledLoader(importlib.abc.Loader):
@@ -135,7 +135,7 @@ def build(name: str, path: Sequence[str] | None = None) -> Path:
     if source is None:
         raise native.NativeError(f"{name}: no Python source to compile")
     text = Path(source.origin).read_text()
-    cc = native._compiler()
+    cc = native.c_compiler()
     key = _key(name, text, cc)
     native.ensure_built(text, key, cc, native.cache_dir(), name, module_name=name, prefix=PREFIX,
                         cython_args=CYTHON_ARGS, what="compiled module")

@@ -112,7 +112,7 @@ def _cython_version() -> str:
     return __version__
 
 
-def _compiler() -> str:
+def c_compiler() -> str:
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
     exe = cc.split()[0]
     if shutil.which(exe) is None:
@@ -267,7 +267,7 @@ class NativeFastPath:
         not there. Raises NativeError when there can be none."""
         if not enabled():
             raise NativeError(f"{ENV_SWITCH}=0")
-        cc = _compiler()
+        cc = c_compiler()
         if self._module is None:
             self._module = module_source(self.text, self.label)
         source, names = self._module
