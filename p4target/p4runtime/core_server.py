@@ -35,14 +35,47 @@ from concurrent import futures
 from typing import Any, Callable, Iterable, Iterator
 
 import grpc
-from grpc._cython import cygrpc
+
+try:
+    from grpc._cython import cygrpc
+except ImportError as e:  # a grpcio without the core binding this module is written on
+    cygrpc = None
+    _IMPORT_ERROR: str | None = f"grpc._cython.cygrpc cannot be imported ({e})"
+else:
+    _IMPORT_ERROR = None
 
 log = logging.getLogger(__name__)
 
 _NEW_CALL = "new call"
 _SHUTDOWN = "shutdown"
 _NO_FLAGS = 0
-_OK = cygrpc.StatusCode.ok
+_OK = 0  # grpc_status_code GRPC_STATUS_OK
+
+# What this module uses of cygrpc, checked before a server is made (``unavailable``).
+_USED = {
+    "Server": ("register_completion_queue", "add_http2_port", "start", "request_call", "shutdown",
+               "cancel_all_calls", "destroy"),
+    "CompletionQueue": ("poll", "shutdown"),
+    "Call": ("start_server_batch",),
+    "CompletionType": ("queue_shutdown", "operation_complete"),
+    "CallError": ("ok",),
+    "ReceiveMessageOperation": (), "ReceiveCloseOnServerOperation": (), "SendInitialMetadataOperation": (),
+    "SendMessageOperation": (), "SendStatusFromServerOperation": (),
+}
+
+
+def unavailable() -> str | None:
+    """Why this grpcio cannot carry a ``CoreServer`` (its core binding is not the one
+    this module was written against), or None when it can."""
+    if cygrpc is None:
+        return _IMPORT_ERROR
+    for name, members in _USED.items():
+        obj = getattr(cygrpc, name, None)
+        missing = [m for m in members if obj is not None and not hasattr(obj, m)]
+        if obj is None or missing:
+            what = f"cygrpc.{name}" + (f".{missing[0]}" if missing else "")
+            return f"grpcio {grpc.__version__} has no {what}"
+    return None
 
 
 class _Abort(Exception):

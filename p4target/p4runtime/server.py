@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import queue
 import threading
+from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -21,7 +23,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from google.protobuf.internal import api_implementation
 
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
-from p4target.p4runtime.core_server import CoreServer
+from p4target.p4runtime import core_server
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
@@ -60,6 +62,7 @@ _CONTINUE_ON_ERROR = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
 _ATOMICITIES = frozenset((_CONTINUE_ON_ERROR, p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                           p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC))
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
+TRANSPORT_ENV = "P4TARGET_GRPC_TRANSPORT"  # "grpc": the standard grpc.server instead of core_server
 # Answered on gRPC's poller thread as soon as they arrive (core_server): short calls only.
 INLINE_METHODS = ("/p4.v1.P4Runtime/Write", "/p4.v1.P4Runtime/Capabilities")
 
@@ -232,7 +235,8 @@ class P4RuntimeServer:
         self.packet_outs_dropped = 0
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
-        self._grpc: CoreServer | None = None
+        self._grpc: Any = None  # core_server.CoreServer or grpc.Server (see _transport)
+        self.transport = ""  # which, once started: "core" or "grpc.server"
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
 
     # ---- lifecycle -----------------------------------------------------------------
@@ -240,15 +244,12 @@ class P4RuntimeServer:
         if self.cpu is not None:  # before gRPC starts its threads: they inherit it
             moved = pin_process(self.cpu)
             log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
-        self._grpc = CoreServer(
-            self._max_workers,
-            options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
-                     ("grpc.max_send_message_length", 256 * 1024 * 1024),
-                     # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
-                     # share it silently (its clients reaching either device); refuse instead.
-                     ("grpc.so_reuseport", 0)],
-            inline=INLINE_METHODS,
-        )
+        self._grpc = self._transport(
+            [("grpc.max_receive_message_length", 256 * 1024 * 1024),
+             ("grpc.max_send_message_length", 256 * 1024 * 1024),
+             # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
+             # share it silently (its clients reaching either device); refuse instead.
+             ("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
         try:
             self.bound_port = self._grpc.add_insecure_port(self.addr)
@@ -262,6 +263,26 @@ class P4RuntimeServer:
             self.device.add_digest_listener(self._on_digest)
         self._grpc.start()
         log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
+
+    def _transport(self, options: list[tuple[str, Any]]) -> Any:
+        """``core_server.CoreServer`` (Write answered on the poller thread), or the standard
+        ``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT=grpc`` asks for it or this grpcio
+        cannot carry the former; ``self.transport`` says which."""
+        choice = os.environ.get(TRANSPORT_ENV, "core").strip().lower() or "core"
+        if choice not in ("core", "grpc"):
+            log.warning("device %d: %s=%s is neither 'core' nor 'grpc'; using core", self.device_id,
+                        TRANSPORT_ENV, choice)
+            choice = "core"
+        why = core_server.unavailable() if choice == "core" else None
+        if why is not None:
+            log.warning("device %d: the P4Runtime server falls back to grpc.server (single-entry writes "
+                        "about 1.5x slower): %s", self.device_id, why)
+        if choice == "grpc" or why is not None:
+            self.transport = "grpc.server"
+            return grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
+                               options=options)
+        self.transport = "core"
+        return core_server.CoreServer(self._max_workers, options=options, inline=INLINE_METHODS)
 
     def _adopt_running_pipeline(self) -> None:
         """A device started with a program (``p4target run prog.p4``) serves it at once.
