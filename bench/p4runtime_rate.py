@@ -339,6 +339,7 @@ class Requests:
 @dataclass
 class Figures:
     batch1: list[float] = field(default_factory=list)
+    latency_us: list[float] = field(default_factory=list)  # each single-entry Write, as the client saw it
     batch1000: list[float] = field(default_factory=list)
     read: list[float] = field(default_factory=list)
     read_entries: int = 0
@@ -364,7 +365,7 @@ class Side:
         r = self.requests
         data = [r.write(r.mac, self.written + i, 1) for i in range(SINGLES_PER_ROUND)]
         self.written += SINGLES_PER_ROUND
-        self.figures.batch1.append(_rate(self.client.write, data, SINGLES_PER_ROUND))
+        self.figures.batch1.append(_rate(self.client.write, data, SINGLES_PER_ROUND, self.figures.latency_us))
 
     def batches(self) -> None:
         r = self.requests
@@ -409,10 +410,20 @@ class Side:
         self.client.close()
 
 
-def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int) -> float:
-    t0 = time.perf_counter()
-    for d in data:
-        call(d)
+def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int,
+          latencies_us: list[float] | None = None) -> float:
+    """Entries per second over the calls; each call's time appended to ``latencies_us``."""
+    clock = time.perf_counter
+    t0 = clock()
+    if latencies_us is None:
+        for d in data:
+            call(d)
+    else:
+        add = latencies_us.append
+        for d in data:
+            t = clock()
+            call(d)
+            add((clock() - t) * 1e6)
     return entries / (time.perf_counter() - t0)
 
 
@@ -489,9 +500,14 @@ def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | Non
         for label, key in rows:
             theirs = getattr(unpinned, key)
             print(f"  {label:18} any CPU  {_span(theirs)}  -> pinned/not pinned {max(getattr(f, key)) / max(theirs):4.2f}x")
+    if f.latency_us:
+        lat = sorted(f.latency_us)
+        print(f"  write, batch 1 latency (embedded, as the client sees each call): median {lat[len(lat) // 2]:.0f} us, "
+              f"p99 {lat[int(len(lat) * 0.99)]:.0f} us, max {lat[-1]:.0f} us over {len(lat)} calls")
     for floor in floors:
+        ratio = f"; embedded/floor {max(f.batch1) / max(floor.rates):4.2f}x" if floor.transport == "core" else ""
         print(f"  write, batch 1 against a no-op on {Floor.LABELS[floor.transport]}, {placement(floor.cpu)}: "
-              f"{_span(floor.rates)}")
+              f"{_span(floor.rates)}{ratio}")
     print(f"  read of {f.read_entries} entries; client-side parsing (not in the rate): {f.client_parse_us:.2f} us/entry")
     for name, fig in (("embedded", f), ("bmv2", bmv2)):
         if fig is not None and fig.rss_mb is not None:
