@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from test_fast_path import PROGRAMS, ROOT
+from fast_toggle import ROOT
+from test_fast_path import PROGRAMS
 
 from p4target import Switch
 from p4target.compiler import compile_file, fast_compiler

@@ -20,7 +20,7 @@ import pytest
 
 from fast_path_inputs import (MY_MAC, ROUTED, ROUTER6, STORAGE, churn, frame_stream, own_entries, random_entries,
                               router6_entries)
-from fast_toggle import compiled
+from fast_toggle import ROOT, compiled, program
 from mrc_traffic import fabric_entries, fabric_frames, nic_entries, nic_frames
 from p4target import Switch
 from p4target.compiler import CompiledProgram, compile_file, fast_compiler, fast_parser
@@ -29,7 +29,6 @@ from p4target.compiler.fastgen import FastSource
 from p4target.runtime.entries import Exact, Group, Lpm, Member, Ternary
 from test_codegen_equivalence import observe, set_defaults
 
-ROOT = Path(__file__).resolve().parents[3]
 # every P4 program of the repository -> must it have a fast path?
 PROGRAMS: dict[str, bool] = {
     "p4src/fabric.p4": True,
@@ -72,15 +71,6 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/table_bound_args.p4": True,
 }
 FRAMES = 10_000
-
-
-_CACHE: dict[tuple[str, bool], object] = {}
-
-
-def program(rel: str, fast: bool):
-    if (rel, fast) not in _CACHE:
-        _CACHE[rel, fast] = compiled(ROOT / rel, fast)
-    return _CACHE[rel, fast]
 
 
 # ---- the differential run ---------------------------------------------------------------
