@@ -1,6 +1,6 @@
 /*
  * fast_lookups.p4: the table shapes the fast path looks up in place
- * (tests/target/compiler/test_fast_path.py): one LPM key, exact + LPM keys.
+ * (tests/target/compiler/test_fast_path_by_hand.py): one LPM key, exact + LPM keys.
  * Each action writes its argument into the frame, so the output shows which entry
  * (or the default) matched. Only P4_16 core and v1model constructs.
  */

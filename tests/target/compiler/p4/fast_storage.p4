@@ -1,6 +1,7 @@
 /*
  * fast_storage.p4: the places where the fast path keeps packet state in locals and
- * holds effects back (tests/target/compiler/test_fast_path.py runs it both ways).
+ * holds effects back (tests/target/compiler/test_fast_path.py runs it both ways,
+ * test_fast_path_by_hand.py checks its output).
  * A lookahead-driven parser loop over a header stack; a header copied whole and
  * then changed; fields written, the header invalidated and revalidated in one
  * block (the deparser must see the zeroed header with the later write only); a
