@@ -324,7 +324,7 @@ class CoreServer:
         self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")
         self._inline = frozenset(inline)
         self._generic: list[grpc.GenericRpcHandler] = []
-        self._handlers: dict[bytes, tuple[grpc.RpcMethodHandler | None, bool]] = {}
+        self._handlers: dict[bytes, tuple[grpc.RpcMethodHandler, bool]] = {}
         self._lock = threading.Lock()
         self._serving = False
         # Calls that may still start batches; the queue is shut down only when none is left
@@ -421,9 +421,15 @@ class CoreServer:
             if not event.success:  # shutting down
                 return
             self._active += 1
-        handler, inline = self._lookup(event)
+        try:
+            handler, inline = self._lookup(event)
+        except Exception:  # noqa: BLE001 - a bug in a generic handler fails this call only
+            log.exception("looking up the handler of %r failed", event.call_details.method)
+            self._reject(event, grpc.StatusCode.UNKNOWN, b"Error in service handler!")
+            self._call_done()
+            return
         if handler is None:
-            self._reject(event)
+            self._reject(event, grpc.StatusCode.UNIMPLEMENTED, b"Method not found!")
             self._call_done()
             return
         call = _Call(self, event, handler, event.call_details.method.decode(errors="replace"))
@@ -434,22 +440,23 @@ class CoreServer:
             self._call_done()
 
     def _lookup(self, event: Any) -> tuple[grpc.RpcMethodHandler | None, bool]:
-        """The handler of a method (looked up once per method name) and whether it runs inline."""
+        """The handler of a method and whether it runs inline; looked up once per method
+        that has one (unknown names are not kept: a client could send any number)."""
         method = event.call_details.method
         found = self._handlers.get(method)
         if found is None:
             name = method.decode(errors="replace")
             details = _HandlerCallDetails(name, event.invocation_metadata)
             handler = next((h for g in self._generic if (h := g.service(details)) is not None), None)
-            inline = (handler is not None and name in self._inline
-                      and not handler.request_streaming and not handler.response_streaming)
+            if handler is None:
+                return None, False
+            inline = name in self._inline and not handler.request_streaming and not handler.response_streaming
             found = self._handlers[method] = (handler, inline)
         return found
 
-    def _reject(self, event: Any) -> None:
+    def _reject(self, event: Any, code: grpc.StatusCode, details: bytes) -> None:
         ops = (cygrpc.SendInitialMetadataOperation(None, _NO_FLAGS),
-               cygrpc.SendStatusFromServerOperation(None, _status_int(grpc.StatusCode.UNIMPLEMENTED),
-                                                     b"Method not found!", _NO_FLAGS),
+               cygrpc.SendStatusFromServerOperation(None, _status_int(code), details, _NO_FLAGS),
                cygrpc.ReceiveCloseOnServerOperation(_NO_FLAGS))
         call = event.call
         call.start_server_batch(ops, lambda _event: call)  # the tag keeps the call alive

@@ -193,3 +193,25 @@ def test_a_port_in_use_is_refused_and_the_unstarted_server_stops(served) -> None
     with pytest.raises(RuntimeError, match=f"cannot bind 127.0.0.1:{port}"):
         second.add_insecure_port(f"127.0.0.1:{port}")
     assert second.stop(0.5).wait(1)
+
+
+class _BrokenLookup(grpc.GenericRpcHandler):
+    def service(self, handler_call_details):
+        if handler_call_details.method.endswith("/Boom"):
+            raise RuntimeError("a bug in a generic handler")
+        return None
+
+
+def test_unknown_methods_are_not_kept_and_a_broken_lookup_fails_its_call_only(served) -> None:
+    _, server, channel, _ = served
+    server.add_generic_rpc_handlers((_BrokenLookup(),))
+    for i in range(50):
+        with pytest.raises(grpc.RpcError) as unknown:
+            channel.unary_unary(f"/{SERVICE}/Nothing{i}")(b"")
+        assert unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert _method(channel, "Echo")(b"x") == b"echo:x"
+    assert set(server._handlers) == {f"/{SERVICE}/Echo".encode()}  # only methods that exist are kept
+    with pytest.raises(grpc.RpcError) as boom:
+        channel.unary_unary(f"/{SERVICE}/Boom")(b"")
+    assert boom.value.code() == grpc.StatusCode.UNKNOWN
+    assert _method(channel, "Echo")(b"y") == b"echo:y"
