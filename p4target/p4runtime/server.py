@@ -280,7 +280,7 @@ class P4RuntimeServer:
         why = core_server.unavailable() if choice == "core" else None
         if why is not None:
             log.warning("device %d: the P4Runtime server falls back to grpc.server (single-entry writes "
-                        "about 1.5x slower): %s", self.device_id, why)
+                        "slower): %s", self.device_id, why)
         if choice == "grpc" or why is not None:
             self.transport = "grpc.server"
             return grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
