@@ -215,3 +215,11 @@ def test_unknown_methods_are_not_kept_and_a_broken_lookup_fails_its_call_only(se
         channel.unary_unary(f"/{SERVICE}/Boom")(b"")
     assert boom.value.code() == grpc.StatusCode.UNKNOWN
     assert _method(channel, "Echo")(b"y") == b"echo:y"
+
+
+def test_compressed_and_large_requests_arrive_whole(served) -> None:
+    _, _, _, port = served
+    big = bytes(range(256)) * 4096  # 1 MiB
+    with grpc.insecure_channel(f"127.0.0.1:{port}", compression=grpc.Compression.Gzip) as gz:
+        assert _method(gz, "Echo")(b"zipped" * 1000) == b"echo:" + b"zipped" * 1000
+        assert _method(gz, "Pooled")(big) == b"pooled:" + big
