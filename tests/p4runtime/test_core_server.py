@@ -167,9 +167,7 @@ def test_bidirectional_stream_and_stop_with_it_open(served) -> None:
 
     stream = _method(channel, "Chat", "stream_stream")(requests())
     assert [next(stream), next(stream)] == [b"re:one", b"re:two"]
-    t0 = time.monotonic()
     assert server.stop(0.2).wait(10), "stop did not end the open stream"
-    assert time.monotonic() - t0 < 5
     with pytest.raises(grpc.RpcError):
         next(stream)
     assert rec.ended.is_set()
