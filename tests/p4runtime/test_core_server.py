@@ -5,7 +5,6 @@ call runs, what errors reach the client, and that stopping ends every call."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Iterator
 
 import grpc
