@@ -29,8 +29,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
-from p4target.compiler import native
-
 log = logging.getLogger(__name__)
 
 COMPILED = ("p4target.p4runtime.translate", "p4target.p4runtime.write")
@@ -40,7 +38,17 @@ PREFIX = "p4mod"
 CYTHON_ARGS = ("-X", "annotation_typing=False")
 
 
+def _native() -> ModuleType:
+    """``p4target.compiler.native``, imported when first needed: that package is the whole
+    P4 compiler, which a program using ``p4target.p4runtime`` only for its wire helpers
+    (``mrcctl``) would otherwise load at start-up just for the finder."""
+    from p4target.compiler import native
+
+    return native
+
+
 def _key(name: str, source: str, cc: str) -> str:
+    native = _native()
     return native.build_key("\0".join((name, *CYTHON_ARGS, source)), cc)
 
 
@@ -54,6 +62,7 @@ def _source_spec(name: str, path: Sequence[str] | None) -> importlib.machinery.M
 def compiled_path(name: str, source_file: Path) -> Path:
     """Where the compiled copy of ``name``, built from ``source_file`` as it is now, is
     kept. Raises ``native.NativeError`` when there can be none (no Cython, no compiler)."""
+    native = _native()
     return native.module_path(native.cache_dir(), _key(name, source_file.read_text(), native.c_compiler()), PREFIX)
 
 
@@ -94,7 +103,10 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
                   ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.names or not native.enabled():
+        if fullname not in self.names:
+            return None
+        native = _native()
+        if not native.enabled():
             return None
         source = _source_spec(fullname, path)
         if source is None:
@@ -128,6 +140,7 @@ def is_compiled(module: ModuleType) -> bool:
 def build(name: str, path: Sequence[str] | None = None) -> Path:
     """Compile the module ``name`` from its current source into the cache (if not there
     yet); returns the compiled copy's path. Raises ``native.NativeError``."""
+    native = _native()
     parent = name.rpartition(".")[0]
     if path is None and parent:
         path = importlib.import_module(parent).__path__
@@ -145,6 +158,7 @@ def build(name: str, path: Sequence[str] | None = None) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m p4target.compiled_modules [NAME...]``: build the compiled copies."""
     names = list(argv if argv is not None else sys.argv[1:]) or list(COMPILED)
+    native = _native()
     failed = 0
     for name in names:
         t0 = time.monotonic()
