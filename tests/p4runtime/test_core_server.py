@@ -92,6 +92,14 @@ def _method(channel: grpc.Channel, name: str, kind: str = "unary_unary"):
     return getattr(channel, kind)(f"/{SERVICE}/{name}", request_serializer=bytes, response_deserializer=bytes)
 
 
+def _refused(call, request: bytes, code: grpc.StatusCode) -> grpc.RpcError:
+    """The error ``call(request)`` ends with, after checking its status code."""
+    with pytest.raises(grpc.RpcError) as info:
+        call(request)
+    assert info.value.code() == code
+    return info.value
+
+
 def test_inline_unary_calls_run_on_the_poller_and_the_others_in_the_pool(served) -> None:
     rec, _, channel, _ = served
     assert _method(channel, "Echo")(b"a") == b"echo:a"
@@ -106,21 +114,12 @@ def test_inline_unary_calls_run_on_the_poller_and_the_others_in_the_pool(served)
 def test_errors_reach_the_client_and_the_server_lives_on(served) -> None:
     _, _, channel, _ = served
     fail = _method(channel, "Fail")
-    with pytest.raises(grpc.RpcError) as bug:
-        fail(b"x")
-    assert bug.value.code() == grpc.StatusCode.UNKNOWN
-    assert "a bug in the handler" in bug.value.details()
-    with pytest.raises(grpc.RpcError) as refused:
-        fail(b"abort")
-    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert refused.value.details() == "refused on purpose"
-    assert dict(refused.value.trailing_metadata())["why-bin"] == b"\x01\x02"
-    with pytest.raises(grpc.RpcError) as garbage:
-        _method(channel, "Echo")(b"bad")
-    assert garbage.value.code() == grpc.StatusCode.INTERNAL
-    with pytest.raises(grpc.RpcError) as unknown:
-        channel.unary_unary(f"/{SERVICE}/Nothing")(b"")
-    assert unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert "a bug in the handler" in _refused(fail, b"x", grpc.StatusCode.UNKNOWN).details()
+    refused = _refused(fail, b"abort", grpc.StatusCode.FAILED_PRECONDITION)
+    assert refused.details() == "refused on purpose"
+    assert dict(refused.trailing_metadata())["why-bin"] == b"\x01\x02"
+    _refused(_method(channel, "Echo"), b"bad", grpc.StatusCode.INTERNAL)
+    _refused(channel.unary_unary(f"/{SERVICE}/Nothing"), b"", grpc.StatusCode.UNIMPLEMENTED)
     assert _method(channel, "Echo")(b"still") == b"echo:still"
 
 
@@ -203,14 +202,10 @@ def test_unknown_methods_are_not_kept_and_a_broken_lookup_fails_its_call_only(se
     _, server, channel, _ = served
     server.add_generic_rpc_handlers((_BrokenLookup(),))
     for i in range(50):
-        with pytest.raises(grpc.RpcError) as unknown:
-            channel.unary_unary(f"/{SERVICE}/Nothing{i}")(b"")
-        assert unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        _refused(channel.unary_unary(f"/{SERVICE}/Nothing{i}"), b"", grpc.StatusCode.UNIMPLEMENTED)
     assert _method(channel, "Echo")(b"x") == b"echo:x"
     assert set(server._handlers) == {f"/{SERVICE}/Echo".encode()}  # only methods that exist are kept
-    with pytest.raises(grpc.RpcError) as boom:
-        channel.unary_unary(f"/{SERVICE}/Boom")(b"")
-    assert boom.value.code() == grpc.StatusCode.UNKNOWN
+    _refused(channel.unary_unary(f"/{SERVICE}/Boom"), b"", grpc.StatusCode.UNKNOWN)
     assert _method(channel, "Echo")(b"y") == b"echo:y"
 
 
