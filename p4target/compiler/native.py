@@ -150,10 +150,11 @@ def module_path(cache: Path, key: str, prefix: str = "p4fast") -> Path:
 
 
 def build(source: str, key: str, cc: str, cache: Path, module_name: str | None = None,
-          prefix: str = "p4fast", cython_args: tuple[str, ...] = ()) -> Path:
+          prefix: str = "p4fast", cython_args: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> Path:
     """Compile ``source`` into ``cache`` as the module ``module_name`` (default
-    ``<prefix>_<key>``), in the file ``module_path(cache, key, prefix)`` (the caller
-    holds the entry's lock); returns that path."""
+    ``<prefix>_<key>``), in the file ``module_path(cache, key, prefix)``, linked with
+    the C ``libraries`` (names, as ``-l`` takes them); the caller holds the entry's
+    lock. Returns that path."""
     name = module_name or f"{prefix}_{key}"
     final = module_path(cache, key, prefix)
     _clear_stale(cache)
@@ -165,7 +166,7 @@ def build(source: str, key: str, cc: str, cache: Path, module_name: str | None =
         _run([sys.executable, "-m", "cython", "-3", "--fast-fail", "--module-name", name, *cython_args,
               "-o", str(c), str(pyx)], "cython")
         _run([*cc.split(), "-shared", *CFLAGS, f"-I{sysconfig.get_paths()['include']}",
-              str(c), "-o", str(so)], "the C compiler")
+              str(c), "-o", str(so), *(f"-l{lib}" for lib in libraries)], "the C compiler")
         os.replace(so, final)  # whole or absent: another process may load it now
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -296,7 +297,8 @@ class NativeFastPath:
 
 
 def ensure_built(source: str, key: str, cc: str, cache: Path, label: str, module_name: str | None = None,
-                 prefix: str = "p4fast", cython_args: tuple[str, ...] = (), what: str = "compiled fast path") -> None:
+                 prefix: str = "p4fast", cython_args: tuple[str, ...] = (), what: str = "compiled fast path",
+                 libraries: tuple[str, ...] = ()) -> None:
     """Build the module ``key`` into ``cache`` unless another process has: under the
     entry's file lock, so concurrent processes build it once (arguments as ``build``)."""
     def unwritable(e: OSError) -> NativeError:
@@ -315,7 +317,7 @@ def ensure_built(source: str, key: str, cc: str, cache: Path, label: str, module
         log.info("%s: building the %s (once; cached in %s)", label, what, cache)
         t0 = time.monotonic()
         try:
-            build(source, key, cc, cache, module_name, prefix, cython_args)
+            build(source, key, cc, cache, module_name, prefix, cython_args, libraries)
         except NativeError as e:
             try:  # later processes report it instead of building again
                 (cache / f"{key}.failed").write_text(str(e) + "\n")

@@ -32,9 +32,12 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent import futures
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import grpc
+
+from p4target.p4runtime.grpc_calls import (Context, Handlers, deserialize, run_unary, status_int,
+                                           stream_responses)
 
 try:
     from grpc._cython import cygrpc
@@ -49,7 +52,6 @@ log = logging.getLogger(__name__)
 _NEW_CALL = "new call"
 _SHUTDOWN = "shutdown"
 _NO_FLAGS = 0
-_OK = 0  # grpc_status_code GRPC_STATUS_OK
 
 # What this module uses of cygrpc, checked before a server is made (``unavailable``).
 _USED = {
@@ -78,59 +80,6 @@ def unavailable() -> str | None:
     return None
 
 
-class _Abort(Exception):
-    """Raised by ``_Context.abort`` to unwind the handler, as grpc's context does."""
-
-
-def _status_int(code: grpc.StatusCode) -> int:
-    return code.value[0]
-
-
-class _Context:
-    """What a handler sees of its call: the subset of ``grpc.ServicerContext`` in use."""
-
-    __slots__ = ("_metadata", "code", "details", "trailing", "callbacks", "ended")
-
-    def __init__(self, metadata: tuple) -> None:
-        self._metadata = metadata
-        self.code = _OK
-        self.details = b""
-        self.trailing: tuple | None = None
-        self.callbacks: list[Callable[[], None]] | None = None
-        self.ended = False
-
-    def invocation_metadata(self) -> tuple:
-        return self._metadata
-
-    def set_trailing_metadata(self, metadata: tuple) -> None:
-        self.trailing = tuple(metadata)
-
-    def abort(self, code: grpc.StatusCode, details: str) -> None:
-        if code is grpc.StatusCode.OK:  # as grpc: aborting with OK still fails the call
-            code, details = grpc.StatusCode.UNKNOWN, ""
-        self.code, self.details = _status_int(code), details.encode()
-        raise _Abort()
-
-    def abort_with_status(self, status: grpc.Status) -> None:
-        self.trailing = tuple(status.trailing_metadata or ())
-        self.abort(status.code, status.details)
-
-    def add_callback(self, callback: Callable[[], None]) -> bool:
-        """Run ``callback`` when the call ends (answered, cancelled or failed)."""
-        if self.ended:
-            return False
-        if self.callbacks is None:
-            self.callbacks = []
-        self.callbacks.append(callback)
-        return True
-
-    def is_active(self) -> bool:
-        return not self.ended
-
-    def fail(self, code: int, details: str) -> None:
-        self.code, self.details, self.trailing = code, details.encode(), None
-
-
 class _Waiter:
     """The tag of a batch a pool thread waits for: the poller hands it the event."""
 
@@ -148,17 +97,14 @@ class _Waiter:
 class _Call:
     """One call: its core handle, its handler and its context, on whichever thread runs it."""
 
-    __slots__ = ("call", "handler", "context", "method", "server", "serialize", "deserialize")
+    __slots__ = ("call", "handler", "context", "method", "server", "_sent_initial")
 
     def __init__(self, server: "CoreServer", event: Any, handler: grpc.RpcMethodHandler, method: str) -> None:
         self.server = server
         self.call = event.call
         self.handler = handler
-        # a handler without (de)serialisers takes and gives bytes, as with grpc.server
-        self.serialize = handler.response_serializer or _same
-        self.deserialize = handler.request_deserializer or _same
         self.method = method
-        self.context = _Context(event.invocation_metadata)
+        self.context = Context(event.invocation_metadata)
 
     # ---- batches ------------------------------------------------------------------------
     def _start(self, ops: tuple, tag: Callable[[Any], None]) -> bool:
@@ -189,37 +135,13 @@ class _Call:
 
     def _ended(self, event: Any) -> None:
         """The call is over (status sent, or cancelled): run the handler's callbacks."""
-        ctx = self.context
-        ctx.ended = True
-        for callback in ctx.callbacks or ():
-            try:
-                callback()
-            except Exception:  # noqa: BLE001 - one bad callback does not stop the rest
-                log.exception("callback of %s failed", self.method)
+        self.context.end(self.method)
 
-    # ---- running the handler ------------------------------------------------------------
     def _deserialize(self, data: bytes | None) -> Any:
-        if data is None:
-            self.context.fail(_status_int(grpc.StatusCode.INTERNAL), "the call carried no request message")
-            return None
-        try:
-            return self.deserialize(data)
-        except Exception:  # noqa: BLE001 - a request that does not parse fails its call only
-            self.context.fail(_status_int(grpc.StatusCode.INTERNAL), "Exception deserializing request!")
-            return None
+        return deserialize(self.handler, self.context, data)
 
     def _unary(self, request: Any) -> bytes | None:
-        """Run a unary-response handler; the serialised answer, or None with the status set."""
-        try:
-            return self.serialize(self.handler.unary_unary(request, self.context)
-                                  if not self.handler.request_streaming
-                                  else self.handler.stream_unary(request, self.context))
-        except _Abort:
-            return None
-        except Exception as exc:  # noqa: BLE001 - a handler's bug fails its call, the server lives on
-            log.exception("%s failed", self.method)
-            self.context.fail(_status_int(grpc.StatusCode.UNKNOWN), f"Exception calling application: {exc}")
-            return None
+        return run_unary(self.handler, request, self.context, self.method)
 
     def on_request(self, event: Any) -> None:
         """Inline unary call, on the poller: the request is here; answer it in one batch."""
@@ -254,36 +176,18 @@ class _Call:
             response = self._unary(request)
             self._start(self._final_ops(response, True), _ignore)
             return
-        sent_initial = self._stream(h.unary_stream if not h.request_streaming else h.stream_stream, request)
-        if sent_initial is not None:
-            self._start(self._final_ops(None, not sent_initial), _ignore)
+        self._sent_initial = False
+        if stream_responses(h, request, self.context, self.method, self._send):
+            self._start(self._final_ops(None, not self._sent_initial), _ignore)
 
-    def _stream(self, behaviour: Callable[[Any, Any], Iterator[Any]], request: Any) -> bool | None:
-        """Send each response as the handler yields it; whether initial metadata went out,
-        None if the client is gone (nothing more to send)."""
-        sent_initial = False
-        responses = None
-        try:
-            responses = behaviour(request, self.context)
-            for response in responses:
-                data = self.serialize(response)
-                ops = (cygrpc.SendMessageOperation(data, _NO_FLAGS),)
-                if not sent_initial:
-                    ops = (cygrpc.SendInitialMetadataOperation(None, _NO_FLAGS),) + ops
-                    sent_initial = True
-                event = self._wait(ops)
-                if event is None or not event.success:
-                    return None
-        except _Abort:
-            pass
-        except Exception as exc:  # noqa: BLE001
-            log.exception("%s failed", self.method)
-            self.context.fail(_status_int(grpc.StatusCode.UNKNOWN), f"Exception iterating responses: {exc}")
-        finally:
-            close = getattr(responses, "close", None)
-            if close is not None:
-                close()
-        return sent_initial
+    def _send(self, data: bytes) -> bool:
+        """One response of a stream, waited for; False once the client is gone."""
+        ops = (cygrpc.SendMessageOperation(data, _NO_FLAGS),)
+        if not self._sent_initial:
+            ops = (cygrpc.SendInitialMetadataOperation(None, _NO_FLAGS),) + ops
+            self._sent_initial = True
+        event = self._wait(ops)
+        return event is not None and event.success
 
 
 class _Requests:
@@ -309,10 +213,6 @@ def _ignore(event: Any) -> None:
     """Tag of a final batch nobody waits for."""
 
 
-def _same(data: Any) -> Any:
-    return data
-
-
 class CoreServer:
     """The part of ``grpc.Server`` the P4Runtime server uses, with ``inline`` unary methods
     (full names, ``/package.Service/Method``) answered on the poller thread."""
@@ -322,9 +222,7 @@ class CoreServer:
         self._server = cygrpc.Server(tuple(options), False)
         self._server.register_completion_queue(self._cq)
         self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")
-        self._inline = frozenset(inline)
-        self._generic: list[grpc.GenericRpcHandler] = []
-        self._handlers: dict[bytes, tuple[grpc.RpcMethodHandler, bool]] = {}
+        self._handlers = Handlers(inline)
         self._lock = threading.Lock()
         self._serving = False
         # Calls that may still start batches; the queue is shut down only when none is left
@@ -336,7 +234,7 @@ class CoreServer:
 
     # ---- grpc.Server's registration interface ---------------------------------------------
     def add_generic_rpc_handlers(self, handlers: Iterable[grpc.GenericRpcHandler]) -> None:
-        self._generic.extend(handlers)
+        self._handlers.add(handlers)
 
     def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
         """Accepted for the generated code; the generic handlers already name every method."""
@@ -422,7 +320,7 @@ class CoreServer:
                 return
             self._active += 1
         try:
-            handler, inline = self._lookup(event)
+            handler, inline = self._handlers.lookup(event.call_details.method, event.invocation_metadata)
         except Exception:  # noqa: BLE001 - a bug in a generic handler fails this call only
             log.exception("looking up the handler of %r failed", event.call_details.method)
             self._reject(event, grpc.StatusCode.UNKNOWN, b"Error in service handler!")
@@ -439,30 +337,9 @@ class CoreServer:
             log.debug("%s: the call ended before its request", call.method)
             self._call_done()
 
-    def _lookup(self, event: Any) -> tuple[grpc.RpcMethodHandler | None, bool]:
-        """The handler of a method and whether it runs inline; looked up once per method
-        that has one (unknown names are not kept: a client could send any number)."""
-        method = event.call_details.method
-        found = self._handlers.get(method)
-        if found is None:
-            name = method.decode(errors="replace")
-            details = _HandlerCallDetails(name, event.invocation_metadata)
-            handler = next((h for g in self._generic if (h := g.service(details)) is not None), None)
-            if handler is None:
-                return None, False
-            inline = name in self._inline and not handler.request_streaming and not handler.response_streaming
-            found = self._handlers[method] = (handler, inline)
-        return found
-
     def _reject(self, event: Any, code: grpc.StatusCode, details: bytes) -> None:
         ops = (cygrpc.SendInitialMetadataOperation(None, _NO_FLAGS),
-               cygrpc.SendStatusFromServerOperation(None, _status_int(code), details, _NO_FLAGS),
+               cygrpc.SendStatusFromServerOperation(None, status_int(code), details, _NO_FLAGS),
                cygrpc.ReceiveCloseOnServerOperation(_NO_FLAGS))
         call = event.call
         call.start_server_batch(ops, lambda _event: call)  # the tag keeps the call alive
-
-
-class _HandlerCallDetails(grpc.HandlerCallDetails):
-    def __init__(self, method: str, invocation_metadata: tuple) -> None:
-        self.method = method
-        self.invocation_metadata = invocation_metadata
