@@ -17,7 +17,7 @@ SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
 
 # System packages from apt (installed only when missing).
 APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables \
-  gcc python3-dev
+  gcc python3-dev libnghttp2-dev
 
 BUILD ?= build
 RUN_DIR ?= /tmp/mrc-p4/run
@@ -106,15 +106,17 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 	@$(VENV)/bin/p4target compile $< --p4info $@
 
 # The compiled fast paths of p4src/*.p4 (Cython + gcc, p4target/compiler/native.py)
-# and the compiled P4Runtime write path (p4target/compiled_modules.py), built once
-# into the cache (~45 s the first time, then nothing), so that switches take them
+# the compiled P4Runtime write path (p4target/compiled_modules.py) and the P4Runtime
+# server's HTTP/2 loop (p4target/p4runtime/h2_server.py, on nghttp2), built once
+# into the cache (~50 s the first time, then nothing), so that switches take them
 # from their first frame. Not fatal: without them switches forward on the
-# interpreted fast path and the server writes with the .py modules.
+# interpreted fast path and the server writes with the .py modules on core_server.
 native: deps
 	@for p in $(P4_PROGRAMS); do \
 	  $(VENV)/bin/p4target compile --native $$p || echo "native: $$p keeps the interpreted fast path"; \
 	done
 	@$(VENV)/bin/python -m p4target.compiled_modules || echo "native: the P4Runtime write path stays interpreted"
+	@$(VENV)/bin/python -m p4target.p4runtime.h2_server || echo "native: the P4Runtime server runs on core_server"
 
 # ---- run, test, bench, shell ----------------------------------------------
 

@@ -22,7 +22,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from google.protobuf.internal import api_implementation
 
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
-from p4target.p4runtime import core_server
+from p4target.p4runtime import core_server, h2_server
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
@@ -61,8 +61,11 @@ _CONTINUE_ON_ERROR = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
 _ATOMICITIES = frozenset((_CONTINUE_ON_ERROR, p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                           p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC))
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
-TRANSPORT_ENV = "P4TARGET_GRPC_TRANSPORT"  # "grpc": the standard grpc.server instead of core_server
-# Answered on gRPC's poller thread as soon as they arrive (core_server): short calls only.
+# The gRPC transport: "h2" (h2_server, on nghttp2; the default), "core" (core_server, on
+# grpcio's core) or "grpc" (the standard grpc.server).
+TRANSPORT_ENV = "P4TARGET_GRPC_TRANSPORT"
+TRANSPORTS = ("h2", "core", "grpc")
+# Answered on the transport's loop thread as soon as they arrive: short calls only.
 INLINE_METHODS = ("/p4.v1.P4Runtime/Write", "/p4.v1.P4Runtime/Capabilities")
 
 
@@ -239,8 +242,8 @@ class P4RuntimeServer:
         self.packet_outs_dropped = 0
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
-        self._grpc: Any = None  # core_server.CoreServer or grpc.Server (see _transport)
-        self.transport = ""  # which, once started: "core" or "grpc.server"
+        self._grpc: Any = None  # h2_server.H2Server, core_server.CoreServer or grpc.Server (see _transport)
+        self.transport = ""  # which, once started: "h2", "core" or "grpc.server"
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
 
     # ---- lifecycle -----------------------------------------------------------------
@@ -269,24 +272,27 @@ class P4RuntimeServer:
         log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
 
     def _transport(self, options: list[tuple[str, Any]]) -> Any:
-        """``core_server.CoreServer`` (Write answered on the poller thread), or the standard
-        ``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT=grpc`` asks for it or this grpcio
-        cannot carry the former; ``self.transport`` says which."""
-        choice = os.environ.get(TRANSPORT_ENV, "core").strip().lower() or "core"
-        if choice not in ("core", "grpc"):
-            log.warning("device %d: %s=%s is neither 'core' nor 'grpc'; using core", self.device_id,
-                        TRANSPORT_ENV, choice)
-            choice = "core"
-        why = core_server.unavailable() if choice == "core" else None
-        if why is not None:
-            log.warning("device %d: the P4Runtime server falls back to grpc.server (single-entry writes "
-                        "slower): %s", self.device_id, why)
-        if choice == "grpc" or why is not None:
-            self.transport = "grpc.server"
-            return grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
-                               options=options)
-        self.transport = "core"
-        return core_server.CoreServer(self._max_workers, options=options, inline=INLINE_METHODS)
+        """The gRPC server the servicer runs on: the one ``P4TARGET_GRPC_TRANSPORT`` names
+        (default ``h2``), or the next of ``TRANSPORTS`` that can run here when it cannot
+        (one warning says why); ``self.transport`` says which."""
+        choice = os.environ.get(TRANSPORT_ENV, "h2").strip().lower() or "h2"
+        if choice not in TRANSPORTS:
+            log.warning("device %d: %s=%s is not one of %s; using h2", self.device_id, TRANSPORT_ENV, choice,
+                        ", ".join(TRANSPORTS))
+            choice = "h2"
+        for name in TRANSPORTS[TRANSPORTS.index(choice):]:
+            why = {"h2": h2_server.unavailable, "core": core_server.unavailable}.get(name, lambda: None)()
+            if why is None:
+                break
+            log.warning("device %d: the P4Runtime server cannot use its %s transport (single-entry writes "
+                        "slower): %s", self.device_id, name, why)
+        self.transport = "grpc.server" if name == "grpc" else name
+        if name == "h2":
+            return h2_server.H2Server(self._max_workers, options=options, inline=INLINE_METHODS)
+        if name == "core":
+            return core_server.CoreServer(self._max_workers, options=options, inline=INLINE_METHODS)
+        return grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
+                           options=options)
 
     def _adopt_running_pipeline(self) -> None:
         """A device started with a program (``p4target run prog.p4``) serves it at once.

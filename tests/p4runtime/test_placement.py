@@ -117,10 +117,10 @@ def test_server_keeps_every_thread_of_its_process_on_the_cpu_asked_for() -> None
         assert (chosen, chosen2) == (str(want), "None")
         clients = [busy(port, 1), busy(port2, 1)]
         threads = thread_cpus(pinned.pid)
-        assert len(threads) >= 6  # main, gRPC's threads, its poller, workers, the stream reader
+        assert len(threads) >= 4  # main, the transport's loop, a pool worker, the stream reader
         assert {t: c for t, c in threads.items() if c != {want}} == {}
         others = thread_cpus(loose.pid)
-        assert len(others) >= 6
+        assert len(others) >= 4
         assert all(c == set(CPUS) for c in others.values())  # any: untouched
     finally:
         for c in clients:
@@ -199,7 +199,7 @@ def test_run_places_the_whole_switch_auto_by_device_id_or_as_asked() -> None:
             clients.append(busy(port, dev))
         for proc, (dev, _, want) in zip(procs, runs):
             threads = thread_cpus(proc.pid)
-            assert len(threads) >= 6, dev
+            assert len(threads) >= 4, dev  # the packet I/O loop, the transport's loop, a worker, a reader
             if want is None:
                 assert all(c == set(CPUS) for c in threads.values()), dev
             else:  # the packet I/O loop (the main thread) included

@@ -1,7 +1,8 @@
-"""Which gRPC transport the server runs on: ``core_server`` by default, the standard
-``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT=grpc`` asks for it or when this grpcio's
-core binding is not the one ``core_server`` was written against; either serves the
-same P4Runtime (arbitration, writes with per-update errors, reads)."""
+"""Which gRPC transport the server runs on: ``h2_server`` (nghttp2) by default,
+``core_server`` or the standard ``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT`` asks
+for one, and the next one down when one cannot run here (no nghttp2 loop; a grpcio
+whose core binding is not the one ``core_server`` was written against); each serves
+the same P4Runtime (arbitration, writes with per-update errors, reads)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from finsy.proto.google.rpc import code_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from p4target.device import Device
-from p4target.p4runtime import core_server
+from p4target.p4runtime import core_server, h2_server
 from p4target.p4runtime.server import TRANSPORT_ENV, P4RuntimeServer
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, errors_of, ins
 
@@ -42,10 +43,29 @@ def _serve_and_use(rt_config) -> str:
     return server.transport
 
 
-def test_core_by_default(rt_config, monkeypatch) -> None:
+def test_h2_by_default(rt_config, monkeypatch) -> None:
     monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+    assert h2_server.unavailable() is None  # make deps installs nghttp2's headers
+    assert _serve_and_use(rt_config) == "h2"
+
+
+def test_core_when_asked(rt_config, monkeypatch) -> None:
+    monkeypatch.setenv(TRANSPORT_ENV, "core")
     assert core_server.unavailable() is None  # this grpcio carries it
     assert _serve_and_use(rt_config) == "core"
+
+
+def test_core_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp_path) -> None:
+    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+    # as on a machine without nghttp2's headers: the loop is neither loaded nor buildable
+    monkeypatch.setattr(h2_server, "_loaded", None)
+    monkeypatch.setattr(h2_server, "_headers_present", lambda cc: False)
+    monkeypatch.setenv("P4TARGET_CACHE", str(tmp_path))  # an empty cache: no loop built
+    why = h2_server.unavailable()
+    assert why == "nghttp2's headers are missing: apt-get install libnghttp2-dev (make deps does)"
+    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
+        assert _serve_and_use(rt_config) == "core"
+    assert "cannot use its h2 transport" in caplog.text and why in caplog.text
 
 
 def test_grpc_server_when_asked(rt_config, monkeypatch) -> None:
@@ -54,18 +74,18 @@ def test_grpc_server_when_asked(rt_config, monkeypatch) -> None:
 
 
 def test_grpc_server_when_core_cannot_run_here(rt_config, monkeypatch, caplog) -> None:
-    monkeypatch.delenv(TRANSPORT_ENV, raising=False)
+    monkeypatch.setenv(TRANSPORT_ENV, "core")
     # as with a grpcio whose core binding lacks a method core_server calls
     monkeypatch.setitem(core_server._USED, "Server", (*core_server._USED["Server"], "request_call_v9"))
     why = core_server.unavailable()
     assert why == f"grpcio {grpc.__version__} has no cygrpc.Server.request_call_v9"
     with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
         assert _serve_and_use(rt_config) == "grpc.server"
-    assert "falls back to grpc.server" in caplog.text and why in caplog.text
+    assert "cannot use its core transport" in caplog.text and why in caplog.text
 
 
-def test_an_unknown_choice_is_named_and_core_used(rt_config, monkeypatch, caplog) -> None:
+def test_an_unknown_choice_is_named_and_h2_used(rt_config, monkeypatch, caplog) -> None:
     monkeypatch.setenv(TRANSPORT_ENV, "fast")
     with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
-        assert _serve_and_use(rt_config) == "core"
-    assert f"{TRANSPORT_ENV}=fast is neither 'core' nor 'grpc'" in caplog.text
+        assert _serve_and_use(rt_config) == "h2"
+    assert f"{TRANSPORT_ENV}=fast is not one of h2, core, grpc" in caplog.text

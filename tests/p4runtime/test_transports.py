@@ -1,9 +1,11 @@
-"""The gRPC transport under the P4Runtime server (``core_server.CoreServer``), driven by
-real grpcio clients over loopback with a small service of its own: where each kind of
-call runs, what errors reach the client, and that stopping ends every call."""
+"""The project's gRPC transports under the P4Runtime server (``core_server.CoreServer``
+on grpcio's core, ``h2_server.H2Server`` on nghttp2), each driven by real grpcio
+clients over loopback with a small service of its own: where each kind of call runs,
+what errors reach the client, and that stopping ends every call."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from typing import Iterator
 
@@ -11,8 +13,13 @@ import grpc
 import pytest
 
 from p4target.p4runtime.core_server import CoreServer
+from p4target.p4runtime.h2_server import H2Server
+
+# each transport, and the name of the thread its inline calls run on
+TRANSPORTS = {"core": (CoreServer, "p4rt-poller"), "h2": (H2Server, "p4rt-h2")}
 
 SERVICE = "t.Test"
+BLOCK = 1 << 20  # one message of Blocks
 
 
 def _parse(data: bytes) -> bytes:
@@ -55,6 +62,13 @@ class Recorder:
         finally:
             self.closed.set()
 
+    def blocks(self, request: bytes, context) -> Iterator[bytes]:
+        for i in range(int(request)):
+            yield bytes((i % 256,)) * BLOCK
+
+    def meta(self, request: bytes, context) -> bytes:
+        return repr(sorted((k, v) for k, v in context.invocation_metadata() if k.startswith("x-"))).encode()
+
     def chat(self, requests: Iterator[bytes], context) -> Iterator[bytes]:
         self._seen("Chat")
         context.add_callback(self.ended.set)
@@ -70,13 +84,20 @@ def _handlers(rec: Recorder) -> grpc.GenericRpcHandler:
         "Fail": grpc.unary_unary_rpc_method_handler(rec.fail, **raw),
         "Count": grpc.unary_stream_rpc_method_handler(rec.count, **raw),
         "Chat": grpc.stream_stream_rpc_method_handler(rec.chat, **raw),
+        "Blocks": grpc.unary_stream_rpc_method_handler(rec.blocks, **raw),
+        "Meta": grpc.unary_unary_rpc_method_handler(rec.meta, **raw),
     })
 
 
+@pytest.fixture(params=sorted(TRANSPORTS))
+def transport(request):
+    return TRANSPORTS[request.param]
+
+
 @pytest.fixture
-def served():
+def served(transport):
     rec = Recorder()
-    server = CoreServer(4, inline=(f"/{SERVICE}/Echo", f"/{SERVICE}/Fail", f"/{SERVICE}/Count"))
+    server = transport[0](4, inline=(f"/{SERVICE}/Echo", f"/{SERVICE}/Fail", f"/{SERVICE}/Count"))
     server.add_generic_rpc_handlers((_handlers(rec),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
@@ -100,15 +121,16 @@ def _refused(call, request: bytes, code: grpc.StatusCode) -> grpc.RpcError:
     return info.value
 
 
-def test_inline_unary_calls_run_on_the_poller_and_the_others_in_the_pool(served) -> None:
+def test_inline_unary_calls_run_on_the_poller_and_the_others_in_the_pool(served, transport) -> None:
     rec, _, channel, _ = served
+    poller = transport[1]
     assert _method(channel, "Echo")(b"a") == b"echo:a"
     assert _method(channel, "Pooled")(b"b") == b"pooled:b"
-    assert rec.threads["Echo"] == {"p4rt-poller"}
-    assert len(rec.threads["Pooled"]) == 1 and not rec.threads["Pooled"] & {"p4rt-poller"}
+    assert rec.threads["Echo"] == {poller}
+    assert len(rec.threads["Pooled"]) == 1 and not rec.threads["Pooled"] & {poller}
     # a streaming method named inline still runs in the pool: it waits for its sends
     assert list(_method(channel, "Count", "unary_stream")(b"3")) == [b"0", b"1", b"2"]
-    assert "p4rt-poller" not in rec.threads["Count"]
+    assert poller not in rec.threads["Count"]
 
 
 def test_errors_reach_the_client_and_the_server_lives_on(served) -> None:
@@ -172,10 +194,10 @@ def test_bidirectional_stream_and_stop_with_it_open(served) -> None:
     more.set()
 
 
-def test_a_stopped_server_frees_its_port(served) -> None:
+def test_a_stopped_server_frees_its_port(served, transport) -> None:
     _, server, _, port = served
     assert server.stop(0.2).wait(10)
-    again = CoreServer(1)
+    again = transport[0](1)
     try:
         assert again.add_insecure_port(f"127.0.0.1:{port}") == port
         again.start()
@@ -183,9 +205,9 @@ def test_a_stopped_server_frees_its_port(served) -> None:
         assert again.stop(0).wait(10)
 
 
-def test_a_port_in_use_is_refused_and_the_unstarted_server_stops(served) -> None:
+def test_a_port_in_use_is_refused_and_the_unstarted_server_stops(served, transport) -> None:
     _, _, _, port = served
-    second = CoreServer(1, options=[("grpc.so_reuseport", 0)])  # options reach the core: no sharing
+    second = transport[0](1, options=[("grpc.so_reuseport", 0)])  # options reach the core: no sharing
     with pytest.raises(RuntimeError, match=f"cannot bind 127.0.0.1:{port}"):
         second.add_insecure_port(f"127.0.0.1:{port}")
     assert second.stop(0.5).wait(1)
@@ -215,3 +237,41 @@ def test_compressed_and_large_requests_arrive_whole(served) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}", compression=grpc.Compression.Gzip) as gz:
         assert _method(gz, "Echo")(b"zipped" * 1000) == b"echo:" + b"zipped" * 1000
         assert _method(gz, "Pooled")(big) == b"pooled:" + big
+
+
+def test_a_long_stream_of_large_answers_arrives_whole_and_in_order(served) -> None:
+    # 24 MiB, more than a transport keeps queued for one stream: the handler's thread
+    # waits for the client to take them (h2_server's SEND_LIMIT is 4 MiB)
+    _, _, channel, _ = served
+    got = list(_method(channel, "Blocks", "unary_stream")(b"24"))
+    assert [len(b) for b in got] == [BLOCK] * 24
+    assert [b[0] for b in got] == list(range(24)) and all(b.count(b[0]) == BLOCK for b in got)
+
+
+def test_metadata_reaches_the_handler(served) -> None:
+    _, _, channel, _ = served
+    answer = _method(channel, "Meta")(b"", metadata=(("x-plain", "v 1"), ("x-raw-bin", b"\x00\xff")))
+    assert answer == repr([("x-plain", "v 1"), ("x-raw-bin", b"\x00\xff")]).encode()
+
+
+def test_a_request_over_the_size_limit_is_refused_and_the_next_served(transport) -> None:
+    rec = Recorder()
+    server = transport[0](2, options=[("grpc.max_receive_message_length", 1000)])
+    server.add_generic_rpc_handlers((_handlers(rec),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            _refused(_method(channel, "Echo"), b"x" * 2000, grpc.StatusCode.RESOURCE_EXHAUSTED)
+            assert _method(channel, "Echo")(b"x" * 900) == b"echo:" + b"x" * 900
+    finally:
+        assert server.stop(0.5).wait(10)
+
+
+def test_a_client_that_does_not_speak_http2_is_dropped_and_the_server_lives_on(served) -> None:
+    _, _, channel, port = served
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(range(256)) * 16)
+        while raw.recv(4096):  # whatever it answers, the server closes the connection
+            pass
+    assert _method(channel, "Echo")(b"after") == b"echo:after"

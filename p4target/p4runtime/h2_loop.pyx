@@ -1,0 +1,849 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""gRPC's HTTP/2 framing on nghttp2, driven by one epoll loop thread (see h2_server.py).
+
+Why C here: a gRPC server on grpcio's core spends 85-130 us of CPU on an empty unary
+call with this project's client; nghttp2, a C HTTP/2 library, spends about 25 us on
+the same exchange (docs/p4runtime.md). This module is only the wire: connections,
+HTTP/2 sessions, gRPC's 5-byte message framing, compression of requests, status
+trailers. What a call means (its handler, its thread) is h2_server's, which this
+loop calls back on its own thread:
+
+    server.on_headers(stream)        the request's headers are in (stream.method, .metadata)
+    server.on_message(stream, data)  one whole request message (decompressed)
+    server.on_half_close(stream)     the client sent its last message
+    server.on_closed(stream)         the stream is over (answered, reset, or its connection gone)
+
+``Stream.send`` and ``Stream.finish`` may be called from any thread: on the loop's own
+thread they go straight to nghttp2, from another they are queued for the loop and the
+sender waits while the stream has more than ``SEND_LIMIT`` bytes not yet taken by
+nghttp2 (so a large Read does not pile up in memory). Only the loop thread touches
+nghttp2 sessions and sockets.
+"""
+
+import base64
+import collections
+import logging
+import threading
+import zlib
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.pythread cimport PyThread_get_thread_ident
+from libc.errno cimport EAGAIN, EINTR, errno
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+log = logging.getLogger("p4target.p4runtime.h2_loop")
+
+cdef extern from "<sys/types.h>":
+    ctypedef long ssize_t
+
+cdef extern from "<unistd.h>" nogil:
+    ssize_t c_read "read"(int fd, void *buf, size_t n)
+    ssize_t c_write "write"(int fd, const void *buf, size_t n)
+    int c_close "close"(int fd)
+
+cdef extern from "<sys/socket.h>" nogil:
+    int accept4(int fd, void *addr, void *addrlen, int flags)
+    ssize_t recv(int fd, void *buf, size_t n, int flags)
+    ssize_t send(int fd, const void *buf, size_t n, int flags)
+    int setsockopt(int fd, int level, int name, const void *value, unsigned int size)
+    int SOCK_NONBLOCK, SOCK_CLOEXEC, MSG_NOSIGNAL
+
+cdef extern from "<netinet/in.h>" nogil:
+    int IPPROTO_TCP
+
+cdef extern from "<netinet/tcp.h>" nogil:
+    int TCP_NODELAY
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int initval, int flags)
+    int EFD_NONBLOCK, EFD_CLOEXEC
+
+cdef extern from "<sys/epoll.h>" nogil:
+    ctypedef union epoll_data_t:
+        int fd
+        uint64_t u64
+    struct epoll_event:
+        uint32_t events
+        epoll_data_t data
+    int epoll_create1(int flags)
+    int epoll_ctl(int epfd, int op, int fd, epoll_event *event)
+    int epoll_wait(int epfd, epoll_event *events, int maxevents, int timeout)
+    int EPOLL_CLOEXEC, EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL
+    uint32_t EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP
+
+cdef extern from "<nghttp2/nghttp2.h>":
+    ctypedef struct nghttp2_session:
+        pass
+    ctypedef struct nghttp2_session_callbacks:
+        pass
+    ctypedef struct nghttp2_frame_hd:
+        size_t length
+        int32_t stream_id
+        uint8_t type
+        uint8_t flags
+    ctypedef struct nghttp2_headers:
+        nghttp2_frame_hd hd
+        int cat
+    ctypedef union nghttp2_frame:
+        nghttp2_frame_hd hd
+        nghttp2_headers headers
+    ctypedef struct nghttp2_nv:
+        uint8_t *name
+        uint8_t *value
+        size_t namelen
+        size_t valuelen
+        uint8_t flags
+    ctypedef union nghttp2_data_source:
+        int fd
+        void *ptr
+    ctypedef ssize_t (*nghttp2_data_source_read_callback)(
+        nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+        nghttp2_data_source *source, void *user_data)
+    ctypedef struct nghttp2_data_provider:
+        nghttp2_data_source source
+        nghttp2_data_source_read_callback read_callback
+    ctypedef struct nghttp2_settings_entry:
+        int32_t settings_id
+        uint32_t value
+
+    ctypedef int (*nghttp2_on_frame_recv_callback)(nghttp2_session *, const nghttp2_frame *, void *)
+    ctypedef int (*nghttp2_on_frame_send_callback)(nghttp2_session *, const nghttp2_frame *, void *)
+    ctypedef int (*nghttp2_on_begin_headers_callback)(nghttp2_session *, const nghttp2_frame *, void *)
+    ctypedef int (*nghttp2_on_header_callback)(nghttp2_session *, const nghttp2_frame *, const uint8_t *, size_t,
+                                               const uint8_t *, size_t, uint8_t, void *)
+    ctypedef int (*nghttp2_on_data_chunk_recv_callback)(nghttp2_session *, uint8_t, int32_t, const uint8_t *,
+                                                        size_t, void *)
+    ctypedef int (*nghttp2_on_stream_close_callback)(nghttp2_session *, int32_t, uint32_t, void *)
+
+    int nghttp2_session_callbacks_new(nghttp2_session_callbacks **callbacks)
+    void nghttp2_session_callbacks_set_on_frame_recv_callback(nghttp2_session_callbacks *, nghttp2_on_frame_recv_callback)
+    void nghttp2_session_callbacks_set_on_frame_send_callback(nghttp2_session_callbacks *, nghttp2_on_frame_send_callback)
+    void nghttp2_session_callbacks_set_on_begin_headers_callback(nghttp2_session_callbacks *,
+                                                                 nghttp2_on_begin_headers_callback)
+    void nghttp2_session_callbacks_set_on_header_callback(nghttp2_session_callbacks *, nghttp2_on_header_callback)
+    void nghttp2_session_callbacks_set_on_data_chunk_recv_callback(nghttp2_session_callbacks *,
+                                                                   nghttp2_on_data_chunk_recv_callback)
+    void nghttp2_session_callbacks_set_on_stream_close_callback(nghttp2_session_callbacks *,
+                                                                nghttp2_on_stream_close_callback)
+    int nghttp2_session_server_new(nghttp2_session **session, const nghttp2_session_callbacks *callbacks,
+                                   void *user_data)
+    void nghttp2_session_del(nghttp2_session *session)
+    ssize_t nghttp2_session_mem_recv(nghttp2_session *session, const uint8_t *data, size_t n)
+    ssize_t nghttp2_session_mem_send(nghttp2_session *session, const uint8_t **data)
+    int nghttp2_session_want_read(nghttp2_session *session)
+    int nghttp2_session_want_write(nghttp2_session *session)
+    int nghttp2_session_resume_data(nghttp2_session *session, int32_t stream_id)
+    int nghttp2_session_set_local_window_size(nghttp2_session *session, uint8_t flags, int32_t stream_id,
+                                              int32_t window_size)
+    int32_t nghttp2_session_get_last_proc_stream_id(nghttp2_session *session)
+    int nghttp2_session_terminate_session(nghttp2_session *session, uint32_t error_code)
+    int nghttp2_submit_settings(nghttp2_session *session, uint8_t flags, const nghttp2_settings_entry *iv,
+                                size_t niv)
+    int nghttp2_submit_response(nghttp2_session *session, int32_t stream_id, const nghttp2_nv *nva, size_t nvlen,
+                                const nghttp2_data_provider *data_prd)
+    int nghttp2_submit_trailer(nghttp2_session *session, int32_t stream_id, const nghttp2_nv *nva, size_t nvlen)
+    int nghttp2_submit_rst_stream(nghttp2_session *session, uint8_t flags, int32_t stream_id, uint32_t error_code)
+    int nghttp2_submit_goaway(nghttp2_session *session, uint8_t flags, int32_t last_stream_id, uint32_t error_code,
+                              const uint8_t *opaque_data, size_t opaque_data_len)
+    const char *nghttp2_strerror(int lib_error_code)
+
+    int NGHTTP2_DATA, NGHTTP2_HEADERS, NGHTTP2_HCAT_REQUEST, NGHTTP2_HCAT_HEADERS
+    int NGHTTP2_FLAG_NONE, NGHTTP2_FLAG_END_STREAM
+    int NGHTTP2_DATA_FLAG_EOF, NGHTTP2_DATA_FLAG_NO_END_STREAM
+    int NGHTTP2_ERR_DEFERRED
+    int NGHTTP2_NV_FLAG_NONE
+    int NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE
+    int NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL
+
+cdef enum:
+    # grpc_status_code values this module answers with itself
+    RESOURCE_EXHAUSTED = 8
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    # commands from other threads
+    SEND = 1
+    FINISH = 2
+    STOP_LISTENING = 3
+    CANCEL_ALL = 4
+
+cdef enum:
+    RECV_CHUNK = 262144
+    WRITE_HIGH = 1048576       # stop taking frames from nghttp2 while this much waits for the socket
+    STREAM_WINDOW = 1048576    # what a client may send on one stream before we consume it
+    CONNECTION_WINDOW = 16777216
+    MAX_STREAMS = 1000
+
+SEND_LIMIT = 4 * 1024 * 1024   # bytes a stream may have waiting before a sender from another thread waits
+cdef Py_ssize_t _SEND_LIMIT = SEND_LIMIT
+
+cdef class Conn
+cdef class Loop
+
+cdef bytes _STATUS_200 = b"200"
+cdef bytes _GRPC_TYPE = b"application/grpc"
+cdef bytes _ACCEPT = b"identity,deflate,gzip"
+cdef tuple _HEADERS = ((b":status", _STATUS_200), (b"content-type", _GRPC_TYPE),
+                       (b"grpc-accept-encoding", _ACCEPT))
+# request headers that are gRPC's or HTTP's own, not the call's metadata
+cdef frozenset _RESERVED = frozenset((b"content-type", b"te", b"grpc-timeout", b"grpc-encoding",
+                                      b"grpc-accept-encoding", b"grpc-message-type", b"user-agent"))
+
+def percent_encoded(bytes details):
+    """grpc-message as gRPC's HTTP/2 mapping writes it: printable ASCII but '%' as is."""
+    cdef unsigned char c
+    cdef bint plain = True
+    for c in details:
+        if c < 0x20 or c > 0x7e or c == 0x25:
+            plain = False
+            break
+    if plain:
+        return details
+    out = bytearray()
+    for c in details:
+        if c < 0x20 or c > 0x7e or c == 0x25:
+            out += b"%%%02X" % c
+        else:
+            out.append(c)
+    return bytes(out)
+
+
+def metadata_pairs(trailing):
+    """(name, value) bytes of a call's trailing metadata; ``-bin`` values in base64."""
+    out = []
+    for key, value in trailing or ():
+        name = key.lower().encode("ascii")
+        if name.endswith(b"-bin"):
+            out.append((name, base64.b64encode(value if isinstance(value, bytes) else value.encode())))
+        else:
+            out.append((name, value.encode("ascii") if isinstance(value, str) else bytes(value)))
+    return out
+
+
+cdef object _inflate(bytes encoding, bytes data):
+    """A compressed request message, or raise ValueError with what was wrong."""
+    if encoding == b"gzip":
+        return zlib.decompress(data, 31)
+    if encoding == b"deflate":
+        return zlib.decompress(data)
+    raise ValueError(f"compressed message with grpc-encoding {encoding.decode(errors='replace')!r}")
+
+
+cdef nghttp2_nv *_nv(list pairs):
+    """An nghttp2_nv array pointing into ``pairs`` (bytes, kept alive by the caller; nghttp2
+    copies them when the frame is submitted). Free with free()."""
+    cdef nghttp2_nv *nva = <nghttp2_nv *>malloc(sizeof(nghttp2_nv) * (len(pairs) or 1))
+    cdef Py_ssize_t i
+    cdef bytes name, value
+    for i in range(len(pairs)):
+        name, value = pairs[i]
+        nva[i].name = <uint8_t *>PyBytes_AS_STRING(name)
+        nva[i].namelen = PyBytes_GET_SIZE(name)
+        nva[i].value = <uint8_t *>PyBytes_AS_STRING(value)
+        nva[i].valuelen = PyBytes_GET_SIZE(value)
+        nva[i].flags = NGHTTP2_NV_FLAG_NONE
+    return nva
+
+
+cdef class Stream:
+    """One call (an HTTP/2 stream) as the server layer sees it."""
+
+    cdef readonly bytes method
+    cdef readonly object metadata_list
+    cdef public object call           # the server layer's state for this call
+    cdef Conn conn
+    cdef int32_t sid
+    cdef bytes encoding
+    cdef bytes content_type
+    cdef bytearray buf               # request bytes of an incomplete message
+    cdef object out                  # framed response messages not yet taken by nghttp2
+    cdef Py_ssize_t off              # how much of out[0] nghttp2 has taken
+    cdef public Py_ssize_t pending   # bytes queued (by any thread) and not yet taken
+    cdef object room                 # threading.Condition a sender from another thread waits on
+    cdef bint waiting
+    cdef list trailers
+    cdef readonly bint responded, finished, closed, half_closed
+    cdef bint deferred, rejected
+
+    @property
+    def metadata(self):
+        return tuple(self.metadata_list)
+
+    def send(self, bytes data):
+        """Queue one response message (serialised, unframed)."""
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        cdef bytes framed = PyBytes_FromStringAndSize(NULL, n + 5)
+        cdef char *p = PyBytes_AS_STRING(framed)
+        cdef Loop loop = self.conn.loop
+        p[0] = 0
+        p[1] = <char>((n >> 24) & 0xff)
+        p[2] = <char>((n >> 16) & 0xff)
+        p[3] = <char>((n >> 8) & 0xff)
+        p[4] = <char>(n & 0xff)
+        memcpy(p + 5, PyBytes_AS_STRING(data), n)
+        self.pending += n + 5
+        if PyThread_get_thread_ident() == loop.ident:
+            self._enqueue(framed)
+            return
+        if self.pending > _SEND_LIMIT:
+            if self.room is None:
+                self.room = threading.Condition()
+            with self.room:
+                self.waiting = True
+                while self.pending > _SEND_LIMIT and not self.closed:
+                    self.room.wait(1.0)
+                self.waiting = False
+        loop.post((SEND, self, framed))
+
+    def finish(self, int code, bytes details, trailing=None):
+        """End the call with this grpc status (and trailing metadata)."""
+        cdef Loop loop = self.conn.loop
+        if PyThread_get_thread_ident() == loop.ident:
+            self._finish(code, details, trailing)
+        else:
+            loop.post((FINISH, self, (code, details, trailing)))
+
+    cdef void _enqueue(self, bytes framed):
+        if self.closed or self.finished:
+            self.pending -= PyBytes_GET_SIZE(framed)
+            return
+        self.out.append(framed)
+        self._respond_or_resume()
+
+    cdef void _finish(self, int code, bytes details, trailing):
+        if self.closed or self.finished:
+            return
+        self.finished = True
+        pairs = [(b"grpc-status", str(code).encode()), (b"grpc-message", percent_encoded(details))]
+        pairs.extend(metadata_pairs(trailing))
+        if details == b"":
+            del pairs[1]
+        self.trailers = pairs
+        if not self.responded and not self.out:   # trailers-only: one HEADERS frame ends the call
+            self.responded = True
+            self.conn.submit_response(self.sid, list(_HEADERS) + pairs, None)
+        else:
+            self._respond_or_resume()
+
+    cdef void _respond_or_resume(self):
+        self.conn.loop.mark(self.conn)
+        if not self.responded:
+            self.responded = True
+            self.conn.submit_response(self.sid, list(_HEADERS), self)
+        elif self.deferred:
+            self.deferred = False
+            nghttp2_session_resume_data(self.conn.session, self.sid)
+
+    cdef Py_ssize_t _take(self, uint8_t *dst, size_t length):
+        """Copy up to ``length`` bytes of queued messages into nghttp2's frame buffer."""
+        cdef Py_ssize_t copied = 0, avail, n
+        cdef bytes chunk
+        while copied < <Py_ssize_t>length and self.out:
+            chunk = self.out[0]
+            avail = PyBytes_GET_SIZE(chunk) - self.off
+            n = min(avail, <Py_ssize_t>length - copied)
+            memcpy(dst + copied, PyBytes_AS_STRING(chunk) + self.off, n)
+            copied += n
+            self.off += n
+            if self.off == PyBytes_GET_SIZE(chunk):
+                self.out.popleft()
+                self.off = 0
+        self.pending -= copied
+        if self.waiting and self.pending <= _SEND_LIMIT:
+            self._wake()
+        return copied
+
+    cdef void _wake(self):
+        with self.room:
+            self.room.notify_all()
+
+    cdef void _closed(self):
+        self.closed = True
+        self.out.clear()
+        if self.waiting:
+            self._wake()
+
+
+cdef Stream _new_stream(Conn conn, int32_t sid):
+    cdef Stream st = Stream.__new__(Stream)
+    st.conn = conn
+    st.sid = sid
+    st.method = b""
+    st.metadata_list = []
+    st.encoding = b""
+    st.content_type = b""
+    st.buf = bytearray()
+    st.out = collections.deque()
+    return st
+
+
+# ---- nghttp2 callbacks (called inside mem_recv/mem_send, on the loop thread, GIL held) ----
+
+cdef int _on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) noexcept:
+    cdef Conn conn = <Conn>user_data
+    if frame.hd.type == NGHTTP2_HEADERS and frame.headers.cat == NGHTTP2_HCAT_REQUEST:
+        conn.streams[frame.hd.stream_id] = _new_stream(conn, frame.hd.stream_id)
+        conn.loop.open_streams += 1
+    return 0
+
+
+cdef int _on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                    const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) noexcept:
+    cdef Conn conn = <Conn>user_data
+    cdef Stream st = conn.streams.get(frame.hd.stream_id)
+    if st is None or frame.headers.cat != NGHTTP2_HCAT_REQUEST:
+        return 0
+    cdef bytes key = (<char *>name)[:namelen]
+    cdef bytes val = (<char *>value)[:valuelen]
+    try:
+        if key[0] == 0x3a:  # ':'
+            if key == b":path":
+                st.method = val
+        elif key == b"grpc-encoding":
+            st.encoding = val
+        elif key == b"content-type":
+            st.content_type = val
+        elif key not in _RESERVED:
+            if key.endswith(b"-bin"):
+                st.metadata_list.append((key.decode("ascii"), base64.b64decode(val + b"=" * (-len(val) % 4))))
+            else:
+                st.metadata_list.append((key.decode("ascii"), val.decode("latin-1")))
+    except Exception:  # noqa: BLE001 - a header we cannot read is left out, not fatal
+        log.debug("unreadable request header %r", key)
+    return 0
+
+
+cdef int _on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) noexcept:
+    cdef Conn conn = <Conn>user_data
+    cdef Stream st
+    if frame.hd.type != NGHTTP2_HEADERS and frame.hd.type != NGHTTP2_DATA:
+        return 0
+    st = conn.streams.get(frame.hd.stream_id)
+    if st is None:
+        return 0
+    if frame.hd.type == NGHTTP2_HEADERS and frame.headers.cat == NGHTTP2_HCAT_REQUEST:
+        conn.loop.headers_in(st)
+    if frame.hd.flags & NGHTTP2_FLAG_END_STREAM:
+        conn.loop.half_close(st)
+    return 0
+
+
+cdef int _on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t sid, const uint8_t *data, size_t n,
+                        void *user_data) noexcept:
+    cdef Conn conn = <Conn>user_data
+    cdef Stream st = conn.streams.get(sid)
+    if st is None or st.rejected or st.closed or st.finished:
+        return 0
+    conn.loop.data_in(st, data, n)
+    return 0
+
+
+cdef int _on_stream_close(nghttp2_session *session, int32_t sid, uint32_t error_code, void *user_data) noexcept:
+    cdef Conn conn = <Conn>user_data
+    cdef Stream st = conn.streams.pop(sid, None)
+    if st is not None:
+        conn.loop.stream_over(st)
+    return 0
+
+
+cdef int _on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) noexcept:
+    # The answer is complete but the client still has its side open (a stream it has not
+    # half-closed): reset with NO_ERROR, as HTTP/2 lets a server end a request it is done with.
+    cdef Conn conn = <Conn>user_data
+    cdef Stream st
+    if frame.hd.type == NGHTTP2_HEADERS and frame.hd.flags & NGHTTP2_FLAG_END_STREAM:
+        st = conn.streams.get(frame.hd.stream_id)
+        if st is not None and not st.half_closed:
+            nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame.hd.stream_id, NGHTTP2_NO_ERROR)
+    return 0
+
+
+cdef ssize_t _read_response(nghttp2_session *session, int32_t sid, uint8_t *buf, size_t length,
+                            uint32_t *data_flags, nghttp2_data_source *source, void *user_data) noexcept:
+    cdef Stream st = <Stream>source.ptr
+    cdef Py_ssize_t copied = st._take(buf, length)
+    cdef nghttp2_nv *nva
+    if not st.out:
+        if st.finished:
+            data_flags[0] |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM
+            nva = _nv(st.trailers)
+            nghttp2_submit_trailer(session, sid, nva, len(st.trailers))
+            free(nva)
+        elif copied == 0:
+            st.deferred = True
+            return NGHTTP2_ERR_DEFERRED
+    return copied
+
+
+cdef nghttp2_session_callbacks *_callbacks = NULL
+
+
+cdef nghttp2_session_callbacks *_the_callbacks():
+    global _callbacks
+    if _callbacks == NULL:
+        nghttp2_session_callbacks_new(&_callbacks)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(_callbacks, _on_begin_headers)
+        nghttp2_session_callbacks_set_on_header_callback(_callbacks, _on_header)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(_callbacks, _on_frame_recv)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(_callbacks, _on_data_chunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(_callbacks, _on_stream_close)
+        nghttp2_session_callbacks_set_on_frame_send_callback(_callbacks, _on_frame_send)
+    return _callbacks
+
+
+cdef class Conn:
+    """One client connection: its socket, its nghttp2 session, its open streams."""
+
+    cdef int fd
+    cdef nghttp2_session *session
+    cdef dict streams
+    cdef Loop loop
+    cdef char *wbuf          # bytes nghttp2 produced that the socket has not taken yet
+    cdef size_t wlen, woff, wcap
+    cdef bint want_out, dirty, dead
+
+    cdef void submit_response(self, int32_t sid, list pairs, Stream body):
+        cdef nghttp2_data_provider provider
+        cdef nghttp2_nv *nva = _nv(pairs)
+        cdef int rc
+        if body is None:
+            rc = nghttp2_submit_response(self.session, sid, nva, len(pairs), NULL)
+        else:
+            provider.source.ptr = <void *>body
+            provider.read_callback = _read_response
+            rc = nghttp2_submit_response(self.session, sid, nva, len(pairs), &provider)
+        free(nva)
+        if rc != 0:
+            log.debug("stream %d: response not submitted: %s", sid, nghttp2_strerror(rc).decode())
+
+    cdef bint _write_out(self):
+        """Write what is buffered; False when the socket is full (or broken)."""
+        cdef ssize_t n
+        while self.woff < self.wlen:
+            with nogil:
+                n = send(self.fd, self.wbuf + self.woff, self.wlen - self.woff, MSG_NOSIGNAL)
+            if n < 0:
+                if errno == EINTR:
+                    continue
+                if errno != EAGAIN:
+                    self.dead = True
+                return False
+            self.woff += n
+        self.wlen = self.woff = 0
+        return True
+
+    cdef void flush(self):
+        """Hand nghttp2's frames to the socket, as far as it takes them."""
+        cdef const uint8_t *data
+        cdef ssize_t n
+        cdef size_t need
+        cdef bint blocked
+        if self.dead:
+            return
+        if self._write_out():
+            while True:
+                n = nghttp2_session_mem_send(self.session, &data)
+                if n < 0:
+                    log.debug("connection %d: nghttp2 send failed: %s", self.fd, nghttp2_strerror(n).decode())
+                    self.dead = True
+                    return
+                if n == 0:
+                    break
+                need = self.wlen + n
+                if need > self.wcap:
+                    self.wcap = max(need, self.wcap * 2, 65536)
+                    self.wbuf = <char *>realloc(self.wbuf, self.wcap)
+                memcpy(self.wbuf + self.wlen, data, n)
+                self.wlen = need
+                if self.wlen >= WRITE_HIGH and not self._write_out():
+                    break
+            self._write_out()
+        if self.dead:
+            return
+        blocked = self.woff < self.wlen
+        if blocked != self.want_out:
+            self.want_out = blocked
+            self.loop.watch(self.fd, EPOLL_CTL_MOD, EPOLLIN | (EPOLLOUT if blocked else 0))
+        if not blocked and not nghttp2_session_want_read(self.session) and \
+                not nghttp2_session_want_write(self.session):
+            self.dead = True  # both sides are done (after a GOAWAY): close
+
+    def __dealloc__(self):
+        if self.session != NULL:
+            nghttp2_session_del(self.session)
+        free(self.wbuf)
+
+
+cdef class Loop:
+    """The epoll loop: listening sockets, connections, and commands from other threads."""
+
+    cdef object server
+    cdef readonly unsigned long ident
+    cdef int ep, wake_fd
+    cdef dict conns                 # fd -> Conn
+    cdef set listeners              # listening fds
+    cdef list dirty
+    cdef object commands
+    cdef public Py_ssize_t open_streams
+    cdef public Py_ssize_t max_receive
+    cdef bint stopping, cancelling
+
+    def __cinit__(self, server, Py_ssize_t max_receive):
+        self.server = server
+        self.max_receive = max_receive
+        self.conns = {}
+        self.listeners = set()
+        self.dirty = []
+        self.commands = collections.deque()
+        self.ep = epoll_create1(EPOLL_CLOEXEC)
+        self.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
+        if self.ep < 0 or self.wake_fd < 0:
+            raise OSError(errno, "cannot create the loop's epoll or eventfd")
+        self.watch(self.wake_fd, EPOLL_CTL_ADD, EPOLLIN)
+
+    def __dealloc__(self):
+        if self.ep >= 0:
+            c_close(self.ep)
+        if self.wake_fd >= 0:
+            c_close(self.wake_fd)
+
+    cdef void watch(self, int fd, int op, uint32_t events):
+        cdef epoll_event ev
+        ev.events = events
+        ev.data.u64 = 0
+        ev.data.fd = fd
+        epoll_ctl(self.ep, op, fd, &ev)
+
+    def listen(self, int fd):
+        """Accept connections on this listening socket (non-blocking; the caller keeps it open
+        until the loop has stopped)."""
+        self.listeners.add(fd)
+        self.watch(fd, EPOLL_CTL_ADD, EPOLLIN)
+
+    cdef void mark(self, Conn conn):
+        if not conn.dirty:
+            conn.dirty = True
+            self.dirty.append(conn)
+
+    def post(self, command):
+        """From any thread: queue a command and wake the loop."""
+        cdef uint64_t one = 1
+        self.commands.append(command)
+        with nogil:
+            c_write(self.wake_fd, &one, 8)
+
+    def stop_listening(self):
+        self.post((STOP_LISTENING, None, None))
+
+    def cancel_all(self):
+        self.post((CANCEL_ALL, None, None))
+
+    # ---- what the callbacks hand up --------------------------------------------------
+    cdef void headers_in(self, Stream st):
+        if self.stopping:
+            st._finish(UNAVAILABLE, b"the server is shutting down", None)
+            return
+        if not st.content_type.startswith(_GRPC_TYPE):
+            st.rejected = True
+            st._finish(UNIMPLEMENTED, b"not a gRPC request (content-type %s)" % st.content_type, None)
+            return
+        try:
+            self.server.on_headers(st)
+        except Exception:  # noqa: BLE001 - a bug above fails this call, not the loop
+            log.exception("on_headers of %r failed", st.method)
+            st.rejected = True
+            st._finish(INTERNAL, b"the server failed to take the call", None)
+
+    cdef void half_close(self, Stream st):
+        st.half_closed = True
+        if st.rejected or st.finished or st.closed:
+            return
+        if len(st.buf):
+            st.rejected = True
+            st._finish(INTERNAL, b"the request ended inside a message", None)
+            return
+        try:
+            self.server.on_half_close(st)
+        except Exception:  # noqa: BLE001
+            log.exception("on_half_close of %r failed", st.method)
+
+    cdef void data_in(self, Stream st, const uint8_t *data, size_t n):
+        cdef bytearray buf = st.buf
+        cdef Py_ssize_t length, have
+        cdef bytes message
+        if len(buf) == 0 and n >= 5:
+            length = (data[1] << 24) | (data[2] << 16) | (data[3] << 8) | data[4]
+            if <size_t>length + 5 == n and data[0] == 0 and length <= self.max_receive:
+                # the usual case: one whole, uncompressed message in one chunk
+                self._message(st, (<char *>data)[5:n], 0)
+                return
+        buf.extend((<char *>data)[:n])
+        while len(buf) >= 5 and not st.rejected:
+            length = (buf[1] << 24) | (buf[2] << 16) | (buf[3] << 8) | buf[4]
+            if length > self.max_receive:
+                st.rejected = True
+                st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (%d vs. %d)"
+                           % (length, self.max_receive), None)
+                buf.clear()
+                return
+            if len(buf) < length + 5:
+                return
+            message = bytes(buf[5:length + 5])
+            flag = buf[0]
+            del buf[:length + 5]
+            self._message(st, message, flag)
+
+    cdef void _message(self, Stream st, bytes message, int flag):
+        if flag:
+            try:
+                message = _inflate(st.encoding, message)
+            except (ValueError, zlib.error) as e:
+                st.rejected = True
+                st._finish(INTERNAL, f"cannot decompress the request: {e}".encode(), None)
+                return
+            if len(message) > self.max_receive:
+                st.rejected = True
+                st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (%d vs. %d)"
+                           % (len(message), self.max_receive), None)
+                return
+        try:
+            self.server.on_message(st, message)
+        except Exception:  # noqa: BLE001
+            log.exception("on_message of %r failed", st.method)
+
+    cdef void stream_over(self, Stream st):
+        self.open_streams -= 1
+        st._closed()
+        try:
+            self.server.on_closed(st)
+        except Exception:  # noqa: BLE001
+            log.exception("on_closed of %r failed", st.method)
+
+    # ---- the loop ----------------------------------------------------------------------
+    cdef void _accept(self, int lfd):
+        cdef int fd, one = 1
+        cdef Conn conn
+        cdef nghttp2_settings_entry settings[2]
+        while True:
+            with nogil:
+                fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)
+            if fd < 0:
+                return
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
+            conn = Conn.__new__(Conn)
+            conn.fd = fd
+            conn.loop = self
+            conn.streams = {}
+            nghttp2_session_server_new(&conn.session, _the_callbacks(), <void *>conn)
+            settings[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS
+            settings[0].value = MAX_STREAMS
+            settings[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE
+            settings[1].value = STREAM_WINDOW
+            nghttp2_submit_settings(conn.session, NGHTTP2_FLAG_NONE, settings, 2)
+            nghttp2_session_set_local_window_size(conn.session, NGHTTP2_FLAG_NONE, 0, CONNECTION_WINDOW)
+            self.conns[fd] = conn
+            self.watch(fd, EPOLL_CTL_ADD, EPOLLIN)
+            self.mark(conn)
+
+    cdef void _receive(self, Conn conn, char *buf):
+        cdef ssize_t n, used
+        with nogil:
+            n = recv(conn.fd, buf, RECV_CHUNK, 0)
+        if n < 0:
+            if errno != EAGAIN and errno != EINTR:
+                conn.dead = True
+            return
+        if n == 0:
+            conn.dead = True
+            return
+        used = nghttp2_session_mem_recv(conn.session, <uint8_t *>buf, n)
+        if used < 0:
+            log.debug("connection %d: bad HTTP/2 from the client: %s", conn.fd, nghttp2_strerror(used).decode())
+            nghttp2_session_terminate_session(conn.session, NGHTTP2_PROTOCOL_ERROR)
+        self.mark(conn)
+
+    cdef void _close(self, Conn conn):
+        """The connection is gone: every stream on it is over."""
+        self.watch(conn.fd, EPOLL_CTL_DEL, 0)
+        c_close(conn.fd)
+        del self.conns[conn.fd]
+        streams = list(conn.streams.values())
+        conn.streams.clear()
+        for st in streams:
+            self.stream_over(st)
+
+    cdef void _commands(self):
+        cdef uint64_t count
+        cdef Stream st
+        with nogil:
+            c_read(self.wake_fd, &count, 8)
+        while self.commands:
+            kind, st, arg = self.commands.popleft()
+            if kind == SEND:
+                st._enqueue(arg)
+            elif kind == FINISH:
+                st._finish(arg[0], arg[1], arg[2])
+                self.mark(st.conn)
+            elif kind == STOP_LISTENING:
+                self.stopping = True
+                for fd in self.listeners:
+                    self.watch(fd, EPOLL_CTL_DEL, 0)
+                self.listeners.clear()
+                for conn in self.conns.values():
+                    nghttp2_submit_goaway((<Conn>conn).session, NGHTTP2_FLAG_NONE,
+                                          nghttp2_session_get_last_proc_stream_id((<Conn>conn).session),
+                                          NGHTTP2_NO_ERROR, NULL, 0)
+                    self.mark(conn)
+            elif kind == CANCEL_ALL:
+                self.stopping = self.cancelling = True
+                for conn in self.conns.values():
+                    for sid in list((<Conn>conn).streams):
+                        nghttp2_submit_rst_stream((<Conn>conn).session, NGHTTP2_FLAG_NONE, sid, NGHTTP2_CANCEL)
+                    self.mark(conn)
+
+    def run(self):
+        """Serve until stopped (``stop_listening``, then no stream left or ``cancel_all``)."""
+        cdef epoll_event events[64]
+        cdef int n, i, fd
+        cdef uint32_t flags
+        cdef Conn conn
+        cdef char *buf = <char *>malloc(RECV_CHUNK)
+        self.ident = PyThread_get_thread_ident()
+        try:
+            while True:
+                with nogil:
+                    n = epoll_wait(self.ep, events, 64, -1)
+                for i in range(n):
+                    fd = events[i].data.fd
+                    flags = events[i].events
+                    if fd == self.wake_fd:
+                        self._commands()
+                    elif fd in self.listeners:
+                        self._accept(fd)
+                    else:
+                        conn = self.conns.get(fd)
+                        if conn is None:
+                            continue
+                        if flags & (EPOLLIN | EPOLLERR | EPOLLHUP):
+                            self._receive(conn, buf)
+                        if flags & EPOLLOUT:
+                            self.mark(conn)
+                while self.dirty:
+                    dirty, self.dirty = self.dirty, []
+                    for conn in dirty:
+                        conn.dirty = False
+                        if self.conns.get(conn.fd) is not conn:
+                            continue  # closed already (its fd may belong to a newer connection)
+                        if not conn.dead:
+                            conn.flush()
+                        if conn.dead:
+                            self._close(conn)
+                if self.stopping and (self.cancelling or self.open_streams == 0):
+                    for conn in list(self.conns.values()):
+                        conn.flush()
+                        self._close(conn)
+                    return
+        finally:
+            free(buf)

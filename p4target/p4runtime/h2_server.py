@@ -1,0 +1,350 @@
+"""A gRPC server on nghttp2 (``h2_loop.pyx``) that answers short unary calls on its loop thread.
+
+Why: with this project's client, a gRPC server on grpcio's core (``core_server``)
+spends 110-130 us of CPU on an empty unary call and the C++ gRPC server about 85 us;
+an HTTP/2 loop on nghttp2, a small, well-kept C library, spends about 25 us
+(docs/p4runtime.md, "The transport"). For single-entry Writes, where the P4Runtime
+work is a few microseconds, that is most of the server's time.
+
+How: one thread ("p4rt-h2") runs the compiled loop (epoll, one nghttp2 session per
+connection, gRPC's message framing). It calls back here on that thread; a short unary
+method (``inline``: Write, Capabilities) is answered there the moment its request is
+whole, the answer and its status leaving in the same socket write. Every other call
+(streams, server-streaming Reads, SetForwardingPipelineConfig, which compiles) runs in
+a pool thread, whose responses the loop sends as nghttp2's flow control allows. As
+with ``core_server``, an inline handler holds up the other calls while it runs.
+
+What it supports is what the P4Runtime server uses: insecure HTTP/2 (as ``grpc.server``
+with ``add_insecure_port``), requests compressed with gzip or deflate, answers not
+compressed, metadata both ways, the errors ``grpc.server`` gives (``grpc_calls``), and
+``grpc.max_receive_message_length``. Deadlines (``grpc-timeout``) are not enforced:
+every P4Runtime call ends by itself.
+
+The loop is a C extension, built once into the native cache (``make native``, or at
+the first server that needs it) from ``h2_loop.pyx`` with Cython and nghttp2's headers
+(Debian's ``libnghttp2-dev``). ``unavailable()`` says why it cannot be used, and the
+P4Runtime server then falls back to ``core_server``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+import grpc
+
+from p4target.p4runtime.grpc_calls import Context, Handlers, deserialize, run_unary, status_int, stream_responses
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("h2_loop.pyx")
+PREFIX = "p4h2"
+LIBRARIES = ("nghttp2",)
+DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's own default
+_UNIMPLEMENTED = status_int(grpc.StatusCode.UNIMPLEMENTED)
+_UNKNOWN = status_int(grpc.StatusCode.UNKNOWN)
+_INTERNAL = status_int(grpc.StatusCode.INTERNAL)
+
+_loaded: ModuleType | None = None
+_load_lock = threading.Lock()
+
+
+def _headers_present(cc: str) -> bool:
+    probe = subprocess.run([*cc.split(), "-E", "-x", "c", "-"], input="#include <nghttp2/nghttp2.h>\n",
+                           capture_output=True, text=True, check=False)
+    return probe.returncode == 0
+
+
+def loop_module(build: bool = True) -> ModuleType:
+    """The compiled loop, built first if the cache has none for this source (``build``).
+    Raises ``native.NativeError`` saying why there is none."""
+    global _loaded
+    from p4target.compiler import native
+
+    with _load_lock:
+        if _loaded is not None:
+            return _loaded
+        cc = native.c_compiler()
+        text = SOURCE.read_text()
+        key = native.build_key("\0".join((PREFIX, *LIBRARIES, text)), cc)
+        path = native.module_path(native.cache_dir(), key, PREFIX)
+        if not path.exists():
+            if not build:
+                raise native.NativeError(f"not built yet ({path}; make native builds it)")
+            if not _headers_present(cc):
+                raise native.NativeError("nghttp2's headers are missing: apt-get install libnghttp2-dev "
+                                         "(make deps does)")
+            native.ensure_built(text, key, cc, native.cache_dir(), "P4Runtime", module_name=f"{PREFIX}_{key}",
+                                prefix=PREFIX, what="HTTP/2 loop", libraries=LIBRARIES)
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(f"{PREFIX}_{key}", path)
+        if spec is None or spec.loader is None:
+            raise native.NativeError(f"{path}: not a loadable module; delete it to rebuild")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except ImportError as e:
+            raise native.NativeError(f"{path}: cannot be loaded ({e}); delete it to rebuild") from None
+        _loaded = module
+        return module
+
+
+def unavailable() -> str | None:
+    """Why an ``H2Server`` cannot be made here (building the loop if need be), or None."""
+    from p4target.compiler import native
+
+    try:
+        loop_module()
+    except native.NativeError as e:
+        return str(e)
+    return None
+
+
+class _Call:
+    """One call's handler and context; the loop thread calls ``message``, ``half_close``
+    and ``closed``, and the answer goes out from the loop or a pool thread."""
+
+    __slots__ = ("server", "stream", "handler", "inline", "context", "method", "request", "requests", "refused")
+
+    def __init__(self, server: "H2Server", stream: Any, handler: grpc.RpcMethodHandler, inline: bool,
+                 metadata: tuple) -> None:
+        self.server = server
+        self.stream = stream
+        self.handler = handler
+        self.inline = inline
+        self.context = Context(metadata)
+        self.method = stream.method.decode(errors="replace")
+        self.request: bytes | None = None
+        self.requests: queue.SimpleQueue | None = None  # request-streaming calls: the messages
+        self.refused = False
+
+    def message(self, data: bytes) -> None:
+        if self.requests is not None:
+            self.requests.put(data)
+        elif self.request is None:
+            self.request = data
+        elif not self.refused:
+            self.refused = True
+            self.stream.finish(_INTERNAL, b"more than one request message for a unary call")
+
+    def half_close(self) -> None:
+        if self.requests is not None:
+            self.requests.put(None)
+        elif self.refused:
+            return
+        elif self.inline:
+            self.answer()
+        else:
+            self.server._pool.submit(self.answer)
+
+    def closed(self) -> None:
+        self.context.end(self.method)
+        if self.requests is not None:
+            self.requests.put(None)
+
+    def answer(self) -> None:
+        """A call with one request message: run its handler and answer."""
+        request = deserialize(self.handler, self.context, self.request)
+        if request is None:
+            self.finish()
+        elif self.handler.response_streaming:
+            self.stream_out(request)
+        else:
+            self.unary_out(request)
+
+    def run(self) -> None:
+        """A request-streaming call, in a pool thread."""
+        requests = _Requests(self)
+        if self.handler.response_streaming:
+            self.stream_out(requests)
+        else:
+            self.unary_out(requests)
+
+    def unary_out(self, request: Any) -> None:
+        response = run_unary(self.handler, request, self.context, self.method)
+        if response is not None:
+            self.stream.send(response)
+        self.finish()
+
+    def stream_out(self, request: Any) -> None:
+        if stream_responses(self.handler, request, self.context, self.method, self._send):
+            self.finish()
+
+    def _send(self, data: bytes) -> bool:
+        if self.stream.closed:
+            return False
+        self.stream.send(data)
+        return True
+
+    def finish(self) -> None:
+        ctx = self.context
+        self.stream.finish(ctx.code, ctx.details, ctx.trailing)
+
+
+class _Requests:
+    """The request iterator of a client-streaming call."""
+
+    def __init__(self, call: _Call) -> None:
+        self._call = call
+        self._over = False
+
+    def __iter__(self) -> "_Requests":
+        return self
+
+    def __next__(self) -> Any:
+        if self._over:
+            raise StopIteration
+        data = self._call.requests.get()
+        request = None if data is None else deserialize(self._call.handler, self._call.context, data)
+        if request is None:  # the client half-closed or went away, or sent garbage (INTERNAL)
+            self._over = True
+            raise StopIteration
+        return request
+
+
+class H2Server:
+    """The part of ``grpc.Server`` the P4Runtime server uses, with ``inline`` unary methods
+    (full names, ``/package.Service/Method``) answered on the loop thread."""
+
+    def __init__(self, max_workers: int, options: Iterable[tuple[str, Any]] = (), inline: Iterable[str] = ()) -> None:
+        opts = dict(options)
+        self._loop = loop_module().Loop(self, int(opts.get("grpc.max_receive_message_length", DEFAULT_MAX_RECEIVE)))
+        self._reuse_port = bool(opts.get("grpc.so_reuseport", 1))
+        self._handlers = Handlers(inline)
+        self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._stopped = threading.Event()
+
+    # ---- grpc.Server's registration interface ---------------------------------------------
+    def add_generic_rpc_handlers(self, handlers: Iterable[grpc.GenericRpcHandler]) -> None:
+        self._handlers.add(handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        """Accepted for the generated code; the generic handlers already name every method."""
+
+    def add_insecure_port(self, address: str) -> int:
+        """Listen on ``host:port`` (every address the host resolves to, as gRPC does; port
+        0: one free port for all); the port. RuntimeError when nothing could be bound."""
+        host, _, port_text = address.rpartition(":")
+        host = host.strip("[]") or None
+        try:
+            infos = socket.getaddrinfo(host, int(port_text), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except (OSError, ValueError) as e:
+            raise RuntimeError(f"cannot bind {address}: {e}") from None
+        port, first_error = int(port_text), None
+        for family, kind, proto, _, sockaddr in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if self._reuse_port:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((sockaddr[0], port, *sockaddr[2:]))
+                sock.listen(128)
+                sock.setblocking(False)
+            except OSError as e:
+                sock.close()
+                first_error = first_error or e
+                continue
+            port = sock.getsockname()[1]
+            self._sockets.append(sock)
+            self._loop.listen(sock.fileno())
+        if not self._sockets:
+            raise RuntimeError(f"cannot bind {address}: {first_error}")
+        return port
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._serve, name="p4rt-h2", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        try:
+            self._loop.run()
+        except Exception:  # noqa: BLE001 - logged; stop() still sees the server gone
+            log.exception("the HTTP/2 loop failed")
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self._sockets.clear()
+        self._pool.shutdown(wait=False)
+        self._stopped.set()
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Refuse new calls, let running ones finish for ``grace`` seconds, then cancel
+        them; the event is set once every call is over and the server is gone."""
+        with self._lock:
+            if self._thread is None:  # never started (say its port could not be bound)
+                if not self._stopped.is_set():
+                    self._close()
+                return self._stopped
+            if not self._stopping:
+                self._stopping = True
+                self._loop.stop_listening()
+        if not grace or not self._stopped.wait(grace):
+            self._loop.cancel_all()
+        return self._stopped
+
+    # ---- called by the loop, on its thread ------------------------------------------------
+    def on_headers(self, stream: Any) -> None:
+        metadata = stream.metadata
+        try:
+            handler, inline = self._handlers.lookup(stream.method, metadata)
+        except Exception:  # noqa: BLE001 - a bug in a generic handler fails this call only
+            log.exception("looking up the handler of %r failed", stream.method)
+            stream.finish(_UNKNOWN, b"Error in service handler!")
+            return
+        if handler is None:
+            stream.finish(_UNIMPLEMENTED, b"Method not found!")
+            return
+        call = stream.call = _Call(self, stream, handler, inline, metadata)
+        if handler.request_streaming:
+            call.requests = queue.SimpleQueue()
+            self._pool.submit(call.run)
+
+    def on_message(self, stream: Any, data: bytes) -> None:
+        if stream.call is not None:
+            stream.call.message(data)
+
+    def on_half_close(self, stream: Any) -> None:
+        if stream.call is not None:
+            stream.call.half_close()
+
+    def on_closed(self, stream: Any) -> None:
+        if stream.call is not None:
+            stream.call.closed()
+
+
+def main() -> int:
+    """``python -m p4target.p4runtime.h2_server``: build the loop into the native cache."""
+    from p4target.compiler import native
+
+    t0 = time.monotonic()
+    try:
+        module = loop_module()
+    except native.NativeError as e:
+        print(f"the HTTP/2 loop is not built, the P4Runtime server uses core_server: {e}", file=sys.stderr)
+        return 1
+    print(f"HTTP/2 loop: built ({module.__file__}, {time.monotonic() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
