@@ -123,16 +123,17 @@ def serve_embedded(cpu: str) -> None:
 
 
 def serve_noop(cpu: str, transport: str) -> None:
-    """Child process: a gRPC server whose Write does nothing, on ``transport`` ("core":
-    the embedded server's ``CoreServer``, Write inline as there; "grpc": ``grpc.server``),
-    its threads on CPU ``cpu`` (all of them, as the embedded server's) or, for -1, left
-    to the kernel."""
+    """Child process: a gRPC server whose Write does nothing, on ``transport`` ("h2":
+    the embedded server's ``H2Server``, Write inline as there; "core": ``CoreServer``,
+    the transport before it, Write inline too; "grpc": ``grpc.server``), its threads on
+    CPU ``cpu`` (all of them, as the embedded server's) or, for -1, left to the kernel."""
     from concurrent import futures
 
     import grpc
     from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
     from p4target.p4runtime.core_server import CoreServer
+    from p4target.p4runtime.h2_server import H2Server
     from p4target.p4runtime.placement import pin_process
     from p4target.p4runtime.server import INLINE_METHODS
 
@@ -143,7 +144,9 @@ def serve_noop(cpu: str, transport: str) -> None:
         def Write(self, request, context):
             return p4runtime_pb2.WriteResponse()
 
-    if transport == "core":
+    if transport == "h2":
+        server = H2Server(4, inline=INLINE_METHODS)
+    elif transport == "core":
         server = CoreServer(4, inline=INLINE_METHODS)
     else:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
@@ -429,12 +432,14 @@ def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int,
 
 class Floor:
     """A no-op gRPC server answering Write: what batch-1 costs without any work, on the
-    embedded server's transport ("core") or on ``grpc.server`` ("grpc")."""
+    embedded server's transport ("h2"), on the one it had before ("core") or on
+    ``grpc.server`` ("grpc")."""
 
-    LABELS = {"core": "the embedded server's transport (its floor)",
+    LABELS = {"h2": "the embedded server's transport (its floor)",
+              "core": "core_server (grpcio's core, the transport before h2)",
               "grpc": "grpc.server (the standard Python server)"}
 
-    def __init__(self, cpu: int | None, transport: str = "core") -> None:
+    def __init__(self, cpu: int | None, transport: str = "h2") -> None:
         import grpc
         from finsy.proto.p4.v1 import p4runtime_pb2
 
@@ -505,7 +510,7 @@ def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | Non
         print(f"  write, batch 1 latency (embedded, as the client sees each call): median {lat[len(lat) // 2]:.0f} us, "
               f"p99 {lat[int(len(lat) * 0.99)]:.0f} us, max {lat[-1]:.0f} us over {len(lat)} calls")
     for floor in floors:
-        ratio = f"; embedded/floor {max(f.batch1) / max(floor.rates):4.2f}x" if floor.transport == "core" else ""
+        ratio = f"; embedded/floor {max(f.batch1) / max(floor.rates):4.2f}x" if floor.transport == "h2" else ""
         print(f"  write, batch 1 against a no-op on {Floor.LABELS[floor.transport]}, {placement(floor.cpu)}: "
               f"{_span(floor.rates)}{ratio}")
     print(f"  read of {f.read_entries} entries; client-side parsing (not in the rate): {f.client_parse_us:.2f} us/entry")
@@ -550,7 +555,8 @@ def main() -> None:
                     reason = f"could not start it: {exc}"
             if reason is not None:
                 print(f"bmv2: not measured ({reason}); ratios are against the reference figures only")
-            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else []) + [Floor(None, "grpc")]
+            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else []) + [Floor(cpu, "core"),
+                                                                                  Floor(None, "grpc")]
             sides = [Side(s) for s in servers]
             memory = [] if args.no_memory else list(sides)
             if cpu is not None:  # the comparison: the same server, threads left to the kernel
