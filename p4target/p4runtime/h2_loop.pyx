@@ -749,20 +749,20 @@ cdef class Loop:
 
     cdef void _receive(self, Conn conn, char *buf):
         cdef ssize_t n, used
+        self.mark(conn)  # flushed, or closed when dead, after this round of events
         with nogil:
             n = recv(conn.fd, buf, RECV_CHUNK, 0)
         if n < 0:
             if errno != EAGAIN and errno != EINTR:
                 conn.dead = True
             return
-        if n == 0:
+        if n == 0:  # the client closed the connection
             conn.dead = True
             return
         used = nghttp2_session_mem_recv(conn.session, <uint8_t *>buf, n)
         if used < 0:
             log.debug("connection %d: bad HTTP/2 from the client: %s", conn.fd, nghttp2_strerror(used).decode())
             nghttp2_session_terminate_session(conn.session, NGHTTP2_PROTOCOL_ERROR)
-        self.mark(conn)
 
     cdef void _close(self, Conn conn):
         """The connection is gone: every stream on it is over."""

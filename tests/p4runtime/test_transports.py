@@ -6,6 +6,8 @@ what errors reach the client, and that stopping ends every call."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 from typing import Iterator
 
@@ -274,4 +276,34 @@ def test_a_client_that_does_not_speak_http2_is_dropped_and_the_server_lives_on(s
         raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(range(256)) * 16)
         while raw.recv(4096):  # whatever it answers, the server closes the connection
             pass
+    assert _method(channel, "Echo")(b"after") == b"echo:after"
+
+
+CLIENT_THAT_DIES = """
+import sys, threading, grpc
+channel = grpc.insecure_channel(sys.argv[1])
+chat = channel.stream_stream("/%s/Chat", request_serializer=bytes, response_deserializer=bytes)
+hold = threading.Event()
+def requests():
+    yield b"hello"
+    hold.wait()
+stream = chat(requests())
+print(next(stream).decode(), flush=True)
+hold.wait()
+""" % SERVICE
+
+
+def test_a_client_killed_with_a_stream_open_ends_that_stream(served) -> None:
+    # no RST_STREAM, no GOAWAY: only the kernel closing the dead process's socket
+    rec, _, channel, port = served
+    client = subprocess.Popen([sys.executable, "-c", CLIENT_THAT_DIES, f"127.0.0.1:{port}"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout.readline().strip() == "re:hello"
+        client.kill()
+        client.wait(10)
+        assert rec.ended.wait(10), "the server did not see the connection close"
+    finally:
+        client.kill()
+        client.wait(10)
     assert _method(channel, "Echo")(b"after") == b"echo:after"
