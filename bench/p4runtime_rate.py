@@ -11,10 +11,10 @@ figures are the server's, not the client's message building). One run measures:
 - real BMv2 ``simple_switch_grpc``, when it and ``p4c-bm2-ss`` are on the PATH (same
   program, same request bytes apart from the ids of the P4Info each side uses);
 - a no-op server answering Write at once on the embedded server's own transport
-  (``core_server.CoreServer``, Write answered on its poller thread): the floor of
-  batch-1 writes with this client on this machine, once with its threads left to the
-  kernel and once kept on the embedded server's CPU; and the same no-op on the standard
-  ``grpc.server`` (a pool thread per call), the transport the server had before.
+  (``h2_server.H2Server``, Write answered on its loop thread): the floor of batch-1
+  writes with this client on this machine, once with its threads left to the kernel
+  and once kept on the embedded server's CPU; the same no-op on ``core_server``, the
+  transport before it, and on the standard ``grpc.server`` (a pool thread per call).
 
 The client (this process) is never pinned: the kernel places it, as it would place a
 controller.
