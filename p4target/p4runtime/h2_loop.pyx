@@ -316,10 +316,15 @@ cdef class Stream:
         if self.closed or self.finished:
             return
         self.finished = True
-        pairs = [(b"grpc-status", str(code).encode()), (b"grpc-message", percent_encoded(details))]
-        pairs.extend(metadata_pairs(trailing))
-        if details == b"":
-            del pairs[1]
+        try:
+            extra = metadata_pairs(trailing)
+        except (UnicodeError, TypeError, AttributeError) as e:  # not str keys, or values HTTP/2 cannot carry
+            log.error("%s: trailing metadata %r cannot be sent: %s", self.method, trailing, e)
+            code, details, extra = INTERNAL, b"the handler set trailing metadata that cannot be sent", []
+        pairs = [(b"grpc-status", str(code).encode())]
+        if details:
+            pairs.append((b"grpc-message", percent_encoded(details)))
+        pairs.extend(extra)
         self.trailers = pairs
         if not self.responded and not self.out:   # trailers-only: one HEADERS frame ends the call
             self.responded = True

@@ -50,6 +50,9 @@ class Recorder:
         return b"pooled:" + request
 
     def fail(self, request: bytes, context) -> bytes:
+        if request == b"bad metadata":
+            context.set_trailing_metadata((("why", "caf\u00e9"),))  # not ASCII, and not a -bin key
+            return b"never sent"
         if request == b"abort":
             context.set_trailing_metadata((("why-bin", b"\x01\x02"),))
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "refused on purpose")
@@ -143,6 +146,7 @@ def test_errors_reach_the_client_and_the_server_lives_on(served) -> None:
     assert refused.details() == "refused on purpose"
     assert dict(refused.trailing_metadata())["why-bin"] == b"\x01\x02"
     _refused(_method(channel, "Echo"), b"bad", grpc.StatusCode.INTERNAL)
+    _refused(fail, b"bad metadata", grpc.StatusCode.INTERNAL)
     _refused(channel.unary_unary(f"/{SERVICE}/Nothing"), b"", grpc.StatusCode.UNIMPLEMENTED)
     assert _method(channel, "Echo")(b"still") == b"echo:still"
 
