@@ -29,6 +29,7 @@ P4Runtime server then falls back to ``core_server``.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import socket
 import subprocess
@@ -50,6 +51,10 @@ SOURCE = Path(__file__).with_name("h2_loop.pyx")
 PREFIX = "p4h2"
 LIBRARIES = ("nghttp2",)
 DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's own default
+# After reading a request, the loop polls this long before it blocks (h2_loop._spin_wait):
+# a client's next request then finds it awake. 0 turns it off.
+SPIN_ENV = "P4TARGET_GRPC_SPIN_US"
+DEFAULT_SPIN_US = 250
 _UNIMPLEMENTED = status_int(grpc.StatusCode.UNIMPLEMENTED)
 _UNKNOWN = status_int(grpc.StatusCode.UNKNOWN)
 _INTERNAL = status_int(grpc.StatusCode.INTERNAL)
@@ -97,6 +102,18 @@ def loop_module(build: bool = True) -> ModuleType:
             raise native.NativeError(f"{path}: cannot be loaded ({e}); delete it to rebuild") from None
         _loaded = module
         return module
+
+
+def spin_us_from_env() -> int:
+    """``P4TARGET_GRPC_SPIN_US`` (microseconds, 0 or more), or the default with a warning
+    naming a value that is not one."""
+    text = os.environ.get(SPIN_ENV, "").strip()
+    if not text:
+        return DEFAULT_SPIN_US
+    if not text.isdigit():
+        log.warning("%s=%s is not a number of microseconds; using %d", SPIN_ENV, text, DEFAULT_SPIN_US)
+        return DEFAULT_SPIN_US
+    return int(text)
 
 
 def unavailable() -> str | None:
@@ -214,11 +231,16 @@ class _Requests:
 
 class H2Server:
     """The part of ``grpc.Server`` the P4Runtime server uses, with ``inline`` unary methods
-    (full names, ``/package.Service/Method``) answered on the loop thread."""
+    (full names, ``/package.Service/Method``) answered on the loop thread. ``spin_us``:
+    how long the loop polls after a request before it blocks (default: from
+    ``P4TARGET_GRPC_SPIN_US``, else ``DEFAULT_SPIN_US``)."""
 
-    def __init__(self, max_workers: int, options: Iterable[tuple[str, Any]] = (), inline: Iterable[str] = ()) -> None:
+    def __init__(self, max_workers: int, options: Iterable[tuple[str, Any]] = (), inline: Iterable[str] = (),
+                 spin_us: int | None = None) -> None:
         opts = dict(options)
-        self._loop = loop_module().Loop(self, int(opts.get("grpc.max_receive_message_length", DEFAULT_MAX_RECEIVE)))
+        self.spin_us = spin_us_from_env() if spin_us is None else spin_us
+        self._loop = loop_module().Loop(self, int(opts.get("grpc.max_receive_message_length", DEFAULT_MAX_RECEIVE)),
+                                        self.spin_us)
         self._reuse_port = bool(opts.get("grpc.so_reuseport", 1))
         self._handlers = Handlers(inline)
         self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")

@@ -89,3 +89,14 @@ def test_an_unknown_choice_is_named_and_h2_used(rt_config, monkeypatch, caplog) 
     with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
         assert _serve_and_use(rt_config) == "h2"
     assert f"{TRANSPORT_ENV}=fast is not one of h2, core, grpc" in caplog.text
+
+
+def test_the_h2_spin_comes_from_the_environment(monkeypatch, caplog) -> None:
+    monkeypatch.delenv(h2_server.SPIN_ENV, raising=False)
+    assert h2_server.spin_us_from_env() == h2_server.DEFAULT_SPIN_US
+    monkeypatch.setenv(h2_server.SPIN_ENV, "0")
+    assert h2_server.spin_us_from_env() == 0
+    monkeypatch.setenv(h2_server.SPIN_ENV, "a while")
+    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.h2_server"):
+        assert h2_server.spin_us_from_env() == h2_server.DEFAULT_SPIN_US
+    assert f"{h2_server.SPIN_ENV}=a while is not a number of microseconds" in caplog.text

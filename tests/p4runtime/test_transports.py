@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from typing import Iterator
 
 import grpc
@@ -311,3 +312,30 @@ def test_a_client_killed_with_a_stream_open_ends_that_stream(served) -> None:
         client.kill()
         client.wait(10)
     assert _method(channel, "Echo")(b"after") == b"echo:after"
+
+
+def _loop_cpu_after_one_call(spin_us: int) -> float:
+    """CPU seconds the H2Server's loop thread uses in the 0.5 s after answering one call."""
+    rec = Recorder()
+    server = H2Server(2, inline=(f"/{SERVICE}/Echo",), spin_us=spin_us)
+    server.add_generic_rpc_handlers((_handlers(rec),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        clock = time.pthread_getcpuclockid(server._thread.ident)
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            assert _method(channel, "Echo")(b"warm") == b"echo:warm"
+            time.sleep(0.5)  # any spin of the warm-up call is over
+            before = time.clock_gettime(clock)
+            assert _method(channel, "Echo")(b"x") == b"echo:x"
+            time.sleep(0.5)
+            return time.clock_gettime(clock) - before
+    finally:
+        assert server.stop(0.5).wait(10)
+
+
+def test_the_h2_loop_polls_after_a_request_only_when_asked() -> None:
+    # 200 ms of polling (yielding the CPU between polls) against none: the loop thread's
+    # CPU time after one call tells them apart even on a loaded machine
+    assert _loop_cpu_after_one_call(200_000) > 0.02
+    assert _loop_cpu_after_one_call(0) < 0.01
