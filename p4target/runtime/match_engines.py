@@ -40,6 +40,14 @@ class StoredEntry:
 
     __slots__ = ("spec", "priority", "action", "args", "member", "group", "result",
                  "counter", "meter", "is_const", "seq", "mask", "value", "ranges", "wire", "slots")
+    # set by whoever builds the entry, before it is stored
+    spec: tuple
+    priority: int | None
+    seq: int
+    # set by ScanIndex.insert
+    mask: int
+    value: int
+    ranges: tuple[tuple[int, int, int], ...]
 
     def __init__(self) -> None:
         self.wire: bytes | None = None

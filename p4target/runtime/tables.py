@@ -19,10 +19,10 @@ from typing import Callable, Mapping
 
 from p4target.errors import EntryError
 from p4target.model import ProgramModel, Table
-from p4target.runtime.actions import action_args, args_to_params, find_action
-from p4target.runtime.entries import Group, Member, TableEntry
+from p4target.runtime.actions import args_to_params, find_action
+from p4target.runtime.entries import TableEntry
 from p4target.runtime.externs import GREEN, DirectMeter, MeterState, check_meter_config
-from p4target.runtime.match_engines import LpmIndex, Result, ScanIndex, StoredEntry, engine_of
+from p4target.runtime.match_engines import LpmIndex, ScanIndex, StoredEntry, engine_of
 from p4target.runtime.match_spec import (
     canon_match,
     canon_priority,
@@ -31,6 +31,7 @@ from p4target.runtime.match_spec import (
     needs_priority,
 )
 from p4target.runtime.profiles import ActionProfile
+from p4target.runtime.table_actions import TableActions
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,8 @@ class TableRuntime:
         self.has_direct_counter = has_direct_counter
         self.keys = table.match_keys
         self._sel_widths = tuple(k.bitwidth for k in table.selector_keys)
-        self._action_index = {a.name: i for i, a in enumerate(table.actions)}
-        self._action_scope = {a.name: a.scope for a in table.actions}
+        self._actions = TableActions(table, model, profile)
+        self._action_index = self._actions.index  # read per packet by the profile variants
         self.needs_priority = needs_priority(self.keys)
         kinds = [k.match_kind for k in self.keys]
         self.engine = engine_of(kinds)
@@ -78,10 +79,6 @@ class TableRuntime:
             scan = self._index = ScanIndex(self.keys)
             self._lookup, self._scan = scan.lookup, scan.order
         self.is_const = table.const_entries is not None
-        # ("m" or "g", member or group id) -> the slot list entries share (StoredEntry.slots)
-        self._slot_lists: dict[tuple[str, int], list[Result]] = {}
-        if profile is not None:
-            profile.listeners.append(self._refresh_slots)
         self._set_default_internal(table.default_action, table.default_args)
         if table.const_entries:
             self._install_const(table.const_entries)
@@ -224,38 +221,8 @@ class TableRuntime:
                     return "lpm", self._lpm_probe
         return "apply", self.apply
 
-    def _slot_results(self, key: tuple[str, int]) -> list[Result]:
-        """The results an entry pointing at member/group ``key`` chooses from now."""
-        profile = self.profile
-        assert profile is not None
-        kind, ident = key
-        if kind == "m":
-            m = profile.members.get(ident)
-            members: tuple = (m,) if m is not None else ()
-        else:
-            members = profile.live_members(ident)
-        out = []
-        for m in members:
-            r = m.results.get(self.name)
-            if r is None:
-                r = m.results[self.name] = (self._action_index[m.action], m.args, True)
-            out.append(r)
-        return out
-
-    def _slot_list(self, key: tuple[str, int]) -> list[Result]:
-        lst = self._slot_lists.get(key)
-        if lst is None:
-            lst = self._slot_lists[key] = []
-        lst[:] = self._slot_results(key)
-        return lst
-
-    def _refresh_slots(self) -> None:
-        """The profile changed: every slot list again, in place (entries hold them)."""
-        for key, lst in self._slot_lists.items():
-            lst[:] = self._slot_results(key)
-
     # ------------------------------------------------------------------------------
-    # validation: match, priority, action
+    # checks of match and priority, new entries
     # ------------------------------------------------------------------------------
     def _where(self) -> str:
         return f"table {self.name}"
@@ -271,51 +238,12 @@ class TableRuntime:
     def _ident(self, spec: tuple, priority: int | None) -> object:
         return (spec, priority) if self.needs_priority else spec
 
-    def _check_action(self, action: str, for_default: bool) -> None:
-        where = self._where()
-        if action not in self._action_index:
-            raise EntryError(
-                "invalid",
-                f"{where}: action {action} is not an action of this table (allowed: {', '.join(self._action_index)})",
-            )
-        scope = self._action_scope[action]
-        if for_default and scope == "table_only":
-            raise EntryError("invalid", f"{where}: action {action} is @tableonly and cannot be the default")
-        if not for_default and scope == "default_only":
-            raise EntryError("invalid", f"{where}: action {action} is @defaultonly and cannot be in an entry")
-
     def _build_entry(self, spec: tuple, priority: int | None, action, params) -> StoredEntry:
         """A complete, validated entry that is not yet in the table."""
-        where = self._where()
         e = StoredEntry()
         e.spec = spec
         e.priority = priority
-        if isinstance(action, Member):
-            if self.profile is None:
-                raise EntryError("invalid", f"{where}: has no action profile; give an action name, not a member")
-            if action.member_id not in self.profile.members:
-                raise EntryError("not_found", f"{where}: member {action.member_id} does not exist in {self.profile.name}")
-            e.member = action.member_id
-            e.slots = self._slot_list(("m", action.member_id))
-        elif isinstance(action, Group):
-            if self.profile is None or not self.profile.is_selector:
-                raise EntryError("invalid", f"{where}: has no action selector; groups cannot be used")
-            if action.group_id not in self.profile.groups:
-                raise EntryError("not_found", f"{where}: group {action.group_id} does not exist in {self.profile.name}")
-            e.group = action.group_id
-            e.slots = self._slot_list(("g", action.group_id))
-        elif isinstance(action, str):
-            if self.profile is not None:
-                raise EntryError(
-                    "invalid", f"{where}: uses action profile {self.profile.name}; give Member(id) or Group(id)"
-                )
-            self._check_action(action, for_default=False)
-            act = find_action(self.model, action, where)
-            e.action = action
-            e.args = action_args(act, params, where)
-            e.result = (self._action_index[action], e.args, True)
-        else:
-            raise EntryError("invalid", f"{where}: action must be an action name, Member or Group, got {action!r}")
+        self._actions.fill(e, action, params)
         self._place(e)
         return e
 
@@ -421,18 +349,10 @@ class TableRuntime:
 
     def _checked_entry(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> StoredEntry:
         """A new entry with a direct action, its values checked by the caller."""
-        if self.profile is not None:
-            raise EntryError("invalid", f"{self._where()}: uses action profile {self.profile.name}; "
-                             "give Member(id) or Group(id)")
-        index = self._action_index.get(action)
-        if index is None or self._action_scope[action] == "default_only":
-            self._check_action(action, for_default=False)  # raises, saying which
         e = StoredEntry()
         e.spec = spec
         e.priority = priority
-        e.action = action
-        e.args = args
-        e.result = (index, args, True)
+        self._actions.fill_checked(e, action, args)
         self._place(e)
         return e
 
@@ -480,10 +400,7 @@ class TableRuntime:
             raise EntryError("const", f"{where}: the default action is const and cannot be changed")
         if not isinstance(action, str):
             raise EntryError("invalid", f"{where}: the default action must be an action name")
-        self._check_action(action, for_default=True)
-        act = find_action(self.model, action, where)
-        args = action_args(act, params, where)
-        self._set_default_internal(action, args)
+        self._set_default_internal(action, self._actions.default_args(action, params))
 
     def reset_default(self) -> None:
         self._set_default_internal(self.table.default_action, self.table.default_args)
