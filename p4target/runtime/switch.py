@@ -5,7 +5,8 @@ packet replication engine and the traffic manager, and moves each packet through
 simple_switch's sequence: parse, verify checksum, ingress, then ingress clone,
 digests, resubmit, multicast or unicast (egress_spec 511 drops), queueing, egress,
 egress clone, drop check, compute checksum, deparse, recirculate or transmit (that
-part, ``inject`` and the fast and direct paths: ``FramePaths`` in frame_paths.py).
+part: ``GeneralLoop`` in general_loop.py; ``inject`` and the fast and direct paths:
+``FramePaths`` in frame_paths.py, which extends it).
 Tests, the STF runner, the P4Runtime server and ``p4target run`` all drive this
 class; names are model names (p4c's fully qualified names).
 
@@ -28,7 +29,8 @@ from p4target.model import ProgramModel
 from p4target.runtime.bindings import DROP_PORT, Bindings
 from p4target.runtime.entries import EntryHandle, TableEntry
 from p4target.runtime.externs import Counter, DirectCounter, DirectMeter, Meter, Register
-from p4target.runtime.frame_paths import FramePaths, PortStats, _Job
+from p4target.runtime.frame_paths import FramePaths
+from p4target.runtime.general_loop import PortStats, _Job
 from p4target.runtime.pre import ReplicationEngine
 from p4target.runtime.profiles import ActionProfile
 from p4target.runtime.tables import TableRuntime

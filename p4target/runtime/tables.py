@@ -1,13 +1,11 @@
-"""Table match engines and ``TableRuntime.apply``, the per-packet lookup.
+"""``TableRuntime``: one table of a running switch, its per-packet lookup and its
+control-plane writes and reads.
 
-The engine is fixed by the key's match kinds when the switch is built:
-- exact only: one dict from the key tuple to the entry (one lookup per packet);
-- exact + one lpm: one dict per prefix length, probed longest first;
-- anything with ternary/range/optional: a scan in priority order (higher
-  priority value first, then insertion order), each entry one AND-compare over
-  the concatenated key plus its range checks.
-``apply`` is bound once per table to the leanest variant that the table's
-features allow (no profile, no direct counter/meter: return the stored result).
+The entries live in the lookup structure of the table's engine
+(p4target/runtime/match_engines.py); matches are checked and put in canonical
+form by p4target/runtime/match_spec.py. ``apply`` is bound once per table to the
+leanest variant that the table's features allow (no profile, no direct
+counter/meter: return the stored result).
 
 Control-plane writes are validated completely before anything is changed, so a
 refused request leaves the table as it was.
@@ -15,54 +13,27 @@ refused request leaves the table as it was.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import logging
 from typing import Callable, Mapping
 
 from p4target.errors import EntryError
-from p4target.model import KeyMatch, ProgramModel, Table
-from p4target.runtime.actions import action_args, args_to_params, find_action
-from p4target.runtime.entries import (
-    Exact,
-    Group,
-    Lpm,
-    Member,
-    Optional,
-    Range,
-    TableEntry,
-    Ternary,
-)
+from p4target.model import ProgramModel, Table
+from p4target.runtime.actions import args_to_params, find_action
+from p4target.runtime.entries import TableEntry
 from p4target.runtime.externs import GREEN, DirectMeter, MeterState, check_meter_config
+from p4target.runtime.match_engines import LpmIndex, ScanIndex, StoredEntry, engine_of
+from p4target.runtime.match_spec import (
+    canon_match,
+    canon_priority,
+    describe_match,
+    match_from_model,
+    needs_priority,
+)
 from p4target.runtime.profiles import ActionProfile
+from p4target.runtime.table_actions import TableActions
 
 log = logging.getLogger(__name__)
-
-_PRIORITY_KINDS = ("ternary", "range", "optional")
-
-
-class _Entry:
-    """One stored entry. ``wire`` is an opaque encoding a control-plane front end (the
-    P4Runtime server) may attach for its reads; the table never looks at it, and a
-    modified entry is a new ``_Entry``, so it never outlives what it describes."""
-
-    __slots__ = ("spec", "priority", "action", "args", "member", "group", "result",
-                 "counter", "meter", "is_const", "seq", "mask", "value", "ranges", "wire", "slots")
-
-    def __init__(self) -> None:
-        self.wire: bytes | None = None
-        self.counter: list[int] | None = None
-        self.meter: MeterState | None = None
-        self.member: int | None = None
-        self.group: int | None = None
-        self.action: str | None = None
-        self.args: tuple[int, ...] = ()
-        self.result: tuple[int, tuple[int, ...], bool] | None = None
-        self.is_const = False
-        # an entry of a table with an action profile: the results of the live member
-        # slots it chooses from (one for a member; a group's, weights expanded), a
-        # list the table keeps up to date in place (see TableRuntime.fast_lookup)
-        self.slots: list[tuple[int, tuple[int, ...], bool]] | None = None
 
 
 class TableRuntime:
@@ -75,7 +46,6 @@ class TableRuntime:
         profile: ActionProfile | None = None,
         direct_meter: DirectMeter | None = None,
         has_direct_counter: bool = False,
-        counter_bytes: bool = True,
     ) -> None:
         self.table = table
         self.name = table.name
@@ -84,39 +54,31 @@ class TableRuntime:
         self.profile = profile
         self.direct_meter = direct_meter
         self.has_direct_counter = has_direct_counter
-        self._counter_bytes = counter_bytes
         self.keys = table.match_keys
-        self._widths = tuple(k.bitwidth for k in self.keys)
         self._sel_widths = tuple(k.bitwidth for k in table.selector_keys)
-        self._action_index = {a.name: i for i, a in enumerate(table.actions)}
-        self._action_scope = {a.name: a.scope for a in table.actions}
-        self.needs_priority = any(k.match_kind in _PRIORITY_KINDS for k in self.keys)
+        self._actions = TableActions(table, model, profile)
+        self._action_index = self._actions.index  # read per packet by the profile variants
+        self.needs_priority = needs_priority(self.keys)
         kinds = [k.match_kind for k in self.keys]
-        if all(k == "exact" for k in kinds):
-            self.engine = "exact"
-        elif kinds.count("lpm") == 1 and all(k in ("exact", "lpm") for k in kinds):
-            self.engine = "lpm"
-        else:
-            self.engine = "scan"
-        self._entries: dict[object, _Entry] = {}
+        self.engine = engine_of(kinds)
+        # ident (the spec, with the priority where the key needs one) -> entry; for
+        # the exact engine this dict is the lookup structure itself
+        self._entries: dict[object, StoredEntry] = {}
         self._seq = itertools.count()
-        # lpm engine state
-        self._lpm_pos = kinds.index("lpm") if self.engine == "lpm" else -1
-        self._lpm_width = self._widths[self._lpm_pos] if self.engine == "lpm" else 0
-        self._lpm_only = self.engine == "lpm" and len(kinds) == 1
-        self._lpm: dict[int, dict[object, _Entry]] = {}
-        self._lpm_lens: list[int] = []
-        # (shift, bucket) per prefix length, longest first: what apply probes
-        self._lpm_probe: list[tuple[int, dict[object, _Entry]]] = []
-        # scan engine state
-        self._scan: list[_Entry] = []
-        self._scan_keys: list[tuple[int, int]] = []
-        self._has_ranges = "range" in kinds
+        self._index: LpmIndex | ScanIndex | None = None
+        self._lookup: Callable[[tuple[int, ...]], StoredEntry | None] = self._entries.get
+        # the index's structures, held here too so that the apply variants reach them
+        # with one attribute lookup (they are changed in place, never rebound)
+        self._lpm_probe: list[tuple[int, dict[object, StoredEntry]]] = []
+        self._scan: list[StoredEntry] = []
+        self._lpm_only = False
+        if self.engine == "lpm":
+            lpm = self._index = LpmIndex(kinds, [k.bitwidth for k in self.keys])
+            self._lookup, self._lpm_probe, self._lpm_only = lpm.lookup, lpm.probe, lpm.only
+        elif self.engine == "scan":
+            scan = self._index = ScanIndex(self.keys)
+            self._lookup, self._scan = scan.lookup, scan.order
         self.is_const = table.const_entries is not None
-        # ("m" or "g", member or group id) -> the slot list entries share (_Entry.slots)
-        self._slot_lists: dict[tuple[str, int], list[tuple[int, tuple[int, ...], bool]]] = {}
-        if profile is not None:
-            profile.listeners.append(self._refresh_slots)
         self._set_default_internal(table.default_action, table.default_args)
         if table.const_entries:
             self._install_const(table.const_entries)
@@ -138,32 +100,8 @@ class TableRuntime:
             return self._apply_lpm_only_profile
         return self._apply_generic
 
-    def _apply_lpm_only_profile(self, st, key, sel):
-        """One LPM key into an action profile/selector (e.g. per-destination spraying)."""
-        value = key[0]
-        for shift, bucket in self._lpm_probe:
-            e = bucket.get(value >> shift)
-            if e is not None:
-                break
-        else:
-            return self._default
-        if e.result is not None:
-            return e.result
-        if e.member is not None:
-            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
-        else:
-            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
-        if m is None:
-            return self._default
-        r = m.results.get(self.name)
-        if r is None:
-            r = m.results[self.name] = (self._action_index[m.action], m.args, True)
-        return r
-
-    def _apply_scan_plain(self, st, key, sel):
-        if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
-            return self._default
-        e = self._lookup(key)
+    def _apply_exact_plain(self, st, key, sel):
+        e = self._entries.get(key)
         if e is None:
             return self._default
         return e.result
@@ -176,136 +114,34 @@ class TableRuntime:
                 return e.result
         return self._default
 
-    def _lpm_reindex(self) -> None:
-        self._lpm_lens = lens = sorted(self._lpm, reverse=True)
-        width = self._lpm_width
-        # in place: the fast path holds this list (fast_probe)
-        self._lpm_probe[:] = [(width - plen, self._lpm[plen]) for plen in lens]
-
-    def fast_lookup(self) -> tuple[str, object]:
-        """What the fast path (p4target/compiler/fast_tables.py) binds to look the table up
-        in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
-        the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
-        first, keyed by the shifted value) or ("scan", the entries in match order, each
-        with ``mask`` and ``value`` over the packed key), each entry's ``result`` on a hit and the
-        table's ``_default`` on a miss. Both objects are updated in place by every
-        control-plane write; ("apply", ``apply``) for any other table.
-
-        A table with an action profile or selector (and no direct counter or meter)
-        gives "exact" or "lpm" too (and "lpm_exact": exact keys and one LPM, the probe
-        list's buckets keyed by (the exact values in key order, shifted value)): its
-        entries' ``slots`` are the results to choose
-        from (``slots[hash % len(slots)]`` as ``ActionProfile.select`` chooses; empty:
-        the default), kept up to date in place when a member or group changes or a
-        watch port goes down or up."""
-        if self.apply == self._apply_exact_plain:
-            return "exact", self._entries.get
-        if self.apply == self._apply_lpm_only_plain:
-            return "lpm", self._lpm_probe
-        if self.apply == self._apply_scan_plain and not self._has_ranges:
-            return "scan", self._scan
-        if not self.has_direct_counter and self.direct_meter is None:
-            if self.engine == "lpm" and not self._lpm_only:
-                # exact keys + one LPM: each bucket keyed by (the exact values, shifted)
-                return "lpm_exact", self._lpm_probe
-            if self.profile is not None:
-                if self.engine == "exact":
-                    return "exact", self._entries.get
-                if self._lpm_only:
-                    return "lpm", self._lpm_probe
-        return "apply", self.apply
-
-    def _slot_results(self, key: tuple[str, int]) -> list[tuple[int, tuple[int, ...], bool]]:
-        """The results an entry pointing at member/group ``key`` chooses from now."""
-        profile = self.profile
-        assert profile is not None
-        kind, ident = key
-        if kind == "m":
-            m = profile.members.get(ident)
-            members: tuple = (m,) if m is not None else ()
-        else:
-            members = profile.live_members(ident)
-        out = []
-        for m in members:
-            r = m.results.get(self.name)
-            if r is None:
-                r = m.results[self.name] = (self._action_index[m.action], m.args, True)
-            out.append(r)
-        return out
-
-    def _slot_list(self, key: tuple[str, int]) -> list[tuple[int, tuple[int, ...], bool]]:
-        lst = self._slot_lists.get(key)
-        if lst is None:
-            lst = self._slot_lists[key] = []
-        lst[:] = self._slot_results(key)
-        return lst
-
-    def _refresh_slots(self) -> None:
-        """The profile changed: every slot list again, in place (entries hold them)."""
-        for key, lst in self._slot_lists.items():
-            lst[:] = self._slot_results(key)
-
-    def _apply_exact_plain(self, st, key, sel):
-        e = self._entries.get(key)
+    def _apply_scan_plain(self, st, key, sel):
+        if not self._scan:  # an empty ternary table (e.g. an optional QoS map): no key packing
+            return self._default
+        e = self._lookup(key)
         if e is None:
             return self._default
         return e.result
 
-    def _lookup(self, key: tuple[int, ...]) -> _Entry | None:
-        engine = self.engine
-        if engine == "exact":
-            return self._entries.get(key)
-        if engine == "lpm":
-            pos = self._lpm_pos
-            width = self._lpm_width
-            value = key[pos]
-            lpm = self._lpm
-            if self._lpm_only:
-                for plen in self._lpm_lens:
-                    e = lpm[plen].get(value >> (width - plen))
-                    if e is not None:
-                        return e
-                return None
-            rest = key[:pos] + key[pos + 1:]
-            for plen in self._lpm_lens:
-                e = lpm[plen].get((rest, value >> (width - plen)))
-                if e is not None:
-                    return e
-            return None
-        packed = 0
-        for v, w in zip(key, self._widths):
-            packed = (packed << w) | v
-        if self._has_ranges:
-            for e in self._scan:
-                if packed & e.mask == e.value:
-                    for pos, lo, hi in e.ranges:
-                        if not lo <= key[pos] <= hi:
-                            break
-                    else:
-                        return e
-            return None
-        for e in self._scan:
-            if packed & e.mask == e.value:
-                return e
-        return None
-
-    def peek(self, key, sel):
-        """``apply`` for a table with a direct counter and no direct meter, without
-        counting: (result, the entry's [packets, bytes] or None). The fast path
-        (p4target/compiler/fast_tables.py) counts it once the packet is sure to finish."""
-        e = self._lookup(key)
-        if e is None:
-            return self._default, None
-        if e.result is not None:
-            return e.result, e.counter
-        profile = self.profile
-        if e.member is not None:
-            m = profile.members.get(e.member)  # type: ignore[union-attr]
+    def _apply_lpm_only_profile(self, st, key, sel):
+        """One LPM key into an action profile/selector (e.g. per-destination spraying).
+        Its entries point at a member or group, never at an action directly."""
+        value = key[0]
+        for shift, bucket in self._lpm_probe:
+            e = bucket.get(value >> shift)
+            if e is not None:
+                break
         else:
-            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+            return self._default
+        if e.member is not None:
+            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
         if m is None:
-            return self._default, e.counter
-        return (self._action_index[m.action], m.args, True), e.counter
+            return self._default
+        r = m.results.get(self.name)
+        if r is None:
+            r = m.results[self.name] = (self._action_index[m.action], m.args, True)
+        return r
 
     def _apply_generic(self, st, key, sel):
         e = self._lookup(key)
@@ -334,251 +170,104 @@ class TableRuntime:
             return self._default
         return (self._action_index[m.action], m.args, True)
 
+    def peek(self, key, sel):
+        """``apply`` for a table with a direct counter and no direct meter, without
+        counting: (result, the entry's [packets, bytes] or None). The fast path
+        (p4target/compiler/fast_tables.py) counts it once the packet is sure to finish."""
+        e = self._lookup(key)
+        if e is None:
+            return self._default, None
+        if e.result is not None:
+            return e.result, e.counter
+        profile = self.profile
+        if e.member is not None:
+            m = profile.members.get(e.member)  # type: ignore[union-attr]
+        else:
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+        if m is None:
+            return self._default, e.counter
+        return (self._action_index[m.action], m.args, True), e.counter
+
+    def fast_lookup(self) -> tuple[str, object]:
+        """What the fast path (p4target/compiler/fast_tables.py) binds to look the table up
+        in place instead of calling ``apply``: ("exact", the entries' ``get``, keyed by
+        the key tuple), ("lpm", the probe list of (shift, bucket) longest prefix
+        first, keyed by the shifted value) or ("scan", the entries in match order, each
+        with ``mask`` and ``value`` over the packed key), each entry's ``result`` on a hit and the
+        table's ``_default`` on a miss. Both objects are updated in place by every
+        control-plane write; ("apply", ``apply``) for any other table.
+
+        A table with an action profile or selector (and no direct counter or meter)
+        gives "exact" or "lpm" too (and "lpm_exact": exact keys and one LPM, the probe
+        list's buckets keyed by (the exact values in key order, shifted value)): its
+        entries' ``slots`` are the results to choose
+        from (``slots[hash % len(slots)]`` as ``ActionProfile.select`` chooses; empty:
+        the default), kept up to date in place when a member or group changes or a
+        watch port goes down or up."""
+        if self.apply == self._apply_exact_plain:
+            return "exact", self._entries.get
+        if self.apply == self._apply_lpm_only_plain:
+            return "lpm", self._lpm_probe
+        if self.apply == self._apply_scan_plain and not self._index.has_ranges:  # type: ignore[union-attr]
+            return "scan", self._scan
+        if not self.has_direct_counter and self.direct_meter is None:
+            if self.engine == "lpm" and not self._lpm_only:
+                # exact keys + one LPM: each bucket keyed by (the exact values, shifted)
+                return "lpm_exact", self._lpm_probe
+            if self.profile is not None:
+                if self.engine == "exact":
+                    return "exact", self._entries.get
+                if self._lpm_only:
+                    return "lpm", self._lpm_probe
+        return "apply", self.apply
+
     # ------------------------------------------------------------------------------
-    # validation: match, priority, action
+    # checks of match and priority, new entries
     # ------------------------------------------------------------------------------
     def _where(self) -> str:
         return f"table {self.name}"
 
     def canon_match(self, match: Mapping[str, object]) -> tuple:
-        """Check a match dict and return its canonical spec (one item per key)."""
-        where = self._where()
-        if not isinstance(match, Mapping):
-            raise EntryError("invalid", f"{where}: match must be a dict of key field name to match value")
-        names = {k.name for k in self.keys}
-        for name in match:
-            if name not in names:
-                known = ", ".join(k.name for k in self.keys) or "(the table has no key)"
-                raise EntryError("invalid", f"{where}: no key field {name!r}; key fields: {known}")
-        spec = []
-        for k in self.keys:
-            w = k.bitwidth
-            top = 1 << w
-            full = top - 1
-            m = match.get(k.name)
-            here = f"{where}, field {k.name} ({k.match_kind}, bit<{w}>)"
-            if isinstance(m, bool):
-                raise EntryError("invalid", f"{here}: match value must be an integer or match object")
-            if isinstance(m, int):
-                m = Exact(m)
-
-            def fits(value: object, what: str) -> int:
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise EntryError("invalid", f"{here}: {what} must be an integer, got {value!r}")
-                if value < 0 or value >= top:
-                    raise EntryError("invalid", f"{here}: {what} {value:#x} is wider than {w} bits")
-                return value
-
-            kind = k.match_kind
-            if kind == "exact":
-                if m is None:
-                    raise EntryError("invalid", f"{here}: exact fields must be given")
-                if not isinstance(m, Exact):
-                    raise EntryError("invalid", f"{here}: needs Exact, got {type(m).__name__}")
-                spec.append(fits(m.value, "value"))
-            elif kind == "lpm":
-                if m is None:
-                    spec.append((0, 0))
-                    continue
-                if isinstance(m, Exact):
-                    m = Lpm(m.value, w)
-                if not isinstance(m, Lpm):
-                    raise EntryError("invalid", f"{here}: needs Lpm, got {type(m).__name__}")
-                value = fits(m.value, "value")
-                plen = m.prefix_len
-                if isinstance(plen, bool) or not isinstance(plen, int) or not 0 <= plen <= w:
-                    raise EntryError("invalid", f"{here}: prefix length {plen!r} must be 0..{w}")
-                if value & ((1 << (w - plen)) - 1):
-                    raise EntryError(
-                        "invalid", f"{here}: value {value:#x} has bits set beyond the /{plen} prefix; clear them"
-                    )
-                spec.append((value, plen))
-            elif kind == "ternary":
-                if m is None:
-                    spec.append((0, 0))
-                    continue
-                if isinstance(m, Exact):
-                    m = Ternary(m.value, full)
-                if not isinstance(m, Ternary):
-                    raise EntryError("invalid", f"{here}: needs Ternary, got {type(m).__name__}")
-                value = fits(m.value, "value")
-                mask = fits(m.mask, "mask")
-                if value & ~mask:
-                    raise EntryError(
-                        "invalid", f"{here}: value {value:#x} has bits outside mask {mask:#x}; clear them"
-                    )
-                spec.append((value, mask))
-            elif kind == "range":
-                if m is None:
-                    spec.append((0, full))
-                    continue
-                if isinstance(m, Exact):
-                    m = Range(m.value, m.value)
-                if not isinstance(m, Range):
-                    raise EntryError("invalid", f"{here}: needs Range, got {type(m).__name__}")
-                low = fits(m.low, "low")
-                high = fits(m.high, "high")
-                if low > high:
-                    raise EntryError("invalid", f"{here}: low {low:#x} is above high {high:#x}")
-                spec.append((low, high))
-            elif kind == "optional":
-                if m is None:
-                    spec.append(None)
-                    continue
-                if isinstance(m, Exact):
-                    m = Optional(m.value)
-                if not isinstance(m, Optional):
-                    raise EntryError("invalid", f"{here}: needs Optional, got {type(m).__name__}")
-                spec.append(fits(m.value, "value"))
-            else:
-                raise EntryError("unimplemented", f"{here}: match kind {kind} is not supported")
-        return tuple(spec)
+        """Check a match dict and return its canonical spec (one item per key; see
+        p4target/runtime/match_spec.py)."""
+        return canon_match(self.keys, match, self._where())
 
     def _canon_priority(self, priority: int | None) -> int | None:
-        where = self._where()
-        if self.needs_priority:
-            if priority is None or isinstance(priority, bool) or not isinstance(priority, int) or priority < 1:
-                raise EntryError(
-                    "invalid",
-                    f"{where}: entries need a priority >= 1 (the key has ternary/range/optional fields); "
-                    f"got {priority!r}",
-                )
-            if priority >= 1 << 31:
-                raise EntryError("invalid", f"{where}: priority {priority} is above 2**31-1")
-            return priority
-        if priority not in (None, 0):
-            raise EntryError(
-                "invalid", f"{where}: priority {priority!r} given, but the key has no ternary/range/optional field"
-            )
-        return None
+        return canon_priority(self.needs_priority, priority, self._where())
 
     def _ident(self, spec: tuple, priority: int | None) -> object:
         return (spec, priority) if self.needs_priority else spec
 
-    def _check_action(self, action: str, for_default: bool) -> None:
-        where = self._where()
-        if action not in self._action_index:
-            raise EntryError(
-                "invalid",
-                f"{where}: action {action} is not an action of this table (allowed: {', '.join(self._action_index)})",
-            )
-        scope = self._action_scope[action]
-        if for_default and scope == "table_only":
-            raise EntryError("invalid", f"{where}: action {action} is @tableonly and cannot be the default")
-        if not for_default and scope == "default_only":
-            raise EntryError("invalid", f"{where}: action {action} is @defaultonly and cannot be in an entry")
-
-    def _build_entry(self, spec: tuple, priority: int | None, action, params) -> _Entry:
+    def _build_entry(self, spec: tuple, priority: int | None, action, params) -> StoredEntry:
         """A complete, validated entry that is not yet in the table."""
-        where = self._where()
-        e = _Entry()
+        e = StoredEntry()
         e.spec = spec
         e.priority = priority
-        if isinstance(action, Member):
-            if self.profile is None:
-                raise EntryError("invalid", f"{where}: has no action profile; give an action name, not a member")
-            if action.member_id not in self.profile.members:
-                raise EntryError("not_found", f"{where}: member {action.member_id} does not exist in {self.profile.name}")
-            e.member = action.member_id
-            e.slots = self._slot_list(("m", action.member_id))
-        elif isinstance(action, Group):
-            if self.profile is None or not self.profile.is_selector:
-                raise EntryError("invalid", f"{where}: has no action selector; groups cannot be used")
-            if action.group_id not in self.profile.groups:
-                raise EntryError("not_found", f"{where}: group {action.group_id} does not exist in {self.profile.name}")
-            e.group = action.group_id
-            e.slots = self._slot_list(("g", action.group_id))
-        elif isinstance(action, str):
-            if self.profile is not None:
-                raise EntryError(
-                    "invalid", f"{where}: uses action profile {self.profile.name}; give Member(id) or Group(id)"
-                )
-            self._check_action(action, for_default=False)
-            act = find_action(self.model, action, where)
-            e.action = action
-            e.args = action_args(act, params, where)
-            e.result = (self._action_index[action], e.args, True)
-        else:
-            raise EntryError("invalid", f"{where}: action must be an action name, Member or Group, got {action!r}")
+        self._actions.fill(e, action, params)
         self._place(e)
         return e
 
-    def _place(self, e: _Entry) -> None:
-        """Per-table parts of a new entry: direct counter, insertion order, scan masks."""
+    def _place(self, e: StoredEntry) -> None:
+        """Per-table parts of a new entry: direct counter, insertion order."""
         if self.has_direct_counter:
             e.counter = [0, 0]
         e.seq = next(self._seq)
-        if self.engine == "scan":
-            spec = e.spec
-            mask = value = 0
-            ranges = []
-            for i, (k, s) in enumerate(zip(self.keys, spec)):
-                w = k.bitwidth
-                full = (1 << w) - 1
-                mask <<= w
-                value <<= w
-                kind = k.match_kind
-                if kind == "exact":
-                    mask |= full
-                    value |= s
-                elif kind == "lpm":
-                    pmask = full ^ ((1 << (w - s[1])) - 1)
-                    mask |= pmask
-                    value |= s[0]
-                elif kind == "ternary":
-                    mask |= s[1]
-                    value |= s[0]
-                elif kind == "optional":
-                    if s is not None:
-                        mask |= full
-                        value |= s
-                elif kind == "range":
-                    if s != (0, full):
-                        ranges.append((i, s[0], s[1]))
-            e.mask, e.value, e.ranges = mask, value, tuple(ranges)
 
     # ------------------------------------------------------------------------------
-    # engine bookkeeping
+    # the ident map and the engine's index, changed together
     # ------------------------------------------------------------------------------
-    def _lpm_slot(self, spec: tuple) -> tuple[int, object]:
-        pos = self._lpm_pos
-        value, plen = spec[pos]
-        shifted = value >> (self._lpm_width - plen)
-        if self._lpm_only:
-            return plen, shifted
-        return plen, (spec[:pos] + spec[pos + 1:], shifted)
-
-    def _insert(self, ident: object, e: _Entry) -> None:
+    def _insert(self, ident: object, e: StoredEntry) -> None:
         self._entries[ident] = e
-        if self.engine == "lpm":
-            plen, k = self._lpm_slot(e.spec)
-            bucket = self._lpm.get(plen)
-            if bucket is None:
-                bucket = self._lpm[plen] = {}
-                self._lpm_reindex()
-            bucket[k] = e
-        elif self.engine == "scan":
-            sort_key = (-e.priority, e.seq)
-            i = bisect.bisect_left(self._scan_keys, sort_key)
-            self._scan_keys.insert(i, sort_key)
-            self._scan.insert(i, e)
+        if self._index is not None:
+            self._index.insert(e)
 
-    def _remove(self, ident: object) -> _Entry:
+    def _remove(self, ident: object) -> StoredEntry:
         e = self._entries.pop(ident)
-        if self.engine == "lpm":
-            plen, k = self._lpm_slot(e.spec)
-            bucket = self._lpm[plen]
-            del bucket[k]
-            if not bucket:
-                del self._lpm[plen]
-                self._lpm_reindex()
-        elif self.engine == "scan":
-            i = bisect.bisect_left(self._scan_keys, (-e.priority, e.seq))
-            del self._scan_keys[i]
-            del self._scan[i]
+        if self._index is not None:
+            self._index.remove(e)
         return e
 
-    def _replace(self, ident: object, old: _Entry, new: _Entry) -> None:
+    def _replace(self, ident: object, old: StoredEntry, new: StoredEntry) -> None:
         """Put ``new`` where ``old`` was, keeping its place among equal priorities."""
         new.seq = old.seq
         new.counter = old.counter if new.counter is not None else None
@@ -614,7 +303,7 @@ class TableRuntime:
         self._insert(ident, e)
         return spec, prio
 
-    def add_checked(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> _Entry:
+    def add_checked(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> StoredEntry:
         """Insert an entry whose parts the caller has already checked; returns it.
 
         For front ends that validate completely on their own (the P4Runtime server
@@ -658,20 +347,12 @@ class TableRuntime:
             raise EntryError("not_found", f"{self._where()}: no entry with this match{self._prio_text(priority)}")
         self._remove(ident)
 
-    def _checked_entry(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> _Entry:
+    def _checked_entry(self, spec: tuple, priority: int | None, action: str, args: tuple[int, ...]) -> StoredEntry:
         """A new entry with a direct action, its values checked by the caller."""
-        if self.profile is not None:
-            raise EntryError("invalid", f"{self._where()}: uses action profile {self.profile.name}; "
-                             "give Member(id) or Group(id)")
-        index = self._action_index.get(action)
-        if index is None or self._action_scope[action] == "default_only":
-            self._check_action(action, for_default=False)  # raises, saying which
-        e = _Entry()
+        e = StoredEntry()
         e.spec = spec
         e.priority = priority
-        e.action = action
-        e.args = args
-        e.result = (index, args, True)
+        self._actions.fill_checked(e, action, args)
         self._place(e)
         return e
 
@@ -679,7 +360,7 @@ class TableRuntime:
     def _prio_text(prio: int | None) -> str:
         return f" and priority {prio}" if prio is not None else ""
 
-    def _find(self, match, priority) -> tuple[object, _Entry]:
+    def _find(self, match, priority) -> tuple[object, StoredEntry]:
         spec = self.canon_match(match)
         prio = self._canon_priority(priority)
         ident = self._ident(spec, prio)
@@ -702,10 +383,8 @@ class TableRuntime:
     def clear(self) -> None:
         self._check_mutable()
         self._entries.clear()
-        self._lpm.clear()
-        self._lpm_reindex()
-        self._scan.clear()
-        self._scan_keys.clear()
+        if self._index is not None:
+            self._index.clear()
 
     def _set_default_internal(self, action: str, args: tuple[int, ...]) -> None:
         self.default_action = action
@@ -721,10 +400,7 @@ class TableRuntime:
             raise EntryError("const", f"{where}: the default action is const and cannot be changed")
         if not isinstance(action, str):
             raise EntryError("invalid", f"{where}: the default action must be an action name")
-        self._check_action(action, for_default=True)
-        act = find_action(self.model, action, where)
-        args = action_args(act, params, where)
-        self._set_default_internal(action, args)
+        self._set_default_internal(action, self._actions.default_args(action, params))
 
     def reset_default(self) -> None:
         self._set_default_internal(self.table.default_action, self.table.default_args)
@@ -754,11 +430,11 @@ class TableRuntime:
     def entries(self) -> list[TableEntry]:
         return [self.describe(e) for e in self.records()]
 
-    def find_record(self, spec: tuple, priority: int | None) -> _Entry | None:
+    def find_record(self, spec: tuple, priority: int | None) -> StoredEntry | None:
         """The stored entry with this key (``canon_match``'s form) and priority, if any."""
         return self._entries.get((spec, priority) if self.needs_priority else spec)
 
-    def records(self) -> list[_Entry]:
+    def records(self) -> list[StoredEntry]:
         """The stored entries in read order (the scan engine's match order, else insertion
         order), for front ends that encode entries themselves: each has ``spec``
         (``canon_match``'s form), ``priority``, ``action`` and ``args`` (or ``member`` /
@@ -770,29 +446,14 @@ class TableRuntime:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def describe(self, e: _Entry) -> TableEntry:
+    def describe(self, e: StoredEntry) -> TableEntry:
         """A stored entry as the control plane names it."""
-        match: dict[str, object] = {}
-        for k, s in zip(self.keys, e.spec):
-            w = k.bitwidth
-            full = (1 << w) - 1
-            kind = k.match_kind
-            if kind == "exact":
-                match[k.name] = Exact(s)
-            elif kind == "lpm" and s[1] > 0:
-                match[k.name] = Lpm(s[0], s[1])
-            elif kind == "ternary" and s[1] != 0:
-                match[k.name] = Ternary(s[0], s[1])
-            elif kind == "range" and s != (0, full):
-                match[k.name] = Range(s[0], s[1])
-            elif kind == "optional" and s is not None:
-                match[k.name] = Optional(s)
         params: dict[str, int] = {}
         if e.action is not None:
             params = args_to_params(self.model.action(e.action), e.args)
         return TableEntry(
             table=self.name,
-            match=match,
+            match=describe_match(self.keys, e.spec),
             action=e.action,
             params=params,
             member=e.member,
@@ -811,7 +472,7 @@ class TableRuntime:
         for i, ce in enumerate(const_entries):
             match = {}
             for k, km in zip(self.keys, ce.matches):
-                mv = _match_from_model(km, k.bitwidth)
+                mv = match_from_model(km, k.bitwidth)
                 if mv is not None:
                     match[k.name] = mv
             priority = ce.priority
@@ -829,30 +490,9 @@ class TableRuntime:
                 continue
             if ce.action not in self._action_index:
                 raise EntryError("invalid", f"{self._where()}: const entry action {ce.action} not in the table")
-            e = self._build_entry(spec, prio, ce.action, params) if self.profile is None else None
-            if e is None:
+            if self.profile is not None:
                 raise EntryError("unimplemented", f"{self._where()}: const entries with an action profile")
+            e = self._build_entry(spec, prio, ce.action, params)
             e.is_const = True
             self._insert(ident, e)
 
-
-def _match_from_model(km: KeyMatch, width: int):
-    kind = km.kind
-    if kind == "dontcare":
-        return None
-    if kind == "exact":
-        return Exact(km.value)
-    if kind == "lpm":
-        plen = km.mask_or_prefix_or_high
-        if not plen:
-            return None
-        keep = ((1 << width) - 1) ^ ((1 << (width - plen)) - 1) if plen <= width else -1
-        return Lpm(km.value & keep, plen)
-    if kind == "ternary":
-        mask = km.mask_or_prefix_or_high
-        return Ternary(km.value & mask, mask) if mask else None
-    if kind == "range":
-        return Range(km.value, km.mask_or_prefix_or_high)
-    if kind == "optional":
-        return Optional(km.value)
-    raise EntryError("invalid", f"const entry match kind {kind!r} is unknown")
