@@ -169,7 +169,7 @@ class FastTableCompiler:
                 return
             self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
             return
-        if kind == "scan":  # the key packed as TableRuntime._lookup packs it
+        if kind == "scan":  # the key packed as match_engines.ScanIndex.lookup packs it
             k, e = self.tmp("tk"), self.tmp("te")
             after = sum(km.bitwidth for km in mt.match_keys)
             parts = []
@@ -193,7 +193,7 @@ class FastTableCompiler:
         pos = kinds.index("lpm")
         self.emit(f"{k} = {info.key_parts[pos]}")
         probe = f"{k} >> {s}"
-        if kind == "lpm_exact":  # TableRuntime._lpm_slot: (exact values, shifted)
+        if kind == "lpm_exact":  # match_engines.LpmIndex._slot: (exact values, shifted)
             rest = self.tmp("tx")
             self.emit(f"{rest} = ({''.join(c + ', ' for i, c in enumerate(info.key_parts) if i != pos)})")
             probe = f"({rest}, {probe})"

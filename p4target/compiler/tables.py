@@ -141,6 +141,10 @@ class TableCompiler:
                 raise error(k.loc, f"unknown match kind '{k.match_kind}'")
             if k.match_kind not in M.MATCH_KINDS:
                 raise unsupported(k.loc, f"match kind '{k.match_kind}'", "use " + ", ".join(M.MATCH_KINDS))
+            if k.match_kind == "lpm" and any(f.match_kind == "lpm" for f in keys):
+                # as p4c-bm2-ss: a BMv2 table looks up at most one prefix
+                raise error(k.loc, f"table '{t.name}' has a second lpm key; BMv2 takes one lpm key per table "
+                            "(make the others ternary)")
             kt = v.type
             if isinstance(kt, EnumT) and kt.underlying is not None:
                 kt = kt.underlying

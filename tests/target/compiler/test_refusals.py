@@ -86,6 +86,9 @@ CASES = [
      "action 'NoAction' is not in the actions of table I.t"),
     ("match-kind", dict(ingress_locals="table t { key = { meta.m8: fuzzy; } actions = { a; } }"),
      "meta.m8: fuzzy", "unknown match kind 'fuzzy'"),
+    ("two-lpm-keys", dict(ingress_locals="table t { key = { meta.m8: lpm; meta.m16: lpm; } actions = { a; } }"),
+     "meta.m16: lpm", "table 't' has a second lpm key; BMv2 takes one lpm key per table (make the others "
+     "ternary)"),
     ("header-bytes", dict(decls="header odd_t { bit<7> x; }"), "odd_t",
      "header odd_t is 7 bits long; headers must be a whole number of bytes (add padding bits)"),
     ("const-prio", dict(ingress_locals="table t { key = { meta.m8: ternary; } actions = { a; } "
