@@ -294,11 +294,11 @@ cdef class Stream:
         p[3] = <char>((n >> 8) & 0xff)
         p[4] = <char>(n & 0xff)
         memcpy(p + 5, PyBytes_AS_STRING(data), n)
-        self.pending += n + 5
         if PyThread_get_thread_ident() == loop.ident:
+            self.pending += n + 5
             self._enqueue(framed)
             return
-        if self.pending > _SEND_LIMIT:
+        if self.pending > _SEND_LIMIT:  # what is queued already must drain (not this message: it may be larger)
             if self.room is None:
                 self.room = threading.Condition()
             with self.room:
@@ -306,6 +306,7 @@ cdef class Stream:
                 while self.pending > _SEND_LIMIT and not self.closed:
                     self.room.wait(1.0)
                 self.waiting = False
+        self.pending += n + 5
         loop.post((SEND, self, framed))
 
     def finish(self, int code, bytes details, trailing=None):

@@ -72,6 +72,9 @@ class Recorder:
         for i in range(int(request)):
             yield bytes((i % 256,)) * BLOCK
 
+    def jumbo(self, request: bytes, context) -> Iterator[bytes]:
+        yield b"j" * int(request)
+
     def meta(self, request: bytes, context) -> bytes:
         return repr(sorted((k, v) for k, v in context.invocation_metadata() if k.startswith("x-"))).encode()
 
@@ -92,6 +95,7 @@ def _handlers(rec: Recorder) -> grpc.GenericRpcHandler:
         "Chat": grpc.stream_stream_rpc_method_handler(rec.chat, **raw),
         "Blocks": grpc.unary_stream_rpc_method_handler(rec.blocks, **raw),
         "Meta": grpc.unary_unary_rpc_method_handler(rec.meta, **raw),
+        "Jumbo": grpc.unary_stream_rpc_method_handler(rec.jumbo, **raw),
     })
 
 
@@ -253,6 +257,14 @@ def test_a_long_stream_of_large_answers_arrives_whole_and_in_order(served) -> No
     got = list(_method(channel, "Blocks", "unary_stream")(b"24"))
     assert [len(b) for b in got] == [BLOCK] * 24
     assert [b[0] for b in got] == list(range(24)) and all(b.count(b[0]) == BLOCK for b in got)
+
+
+def test_one_answer_larger_than_the_send_limit_goes_out(served) -> None:
+    _, _, _, port = served
+    size = 6 << 20  # above h2_server's 4 MiB SEND_LIMIT on its own
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 8 << 20)]) as big:
+        (got,) = list(_method(big, "Jumbo", "unary_stream")(str(size).encode(), timeout=30))
+    assert got == b"j" * size
 
 
 def test_metadata_reaches_the_handler(served) -> None:
