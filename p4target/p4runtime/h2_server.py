@@ -48,6 +48,7 @@ from p4target.p4runtime.grpc_calls import Context, Handlers, deserialize, run_un
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("h2_loop.pyx")
+DECLARATIONS = SOURCE.with_name("h2_decls.pxd")  # cimported by SOURCE
 PREFIX = "p4h2"
 LIBRARIES = ("nghttp2",)
 DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's own default
@@ -80,7 +81,7 @@ def loop_module(build: bool = True) -> ModuleType:
             return _loaded
         cc = native.c_compiler()
         text = SOURCE.read_text()
-        key = native.build_key("\0".join((PREFIX, *LIBRARIES, text)), cc)
+        key = native.build_key("\0".join((PREFIX, *LIBRARIES, text, DECLARATIONS.read_text())), cc)
         path = native.module_path(native.cache_dir(), key, PREFIX)
         if not path.exists():
             if not build:
@@ -89,7 +90,8 @@ def loop_module(build: bool = True) -> ModuleType:
                 raise native.NativeError("nghttp2's headers are missing: apt-get install libnghttp2-dev "
                                          "(make deps does)")
             native.ensure_built(text, key, cc, native.cache_dir(), "P4Runtime", module_name=f"{PREFIX}_{key}",
-                                prefix=PREFIX, what="HTTP/2 loop", libraries=LIBRARIES)
+                                prefix=PREFIX, what="HTTP/2 loop", libraries=LIBRARIES,
+                                cython_args=("-I", str(DECLARATIONS.parent)))
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(f"{PREFIX}_{key}", path)
@@ -350,8 +352,10 @@ class H2Server:
             stream.call.half_close()
 
     def on_closed(self, stream: Any) -> None:
-        if stream.call is not None:
-            stream.call.closed()
+        call = stream.call
+        if call is not None:
+            stream.call = None  # the stream and its call refer to each other: free both now
+            call.closed()
 
 
 def main() -> int:
