@@ -58,6 +58,8 @@ cdef extern from "<nghttp2/nghttp2.h>":
         pass
     ctypedef struct nghttp2_session_callbacks:
         pass
+    ctypedef struct nghttp2_option:
+        pass
     ctypedef struct nghttp2_frame_hd:
         size_t length
         int32_t stream_id
@@ -107,8 +109,12 @@ cdef extern from "<nghttp2/nghttp2.h>":
                                                                    nghttp2_on_data_chunk_recv_callback)
     void nghttp2_session_callbacks_set_on_stream_close_callback(nghttp2_session_callbacks *,
                                                                 nghttp2_on_stream_close_callback)
-    int nghttp2_session_server_new(nghttp2_session **session, const nghttp2_session_callbacks *callbacks,
-                                   void *user_data)
+    int nghttp2_option_new(nghttp2_option **option)
+    void nghttp2_option_set_no_auto_window_update(nghttp2_option *option, int val)
+    int nghttp2_session_server_new2(nghttp2_session **session, const nghttp2_session_callbacks *callbacks,
+                                    void *user_data, const nghttp2_option *option)
+    int nghttp2_session_consume_connection(nghttp2_session *session, size_t size)
+    int nghttp2_session_consume_stream(nghttp2_session *session, int32_t stream_id, size_t size)
     void nghttp2_session_del(nghttp2_session *session)
     ssize_t nghttp2_session_mem_recv(nghttp2_session *session, const uint8_t *data, size_t n)
     ssize_t nghttp2_session_mem_send(nghttp2_session *session, const uint8_t **data)

@@ -9,7 +9,9 @@ trailers. What a call means (its handler, its thread) is h2_server's, which this
 loop calls back on its own thread:
 
     server.on_headers(stream)        the request's headers are in (stream.method, .metadata)
-    server.on_message(stream, data)  one whole request message (decompressed)
+    server.on_message(stream, data)  one whole request message (decompressed); True when
+                                     taken at once, False when queued for a handler's thread,
+                                     which calls stream.taken() as it takes each one
     server.on_half_close(stream)     the client sent its last message
     server.on_closed(stream)         the stream is over (answered, reset, or its connection gone)
 
@@ -18,6 +20,10 @@ thread they go straight to nghttp2, from another they are queued for the loop an
 sender waits while the stream has more than ``SEND_LIMIT`` bytes not yet taken by
 nghttp2 (so a large Read does not pile up in memory). Only the loop thread touches
 nghttp2 sessions and sockets.
+
+Flow control of requests: the connection's window is given back as bytes arrive; a
+stream's only as its messages are taken, so a client cannot queue more than the stream
+window (``STREAM_WINDOW``) of messages its handler has not read.
 """
 
 import base64
@@ -48,6 +54,7 @@ cdef enum:
     FINISH = 2
     STOP_LISTENING = 3
     CANCEL_ALL = 4
+    TAKEN = 5
 
 cdef enum:
     RECV_CHUNK = 262144
@@ -146,6 +153,9 @@ cdef class Stream:
     cdef list trailers
     cdef readonly bint responded, finished, closed, half_closed
     cdef bint deferred, rejected
+    cdef Py_ssize_t inflight         # request bytes received and not yet given back to the stream window
+    cdef Py_ssize_t held_bytes       # of which: messages queued for a handler's thread
+    cdef object held                 # the wire size of each of those messages, oldest first
 
     @property
     def metadata(self):
@@ -177,6 +187,28 @@ cdef class Stream:
                 self.waiting = False
         self.pending += n + 5
         loop.post((SEND, self, framed))
+
+    def taken(self):
+        """A handler's thread took the oldest queued request message: its bytes may come again."""
+        cdef Loop loop = self.conn.loop
+        if PyThread_get_thread_ident() == loop.ident:
+            self._taken()
+        else:
+            loop.post((TAKEN, self, None))
+
+    cdef void _taken(self):
+        if self.closed or not self.held:
+            return
+        self.held_bytes -= self.held.popleft()
+        self._give_back()
+
+    cdef void _give_back(self):
+        """Give the stream window back for every received byte not held by a queued message."""
+        cdef Py_ssize_t free_bytes = self.inflight - self.held_bytes
+        if free_bytes > 0 and not self.closed:
+            nghttp2_session_consume_stream(self.conn.session, self.sid, free_bytes)
+            self.inflight -= free_bytes
+            self.conn.loop.mark(self.conn)
 
     def finish(self, int code, bytes details, trailing=None):
         """End the call with this grpc status (and trailing metadata)."""
@@ -320,9 +352,13 @@ cdef int _on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t sid, co
                         void *user_data) noexcept:
     cdef Conn conn = <Conn>user_data
     cdef Stream st = conn.streams.get(sid)
-    if st is None or st.rejected or st.closed or st.finished:
+    nghttp2_session_consume_connection(session, n)  # the connection's window: always at once
+    if st is None:
         return 0
-    conn.loop.data_in(st, data, n)
+    st.inflight += n
+    if not (st.rejected or st.closed or st.finished):
+        conn.loop.data_in(st, data, n)
+    st._give_back()
     return 0
 
 
@@ -364,6 +400,16 @@ cdef ssize_t _read_response(nghttp2_session *session, int32_t sid, uint8_t *buf,
 
 
 cdef nghttp2_session_callbacks *_callbacks = NULL
+cdef nghttp2_option *_option = NULL
+
+
+cdef nghttp2_option *_the_option():
+    """Sessions give flow-control windows back only when told (``_give_back``)."""
+    global _option
+    if _option == NULL:
+        nghttp2_option_new(&_option)
+        nghttp2_option_set_no_auto_window_update(_option, 1)
+    return _option
 
 
 cdef nghttp2_session_callbacks *_the_callbacks():
@@ -593,7 +639,7 @@ cdef class Loop:
             length = (data[1] << 24) | (data[2] << 16) | (data[3] << 8) | data[4]
             if <size_t>length + 5 == n and data[0] == 0 and length <= self.max_receive:
                 # the usual case: one whole, uncompressed message in one chunk
-                self._message(st, (<char *>data)[5:n], 0)
+                self._message(st, (<char *>data)[5:n], 0, n)
                 return
         buf.extend((<char *>data)[:n])
         while len(buf) >= 5 and not st.rejected:
@@ -609,9 +655,9 @@ cdef class Loop:
             message = bytes(buf[5:length + 5])
             flag = buf[0]
             del buf[:length + 5]
-            self._message(st, message, flag)
+            self._message(st, message, flag, length + 5)
 
-    cdef void _message(self, Stream st, bytes message, int flag):
+    cdef void _message(self, Stream st, bytes message, int flag, Py_ssize_t wire):
         if flag:
             try:
                 message = _inflate(st.encoding, message)
@@ -625,9 +671,15 @@ cdef class Loop:
                            % (len(message), self.max_receive), None)
                 return
         try:
-            self.server.on_message(st, message)
+            taken = self.server.on_message(st, message)
         except Exception:  # noqa: BLE001
             log.exception("on_message of %r failed", st.method)
+            return
+        if taken is False:  # queued for a handler's thread: its bytes stay out of the window
+            if st.held is None:
+                st.held = collections.deque()
+            st.held.append(wire)
+            st.held_bytes += wire
 
     cdef void stream_over(self, Stream st):
         self.open_streams -= 1
@@ -652,7 +704,7 @@ cdef class Loop:
             conn.fd = fd
             conn.loop = self
             conn.streams = {}
-            nghttp2_session_server_new(&conn.session, _the_callbacks(), <void *>conn)
+            nghttp2_session_server_new2(&conn.session, _the_callbacks(), <void *>conn, _the_option())
             settings[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS
             settings[0].value = MAX_STREAMS
             settings[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE
@@ -703,6 +755,8 @@ cdef class Loop:
             elif kind == FINISH:
                 st._finish(arg[0], arg[1], arg[2])
                 self.mark(st.conn)
+            elif kind == TAKEN:
+                st._taken()
             elif kind == STOP_LISTENING:
                 self.stopping = True
                 for fd in self.listeners:

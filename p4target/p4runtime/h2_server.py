@@ -147,14 +147,18 @@ class _Call:
         self.requests: queue.SimpleQueue | None = None  # request-streaming calls: the messages
         self.refused = False
 
-    def message(self, data: bytes) -> None:
+    def message(self, data: bytes) -> bool:
+        """Take one request message; False when it waits for the handler's thread (which
+        tells the stream when it takes it: flow control)."""
         if self.requests is not None:
             self.requests.put(data)
-        elif self.request is None:
+            return False
+        if self.request is None:
             self.request = data
         elif not self.refused:
             self.refused = True
             self.stream.finish(_INTERNAL, b"more than one request message for a unary call")
+        return True
 
     def half_close(self) -> None:
         if self.requests is not None:
@@ -224,6 +228,8 @@ class _Requests:
         if self._over:
             raise StopIteration
         data = self._call.requests.get()
+        if data is not None:
+            self._call.stream.taken()
         request = None if data is None else deserialize(self._call.handler, self._call.context, data)
         if request is None:  # the client half-closed or went away, or sent garbage (INTERNAL)
             self._over = True
@@ -343,9 +349,8 @@ class H2Server:
             call.requests = queue.SimpleQueue()
             self._pool.submit(call.run)
 
-    def on_message(self, stream: Any, data: bytes) -> None:
-        if stream.call is not None:
-            stream.call.message(data)
+    def on_message(self, stream: Any, data: bytes) -> bool:
+        return stream.call.message(data) if stream.call is not None else True
 
     def on_half_close(self, stream: Any) -> None:
         if stream.call is not None:

@@ -38,6 +38,7 @@ class Recorder:
         self.threads: dict[str, set[str]] = {}
         self.closed = threading.Event()
         self.ended = threading.Event()
+        self.drain = threading.Event()
 
     def _seen(self, method: str) -> None:
         self.threads.setdefault(method, set()).add(threading.current_thread().name)
@@ -72,6 +73,11 @@ class Recorder:
         for i in range(int(request)):
             yield bytes((i % 256,)) * BLOCK
 
+    def sink(self, requests: Iterator[bytes], context) -> bytes:
+        """Takes nothing until ``self.drain`` is set, then counts what came."""
+        assert self.drain.wait(30)
+        return str(sum(1 for _ in requests)).encode()
+
     def jumbo(self, request: bytes, context) -> Iterator[bytes]:
         yield b"j" * int(request)
 
@@ -96,6 +102,7 @@ def _handlers(rec: Recorder) -> grpc.GenericRpcHandler:
         "Blocks": grpc.unary_stream_rpc_method_handler(rec.blocks, **raw),
         "Meta": grpc.unary_unary_rpc_method_handler(rec.meta, **raw),
         "Jumbo": grpc.unary_stream_rpc_method_handler(rec.jumbo, **raw),
+        "Sink": grpc.stream_unary_rpc_method_handler(rec.sink, **raw),
     })
 
 
@@ -265,6 +272,26 @@ def test_one_answer_larger_than_the_send_limit_goes_out(served) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", 8 << 20)]) as big:
         (got,) = list(_method(big, "Jumbo", "unary_stream")(str(size).encode(), timeout=30))
     assert got == b"j" * size
+
+
+def test_a_client_stream_its_handler_does_not_read_is_held_back(served) -> None:
+    # flow control: while the handler takes nothing, the client cannot push much more than
+    # the transport's window (h2_server: 1 MiB a stream) plus the socket's buffers
+    rec, _, channel, _ = served
+    sent = 0
+
+    def requests() -> Iterator[bytes]:
+        nonlocal sent
+        for _ in range(1000):  # 64 MiB in all
+            sent += 1
+            yield b"s" * 65536
+
+    answer = _method(channel, "Sink", "stream_unary").future(requests(), timeout=60)
+    time.sleep(2)
+    held_back = sent
+    rec.drain.set()
+    assert answer.result() == b"1000"
+    assert held_back < 300, f"{held_back} of 1000 messages were taken with nothing reading them"
 
 
 def test_metadata_reaches_the_handler(served) -> None:
