@@ -17,7 +17,8 @@ cdef extern from "<sys/socket.h>" nogil:
     ssize_t recv(int fd, void *buf, size_t n, int flags)
     ssize_t send(int fd, const void *buf, size_t n, int flags)
     int setsockopt(int fd, int level, int name, const void *value, unsigned int size)
-    int SOCK_NONBLOCK, SOCK_CLOEXEC, MSG_NOSIGNAL
+    int shutdown(int fd, int how)
+    int SOCK_NONBLOCK, SOCK_CLOEXEC, MSG_NOSIGNAL, SHUT_RDWR
 
 cdef extern from "<netinet/in.h>" nogil:
     int IPPROTO_TCP

@@ -22,19 +22,20 @@ nghttp2 (so a large Read does not pile up in memory). Only the loop thread touch
 nghttp2 sessions and sockets.
 
 Flow control of requests: the connection's window is given back as bytes arrive; a
-stream's only as its messages are taken, so a client cannot queue more than the stream
-window (``STREAM_WINDOW``) of messages its handler has not read.
+stream's only as its messages are taken, so a client cannot queue much more than the
+stream window (``STREAM_WINDOW``) plus one message that its handler has not read.
 """
 
 import base64
 import collections
 import logging
+import os
 import threading
 import zlib
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.pythread cimport PyThread_get_thread_ident
-from libc.errno cimport EAGAIN, EINTR, errno
+from libc.errno cimport EAGAIN, EINTR, EMFILE, ENFILE, ENOBUFS, ENOMEM, errno
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -97,25 +98,45 @@ def percent_encoded(bytes details):
     return bytes(out)
 
 
+cdef bytes _KEY_CHARS = b"0123456789abcdefghijklmnopqrstuvwxyz_.-"
+# gRPC's own trailers, which a handler may not set (grpc-status-details-bin it may:
+# that is how a rich status travels)
+cdef frozenset _OWN_TRAILERS = frozenset((b"grpc-status", b"grpc-message"))
+
+
 def metadata_pairs(trailing):
-    """(name, value) bytes of a call's trailing metadata; ``-bin`` values in base64."""
+    """(name, value) bytes of a call's trailing metadata; ``-bin`` values in base64.
+    ValueError for a key or value HTTP/2 (gRPC's mapping of it) cannot carry."""
     out = []
     for key, value in trailing or ():
         name = key.lower().encode("ascii")
+        if not name or name.translate(None, _KEY_CHARS) or name in _OWN_TRAILERS:
+            raise ValueError(f"metadata key {key!r} is not allowed (0-9 a-z _ . - only, not grpc-status "
+                             "or grpc-message)")
         if name.endswith(b"-bin"):
             out.append((name, base64.b64encode(value if isinstance(value, bytes) else value.encode())))
-        else:
-            out.append((name, value.encode("ascii") if isinstance(value, str) else bytes(value)))
+            continue
+        data = value.encode("ascii") if isinstance(value, str) else bytes(value)
+        if any(c < 0x20 or c > 0x7e for c in data):
+            raise ValueError(f"metadata value of {key!r} is not printable ASCII; use a -bin key for bytes")
+        out.append((name, data))
     return out
 
 
-cdef object _inflate(bytes encoding, bytes data):
-    """A compressed request message, or raise ValueError with what was wrong."""
+cdef object _inflate(bytes encoding, bytes data, Py_ssize_t most):
+    """A compressed request message, inflated to at most ``most`` + 1 bytes (a small
+    request that would inflate to gigabytes stops there: the caller refuses it as too
+    large); raise ValueError or zlib.error with what was wrong."""
     if encoding == b"gzip":
-        return zlib.decompress(data, 31)
-    if encoding == b"deflate":
-        return zlib.decompress(data)
-    raise ValueError(f"compressed message with grpc-encoding {encoding.decode(errors='replace')!r}")
+        inflater = zlib.decompressobj(31)
+    elif encoding == b"deflate":
+        inflater = zlib.decompressobj()
+    else:
+        raise ValueError(f"compressed message with grpc-encoding {encoding.decode(errors='replace')!r}")
+    out = inflater.decompress(data, most + 1)
+    if len(out) <= most and not inflater.eof:
+        raise ValueError("the compressed message is truncated")
+    return out
 
 
 cdef nghttp2_nv *_nv(list pairs):
@@ -231,7 +252,7 @@ cdef class Stream:
         self.finished = True
         try:
             extra = metadata_pairs(trailing)
-        except (UnicodeError, TypeError, AttributeError) as e:  # not str keys, or values HTTP/2 cannot carry
+        except (UnicodeError, TypeError, AttributeError, ValueError) as e:  # what HTTP/2 cannot carry
             log.error("%s: trailing metadata %r cannot be sent: %s", self.method, trailing, e)
             code, details, extra = INTERNAL, b"the handler set trailing metadata that cannot be sent", []
         pairs = [(b"grpc-status", str(code).encode())]
@@ -549,7 +570,7 @@ cdef class Loop:
     cdef public Py_ssize_t open_streams
     cdef public Py_ssize_t max_receive
     cdef readonly long spin_ns
-    cdef bint stopping, cancelling, received
+    cdef bint stopping, cancelling, received, accept_paused
 
     def __cinit__(self, server, Py_ssize_t max_receive, long spin_us=0):
         self.server = server
@@ -607,7 +628,8 @@ cdef class Loop:
         if self.stopping:
             st._finish(UNAVAILABLE, b"the server is shutting down", None)
             return
-        if not st.content_type.startswith(_GRPC_TYPE):
+        if not (st.content_type == _GRPC_TYPE or st.content_type.startswith((b"application/grpc+",
+                                                                           b"application/grpc;"))):
             st.rejected = True
             st._finish(UNIMPLEMENTED, b"not a gRPC request (content-type %s)" % st.content_type, None)
             return
@@ -660,15 +682,15 @@ cdef class Loop:
     cdef void _message(self, Stream st, bytes message, int flag, Py_ssize_t wire):
         if flag:
             try:
-                message = _inflate(st.encoding, message)
+                message = _inflate(st.encoding, message, self.max_receive)
             except (ValueError, zlib.error) as e:
                 st.rejected = True
                 st._finish(INTERNAL, f"cannot decompress the request: {e}".encode(), None)
                 return
             if len(message) > self.max_receive:
                 st.rejected = True
-                st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (%d vs. %d)"
-                           % (len(message), self.max_receive), None)
+                st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (more than %d when "
+                           b"decompressed)" % self.max_receive, None)
                 return
         try:
             taken = self.server.on_message(st, message)
@@ -678,6 +700,10 @@ cdef class Loop:
         if taken is False:  # queued for a handler's thread: its bytes stay out of the window
             if st.held is None:
                 st.held = collections.deque()
+            # its whole size, though its earlier chunks went back already (so the message
+            # could complete): held_bytes may exceed inflight, and nothing goes back then
+            # until the handler takes it. Counting only its last chunk would let a client
+            # whose messages end in a 5-byte chunk queue without bound.
             st.held.append(wire)
             st.held_bytes += wire
 
@@ -698,6 +724,13 @@ cdef class Loop:
             with nogil:
                 fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)
             if fd < 0:
+                if errno == EMFILE or errno == ENFILE or errno == ENOBUFS or errno == ENOMEM:
+                    # the backlog stays readable: stop watching it until a connection closes
+                    log.warning("cannot accept a connection (%s); accepting again when one closes",
+                                os.strerror(errno))
+                    for fd in self.listeners:
+                        self.watch(fd, EPOLL_CTL_DEL, 0)
+                    self.accept_paused = True
                 return
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
             conn = Conn.__new__(Conn)
@@ -738,6 +771,10 @@ cdef class Loop:
         self.watch(conn.fd, EPOLL_CTL_DEL, 0)
         c_close(conn.fd)
         del self.conns[conn.fd]
+        if self.accept_paused:  # a descriptor is free again
+            self.accept_paused = False
+            for fd in self.listeners:
+                self.watch(fd, EPOLL_CTL_ADD, EPOLLIN)
         streams = list(conn.streams.values())
         conn.streams.clear()
         for st in streams:
@@ -761,6 +798,7 @@ cdef class Loop:
                 self.stopping = True
                 for fd in self.listeners:
                     self.watch(fd, EPOLL_CTL_DEL, 0)
+                    shutdown(fd, SHUT_RDWR)  # new connections are refused now, not left in the backlog
                 self.listeners.clear()
                 for conn in self.conns.values():
                     nghttp2_submit_goaway((<Conn>conn).session, NGHTTP2_FLAG_NONE,
@@ -824,3 +862,5 @@ cdef class Loop:
                     return
         finally:
             free(buf)
+            for conn in list(self.conns.values()):  # on an error too: every stream is over
+                self._close(conn)

@@ -308,13 +308,15 @@ class H2Server:
         except Exception:  # noqa: BLE001 - logged; stop() still sees the server gone
             log.exception("the HTTP/2 loop failed")
         finally:
-            self._close()
+            self._close(wait=True)
 
-    def _close(self) -> None:
+    def _close(self, wait: bool = False) -> None:
+        """Close the listening sockets and, once the pool's handlers have returned (``wait``:
+        their streams are over, so they end), say the server has stopped."""
         for sock in self._sockets:
             sock.close()
         self._sockets.clear()
-        self._pool.shutdown(wait=False)
+        self._pool.shutdown(wait=wait, cancel_futures=True)
         self._stopped.set()
 
     def stop(self, grace: float | None) -> threading.Event:

@@ -52,8 +52,11 @@ class Recorder:
         return b"pooled:" + request
 
     def fail(self, request: bytes, context) -> bytes:
-        if request == b"bad metadata":
-            context.set_trailing_metadata((("why", "caf\u00e9"),))  # not ASCII, and not a -bin key
+        bad = {b"bad metadata": ("why", "caf\u00e9"),  # not ASCII, and not a -bin key
+               b"bad key": ("why not?", "1"),  # not a name HTTP/2 carries
+               b"bad value": ("why", "one\r\ntwo")}.get(request)  # a line break in a header
+        if bad is not None:
+            context.set_trailing_metadata((bad,))
             return b"never sent"
         if request == b"abort":
             context.set_trailing_metadata((("why-bin", b"\x01\x02"),))
@@ -158,7 +161,8 @@ def test_errors_reach_the_client_and_the_server_lives_on(served) -> None:
     assert refused.details() == "refused on purpose"
     assert dict(refused.trailing_metadata())["why-bin"] == b"\x01\x02"
     _refused(_method(channel, "Echo"), b"bad", grpc.StatusCode.INTERNAL)
-    _refused(fail, b"bad metadata", grpc.StatusCode.INTERNAL)
+    for bad in (b"bad metadata", b"bad key", b"bad value"):
+        _refused(fail, bad, grpc.StatusCode.INTERNAL)
     _refused(channel.unary_unary(f"/{SERVICE}/Nothing"), b"", grpc.StatusCode.UNIMPLEMENTED)
     assert _method(channel, "Echo")(b"still") == b"echo:still"
 
@@ -310,8 +314,28 @@ def test_a_request_over_the_size_limit_is_refused_and_the_next_served(transport)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             _refused(_method(channel, "Echo"), b"x" * 2000, grpc.StatusCode.RESOURCE_EXHAUSTED)
             assert _method(channel, "Echo")(b"x" * 900) == b"echo:" + b"x" * 900
+        with grpc.insecure_channel(f"127.0.0.1:{port}", compression=grpc.Compression.Gzip) as gz:
+            # under 1,000 bytes on the wire, 900,000 inflated: refused after inflating 1,001
+            bomb = _refused(_method(gz, "Echo"), bytes(900_000), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            if transport[0] is H2Server:
+                assert bomb.details() == "Received message larger than max (more than 1000 when decompressed)"
     finally:
         assert server.stop(0.5).wait(10)
+
+
+def test_stop_refuses_new_connections_and_waits_for_running_handlers(served) -> None:
+    rec, server, _, port = served
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        sink = _method(channel, "Sink", "stream_unary").future(iter([b"a", b"b"]), timeout=30)
+        time.sleep(0.3)  # the handler is running (and waiting for drain)
+        stopped = server.stop(0.2)
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as late:
+            _refused(lambda r: _method(late, "Echo")(r, timeout=5), b"late", grpc.StatusCode.UNAVAILABLE)
+        assert not stopped.wait(0.5), "stopped while a handler was still running"
+        rec.drain.set()
+        assert stopped.wait(10)
+        with pytest.raises(grpc.RpcError):
+            sink.result()
 
 
 def test_a_client_that_does_not_speak_http2_is_dropped_and_the_server_lives_on(served) -> None:
