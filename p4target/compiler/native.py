@@ -177,19 +177,22 @@ _loaded: dict[Path, ModuleType] = {}  # the modules loaded in this process, by f
 _load_lock = threading.Lock()
 
 
-def _import(key: str, path: Path) -> ModuleType:
-    module = _loaded.get(path)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(f"p4fast_{key}", path)
-        if spec is None or spec.loader is None:
-            raise NativeError(f"{path}: not a loadable module; delete it to rebuild")
-        try:
-            module = importlib.util.module_from_spec(spec)  # an extension is loaded here
-            spec.loader.exec_module(module)
-        except ImportError as e:
-            raise NativeError(f"{path}: cannot be loaded ({e}); delete it to rebuild") from None
-        _loaded[path] = module
-    return module
+def load(path: Path, name: str) -> ModuleType:
+    """The extension module in ``path`` (built as ``name``), loaded once per process;
+    NativeError when the file cannot be loaded."""
+    with _load_lock:
+        module = _loaded.get(path)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise NativeError(f"{path}: not a loadable module; delete it to rebuild")
+            try:
+                module = importlib.util.module_from_spec(spec)  # an extension is loaded here
+                spec.loader.exec_module(module)
+            except ImportError as e:
+                raise NativeError(f"{path}: cannot be loaded ({e}); delete it to rebuild") from None
+            _loaded[path] = module
+        return module
 
 
 class NativeFastPath:
@@ -286,8 +289,7 @@ class NativeFastPath:
                 if not build_if_missing:
                     return None
                 ensure_built(source, key, cc, cache, self.label)
-            with _load_lock:
-                module = _import(key, path)
+            module = load(path, f"p4fast_{key}")
         try:
             make = module.make_native(*(self.namespace[n] for n in names))
         except KeyError as e:

@@ -43,7 +43,8 @@ from typing import Any, Iterable
 
 import grpc
 
-from p4target.p4runtime.grpc_calls import Context, Handlers, deserialize, run_unary, status_int, stream_responses
+from p4target.p4runtime.grpc_calls import (INTERNAL, UNKNOWN, Context, Handlers, deserialize, run_unary,
+                                           status_int, stream_responses)
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +58,6 @@ DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's own default
 SPIN_ENV = "P4TARGET_GRPC_SPIN_US"
 DEFAULT_SPIN_US = 250
 _UNIMPLEMENTED = status_int(grpc.StatusCode.UNIMPLEMENTED)
-_UNKNOWN = status_int(grpc.StatusCode.UNKNOWN)
-_INTERNAL = status_int(grpc.StatusCode.INTERNAL)
-
-_loaded: ModuleType | None = None
-_load_lock = threading.Lock()
 
 
 def _headers_present(cc: str) -> bool:
@@ -70,40 +66,24 @@ def _headers_present(cc: str) -> bool:
     return probe.returncode == 0
 
 
-def loop_module(build: bool = True) -> ModuleType:
-    """The compiled loop, built first if the cache has none for this source (``build``).
-    Raises ``native.NativeError`` saying why there is none."""
-    global _loaded
+def loop_module() -> ModuleType:
+    """The compiled loop, built first if the cache has none for this source. Raises
+    ``native.NativeError`` saying why there is none."""
     from p4target.compiler import native
 
-    with _load_lock:
-        if _loaded is not None:
-            return _loaded
-        cc = native.c_compiler()
-        text = SOURCE.read_text()
-        key = native.build_key("\0".join((PREFIX, *LIBRARIES, text, DECLARATIONS.read_text())), cc)
-        path = native.module_path(native.cache_dir(), key, PREFIX)
-        if not path.exists():
-            if not build:
-                raise native.NativeError(f"not built yet ({path}; make native builds it)")
-            if not _headers_present(cc):
-                raise native.NativeError("nghttp2's headers are missing: apt-get install libnghttp2-dev "
-                                         "(make deps does)")
-            native.ensure_built(text, key, cc, native.cache_dir(), "P4Runtime", module_name=f"{PREFIX}_{key}",
-                                prefix=PREFIX, what="HTTP/2 loop", libraries=LIBRARIES,
-                                cython_args=("-I", str(DECLARATIONS.parent)))
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location(f"{PREFIX}_{key}", path)
-        if spec is None or spec.loader is None:
-            raise native.NativeError(f"{path}: not a loadable module; delete it to rebuild")
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except ImportError as e:
-            raise native.NativeError(f"{path}: cannot be loaded ({e}); delete it to rebuild") from None
-        _loaded = module
-        return module
+    cc = native.c_compiler()
+    text = SOURCE.read_text()
+    key = native.build_key("\0".join((PREFIX, *LIBRARIES, text, DECLARATIONS.read_text())), cc)
+    name = f"{PREFIX}_{key}"
+    path = native.module_path(native.cache_dir(), key, PREFIX)
+    if not path.exists():  # ensure_built's file lock makes concurrent builders build it once
+        if not _headers_present(cc):
+            raise native.NativeError("nghttp2's headers are missing: apt-get install libnghttp2-dev "
+                                     "(make deps does)")
+        native.ensure_built(text, key, cc, native.cache_dir(), "P4Runtime", module_name=name,
+                            prefix=PREFIX, what="HTTP/2 loop", libraries=LIBRARIES,
+                            cython_args=("-I", str(DECLARATIONS.parent)))
+    return native.load(path, name)
 
 
 def spin_us_from_env() -> int:
@@ -157,7 +137,7 @@ class _Call:
             self.request = data
         elif not self.refused:
             self.refused = True
-            self.stream.finish(_INTERNAL, b"more than one request message for a unary call")
+            self.stream.finish(INTERNAL, b"more than one request message for a unary call")
         return True
 
     def half_close(self) -> None:
@@ -341,7 +321,7 @@ class H2Server:
             handler, inline = self._handlers.lookup(stream.method, metadata)
         except Exception:  # noqa: BLE001 - a bug in a generic handler fails this call only
             log.exception("looking up the handler of %r failed", stream.method)
-            stream.finish(_UNKNOWN, b"Error in service handler!")
+            stream.finish(UNKNOWN, b"Error in service handler!")
             return
         if handler is None:
             stream.finish(_UNIMPLEMENTED, b"Method not found!")

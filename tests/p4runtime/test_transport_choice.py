@@ -58,7 +58,6 @@ def test_core_when_asked(rt_config, monkeypatch) -> None:
 def test_core_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp_path) -> None:
     monkeypatch.delenv(TRANSPORT_ENV, raising=False)
     # as on a machine without nghttp2's headers: the loop is neither loaded nor buildable
-    monkeypatch.setattr(h2_server, "_loaded", None)
     monkeypatch.setattr(h2_server, "_headers_present", lambda cc: False)
     monkeypatch.setenv("P4TARGET_CACHE", str(tmp_path))  # an empty cache: no loop built
     why = h2_server.unavailable()
