@@ -135,7 +135,7 @@ def serve_noop(cpu: str, transport: str) -> None:
     from p4target.p4runtime.core_server import CoreServer
     from p4target.p4runtime.h2_server import H2Server
     from p4target.p4runtime.placement import pin_process
-    from p4target.p4runtime.server import INLINE_METHODS
+    from p4target.p4runtime.transports import INLINE_METHODS
 
     if int(cpu) >= 0:
         pin_process(int(cpu))

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import queue
 import threading
-from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -22,7 +20,6 @@ from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from google.protobuf.internal import api_implementation
 
 from p4target.p4runtime.arbitration import Arbiter, Client, uint128
-from p4target.p4runtime import core_server, h2_server
 from p4target.p4runtime.digests import DigestLists
 from p4target.p4runtime.errors import (
     ABORTED,
@@ -46,6 +43,7 @@ from p4target.p4runtime.placement import pin_process, resolve_cpu
 from p4target.p4runtime.read import read_encoded
 from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
+from p4target.p4runtime.transports import make_transport
 from p4target.p4runtime.write import apply_update
 
 log = logging.getLogger(__name__)
@@ -61,12 +59,6 @@ _CONTINUE_ON_ERROR = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
 _ATOMICITIES = frozenset((_CONTINUE_ON_ERROR, p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
                           p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC))
 GetType = p4runtime_pb2.GetForwardingPipelineConfigRequest
-# The gRPC transport: "h2" (h2_server, on nghttp2; the default), "core" (core_server, on
-# grpcio's core) or "grpc" (the standard grpc.server).
-TRANSPORT_ENV = "P4TARGET_GRPC_TRANSPORT"
-TRANSPORTS = ("h2", "core", "grpc")
-# Answered on the transport's loop thread as soon as they arrive: short calls only.
-INLINE_METHODS = ("/p4.v1.P4Runtime/Write", "/p4.v1.P4Runtime/Capabilities")
 
 
 @dataclass
@@ -128,7 +120,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # ---- Write -------------------------------------------------------------------------
     def Write(self, request, context):
-        # The hot path of batch-1 writes. It runs on gRPC's poller thread (INLINE_METHODS):
+        # The hot path of batch-1 writes. It runs on the transport's loop thread (transports.INLINE_METHODS):
         # no other call makes progress meanwhile, so it must not wait for anything slow.
         try:
             if request.device_id != self.s.device_id:
@@ -242,7 +234,7 @@ class P4RuntimeServer:
         self.packet_outs_dropped = 0
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
-        self._grpc: Any = None  # h2_server.H2Server, core_server.CoreServer or grpc.Server (see _transport)
+        self._grpc: Any = None  # the gRPC server, from transports.make_transport
         self.transport = ""  # which, once started: "h2", "core" or "grpc.server"
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
 
@@ -251,12 +243,13 @@ class P4RuntimeServer:
         if self.cpu is not None:  # before gRPC starts its threads: they inherit it
             moved = pin_process(self.cpu)
             log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
-        self._grpc = self._transport(
+        self._grpc, self.transport = make_transport(
+            self._max_workers,
             [("grpc.max_receive_message_length", 256 * 1024 * 1024),
              ("grpc.max_send_message_length", 256 * 1024 * 1024),
              # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
              # share it silently (its clients reaching either device); refuse instead.
-             ("grpc.so_reuseport", 0)])
+             ("grpc.so_reuseport", 0)], self.device_id)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
         try:
             self.bound_port = self._grpc.add_insecure_port(self.addr)
@@ -270,29 +263,6 @@ class P4RuntimeServer:
             self.device.add_digest_listener(self._on_digest)
         self._grpc.start()
         log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
-
-    def _transport(self, options: list[tuple[str, Any]]) -> Any:
-        """The gRPC server the servicer runs on: the one ``P4TARGET_GRPC_TRANSPORT`` names
-        (default ``h2``), or the next of ``TRANSPORTS`` that can run here when it cannot
-        (one warning says why); ``self.transport`` says which."""
-        choice = os.environ.get(TRANSPORT_ENV, "h2").strip().lower() or "h2"
-        if choice not in TRANSPORTS:
-            log.warning("device %d: %s=%s is not one of %s; using h2", self.device_id, TRANSPORT_ENV, choice,
-                        ", ".join(TRANSPORTS))
-            choice = "h2"
-        for name in TRANSPORTS[TRANSPORTS.index(choice):]:
-            why = {"h2": h2_server.unavailable, "core": core_server.unavailable}.get(name, lambda: None)()
-            if why is None:
-                break
-            log.warning("device %d: the P4Runtime server cannot use its %s transport (single-entry writes "
-                        "slower): %s", self.device_id, name, why)
-        self.transport = "grpc.server" if name == "grpc" else name
-        if name == "h2":
-            return h2_server.H2Server(self._max_workers, options=options, inline=INLINE_METHODS)
-        if name == "core":
-            return core_server.CoreServer(self._max_workers, options=options, inline=INLINE_METHODS)
-        return grpc.server(futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="p4rt"),
-                           options=options)
 
     def _adopt_running_pipeline(self) -> None:
         """A device started with a program (``p4target run prog.p4``) serves it at once.

@@ -15,7 +15,8 @@ from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from p4target.device import Device
 from p4target.p4runtime import core_server, h2_server
-from p4target.p4runtime.server import TRANSPORT_ENV, P4RuntimeServer
+from p4target.p4runtime.server import P4RuntimeServer
+from p4target.p4runtime.transports import TRANSPORT_ENV
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, errors_of, ins
 
 
@@ -62,7 +63,7 @@ def test_core_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp
     monkeypatch.setenv("P4TARGET_CACHE", str(tmp_path))  # an empty cache: no loop built
     why = h2_server.unavailable()
     assert why == "nghttp2's headers are missing: apt-get install libnghttp2-dev (make deps does)"
-    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
+    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
         assert _serve_and_use(rt_config) == "core"
     assert "cannot use its h2 transport" in caplog.text and why in caplog.text
 
@@ -78,14 +79,14 @@ def test_grpc_server_when_core_cannot_run_here(rt_config, monkeypatch, caplog) -
     monkeypatch.setitem(core_server._USED, "Server", (*core_server._USED["Server"], "request_call_v9"))
     why = core_server.unavailable()
     assert why == f"grpcio {grpc.__version__} has no cygrpc.Server.request_call_v9"
-    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
+    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
         assert _serve_and_use(rt_config) == "grpc.server"
     assert "cannot use its core transport" in caplog.text and why in caplog.text
 
 
 def test_an_unknown_choice_is_named_and_h2_used(rt_config, monkeypatch, caplog) -> None:
     monkeypatch.setenv(TRANSPORT_ENV, "fast")
-    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.server"):
+    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
         assert _serve_and_use(rt_config) == "h2"
     assert f"{TRANSPORT_ENV}=fast is not one of h2, core, grpc" in caplog.text
 
