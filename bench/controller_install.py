@@ -14,7 +14,7 @@ medians and every repetition's ratio are printed):
   a Mininet network starts them (pipeline check, encode, read, diff, write), the way
   ``mrcctl install`` does it.
 
-Targets (issue 9): controller >= 20,000 entries/s summed over the switches and >=
+Targets: controller >= 20,000 entries/s summed over the switches and >=
 0.8x "the server-side rate of bench/p4runtime_rate.py measured in the same run":
 that script's batch-1000 write rate into one server (another program: one
 exact-match table) is measured at the end and each round's controller rate printed

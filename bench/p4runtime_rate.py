@@ -7,7 +7,7 @@ figures are the server's, not the client's message building). One run measures:
 - the embedded target (``P4RuntimeServer`` in a child Python process), its threads
   placed as ``p4target run`` places them by default (``--cpu auto``: all on one CPU
   chosen by the device id), and the same server with its threads left to the kernel
-  (``--cpu any``, the placement before issue 14's batch-1 work) for comparison;
+  (``--cpu any``, the placement before the batch-1 work) for comparison;
 - real BMv2 ``simple_switch_grpc``, when it and ``p4c-bm2-ss`` are on the PATH (same
   program, same request bytes apart from the ids of the P4Info each side uses);
 - a no-op server answering Write at once on the embedded server's own transport
@@ -68,9 +68,9 @@ control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); } }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
-# BMv2 simple_switch_grpc measured on the project machine (issue 14), entries/s.
+# BMv2 simple_switch_grpc measured on the project machine, entries/s.
 REFERENCE = {"batch1": 3_400, "batch1000": 147_000, "read": 371_000}
-# What the embedded target must reach (issue 14 acceptance).
+# What the embedded target must reach.
 TARGET = {"batch1": 4_000, "batch1000": 150_000, "read": 400_000}
 MEMORY_TARGET_MB = 1024
 
@@ -488,7 +488,7 @@ def report(f: Figures, bmv2: Figures | None, floors: list[Floor], cpu: int | Non
            unpinned: Figures | None) -> None:
     rows = [("write, batch 1", "batch1"), ("write, batch 1000", "batch1000"), ("wildcard read", "read")]
     print(f"entries/s, best of {ROUNDS} rounds (worst in brackets; the first read is the worst: it "
-          "encodes); reference = BMv2 measured on the project machine (issue 14)")
+          "encodes); reference = BMv2 measured on the project machine")
     default = ", p4target run's default, for device 0" if choice == "auto" else ""
     print(f"placement: embedded server {placement(cpu)} (--cpu {choice}{default}); "
           "the client (this process) and BMv2 not pinned")

@@ -1,6 +1,6 @@
 """Link failures: ``mrcctl fail`` / ``mrcctl restore``.
 
-Why no fabric writes: the fabric's tables are static (DESIGN.md section 4); a dead
+Why no fabric writes: the fabric's tables are static (docs/fabric.md); a dead
 link only loses the packets sent on it. What changes is the NICs' choice of paths:
 every NIC whose spray groups or EV table hold a path over the link loses those
 members and EVs (and gets them back on restore). The entries are recomputed from the

@@ -1,6 +1,6 @@
 """Fabric sizing for ``mrcctl plan``: a multiplane fabric against one plane of the same silicon.
 
-Why: the point of multiplane (DESIGN.md section 1) is that splitting an ``nic_gbps`` NIC
+Why: the point of multiplane (docs/architecture.md, "What MRC is") is that splitting an ``nic_gbps`` NIC
 into ``planes`` ports of ``port_gbps`` lets the same switch silicon run as ``radix`` ports
 of ``port_gbps`` instead of ``radix / planes`` ports of ``nic_gbps``. Higher radix means
 fewer tiers, hence fewer switches, fewer optics and shorter paths. This module puts
@@ -180,7 +180,7 @@ class SizingReport:
     savings: Savings
 
     def to_json(self) -> dict[str, Any]:
-        """The ``--json`` object of issue 9."""
+        """The object ``mrcctl plan --json`` prints."""
         return {
             "multiplane": self.multiplane.to_json(),
             "single_plane": self.single_plane.to_json(),

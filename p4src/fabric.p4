@@ -28,7 +28,7 @@ const bit<8> DROP_BAD_LENGTH = 8;     /* IPv6 payload length runs past the frame
 const bit<8> DROP_NO_PORT_MAC = 9;    /* egress port has no port_mac entry (FabricEgress.drops) */
 #define DROP_REASONS 16
 
-/* The uSID block (F3216): fcbb:bb00::/32, DESIGN.md section 3. */
+/* The uSID block (F3216): fcbb:bb00::/32, docs/addressing.md. */
 const bit<32> USID_BLOCK = 0xfcbbbb00;
 
 /* What my_sid found (metadata_t.sid_kind). */

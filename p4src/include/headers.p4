@@ -2,7 +2,7 @@
  * headers.p4: the header types shared by fabric.p4 and nic.p4.
  *
  * Why one file: the fabric switches and the NICs parse the same wire format
- * (DESIGN.md sections 3-5, docs/packet-formats.md), so the header layouts, the
+ * (docs/addressing.md, docs/packet-formats.md), so the header layouts, the
  * protocol constants and the limits live in one place. Names here are stable:
  * controllers and tests refer to them (hdr.ipv6.dst_addr, ...).
  *

@@ -1,7 +1,7 @@
 """Topology input errors: one line naming file:line, the field path and the fix.
 
-Why: a topology is written by hand; issue 9 item 1 lists the mistakes that must come
-back as one clear line (and a topology the address plan cannot hold must be refused
+Why: a topology is written by hand; each mistake below must come back as one clear
+line (and a topology the address plan cannot hold must be refused
 before anything is computed). Every expected line is written out here.
 """
 

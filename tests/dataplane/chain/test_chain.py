@@ -1,4 +1,4 @@
-"""Five switches in one process: NIC, leaf, spine, leaf, NIC (issue 6 acceptance).
+"""Five switches in one process: NIC, leaf, spine, leaf, NIC.
 
 fabric.p4 runs on every leaf and spine of a small 2-plane fabric, nic.p4 on every
 host's NIC, all filled with the controller's entries (controller/entries.py). The test

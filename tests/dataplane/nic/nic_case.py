@@ -19,7 +19,7 @@ from controller.topology import Host, Topology, from_parameters
 NIC_HOST_PORT = P.NIC_HOST_PORT
 nic_plane_port = P.nic_plane_port
 
-# The NIC tests' fabric: 4 planes x 4 spines, 16 paths between two leaves (issue 6);
+# The NIC tests' fabric: 4 planes x 4 spines, 16 paths between two leaves;
 # 16 EVs per NIC, so every (plane, spine) path is one EV and one spray member.
 TEST_FABRIC = from_parameters(name="nic-tests", planes=4, spines=4, leaves=3, hosts_per_leaf=2, evs_per_nic=16)
 

@@ -1,5 +1,5 @@
-"""Compound assignments ``+= -= *= /= %= &= |= ^= <<= >>= |+|= |-|=`` (issue 12 item
-13): ``lhs op= rhs`` is ``lhs = lhs op rhs`` with the left-hand side evaluated once
+"""Compound assignments ``+= -= *= /= %= &= |= ^= <<= >>= |+|= |-|=``:
+``lhs op= rhs`` is ``lhs = lhs op rhs`` with the left-hand side evaluated once
 (a stack index computed by a call runs once; the element read is the one written).
 Expected values by hand from the operators' rules (P4_16 8.6, 8.7: wrap at the
 width, saturate for ``|+|``/``|-|``).

@@ -1,4 +1,4 @@
-"""Copy-in/copy-out (P4_16 6.8, issue 12 items 2 and 3).
+"""Copy-in/copy-out (P4_16 6.8).
 
 - An inout argument of header, struct or stack type is a copy: a write to the
   original through another name while the action holds the copy is lost when the

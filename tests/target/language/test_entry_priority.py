@@ -1,4 +1,4 @@
-"""``@priority(N)`` on const entries (issue 12 item 6), as p4c's BMv2 back end and
+"""``@priority(N)`` on const entries, as p4c's BMv2 back end and
 BMv2 give it: an annotated entry has priority N, the others their position in the
 list (the first is 1), and the smaller number wins. The expectations are worked out
 in p4/entry_priority.stf; here the same rule on frames built with scapy, and the

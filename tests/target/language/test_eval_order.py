@@ -1,4 +1,4 @@
-"""Evaluation order and side effects (issue 12 item 1; P4_16 8.1, 6.8).
+"""Evaluation order and side effects (P4_16 8.1, 6.8).
 
 Operands are evaluated left to right, ``&&``/``||`` short-circuit (the right
 operand's call and its copy-out do not happen when the left decides), ``c ? x : y``

@@ -1,4 +1,4 @@
-"""Control-local initializers that call functions (issue 12 item 7).
+"""Control-local initializers that call functions.
 
 ``bit<8> w = f(hdr.h.a);`` with ``f(inout bit<8> x)``: the call and its copy-out
 run where the control starts, every time it runs, before the apply block (P4_16

@@ -1,5 +1,5 @@
 """Struct-typed header fields, lookahead<struct>, tuple variables, `_` out arguments
-and serializable-enum keyset values (issue 12 item 16), against bytes worked out by
+and serializable-enum keyset values, against bytes worked out by
 hand from the P4_16 spec (7.2.2: a struct in a header is serialized inline in field
 order; 8.11 tuples; 6.8 `_` for out arguments)."""
 

@@ -190,7 +190,7 @@ parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) {
 
 
 def test_exit_in_an_instance_copies_out_then_ends_the_control(tmp_path) -> None:
-    # spec 12.5 (as for actions, issue 12 item 3): the copy-out of the instance's
+    # spec 12.5 (as for actions): the copy-out of the instance's
     # arguments happens, then nothing after the apply runs
     body = """control X(inout bit<8> v) {
     apply { v = 0x77; exit; }

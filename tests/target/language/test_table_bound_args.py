@@ -1,4 +1,4 @@
-"""Table action lists that bind directional arguments (issue 12 item 10; P4_16
+"""Table action lists that bind directional arguments (P4_16
 14.2.1.2-3): ``actions = { a(hdr.f); }``. The bound expressions are evaluated when
 the action runs and out/inout ones copied out after it; the directionless
 parameters come from the entry, the default action or the control plane; a

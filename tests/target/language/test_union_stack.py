@@ -1,4 +1,4 @@
-"""Stacks of header unions (issue 12 item 5): ``extract(s.next.member)`` fills the
+"""Stacks of header unions: ``extract(s.next.member)`` fills the
 member of element nextIndex and advances it; ``emit`` of the stack emits, element by
 element, the member that is valid (P4_16 8.20, BMv2's deparser). Bytes by hand."""
 

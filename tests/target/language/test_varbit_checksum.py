@@ -1,4 +1,4 @@
-"""varbit fields in checksum field lists (issue 12 item 15): the field contributes
+"""varbit fields in checksum field lists: the field contributes
 its current bits. Expected checksums come from scapy's own IPv4 implementation (and
 the STF file's hand sums): a frame scapy checksummed passes verify_checksum, and
 the output after the TTL decrement carries the checksum scapy computes for TTL-1."""

@@ -1,4 +1,4 @@
-// Compound assignments (issue 12 item 13): every operator once, on header fields,
+// Compound assignments: every operator once, on header fields,
 // and a left-hand side whose stack index is computed by a call with a side effect:
 // it is evaluated once (take() runs once, the same element is read and written).
 #include <core.p4>

@@ -1,4 +1,4 @@
-// Copy-in/copy-out of composite inout arguments (issue 12 item 2, P4_16 6.8): each
+// Copy-in/copy-out of composite inout arguments (P4_16 6.8): each
 // action writes the original through its global name while it holds the copy; the
 // copy-out then overwrites that write, as the spec says.
 #include <core.p4>

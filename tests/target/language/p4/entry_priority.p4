@@ -1,4 +1,4 @@
-// @priority(N) on const entries (issue 12 item 6). p4c's BMv2 back end gives an
+// @priority(N) on const entries. p4c's BMv2 back end gives an
 // annotated entry priority N and the others their position (1, 2, 3, ...); BMv2
 // prefers the smaller number. So here: e1 = 10, e2 = 2, e3 = 1, e4 = 4.
 #include <core.p4>

@@ -1,4 +1,4 @@
-// Evaluation order and side effects (issue 12 item 1, P4_16 8.1, 6.8): incr() and
+// Evaluation order and side effects (P4_16 8.1, 6.8): incr() and
 // mark() change their inout argument; each statement below shows one rule.
 #include <core.p4>
 #include <v1model.p4>

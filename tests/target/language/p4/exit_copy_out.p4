@@ -1,4 +1,4 @@
-// exit in an action with out/inout parameters (issue 12 item 3, P4_16 12.5): the
+// exit in an action with out/inout parameters (P4_16 12.5): the
 // call's copy-out happens, then the control exits (also from a nested call).
 #include <core.p4>
 #include <v1model.p4>

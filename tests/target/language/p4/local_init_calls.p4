@@ -1,4 +1,4 @@
-// Control-local initializers with calls (issue 12 item 7): `w` is initialised by a
+// Control-local initializers with calls: `w` is initialised by a
 // function that also increments its inout argument, every time the control runs.
 #include <core.p4>
 #include <v1model.p4>

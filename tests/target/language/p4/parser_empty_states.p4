@@ -1,4 +1,4 @@
-// Parser states with no statements (issue 12 item 4): start and s1 are empty and
+// Parser states with no statements: start and s1 are empty and
 // go straight on; the header is never extracted, so ingress sees it invalid and
 // sends the frame, unchanged, to port 2 (a valid header would go to port 3).
 #include <core.p4>

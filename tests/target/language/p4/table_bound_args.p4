@@ -1,4 +1,4 @@
-// Table action lists that bind directional arguments (issue 12 item 10, P4_16
+// Table action lists that bind directional arguments (P4_16
 // 14.2.1.2): the bound expressions are evaluated when the action runs (after g was
 // incremented), out/inout ones copied out after it; directionless parameters come
 // from the entry, the default action or the control plane.
