@@ -233,6 +233,40 @@ def test_a_broken_paste_is_seen() -> None:
     assert run(broken, 1) != run(compiled(fabric, False), 1)
 
 
+def mrc_run(nic_program, fabric_program) -> tuple[list, list, dict, dict]:
+    """The controller's entries for one NIC and its plane-0 leaf (the NIC dataplane
+    tests' fabric), MRC and plain UDP frames from the host through the NIC, and what
+    the NIC sent on plane 0 through the leaf: (NIC outputs, leaf outputs, states)."""
+    from controller import local
+    from controller.entries import entries_of, nodes
+    from tests.dataplane.nic.nic_case import TEST_FABRIC, nic_case
+    from tests.dataplane.nic.nic_frames import mrc_frame, udp_frame
+
+    cfg = nic_case(TEST_FABRIC, 0, 1)
+    nic, leaf = Switch(nic_program, seed=7), Switch(fabric_program, seed=7)
+    local.install(nic, cfg.entries())
+    local.install(leaf, entries_of(TEST_FABRIC, next(n for n in nodes(TEST_FABRIC) if n.name == "p0-leaf0")))
+    frames = [bytes(mrc_frame(cfg, e.dst_leaf, e.dst_port, e.ev, psn=e.ev)) for e in cfg.explicit]
+    frames += [bytes(mrc_frame(cfg, 1, 2, 0xBEEF, psn=k)) for k in range(32)]  # sprayed by the NIC
+    frames += [bytes(udp_frame(cfg, 2, 1, sport=20000 + k)) for k in range(32)]
+    nic_out = [nic.inject(0, f) for f in frames]
+    leaf_out = [leaf.inject(1, data) for out in nic_out for port, data in out if port == 1]
+    for sw in (nic, leaf):
+        assert (sw.fast_packets, sw.fast_kind) == (0, "none")
+    return nic_out, leaf_out, observe(nic), observe(leaf)
+
+
+def test_controller_entries_and_mrc_traffic_give_the_same_outputs() -> None:
+    nic_p4, fabric_p4 = ROOT / "p4src" / "nic.p4", ROOT / "p4src" / "fabric.p4"
+    inlined = mrc_run(compiled(nic_p4, True), compiled(fabric_p4, True))
+    plain = mrc_run(compiled(nic_p4, False), compiled(fabric_p4, False))
+    assert inlined == plain
+    nic_out, leaf_out = inlined[0], inlined[1]
+    # every frame left the NIC, a quarter of them on plane 0, and the leaf forwarded those
+    assert all(len(out) == 1 for out in nic_out)
+    assert len(leaf_out) >= len(nic_out) // 8 and all(len(out) == 1 for out in leaf_out)
+
+
 def test_router6_parser_is_straight_line() -> None:
     src = compiled(ROOT / "bench" / "p4" / "router6.p4", True).python_source
     assert "while state is not None" not in src
