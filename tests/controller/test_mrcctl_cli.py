@@ -25,7 +25,6 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.inventory import default_inventory
 from controller.topology import from_parameters
 from tests.controller.fabric_lab import REPO, FabricLab
 from tests.target.cli.p4t_netlab import recv_frames
@@ -146,12 +145,8 @@ TOPO = from_parameters(**SHAPE)
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[FabricLab]:
-    lab = FabricLab(TOPO, tag="cli")
     # the state file names the shape, so mrcctl --state sees the same fabric
-    lab.inventory = default_inventory(TOPO, {"parameters": SHAPE},
-                                      base_port=int(lab.inventory.switches["p0-leaf0"].address.rsplit(":", 1)[1])
-                                      - next(n.ordinal for n in lab.nodes if n.name == "p0-leaf0"))
-    with lab:
+    with FabricLab(TOPO, tag="cli", source={"parameters": SHAPE}) as lab:
         yield lab
 
 
