@@ -84,7 +84,9 @@ def ipv4(proto: int, rng: random.Random) -> bytes:
     return bytes([0x45, 0]) + rng.randbytes(7) + bytes([proto]) + rng.randbytes(10)
 
 
-def frames(rng: random.Random, pool: dict[int, list[int]]) -> list[bytes]:
+def frames(rng: random.Random, pool: dict[int, list[int]] | None = None) -> list[bytes]:
+    """Random and crafted frames; their addresses from ``pool`` (default: a new one)."""
+    pool = pools(rng) if pool is None else pool
     out: list[bytes] = [b"", bytes(13), bytes(14)]
     for n in range(60):
         out.append(rng.randbytes(rng.randrange(0, 160)))
