@@ -112,14 +112,18 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 # from their first frame. A machine with no C compiler or no Python.h (or with
 # P4TARGET_NATIVE=0) skips them with one line saying why: switches forward on the
 # interpreted fast path and the server writes with the .py modules on core_server.
-# With a compiler, a build that fails is an error: every step runs, then make stops.
+# With a compiler, a build that fails is an error: every step runs, then make stops;
+# a .venv that cannot load p4target is an error at once.
 native: deps
 	@if [ "$${P4TARGET_NATIVE:-1}" = 0 ]; then \
 	  echo "native: skipped (P4TARGET_NATIVE=0): switches use the interpreted fast path"; exit 0; \
 	fi; \
-	if ! why=$$($(VENV)/bin/python -c 'from p4target.compiler.native import NativeError, c_compiler'$$'\n''try: c_compiler()'$$'\n''except NativeError as e: print(e); raise SystemExit(1)'); then \
-	  echo "native: skipped, $$why: switches use the interpreted fast path"; exit 0; \
-	fi; \
+	why=$$($(VENV)/bin/python -c 'from p4target.compiler.native import NativeError, c_compiler'$$'\n''try: c_compiler()'$$'\n''except NativeError as e: print(e); raise SystemExit(3)'); \
+	case $$? in \
+	  0) ;; \
+	  3) echo "native: skipped, $$why: switches use the interpreted fast path"; exit 0 ;; \
+	  *) echo "error: native: $(VENV) cannot load p4target; run 'make distclean deps' to reinstall the project" >&2; exit 1 ;; \
+	esac; \
 	failed=""; \
 	for p in $(P4_PROGRAMS); do \
 	  $(VENV)/bin/p4target compile --native $$p || failed="$$failed $$p"; \

@@ -1,5 +1,5 @@
-"""`make native` builds the compiled fast paths; a failed build stops make, a machine
-without a C compiler goes on without them.
+"""`make native` builds the compiled fast paths; a failed build or a broken install
+stops make, a machine without a C compiler goes on without them.
 
 The tests run the real Makefile against the project's programs. A failing build is
 provoked with a cache directory that cannot exist (`P4TARGET_CACHE` under /dev/null),
@@ -57,3 +57,20 @@ def test_native_builds_each_program_and_the_server_loop() -> None:
     for program in ("p4src/fabric.p4", "p4src/nic.p4"):
         assert f"{program}: compiled fast path ready" in res.stdout, res.stdout
     assert "HTTP/2 loop: built" in res.stdout
+
+
+def test_a_project_that_does_not_import_is_an_error_not_a_skip(tmp_path: Path) -> None:
+    # a venv whose python cannot import p4target (a broken install), its set-up stamp
+    # fresh so that `make deps` leaves it alone
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'p4target'\" >&2\nexit 1\n")
+    python.chmod(0o755)
+    (venv / ".stamp-project").touch()
+    base = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "P4TARGET_NATIVE")}
+    res = subprocess.run(["make", "--no-print-directory", "native", f"VENV={venv}"], cwd=REPO, env=base,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert f"error: native: {venv} cannot load p4target; run 'make distclean deps'" in res.stderr, res.stderr
+    assert "skipped" not in res.stdout
