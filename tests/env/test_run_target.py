@@ -17,10 +17,23 @@ from pathlib import Path
 import pytest
 
 from tools.cleanup import find_leftovers
-from topologies.p4switch import choose_target
-from topologies.run import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+# topologies.p4switch imports Mininet, whose logging.setLoggerClass gives every logger
+# made after it a console handler of its own: imported inside the tests, not when the
+# suite is collected
+def build_parser():  # noqa: ANN201 - argparse's parser
+    from topologies.run import build_parser as parser
+
+    return parser()
+
+
+def choose_target(target: str) -> str:
+    from topologies.p4switch import choose_target as choose
+
+    return choose(target)
 
 
 def _path_with(tmp_path: Path, tools: tuple[str, ...]) -> str:
