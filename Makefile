@@ -95,7 +95,7 @@ build: deps
 	@if [ -z "$(P4_PROGRAMS)" ]; then \
 	  echo "build: no P4 programs in $(P4SRC)/ yet, nothing to compile"; \
 	elif [ ! -x $(VENV)/bin/p4target ] || ! $(VENV)/bin/python -c 'import p4target.cli' 2>/dev/null; then \
-	  echo "build: the p4target command is not there yet (p4target/cli.py), skipping"; \
+	  echo "error: $(VENV)/bin/p4target is missing or broken; run 'make distclean deps' to reinstall the project" >&2; exit 1; \
 	else \
 	  $(MAKE) -s --no-print-directory $(P4INFOS); \
 	fi
@@ -109,14 +109,31 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 # the compiled P4Runtime write path (p4target/compiled_modules.py) and the P4Runtime
 # server's HTTP/2 loop (p4target/p4runtime/h2_server.py, on nghttp2), built once
 # into the cache (~50 s the first time, then nothing), so that switches take them
-# from their first frame. Not fatal: without them switches forward on the
+# from their first frame. A machine with no C compiler or no Python.h (or with
+# P4TARGET_NATIVE=0) skips them with one line saying why: switches forward on the
 # interpreted fast path and the server writes with the .py modules on core_server.
+# With a compiler, a build that fails is an error: every step runs, then make stops;
+# a .venv that cannot load p4target is an error at once.
 native: deps
-	@for p in $(P4_PROGRAMS); do \
-	  $(VENV)/bin/p4target compile --native $$p || echo "native: $$p keeps the interpreted fast path"; \
-	done
-	@$(VENV)/bin/python -m p4target.compiled_modules || echo "native: the P4Runtime write path stays interpreted"
-	@$(VENV)/bin/python -m p4target.p4runtime.h2_server || echo "native: the P4Runtime server runs on core_server"
+	@if [ "$${P4TARGET_NATIVE:-1}" = 0 ]; then \
+	  echo "native: skipped (P4TARGET_NATIVE=0): switches use the interpreted fast path"; exit 0; \
+	fi; \
+	why=$$($(VENV)/bin/python -c 'from p4target.compiler.native import NativeError, c_compiler'$$'\n''try: c_compiler()'$$'\n''except NativeError as e: print(e); raise SystemExit(3)'); \
+	case $$? in \
+	  0) ;; \
+	  3) echo "native: skipped, $$why: switches use the interpreted fast path"; exit 0 ;; \
+	  *) echo "error: native: $(VENV) cannot load p4target; run 'make distclean deps' to reinstall the project" >&2; exit 1 ;; \
+	esac; \
+	failed=""; \
+	for p in $(P4_PROGRAMS); do \
+	  $(VENV)/bin/p4target compile --native $$p || failed="$$failed $$p"; \
+	done; \
+	$(VENV)/bin/python -m p4target.compiled_modules || failed="$$failed p4target.compiled_modules"; \
+	$(VENV)/bin/python -m p4target.p4runtime.h2_server || failed="$$failed p4target.p4runtime.h2_server"; \
+	if [ -n "$$failed" ]; then \
+	  echo "error: native: these did not build:$$failed (messages above); fix the cause, or set P4TARGET_NATIVE=0 to run without them" >&2; \
+	  exit 1; \
+	fi
 
 # ---- run, test, bench, shell ----------------------------------------------
 

@@ -50,11 +50,15 @@ def free_port_base(count: int) -> int:
 class FabricLab:
     """Start every switch of ``topo`` (empty, ``--no-p4``) with its cabling on veths."""
 
-    def __init__(self, topo: Topology, tag: str = "ctl", *, load_program: bool = False) -> None:
+    def __init__(self, topo: Topology, tag: str = "ctl", *, load_program: bool = False,
+                 source: dict | None = None) -> None:
+        """``source``: how the state file names the topology (default: the default fabric's
+        parameters), so that ``mrcctl --state`` sees ``topo``."""
         self.topo = topo
         self.net = NetLab(tag)
         self.nodes = nodes(topo)
-        self.inventory: Inventory = default_inventory(topo, {"parameters": {}}, base_port=free_port_base(len(self.nodes)))
+        self.inventory: Inventory = default_inventory(topo, source or {"parameters": {}},
+                                                      base_port=free_port_base(len(self.nodes)))
         self.ports: dict[str, list[tuple[int, str]]] = {n.name: [] for n in self.nodes}
         self.host_if: dict[str, str] = {}
         self.procs: dict[str, subprocess.Popen] = {}

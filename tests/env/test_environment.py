@@ -131,12 +131,32 @@ def test_make_deps_is_quiet_when_nothing_is_missing() -> None:
     assert (res.returncode, res.stdout, res.stderr) == (0, "", "")
 
 
-@pytest.mark.parametrize("target", ["help", "clean", "build", "deps", "test", "run", "bench", "shell"])
+DOCUMENTED_TARGETS = ["help", "clean", "distclean", "build", "native", "deps", "test", "run", "bench",
+                      "experiments", "shell"]
+
+
+@pytest.mark.parametrize("target", DOCUMENTED_TARGETS)
 def test_makefile_defines_target(target: str) -> None:
-    """`make -n` (dry run) knows every documented target."""
+    """`make -n` (dry run) knows every documented target, and `make help` lists it."""
     res = subprocess.run(
         ["make", "-n", "--no-print-directory", target], cwd=REPO, env=_make_env(),
         capture_output=True, text=True, timeout=60,
     )
     assert res.returncode == 0, res.stderr
     assert "No rule to make target" not in res.stderr
+    assert "Nothing to be done" not in res.stdout, f"{target} has no recipe"
+    shown = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, env=_make_env(),
+                           capture_output=True, text=True, timeout=60).stdout
+    assert target == "help" or f"make {target} " in shown, shown
+
+
+def test_make_test_names_every_skip_with_its_reason(tmp_path: Path) -> None:
+    """The suite's pytest settings list each skipped test and why at the end of the run."""
+    (tmp_path / "test_one_skip.py").write_text(
+        "import pytest\n\n\ndef test_here() -> None:\n    pytest.skip('this kernel has no such feature')\n")
+    res = subprocess.run([str(VENV / "bin" / "python"), "-m", "pytest", "-c", str(REPO / "pyproject.toml"),
+                          "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(tmp_path)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    _, _, summary = res.stdout.partition("short test summary info")
+    assert "SKIPPED [1] test_one_skip.py:5: this kernel has no such feature" in summary, res.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import resource
-import time
 
 import grpc
 import pytest
@@ -64,10 +63,10 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
     assert client.write_codes(ins(names.entry("exact_t", {ex: 42}, "fwd", port=1), "MODIFY"), ins(idle)) == [
         code_pb2.NOT_FOUND, code_pb2.INVALID_ARGUMENT]
     # the error messages name the table and field
-    try:
+    with pytest.raises(grpc.RpcError) as refused:
         client.write(ins(too_wide))
-    except grpc.RpcError as exc:
-        assert "exact_t" in errors_of(exc)[0].message and "port" in errors_of(exc)[0].message
+    message = errors_of(refused.value)[0].message
+    assert "exact_t" in message and "port" in message, message
 
 
 def test_primary_and_backup(rig, rt_config, names) -> None:
@@ -185,14 +184,12 @@ def test_memory_stable_across_100000_refused_writes(client, names) -> None:
     client.write_codes(*batch)  # warm up
     gc.collect()
     before = _rss_kib()
-    t0 = time.monotonic()
     for _ in range(100):
         codes = client.write_codes(*batch)
         assert codes[-1] == code_pb2.OUT_OF_RANGE
     gc.collect()
     grown = _rss_kib() - before
     assert grown < 64 * 1024, f"RSS grew by {grown} KiB over 100,000 refused writes"
-    assert time.monotonic() - t0 < 120
 
 
 def test_garbage_on_the_stream_ends_that_stream_only(client, rig) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ SHELL_PY = ROOT / ".venv-shell" / "bin" / "python"
 SCRIPT = Path(__file__).parent / "shell" / "drive_shell.py"
 
 
-@pytest.mark.skipif(not SHELL_PY.exists(), reason=".venv-shell is missing: run `make deps` to create it")
 def test_p4runtime_shell_drives_the_server(rig, rt_config, tmp_path: Path) -> None:
+    assert SHELL_PY.exists(), ".venv-shell is missing: run `make deps` to create it"
     from p4target.device_config import load_device_config
 
     p4info_path = tmp_path / "p4info.txt"
@@ -30,6 +31,12 @@ def test_p4runtime_shell_drives_the_server(rig, rt_config, tmp_path: Path) -> No
     try:
         line = proc.stdout.readline()
         assert json.loads(line or "{}").get("ready"), proc.stderr.read()
+        # the shell's packet-out (sent before "ready") leaves port 2 unchanged, metadata stripped
+        packet_out = bytes.fromhex("0a0000000003" + "0a00000000fe" + "0800") + b"x" * 20
+        deadline = time.monotonic() + 10
+        while (2, packet_out) not in rig.outputs and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert rig.outputs == [(2, packet_out)], rig.outputs
         # entries written by the shell steer frames
         assert [p for p, _ in rig.send(1, tframe(dst=0x0A0000000001))] == [3]
         out = rig.send(1, tframe(dst=0x0A0000000001, k16=0x1234, k8=6, key32=0x0A010101))

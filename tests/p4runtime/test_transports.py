@@ -398,7 +398,9 @@ def _loop_cpu_after_one_call(spin_us: int) -> float:
 
 
 def test_the_h2_loop_polls_after_a_request_only_when_asked() -> None:
-    # 200 ms of polling (yielding the CPU between polls) against none: the loop thread's
-    # CPU time after one call tells them apart even on a loaded machine
-    assert _loop_cpu_after_one_call(200_000) > 0.02
-    assert _loop_cpu_after_one_call(0) < 0.01
+    # 200 ms of polling (yielding the CPU between polls) against none, measured in one
+    # run: the loop thread's CPU time after one call is many times larger when it polls,
+    # however loaded the machine (the figures themselves: bench/h2_spin_cpu.py)
+    polling = _loop_cpu_after_one_call(200_000)
+    blocking = _loop_cpu_after_one_call(0)
+    assert polling > 10 * blocking and polling > 0, (polling, blocking)

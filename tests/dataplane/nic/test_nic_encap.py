@@ -126,6 +126,23 @@ def test_generated_ev_builds_the_carrier_from_ev_and_destination(
     assert sw.counter_read("NicIngress.ev_tx", ev)[0] == 1
 
 
+@pytest.mark.parametrize("ev,dst,port,carrier", [
+    # Written out by hand from docs/addressing.md: a GENERATED EV is plane (bits 15..13),
+    # spine (12..5), entropy (4..0); from leaf 0 of plane p via spine s to leaf l port n the
+    # carrier is 0x100 + 0x300 p | 0x300 + 0x300 p + s | 0x100 + 0x300 p + l | 0xE000 + n.
+    (0x0021, (1, 1), 1, "fcbb:bb00:100:301:101:e001::"),  # plane 0, spine 1, entropy 1
+    (0x2044, (1, 2), 2, "fcbb:bb00:400:602:401:e002::"),  # plane 1, spine 2, entropy 4
+    (0x4069, (2, 7), 3, "fcbb:bb00:700:903:702:e007::"),  # plane 2, spine 3, entropy 9
+    (0x601F, (2, 2), 4, "fcbb:bb00:a00:c00:a02:e002::"),  # plane 3, spine 0, entropy 31
+])
+def test_generated_evs_carry_the_carriers_written_by_hand(nic_factory, ev, dst, port, carrier):
+    sw, cfg = nic_factory(generated_evs=True)
+    frame = mrc_frame(cfg, *dst, ev, tc=0x20)
+    out = sw.inject(0, bytes(frame))
+    assert out == [(port, expected_fabric_frame(cfg, port - 1, carrier, inner_of(frame), flow_label=ev,
+                                                traffic_class=0x20))]
+
+
 def test_generated_mode_tables_do_not_grow_with_hosts(nic_factory):
     """GENERATED mode reaches a host the NIC has no entry for (leaf 2 port 7)."""
     sw, cfg = nic_factory(generated_evs=True)

@@ -58,7 +58,6 @@ def start_nic(ns: str) -> tuple[subprocess.Popen, int]:
 
 @pytest.mark.root
 def test_a_linux_host_reaches_its_gateway_and_a_remote_host():
-    pytest.importorskip("finsy")
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
     from controller.codec import Codec

@@ -23,7 +23,6 @@ from tests.dataplane.nic.nic_frames import mrc_frame
 
 @pytest.fixture
 def p4rt_nic():
-    pytest.importorskip("finsy")
     from p4target.device import Device
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info

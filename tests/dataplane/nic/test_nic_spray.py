@@ -66,6 +66,31 @@ def test_per_packet_spraying_uses_every_member_evenly(nic):
     assert sw.counter_read("NicIngress.ev_tx", UNKNOWN_EV)[0] == 10_000
 
 
+# The 16 ways from leaf 0 to leaf 1 port 2 (DST), written out by hand from
+# docs/addressing.md: plane p leaves NIC port 1 + p with the carrier
+# fcbb:bb00:<0x100 + 0x300 p>:<0x300 + 0x300 p + spine>:<0x101 + 0x300 p>:e002::.
+SPRAY_CARRIERS = {
+    (1, "fcbb:bb00:100:300:101:e002::"), (1, "fcbb:bb00:100:301:101:e002::"),
+    (1, "fcbb:bb00:100:302:101:e002::"), (1, "fcbb:bb00:100:303:101:e002::"),
+    (2, "fcbb:bb00:400:600:401:e002::"), (2, "fcbb:bb00:400:601:401:e002::"),
+    (2, "fcbb:bb00:400:602:401:e002::"), (2, "fcbb:bb00:400:603:401:e002::"),
+    (3, "fcbb:bb00:700:900:701:e002::"), (3, "fcbb:bb00:700:901:701:e002::"),
+    (3, "fcbb:bb00:700:902:701:e002::"), (3, "fcbb:bb00:700:903:701:e002::"),
+    (4, "fcbb:bb00:a00:c00:a01:e002::"), (4, "fcbb:bb00:a00:c01:a01:e002::"),
+    (4, "fcbb:bb00:a00:c02:a01:e002::"), (4, "fcbb:bb00:a00:c03:a01:e002::"),
+}
+
+
+def test_spraying_reaches_exactly_the_carriers_written_by_hand(nic):
+    sw, cfg = nic
+    frame = bytes(mrc_frame(cfg, *DST, UNKNOWN_EV))
+    seen = set()
+    for _ in range(400):
+        (port, data), = sw.inject(0, frame)
+        seen.add((port, Ether(data)[IPv6].dst))
+    assert seen == SPRAY_CARRIERS
+
+
 def test_per_flow_spraying_keeps_a_flow_on_one_member_and_spreads_flows(nic):
     sw, cfg = nic
     frames = [udp_frame(cfg, *DST, sport=20000 + flow) for flow in range(1000)]

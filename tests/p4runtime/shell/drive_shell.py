@@ -56,9 +56,10 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001
             seen["duplicate"] = type(exc).__name__ + ": " + str(exc)[:200]
         pin = sh.PacketIn()
-        out = sh.PacketOut(payload=bytes.fromhex("0a0000000002" + "0a00000000fe" + "0800") + b"x" * 20,
-                           egress_port="255")
-        seen["packet_out_sent"] = True
+        # a packet-out to port 2: the test sees it leave the device there
+        out = sh.PacketOut(payload=bytes.fromhex("0a0000000003" + "0a00000000fe" + "0800") + b"x" * 20,
+                           egress_port="2", _pad="0")
+        out.send()
         # the test sends a frame to dst 0a:..:02 meanwhile, which goes to the CPU
         print(json.dumps({"ready": True}), flush=True)
         sys.stdin.readline()

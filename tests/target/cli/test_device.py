@@ -117,14 +117,15 @@ def test_failed_load_keeps_the_running_pipeline(spray_compiled, tmp_path):
 @pytest.mark.root
 def test_watch_port_follows_carrier_on_veths(spray_compiled):
     """A link dies under a selector group: the next frames avoid its port, with no
-    control-plane action, as soon as rtnetlink reports the carrier loss."""
+    control-plane action, as soon as rtnetlink reports the carrier loss. The slow
+    link poll is set to an hour, so only rtnetlink can have told the device."""
     with NetLab("dev") as lab:
         for x in "abc":
             lab.veth(f"p4t{x}0", f"p4t{x}1")
         dev = Device(device_id=9)
         dev.load(spray_compiled)
         program_spray(dev.switch)
-        nio = NetIO(dev, {1: "p4ta1", 2: "p4tb1", 3: "p4tc1"}, netns=lab.ns, poll_interval=30)
+        nio = NetIO(dev, {1: "p4ta1", 2: "p4tb1", 3: "p4tc1"}, netns=lab.ns, poll_interval=3600)
         nio.start()
         try:
             a, b, c = lab.socket("p4ta0"), lab.socket("p4tb0"), lab.socket("p4tc0")
@@ -134,10 +135,8 @@ def test_watch_port_follows_carrier_on_veths(spray_compiled):
             got_b = recv_frames(b, timeout=1.0)
             got_c = recv_frames(c, timeout=0.3)
             assert got_b and got_c and len(got_b) + len(got_c) == 32
-            t0 = time.monotonic()
             lab.link("p4tb0", "down")
-            assert wait_for(lambda: not dev.switch.port_is_up(2), timeout=5.0)
-            assert time.monotonic() - t0 < 5.0  # far below the 30 s poll
+            assert wait_for(lambda: not dev.switch.port_is_up(2), timeout=20.0)  # a hang guard
             for f in frames:
                 a.send(f)
             assert len(recv_frames(c, timeout=1.0, want=32)) == 32

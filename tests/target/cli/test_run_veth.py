@@ -170,9 +170,7 @@ def test_sigint_also_stops(lab, tmp_path):
     try:
         assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
         os.kill(int((tmp_path / "sw.pid").read_text()), signal.SIGINT)
-        t0 = time.monotonic()
-        p.wait(10)
-        assert time.monotonic() - t0 < 5
+        p.wait(30)  # a hang guard, not a speed target
     finally:
         code, err = stop(p)
     assert code == 0, err
@@ -206,7 +204,9 @@ def test_commands_file_with_a_packet_is_refused(lab, tmp_path):
 def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
     """--queue-rate 3=50 lets one packet out of port 3 every 20 ms; --queue-depth 3=10
     holds 10 behind it: of a burst of 30 only about 11 come out, spread over >= 180 ms.
-    Port 2 has neither and passes the same burst whole, at once."""
+    Port 2 has neither and passes a burst of 30 whole, sent alongside: its 29 gaps
+    (kernel arrival times, like port 3's) take less than port 3's 9 paced ones, where
+    the same pacing would make them take three times as long."""
     p = start(lab, tmp_path, "--queue-rate", "3=50", "--queue-depth", "3=10")
     try:
         assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
@@ -214,20 +214,21 @@ def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
         a, b, c = lab.socket("p4ta0"), lab.socket("p4tb0"), lab.socket("p4tc0")
         # the kernel's arrival times: the test's own delays in reading (a loaded
         # machine) do not shorten the spread
-        c.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        for sock in (b, c):
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         for _ in range(30):
             a.send(frame("fcbb:bb00:100::1"))  # to port 3
+            a.send(frame("fcbb:1::1"))  # to port 2, no limit
         stamps = recv_stamps(c, timeout=2.0, want=10)
+        unpaced = recv_stamps(b, timeout=2.0, want=30)
         rest = recv_frames(c, timeout=1.0)
         assert len(stamps) == 10
         spread = stamps[9] - stamps[0]
         assert spread >= 0.16, spread  # 9 departures 20 ms apart
-        assert 10 <= 10 + len(rest) <= 12  # 10 queued + the one leaving (+1 leaving meanwhile)
-        for _ in range(30):
-            a.send(frame("fcbb:1::1"))  # to port 2, no limit
-        t0 = time.monotonic()
-        assert len(recv_frames(b, timeout=2.0, want=30)) == 30
-        assert time.monotonic() - t0 < 0.16, "the unlimited port is not paced"
+        # 10 queued + the one leaving; one more may leave while the burst still arrives
+        assert 10 <= 10 + len(rest) <= 12
+        assert len(unpaced) == 30, "the unlimited port drops frames"
+        assert unpaced[-1] - unpaced[0] < spread, ("the unlimited port is paced", unpaced[-1] - unpaced[0], spread)
     finally:
         code, err = stop(p)
     assert code == 0, err
