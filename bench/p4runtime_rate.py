@@ -44,7 +44,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-# The mac table is the one the issue's BMv2 figures were measured with; mac_big only
+# The mac table is the one the reference BMv2 figures were measured with; mac_big only
 # holds the 1,000,000 entries of the memory figure (same key and actions).
 PROGRAM = """
 #include <core.p4>

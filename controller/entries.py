@@ -7,7 +7,7 @@ topology (and, for NICs, of the links that are down). Tables, actions and parame
 are named as in the P4Info (docs/fabric.md, docs/nic.md); match values are the
 embedded target's ``Exact``/``Lpm``/``Ternary``.
 
-Speed matters (the 131,072-host fabric in seconds): per-switch loops build small
+Speed matters (bench/controller_compute.py computes the 131,072-host fabric): per-switch loops build small
 tuples; values that many switches share (spray members, trim settings, the NICs'
 ``gen_plane`` rows) are built once and reused.
 """

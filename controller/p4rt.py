@@ -174,8 +174,8 @@ class Session:
 
         Why around finsy here: ``P4Client.request`` takes a message and the stub
         serialises it, so bytes already encoded would be parsed into a message only to
-        be serialised again, about 0.6 us per entry of the client's CPU, which the
-        switches on the same cores lose. This call goes on finsy's channel (its
+        be serialised again, client CPU per entry that the switches on the same
+        cores lose. This call goes on finsy's channel (its
         connection, options and arbitration stream) with the same method, without a
         request serialiser, and a refusal is raised as finsy's P4ClientError with the
         per-update details, as finsy's own calls are."""
@@ -189,7 +189,7 @@ class Session:
         """Every table entry, profile member and group the switch holds (not defaults),
         each as the bytes of its Entity message: the reconciler compares them with the
         bytes it would write and decodes only those that differ (decoding a read
-        entity into an entry costs about 8 us, comparing bytes a fraction of one).
+        entity into an entry costs far more than comparing its bytes).
         Responses come as bytes, around finsy for the same reason as writes."""
         req = p4runtime_pb2.ReadRequest(device_id=self.target.device_id, entities=_wildcards(c))
         call = self._raw(_READ_METHOD, True, p4runtime_pb2.ReadRequest.SerializeToString, None)

@@ -77,15 +77,15 @@ def diff_held(c: Codec, wanted: Sequence[Entry], updates: Sequence[bytes],
     check encoded them) against what a switch holds (``held``: its Entity messages as
     bytes), and what it holds as entries (empty when nothing differs).
 
-    Why bytes first: decoding 16,000 read entities into entries and diffing them
-    costs the client about 20 us per entry, and a second run, where nothing
-    differs, would spend all of it to find nothing. An entity whose bytes are those
-    the check made for a wanted entry is that entry (the encoding is canonical:
-    tests/controller/test_wire.py), so it needs neither decoding nor comparing; only
-    when some bytes match nothing (on either side) is the diff of values made, with
-    only the unmatched entities decoded and the matched ones stood for by their
-    wanted entry (what decoding them would give), so its result is that of ``diff``
-    whatever the switch's bytes look like."""
+    Why bytes first: decoding every read entity into an entry and diffing it is
+    most of the client's work for a switch that already holds its entries, and a
+    second run, where nothing differs, would spend all of it to find nothing. An
+    entity whose bytes are those the check made for a wanted entry is that entry
+    (the encoding is canonical: tests/controller/test_wire.py), so it needs neither
+    decoding nor comparing; only when some bytes match nothing (on either side) is
+    the diff of values made, with only the unmatched entities decoded and the
+    matched ones stood for by their wanted entry (what decoding them would give), so
+    its result is that of ``diff`` whatever the switch's bytes look like."""
     have = {wire.insert_of(b): b for b in held}
     wanted_bytes = set(updates)
     if have.keys() == wanted_bytes:

@@ -3,7 +3,7 @@
 Why bytes: the install client shares the cores with the switches it writes (four
 embedded-target servers on two cores in bench/controller_install.py), so each
 microsecond it spends per entry is taken from them. Filling a upb message field by
-field from Python costs about 0.1 us per field and sub-message, and the message is
+field from Python costs a call per field and sub-message, and the message is
 then copied into the request and serialised again; writing the bytes directly, with
 the bytes of each match value and of each action call made once and reused for the
 entries that repeat them (a destination is shared by all its EVs, a path by the EVs
@@ -288,10 +288,10 @@ def table_encoder(table: str, table_id: int, fields: Sequence[tuple[str, type, i
 
     Why generated: the encoder runs once per entry and is most of the client's work;
     written out for its shape (the fields unrolled, their names and kinds compared
-    with constants), and looping over a run of entries itself, it takes less than
-    half the time of a loop over the fields called per entry (about 0.3 us against
-    0.75 us for an EV entry). The bytes of each match value and of each set of
-    parameter values are made once (checking their widths) and reused."""
+    with constants), and looping over a run of entries itself, it saves the
+    interpreter's work of a loop over the fields called per entry (figures:
+    docs/performance.md, "The controller"). The bytes of each match value and of
+    each set of parameter values are made once (checking their widths) and reused."""
     head = _T_TABLE_ID + varint(table_id)
     env: dict[str, object] = {"HEADS": _TABLE_HEADS, "PRIORITY": _T_PRIORITY, "int32": _int32, "I32": _I32,
                               "U32": _U32, "sized": _sized, "varint": varint, "ACTION": _T_ACTION, "HEAD": head,

@@ -158,7 +158,7 @@ class Emit(Deferred):
         B/H/I/Q (a short int each) and wider fields as bytes (``to_bytes``; at most
         two, and four values at least, or the int's way is as cheap), instead
         of shifts and ors on a long int (nic.p4's outer IPv6 header of an
-        encapsulation: ``>IHBB16s16s``, a third cheaper); the int as it was while the
+        encapsulation: ``>IHBB16s16s``, cheaper than the int's shifts); the int as it was while the
         header's dirty flag is False. None for any other header."""
         if self.t.width <= 64 or any(self.path + (n,) not in fc.written for n, _ in self.t.fields):
             return None

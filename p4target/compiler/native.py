@@ -1,15 +1,14 @@
 """The fast path compiled to a C extension module with Cython.
 
 Why: the fused fast path (``fastgen.FastSource``) is plain Python, and most of its
-cost is the interpreter's: fetching and dispatching some 600 bytecodes for a
-fabric.p4 uN frame. Cython compiles plain Python with Python's semantics (Python
+cost is the interpreter's: fetching and dispatching the hundreds of bytecodes a
+frame executes. Cython compiles plain Python with Python's semantics (Python
 ints, exceptions, the same calls), so the compiled function gives the same outputs
 as the interpreted one while the dispatch, the local variables and the constants
-become C. fabric.p4's uN frame: 2.2 us interpreted, 1.5 us compiled.
+become C (docs/performance.md has the per-frame figures).
 
-What it costs: a Cython and a C compiler run per program, once. gcc -O2 on the
-project's machine takes about 2 s for router6.p4, 10-11 s for fabric.p4 and 19-23 s for
-nic.p4 (its ``_fast`` is one large function). The module is kept in a cache
+What it costs: a Cython and a C compiler run per program, once; gcc -O2 takes
+longest for nic.p4 (its ``_fast`` is one large function). The module is kept in a cache
 directory (``cache_dir``), named by a hash of its source, the Cython and Python
 versions and the compiler flags, so a program is built once per machine. A
 switch does not wait for a build: it forwards on the interpreted fast path and

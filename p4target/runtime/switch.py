@@ -339,10 +339,10 @@ class Switch(FramePaths):
     def bind_fast_path(self, wait_native: bool = False) -> None:
         """Generate and bind the fast path now instead of at the first frame.
 
-        A live device does this when it loads a program: generating fabric.p4's
-        takes ~45 ms, and a Mininet fabric's switches each doing it on the first
-        frame of a transfer held that transfer's first packets (0.4 s more for the
-        first 4 MB sprayed transfer of the experiments' fabric).
+        A live device does this when it loads a program: generating a fast path
+        takes a noticeable time, and a Mininet fabric's switches each doing it on the
+        first frame of a transfer held that transfer's first packets (the first
+        sprayed transfer of the experiments' fabric took longer than the others).
 
         The compiled fast path replaces the interpreted one when it is ready (at
         once when it is in the cache); with ``wait_native`` this waits for it to be
