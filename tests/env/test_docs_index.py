@@ -48,3 +48,39 @@ def test_readme_links_resolve_or_are_announced_in_the_index() -> None:
         assert target.startswith("docs/") and rows.get(target[5:]) == "being written", (
             f"README links {target}, which neither exists nor is announced in docs/README.md"
         )
+
+
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+ANY_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", FENCE.sub("", text), re.M)}
+
+
+def test_links_between_documents_resolve_to_files_and_headings() -> None:
+    broken = []
+    for doc in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for target in ANY_LINK.findall(FENCE.sub("", doc.read_text())):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (doc.parent / path) if path else doc
+            if not dest.exists():
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest.read_text()):
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no heading '{anchor}' in {path or doc.name})")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_documents_cite_no_issue_numbers_and_nothing_outside_the_repository() -> None:
+    cites = re.compile(r"\bissues? ?#?\d+|DESIGN\.md|shared notes", re.I)
+    found = [f"{doc.relative_to(REPO)}:{n}: {line.strip()}"
+             for doc in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+             for n, line in enumerate(doc.read_text().splitlines(), 1) if cites.search(line)]
+    assert not found, "documents must stand on their own:\n" + "\n".join(found)
