@@ -33,6 +33,7 @@ import os
 import threading
 import zlib
 
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.pythread cimport PyThread_get_thread_ident
 from libc.errno cimport EAGAIN, EINTR, EMFILE, ENFILE, ENOBUFS, ENOMEM, errno
@@ -137,6 +138,12 @@ cdef object _inflate(bytes encoding, bytes data, Py_ssize_t most):
     if len(out) <= most and not inflater.eof:
         raise ValueError("the compressed message is truncated")
     return out
+
+
+cdef inline Py_ssize_t _prefix_length(const uint8_t *p) noexcept:
+    """The message length of gRPC's 5-byte prefix: 32 bits unsigned, 0 to 4 GiB - 1
+    (assembled in a 64-bit integer: in a C int a top bit set would make it negative)."""
+    return (<Py_ssize_t>p[1] << 24) | (<Py_ssize_t>p[2] << 16) | (<Py_ssize_t>p[3] << 8) | <Py_ssize_t>p[4]
 
 
 cdef nghttp2_nv *_nv(list pairs):
@@ -658,14 +665,14 @@ cdef class Loop:
         cdef Py_ssize_t length, have
         cdef bytes message
         if len(buf) == 0 and n >= 5:
-            length = (data[1] << 24) | (data[2] << 16) | (data[3] << 8) | data[4]
+            length = _prefix_length(data)
             if <size_t>length + 5 == n and data[0] == 0 and length <= self.max_receive:
                 # the usual case: one whole, uncompressed message in one chunk
                 self._message(st, (<char *>data)[5:n], 0, n)
                 return
         buf.extend((<char *>data)[:n])
         while len(buf) >= 5 and not st.rejected:
-            length = (buf[1] << 24) | (buf[2] << 16) | (buf[3] << 8) | buf[4]
+            length = _prefix_length(<const uint8_t *>PyByteArray_AS_STRING(buf))
             if length > self.max_receive:
                 st.rejected = True
                 st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (%d vs. %d)"
