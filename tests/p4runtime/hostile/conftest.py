@@ -55,12 +55,19 @@ class Bar:
     deadline during and after, RSS (peak too) under ``RSS_GROWTH_KB`` more, CPU back
     to the idle baseline within ``SETTLE`` s, no traceback in the log."""
 
-    def __init__(self, box: list, rt_config: tuple, name: str) -> None:
+    def __init__(self, box: list, rt_config: tuple, name: str, node: pytest.Item) -> None:
         if not box[0].target.alive():  # an earlier case killed it: a new one for this case
             box[0] = _serve(box[0].target.transport.replace(".server", ""), rt_config, box[0].limits)
         self.s: Served = box[0]
         self.name = name
         self.h2 = self.s.target.transport == "h2"
+        self._node = node
+
+    def grpc_falls_short(self, reason: str) -> None:
+        """On grpc.server this case is expected to fail the bar (grpcio's own server
+        does not meet it): xfail there, with the reason."""
+        if not self.h2:
+            self._node.add_marker(pytest.mark.xfail(reason=f"grpc.server: {reason}", strict=False))
 
     def error(self, status: str | None, h2_status: str) -> bool:
         """The status is ``h2_status`` on the h2 transport; on grpc.server (whose codes
@@ -100,7 +107,7 @@ class Bar:
 
 @pytest.fixture
 def bar(served: list, rt_config: tuple, request: pytest.FixtureRequest) -> Bar:
-    return Bar(served, rt_config, request.node.originalname)
+    return Bar(served, rt_config, request.node.originalname, request.node)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

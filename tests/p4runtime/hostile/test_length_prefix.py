@@ -37,4 +37,5 @@ def test_short_length_prefix(bar) -> None:
 
 def test_long_length_prefix(bar) -> None:
     """The prefix declares less: the rest is a second, truncated message of a unary call."""
+    bar.grpc_falls_short("logs a traceback (Exception deserializing message) for a request that does not parse")
     assert bar.error(bar(_one_call, grpc_message(b"\x00" * 40, length=10)), INTERNAL)
