@@ -121,7 +121,7 @@ class _Call:
     and ``closed``, and the answer goes out from the loop or a pool thread."""
 
     __slots__ = ("server", "stream", "handler", "inline", "context", "method", "request", "requests", "refused",
-                 "responses")
+                 "responses", "queued")
 
     def __init__(self, server: "H2Server", stream: Any, handler: grpc.RpcMethodHandler, inline: bool,
                  metadata: tuple) -> None:
@@ -135,6 +135,7 @@ class _Call:
         self.requests: queue.SimpleQueue | None = None  # request-streaming calls: the messages
         self.refused = False
         self.responses: Any = None  # response-streaming calls: the handler's iterator
+        self.queued = False  # submitted to the pool, no thread has taken it yet
 
     def message(self, data: bytes) -> bool:
         """Take one request message; False when it waits for the handler's thread (which
@@ -160,6 +161,7 @@ class _Call:
             self.server.submit(self, self.answer)
 
     def closed(self) -> None:
+        self.server.unqueue(self)  # a reset call waiting for a thread no longer counts
         self.context.end(self.method)
         if self.requests is not None:
             self.requests.put(None)
@@ -400,13 +402,15 @@ class H2Server:
 
     def submit(self, call: _Call, work: Any) -> bool:
         """Run ``work`` in a pool thread unless ``max_queued_calls`` calls wait for one
-        already (then the call is refused: RESOURCE_EXHAUSTED, and False)."""
+        already (then the call is refused: RESOURCE_EXHAUSTED, and False). A call
+        whose stream is over stops counting at once, and its work is dropped."""
         with self._queue_lock:
             if self._queued >= self.limits.max_queued_calls:
                 busy = True
             else:
                 busy = False
                 self._queued += 1
+                call.queued = True
         if busy:
             call.refused = True
             call.stream.finish(_RESOURCE_EXHAUSTED, b"the server has %d calls waiting for a thread already; "
@@ -415,9 +419,14 @@ class H2Server:
         self._pool.submit(self._start, call, work)
         return True
 
-    def _start(self, call: _Call, work: Any) -> None:
+    def unqueue(self, call: _Call) -> None:
         with self._queue_lock:
-            self._queued -= 1
+            if call.queued:
+                call.queued = False
+                self._queued -= 1
+
+    def _start(self, call: _Call, work: Any) -> None:
+        self.unqueue(call)
         if call.stream.closed:  # reset or cancelled while it waited: its work is not wanted
             return
         work()

@@ -59,7 +59,7 @@ def grpc_message(body: bytes, flag: int = 0, length: int | None = None) -> bytes
 
 def request_headers(method: str = "Capabilities", *, path: str | None = None, http_method: str = "POST",
                     content_type: str = "application/grpc", extra: Iterable[tuple[str, str]] = ()) -> list:
-    return [(":method", http_method), (":scheme", "http"), (":path", path or f"/p4.v1.P4Runtime/{method}"),
+    return [(":method", http_method), (":scheme", "http"), (":path", f"/p4.v1.P4Runtime/{method}" if path is None else path),
             (":authority", "localhost"), ("content-type", content_type), ("te", "trailers"), *extra]
 
 
