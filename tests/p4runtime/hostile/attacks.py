@@ -417,12 +417,20 @@ def bad_pseudo_headers(target, scale: int = 1) -> dict[str, str | None]:
 
 
 def one_call(target, headers: list, data: bytes, timeout: float = 2.0) -> str | None:
-    """One call on its own connection (hand-written frames); its grpc-status."""
+    """One call on its own connection (hand-written frames); its grpc-status. A body
+    past HTTP/2's initial 64 KiB window waits for the server to open the connection's
+    (its WINDOW_UPDATE, at most a second)."""
     s = open_conn(target.port)
+    f = Frames(s)
+    if len(data) > 65535:
+        f.read(1.0, lambda f: any(k == WINDOW_UPDATE and sid == 0 for k, _, sid, _ in f.frames))
     s.sendall(frame(HEADERS, END_HEADERS, 1, block(headers)))
     for i in range(0, max(len(data), 1), 16384):
-        s.sendall(frame(DATA, END_STREAM if i + 16384 >= len(data) else 0, 1, data[i:i + 16384]))
-    f = Frames(s).read(timeout, lambda f: f.ended(1))
+        try:
+            s.sendall(frame(DATA, END_STREAM if i + 16384 >= len(data) else 0, 1, data[i:i + 16384]))
+        except OSError:  # refused before the whole body was sent
+            break
+    f.read(timeout, lambda f: f.ended(1))
     s.close()
     return f.status(1)
 
@@ -468,10 +476,11 @@ def gzip_bomb(target, scale: int = 1) -> str | None:
 
 def rapid_reset(target, scale: int = 1) -> int:
     """5 connections x 2,000 streams, each HEADERS + DATA (a wildcard Read of the
-    1,000-entry table) + RST_STREAM(CANCEL), written as fast as the socket takes them;
-    how many connections the server ended (nghttp2 ends one past its reset rate)."""
+    1,000-entry table, 4 times: 4,000 entries) + RST_STREAM(CANCEL), written as fast as
+    the socket takes them; how many connections the server ended (nghttp2 ends one
+    past its reset rate)."""
     head = block(request_headers("Read"))
-    body = grpc_message(read_all())
+    body = grpc_message(read_all(4))
     socks = []
     for _ in range(5 * scale):
         s = open_conn(target.port)

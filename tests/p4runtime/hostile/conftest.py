@@ -4,11 +4,10 @@ healthy client that checks it, and the bar every attack is held to (``Bar``)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import pytest
 
-from tests.p4runtime.hostile.harness import Healthy, Target, Watch, start_target
+from tests.p4runtime.hostile.harness import Served, Watch, serve
 
 RSS_GROWTH_KB = 64 * 1024
 IDLE_WINDOW = 0.3      # seconds of CPU sampled, idle and after an attack
@@ -17,33 +16,9 @@ SETTLE = 3.0           # how long after an attack the server may take to be idle
 FIGURES: list[tuple] = []
 
 
-@dataclass
-class Served:
-    target: Target
-    healthy: Healthy
-    limits: str | None = None
-    figures: list = field(default_factory=list)
-
-    def cpu_over(self, window: float) -> float:
-        """CPU seconds the server's process (its loop thread and every other) used in
-        ``window`` seconds from now."""
-        c0 = self.target.cpu_s()
-        time.sleep(window)
-        return self.target.cpu_s() - c0
-
-
-def _serve(transport: str, rt_config: tuple, limits: str | None = None) -> Served:
-    target = start_target(transport, limits)
-    p4info, device_config = rt_config
-    healthy = Healthy(target.port, p4info, device_config)
-    healthy.setup()
-    healthy.check()
-    return Served(target, healthy, limits)
-
-
 @pytest.fixture(scope="module", params=["h2", "grpc"])
 def served(request: pytest.FixtureRequest, rt_config: tuple) -> Served:
-    box = [_serve(request.param, rt_config)]
+    box = [serve(request.param, rt_config)]
     yield box
     box[0].healthy.close()
     box[0].target.stop()
@@ -57,7 +32,7 @@ class Bar:
 
     def __init__(self, box: list, rt_config: tuple, name: str, node: pytest.Item) -> None:
         if not box[0].target.alive():  # an earlier case killed it: a new one for this case
-            box[0] = _serve(box[0].target.transport.replace(".server", ""), rt_config, box[0].limits)
+            box[0] = serve(box[0].target.transport.replace(".server", ""), rt_config, box[0].limits)
         self.s: Served = box[0]
         self.name = name
         self.h2 = self.s.target.transport == "h2"

@@ -29,7 +29,6 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
-import h2.settings
 from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from tests.p4runtime.p4rt_client import Names, entity, ins
@@ -248,6 +247,31 @@ class Healthy:
         finally:
             done.set()
             responses.cancel()
+
+
+@dataclass
+class Served:
+    target: Target
+    healthy: Healthy
+    limits: str | None = None
+    figures: list = field(default_factory=list)
+
+    def cpu_over(self, window: float) -> float:
+        """CPU seconds the server's process (its loop thread and every other) used in
+        ``window`` seconds from now."""
+        c0 = self.target.cpu_s()
+        time.sleep(window)
+        return self.target.cpu_s() - c0
+
+
+def serve(transport: str, rt_config: tuple, limits: str | None = None) -> Served:
+    """The server on ``transport`` with its healthy client, pipeline pushed and checked."""
+    target = start_target(transport, limits)
+    p4info, device_config = rt_config
+    healthy = Healthy(target.port, p4info, device_config)
+    healthy.setup()
+    healthy.check()
+    return Served(target, healthy, limits)
 
 
 class Watch:

@@ -4,7 +4,8 @@ own to measure): ``python -m tests.p4runtime.hostile.serve [LIMITS_JSON]``.
 A device (id 1, CPU port 255) behind a P4RuntimeServer on an ephemeral loopback port,
 on the transport ``P4TARGET_GRPC_TRANSPORT`` names. It prints one line, ``PORT
 TRANSPORT PID``, then serves until its standard input closes. LIMITS_JSON: keyword
-arguments of ``ServerLimits``. Log records go to standard error.
+arguments of ``ServerLimits``, and ``max_workers`` of the server. Log records go to
+standard error.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ def main() -> int:
     if len(sys.argv) > 1:
         from p4target.p4runtime.limits import ServerLimits
 
-        kwargs["limits"] = ServerLimits(**json.loads(sys.argv[1]))
+        given = json.loads(sys.argv[1])
+        if "max_workers" in given:
+            kwargs["max_workers"] = given.pop("max_workers")
+        kwargs["limits"] = ServerLimits(**given)
     server = P4RuntimeServer(Device(device_id=1, cpu_port=255), "127.0.0.1:0", **kwargs)
     server.start()
     import os

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 
 from tests.p4runtime.hostile import attacks
 
