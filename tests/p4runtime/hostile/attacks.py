@@ -507,7 +507,7 @@ def zero_window_large_answers(target, scale: int = 1, streams: int = 40, copies:
     body = grpc_message(read_all(copies))
     s.sendall(b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body)
                        for sid in range(1, 2 * streams * scale, 2)))
-    time.sleep(1.5)
+    time.sleep(2.5)  # longer than the healthy client's deadline
     s.close()
     return streams * scale
 
