@@ -418,12 +418,15 @@ def bad_pseudo_headers(target, scale: int = 1) -> dict[str, str | None]:
 
 def one_call(target, headers: list, data: bytes, timeout: float = 2.0) -> str | None:
     """One call on its own connection (hand-written frames); its grpc-status. A body
-    past HTTP/2's initial 64 KiB window waits for the server to open the connection's
-    (its WINDOW_UPDATE, at most a second)."""
+    past HTTP/2's initial 64 KiB windows waits for the server's larger ones: its
+    SETTINGS (acknowledged: they apply from then) and the connection's WINDOW_UPDATE,
+    at most a second."""
     s = open_conn(target.port)
     f = Frames(s)
     if len(data) > 65535:
-        f.read(1.0, lambda f: any(k == WINDOW_UPDATE and sid == 0 for k, _, sid, _ in f.frames))
+        f.read(1.0, lambda f: {(k, flags) for k, flags, sid, _ in f.frames if sid == 0} >= {(SETTINGS, 0),
+                                                                                           (WINDOW_UPDATE, 0)})
+        s.sendall(frame(SETTINGS, 1, 0))
     s.sendall(frame(HEADERS, END_HEADERS, 1, block(headers)))
     for i in range(0, max(len(data), 1), 16384):
         try:
