@@ -128,7 +128,7 @@ def timeout_ns(bytes value):
     unit = _TIMEOUT_UNIT_NS.get(value[len(value) - 1])
     if unit is None:
         return -1
-    return int(value[:-1]) * unit
+    return min(int(value[:-1]) * unit, 1 << 62)  # 99999999H is past 64 bits: 146 years is as good
 
 
 cdef bytes _KEY_CHARS = b"0123456789abcdefghijklmnopqrstuvwxyz_.-"
@@ -748,10 +748,17 @@ cdef class Loop:
         heapq.heappush(self.timers, (time.monotonic() + seconds, self.timer_seq, kind, st, arg))
 
     cdef int _timeout_ms(self):
-        """epoll_wait's timeout: until the first timer (-1: none)."""
+        """epoll_wait's timeout: until the first timer (-1: none), at most a minute (a
+        deadline years away must not overflow a C int)."""
+        cdef double left
         if not self.timers:
             return -1
-        return max(0, <int>((self.timers[0][0] - time.monotonic()) * 1000.0) + 1)
+        left = (<double>self.timers[0][0] - time.monotonic()) * 1000.0
+        if left <= 0.0:
+            return 0
+        if left >= 60000.0:
+            return 60000
+        return <int>left + 1
 
     cdef void _expire(self):
         cdef Stream st

@@ -529,6 +529,20 @@ def deadline(target, scale: int = 1) -> str | None:
     return status if took < 2.0 else f"{status} after {took:.1f} s"
 
 
+def far_deadlines(target, scale: int = 1) -> list[str | None]:
+    """Calls with deadlines past what a C int of milliseconds holds (2147484S, 25 days,
+    up to 99999999H, 11,000 years), their requests never ended, then one with 0n: no
+    timer may overflow into a busy loop or a dead one. What each got (the 0n call
+    DEADLINE_EXCEEDED, the others nothing yet)."""
+    s = open_conn(target.port)
+    values = ("99999999H", "99999999M", "99999999S", "2147484S", "0n")
+    for i, value in enumerate(values):
+        s.sendall(frame(HEADERS, END_HEADERS, 1 + 2 * i, block(request_headers(extra=[("grpc-timeout", value)]))))
+    f = Frames(s).read(1.0)
+    s.close()
+    return [f.status(1 + 2 * i) for i in range(len(values))]
+
+
 # ---- random mutation of recorded calls -----------------------------------------------------
 def recorded_calls() -> list[bytes]:
     """Whole client transcripts (preface to the end of one call) of Capabilities,

@@ -1,7 +1,11 @@
 """The hostile-client suite: each attack of ``attacks`` against the server on both
 transports, held to the bar of ``conftest.Bar`` (alive, the healthy client answered
 within 2 s during and after, RSS, CPU back to idle, no traceback), and what the
-server answered the attacker checked where the protocol says what it must be."""
+server answered the attacker checked where the protocol says what it must be.
+
+``HOSTILE_SCALE=N`` multiplies the attacks' counts; ``HOSTILE_MUTATIONS`` is the
+number of mutated calls (2,000). ``bench/p4runtime_hostile.py`` prints the figures.
+"""
 
 from __future__ import annotations
 
@@ -84,7 +88,7 @@ def test_hpack_bomb(bar) -> None:
     """Once 0.6-1.1 s of loop time and 560 MB per call."""
     bar.grpc_falls_short("answers some of the calls (OK) past its 16 KiB metadata limit")
     statuses = bar(attacks.hpack_bomb, SCALE)
-    assert all(s in (RESOURCE_EXHAUSTED, "RST 2", "RST 11") for s in statuses), statuses
+    assert all(bar.error(s, RESOURCE_EXHAUSTED) for s in statuses), statuses
 
 
 def test_bad_pseudo_headers(bar) -> None:
@@ -93,6 +97,10 @@ def test_bad_pseudo_headers(bar) -> None:
     bar.grpc_falls_short("answers a call with a 'connection' header or a ':status' pseudo-header")
     got = bar(attacks.bad_pseudo_headers, SCALE)
     assert [name for name, status in got.items() if status in (OK, None)] == [], got
+    if bar.h2:  # nghttp2 resets each malformed request; a well-formed one for no method is UNIMPLEMENTED
+        rst = f"RST {attacks.PROTOCOL_ERROR}"
+        assert got == {**{name: rst for name in attacks.PSEUDO_HEADER_CASES},
+                       "path without a method": UNIMPLEMENTED, "unknown method": UNIMPLEMENTED}
 
 
 def test_non_post_method(bar) -> None:
@@ -127,7 +135,10 @@ def test_gzip_bomb(bar) -> None:
 
 
 def test_rapid_reset(bar) -> None:
-    bar(attacks.rapid_reset, SCALE)
+    """Once 4.3 s without a correct answer: the Reads handed to the pool kept running."""
+    ended = bar(attacks.rapid_reset, SCALE)
+    if bar.h2:  # nghttp2's reset rate limit ends every such connection
+        assert ended == 5 * SCALE
 
 
 def test_zero_window_with_large_answers(bar) -> None:
@@ -140,6 +151,13 @@ def test_zero_window_with_large_answers(bar) -> None:
 
 def test_grpc_timeout_deadline(bar) -> None:
     assert bar(attacks.deadline, SCALE) in (DEADLINE_EXCEEDED, f"RST {attacks.CANCEL}")
+
+
+def test_far_deadlines(bar) -> None:
+    """Only the zero deadline ends its call while the connection is open."""
+    got = bar(attacks.far_deadlines, SCALE)
+    assert got[:4] == [None] * 4
+    assert bar.error(got[4], DEADLINE_EXCEEDED)
 
 
 def test_random_mutation_of_recorded_calls(bar) -> None:
