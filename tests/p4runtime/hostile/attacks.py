@@ -117,6 +117,16 @@ class Frames:
         return out
 
 
+def _send(sock: socket.socket, data: bytes) -> bool:
+    """Write ``data``; False when the server has closed the connection (an attack may
+    get itself disconnected half-way: that is an answer, not an error)."""
+    try:
+        sock.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
 def _hold_and_close(socks: list[socket.socket], seconds: float) -> None:
     time.sleep(seconds)
     for s in socks:
@@ -137,7 +147,7 @@ def garbage_preface(target, scale: int = 1) -> int:
     socks = []
     for i in range(20 * scale):
         s = socket.create_connection(("127.0.0.1", target.port), timeout=5)
-        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if i == 0 else rng.randbytes(1024))
+        _send(s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if i == 0 else rng.randbytes(1024))
         socks.append(s)
     closed = sum(_closed_by_server(s) for s in socks)
     _hold_and_close(socks, 0)
@@ -149,7 +159,7 @@ def truncated_preface(target, scale: int = 1) -> None:
     socks = []
     for i in range(20 * scale):
         s = socket.create_connection(("127.0.0.1", target.port), timeout=5)
-        s.sendall(PREFACE[:1 + i % (len(PREFACE) - 1)])
+        _send(s, PREFACE[:1 + i % (len(PREFACE) - 1)])
         socks.append(s)
     _hold_and_close(socks, 1.0)
 
@@ -159,7 +169,7 @@ def truncated_frame(target, scale: int = 1) -> None:
     socks = []
     for _ in range(10 * scale):
         s = open_conn(target.port)
-        s.sendall(frame(HEADERS, END_HEADERS, 1, b"\x00" * 100, length=16000))
+        _send(s, frame(HEADERS, END_HEADERS, 1, b"\x00" * 100, length=16000))
         socks.append(s)
     _hold_and_close(socks, 1.0)
 
@@ -170,10 +180,7 @@ def oversized_frame(target, scale: int = 1) -> list[bool]:
     out = []
     for length in (16385, 1 << 20, (1 << 24) - 1)[:3 * scale]:
         s = open_conn(target.port)
-        try:
-            s.sendall(frame(DATA, 0, 1, b"\x00" * min(length, 65536), length=length))
-        except OSError:
-            pass
+        _send(s, frame(DATA, 0, 1, b"\x00" * min(length, 65536), length=length))
         out.append(_closed_by_server(s))
         s.close()
     return out
@@ -202,7 +209,7 @@ def bad_frames_after_preface(target, scale: int = 1) -> dict[str, bool]:
     out = {}
     for name, data in BAD_FRAMES.items():
         s = open_conn(target.port)
-        s.sendall(data)
+        _send(s, data)
         out[name] = _closed_by_server(s)
         s.close()
     return out
@@ -212,7 +219,7 @@ def unknown_frame_type(target, scale: int = 1) -> str | None:
     """Frames of an unknown type are ignored (RFC 9113 5.5): a call after them on the
     same connection is answered."""
     s = open_conn(target.port)
-    s.sendall(frame(0xEE, 0xFF, 0, b"\x00" * 100) + frame(0xEE, 0, 1, b"x") +
+    _send(s, frame(0xEE, 0xFF, 0, b"\x00" * 100) + frame(0xEE, 0, 1, b"x") +
               frame(HEADERS, END_HEADERS, 1, block(request_headers())) +
               frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
     f = Frames(s).read(2.0, lambda f: f.ended(1))
@@ -224,10 +231,7 @@ def settings_flood(target, scale: int = 1) -> bool:
     """20,000 SETTINGS frames, their acknowledgements never read."""
     s = open_conn(target.port)
     data = frame(SETTINGS, 0, 0, struct.pack(">HI", 3, 100)) * (20000 * scale)
-    try:
-        s.sendall(data)
-    except OSError:
-        pass
+    _send(s, data)
     closed = _closed_by_server(s)
     s.close()
     return closed
@@ -237,10 +241,7 @@ def ping_flood(target, scale: int = 1) -> bool:
     """20,000 PINGs, their acknowledgements never read."""
     s = open_conn(target.port)
     s.settimeout(5)
-    try:
-        s.sendall(b"".join(frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(20000 * scale)))
-    except OSError:
-        pass
+    _send(s, b"".join(frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(20000 * scale)))
     time.sleep(0.5)
     s.close()
     return True
@@ -250,11 +251,11 @@ def window_update_zero(target, scale: int = 1) -> tuple[bool, str | None]:
     """WINDOW_UPDATE 0 on the connection (the server ends it) and on an open stream
     (the server resets the stream or, stricter, ends the connection)."""
     s = open_conn(target.port)
-    s.sendall(frame(WINDOW_UPDATE, 0, 0, b"\x00\x00\x00\x00"))
+    _send(s, frame(WINDOW_UPDATE, 0, 0, b"\x00\x00\x00\x00"))
     conn_ended = _closed_by_server(s)
     s.close()
     s = open_conn(target.port)
-    s.sendall(frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
+    _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
               frame(WINDOW_UPDATE, 0, 1, b"\x00\x00\x00\x00"))
     f = Frames(s).read(2.0, lambda f: f.ended(1))
     s.close()
@@ -265,12 +266,12 @@ def window_update_overflow(target, scale: int = 1) -> tuple[bool, str | None]:
     """Windows pushed past 2^31 - 1: on the connection (ended, FLOW_CONTROL_ERROR) and
     on a stream (reset)."""
     s = open_conn(target.port)
-    s.sendall(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0x7FFFFFFF)) * 2)
+    _send(s, frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0x7FFFFFFF)) * 2)
     f = Frames(s).read(2.0)
     conn_ended = f.closed or f.goaway() is not None
     s.close()
     s = open_conn(target.port)
-    s.sendall(frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
+    _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
               frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 0x7FFFFFFF)) * 2)
     f = Frames(s).read(2.0, lambda f: f.ended(1))
     s.close()
@@ -317,10 +318,7 @@ def _continued(port: int, headers_block: bytes, sid: int = 1, chunk: int = 16384
     parts = [headers_block[i:i + chunk] for i in range(0, len(headers_block), chunk)] or [b""]
     data = b"".join(frame(HEADERS if i == 0 else CONTINUATION, END_HEADERS if i == len(parts) - 1 else 0,
                           sid, p) for i, p in enumerate(parts))
-    try:
-        s.sendall(data)
-    except OSError:
-        pass
+    _send(s, data)
     return s
 
 
@@ -329,7 +327,7 @@ def header_block_1mb(target, scale: int = 1) -> str | None:
     refused (RESOURCE_EXHAUSTED, or its connection ended), not stored."""
     pad = [(f"x-pad-{i}", "v" * 1000) for i in range(1000 * scale)]
     s = _continued(target.port, block(request_headers(extra=pad)))
-    s.sendall(frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
+    _send(s, frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
     f = Frames(s).read(2.0, lambda f: f.ended(1))
     s.close()
     return f.status(1) if not (f.closed or f.goaway() is not None) else "connection ended"
@@ -340,11 +338,8 @@ def continuation_flood(target, scale: int = 1) -> bool:
     each: the server ends the connection."""
     s = open_conn(target.port)
     enc = hpack.Encoder()
-    s.sendall(frame(HEADERS, 0, 1, enc.encode(request_headers())))
-    try:
-        s.sendall(b"".join(frame(CONTINUATION, 0, 1, b"\x00\x01a\x01b") for _ in range(10000 * scale)))
-    except OSError:
-        pass
+    _send(s, frame(HEADERS, 0, 1, enc.encode(request_headers())))
+    _send(s, b"".join(frame(CONTINUATION, 0, 1, b"\x00\x01a\x01b") for _ in range(10000 * scale)))
     closed = _closed_by_server(s)
     s.close()
     return closed
@@ -374,7 +369,7 @@ def hpack_bomb(target, scale: int = 1) -> list[str | None]:
         head = block(request_headers()) + (insert if i == 0 else b"")
         refs = b"\xbe" * (9 * 16384 - len(head))  # index 62: the newest dynamic entry
         _continued(target.port, head + refs, sid, sock=s)
-        s.sendall(frame(DATA, END_STREAM, sid, grpc_message(CAPABILITIES)))
+        _send(s, frame(DATA, END_STREAM, sid, grpc_message(CAPABILITIES)))
     f = Frames(s).read(5.0, lambda f: all(f.ended(1 + 2 * i) for i in range(4 * scale)))
     for i in range(4 * scale):
         statuses.append(f.status(1 + 2 * i))
@@ -408,7 +403,7 @@ def bad_pseudo_headers(target, scale: int = 1) -> dict[str, str | None]:
     out = {}
     for name, headers in PSEUDO_HEADER_CASES.items():
         s = open_conn(target.port)
-        s.sendall(frame(HEADERS, END_HEADERS, 1, block(headers)) +
+        _send(s, frame(HEADERS, END_HEADERS, 1, block(headers)) +
                   frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
         f = Frames(s).read(2.0, lambda f: f.ended(1))
         out[name] = f.status(1) or ("connection ended" if f.closed or f.goaway() is not None else None)
@@ -426,13 +421,11 @@ def one_call(target, headers: list, data: bytes, timeout: float = 2.0) -> str | 
     if len(data) > 65535:
         f.read(1.0, lambda f: {(k, flags) for k, flags, sid, _ in f.frames if sid == 0} >= {(SETTINGS, 0),
                                                                                            (WINDOW_UPDATE, 0)})
-        s.sendall(frame(SETTINGS, 1, 0))
-    s.sendall(frame(HEADERS, END_HEADERS, 1, block(headers)))
+        _send(s, frame(SETTINGS, 1, 0))
+    _send(s, frame(HEADERS, END_HEADERS, 1, block(headers)))
     for i in range(0, max(len(data), 1), 16384):
-        try:
-            s.sendall(frame(DATA, END_STREAM if i + 16384 >= len(data) else 0, 1, data[i:i + 16384]))
-        except OSError:  # refused before the whole body was sent
-            break
+        if not _send(s, frame(DATA, END_STREAM if i + 16384 >= len(data) else 0, 1, data[i:i + 16384])):
+            break  # refused before the whole body was sent
     f.read(timeout, lambda f: f.ended(1))
     s.close()
     return f.status(1)
@@ -490,10 +483,7 @@ def rapid_reset(target, scale: int = 1) -> int:
         s.settimeout(5)
         data = b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body) +
                         frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL)) for sid in range(1, 4000, 2))
-        try:
-            s.sendall(data)
-        except OSError:
-            pass
+        _send(s, data)
         socks.append(s)
     ended = sum(_closed_by_server(s, 0.2) for s in socks)
     _hold_and_close(socks, 0)
@@ -508,7 +498,7 @@ def zero_window_large_answers(target, scale: int = 1, streams: int = 40, copies:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     head = block(request_headers("Read"))
     body = grpc_message(read_all(copies))
-    s.sendall(b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body)
+    _send(s, b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body)
                        for sid in range(1, 2 * streams * scale, 2)))
     time.sleep(2.5)  # longer than the healthy client's deadline
     s.close()
@@ -519,7 +509,7 @@ def deadline(target, scale: int = 1) -> str | None:
     """grpc-timeout 300m on a Read whose answer cannot leave (zero window): the call
     ends at its deadline (DEADLINE_EXCEEDED, or reset)."""
     s = open_conn(target.port, struct.pack(">HI", 4, 0))
-    s.sendall(frame(HEADERS, END_HEADERS, 1, block(request_headers("Read", extra=[("grpc-timeout", "300m")]))) +
+    _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read", extra=[("grpc-timeout", "300m")]))) +
               frame(DATA, END_STREAM, 1, grpc_message(read_all(15))))
     t0 = time.monotonic()
     f = Frames(s).read(3.0, lambda f: f.ended(1))
@@ -537,7 +527,7 @@ def far_deadlines(target, scale: int = 1) -> list[str | None]:
     s = open_conn(target.port)
     values = ("99999999H", "99999999M", "99999999S", "2147484S", "0n")
     for i, value in enumerate(values):
-        s.sendall(frame(HEADERS, END_HEADERS, 1 + 2 * i, block(request_headers(extra=[("grpc-timeout", value)]))))
+        _send(s, frame(HEADERS, END_HEADERS, 1 + 2 * i, block(request_headers(extra=[("grpc-timeout", value)]))))
     f = Frames(s).read(1.0)
     s.close()
     return [f.status(1 + 2 * i) for i in range(len(values))]
