@@ -5,9 +5,9 @@ Why a process of its own: the bar for each attack is about the server (its RSS, 
 CPU, its log), and in the test's own process the attacker's buffers and threads
 would count too.
 
-The raw client is the ``h2`` package's ``H2Connection`` (client side, validation off,
-so it sends what it is told) for the parts of an attack that are HTTP/2, and frames
-written by hand (``frame``) for the parts that are not.
+The raw client ``Raw`` is the ``h2`` package's ``H2Connection`` (client side,
+validation off, so it sends what it is told); ``attacks`` writes the frames a client
+must not send by hand (``frame``), with ``h2``'s HPACK encoder.
 """
 
 from __future__ import annotations
@@ -104,17 +104,6 @@ class Target:
         f = _stat_fields(Path(f"/proc/{self.proc.pid}/stat"))
         return (int(f[11]) + int(f[12])) / TICK
 
-    def loop_threads(self) -> list[str]:
-        """Names of its threads called ``p4rt-h2`` (the h2 transport's loop)."""
-        out = []
-        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            try:
-                if (task / "comm").read_text().strip() == "p4rt-h2":
-                    out.append(task.name)
-            except OSError:
-                continue
-        return out
-
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -145,7 +134,7 @@ def start_target(transport: str, limits: str | None = None) -> Target:
         raise AssertionError(f"the server did not start: {Path(name).read_text()}")
     want = {"h2": "h2", "grpc": "grpc.server"}[transport]
     target = Target(proc, int(line[0]), line[1], Path(name))
-    if target.transport != want:
+    if target.transport != want:  # h2 is only reported once its compiled loop is made
         target.stop()
         raise AssertionError(f"asked for the {want} transport, the server runs on {line[1]}: "
                              "build the HTTP/2 loop (make native)")
@@ -310,7 +299,7 @@ class Raw:
     """One TCP connection to the server, with an ``h2`` client session for what is
     well formed; ``send`` writes bytes as they are."""
 
-    def __init__(self, port: int, preface: bool = True, settings: dict[int, int] | None = None) -> None:
+    def __init__(self, port: int) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
@@ -319,11 +308,8 @@ class Raw:
         self.h2 = h2.connection.H2Connection(config)
         self.events: list = []
         self.closed = False
-        if preface:
-            self.h2.initiate_connection()
-            if settings:
-                self.h2.update_settings(settings)
-            self.flush()
+        self.h2.initiate_connection()
+        self.flush()
 
     def flush(self) -> None:
         self.send(self.h2.data_to_send())
@@ -336,14 +322,6 @@ class Raw:
         except OSError:
             self.closed = True
             return False
-
-    def call(self, method: str, body: bytes, *, end: bool = True, headers: list | None = None) -> int:
-        """Open a stream with a request; its id."""
-        sid = self.h2.get_next_available_stream_id()
-        self.h2.send_headers(sid, headers or request_headers(method))
-        self.h2.send_data(sid, grpc_message(body), end_stream=end)
-        self.flush()
-        return sid
 
     def receive(self, timeout: float = 2.0, until: Any = None) -> list:
         """Events until ``until(events)`` is true, the connection closes or ``timeout``."""
@@ -388,9 +366,6 @@ class Raw:
             elif isinstance(e, h2.events.StreamReset):
                 return status or f"RST {int(e.error_code)}"
         return status
-
-    def goaway(self) -> h2.events.ConnectionTerminated | None:
-        return next((e for e in self.events if isinstance(e, h2.events.ConnectionTerminated)), None)
 
     def close(self) -> None:
         try:
