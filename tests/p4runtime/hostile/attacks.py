@@ -228,7 +228,8 @@ def unknown_frame_type(target, scale: int = 1) -> str | None:
 
 
 def settings_flood(target, scale: int = 1) -> bool:
-    """20,000 SETTINGS frames, their acknowledgements never read."""
+    """20,000 SETTINGS frames, their acknowledgements never read; whether the server
+    ended the connection."""
     s = open_conn(target.port)
     data = frame(SETTINGS, 0, 0, struct.pack(">HI", 3, 100)) * (20000 * scale)
     _send(s, data)
@@ -238,13 +239,15 @@ def settings_flood(target, scale: int = 1) -> bool:
 
 
 def ping_flood(target, scale: int = 1) -> bool:
-    """20,000 PINGs, their acknowledgements never read."""
+    """20,000 PINGs, their acknowledgements never read; whether the server ended the
+    connection."""
     s = open_conn(target.port)
-    s.settimeout(5)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     _send(s, b"".join(frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(20000 * scale)))
     time.sleep(0.5)
+    closed = _closed_by_server(s)
     s.close()
-    return True
+    return closed
 
 
 def window_update_zero(target, scale: int = 1) -> tuple[bool, str | None]:

@@ -46,11 +46,13 @@ def test_unknown_frame_type_is_ignored(bar) -> None:
 
 
 def test_settings_flood(bar) -> None:
-    bar(attacks.settings_flood, SCALE)
+    ended = bar(attacks.settings_flood, SCALE)
+    assert ended or not bar.h2  # nghttp2 bounds the acknowledgements it queues
 
 
 def test_ping_flood(bar) -> None:
-    bar(attacks.ping_flood, SCALE)
+    ended = bar(attacks.ping_flood, SCALE)
+    assert ended or not bar.h2
 
 
 def test_window_update_zero(bar) -> None:
