@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "holds a burst the switch cannot take at once, so fewer slots save "
                    "memory and lose the end of larger bursts")
     common_p4(r)
+    from p4target.p4runtime import limits
+
+    limits.add_arguments(r)
     for p in (c, s, r):
         p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
                        help="how much to log on stderr (default: warning)")
@@ -365,6 +368,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{opt} {port}=...: port {port} is not an interface port (-i {port}@IFACE)")
 
     cpu = "auto" if args.cpu is None else args.cpu
+    from p4target.p4runtime.limits import from_arguments
+
+    try:
+        grpc_limits = from_arguments(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if not args.no_grpc:  # before any interface is opened: a bad --cpu changes nothing
         from p4target.p4runtime.placement import PlacementError, resolve_cpu
 
@@ -389,7 +398,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     server = None
     try:
         if not args.no_grpc:
-            server = _start_grpc(device, args.grpc_addr, cpu)
+            server = _start_grpc(device, args.grpc_addr, cpu, grpc_limits)
         if args.pid_file is not None:
             try:  # atomically: a reader never sees an empty file
                 tmp = args.pid_file.with_name(f".{args.pid_file.name}.{os.getpid()}")
@@ -461,7 +470,7 @@ class _Server:
         self.server.stop()
 
 
-def _start_grpc(device: Any, addr: str, cpu: int | str = "auto") -> _Server:
+def _start_grpc(device: Any, addr: str, cpu: int | str = "auto", limits: Any = None) -> _Server:
     host, sep, port = addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise UsageError(f"--grpc-addr {addr!r} is not HOST:PORT (for example 127.0.0.1:9559)")
@@ -471,7 +480,7 @@ def _start_grpc(device: Any, addr: str, cpu: int | str = "auto") -> _Server:
     except ImportError as e:
         raise P4Error(f"the P4Runtime server is not available ({e}); run with --no-grpc") from None
     try:
-        server = P4RuntimeServer(device, addr, cpu=cpu)
+        server = P4RuntimeServer(device, addr, cpu=cpu, limits=limits)
     except PlacementError as e:
         raise P4Error(f"--cpu {cpu}: {e}") from None
     try:

@@ -17,9 +17,19 @@ loop calls back on its own thread:
 
 ``Stream.send`` and ``Stream.finish`` may be called from any thread: on the loop's own
 thread they go straight to nghttp2, from another they are queued for the loop and the
-sender waits while the stream has more than ``SEND_LIMIT`` bytes not yet taken by
-nghttp2 (so a large Read does not pile up in memory). Only the loop thread touches
+sender waits while the stream has more than the pending limit not yet taken by
+nghttp2 (so a large Read does not pile up in memory), for at most the stall time (then
+the stream is reset). ``Stream.when_drained`` is the same wait without a thread: the
+loop calls back once the client has taken enough. Only the loop thread touches
 nghttp2 sessions and sockets.
+
+What a client may use is bounded (``limits.ServerLimits``): the decoded header list
+(counted before anything is copied), the request message (after decompression),
+streams per connection, connections, answer bytes waiting per stream and how long
+they may wait; ``grpc-timeout`` ends a call at its deadline. nghttp2 itself bounds
+CONTINUATION frames per header block, SETTINGS and PING frames waiting for their
+acknowledgement and the rate of stream resets (rapid reset), closing a connection
+past them.
 
 Flow control of requests: the connection's window is given back as bytes arrive; a
 stream's only as its messages are taken, so a client cannot queue much more than the
@@ -28,11 +38,14 @@ stream window (``STREAM_WINDOW``) plus one message that its handler has not read
 
 import base64
 import collections
+import heapq
 import logging
 import os
 import threading
+import time
 import zlib
 
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.pythread cimport PyThread_get_thread_ident
 from libc.errno cimport EAGAIN, EINTR, EMFILE, ENFILE, ENOBUFS, ENOMEM, errno
@@ -46,6 +59,7 @@ log = logging.getLogger("p4target.p4runtime.h2_loop")
 
 cdef enum:
     # grpc_status_code values this module answers with itself
+    DEADLINE_EXCEEDED = 4
     RESOURCE_EXHAUSTED = 8
     UNIMPLEMENTED = 12
     INTERNAL = 13
@@ -56,16 +70,18 @@ cdef enum:
     STOP_LISTENING = 3
     CANCEL_ALL = 4
     TAKEN = 5
+    PARK = 6
+    RESET = 7
+    # timers
+    DEADLINE = 1
+    STALL = 2
 
 cdef enum:
     RECV_CHUNK = 262144
     WRITE_HIGH = 1048576       # stop taking frames from nghttp2 while this much waits for the socket
     STREAM_WINDOW = 1048576    # what a client may send on one stream before we consume it
     CONNECTION_WINDOW = 16777216
-    MAX_STREAMS = 1000
-
-SEND_LIMIT = 4 * 1024 * 1024   # bytes a stream may have waiting before a sender from another thread waits
-cdef Py_ssize_t _SEND_LIMIT = SEND_LIMIT
+    HEADER_ENTRY_OVERHEAD = 32  # what HTTP/2 adds to name + value when it sizes a header list
 
 cdef class Conn
 cdef class Loop
@@ -73,6 +89,8 @@ cdef class Loop
 cdef bytes _STATUS_200 = b"200"
 cdef bytes _GRPC_TYPE = b"application/grpc"
 cdef bytes _ACCEPT = b"identity,deflate,gzip"
+cdef frozenset _ENCODINGS = frozenset((b"", b"identity", b"deflate", b"gzip"))
+cdef bytes _POST = b"POST"
 cdef tuple _HEADERS = ((b":status", _STATUS_200), (b"content-type", _GRPC_TYPE),
                        (b"grpc-accept-encoding", _ACCEPT))
 # request headers that are gRPC's or HTTP's own, not the call's metadata
@@ -96,6 +114,21 @@ def percent_encoded(bytes details):
         else:
             out.append(c)
     return bytes(out)
+
+
+cdef dict _TIMEOUT_UNIT_NS = {0x6e: 1, 0x75: 1000, 0x6d: 1000000, 0x53: 1000000000, 0x4d: 60000000000,
+                              0x48: 3600000000000}
+
+
+def timeout_ns(bytes value):
+    """grpc-timeout (1 to 8 digits and a unit: H M S m u n) in nanoseconds; -1 when it
+    is not one (the call then has no deadline, as grpc does with a malformed one)."""
+    if not 2 <= len(value) <= 9 or not value[:-1].isdigit():
+        return -1
+    unit = _TIMEOUT_UNIT_NS.get(value[len(value) - 1])
+    if unit is None:
+        return -1
+    return min(int(value[:-1]) * unit, 1 << 62)  # 99999999H is past 64 bits: 146 years is as good
 
 
 cdef bytes _KEY_CHARS = b"0123456789abcdefghijklmnopqrstuvwxyz_.-"
@@ -139,6 +172,12 @@ cdef object _inflate(bytes encoding, bytes data, Py_ssize_t most):
     return out
 
 
+cdef inline Py_ssize_t _prefix_length(const uint8_t *p) noexcept:
+    """The message length of gRPC's 5-byte prefix: 32 bits unsigned, 0 to 4 GiB - 1
+    (assembled in a 64-bit integer: in a C int a top bit set would make it negative)."""
+    return (<Py_ssize_t>p[1] << 24) | (<Py_ssize_t>p[2] << 16) | (<Py_ssize_t>p[3] << 8) | <Py_ssize_t>p[4]
+
+
 cdef nghttp2_nv *_nv(list pairs):
     """An nghttp2_nv array pointing into ``pairs`` (bytes, kept alive by the caller; nghttp2
     copies them when the frame is submitted). Free with free()."""
@@ -177,6 +216,12 @@ cdef class Stream:
     cdef Py_ssize_t inflight         # request bytes received and not yet given back to the stream window
     cdef Py_ssize_t held_bytes       # of which: messages queued for a handler's thread
     cdef object held                 # the wire size of each of those messages, oldest first
+    cdef bytes http_method
+    cdef bytes http_status           # of a refusal that is not a gRPC call (None: 200)
+    cdef Py_ssize_t header_bytes     # decoded size of the request's header list so far
+    cdef long long deadline_ns       # grpc-timeout, relative (-1: none)
+    cdef object resume               # when_drained's callback while the stream is over its limit
+    cdef long park_seq
 
     @property
     def metadata(self):
@@ -198,16 +243,46 @@ cdef class Stream:
             self.pending += n + 5
             self._enqueue(framed)
             return
-        if self.pending > _SEND_LIMIT:  # what is queued already must drain (not this message: it may be larger)
+        if self.pending > loop.pending_limit:  # what is queued already must drain (not this message: it may be larger)
             if self.room is None:
                 self.room = threading.Condition()
+            end = time.monotonic() + loop.stall_s
             with self.room:
                 self.waiting = True
-                while self.pending > _SEND_LIMIT and not self.closed:
-                    self.room.wait(1.0)
+                while self.pending > loop.pending_limit and not self.closed:
+                    left = end - time.monotonic()
+                    if left <= 0:  # the client takes nothing: the call ends here
+                        loop.post((RESET, self, None))
+                        break
+                    self.room.wait(min(left, 1.0))
                 self.waiting = False
         self.pending += n + 5
         loop.post((SEND, self, framed))
+
+    def when_drained(self, callback):
+        """From a handler's thread: call ``callback()`` (on the loop thread) as soon as
+        this stream has no more than the pending limit waiting for its client, or is
+        over; one that stays over the limit for the stall time is reset first. A
+        handler that answers with many messages waits so without holding a thread."""
+        self.conn.loop.post((PARK, self, callback))
+
+    cdef void _park(self, callback):
+        cdef Loop loop = self.conn.loop
+        if self.closed or self.pending <= loop.pending_limit:
+            loop.call(callback)
+            return
+        self.resume = callback
+        self.park_seq += 1
+        loop.add_timer(loop.stall_s, STALL, self, self.park_seq)
+
+    cdef void _resume(self):
+        callback, self.resume = self.resume, None
+        self.conn.loop.call(callback)
+
+    cdef void _reset(self, uint32_t code):
+        if not self.closed:
+            nghttp2_submit_rst_stream(self.conn.session, NGHTTP2_FLAG_NONE, self.sid, code)
+            self.conn.loop.mark(self.conn)
 
     def taken(self):
         """A handler's thread took the oldest queued request message: its bytes may come again."""
@@ -262,7 +337,10 @@ cdef class Stream:
         self.trailers = pairs
         if not self.responded and not self.out:   # trailers-only: one HEADERS frame ends the call
             self.responded = True
-            self.conn.submit_response(self.sid, list(_HEADERS) + pairs, None)
+            head = list(_HEADERS)
+            if self.http_status is not None:
+                head[0] = (b":status", self.http_status)
+            self.conn.submit_response(self.sid, head + pairs, None)
         else:
             self._respond_or_resume()
 
@@ -290,8 +368,11 @@ cdef class Stream:
                 self.out.popleft()
                 self.off = 0
         self.pending -= copied
-        if self.waiting and self.pending <= _SEND_LIMIT:
-            self._wake()
+        if self.pending <= self.conn.loop.pending_limit:
+            if self.waiting:
+                self._wake()
+            if self.resume is not None:
+                self._resume()
         return copied
 
     cdef void _wake(self):
@@ -303,6 +384,8 @@ cdef class Stream:
         self.out.clear()
         if self.waiting:
             self._wake()
+        if self.resume is not None:
+            self._resume()
 
 
 cdef Stream _new_stream(Conn conn, int32_t sid):
@@ -315,6 +398,8 @@ cdef Stream _new_stream(Conn conn, int32_t sid):
     st.content_type = b""
     st.buf = bytearray()
     st.out = collections.deque()
+    st.http_method = b""
+    st.deadline_ns = -1
     return st
 
 
@@ -334,16 +419,25 @@ cdef int _on_header(nghttp2_session *session, const nghttp2_frame *frame, const 
     cdef Stream st = conn.streams.get(frame.hd.stream_id)
     if st is None or frame.headers.cat != NGHTTP2_HCAT_REQUEST:
         return 0
+    # Counted before anything is copied: a header list past the limit (an HPACK bomb
+    # refers to one large table entry many times) costs a sum per reference, no more.
+    st.header_bytes += namelen + valuelen + HEADER_ENTRY_OVERHEAD
+    if st.header_bytes > conn.loop.max_header_list:
+        return 0
     cdef bytes key = (<char *>name)[:namelen]
     cdef bytes val = (<char *>value)[:valuelen]
     try:
         if key[0] == 0x3a:  # ':'
             if key == b":path":
                 st.method = val
+            elif key == b":method":
+                st.http_method = val
         elif key == b"grpc-encoding":
             st.encoding = val
         elif key == b"content-type":
             st.content_type = val
+        elif key == b"grpc-timeout":
+            st.deadline_ns = timeout_ns(val)
         elif key not in _RESERVED:
             if key.endswith(b"-bin"):
                 st.metadata_list.append((key.decode("ascii"), base64.b64decode(val + b"=" * (-len(val) % 4))))
@@ -535,7 +629,7 @@ cdef long _ns_since(timespec *start) noexcept nogil:
     return (now.tv_sec - start.tv_sec) * 1000000000 + (now.tv_nsec - start.tv_nsec)
 
 
-cdef int _spin_wait(int ep, epoll_event *events, int most, long spin_ns) noexcept nogil:
+cdef int _spin_wait(int ep, epoll_event *events, int most, long spin_ns, int timeout_ms) noexcept nogil:
     """epoll_wait that polls for ``spin_ns`` first, yielding the CPU between polls, then
     blocks. Why: on a VM a thread that blocks is woken 50-200 us after its socket is
     readable (the idle vCPU must be scheduled again); a client that sends its next
@@ -550,7 +644,7 @@ cdef int _spin_wait(int ep, epoll_event *events, int most, long spin_ns) noexcep
             break
         sched_yield()
     if n == 0:
-        n = epoll_wait(ep, events, most, -1)
+        n = epoll_wait(ep, events, most, timeout_ms)
     return n
 
 
@@ -558,7 +652,7 @@ cdef class Loop:
     """The epoll loop: listening sockets, connections, and commands from other threads.
 
     ``spin_us``: after a round that read a request, poll that long before blocking
-    (``_spin_wait``); 0 blocks at once."""
+    (``_spin_wait``); 0 blocks at once. The limits are ``limits.ServerLimits``'s."""
 
     cdef object server
     cdef readonly unsigned long ident
@@ -568,14 +662,26 @@ cdef class Loop:
     cdef list dirty
     cdef object commands
     cdef public Py_ssize_t open_streams
-    cdef public Py_ssize_t max_receive
+    cdef readonly Py_ssize_t max_receive, max_header_list, max_streams, max_connections, pending_limit
+    cdef readonly double stall_s
+    cdef readonly Py_ssize_t refused_connections
     cdef readonly long spin_ns
+    cdef list timers                # heap of (when, seq, kind, stream, arg)
+    cdef long timer_seq
     cdef bint stopping, cancelling, received, accept_paused
 
-    def __cinit__(self, server, Py_ssize_t max_receive, long spin_us=0):
+    def __cinit__(self, server, Py_ssize_t max_receive, long spin_us=0, Py_ssize_t max_header_list=16384,
+                  Py_ssize_t max_streams=100, Py_ssize_t max_connections=1000,
+                  Py_ssize_t pending_limit=262144, double stall_s=30.0):
         self.server = server
         self.max_receive = max_receive
+        self.max_header_list = max_header_list
+        self.max_streams = max_streams
+        self.max_connections = max_connections
+        self.pending_limit = pending_limit
+        self.stall_s = stall_s
         self.spin_ns = max(spin_us, 0) * 1000
+        self.timers = []
         self.conns = {}
         self.listeners = set()
         self.dirty = []
@@ -623,16 +729,82 @@ cdef class Loop:
     def cancel_all(self):
         self.post((CANCEL_ALL, None, None))
 
+    cdef void call(self, callback):
+        try:
+            callback()
+        except Exception:  # noqa: BLE001 - a bug above fails that call, not the loop
+            log.exception("callback %r failed", callback)
+
+    cdef void add_timer(self, double seconds, int kind, Stream st, long arg):
+        """``_expire`` handles (kind, st, arg) once ``seconds`` have passed. Timers of
+        streams that are over are dropped as they come due, or in bulk when they are
+        most of the heap (a client's many short calls with long deadlines)."""
+        cdef list live
+        if len(self.timers) > 64 and len(self.timers) > 4 * self.open_streams:
+            live = [t for t in self.timers if not (<Stream>t[3]).closed]
+            heapq.heapify(live)
+            self.timers = live
+        self.timer_seq += 1
+        heapq.heappush(self.timers, (time.monotonic() + seconds, self.timer_seq, kind, st, arg))
+
+    cdef int _timeout_ms(self):
+        """epoll_wait's timeout: until the first timer (-1: none), at most a minute (a
+        deadline years away must not overflow a C int)."""
+        cdef double left
+        if not self.timers:
+            return -1
+        left = (<double>self.timers[0][0] - time.monotonic()) * 1000.0
+        if left <= 0.0:
+            return 0
+        if left >= 60000.0:
+            return 60000
+        return <int>left + 1
+
+    cdef void _expire(self):
+        cdef Stream st
+        now = time.monotonic()
+        while self.timers and self.timers[0][0] <= now:
+            _, _, kind, st, arg = heapq.heappop(self.timers)
+            if st.closed:
+                continue
+            if kind == DEADLINE:
+                log.debug("%s: deadline exceeded", st.method)
+                if not st.responded:
+                    st.rejected = True
+                    st._finish(DEADLINE_EXCEEDED, b"Deadline Exceeded", None)
+                else:  # answering already: end it (the client's own deadline has passed too)
+                    st._reset(NGHTTP2_CANCEL)
+            elif kind == STALL and st.resume is not None and st.park_seq == arg:
+                log.info("%s: the client took none of its answer for %.0f s; the call is reset",
+                         st.method, self.stall_s)
+                st._reset(NGHTTP2_CANCEL)
+            self.mark(st.conn)
+
     # ---- what the callbacks hand up --------------------------------------------------
     cdef void headers_in(self, Stream st):
         if self.stopping:
             st._finish(UNAVAILABLE, b"the server is shutting down", None)
             return
+        st.rejected = True  # until the checks pass
+        if st.header_bytes > self.max_header_list:
+            st._finish(RESOURCE_EXHAUSTED, b"the request's header list is larger than max (%d vs. %d bytes)"
+                       % (st.header_bytes, self.max_header_list), None)
+            return
+        if st.http_method != _POST:
+            st.http_status = b"405"
+            st._finish(UNIMPLEMENTED, b"HTTP method %s: gRPC calls are POST" % st.http_method[:32], None)
+            return
         if not (st.content_type == _GRPC_TYPE or st.content_type.startswith((b"application/grpc+",
                                                                            b"application/grpc;"))):
-            st.rejected = True
-            st._finish(UNIMPLEMENTED, b"not a gRPC request (content-type %s)" % st.content_type, None)
+            st._finish(UNIMPLEMENTED, b"not a gRPC request (content-type %s)" % st.content_type[:64], None)
             return
+        if st.encoding not in _ENCODINGS:
+            st._finish(UNIMPLEMENTED, b"grpc-encoding %s is not supported (identity, deflate, gzip are)"
+                       % st.encoding[:32], None)
+            return
+        st.rejected = False
+        if st.deadline_ns >= 0:
+            self.add_timer(st.deadline_ns / 1e9, DEADLINE, st, 0)
         try:
             self.server.on_headers(st)
         except Exception:  # noqa: BLE001 - a bug above fails this call, not the loop
@@ -658,14 +830,14 @@ cdef class Loop:
         cdef Py_ssize_t length, have
         cdef bytes message
         if len(buf) == 0 and n >= 5:
-            length = (data[1] << 24) | (data[2] << 16) | (data[3] << 8) | data[4]
+            length = _prefix_length(data)
             if <size_t>length + 5 == n and data[0] == 0 and length <= self.max_receive:
                 # the usual case: one whole, uncompressed message in one chunk
                 self._message(st, (<char *>data)[5:n], 0, n)
                 return
         buf.extend((<char *>data)[:n])
         while len(buf) >= 5 and not st.rejected:
-            length = (buf[1] << 24) | (buf[2] << 16) | (buf[3] << 8) | buf[4]
+            length = _prefix_length(<const uint8_t *>PyByteArray_AS_STRING(buf))
             if length > self.max_receive:
                 st.rejected = True
                 st._finish(RESOURCE_EXHAUSTED, b"Received message larger than max (%d vs. %d)"
@@ -719,7 +891,7 @@ cdef class Loop:
     cdef void _accept(self, int lfd):
         cdef int fd, one = 1
         cdef Conn conn
-        cdef nghttp2_settings_entry settings[2]
+        cdef nghttp2_settings_entry settings[3]
         while True:
             with nogil:
                 fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)
@@ -732,6 +904,13 @@ cdef class Loop:
                         self.watch(fd, EPOLL_CTL_DEL, 0)
                     self.accept_paused = True
                 return
+            if len(self.conns) >= self.max_connections:
+                c_close(fd)  # the client sees its connection closed (UNAVAILABLE)
+                self.refused_connections += 1
+                if self.refused_connections == 1 or self.refused_connections % 1000 == 0:
+                    log.warning("%d connection(s) refused: %d open already (the limit)",
+                                self.refused_connections, len(self.conns))
+                continue
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))
             conn = Conn.__new__(Conn)
             conn.fd = fd
@@ -739,10 +918,12 @@ cdef class Loop:
             conn.streams = {}
             nghttp2_session_server_new2(&conn.session, _the_callbacks(), <void *>conn, _the_option())
             settings[0].settings_id = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS
-            settings[0].value = MAX_STREAMS
+            settings[0].value = self.max_streams
             settings[1].settings_id = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE
             settings[1].value = STREAM_WINDOW
-            nghttp2_submit_settings(conn.session, NGHTTP2_FLAG_NONE, settings, 2)
+            settings[2].settings_id = NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE
+            settings[2].value = self.max_header_list
+            nghttp2_submit_settings(conn.session, NGHTTP2_FLAG_NONE, settings, 3)
             nghttp2_session_set_local_window_size(conn.session, NGHTTP2_FLAG_NONE, 0, CONNECTION_WINDOW)
             self.conns[fd] = conn
             self.watch(fd, EPOLL_CTL_ADD, EPOLLIN)
@@ -794,6 +975,10 @@ cdef class Loop:
                 self.mark(st.conn)
             elif kind == TAKEN:
                 st._taken()
+            elif kind == PARK:
+                st._park(arg)
+            elif kind == RESET:
+                st._reset(NGHTTP2_CANCEL)
             elif kind == STOP_LISTENING:
                 self.stopping = True
                 for fd in self.listeners:
@@ -820,16 +1005,18 @@ cdef class Loop:
         cdef Conn conn
         cdef char *buf = <char *>malloc(RECV_CHUNK)
         cdef long spin_ns = 0
+        cdef int timeout_ms
         self.ident = PyThread_get_thread_ident()
         try:
             while True:
                 spin_ns = self.spin_ns if self.received else 0
                 self.received = False
+                timeout_ms = self._timeout_ms()
                 with nogil:
                     if spin_ns:
-                        n = _spin_wait(self.ep, events, 64, spin_ns)
+                        n = _spin_wait(self.ep, events, 64, spin_ns, timeout_ms)
                     else:
-                        n = epoll_wait(self.ep, events, 64, -1)
+                        n = epoll_wait(self.ep, events, 64, timeout_ms)
                 for i in range(n):
                     fd = events[i].data.fd
                     flags = events[i].events
@@ -845,6 +1032,8 @@ cdef class Loop:
                             self._receive(conn, buf)
                         if flags & EPOLLOUT:
                             self.mark(conn)
+                if self.timers:
+                    self._expire()
                 while self.dirty:
                     dirty, self.dirty = self.dirty, []
                     for conn in dirty:

@@ -16,9 +16,11 @@ with ``core_server``, an inline handler holds up the other calls while it runs.
 
 What it supports is what the P4Runtime server uses: insecure HTTP/2 (as ``grpc.server``
 with ``add_insecure_port``), requests compressed with gzip or deflate, answers not
-compressed, metadata both ways, the errors ``grpc.server`` gives (``grpc_calls``), and
-``grpc.max_receive_message_length``. Deadlines (``grpc-timeout``) are not enforced:
-every P4Runtime call ends by itself.
+compressed, metadata both ways, the errors ``grpc.server`` gives (``grpc_calls``),
+``grpc-timeout`` deadlines and the limits of ``limits.ServerLimits``. A call that is
+reset, cancelled or past its deadline before a handler thread takes it is dropped; a
+response-streaming one stops at its next message; one whose client does not read its
+answer gives its thread back (``Stream.when_drained``) until the client does.
 
 The loop is a C extension, built once into the native cache (``make native``, or at
 the first server that needs it) from ``h2_loop.pyx`` with Cython and nghttp2's headers
@@ -28,6 +30,7 @@ P4Runtime server then falls back to ``core_server``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -43,8 +46,9 @@ from typing import Any, Iterable
 
 import grpc
 
-from p4target.p4runtime.grpc_calls import (INTERNAL, UNKNOWN, Context, Handlers, deserialize, run_unary,
-                                           status_int, stream_responses)
+from p4target.p4runtime.grpc_calls import (INTERNAL, UNKNOWN, Abort, Context, Handlers, deserialize, run_unary,
+                                           same, status_int)
+from p4target.p4runtime.limits import ServerLimits
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +56,15 @@ SOURCE = Path(__file__).with_name("h2_loop.pyx")
 DECLARATIONS = SOURCE.with_name("h2_decls.pxd")  # cimported by SOURCE
 PREFIX = "p4h2"
 LIBRARIES = ("nghttp2",)
-DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's own default
 # After reading a request, the loop polls this long before it blocks (h2_loop._spin_wait):
 # a client's next request then finds it awake. 0 turns it off.
 SPIN_ENV = "P4TARGET_GRPC_SPIN_US"
 DEFAULT_SPIN_US = 250
 _UNIMPLEMENTED = status_int(grpc.StatusCode.UNIMPLEMENTED)
+_RESOURCE_EXHAUSTED = status_int(grpc.StatusCode.RESOURCE_EXHAUSTED)
+_OPTION_LIMITS = (("grpc.max_receive_message_length", "max_receive_bytes"),
+                  ("grpc.max_metadata_size", "max_header_list_bytes"),
+                  ("grpc.max_concurrent_streams", "max_concurrent_streams"))
 
 
 def _headers_present(cc: str) -> bool:
@@ -113,7 +120,8 @@ class _Call:
     """One call's handler and context; the loop thread calls ``message``, ``half_close``
     and ``closed``, and the answer goes out from the loop or a pool thread."""
 
-    __slots__ = ("server", "stream", "handler", "inline", "context", "method", "request", "requests", "refused")
+    __slots__ = ("server", "stream", "handler", "inline", "context", "method", "request", "requests", "refused",
+                 "responses", "queued")
 
     def __init__(self, server: "H2Server", stream: Any, handler: grpc.RpcMethodHandler, inline: bool,
                  metadata: tuple) -> None:
@@ -126,6 +134,8 @@ class _Call:
         self.request: bytes | None = None
         self.requests: queue.SimpleQueue | None = None  # request-streaming calls: the messages
         self.refused = False
+        self.responses: Any = None  # response-streaming calls: the handler's iterator
+        self.queued = False  # submitted to the pool, no thread has taken it yet
 
     def message(self, data: bytes) -> bool:
         """Take one request message; False when it waits for the handler's thread (which
@@ -148,9 +158,10 @@ class _Call:
         elif self.inline:
             self.answer()
         else:
-            self.server._pool.submit(self.answer)
+            self.server.submit(self, self.answer)
 
     def closed(self) -> None:
+        self.server.unqueue(self)  # a reset call waiting for a thread no longer counts
         self.context.end(self.method)
         if self.requests is not None:
             self.requests.put(None)
@@ -180,14 +191,61 @@ class _Call:
         self.finish()
 
     def stream_out(self, request: Any) -> None:
-        if stream_responses(self.handler, request, self.context, self.method, self._send):
+        """Start a response-streaming handler; its responses go out as ``pump`` sends them."""
+        handler = self.handler
+        behaviour = handler.unary_stream if not handler.request_streaming else handler.stream_stream
+        try:
+            self.responses = iter(behaviour(request, self.context))
+        except Abort:
             self.finish()
+            return
+        except Exception as exc:  # noqa: BLE001 - a handler's bug fails its call, the server lives on
+            log.exception("%s failed", self.method)
+            self.context.fail(UNKNOWN, f"Exception iterating responses: {exc}")
+            self.finish()
+            return
+        self.pump()
 
-    def _send(self, data: bytes) -> bool:
-        if self.stream.closed:
-            return False
-        self.stream.send(data)
-        return True
+    def pump(self) -> None:
+        """Send the handler's responses until it is done or the client is gone; while
+        more than the pending limit waits for the client, the thread goes back to the
+        pool and the loop calls ``resume`` once the client has taken enough."""
+        stream, serialize = self.stream, self.handler.response_serializer or same
+        limit = self.server.pending_limit
+        while True:
+            if stream.closed:  # reset, cancelled, or its connection gone: stop its work
+                self._close_responses()
+                return
+            if stream.pending > limit:
+                stream.when_drained(self.resume)
+                return
+            try:
+                response = next(self.responses)
+            except (StopIteration, Abort):
+                break
+            except Exception as exc:  # noqa: BLE001
+                log.exception("%s failed", self.method)
+                self.context.fail(UNKNOWN, f"Exception iterating responses: {exc}")
+                break
+            stream.send(serialize(response))
+        self._close_responses()
+        self.finish()
+
+    def resume(self) -> None:
+        """On the loop thread: the client took enough of the answer (or is gone)."""
+        try:
+            self.server._pool.submit(self.pump)
+        except RuntimeError:  # the server is shutting down
+            self._close_responses()
+
+    def _close_responses(self) -> None:
+        close = getattr(self.responses, "close", None)
+        self.responses = None
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the responses of %s failed", self.method)
 
     def finish(self) -> None:
         ctx = self.context
@@ -221,15 +279,25 @@ class H2Server:
     """The part of ``grpc.Server`` the P4Runtime server uses, with ``inline`` unary methods
     (full names, ``/package.Service/Method``) answered on the loop thread. ``spin_us``:
     how long the loop polls after a request before it blocks (default: from
-    ``P4TARGET_GRPC_SPIN_US``, else ``DEFAULT_SPIN_US``)."""
+    ``P4TARGET_GRPC_SPIN_US``, else ``DEFAULT_SPIN_US``). ``limits``: what a client
+    may use (``ServerLimits()`` when not given)."""
 
     def __init__(self, max_workers: int, options: Iterable[tuple[str, Any]] = (), inline: Iterable[str] = (),
-                 spin_us: int | None = None) -> None:
+                 spin_us: int | None = None, limits: ServerLimits | None = None) -> None:
         opts = dict(options)
+        # grpc.Server's own options, when given, win over ``limits`` (as on grpc.server)
+        limits = dataclasses.replace(limits or ServerLimits(), **{
+            name: int(opts[key]) for key, name in _OPTION_LIMITS if key in opts})
+        self.limits = limits
         self.spin_us = spin_us_from_env() if spin_us is None else spin_us
-        self._loop = loop_module().Loop(self, int(opts.get("grpc.max_receive_message_length", DEFAULT_MAX_RECEIVE)),
-                                        self.spin_us)
+        self.pending_limit = limits.max_pending_answer_bytes
+        self._loop = loop_module().Loop(
+            self, limits.max_receive_bytes, self.spin_us, max_header_list=limits.max_header_list_bytes,
+            max_streams=limits.max_concurrent_streams, max_connections=limits.max_connections,
+            pending_limit=limits.max_pending_answer_bytes, stall_s=limits.stall_seconds)
         self._reuse_port = bool(opts.get("grpc.so_reuseport", 1))
+        self._queued = 0  # calls submitted to the pool that no thread has taken yet
+        self._queue_lock = threading.Lock()
         self._handlers = Handlers(inline)
         self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")
         self._sockets: list[socket.socket] = []
@@ -329,7 +397,39 @@ class H2Server:
         call = stream.call = _Call(self, stream, handler, inline, metadata)
         if handler.request_streaming:
             call.requests = queue.SimpleQueue()
-            self._pool.submit(call.run)
+            if not self.submit(call, call.run):
+                stream.call = None
+
+    def submit(self, call: _Call, work: Any) -> bool:
+        """Run ``work`` in a pool thread unless ``max_queued_calls`` calls wait for one
+        already (then the call is refused: RESOURCE_EXHAUSTED, and False). A call
+        whose stream is over stops counting at once, and its work is dropped."""
+        with self._queue_lock:
+            if self._queued >= self.limits.max_queued_calls:
+                busy = True
+            else:
+                busy = False
+                self._queued += 1
+                call.queued = True
+        if busy:
+            call.refused = True
+            call.stream.finish(_RESOURCE_EXHAUSTED, b"the server has %d calls waiting for a thread already; "
+                               b"try again later" % self.limits.max_queued_calls)
+            return False
+        self._pool.submit(self._start, call, work)
+        return True
+
+    def unqueue(self, call: _Call) -> None:
+        with self._queue_lock:
+            if call.queued:
+                call.queued = False
+                self._queued -= 1
+
+    def _start(self, call: _Call, work: Any) -> None:
+        self.unqueue(call)
+        if call.stream.closed:  # reset or cancelled while it waited: its work is not wanted
+            return
+        work()
 
     def on_message(self, stream: Any, data: bytes) -> bool:
         return stream.call.message(data) if stream.call is not None else True

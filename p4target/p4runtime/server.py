@@ -43,6 +43,7 @@ from p4target.p4runtime.placement import pin_process, resolve_cpu
 from p4target.p4runtime.read import read_encoded
 from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
+from p4target.p4runtime.limits import ServerLimits
 from p4target.p4runtime.transports import make_transport
 from p4target.p4runtime.write import apply_update
 
@@ -214,10 +215,13 @@ class P4RuntimeServer:
     embedded in another program), ``"auto"`` keeps them all on one CPU chosen by the
     device id (what ``p4target run`` does), a number keeps them on that CPU. A CPU
     the process may not use raises ``PlacementError`` here, before anything starts.
+
+    ``limits``: what one client may use (``limits.ServerLimits``; its defaults when
+    not given): docs/p4runtime.md, "Limits and hardening".
     """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
-                 max_workers: int = 32, cpu: int | str | None = None) -> None:
+                 max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None) -> None:
         if api_implementation.Type() != "upb":
             log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
                         "install a current protobuf wheel", api_implementation.Type())
@@ -237,6 +241,7 @@ class P4RuntimeServer:
         self._grpc: Any = None  # the gRPC server, from transports.make_transport
         self.transport = ""  # which, once started: "h2", "core" or "grpc.server"
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
+        self.limits = limits or ServerLimits()
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -245,11 +250,10 @@ class P4RuntimeServer:
             log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
         self._grpc, self.transport = make_transport(
             self._max_workers,
-            [("grpc.max_receive_message_length", 256 * 1024 * 1024),
-             ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            [("grpc.max_send_message_length", 256 * 1024 * 1024),
              # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
              # share it silently (its clients reaching either device); refuse instead.
-             ("grpc.so_reuseport", 0)], self.device_id)
+             ("grpc.so_reuseport", 0)], self.device_id, self.limits)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
         try:
             self.bound_port = self._grpc.add_insecure_port(self.addr)
