@@ -26,7 +26,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from tests.p4runtime.hostile.harness import (CAPABILITIES, CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS,
                                              PING, PREFACE, RST_STREAM, SETTINGS, WINDOW_UPDATE, frame,
-                                             grpc_message, request_headers)
+                                             grpc_message, recv_within, request_headers)
 
 CANCEL, FRAME_SIZE_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR = 8, 6, 1, 3
 
@@ -69,16 +69,11 @@ class Frames:
             left = end - time.monotonic()
             if left <= 0:
                 break
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                break
-            except OSError:
+            data = recv_within(self.sock, left)
+            if data is None:
                 self.closed = True
                 break
             if not data:
-                self.closed = True
                 break
             self.buf += data
             while len(self.buf) >= 9:

@@ -295,6 +295,19 @@ class Watch:
 
 
 # ---- the raw client ------------------------------------------------------------------------
+def recv_within(sock: socket.socket, seconds: float) -> bytes | None:
+    """What the peer sends within ``seconds``: b"" when nothing came in time, None when
+    the connection is closed (or broken)."""
+    sock.settimeout(seconds)
+    try:
+        data = sock.recv(65536)
+    except socket.timeout:
+        return b""
+    except OSError:
+        return None
+    return data or None
+
+
 class Raw:
     """One TCP connection to the server, with an ``h2`` client session for what is
     well formed; ``send`` writes bytes as they are."""
@@ -330,16 +343,11 @@ class Raw:
             left = end - time.monotonic()
             if left <= 0:
                 break
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                break
-            except OSError:
+            data = recv_within(self.sock, left)
+            if data is None:
                 self.closed = True
                 break
             if not data:
-                self.closed = True
                 break
             try:
                 self.events.extend(self.h2.receive_data(data))
