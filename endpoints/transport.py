@@ -24,7 +24,7 @@ import hashlib
 import logging
 import random
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -117,11 +117,13 @@ class EvStats:
 class Sender:
     """The sending side of one transfer.
 
-    Sprays data packets over the GOOD EVs, one per packet, rotating; a loss (loss
-    NACK or timeout) resends the packet and retires the EV it went on (ASSUMED_BAD,
-    probed until a probe is answered; never fewer than ``ev_min_active`` GOOD); a
-    trim NACK resends the packet first and halves the congestion window, retiring
-    nothing.
+    Sprays data packets over the GOOD EVs, one per packet, rotating; a loss NACK
+    resends the packet and retires the EV it went on (ASSUMED_BAD, probed over its own
+    path until a probe is answered; never fewer than ``ev_min_active`` GOOD); a
+    retransmission timeout resends the packet and retires nothing (it cannot tell a
+    dead data path from dead feedback); a trim NACK resends the packet first and
+    halves the congestion window, retiring nothing. Every state change is an event
+    (``events``, docs/transport.md).
 
     Drive it with ``poll(now)`` (returns what to send now) whenever ``next_wakeup()``
     is due or a packet was handed to ``on_packet(data, now)``; ``finished`` tells when
@@ -129,7 +131,8 @@ class Sender:
     """
 
     def __init__(self, data: bytes | bytearray | memoryview, evs: Sequence[EvPath],
-                 config: SenderConfig = SenderConfig(), now: float = 0.0) -> None:
+                 config: SenderConfig = SenderConfig(), now: float = 0.0,
+                 path_names: Mapping[int, str] | None = None) -> None:
         if not evs:
             raise ValueError("sender: the EV set is empty; give EVs (--evs K, a topology, or --ev-list)")
         if len(evs) > MAX_EVS:
@@ -168,12 +171,10 @@ class Sender:
         self.rkey = 0
         self.vaddr = 0
         self.evs = {e.ev: EvStats(e) for e in evs}
+        self._path_names = dict(path_names or {})  # EV -> its path's switches, for the events
         self._order = [e.ev for e in evs]
         self._pos = {ev: i for i, ev in enumerate(self._order)}
-        self._plane = {e.ev: e.plane for e in evs}
-        self._multi_plane = len(set(self._plane.values())) > 1
         self._since_ack = 0
-        self._ack_plane = -2
         self._good: list[int] = list(self._order)
         self._rr = 0
         # Packets: [una, next_idx) were sent; bit i of _acked is packet una + i.
@@ -322,17 +323,12 @@ class Sender:
             self._rr += 1
             off = idx * mtu
             ln = min(mtu, self.length - off)
-            # Every ack_every-th packet asks for an ACK, on a plane other than the last
-            # request's: the ACK goes back on the EV it answers, so requests that all
-            # fell on one plane (every 4th EV of an interleaved set) would lose every
-            # ACK to one plane dead on the way back.
-            plane = self._plane[ev]
+            # Every ack_every-th packet asks for an ACK (the receiver sends its feedback
+            # over its own rotation of EVs, so the requests need no plane of their own).
             self._since_ack += 1
-            ack_req = (bool(cause) or idx == self.n_packets - 1
-                       or (self._since_ack >= cfg.ack_every and (plane != self._ack_plane or not self._multi_plane)))
+            ack_req = bool(cause) or idx == self.n_packets - 1 or self._since_ack >= cfg.ack_every
             if ack_req:
                 self._since_ack = 0
-                self._ack_plane = plane
             header = pack(OP_WRITE, 0, 0xFFFF, self.rqp, (wire.ACK_REQ if ack_req else 0)
                           | ((self.first_psn + idx) & PSN_MASK), self.vaddr + off, self.rkey, ln)
             out.append(Tx(ev, header + data[off:off + ln]))
@@ -522,8 +518,8 @@ class Sender:
         self.rto = min(self.cfg.rto_max, max(self.cfg.rto_min, self.srtt + 4 * self.rttvar))
 
     def _declare_lost(self, idx: int, ev: int, cause: str, now: float) -> None:
-        """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss (not a trim)
-        retires the EV."""
+        """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss NACK (not a
+        timeout, not a trim) retires the EV."""
         sent_at, _, n = self._inflight.pop(idx)
         self._tx_count[idx] = n
         if idx not in self._lost_set:
@@ -540,7 +536,11 @@ class Sender:
                 self.counts["window_halved"] += 1
             return
         st.losses += 1
-        if sent_at >= st.good_since:
+        # Only a loss NACK names this EV's data path: it came back (so some reverse
+        # path works) and says the receiver saw later packets but not this one. A
+        # timeout is no evidence against the EV: the packet or only its feedback may
+        # have died, and the feedback went over other paths than the data.
+        if cause == "nack" and sent_at >= st.good_since:
             self._retire(ev, cause, now)
 
     # -- EV states ------------------------------------------------------------
@@ -585,10 +585,13 @@ class Sender:
             self._rebuild_good()
 
     def _event(self, now: float, ev: int, what: str, cause: str) -> None:
-        p = self.evs[ev].path
-        self.events.append({"t": now - self.start, "ev": ev, "plane": p.plane, "spine": p.spine,
-                            "event": what, "cause": cause})
-        log.info("t=%.6f EV %#x (plane %d, spine %d) %s (%s)", now - self.start, ev, p.plane, p.spine, what, cause)
+        """One state change of ``ev`` (to its present state), as a JSON-ready dict."""
+        st = self.evs[ev]
+        p = st.path
+        path = self._path_names.get(ev) or f"plane {p.plane} spine {p.spine}"
+        self.events.append({"t": now - self.start, "ev": ev, "plane": p.plane, "spine": p.spine, "path": path,
+                            "event": what, "state": st.state, "cause": cause})
+        log.info("t=%.6f EV %#x (%s) %s: %s (%s)", now - self.start, ev, path, what, st.state, cause)
 
     def _on_status(self, st: wire.Status, now: float) -> None:
         if st.state == wire.STATE_ACCEPTED:
@@ -726,6 +729,8 @@ class Connection:
     renacks: deque[tuple[float, int]] = field(default_factory=deque)  # (NACKed at, idx)
     counts: Counter[str] = field(default_factory=Counter)
     ev_packets: Counter[int] = field(default_factory=Counter)
+    back_evs: list[int] = field(default_factory=list)  # the feedback rotation: EVs the sender used, first seen first
+    back_next: int = 0
     series: list[tuple[float, int]] = field(default_factory=lambda: [(0.0, 0)])
     next_sample: float = 0.0
     hasher: Any = field(repr=False, default_factory=hashlib.sha256)  # over bytes [0, hashed)
@@ -740,6 +745,21 @@ class Connection:
 
     def psn(self, idx: int) -> int:
         return (self.first_psn + idx) & PSN_MASK
+
+    def learn_ev(self, ev: int) -> None:
+        """Add ``ev`` (an EV the sender sent data or OPEN on) to the feedback rotation."""
+        if ev not in self.ev_packets and ev not in self.back_evs:
+            self.back_evs.append(ev)
+
+    def back_ev(self) -> int:
+        """The UDP source port (so the path back) of the next feedback packet: the
+        rotation goes over every EV the sender used, so a dead reverse path loses
+        only every n-th feedback packet, and the next ones (cumulative ACK, SACK
+        bitmap, repeated NACKs) carry the same news over other paths."""
+        evs = self.back_evs
+        ev = evs[self.back_next % len(evs)]
+        self.back_next += 1
+        return ev
 
     def has(self, idx: int) -> bool:
         return idx <= self.cum or bool((self.bits >> (idx - self.cum - 1)) & 1)
@@ -820,7 +840,7 @@ class Receiver:
                 self.drops["bad_probe"] += 1
                 return []
             c.counts["probes"] += 1
-            return [Tx(ev, wire.probe(OP_PROBE_REPLY, c.sender_qp, ev, seq, stamp), peer)]
+            return [Tx(c.back_ev(), wire.probe(OP_PROBE_REPLY, c.sender_qp, ev, seq, stamp), peer)]
         if opcode == OP_OPEN:
             if n < OPEN_LEN:
                 self.drops["truncated"] += 1
@@ -836,6 +856,7 @@ class Receiver:
             if (c.length, c.mtu, c.digest, c.first_psn) != (o.length, o.mtu, o.digest, o.first_psn):
                 self.drops["bad_open"] += 1
                 return []
+            c.learn_ev(ev)
             return [self._status(c, ev)]
         cfg = self.cfg
         reason = 0
@@ -864,13 +885,18 @@ class Receiver:
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
         log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer, o.length, c.n_packets, qp)
+        c.learn_ev(ev)
         out = [self._status(c, ev)]
         if c.n_packets == 0:
-            self._complete(c, now, ev, out)
+            out += self._complete(c, now, ev, None)
         return out
 
+    def _status_bytes(self, c: Connection, ev: int) -> bytes:
+        return wire.Status(ev, c.sender_qp, c.psn(c.cum), c.state, 0, c.qp, c.rkey, c.vaddr).pack()
+
     def _status(self, c: Connection, ev: int) -> Tx:
-        return Tx(ev, wire.Status(ev, c.sender_qp, c.psn(c.cum), c.state, 0, c.qp, c.rkey, c.vaddr).pack(), c.peer)
+        """STATUS echoing ``ev``, on the connection's next feedback EV."""
+        return Tx(c.back_ev(), self._status_bytes(c, ev), c.peer)
 
     def _on_data(self, data: bytes | memoryview, n: int, opcode: int, now: float, peer: Any, ev: int,
                  tclass: int) -> list[Tx]:
@@ -908,6 +934,8 @@ class Receiver:
             return []
         c.last_ev = ev
         c.last_idx = idx
+        if ev not in c.ev_packets:
+            c.learn_ev(ev)
         c.ev_packets[ev] += 1
         cum = c.cum
         if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
@@ -920,7 +948,7 @@ class Receiver:
                 counts["trimmed_marked"] += 1
             counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
-            return [Tx(ev, wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
+            return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
                        c.peer)]
         c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
         c.packets += 1
@@ -946,16 +974,14 @@ class Receiver:
             c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
         if cum == c.n_packets - 1:
-            out = [self._ack(c, ev)]
-            self._complete(c, now, ev, out)
-            return out
+            return self._complete(c, now, ev, self._ack_bytes(c, ev))
         if w2 & wire.ACK_REQ:
             if not bits:  # in order: no bitmap
                 c.ack_due = None
                 c.acks += 1
                 psn = (c.first_psn + cum) & PSN_MASK
-                return [Tx(ev, ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev, 0, 0, (psn + 1) & PSN_MASK, 0),
-                           c.peer)]
+                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev, 0, 0,
+                                                 (psn + 1) & PSN_MASK, 0), c.peer)]
             return [self._ack(c, ev)]
         if c.ack_due is None:
             c.ack_due = now + self.cfg.ack_delay
@@ -969,6 +995,10 @@ class Receiver:
             c.highest = idx
 
     def _ack(self, c: Connection, ev: int) -> Tx:
+        """ACK echoing ``ev``, on the connection's next feedback EV."""
+        return Tx(c.back_ev(), self._ack_bytes(c, ev), c.peer)
+
+    def _ack_bytes(self, c: Connection, ev: int) -> bytes:
         """ACK: the cumulative PSN, and a bitmap of the 64 PSNs that end with the
         packet answered (or start after the cumulative PSN), so every packet is
         reported by its own ACK however far it is ahead of a hole."""
@@ -976,9 +1006,10 @@ class Receiver:
         c.acks += 1
         base = max(c.cum + 1, c.last_idx - 63)
         bits = (c.bits >> (base - c.cum - 1)) & 0xFFFFFFFFFFFFFFFF
-        return Tx(ev, wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits), c.peer)
+        return wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits)
 
-    def _complete(self, c: Connection, now: float, ev: int, out: list[Tx]) -> None:
+    def _complete(self, c: Connection, now: float, ev: int, last_ack: bytes | None) -> list[Tx]:
+        """Verify the digest; the last ACK (None: an empty transfer) and the verdict to send."""
         c.completed_at = now
         c.hasher.update(c.view[c.hashed:])
         c.hashed = c.length
@@ -992,15 +1023,17 @@ class Receiver:
             log.info("transfer QP %#x complete: %d bytes, SHA-256 verified", c.qp, c.length)
         else:
             log.error("transfer QP %#x complete but its SHA-256 differs from the sender's", c.qp)
-        out.append(self._status(c, ev))
-        # No later ACK can repair a lost last one: the last ACK and the verdict also
-        # go back over up to 3 other EVs the transfer used (the echo still names the
-        # EV answered), so one dead path back does not cost the sender a timeout.
-        others = sorted(e for e in c.ev_packets if e != ev)
-        for other in others[::max(1, len(others) // 3)][:3]:
-            last_ack = out[0] if out and out[0].payload[0] == OP_ACK else self._ack(c, ev)
-            out.append(Tx(other, last_ack.payload, c.peer))
-            out.append(Tx(other, self._status(c, ev).payload, c.peer))
+        # No later ACK can repair a lost last one: the last ACK and the verdict go
+        # back over the next 4 EVs of the rotation (the echo names the EV answered),
+        # so one dead path back does not cost the sender a timeout.
+        status = self._status_bytes(c, ev)
+        out: list[Tx] = []
+        for _ in range(min(4, len(c.back_evs))):
+            back = c.back_ev()
+            if last_ack is not None:
+                out.append(Tx(back, last_ack, c.peer))
+            out.append(Tx(back, status, c.peer))
+        return out
 
     # -- time -----------------------------------------------------------------
 
@@ -1031,7 +1064,7 @@ class Receiver:
                     c.renacks.append((now, lost[i]))
                     i += 1
                 c.counts["nacks"] += 1
-                out.append(Tx(c.last_ev, wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_LOSS,
+                out.append(Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_LOSS,
                                                   c.last_ev, c.psn(base), bits), c.peer))
         return out
 

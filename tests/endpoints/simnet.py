@@ -38,7 +38,10 @@ class Sent:
 class SimNet:
     """Paths are named by EV; each direction of each EV has the same rules.
 
-    ``dead(t, ev)``: every packet on that EV sent at ``t`` is lost (both directions).
+    ``dead(t, ev)``: every packet on that EV sent at ``t`` is lost (both directions);
+    ``dead_fwd`` / ``dead_back``: the same for one direction only (the EV of a packet
+    back is the receiver's source port: its own path, which may differ from the
+    sender's path of the same EV).
     ``trim(t, ev, rng)``: the data packet sent at ``t`` on ``ev`` is trimmed.
     """
 
@@ -50,6 +53,7 @@ class SimNet:
     duplicate: float = 0.0  # probability that a packet arrives twice
     dead: Callable[[float, int], bool] = lambda t, ev: False
     dead_back: Callable[[float, int], bool] = lambda t, ev: False  # receiver -> sender only
+    dead_fwd: Callable[[float, int], bool] = lambda t, ev: False  # sender -> receiver only
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: {"lost": 0, "dead": 0, "duplicated": 0,
@@ -61,7 +65,7 @@ class SimNet:
     def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False
               ) -> list[tuple[float, bytes, int]]:
         """Arrivals (time, bytes, traffic class) of one packet sent at ``t`` on ``ev``."""
-        if self.dead(t, ev) or (back and self.dead_back(t, ev)):
+        if self.dead(t, ev) or (self.dead_back(t, ev) if back else self.dead_fwd(t, ev)):
             self.counts["dead"] += 1
             return []
         if self.rng.random() < self.loss:
@@ -97,11 +101,12 @@ class Run:
 
 def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: SenderConfig = SenderConfig(),
                  receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0,
-                 hook: Callable[[float, Sender, Receiver], None] | None = None) -> Run:
+                 hook: Callable[[float, Sender, Receiver], None] | None = None,
+                 path_names: dict[int, str] | None = None) -> Run:
     """Run one transfer to its end (or ``limit`` seconds of simulated time);
     ``hook(t, sender, receiver)`` is called at every step (tests inject packets there)."""
     index = {e.ev: k for k, e in enumerate(evs)}
-    sender = Sender(data, evs, sender_cfg, now=0.0)
+    sender = Sender(data, evs, sender_cfg, now=0.0, path_names=path_names)
     receiver = Receiver(receiver_cfg)
     queue: list[tuple[float, int, str, int, bytes, int]] = []  # (t, seq, to, ev, bytes, tclass)
     seq = 0
