@@ -475,8 +475,8 @@ class Sender:
                 rec = self._inflight.get(idx)
                 if rec is None:
                     continue  # acked, or already waiting for retransmission
-                if cause == "nack" and now - rec[0] < guard:
-                    continue  # the NACK is about an earlier transmission
+                if cause == "nack" and rec[2] > 1 and now - rec[0] < guard:
+                    continue  # a resent packet: the NACK is about an earlier transmission
                 self._declare_lost(idx, rec[1], cause, now)
         self._advance()
         self._sample(now)
@@ -518,8 +518,8 @@ class Sender:
         self.rto = min(self.cfg.rto_max, max(self.cfg.rto_min, self.srtt + 4 * self.rttvar))
 
     def _declare_lost(self, idx: int, ev: int, cause: str, now: float) -> None:
-        """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss NACK (not a
-        timeout, not a trim) retires the EV."""
+        """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss NACK about its
+        first transmission (not a timeout, not a trim) retires the EV."""
         sent_at, _, n = self._inflight.pop(idx)
         self._tx_count[idx] = n
         if idx not in self._lost_set:
@@ -536,11 +536,13 @@ class Sender:
                 self.counts["window_halved"] += 1
             return
         st.losses += 1
-        # Only a loss NACK names this EV's data path: it came back (so some reverse
-        # path works) and says the receiver saw later packets but not this one. A
-        # timeout is no evidence against the EV: the packet or only its feedback may
-        # have died, and the feedback went over other paths than the data.
-        if cause == "nack" and sent_at >= st.good_since:
+        # Only a loss NACK about a packet sent once names this EV's data path: it
+        # came back (so some reverse path works) and says the receiver saw later
+        # packets but not this one. A NACK about a resent packet may be about any of
+        # its transmissions (a NACK sent before the resend arrived), so it blames
+        # nothing. A timeout is no evidence against the EV either: the packet or only
+        # its feedback may have died, and the feedback went over other paths.
+        if cause == "nack" and n == 1 and sent_at >= st.good_since:
             self._retire(ev, cause, now)
 
     # -- EV states ------------------------------------------------------------
@@ -938,14 +940,15 @@ class Receiver:
             c.learn_ev(ev)
         c.ev_packets[ev] += 1
         cum = c.cum
-        if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
-            c.counts["duplicates"] += 1
-            return [self._ack(c, ev)]
-        if trimmed:
+        if trimmed:  # every trimmed arrival is counted, so the switches' trim counters tie with it
             counts = c.counts
             counts["trimmed"] += 1
             if (tclass >> 2) == self.cfg.trim_dscp:
                 counts["trimmed_marked"] += 1
+        if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
+            c.counts["trimmed_duplicates" if trimmed else "duplicates"] += 1
+            return [self._ack(c, ev)]
+        if trimmed:
             counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
             return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),

@@ -91,8 +91,9 @@ async def _read(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
     return await read_all([fn.inventory.switches[n] for n in names])
 
 
-async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
-    """Every entry of every fabric switch, read back over P4Runtime."""
+async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list]:
+    """Every entry of every fabric switch (or of every switch running one of
+    ``programs``), read back over P4Runtime."""
     from controller.codec import codec
     from controller.p4rt import Session
 
@@ -101,8 +102,8 @@ async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
         async with Session(t) as s:
             return name, sorted(map(repr, await s.read_entries(codec(t.program, t.target))))
 
-    fabric = [n.name for n in nodes(fn.topo) if n.program == "fabric"]
-    return dict(await asyncio.gather(*(one(n) for n in fabric)))
+    names = [n.name for n in nodes(fn.topo) if n.program in programs]
+    return dict(await asyncio.gather(*(one(n) for n in names)))
 
 
 def _wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
