@@ -24,7 +24,7 @@ from typing import Any
 from controller.paths import paths
 from controller.repair import set_link
 from experiments import common as C
-from topologies.demo import fabric_tables
+from topologies.demo import fabric_tables, read_nics, wait_sent
 
 WINDOW = 0.1  # seconds of the goodput windows
 LINKS = ("p0-leaf0:p0-spine0", "p1-leaf1:p1-spine1", "p2-leaf0:p2-spine1")
@@ -72,42 +72,46 @@ async def _all_tables(fn: Any) -> dict[str, Any]:
     return await fabric_tables(fn, programs=("fabric", "nic"))
 
 
-def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_after: float, down_for: float,
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down_for: float,
         link: str = LINKS[0], seed: int = 1, src: str = "h1", dst: str = "h3", cut: bool = True) -> dict[str, Any]:
     """One transfer of ``nbytes`` generated here from ``seed``; ``link``'s cable cut
-    ``cut_after`` seconds after the sender started and restored ``down_for`` seconds
-    later (always restored, also on a failure); ``cut=False``: the same run, no cut."""
+    once the source NIC has sent ``cut_at`` (a fraction) of the data packets, restored
+    ``down_for`` seconds later (always restored, also on a failure); ``cut=False``:
+    the same run, no cut."""
     workdir.mkdir(parents=True, exist_ok=True)
     data = random.Random(seed).randbytes(nbytes)
     infile, outfile = workdir / "data.bin", workdir / "received.bin"
     infile.write_bytes(data)
     crossing = crossing_evs(fn, src, dst, link)
     tables_before = asyncio.run(_all_tables(fn))
-    # A hole is NACKed after 50 ms (the Python switches delay packets by milliseconds);
-    # the minimum RTO is 4 times that, so the NACK, which names the dead EV, comes
-    # before the timeout, which names none (docs/transport.md).
-    tr = C.Transfer(fn, src, dst, nbytes, workdir, ["--rate", str(rate), "--in", str(infile), "--rto-min", "0.2"],
-                    ["--nack-delay", "0.05", "--out", str(outfile), "--bytes", str(nbytes)])
-    cut_at = restored_at = None
+    # A hole is NACKed after 100 ms (a Python switch on shared cores stalls for tens of
+    # ms now and then: a hole younger than that is late, not lost); the minimum RTO is
+    # 4 times that, so the NACK, which names the dead EV, comes before the timeout,
+    # which names none (docs/transport.md).
+    tr = C.Transfer(fn, src, dst, nbytes, workdir, ["--rate", str(rate), "--in", str(infile), "--rto-min", "0.4"],
+                    ["--nack-delay", "0.1", "--out", str(outfile), "--bytes", str(nbytes)])
+    nic = fn.topo.host(src).nic
+    cut_time = restored_at = None
     try:
+        before = read_nics(fn, [nic])
         tr.start()
         if cut:
-            time.sleep(cut_after)
-            cut_at = time.time()
+            wait_sent(fn, [nic], nic, before, int(cut_at * -(-nbytes // 1000)), 60)
+            cut_time = time.time()
             asyncio.run(set_link(fn.topo, fn.inventory, link, down=True))
             time.sleep(down_for)
+            restored_at = time.time()  # the command's start: the cable is up before it returns
             asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
-            restored_at = time.time()
         res = tr.wait()
         tables_after = asyncio.run(_all_tables(fn))
     finally:
         tr.kill()
-        if cut_at is not None and restored_at is None:
+        if cut_time is not None and (restored_at is None or fn.inventory.down):
             asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
     s = res.sender
     received_ok = outfile.exists() and outfile.read_bytes() == data
-    t0 = s.get("started_at_unix", cut_at or 0.0)
-    cut_t = None if cut_at is None else cut_at - t0
+    t0 = s.get("started_at_unix", cut_time or 0.0)
+    cut_t = None if cut_time is None else cut_time - t0
     restore_t = None if restored_at is None else restored_at - t0
     events = s.get("ev_events", [])
     retired = [e for e in events if e["event"] == "retired"]
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p = C.parser("experiments.failure", __doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=6_000_000, help="bytes per run (default 6 MB)")
     p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
-    p.add_argument("--cut-after", type=float, default=0.5, help="seconds after the start")
+    p.add_argument("--cut-at", type=float, default=0.25, help="cut once this fraction of the packets is sent")
     p.add_argument("--down-for", type=float, default=0.5, help="seconds the cable stays down")
     p.add_argument("--links", default=",".join(LINKS), help="the spine links to cut, comma-separated")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="data seeds, comma-separated")
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = tuple(int(x) for x in args.seeds.split(","))
     with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
         data = run_all(fn, Path(tmp), links=links, seeds=seeds, nbytes=args.bytes, rate=args.rate,
-                       cut_after=args.cut_after, down_for=args.down_for)
+                       cut_at=args.cut_at, down_for=args.down_for)
     print("\n".join(figures(data)))
     js, png = C.write_results("failure", data, plot(data), args.out_dir)
     print(f"results: {js}, {png}")

@@ -91,6 +91,11 @@ async def _read(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
     return await read_all([fn.inventory.switches[n] for n in names])
 
 
+def read_nics(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
+    """Every counter of the switches ``names``, now (for ``wait_sent``)."""
+    return asyncio.run(_read(fn, names))
+
+
 async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list]:
     """Every entry of every fabric switch (or of every switch running one of
     ``programs``), read back over P4Runtime."""
@@ -106,7 +111,7 @@ async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric"
     return dict(await asyncio.gather(*(one(n) for n in names)))
 
 
-def _wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
+def wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
                timeout: float) -> dict[str, Counts]:
     """Poll the NICs' counters until ``nic`` has sent ``packets`` into the planes since
     ``before`` (the transfer's half-way point, whenever its sender got going)."""
@@ -140,13 +145,13 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     tables_before = tables_after = None
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
         t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
-                     send_args=["--rate", str(pps), "--rto-min", "0.2"], recv_args=["--nack-delay", "0.2"])
+                     send_args=["--rate", str(pps), "--rto-min", "0.4"], recv_args=["--nack-delay", "0.1"])
         try:
             if cut is not None:
                 tables_before = asyncio.run(fabric_tables(fn))
             t.start()
             if cut is not None:
-                mid = _wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
+                mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
                 rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
                 repair_seconds, rewritten = rep.seconds, rep.changed
                 say(f"  cut {rep.link} after "

@@ -61,7 +61,7 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
 
     # One link x one seed here (the experiment runs 3 x 3), and one run without a cut.
     d = failure.run_all(fabric, tmp_path, links=("p0-leaf0:p0-spine0",), seeds=(1,), nbytes=4_000_000,
-                        rate=4000, cut_after=0.6, down_for=0.4)
+                        rate=4000, cut_at=0.25, down_for=0.4)
     (r,) = d["runs"]
     base = d["no_cut"]
     for x in (r, base):
