@@ -22,7 +22,7 @@ from pathlib import Path
 from controller import plan as P
 from controller.counters import Counts, delta, read_all
 from controller.entries import nodes
-from controller.paths import links
+from controller.paths import links, paths
 from topologies.fabric_net import FabricNetwork
 from topologies.ping import PingResult
 
@@ -81,6 +81,14 @@ class FlowResult:
     nics_rewritten: list[str] = field(default_factory=list)
     fabric_unchanged: bool | None = None
     errors: list[str] = field(default_factory=list)
+    crossing: list[int] = field(default_factory=list)  # EVs whose path uses the cut cable
+    retired: list[int] = field(default_factory=list)  # EVs the sender retired
+    recovered_after_restore: list[int] = field(default_factory=list)  # crossing EVs back after the restore
+    recovered_while_down: list[int] = field(default_factory=list)
+
+    @property
+    def healthy_retired(self) -> list[int]:
+        return sorted(set(self.retired) - set(self.crossing))
 
 
 def _plane_counts(counts: Counts, counter: str) -> dict[int, int]:
@@ -128,7 +136,8 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
              cut: str | None = None, say: Say = lambda _: None) -> FlowResult:
     """One MRC-lite transfer of ``nbytes`` from ``src`` to ``dst`` over every EV of
     ``src``'s NIC, paced at ``pps``; with ``cut``, that link's cable goes down (no
-    table is written) half-way through and the transfer must still verify every byte."""
+    table is written) half-way through and back up at three quarters, and the
+    transfer must still verify every byte."""
     import tempfile
 
     from controller.repair import set_link
@@ -142,6 +151,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     mid = before
     repair_seconds = None
     rewritten: list[str] = []
+    cut_at = restored_at = None
     tables_before = tables_after = None
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
         t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
@@ -152,26 +162,42 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
             t.start()
             if cut is not None:
                 mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
+                cut_at = time.time()
                 rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
                 repair_seconds, rewritten = rep.seconds, rep.changed
                 say(f"  cut {rep.link} after "
                     f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
                     f" packets: {rep.cable}; no table written (the endpoints find the dead paths)")
+                wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 * 3 // 4, seconds * 2 + 20)
+                restored_at = time.time()
+                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
+                say(f"  restored {rep.link} at three quarters: {rep.cable}")
             result = t.wait()
         finally:
             t.kill()
+            if cut is not None and cut in fn.inventory.down:
+                asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
     after = asyncio.run(_read(fn, nics))
     if cut is None:
         mid = after  # one phase: the whole transfer is "before"
     else:
         tables_after = asyncio.run(fabric_tables(fn))
     first, second = delta(mid, before), delta(after, mid)
-    return FlowResult(
+    crossing = sorted(p.ev for p in paths(fn.topo, s_host, d_host) if cut is not None and cut in p.links)
+    events = result.sender.get("ev_events", [])
+    t0 = result.sender.get("started_at_unix", 0.0)
+    down_t = (cut_at - t0, restored_at - t0) if cut_at is not None and restored_at is not None else None
+    back = [e for e in events if e["event"] in ("recovered", "restored") and e["ev"] in crossing]
+    flow = FlowResult(
         src, dst, nbytes, result.ok, result.sender, len(evs),
         _plane_counts(first[s_host.nic], "NicEgress.plane_tx"), _plane_counts(second[s_host.nic], "NicEgress.plane_tx"),
         _plane_counts(first[d_host.nic], "NicIngress.plane_rx"), _plane_counts(second[d_host.nic], "NicIngress.plane_rx"),
         cut, repair_seconds, rewritten,
-        None if tables_before is None else tables_before == tables_after, result.errors)
+        None if tables_before is None else tables_before == tables_after, result.errors, crossing,
+        sorted({e["ev"] for e in events if e["event"] == "retired"}),
+        sorted({e["ev"] for e in back if down_t and e["t"] >= down_t[1]}),
+        sorted({e["ev"] for e in back if down_t and down_t[0] <= e["t"] < down_t[1]}))
+    return flow
 
 
 def format_split(planes: int, counts: dict[int, int]) -> str:
