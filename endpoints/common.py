@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 GOOD = "good"
 ASSUMED_BAD = "assumed_bad"
 MAX_EVS = 256
+CE = 0b11  # ECN field "congestion experienced" (RFC 3168)
 HALF_PSN = 1 << 23  # half the PSN space: what lies within it ahead is "later"
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from endpoints import wire
-from endpoints.common import HALF_PSN, Tx
+from endpoints.common import CE, HALF_PSN, Tx
 from endpoints.wire import (
     ACK,
     BTH_LEN,
@@ -287,6 +287,9 @@ class Receiver:
         if not trimmed and present != dma_len:
             self.drops["truncated" if present < dma_len else "bad_length"] += 1
             return []
+        ce = (tclass & 3) == CE
+        if ce:  # congestion on this packet's path: echoed at once in the ACK's flags
+            c.counts["ce"] += 1
         c.last_ev = ev
         c.last_idx = idx
         if ev not in c.ev_packets:
@@ -300,7 +303,7 @@ class Receiver:
                 counts["trimmed_marked"] += 1
         if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
             c.counts["trimmed_duplicates" if trimmed else "duplicates"] += 1
-            return [self._ack(c, ev)]
+            return [self._ack(c, ev, ce)]
         if trimmed:
             counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
@@ -330,15 +333,15 @@ class Receiver:
             c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
         if cum == c.n_packets - 1:
-            return self._complete(c, now, ev, self._ack_bytes(c, ev))
-        if w2 & wire.ACK_REQ:
+            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
+        if w2 & wire.ACK_REQ or ce:
             if not bits:  # in order: no bitmap
                 c.ack_due = None
                 c.acks += 1
                 psn = (c.first_psn + cum) & PSN_MASK
-                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev, 0, 0,
-                                                 (psn + 1) & PSN_MASK, 0), c.peer)]
-            return [self._ack(c, ev)]
+                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev,
+                                                 wire.FLAG_CE if ce else 0, 0, (psn + 1) & PSN_MASK, 0), c.peer)]
+            return [self._ack(c, ev, ce)]
         if c.ack_due is None:
             c.ack_due = now + self.cfg.ack_delay
         return []
@@ -350,11 +353,12 @@ class Receiver:
                 holes.append((now, j))
             c.highest = idx
 
-    def _ack(self, c: Connection, ev: int) -> Tx:
-        """ACK echoing ``ev``, on the connection's next feedback EV."""
-        return Tx(c.back_ev(), self._ack_bytes(c, ev), c.peer)
+    def _ack(self, c: Connection, ev: int, ce: bool = False) -> Tx:
+        """ACK echoing ``ev`` (and CE when its data packet arrived with CE), on the
+        connection's next feedback EV."""
+        return Tx(c.back_ev(), self._ack_bytes(c, ev, ce), c.peer)
 
-    def _ack_bytes(self, c: Connection, ev: int) -> bytes:
+    def _ack_bytes(self, c: Connection, ev: int, ce: bool = False) -> bytes:
         """ACK: the cumulative PSN, and a bitmap of the 64 PSNs that end with the
         packet answered (or start after the cumulative PSN), so every packet is
         reported by its own ACK however far it is ahead of a hole."""
@@ -362,7 +366,8 @@ class Receiver:
         c.acks += 1
         base = max(c.cum + 1, c.last_idx - 63)
         bits = (c.bits >> (base - c.cum - 1)) & 0xFFFFFFFFFFFFFFFF
-        return wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits)
+        return wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits,
+                        wire.FLAG_CE if ce else 0)
 
     def _complete(self, c: Connection, now: float, ev: int, last_ack: bytes | None) -> list[Tx]:
         """Verify the digest; the last ACK (None: an empty transfer) and the verdict to send."""

@@ -62,6 +62,9 @@ class SenderConfig:
     sample_interval: float = 0.01  # time series of delivered bytes
     seed: int = 0  # QP, first PSN
     first_psn: int | None = None  # None: drawn from the seed
+    spray: str = "adaptive"  # "adaptive": avoid EVs with recent CE echoes and trims; "rr": round robin
+    adapt_half_life: float = 0.02  # an EV's congestion score halves in this time
+    adapt_max_skip: int = 16  # an avoided EV is still used once in this many of its turns
 
 
 @dataclass
@@ -77,6 +80,10 @@ class EvStats:
     acked: int = 0
     losses: int = 0  # timeouts and loss NACKs of packets sent on it
     trims: int = 0
+    ce: int = 0  # ACKs echoing CE for a data packet sent on it
+    score: float = 0.0  # congestion score at score_at (adaptive spraying, docs/transport.md)
+    score_at: float = 0.0
+    skipped: int = 0  # turns passed over in a row
     probes: int = 0
     retired: int = 0
     recovered: int = 0
@@ -120,6 +127,10 @@ class Sender:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
         if not 0 < config.window <= 0xFFFF:
             raise ValueError(f"sender: window {config.window} outside 1..65535")
+        if config.spray not in ("adaptive", "rr"):
+            raise ValueError(f"sender: spray {config.spray!r}: adaptive or rr")
+        if not config.adapt_half_life > 0 or config.adapt_max_skip < 1:
+            raise ValueError("sender: adapt_half_life must be more than 0 seconds and adapt_max_skip at least 1")
         self.cfg = config
         self.data = memoryview(data).cast("B")
         self.length = len(self.data)
@@ -145,6 +156,7 @@ class Sender:
         self._since_ack = 0
         self._good: list[int] = list(self._order)
         self._rr = 0
+        self._adapt_until = float("-inf")  # adaptive choice only while some EV's score may matter
         # Packets: [una, next_idx) were sent; bit i of _acked is packet una + i.
         self.una = 0
         self.next_idx = 0
@@ -286,9 +298,12 @@ class Sender:
                 cause = ""
             else:
                 break
-            good = self._good
-            ev = good[self._rr % len(good)]
-            self._rr += 1
+            if now < self._adapt_until:
+                ev = self._adaptive_ev(now)
+            else:
+                good = self._good
+                ev = good[self._rr % len(good)]
+                self._rr += 1
             off = idx * mtu
             ln = min(mtu, self.length - off)
             # Every ack_every-th packet asks for an ACK (the receiver sends its feedback
@@ -362,7 +377,7 @@ class Sender:
             if n < ACK_LEN:
                 self.drops["truncated"] += 1
                 return
-            (_, _, _, qp, w2, aeth, ev, _, _, base_psn, bitmap) = ACK.unpack_from(data)
+            (_, _, _, qp, w2, aeth, ev, flags, _, base_psn, bitmap) = ACK.unpack_from(data)
             if (qp & QP_MASK) != self.qp:
                 self.drops["wrong_qp"] += 1
                 return
@@ -374,13 +389,16 @@ class Sender:
                 cum = una + ((w2 - self.first_psn - una + HALF_PSN) & PSN_MASK) - HALF_PSN
                 if una - 1 <= cum < self.next_idx:
                     self.acks_received += 1
+                    if flags & wire.FLAG_CE:
+                        self._congested(ev, now, "ce")
                     for idx in range(una, cum + 1):
                         self._ack_one(idx, now)
                     self._advance()
                     if now >= self._next_sample:
                         self._sample(now)
                     return
-            self._on_ack(w2 & PSN_MASK, aeth >> 24, ev, base_psn & PSN_MASK, reverse64(bitmap), now)
+            self._on_ack(w2 & PSN_MASK, aeth >> 24, ev, base_psn & PSN_MASK, reverse64(bitmap), now,
+                         bool(flags & wire.FLAG_CE))
         elif opcode == OP_PROBE_REPLY:
             if n < PROBE_LEN:
                 self.drops["truncated"] += 1
@@ -406,7 +424,8 @@ class Sender:
         """The packet index of a PSN, near the window."""
         return self.una + psn_diff(psn, (self.first_psn + self.una) & PSN_MASK)
 
-    def _on_ack(self, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, now: float) -> None:
+    def _on_ack(self, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, now: float,
+                ce: bool = False) -> None:
         cum = self._idx(cum_psn)
         base = self._idx(base_psn)
         # Validate everything before applying anything.
@@ -421,6 +440,8 @@ class Sender:
             return
         if syndrome == wire.SYNDROME_ACK:
             self.acks_received += 1
+            if ce:
+                self._congested(ev, now, "ce")
         else:
             self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
         if cum >= self.una:
@@ -497,6 +518,7 @@ class Sender:
         st = self.evs[ev]
         if cause == "trim":
             st.trims += 1
+            self._congested(ev, now, "trim")
             if now >= self._cwnd_hold:
                 self.cwnd = self.ssthresh = max(float(min(self.cfg.min_window, self.cfg.window)), self.cwnd / 2)
                 self.cwnd_min = min(self.cwnd_min, self.cwnd)
@@ -512,6 +534,53 @@ class Sender:
         # its feedback may have died, and the feedback went over other paths.
         if cause == "nack" and n == 1 and sent_at >= st.good_since:
             self._retire(ev, cause, now)
+
+    # -- adaptive spraying ------------------------------------------------------
+
+    def _congested(self, ev: int, now: float, why: str) -> None:
+        """A CE echo or a trim NACK about a packet sent on ``ev``: its score goes up by
+        one, to at most 2."""
+        st = self.evs.get(ev)
+        if st is None:
+            return  # an echo naming no EV of ours (a plain --ev-list peer, a forgery): nothing to score
+        if why == "ce":
+            st.ce += 1
+            self.counts["ce_echoes"] += 1
+        if self.cfg.spray != "adaptive":
+            return
+        # Capped at 2: an EV marked over and over is back at most two half-lives
+        # after its last mark.
+        st.score = min(2.0, self._score(st, now) + 1.0)
+        st.score_at = now
+        # Past 8 half-lives every score is below 1/256 of its peak: round robin again.
+        self._adapt_until = max(self._adapt_until, now + 8 * self.cfg.adapt_half_life)
+
+    def _score(self, st: EvStats, now: float) -> float:
+        if not st.score:
+            return 0.0
+        return st.score * 0.5 ** ((now - st.score_at) / self.cfg.adapt_half_life)
+
+    def _adaptive_ev(self, now: float) -> int:
+        """The next GOOD EV of the rotation whose score is under 1/2 (one CE echo or
+        trim is forgotten after one half-life); an EV passed over ``adapt_max_skip``
+        turns in a row is taken anyway, so none is starved; when every EV is over,
+        plain rotation."""
+        good = self._good
+        n = len(good)
+        cap = self.cfg.adapt_max_skip
+        for _ in range(n):
+            ev = good[self._rr % n]
+            self._rr += 1
+            st = self.evs[ev]
+            if st.skipped >= cap or self._score(st, now) < 0.5:
+                st.skipped = 0
+                return ev
+            st.skipped += 1
+            self.counts["adaptive_skips"] += 1
+        ev = good[self._rr % n]
+        self._rr += 1
+        self.evs[ev].skipped = 0
+        return ev
 
     # -- EV states ------------------------------------------------------------
 
@@ -631,8 +700,9 @@ class Sender:
             },
             "control": {"acks_received": self.acks_received,
                         **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
-                                                       "nacks_received", "trim_nacks_received",
-                                                       "status_early", "late")}},
+                                                       "nacks_received", "trim_nacks_received", "ce_echoes",
+                                                       "adaptive_skips", "status_early", "late")}},
+            "spray": self.cfg.spray,
             "dropped": dict(self.drops),
             "rto_s": self.rto,
             "window": {"max": self.cfg.window, "now": self.cwnd, "min": self.cwnd_min,
@@ -644,7 +714,7 @@ class Sender:
             "per_plane_packets": {str(p): n for p, n in sorted(per_plane.items())},
             "per_ev": [{"ev": ev, "plane": st.path.plane, "spine": st.path.spine, "state": st.state,
                         "sent": st.sent, "retransmits": st.retransmits, "acked": st.acked,
-                        "losses": st.losses, "trims": st.trims, "probes": st.probes,
+                        "losses": st.losses, "trims": st.trims, "ce": st.ce, "probes": st.probes,
                         "retired": st.retired, "recovered": st.recovered}
                        for ev, st in ((e, self.evs[e]) for e in self._order)],
             "delivered_series": [[round(t, 6), b] for t, b in self.series],

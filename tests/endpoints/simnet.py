@@ -25,6 +25,7 @@ from endpoints.wire import DATA_HDR_LEN, OP_WRITE
 
 SENDER_ADDR = "fd00:0:0:1::1"
 TRIM_DSCP = 62
+ECT0, CE = 0b10, 0b11  # ECN field values (RFC 3168)
 
 
 @dataclass
@@ -55,9 +56,10 @@ class SimNet:
     dead_back: Callable[[float, int], bool] = lambda t, ev: False  # receiver -> sender only
     dead_fwd: Callable[[float, int], bool] = lambda t, ev: False  # sender -> receiver only
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
+    ce: Callable[[float, int], bool] = lambda t, ev: False  # the data packet sent at t on ev arrives with CE
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: {"lost": 0, "dead": 0, "duplicated": 0,
-                                                            "trimmed": 0, "reordered": 0})
+                                                            "trimmed": 0, "reordered": 0, "ce": 0})
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -71,11 +73,14 @@ class SimNet:
         if self.rng.random() < self.loss:
             self.counts["lost"] += 1
             return []
-        tclass = 0
+        tclass = ECT0  # the endpoints send ECN-capable
         if payload[0] == OP_WRITE and self.trim(t, ev, self.rng):
             payload = payload[:DATA_HDR_LEN]
-            tclass = TRIM_DSCP << 2
+            tclass = TRIM_DSCP << 2 | ECT0
             self.counts["trimmed"] += 1
+        elif payload[0] == OP_WRITE and not back and self.ce(t, ev):
+            tclass = CE
+            self.counts["ce"] += 1
         copies = 2 if self.rng.random() < self.duplicate else 1
         if copies == 2:
             self.counts["duplicated"] += 1
