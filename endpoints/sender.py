@@ -81,9 +81,7 @@ class EvStats:
     losses: int = 0  # timeouts and loss NACKs of packets sent on it
     trims: int = 0
     ce: int = 0  # ACKs echoing CE for a data packet sent on it
-    score: float = 0.0  # congestion score at score_at (adaptive spraying, docs/transport.md)
-    score_at: float = 0.0
-    skipped: int = 0  # turns passed over in a row
+    skipped: int = 0  # turns passed over in a row (adaptive spraying, docs/transport.md)
     probes: int = 0
     retired: int = 0
     recovered: int = 0
@@ -156,7 +154,11 @@ class Sender:
         self._since_ack = 0
         self._good: list[int] = list(self._order)
         self._rr = 0
-        self._adapt_until = float("-inf")  # adaptive choice only while some EV's score may matter
+        self._adapt_until = float("-inf")  # adaptive choice only while some path's score may matter
+        # Congestion scores per path (plane, spine): the EVs of one path share its queues.
+        # An EV of a plain --ev-list (plane -1) is a path of its own.
+        self._path_of = {e.ev: (e.plane, e.spine) if e.plane >= 0 else (-1, e.ev) for e in evs}
+        self._scores: dict[tuple[int, int], tuple[float, float]] = {}  # path -> (score, at)
         # Packets: [una, next_idx) were sent; bit i of _acked is packet una + i.
         self.una = 0
         self.next_idx = 0
@@ -538,8 +540,8 @@ class Sender:
     # -- adaptive spraying ------------------------------------------------------
 
     def _congested(self, ev: int, now: float, why: str) -> None:
-        """A CE echo or a trim NACK about a packet sent on ``ev``: its score goes up by
-        one, to at most 2."""
+        """A CE echo or a trim NACK about a packet sent on ``ev``: the score of its path
+        (plane, spine) goes up by one, to at most 2."""
         st = self.evs.get(ev)
         if st is None:
             return  # an echo naming no EV of ours (a plain --ev-list peer, a forgery): nothing to score
@@ -548,23 +550,24 @@ class Sender:
             self.counts["ce_echoes"] += 1
         if self.cfg.spray != "adaptive":
             return
-        # Capped at 2: an EV marked over and over is back at most two half-lives
+        # Capped at 2: a path marked over and over is back at most two half-lives
         # after its last mark.
-        st.score = min(2.0, self._score(st, now) + 1.0)
-        st.score_at = now
+        path = self._path_of[ev]
+        self._scores[path] = (min(2.0, self._score(path, now) + 1.0), now)
         # Past 8 half-lives every score is below 1/256 of its peak: round robin again.
         self._adapt_until = max(self._adapt_until, now + 8 * self.cfg.adapt_half_life)
 
-    def _score(self, st: EvStats, now: float) -> float:
-        if not st.score:
+    def _score(self, path: tuple[int, int], now: float) -> float:
+        rec = self._scores.get(path)
+        if rec is None:
             return 0.0
-        return st.score * 0.5 ** ((now - st.score_at) / self.cfg.adapt_half_life)
+        return rec[0] * 0.5 ** ((now - rec[1]) / self.cfg.adapt_half_life)
 
     def _adaptive_ev(self, now: float) -> int:
-        """The next GOOD EV of the rotation whose score is under 1/2 (one CE echo or
-        trim is forgotten after one half-life); an EV passed over ``adapt_max_skip``
-        turns in a row is taken anyway, so none is starved; when every EV is over,
-        plain rotation."""
+        """The next GOOD EV of the rotation whose path's score is under 1/2 (one CE
+        echo or trim is forgotten after one half-life); an EV passed over
+        ``adapt_max_skip`` turns in a row is taken anyway, so none is starved; when
+        every EV is over, plain rotation."""
         good = self._good
         n = len(good)
         cap = self.cfg.adapt_max_skip
@@ -572,7 +575,7 @@ class Sender:
             ev = good[self._rr % n]
             self._rr += 1
             st = self.evs[ev]
-            if st.skipped >= cap or self._score(st, now) < 0.5:
+            if st.skipped >= cap or self._score(self._path_of[ev], now) < 0.5:
                 st.skipped = 0
                 return ev
             st.skipped += 1

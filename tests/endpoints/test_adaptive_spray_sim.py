@@ -19,7 +19,9 @@ from tests.endpoints.simnet import SimNet, run_transfer
 MTU = 1000
 TOPO = from_parameters(evs_per_nic=16)
 EVS = nic_evs(TOPO, TOPO.host("h1"), TOPO.host("h3"))
-HOT = EVS[5].ev  # the EV whose path is congested
+HOT = EVS[5].ev  # the EV whose packets the network marks
+# The EVs sharing its path (plane, spine): the sender scores paths, not EV numbers.
+PATH = [e.ev for e in EVS if (e.plane, e.spine) == (EVS[5].plane, EVS[5].spine)]
 
 
 def payload(n: int) -> bytes:
@@ -50,18 +52,24 @@ def test_round_robin_sends_an_equal_share_on_a_marking_path() -> None:
     assert rep["spray"] == "rr" and rep["control"]["adaptive_skips"] == 0
 
 
+def test_the_plan_puts_two_evs_on_each_path() -> None:
+    # 16 EVs over 4 planes x 2 spines: EV k and EV k + 8 share plane k mod 4, spine (k // 4) mod 2.
+    assert PATH == [EVS[5].ev, EVS[13].ev]
+
+
 def test_adaptive_avoids_a_marking_path_but_never_starves_it() -> None:
     run, net = marked_run("adaptive")
-    hot = sent_on(run, HOT)
-    # Taken once every adapt_max_skip + 1 = 17 of its turns (200 turns: 11.8), plus the
-    # packets sent before the first echo came back (one RTT, 20 packets: 1-2 on it).
-    assert 200 // 17 <= hot <= 200 // 17 + 3
-    assert hot <= 200 // 2  # the acceptance: at most half round robin's share
-    assert net.counts["ce"] == hot  # every packet on it was marked, and
-    assert run.sender.report()["control"]["ce_echoes"] == hot  # echoed
-    # The others share the rest evenly.
-    others = [sent_on(run, e.ev) for e in EVS if e.ev != HOT]
-    assert sum(others) == 3200 - hot and max(others) - min(others) <= 1
+    hot = [sent_on(run, ev) for ev in PATH]
+    # Each EV of the path is taken once every adapt_max_skip + 1 = 17 of its turns (200
+    # turns: 11.8), plus the packets sent before the first echo came back (one RTT, 20
+    # packets: 1-2 on each).
+    assert all(200 // 17 <= n <= 200 // 17 + 3 for n in hot), hot
+    assert sum(hot) <= 2 * 200 // 2  # the acceptance: at most half round robin's share
+    assert net.counts["ce"] == hot[0]  # every packet on the marking EV was marked, and
+    assert run.sender.report()["control"]["ce_echoes"] == hot[0]  # echoed
+    # The other 14 EVs share the rest evenly.
+    others = [sent_on(run, e.ev) for e in EVS if e.ev not in PATH]
+    assert sum(others) == 3200 - sum(hot) and max(others) - min(others) <= 1
 
 
 def test_an_ev_whose_marks_stop_gets_its_share_back() -> None:
@@ -69,9 +77,9 @@ def test_an_ev_whose_marks_stop_gets_its_share_back() -> None:
     (40 ms) after the last mark it is under 1/2 and the EV is back in the rotation."""
     run, _ = marked_run("adaptive", until=0.010, n=9600)  # 96 ms of data
     t0 = min(p.t for p in run.to_receiver if p.payload[0] == wire.OP_WRITE)
-    during = sent_on(run, HOT, t0, t0 + 0.010)
     back = t0 + 0.010 + 0.040 + 0.001  # the last echo came 0.2 ms after the last marked packet
-    after = sent_on(run, HOT, back)
     total_after = sum(sent_on(run, e.ev, back) for e in EVS)
-    assert during <= 1000 // 16 // 17 + 3  # 1,000 packets in 10 ms, 62 turns of it: avoided
-    assert total_after > 1000 and abs(after - total_after / 16) <= 1  # its even share again
+    assert total_after > 1000
+    for ev in PATH:
+        assert sent_on(run, ev, t0, t0 + 0.010) <= 1000 // 16 // 17 + 3  # 62 turns in 10 ms: avoided
+        assert abs(sent_on(run, ev, back) - total_after / 16) <= 1  # its even share again

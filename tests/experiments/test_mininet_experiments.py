@@ -99,10 +99,10 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
     assert on["trim_nacks_sent"] + on["trimmed_duplicates_at_receiver"] == on["trimmed"]
     assert on["trim_nacks_received"] == on["trim_nacks_sent"]
     assert 0 < on["retransmissions"]["trim_nack"] <= on["trim_nacks_received"]
-    # Without trimming nothing is trimmed: the full queues drop, found by NACKs and timeouts.
+    # Without trimming nothing is trimmed (what the full queues drop instead depends on
+    # how fast the Python senders get going on shared cores: reported, not asserted).
     assert off["trimmed"] == off["trimmed_at_receiver"] == off["trim_nacks_sent"] == 0
     assert off["retransmissions"]["trim_nack"] == 0 and d["trim_off_entries_written"] > 0
-    assert off["retransmissions"]["nack"] + off["retransmissions"]["timeout"] > 0
     # put back: leaves unshaped, trim_config installed again (nothing left to write)
     from topologies.fabric_net import install_tables
 
@@ -134,3 +134,21 @@ def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> N
     assert d["mrc"]["ok"], d["mrc"]["summary"]
     assert d["tcp"]["ok"] and d["tcp"]["bytes"] == 2_000_000, d["tcp"]
     assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
+
+
+def test_adaptive_spraying_puts_less_on_a_slow_path_than_round_robin(fabric, tmp_path: Path) -> None:
+    from experiments import adaptive
+
+    # 1,500 packets over 8 paths; p0-leaf0's uplink to p0-spine0 drains a quarter of
+    # its round-robin share and marks CE above 2 packets.
+    d = adaptive.run(fabric, tmp_path, nbytes=1_500_000, rate=4000)
+    rr, ad = d["rr"], d["adaptive"]
+    assert rr["ok"] and ad["ok"], (rr["summary"], ad["summary"])
+    assert rr["slow_port_packets"] >= 1500 // 8  # one packet in 8 (plus OPENs)
+    assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
+    assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
+    assert ad["completion_time_s"] < rr["completion_time_s"]
+    # put back: the leaf unshaped, no ECN entry left (nothing to write)
+    from topologies.fabric_net import install_tables
+
+    assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
