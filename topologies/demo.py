@@ -77,8 +77,7 @@ class FlowResult:
     delivered_before: dict[int, int]  # packets the destination NIC received from each plane
     delivered_after: dict[int, int]
     cut: str | None = None
-    repair_seconds: float | None = None
-    nics_rewritten: list[str] = field(default_factory=list)
+    cut_seconds: float | None = None  # the cable command's time
     fabric_unchanged: bool | None = None
     errors: list[str] = field(default_factory=list)
     crossing: list[int] = field(default_factory=list)  # EVs whose path uses the cut cable
@@ -149,8 +148,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     seconds = nbytes / 1000 / pps  # 1,000-byte payloads
     before = asyncio.run(_read(fn, nics))
     mid = before
-    repair_seconds = None
-    rewritten: list[str] = []
+    cut_seconds = None
     cut_at = restored_at = None
     tables_before = tables_after = None
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
@@ -164,7 +162,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
                 mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
                 cut_at = time.time()
                 rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
-                repair_seconds, rewritten = rep.seconds, rep.changed
+                cut_seconds = rep.seconds
                 say(f"  cut {rep.link} after "
                     f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
                     f" packets: {rep.cable}; no table written (the endpoints find the dead paths)")
@@ -188,16 +186,15 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     t0 = result.sender.get("started_at_unix", 0.0)
     down_t = (cut_at - t0, restored_at - t0) if cut_at is not None and restored_at is not None else None
     back = [e for e in events if e["event"] in ("recovered", "restored") and e["ev"] in crossing]
-    flow = FlowResult(
+    return FlowResult(
         src, dst, nbytes, result.ok, result.sender, len(evs),
         _plane_counts(first[s_host.nic], "NicEgress.plane_tx"), _plane_counts(second[s_host.nic], "NicEgress.plane_tx"),
         _plane_counts(first[d_host.nic], "NicIngress.plane_rx"), _plane_counts(second[d_host.nic], "NicIngress.plane_rx"),
-        cut, repair_seconds, rewritten,
+        cut, cut_seconds,
         None if tables_before is None else tables_before == tables_after, result.errors, crossing,
         sorted({e["ev"] for e in events if e["event"] == "retired"}),
         sorted({e["ev"] for e in back if down_t and e["t"] >= down_t[1]}),
         sorted({e["ev"] for e in back if down_t and down_t[0] <= e["t"] < down_t[1]}))
-    return flow
 
 
 def format_split(planes: int, counts: dict[int, int]) -> str:
