@@ -34,7 +34,7 @@ from controller.errors import EntryError, SwitchError
 from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
 from controller.paths import failures_of, links, paths
 from controller.reconcile import Reconciler, Report
-from controller.repair import down_links, set_link
+from controller.repair import RepairReport, denied_links, down_links, set_denied, set_link
 from controller.topology import TopologyError, default_topology, from_parameters, load_file
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
@@ -197,7 +197,7 @@ def entries_cmd(ctx: typer.Context, switch: Annotated[str, typer.Argument(help="
     except KeyError:
         raise Fail(f"no switch {switch!r} in topology {src.topo.name!r}; switches are "
                    f"{', '.join(x.name for x in nodes(src.topo)[:4])}, ... (see `mrcctl links`)") from None
-    es = entries_of(src.topo, n, failures_of(down_links(src.topo, src.inv)))
+    es = entries_of(src.topo, n, failures_of(denied_links(src.topo, src.inv)))
     if as_json:
         _print_json({"switch": switch, "program": n.program, "entries": [_entry_json(e) for e in es]})
         return
@@ -226,20 +226,22 @@ def _params_text(params: dict[str, str]) -> str:
 
 @app.command("links")
 def links_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Every cable: its name (for fail/restore), ends and ports, and whether it is down."""
+    """Every cable: its name (for fail/restore, deny/undeny), ends and ports, whether its
+    cable is down and whether the NICs are told to avoid it (denied)."""
     src = _source(ctx)
     down = set(src.inv.down)
+    denied = set(src.inv.denied)
     rows = [{"link": l.name, "kind": l.kind, "plane": l.plane, "a": l.a, "a_port": l.a_port, "b": l.b,
-             "b_port": l.b_port, "up": l.name not in down} for l in links(src.topo)]
+             "b_port": l.b_port, "up": l.name not in down, "denied": l.name in denied} for l in links(src.topo)]
     if as_json:
         _print_json(rows)
         return
-    table = Table(title=f"{src.topo.name}: {len(rows)} links ({len(down)} down)")
+    table = Table(title=f"{src.topo.name}: {len(rows)} links ({len(down)} down, {len(denied)} denied)")
     for col in ("link", "plane", "a port", "b port", "state"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["link"], str(r["plane"]), str(r["a_port"]), str(r["b_port"]),
-                      "up" if r["up"] else "[red]down[/red]")
+        state = ("up" if r["up"] else "[red]down[/red]") + (" [yellow]denied[/yellow]" if r["denied"] else "")
+        table.add_row(r["link"], str(r["plane"]), str(r["a_port"]), str(r["b_port"]), state)
     out.print(table)
 
 
@@ -251,7 +253,7 @@ def paths_cmd(ctx: typer.Context, src_host: Annotated[str, typer.Argument(help="
     a, b = s.topo.host(src_host), s.topo.host(dst_host)
     if a == b:
         raise Fail(f"{src_host} and {dst_host} are the same host; give two different hosts")
-    ps = paths(s.topo, a, b, down_links(s.topo, s.inv))
+    ps = paths(s.topo, a, b, down_links(s.topo, s.inv) | denied_links(s.topo, s.inv))
     if as_json:
         _print_json([{"ev": p.ev, "plane": p.plane, "spine": p.spine, "hops": list(p.hops),
                       "carrier": P.ip(p.carrier), "links": list(p.links), "up": p.up} for p in ps])
@@ -294,7 +296,7 @@ def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", h
     if s.other_network is not None:
         raise Fail(f"a network of another topology is running ({s.other_network}); its switches may answer at the "
                    "default addresses: install into it with --state, or stop it first")
-    failures = failures_of(down_links(s.topo, s.inv))
+    failures = failures_of(denied_links(s.topo, s.inv))
     wanted = {n.name: entries_of(s.topo, n, failures) for n in nodes(s.topo)}
     targets = [s.inv.switches[n] for n in wanted]
     prog, cb = _install_progress(sum(len(v) for v in wanted.values()))
@@ -378,33 +380,65 @@ def counters_cmd(ctx: typer.Context, switch: Annotated[Optional[str], typer.Argu
 
 @app.command()
 def fail(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it, e.g. p0-leaf0:p0-spine0")],
-         election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
-    """Take LINK down: NICs stop using paths over it; no fabric table is written."""
-    _repair(ctx, link, True, election_id, as_json)
+         as_json: JsonOpt = False) -> None:
+    """Take LINK's cable down; no table is written (the endpoints find the dead paths)."""
+    _cable(ctx, link, True, as_json)
 
 
 @app.command()
 def restore(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it")],
-            election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
-    """Bring LINK back: NICs get their paths over it back."""
-    _repair(ctx, link, False, election_id, as_json)
+            as_json: JsonOpt = False) -> None:
+    """Bring LINK's cable back up; no table is written (the endpoints' probes find it)."""
+    _cable(ctx, link, False, as_json)
 
 
-def _repair(ctx: typer.Context, link: str, down: bool, election_id: int, as_json: bool) -> None:
+@app.command()
+def deny(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it")],
+         election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """DENY LINK: rewrite the NICs so no EV or spray member uses it (no fabric table, no cable)."""
+    _deny(ctx, link, True, election_id, as_json)
+
+
+@app.command()
+def undeny(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link as `mrcctl links` names it")],
+           election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
+    """Lift the denial of LINK: the NICs get their paths over it back."""
+    _deny(ctx, link, False, election_id, as_json)
+
+
+def _running(ctx: typer.Context, what: str) -> Source:
     s = _source(ctx)
     if s.other_network is not None:
-        raise Fail(f"a network of another topology is running ({s.other_network}); give --state to repair it, "
+        raise Fail(f"a network of another topology is running ({s.other_network}); give --state to {what} it, "
                    "or stop it first")
-    r = asyncio.run(set_link(s.topo, s.inv, link, down=down, election_id=election_id))
+    return s
+
+
+def _repair_json(r: RepairReport) -> dict[str, Any]:
+    return {"link": r.link, "down": r.down, "changed": r.changed, "seconds": r.seconds, "cable": r.cable,
+            "writes": r.writes}
+
+
+def _cable(ctx: typer.Context, link: str, down: bool, as_json: bool) -> None:
+    s = _running(ctx, "fail or restore a link of")
+    r = asyncio.run(set_link(s.topo, s.inv, link, down=down))
     if as_json:
-        _print_json({"link": r.link, "down": r.down, "changed": r.changed, "seconds": r.seconds, "cable": r.cable,
-                     "writes": r.report.writes})
+        _print_json(_repair_json(r))
     else:
-        verb = "down" if down else "up"
-        out.print(f"{r.link} {verb}: {len(r.changed)} NICs changed ({', '.join(r.changed) or 'none'}), "
-                  f"{r.report.writes} NIC entries written, no fabric table touched, "
-                  f"{r.seconds * 1000:.0f} ms from the command to the last write; cable: {r.cable}", highlight=False)
-    if r.report.failed:
+        out.print(f"{r.link} {'down' if down else 'up'}: cable: {r.cable}; no table written "
+                  f"(recorded in {s.inv.path})", highlight=False)
+
+
+def _deny(ctx: typer.Context, link: str, denied: bool, election_id: int, as_json: bool) -> None:
+    s = _running(ctx, "deny a link of")
+    r = asyncio.run(set_denied(s.topo, s.inv, link, denied=denied, election_id=election_id))
+    if as_json:
+        _print_json({**_repair_json(r), "denied": r.down})
+    else:
+        out.print(f"{r.link} {'denied' if denied else 'no longer denied'}: {len(r.changed)} NICs changed "
+                  f"({', '.join(r.changed) or 'none'}), {r.writes} NIC entries written, no fabric table touched, "
+                  f"cable not touched, {r.seconds * 1000:.0f} ms from the command to the last write", highlight=False)
+    if r.report is not None and r.report.failed:
         _report_failures(r.report)
         raise typer.Exit(1)
 

@@ -22,7 +22,7 @@ from controller.paths import Link
 from controller.pipeline import P4SRC
 from controller.topology import Topology
 
-FABRIC_COUNTERS = ("FabricIngress.rx_port", "FabricEgress.tx_port", "FabricEgress.trimmed",
+FABRIC_COUNTERS = ("FabricIngress.rx_port", "FabricEgress.tx_port", "FabricEgress.trimmed", "FabricEgress.ecn_marked",
                    "FabricIngress.drops", "FabricEgress.drops")
 NIC_COUNTERS = ("NicIngress.plane_rx", "NicEgress.plane_tx", "NicIngress.drops", "NicEgress.drops")
 

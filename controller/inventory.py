@@ -58,8 +58,9 @@ class Inventory:
     switches: dict[str, SwitchTarget]
     topology: dict[str, Any]  # {"file": path} or {"parameters": {...}}
     links: dict[str, LinkEnds] = field(default_factory=dict)
-    down: list[str] = field(default_factory=list)
+    down: list[str] = field(default_factory=list)  # cables down (mrcctl fail)
     path: Path | None = None  # the state file it was read from / is written to
+    denied: list[str] = field(default_factory=list)  # links the NICs avoid (mrcctl deny)
 
     def load_topology(self) -> Topology:
         if "file" in self.topology:
@@ -73,6 +74,7 @@ class Inventory:
             "switches": {k: asdict(v) for k, v in self.switches.items()},
             "links": {k: asdict(v) for k, v in self.links.items()},
             "down": sorted(self.down),
+            "denied": sorted(self.denied),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -96,7 +98,8 @@ def load(path: Path) -> Inventory:
         data = json.loads(path.read_text())
         switches = {k: SwitchTarget(**v) for k, v in data["switches"].items()}
         links = {k: LinkEnds(**v) for k, v in data.get("links", {}).items()}
-        return Inventory(switches, data["topology"], links, list(data.get("down", [])), path)
+        return Inventory(switches, data["topology"], links, list(data.get("down", [])), path,
+                         list(data.get("denied", [])))
     except FileNotFoundError:
         raise TopologyError(f"{path}: no network state file; start a network (make run) or give --topology") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:

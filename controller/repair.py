@@ -1,12 +1,14 @@
-"""Link failures: ``mrcctl fail`` / ``mrcctl restore``.
+"""Link failures and denials: ``mrcctl fail/restore`` and ``mrcctl deny/undeny``.
 
-Why no fabric writes: the fabric's tables are static (docs/fabric.md); a dead
-link only loses the packets sent on it. What changes is the NICs' choice of paths:
-every NIC whose spray groups or EV table hold a path over the link loses those
-members and EVs (and gets them back on restore). The entries are recomputed from the
-topology and the set of links that are down, and reconciled into the NICs only.
-When the network is a running Mininet network, the cable itself is set down/up too
-(its interfaces are in the state file).
+Why two pairs: in MRC a failed link is the endpoints' business. ``fail``/``restore``
+only take the cable down/up (in a running Mininet network, whose interfaces are in
+the state file) and write no table at all: the senders find the dead paths by their
+own evidence and get them back by probes (docs/transport.md). ``deny``/``undeny`` is
+the operator's explicit action (MRC's DENIED): every NIC whose spray groups or EV
+table hold a path over the link loses those members and EVs (and gets them back on
+undeny); the entries are recomputed from the topology and the set of denied links,
+and reconciled into the NICs only. The fabric's tables are static (docs/fabric.md)
+and never written by either.
 """
 
 from __future__ import annotations
@@ -22,19 +24,35 @@ from controller.paths import Link, failures_of, find_link
 from controller.reconcile import Reconciler, Report
 from controller.topology import Topology
 
+NO_NETWORK = "no running network: the cable is not touched"
+
 
 @dataclass
 class RepairReport:
     link: str
-    down: bool
-    changed: list[str]  # NICs that were written
-    seconds: float  # from the command to the last write
-    report: Report
+    down: bool  # fail: the cable is down now; deny: the link is denied now
+    changed: list[str]  # NICs that were written (none for fail/restore)
+    seconds: float  # from the command to the last write or cable change
+    report: Report | None  # the NICs' reconcile (deny/undeny); None for fail/restore
     cable: str  # what was done to the cable itself
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.report and self.report.failed)
+
+    @property
+    def writes(self) -> int:
+        return self.report.writes if self.report else 0
 
 
 def down_links(topo: Topology, inv: Inventory) -> set[Link]:
+    """The links whose cable is down (``fail``)."""
     return {find_link(topo, name) for name in inv.down}
+
+
+def denied_links(topo: Topology, inv: Inventory) -> set[Link]:
+    """The links the NICs avoid (``deny``): what the NICs' entries are computed for."""
+    return {find_link(topo, name) for name in inv.denied}
 
 
 def set_cable(ends: LinkEnds, up: bool) -> str:
@@ -50,29 +68,38 @@ def set_cable(ends: LinkEnds, up: bool) -> str:
     return f"{ends.a_intf} and {ends.b_intf} {state}"
 
 
-async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool, election_id: int = 1,
-                   keep_going: bool = False) -> RepairReport:
-    """Mark link ``name`` down (or up), set the cable, reconcile every NIC."""
+async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> RepairReport:
+    """Take link ``name``'s cable down (or up) and record it in the state file; no
+    switch is contacted, no table written."""
     t0 = time.monotonic()
     link = find_link(topo, name)
-    cable = "no running network: the cable is not touched"
     ends = inv.links.get(link.name)
-    if ends is not None and down:
-        cable = set_cable(ends, up=False)
+    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down)
     dead = down_links(topo, inv)
     dead = dead | {link} if down else dead - {link}
-    failures = failures_of(dead)
+    inv.down = sorted(l.name for l in dead)
+    inv.save()
+    return RepairReport(link.name, down, [], time.monotonic() - t0, None, cable)
+
+
+async def set_denied(topo: Topology, inv: Inventory, name: str, *, denied: bool, election_id: int = 1,
+                     keep_going: bool = False) -> RepairReport:
+    """Deny link ``name`` (or lift the denial): reconcile every NIC with the entries
+    for the denied links; the cable is not touched."""
+    t0 = time.monotonic()
+    link = find_link(topo, name)
+    avoid = denied_links(topo, inv)
+    avoid = avoid | {link} if denied else avoid - {link}
+    failures = failures_of(avoid)
     nics = [n for n in nodes(topo) if n.program == "nic"]
     wanted = {n.name: entries_of(topo, n, failures) for n in nics}
     targets = [inv.switches[n.name] for n in nics]
     rep = await Reconciler(targets, election_id=election_id, keep_going=keep_going).run(wanted)
-    if ends is not None and not down:
-        cable = set_cable(ends, up=True)
     if not rep.failed or keep_going:
-        inv.down = sorted(l.name for l in dead)
+        inv.denied = sorted(l.name for l in avoid)
         inv.save()
     changed = [r.name for r in rep.results if r.writes]
-    return RepairReport(link.name, down, changed, time.monotonic() - t0, rep, cable)
+    return RepairReport(link.name, denied, changed, time.monotonic() - t0, rep, "not touched")
 
 
-__all__ = ["RepairReport", "down_links", "set_cable", "set_link"]
+__all__ = ["NO_NETWORK", "RepairReport", "denied_links", "down_links", "set_cable", "set_denied", "set_link"]

@@ -29,6 +29,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from controller import plan
+from controller.paths import paths
 from controller.topology import Topology, TopologyError, from_parameters, load_file
 
 from endpoints import io
@@ -91,9 +92,9 @@ def _host_of(topo: Topology, addr: str | None) -> str | None:
 
 
 def topology_evs(topo: Topology, src: str | None, dst: str | None, local: str | None,
-                 remote: str | None) -> list[plan.EvPath]:
+                 remote: str | None) -> tuple[list[plan.EvPath], dict[int, str]]:
     """The NIC's EV set of host ``src`` towards ``dst`` (names, or found from the
-    addresses) in ``topo``."""
+    addresses) in ``topo``, and each EV's path as its switches (for the EV events)."""
     src = src or _host_of(topo, local)
     dst = dst or _host_of(topo, remote)
     if src is None or dst is None:
@@ -106,16 +107,22 @@ def topology_evs(topo: Topology, src: str | None, dst: str | None, local: str | 
     evs = plan.nic_evs(topo, s, d)
     if not evs:
         raise UsageError(f"topology {topo.name!r}: no path from {src} to {dst} in any plane")
-    return evs
+    return evs, {p.ev: " > ".join(p.hops) for p in paths(topo, s, d)}
 
 
-def sender_evs(*, ev_list: str | None, topology: Path | None, shape: dict[str, Any], evs: int | None,
-               ev_mode: str | None, src_host: str | None, dst_host: str | None, local: str | None,
-               remote: str | None) -> list[plan.EvPath]:
+def sender_evs(**options: Any) -> list[plan.EvPath]:
+    """The sender's EV set (see ``sender_paths``)."""
+    return sender_paths(**options)[0]
+
+
+def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str, Any], evs: int | None,
+                 ev_mode: str | None, src_host: str | None, dst_host: str | None, local: str | None,
+                 remote: str | None) -> tuple[list[plan.EvPath], dict[int, str]]:
+    """The sender's EV set and the names of their paths (none for a plain --ev-list)."""
     if ev_list is not None:
         if topology is not None or any(v is not None for v in shape.values()):
             raise UsageError("--ev-list replaces the topology's EVs: give it without --topology or shape options")
-        return parse_ev_list(ev_list)
+        return parse_ev_list(ev_list), {}
     if evs is not None and not 1 <= evs <= 256:
         raise UsageError(f"--evs {evs}: a NIC has 1..256 EVs")
     overrides = {"evs_per_nic": evs, "ev_mode": ev_mode}
@@ -173,6 +180,7 @@ def send(
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
+    spray: Annotated[str, typer.Option(help="adaptive (avoid EVs with recent CE echoes and trims) | rr (round robin)")] = "adaptive",
     sample_interval: Annotated[float, typer.Option(help="seconds between samples of delivered bytes")] = 0.01,
     seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
     tx: Annotated[str, typer.Option(help="raw (one raw socket, root) | sockets (one per EV) | auto")] = "auto",
@@ -190,7 +198,7 @@ def send(
     if ev_mode not in (None, "explicit", "generated"):
         _fail(f"--ev-mode {ev_mode!r}: explicit or generated")
     try:
-        ev_set = sender_evs(ev_list=ev_list, topology=topology,
+        ev_set, names = sender_paths(ev_list=ev_list, topology=topology,
                             shape={"planes": planes, "spines": spines, "leaves": leaves,
                                    "hosts_per_leaf": hosts_per_leaf},
                             evs=evs, ev_mode=ev_mode, src_host=src_host, dst_host=dst_host, local=bind, remote=to)
@@ -207,8 +215,8 @@ def send(
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active,
-                           sample_interval=sample_interval, seed=seed)
-        sender = Sender(data, ev_set, cfg, now=0.0)
+                           sample_interval=sample_interval, seed=seed, spray=spray)
+        sender = Sender(data, ev_set, cfg, now=0.0, path_names=names)
     except ValueError as exc:
         _fail(str(exc))
     if io.family_of(bind or to) != io.family_of(to):

@@ -74,6 +74,17 @@ def _buffers(s: socket.socket) -> None:
                 pass
 
 
+ECT0 = 0b10  # the ECN field every MRC-lite packet leaves with: ECN-capable, ECT(0)
+
+
+def _ect(s: socket.socket, fam: int) -> None:
+    """Send ECN-capable (ECT(0)): a congested fabric port marks CE instead (docs/fabric.md)."""
+    if fam == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, ECT0)
+    else:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ECT0)
+
+
 class Transmitter(Protocol):
     def send(self, ev: int, payload: bytes, dst: str) -> None: ...
     def close(self) -> None: ...
@@ -100,6 +111,7 @@ class RawTransmitter:
             if local not in ("", "::", "0.0.0.0"):
                 s.bind(_sockaddr(local, 0))
             _buffers(s)
+            _ect(s, fam)
         except OSError as exc:
             s.close()
             raise IoError(f"raw socket on {local or 'any address'}: {exc.strerror}; check the address or use "
@@ -159,6 +171,7 @@ class PortSockets:
         s = socket.socket(fam, socket.SOCK_DGRAM)
         try:
             _buffers(s)
+            _ect(s, fam)
             s.bind(_sockaddr(self.local or ("::" if fam == socket.AF_INET6 else "0.0.0.0"), ev))
             if self.connect_to is not None:
                 s.connect(_sockaddr(self.connect_to, self.port))

@@ -82,6 +82,7 @@ PROBE_LEN = PROBE.size  # 28
 OPEN_LEN = OPEN.size  # 68
 STATUS_LEN = STATUS.size  # 36
 ACK_REQ = 1 << 31
+FLAG_CE = 0x01  # SACK flags: the data packet answered arrived with ECN CE
 
 _REVERSE_BYTE = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
 
@@ -104,9 +105,9 @@ def data_header(qp: int, psn: int, vaddr: int, rkey: int, length: int, ack_req: 
     return DATA.pack(OP_WRITE, 0, PKEY, qp, (ACK_REQ if ack_req else 0) | psn, vaddr, rkey, length)
 
 
-def ack(qp: int, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int) -> bytes:
+def ack(qp: int, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, flags: int = 0) -> bytes:
     """An ACK or NACK; ``bits`` has bit i = PSN base_psn + i (64 bits)."""
-    return ACK.pack(OP_ACK, 0, PKEY, qp, cum_psn, syndrome << 24, ev, 0, 0, base_psn, reverse64(bits))
+    return ACK.pack(OP_ACK, 0, PKEY, qp, cum_psn, syndrome << 24, ev, flags, 0, base_psn, reverse64(bits))
 
 
 def probe(opcode: int, qp: int, ev: int, seq: int, timestamp: int) -> bytes:

@@ -83,9 +83,16 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, ra
             "per_sender_completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports)},
             "retransmissions": retx, "trimmed": trimmed, "p4_drops": drops,  # (queue overflows are not P4 drops)
             "evs_retired": sum(r.get("evs_retired", 0) for r in res.send_reports),
-            "trimmed_at_receiver": sum(c.get("counts", {}).get("trimmed", 0)
-                                       for c in res.recv_report.get("connections", [])),
+            "trimmed_at_receiver": _recv_count(res, "trimmed"),
+            "trimmed_duplicates_at_receiver": _recv_count(res, "trimmed_duplicates"),
+            "trim_nacks_sent": _recv_count(res, "trim_nacks"),
+            "trim_nacks_received": sum((r.get("control") or {}).get("trim_nacks_received", 0)
+                                       for r in res.send_reports),
             "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports)}}
+
+
+def _recv_count(res: Any, name: str) -> int:
+    return sum(c.get("counts", {}).get(name, 0) for c in res.recv_report.get("connections", []))
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, port_rate: float,

@@ -4,11 +4,12 @@
  * Static SRv6 source routing (RFC 8754 / 8986 / 9800): uN and uA with the
  * NEXT-CSID flavor on a 32-bit block with 16-bit uSIDs, classic End / End.X with
  * an SRH (optionally PSP), plain IPv6 routing for everything else, packet
- * trimming of MRC-lite data under congestion, Ethernet rewrite on egress, and
- * counters for every packet that enters, leaves or is dropped.
+ * trimming of MRC-lite data under congestion, ECN CE marking of ECN-capable
+ * packets above a queue threshold, Ethernet rewrite on egress, and counters for
+ * every packet that enters, leaves or is dropped.
  *
  * The controller writes the tables once (docs/fabric.md); nothing here changes
- * when a link fails: recovery is the NICs' job (they stop using the paths).
+ * when a link fails: recovery is the endpoints' job (they stop using the paths).
  * Only P4_16 core and v1model constructs: p4c-bm2-ss and BMv2 run this file.
  */
 #include <core.p4>
@@ -52,6 +53,8 @@ struct metadata_t {
     bit<19> trim_threshold; /* trim when enq_qdepth is above this */
     bit<6> trim_dscp;
     bit<1> trimmed;
+    bit<1> ecn_enabled;
+    bit<19> ecn_threshold;  /* mark CE when enq_qdepth is above this */
 }
 
 #include "include/parser.p4"
@@ -330,6 +333,7 @@ control FabricEgress(inout headers_t hdr,
 
     counter(PORTS, CounterType.packets_and_bytes) tx_port;
     counter(PORTS, CounterType.packets_and_bytes) trimmed;
+    counter(PORTS, CounterType.packets_and_bytes) ecn_marked;
     counter(DROP_REASONS, CounterType.packets_and_bytes) drops;
 
     action set_src_mac(mac_addr_t mac) {
@@ -354,6 +358,20 @@ control FabricEgress(inout headers_t hdr,
     table trim_config {
         key = { standard_metadata.egress_port: exact; }
         actions = { set_trim; NoAction; }
+        default_action = NoAction();
+        size = PORTS;
+    }
+
+    action set_ecn(bit<19> threshold) {
+        meta.ecn_enabled = 1;
+        meta.ecn_threshold = threshold;
+    }
+
+    /* Per-port ECN marking: the queue depth (packets) above which ECN-capable
+     * packets leave with CE. */
+    table ecn_config {
+        key = { standard_metadata.egress_port: exact; }
+        actions = { set_ecn; NoAction; }
         default_action = NoAction();
         size = PORTS;
     }
@@ -397,6 +415,21 @@ control FabricEgress(inout headers_t hdr,
             truncate(32w54 + (bit<32>)outer_payload);
             meta.trimmed = 1;
             trimmed.count((bit<32>)standard_metadata.egress_port);
+        }
+        /*
+         * ECN (RFC 3168): an ECN-capable packet (ECT(0) or ECT(1) in the outer
+         * traffic class) that found the queue above the port's threshold leaves
+         * with CE. A trimmed packet is left as it is: its trim NACK already tells
+         * the sender of the congestion. Only the traffic class changes: no
+         * checksum covers the IPv6 header.
+         */
+        meta.ecn_enabled = 0;
+        ecn_config.apply();
+        if (meta.ecn_enabled == 1 && meta.trimmed == 0
+                && (bit<32>)standard_metadata.enq_qdepth > (bit<32>)meta.ecn_threshold
+                && (hdr.ipv6.traffic_class[1:0] == 2w1 || hdr.ipv6.traffic_class[1:0] == 2w2)) {
+            hdr.ipv6.traffic_class = hdr.ipv6.traffic_class[7:2] ++ 2w3;
+            ecn_marked.count((bit<32>)standard_metadata.egress_port);
         }
         tx_port.count((bit<32>)standard_metadata.egress_port);
     }

@@ -556,6 +556,12 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                             ((bit<8>)meta.trim_dscp << 2)
                             | (hdr.inner_ipv6.traffic_class & 8w0x03);
                     }
+                    /* Congestion experienced on the way (RFC 6040, normal mode):
+                     * an outer CE reaches the host on an ECN-capable inner packet. */
+                    if (hdr.ipv6.traffic_class[1:0] == 2w3
+                            && hdr.inner_ipv6.traffic_class[1:0] != 2w0) {
+                        hdr.inner_ipv6.traffic_class[1:0] = 2w3;
+                    }
                     if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_MRC) {
                         ev_rx.count((bit<32>)hdr.udp.src_port);
                     }

@@ -116,15 +116,14 @@ class FabricCLI(CLI):
         except Exception as exc:  # one line for the person at the prompt
             self._say(f"error: {exc}")
             return
-        self._say(f"{rep.link} {'down' if down else 'up'}: {rep.cable}; {len(rep.changed)} NICs rewritten "
-                  f"({', '.join(rep.changed) or 'none'}) in {rep.seconds * 1000:.0f} ms; fabric tables untouched")
+        self._say(f"{rep.link} {'down' if down else 'up'}: {rep.cable}; no table written")
 
     def do_fail(self, line: str) -> None:
-        """fail LINK: set a cable down and move the NICs off it, e.g. fail p0-leaf0:p0-spine0"""
+        """fail LINK: set a cable down (no table is written), e.g. fail p0-leaf0:p0-spine0"""
         self._set(line, down=True)
 
     def do_restore(self, line: str) -> None:
-        """restore LINK: bring a cable back and give the NICs its paths again"""
+        """restore LINK: bring a cable back up (no table is written)"""
         self._set(line, down=False)
 
     def do_counters(self, line: str) -> None:

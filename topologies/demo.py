@@ -22,7 +22,7 @@ from pathlib import Path
 from controller import plan as P
 from controller.counters import Counts, delta, read_all
 from controller.entries import nodes
-from controller.paths import links
+from controller.paths import links, paths
 from topologies.fabric_net import FabricNetwork
 from topologies.ping import PingResult
 
@@ -77,10 +77,17 @@ class FlowResult:
     delivered_before: dict[int, int]  # packets the destination NIC received from each plane
     delivered_after: dict[int, int]
     cut: str | None = None
-    repair_seconds: float | None = None
-    nics_rewritten: list[str] = field(default_factory=list)
+    cut_seconds: float | None = None  # the cable command's time
     fabric_unchanged: bool | None = None
     errors: list[str] = field(default_factory=list)
+    crossing: list[int] = field(default_factory=list)  # EVs whose path uses the cut cable
+    retired: list[int] = field(default_factory=list)  # EVs the sender retired
+    recovered_after_restore: list[int] = field(default_factory=list)  # crossing EVs back after the restore
+    recovered_while_down: list[int] = field(default_factory=list)
+
+    @property
+    def healthy_retired(self) -> list[int]:
+        return sorted(set(self.retired) - set(self.crossing))
 
 
 def _plane_counts(counts: Counts, counter: str) -> dict[int, int]:
@@ -91,8 +98,14 @@ async def _read(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
     return await read_all([fn.inventory.switches[n] for n in names])
 
 
-async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
-    """Every entry of every fabric switch, read back over P4Runtime."""
+def read_nics(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
+    """Every counter of the switches ``names``, now (for ``wait_sent``)."""
+    return asyncio.run(_read(fn, names))
+
+
+async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list]:
+    """Every entry of every fabric switch (or of every switch running one of
+    ``programs``), read back over P4Runtime."""
     from controller.codec import codec
     from controller.p4rt import Session
 
@@ -101,11 +114,11 @@ async def fabric_tables(fn: FabricNetwork) -> dict[str, list]:
         async with Session(t) as s:
             return name, sorted(map(repr, await s.read_entries(codec(t.program, t.target))))
 
-    fabric = [n.name for n in nodes(fn.topo) if n.program == "fabric"]
-    return dict(await asyncio.gather(*(one(n) for n in fabric)))
+    names = [n.name for n in nodes(fn.topo) if n.program in programs]
+    return dict(await asyncio.gather(*(one(n) for n in names)))
 
 
-def _wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
+def wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
                timeout: float) -> dict[str, Counts]:
     """Poll the NICs' counters until ``nic`` has sent ``packets`` into the planes since
     ``before`` (the transfer's half-way point, whenever its sender got going)."""
@@ -121,8 +134,9 @@ def _wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, C
 def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, pps: float = 1000.0,
              cut: str | None = None, say: Say = lambda _: None) -> FlowResult:
     """One MRC-lite transfer of ``nbytes`` from ``src`` to ``dst`` over every EV of
-    ``src``'s NIC, paced at ``pps``; with ``cut``, that link goes down (controller:
-    cable + NICs) half-way through and the transfer must still verify every byte."""
+    ``src``'s NIC, paced at ``pps``; with ``cut``, that link's cable goes down (no
+    table is written) half-way through and back up at three quarters, and the
+    transfer must still verify every byte."""
     import tempfile
 
     from controller.repair import set_link
@@ -134,39 +148,53 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     seconds = nbytes / 1000 / pps  # 1,000-byte payloads
     before = asyncio.run(_read(fn, nics))
     mid = before
-    repair_seconds = None
-    rewritten: list[str] = []
+    cut_seconds = None
+    cut_at = restored_at = None
     tables_before = tables_after = None
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
         t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
-                     send_args=["--rate", str(pps), "--rto-min", "0.2"], recv_args=["--nack-delay", "0.2"])
+                     send_args=["--rate", str(pps), "--rto-min", "0.4"], recv_args=["--nack-delay", "0.1"])
         try:
             if cut is not None:
                 tables_before = asyncio.run(fabric_tables(fn))
             t.start()
             if cut is not None:
-                mid = _wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
+                mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
+                cut_at = time.time()
                 rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
-                repair_seconds, rewritten = rep.seconds, rep.changed
+                cut_seconds = rep.seconds
                 say(f"  cut {rep.link} after "
                     f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
-                    f" packets: {rep.cable}; {len(rep.changed)} NICs rewritten in {rep.seconds * 1000:.0f} ms, "
-                    "no fabric write")
+                    f" packets: {rep.cable}; no table written (the endpoints find the dead paths)")
+                wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 * 3 // 4, seconds * 2 + 20)
+                restored_at = time.time()
+                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
+                say(f"  restored {rep.link} at three quarters: {rep.cable}")
             result = t.wait()
         finally:
             t.kill()
+            if cut is not None and cut in fn.inventory.down:
+                asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
     after = asyncio.run(_read(fn, nics))
     if cut is None:
         mid = after  # one phase: the whole transfer is "before"
     else:
         tables_after = asyncio.run(fabric_tables(fn))
     first, second = delta(mid, before), delta(after, mid)
+    crossing = sorted(p.ev for p in paths(fn.topo, s_host, d_host) if cut is not None and cut in p.links)
+    events = result.sender.get("ev_events", [])
+    t0 = result.sender.get("started_at_unix", 0.0)
+    down_t = (cut_at - t0, restored_at - t0) if cut_at is not None and restored_at is not None else None
+    back = [e for e in events if e["event"] in ("recovered", "restored") and e["ev"] in crossing]
     return FlowResult(
         src, dst, nbytes, result.ok, result.sender, len(evs),
         _plane_counts(first[s_host.nic], "NicEgress.plane_tx"), _plane_counts(second[s_host.nic], "NicEgress.plane_tx"),
         _plane_counts(first[d_host.nic], "NicIngress.plane_rx"), _plane_counts(second[d_host.nic], "NicIngress.plane_rx"),
-        cut, repair_seconds, rewritten,
-        None if tables_before is None else tables_before == tables_after, result.errors)
+        cut, cut_seconds,
+        None if tables_before is None else tables_before == tables_after, result.errors, crossing,
+        sorted({e["ev"] for e in events if e["event"] == "retired"}),
+        sorted({e["ev"] for e in back if down_t and e["t"] >= down_t[1]}),
+        sorted({e["ev"] for e in back if down_t and down_t[0] <= e["t"] < down_t[1]}))
 
 
 def format_split(planes: int, counts: dict[int, int]) -> str:

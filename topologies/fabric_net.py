@@ -194,11 +194,11 @@ def remove_state(run_dir: Path) -> None:
 
 
 def wanted_entries(fn: FabricNetwork) -> dict[str, list]:
-    """Every switch's entries, for the links that are down now (the NICs avoid them)."""
+    """Every switch's entries, for the links denied now (the NICs avoid them)."""
     from controller.paths import failures_of
 
-    down = {find_link(fn.topo, name) for name in fn.inventory.down}
-    failures = failures_of(down)
+    denied = {find_link(fn.topo, name) for name in fn.inventory.denied}
+    failures = failures_of(denied)
     return {n.name: entries_of(fn.topo, n, failures) for n in nodes(fn.topo)}
 
 

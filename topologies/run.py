@@ -175,11 +175,15 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
     if cut:
         lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
-                  f"  NICs rewritten {len(flow.nics_rewritten)} in {flow.repair_seconds * 1000:.0f} ms; "
+                  f"  cable cut, no table written; "
                   f"fabric tables {'unchanged' if flow.fabric_unchanged else 'CHANGED'} (read back before and after); "
-                  "link restored"]
+                  "cable restored at three quarters",
+                  f"  EVs retired {len(flow.retired)} of {len(flow.crossing)} across the cut (healthy EVs retired "
+                  f"{len(flow.healthy_retired)}), recovered while down {len(flow.recovered_while_down)}, "
+                  f"recovered after the restore {len(flow.recovered_after_restore)}"]
     delivered_ok = flow.verified
-    ok = pings_ok and before_ok and delivered_ok and (not cut or (flow.fabric_unchanged and bool(after_planes)))
+    ok = pings_ok and before_ok and delivered_ok and (not cut or (flow.fabric_unchanged and bool(after_planes)
+                                                                  and not flow.healthy_retired))
     return ok, lines
 
 

@@ -58,8 +58,9 @@ class Transfer:
         args = [*self.send_args, *extra]
         # a plain --ev-list replaces the address plan's EVs (no topology options then)
         evs = [] if "--ev-list" in args else [*self.topology_args(), "--src-host", src, "--dst-host", self.dst]
+        size = [] if "--in" in args else ["--bytes", str(self.nbytes)]  # --in FILE: the bytes of a file
         cmd = [str(BIN / "mrc-send"), "--to", self.fn.address(self.dst), "--bind", self.fn.address(src),
-               "--bytes", str(self.nbytes), "--timeout", str(self.timeout), "--report",
+               *size, "--timeout", str(self.timeout), "--report",
                str(self.send_report_path(src)), "--quiet", *evs, "--seed", str(len(self.senders)), *args]
         self.senders.append(self.fn.host(src).popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         self.sources.append(src)

@@ -3,8 +3,8 @@
 One fabric (the default shape: 4 planes x 2 leaves x 2 spines, 2 hosts per leaf: 16
 fabric switches and 4 NICs, each a ``p4target run --no-p4`` process) serves every test
 here, in order: install from scratch and read back, forward in every plane, a second
-install writes nothing, a restarted switch is reconciled, a failed link changes only
-NIC tables, a refused write rolls back, an unreachable switch or an entry that does
+install writes nothing, a restarted switch is reconciled, a denied link changes only
+NIC tables, a failed cable no table, a refused write rolls back, an unreachable switch or an entry that does
 not fit the P4Info stops the run before any write.
 """
 
@@ -151,7 +151,7 @@ def test_restarted_switch_is_reconciled(lab: FabricLab) -> None:
     assert read_back(lab, ["p1-spine0"])["p1-spine0"] == canonical("p1-spine0", want["p1-spine0"])
 
 
-def test_cli_fail_and_restore_change_only_nic_tables(lab: FabricLab, tmp_path: Path) -> None:
+def test_cli_deny_and_undeny_change_only_nic_tables(lab: FabricLab, tmp_path: Path) -> None:
     inv = lab.inventory
     inv.path = tmp_path / "network.json"
     inv.save()
@@ -159,14 +159,15 @@ def test_cli_fail_and_restore_change_only_nic_tables(lab: FabricLab, tmp_path: P
     nics = [n.name for n in nodes(TOPO) if n.program == "nic"]
     fabric_before = read_back(lab, fabric)
     nics_before = read_back(lab, nics)
-    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "fail", "p0-leaf0:p0-spine0", "--json"],
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "deny", "p0-leaf0:p0-spine0", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     # Every NIC sprays over plane 0 spine 0: the two on leaf 0 lose it for every
     # destination, the two on leaf 1 for the hosts behind leaf 0 (and explicit EVs).
     assert sorted(report["changed"]) == sorted(nics)
-    assert json.loads(inv.path.read_text())["down"] == ["p0-leaf0:p0-spine0"]
+    state = json.loads(inv.path.read_text())
+    assert state["denied"] == ["p0-leaf0:p0-spine0"] and state["down"] == []
     assert read_back(lab, fabric) == fabric_before
     nics_failed = read_back(lab, nics)
     assert all(nics_failed[n] != nics_before[n] for n in nics)
@@ -174,11 +175,45 @@ def test_cli_fail_and_restore_change_only_nic_tables(lab: FabricLab, tmp_path: P
     carriers = {dict(e.params)["carrier"] for e in nics_failed["nic1"]
                 if isinstance(e, TableEntry) and e.table == "NicIngress.ev_table"}
     assert not any((c >> 64) & 0xFFFF == P.spine_usid(0, 0) for c in carriers)
-    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "restore", "p0-leaf0:p0-spine0"],
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "undeny", "p0-leaf0:p0-spine0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "4 NICs changed" in r.stdout
     assert read_back(lab, nics) == nics_before and read_back(lab, fabric) == fabric_before
+    assert json.loads(inv.path.read_text())["denied"] == []
+
+
+def test_cli_fail_and_restore_write_no_table(lab: FabricLab, tmp_path: Path) -> None:
+    """A failed cable is the endpoints' business: no switch table changes."""
+    inv = lab.inventory
+    inv.path = tmp_path / "network.json"
+    inv.save()
+    names = [n.name for n in nodes(TOPO)]
+    before = read_back(lab, names)
+    assert all(before[n] for n in names)  # installed: there is something to change
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "fail", "p0-leaf0:p0-spine0", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["changed"] == [] and report["writes"] == 0
+    assert report["cable"] == "no running network: the cable is not touched"  # veths, no Mininet network
+    state = json.loads(inv.path.read_text())
+    assert state["down"] == ["p0-leaf0:p0-spine0"] and state["denied"] == []
+    assert read_back(lab, names) == before
+    links = json.loads(subprocess.run([str(MRCCTL), "--state", str(inv.path), "links", "--json"],
+                                      capture_output=True, text=True, timeout=60).stdout)
+    assert [(l["link"], l["up"], l["denied"]) for l in links if not l["up"] or l["denied"]] == [
+        ("p0-leaf0:p0-spine0", False, False)]
+    # The install an operator runs next keeps the NICs' entries: a cable is not a denial.
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "install", "--dry-run"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "nothing to change" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "restore", "p0-leaf0:p0-spine0"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "no table written" in r.stdout
+    assert json.loads(inv.path.read_text())["down"] == []
+    assert read_back(lab, names) == before
 
 
 def test_refused_write_rolls_back_the_whole_run(lab: FabricLab) -> None:

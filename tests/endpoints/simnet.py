@@ -25,6 +25,7 @@ from endpoints.wire import DATA_HDR_LEN, OP_WRITE
 
 SENDER_ADDR = "fd00:0:0:1::1"
 TRIM_DSCP = 62
+ECT0, CE = 0b10, 0b11  # ECN field values (RFC 3168)
 
 
 @dataclass
@@ -38,7 +39,10 @@ class Sent:
 class SimNet:
     """Paths are named by EV; each direction of each EV has the same rules.
 
-    ``dead(t, ev)``: every packet on that EV sent at ``t`` is lost (both directions).
+    ``dead(t, ev)``: every packet on that EV sent at ``t`` is lost (both directions);
+    ``dead_fwd`` / ``dead_back``: the same for one direction only (the EV of a packet
+    back is the receiver's source port: its own path, which may differ from the
+    sender's path of the same EV).
     ``trim(t, ev, rng)``: the data packet sent at ``t`` on ``ev`` is trimmed.
     """
 
@@ -50,10 +54,12 @@ class SimNet:
     duplicate: float = 0.0  # probability that a packet arrives twice
     dead: Callable[[float, int], bool] = lambda t, ev: False
     dead_back: Callable[[float, int], bool] = lambda t, ev: False  # receiver -> sender only
+    dead_fwd: Callable[[float, int], bool] = lambda t, ev: False  # sender -> receiver only
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
+    ce: Callable[[float, int], bool] = lambda t, ev: False  # the data packet sent at t on ev arrives with CE
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: {"lost": 0, "dead": 0, "duplicated": 0,
-                                                            "trimmed": 0, "reordered": 0})
+                                                            "trimmed": 0, "reordered": 0, "ce": 0})
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -61,17 +67,20 @@ class SimNet:
     def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False
               ) -> list[tuple[float, bytes, int]]:
         """Arrivals (time, bytes, traffic class) of one packet sent at ``t`` on ``ev``."""
-        if self.dead(t, ev) or (back and self.dead_back(t, ev)):
+        if self.dead(t, ev) or (self.dead_back(t, ev) if back else self.dead_fwd(t, ev)):
             self.counts["dead"] += 1
             return []
         if self.rng.random() < self.loss:
             self.counts["lost"] += 1
             return []
-        tclass = 0
+        tclass = ECT0  # the endpoints send ECN-capable
         if payload[0] == OP_WRITE and self.trim(t, ev, self.rng):
             payload = payload[:DATA_HDR_LEN]
-            tclass = TRIM_DSCP << 2
+            tclass = TRIM_DSCP << 2 | ECT0
             self.counts["trimmed"] += 1
+        elif payload[0] == OP_WRITE and not back and self.ce(t, ev):
+            tclass = CE
+            self.counts["ce"] += 1
         copies = 2 if self.rng.random() < self.duplicate else 1
         if copies == 2:
             self.counts["duplicated"] += 1
@@ -97,11 +106,12 @@ class Run:
 
 def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: SenderConfig = SenderConfig(),
                  receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0,
-                 hook: Callable[[float, Sender, Receiver], None] | None = None) -> Run:
+                 hook: Callable[[float, Sender, Receiver], None] | None = None,
+                 path_names: dict[int, str] | None = None) -> Run:
     """Run one transfer to its end (or ``limit`` seconds of simulated time);
     ``hook(t, sender, receiver)`` is called at every step (tests inject packets there)."""
     index = {e.ev: k for k, e in enumerate(evs)}
-    sender = Sender(data, evs, sender_cfg, now=0.0)
+    sender = Sender(data, evs, sender_cfg, now=0.0, path_names=path_names)
     receiver = Receiver(receiver_cfg)
     queue: list[tuple[float, int, str, int, bytes, int]] = []  # (t, seq, to, ev, bytes, tclass)
     seq = 0

@@ -56,17 +56,32 @@ def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, 
     assert f["plane_spread"] > 1.0 > 0.1 >= m["plane_spread"]
 
 
-def test_a_cut_spine_link_is_survived_without_a_fabric_write(fabric, tmp_path: Path) -> None:
+def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric, tmp_path: Path) -> None:
     from experiments import failure
 
-    d = failure.run(fabric, tmp_path, nbytes=4_000_000, rate=4000, cut_after=0.6)
-    assert d["ok"], d["summary"]
-    assert d["fabric_tables_unchanged"] and d["fabric_entries"] > 0
-    assert d["repair"]["nics_changed"], "the NICs were rewritten"
-    assert 0 < d["cut_t"] < d["completion_time_s"], "the cut fell inside the transfer"
-    assert d["evs_crossing"] == 8  # 64 EVs over 8 (plane, spine) paths
-    assert d["cut_to_first_retirement_s"] is not None and 0 <= d["cut_to_first_retirement_s"] < 1.0
-    assert d["back_to_90pct_s"] is not None and d["goodput_before_bps"] > 0
+    # One link x one seed here (the experiment runs 3 x 3), and one run without a cut.
+    d = failure.run_all(fabric, tmp_path, links=("p0-leaf0:p0-spine0",), seeds=(1,), nbytes=4_000_000,
+                        rate=4000, cut_at=0.25, down_for=0.4)
+    (r,) = d["runs"]
+    base = d["no_cut"]
+    for x in (r, base):
+        assert x["ok"], x["summary"]
+        assert x["received_file_matches"], "the received file is the data generated for the run"
+        assert x["tables_unchanged"] and x["table_entries"] > 0  # fabric and NICs read back
+    # 64 EVs over 8 (plane, spine) paths: the 8 EVs k = 0, 8, 16, ... (plane 0, spine 0).
+    assert r["evs_crossing"] == [0x1000 + 8 * k for k in range(8)]
+    assert r["retired_not_crossing"] == []  # no healthy EV retired
+    assert r["crossing_not_retired"] == []  # every crossing EV retired while the cable was down
+    assert r["recovered_while_down"] == []
+    assert r["crossing_recovered_after_restore"] == r["evs_crossing"]
+    assert base["evs_retired"] == [] and base["ev_events"] == []
+    # In order: cut, the last crossing EV retired, restore, the last recovery, the end.
+    assert 0 < r["cut_t"] < r["cut_t"] + r["cut_to_last_crossing_retired_s"] < r["restore_t"]
+    assert r["restore_t"] + r["restore_to_last_recovery_s"] < r["completion_time_s"]
+    assert r["cut_to_last_crossing_retired_rtts"] > 0
+    assert [(e["event"], e["cause"]) for e in r["ev_events"]] == [("retired", "nack")] * 8 + [("recovered", "probe")] * 8
+    assert all(e["path"].startswith("nic1 > p0-leaf0 > p0-spine0 > p0-leaf1") for e in r["ev_events"])
+    assert d["healthy_retired"] == d["recovered_while_down"] == d["no_cut_retired"] == 0
     assert fabric.reload_inventory().down == []  # restored
 
 
@@ -74,28 +89,20 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
     from experiments import trimming
 
     # 3 x 1,500 packets/s into 4 x 500: the queues (64 packets each) overflow within 0.1 s.
-    # Every attempt must deliver every byte, trim only with trimming on and retransmit
-    # trimmed packets on their trim NACKs. That trimming also loses fewer packets and
-    # retires fewer paths is a comparison of two runs of a few hundred packets each on
-    # shared cores, and about one run in fifteen falls into another regime (on the
-    # project machine, 2 of 46 trimming-on runs retired 100-150 paths early and lost
-    # 110-175 packets, the others 0-40; once in CI a trimming-off run lost only 33):
-    # so the comparison may take a second attempt, and must hold in it.
-    for attempt in (1, 2):
-        d = trimming.run(fabric, tmp_path / f"attempt{attempt}", nbytes=500_000, rate=1500, port_rate=500)
-        on, off = d["trim_on"], d["trim_off"]
-        assert on["ok"] and off["ok"], (on["summaries"], off["summaries"])
-        assert on["trimmed"] > 0 and on["trimmed_at_receiver"] > 0
-        assert on["retransmissions"]["trim_nack"] > 0, "trim NACKs cause retransmissions"
-        assert off["trimmed"] == 0 and off["retransmissions"]["trim_nack"] == 0 and d["trim_off_entries_written"] > 0
-        # without trimming the full queue drops: losses found by NACKs and timeouts, paths retired
-        lost = {k: r["retransmissions"]["nack"] + r["retransmissions"]["timeout"] for k, r in (("on", on), ("off", off))}
-        compared = lost["off"] > 0 and lost["on"] < lost["off"] and on["evs_retired"] < off["evs_retired"]
-        if compared or attempt == 2:
-            break
-        print(f"attempt 1: lost {lost}, EVs retired on {on['evs_retired']} off {off['evs_retired']}; again")
-    assert lost["off"] > 0 and lost["on"] < lost["off"], lost
-    assert on["evs_retired"] < off["evs_retired"], (on["evs_retired"], off["evs_retired"])
+    d = trimming.run(fabric, tmp_path, nbytes=500_000, rate=1500, port_rate=500)
+    on, off = d["trim_on"], d["trim_off"]
+    assert on["ok"] and off["ok"], (on["summaries"], off["summaries"])
+    # Every packet the leaves trimmed reached the receiver as a trimmed packet; each one
+    # not already placed was NACKed at once, and every trim NACK reached its sender.
+    assert on["trimmed"] > 0
+    assert on["trimmed_at_receiver"] == on["trimmed"]
+    assert on["trim_nacks_sent"] + on["trimmed_duplicates_at_receiver"] == on["trimmed"]
+    assert on["trim_nacks_received"] == on["trim_nacks_sent"]
+    assert 0 < on["retransmissions"]["trim_nack"] <= on["trim_nacks_received"]
+    # Without trimming nothing is trimmed (what the full queues drop instead depends on
+    # how fast the Python senders get going on shared cores: reported, not asserted).
+    assert off["trimmed"] == off["trimmed_at_receiver"] == off["trim_nacks_sent"] == 0
+    assert off["retransmissions"]["trim_nack"] == 0 and d["trim_off_entries_written"] > 0
     # put back: leaves unshaped, trim_config installed again (nothing left to write)
     from topologies.fabric_net import install_tables
 
@@ -127,3 +134,21 @@ def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> N
     assert d["mrc"]["ok"], d["mrc"]["summary"]
     assert d["tcp"]["ok"] and d["tcp"]["bytes"] == 2_000_000, d["tcp"]
     assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
+
+
+def test_adaptive_spraying_puts_less_on_a_slow_path_than_round_robin(fabric, tmp_path: Path) -> None:
+    from experiments import adaptive
+
+    # 1,500 packets over 8 paths; p0-leaf0's uplink to p0-spine0 drains a quarter of
+    # its round-robin share and marks CE above 2 packets.
+    d = adaptive.run(fabric, tmp_path, nbytes=1_500_000, rate=4000)
+    rr, ad = d["rr"], d["adaptive"]
+    assert rr["ok"] and ad["ok"], (rr["summary"], ad["summary"])
+    assert rr["slow_port_packets"] >= 1500 // 8  # one packet in 8 (plus OPENs)
+    assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
+    assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
+    assert ad["completion_time_s"] < rr["completion_time_s"]
+    # put back: the leaf unshaped, no ECN entry left (nothing to write)
+    from topologies.fabric_net import install_tables
+
+    assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0

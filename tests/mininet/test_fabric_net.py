@@ -185,8 +185,8 @@ def test_one_flow_reaches_the_other_host_over_every_plane(fabric: FabricNetwork)
     assert flow.delivered_before == {0: 100, 1: 100}
 
 
-def test_a_cut_link_changes_no_fabric_table_and_the_other_plane_carries(fabric: FabricNetwork) -> None:
-    from controller.repair import set_link
+def test_a_cut_cable_changes_no_table_and_a_denied_link_only_the_nics(fabric: FabricNetwork) -> None:
+    from controller.repair import set_denied, set_link
 
     fabric_names = [n for n in fabric.inventory.switches if not n.startswith("nic")]
     nic_names = [n for n in fabric.inventory.switches if n.startswith("nic")]
@@ -196,15 +196,21 @@ def test_a_cut_link_changes_no_fabric_table_and_the_other_plane_carries(fabric: 
         asyncio.run(set_link(fabric.topo, fabric.inventory, link, down=True))
         assert "state DOWN" in subprocess.run(["ip", "link", "show", fabric.inventory.links[link].a_intf],
                                               capture_output=True, text=True).stdout
+        # The cable alone: no table at all.
+        assert _read_tables(fabric, fabric_names) == fabric_before
+        assert _read_tables(fabric, nic_names) == nics_before
+        # The operator denies it: the NICs move off it, the fabric still unchanged.
+        asyncio.run(set_denied(fabric.topo, fabric.inventory, link, denied=True))
         assert _read_tables(fabric, fabric_names) == fabric_before
         nics_after = _read_tables(fabric, nic_names)
-        assert nics_after != nics_before, "the NICs moved off the dead link"
+        assert nics_after != nics_before, "the NICs moved off the denied link"
         flow = run_flow(fabric, "h1", "h3", packets=100, pps=400)
         assert (flow.sent, flow.received) == (100, 100)
         assert flow.planes_before.get(0, 0) == 0 and flow.planes_before[1] == 100
         same_leaf = run_flow(fabric, "h1", "h2", packets=40, pps=400)  # no spine on that path
         assert same_leaf.received == 40 and same_leaf.planes_before == {0: 20, 1: 20}
     finally:
+        asyncio.run(set_denied(fabric.topo, fabric.inventory, link, denied=False))
         asyncio.run(set_link(fabric.topo, fabric.inventory, link, down=False))
     assert _read_tables(fabric, nic_names) == nics_before
     back = run_flow(fabric, "h1", "h3", packets=100, pps=400)

@@ -1,0 +1,24 @@
+"""What the MRC-lite sender and receiver share: the packet to send and the EV states.
+
+The two state machines are ``endpoints/sender.py`` and ``endpoints/receiver.py``;
+``endpoints/transport.py`` gathers their public names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+GOOD = "good"
+ASSUMED_BAD = "assumed_bad"
+MAX_EVS = 256
+CE = 0b11  # ECN field "congestion experienced" (RFC 3168)
+HALF_PSN = 1 << 23  # half the PSN space: what lies within it ahead is "later"
+
+
+class Tx(NamedTuple):
+    """A packet to send: UDP source port ``ev``, UDP payload ``payload``, to ``peer``
+    (the sender's packets all go to its one receiver: ``peer`` is None)."""
+
+    ev: int
+    payload: bytes
+    peer: Any = None

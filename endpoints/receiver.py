@@ -1,0 +1,434 @@
+"""The MRC-lite receiver as a pure state machine (no sockets, no clocks).
+
+Places every data packet at its own address whatever the order of arrival, answers
+with ACKs (cumulative PSN + SACK bitmap), loss NACKs and trim NACKs, answers probes,
+and sends all its feedback over the connection's rotation of the sender's EVs
+(docs/transport.md, "Feedback"). The sender: ``endpoints/sender.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from endpoints import wire
+from endpoints.common import CE, HALF_PSN, Tx
+from endpoints.wire import (
+    ACK,
+    BTH_LEN,
+    DATA,
+    DATA_HDR_LEN,
+    IMMDT_LEN,
+    OP_ACK,
+    OP_OPEN,
+    OP_PROBE,
+    OP_PROBE_REPLY,
+    OP_WRITE,
+    OP_WRITE_IMM,
+    OPEN_LEN,
+    PROBE,
+    PROBE_LEN,
+    PSN_MASK,
+    QP_MASK,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """Receiver parameters; times in seconds."""
+
+    max_bytes: int = 1 << 30  # largest transfer accepted (its buffer is allocated whole)
+    expect_bytes: int | None = None  # accept only transfers of exactly this length
+    max_window: int = 0xFFFF
+    max_connections: int = 16
+    nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal)
+    renack_interval: float = 0.02  # a hole still open is NACKed again after this
+    ack_delay: float = 0.001  # arrivals without ack_req are acknowledged within this
+    trim_dscp: int = 62  # the DSCP the NIC copies into the traffic class of a trimmed packet
+    sample_interval: float = 0.01
+    seed: int = 0  # QPs, rkeys, buffer addresses
+
+
+@dataclass
+class Connection:
+    """One transfer on the receiving side."""
+
+    qp: int
+    peer: Any
+    sender_qp: int
+    first_psn: int
+    length: int
+    mtu: int
+    window: int
+    digest: bytes
+    rkey: int
+    vaddr: int
+    opened_at: float
+    buf: bytearray = field(repr=False, default_factory=bytearray)
+    n_packets: int = 0
+    cum: int = -1  # every packet index <= cum has arrived
+    bits: int = 0  # bit i: packet cum + 1 + i has arrived
+    highest: int = -1
+    last_ev: int = 0
+    last_idx: int = 0
+    ack_due: float | None = None
+    state: int = wire.STATE_ACCEPTED
+    completed_at: float | None = None
+    holes: deque[tuple[float, int]] = field(default_factory=deque)  # (first seen missing, idx)
+    renacks: deque[tuple[float, int]] = field(default_factory=deque)  # (NACKed at, idx)
+    counts: Counter[str] = field(default_factory=Counter)
+    ev_packets: Counter[int] = field(default_factory=Counter)
+    back_evs: list[int] = field(default_factory=list)  # the feedback rotation: EVs the sender used, first seen first
+    back_next: int = 0
+    series: list[tuple[float, int]] = field(default_factory=lambda: [(0.0, 0)])
+    next_sample: float = 0.0
+    hasher: Any = field(repr=False, default_factory=hashlib.sha256)  # over bytes [0, hashed)
+    hashed: int = 0
+    view: memoryview = field(repr=False, init=False)
+    packets: int = 0  # placed (hot counters are attributes, the rest in ``counts``)
+    received_bytes: int = 0
+    acks: int = 0
+
+    def __post_init__(self) -> None:
+        self.view = memoryview(self.buf)
+
+    def psn(self, idx: int) -> int:
+        return (self.first_psn + idx) & PSN_MASK
+
+    def learn_ev(self, ev: int) -> None:
+        """Add ``ev`` (an EV the sender sent data or OPEN on) to the feedback rotation."""
+        if ev not in self.ev_packets and ev not in self.back_evs:
+            self.back_evs.append(ev)
+
+    def back_ev(self) -> int:
+        """The UDP source port (so the path back) of the next feedback packet: the
+        rotation goes over every EV the sender used, so a dead reverse path loses
+        only every n-th feedback packet, and the next ones (cumulative ACK, SACK
+        bitmap, repeated NACKs) carry the same news over other paths."""
+        evs = self.back_evs
+        ev = evs[self.back_next % len(evs)]
+        self.back_next += 1
+        return ev
+
+    def has(self, idx: int) -> bool:
+        return idx <= self.cum or bool((self.bits >> (idx - self.cum - 1)) & 1)
+
+    def report(self) -> dict[str, Any]:
+        elapsed = None if self.completed_at is None else self.completed_at - self.opened_at
+        return {
+            "qp": self.qp, "sender_qp": self.sender_qp, "peer": str(self.peer), "bytes": self.length,
+            "mtu": self.mtu, "verdict": {wire.STATE_ACCEPTED: "incomplete", wire.STATE_VERIFIED: "verified",
+                                          wire.STATE_CORRUPT: "corrupt"}[self.state],
+            "opened_at_s": self.opened_at,  # the series' times are seconds after this
+            "completion_time_s": elapsed,
+            "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
+            "received_bytes": self.received_bytes,
+            "counts": {"packets": self.packets, "bytes": self.received_bytes, "acks": self.acks, **self.counts},
+            "per_ev_packets": {str(ev): n for ev, n in sorted(self.ev_packets.items())},
+            "delivered_series": [[round(t, 6), b] for t, b in self.series],
+        }
+
+
+class Receiver:
+    """The receiving side: any number of transfers (up to ``max_connections``) on one
+    port, each with its own QP and buffer.
+
+    ``on_packet(data, now, peer, ev, tclass)`` takes one UDP payload with its source
+    address, source port (the EV) and IPv6 traffic class; it and ``poll(now)`` return
+    the ACKs, NACKs, probe replies and STATUS packets to send. Malformed or hostile
+    packets are dropped and counted in ``drops`` and never touch a buffer.
+    """
+
+    def __init__(self, config: ReceiverConfig = ReceiverConfig()) -> None:
+        for name in ("nack_delay", "ack_delay"):
+            if getattr(config, name) < 0:
+                raise ValueError(f"receiver: {name} must be 0 seconds or more")
+        if not config.renack_interval > 0 or not config.sample_interval > 0:
+            raise ValueError("receiver: renack_interval and sample_interval must be more than 0 seconds")
+        if not 0 <= config.trim_dscp <= 63:
+            raise ValueError(f"receiver: trim DSCP {config.trim_dscp} outside 0..63")
+        self.cfg = config
+        self._rng = random.Random(config.seed)
+        self.conns: dict[int, Connection] = {}
+        self._by_sender: dict[tuple[Any, int], int] = {}
+        self.drops: Counter[str] = Counter()
+        self.counts: Counter[str] = Counter()
+        self.completed: list[Connection] = []
+
+    def next_wakeup(self) -> float | None:
+        times = []
+        for c in self.conns.values():
+            if c.ack_due is not None:
+                times.append(c.ack_due)
+            if c.holes:
+                times.append(c.holes[0][0] + self.cfg.nack_delay)
+            if c.renacks:
+                times.append(c.renacks[0][0] + self.cfg.renack_interval)
+        return min(times) if times else None
+
+    # -- packets in -----------------------------------------------------------
+
+    def on_packet(self, data: bytes | memoryview, now: float, peer: Any, ev: int, tclass: int = 0) -> list[Tx]:
+        n = len(data)
+        if n < BTH_LEN:
+            self.drops["truncated"] += 1
+            return []
+        opcode = data[0]
+        if opcode == OP_WRITE or opcode == OP_WRITE_IMM:
+            return self._on_data(data, n, opcode, now, peer, ev, tclass)
+        if opcode == OP_PROBE:
+            if n < PROBE_LEN:
+                self.drops["truncated"] += 1
+                return []
+            (_, _, _, qp, _, pev, _, seq, stamp) = PROBE.unpack_from(data)
+            c = self.conns.get(qp & QP_MASK)
+            if c is None or c.peer != peer:
+                self.drops["wrong_qp"] += 1
+                return []
+            if pev != ev:
+                self.drops["bad_probe"] += 1
+                return []
+            c.counts["probes"] += 1
+            return [Tx(c.back_ev(), wire.probe(OP_PROBE_REPLY, c.sender_qp, ev, seq, stamp), peer)]
+        if opcode == OP_OPEN:
+            if n < OPEN_LEN:
+                self.drops["truncated"] += 1
+                return []
+            return self._on_open(wire.Open.unpack(data), now, peer, ev)
+        self.drops["bad_opcode"] += 1
+        return []
+
+    def _on_open(self, o: wire.Open, now: float, peer: Any, ev: int) -> list[Tx]:
+        qp = self._by_sender.get((peer, o.sender_qp))
+        if qp is not None:
+            c = self.conns[qp]
+            if (c.length, c.mtu, c.digest, c.first_psn) != (o.length, o.mtu, o.digest, o.first_psn):
+                self.drops["bad_open"] += 1
+                return []
+            c.learn_ev(ev)
+            return [self._status(c, ev)]
+        cfg = self.cfg
+        reason = 0
+        if o.version != wire.VERSION:
+            reason = wire.REFUSE_VERSION
+        elif o.length > cfg.max_bytes or (cfg.expect_bytes is not None and o.length != cfg.expect_bytes):
+            reason = wire.REFUSE_LENGTH
+        elif not 0 < o.mtu <= wire.MAX_MTU:
+            reason = wire.REFUSE_MTU
+        elif not 0 < o.window <= cfg.max_window:
+            reason = wire.REFUSE_WINDOW
+        elif len(self.conns) - len(self.completed) >= cfg.max_connections:
+            reason = wire.REFUSE_BUSY
+        if reason:
+            self.counts["refused"] += 1
+            log.info("refused a transfer from %s (sender QP %#x): %s", peer, o.sender_qp,
+                        wire.REFUSE_REASONS[reason])
+            return [Tx(ev, wire.Status(ev, o.sender_qp, 0, wire.STATE_REFUSED, reason, 0, 0, 0).pack(), peer)]
+        qp = self._rng.randrange(1, QP_MASK + 1)
+        while qp in self.conns:
+            qp = self._rng.randrange(1, QP_MASK + 1)
+        c = Connection(qp, peer, o.sender_qp, o.first_psn, o.length, o.mtu, o.window, o.digest,
+                       rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12,
+                       opened_at=now, buf=bytearray(o.length), n_packets=-(-o.length // o.mtu))
+        c.next_sample = now + cfg.sample_interval
+        self.conns[qp] = c
+        self._by_sender[(peer, o.sender_qp)] = qp
+        log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer, o.length, c.n_packets, qp)
+        c.learn_ev(ev)
+        out = [self._status(c, ev)]
+        if c.n_packets == 0:
+            out += self._complete(c, now, ev, None)
+        return out
+
+    def _status_bytes(self, c: Connection, ev: int) -> bytes:
+        return wire.Status(ev, c.sender_qp, c.psn(c.cum), c.state, 0, c.qp, c.rkey, c.vaddr).pack()
+
+    def _status(self, c: Connection, ev: int) -> Tx:
+        """STATUS echoing ``ev``, on the connection's next feedback EV."""
+        return Tx(c.back_ev(), self._status_bytes(c, ev), c.peer)
+
+    def _on_data(self, data: bytes | memoryview, n: int, opcode: int, now: float, peer: Any, ev: int,
+                 tclass: int) -> list[Tx]:
+        hdr = DATA_HDR_LEN + (IMMDT_LEN if opcode == OP_WRITE_IMM else 0)
+        if n < hdr:
+            self.drops["truncated"] += 1
+            return []
+        (_, _, _, qp, w2, vaddr, rkey, dma_len) = DATA.unpack_from(data)
+        c = self.conns.get(qp & QP_MASK)
+        if c is None:
+            self.drops["wrong_qp"] += 1
+            return []
+        if c.peer != peer:
+            self.drops["wrong_peer"] += 1
+            return []
+        if rkey != c.rkey:
+            self.drops["bad_rkey"] += 1
+            return []
+        d = ((w2 - c.first_psn - c.cum + HALF_PSN) & PSN_MASK) - HALF_PSN  # psn_diff(psn, psn of cum)
+        idx = c.cum + d
+        if d > c.window or d <= -c.window or idx >= c.n_packets:
+            self.drops["psn_out_of_window"] += 1
+            return []
+        if vaddr < c.vaddr or vaddr + dma_len > c.vaddr + c.length:
+            self.drops["bad_address"] += 1
+            return []
+        off = idx * c.mtu
+        if vaddr != c.vaddr + off or dma_len != min(c.mtu, c.length - off):
+            self.drops["address_mismatch"] += 1  # each PSN has one place in the message
+            return []
+        present = n - hdr
+        trimmed = present == 0 and dma_len > 0
+        if not trimmed and present != dma_len:
+            self.drops["truncated" if present < dma_len else "bad_length"] += 1
+            return []
+        ce = (tclass & 3) == CE
+        if ce:  # congestion on this packet's path: echoed at once in the ACK's flags
+            c.counts["ce"] += 1
+        c.last_ev = ev
+        c.last_idx = idx
+        if ev not in c.ev_packets:
+            c.learn_ev(ev)
+        c.ev_packets[ev] += 1
+        cum = c.cum
+        if trimmed:  # every trimmed arrival is counted, so the switches' trim counters tie with it
+            counts = c.counts
+            counts["trimmed"] += 1
+            if (tclass >> 2) == self.cfg.trim_dscp:
+                counts["trimmed_marked"] += 1
+        if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
+            c.counts["trimmed_duplicates" if trimmed else "duplicates"] += 1
+            return [self._ack(c, ev, ce)]
+        if trimmed:
+            counts["trim_nacks"] += 1
+            self._note_holes(c, idx, now)
+            return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
+                       c.peer)]
+        c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
+        c.packets += 1
+        c.received_bytes += dma_len
+        if idx > c.highest:
+            if idx > c.highest + 1:
+                self._note_holes(c, idx, now)
+            c.highest = idx
+        else:  # a first arrival below the highest: it was overtaken (reordering, or a resend)
+            c.counts["out_of_order"] += 1
+        bits = c.bits | (1 << (idx - cum - 1))
+        if bits & 1:
+            t = (bits ^ (bits + 1)).bit_length() - 1
+            c.cum = cum = cum + t
+            bits >>= t
+            # Bytes below the cumulative PSN are final: hash them now, so the check at
+            # the end is instant (hashing 100 MB at once would stall the last ACK).
+            end = min((cum + 1) * c.mtu, c.length)
+            c.hasher.update(c.view[c.hashed:end])
+            c.hashed = end
+        c.bits = bits
+        if now >= c.next_sample:
+            c.series.append((now - c.opened_at, c.received_bytes))
+            c.next_sample = now + self.cfg.sample_interval
+        if cum == c.n_packets - 1:
+            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
+        if w2 & wire.ACK_REQ or ce:
+            if not bits:  # in order: no bitmap
+                c.ack_due = None
+                c.acks += 1
+                psn = (c.first_psn + cum) & PSN_MASK
+                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev,
+                                                 wire.FLAG_CE if ce else 0, 0, (psn + 1) & PSN_MASK, 0), c.peer)]
+            return [self._ack(c, ev, ce)]
+        if c.ack_due is None:
+            c.ack_due = now + self.cfg.ack_delay
+        return []
+
+    def _note_holes(self, c: Connection, idx: int, now: float) -> None:
+        if idx > c.highest:
+            holes = c.holes
+            for j in range(c.highest + 1, idx):
+                holes.append((now, j))
+            c.highest = idx
+
+    def _ack(self, c: Connection, ev: int, ce: bool = False) -> Tx:
+        """ACK echoing ``ev`` (and CE when its data packet arrived with CE), on the
+        connection's next feedback EV."""
+        return Tx(c.back_ev(), self._ack_bytes(c, ev, ce), c.peer)
+
+    def _ack_bytes(self, c: Connection, ev: int, ce: bool = False) -> bytes:
+        """ACK: the cumulative PSN, and a bitmap of the 64 PSNs that end with the
+        packet answered (or start after the cumulative PSN), so every packet is
+        reported by its own ACK however far it is ahead of a hole."""
+        c.ack_due = None
+        c.acks += 1
+        base = max(c.cum + 1, c.last_idx - 63)
+        bits = (c.bits >> (base - c.cum - 1)) & 0xFFFFFFFFFFFFFFFF
+        return wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits,
+                        wire.FLAG_CE if ce else 0)
+
+    def _complete(self, c: Connection, now: float, ev: int, last_ack: bytes | None) -> list[Tx]:
+        """Verify the digest; the last ACK (None: an empty transfer) and the verdict to send."""
+        c.completed_at = now
+        c.hasher.update(c.view[c.hashed:])
+        c.hashed = c.length
+        ok = c.hasher.digest() == c.digest
+        c.state = wire.STATE_VERIFIED if ok else wire.STATE_CORRUPT
+        c.series.append((now - c.opened_at, c.received_bytes))
+        c.holes.clear()
+        c.renacks.clear()
+        self.completed.append(c)
+        if ok:
+            log.info("transfer QP %#x complete: %d bytes, SHA-256 verified", c.qp, c.length)
+        else:
+            log.error("transfer QP %#x complete but its SHA-256 differs from the sender's", c.qp)
+        # No later ACK can repair a lost last one: the last ACK and the verdict go
+        # back over the next 4 EVs of the rotation (the echo names the EV answered),
+        # so one dead path back does not cost the sender a timeout.
+        status = self._status_bytes(c, ev)
+        out: list[Tx] = []
+        for _ in range(min(4, len(c.back_evs))):
+            back = c.back_ev()
+            if last_ack is not None:
+                out.append(Tx(back, last_ack, c.peer))
+            out.append(Tx(back, status, c.peer))
+        return out
+
+    # -- time -----------------------------------------------------------------
+
+    def poll(self, now: float) -> list[Tx]:
+        """Delayed ACKs, and NACKs for holes older than ``nack_delay``."""
+        out: list[Tx] = []
+        cfg = self.cfg
+        for c in self.conns.values():
+            if c.ack_due is not None and now >= c.ack_due:
+                out.append(self._ack(c, c.last_ev))
+            if c.state != wire.STATE_ACCEPTED:
+                continue
+            lost: list[int] = []
+            for queue, wait in ((c.holes, cfg.nack_delay), (c.renacks, cfg.renack_interval)):
+                while queue and queue[0][0] + wait <= now:
+                    _, j = queue.popleft()
+                    if not c.has(j):
+                        lost.append(j)
+            if not lost:
+                continue
+            lost.sort()
+            i = 0
+            while i < len(lost):
+                base = lost[i]
+                bits = 0
+                while i < len(lost) and lost[i] - base < 64:
+                    bits |= 1 << (lost[i] - base)
+                    c.renacks.append((now, lost[i]))
+                    i += 1
+                c.counts["nacks"] += 1
+                out.append(Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_LOSS,
+                                                  c.last_ev, c.psn(base), bits), c.peer))
+        return out
+
+    def report(self) -> dict[str, Any]:
+        return {"connections": [c.report() for c in self.conns.values()], "dropped": dict(self.drops),
+                "refused": self.counts["refused"]}

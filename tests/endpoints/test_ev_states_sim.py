@@ -1,0 +1,133 @@
+"""EV states over the simulated network: only the failed path is ever blamed.
+
+The network is the one a cable cut makes: the sender's EVs whose own path crosses
+the cable lose their data (sender -> receiver), and the receiver's EVs whose path
+crosses it lose their feedback (receiver -> sender). The receiver maps EV numbers
+to its own paths (controller.plan.nic_evs of the receiving host), so the two sets
+differ; the expected sets are written out below from that plan.
+"""
+
+from __future__ import annotations
+
+import random
+
+from controller.plan import nic_evs
+from controller.topology import from_parameters
+from endpoints import wire
+from endpoints.transport import ASSUMED_BAD, GOOD, SenderConfig
+from tests.endpoints.simnet import SimNet, run_transfer
+
+MTU = 1000
+# 2 planes x 4 spines, 10 EVs: h1 (leaf 0) -> h3 (leaf 1). The plan gives h1's EV k
+# plane k mod 2, spine (k // 2) mod 4; h3's NIC starts 2 spines further (its offset).
+TOPO = from_parameters(planes=2, spines=4, leaves=2, hosts_per_leaf=2, evs_per_nic=10)
+EVS = nic_evs(TOPO, TOPO.host("h1"), TOPO.host("h3"))
+# Cable p0-leaf0:p0-spine0 cut: forward, h1's EVs on plane 0 spine 0; back (leaf 1 ->
+# spine 0 -> leaf 0), h3's EVs on plane 0 spine 0.
+FORWARD_DEAD = {0x1000, 0x1008}
+BACK_DEAD = {0x1004}
+
+
+def payload(n: int, seed: int = 7) -> bytes:
+    return random.Random(seed).randbytes(n)
+
+
+def test_the_plan_gives_the_paths_this_file_expects() -> None:
+    back = nic_evs(TOPO, TOPO.host("h3"), TOPO.host("h1"))
+    assert [(e.ev, e.plane, e.spine) for e in EVS] == [
+        (0x1000, 0, 0), (0x1001, 1, 0), (0x1002, 0, 1), (0x1003, 1, 1), (0x1004, 0, 2),
+        (0x1005, 1, 2), (0x1006, 0, 3), (0x1007, 1, 3), (0x1008, 0, 0), (0x1009, 1, 0)]
+    assert {e.ev for e in back if (e.plane, e.spine) == (0, 0)} == BACK_DEAD
+
+
+def cut_run(down: float, up: float, seed: int = 1, **cfg: object):
+    data = payload(4000 * MTU, seed)
+    net = SimNet(seed=seed, jitter=100e-6,
+                 dead_fwd=lambda t, ev: ev in FORWARD_DEAD and down <= t < up,
+                 dead_back=lambda t, ev: ev in BACK_DEAD and down <= t < up)
+    config = SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=4, seed=seed, **cfg)  # 80 ms
+    run = run_transfer(data, EVS, net, sender_cfg=config)
+    return data, net, run
+
+
+def test_a_cut_cable_retires_exactly_the_evs_whose_data_crosses_it() -> None:
+    down, up = 0.010, 0.050
+    data, net, run = cut_run(down, up)
+    s = run.sender
+    assert s.ok, s.error
+    assert bytes(run.conn.buf) == data
+    assert net.counts["dead"] > 20  # data and feedback died both ways
+    events = s.events
+    # 0x1004's ACKs died on the way back, its data never: it is never blamed.
+    assert {e["ev"] for e in events} == FORWARD_DEAD
+    for ev in FORWARD_DEAD:
+        mine = [e for e in events if e["ev"] == ev]
+        assert [(e["event"], e["state"], e["cause"]) for e in mine] == [
+            ("retired", ASSUMED_BAD, "nack"), ("recovered", GOOD, "probe")], mine
+        retired, recovered = mine
+        assert down < retired["t"] < up  # retired while the cable is down
+        # Back only after the cable is: the first probe sent after `up` (one probe
+        # interval, 5 ms, at most) and its round trip (0.2 ms, plus jitter).
+        assert up < recovered["t"] < up + 0.005 + 0.001
+        assert s.evs[ev].state == GOOD
+    assert s.report()["evs_retired"] == 2 and s.report()["evs_recovered"] == 2
+
+
+def test_every_state_change_is_an_event_naming_time_ev_plane_path_and_cause() -> None:
+    data = payload(4000 * MTU)
+    net = SimNet(seed=2, dead_fwd=lambda t, ev: ev == 0x1002 and t >= 0.01)
+    names = {0x1002: "p0-leaf0 > p0-spine1 > p0-leaf1"}
+    run = run_transfer(data, EVS, net, sender_cfg=SenderConfig(rate_pps=50_000, ev_min_active=4),
+                       path_names=names)
+    assert run.sender.ok
+    (e,) = run.sender.events
+    assert set(e) == {"t", "ev", "plane", "spine", "path", "event", "state", "cause"}
+    assert (e["ev"], e["plane"], e["spine"], e["path"], e["event"], e["state"], e["cause"]) == (
+        0x1002, 0, 1, "p0-leaf0 > p0-spine1 > p0-leaf1", "retired", ASSUMED_BAD, "nack")
+    assert 0.01 < e["t"] < 0.02
+    # Without names, the path is told by plane and spine.
+    plain = run_transfer(data, EVS, SimNet(seed=2, dead_fwd=lambda t, ev: ev == 0x1002 and t >= 0.01),
+                         sender_cfg=SenderConfig(rate_pps=50_000, ev_min_active=4))
+    assert [x["path"] for x in plain.sender.events] == ["plane 0 spine 1"]
+
+
+def test_lost_feedback_alone_retires_nothing() -> None:
+    """Every packet back is lost for 30 ms: the sender times out and resends, and
+    blames no EV (a timeout cannot tell dead data from dead feedback)."""
+    data = payload(3000 * MTU)
+    net = SimNet(seed=3, dead_back=lambda t, ev: 0.010 <= t < 0.040)
+    run = run_transfer(data, EVS, net, sender_cfg=SenderConfig(rate_pps=50_000, ev_min_active=4))
+    assert run.sender.ok and bytes(run.conn.buf) == data
+    rep = run.sender.report()
+    assert rep["retransmissions"]["timeout"] > 0
+    assert rep["evs_retired"] == 0 and run.sender.events == []
+
+
+def test_a_slow_first_round_trip_retires_nothing() -> None:
+    """A first RTT of 160 ms, beyond the initial RTO (100 ms): timeouts at start-up,
+    no EV retired."""
+    data = payload(200 * MTU)
+    run = run_transfer(data, EVS, SimNet(seed=4, base_delay=0.08), sender_cfg=SenderConfig(ev_min_active=4))
+    assert run.sender.ok and bytes(run.conn.buf) == data
+    assert run.sender.report()["retransmissions"]["timeout"] > 0
+    assert run.sender.events == []
+
+
+def test_an_ev_comes_back_only_when_a_probe_over_its_own_path_returns() -> None:
+    """EV 0x1003's data path dies for good at 10 ms; every other path, and every
+    path back, works. Its probes go over its own path and die: it stays ASSUMED_BAD
+    to the end, probed all along, never recovered."""
+    data = payload(4000 * MTU)
+    net = SimNet(seed=5, dead_fwd=lambda t, ev: ev == 0x1003 and t >= 0.01)
+    run = run_transfer(data, EVS, net, sender_cfg=SenderConfig(rate_pps=50_000, probe_interval=0.005,
+                                                               ev_min_active=4))
+    s = run.sender
+    assert s.ok and bytes(run.conn.buf) == data
+    assert [(e["ev"], e["event"]) for e in s.events] == [(0x1003, "retired")]
+    assert s.evs[0x1003].state == ASSUMED_BAD
+    t_retired = s.events[0]["t"]
+    probes = [p for p in run.to_receiver if p.payload[0] == wire.OP_PROBE]
+    assert probes and {p.ev for p in probes} == {0x1003}
+    # One every 5 ms from the retirement to the end (80 ms of data): about 14.
+    assert len(probes) >= int((run.end - t_retired) / 0.005) - 1
+    assert not [p for p in run.delivered_to_sender if p.payload[0] == wire.OP_PROBE_REPLY]
