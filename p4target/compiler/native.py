@@ -64,6 +64,11 @@ class NativeError(Exception):
     """The compiled fast path is not available; the message says why and the fix."""
 
 
+class BuildInterrupted(NativeError):
+    """A build step was killed by a signal (a timeout, a cleanup, Ctrl-C): nothing is
+    wrong with the source, so the failure is not remembered and the next run builds."""
+
+
 def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1") != "0"
 
@@ -129,6 +134,8 @@ def build_key(source: str, cc: str) -> str:
 
 def _run(cmd: list[str], what: str) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode < 0:
+        raise BuildInterrupted(f"{what} was killed by signal {-r.returncode}; it builds again next time")
     if r.returncode:
         tail = " ".join((r.stderr or r.stdout).strip().splitlines()[-3:])
         raise NativeError(f"{what} failed (exit {r.returncode}): {tail[:400]}")
@@ -319,6 +326,8 @@ def ensure_built(source: str, key: str, cc: str, cache: Path, label: str, module
         t0 = time.monotonic()
         try:
             build(source, key, cc, cache, module_name, prefix, cython_args, libraries)
+        except BuildInterrupted:
+            raise
         except NativeError as e:
             try:  # later processes report it instead of building again
                 (cache / f"{key}.failed").write_text(str(e) + "\n")

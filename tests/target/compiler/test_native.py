@@ -99,6 +99,21 @@ def test_a_failed_build_is_remembered(tmp_path, monkeypatch, native_fast_path) -
     assert "an earlier build failed" in again.error and "delete" in again.error
 
 
+def test_a_compiler_killed_by_a_signal_is_not_remembered(tmp_path, monkeypatch, native_fast_path) -> None:
+    killed = tmp_path / "killed-cc"
+    killed.write_text("#!/bin/sh\nkill -TERM $$\n")
+    killed.chmod(0o755)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(native.ENV_CACHE, str(cache))
+    monkeypatch.setenv("CC", str(killed))  # as when a timeout or a cleanup kills the build
+    first = compile_file(PROGRAM).native_fast_path()
+    assert first.get() is None and "killed by signal 15" in first.error
+    assert not list(cache.glob("*.failed")) and not modules(cache)
+    monkeypatch.setenv("CC", "false")  # the next build runs (and fails on its own merits)
+    again = compile_file(PROGRAM).native_fast_path()
+    assert again.get() is None and "the C compiler failed" in again.error
+
+
 def test_a_broken_module_in_the_cache_is_reported(tmp_path, native_fast_path) -> None:
     env = {native.ENV_CACHE: str(tmp_path)}
     build = "from p4target.compiler import compile_file\n" \
