@@ -63,7 +63,7 @@ def test_links_lists_every_cable_with_its_ports(run_dir: Path) -> None:
     }
     table = mrcctl(*SHAPE_ARGS, "links", run_dir=run_dir)
     assert table.returncode == 0
-    assert "8 links (0 down)" in table.stdout and "p1-leaf1:p1-spine0" in table.stdout
+    assert "8 links (0 down, 0 denied)" in table.stdout and "p1-leaf1:p1-spine0" in table.stdout
 
 
 def test_paths_gives_each_ev_its_plane_and_carrier(run_dir: Path) -> None:
