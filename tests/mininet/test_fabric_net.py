@@ -291,8 +291,7 @@ def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, mo
     assert_nothing_left(prefix, tmp_path)
 
 
-@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in ("simple_switch_grpc", "p4c-bm2-ss")),
-                    reason="BMv2 (simple_switch_grpc) and p4c-bm2-ss are not on the PATH")
+@pytest.mark.bmv2
 def test_the_fabric_on_bmv2_pings(tmp_path: Path) -> None:
     from topologies.demo import ping_matrix
 
