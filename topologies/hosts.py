@@ -16,11 +16,16 @@ belongs in ``config``. What the host needs comes from the controller's address p
   that forwards the bytes as they are (BMv2 reads frames from a raw socket) then
   delivers packets that the receiving kernel drops (docs/nic.md, "Checksums").
 
-No IPv4 at all (Mininet's 10.0.0.0/8 is switched off by ``ip=None``).
+No IPv4 at all (Mininet's 10.0.0.0/8 is switched off by ``ip=None``); ``IP()`` is the
+IPv6 address, so Mininet's ``pingall``, ``iperf`` and the CLI's name substitution
+(``h1 ping h3``) use it.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 from mininet.node import Host
@@ -45,6 +50,8 @@ class FabricHost(Host):
         self.mrc_name = mrc_name or name
         super().__init__(name, **params)
         mark_node(self)
+        # the project's commands (mrc-send, mrc-recv, mrcctl) by name in the host's shell
+        self.cmd(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH")
 
     def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
                lo: str = "up", **params: Any) -> dict[str, Any]:
@@ -66,6 +73,11 @@ class FabricHost(Host):
         if out.strip():
             raise RuntimeError(f"{self.name}: IPv6 set-up of {name} failed: {out.strip()}")
         return result
+
+    def IP(self, intf: Any = None) -> str | None:  # noqa: N802 - Mininet's name
+        """The host's IPv6 address: what Mininet puts in place of the host's name on the
+        CLI (``h1 ping h3``) and what ``pingall`` and ``iperf`` send to."""
+        return self.ipv6
 
     def addresses(self) -> str:
         """The host's global IPv6 addresses, as `ip` shows them (for checks and the CLI)."""
