@@ -234,11 +234,19 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
     return asyncio.run(Reconciler(targets, progress=progress).run(wanted_entries(fn)))
 
 
+TARGET_ENV = "MRC_P4_TARGET"
+
+
 @contextmanager
 def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir: Path | None = None,
-                       target: str = "embedded") -> Iterator[FabricNetwork]:
+                       target: str | None = None) -> Iterator[FabricNetwork]:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
-    naming the failures if the install fails): what tests and experiments start."""
+    naming the failures if the install fails): what tests and experiments start.
+    ``target`` None: ``$MRC_P4_TARGET`` (``embedded``, ``bmv2`` or ``auto``), else the
+    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2)."""
+    import os
+
+    target = target or os.environ.get(TARGET_ENV) or "embedded"
     with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir) as fn:
         rep = install_tables(fn)
         if rep.failed:

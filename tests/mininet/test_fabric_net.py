@@ -40,7 +40,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("fabric-run")
     try:
-        with programmed_network(from_parameters(**SHAPE), prefix=prefix, run_dir=run_dir) as fn:
+        with programmed_network(from_parameters(**SHAPE), prefix=prefix, run_dir=run_dir, target="embedded") as fn:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)
