@@ -1,4 +1,4 @@
-"""fabric.p4 on the embedded target against fabric.p4 on BMv2, with the same entries.
+"""fabric.p4 and nic.p4 on the embedded target against the same on BMv2, with the same entries.
 
 One leaf of the dataplane tests' tiny fabric (``p0-leaf0``: host ports 1 and 2,
 uplinks 3 and 4 to the two spines) runs twice: as a ``p4target.Switch`` in this
@@ -10,7 +10,9 @@ ARP and IPv4, every truncation of a good frame and seeded random corruptions of
 good frames. Each frame's outputs must be the same ports with the same bytes in the
 same order, and afterwards every counter cell the program has must be equal. A copy
 of fabric.p4 that decrements the hop limit by 2 instead of 1, on the embedded side,
-must be caught.
+must be caught. The same for nic1 of a 2-plane fabric (host port 0, planes on 1 and
+2): MRC packets sprayed per packet by EV, plain UDP per flow, the gateway's neighbour
+solicitation and ping, a decapsulation towards the host, truncations, corruptions.
 """
 
 from __future__ import annotations
@@ -55,14 +57,16 @@ def _run(*cmd: str) -> None:
 
 
 class Bmv2Leaf:
-    """simple_switch_grpc with ports 1..4 on veths whose peers this test reads and writes."""
+    """simple_switch_grpc with ``ports`` on veths whose peers this test reads and writes."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, ports: tuple[int, ...] = PORTS, name: str = LEAF, program: str = "fabric",
+                 tag: str = "d") -> None:
         from topologies.p4switch import free_port
 
-        tag = f"p4td{os.getpid() % 4096:03x}"
-        self.sw_if = {p: f"{tag}a{p}" for p in PORTS}
-        self.peer_if = {p: f"{tag}b{p}" for p in PORTS}
+        tag = f"p4t{tag}{os.getpid() % 4096:03x}"
+        self.ports, self.name, self.program = ports, name, program
+        self.sw_if = {p: f"{tag}a{p}" for p in ports}
+        self.peer_if = {p: f"{tag}b{p}" for p in ports}
         self.grpc = f"127.0.0.1:{free_port()}"
         self.thrift = free_port()
         self.tmp = tmp
@@ -71,7 +75,7 @@ class Bmv2Leaf:
 
     def __enter__(self) -> Bmv2Leaf:
         try:
-            for p in PORTS:
+            for p in self.ports:
                 _run("ip", "link", "add", self.sw_if[p], "type", "veth", "peer", "name", self.peer_if[p])
                 for intf in (self.sw_if[p], self.peer_if[p]):
                     Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6").write_text("1\n")
@@ -79,7 +83,7 @@ class Bmv2Leaf:
             cmd = [shutil.which("simple_switch_grpc") or "simple_switch_grpc", "--device-id", "1",
                    "--thrift-port", str(self.thrift), "--no-p4", "--log-console", "--log-level", "warn",
                    "--notifications-addr", f"ipc://{self.tmp / 'leaf.ipc'}"]
-            for p in PORTS:
+            for p in self.ports:
                 cmd += ["-i", f"{p}@{self.sw_if[p]}"]
             self.proc = subprocess.Popen([*cmd, "--", "--grpc-server-addr", self.grpc], stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
@@ -88,7 +92,7 @@ class Bmv2Leaf:
             deadline = time.monotonic() + 30
             while not grpc_answers(self.grpc, 0.5):
                 assert self.proc.poll() is None and time.monotonic() < deadline, "simple_switch_grpc did not start"
-            for p in PORTS:
+            for p in self.ports:
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((self.peer_if[p], 0))
                 self.socks[p] = s
@@ -107,12 +111,12 @@ class Bmv2Leaf:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for p in PORTS:
+        for p in self.ports:
             subprocess.run(["ip", "link", "delete", self.sw_if[p]], capture_output=True, timeout=20)
 
     @property
     def target(self) -> SwitchTarget:
-        return SwitchTarget(LEAF, self.grpc, 1, "fabric", "bmv2")
+        return SwitchTarget(self.name, self.grpc, 1, self.program, "bmv2")
 
     def drain(self) -> None:
         while select.select(list(self.socks.values()), [], [], 0.05)[0]:
@@ -241,3 +245,69 @@ def test_a_different_program_is_caught(leaves: tuple[object, Bmv2Leaf], tmp_path
     other = load(variant, switch_entries(_topo(), LEAF))
     mismatches, forwarded = _compare(other, leaves[1], _good_frames())
     assert forwarded >= 6 and len(mismatches) >= 5, mismatches
+
+
+# ---- nic.p4 ---------------------------------------------------------------------
+
+NIC_TOPO_SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=1)  # nic1: host port 0, planes on 1 and 2
+
+
+@pytest.fixture(scope="module")
+def nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
+    from controller.reconcile import Reconciler
+    from controller.topology import from_parameters
+    from tests.dataplane.fabric_net import NIC_P4, load, switch_entries
+
+    topo = from_parameters(**NIC_TOPO_SHAPE)
+    entries = switch_entries(topo, "nic1")
+    embedded = load(NIC_P4, entries)
+    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-nic"), (0, 1, 2), "nic1", "nic", tag="n") as bmv2:
+        rep = asyncio.run(Reconciler([bmv2.target]).run({"nic1": entries}))
+        assert not rep.failed and rep.writes == len(entries), rep.summary()
+        yield embedded, bmv2, topo
+
+
+def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
+    from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr
+
+    h1, h2 = topo.host("h1"), topo.host("h2")
+    l2 = dict(src=P.mac_text(P.host_mac(h1)), dst=P.mac_text(P.nic_gateway_mac(h1)))
+    src, dst = P.ip(P.host_addr(h1.leaf, h1.port)), P.ip(P.host_addr(h2.leaf, h2.port))
+    good: list[tuple[int, bytes]] = []
+    for e in P.nic_evs(topo, h1, h2)[:8]:  # MRC: sprayed per packet by EV, both planes
+        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=e.ev, dport=4791) / Raw(b"w" * 64))))
+    for sport in range(40000, 40006):  # plain UDP: per flow (hash of the 5-tuple)
+        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=sport, dport=5000) / Raw(b"u" * 40))))
+    gw = P.ip(P.gateway_addr(h1.leaf, h1.port))
+    good.append((0, bytes(Ether(src=l2["src"], dst="33:33:ff:00:00:fe") / IPv6(src=src, dst="ff02::1:ff00:fe", hlim=255)
+                          / ICMPv6ND_NS(tgt=gw) / ICMPv6NDOptSrcLLAddr(lladdr=l2["src"]))))  # NS for the gateway
+    good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=gw) / ICMPv6EchoRequest(id=7, seq=1, data=b"p" * 16))))
+    # from plane 0: an encapsulated packet for h1, decapsulated to the host
+    inner = IPv6(src=dst, dst=src) / UDP(sport=4100, dport=4791) / Raw(b"d" * 48)
+    nic_mac = P.mac_text(P.mac(0, P.NIC, 0, 1))
+    good.append((1, bytes(Ether(src="02:00:00:00:bb:01", dst=nic_mac)
+                          / IPv6(src=P.ip(P.nic_addr(h2.leaf, h2.port)),
+                                 dst=P.ip(P.carrier([P.nic_usid(h1.port)]))) / inner)))
+    rng = random.Random(28)
+    out = list(good)
+    out += [(0, good[0][1][:n]) for n in (14, 30, 54, 61, 62, 70)]
+    for _ in range(30):
+        port, f = rng.choice(good)
+        b = bytearray(f)
+        for _ in range(rng.randint(1, 3)):
+            b[rng.randrange(12, min(len(b), 100))] = rng.randrange(256)
+        out.append((port, bytes(b)))
+    return out
+
+
+def test_nic_same_outputs_bytes_order_and_counters(nics: tuple[object, Bmv2Leaf, object]) -> None:
+    from controller.counters import read_switch
+
+    embedded, bmv2, topo = nics
+    mismatches, forwarded = _compare(embedded, bmv2, _nic_frames(topo))
+    assert not mismatches, mismatches[:3]
+    assert forwarded >= 12, "MRC and UDP from the host are forwarded, so outputs are compared"
+    counts = asyncio.run(read_switch(bmv2.target))
+    for name, per_index in counts.items():
+        for index, (packets, nbytes) in per_index.items():
+            assert tuple(embedded.counter_read(name, index)) == (packets, nbytes), (name, index)  # type: ignore[attr-defined]
