@@ -12,6 +12,10 @@ them by the project's naming rules and removes them:
   and every process in the network namespace of such a node or in any unnamed
   namespace holding an interface with a prefix (a daemon that outlived its host);
 - every process inside a prefixed named namespace (`ip netns pids`);
+- the nodes and interfaces named in the run directory's node record
+  (`nodes.json`, written by a network before its first node exists and removed when it
+  stops): a network whose nodes are called as the controller calls them (`h1`,
+  `p0-leaf0`) carries no prefix, so a killed run is found by that record;
 - switch processes recorded in pid files under the run directory
   (`/tmp/mrc-p4/run/*.pid`, or `$MRC_P4_RUN_DIR`), and only when the process still is
   a switch (`p4target` or `simple_switch` on its command line) that started before its
@@ -42,6 +46,29 @@ MININET_TAG = "mininet:"
 # Exported by every Mininet node of ours (topologies/node_marks.py NODE_ENV; kept equal
 # by a test): whatever runs in such a node inherits it.
 NODE_ENV = "MRC_P4_NODE"
+# Written by topologies/fabric_net.py (NODES_RECORD; kept equal by a test).
+NODES_RECORD = "nodes.json"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Node and root-namespace interface names a network recorded in its run directory."""
+
+    nodes: frozenset[str] = frozenset()
+    interfaces: frozenset[str] = frozenset()
+    files: tuple[Path, ...] = ()
+
+
+def recorded(directory: Path) -> Recorded:
+    """The run directory's node record (nothing when there is none or it is unreadable)."""
+    path = directory / NODES_RECORD
+    try:
+        data = json.loads(path.read_text())
+        nodes = frozenset(str(n) for n in data.get("nodes", []))
+        intfs = frozenset(str(i) for i in data.get("interfaces", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return Recorded(files=(path,) if path.exists() else ())
+    return Recorded(nodes, intfs, (path,))
 
 
 def run_dir() -> Path:
@@ -70,7 +97,7 @@ class Leftovers:
         if self.processes:
             parts.append("processes: " + ", ".join(str(p) for p in self.processes))
         if self.pid_files:
-            parts.append("pid files: " + ", ".join(str(p) for p in self.pid_files))
+            parts.append("pid/record files: " + ", ".join(str(p) for p in self.pid_files))
         return "; ".join(parts) if parts else "nothing"
 
 
@@ -94,14 +121,15 @@ def list_namespaces(prefixes: tuple[str, ...] = PREFIXES) -> list[str]:
     return sorted(n for n in names if _has_prefix(n, prefixes))
 
 
-def list_links(prefixes: tuple[str, ...] = PREFIXES) -> list[str]:
-    """Links in this (the root) namespace whose names carry a project prefix."""
+def list_links(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = frozenset()) -> list[str]:
+    """Links in this (the root) namespace whose names carry a project prefix or are in ``names``."""
     out = _ip("-j", "link", "show")
     try:
         links = json.loads(out) if out.strip() else []
     except json.JSONDecodeError:
         return []
-    return sorted(str(l["ifname"]) for l in links if _has_prefix(str(l.get("ifname", "")), prefixes))
+    return sorted(str(l["ifname"]) for l in links
+                  if _has_prefix(str(l.get("ifname", "")), prefixes) or str(l.get("ifname", "")) in names)
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -160,7 +188,7 @@ def _node_mark(pid: int) -> str | None:
     return None
 
 
-def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES) -> list[int]:
+def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Recorded()) -> list[int]:
     """Processes in Mininet nodes of ours, found three ways:
 
     - node shells (`mininet:<name>`) whose name carries a prefix, and every process
@@ -170,7 +198,16 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES) -> list[int]:
       outlived its host's shell and keeps the namespace (and its veth) alive;
     - every process whose environment carries the node mark of a node of ours (what
       was started in the node, even after Mininet deleted the node's interfaces).
+
+    A node or interface named in the node record ``rec`` counts as one with a prefix.
     """
+
+    def ours_node(name: str) -> bool:
+        return _has_prefix(name, prefixes) or name in rec.nodes
+
+    def ours_link(name: str) -> bool:
+        return _has_prefix(name, prefixes)
+
     own = os.getpid()
     root_ns = _netns_inode(own)
     by_ns: dict[int, list[int]] = {}
@@ -182,17 +219,17 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES) -> list[int]:
         if ino is not None and ino != root_ns:
             by_ns.setdefault(ino, []).append(pid)
         for arg in _cmdline(pid):
-            if arg.startswith(MININET_TAG) and _has_prefix(arg[len(MININET_TAG):], prefixes):
+            if arg.startswith(MININET_TAG) and ours_node(arg[len(MININET_TAG):]):
                 shells.append(pid)
                 break
         else:
             mark = _node_mark(pid)
-            if mark is not None and _has_prefix(mark, prefixes):
+            if mark is not None and ours_node(mark):
                 shells.append(pid)
     found = set(shells)
     for ino, pids in by_ns.items():
         ours = any(p in found for p in pids) or any(
-            _has_prefix(name, prefixes) for name in _netns_links(pids[0])
+            ours_link(name) for name in _netns_links(pids[0])
         )
         if ours:
             found.update(pids)
@@ -239,15 +276,16 @@ def switch_pid_files(directory: Path) -> list[tuple[Path, int | None]]:
 def find_leftovers(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None) -> Leftovers:
     """Everything of ours still present (nothing is changed)."""
     directory = run_dir() if directory is None else directory
+    rec = recorded(directory)
     namespaces = list_namespaces(prefixes)
     pidfiles = switch_pid_files(directory)
-    procs = set(mininet_node_pids(prefixes)) | set(namespace_pids(namespaces))
+    procs = set(mininet_node_pids(prefixes, rec)) | set(namespace_pids(namespaces))
     procs.update(pid for _, pid in pidfiles if pid is not None)
     return Leftovers(
         namespaces=tuple(namespaces),
-        links=tuple(list_links(prefixes)),
+        links=tuple(list_links(prefixes, rec.interfaces)),
         processes=tuple(sorted(procs)),
-        pid_files=tuple(p for p, _ in pidfiles),
+        pid_files=tuple(p for p, _ in pidfiles) + rec.files,
     )
 
 
@@ -279,6 +317,7 @@ def terminate(pids: list[int], grace: float = 2.0) -> None:
 
 def clean(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None, grace: float = 2.0) -> Leftovers:
     """Remove our leftovers; returns what was found (and so removed)."""
+    rec = recorded(run_dir() if directory is None else directory)
     found = find_leftovers(prefixes, directory)
     if found.empty():
         return found
@@ -287,7 +326,7 @@ def clean(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None, g
         pidfile.unlink(missing_ok=True)
     for ns in found.namespaces:
         _ip("netns", "delete", ns)
-    for link in list_links(prefixes):  # deleting one end of a veth removes its peer
+    for link in list_links(prefixes, rec.interfaces):  # deleting one end of a veth removes its peer
         _ip("link", "delete", link)
     return found
 

@@ -24,10 +24,28 @@ if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
 
 
+def iperf6(client: object, server: object, seconds: float = 3.0, port: int = 5001) -> str:
+    """``iperf`` (version 2) from ``client`` to ``server``'s IPv6 address; the client's
+    bandwidth line (``... Mbits/sec``), or what went wrong."""
+    import re
+
+    srv = server.popen(["iperf", "-V", "-s", "-p", str(port)])  # type: ignore[attr-defined]
+    try:
+        time.sleep(0.5)
+        out = client.cmd(f"iperf -V -c {server.ipv6} -p {port} -t {seconds:g} -f m")  # type: ignore[attr-defined]
+    finally:
+        srv.terminate()
+        srv.wait()
+    rates = re.findall(r"([\d.]+ [KMG]bits/sec)", out)
+    return rates[-1] if rates else f"no result: {out.strip()[-200:]}"
+
+
 class FabricCLI(CLI):
     """``mininet>`` with project commands (``help`` lists them)."""
 
     prompt = "mrc> "
+    # node names like p0-leaf0 are one word for the command parser (cmd.Cmd stops at "-")
+    identchars = CLI.identchars + "-"
 
     def __init__(self, fn: FabricNetwork, **kwargs: object) -> None:
         self.fn = fn
@@ -36,6 +54,32 @@ class FabricCLI(CLI):
 
     def _say(self, text: str) -> None:
         self.stdout.write(text + "\n")
+
+    def default(self, line: str) -> None:
+        """``NODE CMD ARGS``: Mininet's own, with the fabric hosts' names after the
+        first word replaced by their IPv6 addresses (Mininet would look for an IPv4
+        address, which these hosts do not have, and leave the name)."""
+        first, args, line = self.parseline(line)
+        if first in self.mn and args:
+            rest = [self._address(a) for a in args.split(" ")]
+            line = " ".join([first, *rest])
+        super().default(line)
+
+    def _address(self, word: str) -> str:
+        node = self.mn[word] if word in self.mn else None
+        ip = getattr(node, "ipv6", None)
+        return ip if isinstance(ip, str) else word
+
+    def do_iperf(self, line: str) -> None:
+        """iperf [CLIENT SERVER]: TCP throughput between two hosts over IPv6 (default: the first and last host)"""
+        args = line.split()
+        hosts = [h for h in self.mn.hosts if getattr(h, "ipv6", None)]
+        if len(args) not in (0, 2) or (args and not all(a in self.mn for a in args)):
+            self._say("usage: iperf [CLIENT SERVER] (host names, e.g. iperf h1 h3)")
+            return
+        client, server = (self.mn[args[0]], self.mn[args[1]]) if args else (hosts[0], hosts[-1])
+        self._say(f"*** Iperf: testing TCP bandwidth between {client.name} and {server.name} (IPv6)")
+        self._say(f"*** Results: {iperf6(client, server)}")
 
     def precmd(self, line: str) -> str:
         """Before each command: say (once) which switch died, with the end of its log."""

@@ -62,11 +62,33 @@ def existing_interfaces() -> set[str]:
 def check_names_free(topo: Topology, names: NodeNames) -> None:
     """Refuse to start over a running network of the same prefix: Mininet would delete
     its interfaces first (it removes any interface of the name it is about to create)."""
-    wanted = {c.b_intf for c in cables(topo, names)} | {c.a_intf for c in cables(topo, names) if c.name}
-    taken = sorted(wanted & existing_interfaces())
+    taken = sorted(set(root_interfaces(topo, names)) & existing_interfaces())
     if taken:
-        raise NetworkBusy(f"interface {taken[0]} already exists: a network with node prefix {names.prefix!r} is "
-                          "running; stop it, or start this one with another prefix (--prefix mrc2)")
+        which = f"with node prefix {names.prefix!r}" if names.prefix else "with the same node names"
+        raise NetworkBusy(f"interface {taken[0]} already exists: a network {which} is "
+                          "running; stop it, or start this one with a node prefix of its own (--prefix mrc2)")
+
+
+NODES_RECORD = "nodes.json"
+
+
+def root_interfaces(topo: Topology, names: NodeNames) -> list[str]:
+    """The interfaces a network of ``topo`` creates in the root namespace (the switch ends)."""
+    cs = cables(topo, names)
+    return sorted({c.b_intf for c in cs} | {c.a_intf for c in cs if c.name})
+
+
+def write_nodes_record(run_dir: Path, topo: Topology, names: NodeNames) -> Path:
+    """Record the network's node and interface names in the run directory before any
+    exists, so that `make clean` (tools/cleanup.py) finds what a killed run leaves
+    even when the names carry no prefix. Removed when the network stops."""
+    path = run_dir / NODES_RECORD
+    data = {"prefix": names.prefix, "nodes": sorted(names.to_mininet.values()),
+            "interfaces": root_interfaces(topo, names)}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+    return path
 
 
 @dataclass
@@ -159,6 +181,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     cls = switch_class(target)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
+    write_nodes_record(run_dir, topo, names)
     net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
                   switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
                   waitConnected=False)
@@ -173,6 +196,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
             _stop(net)
         finally:
             remove_state(run_dir)
+            (run_dir / NODES_RECORD).unlink(missing_ok=True)
 
 
 def attach(net: Mininet, topo: Topology, names: NodeNames, run_dir: Path, source: dict[str, Any] | None = None,
@@ -210,11 +234,19 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
     return asyncio.run(Reconciler(targets, progress=progress).run(wanted_entries(fn)))
 
 
+TARGET_ENV = "MRC_P4_TARGET"
+
+
 @contextmanager
 def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir: Path | None = None,
-                       target: str = "embedded") -> Iterator[FabricNetwork]:
+                       target: str | None = None) -> Iterator[FabricNetwork]:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
-    naming the failures if the install fails): what tests and experiments start."""
+    naming the failures if the install fails): what tests and experiments start.
+    ``target`` None: ``$MRC_P4_TARGET`` (``embedded``, ``bmv2`` or ``auto``), else the
+    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2)."""
+    import os
+
+    target = target or os.environ.get(TARGET_ENV) or "embedded"
     with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir) as fn:
         rep = install_tables(fn)
         if rep.failed:

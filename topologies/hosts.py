@@ -9,13 +9,23 @@ belongs in ``config``. What the host needs comes from the controller's address p
 - ``fd00:0:<leaf>:<port>::1/64`` without duplicate address detection (usable at once);
 - a default route via ``fd00:0:<leaf>:<port>::fe``, the gateway its NIC answers
   neighbour solicitations and pings for;
-- an MTU 40 bytes below the fabric's (the NIC adds an outer IPv6 header): 1460.
+- an MTU 40 bytes below the fabric's (the NIC adds an outer IPv6 header): 1460;
+- transmit checksum offload off on its veth (``ethtool -K <intf> tx off``): every
+  packet leaves the host with its UDP/TCP checksum complete, as from a real NIC's
+  wire. With offload on, a veth hands the NIC switch a partial checksum; a P4 switch
+  that forwards the bytes as they are (BMv2 reads frames from a raw socket) then
+  delivers packets that the receiving kernel drops (docs/nic.md, "Checksums").
 
-No IPv4 at all (Mininet's 10.0.0.0/8 is switched off by ``ip=None``).
+No IPv4 at all (Mininet's 10.0.0.0/8 is switched off by ``ip=None``); ``IP()`` is the
+IPv6 address, so Mininet's ``pingall``, ``iperf`` and the CLI's name substitution
+(``h1 ping h3``) use it.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
 from typing import Any
 
 from mininet.node import Host
@@ -40,6 +50,8 @@ class FabricHost(Host):
         self.mrc_name = mrc_name or name
         super().__init__(name, **params)
         mark_node(self)
+        # the project's commands (mrc-send, mrc-recv, mrcctl) by name in the host's shell
+        self.cmd(f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:$PATH")
 
     def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
                lo: str = "up", **params: Any) -> dict[str, Any]:
@@ -53,6 +65,7 @@ class FabricHost(Host):
             f"sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 "
             f"net.ipv6.conf.{name}.disable_ipv6=0 net.ipv6.conf.{name}.accept_dad=0 "
             f"net.ipv6.conf.{name}.accept_ra=0 net.ipv6.conf.{name}.router_solicitations=0"
+            f" && ethtool -K {name} tx off >/dev/null"
             f" && ip link set {name} mtu {HOST_MTU} up"
             f" && ip -6 addr add {self.ipv6}/{PREFIX_LEN} dev {name} nodad"
             + (f" && ip -6 route add default via {self.gateway} dev {name}" if self.gateway else "")
@@ -60,6 +73,11 @@ class FabricHost(Host):
         if out.strip():
             raise RuntimeError(f"{self.name}: IPv6 set-up of {name} failed: {out.strip()}")
         return result
+
+    def IP(self, intf: Any = None) -> str | None:  # noqa: N802 - Mininet's name
+        """The host's IPv6 address: what Mininet puts in place of the host's name on the
+        CLI (``h1 ping h3``) and what ``pingall`` and ``iperf`` send to."""
+        return self.ipv6
 
     def addresses(self) -> str:
         """The host's global IPv6 addresses, as `ip` shows them (for checks and the CLI)."""
@@ -126,5 +144,5 @@ class LinuxInnerHost(FabricHost):
     def config(self, **params: Any) -> dict[str, Any]:
         result = super().config(**params)
         name = self.defaultIntf().name
-        self.cmd(f"ethtool -K {name} tx off >/dev/null; ip link set {name} mtu {self.MTU}")
+        self.cmd(f"ip link set {name} mtu {self.MTU}")
         return result

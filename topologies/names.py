@@ -1,14 +1,24 @@
 """Mininet node and interface names of the controller's switches and hosts (pure).
 
-Why a scheme of our own: the controller names switches `p0-leaf1`, `p0-spine0`,
-`nic3` and hosts `h3` (controller/entries.py, controller/topology.py), but Mininet
-names a node's interfaces `<node>-eth<port>` and Linux allows 15 characters, so the
-Mininet names are short: `<prefix>p0l1`, `<prefix>p0s0`, `<prefix>n3`, `<prefix>h3`
-(leaves and spines by index, so explicit-graph names like `tor-a` do not matter).
-Every name starts with the project prefix (`mrc` by default) so `make clean`
-(tools/cleanup.py) finds what a crash leaves behind. The interface of port N is
-`<node>-ethN`, N being the controller's port number (controller/plan.py), so the
-switch's `-i N@<node>-ethN` and the cabling agree by construction.
+One name per node: by default a Mininet node is called what the controller, the
+summary, ``paths``, ``mrcctl`` and the topology files call it (``h1``, ``p0-leaf0``,
+``p0-spine1``, ``nic3``, ``lx1``), so ``h1 ping h3`` works in the CLI as written. The
+interface of port N is ``<node>-ethN``, N being the controller's port number
+(controller/plan.py), so the switch's ``-i N@<node>-ethN`` and the cabling agree by
+construction.
+
+Linux allows 15 characters in an interface name. A fabric whose longest
+``<node>-ethN`` would not fit (``p0-spine10-eth12``: more than 9 spines or leaves
+with many ports) names its nodes compactly instead: ``p0l1`` (plane 0 leaf 1),
+``p0s0``, ``n3`` (NIC of h3), ``h3``, ``x1`` (Linux node), by index, so
+explicit-graph names like ``tor-a`` do not matter.
+
+A node prefix (``mrc`` plus up to 4 letters/digits) is for networks that must not
+meet any other on the machine (tests, experiments, benchmarks, a second ``make
+run``): every name then is ``<prefix>`` + the compact name (``mrcab1p0l1``), and
+cleanup finds such nodes by the prefix. Without a prefix, cleanup finds a network by
+the record of its node and interface names in the run directory
+(topologies/fabric_net.py writes it before the first node exists; tools/cleanup.py).
 """
 
 from __future__ import annotations
@@ -21,9 +31,9 @@ from controller.entries import Node, nodes
 from controller.paths import links
 from controller.topology import Topology, TopologyError
 
-DEFAULT_PREFIX = "mrc"
+DEFAULT_PREFIX = ""
 MAX_IFNAME = 15  # IFNAMSIZ - 1
-PREFIX_RE = re.compile(r"mrc[a-z0-9]{0,4}")
+PREFIX_RE = re.compile(r"(mrc[a-z0-9]{0,4})?")
 
 
 def intf_name(node: str, port: int) -> str:
@@ -32,7 +42,7 @@ def intf_name(node: str, port: int) -> str:
 
 
 def switch_node(prefix: str, n: Node) -> str:
-    """Mininet name of a fabric switch or NIC of the controller."""
+    """Compact Mininet name of a fabric switch or NIC of the controller."""
     if n.tier == P.LEAF:
         return f"{prefix}p{n.plane}l{n.index}"
     if n.tier == P.SPINE:
@@ -46,7 +56,7 @@ def inner_host(linux_name: str) -> str:
 
 
 def host_node(prefix: str, host_index: int) -> str:
-    """Mininet name of host ``h<index + 1>``."""
+    """Compact Mininet name of host ``h<index + 1>``."""
     return f"{prefix}h{host_index + 1}"
 
 
@@ -70,25 +80,43 @@ class NodeNames:
 
 
 def check_prefix(prefix: str) -> None:
-    """A node prefix must start with `mrc` (cleanup) and stay short (interface names)."""
+    """A node prefix is empty (the controller's names) or `mrc` plus at most 4 characters
+    (cleanup finds `mrc*` names; interface names have 15 characters)."""
     if not PREFIX_RE.fullmatch(prefix):
-        raise TopologyError(f"node prefix {prefix!r}: give `mrc` plus at most 4 lower-case letters/digits "
+        raise TopologyError(f"node prefix {prefix!r}: give `mrc` plus at most 4 lower-case letters/digits, or none "
                             "(cleanup finds `mrc*` names; interface names have 15 characters)")
 
 
+def _top_port(topo: Topology) -> int:
+    return max(P.highest_port(topo)[1], P.nic_plane_port(topo.planes - 1))
+
+
+def _fits(to_mn: dict[str, str], top_port: int) -> bool:
+    return len(intf_name(max(to_mn.values(), key=len), top_port)) <= MAX_IFNAME
+
+
 def node_names(topo: Topology, prefix: str = DEFAULT_PREFIX) -> NodeNames:
-    """The Mininet names of every switch, NIC and host of ``topo``; refuses a topology
-    whose longest interface name would not fit Linux's 15 characters."""
+    """The Mininet names of every switch, NIC and host of ``topo``: the controller's
+    names when there is no prefix and they fit, else ``prefix`` + the compact names;
+    refuses a topology whose longest interface name would not fit 15 characters."""
     check_prefix(prefix)
+    top_port = _top_port(topo)
+    if not prefix:
+        same = {n.name: n.name for n in nodes(topo)}
+        same.update({h.name: h.name for h in topo.hosts})
+        for lx in topo.linux_hosts:
+            same[lx.name] = lx.name
+            same[inner_host(lx.name)] = inner_host(lx.name)
+        if _fits(same, top_port) and all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", v) for v in same.values()):
+            return NodeNames(prefix, same, {v: k for k, v in same.items()})
     to_mn: dict[str, str] = {n.name: switch_node(prefix, n) for n in nodes(topo)}
     to_mn.update({h.name: host_node(prefix, h.index) for h in topo.hosts})
     for lx in topo.linux_hosts:  # the Linux SRv6 node and the host behind it
         to_mn[lx.name] = f"{prefix}x{lx.index + 1}"
         to_mn[inner_host(lx.name)] = f"{prefix}x{lx.index + 1}h"
-    top_port = max(P.highest_port(topo)[1], P.nic_plane_port(topo.planes - 1))
-    longest = max(to_mn.values(), key=len)
-    if len(intf_name(longest, top_port)) > MAX_IFNAME:
-        raise TopologyError(f"topology {topo.name!r}: Mininet interface {intf_name(longest, top_port)!r} is longer "
+    if not _fits(to_mn, top_port):
+        longest = intf_name(max(to_mn.values(), key=len), top_port)
+        raise TopologyError(f"topology {topo.name!r}: Mininet interface {longest!r} is longer "
                             f"than {MAX_IFNAME} characters; use a shorter node prefix or fewer leaves/ports")
     return NodeNames(prefix, to_mn, {v: k for k, v in to_mn.items()})
 

@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=TARGETS, default="auto",
                    help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
                         "else the embedded target (default auto)")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="Mininet node name prefix (default mrc)")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX,
+                   help="Mininet node name prefix: mrc plus up to 4 letters/digits, for a network that must not "
+                        "meet another (compact names, e.g. mrc2p0l0); default none: the nodes are called as the "
+                        "controller calls them (h1, p0-leaf0, nic1)")
     p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
                    help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "
                         "0: any free port)")
@@ -56,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bytes of the demo's MRC-lite transfer (default 2,000,000: 2,000 packets at 1,000/s)")
     p.add_argument("--no-demo", action="store_true", help="start and program the network only")
     p.add_argument("--no-cli", action="store_true", help="never open the Mininet CLI, even on a terminal")
+    p.add_argument("--cli-script", type=Path, metavar="FILE",
+                   help="run the Mininet CLI commands of FILE (one a line, as the CLI's `source`), then stop")
     p.add_argument("-v", "--verbose", action="store_true", help="log what the network and controller do")
     return p
 
@@ -122,7 +127,11 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         for line in lines:
             _say("  " + line)
         _say(f"  result: {'OK' if ok else 'FAILED'}")
-        if not args.no_cli and sys.stdin.isatty() and sys.stdout.isatty():
+        if args.cli_script is not None:
+            from topologies.cli import FabricCLI
+
+            FabricCLI(fn, script=str(args.cli_script))
+        elif not args.no_cli and sys.stdin.isatty() and sys.stdout.isatty():
             from topologies.cli import FabricCLI
 
             last = topo.hosts[-1].name
@@ -192,8 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    # Mininet prints its own messages (CLI output, `pingall` results) through its own
+    # handler; passed on to the root handler too, each would be printed a second time.
+    logging.getLogger("mininet").propagate = False
     if args.bytes < 1:
         parser.error("--bytes must be at least 1")
+    if args.cli_script is not None and not args.cli_script.is_file():
+        parser.error(f"--cli-script {args.cli_script}: no such file")
     try:
         check_prefix(args.prefix)
         topo = load_topology(args)

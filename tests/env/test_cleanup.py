@@ -153,6 +153,23 @@ def test_node_mark_is_the_same_in_topologies_and_cleanup() -> None:
     assert topo_mark == cleanup_mark
 
 
+def test_node_record_is_the_same_file_in_topologies_and_cleanup(tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("mininet")
+    from controller.topology import from_parameters
+    from topologies.fabric_net import NODES_RECORD, write_nodes_record
+    from topologies.names import node_names
+    from tools.cleanup import NODES_RECORD as cleanup_record, recorded
+
+    assert NODES_RECORD == cleanup_record
+    topo = from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1)
+    write_nodes_record(tmp_path, topo, node_names(topo))
+    rec = recorded(tmp_path)
+    assert rec.nodes == {"h1", "h2", "nic1", "nic2", "p0-leaf0", "p0-leaf1", "p0-spine0"}
+    # the switch ends: NICs' ports 0 and 1, each leaf's host port and uplink, the spine's two ports
+    assert rec.interfaces == {"nic1-eth0", "nic1-eth1", "nic2-eth0", "nic2-eth1", "p0-leaf0-eth1", "p0-leaf0-eth2",
+                              "p0-leaf1-eth1", "p0-leaf1-eth2", "p0-spine0-eth1", "p0-spine0-eth2"}
+
+
 def test_processes_carrying_our_node_mark_are_found(scene: Scene) -> None:
     marked = subprocess.Popen(_sleeper("marked"), env={**os.environ, "MRC_P4_NODE": f"{scene.prefix}h1"})
     scene.procs.append(marked)

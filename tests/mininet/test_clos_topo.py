@@ -26,31 +26,31 @@ def _links(t: MrcClos) -> set[tuple[str, int, str, int]]:
 
 def test_small_clos_is_cabled_as_the_plan_says() -> None:
     t = mrcclos(planes=2, spines=1, leaves=2, hosts=2)
-    assert sorted(t.hosts()) == ["mrch1", "mrch2", "mrch3", "mrch4"]
+    assert sorted(t.hosts()) == ["h1", "h2", "h3", "h4"]
     assert sorted(t.switches()) == sorted(
-        ["mrcn1", "mrcn2", "mrcn3", "mrcn4", "mrcp0l0", "mrcp0l1", "mrcp0s0", "mrcp1l0", "mrcp1l1", "mrcp1s0"])
+        ["nic1", "nic2", "nic3", "nic4", "p0-leaf0", "p0-leaf1", "p0-spine0", "p1-leaf0", "p1-leaf1", "p1-spine0"])
     assert _links(t) == {
         # each host to port 0 of its own NIC
-        ("mrch1", 0, "mrcn1", 0), ("mrch2", 0, "mrcn2", 0), ("mrch3", 0, "mrcn3", 0), ("mrch4", 0, "mrcn4", 0),
+        ("h1", 0, "nic1", 0), ("h2", 0, "nic2", 0), ("h3", 0, "nic3", 0), ("h4", 0, "nic4", 0),
         # NIC plane port 1 + p to its leaf's host port (h1, h2 on leaf 0; h3, h4 on leaf 1)
-        ("mrcn1", 1, "mrcp0l0", 1), ("mrcn1", 2, "mrcp1l0", 1), ("mrcn2", 1, "mrcp0l0", 2), ("mrcn2", 2, "mrcp1l0", 2),
-        ("mrcn3", 1, "mrcp0l1", 1), ("mrcn3", 2, "mrcp1l1", 1), ("mrcn4", 1, "mrcp0l1", 2), ("mrcn4", 2, "mrcp1l1", 2),
+        ("nic1", 1, "p0-leaf0", 1), ("nic1", 2, "p1-leaf0", 1), ("nic2", 1, "p0-leaf0", 2), ("nic2", 2, "p1-leaf0", 2),
+        ("nic3", 1, "p0-leaf1", 1), ("nic3", 2, "p1-leaf1", 1), ("nic4", 1, "p0-leaf1", 2), ("nic4", 2, "p1-leaf1", 2),
         # leaf uplink port 2 + 1 + 0 = 3 to the spine's port 1 + leaf
-        ("mrcp0l0", 3, "mrcp0s0", 1), ("mrcp0l1", 3, "mrcp0s0", 2),
-        ("mrcp1l0", 3, "mrcp1s0", 1), ("mrcp1l1", 3, "mrcp1s0", 2),
+        ("p0-leaf0", 3, "p0-spine0", 1), ("p0-leaf1", 3, "p0-spine0", 2),
+        ("p1-leaf0", 3, "p1-spine0", 1), ("p1-leaf1", 3, "p1-spine0", 2),
     }
 
 
 def test_switch_and_host_options_come_from_the_plan() -> None:
     t = mrcclos(planes=2, spines=1, leaves=2, hosts=2, grpc_base=50100)
-    leaf = t.nodeInfo("mrcp1l0")
+    leaf = t.nodeInfo("p1-leaf0")
     # ordinal: plane 0 leaves, plane 0 spine, plane 1 leaves, ... so p1-leaf0 is the 4th switch
     assert (leaf["program"], leaf["device_id"], leaf["grpc_port"], leaf["mrc_name"]) == ("fabric", 4, 50103, "p1-leaf0")
-    nic = t.nodeInfo("mrcn3")
+    nic = t.nodeInfo("nic3")
     assert (nic["program"], nic["device_id"], nic["mrc_name"]) == ("nic", 9, "nic3")
-    h3 = t.nodeInfo("mrch3")  # h3: first host of leaf 1, leaf port 1
+    h3 = t.nodeInfo("h3")  # h3: first host of leaf 1, leaf port 1
     assert (h3["ipv6"], h3["gateway"], h3["mac"]) == ("fd00:0:1:1::1", "fd00:0:1:1::fe", "02:04:00:00:20:00")
-    assert mrcclos(planes=1, spines=1, leaves=1, hosts=1, grpc_base=0).nodeInfo("mrcp0l0")["grpc_port"] == 0
+    assert mrcclos(planes=1, spines=1, leaves=1, hosts=1, grpc_base=0).nodeInfo("p0-leaf0")["grpc_port"] == 0
 
 
 def test_controller_links_keep_their_names() -> None:
@@ -77,6 +77,19 @@ def test_names_refuse_bad_prefixes_and_long_interfaces() -> None:
     with pytest.raises(TopologyError, match="longer than 15 characters"):
         node_names(big, "mrcabcd")
     node_names(from_parameters(), "mrcabc")  # the default fabric fits with a test prefix
+
+
+def test_without_a_prefix_every_node_has_the_controllers_name() -> None:
+    topo = from_parameters()  # the default fabric: 4 planes x (2 leaves + 2 spines), 2 hosts per leaf
+    names = node_names(topo)
+    assert names.mininet("h1") == "h1" and names.mininet("p3-spine1") == "p3-spine1"
+    assert names.mininet("nic4") == "nic4" and names.controller("p0-leaf1") == "p0-leaf1"
+    by_name = {c.name: c for c in cables(topo, names) if c.name}
+    assert (by_name["p0-leaf0:p0-spine1"].a_intf, by_name["p0-leaf0:p0-spine1"].b_intf) == (
+        "p0-leaf0-eth4", "p0-spine1-eth1")
+    # p0-spine10-eth12 would not fit Linux's 15 characters: the compact names, still without a prefix
+    big = node_names(from_parameters(planes=2, spines=11, leaves=12, hosts_per_leaf=2))
+    assert big.mininet("p1-spine10") == "p1s10" and big.mininet("h3") == "h3" and big.mininet("nic24") == "n24"
 
 
 def test_topology_source_gives_back_the_same_topology() -> None:

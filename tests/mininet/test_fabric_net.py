@@ -40,7 +40,7 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("fabric-run")
     try:
-        with programmed_network(from_parameters(**SHAPE), prefix=prefix, run_dir=run_dir) as fn:
+        with programmed_network(from_parameters(**SHAPE), prefix=prefix, run_dir=run_dir, target="embedded") as fn:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)
@@ -146,6 +146,16 @@ def test_every_host_pair_pings_over_ipv6(fabric: FabricNetwork) -> None:
     from topologies.ping import ping6
 
     assert not ping6(fabric.host("h1"), "fd00:0:1:3::1", count=1).ok, "an address no host has gets no reply"
+
+
+def test_packets_arrive_at_the_receiving_host_with_correct_checksums(fabric: FabricNetwork) -> None:
+    from tests.mininet.host_capture import checksums_ok, exchange
+
+    got = exchange(fabric.host("h1"), fabric.host("h3"), fabric.address("h1"), fabric.address("h3"))
+    kinds = [checksums_ok(f) for f in got["frames"]]
+    assert {k for k, _ in kinds} == {"UDP", "TCP"}, kinds
+    assert all(ok for _, ok in kinds), kinds
+    assert got["udp"] == "udp checksum probe " * 20 and got["tcp"] == "tcp checksum probe " * 20 + "END"
 
 
 @dataclass
@@ -295,23 +305,6 @@ def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, mo
     assert "exited with status 2 while starting" in text
     assert "invalid choice: 'loud'" in text, "the last lines of the switch's log are quoted"
     assert_nothing_left(prefix, tmp_path)
-
-
-@pytest.mark.skipif(not all(__import__("shutil").which(t) for t in ("simple_switch_grpc", "p4c-bm2-ss")),
-                    reason="BMv2 (simple_switch_grpc) and p4c-bm2-ss are not on the PATH")
-def test_the_fabric_on_bmv2_pings(tmp_path: Path) -> None:
-    from topologies.demo import ping_matrix
-
-    prefix = private_prefix()
-    try:
-        with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), prefix=prefix,
-                            target="bmv2", grpc_base=0, run_dir=tmp_path) as fn:
-            assert {sw.target for sw in fn.p4_switches()} == {"bmv2"}
-            rep = install_tables(fn)
-            assert not rep.failed, rep.summary()
-            assert all(r.ok for r in ping_matrix(fn).values())
-    finally:
-        assert_nothing_left(prefix, tmp_path)
 
 
 def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None:

@@ -1,0 +1,313 @@
+"""fabric.p4 and nic.p4 on the embedded target against the same on BMv2, with the same entries.
+
+One leaf of the dataplane tests' tiny fabric (``p0-leaf0``: host ports 1 and 2,
+uplinks 3 and 4 to the two spines) runs twice: as a ``p4target.Switch`` in this
+process and as ``simple_switch_grpc`` on four veth pairs (``p4td...``), both filled
+with the controller's entries for that leaf (BMv2 over P4Runtime by the controller's
+reconciler). The same frames go into both, one at a time: uN towards either spine,
+uA, the leaf's local NIC uSIDs, SRH End, plain IPv6, hop limit 1, unknown uSIDs,
+ARP and IPv4, every truncation of a good frame and seeded random corruptions of
+good frames. Each frame's outputs must be the same ports with the same bytes in the
+same order, and afterwards every counter cell the program has must be equal. A copy
+of fabric.p4 that decrements the hop limit by 2 instead of 1, on the embedded side,
+must be caught. The same for nic1 of a 2-plane fabric (host port 0, planes on 1 and
+2): MRC packets sprayed per packet by EV, plain UDP per flow, the gateway's neighbour
+solicitation and ping, a decapsulation towards the host, truncations, corruptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import select
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
+
+from controller import plan as P
+from controller.inventory import SwitchTarget
+
+pytestmark = [pytest.mark.root, pytest.mark.bmv2]
+
+REPO = Path(__file__).resolve().parents[3]
+PORTS = (1, 2, 3, 4)
+LEAF = "p0-leaf0"
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+
+
+def _topo():  # the dataplane tests' tiny fabric (tests/dataplane/conftest.py)
+    from tests.dataplane.conftest import TINY
+
+    return TINY
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=20)
+
+
+class Bmv2Leaf:
+    """simple_switch_grpc with ``ports`` on veths whose peers this test reads and writes."""
+
+    def __init__(self, tmp: Path, ports: tuple[int, ...] = PORTS, name: str = LEAF, program: str = "fabric",
+                 tag: str = "d") -> None:
+        from topologies.p4switch import free_port
+
+        tag = f"p4t{tag}{os.getpid() % 4096:03x}"
+        self.ports, self.name, self.program = ports, name, program
+        self.sw_if = {p: f"{tag}a{p}" for p in ports}
+        self.peer_if = {p: f"{tag}b{p}" for p in ports}
+        self.grpc = f"127.0.0.1:{free_port()}"
+        self.thrift = free_port()
+        self.tmp = tmp
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.socks: dict[int, socket.socket] = {}
+
+    def __enter__(self) -> Bmv2Leaf:
+        try:
+            for p in self.ports:
+                _run("ip", "link", "add", self.sw_if[p], "type", "veth", "peer", "name", self.peer_if[p])
+                for intf in (self.sw_if[p], self.peer_if[p]):
+                    Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6").write_text("1\n")
+                    _run("ip", "link", "set", intf, "up")
+            cmd = [shutil.which("simple_switch_grpc") or "simple_switch_grpc", "--device-id", "1",
+                   "--thrift-port", str(self.thrift), "--no-p4", "--log-console", "--log-level", "warn",
+                   "--notifications-addr", f"ipc://{self.tmp / 'leaf.ipc'}"]
+            for p in self.ports:
+                cmd += ["-i", f"{p}@{self.sw_if[p]}"]
+            self.proc = subprocess.Popen([*cmd, "--", "--grpc-server-addr", self.grpc], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+            from topologies.p4switch import grpc_answers
+
+            deadline = time.monotonic() + 30
+            while not grpc_answers(self.grpc, 0.5):
+                assert self.proc.poll() is None and time.monotonic() < deadline, "simple_switch_grpc did not start"
+            for p in self.ports:
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((self.peer_if[p], 0))
+                self.socks[p] = s
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s in self.socks.values():
+            s.close()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for p in self.ports:
+            subprocess.run(["ip", "link", "delete", self.sw_if[p]], capture_output=True, timeout=20)
+
+    @property
+    def target(self) -> SwitchTarget:
+        return SwitchTarget(self.name, self.grpc, 1, self.program, "bmv2")
+
+    def drain(self) -> None:
+        while select.select(list(self.socks.values()), [], [], 0.05)[0]:
+            for s in select.select(list(self.socks.values()), [], [], 0)[0]:
+                s.recv(65535)
+
+    def inject(self, port: int, frame: bytes, expect: int) -> list[tuple[int, bytes]]:
+        """Send ``frame`` into switch port ``port``; what leaves the other ports, in order
+        of arrival (waits for ``expect`` frames, then a little more for any extra)."""
+        self.socks[port].send(frame)
+        got: list[tuple[int, bytes]] = []
+        by_sock = {s.fileno(): p for p, s in self.socks.items()}
+        deadline = time.monotonic() + (2.0 if expect else 0.3)
+        while time.monotonic() < deadline:
+            ready = select.select(list(self.socks.values()), [], [], 0.02)[0]
+            for s in ready:
+                data, addr = s.recvfrom(65535)
+                if addr[2] != PACKET_OUTGOING:
+                    got.append((by_sock[s.fileno()], data))
+            if len(got) >= expect and expect:
+                deadline = min(deadline, time.monotonic() + 0.1)
+        return got
+
+
+@pytest.fixture(scope="module")
+def leaves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf]]:
+    from controller.reconcile import Reconciler
+    from tests.dataplane.fabric_net import FABRIC_P4, load, switch_entries
+
+    entries = switch_entries(_topo(), LEAF)
+    embedded = load(FABRIC_P4, entries)
+    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-leaf")) as bmv2:
+        rep = asyncio.run(Reconciler([bmv2.target]).run({LEAF: entries}))
+        assert not rep.failed and rep.writes == len(entries), rep.summary()
+        yield embedded, bmv2
+
+
+def _mac(port: int) -> str:
+    return P.mac_text(P.mac(0, P.LEAF, 0, port))
+
+
+def _good_frames() -> list[tuple[int, bytes]]:
+    """(in port, frame) that fabric.p4 forwards or drops for a reason of its own."""
+    inner = IPv6(src="fd00:0:0:1::1", dst="fd00:0:1:2::1") / UDP(sport=4096, dport=4791) / Raw(b"mrc" * 30)
+    out: list[tuple[int, bytes]] = []
+
+    def outer(port: int, dst: int, hlim: int = 64, *extra: object) -> bytes:
+        pkt = Ether(src="02:00:00:00:aa:01", dst=_mac(port)) / IPv6(src="fd00:1:0:1::1", dst=P.ip(dst), hlim=hlim)
+        for layer in extra:
+            pkt = pkt / layer
+        return bytes(pkt / inner)
+
+    for spine in (0, 1):  # from the NIC on port 1 up to either spine (uN shift)
+        out.append((1, outer(1, P.path_carrier(0, 0, spine, 1, 2))))
+    for dport in (1, 2):  # from a spine down to the leaf's NICs (local NIC uSID)
+        out.append((3, outer(3, P.carrier([P.leaf_usid(0, 0), P.nic_usid(dport)]))))
+    out.append((1, outer(1, P.path_carrier(0, 0, None, 0, 2))))  # NIC to NIC on the same leaf
+    out.append((2, outer(2, P.carrier([P.leaf_usid(0, 0), P.ua_usid(3), P.leaf_usid(0, 1)]))))  # uA
+    out.append((1, outer(1, P.path_carrier(0, 0, 1, 1, 2), 1)))  # hop limit 1
+    out.append((1, outer(1, P.carrier([0x0ABC, P.nic_usid(1)]))))  # not this leaf's uSID
+    out.append((1, outer(1, P.carrier([P.leaf_usid(0, 0), 0x0ABC]))))  # unknown next uSID
+    seg = [P.ip(P.carrier([P.leaf_usid(0, 1), P.nic_usid(1)])), P.ip(P.carrier([P.leaf_usid(0, 0)]))]
+    srh = IPv6ExtHdrSegmentRouting(addresses=seg, segleft=1, lastentry=1, nh=41)
+    pkt = Ether(src="02:00:00:00:aa:01", dst=_mac(1)) / IPv6(src="fd00:1:0:1::1", dst=seg[1], nh=43) / srh / inner
+    out.append((1, bytes(pkt)))  # SRH End at this leaf
+    out.append((1, bytes(Ether(src="02:00:00:00:aa:01", dst=_mac(1)) / inner)))  # plain IPv6
+    out.append((2, bytes(Ether(src="02:00:00:00:aa:01", dst="ff:ff:ff:ff:ff:ff") / ARP())))
+    out.append((2, bytes(Ether(src="02:00:00:00:aa:01", dst=_mac(2)) / IP(dst="10.0.0.1") / UDP() / Raw(b"x" * 20))))
+    return out
+
+
+def _frames() -> list[tuple[int, bytes]]:
+    good = _good_frames()
+    rng = random.Random(28)
+    out = list(good)
+    first = good[0][1]
+    out += [(1, first[:n]) for n in (14, 20, 40, 54, 60, 61, 62, 78, 100)]  # truncations
+    for _ in range(40):  # seeded corruptions of good frames: 1-3 bytes after the MACs
+        port, f = rng.choice(good)
+        b = bytearray(f)
+        for _ in range(rng.randint(1, 3)):
+            b[rng.randrange(12, min(len(b), 120))] = rng.randrange(256)
+        out.append((port, bytes(b)))
+    return out
+
+
+def _compare(embedded: object, bmv2: Bmv2Leaf, frames: list[tuple[int, bytes]]) -> tuple[list, int]:
+    bmv2.drain()
+    mismatches = []
+    forwarded = 0
+    for k, (port, frame) in enumerate(frames):
+        want = embedded.inject(port, frame)  # type: ignore[attr-defined]
+        got = bmv2.inject(port, frame, expect=len(want))
+        forwarded += bool(want)
+        if [(p, bytes(f)) for p, f in want] != got:
+            mismatches.append((k, port, frame[:64].hex(), want, got))
+    return mismatches, forwarded
+
+
+def test_same_outputs_bytes_order_and_counters(leaves: tuple[object, Bmv2Leaf]) -> None:
+    embedded, bmv2 = leaves
+    mismatches, forwarded = _compare(embedded, bmv2, _frames())
+    assert not mismatches, mismatches[:3]
+    assert forwarded >= 6, "the good frames are forwarded, so outputs are compared, not only drops"
+    from controller.counters import read_switch
+
+    counts = asyncio.run(read_switch(bmv2.target))
+    cells = 0
+    for name, per_index in counts.items():
+        for index, (packets, nbytes) in per_index.items():
+            ours = embedded.counter_read(name, index)  # type: ignore[attr-defined]
+            assert (ours[0], ours[1]) == (packets, nbytes), (name, index)
+            cells += packets > 0
+    assert cells >= 5, counts
+
+
+def test_a_different_program_is_caught(leaves: tuple[object, Bmv2Leaf], tmp_path: Path) -> None:
+    from tests.dataplane.fabric_net import FABRIC_P4, load, switch_entries
+
+    src = FABRIC_P4.read_text()
+    changed = src.replace("hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;", "hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 2;")
+    assert changed != src
+    variant = tmp_path / "fabric.p4"
+    variant.write_text(changed)
+    (tmp_path / "include").symlink_to(FABRIC_P4.parent / "include")
+    other = load(variant, switch_entries(_topo(), LEAF))
+    mismatches, forwarded = _compare(other, leaves[1], _good_frames())
+    assert forwarded >= 6 and len(mismatches) >= 5, mismatches
+
+
+# ---- nic.p4 ---------------------------------------------------------------------
+
+NIC_TOPO_SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=1)  # nic1: host port 0, planes on 1 and 2
+
+
+@pytest.fixture(scope="module")
+def nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
+    from controller.reconcile import Reconciler
+    from controller.topology import from_parameters
+    from tests.dataplane.fabric_net import NIC_P4, load, switch_entries
+
+    topo = from_parameters(**NIC_TOPO_SHAPE)
+    entries = switch_entries(topo, "nic1")
+    embedded = load(NIC_P4, entries)
+    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-nic"), (0, 1, 2), "nic1", "nic", tag="n") as bmv2:
+        rep = asyncio.run(Reconciler([bmv2.target]).run({"nic1": entries}))
+        assert not rep.failed and rep.writes == len(entries), rep.summary()
+        yield embedded, bmv2, topo
+
+
+def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
+    from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr
+
+    h1, h2 = topo.host("h1"), topo.host("h2")
+    l2 = dict(src=P.mac_text(P.host_mac(h1)), dst=P.mac_text(P.nic_gateway_mac(h1)))
+    src, dst = P.ip(P.host_addr(h1.leaf, h1.port)), P.ip(P.host_addr(h2.leaf, h2.port))
+    good: list[tuple[int, bytes]] = []
+    for e in P.nic_evs(topo, h1, h2)[:8]:  # MRC: sprayed per packet by EV, both planes
+        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=e.ev, dport=4791) / Raw(b"w" * 64))))
+    for sport in range(40000, 40006):  # plain UDP: per flow (hash of the 5-tuple)
+        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=sport, dport=5000) / Raw(b"u" * 40))))
+    gw = P.ip(P.gateway_addr(h1.leaf, h1.port))
+    good.append((0, bytes(Ether(src=l2["src"], dst="33:33:ff:00:00:fe") / IPv6(src=src, dst="ff02::1:ff00:fe", hlim=255)
+                          / ICMPv6ND_NS(tgt=gw) / ICMPv6NDOptSrcLLAddr(lladdr=l2["src"]))))  # NS for the gateway
+    good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=gw) / ICMPv6EchoRequest(id=7, seq=1, data=b"p" * 16))))
+    # from plane 0: an encapsulated packet for h1, decapsulated to the host
+    inner = IPv6(src=dst, dst=src) / UDP(sport=4100, dport=4791) / Raw(b"d" * 48)
+    nic_mac = P.mac_text(P.mac(0, P.NIC, 0, 1))
+    good.append((1, bytes(Ether(src="02:00:00:00:bb:01", dst=nic_mac)
+                          / IPv6(src=P.ip(P.nic_addr(h2.leaf, h2.port)),
+                                 dst=P.ip(P.carrier([P.nic_usid(h1.port)]))) / inner)))
+    rng = random.Random(28)
+    out = list(good)
+    out += [(0, good[0][1][:n]) for n in (14, 30, 54, 61, 62, 70)]
+    for _ in range(30):
+        port, f = rng.choice(good)
+        b = bytearray(f)
+        for _ in range(rng.randint(1, 3)):
+            b[rng.randrange(12, min(len(b), 100))] = rng.randrange(256)
+        out.append((port, bytes(b)))
+    return out
+
+
+def test_nic_same_outputs_bytes_order_and_counters(nics: tuple[object, Bmv2Leaf, object]) -> None:
+    from controller.counters import read_switch
+
+    embedded, bmv2, topo = nics
+    mismatches, forwarded = _compare(embedded, bmv2, _nic_frames(topo))
+    assert not mismatches, mismatches[:3]
+    assert forwarded >= 12, "MRC and UDP from the host are forwarded, so outputs are compared"
+    counts = asyncio.run(read_switch(bmv2.target))
+    for name, per_index in counts.items():
+        for index, (packets, nbytes) in per_index.items():
+            assert tuple(embedded.counter_read(name, index)) == (packets, nbytes), (name, index)  # type: ignore[attr-defined]

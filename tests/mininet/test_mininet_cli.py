@@ -1,0 +1,95 @@
+"""Mininet as its users know it: the nodes carry the controller's names, and Mininet's
+CLI commands work on them over IPv6; a killed network without a prefix is cleaned up.
+
+Why in a private network namespace: without a node prefix every network's interfaces
+are called the same (``p0-leaf0-eth1``), so each run here is ``unshare --net`` of
+``python -m topologies.run`` (its own loopback, its own ``/sys`` for the gRPC ports, its own interface
+names): nothing it creates can meet another network on the machine, and when the
+namespace's last process ends its veths go with it. The CLI is fed a script
+(``--cli-script``: Mininet's ``source``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+pytest.importorskip("mininet.cli")
+
+REPO = Path(__file__).resolve().parents[2]
+SHAPE = ["--planes", "1", "--spines", "1", "--leaves", "2", "--hosts-per-leaf", "1"]
+
+
+def _in_private_netns(script: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare (util-linux) is missing: it is part of every Debian system")
+    # --mount: a /sys of the new namespace (libpcap, which BMv2 opens its ports with,
+    # reads the interfaces from /sys/class/net)
+    return subprocess.run(["unshare", "--net", "--mount", "bash", "-c",
+                           "mount -t sysfs sysfs /sys && ip link set lo up\n" + script], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")})
+
+
+@pytest.mark.parametrize("target", ["embedded", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+def test_cli_commands_use_the_controllers_names_over_ipv6(target: str, tmp_path: Path) -> None:
+    cli = tmp_path / "script"
+    cli.write_text(textwrap.dedent(f"""\
+        h1 ping -c 2 h2
+        pingall
+        iperf h1 h2
+        h2 mrc-recv --listen h2 --timeout 30 --quiet > {tmp_path}/recv.out 2>&1 &
+        h1 mrc-send --to h2 --bind h1 --bytes 100000 --rate 2000 {' '.join(SHAPE)}
+        paths h1 h2
+        p0-leaf0 ip -o link show p0-leaf0-eth1
+        """))
+    r = _in_private_netns(f"exec {sys.executable} -m topologies.run {' '.join(SHAPE)} --target {target} "
+                          f"--no-demo --grpc-base 0 --run-dir {tmp_path / 'run'} --cli-script {cli}", timeout=200)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "2 packets transmitted, 2 received" in out and "fd00:0:1:1::1" in out, out  # h2's address for "h2"
+    assert out.count("*** Ping: testing ping reachability") == 1, "every Mininet message once"
+    assert "h1 -> h2 \nh2 -> h1 \n*** Results: 0% dropped (2/2 received)" in out, out
+    assert "Level 25" not in out
+    assert "*** Iperf: testing TCP bandwidth between h1 and h2 (IPv6)" in out
+    assert "Mbits/sec" in out.split("*** Iperf")[1].splitlines()[1], out
+    assert "sent 100000 bytes in 100 packets of 1000 bytes over 64 EVs: verified by the receiver" in out, out
+    assert "plane 0: nic1 -> p0-leaf0 -> p0-spine0 -> p0-leaf1 -> nic2  up  64 EVs" in out, out
+    assert ": p0-leaf0-eth1@" in out, out  # the leaf's port 1 is named after the leaf
+    assert not (tmp_path / "run" / "nodes.json").exists(), "the node record goes with the network"
+
+
+def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    code = ("import time; from pathlib import Path; from controller.topology import from_parameters; "
+            "from topologies.fabric_net import fabric_network\n"
+            "with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), target='embedded', "
+            f"grpc_base=0, run_dir=Path({str(run)!r})):\n    time.sleep(300)\n")
+    cleanup = f"{sys.executable} tools/cleanup.py --run-dir {run} --prefix none-of-ours"
+    script = textwrap.dedent(f"""\
+        {sys.executable} -c {shlex.quote(code)} >{tmp_path}/runner.out 2>&1 &
+        runner=$!
+        for i in $(seq 300); do [ -f {run}/network.json ] && break; sleep 0.2; done
+        kill -9 $runner; wait $runner 2>/dev/null
+        echo "== check"; {cleanup} --check; echo "check exit $?"
+        echo "== clean"; {cleanup}; echo "clean exit $?"
+        echo "== again"; {cleanup} --check; echo "again exit $?"
+        echo "== links"; ip -o link show | grep -c -- '-eth' || true
+        """)
+    r = _in_private_netns(script, timeout=120)
+    out = r.stdout + r.stderr
+    check, clean, again = out.split("== check")[1].split("== clean")[0], out.split("== clean")[1], \
+        out.split("== again")[1]
+    assert "check exit 1" in check and "p0-leaf0-eth1" in check and "p0-spine0-eth2" in check, out
+    assert "nodes.json" in check and ".pid" in check, out
+    assert "clean exit 0" in clean and "cleanup: removed" in clean, out
+    assert "again exit 0" in again and "leftovers: nothing" in again, out
+    assert out.split("== links")[1].split()[0] == "0", out
