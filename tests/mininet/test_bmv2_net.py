@@ -11,7 +11,7 @@ back), ``fail``/``restore``. Skipped without BMv2 on the PATH (``bmv2`` marker).
 Two tests are strict xfails: BMv2's P4Runtime server (PI) keeps one watch port for
 every member of an action profile group (it reads them all back with the last
 member's) and refuses to MODIFY such a group, so a second install rewrites the NICs'
-spray groups and ``fail`` cannot rewrite them (README, "BMv2").
+spray groups and ``deny`` cannot rewrite them (README, "BMv2").
 """
 
 from __future__ import annotations
@@ -171,17 +171,31 @@ def test_a_killed_simple_switch_grpc_gets_its_pipeline_and_entries_back(fabric: 
     assert fabric.ping("h1", "h2", count=2).ok
 
 
+def test_fail_and_restore_take_only_the_cable(fabric: FabricNetwork) -> None:
+    tables = _fabric_tables(fabric)
+    link = "p0-leaf0:p0-spine0"
+    r = _mrcctl(fabric, "fail", link)
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "no table written" in r.stdout, r.stdout
+        assert _fabric_tables(fabric) == tables  # neither the fabric's nor the NICs'
+    finally:
+        r = _mrcctl(fabric, "restore", link)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _fabric_tables(fabric) == tables
+
+
 @pytest.mark.xfail(strict=True, reason="BMv2's P4Runtime server (PI) answers UNKNOWN 'Unexpected error in RPC "
                    "handling' to the MODIFY of a NIC's spray group (an action profile group whose members "
                    "watch different ports), which the NICs' rewrite includes")
-def test_fail_and_restore_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
+def test_deny_and_undeny_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
     from controller import plan as P
     from topologies.mrc_flow import run_stream
 
     tables = _fabric_tables(fabric)
     fabric_names = [n for n in tables if not n.startswith("nic")]
     link = "p0-leaf0:p0-spine0"
-    r = _mrcctl(fabric, "fail", link)
+    r = _mrcctl(fabric, "deny", link)
     try:
         assert r.returncode == 0, r.stdout + r.stderr
         after = _fabric_tables(fabric)
@@ -193,7 +207,7 @@ def test_fail_and_restore_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
         got = run_stream(fabric, "h1", "h2", [e.ev for e in evs], 64, 400)
         assert got["received"] == 64, got  # every EV was moved off the dead link
     finally:
-        r = _mrcctl(fabric, "restore", link)
+        r = _mrcctl(fabric, "undeny", link)
         fabric.reload_inventory()
     assert r.returncode == 0, r.stdout + r.stderr
     assert _fabric_tables(fabric) == tables
