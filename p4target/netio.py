@@ -169,7 +169,7 @@ class NetIO:
         dev.output_sink = self.send
         for p in self.ports.values():
             dev.set_port_status(p.number, p.up)
-        log.info("device %d: ports %s", getattr(dev, "device_id", 0),
+        log.info("%s: ports %s", getattr(dev, "label", f"device {getattr(dev, 'device_id', 0)}"),
                  ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
                            + (f" (PACKET_MMAP rings, {p.rx_ring.layout.frame_nr} receive slots)"
                               if p.rx_ring else " (one system call per frame)")
