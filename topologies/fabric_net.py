@@ -141,12 +141,15 @@ def _stop(net: Mininet) -> None:
 @contextmanager
 def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str = "auto",
                    grpc_base: int = DEFAULT_GRPC_BASE, run_dir: Path | None = None,
-                   source: dict[str, Any] | None = None) -> Iterator[FabricNetwork]:
+                   source: dict[str, Any] | None = None,
+                   switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
     """Build and start ``topo`` as a Mininet network; always stop and remove it.
 
     ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
     k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
-    (default ``controller.inventory.run_dir()``).
+    (default ``controller.inventory.run_dir()``). ``switches_per_process``: the embedded
+    target's switches N to a process, or ``"plane"`` (topologies/switch_group.py); 1
+    (the default) is one process per switch.
     """
     from mininet.net import Mininet
 
@@ -157,6 +160,10 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     names = node_names(topo, prefix)  # refuses bad prefixes / too long names before anything exists
     check_names_free(topo, names)
     cls = switch_class(target)
+    if cls.target == "embedded" and switches_per_process != 1:
+        from topologies.switch_group import grouped_switch_class
+
+        cls = grouped_switch_class(switches_per_process, prefix)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
@@ -212,10 +219,11 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
 
 @contextmanager
 def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir: Path | None = None,
-                       target: str = "embedded") -> Iterator[FabricNetwork]:
+                       target: str = "embedded", switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
     naming the failures if the install fails): what tests and experiments start."""
-    with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir) as fn:
+    with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir,
+                        switches_per_process=switches_per_process) as fn:
         rep = install_tables(fn)
         if rep.failed:
             raise RuntimeError(f"install failed: {rep.summary()}: {'; '.join(str(r.error) for r in rep.failed)}")

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=TARGETS, default="auto",
                    help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
                         "else the embedded target (default auto)")
+    p.add_argument("--switches-per-process", default="plane", metavar="N|plane",
+                   help="embedded target: put N switches in each p4target process, or 'plane' (the default: "
+                        "one process per plane and one for the NICs); 1: one process per switch")
     p.add_argument("--prefix", default=DEFAULT_PREFIX, help="Mininet node name prefix (default mrc)")
     p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
                    help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
     t0 = time.monotonic()
     _say(f"network: {topo.summary()}")
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
-                        run_dir=args.run_dir) as fn:
+                        run_dir=args.run_dir, switches_per_process=args.switches_per_process) as fn:
         sws = fn.p4_switches()
         _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
              f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")
@@ -190,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     if args.bytes < 1:
         parser.error("--bytes must be at least 1")
+    from topologies.switch_group import parse_placement
+
+    try:
+        args.switches_per_process = parse_placement(args.switches_per_process)
+    except ValueError as exc:
+        parser.error(f"--switches-per-process {exc}")
     try:
         check_prefix(args.prefix)
         topo = load_topology(args)
