@@ -155,7 +155,11 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     cut = demo.spine_link(fn, src.name, dst.name)
     _say(f"demo: MRC-lite transfer {src.name} -> {dst.name}, {args.bytes:,} bytes over every EV"
          + (f", cutting {cut} half-way" if cut else ""))
+    from topologies import path_counts
+
+    spines_before = path_counts.read_spines(topo, fn.inventory)
     flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.bytes, cut=cut, say=_say)
+    per_path = path_counts.path_packets(topo, spines_before, path_counts.read_spines(topo, fn.inventory), src.leaf)
     if cut:
         from controller.repair import set_link
 
@@ -175,6 +179,7 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
               f"{demo.format_split(topo.planes, flow.planes_before)}",
               f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
               f"{demo.format_split(topo.planes, flow.delivered_before)}"]
+    lines += [f"  paths {src.name} -> {dst.name}: {path_counts.summary(per_path)}"]
     lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
     if cut:
         lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
