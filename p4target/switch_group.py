@@ -394,9 +394,13 @@ class SwitchGroup:
         if self.shared is not None:
             self.shared.stop()
             self.shared = None
+        own = [sw.server for sw in self.switches if sw.server is not None and sw.spec.grpc_addr is not None]
+        stoppers = [threading.Thread(target=s.stop, name="p4target-stop", daemon=True) for s in own]
+        for t in stoppers:  # at once: each waits out its grace time
+            t.start()
+        for t in stoppers:
+            t.join(10)
         for sw in self.switches:
-            if sw.server is not None and sw.spec.grpc_addr is not None:
-                sw.server.stop()
             sw.server = None
             sw.netio.close()
             if sw.spec.pid_file is not None:

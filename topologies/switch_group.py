@@ -184,9 +184,23 @@ class SwitchProcess:
             path.unlink(missing_ok=True)
 
     def wait_ready(self, timeout: float) -> float:
-        """Wait until every member answers P4Runtime; the seconds since the launch."""
-        for sw in self.members:
-            sw.wait_ready(timeout)
+        """Wait until every member answers P4Runtime; the seconds since the launch.
+
+        The process writes its pid file once every server listens, so that is waited
+        for first; then every member is asked at once (a Capabilities call each, from
+        a few threads: one after the other, hundreds of new channels take a minute)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        assert self.proc is not None
+        deadline = self.started_at + timeout
+        while not self.pid_path.exists():
+            if self.proc.poll() is not None:
+                raise self.died("while starting", self.members[0].mrc_name)
+            if time.monotonic() > deadline:
+                break  # each member's wait_ready says which one does not answer
+            time.sleep(0.1)
+        with ThreadPoolExecutor(max_workers=16, thread_name_prefix="mrc-ready") as pool:
+            list(pool.map(lambda sw: sw.wait_ready(timeout), self.members))
         return time.monotonic() - self.started_at
 
 
