@@ -177,9 +177,9 @@ class Device:
         """``receive_batch`` without the last step: the frames' outputs to ports are
         returned, in order, for the caller to transmit (netio writes them into its
         transmit rings with no call per frame); packet-ins and digests are delivered
-        to their listeners as ``receive`` does, outside the lock. Without digest
-        listeners the switch runs the whole batch in one call
-        (``Switch.inject_batch``), which is netio's path for every frame."""
+        to their listeners as ``receive`` does, outside the lock. The switch runs the
+        whole batch in one call (``Switch.inject_batch``), netio's path for every frame;
+        the digests of the batch go to their listeners after it."""
         cpu = self.cpu_port
         with self.lock:
             sw = self.switch
@@ -187,38 +187,21 @@ class Device:
             if sw is None:
                 self.dropped_no_pipeline += len(frames)
                 return []
-            if not self._digest:
-                outs = sw.inject_batch(port, frames, lambda _f, e: self._frame_failed(port, e))
-                results = None
-            else:
-                outs = []
-                results = []
-                for frame in frames:
-                    try:
-                        r = sw.inject(port, frame)
-                        digests = sw.digests()
-                    except Exception as e:  # noqa: BLE001 - one bad frame must not stop the device
-                        self._frame_failed(port, e)
-                        continue
-                    if r or digests:
-                        results.append((r, digests))
-        if results is None:
-            if cpu is not None and cpu in {p for p, _ in outs}:
-                results = [(outs, None)]
-                outs = []
-            else:
-                self.tx_frames += len(outs)
-                return outs
-        for outputs, digests in results:
-            for out_port, data in outputs:
-                if cpu is not None and out_port == cpu:
+            outs = sw.inject_batch(port, frames, lambda _f, e: self._frame_failed(port, e))
+            # digests accumulate in the switch: taken once for the whole batch
+            digests = sw.digests() if self._digest else None
+        if cpu is not None and any(p == cpu for p, _ in outs):
+            to_ports = []
+            for out_port, data in outs:
+                if out_port == cpu:
                     for cb in list(self._packet_in):
                         self._safe(cb, data)
                 else:
-                    self.tx_frames += 1
-                    outs.append((out_port, data))
-            if digests:
-                self._deliver_digests(digests)
+                    to_ports.append((out_port, data))
+            outs = to_ports
+        self.tx_frames += len(outs)
+        if digests:
+            self._deliver_digests(digests)
         return outs
 
     def _frame_failed(self, port: int, e: Exception) -> None:

@@ -10,10 +10,13 @@ nodes are placed into a few ``p4target group`` processes:
   leaves and spines, one for the NICs; ``placement=N``: consecutive switches N at a
   time; N = 1 is the classic one process per switch (``EmbeddedP4Switch``, not
   this module).
-- Receive and transmit rings are sized by port role: a NIC's host port takes a
-  host's bursts (``EmbeddedP4Switch.HOST_PORT_RX_RING_FRAMES`` slots); every other
-  port faces another switch whose bursts are at most a loop round
-  (``FABRIC_RX_RING_FRAMES``, ``FABRIC_TX_RING_FRAMES``).
+- Receive rings are sized by port role: a NIC's host port takes a host's bursts
+  (``EmbeddedP4Switch.HOST_PORT_RX_RING_FRAMES`` slots); a port whose other end is
+  in another process (a leaf's port to a NIC, a NIC's port to a leaf) takes what
+  that process sends while this one waits for the CPU (``EDGE_RX_RING_FRAMES``);
+  a port between two switches of one process gets at most a loop round at a time
+  (``FABRIC_RX_RING_FRAMES``). Transmit rings are small everywhere
+  (``FABRIC_TX_RING_FRAMES``): a veth takes a flush at once.
 - Each process gets a group file ``<group>.yaml``, a log ``<group>.log`` (every line
   names its switch), its own pid file ``<group>.pid`` and the pid file of every
   member switch (``<node>.pid``, the group's pid), and the node mark of the group
@@ -46,6 +49,7 @@ from topologies.p4switch import (REPO, STOP_GRACE, EmbeddedP4Switch, P4Switch, S
 log = logging.getLogger(__name__)
 
 FABRIC_RX_RING_FRAMES = 256  # 512 KB at MTU 1500: a neighbour switch's round is at most 256 frames
+EDGE_RX_RING_FRAMES = 4096  # a port whose other end is in another process (p4target's default ring)
 FABRIC_TX_RING_FRAMES = 64
 PLANE = "plane"
 _PLANE_OF = re.compile(r"^p(\d+)-")
@@ -119,12 +123,24 @@ class SwitchProcess:
             ports = sw.port_interfaces()
             if sw.grpc_port == 0:
                 sw.grpc_port = free_port()
-            rings = {p: sw.HOST_PORT_RX_RING_FRAMES for p in ports if sw.program == "nic" and p == 0}
+            rings = {p: sw.HOST_PORT_RX_RING_FRAMES if sw.program == "nic" and p == 0 else EDGE_RX_RING_FRAMES
+                     for p in ports if sw.program == "nic" and p == 0 or not self.holds_peer(sw, p)}
             switches.append({"name": sw.mrc_name, "program": str(sw.program_path), "device_id": sw.device_id,
                              "ports": ports, "grpc_addr": sw.grpc_addr, "rx_ring_frames": FABRIC_RX_RING_FRAMES,
                              "port_rx_ring_frames": rings, "tx_ring_frames": FABRIC_TX_RING_FRAMES,
                              "pid_file": str(sw.pid_path)})
         return {"switches": switches}
+
+    def holds_peer(self, sw: P4Switch, port: int) -> bool:
+        """Is the other end of ``sw``'s ``port`` a switch of this process? Its frames then
+        arrive at most a loop round at a time; from another process (a NIC's, a host)
+        they come as fast as that process runs, while this one may wait for the CPU."""
+        intf = sw.intfs.get(port)
+        link = getattr(intf, "link", None)
+        if link is None:
+            return False
+        other = link.intf2 if link.intf1 is intf else link.intf1
+        return getattr(other.node, "group", None) is self
 
     def launch(self) -> None:
         if self.alive:
