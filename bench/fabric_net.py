@@ -2,8 +2,9 @@
 
 Starts the default fabric (4 planes x (2 leaves + 2 spines), 2 hosts per leaf: 20
 embedded-target switches) under a private prefix and run directory, twice: with the
-switches placed as ``make run`` places them (one ``p4target group`` process per plane
-and one for the NICs), then one process per switch; with the controller installing
+switches placed as ``make run`` places them (``p4target group`` processes: the
+fabric in one per CPU but one, the NICs in one), then one process per plane and one
+for the NICs, then one process per switch; with the controller installing
 every table, it prints for each:
 
 - seconds until every switch answers P4Runtime, and until every table is installed;
@@ -31,6 +32,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from topologies.mrc_flow import run_stream  # noqa: E402
+
+PACKETS = 10000  # per flow: a few tenths of a second, within the NIC's host-port ring
+ROUNDS = 2
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -69,7 +73,8 @@ def measure(topo, placement) -> None:  # noqa: ANN001
     from topologies.fabric_net import fabric_network, install_tables
 
     prefix = "mrc" + secrets.token_hex(2)[:3]
-    where = "one process per plane + one for the NICs" if placement == "plane" else f"{placement} switch(es) per process"
+    where = {"cpu": "fabric in one process per CPU but one, NICs in one",
+             "plane": "one process per plane, NICs in one"}.get(placement, f"{placement} switch(es) per process")
     with tempfile.TemporaryDirectory(prefix="mrc-bench-") as tmp:
         t0 = time.monotonic()
         with fabric_network(topo, prefix=prefix, target="embedded", grpc_base=0, run_dir=Path(tmp),
@@ -95,14 +100,19 @@ def measure(topo, placement) -> None:  # noqa: ANN001
                       f"{m.group(1)}/{m.group(2)}/{m.group(3)} ms over 50 pings")
             s, d = topo.host(src), topo.host(dst)
             evs = P.nic_evs(topo, s, d)
-            rates = {}
-            for label, chosen in (("one plane (plane 0's EVs)", [e.ev for e in evs if e.plane == 0]),
-                                  (f"sprayed over all {topo.planes} planes", [e.ev for e in evs])):
-                r = udp_flow(fn, src, dst, chosen, packets=5000, size=1024)
-                rates[label] = r["pps"]
+            best: dict[str, dict] = {}
+            flows = (("one plane (plane 0's EVs)", [e.ev for e in evs if e.plane == 0]),
+                     (f"sprayed over all {topo.planes} planes", [e.ev for e in evs]))
+            for _ in range(ROUNDS):  # alternating, the best of each: the machine's other load varies
+                for label, chosen in flows:
+                    r = udp_flow(fn, src, dst, chosen, packets=PACKETS, size=1024)
+                    if label not in best or r["pps"] > best[label]["pps"]:
+                        best[label] = r
+            for label, r in best.items():
                 print(f"{tag}: UDP (MRC WRITE, 1024-byte payload) {src} -> {dst}, {label}: "
-                      f"{r['received']}/{r['sent']} delivered, {r['pps']:,.0f} packets/s, {r['mbps']:.1f} Mb/s")
-            one, spray = rates.values()
+                      f"{r['received']}/{r['sent']} delivered, {r['pps']:,.0f} packets/s, {r['mbps']:.1f} Mb/s "
+                      f"(best of {ROUNDS})")
+            one, spray = (r["pps"] for r in best.values())
             print(f"{tag}: sprayed / one-plane rate: {spray / max(one, 1e-9):.2f}x")
 
 
@@ -113,7 +123,7 @@ def main() -> int:
     from controller.topology import default_topology
 
     topo = default_topology()
-    for placement in ("plane", 1):  # make run's default first, then one process per switch
+    for placement in ("cpu", "plane", 1):  # make run's default first, then per plane, then per switch
         measure(topo, placement)
     return 0
 

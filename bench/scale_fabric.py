@@ -1,8 +1,8 @@
 """The scale fabric: ready time, switch memory and idle CPU with the switches in shared processes.
 
 Starts, under a private prefix and run directory, each with the switches placed as
-``make run`` places them (one ``p4target group`` process per plane and one for the
-NICs) and every table installed by the controller:
+``make run`` places them (``p4target group`` processes: the fabric in one per CPU
+but one, the NICs in one) and every table installed by the controller:
 
 - the default fabric (20 P4 switches, 8 paths between hosts on different leaves);
 - ``topologies/hundreds.yaml`` (8 planes x (32 spines + 2 leaves), 2 hosts per leaf:
@@ -64,7 +64,7 @@ def measure(topo, label: str) -> None:  # noqa: ANN001
     with tempfile.TemporaryDirectory(prefix="mrc-bench-") as tmp:
         t0 = time.monotonic()
         with fabric_network(topo, prefix=prefix, target="embedded", grpc_base=0, run_dir=Path(tmp),
-                            switches_per_process="plane") as fn:
+                            switches_per_process="cpu") as fn:
             rep = install_tables(fn)
             ready = time.monotonic() - t0
             sws = fn.p4_switches()

@@ -46,9 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=TARGETS, default="auto",
                    help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
                         "else the embedded target (default auto)")
-    p.add_argument("--switches-per-process", default="plane", metavar="N|plane",
-                   help="embedded target: put N switches in each p4target process, or 'plane' (the default: "
-                        "one process per plane and one for the NICs); 1: one process per switch")
+    p.add_argument("--switches-per-process", default="cpu", metavar="N|cpu|plane",
+                   help="embedded target: put N switches in each p4target process; 'cpu' (the default): the "
+                        "fabric in one process per CPU but one, the NICs in one; 'plane': one process per "
+                        "plane and one for the NICs; 1: one process per switch")
     p.add_argument("--prefix", default=DEFAULT_PREFIX, help="Mininet node name prefix (default mrc)")
     p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
                    help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "

@@ -6,10 +6,12 @@ Here the network still has one Mininet switch node per P4 switch, each with its 
 interfaces (``<node>-ethN``), gRPC address, device id, log lines and pid file, but the
 nodes are placed into a few ``p4target group`` processes:
 
-- ``placement="plane"`` (the default of ``make run``): one process per plane for the
-  leaves and spines, one for the NICs; ``placement=N``: consecutive switches N at a
-  time; N = 1 is the classic one process per switch (``EmbeddedP4Switch``, not
-  this module).
+- ``placement="cpu"`` (the default of ``make run``): the leaves and spines in one
+  process per CPU but one (at least one), whole planes each, and the NICs in one: a
+  sprayed frame then crosses as many processes as a frame on one plane;
+  ``"plane"``: one process per plane, one for the NICs; ``N``: consecutive
+  switches N at a time; N = 1 is the classic one process per switch
+  (``EmbeddedP4Switch``, not this module).
 - Receive rings are sized by port role: a NIC's host port takes a host's bursts
   (``EmbeddedP4Switch.HOST_PORT_RX_RING_FRAMES`` slots); a port whose other end is
   in another process (a leaf's port to a NIC, a NIC's port to a leaf) takes what
@@ -52,31 +54,41 @@ FABRIC_RX_RING_FRAMES = 256  # 512 KB at MTU 1500: a neighbour switch's round is
 EDGE_RX_RING_FRAMES = 4096  # a port whose other end is in another process (p4target's default ring)
 FABRIC_TX_RING_FRAMES = 64
 PLANE = "plane"
+CPU = "cpu"
 _PLANE_OF = re.compile(r"^p(\d+)-")
 
 
 def parse_placement(text: str) -> str | int:
-    """``plane`` or a number of switches per process (>= 1); ValueError otherwise."""
+    """``cpu``, ``plane`` or a number of switches per process (>= 1); ValueError otherwise."""
     t = text.strip().lower()
-    if t == PLANE:
-        return PLANE
+    if t in (CPU, PLANE):
+        return t
     try:
         n = int(t, 10)
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"{text!r}: give 'plane' (one process per plane, one for the NICs) or a number "
-                         "of switches per process (1: one process per switch)")
+        raise ValueError(f"{text!r}: give 'cpu' (the fabric in one process per CPU but one, the NICs in "
+                         "one), 'plane' (one process per plane, one for the NICs) or a number of switches "
+                         "per process (1: one process per switch)")
     return n
 
 
-def place(switches: Sequence[P4Switch], placement: str | int) -> list[list[P4Switch]]:
-    """The switches of each process, in order: by plane (NICs together), or N at a time."""
-    if placement == PLANE:
+def place(switches: Sequence[P4Switch], placement: str | int, cpus: int = 1) -> list[list[P4Switch]]:
+    """The switches of each process, in order: whole planes in ``cpus - 1`` processes
+    (at least one) and the NICs in one (``cpu``), by plane (``plane``), or N at a time."""
+    if placement in (PLANE, CPU):
+        fabric_processes = max(1, cpus - 1)
         groups: dict[str, list[P4Switch]] = {}
         for sw in switches:
             m = _PLANE_OF.match(sw.mrc_name)
-            groups.setdefault(f"plane{m.group(1)}" if m else sw.program, []).append(sw)
+            if m is None:
+                key = sw.program
+            elif placement == PLANE:
+                key = f"plane{m.group(1)}"
+            else:
+                key = f"fabric{int(m.group(1)) % fabric_processes}"
+            groups.setdefault(key, []).append(sw)
         return list(groups.values())
     assert isinstance(placement, int) and placement >= 1
     return [list(switches[i:i + placement]) for i in range(0, len(switches), placement)]
@@ -224,7 +236,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
     """An embedded-target switch node whose process is shared (see the module docstring).
     ``grouped_switch_class(placement)`` makes the class with a placement of its own."""
 
-    placement: ClassVar[str | int] = PLANE
+    placement: ClassVar[str | int] = CPU
     prefix: ClassVar[str] = "mrc"  # the network's node prefix: processes are <prefix>grp<k>
     group: SwitchProcess | None
 
@@ -261,7 +273,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
 
         cpus = allowed_cpus()
         groups = [SwitchProcess(f"{cls.prefix}grp{k}", members, cpus[k % len(cpus)] if len(cpus) > 1 else None)
-                  for k, members in enumerate(place(switches, cls.placement))]
+                  for k, members in enumerate(place(switches, cls.placement, len(cpus)))]
         for g in groups:
             g.launch()
         for g in groups:
