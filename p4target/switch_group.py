@@ -61,6 +61,7 @@ from p4target.errors import P4Error
 
 log = logging.getLogger(__name__)
 
+OPEN_THREADS = 16  # switches whose ports are opened at once
 GROUP_POLL_INTERVAL = 5.0  # seconds between link-state polls per switch (netlink tells at once)
 
 
@@ -315,6 +316,8 @@ class SwitchGroup:
         from p4target.device import Device
         from p4target.netio import NetIO
 
+        from concurrent.futures import ThreadPoolExecutor
+
         try:
             for s in self.spec.switches:
                 dev = Device(device_id=s.device_id, cpu_port=s.cpu_port, seed=s.seed, name=s.name)
@@ -323,10 +326,22 @@ class SwitchGroup:
                     netio = NetIO(dev, dict(s.ports), pcap_dir=s.pcap, netns=s.netns, poll_interval=GROUP_POLL_INTERVAL,
                                   rx_ring_frames=s.rx_ring_frames, tx_ring_frames=s.tx_ring_frames,
                                   port_rx_ring_frames=s.port_rx_ring_frames)
-                    netio.open()
                 except P4Error as e:
                     raise P4Error(f"switch {s.name}: {e}") from None
                 self.switches.append(GroupSwitch(s, dev, netio))
+
+            def open_ports(sw: GroupSwitch) -> None:
+                try:
+                    sw.netio.open()
+                except P4Error as e:
+                    raise P4Error(f"switch {sw.name}: {e}") from None
+
+            # in parallel: opening a packet socket mostly waits for the kernel (RCU grace
+            # periods), so a thread per port at a time would leave hundreds of switches
+            # waiting in turn
+            with ThreadPoolExecutor(max_workers=OPEN_THREADS, thread_name_prefix="p4target-open") as pool:
+                for _ in pool.map(open_ports, self.switches):
+                    pass
         except BaseException:
             self.close()
             raise
@@ -400,9 +415,14 @@ class SwitchGroup:
             t.start()
         for t in stoppers:
             t.join(10)
+        from concurrent.futures import ThreadPoolExecutor
+
         for sw in self.switches:
             sw.server = None
-            sw.netio.close()
+        with ThreadPoolExecutor(max_workers=OPEN_THREADS, thread_name_prefix="p4target-close") as pool:
+            for _ in pool.map(lambda sw: sw.netio.close(), self.switches):  # closing waits as opening does
+                pass
+        for sw in self.switches:
             if sw.spec.pid_file is not None:
                 try:
                     if sw.spec.pid_file.read_text().strip() == str(os.getpid()):
@@ -423,6 +443,9 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
     import signal
     import sys
 
+    import faulthandler
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr (the log)
     spec = load_group(path, grpc_addr)
     if cpu is not None:  # before any thread starts: they all inherit it
         from p4target.p4runtime.placement import PlacementError, pin_process, resolve_cpu

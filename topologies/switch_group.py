@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 FABRIC_RX_RING_FRAMES = 256  # 512 KB at MTU 1500: a neighbour switch's round is at most 256 frames
 EDGE_RX_RING_FRAMES = 4096  # a port whose other end is in another process (p4target's default ring)
 FABRIC_TX_RING_FRAMES = 64
+READY_PER_SWITCH = 0.5  # seconds more to wait for a process per switch it runs
+STOP_PER_SWITCH = 0.05  # ... and to let it stop
 PLANE = "plane"
 CPU = "cpu"
 _PLANE_OF = re.compile(r"^p(\d+)-")
@@ -199,6 +201,7 @@ class SwitchProcess:
     def reap(self, grace: float = STOP_GRACE) -> None:
         if self.proc is None:
             return
+        grace += STOP_PER_SWITCH * len(self.members)  # closing its ports takes a while
         try:
             self.proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
@@ -227,8 +230,13 @@ class SwitchProcess:
             if time.monotonic() > deadline:
                 break  # each member's wait_ready says which one does not answer
             time.sleep(0.1)
-        with ThreadPoolExecutor(max_workers=16, thread_name_prefix="mrc-ready") as pool:
-            list(pool.map(lambda sw: sw.wait_ready(timeout), self.members))
+        try:
+            with ThreadPoolExecutor(max_workers=16, thread_name_prefix="mrc-ready") as pool:
+                list(pool.map(lambda sw: sw.wait_ready(timeout), self.members))
+        except SwitchError:
+            self.signal_stop()
+            self.reap()
+            raise
         return time.monotonic() - self.started_at
 
 
@@ -276,8 +284,8 @@ class GroupedP4Switch(EmbeddedP4Switch):
                   for k, members in enumerate(place(switches, cls.placement, len(cpus)))]
         for g in groups:
             g.launch()
-        for g in groups:
-            g.wait_ready(max(sw.ready_timeout for sw in g.members))
+        for g in groups:  # a process of many switches takes longer to open all their ports
+            g.wait_ready(max(sw.ready_timeout for sw in g.members) + READY_PER_SWITCH * len(g.members))
         return list(switches)
 
     def launch(self) -> None:
@@ -297,8 +305,6 @@ class GroupedP4Switch(EmbeddedP4Switch):
             if grpc_answers(self.grpc_addr, timeout=0.5):
                 return time.monotonic() - self.group.started_at
             if time.monotonic() > deadline:
-                self.group.signal_stop()
-                self.group.reap()
                 raise SwitchError(f"switch {self.describe()}: no P4Runtime answer within "
                                   f"{deadline - self.group.started_at:.0f} s; last lines of {self.log_path}:\n"
                                   f"{log_tail(self.log_path)}")
