@@ -59,7 +59,7 @@ def measure(topo, label: str) -> None:  # noqa: ANN001
     from topologies.fabric_net import fabric_network, install_tables
     from topologies.mrc_flow import run_stream
 
-    prefix = "mrc" + secrets.token_hex(1)
+    prefix = "mrc" + secrets.choice("abcdefghijklmnopqrstuvwxyz")  # one character: port 34 of a leaf fits
     tag = f"scale_fabric [{label}]"
     with tempfile.TemporaryDirectory(prefix="mrc-bench-") as tmp:
         t0 = time.monotonic()
