@@ -333,7 +333,9 @@ class NetIO:
     def next_wake(self) -> float:
         """When (``time.monotonic()``) the loop has timed work next: the link poll, the
         pcap flush or a rate-limited queue's next departure."""
-        wake = min(self._next_poll, self._next_flush)
+        wake = self._next_poll
+        if self.pcap_dir is not None:  # only pcap files need the flush timer
+            wake = min(wake, self._next_flush)
         if self._queue_wait is not None:
             wake = min(wake, time.monotonic() + self._queue_wait)
         return wake

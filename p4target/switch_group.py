@@ -257,16 +257,20 @@ class GroupLoop:
             active = set(range(len(self.switches)))
             index = {id(sw): i for i, sw in enumerate(self.switches)}
             timer_at = 0.0
+            wakes = [0.0] * len(self.switches)  # each switch's next timed work
             while not self._stopping:
                 now = time.monotonic()
-                if now >= timer_at:
-                    active = set(range(len(self.switches)))
+                timers = now >= timer_at
+                if timers:  # the switches whose timed work is due
+                    active |= {i for i, w in enumerate(wakes) if w <= now}
                 busy: set[int] = set()
                 for i in sorted(active):
-                    if self._round(self.switches[i], now):
+                    sw = self.switches[i]
+                    if self._round(sw, now):
                         busy.add(i)
-                if now >= timer_at:
-                    timer_at = min(sw.netio.next_wake() for sw in self.switches)
+                    wakes[i] = sw.netio.next_wake()
+                if timers or active:
+                    timer_at = min(wakes)
                 timeout = 0.0 if busy else max(0.0, timer_at - time.monotonic())
                 events = self._epoll.poll(timeout)
                 active = busy
