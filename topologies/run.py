@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
 
 
+FIXED_PORTS_MAX = 64  # more switches take free ports: hundreds of fixed ones meet the kernel's ephemeral ports
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m topologies.run",
@@ -51,9 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "fabric in one process per CPU but one, the NICs in one; 'plane': one process per "
                         "plane and one for the NICs; 1: one process per switch")
     p.add_argument("--prefix", default=DEFAULT_PREFIX, help="Mininet node name prefix (default mrc)")
-    p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
-                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "
-                        "0: any free port)")
+    p.add_argument("--grpc-base", type=int, default=None,
+                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}, or 0 for a "
+                        f"fabric of more than {FIXED_PORTS_MAX} switches; 0: any free port)")
     p.add_argument("--run-dir", type=Path, help="logs, pid files, network.json (default $MRC_P4_RUN_DIR "
                    "or /tmp/mrc-p4/run)")
     p.add_argument("--bytes", type=int, default=2_000_000,
@@ -88,6 +91,10 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         raise TopologyError(problem)
     t0 = time.monotonic()
     _say(f"network: {topo.summary()}")
+    if args.grpc_base is None:
+        from controller.entries import nodes
+
+        args.grpc_base = DEFAULT_GRPC_BASE if len(nodes(topo)) <= FIXED_PORTS_MAX else 0
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
                         run_dir=args.run_dir, switches_per_process=args.switches_per_process) as fn:
         sws = fn.p4_switches()
