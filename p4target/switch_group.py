@@ -235,7 +235,7 @@ class GroupLoop:
         except OSError:
             pass
 
-    def _round(self, sw: GroupSwitch, now: float) -> bool:
+    def _round(self, sw: GroupSwitch) -> bool:
         try:
             return bool(sw.netio.round(wait=False))
         except Exception:  # noqa: BLE001 - one switch's failure is not the group's
@@ -266,7 +266,7 @@ class GroupLoop:
                 busy: set[int] = set()
                 for i in sorted(active):
                     sw = self.switches[i]
-                    if self._round(sw, now):
+                    if self._round(sw):
                         busy.add(i)
                     wakes[i] = sw.netio.next_wake()
                 if timers or active:
@@ -391,11 +391,6 @@ class SwitchGroup:
                 os.replace(tmp, path)
             except OSError as e:
                 raise P4Error(f"switch {sw.name}: cannot write pid file: {e.strerror}", str(path)) from None
-
-    def run(self) -> None:
-        """Forward in the calling thread until ``stop()``."""
-        self.loop = GroupLoop(self.switches)
-        self.loop.run()
 
     def start(self) -> threading.Thread:
         """Forward in a background thread (tests; ``run`` for the command)."""
