@@ -221,7 +221,19 @@ def build_parser() -> argparse.ArgumentParser:
     from p4target.p4runtime import limits
 
     limits.add_arguments(r)
-    for p in (c, s, r):
+    g = sub.add_parser("group", help="run many switches in one process",
+                       description="Run every switch of GROUP.yaml (YAML or JSON: each switch's name, "
+                       "program, device id, ports and P4Runtime address; docs/target.md) in this "
+                       "process: one forwarding thread for all, one compiled program per file. "
+                       "Stops cleanly on SIGTERM or SIGINT.")
+    g.add_argument("group_file", type=Path, metavar="GROUP.yaml")
+    g.add_argument("--grpc-addr", default=None, metavar="ADDR",
+                   help="serve the switches without an address of their own here, told apart by device id")
+    g.add_argument("--pid-file", type=Path, metavar="PATH", help="write the process id here")
+    g.add_argument("--cpu", type=_cpu_spec, default=None, metavar="CPU",
+                   help="keep every thread on one CPU: a number, 'auto' (by the first switch's device id) "
+                   "or 'any' (the default)")
+    for p in (c, s, r, g):
         p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
                        help="how much to log on stderr (default: warning)")
     return parser
@@ -438,6 +450,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_group(args: argparse.Namespace) -> int:
+    from p4target.switch_group import run_command
+
+    return run_command(args.group_file, args.grpc_addr, args.pid_file, args.cpu)
+
+
 STF_CONTROL_ONLY = ("packet", "expect", "check_counter", "check_register", "wait", "no_packet")
 
 
@@ -508,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    handler = {"compile": cmd_compile, "stf": cmd_stf, "run": cmd_run}[args.command]
+    handler = {"compile": cmd_compile, "stf": cmd_stf, "run": cmd_run, "group": cmd_group}[args.command]
     try:
         return handler(args)
     except UsageError as e:

@@ -49,8 +49,12 @@ def settle_heap() -> None:
 class Device:
     """One switch instance as the outside world sees it (see docs/target-internals.md §4)."""
 
-    def __init__(self, device_id: int = 0, cpu_port: int | None = None, seed: int = 0) -> None:
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None, seed: int = 0,
+                 name: str | None = None) -> None:
         self.device_id = device_id
+        # how log lines name the device: "device 3", or "p0-leaf1 (device 3)" when the
+        # process runs several switches (p4target group)
+        self.label = f"{name} (device {device_id})" if name else f"device {device_id}"
         self.cpu_port = cpu_port
         self.seed = seed
         self.lock = threading.RLock()
@@ -68,7 +72,7 @@ class Device:
         self._digest: list[DigestListener] = []
 
     def _log(self, level: int, msg: str, *args: object) -> None:
-        log.log(level, "device %d: " + msg, self.device_id, *args)
+        log.log(level, "%s: " + msg, self.label, *args)
 
     # -- pipeline
     def load(self, source: Path | str | CompiledProgram) -> None:
@@ -148,8 +152,8 @@ class Device:
                 digests = sw.digests() if self._digest else None
             except Exception:  # noqa: BLE001 - one bad frame must not stop the device
                 self.errors += 1
-                log.exception("device %d: frame from port %d dropped: pipeline failed",
-                              self.device_id, port)
+                log.exception("%s: frame from port %d dropped: pipeline failed",
+                              self.label, port)
                 return
         self._deliver(outputs, digests)
 
@@ -167,15 +171,15 @@ class Device:
                 sink(out_port, data)
             except Exception:  # noqa: BLE001
                 self.errors += 1
-                log.exception("device %d: output to port %d failed", self.device_id, out_port)
+                log.exception("%s: output to port %d failed", self.label, out_port)
 
     def process_batch(self, port: int, frames: list[bytes]) -> list[tuple[int, bytes]]:
         """``receive_batch`` without the last step: the frames' outputs to ports are
         returned, in order, for the caller to transmit (netio writes them into its
         transmit rings with no call per frame); packet-ins and digests are delivered
-        to their listeners as ``receive`` does, outside the lock. Without digest
-        listeners the switch runs the whole batch in one call
-        (``Switch.inject_batch``), which is netio's path for every frame."""
+        to their listeners as ``receive`` does, outside the lock. The switch runs the
+        whole batch in one call (``Switch.inject_batch``), netio's path for every frame;
+        the digests of the batch go to their listeners after it."""
         cpu = self.cpu_port
         with self.lock:
             sw = self.switch
@@ -183,44 +187,27 @@ class Device:
             if sw is None:
                 self.dropped_no_pipeline += len(frames)
                 return []
-            if not self._digest:
-                outs = sw.inject_batch(port, frames, lambda _f, e: self._frame_failed(port, e))
-                results = None
-            else:
-                outs = []
-                results = []
-                for frame in frames:
-                    try:
-                        r = sw.inject(port, frame)
-                        digests = sw.digests()
-                    except Exception as e:  # noqa: BLE001 - one bad frame must not stop the device
-                        self._frame_failed(port, e)
-                        continue
-                    if r or digests:
-                        results.append((r, digests))
-        if results is None:
-            if cpu is not None and cpu in {p for p, _ in outs}:
-                results = [(outs, None)]
-                outs = []
-            else:
-                self.tx_frames += len(outs)
-                return outs
-        for outputs, digests in results:
-            for out_port, data in outputs:
-                if cpu is not None and out_port == cpu:
+            outs = sw.inject_batch(port, frames, lambda _f, e: self._frame_failed(port, e))
+            # digests accumulate in the switch: taken once for the whole batch
+            digests = sw.digests() if self._digest else None
+        if cpu is not None and any(p == cpu for p, _ in outs):
+            to_ports = []
+            for out_port, data in outs:
+                if out_port == cpu:
                     for cb in list(self._packet_in):
                         self._safe(cb, data)
                 else:
-                    self.tx_frames += 1
-                    outs.append((out_port, data))
-            if digests:
-                self._deliver_digests(digests)
+                    to_ports.append((out_port, data))
+            outs = to_ports
+        self.tx_frames += len(outs)
+        if digests:
+            self._deliver_digests(digests)
         return outs
 
     def _frame_failed(self, port: int, e: Exception) -> None:
         """One frame's pipeline run raised: count it and log it; the others go on."""
         self.errors += 1
-        log.error("device %d: frame from port %d dropped: pipeline failed", self.device_id,
+        log.error("%s: frame from port %d dropped: pipeline failed", self.label,
                   port, exc_info=e)
 
     def poll(self) -> float | None:
@@ -235,7 +222,7 @@ class Device:
                 outputs = sw.run_until_idle()
             except Exception:  # noqa: BLE001
                 self.errors += 1
-                log.exception("device %d: draining the queues failed", self.device_id)
+                log.exception("%s: draining the queues failed", self.label)
                 return None
             nxt = sw.tm.next_departure_us() if sw.tm.queued else None
             wait = None if nxt is None else max(0.0, (nxt - sw.now_us()) / 1e6)
@@ -262,7 +249,7 @@ class Device:
                     self.output_sink(port, data)
                 except Exception:  # noqa: BLE001
                     self.errors += 1
-                    log.exception("device %d: output to port %d failed", self.device_id, port)
+                    log.exception("%s: output to port %d failed", self.label, port)
         if digests:
             self._deliver_digests(digests)
 
@@ -279,7 +266,7 @@ class Device:
         try:
             cb(*args)
         except Exception:  # noqa: BLE001 - a listener must not break forwarding
-            log.exception("device %d: listener %r failed", self.device_id, cb)
+            log.exception("%s: listener %r failed", self.label, cb)
 
     # -- listeners
     def add_packet_in_listener(self, cb: PacketInListener) -> None:

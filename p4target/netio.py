@@ -149,6 +149,8 @@ class NetIO:
         # how often the loop's thread slept (its voluntary context switches, read
         # when run() ends): under load it should hardly ever wait for frames
         self.sleeps: int | None = None
+        self._next_poll = self._next_flush = 0.0
+        self._queue_wait: float | None = None
 
     # -- setup
     def open(self) -> None:
@@ -167,7 +169,7 @@ class NetIO:
         dev.output_sink = self.send
         for p in self.ports.values():
             dev.set_port_status(p.number, p.up)
-        log.info("device %d: ports %s", getattr(dev, "device_id", 0),
+        log.info("%s: ports %s", getattr(dev, "label", f"device {getattr(dev, 'device_id', 0)}"),
                  ", ".join(f"{n}@{p.name}{'' if p.up else ' (down)'}"
                            + (f" (PACKET_MMAP rings, {p.rx_ring.layout.frame_nr} receive slots)"
                               if p.rx_ring else " (one system call per frame)")
@@ -296,66 +298,102 @@ class NetIO:
         the ports on plain sockets. Frames put in transmit rings are flushed after
         each port's batch, so a frame waits at most one batch.
         """
+        self.begin()
+        try:
+            while not self._stopping:
+                self.round(wait=True)
+        finally:
+            self.end()
+        self.close()
+
+    def begin(self) -> None:
+        """Make the calling thread this NetIO's loop thread (``run`` does it; a
+        ``p4target.switch_group.GroupLoop`` does it for each of its switches)."""
         self.open()
         assert self._epoll is not None
         self._loop_thread = threading.get_ident()
+        now = time.monotonic()
+        self._next_poll = now + self.poll_interval
+        self._next_flush = now + 0.2
+        self._queue_wait = None
+
+    def end(self) -> None:
+        """The loop thread is done with the rings: flush what they hold."""
+        self._flush_all()
+        self._loop_thread = None
+        self.sleeps = _voluntary_switches()
+
+    @property
+    def epoll_fd(self) -> int:
+        """The loop's epoll descriptor: readable when a port, the netlink socket or the
+        wake-up pipe has something (a group loop waits on many of them at once)."""
+        assert self._epoll is not None
+        return self._epoll.fileno()
+
+    def next_wake(self) -> float:
+        """When (``time.monotonic()``) the loop has timed work next: the link poll, the
+        pcap flush or a rate-limited queue's next departure."""
+        wake = self._next_poll
+        if self.pcap_dir is not None:  # only pcap files need the flush timer
+            wake = min(wake, self._next_flush)
+        if self._queue_wait is not None:
+            wake = min(wake, time.monotonic() + self._queue_wait)
+        return wake
+
+    def round(self, wait: bool) -> bool:
+        """One round of the loop: the rings, the queues, epoll (waiting until the next
+        timed work when ``wait`` and no ring had a frame), the timers. True when a
+        port had frames."""
         dev = self.device
-        next_poll = time.monotonic() + self.poll_interval
-        next_flush = time.monotonic() + 0.2
-        dev_poll = getattr(dev, "poll", None)
-        queue_wait: float | None = None
-        poll = self._epoll.poll
+        busy = False
         drain_ring = self._drain_ring
-        try:
-            while not self._stopping:
-                busy = False
-                for p in self._ring_ports:
-                    if drain_ring(p, dev):
-                        busy = True
-                if dev_poll is not None:
-                    queue_wait = dev_poll()
-                    self._flush_all()
-                if busy:
-                    timeout = 0.0
-                else:
-                    wake = min(next_poll, next_flush)
-                    timeout = max(0.0, wake - time.monotonic())
-                    if queue_wait is not None:
-                        timeout = min(timeout, queue_wait)
-                try:
-                    events = poll(timeout)
-                except InterruptedError:  # pragma: no cover - PEP 475 retries
-                    continue
-                for fd, _ in events:
-                    p = self._by_fd.get(fd)
-                    if p is not None:
-                        if p.sock is None or p.rx_ring is not None:
-                            continue  # a ring: read at the top of the next round
-                        self._drain(p, dev)
-                        self._flush_all()
-                    elif self._nl is not None and fd == self._nl.fileno():
-                        self._read_netlink()
-                    elif fd == self._wake_r:
-                        try:
-                            os.read(self._wake_r, 4096)
-                        except BlockingIOError:
-                            pass
-                now = time.monotonic()
-                if now >= next_poll:
-                    next_poll = now + self.poll_interval
-                    self._poll_links()
-                if now >= next_flush:
-                    next_flush = now + 0.2
-                    for p in self.ports.values():
-                        if p.pcap_in is not None:
-                            p.pcap_in.flush()
-                        if p.pcap_out is not None:
-                            p.pcap_out.flush()
-        finally:
+        for p in self._ring_ports:
+            if drain_ring(p, dev):
+                busy = True
+        dev_poll = getattr(dev, "poll", None)
+        if dev_poll is not None:
+            self._queue_wait = dev_poll()
             self._flush_all()
-            self._loop_thread = None
-            self.sleeps = _voluntary_switches()
-        self.close()
+        timeout = 0.0
+        if wait and not busy:
+            timeout = max(0.0, self.next_wake() - time.monotonic())
+        assert self._epoll is not None
+        try:
+            events = self._epoll.poll(timeout)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            events = []
+        for fd, _ in events:
+            p = self._by_fd.get(fd)
+            if p is not None:
+                if p.sock is None or p.rx_ring is not None:
+                    busy = True  # a ring: read at the top of the next round
+                    continue
+                self._drain(p, dev)
+                self._flush_all()
+                busy = True
+            elif self._nl is not None and fd == self._nl.fileno():
+                self._read_netlink()
+            elif fd == self._wake_r:
+                try:
+                    os.read(self._wake_r, 4096)
+                except BlockingIOError:
+                    pass
+        now = time.monotonic()
+        if now >= self._next_poll:
+            self._next_poll = now + self.poll_interval
+            self._poll_links()
+        if now >= self._next_flush:
+            self._next_flush = now + 0.2
+            for p in self.ports.values():
+                if p.pcap_in is not None:
+                    p.pcap_in.flush()
+                if p.pcap_out is not None:
+                    p.pcap_out.flush()
+        return busy
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def _deliver_in(self, p: SocketPort, frames: list[bytes], dev: Any) -> None:
         """Hand frames that arrived on ``p`` to the device, all at once if it can

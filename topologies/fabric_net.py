@@ -163,12 +163,15 @@ def _stop(net: Mininet) -> None:
 @contextmanager
 def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str = "auto",
                    grpc_base: int = DEFAULT_GRPC_BASE, run_dir: Path | None = None,
-                   source: dict[str, Any] | None = None) -> Iterator[FabricNetwork]:
+                   source: dict[str, Any] | None = None,
+                   switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
     """Build and start ``topo`` as a Mininet network; always stop and remove it.
 
     ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
     k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
-    (default ``controller.inventory.run_dir()``).
+    (default ``controller.inventory.run_dir()``). ``switches_per_process``: the embedded
+    target's switches N to a process, or ``"plane"`` (topologies/switch_group.py); 1
+    (the default) is one process per switch.
     """
     from mininet.net import Mininet
 
@@ -179,6 +182,10 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     names = node_names(topo, prefix)  # refuses bad prefixes / too long names before anything exists
     check_names_free(topo, names)
     cls = switch_class(target)
+    if cls.target == "embedded" and switches_per_process != 1:
+        from topologies.switch_group import grouped_switch_class
+
+        cls = grouped_switch_class(switches_per_process, prefix)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     write_nodes_record(run_dir, topo, names)
@@ -239,7 +246,8 @@ TARGET_ENV = "MRC_P4_TARGET"
 
 @contextmanager
 def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir: Path | None = None,
-                       target: str | None = None) -> Iterator[FabricNetwork]:
+                       target: str | None = None,
+                       switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
     naming the failures if the install fails): what tests and experiments start.
     ``target`` None: ``$MRC_P4_TARGET`` (``embedded``, ``bmv2`` or ``auto``), else the
@@ -247,7 +255,8 @@ def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir:
     import os
 
     target = target or os.environ.get(TARGET_ENV) or "embedded"
-    with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir) as fn:
+    with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir,
+                        switches_per_process=switches_per_process) as fn:
         rep = install_tables(fn)
         if rep.failed:
             raise RuntimeError(f"install failed: {rep.summary()}: {'; '.join(str(r.error) for r in rep.failed)}")

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
 
 
+FIXED_PORTS_MAX = 64  # more switches take free ports: hundreds of fixed ones meet the kernel's ephemeral ports
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m topologies.run",
@@ -46,13 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=TARGETS, default="auto",
                    help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
                         "else the embedded target (default auto)")
+    p.add_argument("--switches-per-process", default="cpu", metavar="N|cpu|plane",
+                   help="embedded target: put N switches in each p4target process; 'cpu' (the default): the "
+                        "fabric in one process per CPU but one, the NICs in one; 'plane': one process per "
+                        "plane and one for the NICs; 1: one process per switch")
     p.add_argument("--prefix", default=DEFAULT_PREFIX,
                    help="Mininet node name prefix: mrc plus up to 4 letters/digits, for a network that must not "
                         "meet another (compact names, e.g. mrc2p0l0); default none: the nodes are called as the "
                         "controller calls them (h1, p0-leaf0, nic1)")
-    p.add_argument("--grpc-base", type=int, default=DEFAULT_GRPC_BASE,
-                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}; "
-                        "0: any free port)")
+    p.add_argument("--grpc-base", type=int, default=None,
+                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}, or 0 for a "
+                        f"fabric of more than {FIXED_PORTS_MAX} switches; 0: any free port)")
     p.add_argument("--run-dir", type=Path, help="logs, pid files, network.json (default $MRC_P4_RUN_DIR "
                    "or /tmp/mrc-p4/run)")
     p.add_argument("--bytes", type=int, default=2_000_000,
@@ -89,8 +96,12 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         raise TopologyError(problem)
     t0 = time.monotonic()
     _say(f"network: {topo.summary()}")
+    if args.grpc_base is None:
+        from controller.entries import nodes
+
+        args.grpc_base = DEFAULT_GRPC_BASE if len(nodes(topo)) <= FIXED_PORTS_MAX else 0
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
-                        run_dir=args.run_dir) as fn:
+                        run_dir=args.run_dir, switches_per_process=args.switches_per_process) as fn:
         sws = fn.p4_switches()
         _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
              f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")
@@ -161,7 +172,11 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     cut = demo.spine_link(fn, src.name, dst.name)
     _say(f"demo: MRC-lite transfer {src.name} -> {dst.name}, {args.bytes:,} bytes over every EV"
          + (f", cutting {cut} half-way" if cut else ""))
+    from topologies import path_counts
+
+    spines_before = path_counts.read_spines(topo, fn.inventory)
     flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.bytes, cut=cut, say=_say)
+    per_path = path_counts.path_packets(topo, spines_before, path_counts.read_spines(topo, fn.inventory), src.leaf)
     if cut:
         from controller.repair import set_link
 
@@ -181,6 +196,7 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
               f"{demo.format_split(topo.planes, flow.planes_before)}",
               f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
               f"{demo.format_split(topo.planes, flow.delivered_before)}"]
+    lines += [f"  paths {src.name} -> {dst.name}: {path_counts.summary(per_path)}"]
     lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
     if cut:
         lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
@@ -208,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--bytes must be at least 1")
     if args.cli_script is not None and not args.cli_script.is_file():
         parser.error(f"--cli-script {args.cli_script}: no such file")
+    from topologies.switch_group import parse_placement
+
+    try:
+        args.switches_per_process = parse_placement(args.switches_per_process)
+    except ValueError as exc:
+        parser.error(f"--switches-per-process {exc}")
     try:
         check_prefix(args.prefix)
         topo = load_topology(args)

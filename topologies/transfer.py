@@ -69,7 +69,7 @@ class Transfer:
         """The fabric's shape, for the sender's EV set (the address plan of the same topology)."""
         t = self.fn.topo
         return ["--planes", str(t.planes), "--spines", str(t.spines), "--leaves", str(len(t.leaves)),
-                "--hosts-per-leaf", str(t.max_hosts_per_leaf)]
+                "--hosts-per-leaf", str(t.max_hosts_per_leaf), "--evs", str(t.evs_per_nic), "--ev-mode", t.ev_mode]
 
     def start(self) -> Transfer:
         self.start_receiver()

@@ -105,7 +105,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         context.abort(grpc_code(err.code), err.message)
 
     def _internal(self, context: grpc.ServicerContext, what: str, exc: Exception) -> None:
-        log.exception("device %d: %s failed unexpectedly", self.s.device_id, what)
+        log.exception("%s: %s failed unexpectedly", self.s.label, what)
         context.abort(grpc.StatusCode.INTERNAL, f"{what} failed inside the target: {exc}")
 
     def _check_device(self, device_id: int) -> None:
@@ -227,6 +227,7 @@ class P4RuntimeServer:
                         "install a current protobuf wheel", api_implementation.Type())
         self.device = device
         self.device_id = getattr(device, "device_id", 0)
+        self.label = getattr(device, "label", f"device {self.device_id}")  # how log lines name it
         self.addr = addr
         self.election_timeout = election_timeout
         self.arbiter = Arbiter(self.device_id)
@@ -247,7 +248,7 @@ class P4RuntimeServer:
     def start(self) -> None:
         if self.cpu is not None:  # before gRPC starts its threads: they inherit it
             moved = pin_process(self.cpu)
-            log.info("device %d: the %d threads of this process kept on CPU %d", self.device_id, moved, self.cpu)
+            log.info("%s: the %d threads of this process kept on CPU %d", self.label, moved, self.cpu)
         self._grpc, self.transport = make_transport(
             self._max_workers,
             [("grpc.max_send_message_length", 256 * 1024 * 1024),
@@ -261,12 +262,34 @@ class P4RuntimeServer:
             self.bound_port = 0
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {self.addr}; is the port in use?")
+        self.attach()
+        self._grpc.start()
+        log.info("%s: P4Runtime listening on port %d", self.label, self.bound_port)
+
+    def attach(self) -> None:
+        """Serve the device without a gRPC server of its own: what ``start`` does
+        besides listening. A ``shared_server.SharedP4RuntimeServer`` calls it for each
+        of the devices it serves on one address (``servicer()`` answers their calls)."""
         self._adopt_running_pipeline()
         self.device.add_packet_in_listener(self._on_packet_in)
         if hasattr(self.device, "add_digest_listener"):
             self.device.add_digest_listener(self._on_digest)
-        self._grpc.start()
-        log.info("device %d: P4Runtime listening on port %d", self.device_id, self.bound_port)
+
+    def servicer(self) -> p4runtime_pb2_grpc.P4RuntimeServicer:
+        """The ``p4.v1.P4Runtime`` servicer of this device."""
+        return _Servicer(self)
+
+    def detach(self) -> None:
+        """Undo ``attach``: end the streams and leave the device's listeners."""
+        for c in list(self.arbiter.clients):
+            c.outbox.put(None)
+        for remove, cb in ((getattr(self.device, "remove_packet_in_listener", None), self._on_packet_in),
+                           (getattr(self.device, "remove_digest_listener", None), self._on_digest)):
+            if remove is not None:
+                try:
+                    remove(cb)
+                except (ValueError, KeyError):
+                    pass
 
     def _adopt_running_pipeline(self) -> None:
         """A device started with a program (``p4target run prog.p4``) serves it at once.
@@ -287,7 +310,7 @@ class P4RuntimeServer:
         except P4Error:
             bundle = b""
         self.state = PipelineState(schema=build_schema(program.model), compiled=program, device_config=bundle)
-        log.info("device %d: serving the pipeline loaded at start (%s)", self.device_id, program.model.source)
+        log.info("%s: serving the pipeline loaded at start (%s)", self.label, program.model.source)
 
     def stop(self, grace: float | None = 0.5) -> None:
         if self._grpc is not None:
@@ -297,24 +320,18 @@ class P4RuntimeServer:
             # request could not be deserialised (seen under load); every call is
             # cancelled once the grace period is over, so waiting longer gains nothing.
             if not self._grpc.stop(grace).wait((grace or 0.0) + 5.0):
-                log.warning("device %d: gRPC server did not confirm its shutdown", self.device_id)
+                log.warning("%s: gRPC server did not confirm its shutdown", self.label)
             self._grpc = None
-            for remove, cb in ((getattr(self.device, "remove_packet_in_listener", None), self._on_packet_in),
-                               (getattr(self.device, "remove_digest_listener", None), self._on_digest)):
-                if remove is not None:
-                    try:
-                        remove(cb)
-                    except (ValueError, KeyError):
-                        pass
+            self.detach()
 
     # ---- streams ---------------------------------------------------------------------
     def stream_opened(self, client: Client) -> None:
-        log.debug("device %d: stream %d opened", self.device_id, client.ident)
+        log.debug("%s: stream %d opened", self.label, client.ident)
 
     def stream_closed(self, client: Client) -> None:
         for c, msg in self.arbiter.remove(client):
             c.outbox.put(msg)
-        log.debug("device %d: stream %d closed", self.device_id, client.ident)
+        log.debug("%s: stream %d closed", self.label, client.ident)
 
     def stream_message(self, client: Client, msg: p4runtime_pb2.StreamMessageRequest) -> Any:
         """Handle one stream message; returns a P4RTError that ends the stream, if any."""
@@ -373,7 +390,7 @@ class P4RuntimeServer:
         try:
             self.device.packet_out(frame)
         except Exception as exc:  # a frame must never take the server down
-            log.exception("device %d: packet-out failed", self.device_id)
+            log.exception("%s: packet-out failed", self.label)
             self._stream_error(client, P4RTError(INTERNAL, f"packet-out failed: {exc}"), packet)
 
     def _send_to_primary(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
@@ -462,8 +479,8 @@ class P4RuntimeServer:
                 raise invalid(f"the device cannot load this pipeline: {exc}") from None
             kept, dropped = replay(self.device.switch, state, updates, old)
         self.state = state
-        log.info("device %d: pipeline committed (%d entities carried over, %d dropped)",
-                 self.device_id, kept, dropped)
+        log.info("%s: pipeline committed (%d entities carried over, %d dropped)",
+                 self.label, kept, dropped)
 
     def get_pipeline(self, response_type: int) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
         st = self.state
@@ -515,7 +532,7 @@ class P4RuntimeServer:
                         except P4RTError as err:
                             add((err.code, err.message))
                         except Exception as exc:  # a bug must cost one update, not the server
-                            log.exception("device %d: update failed unexpectedly", self.device_id)
+                            log.exception("%s: update failed unexpectedly", self.label)
                             add((INTERNAL, f"internal error: {exc}"))
                 if saved is not None:
                     saved.updates.extend(u for u, (code, _) in zip(updates, outcomes) if code == OK)
@@ -534,7 +551,7 @@ class P4RuntimeServer:
             except P4RTError as err:
                 outcomes.append((err.code, err.message))
             except Exception as exc:  # a bug must cost one update, not the server
-                log.exception("device %d: update failed unexpectedly", self.device_id)
+                log.exception("%s: update failed unexpectedly", self.label)
                 outcomes.append((INTERNAL, f"internal error: {exc}"))
             self._roll_back(sw, st, undo)
             note = f"not applied: update {n} of the batch failed and the batch was rolled back"
@@ -548,7 +565,7 @@ class P4RuntimeServer:
                 try:
                     apply_update(sw, st, u)
                 except Exception:  # noqa: BLE001 - keep undoing the rest
-                    log.exception("device %d: rollback step failed", self.device_id)
+                    log.exception("%s: rollback step failed", self.label)
 
     def read(self, entities) -> tuple[list[bytes], list[Outcome]]:
         """Encoded entities matching each request (``ReadResponse.entities`` elements,
@@ -566,7 +583,7 @@ class P4RuntimeServer:
                     except P4RTError as err:
                         outcomes.append((err.code, err.message))
                     except Exception as exc:  # noqa: BLE001 - one bad request, not the server
-                        log.exception("device %d: read failed unexpectedly", self.device_id)
+                        log.exception("%s: read failed unexpectedly", self.label)
                         outcomes.append((INTERNAL, f"internal error: {exc}"))
         return found, outcomes
 

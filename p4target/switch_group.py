@@ -1,0 +1,498 @@
+"""Many switches in one process: ``p4target group GROUP.yaml``.
+
+Why: a ``p4target run`` process costs tens of MB before its first frame (Python, the
+compiled program, the P4Runtime server) and, under sprayed traffic, one wake-up per
+switch a frame crosses. A scale fabric of hundreds of switches is then gigabytes and
+mostly hand-overs between processes. As Open vSwitch runs every bridge of a host in
+one daemon, a group runs many switches in one process:
+
+- every switch keeps what makes it a switch: its own ``Device`` (program instance,
+  tables, counters, registers, meters, queues), its ports on its own Linux
+  interfaces (a ``NetIO``, rings sized per port), its pcap files, its log lines
+  (named ``NAME (device N)``) and its own P4Runtime device: its own gRPC address
+  (``grpc_addr`` of the switch), or the group's shared address where the device id
+  tells the switches apart (``p4runtime.shared_server``);
+- switches of one program share the compiled program and its compiled fast path
+  (compiled once per program file);
+- one thread forwards for all of them (``GroupLoop``): it waits on the epoll
+  descriptors of all the switches' loops at once and runs a round of the loops that
+  have something, so a frame that crosses five switches of the group costs no
+  hand-over between threads or processes;
+- a failure stays with its switch: a frame the pipeline fails on is that switch's
+  dropped frame (``Device`` counts and logs it); a loop round that raises is logged
+  once with the switch's name and the others go on; a bad P4Runtime request is
+  answered by that switch's server only.
+
+The group file (YAML or JSON) lists the switches::
+
+    grpc_addr: 127.0.0.1:9559        # optional: every switch without its own address here
+    switches:
+      - name: p0-leaf0
+        program: p4src/fabric.p4
+        device_id: 1
+        ports: {1: mrc-p0-leaf0-eth1, 3: mrc-p0-leaf0-eth3}
+        grpc_addr: 127.0.0.1:50001   # optional when the group has one
+        rx_ring_frames: 256          # optional: every port's receive ring (default 4096)
+        port_rx_ring_frames: {0: 16384}
+        tx_ring_frames: 64           # optional (default 256)
+        cpu_port: 255                # optional
+        pcap: /tmp/pcaps             # optional: <iface>_in.pcap / _out.pcap there
+        pid_file: /tmp/mrc-p4/run/mrc-p0-leaf0.pid   # optional: the group's pid, per switch
+        netns: p4t-lab                # optional: the interfaces' network namespace
+
+A mistake in the file is one message naming the file, the switch and the field.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from p4target.errors import P4Error
+
+log = logging.getLogger(__name__)
+
+OPEN_THREADS = 16  # switches whose ports are opened at once
+GROUP_POLL_INTERVAL = 5.0  # seconds between link-state polls per switch (netlink tells at once)
+
+
+class SwitchSpec(BaseModel):
+    """One switch of a group file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64)
+    program: Path
+    device_id: int = Field(ge=0, lt=1 << 64)
+    ports: dict[int, str] = Field(min_length=1)
+    grpc_addr: str | None = None
+    cpu_port: int | None = Field(default=None, ge=0, lt=511)
+    rx_ring_frames: int | None = Field(default=None, ge=64, le=65536)
+    port_rx_ring_frames: dict[int, int] = Field(default_factory=dict)
+    tx_ring_frames: int = Field(default=256, ge=16, le=65536)
+    pcap: Path | None = None
+    pid_file: Path | None = None
+    netns: str | None = None  # open the interfaces in this network namespace
+    seed: int = 0
+
+    @field_validator("ports")
+    @classmethod
+    def _ports(cls, v: dict[int, str]) -> dict[int, str]:
+        for port, iface in v.items():
+            if not 0 <= port < 511:
+                raise ValueError(f"port {port} must be 0..510 (511 is drop)")
+            if not iface or len(iface) > 15 or "/" in iface or " " in iface:
+                raise ValueError(f"port {port}: {iface!r} is not a valid interface name")
+        return v
+
+    @field_validator("port_rx_ring_frames")
+    @classmethod
+    def _rings(cls, v: dict[int, int]) -> dict[int, int]:
+        for port, n in v.items():
+            if not 64 <= n <= 65536:
+                raise ValueError(f"port {port}: {n} receive ring slots; give 64 to 65536")
+        return v
+
+
+class GroupSpec(BaseModel):
+    """A group file: the switches of one process."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grpc_addr: str | None = None
+    switches: list[SwitchSpec] = Field(min_length=1)
+
+
+def _check_addr(addr: str, where: str) -> None:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise P4Error(f"grpc_addr {addr!r} is not HOST:PORT (for example 127.0.0.1:9559)", where)
+
+
+def load_group(path: Path, grpc_addr: str | None = None) -> GroupSpec:
+    """Read and check a group file (``grpc_addr`` overrides the file's shared address).
+    Raises ``P4Error`` naming the file and the place of the first mistake."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise P4Error(f"cannot read the group file: {e.strerror}; check the path", str(path)) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise P4Error(f"not YAML or JSON: {getattr(e, 'problem', e)}; fix the syntax", where) from None
+    try:
+        spec = GroupSpec.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = list(err["loc"])
+        place = ".".join(str(x) for x in loc)
+        if len(loc) >= 2 and loc[0] == "switches" and isinstance(loc[1], int) and isinstance(data, dict):
+            try:
+                place = f"switch {data['switches'][loc[1]].get('name', loc[1])}: " + ".".join(str(x) for x in loc[2:])
+            except (AttributeError, IndexError, KeyError, TypeError):
+                pass
+        raise P4Error(f"{place}: {err['msg']}; see the group file format in docs/target.md", str(path)) from None
+    if grpc_addr is not None:
+        spec.grpc_addr = grpc_addr
+    names: set[str] = set()
+    ifaces: dict[str, str] = {}
+    own: dict[str, str] = {}
+    shared_ids: dict[int, str] = {}
+    for sw in spec.switches:
+        where = f"{path}: switch {sw.name}"
+        if sw.name in names:
+            raise P4Error("the name is given to two switches; give every switch its own name", where)
+        names.add(sw.name)
+        for iface in sw.ports.values():
+            if iface in ifaces:
+                raise P4Error(f"interface {iface} is also a port of {ifaces[iface]}; give each interface once",
+                              where)
+            ifaces[iface] = sw.name
+        if sw.cpu_port is not None and sw.cpu_port in sw.ports:
+            raise P4Error(f"cpu_port {sw.cpu_port} is also an interface port", where)
+        bad = set(sw.port_rx_ring_frames) - set(sw.ports)
+        if bad:
+            raise P4Error(f"port_rx_ring_frames: port {min(bad)} is not one of its ports", where)
+        if sw.grpc_addr is None:
+            if spec.grpc_addr is None:
+                raise P4Error("no grpc_addr: give the switch one, or the group a shared grpc_addr", where)
+            if sw.device_id in shared_ids:
+                raise P4Error(f"device id {sw.device_id} is also {shared_ids[sw.device_id]}'s on the shared "
+                              f"address {spec.grpc_addr}; give each switch there its own device id", where)
+            shared_ids[sw.device_id] = sw.name
+        else:
+            _check_addr(sw.grpc_addr, where)
+            if sw.grpc_addr in own and not sw.grpc_addr.endswith(":0"):
+                raise P4Error(f"grpc_addr {sw.grpc_addr} is also {own[sw.grpc_addr]}'s; give each its own, "
+                              "or leave it out to share the group's address", where)
+            own[sw.grpc_addr] = sw.name
+        if not sw.program.is_file():
+            raise P4Error(f"no such program file {sw.program}; check the path", where)
+    if spec.grpc_addr is not None:
+        _check_addr(spec.grpc_addr, f"{path}: grpc_addr")
+    return spec
+
+
+@dataclass
+class GroupSwitch:
+    """One running switch of a group."""
+
+    spec: SwitchSpec
+    device: Any
+    netio: Any
+    server: Any = None  # its P4RuntimeServer
+    loop_errors: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def device_id_text(self) -> str:
+        return str(self.spec.device_id)
+
+    def addr_text(self, group: "SwitchGroup") -> str:
+        if self.spec.grpc_addr is not None:
+            bound = getattr(self.server, "bound_port", 0)
+            return f"{self.spec.grpc_addr.rsplit(':', 1)[0]}:{bound}" if bound else self.spec.grpc_addr
+        bound = getattr(group.shared, "bound_port", 0)
+        host = (group.spec.grpc_addr or "").rsplit(":", 1)[0]
+        return f"{host}:{bound} (shared)" if bound else f"{group.spec.grpc_addr} (shared)"
+
+
+class GroupLoop:
+    """One thread forwarding for many ``NetIO``s (see the module docstring).
+
+    The epoll descriptor of every switch's loop is in one outer epoll: it is readable
+    when that switch has a frame, a link notice or a wake-up. A round runs for the
+    switches that are readable or were busy in the last round, and for all of them
+    when the earliest timed work (link poll, pcap flush, a shaped queue) is due.
+    """
+
+    def __init__(self, switches: Iterable[GroupSwitch]) -> None:
+        self.switches = list(switches)
+        self._stopping = False
+        self._epoll: select.epoll | None = None
+        self._by_fd: dict[int, GroupSwitch] = {}
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def stop(self) -> None:
+        """End the loop (safe from a signal handler or another thread)."""
+        self._stopping = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def _round(self, sw: GroupSwitch) -> bool:
+        try:
+            return bool(sw.netio.round(wait=False))
+        except Exception:  # noqa: BLE001 - one switch's failure is not the group's
+            sw.loop_errors += 1
+            if sw.loop_errors == 1 or sw.loop_errors % 1000 == 0:
+                log.exception("%s: forwarding round failed (%d so far); the other switches go on",
+                              sw.device.label, sw.loop_errors)
+            return False
+
+    def run(self) -> None:
+        self._epoll = select.epoll()
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        for sw in self.switches:
+            sw.netio.begin()
+            fd = sw.netio.epoll_fd
+            self._by_fd[fd] = sw
+            self._epoll.register(fd, select.EPOLLIN)
+        try:
+            active = set(range(len(self.switches)))
+            index = {id(sw): i for i, sw in enumerate(self.switches)}
+            timer_at = 0.0
+            wakes = [0.0] * len(self.switches)  # each switch's next timed work
+            while not self._stopping:
+                now = time.monotonic()
+                timers = now >= timer_at
+                if timers:  # the switches whose timed work is due
+                    active |= {i for i, w in enumerate(wakes) if w <= now}
+                busy: set[int] = set()
+                for i in sorted(active):
+                    sw = self.switches[i]
+                    if self._round(sw):
+                        busy.add(i)
+                    wakes[i] = sw.netio.next_wake()
+                if timers or active:
+                    timer_at = min(wakes)
+                timeout = 0.0 if busy else max(0.0, timer_at - time.monotonic())
+                events = self._epoll.poll(timeout)
+                active = busy
+                for fd, _ in events:
+                    sw = self._by_fd.get(fd)
+                    if sw is not None:
+                        active.add(index[id(sw)])
+                    elif fd == self._wake_r:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except BlockingIOError:
+                            pass
+        finally:
+            for sw in self.switches:
+                try:
+                    sw.netio.end()
+                except Exception:  # noqa: BLE001
+                    log.exception("%s: flushing the rings failed", sw.device.label)
+            self._epoll.close()
+            self._epoll = None
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = -1
+
+
+@dataclass
+class SwitchGroup:
+    """The switches of a group file, built and run in this process."""
+
+    spec: GroupSpec
+    switches: list[GroupSwitch] = field(default_factory=list)
+    shared: Any = None  # the SharedP4RuntimeServer, when switches share an address
+    loop: GroupLoop | None = None
+    programs: dict[Path, Any] = field(default_factory=dict)  # one compiled program per file
+
+    def compiled(self, path: Path) -> Any:
+        key = path.resolve()
+        if key not in self.programs:
+            from p4target.compiler import compile_file
+
+            self.programs[key] = compile_file(path)
+        return self.programs[key]
+
+    def build(self) -> None:
+        """Compile each program once, make every device and open every port; raises
+        ``P4Error`` naming the switch, with everything opened so far closed again."""
+        from p4target.device import Device
+        from p4target.netio import NetIO
+
+        from concurrent.futures import ThreadPoolExecutor
+
+        try:
+            for s in self.spec.switches:
+                dev = Device(device_id=s.device_id, cpu_port=s.cpu_port, seed=s.seed, name=s.name)
+                try:
+                    dev.load(self.compiled(s.program))
+                    netio = NetIO(dev, dict(s.ports), pcap_dir=s.pcap, netns=s.netns, poll_interval=GROUP_POLL_INTERVAL,
+                                  rx_ring_frames=s.rx_ring_frames, tx_ring_frames=s.tx_ring_frames,
+                                  port_rx_ring_frames=s.port_rx_ring_frames)
+                except P4Error as e:
+                    raise P4Error(f"switch {s.name}: {e}") from None
+                self.switches.append(GroupSwitch(s, dev, netio))
+
+            def open_ports(sw: GroupSwitch) -> None:
+                try:
+                    sw.netio.open()
+                except P4Error as e:
+                    raise P4Error(f"switch {sw.name}: {e}") from None
+
+            # in parallel: opening a packet socket mostly waits for the kernel (RCU grace
+            # periods), so a thread per port at a time would leave hundreds of switches
+            # waiting in turn
+            with ThreadPoolExecutor(max_workers=OPEN_THREADS, thread_name_prefix="p4target-open") as pool:
+                for _ in pool.map(open_ports, self.switches):
+                    pass
+        except BaseException:
+            self.close()
+            raise
+
+    def start_servers(self) -> None:
+        """A P4Runtime server per switch with its own address, one shared server for
+        the others."""
+        from p4target.p4runtime.server import P4RuntimeServer
+        from p4target.p4runtime.shared_server import SharedP4RuntimeServer
+
+        sharing: list[Any] = []
+        for sw in self.switches:
+            server = P4RuntimeServer(sw.device, sw.spec.grpc_addr or self.spec.grpc_addr or "", max_workers=8)
+            sw.server = server
+            if sw.spec.grpc_addr is None:
+                sharing.append(server)
+                continue
+            try:
+                server.start()
+            except Exception as e:  # noqa: BLE001 - a busy port is RuntimeError or OSError
+                sw.server = None
+                raise P4Error(f"switch {sw.name}: cannot start the P4Runtime server on {sw.spec.grpc_addr}: "
+                              f"{e}; choose another grpc_addr") from None
+        if sharing:
+            assert self.spec.grpc_addr is not None
+            self.shared = SharedP4RuntimeServer(sharing, self.spec.grpc_addr)
+            try:
+                self.shared.start()
+            except Exception as e:  # noqa: BLE001
+                self.shared = None
+                raise P4Error(f"cannot start the shared P4Runtime server on {self.spec.grpc_addr}: {e}; "
+                              "choose another grpc_addr") from None
+
+    def write_pid_files(self) -> None:
+        pid = f"{os.getpid()}\n"
+        for sw in self.switches:
+            path = sw.spec.pid_file
+            if path is None:
+                continue
+            try:
+                tmp = path.with_name(f".{path.name}.{os.getpid()}")
+                tmp.write_text(pid)
+                os.replace(tmp, path)
+            except OSError as e:
+                raise P4Error(f"switch {sw.name}: cannot write pid file: {e.strerror}", str(path)) from None
+
+    def start(self) -> threading.Thread:
+        """Forward in a background thread (tests; ``run`` for the command)."""
+        self.loop = GroupLoop(self.switches)
+        t = threading.Thread(target=self.loop.run, name="p4target-group", daemon=True)
+        t.start()
+        return t
+
+    def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.stop()
+
+    def close(self) -> None:
+        """Stop the servers and close every port (after the loop has ended)."""
+        if self.shared is not None:
+            self.shared.stop()
+            self.shared = None
+        own = [sw.server for sw in self.switches if sw.server is not None and sw.spec.grpc_addr is not None]
+        stoppers = [threading.Thread(target=s.stop, name="p4target-stop", daemon=True) for s in own]
+        for t in stoppers:  # at once: each waits out its grace time
+            t.start()
+        for t in stoppers:
+            t.join(10)
+        from concurrent.futures import ThreadPoolExecutor
+
+        for sw in self.switches:
+            sw.server = None
+        with ThreadPoolExecutor(max_workers=OPEN_THREADS, thread_name_prefix="p4target-close") as pool:
+            for _ in pool.map(lambda sw: sw.netio.close(), self.switches):  # closing waits as opening does
+                pass
+        for sw in self.switches:
+            if sw.spec.pid_file is not None:
+                try:
+                    if sw.spec.pid_file.read_text().strip() == str(os.getpid()):
+                        sw.spec.pid_file.unlink()
+                except OSError:
+                    pass
+
+    def find(self, name: str) -> GroupSwitch:
+        for sw in self.switches:
+            if sw.name == name:
+                return sw
+        raise KeyError(name)
+
+
+def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None = None,
+                cpu: int | str | None = None) -> int:
+    """``p4target group FILE``: build the group, serve it, forward until SIGTERM/SIGINT."""
+    import signal
+    import sys
+
+    import faulthandler
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr (the log)
+    spec = load_group(path, grpc_addr)
+    if cpu is not None:  # before any thread starts: they all inherit it
+        from p4target.p4runtime.placement import PlacementError, pin_process, resolve_cpu
+
+        try:
+            chosen = resolve_cpu(cpu, spec.switches[0].device_id)
+        except PlacementError as e:
+            raise P4Error(f"--cpu {cpu}: {e}") from None
+        if chosen is not None:
+            pin_process(chosen)
+    group = SwitchGroup(spec)
+    group.build()
+    try:
+        group.start_servers()
+        group.write_pid_files()
+        if pid_file is not None:
+            try:
+                tmp = pid_file.with_name(f".{pid_file.name}.{os.getpid()}")
+                tmp.write_text(f"{os.getpid()}\n")
+                os.replace(tmp, pid_file)
+            except OSError as e:
+                raise P4Error(f"cannot write pid file: {e.strerror}", str(pid_file)) from None
+        group.loop = GroupLoop(group.switches)
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            log.info("group: %s received, stopping", signal.Signals(signum).name)
+            group.stop()
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_signal)
+            signal.signal(signal.SIGINT, on_signal)
+        programs = len(group.programs)
+        print(f"p4target: group of {len(group.switches)} switches ({programs} program"
+              f"{'s' if programs != 1 else ''}) running: "
+              + "; ".join(f"{sw.name} device {sw.device_id_text} on {sw.addr_text(group)}"
+                          for sw in group.switches[:8])
+              + (f"; and {len(group.switches) - 8} more" if len(group.switches) > 8 else ""),
+              file=sys.stderr, flush=True)
+        group.loop.run()
+    finally:
+        group.close()
+        if pid_file is not None:
+            try:
+                pid_file.unlink()
+            except OSError:
+                pass
+    for sw in group.switches:
+        for n, st in sorted(sw.netio.stats().items()):
+            log.info("%s: port %d: rx %d tx %d tx_errors %d rx_dropped %d", sw.device.label, n, st.rx, st.tx,
+                     st.tx_errors, st.rx_dropped)
+    return 0
