@@ -3,7 +3,7 @@
 Why two small commands: an experiment script starts ``mrc-recv`` in one Mininet host
 and ``mrc-send`` in another, waits for both, and reads their JSON reports
 (``--report``); the exit status says whether every byte arrived and matched (0) or
-not (1). Human lines go to stdout, the JSON report (README, "MRC-lite endpoints")
+not (1). Human lines go to stdout, the JSON report (docs/endpoints.md)
 to the file.
 
 The sender's EV set comes from the address plan (``controller.plan.nic_evs``) of the

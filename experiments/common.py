@@ -3,7 +3,7 @@ read counters, write the results.
 
 Why one module: the five experiments differ in what they break or measure, not in how
 a transfer is run. A transfer is ``mrc-recv`` in one Mininet host and ``mrc-send`` in
-another (README, "MRC-lite endpoints"), each writing its JSON report;
+another (docs/endpoints.md), each writing its JSON report;
 ``topologies.transfer.Transfer`` (shared with the `make run` demo) starts them without
 waiting, so an experiment can cut a link or read counters while the data flows. ``write_results`` puts the raw numbers (JSON) and the plot (PNG)
 under ``results/``.

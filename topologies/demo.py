@@ -70,7 +70,7 @@ class FlowResult:
     dst: str
     nbytes: int
     verified: bool  # every byte arrived and the receiver's SHA-256 matched the sender's
-    report: dict  # mrc-send's JSON report (README, "MRC-lite endpoints")
+    report: dict  # mrc-send's JSON report (docs/endpoints.md)
     evs: int
     planes_before: dict[int, int]  # packets the source NIC sent into each plane (before the cut, or all)
     planes_after: dict[int, int]  # after the cut (empty without one)

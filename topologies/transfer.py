@@ -4,7 +4,7 @@ Mininet host, ``mrc-send`` in another, each writing its JSON report.
 Why here: the `make run` demo (topologies/demo.py) and the experiments
 (experiments/) run transfers the same way; ``Transfer`` starts both sides without
 waiting, so the caller can cut a link or read counters while the data flows, then
-``wait`` gives exit statuses and reports (README, "MRC-lite endpoints").
+``wait`` gives exit statuses and reports (docs/endpoints.md).
 """
 
 from __future__ import annotations

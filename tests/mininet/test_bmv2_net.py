@@ -11,7 +11,7 @@ back), ``fail``/``restore``. Skipped without BMv2 on the PATH (``bmv2`` marker).
 Two tests are strict xfails: BMv2's P4Runtime server (PI) keeps one watch port for
 every member of an action profile group (it reads them all back with the last
 member's) and refuses to MODIFY such a group, so a second install rewrites the NICs'
-spray groups and ``deny`` cannot rewrite them (README, "BMv2").
+spray groups and ``deny`` cannot rewrite them (docs/mininet.md, "Running on BMv2").
 """
 
 from __future__ import annotations

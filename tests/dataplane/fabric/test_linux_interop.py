@@ -161,7 +161,7 @@ def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[Table
     cmds = net.workdir / f"{name}.stf"
     cmds.write_text("\n".join(stf_lines(entries)) + "\n")
     # Pid files live in the project's run directory, so `make clean` finds a switch
-    # that a crashed test left behind (README, "Cleaning up").
+    # that a crashed test left behind (docs/environment.md, "Cleaning up").
     from tools.cleanup import run_dir
 
     run_dir().mkdir(parents=True, exist_ok=True)
