@@ -55,17 +55,55 @@ def denied_links(topo: Topology, inv: Inventory) -> set[Link]:
     return {find_link(topo, name) for name in inv.denied}
 
 
-def set_cable(ends: LinkEnds, up: bool) -> str:
-    """Set both interfaces of a running network's cable up or down."""
+CUT_TABLE_PREFIX = "mrc_cut_"  # nftables tables that hold a cut cable on its ends (tools/cleanup.py)
+
+
+def _in_node(node_pid: int | None, cmd: list[str]) -> list[str]:
+    return ["nsenter", "-t", str(node_pid), "-n", *cmd] if node_pid else cmd
+
+
+def cut_table(intf: str) -> str:
+    """The nftables table that drops what ``intf`` sends while its cable is cut."""
+    return CUT_TABLE_PREFIX + "".join(c if c.isalnum() else "_" for c in intf)
+
+
+def _set_carrier(node_pid: int | None, intf: str, up: bool) -> None:
+    state = "up" if up else "down"
+    r = subprocess.run(_in_node(node_pid, ["ip", "link", "set", intf, state]), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SwitchError(f"cannot set {intf} {state}: {r.stderr.strip()}")
+
+
+def _set_blocked(node_pid: int | None, intf: str, up: bool) -> None:
+    """Cut without a carrier change: every frame ``intf`` sends is dropped at its egress
+    hook (nftables' netdev family), the interface itself stays up."""
+    table = cut_table(intf)
+    if up:
+        cmd, rules = ["nft", "delete", "table", "netdev", table], None
+    else:
+        cmd = ["nft", "-f", "-"]
+        rules = (f'table netdev {table} {{ chain cut {{ type filter hook egress device "{intf}" '
+                 "priority 0; policy drop; }; }\n")
+    r = subprocess.run(_in_node(node_pid, cmd), input=rules, capture_output=True, text=True)
+    if r.returncode != 0 and not (up and "No such file" in r.stderr):
+        raise SwitchError(f"cannot {'restore' if up else 'cut'} {intf} with nftables: {r.stderr.strip()}")
+
+
+def set_cable(ends: LinkEnds, up: bool, *, keep_carrier: bool = False) -> str:
+    """Set both interfaces of a running network's cable up or down.
+
+    ``keep_carrier``: cut by dropping what both ends send instead of taking the
+    interfaces down, for BMv2, whose switch stops forwarding on all its ports once one
+    of its interfaces goes down, and does not recover when it comes back up
+    (docs/mininet.md, "Running on BMv2")."""
     state = "up" if up else "down"
     for node_pid, intf in ((ends.a_pid, ends.a_intf), (ends.b_pid, ends.b_intf)):
-        cmd = ["ip", "link", "set", intf, state]
-        if node_pid:
-            cmd = ["nsenter", "-t", str(node_pid), "-n", *cmd]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SwitchError(f"cannot set {intf} {state}: {r.stderr.strip()}")
-    return f"{ends.a_intf} and {ends.b_intf} {state}"
+        if keep_carrier:
+            _set_blocked(node_pid, intf, up)
+        else:
+            _set_carrier(node_pid, intf, up)
+    how = " (carrier kept: nothing sent crosses it)" if keep_carrier and not up else ""
+    return f"{ends.a_intf} and {ends.b_intf} {state}{how}"
 
 
 async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> RepairReport:
@@ -74,7 +112,8 @@ async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> 
     t0 = time.monotonic()
     link = find_link(topo, name)
     ends = inv.links.get(link.name)
-    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down)
+    bmv2 = any(inv.switches[n].target == "bmv2" for n in (link.a, link.b) if n in inv.switches)
+    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2)
     dead = down_links(topo, inv)
     dead = dead | {link} if down else dead - {link}
     inv.down = sorted(l.name for l in dead)
@@ -102,4 +141,4 @@ async def set_denied(topo: Topology, inv: Inventory, name: str, *, denied: bool,
     return RepairReport(link.name, denied, changed, time.monotonic() - t0, rep, "not touched")
 
 
-__all__ = ["NO_NETWORK", "RepairReport", "denied_links", "down_links", "set_cable", "set_denied", "set_link"]
+__all__ = ["CUT_TABLE_PREFIX", "NO_NETWORK", "RepairReport", "cut_table", "denied_links", "down_links", "set_cable", "set_denied", "set_link"]

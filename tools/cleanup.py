@@ -84,9 +84,10 @@ class Leftovers:
     links: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
     pid_files: tuple[Path, ...] = ()
+    cut_tables: tuple[str, ...] = ()  # nftables tables of cables cut on BMv2 (controller/repair.py)
 
     def empty(self) -> bool:
-        return not (self.namespaces or self.links or self.processes or self.pid_files)
+        return not (self.namespaces or self.links or self.processes or self.pid_files or self.cut_tables)
 
     def describe(self) -> str:
         parts = []
@@ -98,6 +99,8 @@ class Leftovers:
             parts.append("processes: " + ", ".join(str(p) for p in self.processes))
         if self.pid_files:
             parts.append("pid/record files: " + ", ".join(str(p) for p in self.pid_files))
+        if self.cut_tables:
+            parts.append("nftables tables: " + ", ".join(self.cut_tables))
         return "; ".join(parts) if parts else "nothing"
 
 
@@ -130,6 +133,25 @@ def list_links(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = fro
         return []
     return sorted(str(l["ifname"]) for l in links
                   if _has_prefix(str(l.get("ifname", "")), prefixes) or str(l.get("ifname", "")) in names)
+
+
+CUT_TABLE_PREFIX = "mrc_cut_"  # controller/repair.py names a cut cable's table so
+
+
+def _cut_name(name: str) -> str:
+    return CUT_TABLE_PREFIX + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def list_cut_tables(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = frozenset()) -> list[str]:
+    """nftables netdev tables (root namespace) that hold a cut cable of one of our
+    interfaces: a network killed while a cable was cut leaves them."""
+    try:
+        res = subprocess.run(["nft", "list", "tables", "netdev"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    tables = [line.split()[-1] for line in res.stdout.splitlines() if line.startswith("table netdev ")]
+    ours = {_cut_name(n) for n in names}
+    return sorted(t for t in tables if t in ours or any(t.startswith(_cut_name(p)) for p in prefixes))
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -286,6 +308,7 @@ def find_leftovers(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None 
         links=tuple(list_links(prefixes, rec.interfaces)),
         processes=tuple(sorted(procs)),
         pid_files=tuple(p for p, _ in pidfiles) + rec.files,
+        cut_tables=tuple(list_cut_tables(prefixes, rec.interfaces)),
     )
 
 
@@ -328,6 +351,8 @@ def clean(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None, g
         _ip("netns", "delete", ns)
     for link in list_links(prefixes, rec.interfaces):  # deleting one end of a veth removes its peer
         _ip("link", "delete", link)
+    for table in found.cut_tables:
+        subprocess.run(["nft", "delete", "table", "netdev", table], capture_output=True, timeout=20)
     return found
 
 

@@ -180,3 +180,43 @@ def test_processes_carrying_our_node_mark_are_found(scene: Scene) -> None:
     left = find_leftovers((scene.prefix,), scene.run_dir)
     assert marked.pid in left.processes
     assert other.pid not in left.processes
+
+
+def test_a_cut_cable_table_is_named_the_same_in_the_controller_and_cleanup() -> None:
+    from controller.repair import cut_table
+    from tools.cleanup import _cut_name
+
+    for intf in ("p0-leaf0-eth3", "mrcab1p0l0-eth12", "nic1-eth1"):
+        assert cut_table(intf) == _cut_name(intf)
+    assert cut_table("p0-leaf0-eth3") == "mrc_cut_p0_leaf0_eth3"
+
+
+@pytest.mark.root
+def test_a_cut_cable_left_behind_is_found_and_removed_and_nothing_else(tmp_path: Path) -> None:
+    from controller.inventory import LinkEnds
+    from controller.repair import set_cable
+    from tools.cleanup import clean
+
+    prefix = "mrc" + secrets.token_hex(2)[:3]
+    a, b = f"{prefix}a-eth1", f"{prefix}b-eth1"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    other = "keep_" + secrets.token_hex(3)  # not ours: must stay
+    subprocess.run(["nft", "add", "table", "netdev", other], check=True)
+    try:
+        for intf in (a, b):
+            subprocess.run(["ip", "link", "set", intf, "up"], check=True)
+        said = set_cable(LinkEnds(f"{prefix}a", a, f"{prefix}b", b), up=False, keep_carrier=True)
+        assert said == f"{a} and {b} down (carrier kept: nothing sent crosses it)"
+        tables = subprocess.run(["nft", "list", "tables", "netdev"], capture_output=True, text=True).stdout
+        assert f"mrc_cut_{prefix}a_eth1" in tables and f"mrc_cut_{prefix}b_eth1" in tables
+        state = subprocess.run(["ip", "-br", "link", "show", a], capture_output=True, text=True).stdout
+        assert "UP" in state.split()[1]  # the carrier is kept: the interface stays up
+        left = find_leftovers((prefix,), directory=tmp_path)
+        assert left.cut_tables == (f"mrc_cut_{prefix}a_eth1", f"mrc_cut_{prefix}b_eth1")
+        clean((prefix,), directory=tmp_path)
+        tables = subprocess.run(["nft", "list", "tables", "netdev"], capture_output=True, text=True).stdout
+        assert "mrc_cut_" + prefix not in tables and other in tables
+    finally:
+        subprocess.run(["ip", "link", "delete", a], capture_output=True)
+        for t in (other, f"mrc_cut_{prefix}a_eth1", f"mrc_cut_{prefix}b_eth1"):
+            subprocess.run(["nft", "delete", "table", "netdev", t], capture_output=True)
