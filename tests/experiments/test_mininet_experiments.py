@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from experiments import common as C
 from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.net")
-
-from experiments import common as C  # noqa: E402
 
 
 @pytest.fixture(scope="module")

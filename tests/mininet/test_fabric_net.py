@@ -23,11 +23,9 @@ import pytest
 from controller.topology import from_parameters
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from tools.cleanup import clean, find_leftovers
+from topologies.fabric_net import FabricNetwork, fabric_network, install_tables, programmed_network
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.net")
-
-from topologies.fabric_net import FabricNetwork, fabric_network, install_tables, programmed_network  # noqa: E402
 
 SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=2)
 REPO = Path(__file__).resolve().parents[2]

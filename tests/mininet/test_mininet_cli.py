@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.cli")
 
 REPO = Path(__file__).resolve().parents[2]
 SHAPE = ["--planes", "1", "--spines", "1", "--leaves", "2", "--hosts-per-leaf", "1"]
