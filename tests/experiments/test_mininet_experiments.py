@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from experiments import common as C
+from tests.mininet.fast_path import assert_compiled_fast_path
 from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.net")
-
-from experiments import common as C  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +35,10 @@ def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)
+
+
+def test_the_switches_run_the_compiled_fast_path(fabric) -> None:
+    assert_compiled_fast_path(fabric)
 
 
 def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, tmp_path: Path) -> None:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mininet.topo")
-
-from controller.topology import TopologyError, from_parameters  # noqa: E402
-from topologies.clos import MrcClos, mrcclos, topology_source  # noqa: E402
-from topologies.names import cables, node_names  # noqa: E402
-from topologies.p4switch import choose_target, switch_class, EmbeddedP4Switch  # noqa: E402
+from controller.topology import TopologyError, from_parameters
+from topologies.clos import MrcClos, mrcclos, topology_source
+from topologies.names import cables, node_names
+from topologies.p4switch import choose_target, switch_class, EmbeddedP4Switch
 
 
 def _links(t: MrcClos) -> set[tuple[str, int, str, int]]:

@@ -21,13 +21,12 @@ from pathlib import Path
 import pytest
 
 from controller.topology import from_parameters
+from tests.mininet.fast_path import assert_compiled_fast_path
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from tools.cleanup import clean, find_leftovers
+from topologies.fabric_net import FabricNetwork, fabric_network, install_tables, programmed_network
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.net")
-
-from topologies.fabric_net import FabricNetwork, fabric_network, install_tables, programmed_network  # noqa: E402
 
 SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=2)
 REPO = Path(__file__).resolve().parents[2]
@@ -96,6 +95,7 @@ def test_every_switch_runs_and_answers_p4runtime(fabric: FabricNetwork) -> None:
         assert grpc_answers(entry["address"], timeout=5), f"{name} does not answer at {entry['address']}"
         assert sw.pid_path.read_text().strip() == str(sw.proc.pid)
     assert not grpc_answers("127.0.0.1:1", timeout=0.5), "the check can fail"
+    assert_compiled_fast_path(fabric)  # the end-to-end tests below measure the fast path users run
 
 
 def test_cables_join_the_ports_the_controller_uses(fabric: FabricNetwork) -> None:

@@ -21,11 +21,9 @@ from controller import plan as P
 from controller.counters import read_all
 from controller.topology import load_file
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
+from topologies.fabric_net import FabricNetwork, programmed_network
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.net")
-
-from topologies.fabric_net import FabricNetwork, programmed_network  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TOPO_FILE = REPO / "topologies" / "linux-srv6.yaml"

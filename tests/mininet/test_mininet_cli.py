@@ -12,6 +12,7 @@ namespace's last process ends its veths go with it. The CLI is fed a script
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,7 +23,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.root
-pytest.importorskip("mininet.cli")
 
 REPO = Path(__file__).resolve().parents[2]
 SHAPE = ["--planes", "1", "--spines", "1", "--leaves", "2", "--hosts-per-leaf", "1"]
@@ -36,7 +36,9 @@ def _in_private_netns(script: str, timeout: float) -> subprocess.CompletedProces
     return subprocess.run(["unshare", "--net", "--mount", "bash", "-c",
                            "mount -t sysfs sysfs /sys && ip link set lo up\n" + script], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout,
-                          env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")})
+                          env={**{k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")},
+                               # the CLI's own lines and its commands' (sh, mrcctl) in the order they happen
+                               "PYTHONUNBUFFERED": "1"})
 
 
 @pytest.mark.parametrize("target", ["embedded", pytest.param("bmv2", marks=pytest.mark.bmv2)])
@@ -93,3 +95,83 @@ def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_
     assert "clean exit 0" in clean and "cleanup: removed" in clean, out
     assert "again exit 0" in again and "leftovers: nothing" in again, out
     assert out.split("== links")[1].split()[0] == "0", out
+
+
+def _counters(out: str, switch: str) -> dict[int, tuple[int, int]]:
+    """The CLI's `counters` line for ``switch``: port -> (rx, tx) packets."""
+    line = next(l for l in out.splitlines() if l.startswith(f"{switch}: port "))
+    return {int(p): (int(rx), int(tx)) for p, rx, tx in re.findall(r"port (\d+): rx (\d+) tx (\d+)", line)}
+
+
+def test_fail_restore_counters_watch_and_mrcctl_through_the_cli(tmp_path: Path) -> None:
+    """The project's CLI commands on one small network (1 plane, 1 spine, 2 leaves, a host
+    on each): the only path between h1 and h2 crosses p0-leaf0:p0-spine0. Sections are
+    marked with `sh echo` so each command's output is read alone."""
+    link = "p0-leaf0:p0-spine0"
+    # with one host per leaf, a leaf's uplink to spine 0 is port 2; the spine's port to leaf 0 is 1
+    leaf_end, spine_end = "p0-leaf0-eth2", "p0-spine0-eth1"
+    cli = tmp_path / "script"
+    cli.write_text(textwrap.dedent(f"""\
+        h1 ping -c 2 h2
+        sh echo "== before"
+        counters p0-leaf0 p0-spine0
+        h1 ping -c 10 -i 0.2 h2
+        sh echo "== after"
+        counters p0-leaf0 p0-spine0
+        sh echo "== fail"
+        fail {link}
+        sh ip -o link show {leaf_end}; ip -o link show {spine_end}
+        mrcctl links
+        mrcctl install --dry-run
+        h1 ping -c 2 -W 1 h2
+        sh echo "== restore"
+        restore {link}
+        sh ip -o link show {leaf_end}; ip -o link show {spine_end}
+        mrcctl links
+        h1 ping -c 2 h2
+        sh echo "== watch"
+        h1 ping -c 40 -i 0.05 h2 > /dev/null 2>&1 &
+        watch 1
+        sh echo "== end"
+        """))
+    r = _in_private_netns(f"exec {sys.executable} -m topologies.run {' '.join(SHAPE)} --target embedded "
+                          f"--no-demo --grpc-base 0 --run-dir {tmp_path / 'run'} --cli-script {cli}", timeout=200)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    # the nodes' commands print to stderr, the CLI and sh/mrcctl to stdout
+    pings = [(int(a), int(b)) for a, b in re.findall(r"(\d+) packets transmitted, (\d+) received", r.stderr)]
+    assert pings == [(2, 2), (10, 10), (2, 0), (2, 2)], out  # the cut cable is h1's only way to h2
+    section = {name: r.stdout.split(f"== {name}\n")[1].split("\n== ")[0] for name in
+               ("before", "after", "fail", "restore", "watch")}
+
+    # counters: 10 echo requests leave h1 and 10 replies come back, each crossing both switches
+    for switch in ("p0-leaf0", "p0-spine0"):
+        before, after = _counters(section["before"], switch), _counters(section["after"], switch)
+        assert sorted(after) == [1, 2], section["after"]
+        assert {p: (after[p][0] - before[p][0], after[p][1] - before[p][1]) for p in after} == \
+            {1: (10, 10), 2: (10, 10)}, (section["before"], section["after"])
+
+    # fail: both ends of the cable down, the state file says so, and no switch's table changed
+    fail = section["fail"]
+    assert f"{link} down: {leaf_end} and {spine_end} down; no table written\n" in fail, fail
+    states = re.findall(r"^\d+: (\S+)@\S+: <([^>]*)>.* state (\w+)", fail, re.M)
+    assert [(n, "UP" in f.split(","), s) for n, f, s in states] == [(leaf_end, False, "DOWN"),
+                                                                   (spine_end, False, "DOWN")], fail
+    assert "default: 4 links (1 down, 0 denied)" in fail and re.search(rf"│ {link} .*│ down +│", fail), fail
+    assert "dry run: 5 switches, " in fail and " 0 written (0 inserted, 0 modified, 0 deleted)" in fail, fail
+    assert ": nothing to change" in fail, fail
+
+    # restore: both ends up again, nothing down
+    back = section["restore"]
+    assert f"{link} up: {leaf_end} and {spine_end} up; no table written\n" in back, back
+    states = re.findall(r"^\d+: (\S+)@\S+: <([^>]*)>.* state (\w+)", back, re.M)
+    assert [(n, "UP" in f.split(","), s) for n, f, s in states] == [(leaf_end, True, "UP"),
+                                                                   (spine_end, True, "UP")], back
+    assert "default: 4 links (0 down, 0 denied)" in back and re.search(rf"│ {link} .*│ up +│", back), back
+
+    # watch 1: one sample of the NICs' packets into the only plane while h1 pings h2
+    # (40 requests and their 40 replies at most, all in plane 0)
+    lines = section["watch"].splitlines()
+    assert len(lines) == 1, section["watch"]
+    m = re.fullmatch(r"plane 0: (\d+) \(100%\) \(per second\)", lines[0])
+    assert m and 0 < int(m[1]) <= 80, lines

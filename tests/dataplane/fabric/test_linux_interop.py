@@ -187,7 +187,7 @@ def start_switch(net: Net, name: str, ports: dict[int, str], entries: list[Table
 def interop(tmp_path: Path) -> Iterator[Net]:
     for tool in ("ip", "ethtool"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} is not installed (Debian: iproute2, ethtool)")
+            pytest.fail(f"{tool} is not installed: `make deps` installs it (Debian: iproute2, ethtool)")
     why = next_csid_supported()
     if why is not None:
         pytest.skip(why)
