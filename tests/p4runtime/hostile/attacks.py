@@ -488,10 +488,10 @@ def rapid_reset(target, scale: int = 1) -> int:
     return ended
 
 
-def zero_window_large_answers(target, scale: int = 1, streams: int = 40, copies: int = 15) -> int:
+def zero_window_large_answers(target, scale: int = 1, streams: int = 33, copies: int = 15) -> int:
     """SETTINGS_INITIAL_WINDOW_SIZE=0 and ``streams`` Reads of ``copies`` wildcard
-    entities each (about 40 KB per copy), never read; held while the healthy client
-    calls. How many streams the server answered with headers."""
+    entities each (``read_all``), never read; held while the healthy client calls.
+    How many Reads were sent."""
     s = open_conn(target.port, struct.pack(">HI", 4, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     head = block(request_headers("Read"))
