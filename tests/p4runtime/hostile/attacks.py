@@ -488,19 +488,27 @@ def rapid_reset(target, scale: int = 1) -> int:
     return ended
 
 
-def zero_window_large_answers(target, scale: int = 1, streams: int = 40, copies: int = 15) -> int:
+def zero_window_large_answers(target, scale: int = 1, streams: int = 33, copies: int = 15) -> int:
     """SETTINGS_INITIAL_WINDOW_SIZE=0 and ``streams`` Reads of ``copies`` wildcard
-    entities each (about 40 KB per copy), never read; held while the healthy client
-    calls. How many streams the server answered with headers."""
+    entities each (``read_all``), whose answers are never let through: the attacker
+    reads the frames the server sends (headers only: the windows allow no DATA) and
+    opens no window. Held until the server has begun to answer every Read (up to
+    5 s), then longer than the healthy client's deadline. How many Reads the server
+    began to answer (response headers, not a trailers-only refusal)."""
     s = open_conn(target.port, struct.pack(">HI", 4, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     head = block(request_headers("Read"))
     body = grpc_message(read_all(copies))
-    _send(s, b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body)
-                       for sid in range(1, 2 * streams * scale, 2)))
+    sids = range(1, 2 * streams * scale, 2)
+    _send(s, b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body) for sid in sids))
+
+    def answered(f: Frames) -> set[int]:
+        return {sid for kind, flags, sid, _ in f.frames if kind == HEADERS and not flags & END_STREAM}
+
+    f = Frames(s).read(5.0, lambda f: len(answered(f)) >= len(sids))
     time.sleep(2.5)  # longer than the healthy client's deadline
     s.close()
-    return streams * scale
+    return len(answered(f) & set(sids))
 
 
 def deadline(target, scale: int = 1) -> str | None:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import os
 
+from finsy.proto.p4.v1 import p4runtime_pb2
 
 from tests.p4runtime.hostile import attacks
 
 OK, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNIMPLEMENTED, INTERNAL = "0", "4", "8", "12", "13"
 SCALE = int(os.environ.get("HOSTILE_SCALE", "1"))
+HANDLER_THREADS = 32             # P4RuntimeServer's default max_workers
+BLOCKING_SEND_BYTES = 4 << 20    # queued answer bytes past which a blocking send waits for the client
+WINDOW_BYTES = 65535             # HTTP/2's initial connection window (SETTINGS cannot change it)
 
 
 def test_garbage_preface(bar) -> None:
@@ -144,11 +148,19 @@ def test_rapid_reset(bar) -> None:
 
 
 def test_zero_window_with_large_answers(bar) -> None:
-    """40 answers nobody reads, each past the pending limit: each gives its handler
-    thread back, so the other clients' calls still find one (32 threads)."""
+    """One more unread answer than the server has handler threads, each larger than
+    what a server that blocks its handler in ``send`` lets a stream queue (4 MiB) plus
+    a flow-control window: each call must give its thread back, or the healthy
+    client's GetForwardingPipelineConfig, Read and arbitration wait for the attacker."""
     bar.grpc_falls_short("each answer holds a handler thread while the client reads nothing: past 32 the "
                          "healthy client's calls wait until the attacker goes")
-    bar(attacks.zero_window_large_answers, SCALE)
+    one = p4runtime_pb2.ReadRequest.FromString(attacks.read_all())
+    per_copy = sum(r.ByteSize() for r in bar.s.healthy.stub.Read(one, timeout=10))
+    copies = (BLOCKING_SEND_BYTES + WINDOW_BYTES) // per_copy + 2
+    streams = HANDLER_THREADS + 1
+    answered = bar(attacks.zero_window_large_answers, SCALE, streams, copies)
+    if bar.h2:
+        assert answered == streams * SCALE, f"{answered} of {streams * SCALE} Reads were begun"
 
 
 def test_grpc_timeout_deadline(bar) -> None:
