@@ -95,16 +95,14 @@ def names(rt_config) -> Names:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """``P4TARGET_EXPECT_COMPILED=0/1`` (set by test_compiled_modules for the run it
-    starts): refuse to run unless the write path is loaded as asked."""
+    starts): refuse to run unless servers choose the write path as asked."""
     import os
 
     expect = os.environ.get("P4TARGET_EXPECT_COMPILED")
     if expect is None:
         return
-    from p4target.compiled_modules import COMPILED, is_compiled
+    from p4target.p4runtime.write_choice import choose_apply_update
 
-    import importlib
-
-    got = {name: is_compiled(importlib.import_module(name)) for name in COMPILED}
-    if set(got.values()) != {expect == "1"}:
-        raise pytest.UsageError(f"P4TARGET_EXPECT_COMPILED={expect}, but compiled: {got}")
+    kind = choose_apply_update()[1]
+    if kind != ("compiled" if expect == "1" else "python"):
+        raise pytest.UsageError(f"P4TARGET_EXPECT_COMPILED={expect}, but the write path is {kind}")

@@ -139,7 +139,7 @@ def test_plain_modify_keeps_the_direct_counter_and_delete_removes(client, names,
     assert [p for p, _ in rig.send(1, tframe(dst=dst))] != [4]  # the default (NoAction) now
 
 
-def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monkeypatch) -> None:
+def test_large_batches_run_with_the_cyclic_collector_paused(rig, client, names, monkeypatch) -> None:
     """A batch of at least GC_PAUSE_MIN_UPDATES updates is applied with ``gc`` off and
     turns it back on afterwards, also when an update fails; a small batch leaves it on."""
     import gc
@@ -147,7 +147,7 @@ def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monke
     from p4target.p4runtime import server as server_module
 
     seen: list[bool] = []
-    real = server_module.apply_update
+    real = rig.server._apply_update  # the write path this server chose
 
     def watched(sw, st, u):
         seen.append(gc.isenabled())
@@ -155,7 +155,7 @@ def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monke
             raise RuntimeError("a bug in one update")  # answered INTERNAL for that update only
         return real(sw, st, u)
 
-    monkeypatch.setattr(server_module, "apply_update", watched)
+    monkeypatch.setattr(rig.server, "_apply_update", watched)
     entry = lambda i: ins(names.entry("exact_t", {"hdr.eth.dst_addr": 0x0B0000000000 + i},  # noqa: E731
                                       action="fwd", port=1))
     big = server_module.GC_PAUSE_MIN_UPDATES

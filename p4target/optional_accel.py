@@ -1,0 +1,28 @@
+"""The one way the rest of ``p4target`` reaches its optional speed machinery
+(``p4target/accel/``): ask for a part by name, get None when the package is not there.
+
+Why a lookup and not an import: deleting ``p4target/accel/`` must change speed, never
+behaviour, so every caller has a plain path for None. Only the package's absence
+gives None; a part that is there but fails to import raises, as any bug would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+PACKAGE = "p4target.accel"
+
+
+def present() -> bool:
+    """Whether ``p4target/accel/`` is installed next to this module."""
+    return importlib.util.find_spec(PACKAGE) is not None
+
+
+def part(name: str) -> ModuleType | None:
+    """``p4target.accel.<name>`` (``native``, ``write_path``, ``h2_server``), or None
+    when ``p4target/accel/`` is absent."""
+    if not present():
+        return None
+    return importlib.import_module(f"{PACKAGE}.{name}")
