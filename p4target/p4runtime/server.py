@@ -218,10 +218,16 @@ class P4RuntimeServer:
 
     ``limits``: what one client may use (``limits.ServerLimits``; its defaults when
     not given): docs/p4runtime.md, "Limits and hardening".
+
+    ``compiled_write``: whether writes go through the compiled write path of
+    ``p4target/accel/`` (``write_choice.choose_apply_update``; None: when it is built
+    and ``P4TARGET_NATIVE`` is not 0; ``write_path`` says which was taken). Either way
+    the answers are the same.
     """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
-                 max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None) -> None:
+                 max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None,
+                 compiled_write: bool | None = None) -> None:
         if api_implementation.Type() != "upb":
             log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
                         "install a current protobuf wheel", api_implementation.Type())
@@ -242,7 +248,7 @@ class P4RuntimeServer:
         self._grpc: Any = None  # the gRPC server, from transports.make_transport
         self.transport = ""  # which, once started: "h2" or "grpc.server"
         # chosen here, explicitly: the compiled write path when built, else write.py's
-        self._apply_update, self.write_path = choose_apply_update()
+        self._apply_update, self.write_path = choose_apply_update(compiled_write)
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
         self.limits = limits or ServerLimits()
 

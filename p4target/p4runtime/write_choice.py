@@ -14,10 +14,12 @@ from p4target.p4runtime import write
 ApplyUpdate = Callable[..., Any]
 
 
-def choose_apply_update() -> tuple[ApplyUpdate, str]:
-    """``(apply_update, kind)``: kind is ``"compiled"`` or ``"python"``."""
-    write_path = optional_accel.part("write_path")
-    compiled = write_path.compiled_apply_update() if write_path is not None else None
-    if compiled is None:
+def choose_apply_update(compiled: bool | None = None) -> tuple[ApplyUpdate, str]:
+    """``(apply_update, kind)``: kind is ``"compiled"`` or ``"python"``. ``compiled``:
+    None takes the compiled one when it is built unless ``P4TARGET_NATIVE=0``; False
+    never takes it; True takes it whenever it is built (the switch not consulted)."""
+    write_path = optional_accel.part("write_path") if compiled is not False else None
+    fast = write_path.compiled_apply_update(asked=compiled is True) if write_path is not None else None
+    if fast is None:
         return write.apply_update, "python"
-    return compiled, "compiled"
+    return fast, "compiled"

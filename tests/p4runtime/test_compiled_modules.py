@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from p4target.accel import native, write_path
-from p4target.p4runtime import write
+from p4target.p4runtime import translate, write
 from p4target.p4runtime.write_choice import choose_apply_update
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,14 +41,20 @@ def test_the_choice_follows_the_build_and_the_switch(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("P4TARGET_CACHE", str(tmp_path / "cache"))  # an empty cache: nothing built
     monkeypatch.setenv(native.ENV_SWITCH, "1")
     assert choose_apply_update() == (write.apply_update, "python")
-    path = write_path.build()
+    paths = [write_path.build(name) for name in (translate.__name__, write.__name__)]
     compiled, kind = choose_apply_update()
     assert kind == "compiled" and compiled is not write.apply_update
-    module = sys.modules[compiled.__module__]
-    assert module is write  # the compiled copy does not take the module's place ...
-    assert write_path.load_compiled(write_path.WRITE).__file__ == str(path)  # ... it is its own object
+    assert sys.modules[write.__name__] is write  # the .py keeps its name ...
+    fast_translate = write_path.load_compiled(translate.__name__)
+    fast_write = write_path.load_compiled(write.__name__)
+    assert [fast_translate.__file__, fast_write.__file__] == [str(p) for p in paths]  # ... the copies are their own
+    assert fast_write.apply_update is compiled
+    assert fast_write.decode_key is fast_translate.decode_key is not translate.decode_key  # compiled calls compiled
+    assert fast_translate.ActionCall is translate.ActionCall  # one class for an entry's action
+    assert choose_apply_update(compiled=False) == (write.apply_update, "python")
     monkeypatch.setenv(native.ENV_SWITCH, "0")
     assert choose_apply_update() == (write.apply_update, "python")
+    assert choose_apply_update(compiled=True)[1] == "compiled"  # asked for by name: the switch is not read
 
 
 def test_the_p4runtime_tests_pass_with_the_write_path_chosen_the_other_way() -> None:
@@ -59,7 +65,8 @@ def test_the_p4runtime_tests_pass_with_the_write_path_chosen_the_other_way() -> 
     if compiled_here:
         env["P4TARGET_NATIVE"] = "0"
     else:
-        write_path.build()
+        for name in write_path.COMPILED:
+            write_path.build(name)
         env["P4TARGET_NATIVE"] = "1"
     env["P4TARGET_EXPECT_COMPILED"] = "0" if compiled_here else "1"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",

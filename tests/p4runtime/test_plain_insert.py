@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.p4runtime.p4rt_client import Names, RawClient, enc, entity, errors_of, ins
+from tests.p4runtime.conftest import WRITE_COMPILED
 
 # key fields and action parameters numbered against their order of declaration
 PROGRAM = """
@@ -67,7 +68,7 @@ def setup(tmp_path):
     device = Device(device_id=1)
     out: list = []
     device.output_sink = lambda port, frame: out.append((port, frame))
-    server = P4RuntimeServer(device, "127.0.0.1:0")
+    server = P4RuntimeServer(device, "127.0.0.1:0", compiled_write=WRITE_COMPILED)
     server.start()
     client = RawClient(server.bound_port, device_id=1)
     client.arbitrate(3)
