@@ -9,15 +9,18 @@ gives None; a part that is there but fails to import raises, as any bug would.
 from __future__ import annotations
 
 import importlib
-import importlib.util
+from pathlib import Path
 from types import ModuleType
 
 PACKAGE = "p4target.accel"
+FOLDER = Path(__file__).with_name("accel")
 
 
 def present() -> bool:
-    """Whether ``p4target/accel/`` is installed next to this module."""
-    return importlib.util.find_spec(PACKAGE) is not None
+    """Whether ``p4target/accel/`` is there, in the folder this ``p4target`` is in (a
+    look at the folder, not an import search: an editable install's finder would
+    otherwise answer from the tree it was installed from)."""
+    return (FOLDER / "__init__.py").is_file()
 
 
 def part(name: str) -> ModuleType | None:
