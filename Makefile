@@ -105,20 +105,24 @@ $(BUILD)/%.p4info.txtpb: $(P4SRC)/%.p4 $(P4_DEPS)
 	@echo "build: $< -> $@"
 	@$(VENV)/bin/p4target compile $< --p4info $@
 
-# The compiled fast paths of p4src/*.p4 (Cython + gcc, p4target/compiler/native.py)
-# the compiled P4Runtime write path (p4target/compiled_modules.py) and the P4Runtime
-# server's HTTP/2 loop (p4target/p4runtime/h2_server.py, on nghttp2), built once
-# into the cache (~50 s the first time, then nothing), so that switches take them
-# from their first frame. A machine with no C compiler or no Python.h (or with
-# P4TARGET_NATIVE=0) skips them with one line saying why: switches forward on the
-# interpreted fast path and the server writes with the .py modules on core_server.
+# The optional speed machinery of p4target/accel/, built once into the cache (~50 s
+# the first time, then nothing): the compiled fast paths of p4src/*.p4 (Cython + gcc,
+# p4target/accel/native.py), the compiled P4Runtime write path
+# (p4target/accel/write_path.py) and the P4Runtime server's HTTP/2 loop
+# (p4target/accel/h2_server.py, on nghttp2), so that switches take them from their
+# first frame. A machine with no C compiler or no Python.h (or with P4TARGET_NATIVE=0,
+# or a tree without p4target/accel/) skips them with one line saying why: switches
+# forward on the interpreted fast path and the server writes with write.py on grpc.server.
 # With a compiler, a build that fails is an error: every step runs, then make stops;
 # a .venv that cannot load p4target is an error at once.
 native: deps
 	@if [ "$${P4TARGET_NATIVE:-1}" = 0 ]; then \
 	  echo "native: skipped (P4TARGET_NATIVE=0): switches use the interpreted fast path"; exit 0; \
 	fi; \
-	why=$$($(VENV)/bin/python -c 'from p4target.compiler.native import NativeError, c_compiler'$$'\n''try: c_compiler()'$$'\n''except NativeError as e: print(e); raise SystemExit(3)'); \
+	if [ ! -d p4target/accel ]; then \
+	  echo "native: skipped (no p4target/accel/): switches use the interpreted fast path"; exit 0; \
+	fi; \
+	why=$$($(VENV)/bin/python -c 'from p4target.accel.native import NativeError, c_compiler'$$'\n''try: c_compiler()'$$'\n''except NativeError as e: print(e); raise SystemExit(3)'); \
 	case $$? in \
 	  0) ;; \
 	  3) echo "native: skipped, $$why: switches use the interpreted fast path"; exit 0 ;; \
@@ -128,8 +132,8 @@ native: deps
 	for p in $(P4_PROGRAMS); do \
 	  $(VENV)/bin/p4target compile --native $$p || failed="$$failed $$p"; \
 	done; \
-	$(VENV)/bin/python -m p4target.compiled_modules || failed="$$failed p4target.compiled_modules"; \
-	$(VENV)/bin/python -m p4target.p4runtime.h2_server || failed="$$failed p4target.p4runtime.h2_server"; \
+	$(VENV)/bin/python -m p4target.accel.write_path || failed="$$failed p4target.accel.write_path"; \
+	$(VENV)/bin/python -m p4target.accel.h2_server || failed="$$failed p4target.accel.h2_server"; \
 	if [ -n "$$failed" ]; then \
 	  echo "error: native: these did not build:$$failed (messages above); fix the cause, or set P4TARGET_NATIVE=0 to run without them" >&2; \
 	  exit 1; \

@@ -2,7 +2,7 @@
 
 After a round that read a request, the loop polls for ``spin_us`` microseconds
 (yielding the CPU between polls) before it blocks in epoll_wait
-(p4target/p4runtime/h2_loop.pyx, ``_spin_wait``): a client that writes again within
+(p4target/accel/h2_loop.pyx, ``_spin_wait``): a client that writes again within
 that time is answered without a wake-up. This prints, for spin 0, the default and
 200 ms, the loop thread's CPU seconds in the 0.5 s after one unary call (its thread
 CPU clock), so the cost of the polling can be read off. The test suite checks only
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc  # noqa: E402
 
-from p4target.p4runtime.h2_server import DEFAULT_SPIN_US, H2Server  # noqa: E402
+from p4target.accel.h2_server import DEFAULT_SPIN_US, H2Server  # noqa: E402
 
 METHOD = "/bench.Spin/Echo"
 

@@ -13,8 +13,8 @@ figures are the server's, not the client's message building). One run measures:
 - a no-op server answering Write at once on the embedded server's own transport
   (``h2_server.H2Server``, Write answered on its loop thread): the floor of batch-1
   writes with this client on this machine, once with its threads left to the kernel
-  and once kept on the embedded server's CPU; the same no-op on ``core_server``, the
-  transport before it, and on the standard ``grpc.server`` (a pool thread per call).
+  and once kept on the embedded server's CPU; the same no-op on the standard
+  ``grpc.server`` (a pool thread per call), the server's fallback.
 
 The client (this process) is never pinned: the kernel places it, as it would place a
 controller.
@@ -124,16 +124,14 @@ def serve_embedded(cpu: str) -> None:
 
 def serve_noop(cpu: str, transport: str) -> None:
     """Child process: a gRPC server whose Write does nothing, on ``transport`` ("h2":
-    the embedded server's ``H2Server``, Write inline as there; "core": ``CoreServer``,
-    the transport before it, Write inline too; "grpc": ``grpc.server``), its threads on
+    the embedded server's ``H2Server``, Write inline as there; "grpc": ``grpc.server``), its threads on
     CPU ``cpu`` (all of them, as the embedded server's) or, for -1, left to the kernel."""
     from concurrent import futures
 
     import grpc
     from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-    from p4target.p4runtime.core_server import CoreServer
-    from p4target.p4runtime.h2_server import H2Server
+    from p4target.accel.h2_server import H2Server
     from p4target.p4runtime.placement import pin_process
     from p4target.p4runtime.transports import INLINE_METHODS
 
@@ -146,8 +144,6 @@ def serve_noop(cpu: str, transport: str) -> None:
 
     if transport == "h2":
         server = H2Server(4, inline=INLINE_METHODS)
-    elif transport == "core":
-        server = CoreServer(4, inline=INLINE_METHODS)
     else:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(NoOp(), server)
@@ -432,11 +428,9 @@ def _rate(call: Callable[[bytes], object], data: list[bytes], entries: int,
 
 class Floor:
     """A no-op gRPC server answering Write: what batch-1 costs without any work, on the
-    embedded server's transport ("h2"), on the one it had before ("core") or on
-    ``grpc.server`` ("grpc")."""
+    embedded server's transport ("h2") or on ``grpc.server`` ("grpc")."""
 
     LABELS = {"h2": "the embedded server's transport (its floor)",
-              "core": "core_server (grpcio's core, the transport before h2)",
               "grpc": "grpc.server (the standard Python server)"}
 
     def __init__(self, cpu: int | None, transport: str = "h2") -> None:
@@ -555,8 +549,7 @@ def main() -> None:
                     reason = f"could not start it: {exc}"
             if reason is not None:
                 print(f"bmv2: not measured ({reason}); ratios are against the reference figures only")
-            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else []) + [Floor(cpu, "core"),
-                                                                                  Floor(None, "grpc")]
+            floors = [Floor(None)] + ([Floor(cpu)] if cpu is not None else []) + [Floor(None, "grpc")]
             sides = [Side(s) for s in servers]
             memory = [] if args.no_memory else list(sides)
             if cpu is not None:  # the comparison: the same server, threads left to the kernel

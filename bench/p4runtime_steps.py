@@ -31,9 +31,8 @@ def main() -> None:
     from p4target.device import Device
     from p4target.device_config import device_config_from_file, load_device_config
     from p4target.p4info import build_p4info
-    from p4target.p4runtime import translate
+    from p4target.p4runtime import translate, write
     from p4target.p4runtime.server import P4RuntimeServer
-    from p4target.p4runtime.write import _check_direct_fields
 
     with tempfile.TemporaryDirectory(prefix="p4t-steps-") as tmp:
         prog = Path(tmp) / "mac.p4"
@@ -44,6 +43,13 @@ def main() -> None:
     push = pb.ForwardingPipelineConfig(p4info=p4info, p4_device_config=config)
     server.set_pipeline(pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, push)
     schema = server.state.schema
+    if server.write_path == "compiled":  # the steps as the server runs them: the compiled copies
+        from p4target.accel import write_path
+
+        translate = write_path.load_compiled(write_path.TRANSLATE, asked=True) or translate
+        write = write_path.load_compiled(write_path.WRITE, asked=True) or write
+    print(f"write path: {server.write_path}")
+    _check_direct_fields = write._check_direct_fields
     requests = Requests(p4info)
     t = schema.tables[requests.mac]
     table = server.device.switch.tables[t.name]

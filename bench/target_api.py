@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from p4target.compiler.native import ENV_SWITCH  # noqa: E402
+from p4target.accel.native import ENV_SWITCH  # noqa: E402
 
 ROUTER = ROOT / "bench" / "p4" / "router6.p4"
 FABRIC = ROOT / "p4src" / "fabric.p4"

@@ -18,7 +18,7 @@ per packet (the ceiling's over the target's): with other work on the cores the
 packets/s follow the share of a core each forwarder gets, the CPU time much less.
 Each program runs twice between the same ceilings (which goes first alternates),
 so the two are compared under the same load: with its compiled fast path (the
-default of ``p4target run``: p4target/compiler/native.py; built into the cache
+default of ``p4target run``: p4target/accel/native.py; built into the cache
 first, so it takes every frame) and with the interpreted one
 (``P4TARGET_NATIVE=0``). With ``--no-rings-too`` each program also runs with
 ``p4target run --no-rings`` (one recv and one send system call per frame, as
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _vethlab import PYTHON, REPO, VethLab, require_root, stop  # noqa: E402
 
 from p4target.compiler import compile_file  # noqa: E402
-from p4target.compiler.native import ENV_SWITCH  # noqa: E402
+from p4target.accel.native import ENV_SWITCH  # noqa: E402
 
 ROUTER6 = REPO / "bench" / "p4" / "router6.p4"
 FABRIC = REPO / "p4src" / "fabric.p4"

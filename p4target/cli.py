@@ -276,9 +276,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _build_native(compiled: Any) -> int:
     """``compile --native``: build (or find) the compiled fast path; 1 if there is none."""
-    from p4target.compiler import native
+    from p4target import optional_accel
 
     path = compiled.path
+    native = optional_accel.part("native")
+    if native is None:
+        print(f"{PROG}: error: {path}: this installation has no p4target/accel/ (the compiled fast "
+              "path's builder); reinstall p4target with it", file=sys.stderr)
+        return 1
     if not native.enabled():
         print(f"{PROG}: error: {path}: {native.ENV_SWITCH}=0 turns the compiled fast path off; "
               "unset it", file=sys.stderr)

@@ -1,6 +1,6 @@
 """Settings of the whole suite.
 
-The compiled fast path (p4target/compiler/native.py) is off unless a test asks
+The compiled fast path (p4target/accel/native.py) is off unless a test asks
 for it: each of the many programs the unit tests load would otherwise start a C
 build in the background, and a test's switch would change fast paths halfway.
 The tests about it ask (``native_fast_path``: tests/target/compiler/test_native.py,

@@ -12,18 +12,20 @@ import logging
 from functools import partial
 from pathlib import Path
 from types import CodeType
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
+from p4target import optional_accel
 from p4target.compiler import fastgen
-from p4target.compiler import native
 from p4target.compiler.fastgen import FastSource, build_fast
-from p4target.compiler.native import NativeFastPath
 from p4target.compiler.program import ProgramCompiler
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
 from p4target.frontend.parser import parse_tokens
 from p4target.frontend.preprocessor import preprocess
 from p4target.model import ProgramModel
+
+if TYPE_CHECKING:
+    from p4target.accel.native import NativeFastPath
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ class CompiledProgram:
     (``fast_factory``, called by ``Switch`` for its first frame), once per program:
     loading a program costs no more than the general code, and a program that
     never forwards a frame never pays for it. Its compiled form (``native_fast_path``,
-    p4target/compiler/native.py) is built from the same source, also once.
+    p4target/accel/native.py) is built from the same source, also once.
     """
 
     def __init__(self, model: ProgramModel, python_source: str, errors: dict[str, int],
@@ -92,11 +94,15 @@ class CompiledProgram:
 
     def native_fast_path(self) -> NativeFastPath | None:
         """The compiled fast path of the program (one for all its switches), or None
-        when the program has no fast path or ``P4TARGET_NATIVE=0``."""
-        if self._native is None and native.enabled():
+        when the program has no fast path, ``P4TARGET_NATIVE=0`` or ``p4target/accel/``
+        is absent: the interpreted fast path then stays."""
+        if self._native is None:
+            native = optional_accel.part("native")
+            if native is None or not native.enabled():
+                return None
             src = self.fast_source()
             if src is not None and self.fast_factory() is not None:
-                self._native = NativeFastPath(src.text, self._namespace, self.path.name)
+                self._native = native.NativeFastPath(src.text, self._namespace, self.path.name)
         return self._native
 
     def __repr__(self) -> str:

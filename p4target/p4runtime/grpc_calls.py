@@ -1,10 +1,10 @@
-"""What the project's own gRPC transports share: the handler lookup, the context a
-handler sees, and how a handler's result or failure becomes a gRPC status.
+"""What a gRPC call means to the P4Runtime servicer when it does not run on
+``grpc.server``: the handler lookup, the context a handler sees, and how a handler's
+result or failure becomes a gRPC status.
 
-``core_server`` (on grpcio's core) and ``h2_server`` (on nghttp2) move bytes
-differently; what a call means to the handlers the generated
-``add_*Servicer_to_server`` functions register is the same, and is written once here,
-with the errors ``grpc.server`` gives: a handler's bug answers UNKNOWN, an unparsable
+The HTTP/2 transport (``p4target/accel/h2_server.py``, on nghttp2) moves the bytes;
+what a call means to the handlers the generated ``add_*Servicer_to_server``
+functions register is written here, with the errors ``grpc.server`` gives: a handler's bug answers UNKNOWN, an unparsable
 request INTERNAL, an unknown method UNIMPLEMENTED.
 """
 

@@ -46,7 +46,7 @@ class ServerLimits:
             raise ValueError(f"ServerLimits.max_receive_bytes = {self.max_receive_bytes}: at most 2 GiB - 1")
 
     def grpc_options(self) -> list[tuple[str, Any]]:
-        """The same limits as grpcio channel arguments (for grpc.server and core_server)."""
+        """The same limits as grpcio channel arguments (for grpc.server)."""
         return [("grpc.max_receive_message_length", self.max_receive_bytes),
                 ("grpc.max_metadata_size", self.max_header_list_bytes),
                 ("grpc.absolute_max_metadata_size", self.max_header_list_bytes),

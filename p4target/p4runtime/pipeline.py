@@ -11,7 +11,7 @@ new pipeline, dropping the ones that no longer fit, for RECONCILE_AND_COMMIT.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from finsy.proto.p4.v1 import p4runtime_pb2
 
@@ -21,7 +21,7 @@ from p4target.p4runtime.errors import P4RTError, invalid
 from p4target.p4runtime.read import read_entities
 from p4target.p4runtime.schema import Schema, build_schema
 from p4target.p4runtime.state import ONE_SHOT_BASE, PipelineState
-from p4target.p4runtime.write import apply_update
+from p4target.p4runtime.write import apply_update as plain_apply_update
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +165,10 @@ def remap(update: p4runtime_pb2.Update, old: Schema, new: Schema) -> p4runtime_p
     return u
 
 
-def replay(sw: Any, st: PipelineState, updates: list[p4runtime_pb2.Update], old: Schema | None) -> tuple[int, int]:
-    """Apply ``updates`` (remapped from ``old`` when given); returns (kept, dropped)."""
+def replay(sw: Any, st: PipelineState, updates: list[p4runtime_pb2.Update], old: Schema | None,
+           apply_update: Callable[..., Any] = plain_apply_update) -> tuple[int, int]:
+    """Apply ``updates`` (remapped from ``old`` when given) with ``apply_update`` (the
+    server's choice, ``write_choice``); returns (kept, dropped)."""
     kept = dropped = 0
     for u in updates:
         v = remap(u, old, st.schema) if old is not None else u

@@ -45,7 +45,7 @@ from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
 from p4target.p4runtime.limits import ServerLimits
 from p4target.p4runtime.transports import make_transport
-from p4target.p4runtime.write import apply_update
+from p4target.p4runtime.write_choice import choose_apply_update
 
 log = logging.getLogger(__name__)
 
@@ -218,10 +218,16 @@ class P4RuntimeServer:
 
     ``limits``: what one client may use (``limits.ServerLimits``; its defaults when
     not given): docs/p4runtime.md, "Limits and hardening".
+
+    ``compiled_write``: whether writes go through the compiled write path of
+    ``p4target/accel/`` (``write_choice.choose_apply_update``; None: when it is built
+    and ``P4TARGET_NATIVE`` is not 0; ``write_path`` says which was taken). Either way
+    the answers are the same.
     """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
-                 max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None) -> None:
+                 max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None,
+                 compiled_write: bool | None = None) -> None:
         if api_implementation.Type() != "upb":
             log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
                         "install a current protobuf wheel", api_implementation.Type())
@@ -240,7 +246,9 @@ class P4RuntimeServer:
         self.digest_lists = DigestLists()
         self._max_workers = max_workers
         self._grpc: Any = None  # the gRPC server, from transports.make_transport
-        self.transport = ""  # which, once started: "h2", "core" or "grpc.server"
+        self.transport = ""  # which, once started: "h2" or "grpc.server"
+        # chosen here, explicitly: the compiled write path when built, else write.py's
+        self._apply_update, self.write_path = choose_apply_update(compiled_write)
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
         self.limits = limits or ServerLimits()
 
@@ -477,7 +485,7 @@ class P4RuntimeServer:
                 self.device.load(state.compiled)
             except P4Error as exc:  # the device keeps the old pipeline
                 raise invalid(f"the device cannot load this pipeline: {exc}") from None
-            kept, dropped = replay(self.device.switch, state, updates, old)
+            kept, dropped = replay(self.device.switch, state, updates, old, self._apply_update)
         self.state = state
         log.info("%s: pipeline committed (%d entities carried over, %d dropped)",
                  self.label, kept, dropped)
@@ -527,7 +535,7 @@ class P4RuntimeServer:
                     add = outcomes.append
                     for u in updates:
                         try:
-                            apply_update(sw, st, u)
+                            self._apply_update(sw, st, u)
                             add(DONE)
                         except P4RTError as err:
                             add((err.code, err.message))
@@ -544,7 +552,7 @@ class P4RuntimeServer:
         for n, u in enumerate(updates):
             inv = inverse(sw, st, u)
             try:
-                apply_update(sw, st, u)
+                self._apply_update(sw, st, u)
                 outcomes.append(DONE)
                 undo.append(inv)
                 continue
@@ -563,7 +571,7 @@ class P4RuntimeServer:
         for inv in reversed(undo):
             for u in reversed(inv):
                 try:
-                    apply_update(sw, st, u)
+                    self._apply_update(sw, st, u)
                 except Exception:  # noqa: BLE001 - keep undoing the rest
                     log.exception("%s: rollback step failed", self.label)
 

@@ -79,7 +79,7 @@ class Switch(FramePaths):
         self._fast = self._first_fast if getattr(program, "may_have_fast_path", False) else None
         self._fast_clock = True
         # which fast path frames take: "none" (yet), "python" (the generated source,
-        # interpreted) or "native" (the same, compiled: p4target/compiler/native.py)
+        # interpreted) or "native" (the same, compiled: p4target/accel/native.py)
         self.fast_kind = "none"
         # the direct path of inject skips the checksum blocks the compiler marks as
         # doing nothing (an empty apply)

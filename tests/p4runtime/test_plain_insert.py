@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from tests.p4runtime.p4rt_client import Names, RawClient, enc, entity, errors_of, ins
+from tests.p4runtime.conftest import WRITE_COMPILED
 
 # key fields and action parameters numbered against their order of declaration
 PROGRAM = """
@@ -67,7 +68,7 @@ def setup(tmp_path):
     device = Device(device_id=1)
     out: list = []
     device.output_sink = lambda port, frame: out.append((port, frame))
-    server = P4RuntimeServer(device, "127.0.0.1:0")
+    server = P4RuntimeServer(device, "127.0.0.1:0", compiled_write=WRITE_COMPILED)
     server.start()
     client = RawClient(server.bound_port, device_id=1)
     client.arbitrate(3)
@@ -139,7 +140,7 @@ def test_plain_modify_keeps_the_direct_counter_and_delete_removes(client, names,
     assert [p for p, _ in rig.send(1, tframe(dst=dst))] != [4]  # the default (NoAction) now
 
 
-def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monkeypatch) -> None:
+def test_large_batches_run_with_the_cyclic_collector_paused(rig, client, names, monkeypatch) -> None:
     """A batch of at least GC_PAUSE_MIN_UPDATES updates is applied with ``gc`` off and
     turns it back on afterwards, also when an update fails; a small batch leaves it on."""
     import gc
@@ -147,7 +148,7 @@ def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monke
     from p4target.p4runtime import server as server_module
 
     seen: list[bool] = []
-    real = server_module.apply_update
+    real = rig.server._apply_update  # the write path this server chose
 
     def watched(sw, st, u):
         seen.append(gc.isenabled())
@@ -155,7 +156,7 @@ def test_large_batches_run_with_the_cyclic_collector_paused(client, names, monke
             raise RuntimeError("a bug in one update")  # answered INTERNAL for that update only
         return real(sw, st, u)
 
-    monkeypatch.setattr(server_module, "apply_update", watched)
+    monkeypatch.setattr(rig.server, "_apply_update", watched)
     entry = lambda i: ins(names.entry("exact_t", {"hdr.eth.dst_addr": 0x0B0000000000 + i},  # noqa: E731
                                       action="fwd", port=1))
     big = server_module.GC_PAUSE_MIN_UPDATES

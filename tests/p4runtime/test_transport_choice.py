@@ -1,8 +1,7 @@
-"""Which gRPC transport the server runs on: ``h2_server`` (nghttp2) by default,
-``core_server`` or the standard ``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT`` asks
-for one, and the next one down when one cannot run here (no nghttp2 loop; a grpcio
-whose core binding is not the one ``core_server`` was written against); each serves
-the same P4Runtime (arbitration, writes with per-update errors, reads)."""
+"""Which gRPC transport the server runs on: ``h2_server`` (nghttp2) by default, the
+standard ``grpc.server`` when ``P4TARGET_GRPC_TRANSPORT=grpc`` asks for it or when the
+HTTP/2 loop cannot run here (one warning says why); each serves the same P4Runtime
+(arbitration, writes with per-update errors, reads)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from finsy.proto.google.rpc import code_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from p4target.device import Device
-from p4target.p4runtime import core_server, h2_server
+from p4target.accel import h2_server
 from p4target.p4runtime.server import P4RuntimeServer
 from p4target.p4runtime.transports import TRANSPORT_ENV
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, errors_of, ins
@@ -50,13 +49,7 @@ def test_h2_by_default(rt_config, monkeypatch) -> None:
     assert _serve_and_use(rt_config) == "h2"
 
 
-def test_core_when_asked(rt_config, monkeypatch) -> None:
-    monkeypatch.setenv(TRANSPORT_ENV, "core")
-    assert core_server.unavailable() is None  # this grpcio carries it
-    assert _serve_and_use(rt_config) == "core"
-
-
-def test_core_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp_path) -> None:
+def test_grpc_server_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp_path) -> None:
     monkeypatch.delenv(TRANSPORT_ENV, raising=False)
     # as on a machine without nghttp2's headers: the loop is neither loaded nor buildable
     monkeypatch.setattr(h2_server, "_headers_present", lambda cc: False)
@@ -64,8 +57,11 @@ def test_core_when_the_h2_loop_cannot_be_had(rt_config, monkeypatch, caplog, tmp
     why = h2_server.unavailable()
     assert why == "nghttp2's headers are missing: apt-get install libnghttp2-dev (make deps does)"
     with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
-        assert _serve_and_use(rt_config) == "core"
-    assert "cannot use its h2 transport" in caplog.text and why in caplog.text
+        assert _serve_and_use(rt_config) == "grpc.server"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.text  # one line, naming the cause
+    assert "cannot use its h2 transport and runs on grpc.server" in warnings[0].getMessage()
+    assert why in warnings[0].getMessage()
 
 
 def test_grpc_server_when_asked(rt_config, monkeypatch) -> None:
@@ -73,22 +69,11 @@ def test_grpc_server_when_asked(rt_config, monkeypatch) -> None:
     assert _serve_and_use(rt_config) == "grpc.server"
 
 
-def test_grpc_server_when_core_cannot_run_here(rt_config, monkeypatch, caplog) -> None:
-    monkeypatch.setenv(TRANSPORT_ENV, "core")
-    # as with a grpcio whose core binding lacks a method core_server calls
-    monkeypatch.setitem(core_server._USED, "Server", (*core_server._USED["Server"], "request_call_v9"))
-    why = core_server.unavailable()
-    assert why == f"grpcio {grpc.__version__} has no cygrpc.Server.request_call_v9"
-    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
-        assert _serve_and_use(rt_config) == "grpc.server"
-    assert "cannot use its core transport" in caplog.text and why in caplog.text
-
-
 def test_an_unknown_choice_is_named_and_h2_used(rt_config, monkeypatch, caplog) -> None:
     monkeypatch.setenv(TRANSPORT_ENV, "fast")
     with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.transports"):
         assert _serve_and_use(rt_config) == "h2"
-    assert f"{TRANSPORT_ENV}=fast is not one of h2, core, grpc" in caplog.text
+    assert f"{TRANSPORT_ENV}=fast is not one of h2, grpc" in caplog.text
 
 
 def test_the_h2_spin_comes_from_the_environment(monkeypatch, caplog) -> None:
@@ -97,6 +82,6 @@ def test_the_h2_spin_comes_from_the_environment(monkeypatch, caplog) -> None:
     monkeypatch.setenv(h2_server.SPIN_ENV, "0")
     assert h2_server.spin_us_from_env() == 0
     monkeypatch.setenv(h2_server.SPIN_ENV, "a while")
-    with caplog.at_level(logging.WARNING, logger="p4target.p4runtime.h2_server"):
+    with caplog.at_level(logging.WARNING, logger="p4target.accel.h2_server"):
         assert h2_server.spin_us_from_env() == h2_server.DEFAULT_SPIN_US
     assert f"{h2_server.SPIN_ENV}=a while is not a number of microseconds" in caplog.text

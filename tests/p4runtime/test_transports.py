@@ -1,5 +1,5 @@
-"""The project's gRPC transports under the P4Runtime server (``core_server.CoreServer``
-on grpcio's core, ``h2_server.H2Server`` on nghttp2), each driven by real grpcio
+"""The project's own gRPC transport under the P4Runtime server (``h2_server.H2Server``
+on nghttp2, in ``p4target/accel/``), driven by real grpcio
 clients over loopback with a small service of its own: where each kind of call runs,
 what errors reach the client, and that stopping ends every call."""
 
@@ -15,11 +15,10 @@ from typing import Iterator
 import grpc
 import pytest
 
-from p4target.p4runtime.core_server import CoreServer
-from p4target.p4runtime.h2_server import H2Server
+from p4target.accel.h2_server import H2Server
 
 # each transport, and the name of the thread its inline calls run on
-TRANSPORTS = {"core": (CoreServer, "p4rt-poller"), "h2": (H2Server, "p4rt-h2")}
+TRANSPORTS = {"h2": (H2Server, "p4rt-h2")}
 
 SERVICE = "t.Test"
 BLOCK = 1 << 20  # one message of Blocks

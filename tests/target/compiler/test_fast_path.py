@@ -135,7 +135,7 @@ def test_fast_path_is_invisible(rel: str) -> None:
 
 @pytest.mark.parametrize("rel", sorted(r for r, must in PROGRAMS.items() if must))
 def test_compiled_fast_path_is_invisible(rel: str, native_fast_path: None) -> None:
-    """The same frames through the compiled fast path (p4target/compiler/native.py):
+    """The same frames through the compiled fast path (p4target/accel/native.py):
     the same outputs, counters and registers as the general path."""
     got, taken = run(program(rel, True), rel, 1, native=True)
     assert got == general_run(rel)

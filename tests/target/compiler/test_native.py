@@ -1,4 +1,4 @@
-"""The compiled fast path (p4target/compiler/native.py): built once into the cache,
+"""The compiled fast path (p4target/accel/native.py): built once into the cache,
 loaded from it by later processes, and when it cannot be had, the interpreted fast
 path stays with the reason said. That it forwards exactly as the general path is
 test_fast_path.py's differential test (test_compiled_fast_path_is_invisible)."""
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from p4target import Switch
-from p4target.compiler import compile_file, native
+from p4target.accel import native
+from p4target.compiler import compile_file
 
 ROOT = Path(__file__).resolve().parents[3]
 # a small program with a fast path: its build takes about a second
@@ -76,7 +77,7 @@ def test_without_a_compiler_the_interpreted_one_stays(tmp_path, monkeypatch, nat
                                                       caplog) -> None:
     monkeypatch.setenv(native.ENV_CACHE, str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
-    caplog.set_level(logging.INFO, logger="p4target.compiler.native")
+    caplog.set_level(logging.INFO, logger="p4target.accel.native")
     prog = compile_file(PROGRAM)
     sw = Switch(prog)
     sw.bind_fast_path(wait_native=True)

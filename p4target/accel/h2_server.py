@@ -1,18 +1,18 @@
 """A gRPC server on nghttp2 (``h2_loop.pyx``) that answers short unary calls on its loop thread.
 
-Why: with this project's client, a gRPC server on grpcio's core (``core_server``)
-spends 110-130 us of CPU on an empty unary call and the C++ gRPC server about 85 us;
-an HTTP/2 loop on nghttp2, a small, well-kept C library, spends about 25 us
-(docs/p4runtime.md, "The transport"). For single-entry Writes, where the P4Runtime
-work is a few microseconds, that is most of the server's time.
+Why: for single-entry Writes, where the P4Runtime work is a few microseconds, most
+of the server's CPU goes to the gRPC server under it: ``grpc.server`` hands every call
+to a worker thread through grpcio's core. An HTTP/2 loop on nghttp2, a small,
+well-kept C library, that answers a Write on the thread that read it spends several
+times less per call (docs/performance.md, "The transport").
 
 How: one thread ("p4rt-h2") runs the compiled loop (epoll, one nghttp2 session per
 connection, gRPC's message framing). It calls back here on that thread; a short unary
 method (``inline``: Write, Capabilities) is answered there the moment its request is
 whole, the answer and its status leaving in the same socket write. Every other call
 (streams, server-streaming Reads, SetForwardingPipelineConfig, which compiles) runs in
-a pool thread, whose responses the loop sends as nghttp2's flow control allows. As
-with ``core_server``, an inline handler holds up the other calls while it runs.
+a pool thread, whose responses the loop sends as nghttp2's flow control allows. An
+inline handler holds up the other calls while it runs.
 
 What it supports is what the P4Runtime server uses: insecure HTTP/2 (as ``grpc.server``
 with ``add_insecure_port``), requests compressed with gzip or deflate, answers not
@@ -25,7 +25,8 @@ answer gives its thread back (``Stream.when_drained``) until the client does.
 The loop is a C extension, built once into the native cache (``make native``, or at
 the first server that needs it) from ``h2_loop.pyx`` with Cython and nghttp2's headers
 (Debian's ``libnghttp2-dev``). ``unavailable()`` says why it cannot be used, and the
-P4Runtime server then falls back to ``core_server``.
+P4Runtime server then falls back to ``grpc.server`` (``p4runtime/transports.py``).
+This module is part of the optional ``p4target/accel/``.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def _headers_present(cc: str) -> bool:
 def loop_module() -> ModuleType:
     """The compiled loop, built first if the cache has none for this source. Raises
     ``native.NativeError`` saying why there is none."""
-    from p4target.compiler import native
+    from p4target.accel import native
 
     cc = native.c_compiler()
     text = SOURCE.read_text()
@@ -107,7 +108,7 @@ def spin_us_from_env() -> int:
 
 def unavailable() -> str | None:
     """Why an ``H2Server`` cannot be made here (building the loop if need be), or None."""
-    from p4target.compiler import native
+    from p4target.accel import native
 
     try:
         loop_module()
@@ -446,14 +447,14 @@ class H2Server:
 
 
 def main() -> int:
-    """``python -m p4target.p4runtime.h2_server``: build the loop into the native cache."""
-    from p4target.compiler import native
+    """``python -m p4target.accel.h2_server``: build the loop into the native cache."""
+    from p4target.accel import native
 
     t0 = time.monotonic()
     try:
         module = loop_module()
     except native.NativeError as e:
-        print(f"the HTTP/2 loop is not built, the P4Runtime server uses core_server: {e}", file=sys.stderr)
+        print(f"the HTTP/2 loop is not built, the P4Runtime server uses grpc.server: {e}", file=sys.stderr)
         return 1
     print(f"HTTP/2 loop: built ({module.__file__}, {time.monotonic() - t0:.1f} s)")
     return 0

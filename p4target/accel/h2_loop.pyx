@@ -55,7 +55,7 @@ from libc.string cimport memcpy
 
 from h2_decls cimport *  # the POSIX and nghttp2 declarations, beside this file
 
-log = logging.getLogger("p4target.p4runtime.h2_loop")
+log = logging.getLogger("p4target.accel.h2_loop")
 
 cdef enum:
     # grpc_status_code values this module answers with itself
