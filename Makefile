@@ -149,7 +149,7 @@ test: deps native
 bench: deps native
 	@$(VENV)/bin/python bench/run.py
 
-EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast
+EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp
 experiments: deps
 	@status=0; for e in $(EXPERIMENTS); do \
 	  echo "== experiments.$$e"; $(VENV)/bin/python -m experiments.$$e || status=1; \

@@ -75,8 +75,8 @@ class SenderConfig:
         """The congestion window's parameters."""
         return CongestionConfig(initial_window=float(min(self.initial_window, self.window)),
                                 min_window=float(min(self.min_window, self.initial_window, self.window)),
-                                max_window=float(self.window), base_rtt=self.cc_base_rtt, target_ratio=self.cc_target_ratio,
-                                target_min=self.cc_target_min, beta=self.cc_beta)
+                                max_window=float(self.window), base_rtt=self.cc_base_rtt,
+                                target_ratio=self.cc_target_ratio, target_min=self.cc_target_min, beta=self.cc_beta)
 
 
 @dataclass
