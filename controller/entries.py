@@ -32,6 +32,15 @@ NIC_PROGRAM = "nic"
 SPRAY_PROFILE = "NicIngress.spray_selector"
 DSCP_PRIORITY_ENTRY_PRIORITY = 10
 SPRAY_MODE_ENTRY_PRIORITY = 10
+# ECN CE marking (FabricEgress.ecn_config): the egress queue depth, in packets, above
+# which an ECN-capable packet leaves with CE, per port class. Both sit below the
+# default trim threshold (32) so that senders see marks before trims. A fabric port
+# (leaf uplink, spine downlink) marks early, at a quarter of it: spraying can move
+# off a congested path, so an early signal costs little. A host port (leaf to NIC or
+# Linux node) marks at half of it: the last hop of an incast has no other path, and
+# the senders' congestion control keeps its queue near this depth.
+ECN_THRESHOLD_FABRIC = 8
+ECN_THRESHOLD_HOST = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,34 +134,43 @@ def _port_key(port: int) -> Match:
     return (("standard_metadata.egress_port", Exact(port)),)
 
 
+@lru_cache(maxsize=4096)
+def _ecn_entry(port: int, threshold: int) -> TableEntry:
+    return TableEntry("FabricEgress.ecn_config", _port_key(port), "FabricEgress.set_ecn", (("threshold", threshold),))
+
+
 @lru_cache(maxsize=64)
 def _trim_entry(port: int, threshold: int, dscp: int) -> TableEntry:
     return TableEntry("FabricEgress.trim_config", _port_key(port), "FabricEgress.set_trim",
                       (("threshold", threshold), ("dscp", dscp)))
 
 
-def _fabric_common(topo: Topology, usid: int, ports: Iterable[tuple[int, int]]) -> Iterator[TableEntry]:
-    """my_sid, dscp_priority, and per port (number, MAC) port_mac and trim_config."""
+def _fabric_common(topo: Topology, usid: int, ports: Iterable[tuple[int, int, int]]) -> Iterator[TableEntry]:
+    """my_sid, dscp_priority, and per port (number, MAC, ECN threshold) port_mac,
+    trim_config and ecn_config."""
     yield TableEntry("FabricIngress.my_sid", _lpm48(usid), "FabricIngress.usid_un")
     yield TableEntry("FabricIngress.dscp_priority",
                      (("hdr.ipv6.traffic_class", Ternary(topo.trim_dscp << 2, 0xFC)),),
                      "FabricIngress.set_priority", (("prio", P.TRIM_PRIORITY),), DSCP_PRIORITY_ENTRY_PRIORITY)
-    for port, port_mac in ports:
+    for port, port_mac, ecn in ports:
         yield TableEntry("FabricEgress.port_mac", _port_key(port), "FabricEgress.set_src_mac", (("mac", port_mac),))
         if topo.trim_threshold is not None:
             yield _trim_entry(port, topo.trim_threshold, topo.trim_dscp)
+        yield _ecn_entry(port, ecn)
 
 
 def leaf_entries(topo: Topology, plane: int, leaf: int) -> Iterator[TableEntry]:
     """Leaf ``leaf`` of ``plane``: uN for itself, usid_fwd to its spines (and uA on those
-    links) and to its NICs' local uSIDs, port MACs, trimming."""
+    links) and to its NICs' local uSIDs, port MACs, trimming, ECN marking."""
     hosts = topo.leaves[leaf].hosts
     first = topo.first_host(leaf)
     spines = list(topo.uplinks(plane, leaf))
     linux = topo.linux_on(plane, leaf) if topo.linux_hosts else []
-    ports = [(n, P.mac(plane, P.LEAF, leaf, n)) for n in range(1, hosts + 1)]
-    ports += [(P.leaf_uplink_port(topo, s), P.mac(plane, P.LEAF, leaf, P.leaf_uplink_port(topo, s))) for s in spines]
-    ports += [(lx.port, P.mac(plane, P.LEAF, leaf, lx.port)) for lx in linux]
+    host, fab = ECN_THRESHOLD_HOST, ECN_THRESHOLD_FABRIC
+    ports = [(n, P.mac(plane, P.LEAF, leaf, n), host) for n in range(1, hosts + 1)]
+    ports += [(P.leaf_uplink_port(topo, s), P.mac(plane, P.LEAF, leaf, P.leaf_uplink_port(topo, s)), fab)
+              for s in spines]
+    ports += [(lx.port, P.mac(plane, P.LEAF, leaf, lx.port), host) for lx in linux]
     yield from _fabric_common(topo, P.leaf_usid(plane, leaf), ports)
     fwd, ua = "FabricIngress.fwd", "FabricIngress.usid_ua"
     for s in spines:
@@ -169,9 +187,10 @@ def leaf_entries(topo: Topology, plane: int, leaf: int) -> Iterator[TableEntry]:
 
 
 def spine_entries(topo: Topology, plane: int, spine: int) -> Iterator[TableEntry]:
-    """Spine ``spine`` of ``plane``: uN for itself, usid_fwd (and uA) to its leaves, port MACs."""
+    """Spine ``spine`` of ``plane``: uN for itself, usid_fwd (and uA) to its leaves, port
+    MACs, trimming, ECN marking (every spine port is a fabric port)."""
     leaves = list(topo.downlinks(plane, spine))
-    ports = [(P.spine_port(i), P.mac(plane, P.SPINE, spine, P.spine_port(i))) for i in leaves]
+    ports = [(P.spine_port(i), P.mac(plane, P.SPINE, spine, P.spine_port(i)), ECN_THRESHOLD_FABRIC) for i in leaves]
     yield from _fabric_common(topo, P.spine_usid(plane, spine), ports)
     up = P.leaf_uplink_port(topo, spine)
     for i in leaves:

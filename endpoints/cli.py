@@ -174,7 +174,9 @@ def send(
     mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,
     window: Annotated[int, typer.Option(help="data packets in flight, at most")] = 256,
     initial_window: Annotated[int, typer.Option(help="the congestion window starts here")] = 16,
-    min_window: Annotated[int, typer.Option(help="trim NACKs never halve the window below this")] = 8,
+    min_window: Annotated[int, typer.Option(help="congestion control never shrinks the window below this")] = 2,
+    cc_base_rtt: Annotated[Optional[float], typer.Option(
+        help="congestion control: the network's unloaded RTT, seconds (default: the smallest RTT seen)")] = None,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
     ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
@@ -215,7 +217,7 @@ def send(
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active,
-                           sample_interval=sample_interval, seed=seed, spray=spray)
+                           sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt)
         sender = Sender(data, ev_set, cfg, now=0.0, path_names=names)
     except ValueError as exc:
         _fail(str(exc))

@@ -21,6 +21,7 @@ from controller.plan import EvPath
 
 from endpoints import wire
 from endpoints.common import ASSUMED_BAD, GOOD, HALF_PSN, MAX_EVS, Tx
+from endpoints.congestion import CongestionConfig, Window
 from endpoints.wire import (
     ACK,
     ACK_LEN,
@@ -49,8 +50,8 @@ class SenderConfig:
 
     mtu: int = 1000  # payload bytes per data packet
     window: int = 256  # data packets in flight, at most
-    initial_window: int = 16  # the congestion window starts here, doubling each RTT up to window
-    min_window: int = 8  # trim NACKs never shrink the congestion window below this
+    initial_window: int = 16  # the congestion window starts here (endpoints/congestion.py)
+    min_window: int = 2  # congestion control never shrinks the window below this
     rate_pps: float | None = None  # pacing; None: as fast as the window allows
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
     ack_every: int = 4  # ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest)
@@ -65,6 +66,17 @@ class SenderConfig:
     spray: str = "adaptive"  # "adaptive": avoid EVs with recent CE echoes and trims; "rr": round robin
     adapt_half_life: float = 0.02  # an EV's congestion score halves in this time
     adapt_max_skip: int = 16  # an avoided EV is still used once in this many of its turns
+    cc_base_rtt: float | None = None  # the network's unloaded RTT; None: the smallest RTT sample
+    cc_target_ratio: float = 0.5  # delay target: this fraction of the base RTT ...
+    cc_target_min: float = 100e-6  # ... and at least this (docs/transport.md, "Congestion control")
+    cc_beta: float = 0.5  # multiplicative decrease per marked, delayed packet acknowledged
+
+    def congestion(self) -> CongestionConfig:
+        """The congestion window's parameters."""
+        return CongestionConfig(initial_window=float(min(self.initial_window, self.window)),
+                                min_window=float(min(self.min_window, self.initial_window, self.window)),
+                                max_window=float(self.window), base_rtt=self.cc_base_rtt,
+                                target_ratio=self.cc_target_ratio, target_min=self.cc_target_min, beta=self.cc_beta)
 
 
 @dataclass
@@ -125,6 +137,10 @@ class Sender:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
         if not 0 < config.window <= 0xFFFF:
             raise ValueError(f"sender: window {config.window} outside 1..65535")
+        try:
+            config.congestion().check()
+        except ValueError as exc:
+            raise ValueError(f"sender: {exc}") from None
         if config.spray not in ("adaptive", "rr"):
             raise ValueError(f"sender: spray {config.spray!r}: adaptive or rr")
         if not config.adapt_half_life > 0 or config.adapt_max_skip < 1:
@@ -173,14 +189,10 @@ class Sender:
         self.srtt: float | None = None
         self.rttvar = 0.0
         self.rto = config.rto_initial
-        # Congestion window: from initial_window up, one packet per ACKed packet (slow
-        # start) until the first trim NACK, then one per window of ACKs; halved by a
-        # trim NACK (once per RTT). Trims are the fabric's congestion signal; losses
-        # are path failures (EVs retired), not congestion, and leave it alone.
-        self.cwnd = float(min(config.initial_window, config.window))
-        self.ssthresh = float(config.window)
-        self._cwnd_hold = now
-        self.cwnd_min = float(config.window)
+        # Congestion window (endpoints/congestion.py): CE echoes, delay and trim NACKs
+        # move it; losses are path failures (EVs retired), not congestion.
+        self.cc = Window(config.congestion(), now)
+        self._ack_rtt: float | None = None  # the RTT sample of the ACK being handled
         self._next_send = now
         self._next_open = now
         self._next_probe = now
@@ -221,7 +233,7 @@ class Sender:
         return min(times) if times else None
 
     def _can_send(self) -> bool:
-        return len(self._inflight) < self.cwnd and bool(self._trimmed or self._lost or self._may_send_new())
+        return len(self._inflight) < self.cc.cwnd and bool(self._trimmed or self._lost or self._may_send_new())
 
     def _may_send_new(self) -> bool:
         # New packets stay within a window of the first unacknowledged one, so the
@@ -271,7 +283,7 @@ class Sender:
         if rate:
             self._next_send = max(self._next_send, now - cfg.burst / rate)
         inflight = self._inflight
-        window = self.cwnd
+        window = self.cc.cwnd
         pack = DATA.pack
         data = self.data
         mtu = cfg.mtu
@@ -391,10 +403,14 @@ class Sender:
                 cum = una + ((w2 - self.first_psn - una + HALF_PSN) & PSN_MASK) - HALF_PSN
                 if una - 1 <= cum < self.next_idx:
                     self.acks_received += 1
-                    if flags & wire.FLAG_CE:
+                    ce = bool(flags & wire.FLAG_CE)
+                    if ce:
                         self._congested(ev, now, "ce")
+                    self._ack_rtt = None
+                    newly = 0
                     for idx in range(una, cum + 1):
-                        self._ack_one(idx, now)
+                        newly += self._ack_one(idx, now)
+                    self.cc.on_ack(newly, self._ack_rtt, ce, now, self.srtt)
                     self._advance()
                     if now >= self._next_sample:
                         self._sample(now)
@@ -446,17 +462,20 @@ class Sender:
                 self._congested(ev, now, "ce")
         else:
             self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
+        self._ack_rtt = None
+        newly = 0
         if cum >= self.una:
             for idx in range(self.una, cum + 1):
-                self._ack_one(idx, now)
+                newly += self._ack_one(idx, now)
         if syndrome == wire.SYNDROME_ACK:
             while bits:
                 low = bits & -bits
                 idx = base + low.bit_length() - 1
                 bits ^= low
                 if idx >= self.una:
-                    self._ack_one(idx, now)
-        else:
+                    newly += self._ack_one(idx, now)
+        self.cc.on_ack(newly, self._ack_rtt, ce and syndrome == wire.SYNDROME_ACK, now, self.srtt)
+        if syndrome != wire.SYNDROME_ACK:
             cause = "trim" if syndrome == wire.SYNDROME_NACK_TRIMMED else "nack"
             guard = self.srtt if self.srtt is not None else 0.0
             while bits:
@@ -472,23 +491,22 @@ class Sender:
         self._advance()
         self._sample(now)
 
-    def _ack_one(self, idx: int, now: float) -> None:
-        """Mark packet ``idx`` (>= una) acknowledged, once."""
+    def _ack_one(self, idx: int, now: float) -> bool:
+        """Mark packet ``idx`` (>= una) acknowledged, once: True the first time."""
         bit = 1 << (idx - self.una)
         if self._acked & bit:
-            return
+            return False
         self._acked |= bit
         self.acked_bytes += min(self.cfg.mtu, self.length - idx * self.cfg.mtu)
         self._tx_count.pop(idx, None)
         rec = self._inflight.pop(idx, None)
-        if self.cwnd < self.cfg.window:
-            self.cwnd = min(float(self.cfg.window),
-                            self.cwnd + (1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd))
         if rec is not None:
             sent_at, ev, n = rec
             self.evs[ev].acked += 1
             if n == 1:  # Karn: no RTT from a retransmitted packet
-                self._rtt_sample(now - sent_at)
+                self._ack_rtt = now - sent_at
+                self._rtt_sample(self._ack_rtt)
+        return True
 
     def _advance(self) -> None:
         acked = self._acked
@@ -521,10 +539,7 @@ class Sender:
         if cause == "trim":
             st.trims += 1
             self._congested(ev, now, "trim")
-            if now >= self._cwnd_hold:
-                self.cwnd = self.ssthresh = max(float(min(self.cfg.min_window, self.cfg.window)), self.cwnd / 2)
-                self.cwnd_min = min(self.cwnd_min, self.cwnd)
-                self._cwnd_hold = now + (self.srtt if self.srtt is not None else self.rto)
+            if self.cc.on_trim(now, self.srtt if self.srtt is not None else self.rto):
                 self.counts["window_halved"] += 1
             return
         st.losses += 1
@@ -708,8 +723,9 @@ class Sender:
             "spray": self.cfg.spray,
             "dropped": dict(self.drops),
             "rto_s": self.rto,
-            "window": {"max": self.cfg.window, "now": self.cwnd, "min": self.cwnd_min,
-                       "halved": self.counts["window_halved"]},
+            "window": {"max": self.cfg.window, "now": self.cc.cwnd, "min": self.cc.cwnd_min,
+                       "halved": self.counts["window_halved"], "base_rtt_s": self.cc.base_rtt,
+                       "reactions": dict(self.cc.counts)},
             "srtt_s": self.srtt,
             "evs_retired": sum(st.retired for st in self.evs.values()),
             "evs_recovered": sum(st.recovered for st in self.evs.values()),

@@ -6,8 +6,8 @@ it (docs/transport.md, "Adaptive spraying"). Here one leaf -> spine port of one 
 (``p0-leaf0`` to ``p0-spine0``, the source leaf's uplink) is restarted with ``p4target
 run --queue-rate PORT=PPS`` at a quarter of the rate that path gets from a round-robin
 sender (8 paths between the two leaves: rate / 8 / 4), and the port marks CE above a
-queue of ``ecn_threshold`` packets (an ``ecn_config`` entry written here; the
-controller's own entries have none). The same transfer runs with ``--spray rr`` and
+queue of ``ecn_threshold`` packets (an ``ecn_config`` entry written here in place
+of the controller's default for that port). The same transfer runs with ``--spray rr`` and
 with the default adaptive spraying. Measured from the switch's counters over
 P4Runtime: packets that left the slow port (its ``tx_port``), CE marks on it
 (``ecn_marked``) and trims; from the endpoints: completion time, retransmissions, CE
@@ -38,8 +38,9 @@ def slow_port(fn: Any) -> int:
 
 def _reconcile(fn: Any, extra: dict[str, list]) -> None:
     wanted = wanted_entries(fn)
-    for name, entries in extra.items():
-        wanted[name] = list(wanted[name]) + entries
+    for name, entries in extra.items():  # in place of the controller's entries with the same keys
+        keys = {e.key for e in entries}
+        wanted[name] = [e for e in wanted[name] if e.key not in keys] + entries
     targets = list(fn.inventory.switches.values())
     rep = asyncio.run(Reconciler(targets).run(wanted))
     if rep.failed:
@@ -48,7 +49,7 @@ def _reconcile(fn: Any, extra: dict[str, list]) -> None:
 
 def shape(fn: Any, rate: float | None, ecn_threshold: int) -> None:
     """Restart the leaf with (or without: None) a rate on its uplink to the spine, and
-    reconcile every switch (with the uplink's ECN entry, or without)."""
+    reconcile every switch (with the uplink's ECN entry, or the controller's)."""
     port = slow_port(fn)
     sw = fn.switch(LEAF)
     sw.extra_args = [] if rate is None else ["--queue-rate", f"{port}={rate:g}"]

@@ -7,7 +7,9 @@ so no queue ever builds by itself. The receiver's leaf in every plane is restart
 drains at PPS and its egress queue (64 packets) fills behind it. With trimming on
 (the controller's ``trim_config`` entries, threshold 32 packets) packets that find the
 queue past the threshold are cut to their headers, marked and sent at high priority;
-the receiver NACKs each at once (trim NACK) and the sender resends it at once. With
+the receiver NACKs each at once (trim NACK) and the sender resends it at once. The
+senders start with a first window of 128 packets, so that the queues overflow before
+congestion control has any feedback. With
 trimming off (the same fabric reconciled without ``trim_config`` entries: the
 topology's ``trim_threshold`` None) the full queue drops, and the senders learn of it
 only from holes NACKed after ``--nack-delay`` or from timeouts. Measured: completion
@@ -58,11 +60,16 @@ def set_trimming(fn: Any, on: bool, threshold: int | None) -> int:
 # more on one plane than another: holes are NACKed, and timeouts fire, only after that.
 NACK_DELAY = 0.3
 RTO_MIN = 0.3
+# The senders' congestion control keeps the queues under the marking threshold once
+# it has feedback (experiments/incast.py shows that); the first windows leave before
+# any: 3 x 128 packets over 4 planes' queues is 96 each, past the trim threshold.
+FIRST_WINDOW = 128
 
 
 def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, rate: float) -> dict[str, Any]:
     before = C.read_counters(fn)
-    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rate", str(rate), "--rto-min", str(RTO_MIN)],
+    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rate", str(rate), "--rto-min", str(RTO_MIN),
+                                                          "--initial-window", str(FIRST_WINDOW)],
                     ["--nack-delay", str(NACK_DELAY)], count=len(senders))
     try:
         tr.start_receiver()

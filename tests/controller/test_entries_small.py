@@ -76,6 +76,13 @@ def trim(port: int) -> TableEntry:
                  (("threshold", 32), ("dscp", 62)))
 
 
+def ecn(port: int, threshold: int) -> TableEntry:
+    """CE above ``threshold`` packets: the documented defaults are 16 on a host port
+    (leaf to NIC), 8 on a fabric port (leaf uplink, spine downlink)."""
+    return table("FabricEgress.ecn_config", ((EPORT, Exact(port)),), "FabricEgress.set_ecn",
+                 (("threshold", threshold),))
+
+
 def port_mac(port: int, mac: int) -> TableEntry:
     return table("FabricEgress.port_mac", ((EPORT, Exact(port)),), "FabricEgress.set_src_mac", (("mac", mac),))
 
@@ -89,8 +96,8 @@ def test_leaf_entries_of_the_small_fabric() -> None:
     want = [
         table("FabricIngress.my_sid", ((DST, lpm("fcbb:bb00:100::", 48)),), "FabricIngress.usid_un"),
         COMMON_DSCP,
-        port_mac(1, 0x0201_0000_0001), trim(1),
-        port_mac(2, 0x0201_0000_0002), trim(2),
+        port_mac(1, 0x0201_0000_0001), trim(1), ecn(1, 16),  # h1's NIC: a host port
+        port_mac(2, 0x0201_0000_0002), trim(2), ecn(2, 8),   # the uplink: a fabric port
         usid_fwd("fcbb:bb00:300::", "fwd", 2, 0x0202_0000_0001),      # spine 0, its port 1
         usid_fwd("fcbb:bb00:f002::", "usid_ua", 2, 0x0202_0000_0001),  # uA of port 2
         usid_fwd("fcbb:bb00:e001::", "fwd", 1, 0x0203_0000_0001),      # NIC of h1, its plane-0 port
@@ -109,8 +116,8 @@ def test_spine_entries_of_the_small_fabric() -> None:
     want = [
         table("FabricIngress.my_sid", ((DST, lpm("fcbb:bb00:300::", 48)),), "FabricIngress.usid_un"),
         COMMON_DSCP,
-        port_mac(1, 0x0202_0000_0001), trim(1),
-        port_mac(2, 0x0202_0000_0002), trim(2),
+        port_mac(1, 0x0202_0000_0001), trim(1), ecn(1, 8),  # spine ports are fabric ports
+        port_mac(2, 0x0202_0000_0002), trim(2), ecn(2, 8),
         usid_fwd("fcbb:bb00:100::", "fwd", 1, 0x0201_0000_0002),      # leaf 0, its uplink port 2
         usid_fwd("fcbb:bb00:f001::", "usid_ua", 1, 0x0201_0000_0002),
         usid_fwd("fcbb:bb00:101::", "fwd", 2, 0x0201_0000_1002),      # leaf 1
@@ -363,12 +370,13 @@ def test_uneven_ev_counts_differ_by_at_most_one_per_plane(evs: int) -> None:
 
 
 def test_fabric_entries_are_per_switch_small(large: Fabric) -> None:
-    """A leaf has 2 + 2 x ports + 2 x spines + hosts entries, a spine 2 + 2 x leaves + 2 x leaves."""
+    """A leaf has 2 + 3 x ports + 2 x spines + hosts entries, a spine 2 + 3 x leaves + 2 x
+    leaves (per port: port_mac, trim_config, ecn_config)."""
     for name, n in large.nodes.items():
         if n.tier == P.LEAF:
-            assert len(large.entries[name]) == 2 + 2 * (4 + 4) + 2 * 4 + 4
+            assert len(large.entries[name]) == 2 + 3 * (4 + 4) + 2 * 4 + 4
         elif n.tier == P.SPINE:
-            assert len(large.entries[name]) == 2 + 2 * 8 + 2 * 8
+            assert len(large.entries[name]) == 2 + 3 * 8 + 2 * 8
 
 
 def test_a_graph_with_missing_cables_walks_around_them(tmp_path) -> None:

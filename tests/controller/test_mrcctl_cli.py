@@ -96,12 +96,14 @@ def test_entries_of_a_leaf_are_its_locator_ports_and_neighbours(run_dir: Path) -
         ("port_mac", ("2",), "set_src_mac", (("mac", "02:01:00:00:00:02"),)),
         ("trim_config", ("1",), "set_trim", (("dscp", "62"), ("threshold", "32"))),
         ("trim_config", ("2",), "set_trim", (("dscp", "62"), ("threshold", "32"))),
+        ("ecn_config", ("1",), "set_ecn", (("threshold", "16"),)),  # a host port
+        ("ecn_config", ("2",), "set_ecn", (("threshold", "8"),)),  # a fabric port (the uplink)
         ("usid_fwd", ("fcbb:bb00:300::/48",), "fwd", (("dmac", spine_mac), ("port", "2"))),
         ("usid_fwd", ("fcbb:bb00:f002::/48",), "usid_ua", (("dmac", spine_mac), ("port", "2"))),
         ("usid_fwd", ("fcbb:bb00:e001::/48",), "fwd", (("dmac", nic_mac), ("port", "1"))),
     }
     table = mrcctl(*SHAPE_ARGS, "entries", "p0-leaf0", run_dir=run_dir)
-    assert table.returncode == 0 and "p0-leaf0 (fabric.p4): 9 entries" in table.stdout
+    assert table.returncode == 0 and "p0-leaf0 (fabric.p4): 11 entries" in table.stdout
 
 
 def test_plan_sizes_the_default_cluster(run_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """Trimming for real: the receiver's leaf port is rate-limited in every plane (the
 embedded target's traffic manager, virtual clock), the sender bursts a window, the
-queue grows past the topology's trim threshold, fabric.p4 trims, the NIC hands the
+queue grows past the topology's trim threshold (a first window of 128 packets, 64 per
+plane, before any feedback: congestion control keeps later windows under it), fabric.p4 trims, the NIC hands the
 mark to the host in the traffic class, the receiver sends trim NACKs and the sender
 resends at once. Against the same run with trimming off (no trim_config entries).
 """
@@ -67,7 +68,7 @@ def transfer(trim: bool) -> tuple[Sender, Receiver, int]:
         leaf.set_queue_rate(P.leaf_host_port(h2), RATE)
         leaf.set_queue_depth(P.leaf_host_port(h2), DEPTH)
     data = random.Random(3).randbytes(600 * MTU)
-    sender, receiver = Sender(data, nic_evs(topo, h1, h2), SenderConfig(window=256)), Receiver()
+    sender, receiver = Sender(data, nic_evs(topo, h1, h2), SenderConfig(window=256, initial_window=128)), Receiver()
     cases = {h.name: nic_case(topo, h.leaf, h.port) for h in (h1, h2)}
     t = 0.0
     while not sender.finished and t < 2.0:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
+from controller.entries import TableEntry
+
 from tests.dataplane.fabric.fabric_checks import TRIMMED, TX_PORT, Count, counter, drops
 from tests.dataplane.fabric.test_fabric_trim import UPLINK, data, forwarded, tiny, trimmed
 from tests.dataplane.fabric_net import entry, switch_entries
@@ -21,13 +23,35 @@ ECN_MARKED = "FabricEgress.ecn_marked"
 ECT0, ECT1, CE = 0b10, 0b01, 0b11
 
 
-def leaf0(fabric_switch_factory, *, ecn: int | None, trim: int | None = None):
-    """Leaf 0 of the tiny fabric, its uplink limited; ``ecn``: the uplink's marking threshold."""
-    extra = [] if ecn is None else [entry("FabricEgress.ecn_config", {"standard_metadata.egress_port": UPLINK},
-                                          "FabricEgress.set_ecn", {"threshold": ecn})]
-    sw = fabric_switch_factory(switch_entries(tiny(trim), "p0-leaf0") + extra)
+def ecn_entry(threshold: int) -> TableEntry:
+    return entry("FabricEgress.ecn_config", {"standard_metadata.egress_port": UPLINK}, "FabricEgress.set_ecn",
+                 {"threshold": threshold})
+
+
+def leaf0(fabric_switch_factory, *, ecn: int | None | str, trim: int | None = None):
+    """Leaf 0 of the tiny fabric, its uplink limited; ``ecn``: the uplink's marking
+    threshold in place of the controller's ("controller": the controller's own entries
+    unchanged, None: no ecn_config entry at all)."""
+    entries = switch_entries(tiny(trim), "p0-leaf0")
+    if ecn != "controller":
+        entries = [e for e in entries if getattr(e, "table", None) != "FabricEgress.ecn_config"]
+        entries += [] if ecn is None else [ecn_entry(ecn)]
+    sw = fabric_switch_factory(entries)
     sw.set_queue_rate(UPLINK, 1000.0)
     return sw
+
+
+def test_the_controller_marks_fabric_ports_above_8_packets(fabric_switch_factory) -> None:
+    """The controller's own entries mark (the documented default: 8 packets on a fabric
+    port, below the default trim threshold of 32), with no entry written by the test."""
+    assert ecn_entry(8) in switch_entries(tiny(32), "p0-leaf0")
+    n = 20
+    sw = leaf0(fabric_switch_factory, ecn="controller", trim=32)
+    by_psn = burst(sw, [data(psn, tc=ECT0) for psn in range(n)])
+    marked = {psn for psn, d in by_psn.items() if Ether(d)[IPv6].tc & 3 == CE}
+    assert marked.isdisjoint(range(9)) and set(range(10, n)) <= marked
+    assert counter(sw, ECN_MARKED, UPLINK).packets == len(marked)
+    assert counter(sw, TRIMMED, UPLINK).packets == 0
 
 
 def burst(sw, frames: list[bytes]) -> dict[int, bytes]:

@@ -1,0 +1,156 @@
+"""The sender's congestion window, driven by network signals (no I/O, no clock of its own).
+
+In the spirit of NSCC, the Ultra Ethernet Transport's Network Signal-based Congestion
+Control (the OCP MRC API's default profile ``uet-1.0-nscc``): a sender-based window
+that reads two signals from its ACKs, the fraction of acknowledged packets that left
+a queue marked (ECN CE, echoed by the receiver) and the queueing delay (the RTT above
+the base RTT), and reacts once per round trip, per quadrant:
+
+==========  ==================  =================================================
+CE marked   delay above target  reaction at the end of the round trip
+==========  ==================  =================================================
+none        no                  proportional increase: the window grows by itself
+                                times ``(target - delay) / target`` (at most doubles)
+none        yes                 fair increase: ``fair_increase`` packets (the queue is
+                                someone else's: grow slowly, by the same amount as all)
+a fraction  no                  hold (marks from a queue that has already drained);
+                                a second marked round trip in a row decreases
+a fraction  yes                 multiplicative decrease: the window times
+                                ``1 - beta * fraction``
+==========  ==================  =================================================
+
+A round trip is one smoothed RTT of the sender (the base RTT before it has one). The
+delay of a round trip is its mean RTT sample less the base RTT; the base RTT is the
+configured network RTT (``base_rtt``) when given, else the smallest sample seen; the
+target is ``target_ratio`` of the base RTT, at least ``target_min``. A trim NACK (the
+queue passed the trim threshold) multiplies the window by ``trim_factor`` at once, at
+most once per smoothed RTT. Losses and timeouts are path failures (the sender retires
+EVs for them), not congestion, and leave the window alone. The window stays within
+``[min_window, max_window]``.
+
+Why these rules: with many senders into one port (an incast), every sender's packets
+are marked in the same fraction once the queue passes the marking threshold and their
+delays rise together, so all decrease by the same factor and increase by the same
+amount: the windows converge to equal shares (AIMD) and the queue stays near the
+marking threshold, below the trim threshold, without losses or timeouts. A given base
+RTT matters when senders start together: a sender whose first packets already waited
+in the queue takes a queued RTT for the base and holds where the others decrease;
+without one, the rule "never two holds in a row" (a drained queue stops marking
+within a round trip) bounds how long it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CongestionConfig:
+    """Parameters of the window; windows in packets, times in seconds."""
+
+    initial_window: float = 16.0
+    min_window: float = 1.0
+    max_window: float = 256.0
+    base_rtt: float | None = None  # the network's unloaded RTT; None: the smallest sample
+    target_ratio: float = 0.5  # delay target: this fraction of the base RTT ...
+    target_min: float = 100e-6  # ... and at least this
+    beta: float = 0.5  # multiplicative decrease: the window times 1 - beta x marked fraction
+    fair_increase: float = 1.0  # packets per round trip when delayed but not marked
+    trim_factor: float = 0.5  # a trim NACK multiplies the window by this (once per RTT)
+
+    def check(self) -> None:
+        """Raise ValueError naming the parameter that is out of range."""
+        if not 1 <= self.min_window <= self.initial_window <= self.max_window:
+            raise ValueError("congestion: need 1 <= min_window <= initial_window <= max_window "
+                             f"(got {self.min_window:g}, {self.initial_window:g}, {self.max_window:g})")
+        if not 0 < self.beta <= 1 or not 0 < self.trim_factor < 1:
+            raise ValueError("congestion: beta must be in (0, 1] and trim_factor in (0, 1)")
+        if self.target_ratio < 0 or self.target_min < 0 or self.fair_increase < 0:
+            raise ValueError("congestion: target_ratio, target_min and fair_increase must be >= 0")
+        if self.base_rtt is not None and not self.base_rtt > 0:
+            raise ValueError("congestion: base_rtt must be more than 0 seconds (or none: measured)")
+
+
+class Window:
+    """The congestion window of one sender; ``cwnd`` is the number of packets it may
+    have in flight. Counters of the reactions are kept for the sender's report."""
+
+    def __init__(self, config: CongestionConfig = CongestionConfig(), now: float = 0.0) -> None:
+        config.check()
+        self.cfg = config
+        self.cwnd = float(config.initial_window)
+        self.cwnd_min = self.cwnd
+        self.base_rtt: float | None = config.base_rtt
+        self._hold_until = now
+        self._round_end: float | None = None  # the first ACK starts the first round trip
+        self._acked = self._marked = self._samples = 0
+        self._rtt_sum = 0.0
+        self._held = False  # the last round trip was a hold
+        self.counts = {"increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0, "trim_decrease": 0}
+
+    @property
+    def target(self) -> float | None:
+        """The delay target (seconds above the base RTT); None before any RTT sample."""
+        if self.base_rtt is None:
+            return None
+        return max(self.cfg.target_min, self.cfg.target_ratio * self.base_rtt)
+
+    def _clamp(self) -> None:
+        self.cwnd = min(self.cfg.max_window, max(self.cfg.min_window, self.cwnd))
+        self.cwnd_min = min(self.cwnd_min, self.cwnd)
+
+    def on_ack(self, acked: int, rtt: float | None, ce: bool, now: float, srtt: float | None) -> None:
+        """An ACK at ``now`` that newly acknowledged ``acked`` packets, its RTT sample
+        (None: only retransmitted packets), whether it echoed CE, and the sender's
+        smoothed RTT (the length of the next round trip)."""
+        if acked <= 0:
+            return
+        if rtt is not None and rtt > 0:
+            if self.cfg.base_rtt is None:
+                self.base_rtt = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
+            self._rtt_sum += rtt
+            self._samples += 1
+        self._acked += acked
+        self._marked += acked if ce else 0
+        if self._round_end is None:
+            self._round_end = now + (srtt or self.base_rtt or 0.0)
+        if now >= self._round_end:
+            self._end_round()
+            self._round_end = now + (srtt or self.base_rtt or 0.0)
+
+    def _end_round(self) -> None:
+        fraction = self._marked / self._acked
+        target = self.target
+        if self._samples and target is not None and self.base_rtt is not None:
+            delay = self._rtt_sum / self._samples - self.base_rtt
+            delayed = delay > target
+        else:
+            delay, delayed = 0.0, fraction > 0  # no sample: the marks alone decide
+        held, self._held = self._held, False
+        if fraction > 0 and (delayed or held):
+            self.cwnd *= 1 - self.cfg.beta * fraction
+            self.counts["decrease"] += 1
+        elif fraction > 0:
+            self._held = True
+            self.counts["hold"] += 1
+        elif delayed:
+            self.cwnd += self.cfg.fair_increase
+            self.counts["fair_increase"] += 1
+        else:
+            room = 1.0 if not target else max(0.0, (target - delay) / target)
+            self.cwnd += self.cwnd * min(1.0, room)
+            self.counts["increase"] += 1
+        self._clamp()
+        self._acked = self._marked = self._samples = 0
+        self._rtt_sum = 0.0
+
+    def on_trim(self, now: float, srtt: float | None) -> bool:
+        """A trim NACK: the window times ``trim_factor``, at most once per ``srtt`` (the
+        later trims of one overflow are the same event). True if it was applied."""
+        if now < self._hold_until:
+            return False
+        self.cwnd *= self.cfg.trim_factor
+        self._clamp()
+        self._hold_until = now + (srtt if srtt is not None else 0.0)
+        self.counts["trim_decrease"] += 1
+        return True

@@ -1,0 +1,171 @@
+"""Experiment 8, ECMP collisions: concurrent flows between distinct host pairs across
+leaves, per-flow hashing against MRC spraying, on rate-limited fabric links.
+
+Why: MRC's headline is that per-packet spraying removes the flow collisions of ECMP
+hashing: with one path per flow, two flows hashed onto the same link share it while
+other links idle, and the slowest flow sets the job's time. Here every uplink of the
+source leaf (``p<P>-leaf0`` to each spine, in every plane) is restarted with
+``p4target run --queue-rate PORT=PPS``, so the links, not the CPU, are the bottleneck.
+Four flows, h1 -> h5, h2 -> h6, h3 -> h7, h4 -> h8, start together, unpaced (the
+congestion window decides), twice: as plain flows (``mrc-send`` to another UDP port
+from one source port each: not MRC for the NIC, so ``spray_mode`` hashes each flow
+onto one (plane, spine) member, docs/nic.md), then as MRC-lite spraying over every
+EV. Measured: each flow's completion time, every byte verified by comparing each
+received file with the data generated for it, and the packets each uplink carried
+(``tx_port`` counters over P4Runtime: how many links the hashed flows used).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from controller import plan as P
+from controller.counters import delta
+from experiments import common as C
+from topologies.fabric_net import install_tables
+
+PAIRS = (("h1", "h5"), ("h2", "h6"), ("h3", "h7"), ("h4", "h8"))
+LEAF = 0  # the source leaf, whose uplinks are limited
+PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
+PLAIN_EVS = (40001, 40002, 40003, 40004)  # one UDP source port per plain flow: one hash each
+# A limited uplink's queue (64 packets) delays by up to 64 / PPS seconds: holes are
+# NACKed, and timeouts fire, only after that.
+NACK_DELAY = 0.4
+RTO_MIN = 0.4
+
+
+def uplinks(fn: Any) -> dict[str, list[int]]:
+    """The source leaf of every plane and its ports to the spines."""
+    t = fn.topo
+    return {t.leaf_name(p, LEAF): [P.leaf_uplink_port(t, s) for s in range(t.spines)] for p in range(t.planes)}
+
+
+def shape(fn: Any, rate: float | None) -> None:
+    """Restart the source leaves with (or without: None) a rate on every uplink and
+    reconcile (a restarted switch starts empty)."""
+    for name, ports in uplinks(fn).items():
+        sw = fn.switch(name)
+        sw.extra_args = [] if rate is None else [a for port in ports for a in ("--queue-rate", f"{port}={rate:g}")]
+        sw.restart()
+    rep = install_tables(fn)
+    if rep.failed:
+        raise RuntimeError(f"install after the restart failed: {rep.summary()}")
+
+
+def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
+    """The four flows at once, ``mode`` "per_flow" or "spraying"; each between two counter reads."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    before = C.read_counters(fn)
+    transfers = []
+    inputs: dict[str, bytes] = {}
+    try:
+        for k, (src, dst) in enumerate(PAIRS):
+            name = f"{src}-{dst}"
+            inputs[name] = random.Random(f"ecmp-{name}").randbytes(nbytes)
+            infile, outfile = workdir / f"in-{name}", workdir / f"out-{name}"
+            infile.write_bytes(inputs[name])
+            send = ["--rto-min", str(RTO_MIN), "--in", str(infile)]
+            recv = ["--nack-delay", str(NACK_DELAY), "--out", str(outfile), "--bytes", str(nbytes)]
+            if mode == "per_flow":
+                send += ["--port", str(PLAIN_PORT), "--ev-list", str(PLAIN_EVS[k]), "--ev-min-active", "1"]
+                recv += ["--port", str(PLAIN_PORT)]
+            tr = C.Transfer(fn, src, dst, nbytes, workdir / name, send, recv)
+            tr.start_receiver()
+            transfers.append((name, tr))
+        for _, tr in transfers:
+            tr.start_sender()
+        results = {name: tr.wait() for name, tr in transfers}
+    finally:
+        for _, tr in transfers:
+            tr.kill()
+    d = delta(C.read_counters(fn), before)
+    per_link = {f"{leaf}:{port}": d.get(leaf, {}).get("FabricEgress.tx_port", {}).get(port, (0, 0))[0]
+                for leaf, ports in uplinks(fn).items() for port in ports}
+    times = {name: r.sender.get("completion_time_s") for name, r in results.items()}
+    done = [t for t in times.values() if t]
+    mean = sum(done) / len(done) if done else None
+    matches = {name: (workdir / f"out-{name}").exists() and (workdir / f"out-{name}").read_bytes() == inputs[name]
+               for name in inputs}
+    return {"ok": all(r.ok for r in results.values()), "received_files_match": all(matches.values()),
+            "summaries": [r.summary() for r in results.values()], "completion_s": times,
+            "slowest_s": max(done) if done else None, "mean_s": mean,
+            "slowest_over_mean": max(done) / mean if done and mean else None,
+            "retransmissions": {n: r.sender.get("retransmissions") for n, r in results.items()},
+            "uplink_packets": per_link,  # used: more than a tenth of one flow's packets
+            "uplinks_used": sum(1 for v in per_link.values() if v > nbytes // 10_000)}
+
+
+def run(fn: Any, workdir: Path, *, nbytes: int, link_rate: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"bytes_per_flow": nbytes, "link_rate_pps": link_rate, "pairs": [list(p) for p in PAIRS],
+                           "limited_uplinks": sum(len(v) for v in uplinks(fn).values())}
+    try:
+        shape(fn, link_rate)
+        out["per_flow"] = flows(fn, workdir / "per_flow", "per_flow", nbytes)
+        out["spraying"] = flows(fn, workdir / "spraying", "spraying", nbytes)
+    finally:
+        shape(fn, None)
+    return out
+
+
+def acceptable(d: dict[str, Any]) -> bool:
+    f, s = d["per_flow"], d["spraying"]
+    return (f["ok"] and s["ok"] and f["received_files_match"] and s["received_files_match"]
+            and s["slowest_over_mean"] <= 1.25 and s["slowest_s"] < f["slowest_s"])
+
+
+def figures(d: dict[str, Any]) -> list[str]:
+    lines = [f"ECMP collisions: {len(d['pairs'])} flows of {d['bytes_per_flow']} bytes at once "
+             f"({', '.join('->'.join(p) for p in d['pairs'])}), {d['limited_uplinks']} uplinks of leaf 0 limited to "
+             f"{d['link_rate_pps']:g} packets/s each"]
+    for key, label in (("per_flow", "per-flow hashing"), ("spraying", "MRC spraying")):
+        r = d[key]
+        lines.append(f"  {label:16}: verified={r['ok']}, files match={r['received_files_match']}, completion "
+                     + ", ".join(f"{n} {t or 0:.2f} s" for n, t in r["completion_s"].items())
+                     + f"; slowest {r['slowest_s'] or 0:.2f} s = {r['slowest_over_mean'] or 0:.2f} x the mean; "
+                     f"uplinks used {r['uplinks_used']}")
+    return lines
+
+
+def plot(d: dict[str, Any]) -> Any:
+    plt = C.pyplot()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2))
+    names = list(d["per_flow"]["completion_s"])
+    x = range(len(names))
+    a.bar([i - 0.2 for i in x], [d["per_flow"]["completion_s"][n] or 0 for n in names], 0.4, label="per-flow hashing",
+          color="grey")
+    a.bar([i + 0.2 for i in x], [d["spraying"]["completion_s"][n] or 0 for n in names], 0.4, label="MRC spraying",
+          color="tab:blue")
+    a.set_xticks(list(x), names)
+    a.set_ylabel("completion time, s")
+    a.legend()
+    links = list(d["per_flow"]["uplink_packets"])
+    b.bar([i - 0.2 for i in range(len(links))], [d["per_flow"]["uplink_packets"][l] for l in links], 0.4,
+          color="grey", label="per-flow hashing")
+    b.bar([i + 0.2 for i in range(len(links))], [d["spraying"]["uplink_packets"][l] for l in links], 0.4,
+          color="tab:blue", label="MRC spraying")
+    b.set_xticks(range(len(links)), links, rotation=45, ha="right", fontsize=7)
+    b.set_ylabel("packets on the uplink")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = C.parser("experiments.ecmp", __doc__.split("\n\n")[0])
+    p.add_argument("--bytes", type=int, default=600_000, help="bytes per flow (default 600 KB)")
+    p.add_argument("--link-rate", type=float, default=250, help="each limited uplink, packets/s")
+    args = p.parse_args(argv)
+    C.setup(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(hosts_per_leaf=4), args.prefix) as fn:
+        data = run(fn, Path(tmp), nbytes=args.bytes, link_rate=args.link_rate)
+    print("\n".join(figures(data)))
+    js, png = C.write_results("ecmp", data, plot(data), args.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if acceptable(data) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
