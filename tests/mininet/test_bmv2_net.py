@@ -12,6 +12,7 @@ BMv2's P4Runtime server (PI) reads every member of a selector group back with th
 watch port of the group's last member and fails the MODIFY of a group whose members
 change: the controller compares groups there without watch ports and remakes a
 changed group (delete, insert), which the second install and ``deny`` exercise.
+A leaf restarted with ``--queue-rate`` gets it over BMv2's Thrift API and trims.
 """
 
 from __future__ import annotations
@@ -204,3 +205,41 @@ def test_fail_and_restore_take_only_the_cable(fabric: FabricNetwork) -> None:
         r = _mrcctl(fabric, "restore", link)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _fabric_tables(fabric) == tables
+
+
+def _trimmed(fabric: FabricNetwork, leaf: str, port: int) -> int:
+    from controller.counters import read_all
+
+    got = asyncio.run(read_all([fabric.inventory.switches[leaf]], election_id=5))
+    return got[leaf].get("FabricEgress.trimmed", {}).get(port, (0, 0))[0]
+
+
+def test_a_queue_rate_set_over_thrift_makes_the_leaf_trim(fabric: FabricNetwork) -> None:
+    """The same burst of 64 packets over plane 0 (even EVs) into h2's leaf: without a
+    queue rate BMv2 keeps up and trims nothing; restarted with ``--queue-rate`` 100
+    packets/s on the port to h2 (set over Thrift) its queue passes the trimming
+    threshold (32 packets) and packets are trimmed."""
+    from controller import plan as P
+    from topologies.mrc_flow import run_stream
+
+    s, d = fabric.topo.host("h1"), fabric.topo.host("h2")
+    plane0 = [e.ev for e in P.nic_evs(fabric.topo, s, d) if e.ev % 2 == 0]
+    leaf, port = f"p0-leaf{d.leaf}", d.port
+    sw = fabric.switch(leaf)
+
+    def burst() -> int:
+        before = _trimmed(fabric, leaf, port)
+        run_stream(fabric, "h1", "h2", plane0 * 2, 64, 2000, timeout=8)
+        return _trimmed(fabric, leaf, port) - before
+
+    assert burst() == 0
+    try:
+        sw.extra_args = ["--queue-rate", f"{port}=100"]
+        sw.restart()
+        rep = install_tables(fabric)
+        assert not rep.failed, rep.summary()
+        assert burst() > 0
+    finally:
+        sw.extra_args = []
+        sw.restart()
+        assert not install_tables(fabric).failed
