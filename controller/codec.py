@@ -76,10 +76,19 @@ _EXACT, _LPM, _TERNARY = MT.EXACT, MT.LPM, MT.TERNARY
 class Codec:
     """Encode/decode entries for one P4Info: ids and widths looked up once, and one
     byte encoder per entry shape (controller/wire.py) that checks and encodes an
-    entry in one pass."""
+    entry in one pass.
 
-    def __init__(self, p4info: p4info_pb2.P4Info) -> None:
+    ``target``: what the switch's P4Runtime server can do with selector groups. BMv2's
+    (PI) keeps a watch port per member but reads every member of a group back with
+    the watch port of the group's last member, and fails a MODIFY that changes a
+    group's members; so on BMv2 groups are compared without their watch ports
+    (``comparable``) and a changed group is deleted and inserted again
+    (``remake_groups``, controller/reconcile.py)."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info, target: str = "embedded") -> None:
         self.p4info = p4info
+        self.target = target
+        self.reads_watch_ports = self.modifies_groups = target != "bmv2"
         self.tables: dict[str, _Table] = {}
         self.table_names: dict[int, str] = {}
         for t in p4info.tables:
@@ -97,6 +106,8 @@ class Codec:
         self.profiles = {p.preamble.name: p.preamble.id for p in p4info.action_profiles}
         self.profile_names = {v: k for k, v in self.profiles.items()}
         self.profile_sizes = {p.preamble.name: p.size for p in p4info.action_profiles}
+        self.table_profiles = {t.preamble.name: self.profile_names[t.implementation_id]
+                               for t in p4info.tables if t.implementation_id in self.profile_names}
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
         self._order_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
         self._shapes: dict[tuple, wire.Encoders] = {}  # (kind, table or profile, action, names and kinds) -> encoders
@@ -348,6 +359,13 @@ class Codec:
             return MemberEntry(e.profile, e.member_id, e.action, tuple(sorted(e.params, key=lambda kv: a.rank[kv[0]])))
         return e
 
+    def comparable(self, e: Entry) -> Entry:
+        """``e`` (canonical) as this target can report it: a group without its members'
+        watch ports where the target does not read them back."""
+        if isinstance(e, GroupEntry) and not self.reads_watch_ports:
+            return GroupEntry(e.profile, e.group_id, tuple((m, w, 0) for m, w, _ in e.members))
+        return e
+
     def check_sizes(self, encoded: Encoded, switch: str) -> None:
         """Refuse, before anything is written, more entries than a table or profile
         holds (as ``encode_into`` counted them)."""
@@ -361,4 +379,4 @@ class Codec:
 @lru_cache(maxsize=8)
 def codec(program: str, target: str = "embedded") -> Codec:
     """The codec of ``p4src/<program>.p4``'s P4Info on ``target``, made once."""
-    return Codec(pipeline(program, target).p4info)
+    return Codec(pipeline(program, target).p4info, target)

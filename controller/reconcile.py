@@ -53,8 +53,11 @@ class Diff:
         return len(self.insert) + len(self.modify) + len(self.delete)
 
 
-def diff(wanted: Sequence[Entry], actual: Sequence[Entry]) -> Diff:
-    """What turns ``actual`` into ``wanted`` (both canonical, see Codec.canonical)."""
+def diff(wanted: Sequence[Entry], actual: Sequence[Entry],
+         comparable: Callable[[Entry], Entry] | None = None) -> Diff:
+    """What turns ``actual`` into ``wanted`` (both canonical, see Codec.canonical);
+    ``comparable``: what of an entry the target reports (Codec.comparable), when it
+    does not report all of it: two entries equal in that are the same."""
     have = {e.key: e for e in actual}
     want: dict[tuple, Entry] = {}
     out = Diff()
@@ -65,7 +68,7 @@ def diff(wanted: Sequence[Entry], actual: Sequence[Entry]) -> Diff:
         old = have.get(e.key)
         if old is None:
             out.insert.append(e)
-        elif old != e:
+        elif old != e and (comparable is None or comparable(old) != comparable(e)):
             out.modify.append((old, e))
     out.delete = [e for k, e in have.items() if k not in want]
     return out
@@ -101,7 +104,7 @@ def diff_held(c: Codec, wanted: Sequence[Entry], updates: Sequence[bytes],
         if u in have and u not in seen:
             seen.add(u)
             actual.append(c.canonical(e))
-    return diff([c.canonical(e) for e in wanted], actual), actual
+    return diff([c.canonical(e) for e in wanted], actual, c.comparable), actual
 
 
 def steps(d: Diff) -> list[tuple[str, list[Entry]]]:
@@ -119,6 +122,36 @@ def steps(d: Diff) -> list[tuple[str, list[Entry]]]:
         out += [("insert", ins[rank]), ("modify", mods[rank])]
     out += [("delete", dels[rank]) for rank in (2, 1, 0)]
     return [(k, es) for k, es in out if es]
+
+
+Phases = list[tuple[str, list[Entry]]]
+
+
+def remake_groups(c: Codec, d: Diff, wanted: Sequence[Entry], actual: Sequence[Entry]) -> tuple[Phases, Diff]:
+    """For a target that cannot MODIFY a group (``Codec.modifies_groups``): every
+    changed group is deleted and inserted again. A group in use cannot be deleted,
+    so first the table entries of ``actual`` that point at it are deleted, then the
+    group; the returned diff inserts the group and the wanted table entries of
+    those keys again (the rest of ``d`` as it was). Returns (the deletions to write
+    first, what to write after them)."""
+    if c.modifies_groups:
+        return [], d
+    old_groups = [old for old, new in d.modify if isinstance(new, GroupEntry)]
+    if not old_groups:
+        return [], d
+    remade = {(g.profile, g.group_id) for g in old_groups}  # type: ignore[union-attr]
+    refs = [e for e in actual if isinstance(e, TableEntry) and e.group is not None
+            and (c.table_profiles.get(e.table), e.group) in remade]
+    gone = {e.key for e in refs} | {g.key for g in old_groups}
+    want: dict[tuple, Entry] = {}
+    for e in wanted:
+        want.setdefault(e.key, e)
+    again = [new for _, new in d.modify if isinstance(new, GroupEntry)]
+    again += [want[e.key] for e in refs if e.key in want]
+    out = Diff(insert=[e for e in d.insert if e.key not in gone] + again,
+               modify=[(o, n) for o, n in d.modify if n.key not in gone],
+               delete=[e for e in d.delete if e.key not in gone])
+    return [("delete", refs), ("delete", old_groups)], out
 
 
 # ---- the run (I/O) -------------------------------------------------------------
@@ -201,13 +234,16 @@ async def _check(targets: Sequence[SwitchTarget], entries: dict[str, list[Entry]
     return out
 
 
-def _phases(c: Codec, d: Diff, known: Callable[[], Known]) -> list[tuple[str, list[bytes]]]:
-    """``steps(d)`` as ``updates`` fields: the bytes of the check for the wanted
-    entries (``known``: by ``id``, made only when the switch held something), the
-    others (what a switch held, to delete) encoded now."""
+def _phases(c: Codec, d: Diff, known: Callable[[], Known], wanted: Sequence[Entry],
+            actual: Sequence[Entry]) -> list[tuple[str, list[bytes]]]:
+    """``steps(d)`` (after ``remake_groups``) as ``updates`` fields: the bytes of the
+    check for the wanted entries (``known``: by ``id``, made only when the switch held
+    something), the others (what a switch held, to delete) encoded now."""
     memo = known()
     get = memo.get
-    return [(kind, [wire.retype(get(id(e)) or c.update_bytes(e), kind) for e in es]) for kind, es in steps(d)]
+    first, d = remake_groups(c, d, wanted, actual)
+    return [(kind, [wire.retype(get(id(e)) or c.update_bytes(e), kind) for e in es])
+            for kind, es in first + steps(d) if es]
 
 
 def _fresh_phases(enc: Encoded) -> list[tuple[str, list[bytes]]]:
@@ -232,9 +268,10 @@ async def _write(s: Session, phases: Sequence[tuple[str, list[bytes]]], progress
                 progress(s.target.name, len(chunk))
 
 
-async def _write_diff(s: Session, c: Codec, d: Diff, progress: Progress | None) -> None:
-    """Write ``d`` (entries encoded now)."""
-    await _write(s, _phases(c, d, dict), progress)
+async def _write_diff(s: Session, c: Codec, wanted: Sequence[Entry], actual: Sequence[Entry],
+                      progress: Progress | None) -> None:
+    """Bring a switch holding ``actual`` to ``wanted`` (entries encoded now)."""
+    await _write(s, _phases(c, diff(wanted, actual, c.comparable), dict, wanted, actual), progress)
 
 
 class Reconciler:
@@ -323,7 +360,7 @@ class Reconciler:
                             before[t.name] = actual
                             es, bs = entries[t.name], encoded[t.name].updates
                             phases = (_fresh_phases(encoded[t.name]) if not held else
-                                      _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}))
+                                      _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}, es, actual))
                             await _write(s, phases, self.progress)
                     except SwitchError as exc:
                         r.error = str(exc)
@@ -351,11 +388,11 @@ class Reconciler:
             c = codec(t.program, t.target)
             s = sessions[name]
             try:
-                await _write_diff(s, c, diff(had, await s.read_entries(c)), None)
+                await _write_diff(s, c, had, await s.read_entries(c), None)
             except SwitchError as exc:
                 ok = False
                 log.error("%s: roll back failed: %s", name, exc)
         return ok
 
 
-__all__ = ["Diff", "Reconciler", "Report", "SwitchResult", "diff", "diff_held", "steps"]
+__all__ = ["Diff", "Reconciler", "Report", "SwitchResult", "diff", "diff_held", "remake_groups", "steps"]

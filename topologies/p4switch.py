@@ -150,7 +150,7 @@ class P4Switch(Switch):
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         # more `p4target run` options from the next (re)start on, e.g. an experiment's
-        # `--queue-rate 1=800` (the embedded target only)
+        # `--queue-rate 1=800` (BMv2 takes --queue-rate/--queue-depth, over Thrift)
         self.extra_args: list[str] = []
         mark_node(self)
 
@@ -361,6 +361,9 @@ class Bmv2Switch(P4Switch):
     def __init__(self, name: str, thrift_port: int = 0, **params: Any) -> None:
         super().__init__(name, **params)
         self.thrift_port = int(thrift_port)
+        from topologies.bmv2_queues import QueueSettings
+
+        self.queues = QueueSettings()
 
     def bmv2_json(self) -> Path:
         from controller.pipeline import REPO as CONTROLLER_REPO, pipeline
@@ -369,6 +372,12 @@ class Bmv2Switch(P4Switch):
         return CONTROLLER_REPO / "build" / "bmv2" / f"{self.program}.json"
 
     def command(self) -> list[str]:
+        from topologies.bmv2_queues import queue_options
+
+        self.queues, rest = queue_options(self.extra_args, f"switch {self.mrc_name}")
+        if rest:
+            raise SwitchError(f"switch {self.mrc_name}: options {' '.join(rest)} are the embedded target's; "
+                              "BMv2 takes only --queue-rate PORT=PPS and --queue-depth PORT=N")
         if self.thrift_port == 0:
             self.thrift_port = free_port()
         cmd = [_exe("simple_switch_grpc"), "--device-id", str(self.device_id),
@@ -377,6 +386,15 @@ class Bmv2Switch(P4Switch):
         for port, intf in self.port_interfaces().items():
             cmd += ["-i", f"{port}@{intf}"]
         return cmd + [str(self.bmv2_json()), "--", "--grpc-server-addr", self.grpc_addr]
+
+    def wait_ready(self, timeout: float | None = None) -> float:
+        """Wait until P4Runtime answers, then set the egress queues asked for (Thrift)."""
+        took = super().wait_ready(timeout)
+        if self.queues:
+            from topologies.bmv2_queues import apply_queues
+
+            apply_queues(self.thrift_port, self.queues, f"switch {self.mrc_name}")
+        return took
 
     def _after_launch(self) -> None:
         assert self.proc is not None

@@ -8,10 +8,11 @@ receiving host sees them, an MRC-lite transfer, per-plane counters, ``mrcctl``'s
 reconcile (a second run writes nothing; a killed switch gets its pipeline and entries
 back), ``fail``/``restore``. Skipped without BMv2 on the PATH (``bmv2`` marker).
 
-Two tests are strict xfails: BMv2's P4Runtime server (PI) keeps one watch port for
-every member of an action profile group (it reads them all back with the last
-member's) and refuses to MODIFY such a group, so a second install rewrites the NICs'
-spray groups and ``deny`` cannot rewrite them (docs/mininet.md, "Running on BMv2").
+BMv2's P4Runtime server (PI) reads every member of a selector group back with the
+watch port of the group's last member and fails the MODIFY of a group whose members
+change: the controller compares groups there without watch ports and remakes a
+changed group (delete, insert), which the second install and ``deny`` exercise.
+A leaf restarted with ``--queue-rate`` gets it over BMv2's Thrift API and trims.
 """
 
 from __future__ import annotations
@@ -135,9 +136,6 @@ def test_counters_and_watch_read_bmv2s_counters(fabric: FabricNetwork) -> None:
     assert json.loads(r.stdout), r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="BMv2's P4Runtime server (PI) reads every member of an action profile "
-                   "group back with the watch port of the group's last member, so the NICs' spray groups "
-                   "never compare equal and each install modifies them again")
 def test_mrcctl_install_again_writes_nothing(fabric: FabricNetwork) -> None:
     r = _mrcctl(fabric, "install")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -162,9 +160,8 @@ def test_a_killed_simple_switch_grpc_gets_its_pipeline_and_entries_back(fabric: 
     assert not rep.failed, rep.summary()
     by = {r.name: r for r in rep.results}
     assert by["p1-spine0"].inserted == len(want["p1-spine0"]) and by["p1-spine0"].modified == 0
-    fabric_names = [n.name for n in nodes(fabric.topo) if n.program == "fabric"]
-    # the other fabric switches are not written (the NICs: see the xfail above)
-    assert sum(by[n].writes for n in fabric_names if n != "p1-spine0") == 0
+    # nothing else is written, the NICs' spray groups included
+    assert sum(r.writes for r in rep.results if r.name != "p1-spine0") == 0
     assert _fabric_tables(fabric) == tables
     c = codec("fabric", "bmv2")
     assert tables["p1-spine0"] == {c.canonical(e) for e in want["p1-spine0"]}
@@ -200,9 +197,6 @@ def test_fail_and_restore_take_only_the_cable(fabric: FabricNetwork) -> None:
     assert run_stream(fabric, "h1", "h2", crossing, 4 * len(crossing), 400)["received"] == 4 * len(crossing)
 
 
-@pytest.mark.xfail(strict=True, reason="BMv2's P4Runtime server (PI) answers UNKNOWN 'Unexpected error in RPC "
-                   "handling' to the MODIFY of a NIC's spray group (an action profile group whose members "
-                   "watch different ports), which the NICs' rewrite includes")
 def test_deny_and_undeny_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
     from controller import plan as P
     from topologies.mrc_flow import run_stream
@@ -227,3 +221,40 @@ def test_deny_and_undeny_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert _fabric_tables(fabric) == tables
 
+
+def _trimmed(fabric: FabricNetwork, leaf: str, port: int) -> int:
+    from controller.counters import read_all
+
+    got = asyncio.run(read_all([fabric.inventory.switches[leaf]], election_id=5))
+    return got[leaf].get("FabricEgress.trimmed", {}).get(port, (0, 0))[0]
+
+
+def test_a_queue_rate_set_over_thrift_makes_the_leaf_trim(fabric: FabricNetwork) -> None:
+    """The same burst of 64 packets over plane 0 (even EVs) into h2's leaf: without a
+    queue rate BMv2 keeps up and trims nothing; restarted with ``--queue-rate`` 100
+    packets/s on the port to h2 (set over Thrift) its queue passes the trimming
+    threshold (32 packets) and packets are trimmed."""
+    from controller import plan as P
+    from topologies.mrc_flow import run_stream
+
+    s, d = fabric.topo.host("h1"), fabric.topo.host("h2")
+    plane0 = [e.ev for e in P.nic_evs(fabric.topo, s, d) if e.ev % 2 == 0]
+    leaf, port = f"p0-leaf{d.leaf}", d.port
+    sw = fabric.switch(leaf)
+
+    def burst() -> int:
+        before = _trimmed(fabric, leaf, port)
+        run_stream(fabric, "h1", "h2", plane0 * 2, 64, 2000, timeout=8)
+        return _trimmed(fabric, leaf, port) - before
+
+    assert burst() == 0
+    try:
+        sw.extra_args = ["--queue-rate", f"{port}=100"]
+        sw.restart()
+        rep = install_tables(fabric)
+        assert not rep.failed, rep.summary()
+        assert burst() > 0
+    finally:
+        sw.extra_args = []
+        sw.restart()
+        assert not install_tables(fabric).failed
