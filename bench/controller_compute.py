@@ -2,7 +2,7 @@
 
 131,072 hosts on 8 planes of 512 leaves and 256 spines (6,144 fabric switches) with
 GENERATED EVs: every entry of every fabric switch and NIC is computed and materialised
-as the value the installer writes (controller/entries.py), then dropped. Prints the
+as the value the installer writes (fabric/entries.py), then dropped. Prints the
 number of entries, the seconds and the peak RSS of this process (targets: under 30 s
 and under 2 GB). Prints only; never asserts.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.entries import leaf_entries, nic_entries, spine_entries  # noqa: E402
-from controller.topology import from_parameters  # noqa: E402
+from fabric.entries import leaf_entries, nic_entries, spine_entries  # noqa: E402
+from fabric.topology import from_parameters  # noqa: E402
 
 
 def main() -> None:

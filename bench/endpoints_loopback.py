@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from controller.plan import EvPath  # noqa: E402
+from fabric.plan import EvPath  # noqa: E402
 from endpoints.transport import Receiver, Sender, SenderConfig  # noqa: E402
 
 TARGET = 50_000

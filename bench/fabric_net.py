@@ -69,7 +69,7 @@ def udp_flow(fn, src: str, dst: str, evs: list[int], packets: int, size: int) ->
 
 
 def measure(topo, placement) -> None:  # noqa: ANN001
-    from controller import plan as P
+    from fabric import plan as P
     from topologies.fabric_net import fabric_network, install_tables
 
     prefix = "mrc" + secrets.token_hex(2)[:3]
@@ -120,7 +120,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("fabric_net: needs root (Mininet); skipped")
         return 0
-    from controller.topology import default_topology
+    from fabric.topology import default_topology
 
     topo = default_topology()
     for placement in ("cpu", "plane", 1):  # make run's default first, then per plane, then per switch

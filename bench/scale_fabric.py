@@ -54,7 +54,7 @@ def ring_mb(pids: list[int]) -> float:
 
 
 def measure(topo, label: str) -> None:  # noqa: ANN001
-    from controller import plan as P
+    from fabric import plan as P
     from topologies import path_counts
     from topologies.fabric_net import fabric_network, install_tables
     from topologies.mrc_flow import run_stream
@@ -93,7 +93,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("scale_fabric: needs root (Mininet); skipped")
         return 0
-    from controller.topology import default_topology, load_file
+    from fabric.topology import default_topology, load_file
 
     measure(default_topology(), "default fabric")
     scale = Path(os.environ.get("SCALE_FABRIC", str(SCALE_FILE)))

@@ -34,8 +34,8 @@ TRANSFER_BYTES = 2_000_000
 
 
 def measure(target: str) -> dict[str, object]:
-    from controller import plan as P
-    from controller.topology import default_topology
+    from fabric import plan as P
+    from fabric.topology import default_topology
     from topologies.fabric_net import fabric_network, install_tables
     from topologies.transfer import run_transfer
 

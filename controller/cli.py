@@ -28,14 +28,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from controller import counters as C
-from controller import plan as P
-from controller.entries import GroupEntry, MemberEntry, entries_of, node, nodes
+from fabric import plan as P
+from fabric.entries import GroupEntry, MemberEntry, node, nodes
 from controller.errors import EntryError, SwitchError
 from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
-from controller.paths import failures_of, links, paths
+from fabric.paths import links, paths
+from fabric.wanted import wanted_entries
 from controller.reconcile import Reconciler, Report
 from controller.repair import RepairReport, denied_links, down_links, set_denied, set_link
-from controller.topology import TopologyError, default_topology, from_parameters, load_file
+from fabric.topology import TopologyError, default_topology, from_parameters, load_file
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -175,7 +176,7 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
          radix: Annotated[int, typer.Option(help="switch ports at --port-gbps")] = 512,
          as_json: JsonOpt = False) -> None:
     """Size a fabric: the multiplane design against one plane of the same switch silicon."""
-    from controller import sizing
+    from fabric import sizing
 
     try:
         report = sizing.size(gpus=gpus, nic_gbps=nic_gbps, planes=planes, port_gbps=port_gbps, radix=radix)
@@ -197,7 +198,7 @@ def entries_cmd(ctx: typer.Context, switch: Annotated[str, typer.Argument(help="
     except KeyError:
         raise Fail(f"no switch {switch!r} in topology {src.topo.name!r}; switches are "
                    f"{', '.join(x.name for x in nodes(src.topo)[:4])}, ... (see `mrcctl links`)") from None
-    es = entries_of(src.topo, n, failures_of(denied_links(src.topo, src.inv)))
+    es = wanted_entries(src.topo, src.inv.denied, only=[n])[n.name]
     if as_json:
         _print_json({"switch": switch, "program": n.program, "entries": [_entry_json(e) for e in es]})
         return
@@ -296,8 +297,7 @@ def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", h
     if s.other_network is not None:
         raise Fail(f"a network of another topology is running ({s.other_network}); its switches may answer at the "
                    "default addresses: install into it with --state, or stop it first")
-    failures = failures_of(denied_links(s.topo, s.inv))
-    wanted = {n.name: entries_of(s.topo, n, failures) for n in nodes(s.topo)}
+    wanted = wanted_entries(s.topo, s.inv.denied)
     targets = [s.inv.switches[n] for n in wanted]
     prog, cb = _install_progress(sum(len(v) for v in wanted.values()))
     rec = Reconciler(targets, election_id=election_id, parallel=parallel, keep_going=keep_going, progress=cb)

@@ -1,6 +1,6 @@
 """Entries to P4Runtime bytes and messages and back, for one P4Info.
 
-Why this shape: the controller's entries (controller/entries.py) name tables,
+Why this shape: the controller's entries (fabric/entries.py) name tables,
 actions and fields as the P4Info does; a ``Codec`` built once per P4Info checks them
 against it and turns them into P4Runtime's bytes (controller/wire.py: ids, canonical
 byte strings, one encoding per entry, made by the check and kept for the write), and
@@ -20,10 +20,10 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
-from controller.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
+from fabric.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
 from controller.errors import EntryError
 from controller.pipeline import pipeline
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.match import Exact, Lpm, Ternary
 
 
 def _int(data: bytes) -> int:

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller import plan as P
+from fabric import plan as P
 from controller.codec import codec
 from controller.inventory import SwitchTarget
 from controller.p4rt import Session
-from controller.paths import Link
+from fabric.paths import Link
 from controller.pipeline import P4SRC
-from controller.topology import Topology
+from fabric.topology import Topology
 
 FABRIC_COUNTERS = ("FabricIngress.rx_port", "FabricEgress.tx_port", "FabricEgress.trimmed", "FabricEgress.ecn_marked",
                    "FabricIngress.drops", "FabricEgress.drops")

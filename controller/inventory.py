@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.entries import nodes
-from controller.topology import Topology, TopologyError, from_parameters, load_file
+from fabric.entries import nodes
+from fabric.topology import Topology, TopologyError, from_parameters, load_file
 
 DEFAULT_RUN_DIR = Path("/tmp/mrc-p4/run")
 STATE_NAME = "network.json"

@@ -21,7 +21,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
 from controller.codec import Codec
-from controller.entries import Entry
+from fabric.entries import Entry
 from controller.errors import SwitchError
 from controller.inventory import SwitchTarget
 from controller.pipeline import Pipeline

@@ -40,19 +40,17 @@ def pipeline(program: str, target: str = "embedded") -> Pipeline:
     path = P4SRC / f"{program}.p4"
     if target == "bmv2":
         return _bmv2_pipeline(program, path)
-    from p4target.compiler import compile_file
-    from p4target.device_config import device_config_from_file
-    from p4target.p4info import build_p4info
+    from p4target import api
 
-    info = build_p4info(compile_file(path).model)
-    config = device_config_from_file(path)
+    info = api.p4info_of(path)
+    config = api.device_config(path)
     return Pipeline(program, info, config, _cookie(config))
 
 
 def _bmv2_pipeline(program: str, path: Path) -> Pipeline:
     from google.protobuf import text_format
 
-    from p4target.device_config import bmv2_device_config
+    from p4target.api import bmv2_device_config
 
     p4c = shutil.which("p4c-bm2-ss")
     if p4c is None:

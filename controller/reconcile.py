@@ -25,7 +25,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
 from controller.codec import Codec, Encoded, codec
-from controller.entries import Entry, GroupEntry, MemberEntry, TableEntry
+from fabric.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.errors import SwitchError
 from controller.inventory import SwitchTarget
 from controller.p4rt import Session

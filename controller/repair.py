@@ -17,12 +17,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from controller.entries import entries_of, nodes
+from fabric.wanted import wanted_entries
 from controller.errors import SwitchError
 from controller.inventory import Inventory, LinkEnds
-from controller.paths import Link, failures_of, find_link
+from fabric.paths import Link, find_link
 from controller.reconcile import Reconciler, Report
-from controller.topology import Topology
+from fabric.topology import Topology
 
 NO_NETWORK = "no running network: the cable is not touched"
 
@@ -129,10 +129,8 @@ async def set_denied(topo: Topology, inv: Inventory, name: str, *, denied: bool,
     link = find_link(topo, name)
     avoid = denied_links(topo, inv)
     avoid = avoid | {link} if denied else avoid - {link}
-    failures = failures_of(avoid)
-    nics = [n for n in nodes(topo) if n.program == "nic"]
-    wanted = {n.name: entries_of(topo, n, failures) for n in nics}
-    targets = [inv.switches[n.name] for n in nics]
+    wanted = wanted_entries(topo, [l.name for l in avoid], program="nic")
+    targets = [inv.switches[name] for name in wanted]
     rep = await Reconciler(targets, election_id=election_id, keep_going=keep_going).run(wanted)
     if not rep.failed or keep_going:
         inv.denied = sorted(l.name for l in avoid)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.entries import Entry, TableEntry
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.entries import Entry, TableEntry
+from fabric.match import Exact, Lpm, Ternary
 
 
 class StfError(ValueError):

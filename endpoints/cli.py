@@ -6,7 +6,7 @@ and ``mrc-send`` in another, waits for both, and reads their JSON reports
 not (1). Human lines go to stdout, the JSON report (docs/endpoints.md)
 to the file.
 
-The sender's EV set comes from the address plan (``controller.plan.nic_evs``) of the
+The sender's EV set comes from the address plan (``fabric.plan.nic_evs``) of the
 topology (``--topology FILE`` or the shape as parameters, the default fabric if
 neither) for the two hosts (``--src-host``/``--dst-host``, or found from the
 addresses), with ``--evs``/``--ev-mode`` overriding the topology's; ``--ev-list``
@@ -28,9 +28,9 @@ from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
-from controller import plan
-from controller.paths import paths
-from controller.topology import Topology, TopologyError, from_parameters, load_file
+from fabric import plan
+from fabric.paths import paths
+from fabric.topology import Topology, TopologyError, from_parameters, load_file
 
 from endpoints import io
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig

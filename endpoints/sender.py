@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.plan import EvPath
+from fabric.plan import EvPath
 
 from endpoints import wire
 from endpoints.common import ASSUMED_BAD, GOOD, HALF_PSN, MAX_EVS, Tx

@@ -20,12 +20,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from controller import plan as P
+from fabric import plan as P
 from controller.counters import delta
-from controller.entries import TableEntry
+from fabric.entries import TableEntry
 from controller.reconcile import Reconciler
 from experiments import common as C
-from p4target.runtime.entries import Exact
+from fabric.match import Exact
 from topologies.fabric_net import wanted_entries
 
 LEAF = "p0-leaf0"

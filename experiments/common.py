@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import Counts, read_all
-from controller.topology import Topology, from_parameters
+from fabric.topology import Topology, from_parameters
 from topologies.transfer import Transfer, TransferResult, run_transfer
 
 __all__ = ["Transfer", "TransferResult", "run_transfer"]  # the experiments' transfers live in topologies/transfer.py

@@ -21,7 +21,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from controller import plan as P
+from fabric import plan as P
 from controller.counters import delta
 from experiments import common as C
 from topologies.fabric_net import install_tables

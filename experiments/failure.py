@@ -7,7 +7,7 @@ down, no table is written); the cable comes back (``mrcctl restore``) while the
 transfer still runs. Measured, per cut link and seed: every byte verified (both exit
 statuses, and the received file compared with the data generated here); the fabric's
 and the NICs' tables read back before and after the same; the EVs retired, against
-the EVs whose data path crosses the link (controller.paths): healthy ones retired,
+the EVs whose data path crosses the link (fabric.paths): healthy ones retired,
 crossing ones not retired, crossing ones recovered while the cable is down, crossing
 ones recovered after the restore; the time from the cut to the last crossing EV
 retired, in ms and in smoothed RTTs; and the goodput around the cut.
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.paths import paths
+from fabric.paths import paths
 from controller.repair import set_link
 from experiments import common as C
 from topologies.demo import fabric_tables, read_nics, wait_sent

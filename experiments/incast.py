@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import delta
-from controller.entries import ECN_THRESHOLD_HOST
+from fabric.entries import ECN_THRESHOLD_HOST
 from experiments import common as C
 from experiments.trimming import shape, shaped_leaves
 from topologies.fabric_net import install_tables

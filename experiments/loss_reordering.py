@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.paths import links
+from fabric.paths import links
 from experiments import common as C
 
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import delta, link_loads
-from controller.paths import links
+from fabric.paths import links
 from experiments import common as C
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC

@@ -2,7 +2,7 @@
 
 Why in the CLI: a person looking at the running fabric wants to see the paths a NIC
 uses, break a link and see the traffic move, without leaving Mininet. The commands
-call the controller (controller/paths.py, repair.py, counters.py) on the running
+call the controller (fabric/paths.py, repair.py, counters.py) on the running
 network's state file, as ``mrcctl`` does, so the tables they change are the
 controller's, and ``mrcctl`` in another terminal sees the same state.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from mininet.cli import CLI
 
 from controller.counters import delta, plane_loads, port_rows, read_all
-from controller.paths import find_link, links, paths
-from controller.topology import TopologyError
+from fabric.paths import find_link, links, paths
+from fabric.topology import TopologyError
 from topologies.demo import format_split
 
 if TYPE_CHECKING:

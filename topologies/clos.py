@@ -1,9 +1,9 @@
 """The multiplane 2-tier Clos as a Mininet topology, built from the controller's model.
 
 Why from the model: the controller computes every table entry from a ``Topology``
-(controller/topology.py, a topology file or parameters); the Mininet network must be
+(fabric/topology.py, a topology file or parameters); the Mininet network must be
 cabled exactly as those entries assume. So this Topo takes the same ``Topology`` and
-the same plan (controller/plan.py, controller/paths.py): every host is a Mininet host
+the same plan (fabric/plan.py, fabric/paths.py): every host is a Mininet host
 whose only link goes to port 0 of its own NIC node; every NIC has one link per plane,
 from its port ``1 + plane`` to its leaf's host port in that plane; every leaf uplink
 port ``hosts + 1 + spine`` goes to the spine's port ``1 + leaf``. Switch options carry
@@ -21,12 +21,13 @@ from typing import Any
 
 from mininet.topo import Topo
 
-from controller import plan as P
-from controller.entries import nodes
+from fabric import plan as P
+from fabric.entries import nodes
 from controller.inventory import DEFAULT_GRPC_BASE, Inventory, LinkEnds, SwitchTarget
-from controller.topology import LinuxHost, Topology, from_parameters, load_file
+from fabric.topology import LinuxHost, Topology, from_parameters, load_file
 from topologies.hosts import FabricHost, LinuxInnerHost, LinuxSrv6Node
-from topologies.names import DEFAULT_PREFIX, NodeNames, cables, inner_host, node_names
+from fabric.srv6 import linux_node_locator, linux_node_routes
+from fabric.names import DEFAULT_PREFIX, NodeNames, cables, inner_host, node_names
 
 
 class MrcClos(Topo):
@@ -59,20 +60,11 @@ class MrcClos(Topo):
     def _add_linux_node(self, topo: Topology, names: NodeNames, lx: LinuxHost) -> None:
         """A Linux SRv6 node on its leaf port, and the plain host behind it."""
         host_addr, gw = P.host_addr(lx.leaf, lx.port), P.gateway_addr(lx.leaf, lx.port)
-        routes = []
-        for h in topo.hosts:  # one carrier per fabric host, over the first spine that reaches it
-            if h.leaf == lx.leaf:
-                spine = None
-            else:
-                spine = next((s for s in topo.uplinks(lx.plane, lx.leaf) if topo.cabled(lx.plane, h.leaf, s)), None)
-                if spine is None:
-                    continue
-            carrier = P.path_carrier(lx.plane, lx.leaf, spine, h.leaf, h.port)
-            routes.append((f"{P.ip(P.host_prefix(h.leaf, h.port))}/64", P.ip(carrier)))
+        routes = [(r.prefix, r.carrier) for r in linux_node_routes(topo, lx)]
         self.addHost(names.mininet(lx.name), cls=LinuxSrv6Node, mrc_name=lx.name,
                      mac=P.mac_text(P.linux_host_mac(topo, lx)),
                      leaf_mac=P.mac_text(P.mac(lx.plane, P.LEAF, lx.leaf, lx.port)), inner_gw=P.ip(gw),
-                     routes=routes, locator=f"{P.ip(P.carrier([P.nic_usid(lx.port)]))}/48")
+                     routes=routes, locator=linux_node_locator(lx))
         inner = inner_host(lx.name)
         self.addHost(names.mininet(inner), cls=LinuxInnerHost, mrc_name=inner,
                      mac=P.mac_text(P.mac(lx.plane, P.HOST, len(topo.hosts) + len(topo.linux_hosts) + lx.index, 0)),

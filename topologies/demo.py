@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller import plan as P
+from fabric import plan as P
 from controller.counters import Counts, delta, read_all
-from controller.entries import nodes
-from controller.paths import links, paths
+from fabric.entries import nodes
+from fabric.paths import links, paths
 from topologies.fabric_net import FabricNetwork
 from topologies.ping import PingResult
 

@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from controller.entries import entries_of, nodes
+from fabric.entries import nodes
+from fabric.wanted import wanted_entries as fabric_wanted
 from controller.inventory import DEFAULT_GRPC_BASE, STATE_NAME, Inventory
 from controller.inventory import run_dir as default_run_dir
-from controller.paths import find_link
-from controller.topology import Topology
+from fabric.paths import find_link
+from fabric.topology import Topology
 from topologies.clos import MrcClos, inventory_of, topology_source
-from topologies.names import DEFAULT_PREFIX, NodeNames, cables, node_names
+from fabric.names import DEFAULT_PREFIX, NodeNames, cables, node_names
 from topologies.ping import PingResult, ping6
 
 if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
@@ -226,11 +227,7 @@ def remove_state(run_dir: Path) -> None:
 
 def wanted_entries(fn: FabricNetwork) -> dict[str, list]:
     """Every switch's entries, for the links denied now (the NICs avoid them)."""
-    from controller.paths import failures_of
-
-    denied = {find_link(fn.topo, name) for name in fn.inventory.denied}
-    failures = failures_of(denied)
-    return {n.name: entries_of(fn.topo, n, failures) for n in nodes(fn.topo)}
+    return fabric_wanted(fn.topo, fn.inventory.denied)
 
 
 def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | None = None) -> Report:

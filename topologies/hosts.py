@@ -3,7 +3,7 @@
 Why a Host subclass: Mininet configures hosts (MAC, address, routes) in its own build
 step, also when the network is started by Mininet's `mn` command, so the IPv6 set-up
 belongs in ``config``. What the host needs comes from the controller's address plan
-(controller/plan.py), computed by the Topo and passed in as parameters:
+(fabric/plan.py), computed by the Topo and passed in as parameters:
 
 - its MAC is the NIC's ``to_host`` destination MAC (``plan.host_mac``);
 - ``fd00:0:<leaf>:<port>::1/64`` without duplicate address detection (usable at once);
@@ -85,7 +85,7 @@ class FabricHost(Host):
 
 
 class LinuxSrv6Node(Host):
-    """A Linux SRv6 edge node cabled to a leaf (controller/topology.py's ``linux_hosts``):
+    """A Linux SRv6 edge node cabled to a leaf (fabric/topology.py's ``linux_hosts``):
     the kernel, not a P4 NIC, encapsulates and decapsulates.
 
     Its ``eth0`` goes to the leaf (outer packets), its ``eth1`` to a plain Linux host

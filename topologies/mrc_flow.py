@@ -5,7 +5,7 @@ plane or sprayed; it needs a sender with no transport in the way (no window, ACK
 or retransmissions: the demo and the experiments use the real endpoints, mrc-send and
 mrc-recv, through topologies/transfer.py). The stream is one the NICs treat as MRC (UDP destination port 4791, EV in the UDP source port,
 docs/packet-formats.md) and that goes over every plane: each packet is sent from the
-source port of one EV of the sending NIC's EXPLICIT EV set (controller.plan.nic_evs),
+source port of one EV of the sending NIC's EXPLICIT EV set (fabric.plan.nic_evs),
 round robin, so the NIC's EV table puts it on that EV's plane and spine. The host's
 own kernel builds IPv6 and UDP (real sockets in the Mininet host); the payload is a
 BTH (opcode WRITE, PSN) and a RETH (address, length) in front of the data.

@@ -4,7 +4,7 @@ Why these classes: the fabric's leaves and spines (``p4src/fabric.p4``) and the 
 (``p4src/nic.p4``) are P4Runtime servers that the controller programs; Mininet only
 has to cable them and start them. Each switch is one process in the root network
 namespace whose ports are the node's veths: port N is ``<node>-ethN`` (N as the
-controller's cabling says, topologies/names.py).
+controller's cabling says, fabric/names.py).
 
 - ``EmbeddedP4Switch`` runs ``p4target run p4src/<program>.p4 -i N@<node>-ethN ...``
   with the program loaded at start (the controller's reconcile pushes a pipeline

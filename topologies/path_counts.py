@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from controller import plan as P
+from fabric import plan as P
 from controller.counters import Counts, delta, read_all
-from controller.entries import nodes
+from fabric.entries import nodes
 from controller.inventory import Inventory
-from controller.topology import Topology
+from fabric.topology import Topology
 
 RX_PORT = "FabricIngress.rx_port"
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.inventory import DEFAULT_GRPC_BASE
-from controller.topology import Topology, TopologyError, from_parameters, load_file
-from topologies.names import DEFAULT_PREFIX, check_prefix
+from fabric.topology import Topology, TopologyError, from_parameters, load_file
+from fabric.names import DEFAULT_PREFIX, check_prefix
 from topologies.p4switch import TARGETS
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace, topo: Topology) -> int:
-    from controller.plan import v1model_port_problem
+    from fabric.plan import v1model_port_problem
     from topologies.fabric_net import fabric_network, install_tables, wanted_entries
 
     problem = v1model_port_problem(topo)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
     t0 = time.monotonic()
     _say(f"network: {topo.summary()}")
     if args.grpc_base is None:
-        from controller.entries import nodes
+        from fabric.entries import nodes
 
         args.grpc_base = DEFAULT_GRPC_BASE if len(nodes(topo)) <= FIXED_PORTS_MAX else 0
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,

@@ -277,7 +277,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
     @classmethod
     def batchStartup(cls, switches: Iterable[P4Switch], run: Any = None) -> list[P4Switch]:
         switches = [s for s in switches if isinstance(s, GroupedP4Switch)]
-        from p4target.p4runtime.placement import allowed_cpus
+        from p4target.api import allowed_cpus
 
         cpus = allowed_cpus()
         groups = [SwitchProcess(f"{cls.prefix}grp{k}", members, cpus[k % len(cpus)] if len(cpus) > 1 else None)

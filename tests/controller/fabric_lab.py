@@ -15,11 +15,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from controller import plan as P
-from controller.entries import Node, nodes
+from fabric import plan as P
+from fabric.entries import Node, nodes
 from controller.inventory import Inventory, SwitchTarget, default_inventory
-from controller.paths import links
-from controller.topology import Topology
+from fabric.paths import links
+from fabric.topology import Topology
 from tests.target.cli.p4t_netlab import NetLab
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,10 +17,10 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 from google.protobuf import text_format
 
 from controller.codec import codec
-from controller.entries import GroupEntry, MemberEntry, TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.errors import EntryError
 from controller.pipeline import pipeline
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.match import Exact, Lpm, Ternary
 
 EV, SPRAY, SPRAY_MODE = "NicIngress.ev_table", "NicIngress.spray", "NicIngress.spray_mode"
 SET_PATH, PROFILE = "NicIngress.set_path", "NicIngress.spray_selector"

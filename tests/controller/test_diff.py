@@ -8,9 +8,9 @@ pure, so the phases are compared here with the expected ones, literally.
 
 from __future__ import annotations
 
-from controller.entries import GroupEntry, MemberEntry, TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.reconcile import diff, steps
-from p4target.runtime.entries import Exact, Lpm
+from fabric.match import Exact, Lpm
 
 PROFILE, SPRAY = "NicIngress.spray_selector", "NicIngress.spray"
 

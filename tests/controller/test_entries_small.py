@@ -1,6 +1,6 @@
 """The controller's entries: written out by hand for small fabrics, invariants on larger.
 
-Why: controller/entries.py decides every table of every switch and NIC. On a tiny
+Why: fabric/entries.py decides every table of every switch and NIC. On a tiny
 fabric every entry is written out here as literals (addresses, MACs, ports) from
 docs/addressing.md, docs/fabric.md and docs/nic.md, so a wrong plan or a wrong entry
 cannot pass on both sides. On a larger multiplane fabric the entries are checked by
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller import plan as P
-from controller.entries import (
+from fabric import plan as P
+from fabric.entries import (
     Failures,
     GroupEntry,
     MemberEntry,
@@ -30,9 +30,9 @@ from controller.entries import (
     nodes,
     spine_entries,
 )
-from controller.paths import failures_of, find_link, links, neighbour
-from controller.topology import Topology, from_parameters, load_file
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.paths import failures_of, find_link, links, neighbour
+from fabric.topology import Topology, from_parameters, load_file
+from fabric.match import Exact, Lpm, Ternary
 
 
 def lpm(text: str, plen: int) -> Lpm:

@@ -11,10 +11,10 @@ that of nic.p4's real P4Info, told the target; the phases are compared literally
 from __future__ import annotations
 
 from controller.codec import Codec
-from controller.entries import GroupEntry, MemberEntry, TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.pipeline import pipeline
 from controller.reconcile import diff, remake_groups, steps
-from p4target.runtime.entries import Exact, Lpm
+from fabric.match import Exact, Lpm
 
 PROFILE, SPRAY = "NicIngress.spray_selector", "NicIngress.spray"
 

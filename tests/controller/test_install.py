@@ -21,15 +21,15 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller import plan as P
+from fabric import plan as P
 from controller.codec import codec
-from controller.entries import TableEntry, entries_of, nodes
+from fabric.entries import TableEntry, entries_of, nodes
 from controller.errors import EntryError
 from controller.inventory import SwitchTarget
 from controller.p4rt import Session
 from controller.reconcile import Reconciler
-from controller.topology import default_topology
-from p4target.runtime.entries import Exact, Ternary
+from fabric.topology import default_topology
+from fabric.match import Exact, Ternary
 from tests.controller.fabric_lab import REPO, FabricLab
 from tests.target.cli.p4t_netlab import recv_frames
 
@@ -54,7 +54,7 @@ def installed(lab: FabricLab) -> FabricLab:
 
 
 def wanted(failures=None) -> dict[str, list]:
-    from controller.entries import NO_FAILURES
+    from fabric.entries import NO_FAILURES
 
     return {n.name: entries_of(TOPO, n, failures or NO_FAILURES) for n in nodes(TOPO)}
 

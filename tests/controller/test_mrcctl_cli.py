@@ -25,7 +25,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.topology import from_parameters
+from fabric.topology import from_parameters
 from tests.controller.fabric_lab import REPO, FabricLab
 from tests.target.cli.p4t_netlab import recv_frames
 
@@ -161,7 +161,7 @@ def state(lab: FabricLab, tmp_path: Path) -> Path:
 
 
 def host_frame(src: str, dst: str, ev: int) -> bytes:
-    from controller import plan as P
+    from fabric import plan as P
 
     a = next(h for h in TOPO.hosts if h.name == src)
     b = next(h for h in TOPO.hosts if h.name == dst)

@@ -1,6 +1,6 @@
 """The address plan at the edges of its ranges, against values written out by hand.
 
-Why: controller/plan.py is the one owner of uSIDs, carriers, addresses, MACs and EVs;
+Why: fabric/plan.py is the one owner of uSIDs, carriers, addresses, MACs and EVs;
 the dataplane tests use it on both sides (entries and expected frames), so a wrong
 plan would pass there. Here every value is a literal worked out from
 docs/addressing.md, at the corners of the plan (plane 7, leaf 511, spine 255, port
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller import plan as P
-from controller.topology import Host, from_parameters
+from fabric import plan as P
+from fabric.topology import Host, from_parameters
 
 
 def test_global_usids_at_the_corners() -> None:

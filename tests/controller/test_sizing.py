@@ -1,4 +1,4 @@
-"""The fabric sizer (controller/sizing.py, ``mrcctl plan``) against numbers worked out by hand.
+"""The fabric sizer (fabric/sizing.py, ``mrcctl plan``) against numbers worked out by hand.
 
 Every expected value is a written-out literal; the comment beside it is the arithmetic
 (R = radix, h = R/2, L = ceil(N/h) leaves, tiers below the top have L switches each, the
@@ -14,7 +14,7 @@ import json
 import pytest
 from rich.console import Console
 
-from controller.sizing import SizingError, rows, size, table
+from fabric.sizing import SizingError, rows, size, table
 
 ISSUE = dict(nic_gbps=800, planes=8, port_gbps=100, radix=512)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.entries import GroupEntry, MemberEntry, TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.stf import StfError, stf_add, stf_lines
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.match import Exact, Lpm, Ternary
 
 
 def test_each_match_kind_priority_and_params() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import TopologyError, from_parameters, load_file
+from fabric.topology import TopologyError, from_parameters, load_file
 
 CLOS = """\
 planes: 4

@@ -20,12 +20,12 @@ from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from controller import wire
 from controller.codec import Codec
-from controller.entries import GroupEntry, MemberEntry, TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.errors import EntryError
 from controller.inventory import SwitchTarget
 from controller.pipeline import pipeline
 from controller.reconcile import _check, _fresh_phases, diff_held
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric.match import Exact, Lpm, Ternary
 
 EV, SET_PATH = "NicIngress.ev_table", "NicIngress.set_path"
 PROFILE, SPRAY, SPRAY_MODE = "NicIngress.spray_selector", "NicIngress.spray", "NicIngress.spray_mode"

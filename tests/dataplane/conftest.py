@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.topology import Topology, from_parameters
+from fabric.topology import Topology, from_parameters
 from tests.dataplane.fabric_net import FABRIC_P4, build, load
 
 # One plane, two leaves, two spines, two hosts per leaf; no trimming unless a test asks.

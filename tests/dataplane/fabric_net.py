@@ -2,9 +2,9 @@
 
 Why: dataplane tests need switches filled exactly as the controller fills them, and
 multi-switch tests need to carry a frame from one switch to the next. The plan and
-the entries are the controller's (controller/plan.py, controller/entries.py, installed
+the entries are the controller's (fabric/plan.py, fabric/entries.py, installed
 by controller/local.py); this module only loads the programs, installs, and follows
-the cabling (``controller.paths.neighbour``) hop by hop. It never says what a switch
+the cabling (``fabric.paths.neighbour``) hop by hop. It never says what a switch
 does to a packet: every output frame comes from the P4 program.
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from controller import local
-from controller import plan as P
-from controller.entries import Entry, Node, TableEntry, entries_of, nodes
-from controller.paths import neighbour
-from controller.topology import Host, Topology
-from p4target.runtime.entries import Exact
+from fabric import plan as P
+from fabric.entries import Entry, Node, TableEntry, entries_of, nodes
+from fabric.paths import neighbour
+from fabric.topology import Host, Topology
+from fabric.match import Exact
 
 if TYPE_CHECKING:  # pragma: no cover
     from p4target import Switch

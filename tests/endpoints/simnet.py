@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from controller.plan import EvPath
+from fabric.plan import EvPath
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import DATA_HDR_LEN, OP_WRITE
 

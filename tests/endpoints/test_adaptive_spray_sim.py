@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from controller.plan import nic_evs
-from controller.topology import from_parameters
+from fabric.plan import nic_evs
+from fabric.topology import from_parameters
 from endpoints import wire
 from endpoints.transport import SenderConfig
 from tests.endpoints.simnet import SimNet, run_transfer

@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from controller.plan import EvPath
+from fabric.plan import EvPath
 from endpoints import wire
 from endpoints.congestion import CongestionConfig, Window
 from endpoints.transport import Receiver, Sender, SenderConfig

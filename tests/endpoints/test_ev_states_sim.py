@@ -3,7 +3,7 @@
 The network is the one a cable cut makes: the sender's EVs whose own path crosses
 the cable lose their data (sender -> receiver), and the receiver's EVs whose path
 crosses it lose their feedback (receiver -> sender). The receiver maps EV numbers
-to its own paths (controller.plan.nic_evs of the receiving host), so the two sets
+to its own paths (fabric.plan.nic_evs of the receiving host), so the two sets
 differ; the expected sets are written out below from that plan.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
-from controller.plan import nic_evs
-from controller.topology import from_parameters
+from fabric.plan import nic_evs
+from fabric.topology import from_parameters
 from endpoints import wire
 from endpoints.transport import ASSUMED_BAD, GOOD, SenderConfig
 from tests.endpoints.simnet import SimNet, run_transfer

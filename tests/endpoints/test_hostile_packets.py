@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from scapy.packet import Raw
 
-from controller.plan import EvPath
+from fabric.plan import EvPath
 from endpoints import wire
 from endpoints.transport import Receiver, Sender, SenderConfig
 from tests.dataplane.packets import AETH, BTH, RETH, SACK, Probe, Status

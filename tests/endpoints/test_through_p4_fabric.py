@@ -14,8 +14,8 @@ from collections import defaultdict, deque
 from scapy.layers.inet import UDP
 from scapy.packet import Raw
 
-from controller.plan import nic_evs
-from controller.topology import Host, from_parameters
+from fabric.plan import nic_evs
+from fabric.topology import Host, from_parameters
 from endpoints import wire
 from endpoints.transport import Receiver, Sender, SenderConfig, Tx
 from tests.dataplane.fabric_net import build, walk

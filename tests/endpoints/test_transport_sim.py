@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from controller.plan import nic_evs
-from controller.topology import from_parameters
+from fabric.plan import nic_evs
+from fabric.topology import from_parameters
 from endpoints import wire
 from endpoints.transport import ASSUMED_BAD, GOOD, SenderConfig
 from tests.endpoints.simnet import SimNet, run_transfer

@@ -13,11 +13,11 @@ import random
 from scapy.layers.inet import UDP
 from scapy.packet import Raw
 
-from controller import plan as P
-from controller.entries import nodes
-from controller.paths import neighbour
-from controller.plan import nic_evs
-from controller.topology import Host, Topology, from_parameters
+from fabric import plan as P
+from fabric.entries import nodes
+from fabric.paths import neighbour
+from fabric.plan import nic_evs
+from fabric.topology import Host, Topology, from_parameters
 from endpoints import wire
 from endpoints.transport import Receiver, Sender, SenderConfig
 from tests.dataplane.fabric_net import build

@@ -155,9 +155,9 @@ def test_node_mark_is_the_same_in_topologies_and_cleanup() -> None:
 
 def test_node_record_is_the_same_file_in_topologies_and_cleanup(tmp_path) -> None:  # noqa: ANN001
     pytest.importorskip("mininet")
-    from controller.topology import from_parameters
+    from fabric.topology import from_parameters
     from topologies.fabric_net import NODES_RECORD, write_nodes_record
-    from topologies.names import node_names
+    from fabric.names import node_names
     from tools.cleanup import NODES_RECORD as cleanup_record, recorded
 
     assert NODES_RECORD == cleanup_record

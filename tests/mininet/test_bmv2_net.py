@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import from_parameters
+from fabric.topology import from_parameters
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
@@ -117,7 +117,7 @@ def _fabric_tables(fabric: FabricNetwork) -> dict[str, set]:
 
 
 def test_counters_and_watch_read_bmv2s_counters(fabric: FabricNetwork) -> None:
-    from controller import plan as P
+    from fabric import plan as P
     from topologies.mrc_flow import run_stream
 
     s, d = fabric.topo.host("h1"), fabric.topo.host("h2")
@@ -144,7 +144,7 @@ def test_mrcctl_install_again_writes_nothing(fabric: FabricNetwork) -> None:
 
 def test_a_killed_simple_switch_grpc_gets_its_pipeline_and_entries_back(fabric: FabricNetwork) -> None:
     from controller.codec import codec
-    from controller.entries import NO_FAILURES, entries_of, nodes
+    from fabric.entries import NO_FAILURES, entries_of, nodes
 
     want = {n.name: entries_of(fabric.topo, n, NO_FAILURES) for n in nodes(fabric.topo)}
     tables = _fabric_tables(fabric)
@@ -172,7 +172,7 @@ def test_fail_and_restore_take_only_the_cable(fabric: FabricNetwork) -> None:
     """On BMv2 the cut keeps the carrier (nothing sent crosses the cable): a BMv2 switch
     stops forwarding on every port once one of its interfaces goes down, and does not
     recover when it is up again, so a carrier cut would kill the whole leaf."""
-    from controller import plan as P
+    from fabric import plan as P
     from topologies.mrc_flow import run_stream
 
     tables = _fabric_tables(fabric)
@@ -198,7 +198,7 @@ def test_fail_and_restore_take_only_the_cable(fabric: FabricNetwork) -> None:
 
 
 def test_deny_and_undeny_rewrite_only_the_nics(fabric: FabricNetwork) -> None:
-    from controller import plan as P
+    from fabric import plan as P
     from topologies.mrc_flow import run_stream
 
     tables = _fabric_tables(fabric)
@@ -234,7 +234,7 @@ def test_a_queue_rate_set_over_thrift_makes_the_leaf_trim(fabric: FabricNetwork)
     queue rate BMv2 keeps up and trims nothing; restarted with ``--queue-rate`` 100
     packets/s on the port to h2 (set over Thrift) its queue passes the trimming
     threshold (32 packets) and packets are trimmed."""
-    from controller import plan as P
+    from fabric import plan as P
     from topologies.mrc_flow import run_stream
 
     s, d = fabric.topo.host("h1"), fabric.topo.host("h2")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.topology import TopologyError, from_parameters
+from fabric.topology import TopologyError, from_parameters
 from topologies.clos import MrcClos, mrcclos, topology_source
-from topologies.names import cables, node_names
+from fabric.names import cables, node_names
 from topologies.p4switch import choose_target, switch_class, EmbeddedP4Switch
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.topology import from_parameters
+from fabric.topology import from_parameters
 from tests.mininet.fast_path import assert_compiled_fast_path
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from tools.cleanup import clean, find_leftovers
@@ -170,7 +170,7 @@ class Stream:
 
 
 def run_flow(fn: FabricNetwork, src: str, dst: str, packets: int, pps: float) -> Stream:
-    from controller import plan as P
+    from fabric import plan as P
     from controller.counters import delta, read_all
     from topologies.mrc_flow import run_stream
 
@@ -315,7 +315,7 @@ def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None
     import time
 
     prefix = private_prefix()
-    code = ("import time; from pathlib import Path; from controller.topology import from_parameters; "
+    code = ("import time; from pathlib import Path; from fabric.topology import from_parameters; "
             "from topologies.fabric_net import fabric_network\n"
             f"with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), prefix={prefix!r}, "
             f"target='embedded', grpc_base=0, run_dir=Path({str(tmp_path)!r})):\n    time.sleep(300)\n")
@@ -355,7 +355,7 @@ def _running(pid: int) -> bool:
 def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
     """topologies/asymmetric.yaml: leaves of 2, 1 and 3 hosts, leaf1 cabled to spine0 only,
     leaf2 to spine0 in plane 0 only. Only the cables the file names exist; every pair pings."""
-    from controller.topology import load_file
+    from fabric.topology import load_file
     from topologies.demo import ping_matrix
 
     prefix = private_prefix()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from controller import plan as P
+from fabric import plan as P
 from controller.counters import read_all
-from controller.topology import load_file
+from fabric.topology import load_file
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from topologies.fabric_net import FabricNetwork, programmed_network
 

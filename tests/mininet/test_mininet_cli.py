@@ -71,7 +71,7 @@ def test_cli_commands_use_the_controllers_names_over_ipv6(target: str, tmp_path:
 
 def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    code = ("import time; from pathlib import Path; from controller.topology import from_parameters; "
+    code = ("import time; from pathlib import Path; from fabric.topology import from_parameters; "
             "from topologies.fabric_net import fabric_network\n"
             "with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), target='embedded', "
             f"grpc_base=0, run_dir=Path({str(run)!r})):\n    time.sleep(300)\n")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import plan as P
-from controller.topology import from_parameters, load_file
+from fabric import plan as P
+from fabric.topology import from_parameters, load_file
 from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root

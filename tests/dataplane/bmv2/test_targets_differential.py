@@ -34,7 +34,7 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from controller import plan as P
+from fabric import plan as P
 from controller.inventory import SwitchTarget
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
@@ -255,7 +255,7 @@ NIC_TOPO_SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=1)  # nic1: h
 @pytest.fixture(scope="module")
 def nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
     from controller.reconcile import Reconciler
-    from controller.topology import from_parameters
+    from fabric.topology import from_parameters
     from tests.dataplane.fabric_net import NIC_P4, load, switch_entries
 
     topo = from_parameters(**NIC_TOPO_SHAPE)

@@ -1,9 +1,9 @@
 """Five switches in one process: NIC, leaf, spine, leaf, NIC.
 
 fabric.p4 runs on every leaf and spine of a small 2-plane fabric, nic.p4 on every
-host's NIC, all filled with the controller's entries (controller/entries.py). The test
+host's NIC, all filled with the controller's entries (fabric/entries.py). The test
 feeds each switch's output to the port of the next switch it is cabled to
-(controller.paths.neighbour) and checks that every EV's packet reaches the right
+(fabric.paths.neighbour) and checks that every EV's packet reaches the right
 host unchanged, over the path the EV names.
 """
 
@@ -13,8 +13,8 @@ import pytest
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from controller.plan import generated_ev
-from controller.topology import from_parameters
+from fabric.plan import generated_ev
+from fabric.topology import from_parameters
 from tests.dataplane.fabric_net import FABRIC_P4, Hop, build, load, switch_entries, walk
 from tests.dataplane.nic.nic_case import NIC_HOST_PORT, NicCase, generated, nic_case, nic_plane_port
 from tests.dataplane.nic.nic_frames import host_delivery, mrc_frame, udp_frame

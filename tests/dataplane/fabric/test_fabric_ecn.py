@@ -12,7 +12,7 @@ from __future__ import annotations
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from controller.entries import TableEntry
+from fabric.entries import TableEntry
 
 from tests.dataplane.fabric.fabric_checks import TRIMMED, TX_PORT, Count, counter, drops
 from tests.dataplane.fabric.test_fabric_trim import UPLINK, data, forwarded, tiny, trimmed

@@ -28,10 +28,10 @@ from tests.dataplane.fabric.fabric_checks import (
     total,
 )
 from tests.dataplane.packets import L2, addr_int, encapsulated, frame, ipv6, mrc_ack, mrc_probe, mrc_write, srh, usid_carrier
-from controller.entries import TableEntry
-from controller.plan import LEAF, NIC
-from controller.topology import Topology
-from p4target.runtime.entries import Lpm
+from fabric.entries import TableEntry
+from fabric.plan import LEAF, NIC
+from fabric.topology import Topology
+from fabric.match import Lpm
 from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 SEED = 20261130

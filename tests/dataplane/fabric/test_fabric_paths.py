@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller import plan as P
-from controller.topology import from_parameters
+from fabric import plan as P
+from fabric.topology import from_parameters
 from tests.dataplane.fabric.fabric_checks import DROP_UNKNOWN_USID, drops
 from tests.dataplane.fabric_net import build, ip, mac, walk
 from tests.dataplane.packets import L2, encapsulated, ipv6, mrc_write, usid_carrier

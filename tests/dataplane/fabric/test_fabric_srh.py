@@ -22,9 +22,9 @@ from tests.dataplane.fabric.fabric_checks import (
     drops,
 )
 from tests.dataplane.packets import L2, addr_int, frame, ipv6, mrc_write, srh, usid_carrier
-from controller.entries import TableEntry
-from controller.plan import LEAF, NIC, SPINE
-from p4target.runtime.entries import Lpm
+from fabric.entries import TableEntry
+from fabric.plan import LEAF, NIC, SPINE
+from fabric.match import Lpm
 from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 PLANE = 0

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from controller.plan import LEAF, NIC, SPINE
+from fabric.plan import LEAF, NIC, SPINE
 from controller.stf import stf_lines
-from controller.topology import from_parameters
-from p4target.runtime.entries import Lpm
+from fabric.topology import from_parameters
+from fabric.match import Lpm
 from tests.dataplane.fabric.fabric_checks import DROP_HOP_LIMIT, DROP_UNKNOWN_USID
 from tests.dataplane.fabric_net import FABRIC_P4, REPO, entry, mac, switch_entries
 from tests.dataplane.packets import L2, addr_int, encapsulated, frame, ipv6, mrc_write, srh, usid_carrier

@@ -28,9 +28,9 @@ from tests.dataplane.packets import (
     mrc_write,
     usid_carrier,
 )
-from controller.plan import LEAF, NIC, SPINE
-from controller.topology import from_parameters
-from p4target.runtime.entries import Lpm
+from fabric.plan import LEAF, NIC, SPINE
+from fabric.topology import from_parameters
+from fabric.match import Lpm
 from tests.dataplane.fabric_net import entry, mac, switch_entries
 
 PLANE = 0

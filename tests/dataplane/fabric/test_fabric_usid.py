@@ -1,7 +1,7 @@
 """fabric.p4 uSID forwarding: uN, uA, local NIC uSIDs, plain IPv6, and their drops.
 
 Every test sends real scapy frames through fabric.p4 on the embedded target, with
-the controller's entries (controller/entries.py, through tests/dataplane/fabric_net.py),
+the controller's entries (fabric/entries.py, through tests/dataplane/fabric_net.py),
 and compares the exact output bytes with a frame built independently from the path.
 """
 
@@ -27,9 +27,9 @@ from tests.dataplane.fabric.fabric_checks import (
     drops,
 )
 from tests.dataplane.packets import L2, encapsulated, frame, ipv6, mrc_write, usid_carrier
-from controller.plan import LEAF, NIC, SPINE
-from controller.topology import Topology
-from p4target.runtime.entries import Exact, Lpm
+from fabric.plan import LEAF, NIC, SPINE
+from fabric.topology import Topology
+from fabric.match import Exact, Lpm
 from tests.dataplane.fabric_net import entry, mac, switch_entries, walk
 
 PLANE = 0

@@ -29,10 +29,10 @@ import pytest
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
-from controller.entries import TableEntry
-from controller.plan import locator
+from fabric.entries import TableEntry
+from fabric.plan import locator
 from controller.stf import stf_lines
-from p4target.runtime.entries import Lpm
+from fabric.match import Lpm
 from tests.dataplane.fabric_net import FABRIC_P4, REPO, entry
 
 pytestmark = pytest.mark.root

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.topology import Topology
+from fabric.topology import Topology
 from tests.dataplane.fabric_net import NIC_P4, load
 from tests.dataplane.nic.nic_case import TEST_FABRIC, NicCase, generated, nic_case
 
@@ -14,7 +14,7 @@ from tests.dataplane.nic.nic_case import TEST_FABRIC, NicCase, generated, nic_ca
 @pytest.fixture
 def nic_factory() -> Callable[..., tuple[object, NicCase]]:
     """A Switch running nic.p4 for the NIC at (leaf, port) of ``topo``, filled with
-    ``controller.entries.nic_entries`` (EXPLICIT EVs, or GENERATED with ``generated``)."""
+    ``fabric.entries.nic_entries`` (EXPLICIT EVs, or GENERATED with ``generated``)."""
 
     def make(topo: Topology = TEST_FABRIC, leaf: int = 0, port: int = 1, *,
              generated_evs: bool = False, seed: int = 1) -> tuple[object, NicCase]:

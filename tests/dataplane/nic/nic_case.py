@@ -1,8 +1,8 @@
 """Which NIC of which topology a NIC test drives, and the plan's values in scapy's text form.
 
 Why: the NIC tests build frames from addresses, MACs and carriers; those come from
-the controller's address plan (controller/plan.py) and the NIC's entries from
-controller/entries.py. This module only picks the NIC and turns the plan's integers
+the controller's address plan (fabric/plan.py) and the NIC's entries from
+fabric/entries.py. This module only picks the NIC and turns the plan's integers
 into text. It does not compute a plan of its own and says nothing of what nic.p4 does
 to a packet.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from controller import plan as P
-from controller.entries import Entry, nic_entries
-from controller.topology import Host, Topology, from_parameters
+from fabric import plan as P
+from fabric.entries import Entry, nic_entries
+from fabric.topology import Host, Topology, from_parameters
 
 NIC_HOST_PORT = P.NIC_HOST_PORT
 nic_plane_port = P.nic_plane_port

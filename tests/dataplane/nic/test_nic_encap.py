@@ -15,7 +15,7 @@ from tests.dataplane.nic.nic_frames import (
     mrc_frame,
     udp_frame,
 )
-from controller.plan import generated_ev
+from fabric.plan import generated_ev
 from tests.dataplane.packets import addr_int
 from tests.dataplane.nic.nic_case import carrier_ip, host_ip, nic_plane_port
 from tests.dataplane.packets import usid_carrier

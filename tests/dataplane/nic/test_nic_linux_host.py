@@ -22,7 +22,7 @@ from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
 from p4target.netio import open_interface_socket
-from controller.topology import from_parameters
+from fabric.topology import from_parameters
 from tests.dataplane.fabric_net import NIC_P4, REPO
 from tests.dataplane.nic.nic_case import carrier_ip, gateway_ip, host_ip, nic_case, nic_ip
 from tests.dataplane.packets import usid_carrier

@@ -2,7 +2,7 @@
 
 Why: the controller talks P4Runtime, not the Switch API. This test pushes nic.p4 to
 a Device behind the embedded P4Runtime server, writes the controller's entries for
-the NIC (controller/entries.py: members, a group with watch ports, table entries) as
+the NIC (fabric/entries.py: members, a group with watch ports, table entries) as
 P4Runtime updates, and checks on real packets that spraying and watch-port failover
 work through that path too. The updates are the controller's own encoding
 (controller/codec.py's Codec).

@@ -240,7 +240,7 @@ def mrc_run(nic_program, fabric_program) -> tuple[list, list, dict, dict]:
     tests' fabric), MRC and plain UDP frames from the host through the NIC, and what
     the NIC sent on plane 0 through the leaf: (NIC outputs, leaf outputs, states)."""
     from controller import local
-    from controller.entries import entries_of, nodes
+    from fabric.entries import entries_of, nodes
     from tests.dataplane.nic.nic_case import TEST_FABRIC, nic_case
     from tests.dataplane.nic.nic_frames import mrc_frame, udp_frame
 

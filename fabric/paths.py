@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from controller import plan as P
-from controller.entries import Failures, Node, nodes
-from controller.topology import Host, LinuxHost, Topology, TopologyError
+from fabric import plan as P
+from fabric.entries import Failures, Node, nodes
+from fabric.topology import Host, LinuxHost, Topology, TopologyError
 
 
 @dataclass(frozen=True, order=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from controller.topology import (MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, LinuxHost,
+from fabric.topology import (MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, LinuxHost,
                                  Topology)
 
 USID_BLOCK = 0xFCBB_BB00

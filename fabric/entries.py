@@ -5,7 +5,7 @@ the dataplane tests (through the embedded target's Switch API) and the benchmark
 all take the same entries, so they are computed once here, as a pure function of the
 topology (and, for NICs, of the links that are down). Tables, actions and parameters
 are named as in the P4Info (docs/fabric.md, docs/nic.md); match values are the
-embedded target's ``Exact``/``Lpm``/``Ternary``.
+fabric's own ``Exact``/``Lpm``/``Ternary`` (fabric/match.py), which each writer encodes.
 
 Speed matters (bench/controller_compute.py computes the 131,072-host fabric): per-switch loops build small
 tuples; values that many switches share (spray members, trim settings, the NICs'
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Union
 
-from controller import plan as P
-from controller.topology import Host, Topology
-from p4target.runtime.entries import Exact, Lpm, Ternary
+from fabric import plan as P
+from fabric.topology import Host, Topology
+from fabric.match import Exact, Lpm, Ternary
 
 MatchValue = Union[Exact, Lpm, Ternary]
 Match = tuple[tuple[str, MatchValue], ...]

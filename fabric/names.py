@@ -4,7 +4,7 @@ One name per node: by default a Mininet node is called what the controller, the
 summary, ``paths``, ``mrcctl`` and the topology files call it (``h1``, ``p0-leaf0``,
 ``p0-spine1``, ``nic3``, ``lx1``), so ``h1 ping h3`` works in the CLI as written. The
 interface of port N is ``<node>-ethN``, N being the controller's port number
-(controller/plan.py), so the switch's ``-i N@<node>-ethN`` and the cabling agree by
+(fabric/plan.py), so the switch's ``-i N@<node>-ethN`` and the cabling agree by
 construction.
 
 Linux allows 15 characters in an interface name. A fabric whose longest
@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from controller import plan as P
-from controller.entries import Node, nodes
-from controller.paths import links
-from controller.topology import Topology, TopologyError
+from fabric import plan as P
+from fabric.entries import Node, nodes
+from fabric.paths import links
+from fabric.topology import Topology, TopologyError
 
 DEFAULT_PREFIX = ""
 MAX_IFNAME = 15  # IFNAMSIZ - 1
