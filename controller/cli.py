@@ -28,15 +28,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from controller import counters as C
+from controller.errors import EntryError, SwitchError
+from controller.reconcile import Reconciler, Report
+from controller.repair import RepairReport, denied_links, set_denied
 from fabric import plan as P
 from fabric.entries import GroupEntry, MemberEntry, node, nodes
-from controller.errors import EntryError, SwitchError
-from controller.inventory import STATE_NAME, Inventory, default_inventory, load, run_dir
 from fabric.paths import links, paths
+from fabric.resolve import Shape, resolve
+from fabric.topology import TopologyError
 from fabric.wanted import wanted_entries
-from controller.reconcile import Reconciler, Report
-from controller.repair import RepairReport, denied_links, down_links, set_denied, set_link
-from fabric.topology import TopologyError, default_topology, from_parameters, load_file
+from topologies.cables import down_links, set_link
+from topologies.state import Inventory, default_inventory, load, state_path
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -66,43 +68,28 @@ ElectionOpt = Annotated[int, typer.Option("--election-id", help="P4Runtime elect
 class Source:
     """The topology and the switch inventory the options select."""
 
-    def __init__(self, topology: Path | None, params: dict[str, Any], state: Path | None) -> None:
-        given = {k: v for k, v in params.items() if v is not None}
-        state_path = state or run_dir() / STATE_NAME
-        self.inventory: Inventory | None = None
+    def __init__(self, topology: Path | None, shape: Shape, state: Path | None) -> None:
+        state_file = state or state_path()
+        chosen = resolve(topology, shape, state=state, running=state_file)
+        self.topo = chosen.topology
         self.other_network: Path | None = None  # a running network of another topology
-        if state is not None and (topology is not None or given):
-            raise Fail("give --state (a running network, which knows its topology) or a topology, not both")
-        if state is not None or (topology is None and not given and state_path.exists()):
-            self.inventory = load(state_path)
-            self.topo = self.inventory.load_topology()
+        if chosen.state is not None:
+            self.inventory = load(chosen.state)
             return
-        if topology is not None:
-            if given:
-                raise Fail(f"give --topology or the shape parameters ({', '.join('--' + k.replace('_', '-') for k in given)}), not both")
-            self.topo = load_file(topology)
-            src: dict[str, Any] = {"file": str(topology.resolve())}
-        elif given:
-            self.topo = from_parameters(**given)
-            src = {"parameters": given}
-        else:
-            self.topo = default_topology()
-            src = {"parameters": {}}
-        self.inventory = default_inventory(self.topo, src)
-        self.inventory.path = state_path
-        if state_path.exists():  # a running network of the same shape: use its addresses and failures
+        self.inventory = default_inventory(self.topo, chosen.source)
+        self.inventory.path = state_file
+        if state_file.exists():  # a running network of the same shape: use its addresses and failures
             try:
-                running = load(state_path)
+                running = load(state_file)
                 if running.load_topology() == self.topo:
                     self.inventory = running
                 else:
-                    self.other_network = state_path
+                    self.other_network = state_file
             except TopologyError:
                 pass
 
     @property
     def inv(self) -> Inventory:
-        assert self.inventory is not None
         return self.inventory
 
 
@@ -117,12 +104,12 @@ def main_options(ctx: typer.Context, topology: TopologyOpt = None, planes: Plane
                  verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log what is done")] = False) -> None:
     """mrcctl: the MRC fabric's controller (topology options come before the command)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    params = dict(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf,
+    shape = Shape(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf,
                   evs_per_nic=evs_per_nic, ev_mode=ev_mode)
     if ctx.invoked_subcommand == "plan":
         ctx.obj = None
         return
-    ctx.obj = Source(topology, params, state)
+    ctx.obj = Source(topology, shape, state)
 
 
 def _print_json(data: Any) -> None:

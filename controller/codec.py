@@ -20,9 +20,9 @@ from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
-from fabric.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
 from controller.errors import EntryError
 from controller.pipeline import pipeline
+from fabric.entries import Entry, GroupEntry, MatchValue, MemberEntry, TableEntry
 from fabric.match import Exact, Lpm, Ternary
 
 

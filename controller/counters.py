@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fabric import plan as P
 from controller.codec import codec
-from controller.inventory import SwitchTarget
 from controller.p4rt import Session
-from fabric.paths import Link
 from controller.pipeline import P4SRC
+from controller.targets import SwitchTarget
+from fabric import plan as P
+from fabric.paths import Link
 from fabric.topology import Topology
 
 FABRIC_COUNTERS = ("FabricIngress.rx_port", "FabricEgress.tx_port", "FabricEgress.trimmed", "FabricEgress.ecn_marked",

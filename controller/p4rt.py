@@ -21,10 +21,10 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
 from controller.codec import Codec
-from fabric.entries import Entry
 from controller.errors import SwitchError
-from controller.inventory import SwitchTarget
 from controller.pipeline import Pipeline
+from controller.targets import SwitchTarget
+from fabric.entries import Entry
 
 log = logging.getLogger(__name__)
 

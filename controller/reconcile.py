@@ -25,11 +25,11 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from controller import wire
 from controller.codec import Codec, Encoded, codec
-from fabric.entries import Entry, GroupEntry, MemberEntry, TableEntry
 from controller.errors import SwitchError
-from controller.inventory import SwitchTarget
 from controller.p4rt import Session
 from controller.pipeline import pipeline
+from controller.targets import SwitchTarget
+from fabric.entries import Entry, GroupEntry, MemberEntry, TableEntry
 
 log = logging.getLogger(__name__)
 

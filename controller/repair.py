@@ -1,30 +1,38 @@
-"""Link failures and denials: ``mrcctl fail/restore`` and ``mrcctl deny/undeny``.
+"""Denials: ``mrcctl deny/undeny``, MRC's DENIED.
 
-Why two pairs: in MRC a failed link is the endpoints' business. ``fail``/``restore``
-only take the cable down/up (in a running Mininet network, whose interfaces are in
-the state file) and write no table at all: the senders find the dead paths by their
-own evidence and get them back by probes (docs/transport.md). ``deny``/``undeny`` is
-the operator's explicit action (MRC's DENIED): every NIC whose spray groups or EV
-table hold a path over the link loses those members and EVs (and gets them back on
-undeny); the entries are recomputed from the topology and the set of denied links,
-and reconciled into the NICs only. The fabric's tables are static (docs/fabric.md)
-and never written by either.
+Why the controller's: a denial is the operator's explicit action. Every NIC whose
+spray groups or EV table hold a path over the link loses those members and EVs (and
+gets them back on undeny); the entries are recomputed from the topology and the set
+of denied links (fabric/wanted.py) and reconciled into the NICs only. The fabric's
+tables are static (docs/fabric.md) and never written; the cable is not touched (a
+cable cut is the Mininet package's, topologies/cables.py).
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
-from fabric.wanted import wanted_entries
-from controller.errors import SwitchError
-from controller.inventory import Inventory, LinkEnds
-from fabric.paths import Link, find_link
 from controller.reconcile import Reconciler, Report
+from controller.targets import SwitchTarget
+from fabric.paths import Link, find_link
 from fabric.topology import Topology
+from fabric.wanted import wanted_entries
 
-NO_NETWORK = "no running network: the cable is not touched"
+
+class DeniedRecord(Protocol):
+    """Where the denied links are kept (a running network's state file): its switches,
+    the names of the denied links, and a way to write them down."""
+
+    denied: list[str]
+
+    @property
+    def switches(self) -> Mapping[str, SwitchTarget]: ...
+
+    def save(self, path: Path | None = None) -> Path: ...
 
 
 @dataclass
@@ -45,83 +53,12 @@ class RepairReport:
         return self.report.writes if self.report else 0
 
 
-def down_links(topo: Topology, inv: Inventory) -> set[Link]:
-    """The links whose cable is down (``fail``)."""
-    return {find_link(topo, name) for name in inv.down}
-
-
-def denied_links(topo: Topology, inv: Inventory) -> set[Link]:
+def denied_links(topo: Topology, inv: DeniedRecord) -> set[Link]:
     """The links the NICs avoid (``deny``): what the NICs' entries are computed for."""
     return {find_link(topo, name) for name in inv.denied}
 
 
-CUT_TABLE_PREFIX = "mrc_cut_"  # nftables tables that hold a cut cable on its ends (tools/cleanup.py)
-
-
-def _in_node(node_pid: int | None, cmd: list[str]) -> list[str]:
-    return ["nsenter", "-t", str(node_pid), "-n", *cmd] if node_pid else cmd
-
-
-def cut_table(intf: str) -> str:
-    """The nftables table that drops what ``intf`` sends while its cable is cut."""
-    return CUT_TABLE_PREFIX + "".join(c if c.isalnum() else "_" for c in intf)
-
-
-def _set_carrier(node_pid: int | None, intf: str, up: bool) -> None:
-    state = "up" if up else "down"
-    r = subprocess.run(_in_node(node_pid, ["ip", "link", "set", intf, state]), capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SwitchError(f"cannot set {intf} {state}: {r.stderr.strip()}")
-
-
-def _set_blocked(node_pid: int | None, intf: str, up: bool) -> None:
-    """Cut without a carrier change: every frame ``intf`` sends is dropped at its egress
-    hook (nftables' netdev family), the interface itself stays up."""
-    table = cut_table(intf)
-    if up:
-        cmd, rules = ["nft", "delete", "table", "netdev", table], None
-    else:
-        cmd = ["nft", "-f", "-"]
-        rules = (f'table netdev {table} {{ chain cut {{ type filter hook egress device "{intf}" '
-                 "priority 0; policy drop; }; }\n")
-    r = subprocess.run(_in_node(node_pid, cmd), input=rules, capture_output=True, text=True)
-    if r.returncode != 0 and not (up and "No such file" in r.stderr):
-        raise SwitchError(f"cannot {'restore' if up else 'cut'} {intf} with nftables: {r.stderr.strip()}")
-
-
-def set_cable(ends: LinkEnds, up: bool, *, keep_carrier: bool = False) -> str:
-    """Set both interfaces of a running network's cable up or down.
-
-    ``keep_carrier``: cut by dropping what both ends send instead of taking the
-    interfaces down, for BMv2, whose switch stops forwarding on all its ports once one
-    of its interfaces goes down, and does not recover when it comes back up
-    (docs/mininet.md, "Running on BMv2")."""
-    state = "up" if up else "down"
-    for node_pid, intf in ((ends.a_pid, ends.a_intf), (ends.b_pid, ends.b_intf)):
-        if keep_carrier:
-            _set_blocked(node_pid, intf, up)
-        else:
-            _set_carrier(node_pid, intf, up)
-    how = " (carrier kept: nothing sent crosses it)" if keep_carrier and not up else ""
-    return f"{ends.a_intf} and {ends.b_intf} {state}{how}"
-
-
-async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> RepairReport:
-    """Take link ``name``'s cable down (or up) and record it in the state file; no
-    switch is contacted, no table written."""
-    t0 = time.monotonic()
-    link = find_link(topo, name)
-    ends = inv.links.get(link.name)
-    bmv2 = any(inv.switches[n].target == "bmv2" for n in (link.a, link.b) if n in inv.switches)
-    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2)
-    dead = down_links(topo, inv)
-    dead = dead | {link} if down else dead - {link}
-    inv.down = sorted(l.name for l in dead)
-    inv.save()
-    return RepairReport(link.name, down, [], time.monotonic() - t0, None, cable)
-
-
-async def set_denied(topo: Topology, inv: Inventory, name: str, *, denied: bool, election_id: int = 1,
+async def set_denied(topo: Topology, inv: DeniedRecord, name: str, *, denied: bool, election_id: int = 1,
                      keep_going: bool = False) -> RepairReport:
     """Deny link ``name`` (or lift the denial): reconcile every NIC with the entries
     for the denied links; the cable is not touched."""
@@ -139,4 +76,4 @@ async def set_denied(topo: Topology, inv: Inventory, name: str, *, denied: bool,
     return RepairReport(link.name, denied, changed, time.monotonic() - t0, rep, "not touched")
 
 
-__all__ = ["CUT_TABLE_PREFIX", "NO_NETWORK", "RepairReport", "cut_table", "denied_links", "down_links", "set_cable", "set_denied", "set_link"]
+__all__ = ["DeniedRecord", "RepairReport", "denied_links", "set_denied"]

@@ -31,9 +31,9 @@ from typing import NamedTuple
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
 from fabric.entries import TableEntry
+from fabric.match import Exact, Lpm, Ternary
 from p4target.api import canonical_bytes as canonical  # the shortest big-endian form (P4Runtime 8.4)
 from p4target.api import varint
-from fabric.match import Exact, Lpm, Ternary
 
 _VARINT, _LEN = 0, 2
 CACHE = 1 << 16  # match values / action calls remembered per shape (then forgotten at once)

@@ -28,13 +28,13 @@ from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
-from fabric import plan
-from fabric.paths import paths
-from fabric.topology import Topology, TopologyError, from_parameters, load_file
-
 from endpoints import io
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
+from fabric import plan
+from fabric.paths import paths
+from fabric.resolve import Shape, resolve
+from fabric.topology import Topology, TopologyError
 
 
 class UsageError(ValueError):
@@ -128,13 +128,11 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
     overrides = {"evs_per_nic": evs, "ev_mode": ev_mode}
     try:
         if topology is not None:
-            if any(v is not None for v in shape.values()):
-                raise UsageError("give either --topology FILE or the shape options (--planes ...), not both")
-            topo = load_file(topology)
+            topo = resolve(topology, Shape(**shape)).topology
             if any(v is not None for v in overrides.values()):
                 topo = dataclasses.replace(topo, **{k: v for k, v in overrides.items() if v is not None})
         else:
-            topo = from_parameters(**shape, **overrides)
+            topo = resolve(None, Shape(**shape, **overrides)).topology
     except TopologyError as exc:
         raise UsageError(str(exc)) from None
     return topology_evs(topo, src_host, dst_host, local, remote)

@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabric.plan import EvPath
-
 from endpoints import wire
 from endpoints.common import ASSUMED_BAD, GOOD, HALF_PSN, MAX_EVS, Tx
 from endpoints.congestion import CongestionConfig, Window
@@ -40,6 +38,7 @@ from endpoints.wire import (
     psn_diff,
     reverse64,
 )
+from fabric.plan import EvPath
 
 log = logging.getLogger(__name__)
 

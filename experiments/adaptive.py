@@ -20,11 +20,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from fabric import plan as P
 from controller.counters import delta
-from fabric.entries import TableEntry
 from controller.reconcile import Reconciler
 from experiments import common as C
+from fabric import plan as P
+from fabric.entries import TableEntry
 from fabric.match import Exact
 from topologies.fabric_net import wanted_entries
 

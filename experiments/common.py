@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import Counts, read_all
-from fabric.topology import Topology, from_parameters
+from fabric.resolve import Shape, resolve
+from fabric.topology import Topology
 from topologies.transfer import Transfer, TransferResult, run_transfer
 
 __all__ = ["Transfer", "TransferResult", "run_transfer"]  # the experiments' transfers live in topologies/transfer.py
@@ -39,7 +40,7 @@ SHAPE = dict(planes=4, spines=2, leaves=2, hosts_per_leaf=2)
 
 
 def topology(**overrides: Any) -> Topology:
-    return from_parameters(**{**SHAPE, **overrides})
+    return resolve(shape=Shape(**{**SHAPE, **overrides})).topology
 
 
 def private_prefix() -> str:

@@ -21,9 +21,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from fabric import plan as P
 from controller.counters import delta
 from experiments import common as C
+from fabric import plan as P
 from topologies.fabric_net import install_tables
 
 PAIRS = (("h1", "h5"), ("h2", "h6"), ("h3", "h7"), ("h4", "h8"))

@@ -2,7 +2,7 @@
 
 Why these figures: MRC's promise is that a dead path costs the endpoints a few
 retransmissions and nothing else, with no switch table touched. The cut is
-``controller.repair.set_link`` (what ``mrcctl fail`` does: the Mininet cable goes
+``topologies.cables.set_link`` (what ``mrcctl fail`` does: the Mininet cable goes
 down, no table is written); the cable comes back (``mrcctl restore``) while the
 transfer still runs. Measured, per cut link and seed: every byte verified (both exit
 statuses, and the received file compared with the data generated here); the fabric's
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabric.paths import paths
-from controller.repair import set_link
 from experiments import common as C
+from fabric.paths import paths
+from topologies.cables import set_link
 from topologies.demo import fabric_tables, read_nics, wait_sent
 
 WINDOW = 0.1  # seconds of the goodput windows

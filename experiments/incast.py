@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import delta
-from fabric.entries import ECN_THRESHOLD_HOST
 from experiments import common as C
 from experiments.trimming import shape, shaped_leaves
+from fabric.entries import ECN_THRESHOLD_HOST
 from topologies.fabric_net import install_tables
 
 MARGIN = 8  # packets above the marking threshold that the queue may reach

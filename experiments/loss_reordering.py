@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabric.paths import links
 from experiments import common as C
+from fabric.paths import links
 
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
 TBF_FACTOR = 1.0  # the bucket's rate against the plane's share of the transfer

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.counters import delta, link_loads
-from fabric.paths import links
 from experiments import common as C
+from fabric.paths import links
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
 PLAIN_EV = 40000  # one UDP source port: one flow

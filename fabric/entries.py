@@ -20,8 +20,8 @@ from functools import lru_cache
 from typing import Union
 
 from fabric import plan as P
-from fabric.topology import Host, Topology
 from fabric.match import Exact, Lpm, Ternary
+from fabric.topology import Host, Topology
 
 MatchValue = Union[Exact, Lpm, Ternary]
 Match = tuple[tuple[str, MatchValue], ...]

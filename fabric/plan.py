@@ -12,8 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from fabric.topology import (MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, LinuxHost,
-                                 Topology)
+from fabric.topology import MAX_EVS, MAX_HOSTS_PER_LEAF, MAX_LEAVES, MAX_PLANES, MAX_SPINES, Host, LinuxHost, Topology
 
 USID_BLOCK = 0xFCBB_BB00
 LEAF, SPINE, NIC, HOST = 1, 2, 3, 4  # tiers, as in the MACs

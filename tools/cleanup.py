@@ -84,7 +84,7 @@ class Leftovers:
     links: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
     pid_files: tuple[Path, ...] = ()
-    cut_tables: tuple[str, ...] = ()  # nftables tables of cables cut on BMv2 (controller/repair.py)
+    cut_tables: tuple[str, ...] = ()  # nftables tables of cables cut on BMv2 (topologies/cables.py)
 
     def empty(self) -> bool:
         return not (self.namespaces or self.links or self.processes or self.pid_files or self.cut_tables)
@@ -135,7 +135,7 @@ def list_links(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = fro
                   if _has_prefix(str(l.get("ifname", "")), prefixes) or str(l.get("ifname", "")) in names)
 
 
-CUT_TABLE_PREFIX = "mrc_cut_"  # controller/repair.py names a cut cable's table so
+CUT_TABLE_PREFIX = "mrc_cut_"  # topologies/cables.py names a cut cable's table so
 
 
 def _cut_name(name: str) -> str:

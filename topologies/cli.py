@@ -148,7 +148,7 @@ class FabricCLI(CLI):
             self._say(f"{link.name}{where}{'  DOWN' if link.name in down else ''}")
 
     def _set(self, line: str, down: bool) -> None:
-        from controller.repair import set_link
+        from topologies.cables import set_link
 
         name = line.strip()
         if not name:

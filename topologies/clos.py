@@ -21,26 +21,28 @@ from typing import Any
 
 from mininet.topo import Topo
 
+from controller.targets import DEFAULT_GRPC_BASE, SwitchTarget
 from fabric import plan as P
 from fabric.entries import nodes
-from controller.inventory import DEFAULT_GRPC_BASE, Inventory, LinkEnds, SwitchTarget
-from fabric.topology import LinuxHost, Topology, from_parameters, load_file
-from topologies.hosts import FabricHost, LinuxInnerHost, LinuxSrv6Node
-from fabric.srv6 import linux_node_locator, linux_node_routes
 from fabric.names import DEFAULT_PREFIX, NodeNames, cables, inner_host, node_names
+from fabric.resolve import Shape, resolve
+from fabric.srv6 import linux_node_locator, linux_node_routes
+from fabric.topology import LinuxHost, Topology
+from topologies.hosts import FabricHost, LinuxInnerHost, LinuxSrv6Node
+from topologies.state import Inventory, LinkEnds
 
 
 class MrcClos(Topo):
     """Mininet topology of ``topology``: hosts, NICs, leaves and spines, cabled by the plan.
 
     ``grpc_base``: switch k (the controller's ordinal) serves P4Runtime on
-    ``127.0.0.1:grpc_base + k`` with device id ``k + 1`` (controller/inventory.py's
-    default inventory); 0 lets every switch take a free port when it starts.
+    ``127.0.0.1:grpc_base + k`` with device id ``k + 1`` (controller/targets.py's
+    default addresses); 0 lets every switch take a free port when it starts.
     """
 
     def build(self, topology: Topology | None = None, prefix: str = DEFAULT_PREFIX,
               grpc_base: int = DEFAULT_GRPC_BASE, run_dir: str | Path | None = None, **_: Any) -> None:
-        topo = topology if topology is not None else from_parameters()
+        topo = topology if topology is not None else resolve().topology
         names = node_names(topo, prefix)
         self.topology = topo
         self.names = names
@@ -76,21 +78,9 @@ def mrcclos(planes: int | None = None, spines: int | None = None, leaves: int | 
             grpc_base: int = DEFAULT_GRPC_BASE) -> MrcClos:
     """``--topo mrcclos,planes=2,spines=1,leaves=2,hosts=1`` (defaults: the default fabric)
     or ``--topo mrcclos,file=topologies/x.yaml``."""
-    if file is not None:
-        topo = load_file(file)
-    else:
-        topo = from_parameters(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts)
+    shape = Shape(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts)
+    topo = resolve(Path(file) if file is not None else None, shape).topology
     return MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base)
-
-
-def topology_source(topo: Topology) -> dict[str, Any]:
-    """How the state file names the topology: its file, or the Clos parameters."""
-    if topo.source != "parameters":
-        return {"file": str(Path(topo.source).resolve())}
-    return {"parameters": {"planes": topo.planes, "spines": topo.spines, "leaves": len(topo.leaves),
-                           "hosts_per_leaf": topo.max_hosts_per_leaf, "evs_per_nic": topo.evs_per_nic,
-                           "ev_mode": topo.ev_mode, "trim_threshold": topo.trim_threshold,
-                           "no_trim": topo.trim_threshold is None}}
 
 
 def inventory_of(topo: Topology, names: NodeNames, switches: dict[str, Any], source: dict[str, Any]) -> Inventory:

@@ -5,7 +5,7 @@ reaches each other over IPv6 through the NICs and the P4 fabric (the ping matrix
 MRC-lite transfer (the endpoints' mrc-send and mrc-recv) is spread over every plane (per-plane packet counts read from the NICs'
 P4Runtime counters, not from the senders' intentions); and a spine link cut in the
 middle of the flow changes no fabric table, only the NICs' choice of paths
-(controller/repair.py), while the other planes keep carrying the flow.
+(topologies/cables.py), while the other planes keep carrying the flow.
 
 Pure reporting (``format_*``) is separate from the steps that touch the network.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabric import plan as P
 from controller.counters import Counts, delta, read_all
+from fabric import plan as P
 from fabric.entries import nodes
 from fabric.paths import links, paths
 from topologies.fabric_net import FabricNetwork
@@ -139,7 +139,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     transfer must still verify every byte."""
     import tempfile
 
-    from controller.repair import set_link
+    from topologies.cables import set_link
     from topologies.transfer import Transfer
 
     s_host, d_host = fn.topo.host(src), fn.topo.host(dst)

@@ -22,7 +22,7 @@ answers a P4Runtime ``Capabilities`` call, so the processes start in parallel an
 ``net.start()`` returns with every switch ready (``restart`` does both for one
 switch). A switch that dies is reported as a ``SwitchError`` with the last lines of its
 log. ``stop``/``batchShutdown`` stop the processes with SIGTERM (SIGKILL after a grace
-time). Logs and pid files live in the run directory (controller.inventory.run_dir()),
+time). Logs and pid files live in the run directory (topologies.state.run_dir()),
 named after the node: ``<node>.log``, ``<node>.pid``; the process carries the node mark
 (topologies/node_marks.py), so ``make clean`` finds it even without its pid file.
 """
@@ -43,8 +43,8 @@ from typing import Any, ClassVar
 
 from mininet.node import Switch
 
-from controller.inventory import run_dir as default_run_dir
 from topologies.node_marks import NODE_ENV, mark_node
+from topologies.state import run_dir as default_run_dir
 
 log = logging.getLogger(__name__)
 
@@ -366,7 +366,8 @@ class Bmv2Switch(P4Switch):
         self.queues = QueueSettings()
 
     def bmv2_json(self) -> Path:
-        from controller.pipeline import REPO as CONTROLLER_REPO, pipeline
+        from controller.pipeline import REPO as CONTROLLER_REPO
+        from controller.pipeline import pipeline
 
         pipeline(self.program, "bmv2")  # compiles once per program (cached)
         return CONTROLLER_REPO / "build" / "bmv2" / f"{self.program}.json"

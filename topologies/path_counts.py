@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from fabric import plan as P
 from controller.counters import Counts, delta, read_all
+from fabric import plan as P
 from fabric.entries import nodes
-from controller.inventory import Inventory
 from fabric.topology import Topology
+from topologies.state import Inventory
 
 RX_PORT = "FabricIngress.rx_port"
 

@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.inventory import DEFAULT_GRPC_BASE
-from fabric.topology import Topology, TopologyError, from_parameters, load_file
+from controller.targets import DEFAULT_GRPC_BASE
 from fabric.names import DEFAULT_PREFIX, check_prefix
+from fabric.resolve import Shape, resolve
+from fabric.topology import Topology, TopologyError
 from topologies.p4switch import TARGETS
 
 if TYPE_CHECKING:
@@ -73,14 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_topology(args: argparse.Namespace) -> Topology:
-    shape = {"planes": args.planes, "spines": args.spines, "leaves": args.leaves,
-             "hosts_per_leaf": args.hosts_per_leaf, "evs_per_nic": args.evs_per_nic}
-    if args.topology is not None:
-        given = [k for k, v in shape.items() if v is not None]
-        if given:
-            raise TopologyError(f"give either --topology or --{given[0].replace('_', '-')}, not both")
-        return load_file(args.topology)
-    return from_parameters(**shape)
+    shape = Shape(planes=args.planes, spines=args.spines, leaves=args.leaves, hosts_per_leaf=args.hosts_per_leaf,
+                  evs_per_nic=args.evs_per_nic)
+    return resolve(args.topology, shape).topology
 
 
 def _say(text: str) -> None:
@@ -178,7 +174,7 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.bytes, cut=cut, say=_say)
     per_path = path_counts.path_packets(topo, spines_before, path_counts.read_spines(topo, fn.inventory), src.leaf)
     if cut:
-        from controller.repair import set_link
+        from topologies.cables import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
     before_ok = all(flow.planes_before.get(p, 0) > 0 for p in range(topo.planes))

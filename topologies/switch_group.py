@@ -45,8 +45,7 @@ from typing import Any, ClassVar
 import yaml
 
 from topologies.node_marks import NODE_ENV
-from topologies.p4switch import (REPO, STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, free_port,
-                                 log_tail)
+from topologies.p4switch import REPO, STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, free_port, log_tail
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from fabric import plan as P
 from controller.codec import codec
 from fabric.entries import TableEntry, entries_of, nodes
 from controller.errors import EntryError
-from controller.inventory import SwitchTarget
+from controller.targets import SwitchTarget
 from controller.p4rt import Session
 from controller.reconcile import Reconciler
 from fabric.topology import default_topology

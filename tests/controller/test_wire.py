@@ -22,7 +22,7 @@ from controller import wire
 from controller.codec import Codec
 from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from controller.errors import EntryError
-from controller.inventory import SwitchTarget
+from controller.targets import SwitchTarget
 from controller.pipeline import pipeline
 from controller.reconcile import _check, _fresh_phases, diff_held
 from fabric.match import Exact, Lpm, Ternary

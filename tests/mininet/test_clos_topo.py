@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from fabric.topology import TopologyError, from_parameters
-from topologies.clos import MrcClos, mrcclos, topology_source
+from fabric.resolve import topology_source
+from topologies.clos import MrcClos, mrcclos
 from fabric.names import cables, node_names
 from topologies.p4switch import choose_target, switch_class, EmbeddedP4Switch
 

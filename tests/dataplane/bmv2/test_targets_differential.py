@@ -35,7 +35,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from fabric import plan as P
-from controller.inventory import SwitchTarget
+from controller.targets import SwitchTarget
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 

@@ -1,10 +1,11 @@
-"""Where the switches are: gRPC address, device id and program of every switch.
+"""A running network's run directory and state file.
 
 Why a file: ``mrcctl`` pointed at a running network (Mininet, or switches started by
 hand) must reach every switch without repeating the topology. The network writes
-``<run dir>/network.json`` (run dir: ``$MRC_P4_RUN_DIR`` or ``/tmp/mrc-p4/run``);
-``mrcctl`` reads it. Without one, the default inventory numbers the switches in the
-topology's order: device id ``ordinal + 1`` on ``127.0.0.1:<base port + ordinal>``.
+``<run dir>/network.json`` (run dir: ``$MRC_P4_RUN_DIR`` or ``/tmp/mrc-p4/run``),
+with every switch's address, how its topology was given, its cables' interfaces and
+what is down or denied; ``mrcctl`` reads it. The switches' logs and pid files live in
+the same directory.
 """
 
 from __future__ import annotations
@@ -15,28 +16,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabric.entries import nodes
-from fabric.topology import Topology, TopologyError, from_parameters, load_file
+from controller.targets import SwitchTarget, default_targets
+from fabric.resolve import TopologySource, damaged_state, read_state, topology_of
+from fabric.topology import Topology
 
 DEFAULT_RUN_DIR = Path("/tmp/mrc-p4/run")
+RUN_DIR_ENV = "MRC_P4_RUN_DIR"
 STATE_NAME = "network.json"
-DEFAULT_GRPC_BASE = 50001
 
 
 def run_dir() -> Path:
     """The run directory of switch pid files, logs and the network state file."""
-    return Path(os.environ.get("MRC_P4_RUN_DIR", str(DEFAULT_RUN_DIR)))
+    return Path(os.environ.get(RUN_DIR_ENV, str(DEFAULT_RUN_DIR)))
 
 
-@dataclass(frozen=True)
-class SwitchTarget:
-    """One P4Runtime server: switch ``name`` at ``address`` with ``device_id``."""
-
-    name: str
-    address: str
-    device_id: int
-    program: str  # "fabric" or "nic"
-    target: str = "embedded"  # "embedded" (p4target run) or "bmv2" (simple_switch_grpc)
+def state_path() -> Path:
+    """The default state file: ``<run dir>/network.json``."""
+    return run_dir() / STATE_NAME
 
 
 @dataclass(frozen=True)
@@ -56,19 +52,17 @@ class Inventory:
     """The switches of one network, how its topology was given, its links, what is down."""
 
     switches: dict[str, SwitchTarget]
-    topology: dict[str, Any]  # {"file": path} or {"parameters": {...}}
+    topology: TopologySource  # {"file": path} or {"parameters": {...}}
     links: dict[str, LinkEnds] = field(default_factory=dict)
     down: list[str] = field(default_factory=list)  # cables down (mrcctl fail)
     path: Path | None = None  # the state file it was read from / is written to
     denied: list[str] = field(default_factory=list)  # links the NICs avoid (mrcctl deny)
 
     def load_topology(self) -> Topology:
-        if "file" in self.topology:
-            return load_file(self.topology["file"])
-        return from_parameters(**self.topology.get("parameters", {}))
+        return topology_of(self.topology)
 
     def save(self, path: Path | None = None) -> Path:
-        path = path or self.path or run_dir() / STATE_NAME
+        path = path or self.path or state_path()
         data = {
             "topology": self.topology,
             "switches": {k: asdict(v) for k, v in self.switches.items()},
@@ -84,23 +78,18 @@ class Inventory:
         return path
 
 
-def default_inventory(topo: Topology, topology_source: dict[str, Any], *, host: str = "127.0.0.1",
-                      base_port: int = DEFAULT_GRPC_BASE) -> Inventory:
-    """Every switch of ``topo`` on ``host:base_port + ordinal``, device id ordinal + 1."""
-    switches = {n.name: SwitchTarget(n.name, f"{host}:{base_port + n.ordinal}", n.ordinal + 1, n.program)
-                for n in nodes(topo)}
-    return Inventory(switches, topology_source)
+def default_inventory(topo: Topology, topology_source: TopologySource, **where: Any) -> Inventory:
+    """Every switch of ``topo`` at its default address (controller/targets.py)."""
+    return Inventory(default_targets(topo, **where), topology_source)
 
 
 def load(path: Path) -> Inventory:
     """Read a state file; TopologyError (one line) when it is missing or damaged."""
+    data = read_state(path)
     try:
-        data = json.loads(path.read_text())
         switches = {k: SwitchTarget(**v) for k, v in data["switches"].items()}
         links = {k: LinkEnds(**v) for k, v in data.get("links", {}).items()}
         return Inventory(switches, data["topology"], links, list(data.get("down", [])), path,
                          list(data.get("denied", [])))
-    except FileNotFoundError:
-        raise TopologyError(f"{path}: no network state file; start a network (make run) or give --topology") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TopologyError(f"{path}: damaged network state file ({exc}); restart the network or delete the file") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise damaged_state(path, exc) from None
