@@ -1,0 +1,133 @@
+"""The packages import one way only: an AST walk over every module of the project.
+
+The layers (docs/architecture.md, "Layers"): ``fabric`` (the pure model) imports
+nothing else of the project; ``endpoints`` only ``fabric``; ``controller`` (the
+P4Runtime client) only ``fabric`` and the target's public API ``p4target.api``,
+except ``mrcctl`` itself (``controller/cli.py``), which may also use the Mininet
+package for cable cuts and the state file; the Mininet package (``topologies``) may
+use ``fabric``, ``controller``, ``endpoints`` and ``p4target.api``; ``p4target``
+imports none of them; the experiments and tools sit on top and may use everything
+but the target's internals. Every import counts: at the top, inside a function, under
+``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("fabric", "controller", "topologies", "endpoints", "experiments", "tools", "p4target")
+TARGET_API = "p4target.api"
+
+# package -> the packages (or exact modules, for p4target.api) it may import besides itself
+ALLOWED: dict[str, frozenset[str]] = {
+    "fabric": frozenset(),
+    "endpoints": frozenset({"fabric"}),
+    "controller": frozenset({"fabric", TARGET_API}),
+    "topologies": frozenset({"fabric", "controller", "endpoints", TARGET_API}),
+    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", TARGET_API}),
+    "tools": frozenset({"fabric", "controller", "topologies", TARGET_API}),
+    "p4target": frozenset(),
+}
+# single modules with a wider rule than their package's, and why
+EXCEPTIONS: dict[str, frozenset[str]] = {
+    # mrcctl: fail/restore cut a running network's cables; it reads that network's state file
+    "controller/cli.py": ALLOWED["controller"] | {"topologies"},
+}
+
+
+def imported(tree: ast.AST, module: str) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``tree``; ``module`` is the
+    importing module's dotted name (for relative imports). ``from a import b`` yields
+    ``a.b`` as well as ``a``'s own use, so ``from p4target import api`` is ``p4target.api``."""
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}" if alias.name != "*" else base
+
+
+def allowed(target: str, own: str, rule: frozenset[str]) -> bool:
+    """May a module of package ``own`` under ``rule`` import ``target``?"""
+    top = target.split(".")[0]
+    if top not in PACKAGES or top == own:
+        return True
+    if top == "p4target":  # only the public API, by module or by name from it
+        return TARGET_API in rule and (target == TARGET_API or target.startswith(TARGET_API + "."))
+    return top in rule
+
+
+def violations(root: Path) -> list[str]:
+    """``path:line: package imports module`` for every import against the rules."""
+    out: list[str] = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            module = rel[:-3].replace("/", ".")
+            rule = EXCEPTIONS.get(rel, ALLOWED[package])
+            tree = ast.parse(path.read_text(), filename=rel)
+            for line, target in imported(tree, module):
+                if not allowed(target, package, rule):
+                    out.append(f"{rel}:{line}: {package} imports {target}")
+    return out
+
+
+def test_every_import_goes_the_allowed_way() -> None:
+    assert violations(REPO) == []
+
+
+def test_every_package_is_walked() -> None:
+    for package in PACKAGES:
+        assert (REPO / package / "__init__.py").is_file(), package
+    assert len(list((REPO / "p4target").rglob("*.py"))) > 50  # its subpackages too
+
+
+@pytest.mark.parametrize(("where", "line", "expected"), [
+    ("fabric/x.py", "from controller import codec", "fabric/x.py:1: fabric imports controller.codec"),
+    ("fabric/x.py", "import p4target.api", "fabric/x.py:1: fabric imports p4target.api"),
+    ("endpoints/x.py", "from controller.targets import SwitchTarget",
+     "endpoints/x.py:1: endpoints imports controller.targets.SwitchTarget"),
+    ("controller/x.py", "from p4target.runtime.entries import Exact",
+     "controller/x.py:1: controller imports p4target.runtime.entries.Exact"),
+    ("controller/x.py", "from p4target import Switch", "controller/x.py:1: controller imports p4target.Switch"),
+    ("controller/x.py", "def f():\n    from topologies import state",
+     "controller/x.py:2: controller imports topologies.state"),
+    ("topologies/x.py", "from p4target.p4runtime import placement",
+     "topologies/x.py:1: topologies imports p4target.p4runtime.placement"),
+    ("p4target/sub/x.py", "from fabric import plan", "p4target/sub/x.py:1: p4target imports fabric.plan"),
+])
+def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text(line + "\n")
+    assert violations(tmp_path) == [expected]
+
+
+@pytest.mark.parametrize(("where", "line"), [
+    ("controller/x.py", "from p4target import api"),
+    ("controller/x.py", "from p4target.api import varint"),
+    ("controller/cli.py", "from topologies.cables import set_link"),
+    ("topologies/x.py", "from controller.targets import SwitchTarget"),
+    ("p4target/sub/x.py", "from . import y\nfrom ..runtime import entries"),
+    ("endpoints/x.py", "import json\nfrom fabric import plan"),
+])
+def test_an_allowed_import_passes(tmp_path: Path, where: str, line: str) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text(line + "\n")
+    assert violations(tmp_path) == []
