@@ -32,6 +32,17 @@ from controller.errors import EntryError, SwitchError
 from controller.reconcile import Reconciler, Report
 from controller.repair import RepairReport, denied_links, set_denied
 from fabric import plan as P
+from fabric.cli_options import (
+    EvModeOpt,
+    EvsPerNicOpt,
+    HostsPerLeafOpt,
+    LeavesOpt,
+    PlanesOpt,
+    SpinesOpt,
+    TopologyOpt,
+    VerboseOpt,
+    shape,
+)
 from fabric.entries import GroupEntry, MemberEntry, node, nodes
 from fabric.paths import links, paths
 from fabric.resolve import Shape, resolve
@@ -53,13 +64,6 @@ class Fail(Exception):
 
 # ---- the topology and the switches ----------------------------------------------
 
-TopologyOpt = Annotated[Optional[Path], typer.Option("--topology", "-t", help="topology file (topologies/*.yaml)")]
-PlanesOpt = Annotated[Optional[int], typer.Option(help="planes (1..8)")]
-SpinesOpt = Annotated[Optional[int], typer.Option(help="spines per plane (1..256)")]
-LeavesOpt = Annotated[Optional[int], typer.Option(help="leaves per plane (1..512)")]
-HostsOpt = Annotated[Optional[int], typer.Option("--hosts-per-leaf", help="hosts per leaf (1..4095)")]
-EvsOpt = Annotated[Optional[int], typer.Option("--evs-per-nic", help="EVs per NIC (1..256, default 64)")]
-ModeOpt = Annotated[Optional[str], typer.Option("--ev-mode", help="explicit | generated")]
 StateOpt = Annotated[Optional[Path], typer.Option("--state", help="network state file (default: $MRC_P4_RUN_DIR/network.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 ElectionOpt = Annotated[int, typer.Option("--election-id", help="P4Runtime election id (primary)")]
@@ -99,17 +103,16 @@ def _source(ctx: typer.Context) -> Source:
 
 @app.callback()
 def main_options(ctx: typer.Context, topology: TopologyOpt = None, planes: PlanesOpt = None,
-                 spines: SpinesOpt = None, leaves: LeavesOpt = None, hosts_per_leaf: HostsOpt = None,
-                 evs_per_nic: EvsOpt = None, ev_mode: ModeOpt = None, state: StateOpt = None,
-                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log what is done")] = False) -> None:
+                 spines: SpinesOpt = None, leaves: LeavesOpt = None, hosts_per_leaf: HostsPerLeafOpt = None,
+                 evs_per_nic: EvsPerNicOpt = None, ev_mode: EvModeOpt = None, state: StateOpt = None,
+                 verbose: VerboseOpt = False) -> None:
     """mrcctl: the MRC fabric's controller (topology options come before the command)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    shape = Shape(planes=planes, spines=spines, leaves=leaves, hosts_per_leaf=hosts_per_leaf,
-                  evs_per_nic=evs_per_nic, ev_mode=ev_mode)
+    chosen = shape(planes, spines, leaves, hosts_per_leaf, evs_per_nic, ev_mode)
     if ctx.invoked_subcommand == "plan":
         ctx.obj = None
         return
-    ctx.obj = Source(topology, shape, state)
+    ctx.obj = Source(topology, chosen, state)
 
 
 def _print_json(data: Any) -> None:

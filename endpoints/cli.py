@@ -32,6 +32,7 @@ from endpoints import io
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
+from fabric.cli_options import HostsPerLeafOpt, LeavesOpt, PlanesOpt, SpinesOpt, TopologyOpt
 from fabric.paths import paths
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
@@ -162,11 +163,11 @@ def send(
     evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
     ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
     ev_list: Annotated[Optional[str], typer.Option(help="plain EV list instead of a topology: 4096-4159,5000")] = None,
-    topology: Annotated[Optional[Path], typer.Option(help="topology file (topologies/*.yaml)")] = None,
-    planes: Annotated[Optional[int], typer.Option(help="topology shape, instead of --topology")] = None,
-    spines: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
-    leaves: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
-    hosts_per_leaf: Annotated[Optional[int], typer.Option(help="topology shape")] = None,
+    topology: TopologyOpt = None,
+    planes: PlanesOpt = None,
+    spines: SpinesOpt = None,
+    leaves: LeavesOpt = None,
+    hosts_per_leaf: HostsPerLeafOpt = None,
     src_host: Annotated[Optional[str], typer.Option(help="this host's name in the topology (h1, ...)")] = None,
     dst_host: Annotated[Optional[str], typer.Option(help="the receiver's name in the topology")] = None,
     mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,

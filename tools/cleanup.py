@@ -26,7 +26,7 @@ It uses only the standard library so `make clean` works before `make deps`.
 
 from __future__ import annotations
 
-import argparse
+import argparse  # not typer: `make clean` runs this file on the system Python, with or without .venv
 import json
 import logging
 import os

@@ -17,7 +17,6 @@ send DST --evs 4096,4097 --packets N --pps R`` sends and prints what it sent.
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import struct
@@ -25,6 +24,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from typing import Annotated, Optional
+
+import typer
+
+from fabric.cli_options import run_command
 
 MRC_PORT = 4791
 OP_WRITE = 0x0A
@@ -125,34 +129,48 @@ def run_stream(fn, src: str, dst: str, evs: list[int], packets: int, pps: float,
     return {**got, "sent": sent["sent"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="MRC-lite WRITE flow over UDP 4791 (demo and tests).")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("send", help="send WRITEs, one EV (UDP source port) after the other")
-    s.add_argument("dst")
-    s.add_argument("--evs", required=True, help="comma-separated EVs (UDP source ports)")
-    s.add_argument("--packets", type=int, default=200)
-    s.add_argument("--pps", type=float, default=500.0, help="packets per second (0: as fast as possible)")
-    s.add_argument("--src", default=None, help="source address to bind")
-    s.add_argument("--size", type=int, default=PAYLOAD, help=f"payload bytes after BTH+RETH (default {PAYLOAD})")
-    r = sub.add_parser("recv", help="count WRITEs per EV, print JSON")
-    r.add_argument("--seconds", type=float, default=10.0)
-    r.add_argument("--port", type=int, default=MRC_PORT)
-    r.add_argument("--expect", type=int, default=0, help="stop 1 s after this many arrived")
-    args = parser.parse_args(argv)
-    if args.cmd == "send":
-        try:
-            evs = [int(x, 0) for x in args.evs.split(",") if x]
-        except ValueError:
-            parser.error("--evs: give numbers separated by commas, e.g. 4096,4097")
-        if not evs or not all(0 < e < 65536 for e in evs):
-            parser.error("--evs: EVs are UDP source ports 1..65535")
-        if not 0 <= args.size <= 1400:
-            parser.error("--size: 0..1400 bytes (the host MTU is 1460)")
-        print(json.dumps(send(args.dst, evs, args.packets, args.pps, args.src, args.size)), flush=True)
-    else:
-        print(json.dumps(receive(args.seconds, args.port, expect=args.expect)), flush=True)
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="MRC-lite WRITE flow over UDP 4791 (demo and tests).",
+                  context_settings={"help_option_names": ["-h", "--help"]})
+PROG = "python -m topologies.mrc_flow"
+
+
+def _usage(text: str) -> int:
+    print(f"error: {text} (see {PROG} --help)", file=sys.stderr)
+    return 2
+
+
+@app.command("send")
+def send_cmd(dst: Annotated[str, typer.Argument(help="the receiver's address")],
+             evs: Annotated[str, typer.Option("--evs", help="comma-separated EVs (UDP source ports)")],
+             packets: Annotated[int, typer.Option("--packets", help="WRITEs to send")] = 200,
+             pps: Annotated[float, typer.Option("--pps", help="packets per second (0: as fast as possible)")] = 500.0,
+             src: Annotated[Optional[str], typer.Option("--src", help="source address to bind")] = None,
+             size: Annotated[int, typer.Option("--size", help="payload bytes after BTH+RETH")] = PAYLOAD) -> int:
+    """Send WRITEs, one EV (UDP source port) after the other; print JSON."""
+    try:
+        ev_list = [int(x, 0) for x in evs.split(",") if x]
+    except ValueError:
+        return _usage("--evs: give numbers separated by commas, e.g. 4096,4097")
+    if not ev_list or not all(0 < e < 65536 for e in ev_list):
+        return _usage("--evs: EVs are UDP source ports 1..65535")
+    if not 0 <= size <= 1400:
+        return _usage("--size: 0..1400 bytes (the host MTU is 1460)")
+    print(json.dumps(send(dst, ev_list, packets, pps, src, size)), flush=True)
     return 0
+
+
+@app.command("recv")
+def recv_cmd(seconds: Annotated[float, typer.Option("--seconds", help="stop after this long")] = 10.0,
+             port: Annotated[int, typer.Option("--port", help="UDP port to listen on")] = MRC_PORT,
+             expect: Annotated[int, typer.Option("--expect", help="stop 1 s after this many arrived")] = 0) -> int:
+    """Count WRITEs per EV; print JSON."""
+    print(json.dumps(receive(seconds, port, expect=expect)), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(app, argv, prog=PROG)
 
 
 if __name__ == "__main__":

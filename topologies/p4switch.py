@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 from mininet.node import Switch
 
+from fabric.cli_options import TARGETS
 from topologies.node_marks import NODE_ENV, mark_node
 from topologies.state import run_dir as default_run_dir
 
@@ -53,7 +54,6 @@ P4SRC = REPO / "p4src"
 READY_TIMEOUT = 60.0
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 15
-TARGETS = ("auto", "embedded", "bmv2")
 BMV2_TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
 
 

@@ -12,68 +12,110 @@ stopped and removed at the end.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
 
 from controller.targets import DEFAULT_GRPC_BASE
+from fabric.cli_options import (
+    EvsPerNicOpt,
+    HostsPerLeafOpt,
+    LeavesOpt,
+    NodePrefixOpt,
+    PlanesOpt,
+    RunDirOpt,
+    SpinesOpt,
+    TargetOpt,
+    TopologyOpt,
+    run_command,
+)
 from fabric.names import DEFAULT_PREFIX, check_prefix
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
-from topologies.p4switch import TARGETS
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
 
 
 FIXED_PORTS_MAX = 64  # more switches take free ports: hundreds of fixed ones meet the kernel's ephemeral ports
+PROG = "python -m topologies.run"
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m topologies.run",
-        description="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the "
-                    "controller, ping every host pair, run one MRC flow over all planes with a spine link cut, "
-                    "print a summary; then the Mininet CLI on a terminal.")
-    p.add_argument("--topology", type=Path, metavar="FILE", help="topology file (topologies/*.yaml); "
-                   "default: the Clos given by the options below")
-    p.add_argument("--planes", type=int, help="planes (default 4)")
-    p.add_argument("--spines", type=int, help="spines per plane (default 2)")
-    p.add_argument("--leaves", type=int, help="leaves per plane (default 2)")
-    p.add_argument("--hosts-per-leaf", type=int, help="hosts per leaf (default 2)")
-    p.add_argument("--evs-per-nic", type=int, help="EVs per NIC (default 64)")
-    p.add_argument("--target", choices=TARGETS, default="auto",
-                   help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, "
-                        "else the embedded target (default auto)")
-    p.add_argument("--switches-per-process", default="cpu", metavar="N|cpu|plane",
-                   help="embedded target: put N switches in each p4target process; 'cpu' (the default): the "
-                        "fabric in one process per CPU but one, the NICs in one; 'plane': one process per "
-                        "plane and one for the NICs; 1: one process per switch")
-    p.add_argument("--prefix", default=DEFAULT_PREFIX,
-                   help="Mininet node name prefix: mrc plus up to 4 letters/digits, for a network that must not "
-                        "meet another (compact names, e.g. mrc2p0l0); default none: the nodes are called as the "
-                        "controller calls them (h1, p0-leaf0, nic1)")
-    p.add_argument("--grpc-base", type=int, default=None,
-                   help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}, or 0 for a "
-                        f"fabric of more than {FIXED_PORTS_MAX} switches; 0: any free port)")
-    p.add_argument("--run-dir", type=Path, help="logs, pid files, network.json (default $MRC_P4_RUN_DIR "
-                   "or /tmp/mrc-p4/run)")
-    p.add_argument("--bytes", type=int, default=2_000_000,
-                   help="bytes of the demo's MRC-lite transfer (default 2,000,000: 2,000 packets at 1,000/s)")
-    p.add_argument("--no-demo", action="store_true", help="start and program the network only")
-    p.add_argument("--no-cli", action="store_true", help="never open the Mininet CLI, even on a terminal")
-    p.add_argument("--cli-script", type=Path, metavar="FILE",
-                   help="run the Mininet CLI commands of FILE (one a line, as the CLI's `source`), then stop")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the network and controller do")
-    return p
+@dataclass
+class RunArgs:
+    """What the command line asked for (see ``cli`` for each option's meaning)."""
+
+    topology: Path | None = None
+    planes: int | None = None
+    spines: int | None = None
+    leaves: int | None = None
+    hosts_per_leaf: int | None = None
+    evs_per_nic: int | None = None
+    target: str = "auto"
+    switches_per_process: str | int = "cpu"
+    prefix: str = DEFAULT_PREFIX
+    grpc_base: int | None = None
+    run_dir: Path | None = None
+    nbytes: int = 2_000_000
+    no_demo: bool = False
+    no_cli: bool = False
+    cli_script: Path | None = None
+    verbose: bool = False
 
 
-def load_topology(args: argparse.Namespace) -> Topology:
+@app.command(help="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the controller, "
+                  "ping every host pair, run one MRC flow over all planes with a spine link cut, print a summary; "
+                  "then the Mininet CLI on a terminal. Exit status 0 when everything worked, 1 otherwise, 2 for a "
+                  "command-line mistake.")
+def cli(
+    topology: TopologyOpt = None,
+    planes: PlanesOpt = None,
+    spines: SpinesOpt = None,
+    leaves: LeavesOpt = None,
+    hosts_per_leaf: HostsPerLeafOpt = None,
+    evs_per_nic: EvsPerNicOpt = None,
+    target: TargetOpt = "auto",
+    switches_per_process: Annotated[str, typer.Option(
+        "--switches-per-process", metavar="N|cpu|plane",
+        help="embedded target: put N switches in each p4target process; 'cpu' (the default): the fabric in one "
+             "process per CPU but one, the NICs in one; 'plane': one process per plane and one for the NICs; "
+             "1: one process per switch")] = "cpu",
+    prefix: NodePrefixOpt = DEFAULT_PREFIX,
+    grpc_base: Annotated[Optional[int], typer.Option(
+        "--grpc-base", help=f"switch k serves P4Runtime on 127.0.0.1:BASE+k (default {DEFAULT_GRPC_BASE}, or 0 for "
+                            f"a fabric of more than {FIXED_PORTS_MAX} switches; 0: any free port)")] = None,
+    run_dir: RunDirOpt = None,
+    nbytes: Annotated[int, typer.Option(
+        "--bytes", help="bytes of the demo's MRC-lite transfer (default 2,000,000: 2,000 packets at 1,000/s)")]
+    = 2_000_000,
+    no_demo: Annotated[bool, typer.Option("--no-demo", help="start and program the network only")] = False,
+    no_cli: Annotated[bool, typer.Option("--no-cli", help="never open the Mininet CLI, even on a terminal")] = False,
+    cli_script: Annotated[Optional[Path], typer.Option(
+        "--cli-script", metavar="FILE",
+        help="run the Mininet CLI commands of FILE (one a line, as the CLI's `source`), then stop")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log what the network and controller do")] = False,
+) -> int:
+    return start(RunArgs(topology, planes, spines, leaves, hosts_per_leaf, evs_per_nic, target, switches_per_process,
+                         prefix, grpc_base, run_dir, nbytes, no_demo, no_cli, cli_script, verbose))
+
+
+def parse_args(argv: list[str]) -> RunArgs:
+    """The options ``argv`` gives, without running anything (typer's own parsing)."""
+    ctx = typer.main.get_command(app).make_context(PROG, list(argv))
+    return RunArgs(**ctx.params)
+
+
+def load_topology(args: RunArgs) -> Topology:
     shape = Shape(planes=args.planes, spines=args.spines, leaves=args.leaves, hosts_per_leaf=args.hosts_per_leaf,
                   evs_per_nic=args.evs_per_nic)
     return resolve(args.topology, shape).topology
@@ -83,7 +125,7 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def run(args: argparse.Namespace, topo: Topology) -> int:
+def run(args: RunArgs, topo: Topology) -> int:
     from fabric.plan import v1model_port_problem
     from topologies.fabric_net import fabric_network, install_tables, wanted_entries
 
@@ -148,7 +190,7 @@ def run(args: argparse.Namespace, topo: Topology) -> int:
         return 0 if ok else 1
 
 
-def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]:
+def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
     """Ping matrix, then the MRC flow with a cut; (everything as expected, summary lines)."""
     from topologies import demo
 
@@ -166,12 +208,12 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
         return pings_ok, lines + ["MRC flow: skipped (one host only)"]
     dst = others[0]
     cut = demo.spine_link(fn, src.name, dst.name)
-    _say(f"demo: MRC-lite transfer {src.name} -> {dst.name}, {args.bytes:,} bytes over every EV"
+    _say(f"demo: MRC-lite transfer {src.name} -> {dst.name}, {args.nbytes:,} bytes over every EV"
          + (f", cutting {cut} half-way" if cut else ""))
     from topologies import path_counts
 
     spines_before = path_counts.read_spines(topo, fn.inventory)
-    flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.bytes, cut=cut, say=_say)
+    flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.nbytes, cut=cut, say=_say)
     per_path = path_counts.path_packets(topo, spines_before, path_counts.read_spines(topo, fn.inventory), src.leaf)
     if cut:
         from topologies.cables import set_link
@@ -208,24 +250,30 @@ def _demo(fn: FabricNetwork, args: argparse.Namespace) -> tuple[bool, list[str]]
     return ok, lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _usage(text: str) -> int:
+    print(f"error: {text} (see {PROG} --help)", file=sys.stderr)
+    return 2
+
+
+def start(args: RunArgs) -> int:
+    """Check the options, then run the network; the exit status."""
+    # first: Mininet's log module makes the "mininet" logger of its own class, which
+    # must exist before anything below asks for that logger
+    from topologies.switch_group import parse_placement
+
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     # Mininet prints its own messages (CLI output, `pingall` results) through its own
     # handler; passed on to the root handler too, each would be printed a second time.
     logging.getLogger("mininet").propagate = False
-    if args.bytes < 1:
-        parser.error("--bytes must be at least 1")
+    if args.nbytes < 1:
+        return _usage("--bytes must be at least 1")
     if args.cli_script is not None and not args.cli_script.is_file():
-        parser.error(f"--cli-script {args.cli_script}: no such file")
-    from topologies.switch_group import parse_placement
-
+        return _usage(f"--cli-script {args.cli_script}: no such file")
     try:
-        args.switches_per_process = parse_placement(args.switches_per_process)
+        args.switches_per_process = parse_placement(str(args.switches_per_process))
     except ValueError as exc:
-        parser.error(f"--switches-per-process {exc}")
+        return _usage(f"--switches-per-process {exc}")
     try:
         check_prefix(args.prefix)
         topo = load_topology(args)
@@ -249,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one clear line (switch errors quote their log below it)
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(app, argv, prog=PROG)
 
 
 if __name__ == "__main__":

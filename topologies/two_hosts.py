@@ -17,7 +17,6 @@ can find anything a crash leaves behind.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import re
@@ -25,8 +24,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
+import typer
+
+from fabric.cli_options import run_command
 from topologies.node_marks import mark_node
 from topologies.ping import PingResult, ping6
 
@@ -88,21 +90,36 @@ def two_host_network(name_prefix: str = DEFAULT_NAME_PREFIX) -> Iterator[TwoHost
         net.stop()
 
 
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+PROG = "python -m topologies.two_hosts"
+
+
+def _usage(text: str) -> int:
+    print(f"error: {text} (see {PROG} --help)", file=sys.stderr)
+    return 2
+
+
+@app.command(help="Start two Mininet hosts joined by a link and ping across over IPv6, report, stop. Exit status 0 "
+                  "when every ping got its reply, 1 otherwise, 2 for a command-line mistake.")
+def cli(count: Annotated[int, typer.Option("--count", help="pings in each direction")] = 3,
+        prefix: Annotated[str, typer.Option("--prefix", help="host name prefix (at most 6 characters)")]
+        = DEFAULT_NAME_PREFIX,
+        no_cli: Annotated[bool, typer.Option("--no-cli", help="never open the Mininet CLI, even on a terminal")]
+        = False) -> int:
+    if count < 1:
+        return _usage("--count must be at least 1")
+    if not re.fullmatch(r"[a-z][a-z0-9]{0,5}", prefix):
+        return _usage("--prefix must be 1-6 lower-case letters/digits starting with a letter")
+    return start(count, prefix, no_cli)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Start, ping both ways, report, stop (`python -m topologies.two_hosts`)."""
-    parser = argparse.ArgumentParser(
-        description="Start two Mininet hosts joined by a link and ping across over IPv6."
-    )
-    parser.add_argument("--count", type=int, default=3, help="pings in each direction (default 3)")
-    parser.add_argument("--prefix", default=DEFAULT_NAME_PREFIX,
-                        help="host name prefix (default mrc; at most 6 characters)")
-    parser.add_argument("--no-cli", action="store_true",
-                        help="never open the Mininet CLI, even on a terminal")
-    args = parser.parse_args(argv)
-    if args.count < 1:
-        parser.error("--count must be at least 1")
-    if not re.fullmatch(r"[a-z][a-z0-9]{0,5}", args.prefix):
-        parser.error("--prefix must be 1-6 lower-case letters/digits starting with a letter")
+    return run_command(app, argv, prog=PROG)
+
+
+def start(count: int, prefix: str, no_cli: bool) -> int:
     if os.geteuid() != 0:
         print("error: Mininet needs root (it creates network namespaces and veths); run it as root",
               file=sys.stderr)
@@ -115,11 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     try:
-        with two_host_network(args.prefix) as tn:
+        with two_host_network(prefix) as tn:
             h1, h2 = tn.hosts
             print(f"two-host network: {h1.name} ({tn.addresses[0]}) <-> {h2.name} ({tn.addresses[1]}), "
                   f"one direct link, IPv6 only, no switch")
-            results = [tn.ping(0, 1, args.count), tn.ping(1, 0, args.count)]
+            results = [tn.ping(0, 1, count), tn.ping(1, 0, count)]
             for r in results:
                 print(r.summary())
             ok = all(r.ok for r in results)
@@ -132,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in results:
                     if not r.ok:
                         print(r.output.rstrip())
-            if sys.stdin.isatty() and sys.stdout.isatty() and not args.no_cli:
+            if sys.stdin.isatty() and sys.stdout.isatty() and not no_cli:
                 from mininet.cli import CLI
 
                 print(f"Mininet CLI: try `{h1.name} ping -6 -c 3 {tn.addresses[1]}`; `exit` stops the network")

@@ -1,0 +1,73 @@
+"""The command-line options every command shares, defined once (typer).
+
+Why one module: ``mrcctl``, ``mrc-send``/``mrc-recv``, ``make run``'s runner and the
+small Mininet commands all take a topology the same way (``--topology FILE`` or the
+shape options, resolved by fabric/resolve.py), and the network commands share
+``--run-dir``, ``--target`` and ``--prefix``; each option's name, type and help live
+here, so a command that takes one takes it exactly as the others do.
+``run_command`` runs a typer app with the project's error convention: a usage mistake
+is one ``error:`` line naming the option (exit status 2), not a framed panel.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Literal, Optional, get_args
+
+import typer
+
+from fabric.resolve import Shape
+
+Target = Literal["auto", "embedded", "bmv2"]  # the switch targets a network can run (topologies/p4switch.py)
+TARGETS: tuple[str, ...] = get_args(Target)
+
+TopologyOpt = Annotated[Optional[Path], typer.Option(
+    "--topology", "-t", metavar="FILE", help="topology file (topologies/*.yaml); default: the Clos of the shape "
+    "options, each at the default fabric's value")]
+PlanesOpt = Annotated[Optional[int], typer.Option("--planes", help="planes (1..8, default 4)")]
+SpinesOpt = Annotated[Optional[int], typer.Option("--spines", help="spines per plane (1..256, default 2)")]
+LeavesOpt = Annotated[Optional[int], typer.Option("--leaves", help="leaves per plane (1..512, default 2)")]
+HostsPerLeafOpt = Annotated[Optional[int], typer.Option("--hosts-per-leaf", help="hosts per leaf (1..4095, default 2)")]
+EvsPerNicOpt = Annotated[Optional[int], typer.Option("--evs-per-nic", help="EVs per NIC (1..256, default 64)")]
+EvModeOpt = Annotated[Optional[str], typer.Option("--ev-mode", help="explicit | generated (default explicit)")]
+RunDirOpt = Annotated[Optional[Path], typer.Option(
+    "--run-dir", metavar="DIR", help="logs, pid files, network.json (default $MRC_P4_RUN_DIR or /tmp/mrc-p4/run)")]
+TargetOpt = Annotated[Target, typer.Option(
+    "--target",
+    help="switch target: BMv2 when simple_switch_grpc and p4c-bm2-ss are on the PATH, else the embedded target "
+         "(default auto)")]
+NodePrefixOpt = Annotated[str, typer.Option(
+    "--prefix", help="Mininet node name prefix: mrc plus up to 4 letters/digits, for a network that must not meet "
+                     "another (compact names, e.g. mrc2p0l0); default none: the nodes are called as the controller "
+                     "calls them (h1, p0-leaf0, nic1)")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="log what is done")]
+
+
+def shape(planes: int | None = None, spines: int | None = None, leaves: int | None = None,
+          hosts_per_leaf: int | None = None, evs_per_nic: int | None = None, ev_mode: str | None = None) -> Shape:
+    """The shape options as the resolver takes them."""
+    return Shape(planes, spines, leaves, hosts_per_leaf, evs_per_nic, ev_mode)
+
+
+def run_command(app: typer.Typer, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run ``app`` on ``argv`` (default: the process's); the exit status it asks for.
+
+    ``--help`` prints the help (0); a usage mistake is ``error: <what>`` and a pointer
+    to ``--help`` on stderr (2); Ctrl-C is 130."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name=prog,
+                              standalone_mode=False)
+    except typer.TyperException as exc:  # a usage mistake (exit status 2) or another error of typer's
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else (prog or "the command")
+        print(f"error: {exc.format_message()} (see {where} --help)", file=sys.stderr)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
