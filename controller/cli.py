@@ -18,6 +18,7 @@ import logging
 import sys
 import time
 from dataclasses import asdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -43,7 +44,8 @@ from fabric.cli_options import (
     VerboseOpt,
     shape,
 )
-from fabric.entries import GroupEntry, MemberEntry, node, nodes
+from controller.targets import SwitchTarget
+from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
 from fabric.paths import links, paths
 from fabric.resolve import Shape, resolve
 from fabric.topology import TopologyError
@@ -98,7 +100,9 @@ class Source:
 
 
 def _source(ctx: typer.Context) -> Source:
-    return ctx.obj
+    src = ctx.obj
+    assert isinstance(src, Source)  # main_options made it (every command but `plan`)
+    return src
 
 
 @app.callback()
@@ -197,9 +201,9 @@ def entries_cmd(ctx: typer.Context, switch: Annotated[str, typer.Argument(help="
         table.add_column(col)
     for e in es:
         j = _entry_json(e)
-        if j["kind"] == "member":
+        if isinstance(e, MemberEntry):
             table.add_row(e.profile, f"member {e.member_id}", e.action, _params_text(j["params"]))
-        elif j["kind"] == "group":
+        elif isinstance(e, GroupEntry):
             table.add_row(e.profile, f"group {e.group_id}", "",
                           " ".join(f"{m}(w{w},watch {p})" for m, w, p in e.members))
         else:
@@ -222,7 +226,7 @@ def links_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     src = _source(ctx)
     down = set(src.inv.down)
     denied = set(src.inv.denied)
-    rows = [{"link": l.name, "kind": l.kind, "plane": l.plane, "a": l.a, "a_port": l.a_port, "b": l.b,
+    rows: list[dict[str, Any]] = [{"link": l.name, "kind": l.kind, "plane": l.plane, "a": l.a, "a_port": l.a_port, "b": l.b,
              "b_port": l.b_port, "up": l.name not in down, "denied": l.name in denied} for l in links(src.topo)]
     if as_json:
         _print_json(rows)
@@ -313,7 +317,8 @@ def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", h
         asyncio.run(_watch_reconnects(s, targets, wanted, election_id))
 
 
-async def _watch_reconnects(s: Source, targets: list, wanted: dict, election_id: int) -> None:
+async def _watch_reconnects(s: Source, targets: list[SwitchTarget], wanted: Mapping[str, list[Entry]],
+                           election_id: int) -> None:
     """Keep a session per switch; when it drops (restart), reconnect and reconcile."""
     from controller.p4rt import Session
 
@@ -442,7 +447,7 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
     targets = [s.inv.switches[n.name] for n in nodes(s.topo)]
     all_links = links(s.topo)
 
-    def sample(before: dict, now: dict, dt: float) -> dict[str, Any]:
+    def sample(before: dict[str, C.Counts], now: dict[str, C.Counts], dt: float) -> dict[str, Any]:
         d = C.delta(now, before)
         loads = C.link_loads(s.topo, all_links, d)
         return {"interval": dt,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, cast
 
 from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
@@ -92,7 +93,7 @@ class Codec:
         self.tables: dict[str, _Table] = {}
         self.table_names: dict[int, str] = {}
         for t in p4info.tables:
-            fields = {m.name: (m.id, m.bitwidth, m.match_type) for m in t.match_fields}
+            fields = {m.name: (m.id, m.bitwidth, int(m.match_type)) for m in t.match_fields}
             self.tables[t.preamble.name] = _Table(t.preamble.id, fields, {m.id: m.name for m in t.match_fields},
                                                   t.size, {m.name: k for k, m in enumerate(t.match_fields)})
             self.table_names[t.preamble.id] = t.preamble.name
@@ -110,8 +111,8 @@ class Codec:
                                for t in p4info.tables if t.implementation_id in self.profile_names}
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in p4info.counters}
         self._order_cache: dict[tuple[str, tuple[str, ...]], bool] = {}
-        self._shapes: dict[tuple, wire.Encoders] = {}  # (kind, table or profile, action, names and kinds) -> encoders
-        self._last: dict[tuple, wire.Encoders] = {}  # (kind, table or profile, action) -> the encoders used last
+        self._shapes: dict[tuple[object, ...], wire.Encoders] = {}  # (kind, table or profile, action, names and kinds) -> encoders
+        self._last: dict[tuple[object, ...], wire.Encoders] = {}  # (kind, table or profile, action) -> the encoders used last
 
     # -- encode
 
@@ -136,18 +137,18 @@ class Codec:
         if spec is None:
             raise EntryError(f"{table}: no match field {fname!r}")
         _, width, mtype = spec
-        kind = type(mv)
-        if kind is Exact and mtype == _EXACT:
+        if isinstance(mv, Exact) and mtype == _EXACT:
             if mv.value >> width or mv.value < 0:
                 raise EntryError(f"{table}: {fname}={mv.value:#x} does not fit {width} bits")
-        elif kind is Lpm and mtype == _LPM:
+        elif isinstance(mv, Lpm) and mtype == _LPM:
             if mv.value >> width or mv.value < 0 or not 0 < mv.prefix_len <= width:
                 raise EntryError(f"{table}: {fname} {mv.value:#x}/{mv.prefix_len} does not fit {width} bits")
-        elif kind is Ternary and mtype == _TERNARY:
+        elif isinstance(mv, Ternary) and mtype == _TERNARY:
             if mv.mask >> width or mv.value & ~mv.mask or mv.value < 0:
                 raise EntryError(f"{table}: {fname} {mv.value:#x} &&& {mv.mask:#x} is not a {width}-bit ternary")
         else:
-            raise EntryError(f"{table}: {fname} is {MT.MatchType.Name(mtype).lower()}, not {kind.__name__}")
+            raise EntryError(f"{table}: {fname} is {MT.MatchType.Name(cast(Any, mtype)).lower()}, "
+                             f"not {type(mv).__name__}")
         return spec
 
     def _profile_id(self, name: str) -> int:
@@ -181,14 +182,14 @@ class Codec:
             _in_range(e.table, "group id", e.group, 0, _U32)
         for fname, mv in e.match:
             self._field_spec(e.table, t, fname, mv)
-        if e.group is None:
-            self._action_spec(e.action, e.params, e.table)  # type: ignore[arg-type]
+        if e.action is not None:  # (the check above: an entry has an action or a group)
+            self._action_spec(e.action, e.params, e.table)
 
     def _shape(self, e: TableEntry | MemberEntry) -> wire.Encoders:
         """The shape of ``e`` (made on first use), after checking ``e`` (EntryError)."""
         self._validate(e)
         if isinstance(e, TableEntry):
-            key: tuple = (TableEntry, e.table, e.action, tuple((f, type(mv)) for f, mv in e.match),
+            key: tuple[object, ...] = (TableEntry, e.table, e.action, tuple((f, type(mv)) for f, mv in e.match),
                           tuple(p for p, _ in e.params))
         else:
             key = (MemberEntry, e.profile, e.action, tuple(p for p, _ in e.params))
@@ -216,20 +217,19 @@ class Codec:
         (or profile) and action is tried first: it checks and encodes the entry in one
         pass and says None when the entry is of another shape or does not fit; only
         then is the entry looked at field by field."""
-        kind = type(e)
-        if kind is GroupEntry:
-            b = wire.group_update(self._profile_id(e.profile), e)  # type: ignore[arg-type]
+        if isinstance(e, GroupEntry):
+            b = wire.group_update(self._profile_id(e.profile), e)
             if b is None:
                 self._validate(e)
-                raise EntryError(f"{e.profile}: group {e.group_id} does not fit P4Runtime")  # type: ignore[union-attr]
+                raise EntryError(f"{e.profile}: group {e.group_id} does not fit P4Runtime")
             return b
-        key = (kind, e.table if kind is TableEntry else e.profile, e.action)  # type: ignore[union-attr]
+        key = (type(e), e.table if isinstance(e, TableEntry) else e.profile, e.action)
         enc = self._last.get(key)
         if enc is not None:
             b = enc.one(e)
             if b is not None:
                 return b
-        enc = self._last[key] = self._shape(e)  # type: ignore[arg-type]
+        enc = self._last[key] = self._shape(e)
         b = enc.one(e)
         if b is None:  # _validate passed, so this is a bug of the encoders, not of the entry
             raise EntryError(f"{key[1]}: {e!r} passed the checks but could not be encoded")
@@ -254,13 +254,14 @@ class Codec:
             first = i
             add(self.update_bytes(e))
             i += 1
-            kind = type(e)
-            if kind is TableEntry:
-                i = self._last[(TableEntry, e.table, e.action)].run(entries, i, n, add)  # type: ignore[misc, union-attr]
-                counts[e.table] = counts.get(e.table, 0) + i - first  # type: ignore[union-attr]
-            elif kind is MemberEntry:
-                counts[e.profile] = counts.get(e.profile, 0) + 1  # type: ignore[union-attr]
-            runs.append((base + first, kind))
+            if isinstance(e, TableEntry):
+                run = self._last[(TableEntry, e.table, e.action)].run
+                assert run is not None  # every table entry's shape has one (wire.table_encoder)
+                i = run(entries, i, n, add)
+                counts[e.table] = counts.get(e.table, 0) + i - first
+            elif isinstance(e, MemberEntry):
+                counts[e.profile] = counts.get(e.profile, 0) + 1
+            runs.append((base + first, type(e)))
 
     def updates_of(self, entries: Sequence[Entry]) -> list[bytes]:
         """``update_bytes`` of each entry, in order (see ``encode_into``)."""
@@ -305,7 +306,7 @@ class Codec:
         te = ent.table_entry
         name = self.table_names[te.table_id]
         t = self.tables[name]
-        match = []
+        match: list[tuple[str, MatchValue]] = []
         for fm in te.match:
             fname = t.names[fm.field_id]
             which = fm.WhichOneof("field_match_type")
@@ -318,8 +319,8 @@ class Codec:
             else:
                 match.append((fname, Exact(-1)))  # a kind we never write: differs from every entry of ours
         match.sort(key=lambda fm: t.order[fm[0]])
-        which = te.action.WhichOneof("type")
-        if which == "action_profile_group_id":
+        act_kind = te.action.WhichOneof("type")
+        if act_kind == "action_profile_group_id":
             return TableEntry(name, tuple(match), None, (), te.priority, te.action.action_profile_group_id)
         act = te.action.action
         return TableEntry(name, tuple(match), self.action_names[act.action_id], self._params(act), te.priority)

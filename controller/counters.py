@@ -106,7 +106,7 @@ def plane_loads(topo: Topology, counts: dict[str, Counts]) -> dict[int, int]:
 
 def port_rows(topo: Topology, name: str, program: str, counts: Counts) -> list[dict[str, object]]:
     """Per port (fabric) or plane (NIC): rx/tx packets and bytes, trimmed."""
-    rows = []
+    rows: list[dict[str, object]] = []
     if program == "fabric":
         rx, tx, tr = (counts.get(k, {}) for k in FABRIC_COUNTERS[:3])
         for port in sorted(set(rx) | set(tx) | set(tr)):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 from finsy.p4client import P4Client, P4ClientError
@@ -123,7 +124,7 @@ class Session:
         except (P4ClientError, RuntimeError, grpc.RpcError):
             return
 
-    async def _request(self, msg):  # noqa: ANN001, ANN202 - a P4Runtime request of any kind
+    async def _request(self, msg: Any) -> Any:  # a P4Runtime request of any kind, and its reply
         try:
             return await self.client.request(msg)
         except P4ClientError as exc:
@@ -153,7 +154,8 @@ class Session:
         await self._request(req)
         log.info("%s: pipeline %s installed", self.target.name, p.program)
 
-    def _raw(self, method: str, stream: bool, serializer: object, deserializer: object):  # noqa: ANN205
+    def _raw(self, method: str, stream: bool, serializer: Callable[[Any], bytes] | None,
+             deserializer: Callable[[bytes], Any] | None) -> Any:  # a grpc.aio call object
         """A call of ``method`` on finsy's channel with these (de)serialisers, made once
         per channel (a reconnected client has a new one)."""
         channel = self.client.channel

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from finsy.proto.p4.v1 import p4runtime_pb2
@@ -59,7 +59,7 @@ def diff(wanted: Sequence[Entry], actual: Sequence[Entry],
     ``comparable``: what of an entry the target reports (Codec.comparable), when it
     does not report all of it: two entries equal in that are the same."""
     have = {e.key: e for e in actual}
-    want: dict[tuple, Entry] = {}
+    want: dict[tuple[object, ...], Entry] = {}
     out = Diff()
     for e in wanted:
         if e.key in want:
@@ -136,17 +136,17 @@ def remake_groups(c: Codec, d: Diff, wanted: Sequence[Entry], actual: Sequence[E
     first, what to write after them)."""
     if c.modifies_groups:
         return [], d
-    old_groups = [old for old, new in d.modify if isinstance(new, GroupEntry)]
+    old_groups: list[Entry] = [old for old, new in d.modify if isinstance(new, GroupEntry)]
     if not old_groups:
         return [], d
-    remade = {(g.profile, g.group_id) for g in old_groups}  # type: ignore[union-attr]
-    refs = [e for e in actual if isinstance(e, TableEntry) and e.group is not None
+    remade = {(g.profile, g.group_id) for g in old_groups if isinstance(g, GroupEntry)}
+    refs: list[Entry] = [e for e in actual if isinstance(e, TableEntry) and e.group is not None
             and (c.table_profiles.get(e.table), e.group) in remade]
     gone = {e.key for e in refs} | {g.key for g in old_groups}
-    want: dict[tuple, Entry] = {}
+    want: dict[tuple[object, ...], Entry] = {}
     for e in wanted:
         want.setdefault(e.key, e)
-    again = [new for _, new in d.modify if isinstance(new, GroupEntry)]
+    again: list[Entry] = [new for _, new in d.modify if isinstance(new, GroupEntry)]
     again += [want[e.key] for e in refs if e.key in want]
     out = Diff(insert=[e for e in d.insert if e.key not in gone] + again,
                modify=[(o, n) for o, n in d.modify if n.key not in gone],
@@ -286,7 +286,7 @@ class Reconciler:
         self.keep_going = keep_going
         self.progress = progress
 
-    async def run(self, wanted: dict[str, Sequence[Entry]], *, dry_run: bool = False,
+    async def run(self, wanted: Mapping[str, Sequence[Entry]], *, dry_run: bool = False,
                   sessions: dict[str, Session] | None = None) -> Report:
         """Bring every switch of ``wanted`` to exactly those entries.
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from finsy.proto.p4.v1 import p4runtime_pb2 as pb
 
-from fabric.entries import TableEntry
+from fabric.entries import GroupEntry, MemberEntry, TableEntry
 from fabric.match import Exact, Lpm, Ternary
 from p4target.api import canonical_bytes as canonical  # the shortest big-endian form (P4Runtime 8.4)
 from p4target.api import varint
@@ -47,7 +47,7 @@ def _vlen(n: int) -> bytes:
     return _SMALL[n] if n < 16384 else varint(n)
 
 
-def _tag(message: type, field: str, wire: int) -> bytes:
+def _tag(message: Any, field: str, wire: int) -> bytes:  # a protobuf message class
     return varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | wire)
 
 
@@ -127,10 +127,12 @@ def _field_maker(field_id: int, kind: type, width: int, before: bytes = b"") -> 
         return before + _sized(_T_MATCH, _sized(head, _sized(_T_TERN_VALUE, canonical(v))
                                                 + _sized(_T_TERN_MASK, canonical(mask))))
 
+    # each maker takes its own match kind; the caller gives it only values of ``kind``
     return {Exact: exact, Lpm: lpm, Ternary: ternary}[kind]  # type: ignore[return-value]
 
 
-def _call_maker(action_id: int, params: Sequence[tuple[str, int, int]]) -> Callable[[tuple], bytes | None]:
+def _call_maker(action_id: int, params: Sequence[tuple[str, int, int]]
+                ) -> Callable[[tuple[tuple[str, int], ...]], bytes | None]:
     """An Action message (id, then parameters in the given order) for one set of
     parameter values, or None when their names or widths are not those of ``params``
     ((name, id, width) each). Each parameter's bytes are remembered by value: a new
@@ -159,7 +161,7 @@ def _call_maker(action_id: int, params: Sequence[tuple[str, int, int]]) -> Calla
     return make
 
 
-class _Cache(dict):
+class _Cache(dict[object, bytes]):
     """Encoded bytes by value; emptied when full so memory stays bounded."""
 
     def put(self, key: object, value: bytes) -> None:
@@ -168,7 +170,7 @@ class _Cache(dict):
         self[key] = value
 
 
-class _Heads(dict):
+class _Heads(dict[int, bytes]):
     """For an entity kind (its tag in Entity), by the length of its message: the bytes
     that go before the message in the ``updates`` field of a WriteRequest inserting it
     (updates tag and length, the Update's type and entity tag and length, the entity
@@ -319,7 +321,7 @@ def table_encoder(table: str, table_id: int, fields: Sequence[tuple[str, type, i
     run = code.replace("{fail}", "return i").replace("{done}", "add(").replace("{close}", ")")
     src = _ONE.format(code=textwrap.indent(one, "    ")) + "\n\n" + _RUN.format(code=textwrap.indent(run, " " * 8))
     exec(src, env)  # noqa: S102 - source made above from ids and names, not from input text
-    return Encoders(env["one"], env["run"])  # type: ignore[arg-type]
+    return Encoders(env["one"], env["run"])  # type: ignore[arg-type]  # made by exec: typed by the template
 
 
 def member_encoder(profile_id: int, action_id: int, params: Sequence[tuple[str, int, int]]) -> Encoders:
@@ -329,7 +331,7 @@ def member_encoder(profile_id: int, action_id: int, params: Sequence[tuple[str, 
     call = _call_maker(action_id, params)
     calls = _Cache()
 
-    def encode(e) -> bytes | None:  # noqa: ANN001 - a MemberEntry
+    def encode(e: MemberEntry) -> bytes | None:
         mid = e.member_id
         if not 0 <= mid <= _U32:
             return None
@@ -343,10 +345,10 @@ def member_encoder(profile_id: int, action_id: int, params: Sequence[tuple[str, 
         body = head + _uint(_T_MEMBER_ID, mid) + b
         return _MEMBER_HEADS[len(body)] + body
 
-    return Encoders(encode, None)
+    return Encoders(cast(Encoder, encode), None)  # codec.py calls it with this profile's members only
 
 
-def group_update(profile_id: int, e) -> bytes | None:  # noqa: ANN001 - a GroupEntry
+def group_update(profile_id: int, e: GroupEntry) -> bytes | None:
     """The ``updates`` field inserting a selector group, or None when an id, weight or
     port is out of range (groups are few, of any size: no shape)."""
     if not 0 <= e.group_id <= _U32:
@@ -402,7 +404,7 @@ _READ_ENTITY = pb.ReadResponse.DESCRIPTOR.fields_by_name["entities"].number << 3
 def entities_of(response: bytes) -> list[bytes]:
     """The Entity messages of a ReadResponse's bytes, as bytes (its only field is the
     repeated ``entities``; another field is skipped by its wire type)."""
-    out = []
+    out: list[bytes] = []
     add = out.append
     i, n = 0, len(response)
     while i < n:

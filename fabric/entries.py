@@ -21,7 +21,7 @@ from typing import Union
 
 from fabric import plan as P
 from fabric.match import Exact, Lpm, Ternary
-from fabric.topology import Host, Topology
+from fabric.topology import Host, LinuxHost, Topology
 
 MatchValue = Union[Exact, Lpm, Ternary]
 Match = tuple[tuple[str, MatchValue], ...]
@@ -55,7 +55,7 @@ class TableEntry:
     group: int | None = None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[object, ...]:
         return ("table", self.table, self.match, self.priority)
 
 
@@ -69,7 +69,7 @@ class MemberEntry:
     params: Params
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[object, ...]:
         return ("member", self.profile, self.member_id)
 
 
@@ -82,7 +82,7 @@ class GroupEntry:
     members: tuple[tuple[int, int, int], ...]
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[object, ...]:
         return ("group", self.profile, self.group_id)
 
 
@@ -356,7 +356,8 @@ def explicit_ev_entries(topo: Topology, src: Host, failures: Failures = NO_FAILU
     for every other host and every EV of the NIC's set towards it, except those whose
     path crosses a dead link (their packets fall back to the NIC's spraying)."""
     out: list[TableEntry] = []
-    for dst in (*topo.hosts, *topo.linux_hosts):
+    destinations: list[Host | LinuxHost] = [*topo.hosts, *topo.linux_hosts]
+    for dst in destinations:
         if dst is src:
             continue
         dst_key = Lpm(P.host_prefix(dst.leaf, dst.port), 64)

@@ -121,7 +121,7 @@ def paths(topo: Topology, src: Host, dst: Host, down: set[Link] | None = None) -
         la, lb = topo.leaf_name(p, src.leaf), topo.leaf_name(p, dst.leaf)
         if src.leaf == dst.leaf:
             hops: tuple[str, ...] = (src.nic, la, dst.nic)
-            cables = (f"{src.nic}:{la}", f"{dst.nic}:{lb}")
+            cables: tuple[str, ...] = (f"{src.nic}:{la}", f"{dst.nic}:{lb}")
             spine = None
         else:
             sp = topo.spine_name(p, e.spine)

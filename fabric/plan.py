@@ -245,7 +245,8 @@ def _live_spines(topo: Topology, plane: int, src_leaf: int, dst_leaf: int | None
         key = ("all spines",)
         if key not in topo.cache:
             topo.cache[key] = list(range(topo.spines))
-        return topo.cache[key]
+        every: list[int] = topo.cache[key]
+        return every
     out = []
     for s in topo.uplinks(plane, src_leaf):
         if (plane, src_leaf, s) in dead:

@@ -60,7 +60,7 @@ def _ceil_div(a: int, b: int) -> int:
 
 def capacity(radix: int, tiers: int) -> int:
     """Hosts one plane of ``tiers`` tiers of ``radix``-port switches holds: ``R * (R/2)**(k-1)``."""
-    return radix * (radix // 2) ** (tiers - 1)
+    return radix * int((radix // 2) ** (tiers - 1))
 
 
 def tiers_needed(hosts: int, radix: int) -> int:
