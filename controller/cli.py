@@ -17,8 +17,8 @@ import json
 import logging
 import sys
 import time
-from dataclasses import asdict
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -32,6 +32,7 @@ from controller import counters as C
 from controller.errors import EntryError, SwitchError
 from controller.reconcile import Reconciler, Report
 from controller.repair import RepairReport, denied_links, set_denied
+from controller.targets import SwitchTarget
 from fabric import plan as P
 from fabric.cli_options import (
     EvModeOpt,
@@ -44,7 +45,6 @@ from fabric.cli_options import (
     VerboseOpt,
     shape,
 )
-from controller.targets import SwitchTarget
 from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
 from fabric.paths import links, paths
 from fabric.resolve import Shape, resolve

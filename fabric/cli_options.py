@@ -5,14 +5,12 @@ small Mininet commands all take a topology the same way (``--topology FILE`` or 
 shape options, resolved by fabric/resolve.py), and the network commands share
 ``--run-dir``, ``--target`` and ``--prefix``; each option's name, type and help live
 here, so a command that takes one takes it exactly as the others do.
-``run_command`` runs a typer app with the project's error convention: a usage mistake
-is one ``error:`` line naming the option (exit status 2), not a framed panel.
+Declarations only: parsing and printing are the commands' (topologies/command.py
+runs the Mininet package's commands).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, Optional, get_args
 
@@ -49,25 +47,3 @@ def shape(planes: int | None = None, spines: int | None = None, leaves: int | No
           hosts_per_leaf: int | None = None, evs_per_nic: int | None = None, ev_mode: str | None = None) -> Shape:
     """The shape options as the resolver takes them."""
     return Shape(planes, spines, leaves, hosts_per_leaf, evs_per_nic, ev_mode)
-
-
-def run_command(app: typer.Typer, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """Run ``app`` on ``argv`` (default: the process's); the exit status it asks for.
-
-    ``--help`` prints the help (0); a usage mistake is ``error: <what>`` and a pointer
-    to ``--help`` on stderr (2); Ctrl-C is 130."""
-    command = typer.main.get_command(app)
-    try:
-        result = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name=prog,
-                              standalone_mode=False)
-    except typer.TyperException as exc:  # a usage mistake (exit status 2) or another error of typer's
-        ctx = getattr(exc, "ctx", None)
-        where = ctx.command_path if ctx is not None else (prog or "the command")
-        print(f"error: {exc.format_message()} (see {where} --help)", file=sys.stderr)
-        return exc.exit_code
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return result if isinstance(result, int) else 0

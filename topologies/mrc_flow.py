@@ -28,7 +28,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fabric.cli_options import run_command
+from topologies.command import run_command
 
 MRC_PORT = 4791
 OP_WRITE = 0x0A

@@ -30,9 +30,7 @@ named after the node: ``<node>.log``, ``<node>.pid``; the process carries the no
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -44,12 +42,13 @@ from typing import Any, ClassVar
 from mininet.node import Switch
 
 from fabric.cli_options import TARGETS
-from topologies.node_marks import NODE_ENV, mark_node
+from topologies import switch_process
+from topologies.node_marks import mark_node
 from topologies.state import run_dir as default_run_dir
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = switch_process.REPO
 P4SRC = REPO / "p4src"
 READY_TIMEOUT = 60.0
 STOP_GRACE = 5.0
@@ -216,12 +215,7 @@ class P4Switch(Switch):
         self._quiet_interfaces()
         cmd = self.command()
         log.info("%s: starting %s", self.mrc_name, " ".join(cmd))
-        env = dict(os.environ, **{NODE_ENV: self.name})
-        with open(self.log_path, "wb") as logf:
-            logf.write(f"# {self.describe()}\n# {' '.join(cmd)}\n".encode())
-            logf.flush()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                         env=env, cwd=REPO, start_new_session=True)
+        self.proc = switch_process.spawn(cmd, self.log_path, self.describe(), self.name)
         self.started_at = time.monotonic()
         self._after_launch()
 
@@ -273,26 +267,13 @@ class P4Switch(Switch):
             raise self.died("while running")
 
     def signal_stop(self) -> None:
-        if self.alive:
-            assert self.proc is not None
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        switch_process.signal_stop(self.proc)
 
     def reap(self, grace: float = STOP_GRACE) -> None:
         """Wait for a signalled process; SIGKILL it after ``grace`` seconds."""
         if self.proc is None:
             return
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            log.warning("%s: no exit %.0f s after SIGTERM, killing it", self.mrc_name, grace)
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=grace)
+        switch_process.reap(self.proc, grace, self.mrc_name)
         self.pid_path.unlink(missing_ok=True)
 
     def stop_process(self, grace: float = STOP_GRACE) -> None:

@@ -34,11 +34,11 @@ from fabric.cli_options import (
     SpinesOpt,
     TargetOpt,
     TopologyOpt,
-    run_command,
 )
 from fabric.names import DEFAULT_PREFIX, check_prefix
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
+from topologies.command import run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork

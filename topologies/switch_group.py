@@ -33,7 +33,6 @@ nodes are placed into a few ``p4target group`` processes:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import signal
 import subprocess
@@ -44,8 +43,8 @@ from typing import Any, ClassVar
 
 import yaml
 
-from topologies.node_marks import NODE_ENV
-from topologies.p4switch import REPO, STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, free_port, log_tail
+from topologies import switch_process
+from topologies.p4switch import STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, free_port, log_tail
 
 log = logging.getLogger(__name__)
 
@@ -169,12 +168,7 @@ class SwitchProcess:
                "--pid-file", str(self.pid_path)]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
-        env = dict(os.environ, **{NODE_ENV: self.name})
-        with open(self.log_path, "wb") as logf:
-            logf.write(f"# {self.describe()}\n# {' '.join(cmd)}\n".encode())
-            logf.flush()
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                         env=env, cwd=REPO, start_new_session=True)
+        self.proc = switch_process.spawn(cmd, self.log_path, self.describe(), self.name)
         self.started_at = time.monotonic()
         for sw in self.members:
             sw.started_at = self.started_at
@@ -190,26 +184,13 @@ class SwitchProcess:
                            f"{self.log_path}:\n{log_tail(self.log_path)}")
 
     def signal_stop(self) -> None:
-        if self.alive:
-            assert self.proc is not None
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        switch_process.signal_stop(self.proc)
 
     def reap(self, grace: float = STOP_GRACE) -> None:
         if self.proc is None:
             return
         grace += STOP_PER_SWITCH * len(self.members)  # closing its ports takes a while
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            log.warning("%s: no exit %.0f s after SIGTERM, killing it", self.name, grace)
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=grace)
+        switch_process.reap(self.proc, grace, self.name)
         for path in (self.pid_path, *(sw.pid_path for sw in self.members)):
             path.unlink(missing_ok=True)
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fabric.cli_options import run_command
+from topologies.command import run_command
 from topologies.node_marks import mark_node
 from topologies.ping import PingResult, ping6
 

@@ -1,0 +1,35 @@
+"""Run a typer command line with the project's error convention.
+
+Why: typer frames a usage mistake in a panel, wrapped at the terminal's width; the
+project's commands say it in one ``error:`` line naming the option (exit status 2),
+as their other errors are, so a script or a test can read it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+
+def run_command(app: typer.Typer, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run ``app`` on ``argv`` (default: the process's); the exit status it asks for.
+
+    ``--help`` prints the help (0); a usage mistake is ``error: <what>`` and a pointer
+    to ``--help`` on stderr (2); Ctrl-C is 130."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name=prog,
+                              standalone_mode=False)
+    except typer.TyperException as exc:  # a usage mistake (exit status 2) or another error of typer's
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else (prog or "the command")
+        print(f"error: {exc.format_message()} (see {where} --help)", file=sys.stderr)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
