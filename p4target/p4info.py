@@ -279,7 +279,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         msg = info.tables.add()
         _preamble(msg.preamble, pid(PREFIX_TABLE, t.name), t.name, suffixes.alias(t.name), t.annotations)
         keys = t.match_keys
-        for kid, k in zip(_numbered(keys, "match field", t.name), keys):
+        for kid, k in zip(_numbered(keys, "match field", t.name), keys, strict=False):
             mf = msg.match_fields.add()
             mf.id = kid
             mf.name = k.name
@@ -326,7 +326,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
     for a in model.actions:
         msg = info.actions.add()
         _preamble(msg.preamble, pid(PREFIX_ACTION, a.name), a.name, suffixes.alias(a.name), a.annotations)
-        for pid_, p in zip(_numbered(a.params, "parameter", a.name), a.params):
+        for pid_, p in zip(_numbered(a.params, "parameter", a.name), a.params, strict=False):
             par = msg.params.add()
             par.id = pid_
             par.name = p.name
@@ -345,7 +345,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
             suffixes.alias(h.name),
             {"controller_header": f'"{h.name}"'},
         )
-        for mid, f in zip(_numbered(h.fields, "metadata", h.name), h.fields):
+        for mid, f in zip(_numbered(h.fields, "metadata", h.name), h.fields, strict=False):
             md = msg.metadata.add()
             md.id = mid
             md.name = f.name
@@ -355,7 +355,7 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
     for v in model.value_sets:
         msg = info.value_sets.add()
         _preamble(msg.preamble, pid(PREFIX_VALUE_SET, v.name), v.name, suffixes.alias(v.name), {})
-        for mid, f in zip(_numbered(v.fields, "match field", v.name), v.fields):
+        for mid, f in zip(_numbered(v.fields, "match field", v.name), v.fields, strict=False):
             mf = msg.match.add()
             mf.id = mid
             mf.name = f.name
@@ -390,7 +390,7 @@ def _initial_default_action(call: p4info_pb2.TableActionCall, model: ProgramMode
     if len(params) != len(t.default_args):
         raise P4Error(f"default action of table '{t.name}' has {len(t.default_args)} argument(s); "
                       f"'{t.default_action}' takes {len(params)}")
-    for param_id, p, value in zip(_numbered(params, "parameter", t.default_action), params, t.default_args):
+    for param_id, p, value in zip(_numbered(params, "parameter", t.default_action), params, t.default_args, strict=False):
         arg = call.arguments.add()
         arg.param_id = param_id
         arg.value = value.to_bytes((p.bitwidth + 7) // 8, "big")

@@ -879,7 +879,7 @@ class StfRunner:
                 res.failures.append("\n".join(lines))
                 continue
             if self.ordered:
-                for e, g in zip(exp, got):
+                for e, g in zip(exp, got, strict=False):
                     why = match_pattern(e.pattern or "", e.exact_length, g)
                     if why:
                         res.failures.append(f"{self.where(e)}: port {port}: {why}\n"

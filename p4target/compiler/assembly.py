@@ -166,7 +166,7 @@ class ModuleAssembler:
         args = [f"a{i}" for i in range(len(t.fields))]
         lines += ["", "", f"def mk_{t.pyname}({', '.join(args)}):",
                   f"    o = {t.pyname}.__new__({t.pyname})"]
-        for (n, ft), a in zip(t.fields, args):
+        for (n, ft), a in zip(t.fields, args, strict=False):
             lines.append(f"    o.{pyfield(n)} = {a}")
             if isinstance(ft, VarbitT):
                 lines.append(f"    o._len_{n} = 0")

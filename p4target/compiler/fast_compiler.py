@@ -316,10 +316,10 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                      ["hdr", "meta"], ["", "hdr"])
             decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
             counts: dict[tuple[str, ...], int] = {}
-            for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
+            for n, r in list(zip(names, roots, strict=False))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
                 d = decls.get(n)
                 if d is not None:
-                    count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+                    count_places(d, {p.name: x for p, x in zip(d.params, r, strict=False) if x}, counts)
             self._split = set()
             htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
                 if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
@@ -488,13 +488,13 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                  ["hdr", "meta"], ["", "hdr"])
         decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
         others: set[tuple[str, ...]] = set()
-        for n, r in zip(names, roots):
+        for n, r in zip(names, roots, strict=False):
             o = decls.get(n)
             if o is not None and o is not d:
-                mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+                mentions(o, {p.name: x for p, x in zip(o.params, r, strict=False) if x}, others)
         if len(d.params) < 2:
             return
-        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
+        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"], strict=False)}
         mt = self.type_names.get(getattr(d.params[1].type, "name", ""))
         leaves: list[tuple[str, ...]] = []
 

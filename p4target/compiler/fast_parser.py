@@ -294,7 +294,7 @@ class FastParserCompiler:
                 self.dedent()
                 self.spos = None  # (each case settled its own)
                 return
-            conds = [c for item, (kv, k) in zip(items, kvars)
+            conds = [c for item, (kv, k) in zip(items, kvars, strict=False)
                      if (c := self.keyset_cond(item, kv, k.type)) is not None]
             self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
             first = False

@@ -109,11 +109,11 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                         out.add(p)
                         places.other_written.add(p)
 
-    for name, roles in zip(main_blocks, roots):
+    for name, roles in zip(main_blocks, roots, strict=False):
         d = decls.get(name)
         if d is None:
             continue
-        params = {p.name: r for p, r in zip(d.params, roles) if r}
+        params = {p.name: r for p, r in zip(d.params, roles, strict=False) if r}
         if isinstance(d, A.ParserDecl):
             for st in d.states:
                 walk(st.stmts, params)
@@ -180,11 +180,11 @@ def assigned_first(program: A.Program, main_blocks: list[str]) -> set[tuple[str,
     def named(p: tuple[str, ...]) -> bool:
         return any(q[:len(p)] == p or p[:len(q)] == q for q in seen)
 
-    for name, r in zip(main_blocks, roots):
+    for name, r in zip(main_blocks, roots, strict=False):
         d = decls.get(name)
         if d is None:
             continue
-        params = {p.name: x for p, x in zip(d.params, r) if x}
+        params = {p.name: x for p, x in zip(d.params, r, strict=False) if x}
         if isinstance(d, A.ParserDecl):
             start = next((st for st in d.states if st.name == "start"), None)
             prefix = start.stmts if start is not None else []

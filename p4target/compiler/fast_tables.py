@@ -32,7 +32,7 @@ class FastTableCompiler:
         args = self.bind_args(e, params)
         bound: dict[str, str] = {}
         outs = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             pt = self.param_type(p)
             py = self.tmp("ap")
             if p.direction in ("out", "inout"):
@@ -173,7 +173,7 @@ class FastTableCompiler:
             k, e = self.tmp("tk"), self.tmp("te")
             after = sum(km.bitwidth for km in mt.match_keys)
             parts = []
-            for code, km in zip(info.key_parts, mt.match_keys):
+            for code, km in zip(info.key_parts, mt.match_keys, strict=False):
                 after -= km.bitwidth
                 parts.append(f"({code} << {after})" if after else f"({code})")
             # an empty table (fabric.p4's dscp_priority with no QoS map) packs no key:
@@ -226,7 +226,7 @@ class FastTableCompiler:
             return
         widths = [k.bitwidth for k in mt.selector_keys]
         data, nbits = "", 0
-        for code, w in zip(info.sel_parts, widths):
+        for code, w in zip(info.sel_parts, widths, strict=False):
             data = f"({code})" if not data else f"({data} << {w} | ({code}))"
             nbits += w
         if ext.algorithm == "identity":  # hashes._identity_of_bits, for this width

@@ -142,7 +142,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def declare(self, d: object) -> None:
         self.last_loc = getattr(d, "loc", self.last_loc)
         if isinstance(d, A.ErrorDecl):
-            for n, loc in d.members:
+            for n, _loc in d.members:
                 if n not in self.errors_by_name:
                     self.errors_by_name[n] = len(self.errors_by_name)
         elif isinstance(d, A.MatchKindDecl):
@@ -260,7 +260,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.check_new_name(d.name, d.loc)
         members: dict[str, int] = {}
         if d.underlying is None:
-            for i, (n, _, loc) in enumerate(d.members):
+            for i, (n, _, _loc) in enumerate(d.members):
                 members[n] = i
             t = EnumT(d.name, members)
         else:
@@ -320,7 +320,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                         "egress, computeChecksum, deparser")
         blocks = []
         self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
-        for i, a in enumerate(main.args):
+        for a in main.args:
             v = a.value
             if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
@@ -353,7 +353,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         roles = ["verify", "ingress", "egress", "compute", "deparser"]
         self.control_funcs: dict[str, str] = {}
         self.empty_controls: set[str] = set()
-        for (cname, cloc), role in zip(blocks[1:], roles):
+        for (cname, cloc), role in zip(blocks[1:], roles, strict=False):
             if cname not in self.controls:
                 raise error(cloc, f"'{cname}' is not a control declared in this program")
             self.control_funcs[role] = self.gen_control(self.controls[cname], role)
@@ -436,7 +436,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                        scope: Scope) -> list[str]:
         """Bind a block's parameters to the PacketState parts; returns preamble lines."""
         pre = []
-        for p, tgt in zip(params, targets):
+        for p, tgt in zip(params, targets, strict=False):
             t = self.resolve_type(p.type)
             if tgt is None:
                 continue
@@ -593,7 +593,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def gen_select(self, tr: A.Transition) -> None:
         keys = [self.value(k) for k in tr.select or []]
         kvars = []
-        for k, ke in zip(keys, tr.select or []):
+        for k, ke in zip(keys, tr.select or [], strict=False):
             if not isinstance(k.type, (BitT, BoolT, EnumT, ErrorT, IntT)):
                 raise error(ke.loc, f"cannot select on a value of type {k.type}")
             kv = self.tmp("k")
@@ -609,7 +609,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if len(items) != len(kvars):
                 raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
             conds = []
-            for item, (kv, k) in zip(items, kvars):
+            for item, (kv, k) in zip(items, kvars, strict=False):
                 c = self.keyset_cond(item, kv, k.type)
                 if c is not None:
                     conds.append(c)

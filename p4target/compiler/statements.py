@@ -607,7 +607,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
         codes: list[str] = []
         outs: list[tuple[A.Expr, Type]] = []
-        for i, (p, a) in enumerate(zip(params, args)):
+        for i, (p, a) in enumerate(zip(params, args, strict=False)):
             pt = self.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 # `_` for an out parameter: the value is computed and dropped
@@ -639,7 +639,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         r = self.tmp("r")
         self.emit(f"{r} = {call}")
         first = 0 if ret is None else 1
-        for i, (a, pt) in enumerate(outs):
+        for i, (a, _pt) in enumerate(outs):
             if a is not None:
                 self.store(a, f"{r}[{i + first}]", a.loc)
         if ret is None and self.may_exit(act):  # type: ignore[arg-type]

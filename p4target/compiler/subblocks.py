@@ -111,7 +111,7 @@ class SubBlockCompiler:
         params = decl.ctor_params
         args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)  # type: ignore[arg-type]
         out = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             if a is None:
                 if p.default is None:
                     raise error(d.loc, f"missing constructor argument '{p.name}' of {decl.name}")
@@ -147,7 +147,7 @@ class SubBlockCompiler:
         if want is None or type(want) is not type(decl) or len(want.params) != len(decl.params):
             return False
         return all(p.direction == q.direction and self.resolve_type(p.type) == self.resolve_type(q.type)
-                   for p, q in zip(want.params, decl.params))
+                   for p, q in zip(want.params, decl.params, strict=False))
 
     def sub_scope(self, decl: A.ControlDecl | A.ParserDecl, ctor: list[tuple[str, Sym, Loc]],
                   parser: bool) -> tuple[Scope, list[tuple[A.Param, Type, str]], list[tuple[str, str]]]:
@@ -253,7 +253,7 @@ class SubBlockCompiler:
         lv = self.tmp("L")
         self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
         outs: list[tuple[A.Expr, str]] = []
-        for (p, t, attr), a in zip(sub.params, args):
+        for (p, t, attr), a in zip(sub.params, args, strict=False):
             if a is None:
                 raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
             if p.direction in ("out", "inout"):

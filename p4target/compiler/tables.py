@@ -333,7 +333,7 @@ class TableCompiler:
         if cps:
             names = [self.tmp("cp") for _ in cps]
             self.emit("".join(n + ", " for n in names) + f"= {cp}")
-            for p, n in zip(cps, names):
+            for p, n in zip(cps, names, strict=False):
                 t = self.resolve_type(p.type)
                 if signed and isinstance(t, BitT) and t.signed:
                     h = 1 << (t.width - 1)
@@ -390,7 +390,7 @@ class TableCompiler:
         bound = info.bound.get(name, [])
         if bound and len(args) == len(bound) + len(params) and not any(a.name for a in args):
             # the bound arguments again, which must be the action list's (P4_16 14.2.1.3)
-            for a, b in zip(args, bound):
+            for a, b in zip(args, bound, strict=False):
                 if expr_text(a.value) != expr_text(b):
                     raise error(a.loc, f"action {name}: '{expr_text(a.value)}' must be the action list's "
                                 f"'{expr_text(b)}'")
@@ -407,7 +407,7 @@ class TableCompiler:
                             f"({', '.join(p.name for p in params)})")
             args = [byname[p.name] for p in params]
         vals = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             pt = self.resolve_type(p.type)
             code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]
             try:
@@ -466,11 +466,11 @@ class TableCompiler:
                 prios.append(current)
                 current = current - delta if largest_wins else current + delta
         out = []
-        for ent, prio in zip(entries, prios):
+        for ent, prio in zip(entries, prios, strict=False):
             if len(ent.keys) != len(keys):
                 raise error(ent.loc, f"entry has {len(ent.keys)} key value(s) but table {t.name} "
                             f"has {len(keys)} key(s)")
-            matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types))
+            matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types, strict=False))
             aname, args, aloc = self.action_with_args(ent.action, info, ent.loc)
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))

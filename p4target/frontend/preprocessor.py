@@ -351,7 +351,7 @@ class Preprocessor:
                         f"{len(args)}; pass one per parameter (parenthesize commas inside one)")
         # arguments are fully expanded before they replace the parameters (C 6.10.3.1)
         value = {p: self._expand_tokens(list(arg), where)
-                 for p, arg in zip(params, args)}
+                 for p, arg in zip(params, args, strict=False)}
         out: list[_Tok] = []
         for u in _tokens(mac.body):
             out.extend(value[u.text] if u.text in value else [_Tok(u.text)])  # body text: no column

@@ -543,7 +543,7 @@ class P4RuntimeServer:
                             log.exception("%s: update failed unexpectedly", self.label)
                             add((INTERNAL, f"internal error: {exc}"))
                 if saved is not None:
-                    saved.updates.extend(u for u, (code, _) in zip(updates, outcomes) if code == OK)
+                    saved.updates.extend(u for u, (code, _) in zip(updates, outcomes, strict=False) if code == OK)
         return outcomes
 
     def _write_all_or_none(self, sw: Any, st: PipelineState, updates) -> list[Outcome]:

@@ -305,7 +305,7 @@ def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
         undo.append(lambda mid=mid: sw.act_prof_delete_member(prof.name, mid))
         member_ids.append(mid)
     gid = st.allocate_one_shot_id()
-    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls)])
+    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls, strict=False)])
     undo.append(lambda: sw.act_prof_delete_group(prof.name, gid))  # undone before its members
     return OneShot(gid, member_ids, aset)
 

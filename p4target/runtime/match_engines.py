@@ -150,7 +150,7 @@ class ScanIndex:
     def _pattern(self, e: StoredEntry) -> None:
         mask = value = 0
         ranges = []
-        for i, (k, s) in enumerate(zip(self.keys, e.spec)):
+        for i, (k, s) in enumerate(zip(self.keys, e.spec, strict=False)):
             w = k.bitwidth
             full = (1 << w) - 1
             mask <<= w
@@ -192,7 +192,7 @@ class ScanIndex:
 
     def lookup(self, key: tuple[int, ...]) -> StoredEntry | None:
         packed = 0
-        for v, w in zip(key, self.widths):
+        for v, w in zip(key, self.widths, strict=False):
             packed = (packed << w) | v
         if self.has_ranges:
             for e in self.order:

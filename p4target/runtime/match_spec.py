@@ -143,7 +143,7 @@ def describe_match(keys: Sequence[KeyField], spec: tuple) -> dict[str, MatchValu
     """A spec as the control plane names it, wildcard fields left out (as P4Runtime
     reads them back)."""
     match: dict[str, MatchValue] = {}
-    for k, s in zip(keys, spec):
+    for k, s in zip(keys, spec, strict=False):
         full = (1 << k.bitwidth) - 1
         kind = k.match_kind
         if kind == "exact":

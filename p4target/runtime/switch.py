@@ -211,7 +211,7 @@ class Switch(FramePaths):
     def table_default(self, table: str) -> tuple[str, dict[str, int]]:
         t = self._table(table)
         act = self.model.action(t.default_action)
-        return t.default_action, {p.name: v for p, v in zip(act.params, t.default_args)}
+        return t.default_action, {p.name: v for p, v in zip(act.params, t.default_args, strict=False)}
 
     def table_entries(self, table: str) -> list[TableEntry]:
         return self._table(table).entries()

@@ -471,7 +471,7 @@ class TableRuntime:
         n = len(const_entries)
         for i, ce in enumerate(const_entries):
             match = {}
-            for k, km in zip(self.keys, ce.matches):
+            for k, km in zip(self.keys, ce.matches, strict=False):
                 mv = match_from_model(km, k.bitwidth)
                 if mv is not None:
                     match[k.name] = mv
