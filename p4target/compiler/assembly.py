@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
 
@@ -25,7 +26,7 @@ _GOTO = re.compile(r"^        return (\w+), pos$")
 _FAIL = re.compile(r"^        raise ParserError\(\d+, pos\)$")
 
 
-class ModuleAssembler:
+class ModuleAssembler(CompilerContext):
     """Mixin of the program compiler (module text)."""
 
     def inline_parser(self) -> list[str] | None:
@@ -212,8 +213,8 @@ class ModuleAssembler:
             "                 'recirculate', 'clones', 'digests')",
             "",
             "    def __init__(self):",
-            f"        self.hdr = {hdr_t.pyname}()",  # type: ignore[union-attr]
-            f"        self.meta = {meta_t.pyname}()",  # type: ignore[union-attr]
+            f"        self.hdr = {hdr_t.pyname}()",
+            f"        self.meta = {meta_t.pyname}()",
             f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
             "        self.payload = b''",
             "        self.truncate_to = None",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler import support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
@@ -58,7 +59,7 @@ def to_type_const(value: int, t: Type) -> int:
     return value
 
 
-class ExpressionCompiler:
+class ExpressionCompiler(CompilerContext):
     """Mixin of the program compiler: needs ``scope``, ``resolve_type``, ``errors_by_name``."""
 
     # ------------------------------------------------------------------ entry points
@@ -83,7 +84,7 @@ class ExpressionCompiler:
         if v.const is None or isinstance(v.const, (str, bool)):
             raise error(e.loc, f"{what} must be a compile-time integer constant; "
                         f"'{expr_text(e)}' is not")
-        return int(v.const)  # type: ignore[arg-type]
+        return int(v.const)
 
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         """Code for ``e`` converted implicitly to ``t`` (assignment, argument passing)."""
@@ -100,7 +101,7 @@ class ExpressionCompiler:
         if isinstance(t, (BitT, EnumT)) and isinstance(vt, IntT):
             if isinstance(t, EnumT):
                 raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
-            return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]
+            return repr(to_type_const(int(v.const), t))
         if isinstance(t, BitT) and isinstance(vt, BitT):
             if t == vt:
                 return v.code
@@ -219,7 +220,7 @@ class ExpressionCompiler:
             raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
         if idx.const is not None:
-            i = int(idx.const)  # type: ignore[arg-type]
+            i = int(idx.const)
             if not 0 <= i < base.type.size:
                 raise error(e.loc, f"index {i} is out of range for a stack of size {base.type.size}")
             return V(f"{base.code}.h[{i}]", base.type.elem)
@@ -307,16 +308,16 @@ class ExpressionCompiler:
         if isinstance(lt, IntT) and isinstance(rt, IntT):
             return left.code, r.code, lt
         if isinstance(lt, IntT) and isinstance(rt, BitT):
-            return repr(to_type_const(int(left.const), rt)), r.code, rt  # type: ignore[arg-type]
+            return repr(to_type_const(int(left.const), rt)), r.code, rt
         if isinstance(rt, IntT) and isinstance(lt, BitT):
-            return left.code, repr(to_type_const(int(r.const), lt)), lt  # type: ignore[arg-type]
+            return left.code, repr(to_type_const(int(r.const), lt)), lt
         if isinstance(lt, BitT) and isinstance(rt, BitT):
             if lt != rt:
                 raise error(loc, f"operands of '{op}' have different types {lt} and {rt}; "
                             "cast one side so both have the same width and signedness")
             return left.code, r.code, lt
         if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, (IntT,)):
-            return left.code, repr(int(r.const)), lt  # type: ignore[arg-type]
+            return left.code, repr(int(r.const)), lt
         if type(lt) is type(rt) and (lt == rt or lt is rt) and op in ("==", "!="):
             return left.code, r.code, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
@@ -452,7 +453,7 @@ class ExpressionCompiler:
         lt, rt = left.type, r.type
         if isinstance(rt, BitT) and rt.signed:
             raise error(e.right.loc, "shift amount must be unsigned (bit<W> or a non-negative literal)")
-        if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]
+        if isinstance(rt, IntT) and int(r.const) < 0:
             raise error(e.right.loc, "shift amount must not be negative")
         if not isinstance(rt, (BitT, IntT)):
             raise error(e.right.loc, f"shift amount must be an integer, not {rt}")
@@ -467,7 +468,7 @@ class ExpressionCompiler:
                 return self.folded(f"({left.code} >> {r.code})", lt, c)
             return self.folded(f"({left.code} >> {r.code})", lt, c)
         if r.const is not None:
-            amount = int(r.const)  # type: ignore[arg-type]
+            amount = int(r.const)
             if amount >= lt.width:
                 return self.folded("0", lt, True) if not lt.signed else lit(0, lt)
             if lt.signed:
@@ -504,7 +505,7 @@ class ExpressionCompiler:
         c = v.const is not None
         if isinstance(t, BitT):
             if isinstance(vt, IntT):
-                return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]
+                return lit(to_type_const(int(v.const), t), t)
             if isinstance(vt, BoolT):
                 if t.width != 1 or t.signed:
                     raise error(loc, f"cannot cast bool to {t}; only bit<1> holds a bool")

@@ -329,7 +329,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 ht = htype.field_type(p[1]) if isinstance(htype, StructT) else None
                 if not isinstance(ht, StructT) or ht.kind != "header" or ht.field_type(p[2]) is None:
                     continue
-                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[union-attr]
+                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]
                 off = sum(w for n, w in widths[:[n for n, _ in widths].index(p[2])])
                 w = dict(widths)[p[2]]
                 # worth a local where it saves more than the extract pays: two bytes
@@ -339,7 +339,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         return self._split
 
     # ---- hooks of the shared code generator ------------------------------------------
-    def param_bindings(self, params, targets, scope):  # type: ignore[no-untyped-def]
+    def param_bindings(self, params, targets, scope):
         super().param_bindings(params, targets, scope)
         return []  # nothing to bind: the parameters are places in the packet state
 
@@ -361,13 +361,13 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             self.binds.append(line)
         return name
 
-    def gen_action(self, info, scope, preamble, function=False):  # type: ignore[no-untyped-def]
+    def gen_action(self, info, scope, preamble, function=False):
         # bodies are compiled where they run (table dispatch, direct calls)
         d = info.decl
         info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
 
     # ---- packet_out ------------------------------------------------------------------------
-    def emit_header(self, v: V, loc) -> None:  # type: ignore[no-untyped-def]
+    def emit_header(self, v: V, loc) -> None:
         t = v.type
         if v.path is None:
             raise NoFast("emit of a local")
@@ -414,22 +414,22 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         t = self.type_names[d.name]
         if d.kind != "header":
             return
-        if any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+        if any(isinstance(ft, StructT) for _, ft in t.fields):
             raise NoFast(f"header {d.name} has a struct-typed field")
         for f in d.fields:
-            if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[union-attr]
+            if isinstance(t.field_type(f.name), VarbitT):
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
 
-    def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
+    def unpack_struct(self, t, x):
         raise NoFast("lookahead of a struct")
 
     def skip_header(self, e: A.Call) -> None:
         raise NoFast("extract<T>(_)")
 
-    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+    def composite_eq(self, a, b, t):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
-    def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
+    def declare_sub_block(self, d, decl, parent, scope, in_parser):
         raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
 
     def begin_fast(self, kind: str) -> None:
@@ -537,6 +537,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 body.append(item)
         lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
         for item in body:
-            lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
+            lines += item.render(self) if isinstance(item, Init) else [item]
         self.uses_clock = self.uses_clock_given or any(p in self.names for p in _CLOCK)
         return "\n".join(lines)

@@ -71,7 +71,7 @@ class Split(Deferred):
             out.append(f"{self.ind}{dirty} = False")
         after = self.t.width
         for i, (n, ft) in enumerate(self.t.fields):
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width
             after -= w
             name = fc.names.get(self.path + (n,))
             if name is None:
@@ -110,7 +110,7 @@ class Emit(Deferred):
         groups: list[list[tuple[str, int, int]]] = []  # (code, width, bits after it)
         after = self.t.width
         for n, ft in self.t.fields:
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width
             after -= w
             if self.path + (n,) not in fc.written:
                 continue
@@ -165,7 +165,7 @@ class Emit(Deferred):
         fmt, args = ">", []
         unit: list[tuple[str, int]] = []  # fields of the run being gathered
         for n, ft in self.t.fields:
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width
             code = fc.names[self.path + (n,)]
             if isinstance(ft, BoolT):
                 code = f"int({code})"

@@ -127,7 +127,7 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:
                     # arguments an action list binds may be out/inout ones
                     for prop in x.props:
                         if prop.name == "actions":
-                            for item in prop.value:  # type: ignore[union-attr]
+                            for item in prop.value:
                                 if isinstance(item.call, A.Call):
                                     for a in item.call.args:
                                         p = place_of(a.value, params)
@@ -155,7 +155,7 @@ def places_in(node: object, params: dict[str, str]) -> Iterator[tuple[str, ...]]
         for x in node:
             yield from places_in(x, params)
     elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+        for name in node.__dataclass_fields__:
             if name != "loc":
                 yield from places_in(getattr(node, name), params)
 
@@ -223,7 +223,7 @@ def calls_in(node: object, out: list[A.Call]) -> None:
         for x in node:
             calls_in(x, out)
     elif hasattr(node, "__dataclass_fields__"):
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+        for name in node.__dataclass_fields__:
             if name != "loc":
                 calls_in(getattr(node, name), out)
 
@@ -309,7 +309,7 @@ def shape(node: object) -> object:
         return [shape(x) for x in node]
     if hasattr(node, "__dataclass_fields__"):
         return (type(node).__name__,) + tuple(
-            shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")  # type: ignore[attr-defined]
+            shape(getattr(node, n)) for n in node.__dataclass_fields__ if n != "loc")
     return node
 
 

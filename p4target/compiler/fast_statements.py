@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
 from p4target.compiler.fast_errors import NoFast
@@ -22,7 +23,7 @@ from p4target.compiler.types import BoolT, StackT, StructT, Type
 from p4target.frontend import ast as A
 
 
-class FastStatementCompiler:
+class FastStatementCompiler(FastContext):
     """Mixin of ``FastCompiler``: statements, stores and header methods, emitted into
     ``self.out`` at ``self.ind``; needs its packet-state locals (``local``, ``valid_local``, ...)."""
 
@@ -63,7 +64,7 @@ class FastStatementCompiler:
                 self.stmt(stmts[i])
                 i += 1
                 continue
-            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[attr-defined]
             self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
             self.indent()
             for st in group:
@@ -131,7 +132,7 @@ class FastStatementCompiler:
             return sym is not None and sym.kind == "table"
         return False
 
-    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
+    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:
         t = self.lvalue_type(target)
         if isinstance(t, (StructT, StackT)):
             dst = self.value(target)
@@ -194,7 +195,7 @@ class FastStatementCompiler:
             self.written.add(dst)
             self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
 
-    def store(self, target: A.Expr, code: str, loc) -> None:  # type: ignore[no-untyped-def]
+    def store(self, target: A.Expr, code: str, loc) -> None:
         if isinstance(target, (A.Name, A.Member, A.Index)):
             v = self.value(target)
             if v.path is not None:
@@ -222,8 +223,8 @@ class FastStatementCompiler:
         f = e.func
         if self.is_table_apply(e):
             self.nargs(e, 0)
-            sym = self.scope.lookup(f.obj.name)  # type: ignore[union-attr]
-            return self.apply_table(sym.obj)  # type: ignore[union-attr, arg-type]
+            sym = self.scope.lookup(f.obj.name)
+            return self.apply_table(sym.obj)  # type: ignore[union-attr]
         return super().call(e, as_stmt)
 
     # ---- headers ---------------------------------------------------------------------------

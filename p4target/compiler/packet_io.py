@@ -4,6 +4,7 @@ shifts/masks to split it; one int.to_bytes per valid header to emit it."""
 
 from __future__ import annotations
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.expressions import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
@@ -11,7 +12,7 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-class PacketIOCompiler:
+class PacketIOCompiler(CompilerContext):
     """Mixin of the program compiler (packet_in / packet_out)."""
 
     # ------------------------------------------------------------------ packet_in
@@ -30,7 +31,7 @@ class PacketIOCompiler:
             v = self.value(self.arg(e, 0))
             short = self.errors_by_name["PacketTooShort"]
             if v.const is not None:
-                n = int(v.const)  # type: ignore[arg-type]
+                n = int(v.const)
                 if n % 8:
                     raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
                                       "advance by whole bytes")
@@ -199,7 +200,7 @@ class PacketIOCompiler:
         lines = []
         after = t.width
         for i, (path, ft) in enumerate(wire_leaves(t)):
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width
             after -= w
             shifted = f"({x} >> {after})" if after else x
             lines.append(f"{h}.{path} = {self.field_from(shifted, ft, w, i != 0)}")
@@ -263,7 +264,7 @@ class PacketIOCompiler:
         for n, ft in reversed(wire_leaves(t)):  # n: the attribute path, "f" or "s.f"
             if isinstance(ft, VarbitT):
                 continue
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width
             fc = f"{h}.{n}"
             if isinstance(ft, BitT) and ft.signed:
                 fc = f"({fc} & {ft.mask:#x})"
@@ -306,7 +307,7 @@ def _before(t: StructT, field: str, varbit: str) -> bool:
 def _after_width(t: StructT, varbit: str) -> int:
     names = [n for n, _ in t.fields]
     i = names.index(varbit)
-    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])  # type: ignore[union-attr]
+    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])
 
 
 

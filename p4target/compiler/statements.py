@@ -191,9 +191,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         copy = ""
         if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
             st = self.value(it)
-            if st.type.elem is not t and st.type.elem != t:  # type: ignore[union-attr]
+            if st.type.elem is not t and st.type.elem != t:
                 raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
-                            f"type {st.type.elem}, not {t}")  # type: ignore[union-attr]
+                            f"type {st.type.elem}, not {t}")
             seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
         elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
             raise unsupported(s.loc, f"a for-in loop over values of type {t}",
@@ -362,7 +362,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if isinstance(f, A.Name):
                 sym = self.scope.lookup(f.name)
                 if sym is not None and sym.kind == "func":
-                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)  # type: ignore[union-attr]
+                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
             return True
         if isinstance(e, A.Member):
             return self.has_effects(e.obj)
@@ -444,7 +444,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             s = self.value(target.obj)
             i = self.tmp("i")
             self.emit(f"{i} = {self.value(target.index).code}")
-            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[union-attr]
+            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")
             return
         self.emit(f"{v.code} = {code}")
 
@@ -494,11 +494,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                     raise error(f.loc, f"table has no method '{name}'; use apply()")
                 self.nargs(e, 0)
                 tbl = sym.obj
-                call = f"{tbl.pyfunc}(st, L)"  # type: ignore[union-attr]
-                return V(call, ObjT("tableresult", tbl.name), None,  # type: ignore[union-attr]
+                call = f"{tbl.pyfunc}(st, L)"
+                return V(call, ObjT("tableresult", tbl.name), None,
                          Sym("tableresult", None, call, obj=tbl))
             if sym.kind == "instance":
-                decl = self.extern_decls.get(sym.obj.kind)  # type: ignore[union-attr]
+                decl = self.extern_decls.get(sym.obj.kind)
                 method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                               None) if decl is not None else None
                 return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
@@ -512,7 +512,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)  # type: ignore[union-attr]
+                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
@@ -599,7 +599,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         after the call the results are copied out left to right, also when the
         callee executed ``exit`` (12.5), which then goes on in the caller."""
         act = sym.obj
-        params = act.decl.params  # type: ignore[union-attr]
+        params = act.decl.params
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
@@ -628,12 +628,12 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             else:
                 if a is None:
                     raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
-                                f"{act.p4name}")  # type: ignore[union-attr]
+                                f"{act.p4name}")
                 code = self.expr_as(a, pt, f"argument '{p.name}'")
             if later[i] and not code.lstrip("-").isdigit():
                 code = self.spill(V(code, pt), a.loc).name[1:]
             codes.append(code)
-        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"  # type: ignore[union-attr]
+        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"
         if not outs:
             return V(call, ret if ret is not None else VoidT())
         r = self.tmp("r")
@@ -642,7 +642,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         for i, (a, _pt) in enumerate(outs):
             if a is not None:
                 self.store(a, f"{r}[{i + first}]", a.loc)
-        if ret is None and self.may_exit(act):  # type: ignore[arg-type]
+        if ret is None and self.may_exit(act):
             self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import qualify
 from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.naming import pyident
@@ -44,7 +45,7 @@ class SubBlock:
     params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
 
 
-class SubBlockCompiler:
+class SubBlockCompiler(CompilerContext):
     """Mixin of the program compiler."""
 
     def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
@@ -109,7 +110,7 @@ class SubBlockCompiler:
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         """The constructor arguments of ``d`` as symbols of the instance's scope."""
         params = decl.ctor_params
-        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)  # type: ignore[arg-type]
+        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)
         out = []
         for p, a in zip(params, args, strict=False):
             if a is None:
@@ -122,8 +123,8 @@ class SubBlockCompiler:
                 if sym is None or sym.kind != "subblock":
                     raise unsupported(a.loc, f"this argument for constructor parameter '{p.name}' of type {t}",
                                       "pass the name of a control or parser instance declared before")
-                if not self.signature_matches(sym.obj.decl, t.name):  # type: ignore[union-attr]
-                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "  # type: ignore[union-attr]
+                if not self.signature_matches(sym.obj.decl, t.name):
+                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "
                                 f"the parameters of {t.name}")
                 out.append((p.name, sym, p.loc))
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler.context import CompilerContext
 from p4target import model as M
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, name_anno, qualify, EXTERN_KINDS,
@@ -56,7 +57,7 @@ def inline_body(a: ActionInfo) -> list[str] | None:
     return [x[8:] for x in body]
 
 
-class TableCompiler:
+class TableCompiler(CompilerContext):
     """Mixin of the program compiler (tables and extern instances)."""
 
     table_helpers = True  # emit the per-table helper function (the fast path does not)
@@ -135,7 +136,7 @@ class TableCompiler:
         sel_codes: list[str] = []
         key_types: list[Type] = []
         out_before = len(self.out)
-        for k in (props["key"].value if "key" in props else []):  # type: ignore[union-attr]
+        for k in (props["key"].value if "key" in props else []):
             v = self.value(k.expr)
             if k.match_kind not in self.match_kinds:
                 raise error(k.loc, f"unknown match kind '{k.match_kind}'")
@@ -165,7 +166,7 @@ class TableCompiler:
         refs: list[M.ActionRef] = []
         if "actions" not in props:
             raise error(t.loc, f"table {t.name} has no actions property; add actions = {{ ... }}")
-        for item in props["actions"].value:  # type: ignore[union-attr]
+        for item in props["actions"].value:
             call = item.call
             bound_args: list[A.Arg] = []
             if isinstance(call, A.Call):
@@ -373,9 +374,9 @@ class TableCompiler:
             raise unsupported(p.loc, f"an inline {'/'.join(kinds)} instance",
                               "declare the instance in the control and name it here")
         sym = self.scope.lookup(e.name)
-        if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:  # type: ignore[union-attr]
+        if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:
             raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")
-        return sym.obj.name  # type: ignore[union-attr]
+        return sym.obj.name
 
     def action_with_args(self, e: A.Expr, info: TableInfo, loc: Loc) -> tuple[str, tuple[int, ...], Loc]:
         if isinstance(e, A.Name):
