@@ -156,7 +156,7 @@ lint: deps
 	@echo "lint: mypy ($$($(VENV)/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["mypy"]["packages"]))'))"
 	@$(VENV)/bin/python -m mypy || { echo "error: mypy found the problems above; fix them (or see [tool.mypy] in pyproject.toml)" >&2; exit 1; }
 
-test: deps native
+test: deps lint native
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 bench: deps native

@@ -12,7 +12,7 @@ import logging
 from functools import partial
 from pathlib import Path
 from types import CodeType
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from p4target import optional_accel
 from p4target.compiler import fastgen
@@ -89,7 +89,7 @@ class CompiledProgram:
                             "takes the general path; please report this with the program", self.path, exc)
                 self._fast = None
                 return None
-            self._make_fast = self._namespace["make_fast"]  # type: ignore[assignment]
+            self._make_fast = cast(Callable[[object], Callable], self._namespace["make_fast"])
         return self._make_fast, src.uses_clock
 
     def native_fast_path(self) -> NativeFastPath | None:

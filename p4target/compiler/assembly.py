@@ -29,7 +29,7 @@ _FAIL = re.compile(r"^        raise ParserError\(\d+, pos\)$")
 class ModuleAssembler(CompilerContext):
     """Mixin of the program compiler (module text)."""
 
-    def inline_parser(self) -> list[str] | None:
+    def inline_parser(self) -> list[str] | None:  # noqa: C901 — one pass over the state graph; each check refuses a shape it cannot inline
         """The parser as straight-line code for Pipeline.parse (16-space indent), when
         its state graph is acyclic and every state function has the shape gen_state
         gives it (body, then ``if C: return S, pos`` cases, then ``return S, pos`` or
@@ -213,8 +213,8 @@ class ModuleAssembler(CompilerContext):
             "                 'recirculate', 'clones', 'digests')",
             "",
             "    def __init__(self):",
-            f"        self.hdr = {hdr_t.pyname}()",
-            f"        self.meta = {meta_t.pyname}()",
+            f"        self.hdr = {hdr_t.pyname}()",  # type: ignore[attr-defined]  # the parser's hdr and meta parameters are structs (checked when declared)
+            f"        self.meta = {meta_t.pyname}()",  # type: ignore[attr-defined]  # as hdr
             f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
             "        self.payload = b''",
             "        self.truncate_to = None",

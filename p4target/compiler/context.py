@@ -15,7 +15,7 @@ the type or signature of its definition.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,6 +35,11 @@ class CompilerContext:
     """The state and cross-mixin methods of ``ProgramCompiler`` its mixins use."""
 
     if TYPE_CHECKING:
+        loops: list[tuple[Scope, list[A.Stmt]] | None]  # innermost last; None: a for-in loop
+        params_used: set[str]  # block parameters the current function uses
+        parser_inits: list[str]
+        parser_init_params: set[str]
+        pending_actions: list[tuple[ActionInfo, Scope]]
         action_outs: list[str]
         bind_lines: list[str]
         build_lines: list[str]
@@ -56,7 +61,7 @@ class CompilerContext:
         match_kinds: set[str]
         meta_t: Type
         module_lines: list[str]
-        out: list[str]
+        out: list[Any]  # code lines (the fast compiler's also holds Deferred items)
         param_targets: dict[str, str]
         parser_locals: str | None
         parser_start: str
@@ -121,11 +126,24 @@ class CompilerContext:
         def wire_struct(self, t: Type) -> bool: ...
         def zero(self, t: Type, loc: Loc) -> str: ...
 
+        def stmt(self, s: A.Stmt) -> None: ...
+        def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None: ...
+        def call(self, e: A.Call, as_stmt: bool) -> V | None: ...
+        def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None: ...
+        def packet_in_method(self, e: A.Call, name: str) -> V | None: ...
+        def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str: ...
+        def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None: ...
+        def extern_function(self, e: A.Call, name: str) -> V | None: ...
+        def _e_Name(self, e: A.Name) -> V: ...
+        def _e_Member(self, e: A.Member) -> V: ...
+        def _e_Index(self, e: A.Index) -> V: ...
 
 class FastContext(CompilerContext):
     """The state and cross-mixin methods of ``FastCompiler`` its mixins use."""
 
     if TYPE_CHECKING:
+        spos: int | None
+        block_inits: list[tuple[str, str]]
         _base: int
         _depth: int
         _entered: int

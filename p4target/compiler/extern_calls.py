@@ -116,7 +116,7 @@ class ExternCallCompiler(CompilerContext):
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
-        h = self.hash_call(algo, data, nbits, parts)
+        h = self.hash_call(algo, data, nbits, parts)  # type: ignore[arg-type]  # nbits and the parts' widths are ints once flattened from bit<W> values
         below = None
         if mx.const is not None:
             m = int(mx.const)

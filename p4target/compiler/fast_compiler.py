@@ -56,6 +56,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Literal
 
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
@@ -113,7 +114,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
         self.spos: int | None = None  # the parse's position when it is a constant (at)
-        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
+        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
@@ -194,7 +195,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             self._tail = self._find_tail() or False
         return self._tail or None
 
-    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:  # noqa: C901 — one pass over the deparser; each check refuses a shape the tail cannot take
         assert self.main is not None
         names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
         decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
@@ -329,7 +330,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 ht = htype.field_type(p[1]) if isinstance(htype, StructT) else None
                 if not isinstance(ht, StructT) or ht.kind != "header" or ht.field_type(p[2]) is None:
                     continue
-                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]
+                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
                 off = sum(w for n, w in widths[:[n for n, _ in widths].index(p[2])])
                 w = dict(widths)[p[2]]
                 # worth a local where it saves more than the extract pays: two bytes
@@ -414,10 +415,10 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         t = self.type_names[d.name]
         if d.kind != "header":
             return
-        if any(isinstance(ft, StructT) for _, ft in t.fields):
+        if any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[attr-defined]  # t is a StructT (the header or struct being emitted)
             raise NoFast(f"header {d.name} has a struct-typed field")
         for f in d.fields:
-            if isinstance(t.field_type(f.name), VarbitT):
+            if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
 
     def unpack_struct(self, t, x):

@@ -65,7 +65,7 @@ class FastExpressionCompiler(FastContext):
         return name
 
     def field_local(self, path: tuple[str, ...], t: Type) -> str:
-        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))
+        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))  # type: ignore[arg-type]  # last_loc is set by the first statement compiled
 
     def valid_local(self, path: tuple[str, ...]) -> str:
         if path in self.always_valid:
@@ -117,7 +117,7 @@ class FastExpressionCompiler(FastContext):
         if parent is not None and parent.kind == "header" and not self.maybe_written(path):
             # nothing assigns it: read it from the header's bits where it is used
             self.lazy.add(path)
-            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]
+            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             i = [n for n, _ in parent.fields].index(path[-1])
             after = sum(widths[i + 1:])
             if self.bytes_backed(path[:-1]):
@@ -133,7 +133,7 @@ class FastExpressionCompiler(FastContext):
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
         """Code reading field ``path`` of a header kept as bytes, starting at ``s``."""
-        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
         i = [n for n, _ in parent.fields].index(path[-1])
         o, w = sum(widths[:i]), widths[i]
         a, b = o // 8, (o + w + 7) // 8

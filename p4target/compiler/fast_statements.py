@@ -71,7 +71,7 @@ class FastStatementCompiler(FastContext):
                 call = st.call  # type: ignore[attr-defined]
                 rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
-                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
+                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))  # type: ignore[call-arg]  # the statements of the group are method-call statements
             self.dedent()
             i += len(group)
 
@@ -223,7 +223,7 @@ class FastStatementCompiler(FastContext):
         f = e.func
         if self.is_table_apply(e):
             self.nargs(e, 0)
-            sym = self.scope.lookup(f.obj.name)
+            sym = self.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
             return self.apply_table(sym.obj)  # type: ignore[union-attr]
         return super().call(e, as_stmt)
 

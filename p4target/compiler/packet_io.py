@@ -88,7 +88,7 @@ class PacketIOCompiler(CompilerContext):
     def has_varbit(self, t: StructT) -> bool:
         return any(isinstance(ft, VarbitT) for _, ft in t.fields)
 
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:  # noqa: C901 — one case per extract form (header, stack next, union member, varbit)
         short = self.errors_by_name["PacketTooShort"]
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.value(target.obj).type, StackT)
@@ -200,7 +200,7 @@ class PacketIOCompiler(CompilerContext):
         lines = []
         after = t.width
         for i, (path, ft) in enumerate(wire_leaves(t)):
-            w = 1 if isinstance(ft, BoolT) else ft.width
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             after -= w
             shifted = f"({x} >> {after})" if after else x
             lines.append(f"{h}.{path} = {self.field_from(shifted, ft, w, i != 0)}")
@@ -264,7 +264,7 @@ class PacketIOCompiler(CompilerContext):
         for n, ft in reversed(wire_leaves(t)):  # n: the attribute path, "f" or "s.f"
             if isinstance(ft, VarbitT):
                 continue
-            w = 1 if isinstance(ft, BoolT) else ft.width
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             fc = f"{h}.{n}"
             if isinstance(ft, BitT) and ft.signed:
                 fc = f"({fc} & {ft.mask:#x})"
@@ -307,7 +307,7 @@ def _before(t: StructT, field: str, varbit: str) -> bool:
 def _after_width(t: StructT, varbit: str) -> int:
     names = [n for n, _ in t.fields]
     i = names.index(varbit)
-    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])
+    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])  # type: ignore[attr-defined, misc]  # a header's fields are bit<W>, int<W> or bool
 
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from p4target import model as M
 from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
@@ -64,7 +65,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
         # code generation state
-        self.out: list[str] = []
+        self.out: list[Any] = []  # code lines (the fast compiler's also holds Deferred items)
         self.ind = ""
         self.tmp_count = 0
         self.locals_used: set[str] = set()
@@ -139,7 +140,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             raise error(Loc(str(self.source), 1, 1), "the program has no 'main'; add "
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
-    def declare(self, d: object) -> None:
+    def declare(self, d: object) -> None:  # noqa: C901 — one case per top-level declaration kind
         self.last_loc = getattr(d, "loc", self.last_loc)
         if isinstance(d, A.ErrorDecl):
             for n, _loc in d.members:
@@ -309,7 +310,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         raise unsupported(loc, f"a field of type {t} here", "use bit<W>")
 
     # ================================================================== main
-    def compile(self) -> tuple[str, M.ProgramModel, dict[str, object]]:
+    def compile(self) -> tuple[str, M.ProgramModel, dict[str, int]]:
         self.pending_actions = []
         self.pending_functions: list[ActionInfo] = []
         self.declare_all()
@@ -412,7 +413,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.out = []
         self.ind = "    "
         self.locals_used = set()
-        self.params_used: set[str] = set()
+        self.params_used = set()
         self.fn_kind = kind
         self.loops = []
 
@@ -633,10 +634,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             sym = self.scope.lookup(item.name)
             if sym is not None and sym.kind == "value_set":
                 raise unsupported(item.loc, "value_set", "use constants in select")
-        v = self.value(item)
-        if v.const is None:
+        case = self.value(item)
+        if case.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
-        code = self.coerce(self.enum_as_underlying(v, t), t, item.loc, "select case")
+        code = self.coerce(self.enum_as_underlying(case, t), t, item.loc, "select case")
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"

@@ -124,7 +124,7 @@ class SubBlockCompiler(CompilerContext):
                     raise unsupported(a.loc, f"this argument for constructor parameter '{p.name}' of type {t}",
                                       "pass the name of a control or parser instance declared before")
                 if not self.signature_matches(sym.obj.decl, t.name):
-                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "
+                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "  # type: ignore[attr-defined]  # a.value names the instance (a Name)
                                 f"the parameters of {t.name}")
                 out.append((p.name, sym, p.loc))
                 continue
@@ -230,7 +230,7 @@ class SubBlockCompiler(CompilerContext):
         return SubBlock("parser", path, d, self.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:  # noqa: C901 — copy-in, run and copy-out of each parameter direction, in order
         """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
         sub = sym.obj
         assert isinstance(sub, SubBlock)

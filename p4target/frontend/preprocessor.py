@@ -122,7 +122,7 @@ class Preprocessor:
         return self.lines
 
     # -- files ----------------------------------------------------------------
-    def _file(self, path: Path, where: Loc, depth: int) -> None:
+    def _file(self, path: Path, where: Loc, depth: int) -> None:  # noqa: C901 — one case per preprocessor directive
         if depth > _MAX_INCLUDE_DEPTH:
             raise error(where, f"#include nested deeper than {_MAX_INCLUDE_DEPTH}; "
                         "look for a file that includes itself without a guard")

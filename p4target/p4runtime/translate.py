@@ -39,7 +39,7 @@ def _field(t: TableInfo, f, suffix: str = "") -> str:
     return f"table '{t.name}' field '{f.name}'{suffix}"
 
 
-def decode_key(t: TableInfo, fms) -> tuple:
+def decode_key(t: TableInfo, fms) -> tuple:  # noqa: C901 — one loop over the key fields, a case per match kind: on the write path, a helper per field would cost a call each
     """The runtime's form of a TableEntry's ``match`` (``TableRuntime.canon_match``'s
     spec: one item per key field in the program's order, wildcards filled in).
 

@@ -184,7 +184,7 @@ class FramePaths:
         loop.out = []
         return out
 
-    def inject_batch(self, port: int, frames: list[bytes],
+    def inject_batch(self, port: int, frames: list[bytes],  # noqa: C901 — the fast path's per-frame loop, inlined: a helper would cost a call per frame
                      failed: Callable[[bytes, Exception], None] | None = None
                      ) -> list[tuple[int, bytes]]:
         """``inject`` for each of ``frames`` (all arriving on ``port``), in order: the

@@ -176,12 +176,14 @@ class ScanIndex:
 
     def insert(self, e: StoredEntry) -> None:
         self._pattern(e)
+        assert e.priority is not None  # the table gives every entry of a ternary/range key one
         sort_key = (-e.priority, e.seq)
         i = bisect.bisect_left(self._sort_keys, sort_key)
         self._sort_keys.insert(i, sort_key)
         self.order.insert(i, e)
 
     def remove(self, e: StoredEntry) -> None:
+        assert e.priority is not None  # as in insert
         i = bisect.bisect_left(self._sort_keys, (-e.priority, e.seq))
         del self._sort_keys[i]
         del self.order[i]

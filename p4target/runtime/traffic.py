@@ -141,7 +141,7 @@ class TrafficManager:
 
     def clear(self) -> list[object]:
         """Empty every queue; returns what was in them (for drop accounting)."""
-        out = []
+        out: list[object] = []
         for p in self._ports.values():
             for q in p.queues:
                 out.extend(item for _, item in q)
