@@ -569,8 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except UsageError as e:
-        # argparse keeps its subcommands' parsers in private attributes
-        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr, index]
+        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr, index]  # argparse keeps its subcommands' parsers in private attributes
         sub.print_usage(sys.stderr)
         print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
         return 2

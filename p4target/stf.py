@@ -191,7 +191,7 @@ class _LineParser:
 
     def expect_end(self) -> None:
         if not self.at_end():
-            raise self.error(self.col(), f"unexpected {self.peek().text!r} at end of statement")  # type: ignore[union-attr]
+            raise self.error(self.col(), f"unexpected {self.peek().text!r} at end of statement")  # type: ignore[union-attr]  # not at the end: there is a next token
 
     def qualified_name(self, what: str = "a name") -> str:
         name = self.next("id", what).text
@@ -424,7 +424,7 @@ def _parse_statement(kw: str, p: _LineParser, col0: int) -> StfCommand:  # noqa:
         elif s == "n":
             numbers.append(p.integer())
         elif s == "l":
-            while not p.at_end() and p.peek().kind == "num":  # type: ignore[union-attr]
+            while not p.at_end() and p.peek().kind == "num":  # type: ignore[union-attr]  # as above
                 numbers.append(p.integer())
         elif s == "r":
             while not p.at_end():

@@ -60,7 +60,7 @@ class CompiledProgram:
     def instantiate(self, rt: object) -> object:
         """A new ``Pipeline`` bound to the runtime ``Bindings`` ``rt`` (tables, externs...)."""
         build = self._namespace["build"]
-        return build(rt)  # type: ignore[operator]
+        return build(rt)  # type: ignore[operator]  # build is the generated module's build(rt)
 
     @property
     def may_have_fast_path(self) -> bool:

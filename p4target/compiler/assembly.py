@@ -51,7 +51,7 @@ class ModuleAssembler(CompilerContext):
             cases: list[tuple[str, str]] = []
             while body and _CASE.match(body[-1]):
                 m = _CASE.match(body.pop())
-                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]
+                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]  # _CASE matched this line just above
             for x in body:
                 if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
                     return None
@@ -192,7 +192,7 @@ class ModuleAssembler(CompilerContext):
                 elif isinstance(ft, StructT) and ft.kind == "struct":
                     walk(ft, p)
 
-        walk(self.meta_t, ".meta")  # type: ignore[arg-type]
+        walk(self.meta_t, ".meta")  # type: ignore[arg-type]  # meta is a struct (checked when the parser is declared)
         return lists
 
     def assemble(self) -> str:
@@ -215,7 +215,7 @@ class ModuleAssembler(CompilerContext):
             "    def __init__(self):",
             f"        self.hdr = {hdr_t.pyname}()",  # type: ignore[attr-defined]  # the parser's hdr and meta parameters are structs (checked when declared)
             f"        self.meta = {meta_t.pyname}()",  # type: ignore[attr-defined]  # as hdr
-            f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
+            f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]  # standard_metadata_t is declared by v1model.p4
             "        self.payload = b''",
             "        self.truncate_to = None",
             "        self.drop_reason = None",
@@ -327,7 +327,7 @@ class ModuleAssembler(CompilerContext):
             "            return n",
             "",
             "        def reset_standard_metadata(self, st):",
-            f"            st.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
+            f"            st.sm = {sm_t.pyname}()",  # type: ignore[union-attr]  # as above
             "",
             "        def new_state(self):",
             "            return PacketState()",

@@ -144,10 +144,10 @@ class ExpressionCompiler(CompilerContext):
                 return V("", t, None, Sym("type", t))
             raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
         if sym.kind == "const":
-            return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]
+            return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]  # a const symbol has a type
         if sym.kind == "var":
             self.note_use(sym)
-            return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]
+            return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]  # a var symbol has a type
         return V(sym.code, sym.type or ObjT(sym.kind, e.name), None, sym)
 
     def note_use(self, sym: Sym) -> None:
@@ -392,7 +392,7 @@ class ExpressionCompiler(CompilerContext):
             if isinstance(left.type, (StructT, StackT)) or isinstance(r.type, (StructT, StackT)):
                 if not (left.type is r.type or left.type == r.type):
                     raise error(e.loc, f"operands of '{op}' have different types {left.type} and {r.type}")
-                eq = self.composite_eq(left.code, r.code, left.type)  # type: ignore[arg-type]
+                eq = self.composite_eq(left.code, r.code, left.type)  # type: ignore[arg-type]  # both are the same struct or stack type (checked just above)
                 return V(f"({eq})" if op == "==" else f"(not ({eq}))", BoolT())
             lc, rc, _ = self.unify(left, r, e.loc, op)
             return self.folded(f"({lc} {op} {rc})", BoolT(), c)

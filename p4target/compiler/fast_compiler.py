@@ -127,11 +127,16 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
 
+    def main_blocks(self) -> list[str]:
+        """The names of V1Switch's six blocks, parser first (``main`` is checked to be
+        V1Switch(Block(), ...) when the program is compiled)."""
+        assert self.main is not None
+        return [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]  # each a Call of a Name
+
     @property
     def first_assigned(self) -> set[tuple[str, ...]]:
         if self._first is None:
-            assert self.main is not None
-            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            blocks = self.main_blocks()
             self._first = assigned_first(self.program, blocks)
         return self._first
 
@@ -140,8 +145,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         """The ``count`` calls among the statements ingress starts with (see
         ``assigned_first``): every packet that gets to ingress runs them."""
         if self._prefix_counts is None:
-            assert self.main is not None
-            name = self.main.args[2].value.func.name  # type: ignore[union-attr]
+            name = self.main_blocks()[2]
             d = next((x for x in self.program.decls if isinstance(x, A.ControlDecl) and x.name == name), None)
             self._prefix_counts = set()
             for st in d.body.stmts if d is not None and d.body is not None else []:
@@ -155,8 +159,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
     @property
     def places(self) -> Places:
         if self._places is None:
-            assert self.main is not None
-            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            blocks = self.main_blocks()
             self._places = written_places(self.program, blocks)
         return self._places
 
@@ -196,8 +199,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         return self._tail or None
 
     def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:  # noqa: C901 — one pass over the deparser; each check refuses a shape the tail cannot take
-        assert self.main is not None
-        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        names = self.main_blocks()
         decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
         parser, dep = decls.get(names[0]), decls.get(names[-1])
         if not isinstance(parser, A.ParserDecl) or not isinstance(dep, A.ControlDecl) or dep.body is None \
@@ -223,7 +225,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         runs: list[list[tuple[str, ...]]] = [[]]
         for p in emits:
             if frame_bytes(p):
-                runs[-1].append(p)  # type: ignore[arg-type]
+                runs[-1].append(p)  # type: ignore[arg-type]  # frame_bytes(p) holds only for a place
             elif runs[-1]:
                 runs.append([])
         longest = max(runs, key=len)  # the longest run (the first of equal ones)
@@ -282,8 +284,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         finishes (a failed extract gives up), so they need no validity local."""
         if self._always is None:
             self._always = set()
-            assert self.main is not None
-            name = self.main.args[0].value.func.name  # type: ignore[union-attr]
+            name = self.main_blocks()[0]
             d = next((x for x in self.program.decls if isinstance(x, A.ParserDecl) and x.name == name), None)
             if d is None or len(d.params) < 2:
                 return self._always
@@ -311,8 +312,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         """Fields of headers kept as bytes that the program reads at several places:
         read once at the extract into a local (nic.p4's UDP ports)."""
         if self._split is None:
-            assert self.main is not None
-            names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            names = self.main_blocks()
             roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
                      ["hdr", "meta"], ["", "hdr"])
             decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
@@ -483,8 +483,8 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
 
     def plan_late_inits(self, d: A.ControlDecl) -> None:
         """``late_at``/``late_paths`` for the metadata only control ``d`` names."""
-        assert self.main is not None and d.body is not None
-        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        assert d.body is not None
+        names = self.main_blocks()
         roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
                  ["hdr", "meta"], ["", "hdr"])
         decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
@@ -533,7 +533,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 if not isinstance(item, Init):
                     body += item.render(self)
                 else:
-                    body.append(item)  # type: ignore[arg-type]
+                    body.append(item)  # type: ignore[arg-type]  # an Init stays a Deferred until the body is assembled (rendered below)
             else:
                 body.append(item)
         lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]

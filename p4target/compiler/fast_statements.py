@@ -64,11 +64,11 @@ class FastStatementCompiler(FastContext):
                 self.stmt(stmts[i])
                 i += 1
                 continue
-            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[attr-defined]
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[attr-defined]  # the group's statements are method-call statements
             self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
             self.indent()
             for st in group:
-                call = st.call  # type: ignore[attr-defined]
+                call = st.call  # type: ignore[attr-defined]  # as above
                 rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
                 self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))  # type: ignore[call-arg]  # the statements of the group are method-call statements
@@ -99,7 +99,7 @@ class FastStatementCompiler(FastContext):
             read: set[tuple[str, ...]] = set()
             mentions(first, names, read)
             for st in group:
-                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]  # as above
                 if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
                     return []
         return group
@@ -224,7 +224,7 @@ class FastStatementCompiler(FastContext):
         if self.is_table_apply(e):
             self.nargs(e, 0)
             sym = self.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
-            return self.apply_table(sym.obj)  # type: ignore[union-attr]
+            return self.apply_table(sym.obj)  # type: ignore[union-attr]  # is_table_apply: the symbol is a table
         return super().call(e, as_stmt)
 
     # ---- headers ---------------------------------------------------------------------------

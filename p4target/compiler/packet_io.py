@@ -97,7 +97,7 @@ class PacketIOCompiler(CompilerContext):
             target.obj, A.Member) and target.obj.name == "next" and isinstance(
             self.value(target.obj.obj).type, StackT)
         if stack_next or union_next:
-            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]
+            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
             st_t = s.type
             assert isinstance(st_t, StackT)
             sv = self.tmp("s")
@@ -117,7 +117,7 @@ class PacketIOCompiler(CompilerContext):
                     if n != target.name:
                         self.emit(f"{u}.{pyfield(n)}._v = False")
                 self.emit(f"{h} = {u}.{pyfield(target.name)}")
-                t = mt  # type: ignore[assignment]
+                t = mt  # type: ignore[assignment]  # the union member's header type
             elif t.kind == "header_union":
                 raise error(target.loc, "extract into an element of a stack of header unions names "
                             "the member: extract(s.next.<member>)")
@@ -144,7 +144,7 @@ class PacketIOCompiler(CompilerContext):
             lv = self.value(length)
             if not isinstance(lv.type, (BitT, IntT)):
                 raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
-            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]
+            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
             ln = self.tmp("len")
             fixed = t.width - vmax
             self.emit(f"{ln} = {lv.code}")
@@ -246,7 +246,7 @@ class PacketIOCompiler(CompilerContext):
             if t.elem.kind == "header_union":  # each element: its valid member, if any
                 for n, mt in t.elem.fields:
                     self.emit(f"if {h}.{pyfield(n)}._v:")
-                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]
+                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]  # a union's members are headers
             else:
                 self.emit(f"if {h}._v:")
                 self.indent()
@@ -277,7 +277,7 @@ class PacketIOCompiler(CompilerContext):
         if varbit is not None:
             fc = f"{h}.{pyfield(varbit)}"
             parts.append(f"({fc} << {_after_width(t, varbit)})")
-            nbytes = f"(({t.width - t.field_type(varbit).max_width} + {h}._len_{varbit}) >> 3)"  # type: ignore[union-attr]
+            nbytes = f"(({t.width - t.field_type(varbit).max_width} + {h}._len_{varbit}) >> 3)"  # type: ignore[union-attr]  # as above: the varbit field exists
         else:
             nbytes = str(t.width // 8)
         return f"({' | '.join(reversed(parts))}).to_bytes({nbytes}, 'big')"

@@ -185,8 +185,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             else:
                 self.declare_instance(d, None, self.global_scope)
         elif isinstance(d, A.FunctionDecl):
-            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]
-            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]
+            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
+            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
             self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
             self.pending_functions.append(info)
         elif isinstance(d, A.VarDecl):
@@ -229,7 +229,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                     raise error(f.loc, f"header field '{f.name}' has type {ft}; header fields must be "
                                 "bit<W>, int<W>, varbit<W>, bool, a serializable enum or a struct of those")
                 if isinstance(ft, EnumT):
-                    ft = ft.underlying  # type: ignore[assignment]
+                    ft = ft.underlying  # type: ignore[assignment]  # a serializable enum: its underlying bit<W>
             elif d.kind == "header_union":
                 if not isinstance(ft, StructT) or ft.kind != "header":
                     raise error(f.loc, f"header_union members must be headers, not {ft}")
@@ -507,7 +507,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.scope = saved
         if function and not isinstance(self.function_ret, VoidT):
             # p4c rejects a function that can end without return; be safe anyway
-            zero = self.zero(self.function_ret, d.loc)  # type: ignore[arg-type]
+            zero = self.zero(self.function_ret, d.loc)  # type: ignore[arg-type]  # a function's return type (function is true)
             self.emit(f"return {zero}" if not outs else
                       f"return ({zero}, " + "".join(o + ", " for o in outs) + ")")
         elif outs:

@@ -268,7 +268,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         key = self.tmp("sw")
         if is_action_run:
             self.emit(f"{key} = {v.code}")
-            table = v.sym.obj  # type: ignore[union-attr]
+            table = v.sym.obj  # type: ignore[union-attr]  # an action_run switch names a table (checked by is_action_run)
         else:
             if not isinstance(v.type, (BitT, EnumT, ErrorT, IntT)):
                 raise error(s.expr.loc, f"cannot switch on a value of type {v.type}")
@@ -473,7 +473,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 return self.header_method(e, f, base, name)
             if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
                 self.nargs(e, 1)
-                k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]
+                k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
                 if k < 0:
                     raise error(e.loc, f"{name} count must be >= 0")
                 return V(f"{base.code}.{name}({k})", VoidT())
@@ -486,7 +486,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 if name != "emit":
                     raise error(f.loc, f"packet_out has no method '{name}'; use emit")
                 self.nargs(e, 1)
-                self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]
+                self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
                 return None
             if sym.kind == "table":
                 if name != "apply":
@@ -537,9 +537,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         if x is None:
             return None
         if isinstance(x, A.ListExpr):
-            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]
+            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
         if isinstance(x, A.StructExpr):
-            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]
+            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
         v = self.expr(x)
         if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
             return x
@@ -554,7 +554,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 raise unsupported(a.loc, "a '_' argument", "pass a value")
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
-        return e.args[i].value  # type: ignore[return-value]
+        return e.args[i].value  # type: ignore[return-value]  # '_' arguments are handled by the callers that allow them
 
     # ------------------------------------------------------------------ headers
     def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
@@ -610,7 +610,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             pt = self.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 # `_` for an out parameter: the value is computed and dropped
-                outs.append((None, pt))  # type: ignore[arg-type]
+                outs.append((None, pt))  # type: ignore[arg-type]  # None stands for a dropped '_' out argument
                 codes.append(self.zero(pt, e.loc))
                 continue
             if p.direction in ("out", "inout"):
@@ -665,7 +665,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             memo[key] = False  # P4 actions do not recurse
             scope = getattr(act, "scope", None) or self.global_scope
             found = False
-            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]
+            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
                 if isinstance(n, A.Exit):
                     found = True
                 elif isinstance(n, A.Call) and isinstance(n.func, A.Name):

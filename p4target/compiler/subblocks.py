@@ -104,7 +104,7 @@ class SubBlockCompiler(CompilerContext):
         (self.out, self.ind, self.scope, self.control_prefix, self.params_used, self.pending_actions,
          self.locals_inits, self.fn_kind, self.loops, self.locals_used, self.state_funcs,
          self.state_lines, self.parser_inits, self.parser_init_params, self.action_outs,
-         self.sub_parent_kind) = s  # type: ignore[assignment]
+         self.sub_parent_kind) = s  # type: ignore[assignment]  # restores the tuple saved by the matching save, field for field
 
     def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
@@ -235,7 +235,7 @@ class SubBlockCompiler(CompilerContext):
         sub = sym.obj
         assert isinstance(sub, SubBlock)
         if name != "apply":
-            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]
+            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
                         f"'{name}'; use apply(...)")
         if sub.kind == "parser" and self.fn_kind != "parser":
             raise error(e.loc, "a parser instance can only be applied from a parser state")

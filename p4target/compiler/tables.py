@@ -77,12 +77,12 @@ class TableCompiler(CompilerContext):
         def cint(i: int, what: str) -> int:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {what} argument")
-            return self.const_int(args[i], what)  # type: ignore[arg-type]
+            return self.const_int(args[i], what)  # type: ignore[arg-type]  # checked not None just above
 
         def enum_name(i: int, enum: str) -> str:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {enum} argument")
-            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]
+            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]  # as above
 
         annos = anno_strs(d.annotations)
         loc = M.SourceLocation(d.loc.file, d.loc.line, d.loc.col)
@@ -349,7 +349,7 @@ class TableCompiler(CompilerContext):
             for a in args:
                 if a.value is None:
                     raise unsupported(a.loc, "a '_' argument in a table's action list", "pass a value")
-            info.bound[name] = [a.value for a in args]  # type: ignore[misc]
+            info.bound[name] = [a.value for a in args]  # type: ignore[misc]  # '_' arguments refused just above
 
     def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
         """The call that runs action ``i`` of the table with its bound arguments and
@@ -438,7 +438,7 @@ class TableCompiler(CompilerContext):
         vals = []
         for p, a in zip(params, args, strict=False):
             pt = self.resolve_type(p.type)
-            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]
+            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]  # as above: action list arguments are values
             try:
                 val = eval(code, {"__builtins__": {}})  # noqa: S307 - literal expected
             except Exception:  # noqa: BLE001

@@ -113,7 +113,7 @@ class Parser:
                     if p.kind == "str":
                         args.append(p.value)
                     elif p.kind == "num":
-                        args.append(p.value[2])  # type: ignore[index]
+                        args.append(p.value[2])  # type: ignore[index]  # a number token's value is (width, signed, value)
             elif self.at("["):
                 raise unsupported(self.tok.loc, "a structured annotation", "use @name(args)")
             out.append(A.Annotation(name, body, args, at.loc))
@@ -935,7 +935,7 @@ class Parser:
             return A.IntLit(loc, v, w, s, t.text)
         if t.kind == "str":
             self.pos += 1
-            return A.StrLit(loc, t.value)  # type: ignore[arg-type]
+            return A.StrLit(loc, t.value)  # type: ignore[arg-type]  # a string token's value is its text
         if t.kind == "kw" and t.text in ("true", "false"):
             self.pos += 1
             return A.BoolLit(loc, t.text == "true")

@@ -43,7 +43,7 @@ class Macro:
 
     @property
     def variadic(self) -> bool:
-        return bool(self.params) and self.params[-1] == "__VA_ARGS__"  # type: ignore[index]
+        return bool(self.params) and self.params[-1] == "__VA_ARGS__"  # type: ignore[index]  # params is set (checked first)
 
 
 @dataclass(frozen=True, slots=True)

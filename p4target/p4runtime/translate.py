@@ -197,7 +197,7 @@ def _args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> 
         args[pos] = value
     if None in args:
         _refuse_args(info, a, place)
-    return info, tuple(args)  # type: ignore[arg-type]
+    return info, tuple(args)  # type: ignore[arg-type]  # no None left: refused just above
 
 
 def _refuse_args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> NoReturn:

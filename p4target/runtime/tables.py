@@ -135,9 +135,9 @@ class TableRuntime:
         # a table whose entries run members or groups has a profile, and an entry runs
         # a group when it runs no member
         if e.member is not None:
-            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
+            m = self.profile.members.get(e.member)  # type: ignore[union-attr]  # a table whose entries run members or groups has a profile
         else:
-            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]
+            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as above; an entry that runs no member runs a group
         if m is None:
             return self._default
         r = m.results.get(self.name)
@@ -165,9 +165,9 @@ class TableRuntime:
             return e.result
         profile = self.profile  # as in apply: there is one, and an entry without a member runs a group
         if e.member is not None:
-            m = profile.members.get(e.member)  # type: ignore[union-attr]
+            m = profile.members.get(e.member)  # type: ignore[union-attr]  # as in apply
         else:
-            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as in apply
         if m is None:
             return self._default
         return (self._action_index[m.action], m.args, True)
@@ -183,9 +183,9 @@ class TableRuntime:
             return e.result, e.counter
         profile = self.profile  # as in apply
         if e.member is not None:
-            m = profile.members.get(e.member)  # type: ignore[union-attr]
+            m = profile.members.get(e.member)  # type: ignore[union-attr]  # as in apply
         else:
-            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as in apply
         if m is None:
             return self._default, e.counter
         return (self._action_index[m.action], m.args, True), e.counter
@@ -210,7 +210,7 @@ class TableRuntime:
             return "exact", self._entries.get
         if self.apply == self._apply_lpm_only_plain:
             return "lpm", self._lpm_probe
-        if self.apply == self._apply_scan_plain and not self._index.has_ranges:  # type: ignore[union-attr]
+        if self.apply == self._apply_scan_plain and not self._index.has_ranges:  # type: ignore[union-attr]  # the scan engine is the index of a scan table
             return "scan", self._scan
         if not self.has_direct_counter and self.direct_meter is None:
             if self.engine == "lpm" and not self._lpm_only:
