@@ -34,11 +34,12 @@ P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
 P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
-.PHONY: help deps system-packages build native run test bench experiments shell clean distclean
+.PHONY: help deps system-packages build native run lint test bench experiments shell clean distclean
 
 help:
 	@echo "make run        set up what is missing, build, start the Mininet fabric, install its tables, run the demo"
-	@echo "make test       set up what is missing, run the whole test suite (tests/, per-test timeout)"
+	@echo "make lint       ruff over the whole tree, mypy over the packages listed in pyproject.toml"
+	@echo "make test       set up what is missing, make lint, run the whole test suite (tests/, per-test timeout)"
 	@echo "make deps       apt packages, .venv (project, editable) and .venv-shell (p4runtime-shell)"
 	@echo "make build      compile p4src/*.p4 with the embedded target into $(BUILD)/"
 	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
@@ -147,7 +148,15 @@ run: deps
 	@$(MAKE) --no-print-directory build native
 	@MRC_P4_RUN_DIR=$(RUN_DIR) $(VENV)/bin/python -m topologies.run $(if $(TOPO),--topology $(TOPO)) $(RUN_ARGS)
 
-test: deps native
+# The checks (configured in pyproject.toml): ruff (with its complexity rule) over every
+# Python file, mypy over the packages in [tool.mypy] packages. `make test` runs them first.
+lint: deps
+	@echo "lint: ruff check ."
+	@$(VENV)/bin/python -m ruff check --quiet . || { echo "error: ruff found the problems above; fix them (or see [tool.ruff] in pyproject.toml)" >&2; exit 1; }
+	@echo "lint: mypy ($$($(VENV)/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["tool"]["mypy"]["packages"]))'))"
+	@$(VENV)/bin/python -m mypy || { echo "error: mypy found the problems above; fix them (or see [tool.mypy] in pyproject.toml)" >&2; exit 1; }
+
+test: deps lint native
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 bench: deps native

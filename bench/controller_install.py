@@ -186,7 +186,7 @@ def main() -> None:
           f"{args.repeat} repetitions on freshly started switches):")
     for rep in range(args.repeat):
         with switches(topo, nics, inv, ctl_names):
-            for (n, _), (raw_nodes, ctl_nodes) in zip(ROUNDS, groups):
+            for (n, _), (raw_nodes, ctl_nodes) in zip(ROUNDS, groups, strict=False):
                 raw_targets = [inv.switches[x.name] for x in raw_nodes]
                 ctl_targets = [inv.switches[x.name] for x in ctl_nodes]
                 raw_n = sum(len(wanted[t.name]) for t in raw_targets)

@@ -79,7 +79,7 @@ def main() -> None:
     actions = [translate.table_args(schema, t, e.action.action, False) for e in entries]
 
     def store() -> None:
-        for key, (info, args) in zip(keys, actions):
+        for key, (info, args) in zip(keys, actions, strict=False):
             table.add_checked(key, None, info.name, args)
 
     step("TableRuntime.add_checked: duplicate, full, action; store", store, setup=table.clear)

@@ -337,77 +337,14 @@ def _make_switch(args: argparse.Namespace, compiled: Any, **kw: Any) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from p4target.device import Device
     from p4target.netio import NetIO
 
-    if args.no_p4 and args.program is not None:
-        raise UsageError("give either PROGRAM.p4 or --no-p4, not both")
-    if not args.no_p4 and args.program is None:
-        raise UsageError("PROGRAM.p4 is required (or --no-p4 to wait for a pipeline "
-                         "from the controller)")
-    if not args.ports:
-        raise UsageError("give at least one port: -i PORT@IFACE")
-    ports: dict[int, str] = {}
-    for num, iface in args.ports:
-        if num in ports:
-            raise UsageError(f"port {num} is given twice ({ports[num]} and {iface})")
-        ports[num] = iface
-    if args.cpu_port is not None and args.cpu_port in ports:
-        raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
-    if args.commands is not None and args.no_p4:
-        raise UsageError("--commands needs a program at start; drop --no-p4")
-    if args.no_grpc and args.cpu is not None:
-        raise UsageError("--cpu places the P4Runtime server's threads; drop it with --no-grpc")
-    if args.no_rings and args.rx_ring_frames:
-        raise UsageError("--rx-ring-frames sizes the receive rings; drop it with --no-rings")
-    every_port: int | None = None
-    port_ring_frames: dict[int, int] = {}
-    for port, n in args.rx_ring_frames:
-        if port is None:
-            if every_port is not None:
-                raise UsageError("--rx-ring-frames N is given twice; give it once "
-                                 "(and PORT=N for a port of its own)")
-            every_port = n
-        elif port not in ports:
-            raise UsageError(f"--rx-ring-frames {port}={n}: port {port} is not an interface "
-                             f"port (-i {port}@IFACE)")
-        elif port in port_ring_frames:
-            raise UsageError(f"--rx-ring-frames {port}=...: port {port} is given twice")
-        else:
-            port_ring_frames[port] = n
-    if args.no_grpc and args.no_p4:
-        raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
-                         "drop --no-grpc")
-
-    for opt, specs in (("--queue-rate", args.queue_rates), ("--queue-depth", args.queue_depths)):
-        for port, _ in specs:
-            if port not in ports:
-                raise UsageError(f"{opt} {port}=...: port {port} is not an interface port (-i {port}@IFACE)")
-
+    ports = _run_ports(args)
+    every_port, port_ring_frames = _rx_ring_frames(args, ports)
+    _check_queue_options(args, ports)
     cpu = "auto" if args.cpu is None else args.cpu
-    from p4target.p4runtime.limits import from_arguments
-
-    try:
-        grpc_limits = from_arguments(args)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if not args.no_grpc:  # before any interface is opened: a bad --cpu changes nothing
-        from p4target.p4runtime.placement import PlacementError, resolve_cpu
-
-        try:
-            resolve_cpu(cpu, args.device_id)
-        except PlacementError as e:
-            raise P4Error(f"--cpu {cpu}: {e}") from None
-
-    device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
-    for port, rate in args.queue_rates:
-        device.set_queue_rate(port, rate)
-    for port, depth in args.queue_depths:
-        device.set_queue_depth(port, depth)
-    if args.program is not None:
-        device.load(_compile(args))
-    if args.commands is not None:
-        apply_commands(device.switch, args.commands)
+    grpc_limits = _grpc_limits(args, cpu)
+    device = _run_device(args)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
                   promisc=not args.no_promisc, rings=not args.no_rings,
                   rx_ring_frames=every_port, port_rx_ring_frames=port_ring_frames)
@@ -417,12 +354,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.no_grpc:
             server = _start_grpc(device, args.grpc_addr, cpu, grpc_limits)
         if args.pid_file is not None:
-            try:  # atomically: a reader never sees an empty file
-                tmp = args.pid_file.with_name(f".{args.pid_file.name}.{os.getpid()}")
-                tmp.write_text(f"{os.getpid()}\n")
-                os.replace(tmp, args.pid_file)
-            except OSError as e:
-                raise P4Error(f"cannot write pid file: {e.strerror}", str(args.pid_file)) from None
+            _write_pid_file(args.pid_file)
 
         def on_signal(signum: int, _frame: Any) -> None:
             log.info("device %d: %s received, stopping", device.device_id,
@@ -453,6 +385,108 @@ def cmd_run(args: argparse.Namespace) -> int:
     if netio.sleeps is not None:
         log.info("device %d: the forwarding loop slept %d times", device.device_id, netio.sleeps)
     return 0
+
+
+def _run_ports(args: argparse.Namespace) -> dict[int, str]:
+    """``run``'s interface ports (port -> interface), once the options that exclude
+    each other are checked."""
+    if args.no_p4 and args.program is not None:
+        raise UsageError("give either PROGRAM.p4 or --no-p4, not both")
+    if not args.no_p4 and args.program is None:
+        raise UsageError("PROGRAM.p4 is required (or --no-p4 to wait for a pipeline "
+                         "from the controller)")
+    if not args.ports:
+        raise UsageError("give at least one port: -i PORT@IFACE")
+    ports: dict[int, str] = {}
+    for num, iface in args.ports:
+        if num in ports:
+            raise UsageError(f"port {num} is given twice ({ports[num]} and {iface})")
+        ports[num] = iface
+    if args.cpu_port is not None and args.cpu_port in ports:
+        raise UsageError(f"--cpu-port {args.cpu_port} is also an interface port")
+    if args.commands is not None and args.no_p4:
+        raise UsageError("--commands needs a program at start; drop --no-p4")
+    if args.no_grpc and args.cpu is not None:
+        raise UsageError("--cpu places the P4Runtime server's threads; drop it with --no-grpc")
+    if args.no_rings and args.rx_ring_frames:
+        raise UsageError("--rx-ring-frames sizes the receive rings; drop it with --no-rings")
+    return ports
+
+
+def _rx_ring_frames(args: argparse.Namespace, ports: dict[int, str]) -> tuple[int | None, dict[int, int]]:
+    """``--rx-ring-frames``: the ring size of every port (None: the default) and of
+    the ports given their own."""
+    every_port: int | None = None
+    port_ring_frames: dict[int, int] = {}
+    for port, n in args.rx_ring_frames:
+        if port is None:
+            if every_port is not None:
+                raise UsageError("--rx-ring-frames N is given twice; give it once "
+                                 "(and PORT=N for a port of its own)")
+            every_port = n
+        elif port not in ports:
+            raise UsageError(f"--rx-ring-frames {port}={n}: port {port} is not an interface "
+                             f"port (-i {port}@IFACE)")
+        elif port in port_ring_frames:
+            raise UsageError(f"--rx-ring-frames {port}=...: port {port} is given twice")
+        else:
+            port_ring_frames[port] = n
+    return every_port, port_ring_frames
+
+
+def _check_queue_options(args: argparse.Namespace, ports: dict[int, str]) -> None:
+    if args.no_grpc and args.no_p4:
+        raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
+                         "drop --no-grpc")
+
+    for opt, specs in (("--queue-rate", args.queue_rates), ("--queue-depth", args.queue_depths)):
+        for port, _ in specs:
+            if port not in ports:
+                raise UsageError(f"{opt} {port}=...: port {port} is not an interface port (-i {port}@IFACE)")
+
+
+def _grpc_limits(args: argparse.Namespace, cpu: str) -> Any:
+    """The P4Runtime server's limits from the options; ``--cpu`` checked before any
+    interface is opened (a bad one changes nothing)."""
+    from p4target.p4runtime.limits import from_arguments
+
+    try:
+        grpc_limits = from_arguments(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not args.no_grpc:  # before any interface is opened: a bad --cpu changes nothing
+        from p4target.p4runtime.placement import PlacementError, resolve_cpu
+
+        try:
+            resolve_cpu(cpu, args.device_id)
+        except PlacementError as e:
+            raise P4Error(f"--cpu {cpu}: {e}") from None
+    return grpc_limits
+
+
+def _run_device(args: argparse.Namespace) -> Any:
+    """The device ``run`` drives: queues set, the program loaded, the commands applied."""
+    from p4target.device import Device
+
+    device = Device(device_id=args.device_id, cpu_port=args.cpu_port, seed=args.seed)
+    for port, rate in args.queue_rates:
+        device.set_queue_rate(port, rate)
+    for port, depth in args.queue_depths:
+        device.set_queue_depth(port, depth)
+    if args.program is not None:
+        device.load(_compile(args))
+    if args.commands is not None:
+        apply_commands(device.switch, args.commands)
+    return device
+
+
+def _write_pid_file(path: Path) -> None:
+    try:  # atomically: a reader never sees an empty file
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(f"{os.getpid()}\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise P4Error(f"cannot write pid file: {e.strerror}", str(path)) from None
 
 
 def cmd_group(args: argparse.Namespace) -> int:
@@ -535,7 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except UsageError as e:
-        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr, index]  # argparse keeps its subcommands' parsers in private attributes
         sub.print_usage(sys.stderr)
         print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
         return 2

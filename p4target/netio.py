@@ -347,8 +347,8 @@ class NetIO:
         dev = self.device
         busy = False
         drain_ring = self._drain_ring
-        for p in self._ring_ports:
-            if drain_ring(p, dev):
+        for rp in self._ring_ports:
+            if drain_ring(rp, dev):
                 busy = True
         dev_poll = getattr(dev, "poll", None)
         if dev_poll is not None:
@@ -414,7 +414,7 @@ class NetIO:
                 if process is not None:
                     self._transmit(process(number, chunk))
                     self._flush_all()
-                else:
+                elif batch is not None:
                     batch(number, chunk)
             return
         receive = dev.receive

@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from finsy.proto.p4.config.v1 import p4info_pb2
 from google.protobuf import text_format
 
 from p4target.errors import P4Error
-from p4target.model import Extern, Field, ProgramModel, Table
+from p4target.model import Action, ControllerHeader, Digest, Extern, Field, ProgramModel, Table, ValueSet
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,10 @@ def _numbered(fields: tuple[Field, ...] | tuple, what: str, owner: str) -> list[
     return ids
 
 
+# The id p4c assigns to the object of a kind (its id prefix) and a name.
+_Pid = Callable[[int, str], int]
+
+
 def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
     """The P4Info of ``model``, with ids and aliases as p4c would assign them."""
     ids = assign_ids(model)
@@ -276,104 +281,119 @@ def build_p4info(model: ProgramModel) -> p4info_pb2.P4Info:
         return ids[(prefix, name)]
 
     for t in model.tables:
-        msg = info.tables.add()
-        _preamble(msg.preamble, pid(PREFIX_TABLE, t.name), t.name, suffixes.alias(t.name), t.annotations)
-        keys = t.match_keys
-        for kid, k in zip(_numbered(keys, "match field", t.name), keys):
-            mf = msg.match_fields.add()
-            mf.id = kid
-            mf.name = k.name
-            mf.bitwidth = k.bitwidth
-            if k.match_kind in _MATCH_TYPE:
-                mf.match_type = _MATCH_TYPE[k.match_kind]
-            else:
-                mf.other_match_type = k.match_kind
-            _field_annotations(mf, k.annotations)
-        for ref in t.actions:
-            try:
-                model.action(ref.name)
-            except KeyError:
-                raise P4Error(f"table '{t.name}' lists action '{ref.name}' that the program does not declare") from None
-            ar = msg.action_refs.add()
-            ar.id = pid(PREFIX_ACTION, ref.name)
-            ar.scope = _SCOPE.get(ref.scope, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)
-            ref_annotations = dict(ref.annotations)
-            # p4c marks scoped action references with the annotation that scoped them
-            # (also for the NoAction it adds itself as a default-only action).
-            scope_annotation = {"default_only": "defaultonly", "table_only": "tableonly"}.get(ref.scope)
-            if scope_annotation and scope_annotation not in ref_annotations:
-                ref_annotations[scope_annotation] = ""
-            for key, body in ref_annotations.items():
-                if key not in _HIDDEN_ANNOTATIONS:
-                    ar.annotations.append(format_annotation(key, body))
-        if t.default_is_const:
-            msg.const_default_action_id = pid(PREFIX_ACTION, t.default_action)
-        _initial_default_action(msg.initial_default_action, model, t, pid(PREFIX_ACTION, t.default_action))
-        if t.implementation:
-            msg.implementation_id = pid(PREFIX_ACTION_PROFILE, t.implementation)
-        if t.direct_counter:
-            msg.direct_resource_ids.append(pid(PREFIX_DIRECT_COUNTER, t.direct_counter))
-        if t.direct_meter:
-            msg.direct_resource_ids.append(pid(PREFIX_DIRECT_METER, t.direct_meter))
-        msg.size = t.size
-        msg.idle_timeout_behavior = (
-            p4info_pb2.Table.NOTIFY_CONTROL if t.supports_idle_timeout else p4info_pb2.Table.NO_TIMEOUT
-        )
-        if t.const_entries is not None:
-            msg.is_const_table = True
-            msg.has_initial_entries = True
-
+        _add_table(info, model, t, pid, suffixes)
     for a in model.actions:
-        msg = info.actions.add()
-        _preamble(msg.preamble, pid(PREFIX_ACTION, a.name), a.name, suffixes.alias(a.name), a.annotations)
-        for pid_, p in zip(_numbered(a.params, "parameter", a.name), a.params):
-            par = msg.params.add()
-            par.id = pid_
-            par.name = p.name
-            par.bitwidth = p.bitwidth
-            _field_annotations(par, p.annotations)
-
+        _add_action(info, a, pid, suffixes)
     for e in model.externs:
         _add_extern(info, model, e, ids, suffixes)
-
     for h in model.controller_headers:
-        msg = info.controller_packet_metadata.add()
-        _preamble(
-            msg.preamble,
-            pid(PREFIX_CONTROLLER_HEADER, h.name),
-            h.name,
-            suffixes.alias(h.name),
-            {"controller_header": f'"{h.name}"'},
-        )
-        for mid, f in zip(_numbered(h.fields, "metadata", h.name), h.fields):
-            md = msg.metadata.add()
-            md.id = mid
-            md.name = f.name
-            md.bitwidth = f.bitwidth
-            _field_annotations(md, f.annotations)
-
+        _add_controller_header(info, h, pid, suffixes)
     for v in model.value_sets:
-        msg = info.value_sets.add()
-        _preamble(msg.preamble, pid(PREFIX_VALUE_SET, v.name), v.name, suffixes.alias(v.name), {})
-        for mid, f in zip(_numbered(v.fields, "match field", v.name), v.fields):
-            mf = msg.match.add()
-            mf.id = mid
-            mf.name = f.name
-            mf.bitwidth = f.bitwidth
-            kind = f.annotations.get("match", "exact").strip() or "exact"
-            mf.match_type = _MATCH_TYPE.get(kind, p4info_pb2.MatchField.EXACT)
-        msg.size = v.size
-
+        _add_value_set(info, v, pid, suffixes)
     for d in model.digests:
-        msg = info.digests.add()
-        _preamble(msg.preamble, pid(PREFIX_DIGEST, d.name), d.name, suffixes.alias(d.name), {})
-        msg.type_spec.struct.name = d.name
-        st = info.type_info.structs[d.name]
-        for f in d.fields:
-            mem = st.members.add()
-            mem.name = f.name
-            mem.type_spec.bitstring.bit.bitwidth = f.bitwidth
+        _add_digest(info, d, pid, suffixes)
     return info
+
+
+def _add_table(info: p4info_pb2.P4Info, model: ProgramModel, t: Table, pid: _Pid, suffixes: SuffixSet) -> None:
+    msg = info.tables.add()
+    _preamble(msg.preamble, pid(PREFIX_TABLE, t.name), t.name, suffixes.alias(t.name), t.annotations)
+    keys = t.match_keys
+    for kid, k in zip(_numbered(keys, "match field", t.name), keys, strict=False):
+        mf = msg.match_fields.add()
+        mf.id = kid
+        mf.name = k.name
+        mf.bitwidth = k.bitwidth
+        if k.match_kind in _MATCH_TYPE:
+            mf.match_type = _MATCH_TYPE[k.match_kind]
+        else:
+            mf.other_match_type = k.match_kind
+        _field_annotations(mf, k.annotations)
+    for ref in t.actions:
+        try:
+            model.action(ref.name)
+        except KeyError:
+            raise P4Error(f"table '{t.name}' lists action '{ref.name}' that the program does not declare") from None
+        ar = msg.action_refs.add()
+        ar.id = pid(PREFIX_ACTION, ref.name)
+        ar.scope = _SCOPE.get(ref.scope, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)
+        ref_annotations = dict(ref.annotations)
+        # p4c marks scoped action references with the annotation that scoped them
+        # (also for the NoAction it adds itself as a default-only action).
+        scope_annotation = {"default_only": "defaultonly", "table_only": "tableonly"}.get(ref.scope)
+        if scope_annotation and scope_annotation not in ref_annotations:
+            ref_annotations[scope_annotation] = ""
+        for key, body in ref_annotations.items():
+            if key not in _HIDDEN_ANNOTATIONS:
+                ar.annotations.append(format_annotation(key, body))
+    if t.default_is_const:
+        msg.const_default_action_id = pid(PREFIX_ACTION, t.default_action)
+    _initial_default_action(msg.initial_default_action, model, t, pid(PREFIX_ACTION, t.default_action))
+    if t.implementation:
+        msg.implementation_id = pid(PREFIX_ACTION_PROFILE, t.implementation)
+    if t.direct_counter:
+        msg.direct_resource_ids.append(pid(PREFIX_DIRECT_COUNTER, t.direct_counter))
+    if t.direct_meter:
+        msg.direct_resource_ids.append(pid(PREFIX_DIRECT_METER, t.direct_meter))
+    msg.size = t.size
+    msg.idle_timeout_behavior = (
+        p4info_pb2.Table.NOTIFY_CONTROL if t.supports_idle_timeout else p4info_pb2.Table.NO_TIMEOUT
+    )
+    if t.const_entries is not None:
+        msg.is_const_table = True
+        msg.has_initial_entries = True
+
+
+def _add_action(info: p4info_pb2.P4Info, a: Action, pid: _Pid, suffixes: SuffixSet) -> None:
+    msg = info.actions.add()
+    _preamble(msg.preamble, pid(PREFIX_ACTION, a.name), a.name, suffixes.alias(a.name), a.annotations)
+    for pid_, p in zip(_numbered(a.params, "parameter", a.name), a.params, strict=False):
+        par = msg.params.add()
+        par.id = pid_
+        par.name = p.name
+        par.bitwidth = p.bitwidth
+        _field_annotations(par, p.annotations)
+
+
+def _add_controller_header(info: p4info_pb2.P4Info, h: ControllerHeader, pid: _Pid, suffixes: SuffixSet) -> None:
+    msg = info.controller_packet_metadata.add()
+    _preamble(
+        msg.preamble,
+        pid(PREFIX_CONTROLLER_HEADER, h.name),
+        h.name,
+        suffixes.alias(h.name),
+        {"controller_header": f'"{h.name}"'},
+    )
+    for mid, f in zip(_numbered(h.fields, "metadata", h.name), h.fields, strict=False):
+        md = msg.metadata.add()
+        md.id = mid
+        md.name = f.name
+        md.bitwidth = f.bitwidth
+        _field_annotations(md, f.annotations)
+
+
+def _add_value_set(info: p4info_pb2.P4Info, v: ValueSet, pid: _Pid, suffixes: SuffixSet) -> None:
+    msg = info.value_sets.add()
+    _preamble(msg.preamble, pid(PREFIX_VALUE_SET, v.name), v.name, suffixes.alias(v.name), {})
+    for mid, f in zip(_numbered(v.fields, "match field", v.name), v.fields, strict=False):
+        mf = msg.match.add()
+        mf.id = mid
+        mf.name = f.name
+        mf.bitwidth = f.bitwidth
+        kind = f.annotations.get("match", "exact").strip() or "exact"
+        mf.match_type = _MATCH_TYPE.get(kind, p4info_pb2.MatchField.EXACT)
+    msg.size = v.size
+
+
+def _add_digest(info: p4info_pb2.P4Info, d: Digest, pid: _Pid, suffixes: SuffixSet) -> None:
+    msg = info.digests.add()
+    _preamble(msg.preamble, pid(PREFIX_DIGEST, d.name), d.name, suffixes.alias(d.name), {})
+    msg.type_spec.struct.name = d.name
+    st = info.type_info.structs[d.name]
+    for f in d.fields:
+        mem = st.members.add()
+        mem.name = f.name
+        mem.type_spec.bitstring.bit.bitwidth = f.bitwidth
 
 
 def _initial_default_action(call: p4info_pb2.TableActionCall, model: ProgramModel, t: Table,
@@ -390,7 +410,7 @@ def _initial_default_action(call: p4info_pb2.TableActionCall, model: ProgramMode
     if len(params) != len(t.default_args):
         raise P4Error(f"default action of table '{t.name}' has {len(t.default_args)} argument(s); "
                       f"'{t.default_action}' takes {len(params)}")
-    for param_id, p, value in zip(_numbered(params, "parameter", t.default_action), params, t.default_args):
+    for param_id, p, value in zip(_numbered(params, "parameter", t.default_action), params, t.default_args, strict=False):
         arg = call.arguments.add()
         arg.param_id = param_id
         arg.value = value.to_bytes((p.bitwidth + 7) // 8, "big")
@@ -406,6 +426,7 @@ def _add_extern(
     prefix = EXTERN_PREFIX[e.kind]
     ident = ids[(prefix, e.name)]
     alias = suffixes.alias(e.name)
+    msg: Any  # the P4Info message class of this kind of extern
 
     def table_id(name: str) -> int:
         try:

@@ -275,9 +275,9 @@ class GroupLoop:
                 events = self._epoll.poll(timeout)
                 active = busy
                 for fd, _ in events:
-                    sw = self._by_fd.get(fd)
-                    if sw is not None:
-                        active.add(index[id(sw)])
+                    ready = self._by_fd.get(fd)
+                    if ready is not None:
+                        active.add(index[id(ready)])
                     elif fd == self._wake_r:
                         try:
                             os.read(self._wake_r, 4096)

@@ -131,8 +131,8 @@ def list_links(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = fro
         links = json.loads(out) if out.strip() else []
     except json.JSONDecodeError:
         return []
-    return sorted(str(l["ifname"]) for l in links
-                  if _has_prefix(str(l.get("ifname", "")), prefixes) or str(l.get("ifname", "")) in names)
+    return sorted(str(link["ifname"]) for link in links
+                  if _has_prefix(str(link.get("ifname", "")), prefixes) or str(link.get("ifname", "")) in names)
 
 
 CUT_TABLE_PREFIX = "mrc_cut_"  # topologies/cables.py names a cut cable's table so
@@ -249,7 +249,7 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
             if mark is not None and ours_node(mark):
                 shells.append(pid)
     found = set(shells)
-    for ino, pids in by_ns.items():
+    for pids in by_ns.values():
         ours = any(p in found for p in pids) or any(
             ours_link(name) for name in _netns_links(pids[0])
         )

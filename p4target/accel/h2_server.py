@@ -266,7 +266,7 @@ class _Requests:
     def __next__(self) -> Any:
         if self._over:
             raise StopIteration
-        data = self._call.requests.get()
+        data = self._call.requests.get()  # type: ignore[union-attr]  # made with this iterator (request streaming)
         if data is not None:
             self._call.stream.taken()
         request = None if data is None else deserialize(self._call.handler, self._call.context, data)
@@ -317,8 +317,8 @@ class H2Server:
     def add_insecure_port(self, address: str) -> int:
         """Listen on ``host:port`` (every address the host resolves to, as gRPC does; port
         0: one free port for all); the port. RuntimeError when nothing could be bound."""
-        host, _, port_text = address.rpartition(":")
-        host = host.strip("[]") or None
+        host_text, _, port_text = address.rpartition(":")
+        host = host_text.strip("[]") or None
         try:
             infos = socket.getaddrinfo(host, int(port_text), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         except (OSError, ValueError) as e:

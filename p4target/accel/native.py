@@ -111,7 +111,7 @@ def _cython_version() -> str:
     spec = importlib.util.find_spec("Cython")
     if spec is None:
         raise NativeError("Cython is not installed (pip install Cython; make deps does)")
-    from Cython import __version__
+    from Cython import __version__  # type: ignore[attr-defined]  # Cython's stubs do not list it
 
     return __version__
 

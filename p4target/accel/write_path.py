@@ -50,7 +50,7 @@ def _source(name: str) -> Path:
     parent, _, _ = name.rpartition(".")
     path = importlib.import_module(parent).__path__ if parent else None
     spec = importlib.machinery.PathFinder.find_spec(name, path)
-    if spec is None or not (spec.origin or "").endswith(".py"):
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
         raise native.NativeError(f"{name}: no Python source to compile")
     return Path(spec.origin)
 

@@ -12,7 +12,7 @@ import logging
 from functools import partial
 from pathlib import Path
 from types import CodeType
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from p4target import optional_accel
 from p4target.compiler import fastgen
@@ -60,7 +60,7 @@ class CompiledProgram:
     def instantiate(self, rt: object) -> object:
         """A new ``Pipeline`` bound to the runtime ``Bindings`` ``rt`` (tables, externs...)."""
         build = self._namespace["build"]
-        return build(rt)  # type: ignore[operator]
+        return build(rt)  # type: ignore[operator]  # build is the generated module's build(rt)
 
     @property
     def may_have_fast_path(self) -> bool:
@@ -89,7 +89,7 @@ class CompiledProgram:
                             "takes the general path; please report this with the program", self.path, exc)
                 self._fast = None
                 return None
-            self._make_fast = self._namespace["make_fast"]  # type: ignore[assignment]
+            self._make_fast = cast(Callable[[object], Callable], self._namespace["make_fast"])
         return self._make_fast, src.uses_clock
 
     def native_fast_path(self) -> NativeFastPath | None:

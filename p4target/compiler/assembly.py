@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
 
@@ -25,10 +26,10 @@ _GOTO = re.compile(r"^        return (\w+), pos$")
 _FAIL = re.compile(r"^        raise ParserError\(\d+, pos\)$")
 
 
-class ModuleAssembler:
+class ModuleAssembler(CompilerContext):
     """Mixin of the program compiler (module text)."""
 
-    def inline_parser(self) -> list[str] | None:
+    def inline_parser(self) -> list[str] | None:  # noqa: C901 — one pass over the state graph; each check refuses a shape it cannot inline
         """The parser as straight-line code for Pipeline.parse (16-space indent), when
         its state graph is acyclic and every state function has the shape gen_state
         gives it (body, then ``if C: return S, pos`` cases, then ``return S, pos`` or
@@ -50,7 +51,7 @@ class ModuleAssembler:
             cases: list[tuple[str, str]] = []
             while body and _CASE.match(body[-1]):
                 m = _CASE.match(body.pop())
-                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]
+                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]  # _CASE matched this line just above
             for x in body:
                 if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
                     return None
@@ -166,7 +167,7 @@ class ModuleAssembler:
         args = [f"a{i}" for i in range(len(t.fields))]
         lines += ["", "", f"def mk_{t.pyname}({', '.join(args)}):",
                   f"    o = {t.pyname}.__new__({t.pyname})"]
-        for (n, ft), a in zip(t.fields, args):
+        for (n, ft), a in zip(t.fields, args, strict=False):
             lines.append(f"    o.{pyfield(n)} = {a}")
             if isinstance(ft, VarbitT):
                 lines.append(f"    o._len_{n} = 0")
@@ -191,7 +192,7 @@ class ModuleAssembler:
                 elif isinstance(ft, StructT) and ft.kind == "struct":
                     walk(ft, p)
 
-        walk(self.meta_t, ".meta")  # type: ignore[arg-type]
+        walk(self.meta_t, ".meta")  # type: ignore[arg-type]  # meta is a struct (checked when the parser is declared)
         return lists
 
     def assemble(self) -> str:
@@ -212,9 +213,9 @@ class ModuleAssembler:
             "                 'recirculate', 'clones', 'digests')",
             "",
             "    def __init__(self):",
-            f"        self.hdr = {hdr_t.pyname}()",  # type: ignore[union-attr]
-            f"        self.meta = {meta_t.pyname}()",  # type: ignore[union-attr]
-            f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
+            f"        self.hdr = {hdr_t.pyname}()",  # type: ignore[attr-defined]  # the parser's hdr and meta parameters are structs (checked when declared)
+            f"        self.meta = {meta_t.pyname}()",  # type: ignore[attr-defined]  # as hdr
+            f"        self.sm = {sm_t.pyname}()",  # type: ignore[union-attr]  # standard_metadata_t is declared by v1model.p4
             "        self.payload = b''",
             "        self.truncate_to = None",
             "        self.drop_reason = None",
@@ -326,7 +327,7 @@ class ModuleAssembler:
             "            return n",
             "",
             "        def reset_standard_metadata(self, st):",
-            f"            st.sm = {sm_t.pyname}()",  # type: ignore[union-attr]
+            f"            st.sm = {sm_t.pyname}()",  # type: ignore[union-attr]  # as above
             "",
             "        def new_state(self):",
             "            return PacketState()",

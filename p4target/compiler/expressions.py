@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler import support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
@@ -31,7 +32,7 @@ class V:
 
     code: str
     type: Type
-    const: object = None
+    const: int | bool | str | None = None  # str: a compile-time string (an error or enum member name)
     sym: Sym | None = None  # set when the expression names a non-value object
     # fast path only: the place in the packet state this names, e.g. ("hdr", "ipv6")
     path: tuple[str, ...] | None = None
@@ -58,7 +59,7 @@ def to_type_const(value: int, t: Type) -> int:
     return value
 
 
-class ExpressionCompiler:
+class ExpressionCompiler(CompilerContext):
     """Mixin of the program compiler: needs ``scope``, ``resolve_type``, ``errors_by_name``."""
 
     # ------------------------------------------------------------------ entry points
@@ -83,7 +84,7 @@ class ExpressionCompiler:
         if v.const is None or isinstance(v.const, (str, bool)):
             raise error(e.loc, f"{what} must be a compile-time integer constant; "
                         f"'{expr_text(e)}' is not")
-        return int(v.const)  # type: ignore[arg-type]
+        return int(v.const)
 
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         """Code for ``e`` converted implicitly to ``t`` (assignment, argument passing)."""
@@ -92,7 +93,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr) and isinstance(t, TupleT):
             if len(e.items) != len(t.elems):
                 raise error(e.loc, f"{what}: expected {len(t.elems)} elements, got {len(e.items)}")
-            return "(" + "".join(c + ", " for c in self.in_order([(i, et, what) for i, et in zip(e.items, t.elems)])) + ")"
+            return "(" + "".join(c + ", " for c in self.in_order([(i, et, what) for i, et in zip(e.items, t.elems, strict=False)])) + ")"
         return self.coerce(self.value(e), t, e.loc, what)
 
     def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
@@ -100,7 +101,7 @@ class ExpressionCompiler:
         if isinstance(t, (BitT, EnumT)) and isinstance(vt, IntT):
             if isinstance(t, EnumT):
                 raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
-            return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]
+            return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]  # an int/bit constant: const is an int
         if isinstance(t, BitT) and isinstance(vt, BitT):
             if t == vt:
                 return v.code
@@ -143,16 +144,16 @@ class ExpressionCompiler:
                 return V("", t, None, Sym("type", t))
             raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
         if sym.kind == "const":
-            return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]
+            return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]  # a const symbol has a type
         if sym.kind == "var":
             self.note_use(sym)
-            return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]
+            return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]  # a var symbol has a type
         return V(sym.code, sym.type or ObjT(sym.kind, e.name), None, sym)
 
     def note_use(self, sym: Sym) -> None:
         """Hook: the program compiler records which parameters a function touches."""
 
-    def _e_Member(self, e: A.Member) -> V:
+    def _e_Member(self, e: A.Member) -> V:  # noqa: C901 — one case per kind of object a member is taken of
         base = self.expr(e.obj)
         bt = base.type
         if base.sym is not None and base.sym.kind == "type":
@@ -219,7 +220,7 @@ class ExpressionCompiler:
             raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
         if idx.const is not None:
-            i = int(idx.const)  # type: ignore[arg-type]
+            i = int(idx.const)
             if not 0 <= i < base.type.size:
                 raise error(e.loc, f"index {i} is out of range for a stack of size {base.type.size}")
             return V(f"{base.code}.h[{i}]", base.type.elem)
@@ -302,23 +303,23 @@ class ExpressionCompiler:
             return f"{a}._v == {b}._v and (not {a}._v or ({fields}))"
         return fields
 
-    def unify(self, l: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
-        lt, rt = l.type, r.type
+    def unify(self, left: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
+        lt, rt = left.type, r.type
         if isinstance(lt, IntT) and isinstance(rt, IntT):
-            return l.code, r.code, lt
+            return left.code, r.code, lt
         if isinstance(lt, IntT) and isinstance(rt, BitT):
-            return repr(to_type_const(int(l.const), rt)), r.code, rt  # type: ignore[arg-type]
+            return repr(to_type_const(int(left.const), rt)), r.code, rt  # type: ignore[arg-type]  # an int/bit constant: const is an int
         if isinstance(rt, IntT) and isinstance(lt, BitT):
-            return l.code, repr(to_type_const(int(r.const), lt)), lt  # type: ignore[arg-type]
+            return left.code, repr(to_type_const(int(r.const), lt)), lt  # type: ignore[arg-type]  # an int/bit constant: const is an int
         if isinstance(lt, BitT) and isinstance(rt, BitT):
             if lt != rt:
                 raise error(loc, f"operands of '{op}' have different types {lt} and {rt}; "
                             "cast one side so both have the same width and signedness")
-            return l.code, r.code, lt
+            return left.code, r.code, lt
         if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, (IntT,)):
-            return l.code, repr(int(r.const)), lt  # type: ignore[arg-type]
+            return left.code, repr(int(r.const)), lt  # type: ignore[arg-type]  # an int/bit constant: const is an int
         if type(lt) is type(rt) and (lt == rt or lt is rt) and op in ("==", "!="):
-            return l.code, r.code, lt
+            return left.code, r.code, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
 
     # ------------------------------------------------------------------ evaluation order
@@ -338,11 +339,11 @@ class ExpressionCompiler:
     def short_circuit(self, e: A.Binary) -> V:
         """``a && b`` / ``a || b`` whose right operand has effects: ``b`` (and its
         effects) only when ``a`` does not decide."""
-        l = self.value(e.left)
-        if not isinstance(l.type, BoolT):
-            raise error(e.left.loc, f"'{e.op}' needs bool operands, not {l.type}")
+        left = self.value(e.left)
+        if not isinstance(left.type, BoolT):
+            raise error(e.left.loc, f"'{e.op}' needs bool operands, not {left.type}")
         t = self.tmp("b")
-        self.emit(f"{t} = {l.code}")
+        self.emit(f"{t} = {left.code}")
         self.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
         self.indent()
         r = self.value(e.right)
@@ -373,42 +374,42 @@ class ExpressionCompiler:
         self.dedent()
         return V(t, ty)
 
-    def _e_Binary(self, e: A.Binary) -> V:
+    def _e_Binary(self, e: A.Binary) -> V:  # noqa: C901 — one case per family of binary operators
         op = e.op
         if op in ("&&", "||") and self.has_effects(e.right):
             return self.short_circuit(e)
-        l = self.value(e.left)
+        left = self.value(e.left)
         if self.has_effects(e.right):
-            l = self.spill_value(l)
+            left = self.spill_value(left)
         r = self.value(e.right)
-        c = l.const is not None and r.const is not None
+        c = left.const is not None and r.const is not None
         if op in ("&&", "||"):
-            for v, side in ((l, e.left), (r, e.right)):
+            for v, side in ((left, e.left), (r, e.right)):
                 if not isinstance(v.type, BoolT):
                     raise error(side.loc, f"'{op}' needs bool operands, not {v.type}")
-            return self.folded(f"({l.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT(), c)
+            return self.folded(f"({left.code} {'and' if op == '&&' else 'or'} {r.code})", BoolT(), c)
         if op in ("==", "!="):
-            if isinstance(l.type, (StructT, StackT)) or isinstance(r.type, (StructT, StackT)):
-                if not (l.type is r.type or l.type == r.type):
-                    raise error(e.loc, f"operands of '{op}' have different types {l.type} and {r.type}")
-                eq = self.composite_eq(l.code, r.code, l.type)  # type: ignore[arg-type]
+            if isinstance(left.type, (StructT, StackT)) or isinstance(r.type, (StructT, StackT)):
+                if not (left.type is r.type or left.type == r.type):
+                    raise error(e.loc, f"operands of '{op}' have different types {left.type} and {r.type}")
+                eq = self.composite_eq(left.code, r.code, left.type)  # type: ignore[arg-type]  # both are the same struct or stack type (checked just above)
                 return V(f"({eq})" if op == "==" else f"(not ({eq}))", BoolT())
-            lc, rc, _ = self.unify(l, r, e.loc, op)
+            lc, rc, _ = self.unify(left, r, e.loc, op)
             return self.folded(f"({lc} {op} {rc})", BoolT(), c)
         if op in ("<", ">", "<=", ">="):
-            lc, rc, t = self.unify(l, r, e.loc, op)
+            lc, rc, t = self.unify(left, r, e.loc, op)
             if not isinstance(t, (BitT, IntT)):
                 raise error(e.loc, f"'{op}' needs numeric operands, not {t}")
             return self.folded(f"({lc} {op} {rc})", BoolT(), c)
         if op in ("<<", ">>"):
-            return self.shift(e, l, r, c)
+            return self.shift(e, left, r, c)
         if op == "++":
-            lt, rt = l.type, r.type
+            lt, rt = left.type, r.type
             if not isinstance(lt, BitT) or not isinstance(rt, BitT):
                 raise error(e.loc, f"'++' needs operands with a width (bit<W>/int<W>), not {lt} and {rt}; "
                             "give literals a width such as 16w0")
             rcode = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
-            lcode = l.code if not lt.signed else f"({l.code} & {lt.mask:#x})"
+            lcode = left.code if not lt.signed else f"({left.code} & {lt.mask:#x})"
             t = BitT(lt.width + rt.width, lt.signed)
             code = f"(({lcode} << {rt.width}) | {rcode})"
             if r.const == 0 and not rt.signed:  # x ++ 16w0: nothing to or in
@@ -418,7 +419,7 @@ class ExpressionCompiler:
             return self.folded(code, t, c)
         if op not in ("+", "-", "*", "/", "%", "&", "|", "^", "|+|", "|-|"):
             raise unsupported(e.loc, f"operator '{op}'", "rewrite the expression")
-        lc, rc, t = self.unify(l, r, e.loc, op)
+        lc, rc, t = self.unify(left, r, e.loc, op)
         if isinstance(t, IntT):
             pyop = {"/": "//", "|+|": "+", "|-|": "-"}.get(op, op)
             if not c:
@@ -448,34 +449,34 @@ class ExpressionCompiler:
             return self.folded(wrap_signed(raw, t.width), t, c)
         return self.folded(f"(({raw}) & {m:#x})", t, c)
 
-    def shift(self, e: A.Binary, l: V, r: V, c: bool) -> V:
-        lt, rt = l.type, r.type
+    def shift(self, e: A.Binary, left: V, r: V, c: bool) -> V:
+        lt, rt = left.type, r.type
         if isinstance(rt, BitT) and rt.signed:
             raise error(e.right.loc, "shift amount must be unsigned (bit<W> or a non-negative literal)")
-        if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]
+        if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]  # an int/bit constant: const is an int
             raise error(e.right.loc, "shift amount must not be negative")
         if not isinstance(rt, (BitT, IntT)):
             raise error(e.right.loc, f"shift amount must be an integer, not {rt}")
         if isinstance(lt, IntT):
             if not c:
                 raise error(e.loc, "shifting an unsized integer by a run-time amount; give it a width")
-            return self.folded(f"({l.code} {e.op} {r.code})", lt, True)
+            return self.folded(f"({left.code} {e.op} {r.code})", lt, True)
         if not isinstance(lt, BitT):
             raise error(e.left.loc, f"cannot shift a value of type {lt}")
         if e.op == ">>":
             if lt.signed or r.const is not None:
-                return self.folded(f"({l.code} >> {r.code})", lt, c)
-            return self.folded(f"({l.code} >> {r.code})", lt, c)
+                return self.folded(f"({left.code} >> {r.code})", lt, c)
+            return self.folded(f"({left.code} >> {r.code})", lt, c)
         if r.const is not None:
-            amount = int(r.const)  # type: ignore[arg-type]
+            amount = int(r.const)
             if amount >= lt.width:
                 return self.folded("0", lt, True) if not lt.signed else lit(0, lt)
             if lt.signed:
-                return self.folded(wrap_signed(f"{l.code} << {amount}", lt.width), lt, c)
-            return self.folded(f"(({l.code} << {amount}) & {lt.mask:#x})", lt, c)
+                return self.folded(wrap_signed(f"{left.code} << {amount}", lt.width), lt, c)
+            return self.folded(f"(({left.code} << {amount}) & {lt.mask:#x})", lt, c)
         if lt.signed:
-            return V(wrap_signed(f"shl({l.code} & {lt.mask:#x}, {r.code}, {lt.width})", lt.width), lt)
-        return V(f"shl({l.code}, {r.code}, {lt.width})", lt)
+            return V(wrap_signed(f"shl({left.code} & {lt.mask:#x}, {r.code}, {lt.width})", lt.width), lt)
+        return V(f"shl({left.code}, {r.code}, {lt.width})", lt)
 
     def _e_Ternary(self, e: A.Ternary) -> V:
         cond = self.value(e.cond)
@@ -499,12 +500,12 @@ class ExpressionCompiler:
         v = self.value(e.expr)
         return self.cast(v, t, e.loc)
 
-    def cast(self, v: V, t: Type, loc: Loc) -> V:
+    def cast(self, v: V, t: Type, loc: Loc) -> V:  # noqa: C901 — one case per pair of source and target type kinds
         vt = v.type
         c = v.const is not None
         if isinstance(t, BitT):
             if isinstance(vt, IntT):
-                return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]
+                return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]  # an int/bit constant: const is an int
             if isinstance(vt, BoolT):
                 if t.width != 1 or t.signed:
                     raise error(loc, f"cannot cast bool to {t}; only bit<1> holds a bool")
@@ -574,7 +575,7 @@ class ExpressionCompiler:
         if isinstance(e, A.ListExpr):
             if len(e.items) != len(t.fields):
                 raise error(e.loc, f"{t} has {len(t.fields)} fields but the list has {len(e.items)}")
-            vals = self.in_order([(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields)])
+            vals = self.in_order([(i, ft, f"field {n}") for i, (n, ft) in zip(e.items, t.fields, strict=False)])
         else:
             given = dict(e.fields)
             for n in given:
@@ -584,7 +585,7 @@ class ExpressionCompiler:
             if missing:
                 raise error(e.loc, f"initializer for {t} lacks fields {', '.join(missing)}")
             types = dict(t.fields)
-            by_name = dict(zip(given, self.in_order([(x, types[n], f"field {n}") for n, x in e.fields])))
+            by_name = dict(zip(given, self.in_order([(x, types[n], f"field {n}") for n, x in e.fields]), strict=False))
             vals = [by_name[n] for n, _ in t.fields]
         return f"mk_{t.pyname}(" + ", ".join(vals) + ")"
 

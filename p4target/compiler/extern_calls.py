@@ -3,6 +3,7 @@ direct calls of the runtime ``Bindings`` (docs/target-internals.md, section 2)."
 
 from __future__ import annotations
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
@@ -16,13 +17,13 @@ from p4target.frontend.source import Loc, error, unsupported
 _CLONE_KIND = {"I2E": 1, "E2E": 2}
 
 
-class ExternCallCompiler:
+class ExternCallCompiler(CompilerContext):
     """Mixin of the program compiler (externs)."""
 
     # ------------------------------------------------------------------ externs
     def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
         inst = sym.obj
-        kind = inst.kind  # type: ignore[union-attr]
+        kind = inst.kind
         x = sym.code
         if kind == "counter" and name == "count":
             self.nargs(e, 1)
@@ -32,14 +33,14 @@ class ExternCallCompiler:
             return V(f"{x}.count(st)", VoidT())
         if kind == "register" and name == "read":
             if len(e.args) == 1:
-                return V(f"{x}.read(st, {self.index_arg(e, 0)})", inst.elem_type)  # type: ignore[union-attr]
+                return V(f"{x}.read(st, {self.index_arg(e, 0)})", inst.elem_type)
             self.nargs(e, 2)
             self.out_assign(self.arg(e, 0), f"{x}.read(st, {self.index_arg(e, 1)})",
-                            inst.elem_type, e.loc)  # type: ignore[union-attr]
+                            inst.elem_type, e.loc)
             return None
         if kind == "register" and name == "write":
             self.nargs(e, 2)
-            val = self.expr_as(self.arg(e, 1), inst.elem_type, "register value")  # type: ignore[union-attr]
+            val = self.expr_as(self.arg(e, 1), inst.elem_type, "register value")
             return V(f"{x}.write(st, {self.index_arg(e, 0)}, {val})", VoidT())
         if kind == "meter" and name == "execute_meter":
             self.nargs(e, 2)
@@ -115,10 +116,10 @@ class ExternCallCompiler:
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
-        h = self.hash_call(algo, data, nbits, parts)
+        h = self.hash_call(algo, data, nbits, parts)  # type: ignore[arg-type]  # nbits and the parts' widths are ints once flattened from bit<W> values
         below = None
         if mx.const is not None:
-            m = int(mx.const)  # type: ignore[arg-type]
+            m = int(mx.const)
             code = f"{base.code} + {h} % {m}" if m > 0 else base.code
             if m > 0 and base.const == 0:  # v1model's range step with base 0: h % max
                 code, below = f"{h} % {m}", m

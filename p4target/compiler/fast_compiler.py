@@ -56,6 +56,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Literal
 
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
@@ -113,7 +114,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
         self.spos: int | None = None  # the parse's position when it is a constant (at)
-        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]]] | bool | None = None
+        self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
         self._written_cache: dict[tuple[str, ...], bool] = {}
@@ -126,11 +127,16 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
 
+    def main_blocks(self) -> list[str]:
+        """The names of V1Switch's six blocks, parser first (``main`` is checked to be
+        V1Switch(Block(), ...) when the program is compiled)."""
+        assert self.main is not None
+        return [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]  # each a Call of a Name
+
     @property
     def first_assigned(self) -> set[tuple[str, ...]]:
         if self._first is None:
-            assert self.main is not None
-            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            blocks = self.main_blocks()
             self._first = assigned_first(self.program, blocks)
         return self._first
 
@@ -139,8 +145,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         """The ``count`` calls among the statements ingress starts with (see
         ``assigned_first``): every packet that gets to ingress runs them."""
         if self._prefix_counts is None:
-            assert self.main is not None
-            name = self.main.args[2].value.func.name  # type: ignore[union-attr]
+            name = self.main_blocks()[2]
             d = next((x for x in self.program.decls if isinstance(x, A.ControlDecl) and x.name == name), None)
             self._prefix_counts = set()
             for st in d.body.stmts if d is not None and d.body is not None else []:
@@ -154,8 +159,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
     @property
     def places(self) -> Places:
         if self._places is None:
-            assert self.main is not None
-            blocks = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            blocks = self.main_blocks()
             self._places = written_places(self.program, blocks)
         return self._places
 
@@ -194,9 +198,8 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             self._tail = self._find_tail() or False
         return self._tail or None
 
-    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
-        assert self.main is not None
-        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:  # noqa: C901 — one pass over the deparser; each check refuses a shape the tail cannot take
+        names = self.main_blocks()
         decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
         parser, dep = decls.get(names[0]), decls.get(names[-1])
         if not isinstance(parser, A.ParserDecl) or not isinstance(dep, A.ControlDecl) or dep.body is None \
@@ -222,7 +225,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         runs: list[list[tuple[str, ...]]] = [[]]
         for p in emits:
             if frame_bytes(p):
-                runs[-1].append(p)  # type: ignore[arg-type]
+                runs[-1].append(p)  # type: ignore[arg-type]  # frame_bytes(p) holds only for a place
             elif runs[-1]:
                 runs.append([])
         longest = max(runs, key=len)  # the longest run (the first of equal ones)
@@ -281,8 +284,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         finishes (a failed extract gives up), so they need no validity local."""
         if self._always is None:
             self._always = set()
-            assert self.main is not None
-            name = self.main.args[0].value.func.name  # type: ignore[union-attr]
+            name = self.main_blocks()[0]
             d = next((x for x in self.program.decls if isinstance(x, A.ParserDecl) and x.name == name), None)
             if d is None or len(d.params) < 2:
                 return self._always
@@ -310,16 +312,15 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         """Fields of headers kept as bytes that the program reads at several places:
         read once at the extract into a local (nic.p4's UDP ports)."""
         if self._split is None:
-            assert self.main is not None
-            names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+            names = self.main_blocks()
             roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
                      ["hdr", "meta"], ["", "hdr"])
             decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
             counts: dict[tuple[str, ...], int] = {}
-            for n, r in list(zip(names, roots))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
+            for n, r in list(zip(names, roots, strict=False))[:4:2] + [(names[3], roots[3])]:  # parser, ingress, egress
                 d = decls.get(n)
                 if d is not None:
-                    count_places(d, {p.name: x for p, x in zip(d.params, r) if x}, counts)
+                    count_places(d, {p.name: x for p, x in zip(d.params, r, strict=False) if x}, counts)
             self._split = set()
             htype = self.type_names.get(getattr(decls[names[0]].params[1].type, "name", "")) \
                 if isinstance(decls.get(names[0]), A.ParserDecl) and len(decls[names[0]].params) > 1 else None
@@ -329,7 +330,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 ht = htype.field_type(p[1]) if isinstance(htype, StructT) else None
                 if not isinstance(ht, StructT) or ht.kind != "header" or ht.field_type(p[2]) is None:
                     continue
-                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[union-attr]
+                widths = [(n, 1 if isinstance(ft, BoolT) else ft.width) for n, ft in ht.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
                 off = sum(w for n, w in widths[:[n for n, _ in widths].index(p[2])])
                 w = dict(widths)[p[2]]
                 # worth a local where it saves more than the extract pays: two bytes
@@ -339,7 +340,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         return self._split
 
     # ---- hooks of the shared code generator ------------------------------------------
-    def param_bindings(self, params, targets, scope):  # type: ignore[no-untyped-def]
+    def param_bindings(self, params, targets, scope):
         super().param_bindings(params, targets, scope)
         return []  # nothing to bind: the parameters are places in the packet state
 
@@ -361,13 +362,13 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             self.binds.append(line)
         return name
 
-    def gen_action(self, info, scope, preamble, function=False):  # type: ignore[no-untyped-def]
+    def gen_action(self, info, scope, preamble, function=False):
         # bodies are compiled where they run (table dispatch, direct calls)
         d = info.decl
         info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
 
     # ---- packet_out ------------------------------------------------------------------------
-    def emit_header(self, v: V, loc) -> None:  # type: ignore[no-untyped-def]
+    def emit_header(self, v: V, loc) -> None:
         t = v.type
         if v.path is None:
             raise NoFast("emit of a local")
@@ -414,22 +415,22 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         t = self.type_names[d.name]
         if d.kind != "header":
             return
-        if any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[union-attr]
+        if any(isinstance(ft, StructT) for _, ft in t.fields):  # type: ignore[attr-defined]  # t is a StructT (the header or struct being emitted)
             raise NoFast(f"header {d.name} has a struct-typed field")
         for f in d.fields:
-            if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[union-attr]
+            if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
 
-    def unpack_struct(self, t, x):  # type: ignore[no-untyped-def]
+    def unpack_struct(self, t, x):
         raise NoFast("lookahead of a struct")
 
     def skip_header(self, e: A.Call) -> None:
         raise NoFast("extract<T>(_)")
 
-    def composite_eq(self, a, b, t):  # type: ignore[no-untyped-def]
+    def composite_eq(self, a, b, t):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
-    def declare_sub_block(self, d, decl, parent, scope, in_parser):  # type: ignore[no-untyped-def]
+    def declare_sub_block(self, d, decl, parent, scope, in_parser):
         raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path
 
     def begin_fast(self, kind: str) -> None:
@@ -482,19 +483,19 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
 
     def plan_late_inits(self, d: A.ControlDecl) -> None:
         """``late_at``/``late_paths`` for the metadata only control ``d`` names."""
-        assert self.main is not None and d.body is not None
-        names = [a.value.func.name for a in self.main.args]  # type: ignore[union-attr]
+        assert d.body is not None
+        names = self.main_blocks()
         roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
                  ["hdr", "meta"], ["", "hdr"])
         decls = {x.name: x for x in self.program.decls if isinstance(x, (A.ParserDecl, A.ControlDecl))}
         others: set[tuple[str, ...]] = set()
-        for n, r in zip(names, roots):
+        for n, r in zip(names, roots, strict=False):
             o = decls.get(n)
             if o is not None and o is not d:
-                mentions(o, {p.name: x for p, x in zip(o.params, r) if x}, others)
+                mentions(o, {p.name: x for p, x in zip(o.params, r, strict=False) if x}, others)
         if len(d.params) < 2:
             return
-        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"])}
+        params = {p.name: x for p, x in zip(d.params, ["hdr", "meta", "sm"], strict=False)}
         mt = self.type_names.get(getattr(d.params[1].type, "name", ""))
         leaves: list[tuple[str, ...]] = []
 
@@ -532,11 +533,11 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 if not isinstance(item, Init):
                     body += item.render(self)
                 else:
-                    body.append(item)  # type: ignore[arg-type]
+                    body.append(item)  # type: ignore[arg-type]  # an Init stays a Deferred until the body is assembled (rendered below)
             else:
                 body.append(item)
         lines = ["def _fast(data, ingress_port, now):", "    _dl = len(data)  # the frame's length (data is bytes)"]
         for item in body:
-            lines += item.render(self) if isinstance(item, Init) else [item]  # type: ignore[list-item]
+            lines += item.render(self) if isinstance(item, Init) else [item]
         self.uses_clock = self.uses_clock_given or any(p in self.names for p in _CLOCK)
         return "\n".join(lines)

@@ -71,7 +71,7 @@ class Split(Deferred):
             out.append(f"{self.ind}{dirty} = False")
         after = self.t.width
         for i, (n, ft) in enumerate(self.t.fields):
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             after -= w
             name = fc.names.get(self.path + (n,))
             if name is None:
@@ -110,7 +110,7 @@ class Emit(Deferred):
         groups: list[list[tuple[str, int, int]]] = []  # (code, width, bits after it)
         after = self.t.width
         for n, ft in self.t.fields:
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             after -= w
             if self.path + (n,) not in fc.written:
                 continue
@@ -165,7 +165,7 @@ class Emit(Deferred):
         fmt, args = ">", []
         unit: list[tuple[str, int]] = []  # fields of the run being gathered
         for n, ft in self.t.fields:
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             code = fc.names[self.path + (n,)]
             if isinstance(ft, BoolT):
                 code = f"int({code})"
@@ -299,7 +299,7 @@ class Init(Deferred):
             if fc.set_with_validity(path) or path in fc.first_assigned or path in fc.after_ingress \
                     or path in fc.late_paths:
                 continue
-            given = GIVEN.get(path)
+            given = GIVEN.get(path)  # type: ignore[arg-type]  # a place of two names or more; GIVEN has those of two
             if given is not None:
                 out.append(f"{self.ind}{name} = {given}")
             else:

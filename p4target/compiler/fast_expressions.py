@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V, lit
 from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
@@ -24,7 +25,7 @@ _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 
 
-class FastExpressionCompiler:
+class FastExpressionCompiler(FastContext):
     """Mixin of ``FastCompiler``: the packet state's locals (``names``, ``defaults``)
     and the expressions reading them."""
 
@@ -64,7 +65,7 @@ class FastExpressionCompiler:
         return name
 
     def field_local(self, path: tuple[str, ...], t: Type) -> str:
-        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))
+        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))  # type: ignore[arg-type]  # last_loc is set by the first statement compiled
 
     def valid_local(self, path: tuple[str, ...]) -> str:
         if path in self.always_valid:
@@ -116,7 +117,7 @@ class FastExpressionCompiler:
         if parent is not None and parent.kind == "header" and not self.maybe_written(path):
             # nothing assigns it: read it from the header's bits where it is used
             self.lazy.add(path)
-            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+            widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             i = [n for n, _ in parent.fields].index(path[-1])
             after = sum(widths[i + 1:])
             if self.bytes_backed(path[:-1]):
@@ -132,7 +133,7 @@ class FastExpressionCompiler:
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
         """Code reading field ``path`` of a header kept as bytes, starting at ``s``."""
-        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[union-attr]
+        widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
         i = [n for n, _ in parent.fields].index(path[-1])
         o, w = sum(widths[:i]), widths[i]
         a, b = o // 8, (o + w + 7) // 8
@@ -184,7 +185,7 @@ class FastExpressionCompiler:
             idx = self.value(e.index)
             if idx.const is None:
                 raise NoFast("stack index known only at run time")
-            i = int(idx.const)  # type: ignore[arg-type]
+            i = int(idx.const)
             if 0 <= i < base.type.size:
                 self.touch_stack(base.path, base.type)
                 return self.path_value(base.path + (str(i),), base.type.elem)
@@ -199,7 +200,7 @@ class FastExpressionCompiler:
         self._depth -= 1
         return v
 
-    def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:  # type: ignore[no-untyped-def]
+    def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:
         if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
             # a header/struct of the packet state used as a value: an object like the
             # general path's (for a local variable, an argument, ...)

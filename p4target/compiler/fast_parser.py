@@ -11,6 +11,7 @@ and leaves the fields to split to a ``Split`` node (``fast_deferred``).
 
 from __future__ import annotations
 
+from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
 from p4target.compiler.fast_errors import NoFast
@@ -23,12 +24,12 @@ MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast pa
 PASTE_PARSER_MAX = 400
 
 
-class FastParserCompiler:
+class FastParserCompiler(FastContext):
     """Mixin of ``FastCompiler``: the parser and ``packet_in``'s extract; needs its
     packet-state locals (``local``, ``raw_local``, ...) and ``frame_tail``."""
 
     # ---- packet_in ---------------------------------------------------------------------------
-    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:  # type: ignore[no-untyped-def]
+    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:
         # (``length`` is for a header with a varbit field: no such program gets here,
         # declare_struct refused it)
         if isinstance(target, A.Member) and target.name == "next":
@@ -294,7 +295,7 @@ class FastParserCompiler:
                 self.dedent()
                 self.spos = None  # (each case settled its own)
                 return
-            conds = [c for item, (kv, k) in zip(items, kvars)
+            conds = [c for item, (kv, k) in zip(items, kvars, strict=False)
                      if (c := self.keyset_cond(item, kv, k.type)) is not None]
             self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
             first = False

@@ -162,8 +162,8 @@ def prune_for_fast(program: A.Program) -> A.Program:
     names = _give_up_names(program)
     blocks = _main_blocks(program)
     decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
-    roles = {name: {p.name: r for p, r in zip(decls[name].params, rs) if r}
-             for name, rs in zip(blocks, _ROOTS) if name in decls}
+    roles = {name: {p.name: r for p, r in zip(decls[name].params, rs, strict=False) if r}
+             for name, rs in zip(blocks, _ROOTS, strict=False) if name in decls}
     first = _Pruner(names).program(program, roles)
     zero = zero_places(first, blocks)
     if not zero:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
 from p4target.compiler.fast_errors import NoFast
@@ -22,7 +23,7 @@ from p4target.compiler.types import BoolT, StackT, StructT, Type
 from p4target.frontend import ast as A
 
 
-class FastStatementCompiler:
+class FastStatementCompiler(FastContext):
     """Mixin of ``FastCompiler``: statements, stores and header methods, emitted into
     ``self.out`` at ``self.ind``; needs its packet-state locals (``local``, ``valid_local``, ...)."""
 
@@ -63,14 +64,14 @@ class FastStatementCompiler:
                 self.stmt(stmts[i])
                 i += 1
                 continue
-            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[union-attr, attr-defined]
+            first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[attr-defined]  # the group's statements are method-call statements
             self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
             self.indent()
             for st in group:
-                call = st.call  # type: ignore[attr-defined]
+                call = st.call  # type: ignore[attr-defined]  # as above
                 rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
-                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))
+                self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))  # type: ignore[call-arg]  # the statements of the group are method-call statements
             self.dedent()
             i += len(group)
 
@@ -98,7 +99,7 @@ class FastStatementCompiler:
             read: set[tuple[str, ...]] = set()
             mentions(first, names, read)
             for st in group:
-                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]
+                w = place_of(st.call.args[2].value, names)  # type: ignore[attr-defined]  # as above
                 if w is None or any(q[:len(w)] == w or w[:len(q)] == q for q in read):
                     return []
         return group
@@ -131,7 +132,7 @@ class FastStatementCompiler:
             return sym is not None and sym.kind == "table"
         return False
 
-    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:  # type: ignore[no-untyped-def]
+    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:
         t = self.lvalue_type(target)
         if isinstance(t, (StructT, StackT)):
             dst = self.value(target)
@@ -194,7 +195,7 @@ class FastStatementCompiler:
             self.written.add(dst)
             self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
 
-    def store(self, target: A.Expr, code: str, loc) -> None:  # type: ignore[no-untyped-def]
+    def store(self, target: A.Expr, code: str, loc) -> None:
         if isinstance(target, (A.Name, A.Member, A.Index)):
             v = self.value(target)
             if v.path is not None:
@@ -222,8 +223,8 @@ class FastStatementCompiler:
         f = e.func
         if self.is_table_apply(e):
             self.nargs(e, 0)
-            sym = self.scope.lookup(f.obj.name)  # type: ignore[union-attr]
-            return self.apply_table(sym.obj)  # type: ignore[union-attr, arg-type]
+            sym = self.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
+            return self.apply_table(sym.obj)  # type: ignore[union-attr]  # is_table_apply: the symbol is a table
         return super().call(e, as_stmt)
 
     # ---- headers ---------------------------------------------------------------------------

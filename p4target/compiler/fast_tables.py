@@ -10,6 +10,7 @@ through ``peek`` when it has a direct counter (counted at the end), or through
 
 from __future__ import annotations
 
+from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_places import has_return
@@ -19,7 +20,7 @@ from p4target.compiler.types import BitT, ObjT, StackT, StructT
 from p4target.frontend import ast as A
 
 
-class FastTableCompiler:
+class FastTableCompiler(FastContext):
     """Mixin of ``FastCompiler``: action calls and table applications, emitted into
     ``self.out`` (``binds`` gets the runtime structures they read)."""
 
@@ -28,11 +29,11 @@ class FastTableCompiler:
         act = sym.obj
         if getattr(act, "ret", None) is not None:
             raise NoFast("function call")  # P4 functions: not compiled in place yet
-        params = act.decl.params  # type: ignore[union-attr]
+        params = act.decl.params
         args = self.bind_args(e, params)
         bound: dict[str, str] = {}
         outs = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             pt = self.param_type(p)
             py = self.tmp("ap")
             if p.direction in ("out", "inout"):
@@ -52,12 +53,12 @@ class FastTableCompiler:
                     continue
             self.emit(f"{py} = {code}")
             bound[p.name] = py
-        self.inline_action(act, bound)  # type: ignore[arg-type]
+        self.inline_action(act, bound)
         for a, py in outs:
             self.store(a, py, a.loc)
         return None
 
-    def inline_action(self, info, bound: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    def inline_action(self, info, bound: dict[str, str]) -> None:
         """The action's body, compiled here with its parameters in ``bound`` locals."""
         d = info.decl
         saved = (self.scope, self.fn_kind, self.action_outs)
@@ -76,7 +77,7 @@ class FastTableCompiler:
             self.block_body(d.body.stmts)
         self.scope, self.fn_kind, self.action_outs = saved
 
-    def apply_table(self, info) -> V:  # type: ignore[no-untyped-def]
+    def apply_table(self, info) -> V:
         if self._entered != self._depth - self._base:
             # something in this statement is evaluated before the apply: pasting the
             # apply before the statement would change the order
@@ -125,7 +126,7 @@ class FastTableCompiler:
                 self.dedent()
         return result
 
-    def lookup_in_place(self, info, r: str) -> None:  # type: ignore[no-untyped-def]
+    def lookup_in_place(self, info, r: str) -> None:
         """``r_i, r_a, r_h`` = the table's result. A table without direct counter or
         meter whose key is all exact, or one LPM field, is looked up here in the
         structures ``TableRuntime.fast_lookup`` gives (no call of ``apply``, no key
@@ -173,7 +174,7 @@ class FastTableCompiler:
             k, e = self.tmp("tk"), self.tmp("te")
             after = sum(km.bitwidth for km in mt.match_keys)
             parts = []
-            for code, km in zip(info.key_parts, mt.match_keys):
+            for code, km in zip(info.key_parts, mt.match_keys, strict=False):
                 after -= km.bitwidth
                 parts.append(f"({code} << {after})" if after else f"({code})")
             # an empty table (fabric.p4's dscp_priority with no QoS map) packs no key:
@@ -212,7 +213,7 @@ class FastTableCompiler:
         self.emit("else:")
         self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
 
-    def select_in_place(self, info, r: str, e: str, obj: str) -> None:  # type: ignore[no-untyped-def]
+    def select_in_place(self, info, r: str, e: str, obj: str) -> None:
         """The result of entry ``e`` of a table with an action profile: its ``slots``
         (kept up to date by the runtime) chosen from as ``ActionProfile.select``
         chooses: one slot is it, several are ``hash(selector key) % n``, none is the
@@ -226,7 +227,7 @@ class FastTableCompiler:
             return
         widths = [k.bitwidth for k in mt.selector_keys]
         data, nbits = "", 0
-        for code, w in zip(info.sel_parts, widths):
+        for code, w in zip(info.sel_parts, widths, strict=False):
             data = f"({code})" if not data else f"({data} << {w} | ({code}))"
             nbits += w
         if ext.algorithm == "identity":  # hashes._identity_of_bits, for this width

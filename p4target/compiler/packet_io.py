@@ -4,6 +4,7 @@ shifts/masks to split it; one int.to_bytes per valid header to emit it."""
 
 from __future__ import annotations
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.expressions import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
@@ -11,7 +12,7 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-class PacketIOCompiler:
+class PacketIOCompiler(CompilerContext):
     """Mixin of the program compiler (packet_in / packet_out)."""
 
     # ------------------------------------------------------------------ packet_in
@@ -30,7 +31,7 @@ class PacketIOCompiler:
             v = self.value(self.arg(e, 0))
             short = self.errors_by_name["PacketTooShort"]
             if v.const is not None:
-                n = int(v.const)  # type: ignore[arg-type]
+                n = int(v.const)
                 if n % 8:
                     raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
                                       "advance by whole bytes")
@@ -87,7 +88,7 @@ class PacketIOCompiler:
     def has_varbit(self, t: StructT) -> bool:
         return any(isinstance(ft, VarbitT) for _, ft in t.fields)
 
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:  # noqa: C901 — one case per extract form (header, stack next, union member, varbit)
         short = self.errors_by_name["PacketTooShort"]
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.value(target.obj).type, StackT)
@@ -96,7 +97,7 @@ class PacketIOCompiler:
             target.obj, A.Member) and target.obj.name == "next" and isinstance(
             self.value(target.obj.obj).type, StackT)
         if stack_next or union_next:
-            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]
+            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
             st_t = s.type
             assert isinstance(st_t, StackT)
             sv = self.tmp("s")
@@ -116,7 +117,7 @@ class PacketIOCompiler:
                     if n != target.name:
                         self.emit(f"{u}.{pyfield(n)}._v = False")
                 self.emit(f"{h} = {u}.{pyfield(target.name)}")
-                t = mt  # type: ignore[assignment]
+                t = mt  # type: ignore[assignment]  # the union member's header type
             elif t.kind == "header_union":
                 raise error(target.loc, "extract into an element of a stack of header unions names "
                             "the member: extract(s.next.<member>)")
@@ -143,7 +144,7 @@ class PacketIOCompiler:
             lv = self.value(length)
             if not isinstance(lv.type, (BitT, IntT)):
                 raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
-            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]
+            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
             ln = self.tmp("len")
             fixed = t.width - vmax
             self.emit(f"{ln} = {lv.code}")
@@ -199,7 +200,7 @@ class PacketIOCompiler:
         lines = []
         after = t.width
         for i, (path, ft) in enumerate(wire_leaves(t)):
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             after -= w
             shifted = f"({x} >> {after})" if after else x
             lines.append(f"{h}.{path} = {self.field_from(shifted, ft, w, i != 0)}")
@@ -245,7 +246,7 @@ class PacketIOCompiler:
             if t.elem.kind == "header_union":  # each element: its valid member, if any
                 for n, mt in t.elem.fields:
                     self.emit(f"if {h}.{pyfield(n)}._v:")
-                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]
+                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]  # a union's members are headers
             else:
                 self.emit(f"if {h}._v:")
                 self.indent()
@@ -263,7 +264,7 @@ class PacketIOCompiler:
         for n, ft in reversed(wire_leaves(t)):  # n: the attribute path, "f" or "s.f"
             if isinstance(ft, VarbitT):
                 continue
-            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[union-attr]
+            w = 1 if isinstance(ft, BoolT) else ft.width  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             fc = f"{h}.{n}"
             if isinstance(ft, BitT) and ft.signed:
                 fc = f"({fc} & {ft.mask:#x})"
@@ -276,7 +277,7 @@ class PacketIOCompiler:
         if varbit is not None:
             fc = f"{h}.{pyfield(varbit)}"
             parts.append(f"({fc} << {_after_width(t, varbit)})")
-            nbytes = f"(({t.width - t.field_type(varbit).max_width} + {h}._len_{varbit}) >> 3)"  # type: ignore[union-attr]
+            nbytes = f"(({t.width - t.field_type(varbit).max_width} + {h}._len_{varbit}) >> 3)"  # type: ignore[union-attr]  # as above: the varbit field exists
         else:
             nbytes = str(t.width // 8)
         return f"({' | '.join(reversed(parts))}).to_bytes({nbytes}, 'big')"
@@ -306,7 +307,7 @@ def _before(t: StructT, field: str, varbit: str) -> bool:
 def _after_width(t: StructT, varbit: str) -> int:
     names = [n for n, _ in t.fields]
     i = names.index(varbit)
-    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])  # type: ignore[union-attr]
+    return sum((1 if isinstance(ft, BoolT) else ft.width) for _, ft in t.fields[i + 1:])  # type: ignore[attr-defined, misc]  # a header's fields are bit<W>, int<W> or bool
 
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from p4target import model as M
 from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
@@ -64,7 +65,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
         # code generation state
-        self.out: list[str] = []
+        self.out: list[Any] = []  # code lines (the fast compiler's also holds Deferred items)
         self.ind = ""
         self.tmp_count = 0
         self.locals_used: set[str] = set()
@@ -139,10 +140,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             raise error(Loc(str(self.source), 1, 1), "the program has no 'main'; add "
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
-    def declare(self, d: object) -> None:
+    def declare(self, d: object) -> None:  # noqa: C901 — one case per top-level declaration kind
         self.last_loc = getattr(d, "loc", self.last_loc)
         if isinstance(d, A.ErrorDecl):
-            for n, loc in d.members:
+            for n, _loc in d.members:
                 if n not in self.errors_by_name:
                     self.errors_by_name[n] = len(self.errors_by_name)
         elif isinstance(d, A.MatchKindDecl):
@@ -184,8 +185,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             else:
                 self.declare_instance(d, None, self.global_scope)
         elif isinstance(d, A.FunctionDecl):
-            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]
-            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]
+            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
+            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
             self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
             self.pending_functions.append(info)
         elif isinstance(d, A.VarDecl):
@@ -228,7 +229,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                     raise error(f.loc, f"header field '{f.name}' has type {ft}; header fields must be "
                                 "bit<W>, int<W>, varbit<W>, bool, a serializable enum or a struct of those")
                 if isinstance(ft, EnumT):
-                    ft = ft.underlying  # type: ignore[assignment]
+                    ft = ft.underlying  # type: ignore[assignment]  # a serializable enum: its underlying bit<W>
             elif d.kind == "header_union":
                 if not isinstance(ft, StructT) or ft.kind != "header":
                     raise error(f.loc, f"header_union members must be headers, not {ft}")
@@ -260,7 +261,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.check_new_name(d.name, d.loc)
         members: dict[str, int] = {}
         if d.underlying is None:
-            for i, (n, _, loc) in enumerate(d.members):
+            for i, (n, _, _loc) in enumerate(d.members):
                 members[n] = i
             t = EnumT(d.name, members)
         else:
@@ -309,7 +310,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         raise unsupported(loc, f"a field of type {t} here", "use bit<W>")
 
     # ================================================================== main
-    def compile(self) -> tuple[str, M.ProgramModel, dict[str, object]]:
+    def compile(self) -> tuple[str, M.ProgramModel, dict[str, int]]:
         self.pending_actions = []
         self.pending_functions: list[ActionInfo] = []
         self.declare_all()
@@ -320,7 +321,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                         "egress, computeChecksum, deparser")
         blocks = []
         self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
-        for i, a in enumerate(main.args):
+        for a in main.args:
             v = a.value
             if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
@@ -353,7 +354,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         roles = ["verify", "ingress", "egress", "compute", "deparser"]
         self.control_funcs: dict[str, str] = {}
         self.empty_controls: set[str] = set()
-        for (cname, cloc), role in zip(blocks[1:], roles):
+        for (cname, cloc), role in zip(blocks[1:], roles, strict=False):
             if cname not in self.controls:
                 raise error(cloc, f"'{cname}' is not a control declared in this program")
             self.control_funcs[role] = self.gen_control(self.controls[cname], role)
@@ -412,7 +413,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.out = []
         self.ind = "    "
         self.locals_used = set()
-        self.params_used: set[str] = set()
+        self.params_used = set()
         self.fn_kind = kind
         self.loops = []
 
@@ -436,7 +437,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                        scope: Scope) -> list[str]:
         """Bind a block's parameters to the PacketState parts; returns preamble lines."""
         pre = []
-        for p, tgt in zip(params, targets):
+        for p, tgt in zip(params, targets, strict=False):
             t = self.resolve_type(p.type)
             if tgt is None:
                 continue
@@ -506,7 +507,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.scope = saved
         if function and not isinstance(self.function_ret, VoidT):
             # p4c rejects a function that can end without return; be safe anyway
-            zero = self.zero(self.function_ret, d.loc)  # type: ignore[arg-type]
+            zero = self.zero(self.function_ret, d.loc)  # type: ignore[arg-type]  # a function's return type (function is true)
             self.emit(f"return {zero}" if not outs else
                       f"return ({zero}, " + "".join(o + ", " for o in outs) + ")")
         elif outs:
@@ -593,7 +594,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def gen_select(self, tr: A.Transition) -> None:
         keys = [self.value(k) for k in tr.select or []]
         kvars = []
-        for k, ke in zip(keys, tr.select or []):
+        for k, ke in zip(keys, tr.select or [], strict=False):
             if not isinstance(k.type, (BitT, BoolT, EnumT, ErrorT, IntT)):
                 raise error(ke.loc, f"cannot select on a value of type {k.type}")
             kv = self.tmp("k")
@@ -609,7 +610,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if len(items) != len(kvars):
                 raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
             conds = []
-            for item, (kv, k) in zip(items, kvars):
+            for item, (kv, k) in zip(items, kvars, strict=False):
                 c = self.keyset_cond(item, kv, k.type)
                 if c is not None:
                     conds.append(c)
@@ -633,10 +634,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             sym = self.scope.lookup(item.name)
             if sym is not None and sym.kind == "value_set":
                 raise unsupported(item.loc, "value_set", "use constants in select")
-        v = self.value(item)
-        if v.const is None:
+        case = self.value(item)
+        if case.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
-        code = self.coerce(self.enum_as_underlying(v, t), t, item.loc, "select case")
+        code = self.coerce(self.enum_as_underlying(case, t), t, item.loc, "select case")
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"

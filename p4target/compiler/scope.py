@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4target.compiler.types import Type
 from p4target.frontend.source import Loc, error
@@ -21,7 +22,9 @@ class Sym:
     type: Type | None
     code: str = ""
     const: object = None
-    obj: object = None
+    # what the name stands for; its class follows ``kind`` (an InstanceInfo, a
+    # TableInfo, an ActionInfo, a declaration...), so it is not narrowed here
+    obj: Any = None
 
 
 @dataclass

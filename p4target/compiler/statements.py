@@ -11,7 +11,7 @@ from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.extern_calls import ExternCallCompiler
 from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield
-from p4target.compiler.scope import Sym
+from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
 )
@@ -70,7 +70,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             self.emit("pass")
         self.scope = saved
 
-    def stmt(self, s: A.Stmt) -> None:
+    def stmt(self, s: A.Stmt) -> None:  # noqa: C901 — one case per P4 statement kind
         self.last_loc = s.loc
         if isinstance(s, A.Block):
             saved = self.scope
@@ -115,7 +115,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 else:
                     if s.value is None:
                         raise error(s.loc, f"this function must return a value of type {ret}")
-                    val = self.expr_as(s.value, ret, "return value")
+                    val = self.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
                 if self.action_outs:
                     self.emit(f"return ({val}, " + "".join(o + ", " for o in self.action_outs) + ")")
                 else:
@@ -151,9 +151,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise unsupported(s.loc, f"statement {type(s).__name__}", "rewrite it")
 
     # ------------------------------------------------------------------ loops
-    loops: list[tuple[object, list[A.Stmt]] | None]  # innermost last; None: a for-in loop
 
-    def loop_body(self, body: A.Stmt, entry: tuple[object, list[A.Stmt]] | None) -> None:
+    def loop_body(self, body: A.Stmt, entry: tuple[Scope, list[A.Stmt]] | None) -> None:
         self.loops.append(entry)
         self.block_body(body.stmts if isinstance(body, A.Block) else [body])
         self.loops.pop()
@@ -191,9 +190,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         copy = ""
         if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
             st = self.value(it)
-            if st.type.elem is not t and st.type.elem != t:  # type: ignore[union-attr]
+            if st.type.elem is not t and st.type.elem != t:  # type: ignore[attr-defined]  # st.type is a StackT (checked just above)
                 raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
-                            f"type {st.type.elem}, not {t}")  # type: ignore[union-attr]
+                            f"type {st.type.elem}, not {t}")  # type: ignore[attr-defined]  # as above
             seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
         elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
             raise unsupported(s.loc, f"a for-in loop over values of type {t}",
@@ -269,7 +268,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         key = self.tmp("sw")
         if is_action_run:
             self.emit(f"{key} = {v.code}")
-            table = v.sym.obj  # type: ignore[union-attr]
+            table = v.sym.obj  # type: ignore[union-attr]  # an action_run switch names a table (checked by is_action_run)
         else:
             if not isinstance(v.type, (BitT, EnumT, ErrorT, IntT)):
                 raise error(s.expr.loc, f"cannot switch on a value of type {v.type}")
@@ -284,7 +283,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 elif is_action_run:
                     if not isinstance(label, A.Name):
                         raise error(label.loc, "switch on action_run needs action names as labels")
-                    idx = table.action_index(label.name, label.loc)  # type: ignore[union-attr]
+                    idx = table.action_index(label.name, label.loc)
                     pending.append(f"{key} == {idx}")
                 else:
                     lv = self.value(label)
@@ -344,7 +343,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
         return A.Name(loc, "$" + t)
 
-    def has_effects(self, e: A.Expr | None) -> bool:
+    def has_effects(self, e: A.Expr | None) -> bool:  # noqa: C901 — one case per expression kind
         """True when evaluating ``e`` may change state or depend on an order: any call
         except ``isValid()``, ``lookahead`` and P4 functions without out/inout
         parameters (whose arguments are looked at in turn)."""
@@ -362,7 +361,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if isinstance(f, A.Name):
                 sym = self.scope.lookup(f.name)
                 if sym is not None and sym.kind == "func":
-                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)  # type: ignore[union-attr]
+                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
             return True
         if isinstance(e, A.Member):
             return self.has_effects(e.obj)
@@ -444,7 +443,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             s = self.value(target.obj)
             i = self.tmp("i")
             self.emit(f"{i} = {self.value(target.index).code}")
-            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[union-attr]
+            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[attr-defined]  # an index target's object is a header stack
             return
         self.emit(f"{v.code} = {code}")
 
@@ -452,7 +451,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     def call_stmt(self, e: A.Call) -> None:
         v = self.call(e, as_stmt=True)
         if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
-                and self.inline_table_apply(v.sym.obj):  # type: ignore[arg-type]
+                and self.inline_table_apply(v.sym.obj):
             return
         if v is not None and v.code:
             self.emit(v.code)
@@ -463,7 +462,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
-    def call(self, e: A.Call, as_stmt: bool) -> V | None:
+    def call(self, e: A.Call, as_stmt: bool) -> V | None:  # noqa: C901 — one case per kind of callee
         f = e.func
         if isinstance(f, A.Member):
             base = self.expr(f.obj)
@@ -474,7 +473,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 return self.header_method(e, f, base, name)
             if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
                 self.nargs(e, 1)
-                k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]
+                k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
                 if k < 0:
                     raise error(e.loc, f"{name} count must be >= 0")
                 return V(f"{base.code}.{name}({k})", VoidT())
@@ -487,18 +486,18 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 if name != "emit":
                     raise error(f.loc, f"packet_out has no method '{name}'; use emit")
                 self.nargs(e, 1)
-                self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]
+                self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
                 return None
             if sym.kind == "table":
                 if name != "apply":
                     raise error(f.loc, f"table has no method '{name}'; use apply()")
                 self.nargs(e, 0)
                 tbl = sym.obj
-                call = f"{tbl.pyfunc}(st, L)"  # type: ignore[union-attr]
-                return V(call, ObjT("tableresult", tbl.name), None,  # type: ignore[union-attr]
+                call = f"{tbl.pyfunc}(st, L)"
+                return V(call, ObjT("tableresult", tbl.name), None,
                          Sym("tableresult", None, call, obj=tbl))
             if sym.kind == "instance":
-                decl = self.extern_decls.get(sym.obj.kind)  # type: ignore[union-attr]
+                decl = self.extern_decls.get(sym.obj.kind)
                 method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                               None) if decl is not None else None
                 return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
@@ -512,7 +511,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)  # type: ignore[union-attr]
+                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
@@ -538,9 +537,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         if x is None:
             return None
         if isinstance(x, A.ListExpr):
-            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]
+            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
         if isinstance(x, A.StructExpr):
-            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]
+            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
         v = self.expr(x)
         if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
             return x
@@ -555,7 +554,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 raise unsupported(a.loc, "a '_' argument", "pass a value")
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
-        return e.args[i].value  # type: ignore[return-value]
+        return e.args[i].value  # type: ignore[return-value]  # '_' arguments are handled by the callers that allow them
 
     # ------------------------------------------------------------------ headers
     def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
@@ -599,7 +598,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         after the call the results are copied out left to right, also when the
         callee executed ``exit`` (12.5), which then goes on in the caller."""
         act = sym.obj
-        params = act.decl.params  # type: ignore[union-attr]
+        params = act.decl.params
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
@@ -607,11 +606,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
         codes: list[str] = []
         outs: list[tuple[A.Expr, Type]] = []
-        for i, (p, a) in enumerate(zip(params, args)):
+        for i, (p, a) in enumerate(zip(params, args, strict=False)):
             pt = self.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 # `_` for an out parameter: the value is computed and dropped
-                outs.append((None, pt))  # type: ignore[arg-type]
+                outs.append((None, pt))  # type: ignore[arg-type]  # None stands for a dropped '_' out argument
                 codes.append(self.zero(pt, e.loc))
                 continue
             if p.direction in ("out", "inout"):
@@ -628,21 +627,21 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             else:
                 if a is None:
                     raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
-                                f"{act.p4name}")  # type: ignore[union-attr]
+                                f"{act.p4name}")
                 code = self.expr_as(a, pt, f"argument '{p.name}'")
             if later[i] and not code.lstrip("-").isdigit():
                 code = self.spill(V(code, pt), a.loc).name[1:]
             codes.append(code)
-        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"  # type: ignore[union-attr]
+        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"
         if not outs:
             return V(call, ret if ret is not None else VoidT())
         r = self.tmp("r")
         self.emit(f"{r} = {call}")
         first = 0 if ret is None else 1
-        for i, (a, pt) in enumerate(outs):
+        for i, (a, _pt) in enumerate(outs):
             if a is not None:
                 self.store(a, f"{r}[{i + first}]", a.loc)
-        if ret is None and self.may_exit(act):  # type: ignore[arg-type]
+        if ret is None and self.may_exit(act):
             self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)
@@ -666,7 +665,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             memo[key] = False  # P4 actions do not recurse
             scope = getattr(act, "scope", None) or self.global_scope
             found = False
-            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]
+            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
                 if isinstance(n, A.Exit):
                     found = True
                 elif isinstance(n, A.Call) and isinstance(n.func, A.Name):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import qualify
 from p4target.compiler.expressions import V, expr_text
 from p4target.compiler.naming import pyident
@@ -44,7 +45,7 @@ class SubBlock:
     params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
 
 
-class SubBlockCompiler:
+class SubBlockCompiler(CompilerContext):
     """Mixin of the program compiler."""
 
     def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
@@ -103,15 +104,15 @@ class SubBlockCompiler:
         (self.out, self.ind, self.scope, self.control_prefix, self.params_used, self.pending_actions,
          self.locals_inits, self.fn_kind, self.loops, self.locals_used, self.state_funcs,
          self.state_lines, self.parser_inits, self.parser_init_params, self.action_outs,
-         self.sub_parent_kind) = s  # type: ignore[assignment]
+         self.sub_parent_kind) = s  # type: ignore[assignment]  # restores the tuple saved by the matching save, field for field
 
     def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         """The constructor arguments of ``d`` as symbols of the instance's scope."""
         params = decl.ctor_params
-        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)  # type: ignore[arg-type]
+        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)
         out = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             if a is None:
                 if p.default is None:
                     raise error(d.loc, f"missing constructor argument '{p.name}' of {decl.name}")
@@ -122,8 +123,8 @@ class SubBlockCompiler:
                 if sym is None or sym.kind != "subblock":
                     raise unsupported(a.loc, f"this argument for constructor parameter '{p.name}' of type {t}",
                                       "pass the name of a control or parser instance declared before")
-                if not self.signature_matches(sym.obj.decl, t.name):  # type: ignore[union-attr]
-                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "  # type: ignore[union-attr]
+                if not self.signature_matches(sym.obj.decl, t.name):
+                    raise error(a.loc, f"'{a.name}' is a {sym.obj.decl.name}, which does not have "  # type: ignore[attr-defined]  # a.value names the instance (a Name)
                                 f"the parameters of {t.name}")
                 out.append((p.name, sym, p.loc))
                 continue
@@ -147,7 +148,7 @@ class SubBlockCompiler:
         if want is None or type(want) is not type(decl) or len(want.params) != len(decl.params):
             return False
         return all(p.direction == q.direction and self.resolve_type(p.type) == self.resolve_type(q.type)
-                   for p, q in zip(want.params, decl.params))
+                   for p, q in zip(want.params, decl.params, strict=False))
 
     def sub_scope(self, decl: A.ControlDecl | A.ParserDecl, ctor: list[tuple[str, Sym, Loc]],
                   parser: bool) -> tuple[Scope, list[tuple[A.Param, Type, str]], list[tuple[str, str]]]:
@@ -229,12 +230,12 @@ class SubBlockCompiler:
         return SubBlock("parser", path, d, self.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:  # noqa: C901 — copy-in, run and copy-out of each parameter direction, in order
         """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
         sub = sym.obj
         assert isinstance(sub, SubBlock)
         if name != "apply":
-            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]
+            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
                         f"'{name}'; use apply(...)")
         if sub.kind == "parser" and self.fn_kind != "parser":
             raise error(e.loc, "a parser instance can only be applied from a parser state")
@@ -253,7 +254,7 @@ class SubBlockCompiler:
         lv = self.tmp("L")
         self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
         outs: list[tuple[A.Expr, str]] = []
-        for (p, t, attr), a in zip(sub.params, args):
+        for (p, t, attr), a in zip(sub.params, args, strict=False):
             if a is None:
                 raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
             if p.direction in ("out", "inout"):

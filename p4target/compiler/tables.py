@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler.context import CompilerContext
 from p4target import model as M
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, name_anno, qualify, EXTERN_KINDS,
@@ -56,7 +57,7 @@ def inline_body(a: ActionInfo) -> list[str] | None:
     return [x[8:] for x in body]
 
 
-class TableCompiler:
+class TableCompiler(CompilerContext):
     """Mixin of the program compiler (tables and extern instances)."""
 
     table_helpers = True  # emit the per-table helper function (the fast path does not)
@@ -76,12 +77,12 @@ class TableCompiler:
         def cint(i: int, what: str) -> int:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {what} argument")
-            return self.const_int(args[i], what)  # type: ignore[arg-type]
+            return self.const_int(args[i], what)  # type: ignore[arg-type]  # checked not None just above
 
         def enum_name(i: int, enum: str) -> str:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {enum} argument")
-            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]
+            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]  # as above
 
         annos = anno_strs(d.annotations)
         loc = M.SourceLocation(d.loc.file, d.loc.line, d.loc.col)
@@ -128,14 +129,38 @@ class TableCompiler:
         for p in t.props:
             if p.name not in known:
                 self.warnings.append(f"{p.loc}: table property '{p.name}' is ignored by the embedded target")
-        # keys
         self.params_used = set()  # the key expressions' parameters, for the helper below
+        out_before = len(self.out)
+        keys, key_codes, sel_codes, key_types = self._table_keys(t, props)
+        refs = self._table_actions(t, props, info)
+        default_name, default_args, default_const = self._table_default(t, props, info, refs)
+        for _, ainfo in info.actions:
+            if ainfo.p4name not in self.used_actions:
+                self.used_actions.append(ainfo.p4name)
+        self._table_model(t, props, info, name, keys, key_types, refs, default_name, default_args, default_const,
+                          out_before)
+        # generated code: binding, action tuple, helper
+        tb = pyident("T", name)
+        ta = pyident("TA", name)
+        self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        has_sel = any(k.match_kind == "selector" for k in keys)
+        key = "(" + "".join(c + ", " for c in key_codes) + ")"
+        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
+        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
+        info.key_parts = key_codes
+        info.sel_parts = sel_codes
+        if not self.table_helpers:
+            return  # the fast path applies tables in place
+        self._gen_table_helper(t, info, name, pre, tb, ta, key, sel)
+
+    def _table_keys(self, t: A.TableDecl, props: dict[str, A.TableProp]
+                    ) -> tuple[list[M.KeyField], list[str], list[str], list[Type]]:
+        """The table's key fields, the code of each key and selector value, the key types."""
         keys: list[M.KeyField] = []
         key_codes: list[str] = []
         sel_codes: list[str] = []
         key_types: list[Type] = []
-        out_before = len(self.out)
-        for k in (props["key"].value if "key" in props else []):  # type: ignore[union-attr]
+        for k in (props["key"].value if "key" in props else []):
             v = self.value(k.expr)
             if k.match_kind not in self.match_kinds:
                 raise error(k.loc, f"unknown match kind '{k.match_kind}'")
@@ -161,11 +186,14 @@ class TableCompiler:
             keys.append(M.KeyField(kname, width, k.match_kind, anno_strs(k.annotations)))
             key_types.append(kt if not isinstance(kt, ErrorT) else BitT(32))
             (sel_codes if k.match_kind == "selector" else key_codes).append(code)
-        # actions
+        return keys, key_codes, sel_codes, key_types
+
+    def _table_actions(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo) -> list[M.ActionRef]:
+        """The table's action list (bound into ``info.actions``) and its action references."""
         refs: list[M.ActionRef] = []
         if "actions" not in props:
             raise error(t.loc, f"table {t.name} has no actions property; add actions = {{ ... }}")
-        for item in props["actions"].value:  # type: ignore[union-attr]
+        for item in props["actions"].value:
             call = item.call
             bound_args: list[A.Arg] = []
             if isinstance(call, A.Call):
@@ -191,12 +219,17 @@ class TableCompiler:
             refs.append(M.ActionRef(ainfo.p4name, scope_kind, anno_strs(
                 [a for a in item.annotations if a.name not in ("defaultonly", "tableonly")])))
             info.actions.append((call.name, ainfo))
-        # default action
-        default_name, default_args, default_const = None, (), False
+        return refs
+
+    def _table_default(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo,
+                       refs: list[M.ActionRef]) -> tuple[str, tuple[int, ...], bool]:
+        """The default action's name, arguments and const-ness (NoAction without one)."""
+        default_name, default_const = None, False
+        default_args: tuple[int, ...] = ()
         if "default_action" in props:
             p = props["default_action"]
             default_const = p.is_const
-            default_name, default_args, loc = self.action_with_args(p.value, info, p.loc)  # type: ignore[arg-type]
+            default_name, default_args, loc = self.action_with_args(p.value, info, p.loc)
             idx = info.action_index(default_name, loc)
             if refs[idx].scope == "table_only":
                 raise error(loc, f"action {default_name} is @tableonly and cannot be the default action")
@@ -208,15 +241,18 @@ class TableCompiler:
                 if sym is None or sym.kind != "action":
                     raise error(t.loc, f"table {t.name} has no default_action and NoAction is not declared")
                 refs.append(M.ActionRef("NoAction", "default_only"))
-                info.actions.append(("NoAction", sym.obj))  # type: ignore[arg-type]
+                info.actions.append(("NoAction", sym.obj))
             default_name = "NoAction"
-        for _, ainfo in info.actions:
-            if ainfo.p4name not in self.used_actions:
-                self.used_actions.append(ainfo.p4name)
-        # other properties
+        return default_name, default_args, default_const
+
+    def _table_model(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo, name: str,
+                     keys: list[M.KeyField], key_types: list[Type], refs: list[M.ActionRef], default_name: str,
+                     default_args: tuple[int, ...], default_const: bool, out_before: int) -> None:
+        """The other properties (size, implementation, direct resources, timeout, const
+        entries), checked; the table's model appended to ``self.tables``."""
         size = 1024
         if "size" in props:
-            size = self.const_int(props["size"].value, "table size")  # type: ignore[arg-type]
+            size = self.const_int(props["size"].value, "table size")
         impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"))
         counters = self.instance_prop(props.get("counters"), ("direct_counter",))
         meters = self.instance_prop(props.get("meters"), ("direct_meter",))
@@ -230,7 +266,7 @@ class TableCompiler:
                         "add the fields to hash as 'selector' keys")
         timeout = False
         if "support_timeout" in props:
-            tv = self.value(props["support_timeout"].value)  # type: ignore[arg-type]
+            tv = self.value(props["support_timeout"].value)
             timeout = bool(tv.const)
         entries = None
         if "entries" in props:
@@ -242,17 +278,10 @@ class TableCompiler:
             const_entries=entries, size=size, implementation=impl, direct_counter=counters,
             direct_meter=meters, supports_idle_timeout=timeout, annotations=anno_strs(t.annotations),
             location=M.SourceLocation(t.loc.file, t.loc.line, t.loc.col)))
-        # generated code: binding, action tuple, helper
-        tb = pyident("T", name)
-        ta = pyident("TA", name)
-        self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
-        key = "(" + "".join(c + ", " for c in key_codes) + ")"
-        sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
-        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
-        info.key_parts = key_codes
-        info.sel_parts = sel_codes
-        if not self.table_helpers:
-            return  # the fast path applies tables in place
+
+    def _gen_table_helper(self, t: A.TableDecl, info: TableInfo, name: str, pre: list[str], tb: str, ta: str,
+                          key: str, sel: str) -> None:
+        """The table's apply helper of the general path: look up, then run the action."""
         key_params = self.params_used
         self.begin_fn("apply")
         self.params_used |= key_params
@@ -320,7 +349,7 @@ class TableCompiler:
             for a in args:
                 if a.value is None:
                     raise unsupported(a.loc, "a '_' argument in a table's action list", "pass a value")
-            info.bound[name] = [a.value for a in args]  # type: ignore[misc]
+            info.bound[name] = [a.value for a in args]  # type: ignore[misc]  # '_' arguments refused just above
 
     def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
         """The call that runs action ``i`` of the table with its bound arguments and
@@ -333,7 +362,7 @@ class TableCompiler:
         if cps:
             names = [self.tmp("cp") for _ in cps]
             self.emit("".join(n + ", " for n in names) + f"= {cp}")
-            for p, n in zip(cps, names):
+            for p, n in zip(cps, names, strict=False):
                 t = self.resolve_type(p.type)
                 if signed and isinstance(t, BitT) and t.signed:
                     h = 1 << (t.width - 1)
@@ -373,9 +402,9 @@ class TableCompiler:
             raise unsupported(p.loc, f"an inline {'/'.join(kinds)} instance",
                               "declare the instance in the control and name it here")
         sym = self.scope.lookup(e.name)
-        if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:  # type: ignore[union-attr]
+        if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:
             raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")
-        return sym.obj.name  # type: ignore[union-attr]
+        return sym.obj.name
 
     def action_with_args(self, e: A.Expr, info: TableInfo, loc: Loc) -> tuple[str, tuple[int, ...], Loc]:
         if isinstance(e, A.Name):
@@ -390,7 +419,7 @@ class TableCompiler:
         bound = info.bound.get(name, [])
         if bound and len(args) == len(bound) + len(params) and not any(a.name for a in args):
             # the bound arguments again, which must be the action list's (P4_16 14.2.1.3)
-            for a, b in zip(args, bound):
+            for a, b in zip(args, bound, strict=False):
                 if expr_text(a.value) != expr_text(b):
                     raise error(a.loc, f"action {name}: '{expr_text(a.value)}' must be the action list's "
                                 f"'{expr_text(b)}'")
@@ -407,9 +436,9 @@ class TableCompiler:
                             f"({', '.join(p.name for p in params)})")
             args = [byname[p.name] for p in params]
         vals = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             pt = self.resolve_type(p.type)
-            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]
+            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]  # as above: action list arguments are values
             try:
                 val = eval(code, {"__builtins__": {}})  # noqa: S307 - literal expected
             except Exception:  # noqa: BLE001
@@ -419,17 +448,17 @@ class TableCompiler:
             vals.append(int(val))
         return name, tuple(vals), aloc
 
-    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],
+    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],  # noqa: C901 — the entries property's options, then one check per entry field
                       key_types: list[Type], info: TableInfo, t: A.TableDecl) -> tuple[M.ConstEntry, ...]:
         p = props["entries"]
-        entries: list[A.EntryDecl] = p.value  # type: ignore[assignment]
+        entries: list[A.EntryDecl] = p.value
         needs_prio = any(k.match_kind not in ("exact", "lpm") for k in keys)
         largest_wins = True
         delta = 1
         if "largest_priority_wins" in props:
-            largest_wins = bool(self.value(props["largest_priority_wins"].value).const)  # type: ignore[arg-type]
+            largest_wins = bool(self.value(props["largest_priority_wins"].value).const)
         if "priority_delta" in props:
-            delta = self.const_int(props["priority_delta"].value, "priority_delta")  # type: ignore[arg-type]
+            delta = self.const_int(props["priority_delta"].value, "priority_delta")
             if delta <= 0:
                 raise error(props["priority_delta"].loc, "priority_delta must be a positive value")
         explicit = [e for e in entries if e.priority is not None]
@@ -466,11 +495,11 @@ class TableCompiler:
                 prios.append(current)
                 current = current - delta if largest_wins else current + delta
         out = []
-        for ent, prio in zip(entries, prios):
+        for ent, prio in zip(entries, prios, strict=False):
             if len(ent.keys) != len(keys):
                 raise error(ent.loc, f"entry has {len(ent.keys)} key value(s) but table {t.name} "
                             f"has {len(keys)} key(s)")
-            matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types))
+            matches = tuple(self.entry_match(k, kf, kt) for k, kf, kt in zip(ent.keys, keys, key_types, strict=False))
             aname, args, aloc = self.action_with_args(ent.action, info, ent.loc)
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))

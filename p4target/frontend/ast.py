@@ -7,6 +7,7 @@ nothing in place (it keeps its own side tables), so one AST can be compiled twic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4target.frontend.source import Loc
 
@@ -395,7 +396,7 @@ class EntryDecl:
 @dataclass
 class TableProp:
     name: str
-    value: object  # list[KeyElem] | list[ActionListItem] | list[EntryDecl] | Expr
+    value: Any  # list[KeyElem] | list[ActionListItem] | list[EntryDecl] | Expr, by the property's name
     is_const: bool
     annotations: list[Annotation]
     loc: Loc

@@ -7,9 +7,14 @@ declares them (in the order the program declares them).
 
 from __future__ import annotations
 
+from typing import cast
+
 from p4target.frontend import ast as A
 from p4target.frontend.lexer import Token
 from p4target.frontend.source import Loc, error, unsupported
+
+# A number token's value: (width or None, signed, value), as lexer.parse_number gives it.
+NumberValue = tuple[int | None, bool, int]
 
 _BASE_TYPES = {"bit", "int", "varbit", "bool", "error", "void", "string", "match_kind"}
 
@@ -108,7 +113,7 @@ class Parser:
                     if p.kind == "str":
                         args.append(p.value)
                     elif p.kind == "num":
-                        args.append(p.value[2])  # type: ignore[index]
+                        args.append(p.value[2])  # type: ignore[index]  # a number token's value is (width, signed, value)
             elif self.at("["):
                 raise unsupported(self.tok.loc, "a structured annotation", "use @name(args)")
             out.append(A.Annotation(name, body, args, at.loc))
@@ -528,12 +533,12 @@ class Parser:
                         prio = self.primary()
                         self.expect(":")
                     ks = self.keyset()
-                    keys = ks.items if isinstance(ks, A.ListExpr) else [ks]
+                    entry_keys = ks.items if isinstance(ks, A.ListExpr) else [ks]
                     self.expect(":")
                     act = self.postfix()
                     self.annotations()
                     self.expect(";")
-                    entries.append(A.EntryDecl(keys, act, prio, ea, eloc))
+                    entries.append(A.EntryDecl(entry_keys, act, prio, ea, eloc))
                 self.expect("}")
                 props.append(A.TableProp("entries", entries, is_const, pa, ploc))
             else:
@@ -569,7 +574,7 @@ class Parser:
                     wt = self.tok
                     if wt.kind == "num":
                         self.pos += 1
-                        w, s, v = wt.value  # type: ignore[misc]
+                        w, s, v = cast(NumberValue, wt.value)
                         width = A.IntLit(wt.loc, v, w, s, wt.text)
                     else:
                         width = A.Name(wt.loc, self.ident("a width").text)
@@ -926,11 +931,11 @@ class Parser:
         loc = t.loc
         if t.kind == "num":
             self.pos += 1
-            w, s, v = t.value  # type: ignore[misc]
+            w, s, v = cast(NumberValue, t.value)
             return A.IntLit(loc, v, w, s, t.text)
         if t.kind == "str":
             self.pos += 1
-            return A.StrLit(loc, t.value)  # type: ignore[arg-type]
+            return A.StrLit(loc, t.value)  # type: ignore[arg-type]  # a string token's value is its text
         if t.kind == "kw" and t.text in ("true", "false"):
             self.pos += 1
             return A.BoolLit(loc, t.text == "true")

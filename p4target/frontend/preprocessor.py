@@ -43,7 +43,7 @@ class Macro:
 
     @property
     def variadic(self) -> bool:
-        return bool(self.params) and self.params[-1] == "__VA_ARGS__"  # type: ignore[index]
+        return bool(self.params) and self.params[-1] == "__VA_ARGS__"  # type: ignore[index]  # params is set (checked first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,7 @@ class Preprocessor:
         return self.lines
 
     # -- files ----------------------------------------------------------------
-    def _file(self, path: Path, where: Loc, depth: int) -> None:
+    def _file(self, path: Path, where: Loc, depth: int) -> None:  # noqa: C901 — one case per preprocessor directive
         if depth > _MAX_INCLUDE_DEPTH:
             raise error(where, f"#include nested deeper than {_MAX_INCLUDE_DEPTH}; "
                         "look for a file that includes itself without a guard")
@@ -351,7 +351,7 @@ class Preprocessor:
                         f"{len(args)}; pass one per parameter (parenthesize commas inside one)")
         # arguments are fully expanded before they replace the parameters (C 6.10.3.1)
         value = {p: self._expand_tokens(list(arg), where)
-                 for p, arg in zip(params, args)}
+                 for p, arg in zip(params, args, strict=False)}
         out: list[_Tok] = []
         for u in _tokens(mac.body):
             out.extend(value[u.text] if u.text in value else [_Tok(u.text)])  # body text: no column

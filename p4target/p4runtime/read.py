@@ -8,7 +8,7 @@ modified default entries) comes from the server's ``PipelineState``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from finsy.proto.p4.v1 import p4runtime_pb2
 
@@ -108,7 +108,7 @@ def table_entry_message(st: PipelineState, t: TableInfo, entry: Any, with_counte
     elif entry.member is not None:
         msg.action.action_profile_member_id = entry.member
     elif entry.group is not None:
-        one_shot = st.one_shots.get(key)
+        one_shot = st.one_shots.get(key)  # type: ignore[arg-type]  # key is None only when there are none
         if one_shot is not None and one_shot.group_id == entry.group:
             msg.action.action_profile_action_set.CopyFrom(one_shot.action_set)
         else:
@@ -304,7 +304,7 @@ def _read_digests(sw: Any, st: PipelineState, req: p4runtime_pb2.DigestEntry):
         yield p4runtime_pb2.Entity(digest_entry=d)
 
 
-_READERS = {
+_READERS: dict[str, Callable[..., Iterator[p4runtime_pb2.Entity]]] = {
     "table_entry": _read_table_entries,
     "action_profile_member": _read_members,
     "action_profile_group": _read_groups,

@@ -177,7 +177,7 @@ def _check(cond: bool, message: str) -> None:
                       "generated for this program")
 
 
-def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -> Schema:
+def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -> Schema:  # noqa: C901 — one loop per P4Info section, each checked against the program
     """Index ``pushed`` (or the P4Info generated from ``model`` when None/empty).
 
     Raises P4RTError(INVALID_ARGUMENT) when ``pushed`` does not describe ``model``.
@@ -219,12 +219,14 @@ def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -
 
     for c in info.counters:
         add_extern("counter", c, size=c.size, unit=p4info_pb2.CounterSpec.Unit.Name(c.spec.unit))
-    for c in info.direct_counters:
-        add_extern("direct_counter", c, unit=p4info_pb2.CounterSpec.Unit.Name(c.spec.unit), table_id=c.direct_table_id)
+    for dcounter in info.direct_counters:
+        add_extern("direct_counter", dcounter, unit=p4info_pb2.CounterSpec.Unit.Name(dcounter.spec.unit),
+                   table_id=dcounter.direct_table_id)
     for m in info.meters:
         add_extern("meter", m, size=m.size, unit=p4info_pb2.MeterSpec.Unit.Name(m.spec.unit))
-    for m in info.direct_meters:
-        add_extern("direct_meter", m, unit=p4info_pb2.MeterSpec.Unit.Name(m.spec.unit), table_id=m.direct_table_id)
+    for dmeter in info.direct_meters:
+        add_extern("direct_meter", dmeter, unit=p4info_pb2.MeterSpec.Unit.Name(dmeter.spec.unit),
+                   table_id=dmeter.direct_table_id)
     for r in info.registers:
         add_extern("register", r, size=r.size, bitwidth=r.type_spec.bitstring.bit.bitwidth)
 

@@ -359,11 +359,11 @@ class P4RuntimeServer:
             ack = msg.digest_ack
             st = self.state
             if st is None or ack.digest_id not in st.schema.digests:
-                err = p4runtime_pb2.StreamMessageResponse()
-                err.error.canonical_code = NOT_FOUND
-                err.error.message = f"digest id {ack.digest_id} is not in the P4Info"
-                err.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
-                client.outbox.put(err)
+                reply = p4runtime_pb2.StreamMessageResponse()
+                reply.error.canonical_code = NOT_FOUND
+                reply.error.message = f"digest id {ack.digest_id} is not in the P4Info"
+                reply.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+                client.outbox.put(reply)
             else:
                 self.digest_lists.ack(ack.digest_id, ack.list_id)
         else:
@@ -543,7 +543,7 @@ class P4RuntimeServer:
                             log.exception("%s: update failed unexpectedly", self.label)
                             add((INTERNAL, f"internal error: {exc}"))
                 if saved is not None:
-                    saved.updates.extend(u for u, (code, _) in zip(updates, outcomes) if code == OK)
+                    saved.updates.extend(u for u, (code, _) in zip(updates, outcomes, strict=False) if code == OK)
         return outcomes
 
     def _write_all_or_none(self, sw: Any, st: PipelineState, updates) -> list[Outcome]:

@@ -39,7 +39,7 @@ def _field(t: TableInfo, f, suffix: str = "") -> str:
     return f"table '{t.name}' field '{f.name}'{suffix}"
 
 
-def decode_key(t: TableInfo, fms) -> tuple:
+def decode_key(t: TableInfo, fms) -> tuple:  # noqa: C901 — one loop over the key fields, a case per match kind: on the write path, a helper per field would cost a call each
     """The runtime's form of a TableEntry's ``match`` (``TableRuntime.canon_match``'s
     spec: one item per key field in the program's order, wildcards filled in).
 
@@ -197,7 +197,7 @@ def _args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> 
         args[pos] = value
     if None in args:
         _refuse_args(info, a, place)
-    return info, tuple(args)  # type: ignore[arg-type]
+    return info, tuple(args)  # type: ignore[arg-type]  # no None left: refused just above
 
 
 def _refuse_args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableInfo) -> NoReturn:
@@ -222,7 +222,7 @@ def _refuse_args(info: ActionInfo, a: p4runtime_pb2.Action, place: str | TableIn
 
 def decode_action(schema: Schema, a: p4runtime_pb2.Action, where: str) -> ActionCall:
     info, args = decode_args(schema, a, where)
-    return ActionCall(info.name, dict(zip(info.arg_order, args)))
+    return ActionCall(info.name, dict(zip(info.arg_order, args, strict=False)))
 
 
 def table_args(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool
@@ -244,14 +244,14 @@ def table_args(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: b
 
 def table_action(schema: Schema, t: TableInfo, a: p4runtime_pb2.Action, default: bool) -> ActionCall:
     info, args = table_args(schema, t, a, default)
-    return ActionCall(info.name, dict(zip(info.arg_order, args)))
+    return ActionCall(info.name, dict(zip(info.arg_order, args, strict=False)))
 
 
 def encode_action(schema: Schema, name: str, params: dict[str, int] | tuple[int, ...]) -> p4runtime_pb2.Action:
     aid = schema.id_of("action", name)
     info = schema.actions[aid]
     if isinstance(params, tuple):
-        params = dict(zip([p.name for p in schema.model.action(name).params], params))
+        params = dict(zip([p.name for p in schema.model.action(name).params], params, strict=False))
     return p4runtime_pb2.Action(action_id=aid, params=[
         p4runtime_pb2.Action.Param(param_id=f.id, value=bytestrings.encode(params.get(f.name, 0)))
         for f in info.ordered_params])

@@ -112,24 +112,15 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         return
     direct = _check_direct_fields(t, e)
     runtime_key = decode_key(t, e.match)
-    priority = e.priority
-    priority = decode_priority(t, priority) if priority or t.needs_priority else None
+    priority = decode_priority(t, e.priority) if e.priority or t.needs_priority else None
     action = e.action
     which = action.WhichOneof("type")
     if t.is_const and not (op == MODIFY and which is None):
         # only the direct resources of const entries may change (spec 9.1.5)
         raise P4RTError(PERMISSION_DENIED, f"table '{t.name}' has const entries; only their direct counters and "
                         "meters may be modified (MODIFY without an action)")
-    if t.profile is None:  # the plain cases, straight to the runtime's key form
-        if op == INSERT and which == "action" and not direct:
-            _insert_plain(sw, st, t, action.action, runtime_key, priority)
-            return
-        if op == MODIFY and which == "action" and not direct and t.direct_meter_id is None:
-            _modify_plain(sw, st, t, action.action, runtime_key, priority)
-            return
-        if op == DELETE:
-            _delete_plain(sw, st, t, runtime_key, priority)
-            return
+    if t.profile is None and _write_plain(sw, st, t, op, which, action, direct, runtime_key, priority):
+        return
     match = match_of_key(t, runtime_key)
     key = entry_key(t.name, match, priority)
     if op == DELETE:
@@ -146,45 +137,8 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
     old_one_shot = st.one_shots.get(key) if op == MODIFY else None
     new_one_shot: OneShot | None = None
     try:
-        if which == "action":
-            if t.profile is not None:
-                raise invalid(f"table '{t.name}' uses action profile '{t.profile.name}': give a member or group id")
-            call = table_action(s, t, e.action.action, default=False)
-            target: Any = call.name
-            params: dict[str, int] | None = call.params
-        else:
-            if t.profile is None:
-                raise invalid(f"table '{t.name}' has no action profile: give an action, not a {which}")
-            params = None
-            if which == "action_profile_action_set":
-                new_one_shot = _make_one_shot(sw, st, t, e.action.action_profile_action_set, undo)
-                target = Group(new_one_shot.group_id)
-            else:
-                if _uses_one_shots(st, t.profile.name):
-                    raise invalid(f"table '{t.name}': '{t.profile.name}' is programmed with one-shot action sets; "
-                                  "do not mix them with member/group ids")
-                if which == "action_profile_member_id":
-                    if not e.action.action_profile_member_id:
-                        raise invalid(f"table '{t.name}': member id 0 is not valid")
-                    target = Member(e.action.action_profile_member_id)
-                else:
-                    if not t.profile.with_selector:
-                        raise invalid(f"table '{t.name}': '{t.profile.name}' is an action profile without groups")
-                    if not e.action.action_profile_group_id:
-                        raise invalid(f"table '{t.name}': group id 0 is not valid")
-                    target = Group(e.action.action_profile_group_id)
-        if op == INSERT:
-            _call(sw, "table_add", t.name, match, target, params, priority=priority)
-            undo.append(lambda: sw.table_delete(t.name, match, priority=priority))
-        else:
-            _call(sw, "table_modify", t.name, match, target, params, priority=priority)
-        if e.HasField("meter_config"):
-            _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
-        elif op == MODIFY and t.direct_meter_id is not None:
-            _call(sw, "direct_meter_clear", t.name, match, priority=priority)  # unset = back to all-GREEN
-        if e.HasField("counter_data"):
-            _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
-                  e.counter_data.byte_count, priority=priority)
+        target, params, new_one_shot = _entry_target(sw, st, t, e, which, undo)
+        _set_entry(sw, t, e, op, match, target, params, priority, undo)
     except Exception:
         for fn in reversed(undo):
             try:
@@ -202,6 +156,69 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         if new_one_shot is None:
             st.one_shots.pop(key, None)
         _release_one_shot(sw, st, t, old_one_shot)
+
+
+def _entry_target(sw: Any, st: PipelineState, t, e: p4runtime_pb2.TableEntry, which: str,
+                  undo: list[Callable[[], None]]) -> tuple[Any, dict[str, int] | None, OneShot | None]:
+    """What an INSERT or MODIFY with an action makes the entry run: (the action's name,
+    its arguments, None), a member, a group, or a one-shot action set's new group
+    (made now, its removal put on ``undo``)."""
+    if which == "action":
+        if t.profile is not None:
+            raise invalid(f"table '{t.name}' uses action profile '{t.profile.name}': give a member or group id")
+        call = table_action(st.schema, t, e.action.action, default=False)
+        return call.name, call.params, None
+    if t.profile is None:
+        raise invalid(f"table '{t.name}' has no action profile: give an action, not a {which}")
+    if which == "action_profile_action_set":
+        one_shot = _make_one_shot(sw, st, t, e.action.action_profile_action_set, undo)
+        return Group(one_shot.group_id), None, one_shot
+    if _uses_one_shots(st, t.profile.name):
+        raise invalid(f"table '{t.name}': '{t.profile.name}' is programmed with one-shot action sets; "
+                      "do not mix them with member/group ids")
+    if which == "action_profile_member_id":
+        if not e.action.action_profile_member_id:
+            raise invalid(f"table '{t.name}': member id 0 is not valid")
+        return Member(e.action.action_profile_member_id), None, None
+    if not t.profile.with_selector:
+        raise invalid(f"table '{t.name}': '{t.profile.name}' is an action profile without groups")
+    if not e.action.action_profile_group_id:
+        raise invalid(f"table '{t.name}': group id 0 is not valid")
+    return Group(e.action.action_profile_group_id), None, None
+
+
+def _set_entry(sw: Any, t, e: p4runtime_pb2.TableEntry, op: int, match: Any, target: Any,
+               params: dict[str, int] | None, priority: int | None, undo: list[Callable[[], None]]) -> None:
+    """Add or modify the entry, then its direct meter and counter; an added entry's
+    removal is put on ``undo``."""
+    if op == INSERT:
+        _call(sw, "table_add", t.name, match, target, params, priority=priority)
+        undo.append(lambda: sw.table_delete(t.name, match, priority=priority))
+    else:
+        _call(sw, "table_modify", t.name, match, target, params, priority=priority)
+    if e.HasField("meter_config"):
+        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
+    elif op == MODIFY and t.direct_meter_id is not None:
+        _call(sw, "direct_meter_clear", t.name, match, priority=priority)  # unset = back to all-GREEN
+    if e.HasField("counter_data"):
+        _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
+              e.counter_data.byte_count, priority=priority)
+
+
+def _write_plain(sw: Any, st: PipelineState, t, op: int, which: str | None, action: p4runtime_pb2.TableAction,
+                 direct: bool, runtime_key: tuple, priority: int | None) -> bool:
+    """The plain cases of a table without an action profile, straight to the
+    runtime's key form; False when the update is not one of them."""
+    if op == INSERT and which == "action" and not direct:
+        _insert_plain(sw, st, t, action.action, runtime_key, priority)
+        return True
+    if op == MODIFY and which == "action" and not direct and t.direct_meter_id is None:
+        _modify_plain(sw, st, t, action.action, runtime_key, priority)
+        return True
+    if op == DELETE:
+        _delete_plain(sw, st, t, runtime_key, priority)
+        return True
+    return False
 
 
 def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
@@ -305,7 +322,7 @@ def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
         undo.append(lambda mid=mid: sw.act_prof_delete_member(prof.name, mid))
         member_ids.append(mid)
     gid = st.allocate_one_shot_id()
-    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls)])
+    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls, strict=False)])
     undo.append(lambda: sw.act_prof_delete_group(prof.name, gid))  # undone before its members
     return OneShot(gid, member_ids, aset)
 

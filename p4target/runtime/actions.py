@@ -53,4 +53,4 @@ def action_args(action: Action, params: Mapping[str, int] | None, where: str) ->
 
 
 def args_to_params(action: Action, args: tuple[int, ...]) -> dict[str, int]:
-    return {p.name: v for p, v in zip(action.params, args)}
+    return {p.name: v for p, v in zip(action.params, args, strict=False)}

@@ -11,7 +11,7 @@ buckets start full; an unconfigured meter marks everything GREEN.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import Any, Callable
 
 from p4target.errors import EntryError
 from p4target.model import Extern
@@ -123,7 +123,7 @@ class MeterState:
     def __init__(self, cir: float, cburst: int, pir: float, pburst: int) -> None:
         self.cir, self.cburst, self.pir, self.pburst = cir, cburst, pir, pburst
         # [rate per us, burst, tokens, tokens_last, colour when short]; peak first.
-        self._rates = [
+        self._rates: list[list[Any]] = [
             [pir / 1e6, pburst, pburst, None, RED],
             [cir / 1e6, cburst, cburst, None, YELLOW],
         ]

@@ -1,13 +1,14 @@
 """The direct paths of a frame through a ``Switch``: ``inject`` and ``inject_batch``.
 
-``FramePaths`` is the part of ``Switch`` (p4target/runtime/switch.py) that takes a
-frame the short way when nothing else waits: first the fused fast path, then the
-general direct path (simple_switch's steps for a unicast frame, without queues or
-job objects), falling back to the steps of the general loop
-(p4target/runtime/general_loop.py) for anything unusual. It lives apart from the
-control-plane API of ``Switch`` (tables, externs, replication, ports) and from the
-general loop so that each can be read on its own; ``Switch`` inherits it and owns
-the state it works on.
+``FramePaths`` is the collaborator of ``Switch`` (p4target/runtime/switch.py) that
+takes a frame the short way when nothing else waits: first the fused fast path,
+then the general direct path (simple_switch's steps for a unicast frame, without
+queues or job objects), falling back to the steps of the general loop
+(``GeneralLoop``, p4target/runtime/general_loop.py) for anything unusual. It lives
+apart from the control-plane API of ``Switch`` (tables, externs, replication,
+ports) and from the general loop so that each can be read on its own. It owns the
+fast path a frame is offered (bound by ``Switch``) and the count of frames it took;
+the queues, clock and counters are the general loop's.
 """
 
 from __future__ import annotations
@@ -24,22 +25,25 @@ log = logging.getLogger(__name__)
 _monotonic_ns = time.monotonic_ns
 
 
-class FramePaths(GeneralLoop):
+class FramePaths:
     """The direct ways of a frame through a switch: ``inject`` and ``inject_batch``,
     the fused fast path first, then the general direct path; what they cannot take
-    goes to the general loop (``GeneralLoop``) they share the state and accounting of.
+    goes to the general loop ``loop``, whose state and accounting they share.
 
-    ``Switch.__init__`` sets the state below; ``Switch`` also provides ``now_us``
-    (the clock) and ``_first_fast`` (the fast path until it is bound)."""
+    ``fast`` is the fused fast path (None: none), ``unbound`` until the switch binds
+    it for the first frame; ``fast_clock`` says whether it reads the clock.
+    ``verify`` and ``compute`` are the checksum blocks, None where the compiler marks
+    them as doing nothing (an empty apply)."""
 
-    fast_packets: int
-    # the fused fast path (None: none; Switch._first_fast until it is bound) and
-    # whether it reads the clock
-    _fast: Callable | None
-    _fast_clock: bool
-    # the checksum blocks, None where the compiler marks them as doing nothing
-    _verify: Callable | None
-    _compute: Callable | None
+    def __init__(self, loop: GeneralLoop, fast: Callable | None, unbound: Callable | None,
+                 verify: Callable | None, compute: Callable | None) -> None:
+        self.loop = loop
+        self.fast = fast
+        self.unbound = unbound
+        self.fast_clock = True
+        self.fast_packets = 0  # frames the fused fast path (Pipeline.fast) handled
+        self.verify = verify
+        self.compute = compute
 
     def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """Process one frame (and everything it causes) until idle; every output.
@@ -55,26 +59,27 @@ class FramePaths(GeneralLoop):
         (enq_timestamp = egress_global_timestamp = ingress_global_timestamp,
         deq_timedelta 0), as with the virtual clock.
         """
-        if self._inq or self._egq or type(port) is not int or not 0 <= port < DROP_PORT:
-            self.send(port, frame)
-            return self.run_until_idle()
+        loop = self.loop
+        if loop.inq or loop.egq or type(port) is not int or not 0 <= port < DROP_PORT:
+            loop.send(port, frame)
+            return loop.run_until_idle()
         data = frame if type(frame) is bytes else bytes(frame)
-        s = self.port_stats.get(port)
+        s = loop.port_stats.get(port)
         if s is None:
-            s = self._stats(port)
+            s = loop.stats(port)
         s.rx_packets += 1
         s.rx_bytes += len(data)
-        if port in self._down:
-            self._drop("port_down", port)
-            return self.run_until_idle()
-        fast = self._fast
-        if fast is not None and not self.tm.limited:
+        if port in loop.down:
+            loop.drop("port_down", port)
+            return loop.run_until_idle()
+        fast = self.fast
+        if fast is not None and not loop.tm.limited:
             # the fused path (p4target/compiler/fast_compiler.py): None means "not this
             # packet", with nothing changed; the general direct path below then runs
-            if self._real_time:  # 0 when the fast path reads no timestamp
-                now = (_monotonic_ns() - self._t0_ns) // 1000 if self._fast_clock else 0
+            if loop.real_time:  # 0 when the fast path reads no timestamp
+                now = (_monotonic_ns() - loop.t0_ns) // 1000 if self.fast_clock else 0
             else:
-                now = self._vnow_us
+                now = loop.vnow_us
             try:
                 r = fast(data, port, now)
             except Exception:  # the general path below reports it as it always did
@@ -83,26 +88,26 @@ class FramePaths(GeneralLoop):
                 self.fast_packets += 1
                 out_port, data = r
                 if data is None:
-                    self._drop("ingress_drop", port)
-                elif out_port in self._down:  # _transmit, inlined: this is the hottest path
-                    self._drop("port_down", out_port)
+                    loop.drop("ingress_drop", port)
+                elif out_port in loop.down:  # loop.transmit, inlined: this is the hottest path
+                    loop.drop("port_down", out_port)
                 else:
-                    s = self.port_stats.get(out_port)
+                    s = loop.port_stats.get(out_port)
                     if s is None:
-                        s = self._stats(out_port)
+                        s = loop.stats(out_port)
                     s.tx_packets += 1
                     s.tx_bytes += len(data)
-                    if out_port == self.cpu_port:
-                        self.packet_ins.append(data)
-                    self._out.append((out_port, data))
-                if self.tm.queued:  # _inq/_egq were empty and the fast path adds nothing
-                    self._run()
-                out = self._out
-                self._out = []
+                    if out_port == loop.cpu_port:
+                        loop.packet_ins.append(data)
+                    loop.out.append((out_port, data))
+                if loop.tm.queued:  # the queues were empty and the fast path adds nothing
+                    loop.run()
+                out = loop.out
+                loop.out = []
                 return out
-        return self._general_direct(port, data)
+        return self.general_direct(port, data)
 
-    def _general_direct(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+    def general_direct(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The general direct path of ``inject`` for a frame the fast path did not
         take (or that it could not be offered): every output until idle.
 
@@ -111,41 +116,42 @@ class FramePaths(GeneralLoop):
         ``port``'s rx statistics; ``inject`` and ``inject_batch`` share this so that a
         frame the fast path declined in a batch goes straight here, without running
         the fast path a second time."""
-        pipe = self.pipeline
+        loop = self.loop
+        pipe = loop.pipeline
         st = None
         # ---- as _ingress + _after_ingress + _enqueue, for a unicast frame
         try:
             st = pipe.parse(data, port, NORMAL, None)
             sm = st.sm
-            now = (_monotonic_ns() - self._t0_ns) // 1000 if self._real_time else self._vnow_us
+            now = (_monotonic_ns() - loop.t0_ns) // 1000 if loop.real_time else loop.vnow_us
             sm.ingress_global_timestamp = now
-            if self._verify is not None:
-                self._verify(st)
+            if self.verify is not None:
+                self.verify(st)
             pipe.ingress(st)
             if st.clones or st.digests or st.resubmit is not None or sm.mcast_grp:
-                self._after_ingress(st, data, port, None, 0)
+                loop.after_ingress(st, data, port, None, 0)
                 st = None
             else:
                 out_port = sm.egress_spec
                 if out_port == DROP_PORT:
-                    self._drop("ingress_drop", port)
+                    loop.drop("ingress_drop", port)
                     st = None
                 else:
                     sm.instance_type = NORMAL
                     if (not 0 <= out_port < DROP_PORT or not 0 <= sm.priority < NUM_PRIORITIES
-                            or out_port in self.tm.limited):
-                        self._enqueue(st, out_port, 0)
+                            or out_port in loop.tm.limited):
+                        loop.enqueue(st, out_port, 0)
                         st = None
                     else:  # no rate limit: the packet would leave the queue at once
                         sm.enq_timestamp = now
                         sm.enq_qdepth = 0
         except PacketAbort as e:
-            log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
-            self._drop("assert", port)
+            log.warning("%s: assertion failed in ingress (%s): packet dropped", loop.name, e.where)
+            loop.drop("assert", port)
             st = None
         except Exception:  # the switch must survive any one packet
-            log.exception("%s: internal error in ingress; packet dropped", self.name)
-            self._drop("internal_error", port)
+            log.exception("%s: internal error in ingress; packet dropped", loop.name)
+            loop.drop("internal_error", port)
             st = None
         # ---- as _egress_safe(st, out_port, 0, 0)
         if st is not None:
@@ -157,28 +163,28 @@ class FramePaths(GeneralLoop):
                 sm.egress_spec = 0
                 pipe.egress(st)
                 if st.clones or sm.egress_spec == DROP_PORT or st.recirculate is not None:
-                    self._egress_after(st, out_port, 0)
+                    loop.egress_after(st, out_port, 0)
                 else:
-                    if self._compute is not None:
-                        self._compute(st)
+                    if self.compute is not None:
+                        self.compute(st)
                     data = pipe.deparse(st)
                     cut = st.truncate_to
                     if cut is not None and 0 < cut < len(data):
                         data = data[:cut]
-                    self._transmit(out_port, data)
+                    loop.transmit(out_port, data)
             except PacketAbort as e:
-                log.warning("%s: assertion failed in egress (%s): packet dropped", self.name, e.where)
-                self._drop("assert", out_port)
+                log.warning("%s: assertion failed in egress (%s): packet dropped", loop.name, e.where)
+                loop.drop("assert", out_port)
             except Exception:
-                log.exception("%s: internal error in egress; packet dropped", self.name)
-                self._drop("internal_error", out_port)
-        if self._inq or self._egq or self.tm.queued:
-            self._run()
-        out = self._out
-        self._out = []
+                log.exception("%s: internal error in egress; packet dropped", loop.name)
+                loop.drop("internal_error", out_port)
+        if loop.inq or loop.egq or loop.tm.queued:
+            loop.run()
+        out = loop.out
+        loop.out = []
         return out
 
-    def inject_batch(self, port: int, frames: list[bytes],
+    def inject_batch(self, port: int, frames: list[bytes],  # noqa: C901 — the fast path's per-frame loop, inlined: a helper would cost a call per frame
                      failed: Callable[[bytes, Exception], None] | None = None
                      ) -> list[tuple[int, bytes]]:
         """``inject`` for each of ``frames`` (all arriving on ``port``), in order: the
@@ -197,20 +203,21 @@ class FramePaths(GeneralLoop):
         ``failed(frame, exception)`` is called and the batch goes on; without
         ``failed`` the exception propagates.
         """
-        out = self._out
-        self._out = []
-        fast = self._batch_fast(port)
+        loop = self.loop
+        out = loop.out
+        loop.out = []
+        fast = self.batch_fast(port)
         if fast is not None:
-            self._stats(port)  # made first, as inject does (the dict keeps that order)
-        stats = self.port_stats
-        down = self._down
-        cpu = self.cpu_port
-        keep_packet_in = self.packet_ins.append
+            loop.stats(port)  # made first, as inject does (the dict keeps that order)
+        stats = loop.port_stats
+        down = loop.down
+        cpu = loop.cpu_port
+        keep_packet_in = loop.packet_ins.append
         add = out.append
         # the fast path's clock: read per frame if it reads the time, else fixed
-        clock = self._real_time and self._fast_clock
-        t0 = self._t0_ns
-        now = 0 if self._real_time else self._vnow_us
+        clock = loop.real_time and self.fast_clock
+        t0 = loop.t0_ns
+        now = 0 if loop.real_time else loop.vnow_us
         # frames inject took (it counts them itself), the output port whose counts
         # are being added up, and those counts
         taken = general = general_bytes = 0
@@ -229,9 +236,9 @@ class FramePaths(GeneralLoop):
                     if r is not None:  # as in inject
                         out_port, data = r
                         if data is None:
-                            self._drop("ingress_drop", port)
+                            loop.drop("ingress_drop", port)
                         elif out_port in down:
-                            self._drop("port_down", out_port)
+                            loop.drop("port_down", out_port)
                         else:
                             if out_port != last_port:
                                 if tx:
@@ -240,7 +247,7 @@ class FramePaths(GeneralLoop):
                                     s.tx_bytes += tx_bytes
                                     tx = tx_bytes = 0
                                 if out_port not in stats:
-                                    self._stats(out_port)
+                                    loop.stats(out_port)
                                 last_port = out_port
                             tx += 1
                             tx_bytes += len(data)
@@ -258,13 +265,13 @@ class FramePaths(GeneralLoop):
                         s = stats[port]
                         s.rx_packets += 1
                         s.rx_bytes += len(data)
-                        out += self._general_direct(port, data)
+                        out += self.general_direct(port, data)
                 except Exception as e:
                     if failed is None:
                         raise
                     failed(frame, e)
-                fast = self._batch_fast(port)  # the first frame binds it, for one
-                clock = self._real_time and self._fast_clock
+                fast = self.batch_fast(port)  # the first frame binds it, for one
+                clock = loop.real_time and self.fast_clock
         finally:
             if tx:
                 s = stats[last_port]
@@ -279,13 +286,14 @@ class FramePaths(GeneralLoop):
                 self.fast_packets += taken
         return out
 
-    def _batch_fast(self, port: int) -> Callable | None:
+    def batch_fast(self, port: int) -> Callable | None:
         """The fast path ``inject_batch`` may call directly for frames from ``port``,
         or None if every frame must go through ``inject`` (see there)."""
-        fast = self._fast
-        tm = self.tm
-        if (fast is None or tm.limited or tm.queued or self._inq or self._egq
-                or type(port) is not int or not 0 <= port < DROP_PORT or port in self._down
-                or fast == self._first_fast):
+        fast = self.fast
+        loop = self.loop
+        tm = loop.tm
+        if (fast is None or tm.limited or tm.queued or loop.inq or loop.egq
+                or type(port) is not int or not 0 <= port < DROP_PORT or port in loop.down
+                or fast == self.unbound):
             return None
         return fast

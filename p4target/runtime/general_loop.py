@@ -9,6 +9,11 @@ accounting every path shares. Every frame can take this path; ``inject`` and
 ones first and hand anything unusual (clones, resubmit, multicast, a shaped port,
 recirculation) to the steps here, so that the order of events and every metadata
 value are this loop's.
+
+``GeneralLoop`` is a collaborator of ``Switch`` (p4target/runtime/switch.py), which
+makes one per switch and hands it the replication engine, the traffic manager and
+the pipeline; the loop owns the clock, the queues, the outputs waiting to be
+returned and the counters (drops, port statistics, packet-ins).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
+from typing import Any
 
 from p4target.errors import EntryError
 from p4target.runtime.bindings import DROP_PORT, PacketAbort
@@ -30,6 +36,8 @@ _monotonic_ns = time.monotonic_ns
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
 # A packet may loop through resubmit/recirculate/clones at most this many times.
 MAX_PASSES = 64
+# Frames sent to cpu_port are kept (the newest this many) for tests and tools.
+PACKET_IN_KEEP = 4096
 
 
 @dataclass
@@ -59,31 +67,43 @@ class _Job:
 
 class GeneralLoop:
     """The queued path of a switch (``send``, ``run_until_idle``, ``advance``), the
-    steps of simple_switch's sequence the other paths fall back to, and the drop and
-    port accounting.
+    steps of simple_switch's sequence the other paths fall back to, the clock, and
+    the drop and port accounting.
 
-    ``Switch.__init__`` sets the state below; ``Switch`` also provides ``now_us``
-    (the clock)."""
+    ``pipeline`` is set by the switch once its bindings (which read this clock) are
+    made; ``down`` is the set of ports that are down, changed in place by the switch.
+    """
 
-    name: str
-    cpu_port: int | None
-    pipeline: object  # the compiled program's instance (Program.instantiate)
-    pre: ReplicationEngine
-    tm: TrafficManager
-    packet_ins: deque[bytes]
-    drops: Counter[str]
-    port_stats: dict[int, PortStats]
-    _real_time: bool
-    _t0_ns: int
-    _vnow_us: int
-    _down: set[int]
-    _inq: deque[_Job]
-    _egq: deque
-    _out: list[tuple[int, bytes]]
-    _digests: list[tuple[str, tuple[int, ...]]]
+    def __init__(self, name: str, cpu_port: int | None, pre: ReplicationEngine, tm: TrafficManager,
+                 real_time: bool) -> None:
+        self.name = name
+        self.cpu_port = cpu_port
+        self.pre = pre
+        self.tm = tm
+        self.pipeline: Any = None  # the compiled program's instance (Program.instantiate)
+        self.down: set[int] = set()
+        # the clock: virtual (moved by advance) unless real_time
+        self.real_time = real_time
+        self.t0_ns = time.monotonic_ns()
+        self.vnow_us = 0
+        # Frames sent to cpu_port: also in the outputs (port == cpu_port) for the
+        # Device; kept here for tests and tools, the newest PACKET_IN_KEEP of them.
+        self.packet_ins: deque[bytes] = deque(maxlen=PACKET_IN_KEEP)
+        self.drops: Counter[str] = Counter()
+        self.port_stats: dict[int, PortStats] = {}
+        self.inq: deque[_Job] = deque()
+        self.egq: deque = deque()
+        self.out: list[tuple[int, bytes]] = []  # outputs not yet returned
+        self.digest_rows: list[tuple[str, tuple[int, ...]]] = []  # digests not yet taken
+
+    def now_us(self) -> int:
+        """Microseconds since the switch started (virtual unless real_time)."""
+        if self.real_time:
+            return (_monotonic_ns() - self.t0_ns) // 1000
+        return self.vnow_us
 
     # ---- accounting --------------------------------------------------------------
-    def _stats(self, port: int) -> PortStats:
+    def stats(self, port: int) -> PortStats:
         s = self.port_stats.get(port)
         if s is None:
             s = self.port_stats[port] = PortStats()
@@ -93,10 +113,10 @@ class GeneralLoop:
     def drop_count(self) -> int:
         return sum(self.drops.values())
 
-    def _drop(self, reason: str, port: int | None = None) -> None:
+    def drop(self, reason: str, port: int | None = None) -> None:
         self.drops[reason] += 1
         if port is not None:
-            self._stats(port).drops += 1
+            self.stats(port).drops += 1
         log.debug("%s: drop (%s)", self.name, reason)
 
     # ---- entry points -------------------------------------------------------------
@@ -105,51 +125,51 @@ class GeneralLoop:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < DROP_PORT:
             raise EntryError("invalid", f"ingress port {port!r} must be 0..{DROP_PORT - 1}")
         data = bytes(frame)
-        s = self._stats(port)
+        s = self.stats(port)
         s.rx_packets += 1
         s.rx_bytes += len(data)
-        if port in self._down:
-            self._drop("port_down", port)
+        if port in self.down:
+            self.drop("port_down", port)
             return
-        self._inq.append(_Job(data, port))
+        self.inq.append(_Job(data, port))
 
     def run_until_idle(self) -> list[tuple[int, bytes]]:
         """Process what is waiting and what the clock lets leave the queues now."""
-        self._run()
-        out = self._out
-        self._out = []
+        self.run()
+        out = self.out
+        self.out = []
         return out
 
     def advance(self, seconds: float) -> list[tuple[int, bytes]]:
         """Move the virtual clock on, letting rate-limited queues drain on time."""
         if seconds < 0:
             raise EntryError("invalid", "advance() needs seconds >= 0")
-        if self._real_time:
+        if self.real_time:
             time.sleep(seconds)
             return self.run_until_idle()
-        target = self._vnow_us + int(round(seconds * 1e6))
-        self._run()
+        target = self.vnow_us + int(round(seconds * 1e6))
+        self.run()
         while True:
             t = self.tm.next_departure_us()
             if t is None or t > target:
                 break
-            self._vnow_us = max(self._vnow_us, int(t + 0.999999))
-            self._run()
-        self._vnow_us = target
-        self._run()
-        out = self._out
-        self._out = []
+            self.vnow_us = max(self.vnow_us, int(t + 0.999999))
+            self.run()
+        self.vnow_us = target
+        self.run()
+        out = self.out
+        self.out = []
         return out
 
     def digests(self) -> list[tuple[str, tuple[int, ...]]]:
         """Digests produced since the last call, oldest first."""
-        out = self._digests
-        self._digests = []
+        out = self.digest_rows
+        self.digest_rows = []
         return out
 
     # ---- the general loop -------------------------------------------------------
-    def _run(self) -> None:
-        inq, egq, tm = self._inq, self._egq, self.tm
+    def run(self) -> None:
+        inq, egq, tm = self.inq, self.egq, self.tm
         while True:
             if inq:
                 job = inq.popleft()
@@ -157,10 +177,10 @@ class GeneralLoop:
                     self._ingress(job)
                 except PacketAbort as e:
                     log.warning("%s: assertion failed in ingress (%s): packet dropped", self.name, e.where)
-                    self._drop("assert", job.port)
+                    self.drop("assert", job.port)
                 except Exception:  # the switch must survive any one packet
                     log.exception("%s: internal error in ingress; packet dropped", self.name)
-                    self._drop("internal_error", job.port)
+                    self.drop("internal_error", job.port)
                 continue
             if egq:
                 st, port, depth, passes = egq.popleft()
@@ -179,28 +199,28 @@ class GeneralLoop:
             self._egress(st, port, depth, passes)
         except PacketAbort as e:
             log.warning("%s: assertion failed in egress (%s): packet dropped", self.name, e.where)
-            self._drop("assert", port)
+            self.drop("assert", port)
         except Exception:
             log.exception("%s: internal error in egress; packet dropped", self.name)
-            self._drop("internal_error", port)
+            self.drop("internal_error", port)
 
-    def _enqueue(self, st, port: int, passes: int) -> None:
+    def enqueue(self, st, port: int, passes: int) -> None:
         sm = st.sm
         if not 0 <= port < DROP_PORT:
-            self._drop("bad_egress_port")
+            self.drop("bad_egress_port")
             return
         prio = sm.priority
         if not 0 <= prio < NUM_PRIORITIES:
-            self._drop("priority_out_of_range", port)
+            self.drop("priority_out_of_range", port)
             return
         sm.enq_timestamp = self.now_us()
         if not self.tm.is_limited(port):
             sm.enq_qdepth = 0
-            self._egq.append((st, port, 0, passes))
+            self.egq.append((st, port, 0, passes))
             return
         found = self.tm.enqueue(port, prio, (st, passes))
         if found is None:
-            self._drop("queue_full", port)
+            self.drop("queue_full", port)
             return
         sm.enq_qdepth = found
 
@@ -213,9 +233,9 @@ class GeneralLoop:
         sm.ingress_global_timestamp = self.now_us()
         pipe.verify_checksum(st)
         pipe.ingress(st)
-        self._after_ingress(st, job.data, job.port, job.plen, job.passes)
+        self.after_ingress(st, job.data, job.port, job.plen, job.passes)
 
-    def _after_ingress(self, st, data: bytes, in_port: int, job_plen: int | None, passes: int) -> None:
+    def after_ingress(self, st, data: bytes, in_port: int, job_plen: int | None, passes: int) -> None:
         """What simple_switch does between ingress and the queues: ingress clones,
         digests, resubmit, multicast or unicast."""
         pipe = self.pipeline
@@ -238,28 +258,28 @@ class GeneralLoop:
                     c.sm.ingress_global_timestamp = sm.ingress_global_timestamp
                     if cfg.truncate:
                         c.truncate_to = cfg.truncate
-                    self._enqueue(c, port, passes + 1)
+                    self.enqueue(c, port, passes + 1)
             else:
-                self._drop("loop")
+                self.drop("loop")
 
         if st.digests:
-            self._digests.extend(st.digests)
+            self.digest_rows.extend(st.digests)
             st.digests.clear()
 
         if st.resubmit is not None:
             fl = st.resubmit
             st.resubmit = None
             if passes >= MAX_PASSES:
-                self._drop("loop", in_port)
+                self.drop("loop", in_port)
                 return
-            self._inq.appendleft(_Job(data, in_port, RESUBMIT, st, fl, plen, passes + 1))
+            self.inq.appendleft(_Job(data, in_port, RESUBMIT, st, fl, plen, passes + 1))
             return
 
         grp = sm.mcast_grp
         if grp:
             replicas = self.pre.replicas(grp)
             if not replicas:
-                self._drop("mcast_group_empty", in_port)
+                self.drop("mcast_group_empty", in_port)
                 return
             sm.instance_type = REPLICATION
             # simple_switch clears a copy's packet registers: a recirculate asked for
@@ -269,29 +289,29 @@ class GeneralLoop:
             for i, (port, rid) in enumerate(replicas):
                 c = st if i == last else pipe.copy_state(st)
                 c.sm.egress_rid = rid
-                self._enqueue(c, port, passes)
+                self.enqueue(c, port, passes)
             return
 
         spec = sm.egress_spec
         if spec == DROP_PORT:
-            self._drop("ingress_drop", in_port)
+            self.drop("ingress_drop", in_port)
             return
         sm.instance_type = NORMAL
-        self._enqueue(st, spec, passes)
+        self.enqueue(st, spec, passes)
 
     def _egress(self, st, port: int, depth: int, passes: int) -> None:
         pipe = self.pipeline
         sm = st.sm
-        now = (_monotonic_ns() - self._t0_ns) // 1000 if self._real_time else self._vnow_us
+        now = (_monotonic_ns() - self.t0_ns) // 1000 if self.real_time else self.vnow_us
         sm.egress_global_timestamp = now
         sm.deq_timedelta = now - sm.enq_timestamp
         sm.deq_qdepth = depth
         sm.egress_port = port
         sm.egress_spec = 0
         pipe.egress(st)
-        self._egress_after(st, port, passes)
+        self.egress_after(st, port, passes)
 
-    def _egress_after(self, st, port: int, passes: int) -> None:
+    def egress_after(self, st, port: int, passes: int) -> None:
         """What simple_switch does after egress: egress clones, the drop check,
         compute checksum, deparse, then recirculate or transmit."""
         pipe = self.pipeline
@@ -322,12 +342,12 @@ class GeneralLoop:
                     csm.ingress_port = sm.ingress_port
                     csm.packet_length = sm.packet_length
                     csm.ingress_global_timestamp = sm.ingress_global_timestamp
-                    self._enqueue(c, cport, passes + 1)
+                    self.enqueue(c, cport, passes + 1)
             elif cfg is not None:
-                self._drop("loop", port)
+                self.drop("loop", port)
 
         if sm.egress_spec == DROP_PORT:
-            self._drop("egress_drop", port)
+            self.drop("egress_drop", port)
             return
         pipe.compute_checksum(st)
         data = pipe.deparse(st)
@@ -336,25 +356,25 @@ class GeneralLoop:
             fl = st.recirculate
             st.recirculate = None
             if passes >= MAX_PASSES:
-                self._drop("loop", port)
+                self.drop("loop", port)
                 return
-            self._inq.appendleft(_Job(data, sm.ingress_port, RECIRC, st, fl, None, passes + 1))
+            self.inq.appendleft(_Job(data, sm.ingress_port, RECIRC, st, fl, None, passes + 1))
             return
 
         cut = st.truncate_to
         if cut is not None and 0 < cut < len(data):
             data = data[:cut]
-        self._transmit(port, data)
+        self.transmit(port, data)
 
-    def _transmit(self, port: int, data: bytes) -> None:
-        if port in self._down:
-            self._drop("port_down", port)
+    def transmit(self, port: int, data: bytes) -> None:
+        if port in self.down:
+            self.drop("port_down", port)
             return
         s = self.port_stats.get(port)
         if s is None:
-            s = self._stats(port)
+            s = self.stats(port)
         s.tx_packets += 1
         s.tx_bytes += len(data)
         if port == self.cpu_port:
             self.packet_ins.append(data)
-        self._out.append((port, data))
+        self.out.append((port, data))

@@ -150,7 +150,7 @@ class ScanIndex:
     def _pattern(self, e: StoredEntry) -> None:
         mask = value = 0
         ranges = []
-        for i, (k, s) in enumerate(zip(self.keys, e.spec)):
+        for i, (k, s) in enumerate(zip(self.keys, e.spec, strict=False)):
             w = k.bitwidth
             full = (1 << w) - 1
             mask <<= w
@@ -176,12 +176,14 @@ class ScanIndex:
 
     def insert(self, e: StoredEntry) -> None:
         self._pattern(e)
+        assert e.priority is not None  # the table gives every entry of a ternary/range key one
         sort_key = (-e.priority, e.seq)
         i = bisect.bisect_left(self._sort_keys, sort_key)
         self._sort_keys.insert(i, sort_key)
         self.order.insert(i, e)
 
     def remove(self, e: StoredEntry) -> None:
+        assert e.priority is not None  # as in insert
         i = bisect.bisect_left(self._sort_keys, (-e.priority, e.seq))
         del self._sort_keys[i]
         del self.order[i]
@@ -192,7 +194,7 @@ class ScanIndex:
 
     def lookup(self, key: tuple[int, ...]) -> StoredEntry | None:
         packed = 0
-        for v, w in zip(key, self.widths):
+        for v, w in zip(key, self.widths, strict=False):
             packed = (packed << w) | v
         if self.has_ranges:
             for e in self.order:

@@ -41,7 +41,7 @@ def canon_match(keys: Sequence[KeyField], match: Mapping[str, object], where: st
     return tuple(_canon_field(k, match.get(k.name), where) for k in keys)
 
 
-def _canon_field(k: KeyField, m: object, where: str) -> object:
+def _canon_field(k: KeyField, m: object, where: str) -> object:  # noqa: C901 — one case per match kind and accepted value form
     """One key field's item of the spec (see the module docstring)."""
     w = k.bitwidth
     top = 1 << w
@@ -143,7 +143,7 @@ def describe_match(keys: Sequence[KeyField], spec: tuple) -> dict[str, MatchValu
     """A spec as the control plane names it, wildcard fields left out (as P4Runtime
     reads them back)."""
     match: dict[str, MatchValue] = {}
-    for k, s in zip(keys, spec):
+    for k, s in zip(keys, spec, strict=False):
         full = (1 << k.bitwidth) - 1
         kind = k.match_kind
         if kind == "exact":

@@ -102,7 +102,7 @@ class ActionProfile:
         act = find_action(self.model, action, where)
         self._check_action(action, where)
         args = action_args(act, params, where)
-        return ProfileMember(member_id, action, args, dict(zip((p.name for p in act.params), args)))
+        return ProfileMember(member_id, action, args, dict(zip((p.name for p in act.params), args, strict=False)))
 
     def modify_member(self, member_id: int, action: str, params: Mapping[str, int] | None) -> None:
         where = f"action profile {self.name} member {member_id}"
@@ -235,7 +235,7 @@ class ActionProfile:
             return slots[hash_bits(sel[0], widths[0]) % n]
         data = 0
         nbits = 0
-        for value, width in zip(sel or (), widths):
+        for value, width in zip(sel or (), widths, strict=False):
             data = (data << width) | value
             nbits += width
         return slots[hash_bits(data, nbits) % n]

@@ -4,9 +4,11 @@ It owns the compiled pipeline, the tables and externs (through ``Bindings``), th
 packet replication engine and the traffic manager, and moves each packet through
 simple_switch's sequence: parse, verify checksum, ingress, then ingress clone,
 digests, resubmit, multicast or unicast (egress_spec 511 drops), queueing, egress,
-egress clone, drop check, compute checksum, deparse, recirculate or transmit (that
-part: ``GeneralLoop`` in general_loop.py; ``inject`` and the fast and direct paths:
-``FramePaths`` in frame_paths.py, which extends it).
+egress clone, drop check, compute checksum, deparse, recirculate or transmit.
+Two collaborators, one of each per switch, do that part: ``GeneralLoop``
+(general_loop.py: the queued path, the clock and the counters) and ``FramePaths``
+(frame_paths.py: ``inject`` and ``inject_batch``, the fast and direct paths); this
+class makes them, binds the fast path and offers the whole API.
 Tests, the STF runner, the P4Runtime server and ``p4target run`` all drive this
 class; names are model names (p4c's fully qualified names).
 
@@ -18,9 +20,9 @@ monotonic clock for live use.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter as _Counter
 from collections import deque
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -30,20 +32,24 @@ from p4target.runtime.bindings import DROP_PORT, Bindings
 from p4target.runtime.entries import EntryHandle, TableEntry
 from p4target.runtime.externs import Counter, DirectCounter, DirectMeter, Meter, Register
 from p4target.runtime.frame_paths import FramePaths
-from p4target.runtime.general_loop import PortStats, _Job
+from p4target.runtime.general_loop import GeneralLoop, PortStats
 from p4target.runtime.pre import ReplicationEngine
 from p4target.runtime.profiles import ActionProfile
 from p4target.runtime.tables import TableRuntime
 from p4target.runtime.traffic import TrafficManager
 
 log = logging.getLogger(__name__)
-_monotonic_ns = time.monotonic_ns
-
-PACKET_IN_KEEP = 4096
 
 
-class Switch(FramePaths):
-    """A v1model switch running one compiled program (the frame paths: ``FramePaths``)."""
+def _table_refs(users: list[TableRuntime], kind: str, ident: int) -> int:
+    """How many entries of the tables ``users`` refer to member or group ``ident``."""
+    return sum(t._refs(kind, ident) for t in users)
+
+
+class Switch:
+    """A v1model switch running one compiled program; its packets move through its
+    ``FramePaths`` (``inject``, ``inject_batch``) and its ``GeneralLoop`` (``send``,
+    ``run_until_idle``, ``advance``)."""
 
     def __init__(self, program, seed: int = 0, device_id: int = 0, cpu_port: int | None = None,
                  name: str | None = None, real_time: bool = False, native: bool = True) -> None:
@@ -56,36 +62,24 @@ class Switch(FramePaths):
         self.cpu_port = cpu_port
         self.name = name or f"sw{device_id}"
         self.seed = seed
-        self._real_time = real_time
-        self._t0 = time.monotonic()
-        self._t0_ns = time.monotonic_ns()
-        self.fast_packets = 0  # frames the fused fast path (Pipeline.fast) handled
-        self._vnow_us = 0
-        self._down: set[int] = set()
         self.pre = ReplicationEngine()
         self.tm = TrafficManager()
-        # Frames sent to cpu_port: also in the outputs (port == cpu_port) for the
-        # Device; kept here for tests and tools, the newest PACKET_IN_KEEP of them.
-        self.packet_ins: deque[bytes] = deque(maxlen=PACKET_IN_KEEP)
-        self._digests: list[tuple[str, tuple[int, ...]]] = []
-        self.drops: _Counter[str] = _Counter()
-        self.port_stats: dict[int, PortStats] = {}
-        self._inq: deque[_Job] = deque()
-        self._egq: deque = deque()
-        self._out: list[tuple[int, bytes]] = []
+        self._loop = GeneralLoop(self.name, cpu_port, self.pre, self.tm, real_time)
         self.rt = self._build_bindings()
         self.pipeline = program.instantiate(self.rt)
+        self._loop.pipeline = self.pipeline
         # the fused fast path (p4target/compiler/fast_compiler.py), made for the first frame
-        self._fast = self._first_fast if getattr(program, "may_have_fast_path", False) else None
-        self._fast_clock = True
+        first = self._first_fast if getattr(program, "may_have_fast_path", False) else None
         # which fast path frames take: "none" (yet), "python" (the generated source,
         # interpreted) or "native" (the same, compiled: p4target/accel/native.py)
         self.fast_kind = "none"
         # the direct path of inject skips the checksum blocks the compiler marks as
         # doing nothing (an empty apply)
         pipe = self.pipeline
-        self._verify = None if getattr(pipe, "verify_checksum_is_noop", False) else pipe.verify_checksum
-        self._compute = None if getattr(pipe, "compute_checksum_is_noop", False) else pipe.compute_checksum
+        self._paths = FramePaths(
+            self._loop, first, self._first_fast,
+            None if getattr(pipe, "verify_checksum_is_noop", False) else pipe.verify_checksum,
+            None if getattr(pipe, "compute_checksum_is_noop", False) else pipe.compute_checksum)
         self.errors: dict[str, int] = dict(getattr(self.pipeline, "errors", {}) or {})
 
     # ------------------------------------------------------------------------------
@@ -115,9 +109,9 @@ class Switch(FramePaths):
             elif kind == "register":
                 obj = Register(ext)
             elif kind == "meter":
-                obj = Meter(ext, self.now_us)
+                obj = Meter(ext, self._loop.now_us)
             elif kind == "direct_meter":
-                obj = direct_meters[ext.name] = DirectMeter(ext, self.now_us)
+                obj = direct_meters[ext.name] = DirectMeter(ext, self._loop.now_us)
             elif kind in ("action_profile", "action_selector"):
                 hash_fn = rt.hashes.function(ext.algorithm) if ext.algorithm else None
                 obj = profiles[ext.name] = ActionProfile(ext, model, hash_fn, self.port_is_up)
@@ -140,18 +134,78 @@ class Switch(FramePaths):
             users = [rt.tables[t] for t in profile.tables if t in rt.tables]
             if not users:
                 users = [t for t in rt.tables.values() if t.profile is profile]
-            profile.table_refs = lambda kind, ident, users=users: sum(t._refs(kind, ident) for t in users)
+            profile.table_refs = partial(_table_refs, users)
         self._profiles = profiles
         return rt
 
     # ------------------------------------------------------------------------------
-    # clock
+    # packets in and out (the frame paths and the general loop), clock, counters
     # ------------------------------------------------------------------------------
+    def inject(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """Process one frame (and everything it causes) until idle; every output
+        (``FramePaths.inject``: the same as ``send`` + ``run_until_idle``)."""
+        return self._paths.inject(port, frame)
+
+    def inject_batch(self, port: int, frames: list[bytes],
+                     failed: Callable[[bytes, Exception], None] | None = None
+                     ) -> list[tuple[int, bytes]]:
+        """``inject`` for each of ``frames`` (all arriving on ``port``), in order
+        (``FramePaths.inject_batch``): the outputs of all of them, in order; a frame
+        that raises goes to ``failed(frame, exception)`` (without it, it propagates)."""
+        return self._paths.inject_batch(port, frames, failed)
+
+    def send(self, port: int, frame: bytes) -> None:
+        """Queue a frame arriving on ``port``; ``run_until_idle`` processes it."""
+        self._loop.send(port, frame)
+
+    def run_until_idle(self) -> list[tuple[int, bytes]]:
+        """Process what is waiting and what the clock lets leave the queues now."""
+        return self._loop.run_until_idle()
+
+    def advance(self, seconds: float) -> list[tuple[int, bytes]]:
+        """Move the virtual clock on, letting rate-limited queues drain on time."""
+        return self._loop.advance(seconds)
+
+    def digests(self) -> list[tuple[str, tuple[int, ...]]]:
+        """Digests produced since the last call, oldest first."""
+        return self._loop.digests()
+
     def now_us(self) -> int:
         """Microseconds since the switch started (virtual unless real_time)."""
-        if self._real_time:
-            return (_monotonic_ns() - self._t0_ns) // 1000
-        return self._vnow_us
+        return self._loop.now_us()
+
+    @property
+    def drops(self) -> _Counter[str]:
+        """Dropped packets by reason."""
+        return self._loop.drops
+
+    @property
+    def drop_count(self) -> int:
+        return self._loop.drop_count
+
+    @property
+    def port_stats(self) -> dict[int, PortStats]:
+        """Packets and bytes received, sent and dropped, by port."""
+        return self._loop.port_stats
+
+    @property
+    def packet_ins(self) -> deque[bytes]:
+        """The newest frames sent to ``cpu_port`` (they are in the outputs too)."""
+        return self._loop.packet_ins
+
+    @property
+    def fast_packets(self) -> int:
+        """Frames the fused fast path (Pipeline.fast) handled."""
+        return self._paths.fast_packets
+
+    @property
+    def _fast(self) -> Callable | None:
+        """The fast path frames are offered (tests wrap it to count its calls)."""
+        return self._paths.fast
+
+    @_fast.setter
+    def _fast(self, fast: Callable | None) -> None:
+        self._paths.fast = fast
 
     # ------------------------------------------------------------------------------
     # lookups of control-plane names
@@ -211,7 +265,7 @@ class Switch(FramePaths):
     def table_default(self, table: str) -> tuple[str, dict[str, int]]:
         t = self._table(table)
         act = self.model.action(t.default_action)
-        return t.default_action, {p.name: v for p, v in zip(act.params, t.default_args)}
+        return t.default_action, {p.name: v for p, v in zip(act.params, t.default_args, strict=False)}
 
     def table_entries(self, table: str) -> list[TableEntry]:
         return self._table(table).entries()
@@ -314,18 +368,19 @@ class Switch(FramePaths):
         """A port goes down or up; selector members watching it follow at once."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < DROP_PORT:
             raise EntryError("invalid", f"port {port!r} must be 0..{DROP_PORT - 1}")
-        changed = (port in self._down) == bool(up)
+        down = self._loop.down
+        changed = (port in down) == bool(up)
         if up:
-            self._down.discard(port)
+            down.discard(port)
         else:
-            self._down.add(port)
+            down.add(port)
         if changed:
             log.info("%s: port %d is %s", self.name, port, "up" if up else "down")
             for p in self._profiles.values():
                 p.port_status_changed()
 
     def port_is_up(self, port: int) -> bool:
-        return port not in self._down
+        return port not in self._loop.down
 
     def set_queue_depth(self, port: int | None, packets: int) -> None:
         self.tm.set_depth(port, packets)
@@ -347,7 +402,8 @@ class Switch(FramePaths):
         The compiled fast path replaces the interpreted one when it is ready (at
         once when it is in the cache); with ``wait_native`` this waits for it to be
         built (benchmarks, tests). ``fast_kind`` says which one frames take."""
-        if self._fast is not None and self._fast == self._first_fast:
+        fast = self._paths.fast
+        if fast is not None and fast == self._first_fast:
             self._first_fast(b"", 0, 0)
         if wait_native and self.fast_kind == "python" and self._native_wanted:
             native = self.program.native_fast_path()
@@ -357,23 +413,24 @@ class Switch(FramePaths):
     def _native_ready(self, make: Callable[[object], Callable], interpreted: Callable) -> None:
         """The compiled fast path is there: frames take it from the next one on (unless
         the interpreted one it replaces is gone)."""
-        if self._fast is interpreted:
-            self._fast = make(self.rt)
+        if self._paths.fast is interpreted:
+            self._paths.fast = make(self.rt)
             self.fast_kind = "native"
             log.info("%s: compiled fast path bound", self.name)
 
     def _first_fast(self, data: bytes, port: int, now: int) -> None:
-        """``self._fast`` until the first frame: bind the program's fast path (generated
-        then, once per program) and let this frame take the general path."""
-        self._fast = None
+        """The frame paths' fast path until the first frame: bind the program's fast
+        path (generated then, once per program) and let this frame take the general path."""
+        paths = self._paths
+        paths.fast = None
         try:
             made = self.program.fast_factory()
         except Exception:  # noqa: BLE001 - the general path is always there
             log.exception("%s: no fast path (it could not be built)", self.name)
             return None
         if made is not None:
-            make, self._fast_clock = made
-            self._fast = interpreted = make(self.rt)
+            make, paths.fast_clock = made
+            paths.fast = interpreted = make(self.rt)
             self.fast_kind = "python"
             try:
                 native = self.program.native_fast_path() if self._native_wanted else None

@@ -100,7 +100,7 @@ class TableActions:
             self.check(action, for_default=False)  # raises, saying which
         e.action = action
         e.args = args
-        e.result = (index, args, True)  # type: ignore[assignment]
+        e.result = (index, args, True)  # type: ignore[assignment]  # the entry's cached result: (action index, arguments, hit)
 
     def _slot_results(self, key: tuple[str, int]) -> list[Result]:
         """The results an entry pointing at member/group ``key`` chooses from now."""

@@ -132,10 +132,12 @@ class TableRuntime:
                 break
         else:
             return self._default
+        # a table whose entries run members or groups has a profile, and an entry runs
+        # a group when it runs no member
         if e.member is not None:
-            m = self.profile.members.get(e.member)  # type: ignore[union-attr]
+            m = self.profile.members.get(e.member)  # type: ignore[union-attr]  # a table whose entries run members or groups has a profile
         else:
-            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+            m = self.profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as above; an entry that runs no member runs a group
         if m is None:
             return self._default
         r = m.results.get(self.name)
@@ -161,11 +163,11 @@ class TableRuntime:
                 dm.executed(st, meter.execute(units, dm.clock_us()))
         if e.result is not None:
             return e.result
-        profile = self.profile
+        profile = self.profile  # as in apply: there is one, and an entry without a member runs a group
         if e.member is not None:
-            m = profile.members.get(e.member)
+            m = profile.members.get(e.member)  # type: ignore[union-attr]  # as in apply
         else:
-            m = profile.select(e.group, sel, self._sel_widths)
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as in apply
         if m is None:
             return self._default
         return (self._action_index[m.action], m.args, True)
@@ -179,11 +181,11 @@ class TableRuntime:
             return self._default, None
         if e.result is not None:
             return e.result, e.counter
-        profile = self.profile
+        profile = self.profile  # as in apply
         if e.member is not None:
-            m = profile.members.get(e.member)  # type: ignore[union-attr]
+            m = profile.members.get(e.member)  # type: ignore[union-attr]  # as in apply
         else:
-            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr]
+            m = profile.select(e.group, sel, self._sel_widths)  # type: ignore[union-attr, arg-type]  # as in apply
         if m is None:
             return self._default, e.counter
         return (self._action_index[m.action], m.args, True), e.counter
@@ -208,7 +210,7 @@ class TableRuntime:
             return "exact", self._entries.get
         if self.apply == self._apply_lpm_only_plain:
             return "lpm", self._lpm_probe
-        if self.apply == self._apply_scan_plain and not self._index.has_ranges:  # type: ignore[union-attr]
+        if self.apply == self._apply_scan_plain and not self._index.has_ranges:  # type: ignore[union-attr]  # the scan engine is the index of a scan table
             return "scan", self._scan
         if not self.has_direct_counter and self.direct_meter is None:
             if self.engine == "lpm" and not self._lpm_only:
@@ -409,12 +411,14 @@ class TableRuntime:
         if not self.has_direct_counter:
             raise EntryError("invalid", f"{self._where()} has no direct counter")
         _, e = self._find(match, priority)
+        assert e.counter is not None  # every entry of a table with a direct counter has one
         return e.counter[0], e.counter[1]
 
     def set_direct_counter(self, match, priority, packets: int, nbytes: int) -> None:
         if not self.has_direct_counter:
             raise EntryError("invalid", f"{self._where()} has no direct counter")
         _, e = self._find(match, priority)
+        assert e.counter is not None  # as in direct_counter
         e.counter[0], e.counter[1] = packets, nbytes
 
     def set_direct_meter(self, match, priority, config: tuple[float, int, float, int] | None) -> None:
@@ -471,7 +475,7 @@ class TableRuntime:
         n = len(const_entries)
         for i, ce in enumerate(const_entries):
             match = {}
-            for k, km in zip(self.keys, ce.matches):
+            for k, km in zip(self.keys, ce.matches, strict=False):
                 mv = match_from_model(km, k.bitwidth)
                 if mv is not None:
                     match[k.name] = mv

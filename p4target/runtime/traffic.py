@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4target.errors import EntryError
 
@@ -113,7 +114,7 @@ class TrafficManager:
                     best = t
         return best
 
-    def dequeue(self, now_us: float) -> tuple[int, int, object, int] | None:
+    def dequeue(self, now_us: float) -> tuple[int, int, Any, int] | None:
         """The next packet allowed to leave at ``now_us``: (port, priority, item,
         queue length after it left), or None."""
         if not self.queued:
@@ -140,7 +141,7 @@ class TrafficManager:
 
     def clear(self) -> list[object]:
         """Empty every queue; returns what was in them (for drop accounting)."""
-        out = []
+        out: list[object] = []
         for p in self._ports.values():
             for q in p.queues:
                 out.extend(item for _, item in q)

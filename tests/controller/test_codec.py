@@ -141,7 +141,7 @@ def test_a_request_mixing_and_reusing_shapes_is_every_entry_as_written_out() -> 
         c.check(e)
     got = list(c.write_request("insert", entries).updates)
     assert len(got) == len(want)
-    for k, (g, w) in enumerate(zip(got, want)):
+    for k, (g, w) in enumerate(zip(got, want, strict=False)):
         assert g == w, f"update {k}:\n{g}\nwanted:\n{w}"
     # One entry alone is the same entity; and the kinds of update are the asked ones.
     assert c.encode(entries[4]) == want[4].entity

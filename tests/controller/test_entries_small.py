@@ -233,7 +233,7 @@ def shift(da: int) -> int:
 class Fabric:
     """Every switch's and NIC's computed entries, indexed for pure walks."""
 
-    def __init__(self, topo: Topology, failures: Failures = Failures()) -> None:
+    def __init__(self, topo: Topology, failures: Failures = Failures()) -> None:  # noqa: B008 — a frozen dataclass: one shared default is safe
         self.topo = topo
         self.nodes = {n.name: n for n in nodes(topo)}
         self.tables: dict[str, Tables] = {}

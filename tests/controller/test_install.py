@@ -72,7 +72,7 @@ def read_back(lab: FabricLab, names: list[str]) -> dict[str, set]:
     async def all_() -> list[set]:
         return await asyncio.gather(*(one(lab.inventory.switches[n]) for n in names))
 
-    return dict(zip(names, asyncio.run(all_())))
+    return dict(zip(names, asyncio.run(all_()), strict=False))
 
 
 def canonical(name: str, entries: list) -> set:
@@ -217,7 +217,7 @@ def test_cli_fail_and_restore_write_no_table(installed: FabricLab, tmp_path: Pat
     assert read_back(lab, names) == before
     links = json.loads(subprocess.run([str(MRCCTL), "--state", str(inv.path), "links", "--json"],
                                       capture_output=True, text=True, timeout=60).stdout)
-    assert [(l["link"], l["up"], l["denied"]) for l in links if not l["up"] or l["denied"]] == [
+    assert [(x["link"], x["up"], x["denied"]) for x in links if not x["up"] or x["denied"]] == [
         ("p0-leaf0:p0-spine0", False, False)]
     # The install an operator runs next keeps the NICs' entries: a cable is not a denial.
     r = subprocess.run([str(MRCCTL), "--state", str(inv.path), "install", "--dry-run"],
@@ -259,7 +259,7 @@ def test_unreachable_switch_stops_before_any_write(lab: FabricLab) -> None:
     assert [r.name for r in rep.failed] == ["p0-spine1"]
     assert rep.failed[0].error.startswith("p0-spine1 (127.0.0.1:1, device 99): ")
     assert rep.writes == 0
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 — any failure of the read will do: there is no pipeline to read
         read_back(lab, ["p0-leaf1"])  # still no pipeline: nothing was pushed either
     # --keep-going installs what it can and lists what failed.
     rep = asyncio.run(Reconciler(targets, keep_going=True).run({k: want[k] for k in ("p0-leaf1", "p0-spine1")}))
@@ -281,7 +281,7 @@ def test_entry_that_does_not_fit_stops_the_run_before_any_write(installed: Fabri
     with pytest.raises(EntryError, match=r"^FabricEgress.port_mac: standard_metadata.egress_port=0x200 does not "
                                          r"fit 9 bits$"):
         asyncio.run(Reconciler(targets).run(run_want))
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 — any failure of the read will do: there is no pipeline to read
         read_back(lab, ["p1-leaf0"])  # no pipeline pushed
     assert read_back(lab, ["p1-spine1"])["p1-spine1"] == canonical("p1-spine1", want["p1-spine1"])
     assert not run(lab, wanted()).failed

@@ -104,8 +104,8 @@ class Run:
         return c
 
 
-def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: SenderConfig = SenderConfig(),
-                 receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0,
+def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: SenderConfig = SenderConfig(),  # noqa: B008 — a frozen dataclass: one shared default is safe
+                 receiver_cfg: ReceiverConfig = ReceiverConfig(), limit: float = 30.0,  # noqa: B008 — a frozen dataclass: one shared default is safe
                  hook: Callable[[float, Sender, Receiver], None] | None = None,
                  path_names: dict[int, str] | None = None) -> Run:
     """Run one transfer to its end (or ``limit`` seconds of simulated time);

@@ -159,7 +159,7 @@ def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
     rogue.bind((sx, 0))
     wrong_qp = bytes(BTH(opcode=0x0A, dest_qp=0x123456, psn=1) / RETH(vaddr=0x1000, dma_len=4) / b"evil")
     time.sleep(0.3)
-    for k in range(100):
+    for _ in range(100):
         rogue.sendto(wrong_qp, (rx, port))
         rogue.sendto(wrong_qp[:20], (rx, port))
         rogue.sendto(bytes([0x0A]) + os.urandom(7), (rx, port))

@@ -18,7 +18,7 @@ from topologies.p4switch import choose_target, switch_class, EmbeddedP4Switch
 
 def _links(t: MrcClos) -> set[tuple[str, int, str, int]]:
     out = set()
-    for a, b, info in t.links(withInfo=True):
+    for _a, _b, info in t.links(withInfo=True):
         out.add((info["node1"], info["port1"], info["node2"], info["port2"]))
     return out
 

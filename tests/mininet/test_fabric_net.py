@@ -367,7 +367,7 @@ def test_an_explicit_graph_from_a_topology_file(tmp_path: Path) -> None:
             # widest leaf has 3 hosts: uplink to spine j is port 4 + j; spine port to leaf i is 1 + i
             assert _peers(f"{p}p1l2-eth5", f"{p}p1s1-eth3")  # leaf2 - spine1, both planes
             assert _peers(f"{p}p0l2-eth4", f"{p}p0s0-eth3")  # leaf2 - spine0, plane 0 only
-            existing = {l["ifname"] for l in json.loads(subprocess.run(
+            existing = {link["ifname"] for link in json.loads(subprocess.run(
                 ["ip", "-j", "link", "show"], capture_output=True, text=True, check=True).stdout)}
             assert f"{p}p1l2-eth4" not in existing and f"{p}p1s0-eth3" not in existing
             assert f"{p}p0l1-eth5" not in existing and f"{p}p1l1-eth5" not in existing  # leaf1: spine0 only

@@ -65,7 +65,7 @@ def test_make_run_refuses_a_bad_shape_in_one_line(tmp_path: Path) -> None:
                           "RUN_ARGS=--planes 9 --no-cli"], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode != 0
-    errors = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert errors and "--planes" in errors[0] and "8" in errors[0], res.stderr
 
 

@@ -99,7 +99,7 @@ def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_
 
 def _counters(out: str, switch: str) -> dict[int, tuple[int, int]]:
     """The CLI's `counters` line for ``switch``: port -> (rx, tx) packets."""
-    line = next(l for l in out.splitlines() if l.startswith(f"{switch}: port "))
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"{switch}: port "))
     return {int(p): (int(rx), int(tx)) for p, rx, tx in re.findall(r"port (\d+): rx (\d+) tx (\d+)", line)}
 
 

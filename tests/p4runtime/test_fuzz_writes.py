@@ -42,14 +42,14 @@ def _mutate(rng: random.Random, u: p4runtime_pb2.Update, names) -> p4runtime_pb2
 def test_mutated_writes_get_codes_and_leave_exactly_the_accepted_entries(client, names, rig) -> None:
     rng = random.Random(4791)
     accepted: set[bytes] = set()
-    for batch_no in range(20):
+    for _batch in range(20):
         batch = []
-        for i in range(100):
+        for _ in range(100):
             base = ins(names.entry("exact_t", {"hdr.eth.dst_addr": rng.randrange(1, 300)}, "fwd", port=rng.randrange(0, 8)))
             batch.append(_mutate(rng, base, names) if rng.random() < 0.8 else base)
         codes = client.write_codes(*batch)
         assert code_pb2.INTERNAL not in codes and code_pb2.UNKNOWN not in codes
-        for u, code in zip(batch, codes):
+        for u, code in zip(batch, codes, strict=False):
             te = u.entity.table_entry
             if code == code_pb2.OK and te.table_id == names.table_id("exact_t") and not te.is_default_action:
                 key = te.match[0].exact.value.lstrip(b"\x00") or b"\x00"

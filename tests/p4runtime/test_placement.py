@@ -197,7 +197,7 @@ def test_run_places_the_whole_switch_auto_by_device_id_or_as_asked() -> None:
             proc, port = start_run(ns, f"p4tc{i}", dev, *extra)
             procs.append(proc)
             clients.append(busy(port, dev))
-        for proc, (dev, _, want) in zip(procs, runs):
+        for proc, (dev, _, want) in zip(procs, runs, strict=False):
             threads = thread_cpus(proc.pid)
             assert len(threads) >= 4, dev  # the packet I/O loop, the transport's loop, a worker, a reader
             if want is None:

@@ -7,7 +7,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 
 from p4target.p4info import p4info_text
 from tests.p4runtime.conftest import tframe, t_out

@@ -110,7 +110,7 @@ def test_missing_exact_and_ternary_rules(schema) -> None:
                 fm(1, ternary=p4runtime_pb2.FieldMatch.Ternary(value=b"\x01", mask=b"\x10")),
                 fm(2, range=p4runtime_pb2.FieldMatch.Range(low=b"\x05", high=b"\x01")),
                 fm(2, range=p4runtime_pb2.FieldMatch.Range(low=b"\x00", high=b"\x0f\xff"))):
-        assert _code(lambda: decode_match(acl, [bad])) == INVALID_ARGUMENT
+        assert _code(lambda bad=bad: decode_match(acl, [bad])) == INVALID_ARGUMENT
 
 
 def test_priorities(schema) -> None:

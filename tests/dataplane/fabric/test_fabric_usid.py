@@ -63,7 +63,7 @@ def test_carrier_walks_leaf_spine_leaf_to_the_nic(tiny_fabric: Topology, tiny_sw
         outer(L2(mac(PLANE, SPINE, 1, 2), mac(PLANE, LEAF, 1, 4)), usid_carrier([L1, 0xE002]), 62, inner),
         outer(L2(mac(PLANE, LEAF, 1, 2), mac(PLANE, NIC, 3, 1)), usid_carrier([0xE002]), 61, inner),
     ]
-    for hop, want in zip(hops, expected):
+    for hop, want in zip(hops, expected, strict=False):
         assert hop.frame == want, f"{hop.node} port {hop.port}:\n{Ether(hop.frame).show2(dump=True)}"
         got = Ether(hop.frame)
         assert got[IPv6].dst == Ether(want)[IPv6].dst

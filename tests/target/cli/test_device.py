@@ -3,7 +3,6 @@ pipeline replacement; and, on veths, watch ports following a link at once."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest

@@ -88,7 +88,7 @@ def frames(rng: random.Random, pool: dict[int, list[int]] | None = None) -> list
     """Random and crafted frames; their addresses from ``pool`` (default: a new one)."""
     pool = pools(rng) if pool is None else pool
     out: list[bytes] = [b"", bytes(13), bytes(14)]
-    for n in range(60):
+    for _ in range(60):
         out.append(rng.randbytes(rng.randrange(0, 160)))
     addrs = [a.to_bytes(16, "big") for a in pool[128]]
     macs = [m.to_bytes(6, "big") for m in pool[48]]

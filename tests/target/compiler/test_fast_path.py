@@ -188,7 +188,7 @@ def test_mrc_paths_take_the_fast_path(rel: str) -> None:
     fast_kinds: dict[str, int] = {}
     for _ in range(60):
         batch = make(rng)
-        for name, f in zip(names, batch):
+        for name, f in zip(names, batch, strict=False):
             port = 1 if rel.endswith("fabric.p4") or name not in ("decap", "decap with SRH", "not my SID") else 2
             before = sws[0].fast_packets
             outs = [sw.inject(port, f) for sw in sws]

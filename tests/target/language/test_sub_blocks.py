@@ -211,22 +211,22 @@ control I(inout H h, inout M m, inout standard_metadata_t s) {
 
 
 def test_constructor_arguments_of_v1switch_blocks(tmp_path) -> None:
-    text = f"""#include <core.p4>
+    text = """#include <core.p4>
 #include <v1model.p4>
-header h_t {{ bit<8> a; }}
-struct H {{ h_t h; }}
-struct M {{ }}
-parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s)(bit<8> skip) {{
-    state start {{ p.extract(h.h); transition select(h.h.a) {{ skip: accept; default: more; }} }}
-    state more {{ h.h.a = h.h.a + 1; transition accept; }}
-}}
-control V(inout H h, inout M m) {{ apply {{ }} }}
-control I(inout H h, inout M m, inout standard_metadata_t s)(bit<9> port, bit<8> add) {{
-    apply {{ s.egress_spec = port; h.h.a = h.h.a + add; }}
-}}
-control E(inout H h, inout M m, inout standard_metadata_t s) {{ apply {{ }} }}
-control C(inout H h, inout M m) {{ apply {{ }} }}
-control D(packet_out p, in H h) {{ apply {{ p.emit(h.h); }} }}
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s)(bit<8> skip) {
+    state start { p.extract(h.h); transition select(h.h.a) { skip: accept; default: more; } }
+    state more { h.h.a = h.h.a + 1; transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t s)(bit<9> port, bit<8> add) {
+    apply { s.egress_spec = port; h.h.a = h.h.a + add; }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
 V1Switch(P(9), V(), I(4, 0x10), E(), C(), D()) main;
 """
     p = tmp_path / "ctor.p4"

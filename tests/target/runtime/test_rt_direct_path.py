@@ -11,9 +11,10 @@ from collections import Counter as _Counter
 from pathlib import Path
 
 import pytest
-
 from scapy.layers.inet6 import IPv6, UDP
 from scapy.layers.l2 import Ether
+
+from p4target.errors import EntryError
 
 from test_rt_v1switch import (
     ASSERT, CLONE_E2E, CLONE_I2E, DIGEST, EGRESS_DROP, FWD, HASH, MARK_TO_DROP, MCAST, METER,
@@ -152,10 +153,10 @@ def test_device_receive_batch_equals_receive(program, digest_listener) -> None:
         sw.clone_session_set(7, [(4, 0)])
         sw.table_add("MyIngress.ports", {"hdr.cmd.arg": 3}, "MyIngress.fwd", {"port": 6})
         out, pins, digs = [], [], []
-        dev.output_sink = lambda p, d: out.append((p, untimed(d)))
-        dev.add_packet_in_listener(lambda d: pins.append(untimed(d)))
+        dev.output_sink = lambda p, d, out=out: out.append((p, untimed(d)))
+        dev.add_packet_in_listener(lambda d, pins=pins: pins.append(untimed(d)))
         if digest_listener:
-            dev.add_digest_listener(lambda name, rows: digs.append((name, rows)))
+            dev.add_digest_listener(lambda name, rows, digs=digs: digs.append((name, rows)))
         frames = [f for p, f in FRAMES if p == 1] + [frame(FWD, arg=9)] + [frame(DIGEST, arg=2)]
         if batched:
             dev.receive_batch(1, frames)
@@ -268,7 +269,7 @@ def test_inject_batch_reports_a_failing_frame_and_goes_on(program) -> None:
     failed: list[tuple[bytes, type]] = []
     out = sw.inject_batch(600, [frame(FWD, arg=2), b"xx"], lambda f, e: failed.append((f, type(e))))
     assert out == [] and [f for f, _ in failed] == [frame(FWD, arg=2), b"xx"]
-    with pytest.raises(Exception):
+    with pytest.raises(EntryError, match="ingress port 600"):
         sw.inject_batch(600, [frame(FWD, arg=2)])
 
 
