@@ -228,3 +228,26 @@ class Session:
         ents = await self.read([p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(counter_id=cid))])
         return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
                 for e in ents}
+
+    def _register_id(self, c: Codec, name: str) -> int:
+        for r in c.p4info.registers:
+            if r.preamble.name == name:
+                return r.preamble.id
+        raise SwitchError(f"{_where(self.target)}: program {self.target.program} has no register {name}")
+
+    async def read_register(self, c: Codec, name: str) -> dict[int, int]:
+        """Register ``name``: index -> value (every cell)."""
+        rid = self._register_id(c, name)
+        ents = await self.read([p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(register_id=rid))])
+        return {e.register_entry.index.index: int.from_bytes(e.register_entry.data.bitstring, "big") for e in ents}
+
+    async def write_register(self, c: Codec, name: str, index: int, value: int) -> None:
+        """Set cell ``index`` of register ``name`` (a MODIFY, as primary)."""
+        r = p4runtime_pb2.RegisterEntry(register_id=self._register_id(c, name))
+        r.index.index = index
+        r.data.bitstring = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+        req = p4runtime_pb2.WriteRequest(device_id=self.target.device_id, updates=[p4runtime_pb2.Update(
+            type=p4runtime_pb2.Update.MODIFY, entity=p4runtime_pb2.Entity(register_entry=r))])
+        req.election_id.high = self.election_id >> 64
+        req.election_id.low = self.election_id & ((1 << 64) - 1)
+        await self._request(req)

@@ -65,6 +65,35 @@ def read_counters(fn: Any, names: Sequence[str] | None = None) -> dict[str, Coun
     return asyncio.run(read_all([fn.inventory.switches[n] for n in names]))
 
 
+MAX_QDEPTH = "FabricEgress.max_qdepth"  # fabric.p4: per port, the deepest queue a packet found
+
+
+async def _queue_depths(fn: Any, port: int, names: Sequence[str], reset: bool) -> dict[str, int]:
+    from controller.codec import codec
+    from controller.p4rt import Session
+
+    out = {}
+    for n in names:
+        t = fn.inventory.switches[n]
+        async with Session(t, primary=reset) as s:
+            if reset:
+                await s.write_register(codec(t.program, t.target), MAX_QDEPTH, port, 0)
+            out[n] = (await s.read_register(codec(t.program, t.target), MAX_QDEPTH))[port]
+    return out
+
+
+def max_queue_depths(fn: Any, names: Sequence[str], port: int) -> dict[str, int]:
+    """The deepest queue (packets) any packet found at ``port`` of each switch since its
+    last reset, read over P4Runtime (fabric.p4's ``max_qdepth`` register)."""
+    return asyncio.run(_queue_depths(fn, port, names, reset=False))
+
+
+def reset_queue_depths(fn: Any, names: Sequence[str], port: int) -> None:
+    """Set ``max_qdepth[port]`` of each switch to 0 over P4Runtime (read back: 0 or a
+    packet's depth since)."""
+    asyncio.run(_queue_depths(fn, port, names, reset=True))
+
+
 # ---- figures ---------------------------------------------------------------------------
 
 

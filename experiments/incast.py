@@ -8,12 +8,15 @@ The receiver's leaf in every plane is restarted with ``p4target run --queue-rate
 PORT=PPS`` on the port to the receiver's NIC (experiments/trimming.py's shaping), and
 the four senders run unpaced (the window alone decides), their first windows
 together no more than the marking threshold per plane (``--initial-window``: 16 x
-planes / 4; they leave before any feedback). The controller's own
-``ecn_config`` marks that port above 16 packets; the trim threshold is set to 16 + 8
-for the run (every port), so the leaves' ``FabricEgress.trimmed`` counter on the
-limited port counts every packet that found more than 24 packets queued: none after
-the first second (the start-up, counters read then) means the queue then never
-passed the marking threshold by more than 8. Measured: per-sender
+planes / 4; they leave before any feedback) and with the network's base RTT given
+(``--cc-base-rtt``, below). The controller's own ``ecn_config`` marks that port above
+16 packets and its ``trim_config`` trims above 32. The queue itself is read from the
+leaves' ``FabricEgress.max_qdepth`` register (the deepest queue a packet found at
+that port, fabric.p4) over P4Runtime: reset before the senders start, read and reset
+again ``STARTUP`` seconds after (the start-up: the senders start one after the
+other, their first windows leave before any feedback), read at the end. The bound
+for the time after the start-up is the marking threshold plus ``margin(senders)``.
+Measured: per-sender
 goodput and Jain's fairness index, retransmissions by cause (timeouts must be 0), CE
 marks and trims on the limited ports; every byte checked by comparing each received
 file with the data generated for its sender.
@@ -21,7 +24,6 @@ file with the data generated for its sender.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from pathlib import Path
@@ -31,13 +33,17 @@ from controller.counters import delta
 from experiments import common as C
 from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
-from topologies.fabric_net import install_tables
 
-MARGIN = 8  # packets above the marking threshold that the queue may reach
-# The limited queue delays packets by up to (16 + 8) / PPS seconds: holes are NACKed,
+# The limited queue delays packets by up to 32 / PPS seconds: holes are NACKed,
 # and timeouts fire, only well after that.
 NACK_DELAY = 0.3
 RTO_MIN = 0.3
+# The network's unloaded RTT through the Python switches (1-2 ms): the senders' base
+# RTT for the delay signal (NSCC's configured base RTT). Measured instead, it is the
+# smallest RTT sample, which here already includes a queue (4 senders x the floor of
+# 2 packets never leave the port idle), and a sender then reads a queued RTT as "not
+# delayed" and grows its window by half again where it should add one packet.
+BASE_RTT = 0.002
 STARTUP = 1.0  # seconds after the senders start: the start-up, before the bound is checked
 SENDERS = ("h1", "h2", "h3", "h5")  # three from the other leaf, one from the receiver's
 DST = "h4"
@@ -48,11 +54,12 @@ def jain(values: list[float]) -> float:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values)) if any(values) else 0.0
 
 
-def _set_trim(fn: Any, threshold: int | None) -> None:
-    fn.topo = dataclasses.replace(fn.topo, trim_threshold=threshold)
-    rep = install_tables(fn)
-    if rep.failed:
-        raise RuntimeError(f"install failed: {rep.summary()}")
+def margin(senders: int) -> int:
+    """Packets the queue may pass the marking threshold by: each sender's window ends
+    at most 2 round trips with an increase (1 packet each: the fair increase, the RTT
+    being above the base RTT's target) between the queue passing the threshold and the
+    round trip whose ACKs carry the marks."""
+    return senders * 2 * 1
 
 
 def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) -> dict[str, Any]:
@@ -61,81 +68,87 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     for s, data in inputs.items():
         (workdir / f"in-{s}").write_bytes(data)
     outfile = workdir / "received"
+    leaves, port = shaped_leaves(fn, dst)
     before = C.read_counters(fn)
     # The first windows go out before any feedback: together they must fit under the
     # marking threshold of each plane's queue.
     first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
-    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rto-min", str(RTO_MIN), "--initial-window", str(first)],
+    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rto-min", str(RTO_MIN), "--initial-window", str(first),
+                                                          "--cc-base-rtt", str(BASE_RTT)],
                     ["--nack-delay", str(NACK_DELAY), "--out", str(outfile), "--bytes", str(nbytes)],
                     count=len(senders))
+    C.reset_queue_depths(fn, leaves, port)
     try:
         tr.start_receiver()
         for s in senders:
             tr.start_sender(s, ["--in", str(workdir / f"in-{s}")])
         time.sleep(STARTUP)
-        settled = C.read_counters(fn)
+        startup_depth = C.max_queue_depths(fn, leaves, port)
+        C.reset_queue_depths(fn, leaves, port)
         res = tr.wait()
     finally:
         tr.kill()
+    depth = C.max_queue_depths(fn, leaves, port)
     after = C.read_counters(fn)
-    d, late = delta(after, before), delta(after, settled)
-    leaves, port = shaped_leaves(fn, dst)
+    d = delta(after, before)
     received = [outfile] + [outfile.with_name(f"{outfile.name}.{k}") for k in range(2, len(senders) + 1)]
     got = sorted(p.read_bytes() for p in received if p.exists())
     files_match = got == sorted(inputs.values())
     goodputs = {s: r.get("goodput_bps") or 0.0 for s, r in zip(senders, res.send_reports)}
     retx = {k: sum((r.get("retransmissions") or {}).get(k, 0) for r in res.send_reports)
             for k in ("total", "timeout", "nack", "trim_nack")}
+
+    def port_count(counts: dict[str, Any], name: str) -> int:
+        return sum(counts.get(leaf, {}).get(name, {}).get(port, (0, 0))[0] for leaf in leaves)
+
     return {"ok": res.ok, "received_files_match": files_match, "summaries": [res.summary()],
             "initial_window": first,
             "goodput_bps": goodputs, "jain": jain(list(goodputs.values())),
             "completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports)},
             "retransmissions": retx,
             "evs_retired": sum(r.get("evs_retired", 0) for r in res.send_reports),
-            "ce_marked": sum(d.get(l, {}).get("FabricEgress.ecn_marked", {}).get(port, (0, 0))[0] for l in leaves),
-            "trimmed": sum(d.get(l, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0] for l in leaves),
-            "trimmed_after_startup": sum(late.get(l, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0]
-                                         for l in leaves),
+            "ce_marked": port_count(d, "FabricEgress.ecn_marked"),
+            "trimmed": port_count(d, "FabricEgress.trimmed"),
+            "sent_through_port": port_count(d, "FabricEgress.tx_port"),
+            "max_queue_startup": startup_depth, "max_queue_after_startup": depth,
             "windows": {s: r.get("window") for s, r in zip(senders, res.send_reports)},
             "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports)}}
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple[str, ...] = SENDERS,
         dst: str = DST) -> dict[str, Any]:
-    """Shape the receiver's port, set the trim threshold to the bound, run the incast;
-    put the port and the entries back whatever happens."""
-    threshold = fn.topo.trim_threshold
-    bound = ECN_THRESHOLD_HOST + MARGIN
+    """Shape the receiver's port, run the incast; put the port back whatever happens."""
     out: dict[str, Any] = {"bytes_per_sender": nbytes, "port_rate_pps": port_rate, "planes": fn.topo.planes,
                            "senders": list(senders), "dst": dst, "ecn_threshold": ECN_THRESHOLD_HOST,
-                           "queue_bound": bound}
+                           "trim_threshold": fn.topo.trim_threshold, "startup_s": STARTUP,
+                           "queue_bound": ECN_THRESHOLD_HOST + margin(len(senders))}
     try:
         shape(fn, dst, port_rate)
-        _set_trim(fn, bound)
         out.update(incast(fn, workdir, list(senders), dst, nbytes))
     finally:
-        fn.topo = dataclasses.replace(fn.topo, trim_threshold=threshold)
         shape(fn, dst, None)
     return out
 
 
 def acceptable(d: dict[str, Any]) -> bool:
     return (d["ok"] and d["received_files_match"] and d["retransmissions"]["timeout"] == 0 and d["jain"] >= 0.9
-            and d["trimmed_after_startup"] == 0 and d["ce_marked"] > 0)
+            and d["ce_marked"] > 0 and d["trimmed"] == 0
+            and max(d["max_queue_after_startup"].values()) <= d["queue_bound"])
 
 
 def figures(d: dict[str, Any]) -> list[str]:
     x = d["retransmissions"]
     return [f"incast: {', '.join(d['senders'])} -> {d['dst']}, {d['bytes_per_sender']} bytes each, unpaced; "
             f"receiver's leaf port limited to {d['port_rate_pps']:g} packets/s in each of {d['planes']} planes, "
-            f"CE above {d['ecn_threshold']}, trim above {d['queue_bound']} packets",
+            f"CE above {d['ecn_threshold']}, trim above {d['trim_threshold']} packets, queue bound {d['queue_bound']}",
             f"  verified={d['ok']}, files match={d['received_files_match']}, goodputs (Mb/s) "
             + ", ".join(f"{s} {C.mbps(v):.2f}" for s, v in d["goodput_bps"].items())
             + f", Jain {d['jain']:.3f}",
             f"  retransmissions {x['total']} (timeout {x['timeout']}, NACK {x['nack']}, trim NACK {x['trim_nack']}), "
-            f"EVs retired {d['evs_retired']}, CE marked {d['ce_marked']}, trimmed (queue above "
-            f"{d['queue_bound']}) {d['trimmed']}, of which after the first {STARTUP:g} s "
-            f"{d['trimmed_after_startup']}"]
+            f"EVs retired {d['evs_retired']}, CE marked {d['ce_marked']}, trimmed {d['trimmed']}",
+            f"  deepest queue (max_qdepth): first {d['startup_s']:g} s "
+            + ", ".join(f"{k} {v}" for k, v in d["max_queue_startup"].items())
+            + "; after it " + ", ".join(f"{k} {v}" for k, v in d["max_queue_after_startup"].items())]
 
 
 def plot(d: dict[str, Any]) -> Any:
@@ -150,7 +163,8 @@ def plot(d: dict[str, Any]) -> Any:
     names = list(d["goodput_bps"])
     b.bar(names, [C.mbps(d["goodput_bps"][s]) for s in names], color="tab:blue")
     b.set_ylabel("goodput, Mb/s")
-    b.set_title(f"Jain {d['jain']:.3f}; {d['ce_marked']} CE, {d['trimmed']} above {d['queue_bound']}")
+    deepest = max(d["max_queue_after_startup"].values())
+    b.set_title(f"Jain {d['jain']:.3f}; {d['ce_marked']} CE; deepest queue {deepest} (bound {d['queue_bound']})")
     return fig
 
 

@@ -335,6 +335,10 @@ control FabricEgress(inout headers_t hdr,
     counter(PORTS, CounterType.packets_and_bytes) trimmed;
     counter(PORTS, CounterType.packets_and_bytes) ecn_marked;
     counter(DROP_REASONS, CounterType.packets_and_bytes) drops;
+    /* Per port: the deepest queue (packets, enq_qdepth) any packet found at
+     * enqueue since the register was last written; read and reset over
+     * P4Runtime (a RegisterEntry MODIFY to 0). */
+    register<bit<32>>(PORTS) max_qdepth;
 
     action set_src_mac(mac_addr_t mac) {
         hdr.ethernet.src_addr = mac;
@@ -384,6 +388,12 @@ control FabricEgress(inout headers_t hdr,
             return;
         }
         hdr.ethernet.dst_addr = meta.nh_mac;
+
+        bit<32> deepest;
+        max_qdepth.read(deepest, (bit<32>)standard_metadata.egress_port);
+        if ((bit<32>)standard_metadata.enq_qdepth > deepest) {
+            max_qdepth.write((bit<32>)standard_metadata.egress_port, (bit<32>)standard_metadata.enq_qdepth);
+        }
 
         meta.trim_enabled = 0;
         meta.trimmed = 0;

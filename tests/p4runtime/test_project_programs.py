@@ -94,5 +94,8 @@ def test_fabric_p4info_fields_are_the_ones_the_source_declares() -> None:
     counters = {c.preamble.name: c for c in info.counters}
     assert {n: c.size for n, c in counters.items()} == FABRIC_COUNTERS
     assert all(c.preamble.id >> 24 == 0x12 and c.spec.unit == 3 for c in counters.values())  # COUNTER, BOTH
-    assert not (info.direct_counters or info.meters or info.direct_meters or info.registers or info.digests
-                or info.action_profiles)
+    registers = {r.preamble.name: r for r in info.registers}
+    assert {n: (r.size, r.type_spec.bitstring.bit.bitwidth) for n, r in registers.items()} == {
+        "FabricEgress.max_qdepth": (512, 32)}
+    assert all(r.preamble.id >> 24 == 0x16 and r.preamble.alias == "max_qdepth" for r in registers.values())  # REGISTER
+    assert not (info.direct_counters or info.meters or info.direct_meters or info.digests or info.action_profiles)
