@@ -63,8 +63,8 @@ def find_link(topo: Topology, name: str) -> Link:
 
 def failures_of(down: list[Link] | set[Link]) -> Failures:
     """The Failures value (what the entries depend on) of a set of links that are down."""
-    return Failures(frozenset((l.plane, l.leaf, l.other) for l in down if l.kind == "fabric"),
-                    frozenset((l.plane, l.other) for l in down if l.kind == "nic"))
+    return Failures(frozenset((k.plane, k.leaf, k.other) for k in down if k.kind == "fabric"),
+                    frozenset((k.plane, k.other) for k in down if k.kind == "nic"))
 
 
 @lru_cache(maxsize=8)
@@ -114,7 +114,7 @@ class PathInfo:
 
 def paths(topo: Topology, src: Host, dst: Host, down: set[Link] | None = None) -> list[PathInfo]:
     """Every EV of ``src``'s NIC towards ``dst``, with its hops and whether it is up."""
-    down_names = {l.name for l in (down or set())}
+    down_names = {k.name for k in (down or set())}
     out: list[PathInfo] = []
     for e in P.nic_evs(topo, src, dst):
         p = e.plane

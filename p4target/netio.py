@@ -137,6 +137,11 @@ class NetIO:
         self._ctl: socket.socket | None = None
         self._nl: socket.socket | None = None
         self._epoll: select.epoll | None = None
+        # the receive rings' sockets, apart from the rest: in ``_epoll`` (nested) when
+        # this loop runs alone; a group loop waits on both and skips ``_epoll`` while
+        # only rings have frames (``begin(grouped=True)``)
+        self._ring_epoll: select.epoll | None = None
+        self._grouped = False
         self._by_fd: dict[int, SocketPort] = {}
         self._ring_ports: list[RingPort] = []  # ports read through a receive ring
         self._tx_ports: list[RingPort] = []  # ports with a transmit ring
@@ -178,6 +183,8 @@ class NetIO:
     def _open_all(self) -> None:
         self._ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._epoll = select.epoll()
+        self._ring_epoll = select.epoll()
+        self._epoll.register(self._ring_epoll.fileno(), select.EPOLLIN)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -227,8 +234,9 @@ class NetIO:
             raise P4Error(f"port {p.number}: cannot open {p.name}: {e.strerror}") from None
         assert p.sock is not None
         self._by_fd[p.sock.fileno()] = p
-        assert self._epoll is not None
-        self._epoll.register(p.sock.fileno(), select.EPOLLIN)
+        assert self._epoll is not None and self._ring_epoll is not None
+        where = self._ring_epoll if isinstance(p, RingPort) and p.rx_ring is not None else self._epoll
+        where.register(p.sock.fileno(), select.EPOLLIN)
         self._index_rings()
         p.up = bool(interface_up(self._ctl, p.name))
 
@@ -243,11 +251,12 @@ class NetIO:
         if p.sock is not None:
             fd = p.sock.fileno()
             self._by_fd.pop(fd, None)
-            if self._epoll is not None:
-                try:
-                    self._epoll.unregister(fd)
-                except (OSError, ValueError):
-                    pass
+            for ep in (self._epoll, self._ring_epoll):
+                if ep is not None:
+                    try:
+                        ep.unregister(fd)
+                    except (OSError, ValueError):
+                        pass
         p.close()
         self._index_rings()
 
@@ -265,6 +274,13 @@ class NetIO:
         p.send(frame)
 
     def _flush_all(self) -> None:
+        if self._grouped:  # the group loop flushes once after running its switches
+            return
+        self.flush_transmits()
+
+    def flush_transmits(self) -> None:
+        """Have the kernel send what the transmit rings hold (one ``send`` per port
+        that has frames)."""
         for p in self._tx_ports:
             ring = p.tx_ring
             if ring is not None and ring.pending:
@@ -306,11 +322,21 @@ class NetIO:
             self.end()
         self.close()
 
-    def begin(self) -> None:
+    def begin(self, grouped: bool = False) -> None:
         """Make the calling thread this NetIO's loop thread (``run`` does it; a
-        ``p4target.switch_group.GroupLoop`` does it for each of its switches)."""
+        ``p4target.switch_group.GroupLoop`` does it for each of its switches, with
+        ``grouped``: the group then waits on ``ring_fd`` and ``epoll_fd`` apart, tells
+        ``round`` whether ``epoll_fd`` had anything, and calls ``flush_transmits``
+        once after running its switches, where this loop alone flushes after every
+        batch)."""
         self.open()
-        assert self._epoll is not None
+        assert self._epoll is not None and self._ring_epoll is not None
+        if grouped != self._grouped:
+            if grouped:
+                self._epoll.unregister(self._ring_epoll.fileno())
+            else:
+                self._epoll.register(self._ring_epoll.fileno(), select.EPOLLIN)
+            self._grouped = grouped
         self._loop_thread = threading.get_ident()
         now = time.monotonic()
         self._next_poll = now + self.poll_interval
@@ -319,16 +345,23 @@ class NetIO:
 
     def end(self) -> None:
         """The loop thread is done with the rings: flush what they hold."""
-        self._flush_all()
+        self.flush_transmits()
         self._loop_thread = None
         self.sleeps = _voluntary_switches()
 
     @property
     def epoll_fd(self) -> int:
         """The loop's epoll descriptor: readable when a port, the netlink socket or the
-        wake-up pipe has something (a group loop waits on many of them at once)."""
+        wake-up pipe has something (a group loop waits on many of them at once);
+        when this loop runs alone, also when a receive ring has a frame."""
         assert self._epoll is not None
         return self._epoll.fileno()
+
+    @property
+    def ring_fd(self) -> int:
+        """An epoll descriptor readable when a receive ring has a frame."""
+        assert self._ring_epoll is not None
+        return self._ring_epoll.fileno()
 
     def next_wake(self) -> float:
         """When (``time.monotonic()``) the loop has timed work next: the link poll, the
@@ -340,10 +373,11 @@ class NetIO:
             wake = min(wake, time.monotonic() + self._queue_wait)
         return wake
 
-    def round(self, wait: bool) -> bool:
+    def round(self, wait: bool, control: bool = True) -> bool:
         """One round of the loop: the rings, the queues, epoll (waiting until the next
-        timed work when ``wait`` and no ring had a frame), the timers. True when a
-        port had frames."""
+        timed work when ``wait`` and no ring had a frame; not looked at when
+        ``control`` is False: a group loop knows it has nothing), the timers. True
+        when a port had frames."""
         dev = self.device
         busy = False
         drain_ring = self._drain_ring
@@ -357,12 +391,18 @@ class NetIO:
         timeout = 0.0
         if wait and not busy:
             timeout = max(0.0, self.next_wake() - time.monotonic())
-        assert self._epoll is not None
-        try:
-            events = self._epoll.poll(timeout)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries
-            events = []
+        assert self._epoll is not None and self._ring_epoll is not None
+        events: list[tuple[int, int]] = []
+        if control:
+            try:
+                events = self._epoll.poll(timeout)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                pass
+        ring_fd = self._ring_epoll.fileno()
         for fd, _ in events:
+            if fd == ring_fd:
+                busy = True  # a ring has frames: read at the top of the next round
+                continue
             p = self._by_fd.get(fd)
             if p is not None:
                 if p.sock is None or p.rx_ring is not None:
@@ -470,9 +510,11 @@ class NetIO:
             if s is not None:
                 s.close()
         self._nl = self._ctl = None
-        if self._epoll is not None:
-            self._epoll.close()
-            self._epoll = None
+        for ep in (self._epoll, self._ring_epoll):
+            if ep is not None:
+                ep.close()
+        self._epoll = self._ring_epoll = None
+        self._grouped = False
         for fd in (self._wake_r, self._wake_w):
             if fd >= 0:
                 os.close(fd)
