@@ -272,7 +272,7 @@ class GroupLoop:
         by_fd = self._by_fd
         try:
             active = set(range(len(switches)))
-            control = set(active)  # the switches whose control descriptor has something
+            control: set[int] = set(active)  # the switches whose control descriptor has something
             timer_at = 0.0
             wakes = [0.0] * len(switches)  # each switch's next timed work
             while not self._stopping:
@@ -294,7 +294,7 @@ class GroupLoop:
                 timeout = 0.0 if busy else max(0.0, timer_at - time.monotonic())
                 events = self._epoll.poll(timeout)
                 active = busy
-                control: set[int] = set()
+                control = set()
                 for fd, _ in events:
                     where = by_fd.get(fd)
                     if where is not None:
