@@ -13,7 +13,8 @@ system call per frame each way costs more than the rest of the I/O, so a ring po
 has a receive ring and a transmit ring (``p4target.packet_ring``): frames are
 copied out of shared memory with no call into the kernel, handed to the device in
 batches, and its outputs written into the output ports' transmit rings, flushed with
-one ``send`` per batch. Frames larger than a ring slot (a host's GSO super-frames)
+one ``send`` per batch (a switch of a group: once per pass of the group loop, after
+every switch of the process ran). Frames larger than a ring slot (a host's GSO super-frames)
 still arrive whole (the kernel queues them on the socket and marks their slot);
 frames that do not go in a transmit ring (longer than a slot, the ring full of
 frames still in flight, or sent by another thread, e.g. a packet-out) are sent
@@ -312,7 +313,8 @@ class NetIO:
         the ring) only after a round in which no ring had anything, and otherwise
         looks at epoll without waiting, for the netlink socket, the wake-up pipe and
         the ports on plain sockets. Frames put in transmit rings are flushed after
-        each port's batch, so a frame waits at most one batch.
+        each port's batch, so a frame waits at most one batch (this loop alone; a
+        group loop flushes once per pass instead).
         """
         self.begin()
         try:
