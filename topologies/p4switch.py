@@ -54,6 +54,11 @@ READY_TIMEOUT = 60.0
 STOP_GRACE = 5.0
 LOG_TAIL_LINES = 15
 BMV2_TOOLS = ("simple_switch_grpc", "p4c-bm2-ss")
+# Queues per egress port on BMv2, one per value of v1model's 3-bit
+# standard_metadata.priority: with fewer, BMv2 drops every packet whose priority has
+# no queue (fabric.p4 gives the trim mark priority 7), and with one it has no strict
+# priority at all. The embedded target always has these 8.
+BMV2_PRIORITY_QUEUES = 8
 
 
 class SwitchError(RuntimeError):
@@ -367,7 +372,8 @@ class Bmv2Switch(P4Switch):
                "--notifications-addr", f"ipc://{self.run_dir / (self.name + '.ipc')}"]
         for port, intf in self.port_interfaces().items():
             cmd += ["-i", f"{port}@{intf}"]
-        return cmd + [str(self.bmv2_json()), "--", "--grpc-server-addr", self.grpc_addr]
+        return cmd + [str(self.bmv2_json()), "--", "--grpc-server-addr", self.grpc_addr,
+                      "--priority-queues", str(BMV2_PRIORITY_QUEUES)]
 
     def wait_ready(self, timeout: float | None = None) -> float:
         """Wait until P4Runtime answers, then set the egress queues asked for (Thrift)."""

@@ -58,13 +58,14 @@ def test_every_switch_is_bmv2_and_every_pair_pings(fabric: FabricNetwork) -> Non
     assert {sw.target for sw in fabric.p4_switches()} == {"bmv2"}
     assert all(Path(sw.command()[0]).name == "simple_switch_grpc" for sw in fabric.p4_switches())
     # the command line of one switch, written out: device id, Thrift port, each port's
-    # interface, the JSON p4c-bm2-ss made, the gRPC address after "--"
+    # interface, the JSON p4c-bm2-ss made, after "--" the gRPC address and 8 priority queues
     leaf = fabric.switch("p0-leaf0")
     cmd = leaf.command()
     p = fabric.names.mininet("p0-leaf0")
     assert cmd[1:5] == ["--device-id", str(leaf.device_id), "--thrift-port", str(leaf.thrift_port)]
     assert " -i 1@%s-eth1 -i 2@%s-eth2 -i 3@%s-eth3 " % (p, p, p) in " ".join(cmd)
-    assert cmd[-4:] == [str(REPO / "build" / "bmv2" / "fabric.json"), "--", "--grpc-server-addr", leaf.grpc_addr]
+    assert cmd[-6:] == [str(REPO / "build" / "bmv2" / "fabric.json"), "--", "--grpc-server-addr", leaf.grpc_addr,
+                        "--priority-queues", "8"]
     assert f"--notifications-addr ipc://{leaf.run_dir / (p + '.ipc')}" in " ".join(cmd)
     matrix = ping_matrix(fabric, count=2)
     assert sorted(matrix) == [("h1", "h2"), ("h2", "h1")]
