@@ -18,14 +18,10 @@ solicitation and ping, a decapsulation towards the host, truncations, corruption
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import select
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,110 +31,21 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from fabric import plan as P
-from controller.targets import SwitchTarget
+from tests.dataplane.packets import BTH, RETH
+from tests.dataplane.bmv2.bmv2_leaf import Bmv2Leaf
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 
 REPO = Path(__file__).resolve().parents[3]
 PORTS = (1, 2, 3, 4)
+TRIM_DSCP = 62  # the controller's default trim mark (docs/packet-formats.md)
 LEAF = "p0-leaf0"
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
 
 
 def _topo():  # the dataplane tests' tiny fabric (tests/dataplane/conftest.py)
     from tests.dataplane.conftest import TINY
 
     return TINY
-
-
-def _run(*cmd: str) -> None:
-    subprocess.run(cmd, check=True, capture_output=True, timeout=20)
-
-
-class Bmv2Leaf:
-    """simple_switch_grpc with ``ports`` on veths whose peers this test reads and writes."""
-
-    def __init__(self, tmp: Path, ports: tuple[int, ...] = PORTS, name: str = LEAF, program: str = "fabric",
-                 tag: str = "d") -> None:
-        from topologies.p4switch import free_port
-
-        tag = f"p4t{tag}{os.getpid() % 4096:03x}"
-        self.ports, self.name, self.program = ports, name, program
-        self.sw_if = {p: f"{tag}a{p}" for p in ports}
-        self.peer_if = {p: f"{tag}b{p}" for p in ports}
-        self.grpc = f"127.0.0.1:{free_port()}"
-        self.thrift = free_port()
-        self.tmp = tmp
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.socks: dict[int, socket.socket] = {}
-
-    def __enter__(self) -> Bmv2Leaf:
-        try:
-            for p in self.ports:
-                _run("ip", "link", "add", self.sw_if[p], "type", "veth", "peer", "name", self.peer_if[p])
-                for intf in (self.sw_if[p], self.peer_if[p]):
-                    Path(f"/proc/sys/net/ipv6/conf/{intf}/disable_ipv6").write_text("1\n")
-                    _run("ip", "link", "set", intf, "up")
-            cmd = [shutil.which("simple_switch_grpc") or "simple_switch_grpc", "--device-id", "1",
-                   "--thrift-port", str(self.thrift), "--no-p4", "--log-console", "--log-level", "warn",
-                   "--notifications-addr", f"ipc://{self.tmp / 'leaf.ipc'}"]
-            for p in self.ports:
-                cmd += ["-i", f"{p}@{self.sw_if[p]}"]
-            self.proc = subprocess.Popen([*cmd, "--", "--grpc-server-addr", self.grpc], stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, start_new_session=True)
-            from topologies.p4switch import grpc_answers
-
-            deadline = time.monotonic() + 30
-            while not grpc_answers(self.grpc, 0.5):
-                assert self.proc.poll() is None and time.monotonic() < deadline, "simple_switch_grpc did not start"
-            for p in self.ports:
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                s.bind((self.peer_if[p], 0))
-                self.socks[p] = s
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for s in self.socks.values():
-            s.close()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for p in self.ports:
-            subprocess.run(["ip", "link", "delete", self.sw_if[p]], capture_output=True, timeout=20)
-
-    @property
-    def target(self) -> SwitchTarget:
-        return SwitchTarget(self.name, self.grpc, 1, self.program, "bmv2")
-
-    def drain(self) -> None:
-        while select.select(list(self.socks.values()), [], [], 0.05)[0]:
-            for s in select.select(list(self.socks.values()), [], [], 0)[0]:
-                s.recv(65535)
-
-    def inject(self, port: int, frame: bytes, expect: int) -> list[tuple[int, bytes]]:
-        """Send ``frame`` into switch port ``port``; what leaves the other ports, in order
-        of arrival (waits for ``expect`` frames, then a little more for any extra)."""
-        self.socks[port].send(frame)
-        got: list[tuple[int, bytes]] = []
-        by_sock = {s.fileno(): p for p, s in self.socks.items()}
-        deadline = time.monotonic() + (2.0 if expect else 0.3)
-        while time.monotonic() < deadline:
-            ready = select.select(list(self.socks.values()), [], [], 0.02)[0]
-            for s in ready:
-                data, addr = s.recvfrom(65535)
-                if addr[2] != PACKET_OUTGOING:
-                    got.append((by_sock[s.fileno()], data))
-            if len(got) >= expect and expect:
-                deadline = min(deadline, time.monotonic() + 0.1)
-        return got
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +55,7 @@ def leaves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, B
 
     entries = switch_entries(_topo(), LEAF)
     embedded = load(FABRIC_P4, entries)
-    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-leaf")) as bmv2:
+    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-leaf"), PORTS, LEAF) as bmv2:
         rep = asyncio.run(Reconciler([bmv2.target]).run({LEAF: entries}))
         assert not rep.failed and rep.writes == len(entries), rep.summary()
         yield embedded, bmv2
@@ -183,6 +90,11 @@ def _good_frames() -> list[tuple[int, bytes]]:
     pkt = Ether(src="02:00:00:00:aa:01", dst=_mac(1)) / IPv6(src="fd00:1:0:1::1", dst=seg[1], nh=43) / srh / inner
     out.append((1, bytes(pkt)))  # SRH End at this leaf
     out.append((1, bytes(Ether(src="02:00:00:00:aa:01", dst=_mac(1)) / inner)))  # plain IPv6
+    # data an upstream switch trimmed (header only, trim DSCP): priority 7 from dscp_priority
+    cut = IPv6(src="fd00:0:0:1::1", dst="fd00:0:1:2::1") / UDP(sport=4096, dport=4791) / BTH(psn=9) / RETH(dma_len=1024)
+    out.append((1, bytes(Ether(src="02:00:00:00:aa:01", dst=_mac(1))
+                         / IPv6(src="fd00:1:0:1::1", dst=P.ip(P.path_carrier(0, 0, 0, 1, 2)), tc=TRIM_DSCP << 2 | 2)
+                         / cut)))
     out.append((2, bytes(Ether(src="02:00:00:00:aa:01", dst="ff:ff:ff:ff:ff:ff") / ARP())))
     out.append((2, bytes(Ether(src="02:00:00:00:aa:01", dst=_mac(2)) / IP(dst="10.0.0.1") / UDP() / Raw(b"x" * 20))))
     return out
@@ -221,16 +133,7 @@ def test_same_outputs_bytes_order_and_counters(leaves: tuple[object, Bmv2Leaf]) 
     mismatches, forwarded = _compare(embedded, bmv2, _frames())
     assert not mismatches, mismatches[:3]
     assert forwarded >= 6, "the good frames are forwarded, so outputs are compared, not only drops"
-    from controller.counters import read_switch
-
-    counts = asyncio.run(read_switch(bmv2.target))
-    cells = 0
-    for name, per_index in counts.items():
-        for index, (packets, nbytes) in per_index.items():
-            ours = embedded.counter_read(name, index)  # type: ignore[attr-defined]
-            assert (ours[0], ours[1]) == (packets, nbytes), (name, index)
-            cells += packets > 0
-    assert cells >= 5, counts
+    assert _same_counters(embedded, bmv2) >= 5
 
 
 def test_a_different_program_is_caught(leaves: tuple[object, Bmv2Leaf], tmp_path: Path) -> None:
@@ -252,19 +155,40 @@ def test_a_different_program_is_caught(leaves: tuple[object, Bmv2Leaf], tmp_path
 NIC_TOPO_SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=1)  # nic1: host port 0, planes on 1 and 2
 
 
-@pytest.fixture(scope="module")
-def nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
+@contextmanager
+def _nic_pair(tmp: Path, topo, tag: str) -> Iterator[tuple[object, Bmv2Leaf]]:  # noqa: ANN001
+    """nic1 of ``topo`` on both targets, filled with the controller's entries."""
     from controller.reconcile import Reconciler
-    from fabric.topology import from_parameters
     from tests.dataplane.fabric_net import NIC_P4, load, switch_entries
 
-    topo = from_parameters(**NIC_TOPO_SHAPE)
     entries = switch_entries(topo, "nic1")
     embedded = load(NIC_P4, entries)
-    with Bmv2Leaf(tmp_path_factory.mktemp("bmv2-nic"), (0, 1, 2), "nic1", "nic", tag="n") as bmv2:
+    with Bmv2Leaf(tmp, (0, 1, 2), "nic1", "nic", tag=tag) as bmv2:
         rep = asyncio.run(Reconciler([bmv2.target]).run({"nic1": entries}))
         assert not rep.failed and rep.writes == len(entries), rep.summary()
+        yield embedded, bmv2
+
+
+@pytest.fixture(scope="module")
+def nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
+    from fabric.topology import from_parameters
+
+    topo = from_parameters(**NIC_TOPO_SHAPE)
+    with _nic_pair(tmp_path_factory.mktemp("bmv2-nic"), topo, "n") as (embedded, bmv2):
         yield embedded, bmv2, topo
+
+
+def _same_counters(embedded: object, bmv2: Bmv2Leaf) -> int:
+    """Every counter cell BMv2 has equals the embedded target's; how many are non-zero."""
+    from controller.counters import read_switch
+
+    counts = asyncio.run(read_switch(bmv2.target))
+    cells = 0
+    for name, per_index in counts.items():
+        for index, (packets, nbytes) in per_index.items():
+            assert tuple(embedded.counter_read(name, index)) == (packets, nbytes), (name, index)  # type: ignore[attr-defined]
+            cells += packets > 0
+    return cells
 
 
 def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
@@ -288,6 +212,12 @@ def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
     good.append((1, bytes(Ether(src="02:00:00:00:bb:01", dst=nic_mac)
                           / IPv6(src=P.ip(P.nic_addr(h2.leaf, h2.port)),
                                  dst=P.ip(P.carrier([P.nic_usid(h1.port)]))) / inner)))
+    # the same, trimmed on the way (header only, trim DSCP in the outer header): the
+    # mark goes into the inner traffic class
+    cut = IPv6(src=dst, dst=src) / UDP(sport=4100, dport=4791) / BTH(psn=3) / RETH(dma_len=1024)
+    good.append((2, bytes(Ether(src="02:00:00:00:bb:02", dst=P.mac_text(P.mac(1, P.NIC, 0, 1)))
+                          / IPv6(src=P.ip(P.nic_addr(h2.leaf, h2.port)), tc=TRIM_DSCP << 2,
+                                 dst=P.ip(P.carrier([P.nic_usid(h1.port)]))) / cut)))
     rng = random.Random(28)
     out = list(good)
     out += [(0, good[0][1][:n]) for n in (14, 30, 54, 61, 62, 70)]
@@ -301,13 +231,84 @@ def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
 
 
 def test_nic_same_outputs_bytes_order_and_counters(nics: tuple[object, Bmv2Leaf, object]) -> None:
-    from controller.counters import read_switch
-
     embedded, bmv2, topo = nics
     mismatches, forwarded = _compare(embedded, bmv2, _nic_frames(topo))
     assert not mismatches, mismatches[:3]
     assert forwarded >= 12, "MRC and UDP from the host are forwarded, so outputs are compared"
-    counts = asyncio.run(read_switch(bmv2.target))
-    for name, per_index in counts.items():
-        for index, (packets, nbytes) in per_index.items():
-            assert tuple(embedded.counter_read(name, index)) == (packets, nbytes), (name, index)  # type: ignore[attr-defined]
+    assert _same_counters(embedded, bmv2) >= 5
+
+
+GENERATED_SHAPE = dict(planes=2, spines=2, leaves=3, hosts_per_leaf=1)  # nic1: leaf 0; spines 0 and 1
+
+
+@pytest.fixture(scope="module")
+def generated_nics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, Bmv2Leaf, object]]:
+    from dataclasses import replace
+
+    from fabric.topology import from_parameters
+
+    topo = replace(from_parameters(**GENERATED_SHAPE), ev_mode="generated")
+    with _nic_pair(tmp_path_factory.mktemp("bmv2-gen"), topo, "g") as (embedded, bmv2):
+        yield embedded, bmv2, topo
+
+
+def test_nic_generated_evs_same_outputs_bytes_order_and_counters(
+        generated_nics: tuple[object, Bmv2Leaf, object]) -> None:
+    """GENERATED EVs: the carrier computed from the EV's plane and spine and the
+    destination address; EVs and destinations outside the fabric are dropped and counted."""
+    embedded, bmv2, topo = generated_nics
+    h1 = topo.host("h1")
+    l2 = dict(src=P.mac_text(P.host_mac(h1)), dst=P.mac_text(P.nic_gateway_mac(h1)))
+    src = P.ip(P.host_addr(h1.leaf, h1.port))
+    frames = []
+    for dst_leaf in (1, 2):
+        dst = P.ip(P.host_addr(dst_leaf, 1))
+        for plane, spine, entropy in ((0, 0, 1), (0, 1, 2), (1, 0, 3), (1, 1, 31)):
+            ev = P.generated_ev(plane, spine, entropy)
+            frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=ev, dport=4791)
+                                    / Raw(b"g" * 40))))
+    far = P.ip(P.host_addr(5, 1))  # leaf 5 of 3
+    for ev, dst in ((P.generated_ev(2, 0, 1), P.ip(P.host_addr(1, 1))),  # plane 2 of 2
+                    (P.generated_ev(0, 2, 1), P.ip(P.host_addr(1, 1))),  # spine 2 of 2
+                    (P.generated_ev(0, 0, 1), far)):
+        frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=ev, dport=4791) / Raw(b"b" * 40))))
+    for sport in range(41000, 41006):  # plain UDP: per flow over set_generated members
+        frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=P.ip(P.host_addr(2, 1)))
+                                / UDP(sport=sport, dport=5000) / Raw(b"f" * 40))))
+    mismatches, forwarded = _compare(embedded, bmv2, frames)
+    assert not mismatches, mismatches[:3]
+    assert forwarded == 8 + 6, "every good frame is forwarded, the three bad ones dropped"
+    assert _same_counters(embedded, bmv2) >= 4
+
+
+def test_nic_watch_port_failover_same_on_both(nics: tuple[object, Bmv2Leaf, object]) -> None:
+    """A plane port goes down (carrier lost): the spray group's members that watch it
+    are skipped, on both targets; back up, they are used again."""
+    embedded, bmv2, topo = nics
+    h1, h2 = topo.host("h1"), topo.host("h2")
+    l2 = dict(src=P.mac_text(P.host_mac(h1)), dst=P.mac_text(P.nic_gateway_mac(h1)))
+    src, dst = P.ip(P.host_addr(h1.leaf, h1.port)), P.ip(P.host_addr(h2.leaf, h2.port))
+    flows = [(0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=sport, dport=5000) / Raw(b"w" * 40)))
+             for sport in range(30000, 30048, 3)]
+    mismatches, _ = _compare(embedded, bmv2, flows)
+    assert not mismatches, mismatches[:3]
+    before = {port for _, f in flows for port, _ in embedded.inject(0, f)}  # type: ignore[attr-defined]
+    assert before == {1, 2}, "the flows use both planes while both are up"
+    embedded.set_port_status(2, False)  # type: ignore[attr-defined]
+    bmv2.set_link(2, False)
+    try:
+        deadline = time.monotonic() + 10
+        while bmv2.inject(*flows[0], expect=1) != embedded.inject(*flows[0]):  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "BMv2 never saw port 2 go down"
+        mismatches, forwarded = _compare(embedded, bmv2, flows)
+        assert not mismatches, mismatches[:3]
+        assert forwarded == len(flows)
+        assert {port for _, f in flows for port, _ in embedded.inject(0, f)} == {1}  # type: ignore[attr-defined]
+    finally:
+        embedded.set_port_status(2, True)  # type: ignore[attr-defined]
+        bmv2.set_link(2, True)
+    deadline = time.monotonic() + 10
+    while {p for _, f in flows for p, _ in bmv2.inject(0, f, expect=1)} != {1, 2}:
+        assert time.monotonic() < deadline, "BMv2 never saw port 2 come back"
+    mismatches, _ = _compare(embedded, bmv2, flows)
+    assert not mismatches, mismatches[:3]
