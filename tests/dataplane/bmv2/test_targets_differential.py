@@ -5,14 +5,20 @@ uplinks 3 and 4 to the two spines) runs twice: as a ``p4target.Switch`` in this
 process and as ``simple_switch_grpc`` on four veth pairs (``p4td...``), both filled
 with the controller's entries for that leaf (BMv2 over P4Runtime by the controller's
 reconciler). The same frames go into both, one at a time: uN towards either spine,
-uA, the leaf's local NIC uSIDs, SRH End, plain IPv6, hop limit 1, unknown uSIDs,
-ARP and IPv4, every truncation of a good frame and seeded random corruptions of
-good frames. Each frame's outputs must be the same ports with the same bytes in the
+uA, the leaf's local NIC uSIDs, SRH End, plain IPv6, a packet trimmed upstream
+(priority 7: BMv2 drops it unless it has priority queues), hop limit 1, unknown
+uSIDs, ARP and IPv4, every truncation of a good frame and seeded random corruptions
+of good frames. Each frame's outputs must be the same ports with the same bytes in the
 same order, and afterwards every counter cell the program has must be equal. A copy
 of fabric.p4 that decrements the hop limit by 2 instead of 1, on the embedded side,
 must be caught. The same for nic1 of a 2-plane fabric (host port 0, planes on 1 and
 2): MRC packets sprayed per packet by EV, plain UDP per flow, the gateway's neighbour
-solicitation and ping, a decapsulation towards the host, truncations, corruptions.
+solicitation and ping, a decapsulation towards the host of a whole and of a trimmed
+packet, truncations, corruptions; then per-flow UDP while a plane port's peer is
+down (the spray group's watch ports) and after it is up again. A NIC of a GENERATED
+mode fabric gets GENERATED EVs over both planes and spines and EVs and destinations
+outside the fabric. Trimming under a congested queue, on both, is in
+test_priority_queues.py.
 """
 
 from __future__ import annotations
