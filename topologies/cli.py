@@ -87,8 +87,8 @@ class FabricCLI(CLI):
             if not sw.alive and sw.name not in self._reported:
                 self._reported.add(sw.name)
                 self._say(f"warning: {sw.died('while running')}")
-        line = super().precmd(line)
-        return line
+        checked: str = super().precmd(line)
+        return checked
 
     def _down(self) -> set[Link]:
         inv = self.fn.reload_inventory()
