@@ -226,8 +226,8 @@ def links_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     src = _source(ctx)
     down = set(src.inv.down)
     denied = set(src.inv.denied)
-    rows: list[dict[str, Any]] = [{"link": l.name, "kind": l.kind, "plane": l.plane, "a": l.a, "a_port": l.a_port, "b": l.b,
-             "b_port": l.b_port, "up": l.name not in down, "denied": l.name in denied} for l in links(src.topo)]
+    rows: list[dict[str, Any]] = [{"link": k.name, "kind": k.kind, "plane": k.plane, "a": k.a, "a_port": k.a_port, "b": k.b,
+             "b_port": k.b_port, "up": k.name not in down, "denied": k.name in denied} for k in links(src.topo)]
     if as_json:
         _print_json(rows)
         return
@@ -452,8 +452,8 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
         loads = C.link_loads(s.topo, all_links, d)
         return {"interval": dt,
                 "planes": {str(p): round(v / dt, 1) for p, v in C.plane_loads(s.topo, d).items()},
-                "links": [{"link": l.link, "plane": l.plane, "up_pps": round(l.up_packets / dt, 1),
-                           "down_pps": round(l.down_packets / dt, 1)} for l in loads]}
+                "links": [{"link": k.link, "plane": k.plane, "up_pps": round(k.up_packets / dt, 1),
+                           "down_pps": round(k.down_packets / dt, 1)} for k in loads]}
 
     def render(data: dict[str, Any]) -> Table:
         table = Table(title=f"{s.topo.name}: load over {data['interval']:.1f} s (packets/s)")
@@ -462,9 +462,9 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
         table.add_column("down", justify="right")
         for p, v in data["planes"].items():
             table.add_row(f"[bold]plane {p}[/bold] (NICs -> fabric)", f"{v:,.0f}", "")
-        for l in data["links"]:
-            if l["up_pps"] or l["down_pps"]:
-                table.add_row(l["link"], f"{l['up_pps']:,.0f}", f"{l['down_pps']:,.0f}")
+        for row in data["links"]:
+            if row["up_pps"] or row["down_pps"]:
+                table.add_row(row["link"], f"{row['up_pps']:,.0f}", f"{row['down_pps']:,.0f}")
         return table
 
     before = asyncio.run(C.read_all(targets, election_id))

@@ -51,7 +51,7 @@ async def read_switch(t: SwitchTarget, election_id: int = 1) -> Counts:
 async def read_all(targets: Sequence[SwitchTarget], election_id: int = 1) -> dict[str, Counts]:
     """Counters of every switch, read in parallel (a switch that fails raises SwitchError)."""
     results = await asyncio.gather(*(read_switch(t, election_id) for t in targets))
-    return {t.name: r for t, r in zip(targets, results)}
+    return {t.name: r for t, r in zip(targets, results, strict=True)}
 
 
 def delta(now: dict[str, Counts], before: dict[str, Counts]) -> dict[str, Counts]:

@@ -100,7 +100,7 @@ def diff_held(c: Codec, wanted: Sequence[Entry], updates: Sequence[bytes],
             if e is not None:
                 actual.append(e)
     seen: set[bytes] = set()
-    for e, u in zip(wanted, updates):
+    for e, u in zip(wanted, updates, strict=True):
         if u in have and u not in seen:
             seen.add(u)
             actual.append(c.canonical(e))
@@ -251,7 +251,7 @@ def _fresh_phases(enc: Encoded) -> list[tuple[str, list[bytes]]]:
     of ``steps`` (members, groups, table entries), moved a run at a time."""
     by_rank: tuple[list[bytes], list[bytes], list[bytes]] = ([], [], [])
     ends = [start for start, _ in enc.runs[1:]] + [len(enc.updates)]
-    for (start, kind), end in zip(enc.runs, ends):
+    for (start, kind), end in zip(enc.runs, ends, strict=True):
         by_rank[_RANK[kind]].extend(enc.updates[start:end])
     return [("insert", bs) for bs in by_rank if bs]
 
@@ -274,6 +274,38 @@ async def _write_diff(s: Session, c: Codec, wanted: Sequence[Entry], actual: Seq
     await _write(s, _phases(c, diff(wanted, actual, c.comparable), dict, wanted, actual), progress)
 
 
+@dataclass
+class _Run:
+    """One reconcile run, shared by its steps: what each switch wants, was found to
+    hold and needs, what it got, and the sessions (the caller's and those it opened)."""
+
+    targets: list[SwitchTarget]
+    entries: dict[str, list[Entry]]
+    results: dict[str, SwitchResult]
+    sessions: dict[str, Session]
+    sem: asyncio.Semaphore
+    found: dict[str, tuple[bool, list[bytes]]] = field(default_factory=dict)  # (runs our pipeline, entities held)
+    plans: dict[str, tuple[Diff, list[Entry]]] = field(default_factory=dict)  # (the difference, what it holds)
+    before: dict[str, list[Entry]] = field(default_factory=dict)  # what each switch had when this run wrote to it
+
+    def failed(self) -> bool:
+        return any(r.error for r in self.results.values())
+
+
+async def _plan(run: _Run, encoded: dict[str, Encoded]) -> None:
+    """What each probed switch needs, worked out for every switch before the first write:
+    an empty switch takes everything as it is; otherwise what it holds is compared with
+    what is wanted (as bytes first, see diff_held)."""
+    for t in run.targets:
+        if t.name in run.found:
+            held, es, bs = run.found[t.name][1], run.entries[t.name], encoded[t.name].updates
+            d, _ = run.plans[t.name] = ((Diff(insert=es), []) if not held
+                                        else diff_held(codec(t.program, t.target), es, bs, held))
+            r = run.results[t.name]
+            r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
+            await asyncio.sleep(0)
+
+
 class Reconciler:
     """Reconcile a set of switches with the entries wanted for each."""
 
@@ -294,89 +326,79 @@ class Reconciler:
         one per switch); they are used and left open."""
         t0 = time.monotonic()
         targets = [t for t in self.targets if t.name in wanted]
-        results = {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets}
-        entries = {t.name: list(wanted[t.name]) for t in targets}
-        sem = asyncio.Semaphore(self.parallel)
         given = dict(sessions or {})
-        sessions = dict(given)
-        found: dict[str, tuple[bool, list[bytes]]] = {}  # name -> (runs our pipeline, the entities it holds)
-
-        async def probe(t: SwitchTarget) -> None:
-            """Connect, see whether the switch runs our pipeline and read what it holds:
-            nothing is written before every switch has been probed and every entry checked."""
-            async with sem:
-                try:
-                    s = sessions.get(t.name)
-                    if s is None:
-                        s = Session(t, self.election_id)
-                        await s.open()
-                        sessions[t.name] = s
-                    has = await s.has_pipeline(pipeline(t.program, t.target))
-                    found[t.name] = (has, await s.read_entity_bytes(codec(t.program, t.target)) if has else [])
-                except SwitchError as exc:
-                    results[t.name].error = str(exc)
-
-        # The switches are probed while the entries are checked (both before any write).
-        probes = [asyncio.ensure_future(probe(t)) for t in targets]
-        before: dict[str, list[Entry]] = {}  # what each switch had when this run wrote to it
+        run = _Run(targets, {t.name: list(wanted[t.name]) for t in targets},
+                   {t.name: SwitchResult(t.name, wanted=len(wanted[t.name])) for t in targets},
+                   dict(given), asyncio.Semaphore(self.parallel))
         try:
+            encoded = await self._probe_and_check(run)
+            if run.failed() and not self.keep_going:
+                return Report(list(run.results.values()), time.monotonic() - t0)
+            await _plan(run, encoded)
             try:
-                encoded = await _check(targets, entries)
-            except BaseException:
-                for task in probes:
-                    task.cancel()
-                await asyncio.gather(*probes, return_exceptions=True)
-                raise
-            await asyncio.gather(*probes)
-            if any(r.error for r in results.values()) and not self.keep_going:
-                return Report(list(results.values()), time.monotonic() - t0)
-
-            # What each switch needs, worked out for every switch before the first write: an
-            # empty switch takes everything as it is; otherwise what it holds is compared
-            # with what is wanted (as bytes first, see diff_held).
-            plans: dict[str, tuple[Diff, list[Entry]]] = {}
-            for t in targets:
-                if t.name in found:
-                    held, es, bs = found[t.name][1], entries[t.name], encoded[t.name].updates
-                    d, actual = plans[t.name] = ((Diff(insert=es), []) if not held
-                                                 else diff_held(codec(t.program, t.target), es, bs, held))
-                    r = results[t.name]
-                    r.inserted, r.modified, r.deleted = len(d.insert), len(d.modify), len(d.delete)
-                    await asyncio.sleep(0)
-
-            async def one(t: SwitchTarget) -> None:
-                if t.name not in plans:
-                    return
-                s, r = sessions[t.name], results[t.name]
-                has, held = found[t.name]
-                d, actual = plans[t.name]
-                async with sem:
-                    try:
-                        c = codec(t.program, t.target)
-                        if not has and not dry_run:
-                            await s.set_pipeline(pipeline(t.program, t.target))
-                            r.pipeline_pushed = True
-                        if not dry_run and len(d):
-                            before[t.name] = actual
-                            es, bs = entries[t.name], encoded[t.name].updates
-                            phases = (_fresh_phases(encoded[t.name]) if not held else
-                                      _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs)}, es, actual))
-                            await _write(s, phases, self.progress)
-                    except SwitchError as exc:
-                        r.error = str(exc)
-                        if not self.keep_going:
-                            raise
-
-            try:
-                await asyncio.gather(*(one(t) for t in targets))
+                await asyncio.gather(*(self._apply(run, t, encoded, dry_run) for t in targets))
             except SwitchError:
                 pass
             rolled = False
-            if any(r.error for r in results.values()) and not self.keep_going and before:
-                rolled = await self._roll_back(sessions, targets, before)
-            return Report(list(results.values()), time.monotonic() - t0, rolled)
+            if run.failed() and not self.keep_going and run.before:
+                rolled = await self._roll_back(run.sessions, targets, run.before)
+            return Report(list(run.results.values()), time.monotonic() - t0, rolled)
         finally:
-            await asyncio.gather(*(s.close() for n, s in sessions.items() if n not in given), return_exceptions=True)
+            await asyncio.gather(*(s.close() for n, s in run.sessions.items() if n not in given),
+                                 return_exceptions=True)
+
+    async def _probe(self, run: _Run, t: SwitchTarget) -> None:
+        """Connect, see whether the switch runs our pipeline and read what it holds:
+        nothing is written before every switch has been probed and every entry checked."""
+        async with run.sem:
+            try:
+                s = run.sessions.get(t.name)
+                if s is None:
+                    s = Session(t, self.election_id)
+                    await s.open()
+                    run.sessions[t.name] = s
+                has = await s.has_pipeline(pipeline(t.program, t.target))
+                run.found[t.name] = (has, await s.read_entity_bytes(codec(t.program, t.target)) if has else [])
+            except SwitchError as exc:
+                run.results[t.name].error = str(exc)
+
+    async def _probe_and_check(self, run: _Run) -> dict[str, Encoded]:
+        """The switches are probed while the entries are checked (both before any write);
+        a check that fails stops the probes. The encoded entries, by switch."""
+        probes = [asyncio.ensure_future(self._probe(run, t)) for t in run.targets]
+        try:
+            encoded = await _check(run.targets, run.entries)
+        except BaseException:
+            for task in probes:
+                task.cancel()
+            await asyncio.gather(*probes, return_exceptions=True)
+            raise
+        await asyncio.gather(*probes)
+        return encoded
+
+    async def _apply(self, run: _Run, t: SwitchTarget, encoded: dict[str, Encoded], dry_run: bool) -> None:
+        """Write one switch's plan: its pipeline when it has none, then its difference."""
+        if t.name not in run.plans:
+            return
+        s, r = run.sessions[t.name], run.results[t.name]
+        has, held = run.found[t.name]
+        d, actual = run.plans[t.name]
+        async with run.sem:
+            try:
+                c = codec(t.program, t.target)
+                if not has and not dry_run:
+                    await s.set_pipeline(pipeline(t.program, t.target))
+                    r.pipeline_pushed = True
+                if not dry_run and len(d):
+                    run.before[t.name] = actual
+                    es, bs = run.entries[t.name], encoded[t.name].updates
+                    phases = (_fresh_phases(encoded[t.name]) if not held else
+                              _phases(c, d, lambda: {id(e): b for e, b in zip(es, bs, strict=True)}, es, actual))
+                    await _write(s, phases, self.progress)
+            except SwitchError as exc:
+                r.error = str(exc)
+                if not self.keep_going:
+                    raise
 
     async def _roll_back(self, sessions: dict[str, Session], targets: Sequence[SwitchTarget],
                          before: dict[str, list[Entry]]) -> bool:

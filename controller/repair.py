@@ -66,11 +66,11 @@ async def set_denied(topo: Topology, inv: DeniedRecord, name: str, *, denied: bo
     link = find_link(topo, name)
     avoid = denied_links(topo, inv)
     avoid = avoid | {link} if denied else avoid - {link}
-    wanted = wanted_entries(topo, [l.name for l in avoid], program="nic")
+    wanted = wanted_entries(topo, [a.name for a in avoid], program="nic")
     targets = [inv.switches[name] for name in wanted]
     rep = await Reconciler(targets, election_id=election_id, keep_going=keep_going).run(wanted)
     if not rep.failed or keep_going:
-        inv.denied = sorted(l.name for l in avoid)
+        inv.denied = sorted(a.name for a in avoid)
         inv.save()
     changed = [r.name for r in rep.results if r.writes]
     return RepairReport(link.name, denied, changed, time.monotonic() - t0, rep, "not touched")

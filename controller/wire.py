@@ -145,7 +145,7 @@ def _call_maker(action_id: int, params: Sequence[tuple[str, int, int]]
         if len(values) != len(heads):
             return None
         out = [head]
-        for (pname, v), (name, phead, width, cache) in zip(values, heads):
+        for (pname, v), (name, phead, width, cache) in zip(values, heads, strict=True):
             if pname != name:
                 return None
             b = cache.get(v)

@@ -9,11 +9,15 @@ use ``fabric``, ``controller``, ``endpoints`` and ``p4target.api``; ``p4target``
 imports none of them; the experiments and tools sit on top and may use everything
 but the target's internals. Every import counts: at the top, inside a function, under
 ``TYPE_CHECKING``.
+
+The checks of `make lint` cover the layers too: mypy checks the model, the client and
+the Mininet package strictly, and ruff exempts none of their files from a rule.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +90,56 @@ def violations(root: Path) -> list[str]:
 
 def test_every_import_goes_the_allowed_way() -> None:
     assert violations(REPO) == []
+
+
+# The packages the type checker must check in strict mode (pyproject.toml, [tool.mypy]);
+# endpoints joins this tuple in the same change that adds it to the mypy package list.
+STRICT = ("fabric", "controller", "topologies")
+# What an override may still change for a strict package: Mininet's classes are Any.
+STRICT_OVERRIDE_KEYS = frozenset({"module", "disallow_subclassing_any"})
+
+
+def strictness_problems(mypy: dict[str, object]) -> list[str]:
+    """What in a ``[tool.mypy]`` table leaves a STRICT package, or p4target, unchecked
+    or less than strict (p4target may be relaxed to basic mode)."""
+    packages = mypy.get("packages", [])
+    assert isinstance(packages, list)
+    out = [f"{p}: not in [tool.mypy] packages" for p in (*STRICT, "p4target") if p not in packages]
+    if mypy.get("strict") is not True:
+        out.append("[tool.mypy] strict is not true")
+    overrides = mypy.get("overrides", [])
+    assert isinstance(overrides, list)
+    for o in overrides:
+        modules = [o["module"]] if isinstance(o["module"], str) else o["module"]
+        hit = sorted({m.split(".")[0] for m in modules} & set(STRICT))
+        extra = sorted(set(o) - STRICT_OVERRIDE_KEYS)
+        if hit and extra:
+            out.append(f"override of {', '.join(hit)} relaxes {', '.join(extra)}")
+    return out
+
+
+def test_the_type_checker_checks_the_layers_strictly() -> None:
+    mypy = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert strictness_problems(mypy) == []
+
+
+@pytest.mark.parametrize(("mypy", "expected"), [
+    ({"packages": ["fabric", "controller", "p4target"], "strict": True}, ["topologies: not in [tool.mypy] packages"]),
+    ({"packages": [*STRICT, "p4target"]}, ["[tool.mypy] strict is not true"]),
+    ({"packages": [*STRICT, "p4target"], "strict": True,
+      "overrides": [{"module": ["controller.cli"], "disallow_untyped_defs": False}]},
+     ["override of controller relaxes disallow_untyped_defs"]),
+    ({"packages": [*STRICT, "p4target"], "strict": True,
+      "overrides": [{"module": "p4target.*", "strict": False}, {"module": ["topologies.*"], "disallow_subclassing_any": False}]},
+     []),
+])
+def test_a_less_strict_configuration_is_found(mypy: dict[str, object], expected: list[str]) -> None:
+    assert strictness_problems(mypy) == expected
+
+
+def test_the_strict_packages_are_exempt_from_no_ruff_rule() -> None:
+    ignores = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["lint"].get("per-file-ignores", {})
+    assert [glob for glob in ignores if glob.split("/")[0] in STRICT] == []
 
 
 def test_every_package_is_walked() -> None:

@@ -76,7 +76,9 @@ def apply_queues(thrift_port: int, settings: QueueSettings, where: str, host: st
     svc = _service()
     try:
         client = make_client(svc.SimpleSwitch, host, thrift_port,
-                             proto_factory=TMultiplexedProtocolFactory(TBinaryProtocolFactory(), SERVICE),
+                             proto_factory=TMultiplexedProtocolFactory(
+                                 TBinaryProtocolFactory(),  # type: ignore[no-untyped-call]  # thriftpy2's is unannotated
+                                 SERVICE),
                              trans_factory=TBufferedTransportFactory(), timeout=5000)
     except Exception as exc:  # thriftpy2 raises its own transport errors
         raise SwitchError(f"{where}: BMv2's Thrift server at {host}:{thrift_port} does not answer ({exc}); "

@@ -87,7 +87,7 @@ async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> 
     cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2)
     dead = down_links(topo, inv)
     dead = dead | {link} if down else dead - {link}
-    inv.down = sorted(l.name for l in dead)
+    inv.down = sorted(d.name for d in dead)
     inv.save()
     return RepairReport(link.name, down, [], time.monotonic() - t0, None, cable)
 

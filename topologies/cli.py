@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mininet.cli import CLI
 
 from controller.counters import delta, plane_loads, port_rows, read_all
-from fabric.paths import find_link, links, paths
+from fabric.paths import Link, find_link, links, paths
 from fabric.topology import TopologyError
 from topologies.demo import format_split
 
@@ -87,9 +87,10 @@ class FabricCLI(CLI):
             if not sw.alive and sw.name not in self._reported:
                 self._reported.add(sw.name)
                 self._say(f"warning: {sw.died('while running')}")
-        return super().precmd(line)
+        checked: str = super().precmd(line)
+        return checked
 
-    def _down(self) -> set:
+    def _down(self) -> set[Link]:
         inv = self.fn.reload_inventory()
         return {find_link(self.fn.topo, n) for n in inv.down}
 
@@ -132,7 +133,7 @@ class FabricCLI(CLI):
         except TopologyError as exc:
             self._say(f"error: {exc}")
             return
-        groups: dict[tuple, list[int]] = {}
+        groups: dict[tuple[int, tuple[str, ...], bool], list[int]] = {}
         for p in paths(self.fn.topo, src, dst, self._down()):
             groups.setdefault((p.plane, p.hops, p.up), []).append(p.ev)
         for (plane, hops, up), evs in sorted(groups.items()):
@@ -141,7 +142,7 @@ class FabricCLI(CLI):
 
     def do_links(self, line: str) -> None:
         """links: every cable of the fabric (controller names) and whether it is down"""
-        down = {l.name for l in self._down()}
+        down = {d.name for d in self._down()}
         for link in links(self.fn.topo):
             ends = self.fn.inventory.links.get(link.name)
             where = f"  ({ends.a_intf} <-> {ends.b_intf})" if ends else ""

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from controller.counters import Counts, delta, read_all
 from fabric import plan as P
@@ -70,7 +71,7 @@ class FlowResult:
     dst: str
     nbytes: int
     verified: bool  # every byte arrived and the receiver's SHA-256 matched the sender's
-    report: dict  # mrc-send's JSON report (docs/endpoints.md)
+    report: dict[str, Any]  # mrc-send's JSON report (docs/endpoints.md)
     evs: int
     planes_before: dict[int, int]  # packets the source NIC sent into each plane (before the cut, or all)
     planes_after: dict[int, int]  # after the cut (empty without one)
@@ -103,13 +104,13 @@ def read_nics(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
     return asyncio.run(_read(fn, names))
 
 
-async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list]:
+async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list[str]]:
     """Every entry of every fabric switch (or of every switch running one of
     ``programs``), read back over P4Runtime."""
     from controller.codec import codec
     from controller.p4rt import Session
 
-    async def one(name: str) -> tuple[str, list]:
+    async def one(name: str) -> tuple[str, list[str]]:
         t = fn.inventory.switches[name]
         async with Session(t) as s:
             return name, sorted(map(repr, await s.read_entries(codec(t.program, t.target))))
@@ -195,6 +196,46 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
         sorted({e["ev"] for e in events if e["event"] == "retired"}),
         sorted({e["ev"] for e in back if down_t and e["t"] >= down_t[1]}),
         sorted({e["ev"] for e in back if down_t and down_t[0] <= e["t"] < down_t[1]}))
+
+
+def flow_ok(flow: FlowResult, planes: int) -> bool:
+    """Did the transfer do what the fabric promises? Every byte verified and every plane
+    carried packets; with a cut also: the fabric tables read back unchanged (None, not
+    read, is no proof), some plane still carried packets after it, and no EV that avoids
+    the cut cable was retired."""
+    if not flow.verified or not all(flow.planes_before.get(p, 0) > 0 for p in range(planes)):
+        return False
+    if flow.cut is None:
+        return True
+    after = any(flow.planes_after.get(p, 0) > 0 for p in range(planes))
+    return flow.fabric_unchanged is True and after and not flow.healthy_retired
+
+
+def format_flow(flow: FlowResult, planes: int, paths_line: str) -> list[str]:
+    """The demo's summary lines of one transfer (``paths_line``: the spines' per-path counts)."""
+    r = flow.report
+    retx = r.get("retransmissions", {})
+    goodput = (r.get("goodput_bps") or 0) / 1e6
+    phase = " before the cut" if flow.cut else ""
+    lines = [f"MRC-lite transfer {flow.src} -> {flow.dst}: {flow.nbytes:,} bytes, "
+             + ("every byte verified (SHA-256)" if flow.verified else "NOT verified")
+             + (f" in {r['completion_time_s']:.2f} s ({goodput:.1f} Mb/s)" if r.get("completion_time_s") else ""),
+             f"  {r.get('packets_sent', 0)} data packets over {flow.evs} EVs, {retx.get('total', 0)} retransmitted "
+             f"({retx.get('timeout', 0)} timeout, {retx.get('nack', 0)} NACK, {retx.get('trim_nack', 0)} trim NACK), "
+             f"{r.get('evs_retired', 0)} EVs retired, {r.get('evs_recovered', 0)} recovered",
+             f"  per-plane split (source NIC's counters){phase}: {format_split(planes, flow.planes_before)}",
+             f"  received per plane (destination NIC's counters){phase}: {format_split(planes, flow.delivered_before)}",
+             f"  paths {paths_line}"]
+    lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
+    if flow.cut:
+        lines += [f"  after cutting {flow.cut}: {format_split(planes, flow.planes_after)}",
+                  f"  cable cut, no table written; "
+                  f"fabric tables {'unchanged' if flow.fabric_unchanged else 'CHANGED'} (read back before and after); "
+                  "cable restored at three quarters",
+                  f"  EVs retired {len(flow.retired)} of {len(flow.crossing)} across the cut (healthy EVs retired "
+                  f"{len(flow.healthy_retired)}), recovered while down {len(flow.recovered_while_down)}, "
+                  f"recovered after the restore {len(flow.recovered_after_restore)}"]
+    return lines
 
 
 def format_split(planes: int, counts: dict[int, int]) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from controller.targets import DEFAULT_GRPC_BASE
-from fabric.entries import nodes
+from fabric.entries import Entry, nodes
 from fabric.names import DEFAULT_PREFIX, NodeNames, cables, node_names
 from fabric.resolve import topology_source
 from fabric.topology import Topology
@@ -58,7 +58,7 @@ class NetworkBusy(RuntimeError):
 def existing_interfaces() -> set[str]:
     """Names of the links in the root network namespace."""
     out = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=20).stdout
-    return {str(l.get("ifname")) for l in json.loads(out or "[]")}
+    return {str(i.get("ifname")) for i in json.loads(out or "[]")}
 
 
 def check_names_free(topo: Topology, names: NodeNames) -> None:
@@ -111,17 +111,22 @@ class FabricNetwork:
 
     def host(self, name: str) -> FabricHost:
         """The Mininet host of the controller's host ``name`` (``h1``)."""
-        return self.net.get(self.names.mininet(name))
+        host: FabricHost = self.net.get(self.names.mininet(name))
+        return host
 
     def switch(self, name: str) -> P4Switch:
         """The Mininet switch node of the controller's switch ``name`` (``p0-leaf1``, ``nic2``)."""
-        return self.net.get(self.names.mininet(name))
+        switch: P4Switch = self.net.get(self.names.mininet(name))
+        return switch
 
     def p4_switches(self) -> list[P4Switch]:
         return [self.switch(n.name) for n in nodes(self.topo)]
 
     def address(self, host: str) -> str:
-        return self.host(host).ipv6
+        ipv6 = self.host(host).ipv6
+        if ipv6 is None:
+            raise ValueError(f"host {host}: no IPv6 address (the Topo gives every fabric host one)")
+        return ipv6
 
     def ping(self, src: str, dst: str, count: int = 3) -> PingResult:
         return ping6(self.host(src), self.address(dst), count)
@@ -226,7 +231,7 @@ def remove_state(run_dir: Path) -> None:
         (run_dir / name).unlink(missing_ok=True)
 
 
-def wanted_entries(fn: FabricNetwork) -> dict[str, list]:
+def wanted_entries(fn: FabricNetwork) -> dict[str, list[Entry]]:
     """Every switch's entries, for the links denied now (the NICs avoid them)."""
     return fabric_wanted(fn.topo, fn.inventory.denied)
 

@@ -55,7 +55,7 @@ class FabricHost(Host):
 
     def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
                lo: str = "up", **params: Any) -> dict[str, Any]:
-        result = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
+        result: dict[str, Any] = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
         intf = self.defaultIntf()
         if intf is None or self.ipv6 is None:
             return result
@@ -81,7 +81,8 @@ class FabricHost(Host):
 
     def addresses(self) -> str:
         """The host's global IPv6 addresses, as `ip` shows them (for checks and the CLI)."""
-        return self.cmd(f"ip -6 -o addr show dev {self.defaultIntf().name} scope global")
+        out: str = self.cmd(f"ip -6 -o addr show dev {self.defaultIntf().name} scope global")
+        return out
 
 
 class LinuxSrv6Node(Host):
@@ -111,7 +112,7 @@ class LinuxSrv6Node(Host):
 
     def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
                lo: str = "up", **params: Any) -> dict[str, Any]:
-        result = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
+        result: dict[str, Any] = super().config(mac=mac, ip=None, defaultRoute=None, lo=lo, **params)
         out_if, in_if = f"{self.name}-eth0", f"{self.name}-eth1"
         cmds = [
             "sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.conf.all.seg6_enabled=1 "
@@ -141,8 +142,9 @@ class LinuxInnerHost(FabricHost):
 
     MTU = 1400
 
-    def config(self, **params: Any) -> dict[str, Any]:
-        result = super().config(**params)
+    def config(self, mac: str | None = None, ip: str | None = None, defaultRoute: str | None = None,
+               lo: str = "up", **params: Any) -> dict[str, Any]:
+        result = super().config(mac=mac, ip=ip, defaultRoute=defaultRoute, lo=lo, **params)
         name = self.defaultIntf().name
         self.cmd(f"ip link set {name} mtu {self.MTU}")
         return result

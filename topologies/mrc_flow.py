@@ -24,11 +24,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from topologies.command import run_command
+
+if TYPE_CHECKING:
+    from topologies.fabric_net import FabricNetwork
 
 MRC_PORT = 4791
 OP_WRITE = 0x0A
@@ -103,8 +106,8 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
             "per_ev": {str(k): v for k, v in sorted(got.items())}}
 
 
-def run_stream(fn, src: str, dst: str, evs: list[int], packets: int, pps: float, *,  # noqa: ANN001
-               size: int = PAYLOAD, timeout: float = 120.0) -> dict:
+def run_stream(fn: FabricNetwork, src: str, dst: str, evs: list[int], packets: int, pps: float, *,
+               size: int = PAYLOAD, timeout: float = 120.0) -> dict[str, Any]:
     """Run ``recv`` in host ``dst`` and ``send`` in host ``src`` of a started fabric
     (topologies/fabric_net.py's FabricNetwork ``fn``); the sender's and the receiver's
     JSON in one dict (``sent``, ``received``, ``per_ev``, ``first_to_last_seconds``, ...)."""

@@ -133,6 +133,7 @@ class P4Switch(Switch):
     """
 
     target: ClassVar[str] = ""
+    controlIntf: Any  # set by Mininet's Switch: a root-namespace switch's 'lo', or None
 
     def __init__(self, name: str, program: str = "fabric", device_id: int = 1, grpc_port: int = 0,
                  run_dir: str | Path | None = None, mrc_name: str | None = None,
@@ -209,7 +210,7 @@ class P4Switch(Switch):
         self.wait_ready()
 
     def launch(self) -> None:
-        if self.alive:
+        if self.proc is not None and self.alive:
             raise SwitchError(f"switch {self.describe()} is already running (pid {self.proc.pid})")
         if not self.program_path.is_file():
             raise SwitchError(f"switch {self.mrc_name}: no program {self.program_path}; "

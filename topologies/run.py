@@ -198,10 +198,8 @@ def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
     _say("demo: ping -6 between every pair of hosts")
     matrix = demo.ping_matrix(fn)
     pings_ok = all(r.ok for r in matrix.values())
-    lines = ["ping matrix (replies/sent):"] + ["  " + l for l in demo.format_matrix(matrix)]
-    for r in matrix.values():
-        if not r.ok:
-            lines.append(f"  failed: {r.summary()}")
+    lines = ["ping matrix (replies/sent):"] + ["  " + row for row in demo.format_matrix(matrix)]
+    lines += [f"  failed: {p.summary()}" for p in matrix.values() if not p.ok]
     src = topo.hosts[0]
     others = [h for h in topo.hosts if h.leaf != src.leaf] or [h for h in topo.hosts if h != src]
     if not others:
@@ -219,35 +217,8 @@ def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
         from topologies.cables import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
-    before_ok = all(flow.planes_before.get(p, 0) > 0 for p in range(topo.planes))
-    after_planes = [p for p in range(topo.planes) if flow.planes_after.get(p, 0) > 0]
-    r = flow.report
-    retx = r.get("retransmissions", {})
-    goodput = (r.get("goodput_bps") or 0) / 1e6
-    lines += [f"MRC-lite transfer {flow.src} -> {flow.dst}: {flow.nbytes:,} bytes, "
-              + ("every byte verified (SHA-256)" if flow.verified else "NOT verified")
-              + (f" in {r['completion_time_s']:.2f} s ({goodput:.1f} Mb/s)" if r.get("completion_time_s") else ""),
-              f"  {r.get('packets_sent', 0)} data packets over {flow.evs} EVs, {retx.get('total', 0)} retransmitted "
-              f"({retx.get('timeout', 0)} timeout, {retx.get('nack', 0)} NACK, {retx.get('trim_nack', 0)} trim NACK), "
-              f"{r.get('evs_retired', 0)} EVs retired, {r.get('evs_recovered', 0)} recovered",
-              f"  per-plane split (source NIC's counters){' before the cut' if cut else ''}: "
-              f"{demo.format_split(topo.planes, flow.planes_before)}",
-              f"  received per plane (destination NIC's counters){' before the cut' if cut else ''}: "
-              f"{demo.format_split(topo.planes, flow.delivered_before)}"]
-    lines += [f"  paths {src.name} -> {dst.name}: {path_counts.summary(per_path)}"]
-    lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
-    if cut:
-        lines += [f"  after cutting {cut}: {demo.format_split(topo.planes, flow.planes_after)}",
-                  f"  cable cut, no table written; "
-                  f"fabric tables {'unchanged' if flow.fabric_unchanged else 'CHANGED'} (read back before and after); "
-                  "cable restored at three quarters",
-                  f"  EVs retired {len(flow.retired)} of {len(flow.crossing)} across the cut (healthy EVs retired "
-                  f"{len(flow.healthy_retired)}), recovered while down {len(flow.recovered_while_down)}, "
-                  f"recovered after the restore {len(flow.recovered_after_restore)}"]
-    delivered_ok = flow.verified
-    ok = pings_ok and before_ok and delivered_ok and (not cut or (flow.fabric_unchanged and bool(after_planes)
-                                                                  and not flow.healthy_retired))
-    return ok, lines
+    lines += demo.format_flow(flow, topo.planes, f"{src.name} -> {dst.name}: {path_counts.summary(per_path)}")
+    return pings_ok and demo.flow_ok(flow, topo.planes), lines
 
 
 def _usage(text: str) -> int:

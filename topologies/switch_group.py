@@ -234,7 +234,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
 
     # ---- where things are: the group's
     @property
-    def proc(self) -> subprocess.Popen[bytes] | None:  # type: ignore[override]
+    def proc(self) -> subprocess.Popen[bytes] | None:
         return self.group.proc if self.group is not None else None
 
     @proc.setter

@@ -33,8 +33,8 @@ class Transfer:
     recv_args: list[str] = field(default_factory=list)
     timeout: float = 120.0
     count: int = 1  # transfers the receiver waits for (incast: one per sender)
-    receiver: subprocess.Popen | None = None
-    senders: list[subprocess.Popen] = field(default_factory=list)
+    receiver: subprocess.Popen[bytes] | None = None
+    senders: list[subprocess.Popen[bytes]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -102,10 +102,12 @@ class Transfer:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """A report, or {} when it is missing, unreadable or not a JSON object."""
     try:
-        return json.loads(path.read_text())
+        report = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    return report if isinstance(report, dict) else {}
 
 
 @dataclass
