@@ -9,7 +9,7 @@ hardening") says what a client sees at each. ``p4target run`` sets them with its
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -66,33 +66,25 @@ OPTIONS = (
 )
 
 
-def _positive(cast: type) -> Any:
-    def parse(text: str) -> Any:
-        try:
-            value = cast(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if cast is int else ''}number above 0")
-        return value
-    return parse
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The limits as ``--grpc-max-*`` options of ``parser`` (defaults: ``ServerLimits``'s)."""
-    defaults = ServerLimits()
-    group = parser.add_argument_group("P4Runtime server limits (docs/p4runtime.md, \"Limits and hardening\")")
-    for flag, name, metavar, what in OPTIONS:
-        default = getattr(defaults, name)
-        group.add_argument(flag, dest=name, type=_positive(type(default)), default=default, metavar=metavar,
-                           help=f"{what} (default {default})")
-
-
-def from_arguments(args: argparse.Namespace) -> ServerLimits:
-    """The limits ``add_arguments``'s options parsed into; ValueError naming the option
-    when a value is out of range."""
+def _positive(flag: str, cast: type, text: str) -> Any:
     try:
-        return ServerLimits(**{name: getattr(args, name) for _, name, _, _ in OPTIONS})
+        value = cast(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"argument {flag}: {text!r} is not a {'whole ' if cast is int else ''}number above 0")
+    return value
+
+
+def from_options(values: Mapping[str, str | None]) -> ServerLimits:
+    """The limits from ``OPTIONS``' values as given on the command line (by field name;
+    None: the default); ValueError naming the option when one is not a number above 0
+    or out of range."""
+    defaults = ServerLimits()
+    given = {name: _positive(flag, type(getattr(defaults, name)), text)
+             for flag, name, _, _ in OPTIONS if (text := values.get(name)) is not None}
+    try:
+        return ServerLimits(**given)
     except ValueError as e:
         flag = next((f for f, name, _, _ in OPTIONS if f"ServerLimits.{name} " in str(e)), "--grpc-max-*")
         raise ValueError(f"{flag}: {str(e).split(': ', 1)[-1]}") from None

@@ -109,3 +109,26 @@ def test_stf_command_passes_and_fails():
     assert bad.returncode == 1
     assert "FAIL" in bad.stdout and "port 2: expected 0 packet(s), received 1" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("command,options", [
+    ("compile", ["--p4info", "--native", "-I", "-D"]),
+    ("stf", ["--ordered", "--seed"]),
+    ("run", ["-i", "--grpc-addr", "--no-grpc", "--cpu", "--rx-ring-frames", "--grpc-max-streams",
+             "--grpc-stall-seconds", "--tls-cert", "--tls-key", "--tls-ca", "--insecure", "--log-level"]),
+    ("group", ["--grpc-addr", "--pid-file", "--cpu", "--tls-cert", "--tls-key", "--tls-ca", "--insecure"]),
+])
+def test_each_command_help_explains_its_options(command, options):
+    r = run_cli(command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert f"Usage: p4target {command}" in r.stdout
+    for opt in options:
+        assert f" {opt} " in r.stdout or f" {opt}\n" in r.stdout, (opt, r.stdout)
+
+
+def test_log_level_before_or_after_the_command(tmp_path):
+    for argv in (["--log-level", "info", "compile", str(L3)], ["compile", str(L3), "--log-level", "info"]):
+        assert run_cli(*argv).returncode == 0
+    bad = run_cli("compile", str(L3), "--log-level", "loud")
+    assert bad.returncode == 2
+    assert "invalid choice: 'loud'" in bad.stderr and "Traceback" not in bad.stderr
