@@ -10,31 +10,14 @@ checks that nothing of the prefix is left.
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from experiments import common as C
 from tests.mininet.fast_path import assert_compiled_fast_path
-from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture(scope="module")
-def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
-    prefix = C.private_prefix()
-    run_dir = tmp_path_factory.mktemp("exp-run")
-    try:
-        with C.programmed_fabric(C.topology(), prefix, run_dir) as fn:
-            yield fn
-    finally:
-        assert_nothing_left(prefix, run_dir)
 
 
 def test_the_switches_run_the_compiled_fast_path(fabric) -> None:
