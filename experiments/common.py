@@ -86,8 +86,13 @@ async def _queue_depths(fn: Any, port: int, names: Sequence[str], reset: bool) -
     out = {}
     for n in names:
         t = fn.inventory.switches[n]
-        async with Session(t, primary=reset) as s:
-            if reset:
+        bmv2 = t.target == "bmv2"  # its P4Runtime server reads registers, writes them only over Thrift
+        if reset and bmv2:
+            from topologies.bmv2_queues import write_register
+
+            write_register(fn.switch(n).thrift_port, MAX_QDEPTH, port, 0, f"switch {n}")
+        async with Session(t, primary=reset and not bmv2) as s:
+            if reset and not bmv2:
                 await s.write_register(codec(t.program, t.target), MAX_QDEPTH, port, 0)
             out[n] = (await s.read_register(codec(t.program, t.target), MAX_QDEPTH))[port]
     return out
