@@ -200,6 +200,13 @@ def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, An
     if os.geteuid() != 0:
         print("error: the experiments run a Mininet network: run them as root", file=sys.stderr)
         return 2
+    from topologies.p4switch import choose_target
+
+    try:
+        choose_target(opts.target)  # BMv2 asked for and not on the PATH: said before anything starts
+    except ValueError as exc:
+        print(f"error: --target: {exc}", file=sys.stderr)
+        return 2
     try:
         topo = topology(**exp.shape)
         with tempfile.TemporaryDirectory(prefix=f"mrc-{exp.name}-") as tmp, \

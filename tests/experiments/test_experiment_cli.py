@@ -94,3 +94,18 @@ def test_failure_refuses_links_and_seeds_it_cannot_use(argv: list[str], says: st
     assert failure.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and ("--links" in err[0] or "--seeds" in err[0]), err
+
+
+def test_bmv2_asked_for_without_it_on_the_path_is_one_error_line_and_status_2(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from experiments import trimming
+
+    if os.geteuid() != 0:
+        pytest.skip("the runner refuses to start as another user first")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no simple_switch_grpc, no p4c-bm2-ss
+    monkeypatch.setattr(C, "programmed_fabric", lambda *a, **k: pytest.fail("no network may start"))
+    assert trimming.main(["--target", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --target: target bmv2: ") and "not on the PATH" in err[0], err
