@@ -86,13 +86,16 @@ async def _queue_depths(fn: Any, port: int, names: Sequence[str], reset: bool) -
     out = {}
     for n in names:
         t = fn.inventory.switches[n]
-        bmv2 = t.target == "bmv2"  # its P4Runtime server reads registers, writes them only over Thrift
-        if reset and bmv2:
-            from topologies.bmv2_queues import write_register
+        if t.target == "bmv2":  # its P4Runtime server has no register reads or writes: Thrift
+            from topologies.bmv2_queues import read_register, write_register
 
-            write_register(fn.switch(n).thrift_port, MAX_QDEPTH, port, 0, f"switch {n}")
-        async with Session(t, primary=reset and not bmv2) as s:
-            if reset and not bmv2:
+            thrift, where = fn.switch(n).thrift_port, f"switch {n}"
+            if reset:
+                write_register(thrift, MAX_QDEPTH, port, 0, where)
+            out[n] = read_register(thrift, MAX_QDEPTH, port, where)
+            continue
+        async with Session(t, primary=reset) as s:
+            if reset:
                 await s.write_register(codec(t.program, t.target), MAX_QDEPTH, port, 0)
             out[n] = (await s.read_register(codec(t.program, t.target), MAX_QDEPTH))[port]
     return out

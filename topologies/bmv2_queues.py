@@ -1,5 +1,5 @@
-"""Egress queue depth and rate of a running BMv2 switch, and a register cell written
-(the queue-depth register's reset), over its Thrift runtime API.
+"""Egress queue depth and rate of a running BMv2 switch, and a register cell read and
+written (the queue-depth register), over its Thrift runtime API.
 
 Why: ``simple_switch_grpc`` has no command-line option for either (only
 ``--priority-queues``, the number of queues per port); BMv2 sets them at run time
@@ -7,9 +7,9 @@ through the ``simple_switch`` service of its Thrift server. The calls are made w
 thriftpy2 from the small IDL beside this module (``idl/bmv2_queues.thrift``). The
 same settings are ``p4target run --queue-rate PORT=PPS --queue-depth PORT=N`` on the
 embedded target; ``queue_options`` reads them from those options, so an experiment
-sets a queue the same way on both targets. BMv2's P4Runtime server reads registers
-but does not write them (``UNIMPLEMENTED``), so ``write_register`` writes one cell
-through the ``standard`` service instead.
+sets a queue the same way on both targets. BMv2's P4Runtime server neither reads
+nor writes registers (``UNIMPLEMENTED``), so ``read_register`` and ``write_register``
+use one cell through the ``standard`` service instead.
 """
 
 from __future__ import annotations
@@ -97,6 +97,17 @@ def write_register(thrift_port: int, name: str, index: int, value: int, where: s
         client.close()
 
 
+def read_register(thrift_port: int, name: str, index: int, where: str, host: str = "127.0.0.1") -> int:
+    """Cell ``index`` of register ``name`` (its P4 name, ``FabricEgress.max_qdepth``)."""
+    client: Any = _client("standard", thrift_port, where, host)
+    try:
+        return int(client.bm_register_read(0, name, index))
+    except Exception as exc:  # InvalidRegisterOperation (its code) or a transport error
+        raise SwitchError(f"{where}: BMv2 refused to read {name}[{index}] over Thrift: {exc!r}") from None
+    finally:
+        client.close()
+
+
 def apply_queues(thrift_port: int, settings: QueueSettings, where: str, host: str = "127.0.0.1") -> None:
     """Set ``settings`` on the BMv2 switch whose Thrift server is at ``host:thrift_port``."""
     client: Any = _client(SERVICE, thrift_port, where, host)
@@ -119,4 +130,4 @@ def _checked(rc: int, where: str, what: str) -> None:
         raise SwitchError(f"{where}: BMv2 refused {what} (code {rc}); the port must be one of the switch's")
 
 
-__all__ = ["IDL", "QueueSettings", "apply_queues", "queue_options", "write_register"]
+__all__ = ["IDL", "QueueSettings", "apply_queues", "queue_options", "read_register", "write_register"]
