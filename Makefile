@@ -44,7 +44,7 @@ help:
 	@echo "make build      compile p4src/*.p4 with the embedded target into $(BUILD)/"
 	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
-	@echo "make experiments run the experiments on the Mininet fabric (root): results/*.json, *.png"
+	@echo "make experiments run the experiments on the Mininet fabric (root; TARGET=bmv2 on BMv2): results/*.json, *.png"
 	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID);"
 	@echo "                TLS_DIR=DIR for mutual TLS with the files of 'mrcctl certs DIR')"
 	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
@@ -164,9 +164,12 @@ bench: deps native
 	@$(VENV)/bin/python bench/run.py
 
 EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp
+# TARGET=bmv2 (or auto): the experiments' switches on BMv2 (docs/experiments.md).
+TARGET ?= $(or $(MRC_P4_TARGET),embedded)
+
 experiments: deps
 	@status=0; for e in $(EXPERIMENTS); do \
-	  echo "== experiments.$$e"; $(VENV)/bin/python -m experiments.$$e || status=1; \
+	  echo "== experiments.$$e (target $(TARGET))"; $(VENV)/bin/python -m experiments.$$e --target $(TARGET) || status=1; \
 	done; exit $$status
 
 shell: deps

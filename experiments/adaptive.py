@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     C.setup(args)
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix, target=args.target) as fn:
         data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate, ecn_threshold=args.ecn_threshold)
     print("\n".join(figures(data)))
     js, png = C.write_results("adaptive", data, plot(data), args.out_dir)

@@ -1,12 +1,15 @@
 """What every experiment does: start a programmed fabric, run transfers in its hosts,
 read counters, write the results.
 
-Why one module: the five experiments differ in what they break or measure, not in how
-a transfer is run. A transfer is ``mrc-recv`` in one Mininet host and ``mrc-send`` in
-another (docs/endpoints.md), each writing its JSON report;
+Why one module: the experiments differ in what they break or measure, not in how a
+transfer is run or how a run ends. A transfer is ``mrc-recv`` in one Mininet host and
+``mrc-send`` in another (docs/endpoints.md), each writing its JSON report;
 ``topologies.transfer.Transfer`` (shared with the `make run` demo) starts them without
-waiting, so an experiment can cut a link or read counters while the data flows. ``write_results`` puts the raw numbers (JSON) and the plot (PNG)
-under ``results/``.
+waiting, so an experiment can cut a link or read counters while the data flows.
+``main`` is every experiment's command line after its own options are parsed: the
+fabric of its shape started on the chosen target (``--target``), programmed, the run
+in a temporary directory, the figures printed, the raw numbers (JSON) and the plot
+(PNG) written under ``results/``, and the exit status its acceptance gives.
 """
 
 from __future__ import annotations
@@ -17,18 +20,24 @@ import json
 import logging
 import os
 import secrets
+import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
+
+import typer
 
 from controller.counters import Counts, read_all
+from fabric.cli_options import TARGETS, Target, VerboseOpt
 from fabric.resolve import Shape, resolve
-from fabric.topology import Topology
+from fabric.topology import Topology, TopologyError
 from topologies.transfer import Transfer, TransferResult, run_transfer
 
-__all__ = ["Transfer", "TransferResult", "run_transfer"]  # the experiments' transfers live in topologies/transfer.py
+# the experiments' transfers live in topologies/transfer.py; --verbose is every command's
+__all__ = ["Transfer", "TransferResult", "VerboseOpt", "run_transfer"]
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +58,15 @@ def private_prefix() -> str:
 
 
 @contextmanager
-def programmed_fabric(topo: Topology, prefix: str | None = None, run_dir: Path | None = None) -> Iterator[Any]:
-    """The fabric in Mininet (embedded target, free gRPC ports), every table installed;
+def programmed_fabric(topo: Topology, prefix: str | None = None, run_dir: Path | None = None,
+                      target: str = "embedded") -> Iterator[Any]:
+    """The fabric in Mininet (free gRPC ports) on ``target``, every table installed;
     always stopped and removed (run directory: a temporary one unless given)."""
     from topologies.fabric_net import programmed_network
 
     with tempfile.TemporaryDirectory(prefix="mrc-exp-") as tmp:
-        with programmed_network(topo, prefix=prefix or private_prefix(), run_dir=run_dir or Path(tmp)) as fn:
+        with programmed_network(topo, prefix=prefix or private_prefix(), run_dir=run_dir or Path(tmp),
+                                target=target) as fn:
             yield fn
 
 
@@ -75,6 +86,14 @@ async def _queue_depths(fn: Any, port: int, names: Sequence[str], reset: bool) -
     out = {}
     for n in names:
         t = fn.inventory.switches[n]
+        if t.target == "bmv2":  # its P4Runtime server has no register reads or writes: Thrift
+            from topologies.bmv2_queues import read_register, write_register
+
+            thrift, where = fn.switch(n).thrift_port, f"switch {n}"
+            if reset:
+                write_register(thrift, MAX_QDEPTH, port, 0, where)
+            out[n] = read_register(thrift, MAX_QDEPTH, port, where)
+            continue
         async with Session(t, primary=reset) as s:
             if reset:
                 await s.write_register(codec(t.program, t.target), MAX_QDEPTH, port, 0)
@@ -128,10 +147,93 @@ def pyplot() -> Any:
     return plt
 
 
+# ---- the command line every experiment shares ----------------------------------------
+
+TARGET_ENV = "MRC_P4_TARGET"  # the default of --target (make experiments TARGET=bmv2 passes --target)
+
+OutDirOpt = Annotated[Path, typer.Option("--out-dir", help="where the JSON and PNG go (default results/)")]
+PrefixOpt = Annotated[Optional[str], typer.Option(
+    "--prefix", help="Mininet node-name prefix (default: a random mrcx..)")]
+TargetOpt = Annotated[Target, typer.Option(
+    "--target", envvar=TARGET_ENV, help="switch target: embedded, bmv2 (simple_switch_grpc and p4c-bm2-ss on the "
+    "PATH), or auto (BMv2 when it is there); default $MRC_P4_TARGET, else embedded")]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options every experiment takes (``OutDirOpt``, ``PrefixOpt``, ``TargetOpt``, ``VerboseOpt``)."""
+
+    out_dir: Path = RESULTS
+    prefix: str | None = None
+    target: str = "embedded"
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What tells one experiment's run from another's: its name (``results/<name>.*``),
+    the fabric's shape (overrides of ``SHAPE``), how its figures are printed and
+    plotted, and when its outcome is acceptable (the exit status)."""
+
+    name: str
+    figures: Callable[[dict[str, Any]], list[str]]
+    plot: Callable[[dict[str, Any]], Any]
+    acceptable: Callable[[dict[str, Any]], bool]
+    shape: dict[str, int] = field(default_factory=dict)
+
+
+def app(help: str) -> typer.Typer:
+    """One experiment's command line: one command, ``-h``/``--help``."""
+    return typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=help,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def command(cli: typer.Typer, module: str, argv: Sequence[str] | None) -> int:
+    """Run an experiment's command line with the project's error convention."""
+    from topologies.command import run_command
+
+    return run_command(cli, argv, prog=f"python -m {module}")
+
+
+def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, Any]]) -> int:
+    """Start ``exp``'s fabric on ``opts.target``, ``run(fabric, workdir)`` in a temporary
+    directory, print the figures, write results JSON + PNG; 0 when acceptable, 1 when
+    not or when the run failed (one ``error:`` line), 2 for a bad option."""
+    logging.basicConfig(level=logging.INFO if opts.verbose else logging.WARNING, format="%(name)s: %(message)s")
+    if os.geteuid() != 0:
+        print("error: the experiments run a Mininet network: run them as root", file=sys.stderr)
+        return 2
+    from topologies.p4switch import choose_target
+
+    try:
+        choose_target(opts.target)  # BMv2 asked for and not on the PATH: said before anything starts
+    except ValueError as exc:
+        print(f"error: --target: {exc}", file=sys.stderr)
+        return 2
+    try:
+        topo = topology(**exp.shape)
+        with tempfile.TemporaryDirectory(prefix=f"mrc-{exp.name}-") as tmp, \
+                programmed_fabric(topo, opts.prefix, target=opts.target) as fn:
+            data = run(fn, Path(tmp))
+    except (RuntimeError, TopologyError, OSError) as exc:  # a switch that would not start, an install refused
+        print(f"error: experiments.{exp.name} on the {opts.target} target: {exc}", file=sys.stderr)
+        return 1
+    data["target"] = opts.target
+    print("\n".join(exp.figures(data)))
+    js, png = write_results(exp.name, data, exp.plot(data), opts.out_dir)
+    print(f"results: {js}, {png}")
+    return 0 if exp.acceptable(data) else 1
+
+
+# ---- the argparse command line of experiments not yet on ``main`` ---------------------
+
+
 def parser(module: str, description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     p.add_argument("--out-dir", type=Path, default=RESULTS, help="where the JSON and PNG go (default results/)")
     p.add_argument("--prefix", default=None, help="Mininet node-name prefix (default: a random mrcx...)")
+    p.add_argument("--target", choices=TARGETS, default=os.environ.get(TARGET_ENV) or "embedded",
+                   help="switch target (default $MRC_P4_TARGET, else embedded)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the network's start and the controller")
     return p
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from controller.counters import delta
 from experiments import common as C
@@ -141,9 +143,9 @@ def plot(d: dict[str, Any]) -> Any:
     a.set_ylabel("completion time, s")
     a.legend()
     links = list(d["per_flow"]["uplink_packets"])
-    b.bar([i - 0.2 for i in range(len(links))], [d["per_flow"]["uplink_packets"][l] for l in links], 0.4,
+    b.bar([i - 0.2 for i in range(len(links))], [d["per_flow"]["uplink_packets"][k] for k in links], 0.4,
           color="grey", label="per-flow hashing")
-    b.bar([i + 0.2 for i in range(len(links))], [d["spraying"]["uplink_packets"][l] for l in links], 0.4,
+    b.bar([i + 0.2 for i in range(len(links))], [d["spraying"]["uplink_packets"][k] for k in links], 0.4,
           color="tab:blue", label="MRC spraying")
     b.set_xticks(range(len(links)), links, rotation=45, ha="right", fontsize=7)
     b.set_ylabel("packets on the uplink")
@@ -151,20 +153,22 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.ecmp", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=600_000, help="bytes per flow (default 600 KB)")
-    p.add_argument("--link-rate", type=float, default=250, help="each limited uplink, packets/s")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+EXPERIMENT = C.Experiment("ecmp", figures, plot, acceptable, shape={"hosts_per_leaf": 4})
+app = C.app(__doc__.split("\n\n")[0])
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(hosts_per_leaf=4), args.prefix) as fn:
-        data = run(fn, Path(tmp), nbytes=args.bytes, link_rate=args.link_rate)
-    print("\n".join(figures(data)))
-    js, png = C.write_results("ecmp", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if acceptable(data) else 1
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per flow")] = 600_000,
+        link_rate: Annotated[float, typer.Option("--link-rate", min=1, help="each limited uplink, packets/s")] = 250,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, link_rate=link_rate))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.ecmp", argv)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@ import asyncio
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from experiments import common as C
-from fabric.paths import paths
+from fabric.paths import links, paths
 from topologies.cables import set_link
 from topologies.demo import fabric_tables, read_nics, wait_sent
 
@@ -210,30 +212,58 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.failure", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=6_000_000, help="bytes per run (default 6 MB)")
-    p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
-    p.add_argument("--cut-at", type=float, default=0.25, help="cut once this fraction of the packets is sent")
-    p.add_argument("--down-for", type=float, default=0.5, help="seconds the cable stays down")
-    p.add_argument("--links", default=",".join(LINKS), help="the spine links to cut, comma-separated")
-    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="data seeds, comma-separated")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+def acceptable(d: dict[str, Any]) -> bool:
+    """Every run verified, no table written, exactly the crossing EVs retired while the
+    cable was down and every one back after the restore, nothing retired without a cut."""
+    return bool(d["all_ok"] and d["tables_unchanged"] and d["healthy_retired"] == 0
+                and d["crossing_not_retired"] == 0 and d["recovered_while_down"] == 0
+                and d["crossing_not_recovered_after_restore"] == 0 and d["no_cut_retired"] == 0)
 
-    links = tuple(args.links.split(","))
-    seeds = tuple(int(x) for x in args.seeds.split(","))
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
-        data = run_all(fn, Path(tmp), links=links, seeds=seeds, nbytes=args.bytes, rate=args.rate,
-                       cut_at=args.cut_at, down_for=args.down_for)
-    print("\n".join(figures(data)))
-    js, png = C.write_results("failure", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    good = (data["all_ok"] and data["tables_unchanged"] and data["healthy_retired"] == 0
-            and data["crossing_not_retired"] == 0 and data["recovered_while_down"] == 0
-            and data["crossing_not_recovered_after_restore"] == 0 and data["no_cut_retired"] == 0)
-    return 0 if good else 1
+
+def fabric_links(text: str) -> tuple[str, ...]:
+    """``--links``: spine links of the experiments' fabric, comma-separated."""
+    known = [link.name for link in links(C.topology()) if link.kind == "fabric"]
+    out = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in out if x not in known]
+    if not out or bad:
+        raise typer.BadParameter(f"{', '.join(bad) or 'none given'}: give spine links of the fabric, "
+                                 f"e.g. {known[0]},{known[-1]}", param_hint="--links")
+    return out
+
+
+def seed_list(text: str) -> tuple[int, ...]:
+    """``--seeds``: integers, comma-separated."""
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: give integers, comma-separated (1,2,3)", param_hint="--seeds") from None
+
+
+EXPERIMENT = C.Experiment("failure", figures, plot, acceptable)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per run")] = 6_000_000,
+        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 4000,
+        cut_at: Annotated[float, typer.Option(
+            "--cut-at", min=0, max=1, help="cut once this fraction of the packets is sent")] = 0.25,
+        down_for: Annotated[float, typer.Option("--down-for", min=0, help="seconds the cable stays down")] = 0.5,
+        cut_links: Annotated[str, typer.Option("--links", help="the spine links to cut, comma-separated")]
+        = ",".join(LINKS),
+        seeds: Annotated[str, typer.Option("--seeds", help="data seeds, comma-separated")]
+        = ",".join(map(str, SEEDS)),
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    chosen, numbers = fabric_links(cut_links), seed_list(seeds)
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run_all(fn, tmp, links=chosen, seeds=numbers, nbytes=nbytes, rate=rate,
+                                          cut_at=cut_at, down_for=down_for))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.failure", argv)
 
 
 if __name__ == "__main__":

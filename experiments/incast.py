@@ -27,7 +27,9 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from controller.counters import delta
 from experiments import common as C
@@ -94,7 +96,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     received = [outfile] + [outfile.with_name(f"{outfile.name}.{k}") for k in range(2, len(senders) + 1)]
     got = sorted(p.read_bytes() for p in received if p.exists())
     files_match = got == sorted(inputs.values())
-    goodputs = {s: r.get("goodput_bps") or 0.0 for s, r in zip(senders, res.send_reports)}
+    goodputs = {s: r.get("goodput_bps") or 0.0 for s, r in zip(senders, res.send_reports, strict=True)}
     retx = {k: sum((r.get("retransmissions") or {}).get(k, 0) for r in res.send_reports)
             for k in ("total", "timeout", "nack", "trim_nack")}
 
@@ -104,15 +106,15 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     return {"ok": res.ok, "received_files_match": files_match, "summaries": [res.summary()],
             "initial_window": first,
             "goodput_bps": goodputs, "jain": jain(list(goodputs.values())),
-            "completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports)},
+            "completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports, strict=True)},
             "retransmissions": retx,
             "evs_retired": sum(r.get("evs_retired", 0) for r in res.send_reports),
             "ce_marked": port_count(d, "FabricEgress.ecn_marked"),
             "trimmed": port_count(d, "FabricEgress.trimmed"),
             "sent_through_port": port_count(d, "FabricEgress.tx_port"),
             "max_queue_startup": startup_depth, "max_queue_after_startup": depth,
-            "windows": {s: r.get("window") for s, r in zip(senders, res.send_reports)},
-            "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports)}}
+            "windows": {s: r.get("window") for s, r in zip(senders, res.send_reports, strict=True)},
+            "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports, strict=True)}}
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple[str, ...] = SENDERS,
@@ -168,20 +170,23 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.incast", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=1_000_000, help="bytes per sender (default 1 MB)")
-    p.add_argument("--port-rate", type=float, default=500, help="the receiver's leaf port, packets/s per plane")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+EXPERIMENT = C.Experiment("incast", figures, plot, acceptable, shape={"hosts_per_leaf": 3})
+app = C.app(__doc__.split("\n\n")[0])
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(hosts_per_leaf=3), args.prefix) as fn:
-        data = run(fn, Path(tmp), nbytes=args.bytes, port_rate=args.port_rate)
-    print("\n".join(figures(data)))
-    js, png = C.write_results("incast", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if acceptable(data) else 1
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per sender")] = 1_000_000,
+        port_rate: Annotated[float, typer.Option(
+            "--port-rate", min=1, help="the receiver's leaf port, packets/s per plane")] = 500,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, port_rate=port_rate))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.incast", argv)
 
 
 if __name__ == "__main__":

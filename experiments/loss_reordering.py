@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Optional
+
+import typer
 
 from experiments import common as C
 from fabric.paths import links
 
+Method = Literal["netem", "nftables+tbf"]
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
 TBF_FACTOR = 1.0  # the bucket's rate against the plane's share of the transfer
 
@@ -118,8 +120,8 @@ def _del_qdisc(intf: str) -> None:
 
 def uplinks(fn: Any, plane: int, leaf: int) -> list[str]:
     """The leaf's ends (root namespace interfaces) of its cables to the spines in ``plane``."""
-    return [fn.inventory.links[l.name].a_intf for l in links(fn.topo)
-            if l.kind == "fabric" and l.plane == plane and l.leaf == leaf]
+    return [fn.inventory.links[link.name].a_intf for link in links(fn.topo)
+            if link.kind == "fabric" and link.plane == plane and link.leaf == leaf]
 
 
 def qdisc_kinds(intf: str) -> list[str]:
@@ -203,31 +205,36 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.loss_reordering", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes (default 8 MB)")
-    p.add_argument("--rate", type=float, default=3000, help="sender pacing, packets/s")
-    p.add_argument("--loss", type=float, default=2.0, help="percent lost on plane 0's uplinks")
-    p.add_argument("--delay", type=float, default=5.0, help="ms of delay on plane 1's uplinks (netem; tbf: "
-                   "its queue holds 10x this)")
-    p.add_argument("--jitter", type=float, default=4.0, help="ms of jitter on plane 1's uplinks (netem)")
-    p.add_argument("--method", choices=["netem", "nftables+tbf"], default=None,
-                   help="default: netem when the kernel has it")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+def acceptable(d: dict[str, Any]) -> bool:
+    """The impaired transfer verified."""
+    return bool(d["ok"])
 
-    try:
-        with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
-            data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate, loss=args.loss, delay_ms=args.delay,
-                       jitter_ms=args.jitter, method=args.method)
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(figures(data)))
-    js, png = C.write_results("loss_reordering", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if data["ok"] else 1
+
+EXPERIMENT = C.Experiment("loss_reordering", figures, plot, acceptable)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes")] = 8_000_000,
+        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 3000,
+        loss: Annotated[float, typer.Option("--loss", min=0, max=100, help="percent lost on plane 0's uplinks")]
+        = 2.0,
+        delay: Annotated[float, typer.Option(
+            "--delay", min=0, help="ms of delay on plane 1's uplinks (netem; tbf: its queue holds 10x this)")] = 5.0,
+        jitter: Annotated[float, typer.Option("--jitter", min=0, help="ms of jitter on plane 1's uplinks (netem)")]
+        = 4.0,
+        method: Annotated[Optional[Method], typer.Option(
+            "--method", help="default: netem when the kernel has it")] = None,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, rate=rate, loss=loss, delay_ms=delay,
+                                      jitter_ms=jitter, method=method))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.loss_reordering", argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ member.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from controller.counters import delta, link_loads
 from experiments import common as C
@@ -30,10 +32,10 @@ def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, A
     d = delta(after, before)
     s, t = fn.topo.host(src), fn.topo.host(dst)
     planes = {p: d.get(s.nic, {}).get("NicEgress.plane_tx", {}).get(p, (0, 0))[0] for p in range(fn.topo.planes)}
-    fabric = [l for l in links(fn.topo) if l.kind == "fabric"]
+    fabric = [link for link in links(fn.topo) if link.kind == "fabric"]
     by_name = {x.link: x for x in link_loads(fn.topo, fabric, d)}
-    up = {l.name: by_name[l.name].up_packets for l in fabric if l.leaf == s.leaf}
-    down = {l.name: by_name[l.name].down_packets for l in fabric if l.leaf == t.leaf}
+    up = {link.name: by_name[link.name].up_packets for link in fabric if link.leaf == s.leaf}
+    down = {link.name: by_name[link.name].down_packets for link in fabric if link.leaf == t.leaf}
     return {"planes": planes, "spine_up": up, "spine_down": down}
 
 
@@ -48,14 +50,14 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", ds
         before = C.read_counters(fn)
         res = C.run_transfer(fn, src, dst, nbytes, workdir / name, send_args=send_args, recv_args=recv_args)
         after = C.read_counters(fn)
-        l = loads(fn, before, after, src, dst)
+        load = loads(fn, before, after, src, dst)
         out[name] = {"ok": res.ok, "summary": res.summary(), "goodput_bps": res.sender.get("goodput_bps"),
                      "completion_time_s": res.sender.get("completion_time_s"),
                      "retransmissions": res.sender.get("retransmissions"),
-                     "sender_per_plane": res.sender.get("per_plane_packets"), **l,
-                     "plane_spread": C.spread(list(l["planes"].values())),
-                     "spine_up_spread": C.spread(list(l["spine_up"].values())),
-                     "spine_down_spread": C.spread(list(l["spine_down"].values()))}
+                     "sender_per_plane": res.sender.get("per_plane_packets"), **load,
+                     "plane_spread": C.spread(list(load["planes"].values())),
+                     "spine_up_spread": C.spread(list(load["spine_up"].values())),
+                     "spine_down_spread": C.spread(list(load["spine_down"].values()))}
     return out
 
 
@@ -91,20 +93,27 @@ def plot(data: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.spraying", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
-    p.add_argument("--rate", type=float, default=4000, help="sender pacing, packets/s")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+def acceptable(d: dict[str, Any]) -> bool:
+    """Both transfers verified."""
+    return bool(d["mrc"]["ok"] and d["per_flow"]["ok"])
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
-        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate)
-    print("\n".join(figures(data)))
-    js, png = C.write_results("spraying", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if data["mrc"]["ok"] and data["per_flow"]["ok"] else 1
+
+EXPERIMENT = C.Experiment("spraying", figures, plot, acceptable)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per transfer")] = 8_000_000,
+        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 4000,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, rate=rate))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.spraying", argv)
 
 
 if __name__ == "__main__":

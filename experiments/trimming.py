@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from controller.counters import delta
 from experiments import common as C
@@ -80,14 +82,14 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, ra
         tr.kill()
     d = delta(C.read_counters(fn), before)
     leaves, port = shaped_leaves(fn, dst)
-    trimmed = sum(d.get(l, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0] for l in leaves)
-    drops = sum(pk for l in leaves for k in ("FabricIngress.drops", "FabricEgress.drops")
-                for pk, _ in d.get(l, {}).get(k, {}).values())
+    trimmed = sum(d.get(leaf, {}).get("FabricEgress.trimmed", {}).get(port, (0, 0))[0] for leaf in leaves)
+    drops = sum(pk for leaf in leaves for k in ("FabricIngress.drops", "FabricEgress.drops")
+                for pk, _ in d.get(leaf, {}).get(k, {}).values())
     retx = {k: sum((r.get("retransmissions") or {}).get(k, 0) for r in res.send_reports)
             for k in ("total", "timeout", "nack", "trim_nack")}
     return {"ok": res.ok, "summaries": [res.summary()],
             "completion_time_s": max((r.get("completion_time_s") or 0 for r in res.send_reports), default=None),
-            "per_sender_completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports)},
+            "per_sender_completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports, strict=True)},
             "retransmissions": retx, "trimmed": trimmed, "p4_drops": drops,  # (queue overflows are not P4 drops)
             "evs_retired": sum(r.get("evs_retired", 0) for r in res.send_reports),
             "trimmed_at_receiver": _recv_count(res, "trimmed"),
@@ -95,7 +97,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, ra
             "trim_nacks_sent": _recv_count(res, "trim_nacks"),
             "trim_nacks_received": sum((r.get("control") or {}).get("trim_nacks_received", 0)
                                        for r in res.send_reports),
-            "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports)}}
+            "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports, strict=True)}}
 
 
 def _recv_count(res: Any, name: str) -> int:
@@ -158,21 +160,29 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.trimming", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=1_000_000, help="bytes per sender (default 1 MB)")
-    p.add_argument("--rate", type=float, default=1000, help="each sender's pacing, packets/s")
-    p.add_argument("--port-rate", type=float, default=500, help="the receiver's leaf port, packets/s per plane")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+def acceptable(d: dict[str, Any]) -> bool:
+    """Both incasts verified."""
+    return bool(d["trim_on"]["ok"] and d["trim_off"]["ok"])
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix) as fn:
-        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate, port_rate=args.port_rate)
-    print("\n".join(figures(data)))
-    js, png = C.write_results("trimming", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if data["trim_on"]["ok"] and data["trim_off"]["ok"] else 1
+
+EXPERIMENT = C.Experiment("trimming", figures, plot, acceptable)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per sender")] = 1_000_000,
+        rate: Annotated[float, typer.Option("--rate", min=1, help="each sender's pacing, packets/s")] = 1000,
+        port_rate: Annotated[float, typer.Option(
+            "--port-rate", min=1, help="the receiver's leaf port, packets/s per plane")] = 500,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, rate=rate, port_rate=port_rate))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.trimming", argv)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,9 @@ async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric"
 
     async def one(name: str) -> tuple[str, list[str]]:
         t = fn.inventory.switches[name]
-        async with Session(t) as s:
+        # a read needs no arbitration: BMv2 refuses a second primary stream of the same election
+        # id while it still tears down the last one (``Election id already exists``)
+        async with Session(t, primary=False) as s:
             return name, sorted(map(repr, await s.read_entries(codec(t.program, t.target))))
 
     names = [n.name for n in nodes(fn.topo) if n.program in programs]

@@ -10,31 +10,14 @@ each, spraying every one; the uplinks and the entries put back after.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.mininet.net_prefix import assert_nothing_left
-
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
-from experiments import common as C  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
-    prefix = C.private_prefix()
-    run_dir = tmp_path_factory.mktemp("ecmp-run")
-    try:
-        with C.programmed_fabric(C.topology(hosts_per_leaf=4), prefix, run_dir) as fn:
-            yield fn
-    finally:
-        assert_nothing_left(prefix, run_dir)
+FABRIC_SHAPE = {"hosts_per_leaf": 4}  # the fabric fixture's (tests/experiments/conftest.py)
 
 
 def test_spraying_has_no_slow_flow_and_beats_per_flow_hashing(fabric, tmp_path: Path) -> None:

@@ -14,31 +14,14 @@ the port and the entries put back after.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.mininet.net_prefix import assert_nothing_left
-
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
-from experiments import common as C  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
-    prefix = C.private_prefix()
-    run_dir = tmp_path_factory.mktemp("incast-run")
-    try:
-        with C.programmed_fabric(C.topology(planes=1, hosts_per_leaf=3), prefix, run_dir) as fn:
-            yield fn
-    finally:
-        assert_nothing_left(prefix, run_dir)
+FABRIC_SHAPE = {"planes": 1, "hosts_per_leaf": 3}  # the fabric fixture's (tests/experiments/conftest.py)
 
 
 def test_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(fabric, tmp_path: Path) -> None:

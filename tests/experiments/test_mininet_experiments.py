@@ -10,31 +10,15 @@ checks that nothing of the prefix is left.
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from experiments import common as C
+from tests.experiments.outcomes import assert_cut_cable_outcome, assert_trimming_outcome
 from tests.mininet.fast_path import assert_compiled_fast_path
-from tests.mininet.net_prefix import assert_nothing_left
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture(scope="module")
-def fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
-    prefix = C.private_prefix()
-    run_dir = tmp_path_factory.mktemp("exp-run")
-    try:
-        with C.programmed_fabric(C.topology(), prefix, run_dir) as fn:
-            yield fn
-    finally:
-        assert_nothing_left(prefix, run_dir)
 
 
 def test_the_switches_run_the_compiled_fast_path(fabric) -> None:
@@ -65,27 +49,9 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
     # One link x one seed here (the experiment runs 3 x 3), and one run without a cut.
     d = failure.run_all(fabric, tmp_path, links=("p0-leaf0:p0-spine0",), seeds=(1,), nbytes=4_000_000,
                         rate=4000, cut_at=0.25, down_for=0.4)
-    (r,) = d["runs"]
-    base = d["no_cut"]
-    for x in (r, base):
-        assert x["ok"], x["summary"]
-        assert x["received_file_matches"], "the received file is the data generated for the run"
-        assert x["tables_unchanged"] and x["table_entries"] > 0  # fabric and NICs read back
-    # 64 EVs over 8 (plane, spine) paths: the 8 EVs k = 0, 8, 16, ... (plane 0, spine 0).
-    assert r["evs_crossing"] == [0x1000 + 8 * k for k in range(8)]
-    assert r["retired_not_crossing"] == []  # no healthy EV retired
-    assert r["crossing_not_retired"] == []  # every crossing EV retired while the cable was down
-    assert r["recovered_while_down"] == []
-    assert r["crossing_recovered_after_restore"] == r["evs_crossing"]
-    assert base["evs_retired"] == [] and base["ev_events"] == []
-    # In order: cut, the last crossing EV retired, restore, the last recovery, the end.
-    assert 0 < r["cut_t"] < r["cut_t"] + r["cut_to_last_crossing_retired_s"] < r["restore_t"]
-    assert r["restore_t"] + r["restore_to_last_recovery_s"] < r["completion_time_s"]
-    assert r["cut_to_last_crossing_retired_rtts"] > 0
-    assert [(e["event"], e["cause"]) for e in r["ev_events"]] == [("retired", "nack")] * 8 + [("recovered", "probe")] * 8
-    assert all(e["path"].startswith("nic1 > p0-leaf0 > p0-spine0 > p0-leaf1") for e in r["ev_events"])
-    assert d["healthy_retired"] == d["recovered_while_down"] == d["no_cut_retired"] == 0
-    assert fabric.reload_inventory().down == []  # restored
+    # 64 EVs over 8 (plane, spine) paths, EV k on plane k mod 4 and spine k div 4 mod 2
+    # (fabric/plan.py): the 8 EVs k = 0, 8, 16, ... cross plane 0's spine 0.
+    assert_cut_cable_outcome(fabric, d, [0x1000 + 8 * k for k in range(8)], "nic1 > p0-leaf0 > p0-spine0 > p0-leaf1")
 
 
 def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
@@ -93,24 +59,7 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
 
     # 3 x 1,500 packets/s into 4 x 500: the queues (64 packets each) overflow within 0.1 s.
     d = trimming.run(fabric, tmp_path, nbytes=500_000, rate=1500, port_rate=500)
-    on, off = d["trim_on"], d["trim_off"]
-    assert on["ok"] and off["ok"], (on["summaries"], off["summaries"])
-    # Every packet the leaves trimmed reached the receiver as a trimmed packet; each one
-    # not already placed was NACKed at once, and every trim NACK reached its sender.
-    assert on["trimmed"] > 0
-    assert on["trimmed_at_receiver"] == on["trimmed"]
-    assert on["trim_nacks_sent"] + on["trimmed_duplicates_at_receiver"] == on["trimmed"]
-    assert on["trim_nacks_received"] == on["trim_nacks_sent"]
-    assert 0 < on["retransmissions"]["trim_nack"] <= on["trim_nacks_received"]
-    # Without trimming nothing is trimmed (what the full queues drop instead depends on
-    # how fast the Python senders get going on shared cores: reported, not asserted).
-    assert off["trimmed"] == off["trimmed_at_receiver"] == off["trim_nacks_sent"] == 0
-    assert off["retransmissions"]["trim_nack"] == 0 and d["trim_off_entries_written"] > 0
-    # put back: leaves unshaped, trim_config installed again (nothing left to write)
-    from topologies.fabric_net import install_tables
-
-    assert fabric.topo.trim_threshold == d["trim_threshold"] and install_tables(fabric).writes == 0
-    assert all(fabric.switch(n).extra_args == [] for n in trimming.shaped_leaves(fabric, "h3")[0])
+    assert_trimming_outcome(fabric, d)
 
 
 def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:

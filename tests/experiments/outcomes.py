@@ -1,0 +1,63 @@
+"""What an experiment's run must show, asserted the same way on every target.
+
+Why one place: the experiments run on the embedded target and on BMv2 (sized
+smaller there, never asserted less); each test says the run's size and the values it
+expects from first principles (which EVs cross a cut cable), and calls these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def assert_cut_cable_outcome(fabric: Any, d: dict[str, Any], crossing: list[int], path: str) -> None:
+    """``failure.run_all`` of one link x one seed: both runs verified, no table written,
+    exactly the ``crossing`` EVs (each on ``path``) retired while the cable was down,
+    each recovered after the restore, in that order; nothing retired without a cut."""
+    (r,) = d["runs"]
+    base = d["no_cut"]
+    seen = [(round(e["t"], 2), e["event"], e["cause"], e["path"]) for e in r["ev_events"]]
+    why = (r["summary"], f"srtt {r['srtt_s']}, cut {r['cut_t']}, restore {r['restore_t']}", seen)
+    for x in (r, base):
+        assert x["ok"], x["summary"]
+        assert x["received_file_matches"], "the received file is the data generated for the run"
+        assert x["tables_unchanged"] and x["table_entries"] > 0  # fabric and NICs read back
+    assert r["evs_crossing"] == crossing
+    assert r["retired_not_crossing"] == [], why  # no healthy EV retired
+    assert r["crossing_not_retired"] == [], why  # every crossing EV retired while the cable was down
+    assert r["recovered_while_down"] == [], why
+    assert r["crossing_recovered_after_restore"] == r["evs_crossing"], why
+    assert base["evs_retired"] == [] and base["ev_events"] == [], base["ev_events"]
+    # In order: cut, the last crossing EV retired, restore, the last recovery, the end.
+    assert 0 < r["cut_t"] < r["cut_t"] + r["cut_to_last_crossing_retired_s"] < r["restore_t"]
+    assert r["restore_t"] + r["restore_to_last_recovery_s"] < r["completion_time_s"]
+    assert r["cut_to_last_crossing_retired_rtts"] > 0
+    n = len(crossing)
+    assert [(e["event"], e["cause"]) for e in r["ev_events"]] == [("retired", "nack")] * n + [("recovered", "probe")] * n
+    assert all(e["path"].startswith(path) for e in r["ev_events"])
+    assert d["healthy_retired"] == d["recovered_while_down"] == d["no_cut_retired"] == 0
+    assert fabric.reload_inventory().down == []  # restored
+
+
+def assert_trimming_outcome(fabric: Any, d: dict[str, Any]) -> None:
+    """``trimming.run``: both incasts verified; with trimming on, every packet the
+    leaves trimmed reached the receiver trimmed, each one not already placed was NACKed
+    at once and every trim NACK reached its sender; with it off nothing trimmed; the
+    leaves unshaped and the entries back after."""
+    from experiments import trimming
+    from topologies.fabric_net import install_tables
+
+    on, off = d["trim_on"], d["trim_off"]
+    assert on["ok"] and off["ok"], (on["summaries"], off["summaries"])
+    assert on["trimmed"] > 0
+    assert on["trimmed_at_receiver"] == on["trimmed"]
+    assert on["trim_nacks_sent"] + on["trimmed_duplicates_at_receiver"] == on["trimmed"]
+    assert on["trim_nacks_received"] == on["trim_nacks_sent"]
+    assert 0 < on["retransmissions"]["trim_nack"] <= on["trim_nacks_received"]
+    # Without trimming nothing is trimmed (what the full queues drop instead depends on
+    # how fast the Python senders get going on shared cores: reported, not asserted).
+    assert off["trimmed"] == off["trimmed_at_receiver"] == off["trim_nacks_sent"] == 0
+    assert off["retransmissions"]["trim_nack"] == 0 and d["trim_off_entries_written"] > 0
+    # put back: leaves unshaped, trim_config installed again (nothing left to write)
+    assert fabric.topo.trim_threshold == d["trim_threshold"] and install_tables(fabric).writes == 0
+    assert all(fabric.switch(n).extra_args == [] for n in trimming.shaped_leaves(fabric, d["dst"])[0])

@@ -1,0 +1,111 @@
+"""Every experiment's command line: the shared options reach the runner, bad options
+are one ``error:`` line and exit status 2, before any network exists.
+
+Why without a network: what is checked is the wiring (``--target``, its
+``$MRC_P4_TARGET`` default, ``--out-dir``, ``--prefix``) from each module's command
+line to ``experiments.common.main`` (or, for the two still on argparse, to the fabric
+they start); the runs themselves are the other tests of this directory.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments import common as C
+
+ON_MAIN = ("ecmp", "failure", "incast", "loss_reordering", "spraying", "trimming")
+ON_ARGPARSE = ("adaptive", "tcp")
+
+
+class Called(Exception):
+    """What a stand-in raises once it has recorded its arguments."""
+
+
+@pytest.fixture(autouse=True)
+def _as_a_user() -> None:  # the directory's fixture wants the compiled fast path; nothing runs here
+    pass
+
+
+@pytest.mark.parametrize("name", ON_MAIN)
+@pytest.mark.parametrize(("argv", "env", "target"), [(["--target", "bmv2"], None, "bmv2"),
+                                                      ([], "auto", "auto"), ([], None, "embedded")])
+def test_the_runner_gets_the_shared_options(name: str, argv: list[str], env: str | None, target: str,
+                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    got: list[tuple[C.Experiment, C.Options]] = []
+    monkeypatch.setattr(C, "main", lambda exp, opts, run: got.append((exp, opts)) or 7)
+    if env is None:
+        monkeypatch.delenv(C.TARGET_ENV, raising=False)
+    else:
+        monkeypatch.setenv(C.TARGET_ENV, env)
+    assert mod.main([*argv, "--out-dir", str(tmp_path), "--prefix", "mrcx1"]) == 7
+    ((exp, opts),) = got
+    assert exp.name == name
+    assert opts == C.Options(out_dir=tmp_path, prefix="mrcx1", target=target, verbose=False)
+
+
+@pytest.mark.parametrize("name", ON_ARGPARSE)
+def test_the_argparse_experiments_start_their_fabric_on_the_target(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    got: list[dict[str, Any]] = []
+
+    @contextmanager
+    def fabric(topo: Any, prefix: str | None = None, run_dir: Path | None = None,
+               target: str = "embedded") -> Iterator[Any]:
+        got.append({"prefix": prefix, "target": target})
+        raise Called
+        yield
+
+    monkeypatch.setattr(C, "programmed_fabric", fabric)
+    with pytest.raises(Called):
+        mod.main(["--target", "bmv2", "--prefix", "mrcx1"])
+    assert got == [{"prefix": "mrcx1", "target": "bmv2"}]
+
+
+@pytest.mark.parametrize("name", ON_MAIN)
+@pytest.mark.parametrize(("argv", "env", "says"), [(["--target", "tofino"], None, "--target"),
+                                                   ([], "tofino", "MRC_P4_TARGET"),
+                                                   (["--bytes", "0"], None, "--bytes")])
+def test_a_bad_option_is_one_error_line_and_status_2(name: str, argv: list[str], env: str | None, says: str,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    if env is not None:
+        monkeypatch.setenv(C.TARGET_ENV, env)
+    assert mod.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
+
+
+@pytest.mark.parametrize(("argv", "says"), [(["--links", "p0-leaf0:p9-spine0"], "p9-spine0"),
+                                            (["--seeds", "1,x"], "'1,x'")])
+def test_failure_refuses_links_and_seeds_it_cannot_use(argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import failure
+
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    assert failure.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and ("--links" in err[0] or "--seeds" in err[0]), err
+
+
+def test_bmv2_asked_for_without_it_on_the_path_is_one_error_line_and_status_2(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from experiments import trimming
+
+    if os.geteuid() != 0:
+        pytest.skip("the runner refuses to start as another user first")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no simple_switch_grpc, no p4c-bm2-ss
+    monkeypatch.setattr(C, "programmed_fabric", lambda *a, **k: pytest.fail("no network may start"))
+    assert trimming.main(["--target", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --target: target bmv2: ") and "not on the PATH" in err[0], err
