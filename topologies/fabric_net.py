@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without 
     from mininet.net import Mininet
 
     from controller.reconcile import Report
+    from topologies.cluster import ClusterPlan
     from topologies.hosts import FabricHost
     from topologies.p4switch import P4Switch
 
@@ -166,14 +167,16 @@ def _stop(net: Mininet) -> None:
 def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str = "auto",
                    grpc_base: int = DEFAULT_GRPC_BASE, run_dir: Path | None = None,
                    source: dict[str, Any] | None = None,
-                   switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
+                   switches_per_process: str | int = 1,
+                   cluster: ClusterPlan | None = None) -> Iterator[FabricNetwork]:
     """Build and start ``topo`` as a Mininet network; always stop and remove it.
 
     ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
     k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
     (default ``topologies.state.run_dir()``). ``switches_per_process``: the embedded
     target's switches N to a process, or ``"plane"`` (topologies/switch_group.py); 1
-    (the default) is one process per switch.
+    (the default) is one process per switch. ``cluster``: the switches on the servers
+    it places them on (topologies/cluster.py); None: all here.
     """
     from mininet.net import Mininet
 
@@ -188,12 +191,17 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         from topologies.switch_group import grouped_switch_class
 
         cls = grouped_switch_class(switches_per_process, prefix)
+    if cluster is not None:
+        cls = cluster.switch_class(cls)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_nodes_record(run_dir, topo, names)
-    net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
-                  switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
-                  waitConnected=False)
+    record = write_nodes_record(run_dir, topo, names)
+    mn_args = dict(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
+                   switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
+                   waitConnected=False)
+    if cluster is not None:
+        cluster.record(run_dir, record)
+    net = cluster.network(names, **mn_args) if cluster is not None else Mininet(**mn_args)
     try:
         net.build()
         net.start()  # P4Switch.batchStartup: returns when every switch answers P4Runtime
@@ -206,6 +214,8 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         finally:
             remove_state(run_dir)
             (run_dir / NODES_RECORD).unlink(missing_ok=True)
+            if cluster is not None:
+                cluster.close(run_dir)
 
 
 def attach(net: Mininet, topo: Topology, names: NodeNames, run_dir: Path, source: dict[str, Any] | None = None,
