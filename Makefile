@@ -45,7 +45,8 @@ help:
 	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
 	@echo "make experiments run the experiments on the Mininet fabric (root): results/*.json, *.png"
-	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID))"
+	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID);"
+	@echo "                TLS_DIR=DIR for mutual TLS with the files of 'mrcctl certs DIR')"
 	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
 	@echo "make distclean  clean, then remove .venv and .venv-shell"
 
@@ -169,7 +170,8 @@ experiments: deps
 	done; exit $$status
 
 shell: deps
-	@$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID) || { \
+	@$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID) \
+	  $(if $(TLS_DIR),--ssl --cacert $(TLS_DIR)/ca.pem --cert $(TLS_DIR)/client.pem --private-key $(TLS_DIR)/client.key) || { \
 	  echo "shell: no session with a switch at $(GRPC_ADDR) (device $(DEVICE_ID)); start one first, e.g." \
 	       "'.venv/bin/p4target run PROGRAM.p4 -i 1@IFACE --grpc-addr $(GRPC_ADDR)', or set GRPC_ADDR/DEVICE_ID" >&2; exit 1; }
 

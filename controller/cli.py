@@ -69,6 +69,10 @@ class Fail(Exception):
 StateOpt = Annotated[Optional[Path], typer.Option("--state", help="network state file (default: $MRC_P4_RUN_DIR/network.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
 ElectionOpt = Annotated[int, typer.Option("--election-id", help="P4Runtime election id (primary)")]
+TlsDirOpt = Annotated[Optional[Path], typer.Option(
+    "--tls-dir", envvar="MRCCTL_TLS_DIR", show_envvar=True,
+    help="reach the switches over mutual TLS with DIR/ca.pem, DIR/client.pem and DIR/client.key "
+         "(`mrcctl certs DIR` makes them; default: plaintext, or the state file's tls_dir)")]
 
 
 class Source:
@@ -109,14 +113,27 @@ def _source(ctx: typer.Context) -> Source:
 def main_options(ctx: typer.Context, topology: TopologyOpt = None, planes: PlanesOpt = None,
                  spines: SpinesOpt = None, leaves: LeavesOpt = None, hosts_per_leaf: HostsPerLeafOpt = None,
                  evs_per_nic: EvsPerNicOpt = None, ev_mode: EvModeOpt = None, state: StateOpt = None,
-                 verbose: VerboseOpt = False) -> None:
+                 tls_dir: TlsDirOpt = None, verbose: VerboseOpt = False) -> None:
     """mrcctl: the MRC fabric's controller (topology options come before the command)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
     chosen = shape(planes, spines, leaves, hosts_per_leaf, evs_per_nic, ev_mode)
-    if ctx.invoked_subcommand == "plan":
+    if ctx.invoked_subcommand in ("plan", "certs"):
         ctx.obj = None
         return
     ctx.obj = Source(topology, chosen, state)
+    if tls_dir is not None:
+        _use_tls(ctx.obj.inv, tls_dir)
+
+
+def _use_tls(inv: Inventory, tls_dir: Path) -> None:
+    """Every switch reached over mutual TLS with the credentials in ``tls_dir``,
+    checked once here (a bad directory is one line, before any connection)."""
+    from dataclasses import replace
+
+    from controller.tls import load_client_tls
+
+    load_client_tls(tls_dir)
+    inv.switches = {k: replace(t, tls_dir=str(tls_dir.resolve())) for k, t in inv.switches.items()}
 
 
 def _print_json(data: Any) -> None:
@@ -180,6 +197,29 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
         _print_json(report.to_json())
     else:
         out.print(sizing.table(report))
+
+
+@app.command()
+def certs(directory: Annotated[Path, typer.Argument(metavar="DIR", help="where to write them (made if missing)")],
+          server: Annotated[list[str], typer.Option(
+              "--server", metavar="NAME=ADDR", help="a switch server's files are server-NAME.pem/.key, its certificate "
+                               "valid for ADDR (the IP address or DNS name clients connect to); repeat per server")],
+          force: Annotated[bool, typer.Option("--force", help="replace an existing CA (every certificate it "
+                                                          "signed stops working)")] = False) -> None:
+    """Make a CA, a certificate per P4Runtime server and the clients' one, for mutual TLS.
+
+    Writes DIR/ca.pem, DIR/ca.key, DIR/server-NAME.pem, DIR/server-NAME.key, DIR/client.pem, DIR/client.key (keys readable by their owner only).
+
+    A switch serves TLS with `p4target run --tls-cert DIR/server-NAME.pem --tls-key DIR/server-NAME.key --tls-ca DIR/ca.pem`; clients use `mrcctl --tls-dir DIR`.
+    """
+    from controller.certs import CertError, make_certs, parse_server
+
+    try:
+        written = make_certs(directory, [parse_server(s) for s in server], force=force)
+    except CertError as exc:
+        raise Fail(str(exc)) from None
+    for path in written:
+        out.print(str(path), highlight=False)
 
 
 @app.command("entries")

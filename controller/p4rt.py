@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from controller.codec import Codec
 from controller.errors import SwitchError
 from controller.pipeline import Pipeline
 from controller.targets import SwitchTarget
+from controller.tls import load_client_tls
 from fabric.entries import Entry
 
 log = logging.getLogger(__name__)
@@ -43,8 +45,24 @@ def describe_error(t: SwitchTarget, exc: BaseException) -> str:
         details = "; ".join(f"update {i}: {d.canonical_code.name} {d.message}" for i, d in list(exc.details.items())[:3])
         return f"{_where(t)}: {exc.code.name} {exc.message}{' (' + details + ')' if details else ''}"
     if isinstance(exc, asyncio.TimeoutError):
-        return f"{_where(t)}: no answer within {CONNECT_TIMEOUT:.0f} s; is the switch running (make run, p4target run)?"
+        return f"{_where(t)}: no answer within {CONNECT_TIMEOUT:.0f} s; {_no_answer_hint(t)}"
     return f"{_where(t)}: {exc}"
+
+
+def _no_answer_hint(t: SwitchTarget) -> str:
+    """What to check when a switch does not answer: gRPC tells a refused TLS handshake
+    from a switch that is not there only in its logs, so a port that takes TCP
+    connections is told apart here."""
+    host, _, port = t.address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=1.0).close()
+    except (OSError, ValueError):
+        return "is the switch running (make run, p4target run)?"
+    if t.tls_dir:
+        return (f"it takes connections but no TLS session came up with --tls-dir {t.tls_dir}: the switch "
+                "speaks plaintext, or its certificate is not signed by that ca.pem, or it does not take "
+                "that client.pem (another CA)")
+    return "it takes connections but no P4Runtime session came up: if it serves mutual TLS, give --tls-dir"
 
 
 def _method(name: str) -> str:
@@ -75,7 +93,8 @@ class Session:
         self.target = target
         self.election_id = election_id
         self.primary = primary
-        self.client = P4Client(target.address, wait_for_ready=False)
+        tls = load_client_tls(target.tls_dir).finsy_credentials() if target.tls_dir else None
+        self.client = P4Client(target.address, tls, wait_for_ready=False)
         self._write_head = wire.write_head(target.device_id, election_id)
         self._raw_calls: dict[tuple[str, bool], tuple[object, object]] = {}  # (method, stream) -> (channel, call)
 

@@ -19,13 +19,15 @@ DEFAULT_GRPC_BASE = 50001
 
 @dataclass(frozen=True)
 class SwitchTarget:
-    """One P4Runtime server: switch ``name`` at ``address`` with ``device_id``."""
+    """One P4Runtime server: switch ``name`` at ``address`` with ``device_id``,
+    reached over mutual TLS with the client certificate in ``tls_dir`` when given."""
 
     name: str
     address: str
     device_id: int
     program: str  # "fabric" or "nic"
     target: str = "embedded"  # "embedded" (p4target run) or "bmv2" (simple_switch_grpc)
+    tls_dir: str | None = None  # mutual TLS with the certificates there (controller/tls.py); None: plaintext
 
 
 def default_targets(topo: Topology, *, host: str = "127.0.0.1",

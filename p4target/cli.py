@@ -233,10 +233,37 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--cpu", type=_cpu_spec, default=None, metavar="CPU",
                    help="keep every thread on one CPU: a number, 'auto' (by the first switch's device id) "
                    "or 'any' (the default)")
+    for p in (r, g):
+        _tls_arguments(p)
     for p in (c, s, r, g):
         p.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS,
                        help="how much to log on stderr (default: warning)")
     return parser
+
+
+def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    t = p.add_argument_group("mutual TLS (docs/p4runtime.md, \"Mutual TLS\"; `mrcctl certs` makes the files)")
+    t.add_argument("--tls-cert", type=Path, metavar="FILE", help="the server's certificate (PEM)")
+    t.add_argument("--tls-key", type=Path, metavar="FILE", help="the server's private key (PEM)")
+    t.add_argument("--tls-ca", type=Path, metavar="FILE",
+                   help="the CA certificate (PEM): only clients with a certificate it signed are served")
+    t.add_argument("--insecure", action="store_true",
+                   help="serve plaintext P4Runtime on an address that is not loopback (refused otherwise)")
+
+
+def _server_tls(args: argparse.Namespace) -> Any:
+    """The ``--tls-*`` files read and checked (a ``ServerTLS``), or None without them."""
+    from p4target.p4runtime import tls
+
+    missing = tls.missing_options(args.tls_cert, args.tls_key, args.tls_ca)
+    if missing:
+        raise UsageError(f"mutual TLS needs --tls-cert, --tls-key and --tls-ca together; {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} missing")
+    if args.tls_cert is None:
+        return None
+    if args.insecure:
+        raise UsageError("--insecure serves plaintext; drop it with --tls-cert, --tls-key and --tls-ca")
+    return tls.load(args.tls_cert, args.tls_key, args.tls_ca)
 
 
 def _setup_logging(level: str) -> None:
@@ -344,6 +371,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_queue_options(args, ports)
     cpu = "auto" if args.cpu is None else args.cpu
     grpc_limits = _grpc_limits(args, cpu)
+    server_tls = _run_tls(args)
     device = _run_device(args)
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns,
                   promisc=not args.no_promisc, rings=not args.no_rings,
@@ -352,7 +380,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     server = None
     try:
         if not args.no_grpc:
-            server = _start_grpc(device, args.grpc_addr, cpu, grpc_limits)
+            server = _start_grpc(device, args.grpc_addr, cpu, grpc_limits, server_tls)
         if args.pid_file is not None:
             _write_pid_file(args.pid_file)
 
@@ -434,6 +462,25 @@ def _rx_ring_frames(args: argparse.Namespace, ports: dict[int, str]) -> tuple[in
     return every_port, port_ring_frames
 
 
+def _run_tls(args: argparse.Namespace) -> Any:
+    """``run``'s TLS files (None: plaintext), checked before any interface is opened;
+    plaintext off loopback only with ``--insecure``."""
+    server_tls = _server_tls(args)
+    if args.no_grpc:
+        if server_tls is not None or args.insecure:
+            raise UsageError("the --tls-* options and --insecure are for the P4Runtime server; drop them "
+                             "with --no-grpc")
+        return None
+    _check_grpc_addr(args.grpc_addr)
+    if server_tls is None and not args.insecure:
+        from p4target.p4runtime.tls import plaintext_refusal
+
+        why = plaintext_refusal(args.grpc_addr)
+        if why is not None:
+            raise UsageError(f"--grpc-addr {why}")
+    return server_tls
+
+
 def _check_queue_options(args: argparse.Namespace, ports: dict[int, str]) -> None:
     if args.no_grpc and args.no_p4:
         raise UsageError("--no-p4 needs the P4Runtime server to receive a pipeline; "
@@ -492,7 +539,8 @@ def _write_pid_file(path: Path) -> None:
 def cmd_group(args: argparse.Namespace) -> int:
     from p4target.switch_group import run_command
 
-    return run_command(args.group_file, args.grpc_addr, args.pid_file, args.cpu)
+    return run_command(args.group_file, args.grpc_addr, args.pid_file, args.cpu, tls=_server_tls(args),
+                       insecure=args.insecure)
 
 
 STF_CONTROL_ONLY = ("packet", "expect", "check_counter", "check_register", "wait", "no_packet")
@@ -527,17 +575,22 @@ class _Server:
         self.server.stop()
 
 
-def _start_grpc(device: Any, addr: str, cpu: int | str = "auto", limits: Any = None) -> _Server:
+def _check_grpc_addr(addr: str) -> None:
     host, sep, port = addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise UsageError(f"--grpc-addr {addr!r} is not HOST:PORT (for example 127.0.0.1:9559)")
+
+
+def _start_grpc(device: Any, addr: str, cpu: int | str = "auto", limits: Any = None,
+                server_tls: Any = None) -> _Server:
+    _check_grpc_addr(addr)
     try:
         from p4target.p4runtime.placement import PlacementError
         from p4target.p4runtime.server import P4RuntimeServer
     except ImportError as e:
         raise P4Error(f"the P4Runtime server is not available ({e}); run with --no-grpc") from None
     try:
-        server = P4RuntimeServer(device, addr, cpu=cpu, limits=limits)
+        server = P4RuntimeServer(device, addr, cpu=cpu, limits=limits, tls=server_tls)
     except PlacementError as e:
         raise P4Error(f"--cpu {cpu}: {e}") from None
     try:

@@ -182,6 +182,21 @@ def load_group(path: Path, grpc_addr: str | None = None) -> GroupSpec:
     return spec
 
 
+def refuse_plaintext_off_loopback(spec: GroupSpec, path: Path) -> None:
+    """P4Error naming the first address of ``spec`` that is not loopback (served
+    without TLS, it must be asked for with ``--insecure``)."""
+    from p4target.p4runtime.tls import plaintext_refusal
+
+    shared = any(sw.grpc_addr is None for sw in spec.switches)
+    addrs = [(sw.grpc_addr, f"{path}: switch {sw.name}") for sw in spec.switches if sw.grpc_addr is not None]
+    if shared and spec.grpc_addr is not None:
+        addrs.append((spec.grpc_addr, f"{path}: grpc_addr"))
+    for addr, where in addrs:
+        why = plaintext_refusal(addr)
+        if why is not None:
+            raise P4Error(why, where)
+
+
 @dataclass
 class GroupSwitch:
     """One running switch of a group."""
@@ -373,15 +388,16 @@ class SwitchGroup:
             self.close()
             raise
 
-    def start_servers(self) -> None:
+    def start_servers(self, tls: Any = None) -> None:
         """A P4Runtime server per switch with its own address, one shared server for
-        the others."""
+        the others; with mutual TLS when ``tls`` (a ``p4runtime.tls.ServerTLS``) is given."""
         from p4target.p4runtime.server import P4RuntimeServer
         from p4target.p4runtime.shared_server import SharedP4RuntimeServer
 
         sharing: list[Any] = []
         for sw in self.switches:
-            server = P4RuntimeServer(sw.device, sw.spec.grpc_addr or self.spec.grpc_addr or "", max_workers=8)
+            server = P4RuntimeServer(sw.device, sw.spec.grpc_addr or self.spec.grpc_addr or "", max_workers=8,
+                                     tls=tls)
             sw.server = server
             if sw.spec.grpc_addr is None:
                 sharing.append(server)
@@ -394,7 +410,7 @@ class SwitchGroup:
                               f"{e}; choose another grpc_addr") from None
         if sharing:
             assert self.spec.grpc_addr is not None
-            self.shared = SharedP4RuntimeServer(sharing, self.spec.grpc_addr)
+            self.shared = SharedP4RuntimeServer(sharing, self.spec.grpc_addr, tls=tls)
             try:
                 self.shared.start()
             except Exception as e:  # noqa: BLE001
@@ -460,8 +476,10 @@ class SwitchGroup:
 
 
 def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None = None,
-                cpu: int | str | None = None) -> int:
-    """``p4target group FILE``: build the group, serve it, forward until SIGTERM/SIGINT."""
+                cpu: int | str | None = None, tls: Any = None, insecure: bool = False) -> int:
+    """``p4target group FILE``: build the group, serve it, forward until SIGTERM/SIGINT.
+    ``tls``: a ``p4runtime.tls.ServerTLS`` for every server; without it an address off
+    loopback is refused unless ``insecure``."""
     import signal
     import sys
 
@@ -469,6 +487,8 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
 
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack on stderr (the log)
     spec = load_group(path, grpc_addr)
+    if tls is None and not insecure:
+        refuse_plaintext_off_loopback(spec, path)
     if cpu is not None:  # before any thread starts: they all inherit it
         from p4target.p4runtime.placement import PlacementError, pin_process, resolve_cpu
 
@@ -481,7 +501,7 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
     group = SwitchGroup(spec)
     group.build()
     try:
-        group.start_servers()
+        group.start_servers(tls)
         group.write_pid_files()
         if pid_file is not None:
             try:

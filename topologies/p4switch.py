@@ -85,12 +85,18 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def grpc_answers(address: str, timeout: float) -> bool:
-    """Does a P4Runtime server at ``address`` answer a Capabilities call within ``timeout``?"""
+def grpc_answers(address: str, timeout: float, tls_dir: str | Path | None = None) -> bool:
+    """Does a P4Runtime server at ``address`` answer a Capabilities call within ``timeout``?
+    With ``tls_dir``, over mutual TLS with the client certificate there (controller/tls.py;
+    a directory that cannot be used raises its TLSError: no wait can fix it)."""
     import grpc
     from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    from controller.tls import load_client_tls
+
+    channel = (grpc.insecure_channel(address) if tls_dir is None
+               else grpc.secure_channel(address, load_client_tls(tls_dir).channel_credentials()))
+    with channel:
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)
             p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(

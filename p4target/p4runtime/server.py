@@ -44,6 +44,7 @@ from p4target.p4runtime.read import read_encoded
 from p4target.p4runtime.rollback import inverse
 from p4target.p4runtime.state import PipelineState
 from p4target.p4runtime.limits import ServerLimits
+from p4target.p4runtime.tls import ServerTLS, add_port
 from p4target.p4runtime.transports import make_transport
 from p4target.p4runtime.write_choice import choose_apply_update
 
@@ -223,11 +224,14 @@ class P4RuntimeServer:
     ``p4target/accel/`` (``write_choice.choose_apply_update``; None: when it is built
     and ``P4TARGET_NATIVE`` is not 0; ``write_path`` says which was taken). Either way
     the answers are the same.
+
+    ``tls``: listen with mutual TLS (``tls.ServerTLS``: clients need a certificate its
+    CA signed), on ``grpc.server``; None: plaintext.
     """
 
     def __init__(self, device: Any, addr: str = "127.0.0.1:9559", election_timeout: float | None = None,
                  max_workers: int = 32, cpu: int | str | None = None, limits: ServerLimits | None = None,
-                 compiled_write: bool | None = None) -> None:
+                 compiled_write: bool | None = None, tls: ServerTLS | None = None) -> None:
         if api_implementation.Type() != "upb":
             log.warning("protobuf runs on the '%s' backend, not upb: P4Runtime will be much slower; "
                         "install a current protobuf wheel", api_implementation.Type())
@@ -251,6 +255,7 @@ class P4RuntimeServer:
         self._apply_update, self.write_path = choose_apply_update(compiled_write)
         self.cpu = resolve_cpu(cpu, self.device_id)  # None: not pinned
         self.limits = limits or ServerLimits()
+        self.tls = tls
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -262,17 +267,15 @@ class P4RuntimeServer:
             [("grpc.max_send_message_length", 256 * 1024 * 1024),
              # gRPC sets SO_REUSEPORT by default: a second switch on the same port would
              # share it silently (its clients reaching either device); refuse instead.
-             ("grpc.so_reuseport", 0)], self.device_id, self.limits)
+             ("grpc.so_reuseport", 0)], self.device_id, self.limits, secure=self.tls is not None)
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), self._grpc)
-        try:
-            self.bound_port = self._grpc.add_insecure_port(self.addr)
-        except RuntimeError:  # grpcio raises for a port it cannot bind
-            self.bound_port = 0
+        self.bound_port = add_port(self._grpc, self.addr, self.tls)
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {self.addr}; is the port in use?")
         self.attach()
         self._grpc.start()
-        log.info("%s: P4Runtime listening on port %d", self.label, self.bound_port)
+        log.info("%s: P4Runtime listening on port %d%s", self.label, self.bound_port,
+                 " (mutual TLS)" if self.tls is not None else "")
 
     def attach(self) -> None:
         """Serve the device without a gRPC server of its own: what ``start`` does

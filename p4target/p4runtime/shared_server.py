@@ -25,6 +25,7 @@ import grpc
 from finsy.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4target.p4runtime.server import API_VERSION, P4RuntimeServer
+from p4target.p4runtime.tls import ServerTLS, add_port
 from p4target.p4runtime.transports import make_transport
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,8 @@ class _Router(p4runtime_pb2_grpc.P4RuntimeServicer):
 class SharedP4RuntimeServer:
     """Serve ``servers`` (``P4RuntimeServer``s, not started; distinct device ids) on ``addr``."""
 
-    def __init__(self, servers: Sequence[P4RuntimeServer], addr: str, max_workers: int = 64) -> None:
+    def __init__(self, servers: Sequence[P4RuntimeServer], addr: str, max_workers: int = 64,
+                 tls: ServerTLS | None = None) -> None:
         ids = [s.device_id for s in servers]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
@@ -86,19 +88,18 @@ class SharedP4RuntimeServer:
         self.transport = ""
         self._max_workers = max_workers
         self._grpc: Any = None
+        self.tls = tls
 
     def start(self) -> None:
         self._grpc, self.transport = make_transport(
             self._max_workers,
             [("grpc.max_receive_message_length", 256 * 1024 * 1024),
              ("grpc.max_send_message_length", 256 * 1024 * 1024),
-             ("grpc.so_reuseport", 0)], self.servers[0].device_id if self.servers else 0)
+             ("grpc.so_reuseport", 0)], self.servers[0].device_id if self.servers else 0,
+            secure=self.tls is not None)
         router = _Router({s.device_id: s.servicer() for s in self.servers})
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(router, self._grpc)
-        try:
-            self.bound_port = self._grpc.add_insecure_port(self.addr)
-        except RuntimeError:
-            self.bound_port = 0
+        self.bound_port = add_port(self._grpc, self.addr, self.tls)
         if self.bound_port == 0:
             raise OSError(f"cannot listen on {self.addr}; is the port in use?")
         for s in self.servers:

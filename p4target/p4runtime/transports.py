@@ -4,7 +4,9 @@
 ``p4target/accel/h2_server.py``, on nghttp2; the default) or ``grpc`` (the standard
 ``grpc.server``, the reference). When ``h2`` cannot run here (``p4target/accel/``
 absent, no nghttp2 loop built or buildable, ``P4TARGET_NATIVE=0``), ``grpc.server`` is
-used and one warning says why: a switch always comes up, at worst slower.
+used and one warning says why: a switch always comes up, at worst slower. A server
+with TLS (``tls.py``) always runs on ``grpc.server``: the HTTP/2 transport speaks
+plaintext only.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ def _h2_unavailable() -> str | None:
 
 
 def make_transport(max_workers: int, options: Iterable[tuple[str, Any]], device_id: int,
-                   limits: ServerLimits | None = None) -> tuple[Any, str]:
+                   limits: ServerLimits | None = None, secure: bool = False) -> tuple[Any, str]:
     """The gRPC server the environment asks for, or ``grpc.server`` when that one cannot
     run here; with its name as ``P4RuntimeServer.transport`` gives it (``h2``,
     ``grpc.server``). ``limits`` go to the HTTP/2 server as they are and to
-    ``grpc.server`` as grpc options (it has no connection, queue or stall limit)."""
+    ``grpc.server`` as grpc options (it has no connection, queue or stall limit).
+    ``secure``: the server will listen with TLS, which only ``grpc.server`` can."""
     limits = limits or ServerLimits()
     options = list(options) + limits.grpc_options()
+    if secure:
+        return _grpc_server(max_workers, options), "grpc.server"
     choice = os.environ.get(TRANSPORT_ENV, "h2").strip().lower() or "h2"
     if choice not in TRANSPORTS:
         log.warning("device %d: %s=%s is not one of %s; using h2", device_id, TRANSPORT_ENV, choice,
@@ -56,5 +61,9 @@ def make_transport(max_workers: int, options: Iterable[tuple[str, Any]], device_
             return h2_server.H2Server(max_workers, options=options, inline=INLINE_METHODS, limits=limits), "h2"
         log.warning("device %d: the P4Runtime server cannot use its h2 transport and runs on grpc.server "
                     "(single-entry writes slower): %s", device_id, why)
+    return _grpc_server(max_workers, options), "grpc.server"
+
+
+def _grpc_server(max_workers: int, options: list[tuple[str, Any]]) -> grpc.Server:
     pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt")
-    return grpc.server(pool, options=options), "grpc.server"
+    return grpc.server(pool, options=options)
