@@ -83,8 +83,8 @@ def measure(topo, label: str, cluster=None, bridge: str | None = None) -> None: 
                 inner0 = [(_stat(t, "tx_bytes"), _stat(t, "tx_packets")) for t in tunnels]
                 got = run_stream(fn, src, dst, evs, PACKETS, 0, size=1024)
                 if bridge and tunnels:
-                    inner_bytes = sum(_stat(t, "tx_bytes") - b for t, (b, _) in zip(tunnels, inner0))
-                    inner_pkts = sum(_stat(t, "tx_packets") - p for t, (_, p) in zip(tunnels, inner0))
+                    inner_bytes = sum(_stat(t, "tx_bytes") - b for t, (b, _) in zip(tunnels, inner0, strict=True))
+                    inner_pkts = sum(_stat(t, "tx_packets") - p for t, (_, p) in zip(tunnels, inner0, strict=True))
                     if inner_pkts:
                         overhead = (_stat(bridge, "tx_bytes") - outer0 - inner_bytes) / inner_pkts
                 secs = got["first_to_last_seconds"] or 1e-9

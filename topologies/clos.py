@@ -96,7 +96,8 @@ def inventory_of(topo: Topology, names: NodeNames, switches: dict[str, Any], sou
     targets = {}
     for n in nodes(topo):
         sw = switches[names.mininet(n.name)]
-        targets[n.name] = SwitchTarget(n.name, sw.grpc_addr, sw.device_id, n.program, sw.target)
+        targets[n.name] = SwitchTarget(n.name, sw.grpc_addr, sw.device_id, n.program, sw.target,
+                                       getattr(sw, "tls_dir", None))
     links = {c.name: LinkEnds(c.a, c.a_intf, c.b, c.b_intf, a_server=_server_of(switches.get(c.a)),
                               b_server=_server_of(switches.get(c.b)))
              for c in cables(topo, names) if c.name is not None}

@@ -20,21 +20,26 @@ servers with tunnels (``RemoteLink``). What the fabric adds:
   records the servers in the run directory (``servers.json``) so that ``make clean``
   (tools/cleanup.py) cleans each of them, also after a crash.
 
-Plaintext P4Runtime off loopback: until the switches get certificates (the run
-directory's TLS files), remote switches are started with ``--insecure`` when the
-target knows it.
+P4Runtime across machines is mutual TLS: before the network starts, ``prepare``
+makes the run's CA and certificates in the run directory (``tls/``, as ``mrcctl certs``
+does: one server certificate per server, for its address, and the client's); each
+remote switch gets its server's certificate copied there and serves only clients
+with a certificate of that CA; the readiness probe, the controller and ``mrcctl``
+(through the state file's ``tls_dir``) use the client certificate. The local
+switches stay plaintext on loopback. ``ClusterPlan(tls=False)`` (the runner's
+``--insecure``) serves plaintext instead, for a private network one trusts.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -47,7 +52,7 @@ from fabric.names import NodeNames
 from fabric.topology import Topology
 from topologies import switch_process
 from topologies.cluster_ssh import Server, ServerError, parse_servers
-from topologies.p4switch import P4Switch, SwitchError, _exe
+from topologies.p4switch import P4Switch, SwitchError
 from topologies.placement import LOCAL, PLANE, place
 from topologies.switch_group import GroupedP4Switch, SwitchProcess
 from topologies.switch_group import place as place_in_processes
@@ -55,22 +60,17 @@ from topologies.switch_group import place as place_in_processes
 log = logging.getLogger(__name__)
 
 SERVERS_RECORD = "servers.json"
+TLS_DIR = "tls"  # in the run directory: the run's CA and certificates
 FABRIC_MTU = 1500
 VXLAN_PORT = 4789
 TUNNEL_OVERHEAD = {"gretap": 38, "vxlan": 50}  # outer IPv4 + GRE(key) / UDP + VXLAN, + inner Ethernet
-
-
-@cache
-def target_knows_insecure() -> bool:
-    """Does this ``p4target run`` take ``--insecure`` (needed for plaintext off loopback)?"""
-    out = subprocess.run([_exe("p4target"), "run", "--help"], capture_output=True, text=True, timeout=60).stdout
-    return "--insecure" in out
 
 
 class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
     """What makes a P4 switch node run on its server (``servers``: the cluster's, by name)."""
 
     servers: ClassVar[dict[str, Server]] = {}
+    tls_root: ClassVar[Path | None] = None  # the certificates (ClusterPlan.prepare); None: plaintext
 
     def __init__(self, name: str, server: str = LOCAL, **params: Any) -> None:
         self.cluster_server = self.servers.get(server) or Server.parse(LOCAL)
@@ -78,6 +78,8 @@ class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
         params.setdefault("serverIP", self.cluster_server.address)
         params.setdefault("controlPath", True)  # one ssh connection per server for the node shells
         super().__init__(name, server=server, **params)
+        if self.isRemote and self.tls_root is not None and getattr(self, "target", "") == "embedded":
+            self.tls_dir = str(self.tls_root)
 
     @property
     def grpc_host(self) -> str:
@@ -98,11 +100,21 @@ class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
             if out.strip():
                 log.warning("%s: cannot disable IPv6 on its ports: %s", self.mrc_name, out.strip())
 
+    def tls_files(self) -> dict[str, Path]:
+        """This switch's server certificate, key and the CA (``mrcctl certs`` names), by option."""
+        assert self.tls_dir is not None
+        d, name = Path(self.tls_dir), self.cluster_server.name
+        return {"--tls-cert": d / f"server-{name}.pem", "--tls-key": d / f"server-{name}.key", "--tls-ca": d / "ca.pem"}
+
     def security_args(self) -> list[str]:
-        """The P4Runtime transport options of a remote switch's command."""
-        if self.isRemote and getattr(self, "target", "") == "embedded" and target_knows_insecure():
+        """The P4Runtime transport options of a remote switch's command: mutual TLS
+        with its server's certificate, or plaintext (``--insecure``: BMv2's own options,
+        which have no client check, are not used) when the network has no certificates."""
+        if getattr(self, "target", "") != "embedded":
+            return []
+        if self.tls_dir is None:
             return ["--insecure"]
-        return []
+        return [a for opt, path in self.tls_files().items() for a in (opt, str(path))]
 
     def spawn(self, cmd: Sequence[str], log_path: Path, title: str, node: str,
               files: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
@@ -110,6 +122,9 @@ class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
             return super().spawn(cmd, log_path, title, node, files)
         for path in files:
             self.cluster_server.put(path)
+        if self.tls_dir is not None:
+            for path in self.tls_files().values():
+                self.cluster_server.put(path, mode=0o600 if path.suffix == ".key" else 0o644)
         return self.cluster_server.spawn([*cmd, *self.security_args()], log_path, title, node,
                                          switch_process.REPO)
 
@@ -176,12 +191,14 @@ class ClusterGroupedMixin:
         return members
 
 
-def cluster_switch_class(base: type[P4Switch], servers: dict[str, Server]) -> type[P4Switch]:
-    """``base`` (a project switch class) as a node that may run on any of ``servers``."""
+def cluster_switch_class(base: type[P4Switch], servers: dict[str, Server],
+                         tls_root: Path | None = None) -> type[P4Switch]:
+    """``base`` (a project switch class) as a node that may run on any of ``servers``,
+    serving P4Runtime there over mutual TLS with the certificates in ``tls_root``."""
     mixins: tuple[type, ...] = (RemoteP4Mixin,)
     if issubclass(base, GroupedP4Switch):
         mixins = (ClusterGroupedMixin, RemoteP4Mixin)
-    return type(f"Cluster{base.__name__}", (*mixins, base), {"servers": servers})
+    return type(f"Cluster{base.__name__}", (*mixins, base), {"servers": servers, "tls_root": tls_root})
 
 
 def _root_cmd(node: Any, command: str) -> str:
@@ -245,6 +262,7 @@ class ClusterPlan:
     where: dict[str, str]  # controller switch name -> server name
     tunnel: str  # gretap or vxlan
     policy: str = PLANE
+    tls: bool = True  # remote switches serve mutual TLS with certificates made for the run
 
     @property
     def by_name(self) -> dict[str, Server]:
@@ -253,8 +271,13 @@ class ClusterPlan:
     def remote(self) -> list[Server]:
         return [s for s in self.servers if not s.local]
 
-    def switch_class(self, base: type[P4Switch]) -> type[P4Switch]:
-        return cluster_switch_class(base, self.by_name)
+    def switch_class(self, base: type[P4Switch], run_dir: Path) -> type[P4Switch]:
+        tls_root = self.tls_dir(run_dir) if self.tls and self.remote() else None
+        return cluster_switch_class(base, self.by_name, tls_root)
+
+    @staticmethod
+    def tls_dir(run_dir: Path) -> Path:
+        return run_dir / TLS_DIR
 
     def network(self, names: NodeNames, **kwargs: Any) -> MininetCluster:
         """Mininet's cluster network of these placements (kwargs: Mininet's)."""
@@ -270,9 +293,15 @@ class ClusterPlan:
         return MininetCluster(servers=servers, serverIP=ips, user=self.servers[0].user if self.servers else "root",
                               placement=FabricPlacer, precheck=False, link=TunnelLink, **kwargs)
 
-    def record(self, run_dir: Path, nodes_record: Path) -> Path:
-        """Write the servers into the run directory, and the node record onto each server,
-        before any node exists: ``make clean`` finds what a killed run leaves there."""
+    def prepare(self, run_dir: Path, nodes_record: Path) -> Path:
+        """Before any node exists: the servers into the run directory and the node record
+        onto each server (``make clean`` finds what a killed run leaves there), and
+        the run's certificates (``mrcctl certs``: a CA, one certificate per server for
+        its address, the client's) when the remote switches serve TLS."""
+        if self.tls and self.remote():
+            from controller.certs import ServerName, make_certs
+
+            make_certs(self.tls_dir(run_dir), [ServerName(s.name, s.address) for s in self.remote()], force=True)
         path = run_dir / SERVERS_RECORD
         data = {"run_dir": str(run_dir), "servers": [s.dest for s in self.remote()]}
         path.write_text(json.dumps(data, indent=1) + "\n")
@@ -283,6 +312,7 @@ class ClusterPlan:
     def close(self, run_dir: Path) -> None:
         """The network is gone: drop its servers record and the shared ssh connections."""
         (run_dir / SERVERS_RECORD).unlink(missing_ok=True)
+        shutil.rmtree(self.tls_dir(run_dir), ignore_errors=True)
         for s in self.remote():
             s.close()
 
@@ -292,10 +322,12 @@ class ClusterPlan:
             counts[s] = counts.get(s, 0) + 1
         per = ", ".join(f"{name}: {n}" for name, n in counts.items())
         return (f"{len(self.remote())} servers, placement {self.policy} ({per} switches), "
-                f"links across servers over {self.tunnel}")
+                f"links across servers over {self.tunnel}, "
+                f"P4Runtime there over {'mutual TLS' if self.tls else 'plaintext (--insecure)'}")
 
 
-def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Path = PLANE) -> ClusterPlan:
+def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Path = PLANE,
+                 tls: bool = True) -> ClusterPlan:
     """Check the servers (ssh, root), place the switches, choose the tunnel type."""
     parsed = parse_servers(servers)
     where = place(topo, [s.name for s in parsed], policy)
@@ -306,5 +338,5 @@ def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Pat
     log.info("servers %s ready; tunnels: %s", ", ".join(s.name for s in remote), "gretap" if gre else "vxlan")
     known = {n.name for n in nodes(topo)}
     assert set(where) == known
-    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy))
+    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy), tls)
 

@@ -125,14 +125,14 @@ class Server:
             self._cpus = int(out) if out.isdigit() else 1
         return self._cpus
 
-    def put(self, path: Path) -> None:
+    def put(self, path: Path, mode: int = 0o644) -> None:
         """Copy a local file to the same path on the server (a new file renamed into
         place: on a server that shares this file system the source stays intact)."""
         if self.local:
             return
         tmp = f"{path}.put.$$"
-        self.run(f"mkdir -p {shlex.quote(str(path.parent))} && cat > {tmp} && mv -f {tmp} {shlex.quote(str(path))}",
-                 stdin=path.read_bytes())
+        self.run(f"mkdir -p {shlex.quote(str(path.parent))} && (umask 077 && cat > {tmp}) && chmod {mode:o} {tmp} "
+                 f"&& mv -f {tmp} {shlex.quote(str(path))}", stdin=path.read_bytes())
 
     def free_port(self) -> int:
         """A TCP port nobody listens on now at the server's address (the server's kernel's

@@ -191,16 +191,16 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         from topologies.switch_group import grouped_switch_class
 
         cls = grouped_switch_class(switches_per_process, prefix)
-    if cluster is not None:
-        cls = cluster.switch_class(cls)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
+    if cluster is not None:
+        cls = cluster.switch_class(cls, run_dir)
     record = write_nodes_record(run_dir, topo, names)
     mn_args = dict(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
                    switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
                    waitConnected=False)
     if cluster is not None:
-        cluster.record(run_dir, record)
+        cluster.prepare(run_dir, record)
     net = cluster.network(names, **mn_args) if cluster is not None else Mininet(**mn_args)
     try:
         net.build()

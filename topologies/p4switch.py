@@ -157,6 +157,9 @@ class P4Switch(Switch):
         # more `p4target run` options from the next (re)start on, e.g. an experiment's
         # `--queue-rate 1=800` (BMv2 takes --queue-rate/--queue-depth, over Thrift)
         self.extra_args: list[str] = []
+        # mutual TLS: the client certificates the readiness probe uses (a cluster's remote
+        # switches, topologies/cluster.py); None: plaintext on loopback
+        self.tls_dir: str | None = None
         mark_node(self)
 
     # ---- what subclasses provide ------------------------------------------
@@ -272,7 +275,7 @@ class P4Switch(Switch):
         while True:
             if self.proc.poll() is not None:
                 raise self.died("while starting")
-            if grpc_answers(self.grpc_addr, timeout=0.5):
+            if grpc_answers(self.grpc_addr, timeout=0.5, tls_dir=self.tls_dir):
                 took = time.monotonic() - self.started_at
                 log.info("%s: P4Runtime answers on %s after %.2f s", self.mrc_name, self.grpc_addr, took)
                 return took

@@ -73,6 +73,7 @@ class RunArgs:
     verbose: bool = False
     servers: str | None = None
     placement: str | None = None
+    insecure: bool = False
 
 
 @app.command(help="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the controller, "
@@ -115,10 +116,13 @@ def cli(
         "--placement", metavar="plane|round-robin|FILE",
         help="with --servers: 'plane' (the default: whole planes per server), 'round-robin' (switch by switch) "
              "or a YAML file mapping switches or planes to servers")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="with --servers: the remote switches serve plaintext P4Runtime instead of mutual TLS "
+                           "with certificates made for the run (only on a network you trust)")] = False,
 ) -> int:
     return start(RunArgs(topology, planes, spines, leaves, hosts_per_leaf, evs_per_nic, target, switches_per_process,
                          prefix, grpc_base, run_dir, nbytes, no_demo, no_cli, cli_script, verbose, servers,
-                         placement))
+                         placement, insecure))
 
 
 def parse_args(argv: list[str]) -> RunArgs:
@@ -151,7 +155,7 @@ def run(args: RunArgs, topo: Topology) -> int:
     if servers:
         from topologies.cluster import plan_cluster
 
-        cluster = plan_cluster(topo, servers, args.placement or topo.placement or "plane")
+        cluster = plan_cluster(topo, servers, args.placement or topo.placement or "plane", tls=not args.insecure)
         _say(f"network: cluster: {cluster.summary()}")
     if args.grpc_base is None:
         from fabric.entries import nodes
@@ -288,8 +292,8 @@ def start(args: RunArgs) -> int:
     logging.getLogger("mininet").propagate = False
     if args.nbytes < 1:
         return _usage("--bytes must be at least 1")
-    if args.placement is not None and not args.servers:
-        return _usage("--placement places switches on servers: give --servers a,b,c too")
+    if (args.placement is not None or args.insecure) and not args.servers:
+        return _usage("--placement and --insecure are about switches on servers: give --servers a,b,c too")
     if args.cli_script is not None and not args.cli_script.is_file():
         return _usage(f"--cli-script {args.cli_script}: no such file")
     try:

@@ -282,7 +282,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
         while True:
             if self.group.proc.poll() is not None:
                 raise self.group.died("while starting", self.mrc_name)
-            if grpc_answers(self.grpc_addr, timeout=0.5):
+            if grpc_answers(self.grpc_addr, timeout=0.5, tls_dir=self.tls_dir):
                 return time.monotonic() - self.group.started_at
             if time.monotonic() > deadline:
                 raise SwitchError(f"switch {self.describe()}: no P4Runtime answer within "

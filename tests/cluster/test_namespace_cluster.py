@@ -76,6 +76,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         f"sh ip netns exec ncl1 ip -d -o link show type vxlan > {out_dir}/tunnels1.txt",
         f"sh ip -d -o link show type vxlan > {out_dir}/tunnels_local.txt",
         f"sh cp {run_dir}/network.json {out_dir}/network.json",
+        f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p1-leaf0 > {out_dir}/tls.txt",
         "",
     ]))
     try:
@@ -89,7 +90,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         # the file's placement: plane 0 but its first spine on S1, S2 plane 1 and that spine,
         # S3 plane 2, here plane 3 and the 4 NICs
         assert (f"placement {placement} ({S1}: 3, {S2}: 5, {S3}: 4, localhost: 8 switches), "
-                "links across servers over vxlan") in out, out
+                "links across servers over vxlan, P4Runtime there over mutual TLS") in out, out
         assert "20 P4 switches" in out, out
         for row in ("h1         -    2/2    2/2    2/2", "h2       2/2      -    2/2    2/2",
                     "h3       2/2    2/2      -    2/2", "h4       2/2    2/2    2/2      -"):
@@ -117,6 +118,10 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         assert sum(f"remote {ns_cluster.LOCAL_ADDR}" in t for t in tunnels) == 4, tunnels
         # here: a NIC link per host to each of the 3 remote planes (plane 3's are veths)
         assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 12
+        # the remote switch serves mutual TLS only: refused without the client certificate
+        assert (out_dir / "tls.txt").read_text().split() == ["plaintext:", "refused", "tls:", "answers"]
+        assert state["switches"]["p1-leaf0"]["tls_dir"] == str(run_dir / cluster.TLS_DIR)
+        assert state["switches"]["p3-leaf0"]["tls_dir"] is None
         counters = json.loads((out_dir / "counters.json").read_text())
         ports = {int(r["port"]): r for r in counters["p1-leaf0"]["ports"]}
         # h1 and h2 sit on leaf 0's ports 1 and 2: h1's quarter of the 2,000 data packets
@@ -136,6 +141,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("leftovers: nothing") == 4, check.stdout
     assert not (run_dir / cluster.SERVERS_RECORD).exists()
+    assert not (run_dir / cluster.TLS_DIR).exists()
     assert not list(Path("/tmp").glob("mrc-ssh-*")), "a shared ssh connection is still open"
 
 
