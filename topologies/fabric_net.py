@@ -250,6 +250,8 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
 
 
 TARGET_ENV = "MRC_P4_TARGET"
+SERVERS_ENV = "MRC_SERVERS"
+PLACEMENT_ENV = "MRC_PLACEMENT"
 
 
 @contextmanager
@@ -259,12 +261,19 @@ def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
     naming the failures if the install fails): what tests and experiments start.
     ``target`` None: ``$MRC_P4_TARGET`` (``embedded``, ``bmv2`` or ``auto``), else the
-    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2)."""
+    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2).
+    ``$MRC_SERVERS`` (``a,b,c``) and ``$MRC_PLACEMENT``: the switches on those servers,
+    as the runner's ``--servers`` and ``--placement`` (docs/cluster.md)."""
     import os
 
     target = target or os.environ.get(TARGET_ENV) or "embedded"
+    cluster = None
+    if os.environ.get(SERVERS_ENV):
+        from topologies.cluster import plan_cluster
+
+        cluster = plan_cluster(topo, os.environ[SERVERS_ENV], os.environ.get(PLACEMENT_ENV) or "plane")
     with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir,
-                        switches_per_process=switches_per_process) as fn:
+                        switches_per_process=switches_per_process, cluster=cluster) as fn:
         rep = install_tables(fn)
         if rep.failed:
             raise RuntimeError(f"install failed: {rep.summary()}: {'; '.join(str(r.error) for r in rep.failed)}")
