@@ -63,7 +63,6 @@ SERVERS_RECORD = "servers.json"
 TLS_DIR = "tls"  # in the run directory: the run's CA and certificates
 FABRIC_MTU = 1500
 VXLAN_PORT = 4789
-TUNNEL_OVERHEAD = {"gretap": 38, "vxlan": 50}  # outer IPv4 + GRE(key) / UDP + VXLAN, + inner Ethernet
 
 
 class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
