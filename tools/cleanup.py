@@ -176,6 +176,19 @@ def _all_pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
 
 
+def _named_netns_inodes() -> set[int]:
+    """Network namespaces with a name (`ip netns`): ours are removed by name, and one not
+    ours (a namespace cluster's "server", another tool's) is left alone even when it
+    holds an interface of ours."""
+    out = set()
+    for path in Path("/run/netns").glob("*"):
+        try:
+            out.add(os.stat(path).st_ino)
+        except OSError:
+            pass
+    return out
+
+
 def _netns_inode(pid: int) -> int | None:
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino
@@ -242,13 +255,14 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
 
     own = os.getpid()
     root_ns = _netns_inode(own)
+    named = _named_netns_inodes()
     by_ns: dict[int, list[int]] = {}
     shells: list[int] = []
     for pid in _all_pids():
         if pid == own:
             continue
         ino = _netns_inode(pid)
-        if ino is not None and ino != root_ns:
+        if ino is not None and ino != root_ns and ino not in named:
             by_ns.setdefault(ino, []).append(pid)
         for arg in _cmdline(pid):
             if arg.startswith(MININET_TAG) and ours_node(arg[len(MININET_TAG):]):

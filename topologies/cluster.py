@@ -106,9 +106,9 @@ class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
         return {"--tls-cert": d / f"server-{name}.pem", "--tls-key": d / f"server-{name}.key", "--tls-ca": d / "ca.pem"}
 
     def security_args(self) -> list[str]:
-        """The P4Runtime transport options of a remote switch's command: mutual TLS
-        with its server's certificate, or plaintext (``--insecure``: BMv2's own options,
-        which have no client check, are not used) when the network has no certificates."""
+        """The P4Runtime transport options of a remote switch's command: mutual TLS with
+        its server's certificate, or ``--insecure`` (plaintext off loopback) when the
+        network has no certificates; none for BMv2, whose TLS options are not wired."""
         if getattr(self, "target", "") != "embedded":
             return []
         if self.tls_dir is None:

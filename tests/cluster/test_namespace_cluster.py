@@ -145,26 +145,33 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     assert not list(Path("/tmp").glob("mrc-ssh-*")), "a shared ssh connection is still open"
 
 
-def test_cleanup_removes_what_a_server_was_left_with(servers: list[str], tmp_path: Path) -> None:
-    """What a killed run leaves on a server (here an interface of the network's prefix)
-    is found and removed by tools/cleanup.py over ssh, from the servers record."""
+def test_cleanup_removes_what_the_servers_were_left_with(servers: list[str], tmp_path: Path) -> None:
+    """What a killed run leaves on servers (here an interface of the network's prefix on
+    two of them) is found and removed by tools/cleanup.py over ssh, from the servers
+    record; cleaning one server never touches another's processes (the namespace
+    servers share one process table, and each sshd must survive)."""
     prefix = private_prefix()
-    tmp_path.joinpath(cluster.SERVERS_RECORD).write_text(json.dumps({"servers": [f"root@{S3}"]}))
-    subprocess.run(["ip", "netns", "exec", "ncl3", "ip", "link", "add", f"{prefix}x-eth1", "type", "veth",
-                    "peer", "name", f"{prefix}x-eth2"], check=True, timeout=20)
+    tmp_path.joinpath(cluster.SERVERS_RECORD).write_text(json.dumps({"servers": [f"root@{S2}", f"root@{S3}"]}))
+    for k in (2, 3):
+        subprocess.run(["ip", "netns", "exec", f"ncl{k}", "ip", "link", "add", f"{prefix}x-eth1", "type", "veth",
+                        "peer", "name", f"{prefix}x-eth2"], check=True, timeout=20)
     try:
         found = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
                                 "--run-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert found.returncode == 1
-        assert f"server root@{S3}: leftovers: links: {prefix}x-eth1, {prefix}x-eth2" in found.stdout, found.stdout
+        for s in (S2, S3):
+            assert f"server root@{s}: leftovers: links: {prefix}x-eth1, {prefix}x-eth2" in found.stdout, found.stdout
         done = subprocess.run([sys.executable, "tools/cleanup.py", "--prefix", prefix, "--run-dir", str(tmp_path)],
                               cwd=REPO, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert _server_state(3)[0] == ["eth0", "lo"]
+        assert [_server_state(k)[0] for k in (2, 3)] == [["eth0", "lo"]] * 2
+        assert [len(_server_state(k)[1]) for k in (2, 3)] == [1, 1]  # the sshds
         assert not tmp_path.joinpath(cluster.SERVERS_RECORD).exists()
     finally:
-        subprocess.run(["ip", "netns", "exec", "ncl3", "ip", "link", "del", f"{prefix}x-eth1"], capture_output=True,
-                       timeout=20)
+        for k in (2, 3):
+            subprocess.run(["ip", "netns", "exec", f"ncl{k}", "ip", "link", "del", f"{prefix}x-eth1"],
+                           capture_output=True, timeout=20)
+        ns_cluster.up(3)  # a server whose sshd was killed gets it back for the next test
 
 
 def test_the_records_cleanup_reads_are_the_ones_the_cluster_writes() -> None:
