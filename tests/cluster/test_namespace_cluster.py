@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,18 @@ pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = [ns_cluster.server_address(k) for k in (1, 2, 3)]
 S1, S2, S3 = SERVERS
+
+
+def _settled_servers(timeout: float = 15.0) -> list[tuple[list[str], list[int]]]:
+    """Every server's state once it holds only its own interfaces and its sshd, or as it
+    is after ``timeout`` seconds (an ssh connection's server side ends a moment after
+    the network stopped with it: Mininet's shared connections persist for a second)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = [_server_state(k) for k in (1, 2, 3)]
+        if all(links == ["eth0", "lo"] and len(pids) == 1 for links, pids in states) or time.monotonic() > deadline:
+            return states
+        time.sleep(0.2)
 
 
 def _server_state(k: int) -> tuple[list[str], list[int]]:
@@ -129,7 +142,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         assert ports[1]["rx_packets"] >= 2000 // 4
         assert ports[3]["tx_packets"] + ports[4]["tx_packets"] >= 2000 // 4
     finally:
-        after = [_server_state(k) for k in (1, 2, 3)]
+        after = _settled_servers()
         check = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
                                 "--run-dir", str(run_dir), *(a for s in servers for a in ("--server", s))],
                                cwd=REPO, capture_output=True, text=True, timeout=120)
