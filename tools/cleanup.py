@@ -238,9 +238,10 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
 
     - node shells (`mininet:<name>`) whose name carries a prefix, and every process
       sharing the private network namespace of such a shell;
-    - every process in an unnamed private network namespace that holds an interface
-      with a prefix (a Mininet host's `<name>-ethN`), which also finds a daemon that
-      outlived its host's shell and keeps the namespace (and its veth) alive;
+    - every process in an unnamed private network namespace whose interfaces (but
+      `lo`) all carry a prefix (a Mininet host's `<name>-ethN`), which also finds a
+      daemon that outlived its host's shell and keeps the namespace (and its veth)
+      alive;
     - every process whose environment carries the node mark of a node of ours (what
       was started in the node, even after Mininet deleted the node's interfaces).
 
@@ -255,6 +256,8 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
 
     own = os.getpid()
     root_ns = _netns_inode(own)
+    # never the machine's own namespace: run on a namespace cluster's "server", this
+    # process shares the process table with everything the machine runs
     named = _named_netns_inodes()
     by_ns: dict[int, list[int]] = {}
     shells: list[int] = []
@@ -274,9 +277,10 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
                 shells.append(pid)
     found = set(shells)
     for pids in by_ns.values():
-        ours = any(p in found for p in pids) or any(
-            ours_link(name) for name in _netns_links(pids[0])
-        )
+        # a Mininet host's namespace holds only its own interfaces; a machine's (seen from
+        # a namespace cluster's "server", which shares its process table) holds others
+        links = [name for name in _netns_links(pids[0]) if name != "lo"]
+        ours = any(p in found for p in pids) or (bool(links) and all(ours_link(name) for name in links))
         if ours:
             found.update(pids)
     return sorted(found)
