@@ -10,7 +10,7 @@ them by the project's naming rules and removes them:
   `mrc` (topologies, Mininet hosts and everything else of the project);
 - Mininet node shells (`bash ... mininet:<name>`) whose node name starts with a prefix,
   and every process in the network namespace of such a node or in any unnamed
-  namespace holding an interface with a prefix (a daemon that outlived its host);
+  namespace whose interfaces are all prefixed (a daemon that outlived its host);
 - every process inside a prefixed named namespace (`ip netns pids`);
 - the nodes and interfaces named in the run directory's node record
   (`nodes.json`, written by a network before its first node exists and removed when it
