@@ -113,6 +113,9 @@ class Topology:
     trim_dscp: int = DEFAULT_TRIM_DSCP
     source: str = field(default="parameters", compare=False)  # where it was read from, for messages
     linux_specs: tuple[tuple[str, int, int], ...] = ()  # (name, plane, leaf) of each Linux SRv6 node
+    # where the network runner places the switches (topologies/placement.py); not part of the fabric
+    servers: tuple[str, ...] = field(default=(), compare=False)
+    placement: str | None = field(default=None, compare=False)
     _hosts: tuple[Host, ...] = field(default=(), init=False, repr=False, compare=False)
     _first: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
     _max_hosts: int = field(default=0, init=False, repr=False, compare=False)
@@ -246,6 +249,8 @@ class TopologySpec(_Strict):
     ev_mode: EvMode = "explicit"
     trim: TrimSpec = TrimSpec()
     linux_hosts: list[LinuxHostSpec] = []
+    servers: list[str] = []  # [user@]host of each server the runner may place switches on
+    placement: str | None = None  # plane, round-robin or a placement file
 
     @model_validator(mode="after")
     def _one_form(self) -> TopologySpec:
@@ -315,6 +320,8 @@ def from_spec(spec: TopologySpec, where: str, root: yaml.Node | None = None, opt
     """The model of a validated spec (``where`` names the source in errors, ``root``
     the composed YAML for line numbers)."""
     topo = _fabric_of(spec, where, root, option_names)
+    if spec.servers or spec.placement:
+        topo = dataclasses.replace(topo, servers=tuple(spec.servers), placement=spec.placement)
     if not spec.linux_hosts:
         return topo
     seen: set[str] = set()

@@ -10,7 +10,7 @@ them by the project's naming rules and removes them:
   `mrc` (topologies, Mininet hosts and everything else of the project);
 - Mininet node shells (`bash ... mininet:<name>`) whose node name starts with a prefix,
   and every process in the network namespace of such a node or in any unnamed
-  namespace holding an interface with a prefix (a daemon that outlived its host);
+  namespace whose interfaces are all prefixed (a daemon that outlived its host);
 - every process inside a prefixed named namespace (`ip netns pids`);
 - the nodes and interfaces named in the run directory's node record
   (`nodes.json`, written by a network before its first node exists and removed when it
@@ -20,6 +20,12 @@ them by the project's naming rules and removes them:
   (`/tmp/mrc-p4/run/*.pid`, or `$MRC_P4_RUN_DIR`), and only when the process still is
   a switch (`p4target` or `simple_switch` on its command line) that started before its
   pid file was written, so a recycled pid never kills an unrelated process.
+
+- on every server of a network spread over several machines (topologies/cluster.py
+  records them in the run directory's `servers.json` before any node exists, and
+  removes the record when the network stops; `--server` names more): this same file
+  run there over ssh (`ssh DEST python3 - ...`, nothing to install), with the same
+  prefixes and run directory, then the shared ssh connection to it is closed.
 
 It uses only the standard library so `make clean` works before `make deps`.
 """
@@ -48,6 +54,10 @@ MININET_TAG = "mininet:"
 NODE_ENV = "MRC_P4_NODE"
 # Written by topologies/fabric_net.py (NODES_RECORD; kept equal by a test).
 NODES_RECORD = "nodes.json"
+# Written by topologies/cluster.py (SERVERS_RECORD, SHARED; kept equal by a test).
+SERVERS_RECORD = "servers.json"
+SSH = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+SSH_SHARED = ("-o", "ControlPath=/tmp/mrc-ssh-%C")
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,19 @@ def _all_pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
 
 
+def _named_netns_inodes() -> set[int]:
+    """Network namespaces with a name (`ip netns`): ours are removed by name, and one not
+    ours (a namespace cluster's "server", another tool's) is left alone even when it
+    holds an interface of ours."""
+    out = set()
+    for path in Path("/run/netns").glob("*"):
+        try:
+            out.add(os.stat(path).st_ino)
+        except OSError:
+            pass
+    return out
+
+
 def _netns_inode(pid: int) -> int | None:
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino
@@ -215,9 +238,10 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
 
     - node shells (`mininet:<name>`) whose name carries a prefix, and every process
       sharing the private network namespace of such a shell;
-    - every process in an unnamed private network namespace that holds an interface
-      with a prefix (a Mininet host's `<name>-ethN`), which also finds a daemon that
-      outlived its host's shell and keeps the namespace (and its veth) alive;
+    - every process in an unnamed private network namespace whose interfaces (but
+      `lo`) all carry a prefix (a Mininet host's `<name>-ethN`), which also finds a
+      daemon that outlived its host's shell and keeps the namespace (and its veth)
+      alive;
     - every process whose environment carries the node mark of a node of ours (what
       was started in the node, even after Mininet deleted the node's interfaces).
 
@@ -232,13 +256,16 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
 
     own = os.getpid()
     root_ns = _netns_inode(own)
+    # never the machine's own namespace: run on a namespace cluster's "server", this
+    # process shares the process table with everything the machine runs
+    named = _named_netns_inodes()
     by_ns: dict[int, list[int]] = {}
     shells: list[int] = []
     for pid in _all_pids():
         if pid == own:
             continue
         ino = _netns_inode(pid)
-        if ino is not None and ino != root_ns:
+        if ino is not None and ino != root_ns and ino not in named:
             by_ns.setdefault(ino, []).append(pid)
         for arg in _cmdline(pid):
             if arg.startswith(MININET_TAG) and ours_node(arg[len(MININET_TAG):]):
@@ -250,9 +277,10 @@ def mininet_node_pids(prefixes: tuple[str, ...] = PREFIXES, rec: Recorded = Reco
                 shells.append(pid)
     found = set(shells)
     for pids in by_ns.values():
-        ours = any(p in found for p in pids) or any(
-            ours_link(name) for name in _netns_links(pids[0])
-        )
+        # a Mininet host's namespace holds only its own interfaces; a machine's (seen from
+        # a namespace cluster's "server", which shares its process table) holds others
+        links = [name for name in _netns_links(pids[0]) if name != "lo"]
+        ours = any(p in found for p in pids) or (bool(links) and all(ours_link(name) for name in links))
         if ours:
             found.update(pids)
     return sorted(found)
@@ -356,7 +384,57 @@ def clean(prefixes: tuple[str, ...] = PREFIXES, directory: Path | None = None, g
     return found
 
 
+def recorded_servers(directory: Path) -> list[str]:
+    """The ssh destinations a cluster network recorded in its run directory."""
+    try:
+        data = json.loads((directory / SERVERS_RECORD).read_text())
+        return [str(d) for d in data.get("servers", [])]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
+
+
+def on_server(dest: str, prefixes: tuple[str, ...], directory: Path, check: bool) -> tuple[int, str]:
+    """Run this file on server ``dest`` over ssh (cleaning only there); (status, output)."""
+    args = ["--here-only", "--run-dir", str(directory), *(a for p in prefixes for a in ("--prefix", p))]
+    if check:
+        args.append("--check")
+    remote = "python3 - " + " ".join(f"'{a}'" for a in args)
+    try:
+        r = subprocess.run([*SSH, dest, remote], input=Path(__file__).read_bytes(), capture_output=True,
+                           timeout=120)
+    except subprocess.TimeoutExpired:
+        return 1, "no answer within 120 s"
+    out = (r.stdout + r.stderr).decode(errors="replace").strip()
+    if r.returncode == 255:
+        out += f" (ssh {dest} failed: check that `ssh {dest} true` works without a password)"
+    if not check:
+        subprocess.run([*SSH, *SSH_SHARED, "-O", "exit", dest], capture_output=True, timeout=20)
+    return r.returncode, out
+
+
+def clean_servers(servers: list[str], prefixes: tuple[str, ...], directory: Path, check: bool) -> int:
+    """Clean (or check) every server; 0 when each is clean."""
+    status = 0
+    for dest in servers:
+        code, out = on_server(dest, prefixes, directory, check)
+        for line in out.splitlines() or [""]:
+            print(f"server {dest}: {line}")
+        status |= 1 if code else 0
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
+    args, servers, directory = _parse(argv)
+    prefixes = tuple(args.prefixes) if args.prefixes else PREFIXES
+    # the servers first: the run directory's node record, which they may share, is removed here
+    status = clean_servers(servers, prefixes, directory, args.check) if servers else 0
+    status |= clean_here(prefixes, args.run_dir, args.check)
+    if servers and not status and not args.check:
+        (directory / SERVERS_RECORD).unlink(missing_ok=True)
+    return status
+
+
+def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Path]:
     parser = argparse.ArgumentParser(
         description="Remove the project's stray namespaces, veths, Mininet nodes and switch processes."
     )
@@ -368,23 +446,34 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"directory of switch pid files (default: $MRC_P4_RUN_DIR or {DEFAULT_RUN_DIR})")
     parser.add_argument("--check", action="store_true",
                         help="only list leftovers; exit 1 when there are any")
+    parser.add_argument("--server", action="append", dest="servers", default=[], metavar="[USER@]HOST",
+                        help="clean this server too, over ssh (repeatable; the run directory's servers.json "
+                             "names those of a cluster network)")
+    parser.add_argument("--here-only", action="store_true",
+                        help="this machine only, not the recorded servers (what runs on each server)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="cleanup: %(message)s")
-    prefixes = tuple(args.prefixes) if args.prefixes else PREFIXES
-    if args.check:
-        left = find_leftovers(prefixes, args.run_dir)
+    directory = run_dir() if args.run_dir is None else args.run_dir
+    servers = [] if args.here_only else list(dict.fromkeys([*recorded_servers(directory), *args.servers]))
+    return args, servers, directory
+
+
+def clean_here(prefixes: tuple[str, ...], directory: Path | None, check: bool) -> int:
+    """Clean (or check) this machine; the exit status."""
+    if check:
+        left = find_leftovers(prefixes, directory)
         print(f"leftovers: {left.describe()}")
         return 0 if left.empty() else 1
-    left = find_leftovers(prefixes, args.run_dir)
+    left = find_leftovers(prefixes, directory)
     if left.empty():
         print("cleanup: nothing of ours left")
         return 0
     if os.geteuid() != 0:
         print(f"cleanup: found {left.describe()}; removing them needs root (run as root)", file=sys.stderr)
         return 1
-    removed = clean(prefixes, args.run_dir)
+    removed = clean(prefixes, directory)
     print(f"cleanup: removed {removed.describe()}")
-    remaining = find_leftovers(prefixes, args.run_dir)
+    remaining = find_leftovers(prefixes, directory)
     if not remaining.empty():
         print(f"cleanup: could not remove {remaining.describe()}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ operator's explicit action, is the controller's (controller/repair.py).
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 
@@ -29,8 +30,14 @@ def down_links(topo: Topology, inv: Inventory) -> set[Link]:
 CUT_TABLE_PREFIX = "mrc_cut_"  # nftables tables that hold a cut cable on its ends (tools/cleanup.py)
 
 
-def _in_node(node_pid: int | None, cmd: list[str]) -> list[str]:
-    return ["nsenter", "-t", str(node_pid), "-n", *cmd] if node_pid else cmd
+def _in_node(node_pid: int | None, cmd: list[str], server: str | None = None) -> list[str]:
+    """``cmd`` in the node's namespace, on its server (over ssh) when it is on another one."""
+    cmd = ["nsenter", "-t", str(node_pid), "-n", *cmd] if node_pid else cmd
+    if server:
+        from topologies.cluster_ssh import SHARED, SSH_OPTIONS
+
+        return ["ssh", *SSH_OPTIONS, *SHARED, server, shlex.join(cmd)]
+    return cmd
 
 
 def cut_table(intf: str) -> str:
@@ -38,14 +45,15 @@ def cut_table(intf: str) -> str:
     return CUT_TABLE_PREFIX + "".join(c if c.isalnum() else "_" for c in intf)
 
 
-def _set_carrier(node_pid: int | None, intf: str, up: bool) -> None:
+def _set_carrier(node_pid: int | None, intf: str, up: bool, server: str | None = None) -> None:
     state = "up" if up else "down"
-    r = subprocess.run(_in_node(node_pid, ["ip", "link", "set", intf, state]), capture_output=True, text=True)
+    r = subprocess.run(_in_node(node_pid, ["ip", "link", "set", intf, state], server), capture_output=True,
+                       text=True, timeout=30)
     if r.returncode != 0:
         raise SwitchError(f"cannot set {intf} {state}: {r.stderr.strip()}")
 
 
-def _set_blocked(node_pid: int | None, intf: str, up: bool) -> None:
+def _set_blocked(node_pid: int | None, intf: str, up: bool, server: str | None = None) -> None:
     """Cut without a carrier change: every frame ``intf`` sends is dropped at its egress
     hook (nftables' netdev family), the interface itself stays up."""
     table = cut_table(intf)
@@ -55,7 +63,7 @@ def _set_blocked(node_pid: int | None, intf: str, up: bool) -> None:
         cmd = ["nft", "-f", "-"]
         rules = (f'table netdev {table} {{ chain cut {{ type filter hook egress device "{intf}" '
                  "priority 0; policy drop; }; }\n")
-    r = subprocess.run(_in_node(node_pid, cmd), input=rules, capture_output=True, text=True)
+    r = subprocess.run(_in_node(node_pid, cmd, server), input=rules, capture_output=True, text=True, timeout=30)
     if r.returncode != 0 and not (up and "No such file" in r.stderr):
         raise SwitchError(f"cannot {'restore' if up else 'cut'} {intf} with nftables: {r.stderr.strip()}")
 
@@ -68,11 +76,11 @@ def set_cable(ends: LinkEnds, up: bool, *, keep_carrier: bool = False) -> str:
     of its interfaces goes down, and does not recover when it comes back up
     (docs/mininet.md, "Running on BMv2")."""
     state = "up" if up else "down"
-    for node_pid, intf in ((ends.a_pid, ends.a_intf), (ends.b_pid, ends.b_intf)):
+    for node_pid, intf, server in ((ends.a_pid, ends.a_intf, ends.a_server), (ends.b_pid, ends.b_intf, ends.b_server)):
         if keep_carrier:
-            _set_blocked(node_pid, intf, up)
+            _set_blocked(node_pid, intf, up, server)
         else:
-            _set_carrier(node_pid, intf, up)
+            _set_carrier(node_pid, intf, up, server)
     how = " (carrier kept: nothing sent crosses it)" if keep_carrier and not up else ""
     return f"{ends.a_intf} and {ends.b_intf} {state}{how}"
 

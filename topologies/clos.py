@@ -83,6 +83,12 @@ def mrcclos(planes: int | None = None, spines: int | None = None, leaves: int | 
     return MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base)
 
 
+def _server_of(node: Any) -> str | None:
+    """ssh destination of a node on another server (topologies/cluster.py), None here."""
+    server = getattr(node, "cluster_server", None)
+    return None if server is None or server.local else str(server.dest)
+
+
 def inventory_of(topo: Topology, names: NodeNames, switches: dict[str, Any], source: dict[str, Any]) -> Inventory:
     """The network state file's content: every switch's gRPC address and device id (from
     the started Mininet switch nodes ``switches``, by Mininet name) and every
@@ -90,6 +96,9 @@ def inventory_of(topo: Topology, names: NodeNames, switches: dict[str, Any], sou
     targets = {}
     for n in nodes(topo):
         sw = switches[names.mininet(n.name)]
-        targets[n.name] = SwitchTarget(n.name, sw.grpc_addr, sw.device_id, n.program, sw.target)
-    links = {c.name: LinkEnds(c.a, c.a_intf, c.b, c.b_intf) for c in cables(topo, names) if c.name is not None}
+        targets[n.name] = SwitchTarget(n.name, sw.grpc_addr, sw.device_id, n.program, sw.target,
+                                       getattr(sw, "tls_dir", None))
+    links = {c.name: LinkEnds(c.a, c.a_intf, c.b, c.b_intf, a_server=_server_of(switches.get(c.a)),
+                              b_server=_server_of(switches.get(c.b)))
+             for c in cables(topo, names) if c.name is not None}
     return Inventory(targets, source, links)

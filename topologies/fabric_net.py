@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without 
     from mininet.net import Mininet
 
     from controller.reconcile import Report
+    from topologies.cluster import ClusterPlan
     from topologies.hosts import FabricHost
     from topologies.p4switch import P4Switch
 
@@ -171,14 +172,16 @@ def _stop(net: Mininet) -> None:
 def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str = "auto",
                    grpc_base: int = DEFAULT_GRPC_BASE, run_dir: Path | None = None,
                    source: dict[str, Any] | None = None,
-                   switches_per_process: str | int = 1) -> Iterator[FabricNetwork]:
+                   switches_per_process: str | int = 1,
+                   cluster: ClusterPlan | None = None) -> Iterator[FabricNetwork]:
     """Build and start ``topo`` as a Mininet network; always stop and remove it.
 
     ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
     k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
     (default ``topologies.state.run_dir()``). ``switches_per_process``: the embedded
     target's switches N to a process, or ``"plane"`` (topologies/switch_group.py); 1
-    (the default) is one process per switch.
+    (the default) is one process per switch. ``cluster``: the switches on the servers
+    it places them on (topologies/cluster.py); None: all here.
     """
     from mininet.net import Mininet
 
@@ -195,10 +198,15 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         cls = grouped_switch_class(switches_per_process, prefix)
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
-    write_nodes_record(run_dir, topo, names)
-    net = Mininet(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
-                  switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
-                  waitConnected=False)
+    if cluster is not None:
+        cls = cluster.switch_class(cls, run_dir)
+    record = write_nodes_record(run_dir, topo, names)
+    mn_args = dict(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
+                   switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
+                   waitConnected=False)
+    if cluster is not None:
+        cluster.prepare(run_dir, record)
+    net = cluster.network(names, **mn_args) if cluster is not None else Mininet(**mn_args)
     try:
         net.build()
         net.start()  # P4Switch.batchStartup: returns when every switch answers P4Runtime
@@ -211,6 +219,8 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         finally:
             remove_state(run_dir)
             (run_dir / NODES_RECORD).unlink(missing_ok=True)
+            if cluster is not None:
+                cluster.close(run_dir)
 
 
 def attach(net: Mininet, topo: Topology, names: NodeNames, run_dir: Path, source: dict[str, Any] | None = None,
@@ -245,6 +255,8 @@ def install_tables(fn: FabricNetwork, progress: Callable[[str, int], None] | Non
 
 
 TARGET_ENV = "MRC_P4_TARGET"
+SERVERS_ENV = "MRC_SERVERS"
+PLACEMENT_ENV = "MRC_PLACEMENT"
 
 
 @contextmanager
@@ -254,12 +266,19 @@ def programmed_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, run_dir:
     """``fabric_network`` on free gRPC ports with every table installed (RuntimeError
     naming the failures if the install fails): what tests and experiments start.
     ``target`` None: ``$MRC_P4_TARGET`` (``embedded``, ``bmv2`` or ``auto``), else the
-    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2)."""
+    embedded target (``MRC_P4_TARGET=bmv2 make experiments`` runs them on BMv2).
+    ``$MRC_SERVERS`` (``a,b,c``) and ``$MRC_PLACEMENT``: the switches on those servers,
+    as the runner's ``--servers`` and ``--placement`` (docs/cluster.md)."""
     import os
 
     target = target or os.environ.get(TARGET_ENV) or "embedded"
+    cluster = None
+    if os.environ.get(SERVERS_ENV):
+        from topologies.cluster import plan_cluster
+
+        cluster = plan_cluster(topo, os.environ[SERVERS_ENV], os.environ.get(PLACEMENT_ENV) or "plane")
     with fabric_network(topo, prefix=prefix, target=target, grpc_base=0, run_dir=run_dir,
-                        switches_per_process=switches_per_process) as fn:
+                        switches_per_process=switches_per_process, cluster=cluster) as fn:
         rep = install_tables(fn)
         if rep.failed:
             raise RuntimeError(f"install failed: {rep.summary()}: {'; '.join(str(r.error) for r in rep.failed)}")

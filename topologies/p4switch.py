@@ -163,6 +163,9 @@ class P4Switch(Switch):
         # more `p4target run` options from the next (re)start on, e.g. an experiment's
         # `--queue-rate 1=800` (BMv2 takes --queue-rate/--queue-depth, over Thrift)
         self.extra_args: list[str] = []
+        # mutual TLS: the client certificates the readiness probe uses (a cluster's remote
+        # switches, topologies/cluster.py); None: plaintext on loopback
+        self.tls_dir: str | None = None
         mark_node(self)
 
     # ---- what subclasses provide ------------------------------------------
@@ -173,8 +176,14 @@ class P4Switch(Switch):
     # ---- places -------------------------------------------------------------
 
     @property
+    def grpc_host(self) -> str:
+        """Where the switch serves P4Runtime: loopback here (a cluster's remote switches:
+        their server's address, topologies/cluster.py)."""
+        return "127.0.0.1"
+
+    @property
     def grpc_addr(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
+        return f"{self.grpc_host}:{self.grpc_port}"
 
     @property
     def log_path(self) -> Path:
@@ -223,13 +232,23 @@ class P4Switch(Switch):
                               "program must be 'fabric' or 'nic' (p4src/<program>.p4)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.grpc_port == 0:
-            self.grpc_port = free_port()
+            self.grpc_port = self.pick_port()
         self._quiet_interfaces()
         cmd = self.command()
         log.info("%s: starting %s", self.mrc_name, " ".join(cmd))
-        self.proc = switch_process.spawn(cmd, self.log_path, self.describe(), self.name)
+        self.proc = self.spawn(cmd, self.log_path, self.describe(), self.name)
         self.started_at = time.monotonic()
         self._after_launch()
+
+    def pick_port(self) -> int:
+        """A free port for the P4Runtime server, where the switch runs."""
+        return free_port(self.grpc_host)
+
+    def spawn(self, cmd: Sequence[str], log_path: Path, title: str, node: str,
+              files: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
+        """Start a switch process where the node runs (``files``: what it reads, for a
+        server that needs copies; here they are at hand)."""
+        return switch_process.spawn(cmd, log_path, title, node)
 
     def _after_launch(self) -> None:
         """Hook: the embedded target writes its own pid file; BMv2 needs it written."""
@@ -262,7 +281,7 @@ class P4Switch(Switch):
         while True:
             if self.proc.poll() is not None:
                 raise self.died("while starting")
-            if grpc_answers(self.grpc_addr, timeout=0.5):
+            if grpc_answers(self.grpc_addr, timeout=0.5, tls_dir=self.tls_dir):
                 took = time.monotonic() - self.started_at
                 log.info("%s: P4Runtime answers on %s after %.2f s", self.mrc_name, self.grpc_addr, took)
                 return took

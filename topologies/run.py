@@ -71,6 +71,9 @@ class RunArgs:
     no_cli: bool = False
     cli_script: Path | None = None
     verbose: bool = False
+    servers: str | None = None
+    placement: str | None = None
+    insecure: bool = False
 
 
 @app.command(help="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the controller, "
@@ -104,9 +107,22 @@ def cli(
         "--cli-script", metavar="FILE",
         help="run the Mininet CLI commands of FILE (one a line, as the CLI's `source`), then stop")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log what the network and controller do")] = False,
+    servers: Annotated[Optional[str], typer.Option(
+        "--servers", metavar="A,B,C",
+        help="run the fabric's switches on these servers ([USER@]HOST each, reached by ssh as root; localhost: "
+             "this machine); the hosts and NICs stay here (docs/cluster.md). Default: the topology file's "
+             "servers, else all here")] = None,
+    placement: Annotated[Optional[str], typer.Option(
+        "--placement", metavar="plane|round-robin|FILE",
+        help="with --servers: 'plane' (the default: whole planes per server), 'round-robin' (switch by switch) "
+             "or a YAML file mapping switches or planes to servers")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="with --servers: the remote switches serve plaintext P4Runtime instead of mutual TLS "
+                           "with certificates made for the run (only on a network you trust)")] = False,
 ) -> int:
     return start(RunArgs(topology, planes, spines, leaves, hosts_per_leaf, evs_per_nic, target, switches_per_process,
-                         prefix, grpc_base, run_dir, nbytes, no_demo, no_cli, cli_script, verbose))
+                         prefix, grpc_base, run_dir, nbytes, no_demo, no_cli, cli_script, verbose, servers,
+                         placement, insecure))
 
 
 def parse_args(argv: list[str]) -> RunArgs:
@@ -134,12 +150,20 @@ def run(args: RunArgs, topo: Topology) -> int:
         raise TopologyError(problem)
     t0 = time.monotonic()
     _say(f"network: {topo.summary()}")
+    cluster = None
+    servers = args.servers or ",".join(topo.servers)
+    if servers:
+        from topologies.cluster import plan_cluster
+
+        cluster = plan_cluster(topo, servers, args.placement or topo.placement or "plane", tls=not args.insecure)
+        _say(f"network: cluster: {cluster.summary()}")
     if args.grpc_base is None:
         from fabric.entries import nodes
 
         args.grpc_base = DEFAULT_GRPC_BASE if len(nodes(topo)) <= FIXED_PORTS_MAX else 0
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
-                        run_dir=args.run_dir, switches_per_process=args.switches_per_process) as fn:
+                        run_dir=args.run_dir, switches_per_process=args.switches_per_process,
+                        cluster=cluster) as fn:
         sws = fn.p4_switches()
         _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
              f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")
@@ -239,6 +263,8 @@ def start(args: RunArgs) -> int:
     logging.getLogger("mininet").propagate = False
     if args.nbytes < 1:
         return _usage("--bytes must be at least 1")
+    if (args.placement is not None or args.insecure) and not args.servers:
+        return _usage("--placement and --insecure are about switches on servers: give --servers a,b,c too")
     if args.cli_script is not None and not args.cli_script.is_file():
         return _usage(f"--cli-script {args.cli_script}: no such file")
     try:

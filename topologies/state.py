@@ -45,6 +45,8 @@ class LinkEnds:
     b_intf: str
     a_pid: int | None = None  # a process in the node's network namespace; None: the root namespace
     b_pid: int | None = None
+    a_server: str | None = None  # user@address of the server the end is on (a cluster); None: here
+    b_server: str | None = None
 
 
 @dataclass

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import yaml
 
 from topologies import switch_process
-from topologies.p4switch import STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, free_port, log_tail
+from topologies.p4switch import STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, log_tail
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class SwitchProcess:
         for sw in self.members:
             ports = sw.port_interfaces()
             if sw.grpc_port == 0:
-                sw.grpc_port = free_port()
+                sw.grpc_port = sw.pick_port()
             rings = {p: sw.HOST_PORT_RX_RING_FRAMES if sw.program == "nic" and p == 0 else EDGE_RX_RING_FRAMES
                      for p in ports if sw.program == "nic" and p == 0 or not self.holds_peer(sw, p)}
             switches.append({"name": sw.mrc_name, "program": str(sw.program_path), "device_id": sw.device_id,
@@ -168,7 +168,7 @@ class SwitchProcess:
                "--pid-file", str(self.pid_path)]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
-        self.proc = switch_process.spawn(cmd, self.log_path, self.describe(), self.name)
+        self.proc = self.members[0].spawn(cmd, self.log_path, self.describe(), self.name, files=(self.spec_path,))
         self.started_at = time.monotonic()
         for sw in self.members:
             sw.started_at = self.started_at
@@ -282,7 +282,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
         while True:
             if self.group.proc.poll() is not None:
                 raise self.group.died("while starting", self.mrc_name)
-            if grpc_answers(self.grpc_addr, timeout=0.5):
+            if grpc_answers(self.grpc_addr, timeout=0.5, tls_dir=self.tls_dir):
                 return time.monotonic() - self.group.started_at
             if time.monotonic() > deadline:
                 raise SwitchError(f"switch {self.describe()}: no P4Runtime answer within "
