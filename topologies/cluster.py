@@ -65,7 +65,7 @@ FABRIC_MTU = 1500
 VXLAN_PORT = 4789
 
 
-class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
+class RemoteP4Mixin(RemoteMixin):
     """What makes a P4 switch node run on its server (``servers``: the cluster's, by name)."""
 
     servers: ClassVar[dict[str, Server]] = {}
@@ -118,7 +118,8 @@ class RemoteP4Mixin(RemoteMixin):  # type: ignore[misc]
     def spawn(self, cmd: Sequence[str], log_path: Path, title: str, node: str,
               files: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
         if not self.isRemote:
-            return super().spawn(cmd, log_path, title, node, files)
+            proc: subprocess.Popen[bytes] = super().spawn(cmd, log_path, title, node, files)
+            return proc
         for path in files:
             self.cluster_server.put(path)
         if self.tls_dir is not None:
@@ -178,7 +179,7 @@ class ClusterGroupedMixin:
         groups: list[SwitchProcess] = []
         for server, sws in by_server.items():
             local = server == LOCAL
-            cpus = allowed_cpus() if local else list(range(sws[0].cluster_server.cpus()))  # type: ignore[attr-defined]
+            cpus = allowed_cpus() if local else list(range(sws[0].cluster_server.cpus()))
             for part in place_in_processes(sws, cls.placement, len(cpus)):  # type: ignore[attr-defined]
                 k = len(groups)
                 pin = cpus[k % len(cpus)] if local and len(cpus) > 1 else None
@@ -210,9 +211,10 @@ def _root_cmd(node: Any, command: str) -> str:
     return str(quietRun(command))
 
 
-class TunnelLink(RemoteLink):  # type: ignore[misc]
+class TunnelLink(RemoteLink):
     """A link that is a veth on one server and a GRE tap or VXLAN tunnel across two."""
 
+    tunnel: Any  # set by RemoteLink: what makeTunnel returned, None for a local veth
     kind: ClassVar[str] = "vxlan"  # the ClusterPlan sets it: gretap when every server has it
     next_id: ClassVar[int] = 0
     id_base: ClassVar[int] = 1000
@@ -282,7 +284,7 @@ class ClusterPlan:
         """Mininet's cluster network of these placements (kwargs: Mininet's)."""
         where = {names.mininet(n): s for n, s in self.where.items()}
 
-        class FabricPlacer(Placer):  # type: ignore[misc]
+        class FabricPlacer(Placer):
             def place(self, node: str) -> str:
                 return where.get(node, LOCAL)
 
