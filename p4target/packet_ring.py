@@ -43,6 +43,7 @@ import mmap
 import socket
 import struct
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -255,7 +256,7 @@ class RxRing:
 
 class TxRing:
     """A transmit ring on ``sock`` (a bound AF_PACKET socket of its own, without a
-    virtio-net header: the ring sets one up). ``put`` fills slots, ``flush`` has the
+    virtio-net header: the ring sets one up). ``put`` and ``put_frames`` fill slots, ``flush`` has the
     kernel send them with one call.
 
     Only one thread may use a ring: netio's loop. A slot stays the kernel's until the
@@ -313,13 +314,14 @@ class TxRing:
         """Write ``frame`` into the next slot and mark it to send; False if the slot
         is still the kernel's or the frame is shorter than an Ethernet header or
         longer than ``max_len`` (nothing written)."""
-        return self.put_run([(0, frame)], 0, 0) == 1
+        return self.put_frames([frame]) == 1
 
-    def put_run(self, outputs: list[tuple[int, bytes]], i: int, port: int) -> int:
-        """``put`` for ``outputs[i]``, ``outputs[i + 1]``, ... (pairs of a port and a
-        frame) as long as they are for ``port`` and go in; returns the index of the
-        first one not put. This is netio's path for every frame, so everything is in
-        locals and looked up in lists made once."""
+    def put_frames(self, frames: list[bytes], i: int = 0) -> int:
+        """``put`` for ``frames[i]``, ``frames[i + 1]``, ... (all for this ring's port)
+        as long as they go in; returns the index of the first one not put. netio
+        hands it all the frames a batch made for one port, so that the set-up below
+        is paid once per port and batch, not per frame; everything is in locals and
+        looked up in lists made once."""
         j = self._next
         status = self._status
         data = self._data
@@ -328,13 +330,12 @@ class TxRing:
         nr = self._nr
         max_len = self.max_len
         k = i
+        todo = frames if not i else islice(frames, i, None)
         if self.vnet:
             half = self._half
             hdr_len = self._hdr_len
             head = self._head
-            for out_port, frame in outputs[i:] if i else outputs:
-                if out_port != port:
-                    break
+            for frame in todo:
                 w = status[j]
                 n = len(frame)
                 if words[w] or not ETH_HLEN <= n <= max_len:
@@ -349,9 +350,7 @@ class TxRing:
                     j = 0
                 k += 1
         else:
-            for out_port, frame in outputs[i:] if i else outputs:
-                if out_port != port:
-                    break
+            for frame in todo:
                 w = status[j]
                 n = len(frame)
                 if words[w] or not ETH_HLEN <= n <= max_len:
