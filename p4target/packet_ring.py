@@ -170,6 +170,7 @@ class RxRing:
         self._slot = struct.Struct(f"=IIIH{layout.frame_size - 14}x")
         self._view = memoryview(self.map)
         self._zeros = memoryview(array.array("I", bytes(4 * layout.frame_nr)))
+        self._step = layout.frame_size >> 2  # from one slot's status word to the next's
         self._next = 0
         self.truncated = 0  # frames larger than a slot the kernel could not queue whole
         self.ignored = 0  # our own transmissions (kernels without PACKET_IGNORE_OUTGOING)
@@ -185,10 +186,12 @@ class RxRing:
         do" (flags or GSO type set) is not appended but given to
         ``offloaded(header, frame)``, and the frames it returns are appended.
         """
+        start = self._next
+        if not self._words[start * self._step] & TP_STATUS_USER:
+            return 0  # the next slot is still the kernel's: nothing yet (a group loop asks every ring each pass)
         mm = self.map
         fs = self.layout.frame_size
         nr = self.layout.frame_nr
-        start = self._next
         end = min(nr, start + limit)  # a call stops at the end of the ring
         mask = _PLAIN_VNET if self.vnet else TP_STATUS_USER | TP_STATUS_COPY
         outgoing = self.filter_outgoing
@@ -211,7 +214,7 @@ class RxRing:
             else:  # larger than a slot and not queued whole: lost
                 self.truncated += 1
         if end > start:  # TP_STATUS_KERNEL: the slots are the kernel's again, in one copy
-            step = fs >> 2
+            step = self._step
             self._words[start * step: end * step: step] = self._zeros[:end - start]
         self._next = 0 if end == nr else end
         return end - start
