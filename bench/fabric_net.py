@@ -169,6 +169,7 @@ def measure(topo, placement) -> None:  # noqa: ANN001
             src, dst = "h1", "h3"  # leaf 0 to leaf 1: through a spine
             report_ping(fn, src, dst, tag)
             report_flows(fn, topo, src, dst, tag)
+    print(f"{tag}: this placement took {time.monotonic() - t0:.0f} s in all (the bench's limit: 600 s for every placement)")
 
 
 def main() -> int:
