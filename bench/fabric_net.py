@@ -2,10 +2,10 @@
 
 Starts the default fabric (4 planes x (2 leaves + 2 spines), 2 hosts per leaf: 20
 embedded-target switches) under a private prefix and run directory, once per
-placement (``FABRIC_NET_PLACEMENTS``, comma-separated; default ``cpu,plane,1``):
-the switches placed as ``make run`` places them (``p4target group`` processes: the
-fabric in one per CPU but one, the NICs in one), one process per plane and one for
-the NICs, one process per switch. With the controller installing every table, it
+placement (``FABRIC_NET_PLACEMENTS``, comma-separated): by default only as ``make
+run`` places them (``cpu``: ``p4target group`` processes, the fabric in one per CPU
+but one, the NICs in one); ``plane`` is one process per plane and one for the NICs,
+``1`` one process per switch. With the controller installing every table, it
 prints for each:
 
 - seconds until every switch answers P4Runtime, and until every table is installed;
@@ -43,7 +43,9 @@ from topologies.mrc_flow import run_stream  # noqa: E402
 
 PACKETS = 10000  # per flow: a few tenths of a second, within the NIC's host-port ring
 ROUNDS = int(os.environ.get("FABRIC_NET_ROUNDS", "5"))
-PLACEMENTS = os.environ.get("FABRIC_NET_PLACEMENTS", "cpu,plane,1")
+# make run's placement; ``cpu,plane,1`` adds one process per plane and one per switch (about
+# 2-5 minutes each on a loaded 2-core machine: together more than the bench's limit)
+PLACEMENTS = os.environ.get("FABRIC_NET_PLACEMENTS", "cpu")
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -88,7 +90,8 @@ class Flow:
 
 def udp_flow(fn, src: str, dst: str, evs: list[int], roles: dict[str, list[int]]) -> Flow:  # noqa: ANN001
     c0 = {role: cpu_seconds(pids) for role, pids in roles.items()}
-    got = run_stream(fn, src, dst, evs, PACKETS, 0, size=1024)
+    # the receiver waits half the timeout for frames that were lost: a round with losses costs that much
+    got = run_stream(fn, src, dst, evs, PACKETS, 0, size=1024, timeout=30.0)
     used = {role: cpu_seconds(pids) - c0[role] for role, pids in roles.items()}
     secs = got["first_to_last_seconds"] or 1e-9
     n = max(got["received"], 1)
@@ -180,7 +183,7 @@ def main() -> int:
     from topologies.switch_group import parse_placement
 
     topo = default_topology()
-    for placement in PLACEMENTS.split(","):  # make run's default first, then per plane, then per switch
+    for placement in PLACEMENTS.split(","):
         measure(topo, parse_placement(placement))
     return 0
 
