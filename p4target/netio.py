@@ -426,7 +426,7 @@ class NetIO:
         ring_fd = self._ring_epoll.fileno()
         for fd, _ in events:
             if fd == ring_fd:
-                busy = True
+                busy = True  # a ring has frames: read at the top of the next round
                 continue
             p = self._by_fd.get(fd)
             if p is not None:
