@@ -289,20 +289,30 @@ class NetIO:
 
     def _transmit(self, outputs: list[tuple[int, bytes]]) -> None:
         """Send the device's outputs from the loop thread: into the ports' transmit
-        rings (flushed by the caller), the rest through ``send``."""
+        rings (flushed by the caller), the rest through ``send``.
+
+        The outputs are first sorted out by port, each port's in their order (the
+        order between ports is no one's to see: they leave on different links), so
+        that each ring takes all of its frames in one ``put_frames``: sprayed traffic
+        alternates output ports from frame to frame, and a ring call per run of one
+        port would be a call per frame."""
+        by_port: dict[int, list[bytes]] = {}
+        for port, frame in outputs:
+            frames = by_port.get(port)
+            if frames is None:
+                by_port[port] = [frame]
+            else:
+                frames.append(frame)
         rings = self._tx_rings
-        n = len(outputs)
-        i = 0
-        while i < n:
-            port, frame = outputs[i]
+        for port, frames in by_port.items():
             ring = rings.get(port)
-            if ring is not None:
-                j = ring.put_run(outputs, i, port)
-                if j > i:
-                    i = j
-                    continue
-            self.send(port, frame)  # no ring, or no room in it: the general way
-            i += 1
+            n = len(frames)
+            i = 0 if ring is None else ring.put_frames(frames)
+            while i < n:  # no ring, or no room in it: the general way, then the ring again
+                self.send(port, frames[i])
+                i += 1
+                if ring is not None and i < n:
+                    i = ring.put_frames(frames, i)
 
     # -- the loop
     def run(self) -> None:
@@ -390,16 +400,29 @@ class NetIO:
         if dev_poll is not None:
             self._queue_wait = dev_poll()
             self._flush_all()
-        timeout = 0.0
-        if wait and not busy:
-            timeout = max(0.0, self.next_wake() - time.monotonic())
-        assert self._epoll is not None and self._ring_epoll is not None
-        events: list[tuple[int, int]] = []
         if control:
-            try:
-                events = self._epoll.poll(timeout)
-            except InterruptedError:  # pragma: no cover - PEP 475 retries
-                pass
+            timeout = max(0.0, self.next_wake() - time.monotonic()) if wait and not busy else 0.0
+            if self._control(timeout, dev):
+                busy = True
+        now = time.monotonic()
+        if now >= self._next_poll:
+            self._next_poll = now + self.poll_interval
+            self._poll_links()
+        if now >= self._next_flush:
+            self._next_flush = now + 0.2
+            self._flush_pcaps()
+        return busy
+
+    def _control(self, timeout: float, dev: Any) -> bool:
+        """Wait up to ``timeout`` in epoll and handle what it has: ports on plain
+        sockets, link notices, the wake-up pipe. True when a port had frames (a
+        ring's are read at the top of the next round)."""
+        assert self._epoll is not None and self._ring_epoll is not None
+        try:
+            events = self._epoll.poll(timeout)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries
+            return False
+        busy = False
         ring_fd = self._ring_epoll.fileno()
         for fd, _ in events:
             if fd == ring_fd:
@@ -407,12 +430,10 @@ class NetIO:
                 continue
             p = self._by_fd.get(fd)
             if p is not None:
-                if p.sock is None or p.rx_ring is not None:
-                    busy = True  # a ring: read at the top of the next round
-                    continue
-                self._drain(p, dev)
-                self._flush_all()
                 busy = True
+                if p.sock is not None and p.rx_ring is None:
+                    self._drain(p, dev)
+                    self._flush_all()
             elif self._nl is not None and fd == self._nl.fileno():
                 self._read_netlink()
             elif fd == self._wake_r:
@@ -420,18 +441,13 @@ class NetIO:
                     os.read(self._wake_r, 4096)
                 except BlockingIOError:
                     pass
-        now = time.monotonic()
-        if now >= self._next_poll:
-            self._next_poll = now + self.poll_interval
-            self._poll_links()
-        if now >= self._next_flush:
-            self._next_flush = now + 0.2
-            for p in self.ports.values():
-                if p.pcap_in is not None:
-                    p.pcap_in.flush()
-                if p.pcap_out is not None:
-                    p.pcap_out.flush()
         return busy
+
+    def _flush_pcaps(self) -> None:
+        for p in self.ports.values():
+            for w in (p.pcap_in, p.pcap_out):
+                if w is not None:
+                    w.flush()
 
     @property
     def stopping(self) -> bool:

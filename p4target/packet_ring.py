@@ -43,6 +43,7 @@ import mmap
 import socket
 import struct
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -169,6 +170,7 @@ class RxRing:
         self._slot = struct.Struct(f"=IIIH{layout.frame_size - 14}x")
         self._view = memoryview(self.map)
         self._zeros = memoryview(array.array("I", bytes(4 * layout.frame_nr)))
+        self._step = layout.frame_size >> 2  # from one slot's status word to the next's
         self._next = 0
         self.truncated = 0  # frames larger than a slot the kernel could not queue whole
         self.ignored = 0  # our own transmissions (kernels without PACKET_IGNORE_OUTGOING)
@@ -184,10 +186,12 @@ class RxRing:
         do" (flags or GSO type set) is not appended but given to
         ``offloaded(header, frame)``, and the frames it returns are appended.
         """
+        start = self._next
+        if not self._words[start * self._step] & TP_STATUS_USER:
+            return 0  # the next slot is still the kernel's: nothing yet (a group loop asks every ring each pass)
         mm = self.map
         fs = self.layout.frame_size
         nr = self.layout.frame_nr
-        start = self._next
         end = min(nr, start + limit)  # a call stops at the end of the ring
         mask = _PLAIN_VNET if self.vnet else TP_STATUS_USER | TP_STATUS_COPY
         outgoing = self.filter_outgoing
@@ -210,7 +214,7 @@ class RxRing:
             else:  # larger than a slot and not queued whole: lost
                 self.truncated += 1
         if end > start:  # TP_STATUS_KERNEL: the slots are the kernel's again, in one copy
-            step = fs >> 2
+            step = self._step
             self._words[start * step: end * step: step] = self._zeros[:end - start]
         self._next = 0 if end == nr else end
         return end - start
@@ -255,7 +259,7 @@ class RxRing:
 
 class TxRing:
     """A transmit ring on ``sock`` (a bound AF_PACKET socket of its own, without a
-    virtio-net header: the ring sets one up). ``put`` fills slots, ``flush`` has the
+    virtio-net header: the ring sets one up). ``put`` and ``put_frames`` fill slots, ``flush`` has the
     kernel send them with one call.
 
     Only one thread may use a ring: netio's loop. A slot stays the kernel's until the
@@ -313,13 +317,14 @@ class TxRing:
         """Write ``frame`` into the next slot and mark it to send; False if the slot
         is still the kernel's or the frame is shorter than an Ethernet header or
         longer than ``max_len`` (nothing written)."""
-        return self.put_run([(0, frame)], 0, 0) == 1
+        return self.put_frames([frame]) == 1
 
-    def put_run(self, outputs: list[tuple[int, bytes]], i: int, port: int) -> int:
-        """``put`` for ``outputs[i]``, ``outputs[i + 1]``, ... (pairs of a port and a
-        frame) as long as they are for ``port`` and go in; returns the index of the
-        first one not put. This is netio's path for every frame, so everything is in
-        locals and looked up in lists made once."""
+    def put_frames(self, frames: list[bytes], i: int = 0) -> int:
+        """``put`` for ``frames[i]``, ``frames[i + 1]``, ... (all for this ring's port)
+        as long as they go in; returns the index of the first one not put. netio
+        hands it all the frames a batch made for one port, so that the set-up below
+        is paid once per port and batch, not per frame; everything is in locals and
+        looked up in lists made once."""
         j = self._next
         status = self._status
         data = self._data
@@ -328,13 +333,12 @@ class TxRing:
         nr = self._nr
         max_len = self.max_len
         k = i
+        todo = frames if not i else islice(frames, i, None)
         if self.vnet:
             half = self._half
             hdr_len = self._hdr_len
             head = self._head
-            for out_port, frame in outputs[i:] if i else outputs:
-                if out_port != port:
-                    break
+            for frame in todo:
                 w = status[j]
                 n = len(frame)
                 if words[w] or not ETH_HLEN <= n <= max_len:
@@ -349,9 +353,7 @@ class TxRing:
                     j = 0
                 k += 1
         else:
-            for out_port, frame in outputs[i:] if i else outputs:
-                if out_port != port:
-                    break
+            for frame in todo:
                 w = status[j]
                 n = len(frame)
                 if words[w] or not ETH_HLEN <= n <= max_len:

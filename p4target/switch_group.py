@@ -121,6 +121,17 @@ def _check_addr(addr: str, where: str) -> None:
 def load_group(path: Path, grpc_addr: str | None = None) -> GroupSpec:
     """Read and check a group file (``grpc_addr`` overrides the file's shared address).
     Raises ``P4Error`` naming the file and the place of the first mistake."""
+    spec = _parse_group(path)
+    if grpc_addr is not None:
+        spec.grpc_addr = grpc_addr
+    _GroupChecks(path, spec.grpc_addr).check(spec.switches)
+    if spec.grpc_addr is not None:
+        _check_addr(spec.grpc_addr, f"{path}: grpc_addr")
+    return spec
+
+
+def _parse_group(path: Path) -> GroupSpec:
+    """The group file as a ``GroupSpec``: each switch checked on its own."""
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as e:
@@ -130,56 +141,73 @@ def load_group(path: Path, grpc_addr: str | None = None) -> GroupSpec:
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise P4Error(f"not YAML or JSON: {getattr(e, 'problem', e)}; fix the syntax", where) from None
     try:
-        spec = GroupSpec.model_validate(data)
+        return GroupSpec.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = list(err["loc"])
-        place = ".".join(str(x) for x in loc)
-        if len(loc) >= 2 and loc[0] == "switches" and isinstance(loc[1], int) and isinstance(data, dict):
-            try:
-                place = f"switch {data['switches'][loc[1]].get('name', loc[1])}: " + ".".join(str(x) for x in loc[2:])
-            except (AttributeError, IndexError, KeyError, TypeError):
-                pass
-        raise P4Error(f"{place}: {err['msg']}; see the group file format in docs/target.md", str(path)) from None
-    if grpc_addr is not None:
-        spec.grpc_addr = grpc_addr
-    names: set[str] = set()
-    ifaces: dict[str, str] = {}
-    own: dict[str, str] = {}
-    shared_ids: dict[int, str] = {}
-    for sw in spec.switches:
-        where = f"{path}: switch {sw.name}"
-        if sw.name in names:
+        raise P4Error(f"{_place(list(err['loc']), data)}: {err['msg']}; see the group file format in docs/target.md",
+                      str(path)) from None
+
+
+def _place(loc: list[Any], data: Any) -> str:
+    """Where a validation error is: ``switch NAME: field`` for a switch's field."""
+    place = ".".join(str(x) for x in loc)
+    if len(loc) >= 2 and loc[0] == "switches" and isinstance(loc[1], int) and isinstance(data, dict):
+        try:
+            return f"switch {data['switches'][loc[1]].get('name', loc[1])}: " + ".".join(str(x) for x in loc[2:])
+        except (AttributeError, IndexError, KeyError, TypeError):
+            pass
+    return place
+
+
+class _GroupChecks:
+    """What no switch can check on its own: names, interfaces and addresses given
+    twice, device ids shared on the shared address, the program files."""
+
+    def __init__(self, path: Path, shared_addr: str | None) -> None:
+        self.path = path
+        self.shared_addr = shared_addr
+        self.names: set[str] = set()
+        self.ifaces: dict[str, str] = {}
+        self.own: dict[str, str] = {}
+        self.shared_ids: dict[int, str] = {}
+
+    def check(self, switches: list[SwitchSpec]) -> None:
+        for sw in switches:
+            where = f"{self.path}: switch {sw.name}"
+            self._names_and_ports(sw, where)
+            self._address(sw, where)
+            if not sw.program.is_file():
+                raise P4Error(f"no such program file {sw.program}; check the path", where)
+
+    def _names_and_ports(self, sw: SwitchSpec, where: str) -> None:
+        if sw.name in self.names:
             raise P4Error("the name is given to two switches; give every switch its own name", where)
-        names.add(sw.name)
+        self.names.add(sw.name)
         for iface in sw.ports.values():
-            if iface in ifaces:
-                raise P4Error(f"interface {iface} is also a port of {ifaces[iface]}; give each interface once",
+            if iface in self.ifaces:
+                raise P4Error(f"interface {iface} is also a port of {self.ifaces[iface]}; give each interface once",
                               where)
-            ifaces[iface] = sw.name
+            self.ifaces[iface] = sw.name
         if sw.cpu_port is not None and sw.cpu_port in sw.ports:
             raise P4Error(f"cpu_port {sw.cpu_port} is also an interface port", where)
         bad = set(sw.port_rx_ring_frames) - set(sw.ports)
         if bad:
             raise P4Error(f"port_rx_ring_frames: port {min(bad)} is not one of its ports", where)
+
+    def _address(self, sw: SwitchSpec, where: str) -> None:
         if sw.grpc_addr is None:
-            if spec.grpc_addr is None:
+            if self.shared_addr is None:
                 raise P4Error("no grpc_addr: give the switch one, or the group a shared grpc_addr", where)
-            if sw.device_id in shared_ids:
-                raise P4Error(f"device id {sw.device_id} is also {shared_ids[sw.device_id]}'s on the shared "
-                              f"address {spec.grpc_addr}; give each switch there its own device id", where)
-            shared_ids[sw.device_id] = sw.name
-        else:
-            _check_addr(sw.grpc_addr, where)
-            if sw.grpc_addr in own and not sw.grpc_addr.endswith(":0"):
-                raise P4Error(f"grpc_addr {sw.grpc_addr} is also {own[sw.grpc_addr]}'s; give each its own, "
-                              "or leave it out to share the group's address", where)
-            own[sw.grpc_addr] = sw.name
-        if not sw.program.is_file():
-            raise P4Error(f"no such program file {sw.program}; check the path", where)
-    if spec.grpc_addr is not None:
-        _check_addr(spec.grpc_addr, f"{path}: grpc_addr")
-    return spec
+            if sw.device_id in self.shared_ids:
+                raise P4Error(f"device id {sw.device_id} is also {self.shared_ids[sw.device_id]}'s on the shared "
+                              f"address {self.shared_addr}; give each switch there its own device id", where)
+            self.shared_ids[sw.device_id] = sw.name
+            return
+        _check_addr(sw.grpc_addr, where)
+        if sw.grpc_addr in self.own and not sw.grpc_addr.endswith(":0"):
+            raise P4Error(f"grpc_addr {sw.grpc_addr} is also {self.own[sw.grpc_addr]}'s; give each its own, "
+                          "or leave it out to share the group's address", where)
+        self.own[sw.grpc_addr] = sw.name
 
 
 def refuse_plaintext_off_loopback(spec: GroupSpec, path: Path) -> None:
@@ -276,6 +304,14 @@ class GroupLoop:
             self._failed(sw, "flushing the transmit rings")
 
     def run(self) -> None:
+        """Forward until ``stop()``; every switch's rings are flushed at the end."""
+        self._register()
+        try:
+            self._forward()
+        finally:
+            self._finish()
+
+    def _register(self) -> None:
         self._epoll = select.epoll()
         self._epoll.register(self._wake_r, select.EPOLLIN)
         for i, sw in enumerate(self.switches):
@@ -283,55 +319,71 @@ class GroupLoop:
             for fd, is_control in ((sw.netio.ring_fd, False), (sw.netio.epoll_fd, True)):
                 self._by_fd[fd] = (i, is_control)
                 self._epoll.register(fd, select.EPOLLIN)
+
+    def _forward(self) -> None:
+        """The passes: the switches that had frames in the last pass, are readable
+        or have timed work due; then wait in the outer epoll, not at all if a switch
+        had frames."""
         switches = self.switches
-        by_fd = self._by_fd
-        try:
-            active = set(range(len(switches)))
-            control: set[int] = set(active)  # the switches whose control descriptor has something
-            timer_at = 0.0
-            wakes = [0.0] * len(switches)  # each switch's next timed work
-            while not self._stopping:
-                now = time.monotonic()
-                timers = now >= timer_at
-                if timers:  # the switches whose timed work is due
-                    active |= {i for i, w in enumerate(wakes) if w <= now}
-                busy: set[int] = set()
-                ran = sorted(active)
+        active = set(range(len(switches)))
+        control: set[int] = set(active)  # the switches whose control descriptor has something
+        timer_at = 0.0
+        wakes = [0.0] * len(switches)  # each switch's next timed work
+        while not self._stopping:
+            now = time.monotonic()
+            timers = now >= timer_at
+            if timers:  # the switches whose timed work is due
+                active |= {i for i, w in enumerate(wakes) if w <= now}
+            ran = sorted(active)
+            busy = self._pass(ran, control)
+            if timers or active:
                 for i in ran:
-                    if self._round(switches[i], i in control):
-                        busy.add(i)
-                for i in ran:  # what the pass put in transmit rings, at once
-                    self._flush(switches[i])
-                if timers or active:
-                    for i in ran:
-                        wakes[i] = switches[i].netio.next_wake()
-                    timer_at = min(wakes)
-                timeout = 0.0 if busy else max(0.0, timer_at - time.monotonic())
-                events = self._epoll.poll(timeout)
-                active = busy
-                control = set()
-                for fd, _ in events:
-                    where = by_fd.get(fd)
-                    if where is not None:
-                        active.add(where[0])
-                        if where[1]:
-                            control.add(where[0])
-                    elif fd == self._wake_r:
-                        try:
-                            os.read(self._wake_r, 4096)
-                        except BlockingIOError:
-                            pass
-        finally:
-            for sw in switches:
+                    wakes[i] = switches[i].netio.next_wake()
+                timer_at = min(wakes)
+            active, control = self._wait(0.0 if busy else max(0.0, timer_at - time.monotonic()))
+            active |= busy
+
+    def _pass(self, ran: list[int], control: set[int]) -> set[int]:
+        """A round of each switch of ``ran``, then one flush of each one's transmit
+        rings; the switches that had frames."""
+        switches = self.switches
+        busy = {i for i in ran if self._round(switches[i], i in control)}
+        for i in ran:  # what the pass put in transmit rings, at once
+            self._flush(switches[i])
+        return busy
+
+    def _wait(self, timeout: float) -> tuple[set[int], set[int]]:
+        """Wait up to ``timeout`` in the outer epoll: the switches with something, and
+        those of them whose control descriptor has it."""
+        assert self._epoll is not None
+        active: set[int] = set()
+        control: set[int] = set()
+        by_fd = self._by_fd
+        for fd, _ in self._epoll.poll(timeout):
+            where = by_fd.get(fd)
+            if where is not None:
+                active.add(where[0])
+                if where[1]:
+                    control.add(where[0])
+            elif fd == self._wake_r:
                 try:
-                    sw.netio.end()
-                except Exception:  # noqa: BLE001
-                    log.exception("%s: flushing the rings failed", sw.device.label)
+                    os.read(self._wake_r, 4096)
+                except BlockingIOError:
+                    pass
+        return active, control
+
+    def _finish(self) -> None:
+        for sw in self.switches:
+            try:
+                sw.netio.end()
+            except Exception:  # noqa: BLE001
+                log.exception("%s: flushing the rings failed", sw.device.label)
+        if self._epoll is not None:
             self._epoll.close()
             self._epoll = None
-            for fd in (self._wake_r, self._wake_w):
-                os.close(fd)
-            self._wake_r = self._wake_w = -1
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        self._wake_r = self._wake_w = -1
 
 
 @dataclass

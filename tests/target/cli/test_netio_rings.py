@@ -325,3 +325,48 @@ def test_jumbo_rings_send_long_frames_through_the_ring(lab):
     finally:
         nio.stop()
         nio.join(5)
+
+
+class SprayWire(BatchWire):
+    """Frames from port 1 go to ports 2, 2, 3, 2, 2, 3, ... (as a NIC sprays over
+    planes): every batch's outputs change output port from frame to frame."""
+
+    def process_batch(self, port: int, frames: list[bytes]) -> list[tuple[int, bytes]]:
+        self._wait()
+        return [(to_port(seq_of(f)), f) for f in frames] if port == 1 else []
+
+
+def to_port(seq: int) -> int:
+    return 3 if seq % 3 == 2 else 2
+
+
+@pytest.mark.root
+def test_outputs_alternating_ports_leave_each_port_whole_and_in_order():
+    """300 frames arrive while the device is busy with the first, so they reach it in
+    batches of 64 whose outputs alternate between ports 2 and 3; each port's transmit
+    ring has 32 slots (the fewest a ring has), fewer than the 43 frames a batch gives
+    port 2. Port 2 sends exactly the frames meant for it and port 3 the others, each
+    in the order they came, none lost."""
+    with NetLab("rsp") as lab:
+        for a, b in (("p4ta0", "p4ta1"), ("p4tb0", "p4tb1"), ("p4tc0", "p4tc1")):
+            lab.veth(a, b)
+        dev = SprayWire()
+        dev.gate = threading.Event()
+        nio = NetIO(dev, {1: "p4ta1", 2: "p4tb1", 3: "p4tc1"}, netns=lab.ns, poll_interval=30.0,
+                    tx_ring_frames=32)
+        nio.start()
+        try:
+            assert nio.ports[2].tx_ring is not None and nio.ports[2].tx_ring.layout.frame_nr == 32
+            a, two, three = lab.socket("p4ta0"), big_socket(lab, "p4tb0"), big_socket(lab, "p4tc0")
+            sent = [frame(i, 1000) for i in range(300)]
+            for f in sent:
+                a.send(f)
+            dev.gate.set()
+            got2, got3 = recv_until_quiet(two), recv_until_quiet(three)
+        finally:
+            nio.stop()
+            nio.join(5)
+    assert nio.stats()[1].rx == 300
+    assert len(got2) == 200 and got2 == [f for i, f in enumerate(sent) if to_port(i) == 2]
+    assert len(got3) == 100 and got3 == [f for i, f in enumerate(sent) if to_port(i) == 3]
+    assert nio.stats()[2].tx == 200 and nio.stats()[3].tx == 100
