@@ -47,7 +47,8 @@ class ReceiverConfig:
     expect_bytes: int | None = None  # accept only transfers of exactly this length
     max_window: int = 0xFFFF
     max_connections: int = 16
-    nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal)
+    nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal) ...
+    nack_delay_max: float = 0.25  # ... and the connection's reordering window grows up to this
     renack_interval: float = 0.02  # a hole still open is NACKed again after this
     ack_delay: float = 0.001  # arrivals without ack_req are acknowledged within this
     trim_dscp: int = 62  # the DSCP the NIC copies into the traffic class of a trimmed packet
@@ -82,6 +83,8 @@ class Connection:
     completed_at: float | None = None
     holes: deque[tuple[float, int]] = field(default_factory=deque)  # (first seen missing, idx)
     renacks: deque[tuple[float, int]] = field(default_factory=deque)  # (NACKed at, idx)
+    reorder: float = 0.0  # the reordering window: a hole older than this is NACKed
+    nacked: dict[int, float] = field(default_factory=dict)  # NACKed, still missing: idx -> first seen missing
     counts: Counter[str] = field(default_factory=Counter)
     ev_packets: Counter[int] = field(default_factory=Counter)
     back_evs: list[int] = field(default_factory=list)  # the feedback rotation: EVs the sender used, first seen first
@@ -129,6 +132,7 @@ class Connection:
             "completion_time_s": elapsed,
             "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
             "received_bytes": self.received_bytes,
+            "nack_delay_s": self.reorder,
             "counts": {"packets": self.packets, "bytes": self.received_bytes, "acks": self.acks, **self.counts},
             "per_ev_packets": {str(ev): n for ev, n in sorted(self.ev_packets.items())},
             "delivered_series": [[round(t, 6), b] for t, b in self.series],
@@ -167,7 +171,7 @@ class Receiver:
             if c.ack_due is not None:
                 times.append(c.ack_due)
             if c.holes:
-                times.append(c.holes[0][0] + self.cfg.nack_delay)
+                times.append(c.holes[0][0] + c.reorder)
             if c.renacks:
                 times.append(c.renacks[0][0] + self.cfg.renack_interval)
         return min(times) if times else None
@@ -237,6 +241,7 @@ class Receiver:
                        rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12,
                        opened_at=now, buf=bytearray(o.length), n_packets=-(-o.length // o.mtu))
         c.next_sample = now + cfg.sample_interval
+        c.reorder = cfg.nack_delay
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
         log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer, o.length, c.n_packets, qp)
@@ -281,7 +286,7 @@ class Receiver:
             self._note_holes(c, idx, now)
             return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
                        c.peer)]
-        self._place(c, data, hdr, idx, dma_len, now)
+        self._place(c, data, hdr, idx, dma_len, now, bool(w2 & wire.RESENT))
         if c.cum == c.n_packets - 1:
             return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
         if w2 & wire.ACK_REQ or ce:
@@ -331,12 +336,16 @@ class Receiver:
             return None
         return c, idx, hdr, dma_len, w2
 
-    def _place(self, c: Connection, data: bytes | memoryview, hdr: int, idx: int, dma_len: int,
-               now: float) -> None:
+    def _place(self, c: Connection, data: bytes | memoryview, hdr: int, idx: int, dma_len: int, now: float,
+               resent: bool) -> None:
         """Copy a first arrival to its place, note the holes it opens, move the
         cumulative PSN and hash what it made final."""
         off = idx * c.mtu
         c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
+        if c.nacked:
+            seen = c.nacked.pop(idx, None)
+            if seen is not None and not resent:
+                self._learn_reordering(c, now - seen)
         c.packets += 1
         c.received_bytes += dma_len
         if idx > c.highest:
@@ -360,6 +369,17 @@ class Receiver:
         if now >= c.next_sample:
             c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
+
+    def _learn_reordering(self, c: Connection, late: float) -> None:
+        """A NACKed packet arrived in its first transmission (BTH ``resent`` 0), ``late``
+        seconds after the hole was seen: the NACK was spurious, the packet was late,
+        not lost. The reordering window grows to twice that, so later holes of the
+        same spread are not NACKed: on a slow or loaded fabric the paths' delays
+        differ by more than ``nack_delay``, and each spurious NACK costs a resend and
+        retires a healthy EV. It never shrinks during the connection (a NACK later
+        than needed delays only the recovery of a real loss)."""
+        c.counts["spurious_nacks"] += 1
+        c.reorder = min(self.cfg.nack_delay_max, max(c.reorder, 2 * late))
 
     def _note_holes(self, c: Connection, idx: int, now: float) -> None:
         if idx > c.highest:
@@ -394,6 +414,7 @@ class Receiver:
         c.series.append((now - c.opened_at, c.received_bytes))
         c.holes.clear()
         c.renacks.clear()
+        c.nacked.clear()
         self.completed.append(c)
         if ok:
             log.info("transfer QP %#x complete: %d bytes, SHA-256 verified", c.qp, c.length)
@@ -423,11 +444,17 @@ class Receiver:
             if c.state != wire.STATE_ACCEPTED:
                 continue
             lost: list[int] = []
-            for queue, wait in ((c.holes, cfg.nack_delay), (c.renacks, cfg.renack_interval)):
-                while queue and queue[0][0] + wait <= now:
-                    _, j = queue.popleft()
-                    if not c.has(j):
-                        lost.append(j)
+            holes, nacked = c.holes, c.nacked
+            while holes and holes[0][0] + c.reorder <= now:
+                seen, j = holes.popleft()
+                if not c.has(j):
+                    lost.append(j)
+                    nacked[j] = seen
+            renacks = c.renacks
+            while renacks and renacks[0][0] + cfg.renack_interval <= now:
+                _, j = renacks.popleft()
+                if not c.has(j):
+                    lost.append(j)
             if not lost:
                 continue
             lost.sort()

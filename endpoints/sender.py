@@ -241,7 +241,8 @@ class Sender:
             if ack_req:
                 self._since_ack = 0
             header = pack(OP_WRITE, 0, 0xFFFF, self.rqp, (wire.ACK_REQ if ack_req else 0)
-                          | ((self.first_psn + idx) & PSN_MASK), self.vaddr + off, self.rkey, ln)
+                          | (wire.RESENT if resend else 0) | ((self.first_psn + idx) & PSN_MASK),
+                          self.vaddr + off, self.rkey, ln)
             out.append(Tx(ev, header + data[off:off + ln]))
             sent(idx, ev, now, resend)
             st = evs[ev]
