@@ -20,10 +20,9 @@ a fraction  yes                 multiplicative decrease: the window times
 ==========  ==================  =================================================
 
 A round trip is one smoothed RTT of the sender (the base RTT before it has one). The
-delay of a round trip is its mean RTT sample less the base RTT. The base RTT is the configured
-network RTT (``base_rtt``) when given, else a windowed minimum, the smallest sample of
-the last ``base_rtt_rounds`` round trips (the RTT the fabric gives now, not a lucky
-packet long ago: docs/transport.md says why); the target is ``target_ratio`` of the base RTT, at least ``target_min``. A trim NACK (the
+delay of a round trip is its mean RTT sample less the base RTT; the base RTT is the
+configured network RTT (``base_rtt``) when given, else the smallest sample seen; the
+target is ``target_ratio`` of the base RTT, at least ``target_min``. A trim NACK (the
 queue passed the trim threshold) multiplies the window by ``trim_factor`` at once, at
 most once per smoothed RTT. Losses and timeouts are path failures (the sender retires
 EVs for them), not congestion, and leave the window alone. The window stays within
@@ -42,7 +41,6 @@ within a round trip) bounds how long it holds.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 
@@ -53,8 +51,7 @@ class CongestionConfig:
     initial_window: float = 16.0
     min_window: float = 1.0
     max_window: float = 256.0
-    base_rtt: float | None = None  # the network's unloaded RTT; None: the smallest recent sample ...
-    base_rtt_rounds: int = 8  # ... of the last this many round trips
+    base_rtt: float | None = None  # the network's unloaded RTT; None: the smallest sample
     target_ratio: float = 0.5  # delay target: this fraction of the base RTT ...
     target_min: float = 100e-6  # ... and at least this
     beta: float = 0.5  # multiplicative decrease: the window times 1 - beta x marked fraction
@@ -72,8 +69,6 @@ class CongestionConfig:
             raise ValueError("congestion: target_ratio, target_min and fair_increase must be >= 0")
         if self.base_rtt is not None and not self.base_rtt > 0:
             raise ValueError("congestion: base_rtt must be more than 0 seconds (or none: measured)")
-        if self.base_rtt_rounds < 1:
-            raise ValueError("congestion: base_rtt_rounds must be at least 1")
 
 
 class Window:
@@ -90,9 +85,6 @@ class Window:
         self._round_end: float | None = None  # the first ACK starts the first round trip
         self._acked = self._marked = self._samples = 0
         self._rtt_sum = 0.0
-        self._round_min = float("inf")  # the smallest RTT sample of this round trip
-        self._mins: deque[float] = deque(maxlen=config.base_rtt_rounds)  # of the last round trips
-        self._past_min = float("inf")  # the smallest of _mins
         self._held = False  # the last round trip was a hold
         self.counts = {"increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0, "trim_decrease": 0}
 
@@ -114,10 +106,8 @@ class Window:
         if acked <= 0:
             return
         if rtt is not None and rtt > 0:
-            if rtt < self._round_min:
-                self._round_min = rtt
-                if self.cfg.base_rtt is None:
-                    self.base_rtt = min(self._past_min, rtt)
+            if self.cfg.base_rtt is None:
+                self.base_rtt = rtt if self.base_rtt is None else min(self.base_rtt, rtt)
             self._rtt_sum += rtt
             self._samples += 1
         self._acked += acked
@@ -153,12 +143,6 @@ class Window:
         self._clamp()
         self._acked = self._marked = self._samples = 0
         self._rtt_sum = 0.0
-        if self._round_min < float("inf"):
-            self._mins.append(self._round_min)
-            self._past_min = min(self._mins)
-            self._round_min = float("inf")
-            if self.cfg.base_rtt is None:
-                self.base_rtt = self._past_min
 
     def on_trim(self, now: float, srtt: float | None) -> bool:
         """A trim NACK: the window times ``trim_factor``, at most once per ``srtt`` (the

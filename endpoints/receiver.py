@@ -48,7 +48,7 @@ class ReceiverConfig:
     max_window: int = 0xFFFF
     max_connections: int = 16
     nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal) ...
-    nack_delay_max: float = 0.25  # ... and the connection's reordering window grows up to this
+    nack_delay_max: float = 1.0  # ... and the connection's reordering window grows up to this (the RTO's ceiling)
     renack_interval: float = 0.02  # a hole still open is NACKed again after this
     ack_delay: float = 0.001  # arrivals without ack_req are acknowledged within this
     trim_dscp: int = 62  # the DSCP the NIC copies into the traffic class of a trimmed packet
@@ -379,7 +379,8 @@ class Receiver:
         retires a healthy EV. It never shrinks during the connection (a NACK later
         than needed delays only the recovery of a real loss)."""
         c.counts["spurious_nacks"] += 1
-        c.reorder = min(self.cfg.nack_delay_max, max(c.reorder, 2 * late))
+        cap = max(self.cfg.nack_delay_max, self.cfg.nack_delay)  # a configured delay above the cap stays
+        c.reorder = min(cap, max(c.reorder, 2 * late))
 
     def _note_holes(self, c: Connection, idx: int, now: float) -> None:
         if idx > c.highest:

@@ -14,7 +14,8 @@ from collections import deque
 
 
 class RttEstimator:
-    """Smoothed RTT, its variation and the retransmission timeout."""
+    """Smoothed RTT, its variation and the retransmission timeout: RFC 6298's
+    ``srtt + 4 rttvar``, at least twice the RTT, within ``[rto_min, rto_max]``."""
 
     def __init__(self, *, rto_initial: float, rto_min: float, rto_max: float) -> None:
         self.srtt: float | None = None
@@ -29,7 +30,11 @@ class RttEstimator:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self.rto = min(self._max, max(self._min, self.srtt + 4 * self.rttvar))
+        # At least twice the RTT: the congestion window may double in one round trip
+        # (endpoints/congestion.py), and when all it adds waits in one queue the next
+        # packets' RTT is up to twice this one; an RTO below that fires for packets
+        # that are only queued (RFC 6298's srtt + 4 rttvar lags a steady rise).
+        self.rto = min(self._max, max(self._min, self.srtt + 4 * self.rttvar, 2 * max(self.srtt, rtt)))
 
     def back_off(self) -> None:
         """A timeout fired: double the RTO until an RTT sample says otherwise."""
@@ -63,17 +68,21 @@ class InFlight:
         self._tx_count.pop(idx, None)
         return self.inflight.pop(idx, None)
 
-    def expired(self, now: float, rto: float) -> list[tuple[int, int]]:
-        """(idx, ev) of every packet whose last transmission is older than ``rto``."""
-        out: list[tuple[int, int]] = []
+    def expired(self, now: float, rto: float) -> tuple[int, int] | None:
+        """(idx, ev) of the oldest packet whose last transmission is older than ``rto``,
+        if any. One per timeout, as TCP does (RFC 6298 5.4): the RTO then doubles, and
+        the packets sent after it are judged against the doubled RTO. Why not all at
+        once: when the RTT jumps (a slow target, a queue) every packet of the window
+        passes the old RTO together, and resending them all would double the load
+        that delayed them."""
         timers = self.timers
         while timers and timers[0][0] + rto <= now:
             _, idx, n = timers.popleft()
             rec = self.inflight.get(idx)
             if rec is None or rec[2] != n:
                 continue  # acked, or declared lost and sent again since
-            out.append((idx, rec[1]))
-        return out
+            return idx, rec[1]
+        return None
 
     def lose(self, idx: int, trimmed: bool) -> tuple[float, int, int]:
         """Packet ``idx`` (in flight) is lost: queued to be resent; its record."""

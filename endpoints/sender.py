@@ -188,10 +188,9 @@ class Sender:
 
     def _expire(self, now: float) -> None:
         fired = self.flight.expired(now, self.rtt.rto)
-        for idx, ev in fired:
-            self._declare_lost(idx, ev, "timeout", now)
-        if fired:  # back off until an RTT sample says otherwise
-            self.rtt.back_off()
+        if fired is not None:
+            self._declare_lost(*fired, "timeout", now)
+            self.rtt.back_off()  # until an RTT sample says otherwise
 
     def _next_packet(self) -> tuple[int, bool] | None:
         """The packet to send next and whether it is a resend; None: nothing to send."""

@@ -38,12 +38,12 @@ def transfer(receiver_cfg: ReceiverConfig):
 
 
 def test_late_packets_widen_the_window_until_they_are_no_longer_nacked() -> None:
-    run = transfer(ReceiverConfig())  # nack_delay 5 ms, grows up to 250 ms
+    run = transfer(ReceiverConfig())  # nack_delay 5 ms, grows up to 1 s
     rep, conn = run.sender.report(), run.conn.report()
     # Learned: at least one NACK was found spurious, and the window covers the 15 ms
     # spread (twice the lateness seen, so above 15 ms once a packet 7.5 ms late or more was NACKed).
     assert conn["counts"]["spurious_nacks"] >= 1
-    assert 0.015 <= conn["nack_delay_s"] <= 0.25
+    assert 0.015 <= conn["nack_delay_s"] <= 1.0
     # Only the first NACKs, before the window grew, were spurious: under 5% resent,
     # fewer EVs retired than the set has, and every one GOOD again at the end.
     assert rep["retransmissions"]["total"] < PACKETS * 5 // 100, rep["retransmissions"]
