@@ -35,7 +35,7 @@ from fabric import plan
 from fabric.cli_options import HostsPerLeafOpt, LeavesOpt, PlanesOpt, SpinesOpt, TopologyOpt
 from fabric.paths import paths
 from fabric.resolve import Shape, resolve
-from fabric.topology import Topology, TopologyError
+from fabric.topology import EvMode, Topology, TopologyError
 
 
 class UsageError(ValueError):
@@ -111,6 +111,17 @@ def topology_evs(topo: Topology, src: str | None, dst: str | None, local: str | 
     return evs, {p.ev: " > ".join(p.hops) for p in paths(topo, s, d)}
 
 
+_EV_MODES: dict[str, EvMode] = {"explicit": "explicit", "generated": "generated"}
+
+
+def _ev_mode(text: str | None) -> EvMode | None:
+    if text is None:
+        return None
+    if text in _EV_MODES:
+        return _EV_MODES[text]
+    raise UsageError(f"--ev-mode {text!r}: explicit or generated")
+
+
 def sender_evs(**options: Any) -> list[plan.EvPath]:
     """The sender's EV set (see ``sender_paths``)."""
     return sender_paths(**options)[0]
@@ -126,14 +137,14 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
         return parse_ev_list(ev_list), {}
     if evs is not None and not 1 <= evs <= 256:
         raise UsageError(f"--evs {evs}: a NIC has 1..256 EVs")
-    overrides = {"evs_per_nic": evs, "ev_mode": ev_mode}
+    mode = _ev_mode(ev_mode)
     try:
         if topology is not None:
             topo = resolve(topology, Shape(**shape)).topology
-            if any(v is not None for v in overrides.values()):
-                topo = dataclasses.replace(topo, **{k: v for k, v in overrides.items() if v is not None})
+            topo = dataclasses.replace(topo, evs_per_nic=topo.evs_per_nic if evs is None else evs,
+                                       ev_mode=topo.ev_mode if mode is None else mode)
         else:
-            topo = resolve(None, Shape(**shape, **overrides)).topology
+            topo = resolve(None, dataclasses.replace(Shape(**shape), evs_per_nic=evs, ev_mode=mode)).topology
     except TopologyError as exc:
         raise UsageError(str(exc)) from None
     return topology_evs(topo, src_host, dst_host, local, remote)

@@ -52,7 +52,10 @@ def family_of(addr: str) -> int:
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
 
 
-def _sockaddr(addr: str, port: int) -> tuple:
+SockAddr = tuple[str, int] | tuple[str, int, int, int]
+
+
+def _sockaddr(addr: str, port: int) -> SockAddr:
     return (addr, port, 0, 0) if family_of(addr) == socket.AF_INET6 else (addr, port)
 
 
@@ -118,7 +121,7 @@ class RawTransmitter:
                           "--tx sockets") from None
         self.sock = s
         self._send = s.sendto
-        self._dst: dict[str, tuple] = {}
+        self._dst: dict[str, SockAddr] = {}
 
     def send(self, ev: int, payload: bytes, dst: str) -> None:
         addr = self._dst.get(dst)
@@ -160,7 +163,8 @@ class PortSockets:
             self.raw_evs.append(ev)
 
             def fn(payload: bytes, dst: str, ev: int = ev) -> object:
-                return raw.send(ev, payload, dst)
+                raw.send(ev, payload, dst)
+                return None
         self._sends[ev] = fn
         return fn
 
@@ -316,12 +320,12 @@ def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: str, t
     return RunResult(clock() - start, False, stats)
 
 
-def _tclass(ancdata: list, family: int) -> int:
+def _tclass(ancdata: list[tuple[int, int, bytes]], family: int) -> int:
     for level, kind, data in ancdata:
         if family == socket.AF_INET6 and level == socket.IPPROTO_IPV6 and kind == socket.IPV6_TCLASS:
             return int.from_bytes(data[:4], sys.byteorder)
         if level == socket.IPPROTO_IP and kind == socket.IP_TOS:
-            return data[0]
+            return int(data[0])
     return 0
 
 

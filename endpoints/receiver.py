@@ -47,7 +47,8 @@ class ReceiverConfig:
     expect_bytes: int | None = None  # accept only transfers of exactly this length
     max_window: int = 0xFFFF
     max_connections: int = 16
-    nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal)
+    nack_delay: float = 0.005  # a hole older than this is NACKed (reordering is normal) ...
+    nack_delay_max: float = 1.0  # ... and the connection's reordering window grows up to this (the RTO's ceiling)
     renack_interval: float = 0.02  # a hole still open is NACKed again after this
     ack_delay: float = 0.001  # arrivals without ack_req are acknowledged within this
     trim_dscp: int = 62  # the DSCP the NIC copies into the traffic class of a trimmed packet
@@ -82,6 +83,8 @@ class Connection:
     completed_at: float | None = None
     holes: deque[tuple[float, int]] = field(default_factory=deque)  # (first seen missing, idx)
     renacks: deque[tuple[float, int]] = field(default_factory=deque)  # (NACKed at, idx)
+    reorder: float = 0.0  # the reordering window: a hole older than this is NACKed
+    nacked: dict[int, float] = field(default_factory=dict)  # NACKed, still missing: idx -> first seen missing
     counts: Counter[str] = field(default_factory=Counter)
     ev_packets: Counter[int] = field(default_factory=Counter)
     back_evs: list[int] = field(default_factory=list)  # the feedback rotation: EVs the sender used, first seen first
@@ -129,6 +132,7 @@ class Connection:
             "completion_time_s": elapsed,
             "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
             "received_bytes": self.received_bytes,
+            "nack_delay_s": self.reorder,
             "counts": {"packets": self.packets, "bytes": self.received_bytes, "acks": self.acks, **self.counts},
             "per_ev_packets": {str(ev): n for ev, n in sorted(self.ev_packets.items())},
             "delivered_series": [[round(t, 6), b] for t, b in self.series],
@@ -167,7 +171,7 @@ class Receiver:
             if c.ack_due is not None:
                 times.append(c.ack_due)
             if c.holes:
-                times.append(c.holes[0][0] + self.cfg.nack_delay)
+                times.append(c.holes[0][0] + c.reorder)
             if c.renacks:
                 times.append(c.renacks[0][0] + self.cfg.renack_interval)
         return min(times) if times else None
@@ -237,6 +241,7 @@ class Receiver:
                        rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12,
                        opened_at=now, buf=bytearray(o.length), n_packets=-(-o.length // o.mtu))
         c.next_sample = now + cfg.sample_interval
+        c.reorder = cfg.nack_delay
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
         log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer, o.length, c.n_packets, qp)
@@ -255,38 +260,11 @@ class Receiver:
 
     def _on_data(self, data: bytes | memoryview, n: int, opcode: int, now: float, peer: Any, ev: int,
                  tclass: int) -> list[Tx]:
-        hdr = DATA_HDR_LEN + (IMMDT_LEN if opcode == OP_WRITE_IMM else 0)
-        if n < hdr:
-            self.drops["truncated"] += 1
+        target = self._data_target(data, n, opcode, peer)
+        if target is None:
             return []
-        (_, _, _, qp, w2, vaddr, rkey, dma_len) = DATA.unpack_from(data)
-        c = self.conns.get(qp & QP_MASK)
-        if c is None:
-            self.drops["wrong_qp"] += 1
-            return []
-        if c.peer != peer:
-            self.drops["wrong_peer"] += 1
-            return []
-        if rkey != c.rkey:
-            self.drops["bad_rkey"] += 1
-            return []
-        d = ((w2 - c.first_psn - c.cum + HALF_PSN) & PSN_MASK) - HALF_PSN  # psn_diff(psn, psn of cum)
-        idx = c.cum + d
-        if d > c.window or d <= -c.window or idx >= c.n_packets:
-            self.drops["psn_out_of_window"] += 1
-            return []
-        if vaddr < c.vaddr or vaddr + dma_len > c.vaddr + c.length:
-            self.drops["bad_address"] += 1
-            return []
-        off = idx * c.mtu
-        if vaddr != c.vaddr + off or dma_len != min(c.mtu, c.length - off):
-            self.drops["address_mismatch"] += 1  # each PSN has one place in the message
-            return []
-        present = n - hdr
-        trimmed = present == 0 and dma_len > 0
-        if not trimmed and present != dma_len:
-            self.drops["truncated" if present < dma_len else "bad_length"] += 1
-            return []
+        c, idx, hdr, dma_len, w2 = target
+        trimmed = n == hdr and dma_len > 0
         ce = (tclass & 3) == CE
         if ce:  # congestion on this packet's path: echoed at once in the ACK's flags
             c.counts["ce"] += 1
@@ -295,21 +273,79 @@ class Receiver:
         if ev not in c.ev_packets:
             c.learn_ev(ev)
         c.ev_packets[ev] += 1
-        cum = c.cum
         if trimmed:  # every trimmed arrival is counted, so the switches' trim counters tie with it
-            counts = c.counts
-            counts["trimmed"] += 1
+            c.counts["trimmed"] += 1
             if (tclass >> 2) == self.cfg.trim_dscp:
-                counts["trimmed_marked"] += 1
+                c.counts["trimmed_marked"] += 1
+        cum = c.cum
         if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
             c.counts["trimmed_duplicates" if trimmed else "duplicates"] += 1
             return [self._ack(c, ev, ce)]
         if trimmed:
-            counts["trim_nacks"] += 1
+            c.counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
             return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
                        c.peer)]
+        self._place(c, data, hdr, idx, dma_len, now, bool(w2 & wire.RESENT))
+        if c.cum == c.n_packets - 1:
+            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
+        if w2 & wire.ACK_REQ or ce:
+            if not c.bits:  # in order: no bitmap
+                c.ack_due = None
+                c.acks += 1
+                psn = (c.first_psn + c.cum) & PSN_MASK
+                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev,
+                                                 wire.FLAG_CE if ce else 0, 0, (psn + 1) & PSN_MASK, 0), c.peer)]
+            return [self._ack(c, ev, ce)]
+        if c.ack_due is None:
+            c.ack_due = now + self.cfg.ack_delay
+        return []
+
+    def _data_target(self, data: bytes | memoryview, n: int, opcode: int,
+                     peer: Any) -> tuple[Connection, int, int, int, int] | None:
+        """Check a data packet against its connection before anything is applied:
+        (connection, packet index, header length, DMA length, BTH word 2), or None
+        with the drop reason counted. Each PSN has one place in the message and a
+        packet must name it exactly; a trimmed packet (no payload) is valid."""
+        hdr = DATA_HDR_LEN + (IMMDT_LEN if opcode == OP_WRITE_IMM else 0)
+        if n < hdr:
+            self.drops["truncated"] += 1
+            return None
+        (_, _, _, qp, w2, vaddr, rkey, dma_len) = DATA.unpack_from(data)
+        c = self.conns.get(qp & QP_MASK)
+        reason = ("wrong_qp" if c is None else "wrong_peer" if c.peer != peer
+                  else "bad_rkey" if rkey != c.rkey else "")
+        if c is None or reason:
+            self.drops[reason] += 1
+            return None
+        d = ((w2 - c.first_psn - c.cum + HALF_PSN) & PSN_MASK) - HALF_PSN  # psn_diff(psn, psn of cum)
+        idx = c.cum + d
+        if d > c.window or d <= -c.window or idx >= c.n_packets:
+            self.drops["psn_out_of_window"] += 1
+            return None
+        if vaddr < c.vaddr or vaddr + dma_len > c.vaddr + c.length:
+            self.drops["bad_address"] += 1
+            return None
+        off = idx * c.mtu
+        if vaddr != c.vaddr + off or dma_len != min(c.mtu, c.length - off):
+            self.drops["address_mismatch"] += 1
+            return None
+        present = n - hdr
+        if present != dma_len and not (present == 0 and dma_len > 0):
+            self.drops["truncated" if present < dma_len else "bad_length"] += 1
+            return None
+        return c, idx, hdr, dma_len, w2
+
+    def _place(self, c: Connection, data: bytes | memoryview, hdr: int, idx: int, dma_len: int, now: float,
+               resent: bool) -> None:
+        """Copy a first arrival to its place, note the holes it opens, move the
+        cumulative PSN and hash what it made final."""
+        off = idx * c.mtu
         c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
+        if c.nacked:
+            seen = c.nacked.pop(idx, None)
+            if seen is not None and not resent:
+                self._learn_reordering(c, now - seen)
         c.packets += 1
         c.received_bytes += dma_len
         if idx > c.highest:
@@ -318,6 +354,7 @@ class Receiver:
             c.highest = idx
         else:  # a first arrival below the highest: it was overtaken (reordering, or a resend)
             c.counts["out_of_order"] += 1
+        cum = c.cum
         bits = c.bits | (1 << (idx - cum - 1))
         if bits & 1:
             t = (bits ^ (bits + 1)).bit_length() - 1
@@ -332,19 +369,18 @@ class Receiver:
         if now >= c.next_sample:
             c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
-        if cum == c.n_packets - 1:
-            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
-        if w2 & wire.ACK_REQ or ce:
-            if not bits:  # in order: no bitmap
-                c.ack_due = None
-                c.acks += 1
-                psn = (c.first_psn + cum) & PSN_MASK
-                return [Tx(c.back_ev(), ACK.pack(OP_ACK, 0, 0xFFFF, c.sender_qp, psn, 0, ev,
-                                                 wire.FLAG_CE if ce else 0, 0, (psn + 1) & PSN_MASK, 0), c.peer)]
-            return [self._ack(c, ev, ce)]
-        if c.ack_due is None:
-            c.ack_due = now + self.cfg.ack_delay
-        return []
+
+    def _learn_reordering(self, c: Connection, late: float) -> None:
+        """A NACKed packet arrived in its first transmission (BTH ``resent`` 0), ``late``
+        seconds after the hole was seen: the NACK was spurious, the packet was late,
+        not lost. The reordering window grows to twice that, so later holes of the
+        same spread are not NACKed: on a slow or loaded fabric the paths' delays
+        differ by more than ``nack_delay``, and each spurious NACK costs a resend and
+        retires a healthy EV. It never shrinks during the connection (a NACK later
+        than needed delays only the recovery of a real loss)."""
+        c.counts["spurious_nacks"] += 1
+        cap = max(self.cfg.nack_delay_max, self.cfg.nack_delay)  # a configured delay above the cap stays
+        c.reorder = min(cap, max(c.reorder, 2 * late))
 
     def _note_holes(self, c: Connection, idx: int, now: float) -> None:
         if idx > c.highest:
@@ -379,6 +415,7 @@ class Receiver:
         c.series.append((now - c.opened_at, c.received_bytes))
         c.holes.clear()
         c.renacks.clear()
+        c.nacked.clear()
         self.completed.append(c)
         if ok:
             log.info("transfer QP %#x complete: %d bytes, SHA-256 verified", c.qp, c.length)
@@ -408,11 +445,17 @@ class Receiver:
             if c.state != wire.STATE_ACCEPTED:
                 continue
             lost: list[int] = []
-            for queue, wait in ((c.holes, cfg.nack_delay), (c.renacks, cfg.renack_interval)):
-                while queue and queue[0][0] + wait <= now:
-                    _, j = queue.popleft()
-                    if not c.has(j):
-                        lost.append(j)
+            holes, nacked = c.holes, c.nacked
+            while holes and holes[0][0] + c.reorder <= now:
+                seen, j = holes.popleft()
+                if not c.has(j):
+                    lost.append(j)
+                    nacked[j] = seen
+            renacks = c.renacks
+            while renacks and renacks[0][0] + cfg.renack_interval <= now:
+                _, j = renacks.popleft()
+                if not c.has(j):
+                    lost.append(j)
             if not lost:
                 continue
             lost.sort()

@@ -17,7 +17,8 @@ docs/packet-formats.md; the wire codecs: ``endpoints/wire.py``.
 
 Packet indices (``idx``, 0-based, unbounded) are used inside; PSNs only on the wire.
 
-The sender is ``endpoints/sender.py``, the receiver ``endpoints/receiver.py``, what
+The sender is ``endpoints/sender.py`` (its parts: ``sender_config.py``, ``ev_set.py``,
+``spray.py``, ``retransmit.py``, ``congestion.py``), the receiver ``endpoints/receiver.py``, what
 they share ``endpoints/common.py``; this module gathers their public names.
 """
 
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 from endpoints.common import ASSUMED_BAD, GOOD, MAX_EVS, Tx
 from endpoints.receiver import Connection, Receiver, ReceiverConfig
-from endpoints.sender import EvStats, Sender, SenderConfig
+from endpoints.ev_set import EvStats
+from endpoints.sender import Sender
+from endpoints.sender_config import SenderConfig
 
 __all__ = ["ASSUMED_BAD", "GOOD", "MAX_EVS", "Connection", "EvStats", "Receiver", "ReceiverConfig", "Sender",
            "SenderConfig", "Tx"]

@@ -82,6 +82,7 @@ PROBE_LEN = PROBE.size  # 28
 OPEN_LEN = OPEN.size  # 68
 STATUS_LEN = STATUS.size  # 36
 ACK_REQ = 1 << 31
+RESENT = 1 << 30  # BTH resv7's first bit: this data packet is a retransmission (receiver's reordering window)
 FLAG_CE = 0x01  # SACK flags: the data packet answered arrived with ECN CE
 
 _REVERSE_BYTE = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))

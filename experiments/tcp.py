@@ -25,14 +25,14 @@ from experiments import common as C
 MTU = 1380
 
 
-def tcp_transfer(fn: Any, src: str, dst: str, nbytes: int, timeout: float = 120.0) -> dict[str, Any]:
+def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_args: list[str],
+          timeout: float) -> dict[str, Any]:
+    """``python -m MODULE recv`` in ``dst`` and ``send`` in ``src``; the receiver's JSON line."""
     py = sys.executable
-    recv = fn.host(dst).popen([py, "-m", "experiments.tcp_flow", "recv", "--listen", fn.address(dst), "--bytes",
-                               str(nbytes), "--timeout", str(timeout)], cwd=C.REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
-    send = fn.host(src).popen([py, "-m", "experiments.tcp_flow", "send", "--to", fn.address(dst), "--bytes",
-                               str(nbytes), "--timeout", str(timeout)], cwd=C.REPO, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+    recv = fn.host(dst).popen([py, "-m", module, "recv", "--listen", fn.address(dst), *recv_args], cwd=C.REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    send = fn.host(src).popen([py, "-m", module, "send", "--to", fn.address(dst), *send_args], cwd=C.REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = recv.communicate(timeout=timeout + 10)
         send.communicate(timeout=30)
@@ -42,9 +42,22 @@ def tcp_transfer(fn: Any, src: str, dst: str, nbytes: int, timeout: float = 120.
                 p.kill()
                 p.wait()
     lines = out.decode().strip().splitlines()
-    r = json.loads(lines[-1]) if lines else {"ok": False, "error": err.decode()[-300:]}
+    r: dict[str, Any] = json.loads(lines[-1]) if lines else {"ok": False, "error": err.decode()[-300:]}
     r["exit"] = recv.returncode
     return r
+
+
+def tcp_transfer(fn: Any, src: str, dst: str, nbytes: int, timeout: float = 120.0) -> dict[str, Any]:
+    """One TCP flow (experiments/tcp_flow.py): bytes, seconds, goodput, verified."""
+    args = ["--bytes", str(nbytes), "--timeout", str(timeout)]
+    return _flow(fn, "experiments.tcp_flow", src, dst, args, args, timeout)
+
+
+def udp_stream(fn: Any, src: str, dst: str, nbytes: int, size: int, timeout: float = 60.0) -> dict[str, Any]:
+    """One unpaced UDP stream (experiments/udp_stream.py) of datagrams of ``size``
+    bytes: what the fabric delivered, and at what rate."""
+    return _flow(fn, "experiments.udp_stream", src, dst, ["--bytes", str(nbytes), "--timeout", str(timeout)],
+                 ["--bytes", str(nbytes), "--size", str(size)], timeout)
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float | None, mtu: int = MTU, src: str = "h1",

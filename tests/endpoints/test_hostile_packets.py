@@ -133,7 +133,7 @@ def ack(s: Sender, cum_idx: int, *, qp: int | None = None, syndrome: int = 0, ba
 
 def test_sender_drops_forged_acks_and_counts_them() -> None:
     def inject(s: Sender, r: Receiver) -> None:
-        state = (s.una, s._acked, s.acked_bytes, dict(s._inflight), list(s._lost), s.good_evs())
+        state = (s.una, s._acked, s.acked_bytes, dict(s.flight.inflight), list(s.flight.lost), s.good_evs())
         cases = [
             ("ack_unsent", ack(s, s.next_idx + 10)),  # cumulative ACK for data never sent
             ("ack_unsent", ack(s, s.una - 1, base_idx=s.next_idx, bitmap=1 << 63)),  # SACK of a PSN never sent
@@ -155,7 +155,7 @@ def test_sender_drops_forged_acks_and_counts_them() -> None:
             before = where[reason]
             s.on_packet(pkt, 0.0)
             assert where[reason] == before + 1, reason
-        assert (s.una, s._acked, s.acked_bytes, dict(s._inflight), list(s._lost), s.good_evs()) == state
+        assert (s.una, s._acked, s.acked_bytes, dict(s.flight.inflight), list(s.flight.lost), s.good_evs()) == state
         assert not s.finished
 
     run = run_with(inject, when=20)

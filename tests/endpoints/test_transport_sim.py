@@ -292,7 +292,7 @@ def test_pacing_and_window_hold() -> None:
     net = SimNet(seed=13, loss=0.02, base_delay=2e-3)  # 4 ms RTT: the window, not the rate, limits at first
     cfg = SenderConfig(rate_pps=20_000, burst=8, window=window)
     run = run_transfer(data, evs(16), net, sender_cfg=cfg,
-                       hook=lambda t, s, r: inflight_max.append(len(s._inflight)))
+                       hook=lambda t, s, r: inflight_max.append(len(s.flight.inflight)))
     assert_delivered(run, data)
     assert max(inflight_max) == window
     # No more than burst + rate * t data packets by any time t.

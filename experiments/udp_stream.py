@@ -1,0 +1,122 @@
+"""One unpaced UDP stream between two hosts (the ceiling a transport is compared with):
+``python -m experiments.udp_stream recv --listen ADDR --bytes N`` prints one JSON line
+(bytes and datagrams delivered, seconds from the first to the last one, the delivered
+rate); ``python -m experiments.udp_stream send --to ADDR --bytes N --size S`` sends N
+bytes in datagrams of S payload bytes as fast as the socket takes them.
+
+Why: a transport's goodput through the fabric is bounded by what the fabric delivers
+of a stream that never waits for feedback; measured in the same run as the transport
+(bench/experiments_goodput.py), the ratio says how much the transport's own
+mechanisms (window, ACKs, retransmissions) cost. Lost datagrams are not resent: the
+delivered rate is what arrived. The NIC sprays non-MRC traffic per flow, so the
+stream takes one path, as a TCP flow does.
+
+Each datagram starts with its 4-byte sequence number; the sender ends with a few
+datagrams of 4 bytes (the end marker) so the receiver stops without waiting for its
+idle timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import time
+
+PORT = 5202
+_SEQ = struct.Struct("!I")
+END = b"\xff\xff\xff\xff"
+
+
+def _family(addr: str) -> int:
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict[str, object]:
+    """Count what arrives until the end marker, ``nbytes`` payload bytes, or ``idle``
+    seconds without a datagram after the first."""
+    s = socket.socket(_family(listen), socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind((listen, PORT))
+    print(json.dumps({"listening": listen}), flush=True)
+    s.settimeout(timeout)
+    got = datagrams = 0
+    first = last = 0.0
+    seen_max = -1
+    buf = bytearray(1 << 16)
+    try:
+        while got < nbytes:
+            n = s.recv_into(buf)
+            now = time.monotonic()
+            if n == 4 and buf[:4] == END:
+                break
+            if not first:
+                first = now
+                s.settimeout(idle)
+            last = now
+            got += n
+            datagrams += 1
+            if n >= 4:
+                seen_max = max(seen_max, _SEQ.unpack_from(buf)[0])
+    except TimeoutError:
+        pass
+    finally:
+        s.close()
+    seconds = last - first
+    return {"ok": datagrams > 0, "bytes": got, "datagrams": datagrams, "sent_seen": seen_max + 1,
+            "seconds": seconds, "delivered_bps": 8 * got / seconds if seconds > 0 else 0.0}
+
+
+def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str, object]:
+    """``nbytes`` in datagrams of ``size`` bytes, back to back (a full socket buffer
+    waits: the rate is what the host's stack and NIC take)."""
+    s = socket.socket(_family(to), socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    s.connect((to, PORT))
+    time.sleep(start_delay)  # the receiver binds after its host started it
+    body = bytes(size - 4)
+    count = -(-nbytes // size)
+    t0 = time.monotonic()
+    for i in range(count):
+        try:
+            s.send(_SEQ.pack(i) + body)
+        except (ConnectionRefusedError, BlockingIOError):
+            pass  # an ICMP report of an earlier datagram, or a full queue: the datagram is lost
+    for _ in range(5):
+        time.sleep(0.05)
+        try:
+            s.send(END)
+        except ConnectionRefusedError:
+            pass
+    s.close()
+    return {"bytes": count * size, "datagrams": count, "seconds": time.monotonic() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("cmd", choices=["send", "recv"])
+    p.add_argument("--to", help="receiver's address (send)")
+    p.add_argument("--listen", help="address to listen on (recv)")
+    p.add_argument("--bytes", type=int, required=True, help="payload bytes to send / to expect at most")
+    p.add_argument("--size", type=int, default=1408, help="payload bytes per datagram (send; at least 5)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the first datagram (recv)")
+    args = p.parse_args(argv)
+    if args.bytes < 1:
+        p.error("--bytes must be at least 1")
+    if args.cmd == "recv":
+        if not args.listen:
+            p.error("recv needs --listen ADDR")
+        r = receive(args.listen, args.bytes, args.timeout)
+    else:
+        if not args.to:
+            p.error("send needs --to ADDR")
+        if not 5 <= args.size <= 65000:
+            p.error("--size must be 5..65000 bytes")
+        r = send(args.to, args.bytes, args.size)
+    print(json.dumps(r), flush=True)
+    return 0 if r.get("ok", True) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""Retransmission timeouts over the simulated network (endpoints/retransmit.py): one
+packet per timeout, the RTO doubled each time.
+
+Why: when every answer stops for a while (a feedback outage here; on a slow target,
+an RTT that jumps) all the packets in flight pass the RTO together; resending them
+all would double the load that delayed them. TCP resends the oldest only and backs
+off (RFC 6298 5.4); so does the sender.
+"""
+
+from __future__ import annotations
+
+import random
+
+from endpoints import wire
+from endpoints.transport import SenderConfig
+from fabric.plan import nic_evs
+from fabric.topology import from_parameters
+from tests.endpoints.simnet import SimNet, run_transfer
+
+OUTAGE = (0.002, 0.302)  # seconds: no packet from the receiver arrives in this time
+
+
+def test_a_feedback_outage_costs_one_resend_per_doubled_timeout() -> None:
+    topo = from_parameters(evs_per_nic=16)
+    evs = nic_evs(topo, topo.host("h1"), topo.host("h3"))
+    data = random.Random(3).randbytes(2000 * 1000)
+    net = SimNet(dead_back=lambda t, ev: OUTAGE[0] <= t < OUTAGE[1])
+    run = run_transfer(data, evs, net, sender_cfg=SenderConfig())
+    rep = run.sender.report()
+    assert run.sender.ok and run.conn.state == wire.STATE_VERIFIED and bytes(run.conn.buf) == data
+    # The window is full (16 packets or more in flight) when the answers stop, all
+    # sent at about t0 = 2 ms. The RTO (rto_min, 50 ms, here: the RTT is 0.2 ms)
+    # doubles on each timeout, and the packets sent at t0 are judged against it: the
+    # timeouts fire at t0 + 50, 100 and 200 ms (inside the outage: their answers are
+    # lost) and t0 + 400 ms (after it: answered). 4 timeouts, one resend each; the
+    # other packets are answered by the cumulative ACK then. None retires an EV.
+    assert rep["retransmissions"]["timeout"] == 4, rep["retransmissions"]
+    assert rep["retransmissions"]["total"] == rep["retransmissions"]["timeout"]
+    assert rep["evs_retired"] == 0
