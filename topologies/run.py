@@ -155,6 +155,10 @@ def run(args: RunArgs, topo: Topology) -> int:
     if servers:
         from topologies.cluster import plan_cluster
 
+        if args.target == "bmv2":
+            raise TopologyError("the topology's servers: run the embedded target's switches on the servers; "
+                                "BMv2 there is not supported: give --target embedded")
+        args.target = "embedded"  # auto: BMv2's P4Runtime would be plaintext on every address of the server
         cluster = plan_cluster(topo, servers, args.placement or topo.placement or "plane", tls=not args.insecure)
         _say(f"network: cluster: {cluster.summary()}")
     if args.grpc_base is None:
@@ -265,6 +269,9 @@ def start(args: RunArgs) -> int:
         return _usage("--bytes must be at least 1")
     if (args.placement is not None or args.insecure) and not args.servers:
         return _usage("--placement and --insecure are about switches on servers: give --servers a,b,c too")
+    if args.servers and args.target == "bmv2":
+        return _usage("--servers runs the embedded target's switches on the servers (mutual TLS, the server's "
+                      "address); BMv2 there is not supported: give --target embedded")
     if args.cli_script is not None and not args.cli_script.is_file():
         return _usage(f"--cli-script {args.cli_script}: no such file")
     try:

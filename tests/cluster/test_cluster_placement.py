@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,15 @@ def test_a_wrong_placement_file_is_one_error_naming_the_entry(tmp_path: Path, te
 def test_no_such_placement_file() -> None:
     with pytest.raises(PlacementError, match="no such file; give plane, round-robin or a YAML file"):
         place(default_topology(), SERVERS, Path("/nonexistent/p.yaml"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--servers", "198.18.200.11", "--target", "bmv2"], "BMv2 there is not supported: give --target embedded"),
+    (["--placement", "plane"], "give --servers a,b,c too"),
+    (["--insecure"], "give --servers a,b,c too"),
+])
+def test_runner_refuses_what_a_cluster_cannot_do_before_anything_starts(args: list[str], message: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "topologies.run", "--no-cli", *args],
+                       cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
