@@ -17,23 +17,10 @@ from pathlib import Path
 import pytest
 
 from tools.cleanup import find_leftovers
+from topologies.p4switch import choose_target
+from topologies.run import parse_args
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-# topologies.p4switch imports Mininet, whose logging.setLoggerClass gives every logger
-# made after it a console handler of its own: imported inside the tests, not when the
-# suite is collected
-def parse_args(argv: list[str]):  # noqa: ANN201 - topologies.run.RunArgs
-    from topologies.run import parse_args as parse
-
-    return parse(argv)
-
-
-def choose_target(target: str) -> str:
-    from topologies.p4switch import choose_target as choose
-
-    return choose(target)
 
 
 def _path_with(tmp_path: Path, tools: tuple[str, ...]) -> str:
