@@ -160,8 +160,10 @@ lint: deps
 test: deps lint native
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+# BENCH='fabric_net scale_fabric': only those scripts (names of bench/*.py), in one run.
+BENCH ?=
 bench: deps native
-	@$(VENV)/bin/python bench/run.py
+	@$(VENV)/bin/python bench/run.py $(foreach b,$(BENCH),--only $(b))
 
 EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp
 # TARGET=bmv2 (or auto): the experiments' switches on BMv2 (docs/experiments.md).

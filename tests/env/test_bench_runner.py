@@ -52,3 +52,13 @@ def test_bad_input_gives_one_clear_error(tmp_path: Path) -> None:
     assert res.returncode == 2 and "no such benchmark" in res.stderr
     res = _run("--timeout", "0")
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_make_bench_passes_each_name_of_bench_to_the_runner() -> None:
+    """``make bench BENCH='a b'`` runs only those scripts (``make -n``: what it would run)."""
+    res = subprocess.run(["make", "-n", "bench", "BENCH=fabric_net scale_fabric"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1].endswith("bench/run.py --only fabric_net --only scale_fabric")
+    res = subprocess.run(["make", "-n", "bench"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip().splitlines()[-1].endswith("bench/run.py")
