@@ -192,6 +192,8 @@ def send(
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
+    retire_after: Annotated[int, typer.Option(
+        help="loss NACKs in a row on one EV (none of its later packets acknowledged) that make it ASSUMED_BAD")] = 2,
     spray: Annotated[str, typer.Option(help="adaptive (avoid EVs with recent CE echoes and trims) | rr (round robin)")] = "adaptive",
     sample_interval: Annotated[float, typer.Option(help="seconds between samples of delivered bytes")] = 0.01,
     seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
@@ -226,7 +228,7 @@ def send(
     try:
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
-                           probe_interval=probe_interval, ev_min_active=ev_min_active,
+                           probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
                            sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt)
         sender = Sender(data, ev_set, cfg, now=0.0, path_names=names)
     except ValueError as exc:

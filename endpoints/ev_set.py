@@ -37,6 +37,9 @@ class EvStats:
     retransmits: int = 0
     acked: int = 0
     losses: int = 0  # timeouts and loss NACKs of packets sent on it
+    loss_streak: int = 0  # loss NACKs in a row with none of its later packets acknowledged
+    last_loss_sent: float = float("-inf")  # when the last of those packets was sent
+    last_acked_sent: float = float("-inf")  # when the latest of its acknowledged packets was sent
     trims: int = 0
     ce: int = 0  # ACKs echoing CE for a data packet sent on it
     probes: int = 0
@@ -78,6 +81,7 @@ class EvSet:
             self.next_probe = now + self._probe_interval
         st.state = ASSUMED_BAD
         st.failed_at = now
+        st.loss_streak = 0
         st.retired += 1
         self._event(now, ev, "retired", cause)
         good = sum(1 for s in self.evs.values() if s.state == GOOD)
@@ -87,6 +91,7 @@ class EvSet:
                        key=lambda s: (s.failed_at or 0.0, self._pos[s.path.ev]))
             back.state = GOOD
             back.good_since = now
+            back.loss_streak = 0
             good += 1
             self._event(now, back.path.ev, "restored", "ev_min_active")
         self._rebuild_good()
@@ -126,6 +131,7 @@ class EvSet:
         if st.state == ASSUMED_BAD:
             st.state = GOOD
             st.good_since = now
+            st.loss_streak = 0
             st.recovered += 1
             self._event(now, ev, "recovered", "probe")
             self._rebuild_good()

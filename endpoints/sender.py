@@ -413,7 +413,12 @@ class Sender:
         rec = self.flight.answered(idx)
         if rec is not None:
             sent_at, ev, n = rec
-            self.evs[ev].acked += 1
+            st = self.evs[ev]
+            st.acked += 1
+            if n == 1:
+                st.last_acked_sent = max(st.last_acked_sent, sent_at)
+                if sent_at > st.last_loss_sent:
+                    st.loss_streak = 0  # a packet sent on it after the losses got through
             if n == 1:  # Karn: no RTT from a retransmitted packet
                 self._ack_rtt = now - sent_at
                 self.rtt.sample(self._ack_rtt)
@@ -448,8 +453,21 @@ class Sender:
         # its transmissions (a NACK sent before the resend arrived), so it blames
         # nothing. A timeout is no evidence against the EV either: the packet or only
         # its feedback may have died, and the feedback went over other paths.
+        # One such loss may still be a packet dropped on a working path (a queue, a
+        # starved software switch) or one late by more than the receiver's reordering
+        # window: the EV is retired at ``retire_after`` of them in a row, a row being
+        # broken by the acknowledgement of a packet sent on it after the last of them
+        # (a path delivers in order: a later packet through means the path works).
         if cause == "nack" and n == 1 and sent_at >= st.good_since:
-            self.ev_set.retire(ev, cause, now)
+            if sent_at < st.last_acked_sent:  # a packet sent on it later got through first
+                self.counts["ev_losses_forgiven"] += 1
+                return
+            st.loss_streak += 1
+            st.last_loss_sent = max(st.last_loss_sent, sent_at)
+            if st.loss_streak >= self.cfg.retire_after:
+                self.ev_set.retire(ev, cause, now)
+            else:
+                self.counts["ev_losses_forgiven"] += 1
 
     def _congested(self, ev: int, now: float, why: str) -> None:
         """A CE echo or a trim NACK about a packet sent on ``ev``: counted, and scored
@@ -534,7 +552,7 @@ class Sender:
             "control": {"acks_received": self.acks_received,
                         **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
                                                        "nacks_received", "trim_nacks_received", "ce_echoes",
-                                                       "status_early", "late")},
+                                                       "status_early", "late", "ev_losses_forgiven")},
                         "adaptive_skips": self.spray.skips},
             "spray": self.cfg.spray,
             "dropped": dict(self.drops),

@@ -26,6 +26,7 @@ class SenderConfig:
     rto_max: float = 1.0
     probe_interval: float = 0.02  # how often each ASSUMED_BAD EV is probed
     ev_min_active: int = 8
+    retire_after: int = 2  # loss NACKs in a row on one EV (none of its later packets acknowledged) that retire it
     sample_interval: float = 0.01  # time series of delivered bytes
     seed: int = 0  # QP, first PSN
     first_psn: int | None = None  # None: drawn from the seed
@@ -57,6 +58,8 @@ class SenderConfig:
             raise ValueError("sender: burst, ack_every, initial_window and min_window must be at least 1")
         if self.ev_min_active < 1:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
+        if self.retire_after < 1:
+            raise ValueError("sender: retire_after must be at least 1 (loss NACKs in a row that retire an EV)")
         if not 0 < self.window <= 0xFFFF:
             raise ValueError(f"sender: window {self.window} outside 1..65535")
         try:

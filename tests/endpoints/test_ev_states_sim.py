@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from fabric.plan import nic_evs
 from fabric.topology import from_parameters
 from endpoints import wire
@@ -131,3 +133,38 @@ def test_an_ev_comes_back_only_when_a_probe_over_its_own_path_returns() -> None:
     # One every 5 ms from the retirement to the end (80 ms of data): about 14.
     assert len(probes) >= int((run.end - t_retired) / 0.005) - 1
     assert not [p for p in run.delivered_to_sender if p.payload[0] == wire.OP_PROBE_REPLY]
+
+
+def _random_loss_run(seed: int, retire_after: int):
+    from tests.endpoints.test_transport_sim import evs
+
+    data = payload(500 * MTU + 1, seed)
+    net = SimNet(seed=seed, loss=0.05, jitter=300e-6)
+    cfg = SenderConfig(ev_min_active=8, seed=seed, retire_after=retire_after)
+    run = run_transfer(data, evs(32), net, sender_cfg=cfg)
+    assert run.sender.ok and bytes(run.conn.buf) == data
+    retired = [e for e in run.sender.events if e["event"] == "retired"]
+    return run, retired
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_loss_on_working_paths_retires_at_most_an_unlucky_ev(seed: int) -> None:
+    """5% of packets lost anywhere, every path working: each loss is NACKed and
+    resent, but an EV is retired only at two losses in a row on it with none of its
+    later packets acknowledged. 500 packets over 32 EVs are about 16 per EV, so an EV
+    has 15 pairs of consecutive packets, each lost together with probability 0.05^2:
+    about 1.2 such EVs of 32 expected, and fewer still since a later packet's
+    acknowledgement arriving before the NACK forgives the loss. With one loss enough
+    (``retire_after=1``) some healthy EV of the same run is retired."""
+    run, retired = _random_loss_run(seed, retire_after=2)
+    rep = run.sender.report()
+    assert rep["retransmissions"]["nack"] >= 20  # the rule was exercised
+    assert rep["control"]["ev_losses_forgiven"] >= 15
+    assert len(retired) <= 2, retired
+    _, retired_at_one = _random_loss_run(seed, retire_after=1)
+    assert len(retired_at_one) > len(retired)
+
+
+def test_retire_after_is_checked() -> None:
+    with pytest.raises(ValueError, match="retire_after must be at least 1"):
+        SenderConfig(retire_after=0).check()
