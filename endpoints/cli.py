@@ -242,12 +242,14 @@ def send(
     clock = time.monotonic
     t0 = clock()
     started = time.time()
+    cpu0 = time.process_time()
     try:
         result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = sender.report()
+    rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU (user + system) while it ran the transfer
     rep["started_at_unix"] = started  # report times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
@@ -325,12 +327,14 @@ def recv(
     clock = time.monotonic
     t0 = clock()
     started = time.time()
+    cpu0 = time.process_time()
     try:
         result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = receiver.report()
+    rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU while it received (linger included)
     rep["started_at_unix"] = started  # connection times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
