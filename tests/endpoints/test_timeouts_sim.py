@@ -25,11 +25,11 @@ def test_a_feedback_outage_costs_one_resend_per_doubled_timeout() -> None:
     evs = nic_evs(topo, topo.host("h1"), topo.host("h3"))
     data = random.Random(3).randbytes(2000 * 1000)
     net = SimNet(dead_back=lambda t, ev: OUTAGE[0] <= t < OUTAGE[1])
-    run = run_transfer(data, evs, net, sender_cfg=SenderConfig())
+    run = run_transfer(data, evs, net, sender_cfg=SenderConfig(rto_min=0.05))
     rep = run.sender.report()
     assert run.sender.ok and run.conn.state == wire.STATE_VERIFIED and bytes(run.conn.buf) == data
     # The window is full (16 packets or more in flight) when the answers stop, all
-    # sent at about t0 = 2 ms. The RTO (rto_min, 50 ms, here: the RTT is 0.2 ms)
+    # sent at about t0 = 2 ms. The RTO (rto_min, 50 ms, given, here: the RTT is 0.2 ms)
     # doubles on each timeout, and the packets sent at t0 are judged against it: the
     # timeouts fire at t0 + 50, 100 and 200 ms (inside the outage: their answers are
     # lost) and t0 + 400 ms (after it: answered). 4 timeouts, one resend each; the
