@@ -11,6 +11,10 @@ traffic that never waits for feedback. The ratios MRC/TCP and MRC/UDP are printe
 (targets: at least 1.0 and 0.8). With BMv2 on the PATH (``. /work/shared/bmv2/env.sh``
 or a BMv2 install) the default transfer also runs on a BMv2 fabric and its
 retransmissions are printed as a share of the data packets (target: under 5%).
+Beside each rate it prints what one packet cost in CPU (microseconds per packet of the
+transfer): the fabric's switch processes and the NICs' (every thread's schedstat, as
+``bench/fabric_net.py`` reads it) and, for MRC-lite, its own two endpoints (the
+``cpu_s`` of their reports): on 2 shared cores these say which process limits the rate.
 Needs root and Mininet; prints only, never asserts (the acceptance tests do).
 """
 
@@ -20,13 +24,37 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 BYTES = 8_000_000
 BMV2_BYTES = 2_000_000
+
+
+def _switch_cpu(fn: Any) -> dict[str, list[int]]:
+    """The switch processes by role: the fabric's and the NICs'."""
+    roles: dict[str, list[int]] = {"fabric": [], "NICs": []}
+    for sw in fn.p4_switches():
+        pids = roles["NICs" if sw.program == "nic" else "fabric"]
+        if sw.proc.pid not in pids:
+            pids.append(sw.proc.pid)
+    return roles
+
+
+def _metered(fn: Any, packets: int, run: Callable[[], Any]) -> tuple[Any, str]:
+    """``run()`` and the switch processes' CPU per packet of it, as text."""
+    from fabric_net import cpu_seconds
+
+    roles = _switch_cpu(fn)
+    before = {r: cpu_seconds(p) for r, p in roles.items()}
+    out = run()
+    used = {r: (cpu_seconds(p) - before[r]) / packets * 1e6 for r, p in roles.items()}
+    return out, ", ".join(f"{r} {us:.0f}" for r, us in used.items())
 
 
 def embedded() -> None:
@@ -34,22 +62,28 @@ def embedded() -> None:
     from experiments import common as C
     from experiments import tcp
 
+    packets = -(-BYTES // tcp.MTU)
     with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology()) as fn:
-        mrc = C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "mrc", send_args=["--mtu", str(tcp.MTU)])
-        t = tcp.tcp_transfer(fn, "h1", "h3", BYTES)
-        u = tcp.udp_stream(fn, "h1", "h3", BYTES, tcp.MTU + DATA_HDR_LEN)
+        mrc, m_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "mrc",
+                                                                  send_args=["--mtu", str(tcp.MTU)]))
+        t, t_cpu = _metered(fn, packets, lambda: tcp.tcp_transfer(fn, "h1", "h3", BYTES))
+        u, u_cpu = _metered(fn, packets, lambda: tcp.udp_stream(fn, "h1", "h3", BYTES, tcp.MTU + DATA_HDR_LEN))
     s = mrc.sender
     m_bps, t_bps, u_bps = s.get("goodput_bps") or 0.0, t.get("goodput_bps") or 0.0, u.get("delivered_bps") or 0.0
     sent = s.get("packets_sent") or 0
     retx = (s.get("retransmissions") or {}).get("total") or 0
+    ends = ((s.get("cpu_s") or 0.0) + (mrc.recv_report.get("cpu_s") or 0.0)) / packets * 1e6
     print(f"goodput, {BYTES} bytes h1 -> h3 on one embedded-target fabric, one after the other:")
     print(f"  MRC-lite, unpaced, {tcp.MTU} B, 8 paths: {C.mbps(m_bps):7.1f} Mb/s (verified {mrc.ok}, "
-          f"{retx} retransmissions of {sent} data packets, window now {(s.get('window') or {}).get('now')})")
+          f"{retx} retransmissions of {sent} data packets, window now {(s.get('window') or {}).get('now')}, "
+          f"{(s.get('control') or {}).get('acks_received')} ACKs)")
     print(f"  TCP, one flow, one path:            {C.mbps(t_bps):7.1f} Mb/s (verified {t.get('ok')})")
     print(f"  UDP stream, unpaced, one path:      {C.mbps(u_bps):7.1f} Mb/s delivered "
           f"({u.get('datagrams')} of {-(-BYTES // (tcp.MTU + DATA_HDR_LEN))} datagrams)")
     print(f"  MRC/TCP {m_bps / t_bps if t_bps else 0:.2f} (target >= 1.0), "
           f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8)")
+    print(f"  CPU per packet (us): MRC-lite switches {m_cpu}, its two endpoints {ends:.0f}; "
+          f"TCP switches {t_cpu}; UDP switches {u_cpu}")
 
 
 def bmv2() -> None:

@@ -189,7 +189,7 @@ def send(
         help="congestion control: the network's unloaded RTT, seconds (default: the smallest RTT seen)")] = None,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
     ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
-    rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = 0.05,
+    rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = SenderConfig.rto_min,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
     retire_after: Annotated[int, typer.Option(
@@ -244,12 +244,14 @@ def send(
     clock = time.monotonic
     t0 = clock()
     started = time.time()
+    cpu0 = time.process_time()
     try:
         result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = sender.report()
+    rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU (user + system) while it ran the transfer
     rep["started_at_unix"] = started  # report times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
@@ -327,12 +329,14 @@ def recv(
     clock = time.monotonic
     t0 = clock()
     started = time.time()
+    cpu0 = time.process_time()
     try:
         result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
     finally:
         transmit.close()
         sock.close()
     rep = receiver.report()
+    rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU while it received (linger included)
     rep["started_at_unix"] = started  # connection times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io

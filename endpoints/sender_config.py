@@ -22,7 +22,10 @@ class SenderConfig:
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
     ack_every: int = 4  # ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest)
     rto_initial: float = 0.1
-    rto_min: float = 0.05  # Python endpoints on a shared machine stall for milliseconds
+    # The RTO's floor: Python switches and endpoints on shared cores stall for tens of
+    # milliseconds, BMv2 for hundreds, and a timeout that fires for a packet only
+    # delayed resends it for nothing (docs/transport.md, "Parameters")
+    rto_min: float = 0.2
     rto_max: float = 1.0
     probe_interval: float = 0.02  # how often each ASSUMED_BAD EV is probed
     ev_min_active: int = 8

@@ -69,7 +69,12 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     assert rep["delivered_series"][-1][1] == 300000
     assert rep["completion_time_s"] > 0 and rep["goodput_bps"] > 0
     assert set(rep["retransmissions"]) == {"total", "timeout", "nack", "trim_nack"}
+    # The sender's CPU is that of its transfer alone: one thread, so never more than the
+    # transfer's own time (the interpreter's start and imports, counted too, would be
+    # more than this 300 KB transfer takes on loopback).
+    assert 0 < rep["cpu_s"] <= rep["completion_time_s"] + 0.01, (rep["cpu_s"], rep["completion_time_s"])
     rrep = json.loads((tmp_path / "r.json").read_text())
+    assert rrep["cpu_s"] > 0
     (c,) = rrep["connections"]
     assert c["verdict"] == "verified" and c["received_bytes"] == 300000
     # The receiver saw every EV as the UDP source port of data packets.

@@ -54,6 +54,27 @@ def test_the_four_quadrants_and_their_amounts() -> None:
     assert w.counts == {"increase": 1, "fair_increase": 1, "hold": 2, "decrease": 2, "trim_decrease": 0}
 
 
+def test_a_queue_that_marks_nothing_grows_the_window_by_one_per_round_trip() -> None:
+    """The defaults, and a queue no P4 program sees (a software switch's receive ring):
+    after a first RTT sample of 1 ms (the base RTT, so the target is 0.5 ms) every RTT
+    is 5 ms and nothing is marked. Each round trip (one smoothed RTT, here 9 ms, with the
+    ACKs 10 ms apart: one ACK each) is delayed and unmarked: the fair increase, 1 packet each, from 16 to 26 after
+    10 round trips, and no decrease ever. A marked round trip then decreases (x (1 - 0.5
+    x 1/2) for half the packets marked), and a trim halves."""
+    w = Window(CongestionConfig())
+    assert (w.cwnd, w.cfg.max_window) == (16.0, 256.0)
+    ms = 1e-3
+    w.on_ack(4, 1 * ms, False, 0.0, None)
+    for k in range(1, 11):
+        w.on_ack(4, 5 * ms, False, k * 10 * ms, 9 * ms)
+    assert w.cwnd == pytest.approx(26.0)
+    assert w.counts["fair_increase"] == 10 and w.counts["decrease"] == 0
+    w.on_ack(4, 5 * ms, True, 105 * ms, 9 * ms)
+    w.on_ack(4, 5 * ms, False, 110 * ms, 9 * ms)
+    assert w.cwnd == pytest.approx(26.0 * 0.75)
+    assert w.on_trim(111 * ms, 9 * ms) and w.cwnd == pytest.approx(26.0 * 0.75 * 0.5)
+
+
 def test_a_configured_base_rtt_is_kept_whatever_the_samples() -> None:
     w = Window(CongestionConfig(initial_window=16, base_rtt=1e-3))
     w.on_ack(4, 0.5e-3, False, 0.0, None)
