@@ -34,17 +34,19 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from mininet.examples.cluster import MininetCluster, Placer, RemoteLink, RemoteMixin
 from mininet.link import Link
+from mininet.node import Host
 from mininet.util import quietRun
 
 from fabric.entries import nodes
@@ -53,7 +55,7 @@ from fabric.topology import Topology
 from topologies import switch_process
 from topologies.cluster_ssh import Server, ServerError, parse_servers
 from topologies.p4switch import P4Switch, SwitchError
-from topologies.placement import LOCAL, PLANE, place
+from topologies.placement import LOCAL, PLANE, place_nodes
 from topologies.switch_group import GroupedP4Switch, SwitchProcess
 from topologies.switch_group import place as place_in_processes
 
@@ -65,17 +67,99 @@ FABRIC_MTU = 1500
 VXLAN_PORT = 4789
 
 
-class RemoteP4Mixin(RemoteMixin):
-    """What makes a P4 switch node run on its server (``servers``: the cluster's, by name)."""
+class ClusterNodeMixin(RemoteMixin):
+    """What makes a Mininet node run on its server (``servers``: the cluster's, by name):
+    its shell there over ssh, as the server's user, on one shared ssh connection."""
 
     servers: ClassVar[dict[str, Server]] = {}
-    tls_root: ClassVar[Path | None] = None  # the certificates (ClusterPlan.prepare); None: plaintext
 
     def __init__(self, name: str, server: str = LOCAL, **params: Any) -> None:
         self.cluster_server = self.servers.get(server) or Server.parse(LOCAL)
         params.setdefault("user", self.cluster_server.user)
         params.setdefault("serverIP", self.cluster_server.address)
         params.setdefault("controlPath", True)  # one ssh connection per server for the node shells
+        super().__init__(name, server=server, **params)
+
+
+class ClusterHostMixin(ClusterNodeMixin):
+    """A host on its server: its shell, and so its ``cmd`` (ping, the CLI's commands) and
+    its ``popen`` (the endpoints ``mrc-send`` and ``mrc-recv``), run there; the commands
+    are the local paths (``.venv/bin/...``), so the repository and its environment must
+    be at the same path there, as for the switches. Its NIC runs on the same server
+    (topologies/placement.py), so the host-NIC link is a veth there.
+
+    The files a command names after an option (``--report F``, ``--in F``, ``--out F``:
+    absolute paths outside the repository) are where the command runs: on a server
+    that does not share this machine's files, an existing file is copied there first,
+    the directory of a new one made there, and once the process has ended each new
+    file is fetched back here and every copy removed there."""
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        if not self.isRemote or self.cluster_server.shares_files():
+            proc: subprocess.Popen[bytes] = super().popen(*args, **kwargs)
+            return proc
+        inputs, outputs = command_files(_argv(args))
+        server = self.cluster_server
+        for path in inputs:
+            server.put(path)
+        if outputs:
+            server.run("mkdir -p " + " ".join(sorted({shlex.quote(str(p.parent)) for p in outputs})))
+        proc = super().popen(*args, **kwargs)
+        proc.__class__ = MirroredProcess
+        assert isinstance(proc, MirroredProcess)
+        proc.mirror = (server, inputs, outputs)
+        return proc
+
+
+class MirroredProcess(subprocess.Popen[bytes]):
+    """A remote host's process whose new files come back here when it has ended."""
+
+    mirror: tuple[Server, list[Path], list[Path]] | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = super().wait(timeout)
+        mirror, self.mirror = self.mirror, None
+        if mirror is not None:
+            server, inputs, outputs = mirror
+            fetched = {path: server.get(path) for path in outputs}
+            server.remove([*inputs, *outputs])  # before writing here: a server may share the files
+            for path, data in fetched.items():
+                if data is not None:
+                    path.write_bytes(data)
+        return code
+
+
+def _argv(args: tuple[Any, ...]) -> list[str]:
+    """A command as Mininet's ``popen`` takes it (one list, one string, or arguments)."""
+    if len(args) == 1 and isinstance(args[0], list):
+        return [str(a) for a in args[0]]
+    if len(args) == 1 and isinstance(args[0], str):
+        return args[0].split()
+    return [str(a) for a in args]
+
+
+def command_files(argv: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The files a command names after its options, outside the repository: (those that
+    exist here, the inputs; those whose directory exists here, the outputs)."""
+    inputs: list[Path] = []
+    outputs: list[Path] = []
+    for prev, arg in zip(argv, argv[1:], strict=False):
+        path = Path(arg)
+        if not prev.startswith("--") or not path.is_absolute() or path.is_relative_to(switch_process.REPO):
+            continue
+        if path.is_file():
+            inputs.append(path)
+        elif path.parent.is_dir() and not path.exists():
+            outputs.append(path)
+    return inputs, outputs
+
+
+class RemoteP4Mixin(ClusterNodeMixin):
+    """What makes a P4 switch node run on its server (``servers``: the cluster's, by name)."""
+
+    tls_root: ClassVar[Path | None] = None  # the certificates (ClusterPlan.prepare); None: plaintext
+
+    def __init__(self, name: str, server: str = LOCAL, **params: Any) -> None:
         super().__init__(name, server=server, **params)
         if self.isRemote and self.tls_root is not None and getattr(self, "target", "") == "embedded":
             self.tls_dir = str(self.tls_root)
@@ -201,6 +285,11 @@ def cluster_switch_class(base: type[P4Switch], servers: dict[str, Server],
     return type(f"Cluster{base.__name__}", (*mixins, base), {"servers": servers, "tls_root": tls_root})
 
 
+def cluster_host_class(base: type, servers: dict[str, Server]) -> type:
+    """``base`` (a Mininet host class of the project) as a node on one of ``servers``."""
+    return type(f"Cluster{base.__name__}", (ClusterHostMixin, base), {"servers": servers})
+
+
 def _root_cmd(node: Any, command: str) -> str:
     """Run ``command`` in the root namespace of the node's server: in the shell of a
     root-namespace node (a switch; no new ssh connection), else here."""
@@ -264,6 +353,7 @@ class ClusterPlan:
     tunnel: str  # gretap or vxlan
     policy: str = PLANE
     tls: bool = True  # remote switches serve mutual TLS with certificates made for the run
+    hosts: dict[str, str] = field(default_factory=dict)  # controller host name -> server name (else here)
 
     @property
     def by_name(self) -> dict[str, Server]:
@@ -281,8 +371,18 @@ class ClusterPlan:
         return run_dir / TLS_DIR
 
     def network(self, names: NodeNames, **kwargs: Any) -> MininetCluster:
-        """Mininet's cluster network of these placements (kwargs: Mininet's)."""
-        where = {names.mininet(n): s for n, s in self.where.items()}
+        """Mininet's cluster network of these placements (kwargs: Mininet's; ``topo``, the
+        built Mininet topology, gets the remote class of each host placed on a server)."""
+        where = {names.mininet(n): s for n, s in {**self.where, **self.hosts}.items()}
+        topo, by_name = kwargs.get("topo"), self.by_name
+        classes: dict[type, type] = {}  # one remote class per host class
+        for host, server in self.hosts.items():
+            if server != LOCAL and topo is not None:
+                info = topo.nodeInfo(names.mininet(host))
+                base = info.get("cls") or kwargs.get("host") or Host
+                if base not in classes:
+                    classes[base] = cluster_host_class(base, by_name)
+                info["cls"] = classes[base]
 
         class FabricPlacer(Placer):
             def place(self, node: str) -> str:
@@ -322,7 +422,9 @@ class ClusterPlan:
         for s in self.where.values():
             counts[s] = counts.get(s, 0) + 1
         per = ", ".join(f"{name}: {n}" for name, n in counts.items())
-        return (f"{len(self.remote())} servers, placement {self.policy} ({per} switches), "
+        away = [f"{h} on {s}" for h, s in self.hosts.items() if s != LOCAL]
+        hosts = f"; hosts {', '.join(away)}" if away else ""
+        return (f"{len(self.remote())} servers, placement {self.policy} ({per} switches{hosts}), "
                 f"links across servers over {self.tunnel}, "
                 f"P4Runtime there over {'mutual TLS' if self.tls else 'plaintext (--insecure)'}")
 
@@ -331,7 +433,7 @@ def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Pat
                  tls: bool = True) -> ClusterPlan:
     """Check the servers (ssh, root), place the switches, choose the tunnel type."""
     parsed = parse_servers(servers)
-    where = place(topo, [s.name for s in parsed], policy)
+    where, hosts = place_nodes(topo, [s.name for s in parsed], policy)
     remote = [s for s in parsed if not s.local]
     with ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
         list(pool.map(lambda s: s.check(), remote))
@@ -339,5 +441,5 @@ def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Pat
     log.info("servers %s ready; tunnels: %s", ", ".join(s.name for s in remote), "gretap" if gre else "vxlan")
     known = {n.name for n in nodes(topo)}
     assert set(where) == known
-    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy), tls)
+    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy), tls, hosts)
 

@@ -14,9 +14,12 @@ through ``sudo -n`` (passwordless sudo; docs/cluster.md).
 from __future__ import annotations
 
 import ipaddress
+import os
+import secrets
 import shlex
 import socket
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,9 @@ SHARED = ("-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/mrc-ssh-%C", "-o",
 PORT_BATCH = 32
 COMMAND_TIMEOUT = 60.0
 PID_SUFFIX = ".rpid"  # a remote process's pid file (its own pid, written before it starts)
+# "always": copy a remote host's endpoint files even to a server that shares this
+# machine's files (the namespace cluster's test takes the real servers' way so)
+COPY_ENV = "MRC_CLUSTER_COPY"
 
 
 class ServerError(RuntimeError):
@@ -62,6 +68,7 @@ class Server:
     _cpus: int | None = field(default=None, repr=False)
     _ports: list[int] = field(default_factory=list, repr=False)
     _handed_out: set[int] = field(default_factory=set, repr=False)
+    _shared: bool | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, spec: str, default_user: str = "root") -> Server:
@@ -133,6 +140,37 @@ class Server:
         tmp = f"{path}.put.$$"
         self.run(f"mkdir -p {shlex.quote(str(path.parent))} && (umask 077 && cat > {tmp}) && chmod {mode:o} {tmp} "
                  f"&& mv -f {tmp} {shlex.quote(str(path))}", stdin=path.read_bytes())
+
+    def get(self, path: Path) -> bytes | None:
+        """The bytes of the server's file at ``path``, None when it has none there."""
+        if self.local:
+            return path.read_bytes() if path.is_file() else None
+        q = shlex.quote(str(path))
+        out = subprocess.run([*self.ssh(*SHARED), self._remote(f"test -f {q} && cat {q}")], capture_output=True,
+                             timeout=COMMAND_TIMEOUT)
+        return out.stdout if out.returncode == 0 else None
+
+    def remove(self, paths: Sequence[Path]) -> None:
+        """Remove these files on the server (and their directories, when left empty)."""
+        if self.local or not paths:
+            return
+        files = " ".join(shlex.quote(str(p)) for p in paths)
+        dirs = " ".join(sorted({shlex.quote(str(p.parent)) for p in paths}))
+        self.run(f"rm -f {files}; rmdir {dirs} 2>/dev/null; true", check=False)
+
+    def shares_files(self) -> bool:
+        """Does the server see this machine's files (the namespace cluster's servers do)?
+        A file of a fresh random name made here is looked for there; asked once."""
+        if self._shared is None:
+            if self.local or os.environ.get(COPY_ENV) == "always":
+                self._shared = self.local
+            else:
+                with tempfile.NamedTemporaryFile(prefix="mrc-shared-", dir="/tmp") as probe:
+                    token = secrets.token_hex(8)
+                    probe.write(token.encode())
+                    probe.flush()
+                    self._shared = self.get(Path(probe.name)) == token.encode()
+        return self._shared
 
     def free_port(self) -> int:
         """A TCP port nobody listens on now at the server's address (the server's kernel's

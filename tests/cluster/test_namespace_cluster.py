@@ -3,9 +3,12 @@
 The servers are network namespaces on a private bridge, each with its own sshd
 (tools/ns_cluster.py); the network runner reaches them over ssh as it would real
 servers, through Mininet's cluster classes (topologies/cluster.py). A placement file
-puts one plane on each server and one here, and plane 0's first spine on the second
+puts one plane on each server and one here, plane 0's first spine on the second
 server, so that the demo's cut link (p0-leaf0:p0-spine0) is a tunnel between two
-servers. The run must install every table, answer every ping, move the demo's
+servers, and host h3 (with its NIC) on the third server, so that the demo's receiver
+``mrc-recv`` runs there. The run copies the endpoints' files as to servers that do
+not share this machine's (``MRC_CLUSTER_COPY=always``): the receiver's report comes
+back over ssh. The run must install every table, answer every ping, move the demo's
 2,000 packets with the cut, every byte verified, and `mrcctl` must read the counters
 of a remote switch. Afterwards nothing may be left on any server: no interface but
 its own, no process but its sshd, no tunnel, no shared ssh connection.
@@ -26,6 +29,8 @@ from pathlib import Path
 import pytest
 
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
+from fabric.names import node_names
+from fabric.topology import default_topology
 from tools import cleanup, ns_cluster
 from topologies import cluster, cluster_ssh
 
@@ -78,7 +83,9 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     placement = tmp_path / "placement.yaml"
-    placement.write_text(f"plane0: {S1}\nplane1: {S2}\nplane2: {S3}\nplane3: localhost\np0-spine0: {S2}\n")
+    placement.write_text(f"plane0: {S1}\nplane1: {S2}\nplane2: {S3}\nplane3: localhost\np0-spine0: {S2}\n"
+                         f"h3: {S3}\n")
+    h3, nic3 = (node_names(default_topology(), prefix).mininet(n) for n in ("h3", "nic3"))
     before = [_server_state(k) for k in (1, 2, 3)]
     assert all(links == ["eth0", "lo"] for links, _ in before), before
     mrcctl = Path(sys.executable).with_name("mrcctl")
@@ -88,6 +95,8 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         f"sh ip netns exec ncl2 ss -Htlnp > {out_dir}/listen2.txt",
         f"sh ip netns exec ncl1 ip -d -o link show type vxlan > {out_dir}/tunnels1.txt",
         f"sh ip -d -o link show type vxlan > {out_dir}/tunnels_local.txt",
+        f"sh ip netns exec ncl3 ip -o link show > {out_dir}/links3.txt",
+        f"{h3} echo $SSH_CONNECTION > {out_dir}/h3_ssh.txt",
         f"sh cp {run_dir}/network.json {out_dir}/network.json",
         f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p1-leaf0 > {out_dir}/tls.txt",
         "",
@@ -97,12 +106,13 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
             [sys.executable, "-m", "topologies.run", "--servers", ",".join([*servers, "localhost"]),
              "--placement", str(placement), "--prefix", prefix, "--grpc-base", "0", "--run-dir", str(run_dir),
              "--bytes", "2000000", "--no-cli", "--cli-script", str(script)],
-            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400)
+            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400,
+            env={**os.environ, cluster_ssh.COPY_ENV: "always"})
         out = res.stdout + res.stderr
         assert res.returncode == 0, out
         # the file's placement: plane 0 but its first spine on S1, S2 plane 1 and that spine,
-        # S3 plane 2, here plane 3 and the 4 NICs
-        assert (f"placement {placement} ({S1}: 3, {S2}: 5, {S3}: 4, localhost: 8 switches), "
+        # S3 plane 2 and h3's NIC, here plane 3 and the other 3 NICs
+        assert (f"placement {placement} ({S1}: 3, {S2}: 5, {S3}: 5, localhost: 7 switches; hosts h3 on {S3}), "
                 "links across servers over vxlan, P4Runtime there over mutual TLS") in out, out
         assert "20 P4 switches" in out, out
         for row in ("h1         -    2/2    2/2    2/2", "h2       2/2      -    2/2    2/2",
@@ -124,13 +134,22 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         port = state["switches"]["p1-leaf0"]["address"].rsplit(":", 1)[1]
         listen = (out_dir / "listen2.txt").read_text()
         assert re.search(rf"\b{re.escape(S2)}\]?:{port}\b.*p4target", listen), listen  # maybe [::ffff:...]
-        # S1's tunnels: plane 0's 4 NIC links to here, and p0-spine0's 2 leaf links to S2
+        # S1's tunnels: plane 0's NIC links to the 3 NICs here and to nic3 on S3, and
+        # p0-spine0's 2 leaf links to S2
         tunnels = (out_dir / "tunnels1.txt").read_text().splitlines()
         assert len(tunnels) == 6, tunnels
         assert sum(f"remote {S2} " in t for t in tunnels) == 2, tunnels
-        assert sum(f"remote {ns_cluster.LOCAL_ADDR} " in t for t in tunnels) == 4, tunnels
-        # here: a NIC link per host to each of the 3 remote planes (plane 3's are veths)
-        assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 12
+        assert sum(f"remote {S3} " in t for t in tunnels) == 1, tunnels
+        assert sum(f"remote {ns_cluster.LOCAL_ADDR} " in t for t in tunnels) == 3, tunnels
+        # here: the 3 local NICs' links to each of the 3 remote planes, and plane 3's
+        # leaf 1 to nic3 on S3 (the other plane-3 links are veths)
+        assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 3 * 3 + 1
+        # h3's shell is a session of S3's sshd; its NIC's port to it (eth0, a veth) and
+        # its 4 plane ports are on S3, the host's own end in its namespace there
+        assert (out_dir / "h3_ssh.txt").read_text().split()[2] == S3
+        links3 = (out_dir / "links3.txt").read_text()
+        assert all(f"{nic3}-eth{k}" in links3 for k in range(5)) and f"{h3}-eth0" not in links3, links3
+        assert all(state["links"][f"nic3:p{p}-leaf1"]["a_server"] == f"root@{S3}" for p in range(4))
         # the remote switch serves mutual TLS only: refused without the client certificate
         assert (out_dir / "tls.txt").read_text().split() == ["plaintext:", "refused", "tls:", "answers"]
         assert state["switches"]["p1-leaf0"]["tls_dir"] == str(run_dir / cluster.TLS_DIR)
