@@ -25,7 +25,7 @@ import yaml
 
 from fabric import plan as P
 from fabric.entries import nodes
-from fabric.topology import Topology
+from fabric.topology import Topology, TopologyError
 
 LOCAL = "localhost"
 PLANE = "plane"
@@ -34,7 +34,7 @@ POLICIES = (PLANE, ROUND_ROBIN)
 _PLANE_KEY = re.compile(r"^plane(\d+)$")
 
 
-class PlacementError(ValueError):
+class PlacementError(TopologyError):
     """A placement that cannot be used; the message names the entry and the fix."""
 
 
