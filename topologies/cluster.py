@@ -65,6 +65,7 @@ SERVERS_RECORD = "servers.json"
 TLS_DIR = "tls"  # in the run directory: the run's CA and certificates
 FABRIC_MTU = 1500
 VXLAN_PORT = 4789
+TLS_TARGETS = ("embedded", "bmv2")  # the switch targets whose P4Runtime serves mutual TLS on a server
 
 
 class ClusterNodeMixin(RemoteMixin):
@@ -161,7 +162,7 @@ class RemoteP4Mixin(ClusterNodeMixin):
 
     def __init__(self, name: str, server: str = LOCAL, **params: Any) -> None:
         super().__init__(name, server=server, **params)
-        if self.isRemote and self.tls_root is not None and getattr(self, "target", "") == "embedded":
+        if self.isRemote and self.tls_root is not None and getattr(self, "target", "") in TLS_TARGETS:
             self.tls_dir = str(self.tls_root)
 
     @property
@@ -191,19 +192,44 @@ class RemoteP4Mixin(ClusterNodeMixin):
 
     def security_args(self) -> list[str]:
         """The P4Runtime transport options of a remote switch's command: mutual TLS with
-        its server's certificate, or ``--insecure`` (plaintext off loopback) when the
-        network has no certificates; none for BMv2, whose TLS options are not wired."""
-        if getattr(self, "target", "") != "embedded":
-            return []
+        its server's certificate, or plaintext off loopback when the network has no
+        certificates (``--insecure``; BMv2 serves plaintext without an option)."""
+        target = getattr(self, "target", "")
         if self.tls_dir is None:
-            return ["--insecure"]
-        return [a for opt, path in self.tls_files().items() for a in (opt, str(path))]
+            return ["--insecure"] if target == "embedded" else []
+        files = self.tls_files()
+        if target == "bmv2":  # simple_switch_grpc's own options (after its "--")
+            return ["--grpc-server-ssl", "--grpc-server-cert", str(files["--tls-cert"]),
+                    "--grpc-server-key", str(files["--tls-key"]), "--grpc-server-cacert", str(files["--tls-ca"]),
+                    "--grpc-server-with-client-auth"]
+        return [a for opt, path in files.items() for a in (opt, str(path))]
+
+    def command(self) -> list[str]:
+        if self.isRemote and getattr(self, "thrift_port", None) == 0:  # BMv2's Thrift port: free there
+            self.thrift_port = self.cluster_server.free_port()
+        cmd: list[str] = super().command()
+        return cmd
+
+    def wait_ready(self, timeout: float | None = None) -> float:
+        """As here; BMv2's egress queues are then set over Thrift at the server's address."""
+        queues = getattr(self, "queues", None)
+        if not self.isRemote or not queues:
+            return float(super().wait_ready(timeout))
+        from topologies.bmv2_queues import QueueSettings, apply_queues
+
+        self.queues = QueueSettings()  # not on 127.0.0.1, where BMv2's own wait would set them
+        took = float(super().wait_ready(timeout))
+        self.queues = queues
+        apply_queues(self.thrift_port, queues, f"switch {self.mrc_name}", host=self.cluster_server.address)
+        return took
 
     def spawn(self, cmd: Sequence[str], log_path: Path, title: str, node: str,
               files: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
         if not self.isRemote:
             proc: subprocess.Popen[bytes] = super().spawn(cmd, log_path, title, node, files)
             return proc
+        if hasattr(self, "bmv2_json"):  # BMv2 reads the compiled program: made here, copied there
+            files = [*files, self.bmv2_json()]
         for path in files:
             self.cluster_server.put(path)
         if self.tls_dir is not None:

@@ -85,7 +85,6 @@ def test_no_such_placement_file() -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--servers", "198.18.200.11", "--target", "bmv2"], "BMv2 there is not supported: give --target embedded"),
     (["--placement", "plane"], "give --servers a,b,c too"),
     (["--insecure"], "give --servers a,b,c too"),
 ])

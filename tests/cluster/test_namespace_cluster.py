@@ -161,13 +161,26 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         assert ports[1]["rx_packets"] >= 2000 // 4
         assert ports[3]["tx_packets"] + ports[4]["tx_packets"] >= 2000 // 4
     finally:
-        after = _settled_servers()
-        check = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
-                                "--run-dir", str(run_dir), *(a for s in servers for a in ("--server", s))],
-                               cwd=REPO, capture_output=True, text=True, timeout=120)
-        subprocess.run([sys.executable, "tools/cleanup.py", "--prefix", prefix, "--run-dir", str(run_dir),
-                        *(a for s in servers for a in ("--server", s))], cwd=REPO, capture_output=True, timeout=120)
-        assert_nothing_left(prefix, run_dir)
+        left = _left_behind(prefix, run_dir, servers)
+    _assert_nothing_left_behind(*left, run_dir)
+
+
+def _left_behind(prefix: str, run_dir: Path, servers: list[str]) -> tuple[list[tuple[list[str], list[int]]],
+                                                                        subprocess.CompletedProcess[str]]:
+    """After a run: each server's state once settled, and what cleanup's check finds
+    (then cleaned, so that a failure leaves nothing either)."""
+    after = _settled_servers()
+    check = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
+                            "--run-dir", str(run_dir), *(a for s in servers for a in ("--server", s))],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    subprocess.run([sys.executable, "tools/cleanup.py", "--prefix", prefix, "--run-dir", str(run_dir),
+                    *(a for s in servers for a in ("--server", s))], cwd=REPO, capture_output=True, timeout=120)
+    assert_nothing_left(prefix, run_dir)
+    return after, check
+
+
+def _assert_nothing_left_behind(after: list[tuple[list[str], list[int]]], check: subprocess.CompletedProcess[str],
+                                run_dir: Path) -> None:
     assert [links for links, _ in after] == [["eth0", "lo"]] * 3, after
     assert [len(pids) for _, pids in after] == [1, 1, 1], after  # each server's sshd only
     assert check.returncode == 0, check.stdout + check.stderr
@@ -175,6 +188,47 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     assert not (run_dir / cluster.SERVERS_RECORD).exists()
     assert not (run_dir / cluster.TLS_DIR).exists()
     assert not list(Path("/tmp").glob("mrc-ssh-*")), "a shared ssh connection is still open"
+
+
+@pytest.mark.bmv2
+def test_bmv2_switches_on_a_server_serve_mutual_tls_there(servers: list[str], tmp_path: Path) -> None:
+    """One plane of BMv2 switches (2 leaves, 2 spines) on the first server, the 2 NICs
+    (BMv2 too) here: every ping answered, the demo's transfer verified across the cut,
+    and each remote switch's P4Runtime on the server's address, mutual TLS only."""
+    if not shutil.which("simple_switch_grpc"):
+        pytest.skip("needs BMv2 (simple_switch_grpc) on the PATH")
+    prefix = private_prefix()
+    run_dir, out_dir = tmp_path / "run", tmp_path / "out"
+    out_dir.mkdir()
+    script = tmp_path / "cli.txt"
+    script.write_text("\n".join([
+        f"sh ip netns exec ncl1 ss -Htlnp > {out_dir}/listen1.txt",
+        f"sh cp {run_dir}/network.json {out_dir}/network.json",
+        f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p0-spine1 > {out_dir}/tls.txt",
+        "",
+    ]))
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "topologies.run", "--target", "bmv2", "--servers", servers[0], "--planes", "1",
+             "--spines", "2", "--leaves", "2", "--hosts-per-leaf", "1", "--prefix", prefix, "--grpc-base", "0",
+             "--run-dir", str(run_dir), "--bytes", "1000000", "--no-cli", "--cli-script", str(script)],
+            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out
+        assert f"placement plane ({S1}: 4, localhost: 2 switches)" in out, out
+        assert "6 P4 switches (bmv2 target)" in out, out
+        assert "h1         -    2/2" in out and "h2       2/2      -" in out, out
+        assert "MRC-lite transfer h1 -> h2: 1,000,000 bytes, every byte verified (SHA-256)" in out, out
+        assert "result: OK" in out, out
+        state = json.loads((out_dir / "network.json").read_text())
+        host, port = state["switches"]["p0-spine1"]["address"].rsplit(":", 1)
+        assert host == S1 and state["switches"]["nic1"]["address"].startswith("127.0.0.1:")
+        listen = (out_dir / "listen1.txt").read_text()
+        assert re.search(rf"\b{re.escape(S1)}\]?:{port}\b.*simple_switch", listen), listen
+        assert (out_dir / "tls.txt").read_text().split() == ["plaintext:", "refused", "tls:", "answers"]
+    finally:
+        left = _left_behind(prefix, run_dir, servers)
+    _assert_nothing_left_behind(*left, run_dir)
 
 
 def test_cleanup_removes_what_the_servers_were_left_with(servers: list[str], tmp_path: Path) -> None:
