@@ -123,7 +123,9 @@ class MirroredProcess(subprocess.Popen[bytes]):
         if mirror is not None:
             server, inputs, outputs = mirror
             fetched = {path: server.get(path) for path in outputs}
-            server.remove([*inputs, *outputs])  # before writing here: a server may share the files
+            # the copies there, before writing here (a server may share this machine's
+            # files: then an input is the file here itself, and stays)
+            server.remove([*(p for p in inputs if not server.same_file(p)), *outputs])
             for path, data in fetched.items():
                 if data is not None:
                     path.write_bytes(data)

@@ -158,6 +158,14 @@ class Server:
         dirs = " ".join(sorted({shlex.quote(str(p.parent)) for p in paths}))
         self.run(f"rm -f {files}; rmdir {dirs} 2>/dev/null; true", check=False)
 
+    def same_file(self, path: Path) -> bool:
+        """Is the server's ``path`` this machine's file itself (a shared file system)?"""
+        if self.local:
+            return True
+        st = path.stat()
+        out = self.run(f"stat -c %d:%i {shlex.quote(str(path))}", check=False).strip()
+        return out == f"{st.st_dev}:{st.st_ino}"
+
     def shares_files(self) -> bool:
         """Does the server see this machine's files (the namespace cluster's servers do)?
         A file of a fresh random name made here is looked for there; asked once."""
