@@ -10,6 +10,10 @@ servers with tunnels (``RemoteLink``). What the fabric adds:
   process on its server over ssh (topologies/cluster_ssh.py), serves P4Runtime on
   the server's address (never 0.0.0.0), takes its free port there, and is stopped by
   a signal sent there. Grouped switches share processes per server only.
+- a remote host class (``ClusterHostMixin`` on the project's host class) for a host a
+  placement file puts on a server: its shell, and so its commands and endpoints, run
+  there, beside its NIC; the files its commands name are copied there and back when
+  the server does not share this machine's files.
 - ``TunnelLink``: a ``RemoteLink`` whose tunnels are GRE taps (Mininet's choice) when
   every server's kernel has them, VXLAN otherwise (``vxlan id N remote A local B
   dstport 4789``); either way the tunnel device carries a full 1500-byte fabric

@@ -14,7 +14,6 @@ through ``sudo -n`` (passwordless sudo; docs/cluster.md).
 from __future__ import annotations
 
 import ipaddress
-import os
 import secrets
 import shlex
 import socket
@@ -33,9 +32,7 @@ SHARED = ("-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/mrc-ssh-%C", "-o",
 PORT_BATCH = 32
 COMMAND_TIMEOUT = 60.0
 PID_SUFFIX = ".rpid"  # a remote process's pid file (its own pid, written before it starts)
-# "always": copy a remote host's endpoint files even to a server that shares this
-# machine's files (the namespace cluster's test takes the real servers' way so)
-COPY_ENV = "MRC_CLUSTER_COPY"
+REPO = Path(__file__).resolve().parents[1]
 
 
 class ServerError(RuntimeError):
@@ -69,6 +66,7 @@ class Server:
     _ports: list[int] = field(default_factory=list, repr=False)
     _handed_out: set[int] = field(default_factory=set, repr=False)
     _shared: bool | None = field(default=None, repr=False)
+    _copies: set[Path] = field(default_factory=set, repr=False)  # what put copied there, removed by close
 
     @classmethod
     def parse(cls, spec: str, default_user: str = "root") -> Server:
@@ -137,6 +135,8 @@ class Server:
         place: on a server that shares this file system the source stays intact)."""
         if self.local:
             return
+        if not path.is_relative_to(REPO):  # the repository's own files (a compiled program) stay there
+            self._copies.add(path)
         tmp = f"{path}.put.$$"
         self.run(f"mkdir -p {shlex.quote(str(path.parent))} && (umask 077 && cat > {tmp}) && chmod {mode:o} {tmp} "
                  f"&& mv -f {tmp} {shlex.quote(str(path))}", stdin=path.read_bytes())
@@ -151,12 +151,13 @@ class Server:
         return out.stdout if out.returncode == 0 else None
 
     def remove(self, paths: Sequence[Path]) -> None:
-        """Remove these files on the server (and their directories, when left empty)."""
+        """Remove these files on the server (and their directories up the tree, as far as
+        they are left empty)."""
         if self.local or not paths:
             return
         files = " ".join(shlex.quote(str(p)) for p in paths)
-        dirs = " ".join(sorted({shlex.quote(str(p.parent)) for p in paths}))
-        self.run(f"rm -f {files}; rmdir {dirs} 2>/dev/null; true", check=False)
+        dirs = " ".join(sorted({shlex.quote(str(p.parent)) for p in paths}, reverse=True))
+        self.run(f"rm -f {files}; rmdir -p {dirs} 2>/dev/null; true", check=False)
 
     def same_file(self, path: Path) -> bool:
         """Is the server's ``path`` this machine's file itself (a shared file system)?"""
@@ -170,8 +171,8 @@ class Server:
         """Does the server see this machine's files (the namespace cluster's servers do)?
         A file of a fresh random name made here is looked for there; asked once."""
         if self._shared is None:
-            if self.local or os.environ.get(COPY_ENV) == "always":
-                self._shared = self.local
+            if self.local:
+                self._shared = True
             else:
                 with tempfile.NamedTemporaryFile(prefix="mrc-shared-", dir="/tmp") as probe:
                     token = secrets.token_hex(8)
@@ -224,9 +225,14 @@ class Server:
 
 
     def close(self) -> None:
-        """End the shared connection (its master process) if there is one."""
-        if not self.local:
-            subprocess.run([*self.ssh(*SHARED, "-O", "exit")], capture_output=True, timeout=20)
+        """Remove what ``put`` copied there (unless the server shares this machine's files,
+        where the copies are the files here), then end the shared connection."""
+        if self.local:
+            return
+        if self._copies and not self.shares_files():
+            self.remove(sorted(self._copies))
+        self._copies.clear()
+        subprocess.run([*self.ssh(*SHARED, "-O", "exit")], capture_output=True, timeout=20)
 
 
 def parse_servers(text: str | Sequence[str], default_user: str = "root") -> list[Server]:

@@ -6,12 +6,13 @@ servers, through Mininet's cluster classes (topologies/cluster.py). A placement 
 puts one plane on each server and one here, plane 0's first spine on the second
 server, so that the demo's cut link (p0-leaf0:p0-spine0) is a tunnel between two
 servers, and host h3 (with its NIC) on the third server, so that the demo's receiver
-``mrc-recv`` runs there. The run copies the endpoints' files as to servers that do
-not share this machine's (``MRC_CLUSTER_COPY=always``): the receiver's report comes
-back over ssh. The run must install every table, answer every ping, move the demo's
-2,000 packets with the cut, every byte verified, and `mrcctl` must read the counters
-of a remote switch. Afterwards nothing may be left on any server: no interface but
-its own, no process but its sshd, no tunnel, no shared ssh connection.
+``mrc-recv`` runs there. The third server has a /tmp of its own, as a real server
+has: the certificates, the node record and the switch process files must be copied
+there, the receiver's report fetched back from there. The run must install every
+table, answer every ping, move the demo's 2,000 packets with the cut, every byte
+verified, and `mrcctl` must read the counters of a remote switch. Afterwards nothing
+may be left on any server: no interface but its own, no process but its sshd, no
+tunnel, no shared ssh connection, no file in the third server's /tmp.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = [ns_cluster.server_address(k) for k in (1, 2, 3)]
 S1, S2, S3 = SERVERS
+PRIVATE_TMP = (3,)  # S3 has a /tmp of its own
 
 
 def _settled_servers(timeout: float = 15.0) -> list[tuple[list[str], list[int]]]:
@@ -70,7 +72,7 @@ def servers() -> Iterator[list[str]]:
         pytest.skip("no sshd/ssh: apt-get install openssh-server (make deps installs it)")
     existed = bool(ns_cluster.namespaces())
     try:
-        ns_cluster.up(3)
+        ns_cluster.up(3, PRIVATE_TMP)
         yield SERVERS
     finally:
         if not existed:
@@ -96,7 +98,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         f"sh ip netns exec ncl1 ip -d -o link show type vxlan > {out_dir}/tunnels1.txt",
         f"sh ip -d -o link show type vxlan > {out_dir}/tunnels_local.txt",
         f"sh ip netns exec ncl3 ip -o link show > {out_dir}/links3.txt",
-        f"{h3} echo $SSH_CONNECTION > {out_dir}/h3_ssh.txt",
+        f"{h3} echo $SSH_CONNECTION",
         f"sh cp {run_dir}/network.json {out_dir}/network.json",
         f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p1-leaf0 > {out_dir}/tls.txt",
         "",
@@ -106,8 +108,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
             [sys.executable, "-m", "topologies.run", "--servers", ",".join([*servers, "localhost"]),
              "--placement", str(placement), "--prefix", prefix, "--grpc-base", "0", "--run-dir", str(run_dir),
              "--bytes", "2000000", "--no-cli", "--cli-script", str(script)],
-            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400,
-            env={**os.environ, cluster_ssh.COPY_ENV: "always"})
+            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=400)
         out = res.stdout + res.stderr
         assert res.returncode == 0, out
         # the file's placement: plane 0 but its first spine on S1, S2 plane 1 and that spine,
@@ -146,7 +147,7 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 3 * 3 + 1
         # h3's shell is a session of S3's sshd; its NIC's port to it (eth0, a veth) and
         # its 4 plane ports are on S3, the host's own end in its namespace there
-        assert (out_dir / "h3_ssh.txt").read_text().split()[2] == S3
+        assert re.search(rf"^{re.escape(ns_cluster.LOCAL_ADDR)} \d+ {re.escape(S3)} 22\s*$", out, re.M), out
         links3 = (out_dir / "links3.txt").read_text()
         assert all(f"{nic3}-eth{k}" in links3 for k in range(5)) and f"{h3}-eth0" not in links3, links3
         assert all(state["links"][f"nic3:p{p}-leaf1"]["a_server"] == f"root@{S3}" for p in range(4))
@@ -160,9 +161,18 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         # (plane 1's EVs) enters on port 1, and leaves by the two uplinks (ports 3, 4)
         assert ports[1]["rx_packets"] >= 2000 // 4
         assert ports[3]["tx_packets"] + ports[4]["tx_packets"] >= 2000 // 4
-    finally:
+    finally:  # what the network itself left in S3's /tmp (before cleanup.py looks there)
+        s3 = cluster_ssh.Server.parse(S3)
+        try:  # it was S3's own /tmp indeed: a file made here is not there
+            s3_shares = s3.shares_files()
+            tmp3 = s3.run(f"find /tmp -mindepth 1 -maxdepth 1 ! -name mrc-ns-cluster; find {run_dir} 2>/dev/null",
+                          check=False)
+        finally:
+            s3.close()  # the shared connection, before the servers' processes are counted
         left = _left_behind(prefix, run_dir, servers)
     _assert_nothing_left_behind(*left, run_dir)
+    assert not s3_shares
+    assert tmp3.split() == [], tmp3  # S3's own /tmp: nothing of the run
 
 
 def _left_behind(prefix: str, run_dir: Path, servers: list[str]) -> tuple[list[tuple[list[str], list[int]]],
@@ -257,7 +267,7 @@ def test_cleanup_removes_what_the_servers_were_left_with(servers: list[str], tmp
         for k in (2, 3):
             subprocess.run(["ip", "netns", "exec", f"ncl{k}", "ip", "link", "del", f"{prefix}x-eth1"],
                            capture_output=True, timeout=20)
-        ns_cluster.up(3)  # a server whose sshd was killed gets it back for the next test
+        ns_cluster.up(3, PRIVATE_TMP)  # a server whose sshd was killed gets it back for the next test
 
 
 def test_the_records_cleanup_reads_are_the_ones_the_cluster_writes() -> None:
