@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fabric.topology import default_topology
-from topologies.cluster import command_files
+from topologies.cluster_hosts import command_files
 from topologies.placement import LOCAL, PlacementError, crossing_links, place, place_nodes
 
 SERVERS = ["a", "b", "c"]
