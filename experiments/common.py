@@ -182,17 +182,49 @@ class Experiment:
     shape: dict[str, int] = field(default_factory=dict)
 
 
+CLUSTER_HELP = ("On several servers: --servers A,B,C [--placement plane|round-robin|FILE], as `make run` "
+                "takes them ($MRC_SERVERS, $MRC_PLACEMENT; docs/cluster.md).")
+
+
 def app(help: str) -> typer.Typer:
     """One experiment's command line: one command, ``-h``/``--help``."""
     return typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=help,
                        context_settings={"help_option_names": ["-h", "--help"]})
 
 
+def cluster_options(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--servers`` and ``--placement``, whose values go to the
+    environment the fabric's start reads (topologies/fabric_net.py ``programmed_network``)."""
+    from topologies.fabric_net import PLACEMENT_ENV, SERVERS_ENV
+
+    names = {"--servers": SERVERS_ENV, "--placement": PLACEMENT_ENV}
+    rest: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name not in names:
+            rest.append(arg)
+            continue
+        value = value if eq else next(args, "")
+        if not value:
+            raise ValueError(f"{name} needs a value: {name} {'A,B,C' if name == '--servers' else 'plane'}")
+        os.environ[names[name]] = value
+    return rest
+
+
 def command(cli: typer.Typer, module: str, argv: Sequence[str] | None) -> int:
-    """Run an experiment's command line with the project's error convention."""
+    """Run an experiment's command line with the project's error convention (and the
+    cluster's options, ``cluster_options``)."""
     from topologies.command import run_command
 
-    return run_command(cli, argv, prog=f"python -m {module}")
+    try:
+        rest = cluster_options(sys.argv[1:] if argv is None else argv)
+    except ValueError as exc:
+        print(f"error: {exc} (see python -m {module} --help)", file=sys.stderr)
+        return 2
+    for info in cli.registered_commands:  # said at the end of --help
+        info.epilog = info.epilog or CLUSTER_HELP
+    return run_command(cli, rest, prog=f"python -m {module}")
 
 
 def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, Any]]) -> int:

@@ -7,7 +7,9 @@ here each server is a network namespace on a private bridge with its own address
 198.18.200.0/24 (the benchmarking range of RFC 2544, never routed), and its own sshd
 that lets root log in with a key this tool generates. The servers share the machine's
 file system and processes, so the repository and its .venv are where a real server
-would need its own copy.
+would need its own copy; ``up --private-tmp K`` gives server K a /tmp of its own (a
+tmpfs in a mount namespace of its sshd), so that what a network copies to a real
+server, and must remove there again, is tried too.
 
 - ``up [--servers N]``: the bridge ``nclbr0`` (198.18.200.1, the local machine's end),
   namespaces ``ncl1``..``nclN`` (198.18.200.11, .12, ...; veth ``nclK-br`` to the
@@ -43,6 +45,7 @@ NET = "198.18.200"
 LOCAL_ADDR = f"{NET}.1"
 FIRST_SERVER = 11
 MAX_SERVERS = 8
+PRIVATE_TMP = "mrc-ns-tmp"  # the tmpfs source name of a server's own /tmp
 UNDERLAY_MTU = 9000  # room for a tunnel header around a 1500-byte fabric frame
 SSHD = "/usr/sbin/sshd"
 
@@ -130,7 +133,32 @@ def _bridge() -> None:
     _run("ip", "link", "set", BRIDGE, "up")
 
 
-def _server(k: int) -> None:
+def _private_tmp(pid: int) -> bool:
+    """Does process ``pid`` see a /tmp of its own (the tool's tmpfs)?"""
+    try:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text()
+    except OSError:
+        return False
+    return any(line.split()[4] == "/tmp" and f" - tmpfs {PRIVATE_TMP} " in line for line in mounts.splitlines())
+
+
+def _start_sshd(k: int, private_tmp: bool) -> None:
+    """The server's sshd; with ``private_tmp``, in a mount namespace whose /tmp is a tmpfs
+    of its own (the state directory bound back into it: the keys, the config, the pid
+    file), so that the server does not share this machine's temporary files. The
+    state directory is bound from the working directory (the old one, under the new
+    /tmp): ``--no-canonicalize``, or mount would resolve "." to its path, the new one."""
+    ns, config = f"{NS_PREFIX}{k}", _sshd_config(k)
+    if not private_tmp:
+        _run(SSHD, "-f", str(config), ns=ns)
+        return
+    state = str(STATE_DIR)
+    script = (f"cd {state} && mount -t tmpfs -o mode=1777 {PRIVATE_TMP} /tmp && mkdir -p {state} "
+              f"&& mount --no-canonicalize --bind . {state} && cd / && exec {SSHD} -f {config}")
+    _run("unshare", "--mount", "--propagation", "private", "sh", "-c", script, ns=ns)
+
+
+def _server(k: int, private_tmp: bool = False) -> None:
     ns, outer = f"{NS_PREFIX}{k}", f"{NS_PREFIX}{k}-br"
     if ns not in namespaces():
         _run("ip", "netns", "add", ns)
@@ -142,9 +170,25 @@ def _server(k: int) -> None:
     _run("ip", "link", "set", "lo", "up", ns=ns)
     _run("ip", "link", "set", "eth0", "up", ns=ns)
     pid_file = STATE_DIR / f"sshd_{ns}.pid"
+    if _pid_alive(pid_file) and _private_tmp(int(pid_file.read_text().split()[0])) != private_tmp:
+        _stop_pid(int(pid_file.read_text().split()[0]))  # the other kind of server: started again below
     if not _pid_alive(pid_file):
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
-        _run(SSHD, "-f", str(_sshd_config(k)), ns=ns)
+        _start_sshd(k, private_tmp)
+
+
+def _stop_pid(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 def _pid_alive(pid_file: Path) -> bool:
@@ -167,8 +211,9 @@ def _wait_ssh(address: str, timeout: float = 20.0) -> None:
         time.sleep(0.2)
 
 
-def up(count: int) -> list[str]:
-    """Make (or complete) a cluster of ``count`` servers; their addresses."""
+def up(count: int, private_tmp: tuple[int, ...] = ()) -> list[str]:
+    """Make (or complete) a cluster of ``count`` servers; their addresses. The servers
+    numbered in ``private_tmp`` (1 is the first) get a /tmp of their own."""
     if os.geteuid() != 0:
         raise ClusterError("namespaces and sshd need root; run as root")
     if not Path(SSHD).is_file():
@@ -179,7 +224,7 @@ def up(count: int) -> list[str]:
     _client_options()
     _bridge()
     for k in range(1, count + 1):
-        _server(k)
+        _server(k, k in private_tmp)
     addresses = [server_address(k) for k in range(1, count + 1)]
     for a in addresses:
         _wait_ssh(a)
@@ -244,12 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="make the servers")
     p_up.add_argument("--servers", type=int, default=3, help="how many (default 3)")
+    p_up.add_argument("--private-tmp", type=int, action="append", default=[], metavar="K",
+                      help="server K (1 is the first) gets a /tmp of its own, as a real server has (repeatable)")
     sub.add_parser("down", help="remove the servers and everything in them")
     sub.add_parser("status", help="list the servers")
     args = parser.parse_args(argv)
     try:
         if args.command == "up":
-            addresses = up(args.servers)
+            addresses = up(args.servers, tuple(args.private_tmp))
             print(f"ns-cluster: {len(addresses)} servers up: {', '.join(addresses)} (ssh as root by key; "
                   f"this machine is {LOCAL_ADDR})")
             print(f"ns-cluster: make run RUN_ARGS='--servers {','.join(addresses)}'")

@@ -10,6 +10,10 @@ servers with tunnels (``RemoteLink``). What the fabric adds:
   process on its server over ssh (topologies/cluster_ssh.py), serves P4Runtime on
   the server's address (never 0.0.0.0), takes its free port there, and is stopped by
   a signal sent there. Grouped switches share processes per server only.
+- a remote host class (topologies/cluster_hosts.py) for a host a
+  placement file puts on a server: its shell, and so its commands and endpoints, run
+  there, beside its NIC; the files its commands name are copied there and back when
+  the server does not share this machine's files.
 - ``TunnelLink``: a ``RemoteLink`` whose tunnels are GRE taps (Mininet's choice) when
   every server's kernel has them, VXLAN otherwise (``vxlan id N remote A local B
   dstport 4789``); either way the tunnel device carries a full 1500-byte fabric
@@ -39,21 +43,23 @@ import subprocess
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mininet.examples.cluster import MininetCluster, Placer, RemoteLink, RemoteMixin
+from mininet.examples.cluster import MininetCluster, Placer, RemoteLink
 from mininet.link import Link
+from mininet.node import Host
 from mininet.util import quietRun
 
 from fabric.entries import nodes
 from fabric.names import NodeNames
 from fabric.topology import Topology
 from topologies import switch_process
+from topologies.cluster_hosts import ClusterNodeMixin, cluster_host_class
 from topologies.cluster_ssh import Server, ServerError, parse_servers
 from topologies.p4switch import P4Switch, SwitchError
-from topologies.placement import LOCAL, PLANE, place
+from topologies.placement import LOCAL, PLANE, place_nodes
 from topologies.switch_group import GroupedP4Switch, SwitchProcess
 from topologies.switch_group import place as place_in_processes
 
@@ -63,21 +69,17 @@ SERVERS_RECORD = "servers.json"
 TLS_DIR = "tls"  # in the run directory: the run's CA and certificates
 FABRIC_MTU = 1500
 VXLAN_PORT = 4789
+TLS_TARGETS = ("embedded", "bmv2")  # the switch targets whose P4Runtime serves mutual TLS on a server
 
 
-class RemoteP4Mixin(RemoteMixin):
+class RemoteP4Mixin(ClusterNodeMixin):
     """What makes a P4 switch node run on its server (``servers``: the cluster's, by name)."""
 
-    servers: ClassVar[dict[str, Server]] = {}
     tls_root: ClassVar[Path | None] = None  # the certificates (ClusterPlan.prepare); None: plaintext
 
     def __init__(self, name: str, server: str = LOCAL, **params: Any) -> None:
-        self.cluster_server = self.servers.get(server) or Server.parse(LOCAL)
-        params.setdefault("user", self.cluster_server.user)
-        params.setdefault("serverIP", self.cluster_server.address)
-        params.setdefault("controlPath", True)  # one ssh connection per server for the node shells
         super().__init__(name, server=server, **params)
-        if self.isRemote and self.tls_root is not None and getattr(self, "target", "") == "embedded":
+        if self.isRemote and self.tls_root is not None and getattr(self, "target", "") in TLS_TARGETS:
             self.tls_dir = str(self.tls_root)
 
     @property
@@ -107,19 +109,44 @@ class RemoteP4Mixin(RemoteMixin):
 
     def security_args(self) -> list[str]:
         """The P4Runtime transport options of a remote switch's command: mutual TLS with
-        its server's certificate, or ``--insecure`` (plaintext off loopback) when the
-        network has no certificates; none for BMv2, whose TLS options are not wired."""
-        if getattr(self, "target", "") != "embedded":
-            return []
+        its server's certificate, or plaintext off loopback when the network has no
+        certificates (``--insecure``; BMv2 serves plaintext without an option)."""
+        target = getattr(self, "target", "")
         if self.tls_dir is None:
-            return ["--insecure"]
-        return [a for opt, path in self.tls_files().items() for a in (opt, str(path))]
+            return ["--insecure"] if target == "embedded" else []
+        files = self.tls_files()
+        if target == "bmv2":  # simple_switch_grpc's own options (after its "--")
+            return ["--grpc-server-ssl", "--grpc-server-cert", str(files["--tls-cert"]),
+                    "--grpc-server-key", str(files["--tls-key"]), "--grpc-server-cacert", str(files["--tls-ca"]),
+                    "--grpc-server-with-client-auth"]
+        return [a for opt, path in files.items() for a in (opt, str(path))]
+
+    def command(self) -> list[str]:
+        if self.isRemote and getattr(self, "thrift_port", None) == 0:  # BMv2's Thrift port: free there
+            self.thrift_port = self.cluster_server.free_port()
+        cmd: list[str] = super().command()
+        return cmd
+
+    def wait_ready(self, timeout: float | None = None) -> float:
+        """As here; BMv2's egress queues are then set over Thrift at the server's address."""
+        queues = getattr(self, "queues", None)
+        if not self.isRemote or not queues:
+            return float(super().wait_ready(timeout))
+        from topologies.bmv2_queues import QueueSettings, apply_queues
+
+        self.queues = QueueSettings()  # not on 127.0.0.1, where BMv2's own wait would set them
+        took = float(super().wait_ready(timeout))
+        self.queues = queues
+        apply_queues(self.thrift_port, queues, f"switch {self.mrc_name}", host=self.cluster_server.address)
+        return took
 
     def spawn(self, cmd: Sequence[str], log_path: Path, title: str, node: str,
               files: Sequence[Path] = ()) -> subprocess.Popen[bytes]:
         if not self.isRemote:
             proc: subprocess.Popen[bytes] = super().spawn(cmd, log_path, title, node, files)
             return proc
+        if hasattr(self, "bmv2_json"):  # BMv2 reads the compiled program: made here, copied there
+            files = [*files, self.bmv2_json()]
         for path in files:
             self.cluster_server.put(path)
         if self.tls_dir is not None:
@@ -264,6 +291,7 @@ class ClusterPlan:
     tunnel: str  # gretap or vxlan
     policy: str = PLANE
     tls: bool = True  # remote switches serve mutual TLS with certificates made for the run
+    hosts: dict[str, str] = field(default_factory=dict)  # controller host name -> server name (else here)
 
     @property
     def by_name(self) -> dict[str, Server]:
@@ -281,8 +309,18 @@ class ClusterPlan:
         return run_dir / TLS_DIR
 
     def network(self, names: NodeNames, **kwargs: Any) -> MininetCluster:
-        """Mininet's cluster network of these placements (kwargs: Mininet's)."""
-        where = {names.mininet(n): s for n, s in self.where.items()}
+        """Mininet's cluster network of these placements (kwargs: Mininet's; ``topo``, the
+        built Mininet topology, gets the remote class of each host placed on a server)."""
+        where = {names.mininet(n): s for n, s in {**self.where, **self.hosts}.items()}
+        topo, by_name = kwargs.get("topo"), self.by_name
+        classes: dict[type, type] = {}  # one remote class per host class
+        for host, server in self.hosts.items():
+            if server != LOCAL and topo is not None:
+                info = topo.nodeInfo(names.mininet(host))
+                base = info.get("cls") or kwargs.get("host") or Host
+                if base not in classes:
+                    classes[base] = cluster_host_class(base, by_name)
+                info["cls"] = classes[base]
 
         class FabricPlacer(Placer):
             def place(self, node: str) -> str:
@@ -322,7 +360,9 @@ class ClusterPlan:
         for s in self.where.values():
             counts[s] = counts.get(s, 0) + 1
         per = ", ".join(f"{name}: {n}" for name, n in counts.items())
-        return (f"{len(self.remote())} servers, placement {self.policy} ({per} switches), "
+        away = [f"{h} on {s}" for h, s in self.hosts.items() if s != LOCAL]
+        hosts = f"; hosts {', '.join(away)}" if away else ""
+        return (f"{len(self.remote())} servers, placement {self.policy} ({per} switches{hosts}), "
                 f"links across servers over {self.tunnel}, "
                 f"P4Runtime there over {'mutual TLS' if self.tls else 'plaintext (--insecure)'}")
 
@@ -331,7 +371,7 @@ def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Pat
                  tls: bool = True) -> ClusterPlan:
     """Check the servers (ssh, root), place the switches, choose the tunnel type."""
     parsed = parse_servers(servers)
-    where = place(topo, [s.name for s in parsed], policy)
+    where, hosts = place_nodes(topo, [s.name for s in parsed], policy)
     remote = [s for s in parsed if not s.local]
     with ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
         list(pool.map(lambda s: s.check(), remote))
@@ -339,5 +379,5 @@ def plan_cluster(topo: Topology, servers: str | Sequence[str], policy: str | Pat
     log.info("servers %s ready; tunnels: %s", ", ".join(s.name for s in remote), "gretap" if gre else "vxlan")
     known = {n.name for n in nodes(topo)}
     assert set(where) == known
-    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy), tls)
+    return ClusterPlan(parsed, where, "gretap" if gre else "vxlan", str(policy), tls, hosts)
 

@@ -14,9 +14,11 @@ through ``sudo -n`` (passwordless sudo; docs/cluster.md).
 from __future__ import annotations
 
 import ipaddress
+import secrets
 import shlex
 import socket
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ SHARED = ("-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/mrc-ssh-%C", "-o",
 PORT_BATCH = 32
 COMMAND_TIMEOUT = 60.0
 PID_SUFFIX = ".rpid"  # a remote process's pid file (its own pid, written before it starts)
+REPO = Path(__file__).resolve().parents[1]
 
 
 class ServerError(RuntimeError):
@@ -62,6 +65,8 @@ class Server:
     _cpus: int | None = field(default=None, repr=False)
     _ports: list[int] = field(default_factory=list, repr=False)
     _handed_out: set[int] = field(default_factory=set, repr=False)
+    _shared: bool | None = field(default=None, repr=False)
+    _copies: set[Path] = field(default_factory=set, repr=False)  # what put copied there, removed by close
 
     @classmethod
     def parse(cls, spec: str, default_user: str = "root") -> Server:
@@ -130,9 +135,51 @@ class Server:
         place: on a server that shares this file system the source stays intact)."""
         if self.local:
             return
+        if not path.is_relative_to(REPO):  # the repository's own files (a compiled program) stay there
+            self._copies.add(path)
         tmp = f"{path}.put.$$"
         self.run(f"mkdir -p {shlex.quote(str(path.parent))} && (umask 077 && cat > {tmp}) && chmod {mode:o} {tmp} "
                  f"&& mv -f {tmp} {shlex.quote(str(path))}", stdin=path.read_bytes())
+
+    def get(self, path: Path) -> bytes | None:
+        """The bytes of the server's file at ``path``, None when it has none there."""
+        if self.local:
+            return path.read_bytes() if path.is_file() else None
+        q = shlex.quote(str(path))
+        out = subprocess.run([*self.ssh(*SHARED), self._remote(f"test -f {q} && cat {q}")], capture_output=True,
+                             timeout=COMMAND_TIMEOUT)
+        return out.stdout if out.returncode == 0 else None
+
+    def remove(self, paths: Sequence[Path]) -> None:
+        """Remove these files on the server (and their directories up the tree, as far as
+        they are left empty)."""
+        if self.local or not paths:
+            return
+        files = " ".join(shlex.quote(str(p)) for p in paths)
+        dirs = " ".join(sorted({shlex.quote(str(p.parent)) for p in paths}, reverse=True))
+        self.run(f"rm -f {files}; rmdir -p {dirs} 2>/dev/null; true", check=False)
+
+    def same_file(self, path: Path) -> bool:
+        """Is the server's ``path`` this machine's file itself (a shared file system)?"""
+        if self.local:
+            return True
+        st = path.stat()
+        out = self.run(f"stat -c %d:%i {shlex.quote(str(path))}", check=False).strip()
+        return out == f"{st.st_dev}:{st.st_ino}"
+
+    def shares_files(self) -> bool:
+        """Does the server see this machine's files (the namespace cluster's servers do)?
+        A file of a fresh random name made here is looked for there; asked once."""
+        if self._shared is None:
+            if self.local:
+                self._shared = True
+            else:
+                with tempfile.NamedTemporaryFile(prefix="mrc-shared-", dir="/tmp") as probe:
+                    token = secrets.token_hex(8)
+                    probe.write(token.encode())
+                    probe.flush()
+                    self._shared = self.get(Path(probe.name)) == token.encode()
+        return self._shared
 
     def free_port(self) -> int:
         """A TCP port nobody listens on now at the server's address (the server's kernel's
@@ -178,9 +225,14 @@ class Server:
 
 
     def close(self) -> None:
-        """End the shared connection (its master process) if there is one."""
-        if not self.local:
-            subprocess.run([*self.ssh(*SHARED, "-O", "exit")], capture_output=True, timeout=20)
+        """Remove what ``put`` copied there (unless the server shares this machine's files,
+        where the copies are the files here), then end the shared connection."""
+        if self.local:
+            return
+        if self._copies and not self.shares_files():
+            self.remove(sorted(self._copies))
+        self._copies.clear()
+        subprocess.run([*self.ssh(*SHARED, "-O", "exit")], capture_output=True, timeout=20)
 
 
 def parse_servers(text: str | Sequence[str], default_user: str = "root") -> list[Server]:

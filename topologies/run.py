@@ -110,12 +110,12 @@ def cli(
     servers: Annotated[Optional[str], typer.Option(
         "--servers", metavar="A,B,C",
         help="run the fabric's switches on these servers ([USER@]HOST each, reached by ssh as root; localhost: "
-             "this machine); the hosts and NICs stay here (docs/cluster.md). Default: the topology file's "
-             "servers, else all here")] = None,
+             "this machine); the hosts and NICs stay here unless --placement FILE moves them (docs/cluster.md). "
+             "Default: the topology file's servers, else all here")] = None,
     placement: Annotated[Optional[str], typer.Option(
         "--placement", metavar="plane|round-robin|FILE",
         help="with --servers: 'plane' (the default: whole planes per server), 'round-robin' (switch by switch) "
-             "or a YAML file mapping switches or planes to servers")] = None,
+             "or a YAML file mapping switches, planes or hosts (with their NICs) to servers")] = None,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="with --servers: the remote switches serve plaintext P4Runtime instead of mutual TLS "
                            "with certificates made for the run (only on a network you trust)")] = False,
@@ -155,10 +155,8 @@ def run(args: RunArgs, topo: Topology) -> int:
     if servers:
         from topologies.cluster import plan_cluster
 
-        if args.target == "bmv2":
-            raise TopologyError("the topology's servers: run the embedded target's switches on the servers; "
-                                "BMv2 there is not supported: give --target embedded")
-        args.target = "embedded"  # auto: BMv2's P4Runtime would be plaintext on every address of the server
+        if args.target == "auto":  # BMv2 on the servers only when asked for: it must be at the same path there
+            args.target = "embedded"
         cluster = plan_cluster(topo, servers, args.placement or topo.placement or "plane", tls=not args.insecure)
         _say(f"network: cluster: {cluster.summary()}")
     if args.grpc_base is None:
@@ -269,9 +267,6 @@ def start(args: RunArgs) -> int:
         return _usage("--bytes must be at least 1")
     if (args.placement is not None or args.insecure) and not args.servers:
         return _usage("--placement and --insecure are about switches on servers: give --servers a,b,c too")
-    if args.servers and args.target == "bmv2":
-        return _usage("--servers runs the embedded target's switches on the servers (mutual TLS, the server's "
-                      "address); BMv2 there is not supported: give --target embedded")
     if args.cli_script is not None and not args.cli_script.is_file():
         return _usage(f"--cli-script {args.cli_script}: no such file")
     try:

@@ -3,12 +3,16 @@
 The servers are network namespaces on a private bridge, each with its own sshd
 (tools/ns_cluster.py); the network runner reaches them over ssh as it would real
 servers, through Mininet's cluster classes (topologies/cluster.py). A placement file
-puts one plane on each server and one here, and plane 0's first spine on the second
+puts one plane on each server and one here, plane 0's first spine on the second
 server, so that the demo's cut link (p0-leaf0:p0-spine0) is a tunnel between two
-servers. The run must install every table, answer every ping, move the demo's
-2,000 packets with the cut, every byte verified, and `mrcctl` must read the counters
-of a remote switch. Afterwards nothing may be left on any server: no interface but
-its own, no process but its sshd, no tunnel, no shared ssh connection.
+servers, and host h3 (with its NIC) on the third server, so that the demo's receiver
+``mrc-recv`` runs there. The third server has a /tmp of its own, as a real server
+has: the certificates, the node record and the switch process files must be copied
+there, the receiver's report fetched back from there. The run must install every
+table, answer every ping, move the demo's 2,000 packets with the cut, every byte
+verified, and `mrcctl` must read the counters of a remote switch. Afterwards nothing
+may be left on any server: no interface but its own, no process but its sshd, no
+tunnel, no shared ssh connection, no file in the third server's /tmp.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pathlib import Path
 import pytest
 
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
+from fabric.names import node_names
+from fabric.topology import default_topology
 from tools import cleanup, ns_cluster
 from topologies import cluster, cluster_ssh
 
@@ -34,6 +40,7 @@ pytestmark = pytest.mark.root
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = [ns_cluster.server_address(k) for k in (1, 2, 3)]
 S1, S2, S3 = SERVERS
+PRIVATE_TMP = (3,)  # S3 has a /tmp of its own
 
 
 def _settled_servers(timeout: float = 15.0) -> list[tuple[list[str], list[int]]]:
@@ -65,7 +72,7 @@ def servers() -> Iterator[list[str]]:
         pytest.skip("no sshd/ssh: apt-get install openssh-server (make deps installs it)")
     existed = bool(ns_cluster.namespaces())
     try:
-        ns_cluster.up(3)
+        ns_cluster.up(3, PRIVATE_TMP)
         yield SERVERS
     finally:
         if not existed:
@@ -78,7 +85,9 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     placement = tmp_path / "placement.yaml"
-    placement.write_text(f"plane0: {S1}\nplane1: {S2}\nplane2: {S3}\nplane3: localhost\np0-spine0: {S2}\n")
+    placement.write_text(f"plane0: {S1}\nplane1: {S2}\nplane2: {S3}\nplane3: localhost\np0-spine0: {S2}\n"
+                         f"h3: {S3}\n")
+    h3, nic3 = (node_names(default_topology(), prefix).mininet(n) for n in ("h3", "nic3"))
     before = [_server_state(k) for k in (1, 2, 3)]
     assert all(links == ["eth0", "lo"] for links, _ in before), before
     mrcctl = Path(sys.executable).with_name("mrcctl")
@@ -88,6 +97,8 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         f"sh ip netns exec ncl2 ss -Htlnp > {out_dir}/listen2.txt",
         f"sh ip netns exec ncl1 ip -d -o link show type vxlan > {out_dir}/tunnels1.txt",
         f"sh ip -d -o link show type vxlan > {out_dir}/tunnels_local.txt",
+        f"sh ip netns exec ncl3 ip -o link show > {out_dir}/links3.txt",
+        f"{h3} echo $SSH_CONNECTION",
         f"sh cp {run_dir}/network.json {out_dir}/network.json",
         f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p1-leaf0 > {out_dir}/tls.txt",
         "",
@@ -101,8 +112,8 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         out = res.stdout + res.stderr
         assert res.returncode == 0, out
         # the file's placement: plane 0 but its first spine on S1, S2 plane 1 and that spine,
-        # S3 plane 2, here plane 3 and the 4 NICs
-        assert (f"placement {placement} ({S1}: 3, {S2}: 5, {S3}: 4, localhost: 8 switches), "
+        # S3 plane 2 and h3's NIC, here plane 3 and the other 3 NICs
+        assert (f"placement {placement} ({S1}: 3, {S2}: 5, {S3}: 5, localhost: 7 switches; hosts h3 on {S3}), "
                 "links across servers over vxlan, P4Runtime there over mutual TLS") in out, out
         assert "20 P4 switches" in out, out
         for row in ("h1         -    2/2    2/2    2/2", "h2       2/2      -    2/2    2/2",
@@ -124,13 +135,22 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         port = state["switches"]["p1-leaf0"]["address"].rsplit(":", 1)[1]
         listen = (out_dir / "listen2.txt").read_text()
         assert re.search(rf"\b{re.escape(S2)}\]?:{port}\b.*p4target", listen), listen  # maybe [::ffff:...]
-        # S1's tunnels: plane 0's 4 NIC links to here, and p0-spine0's 2 leaf links to S2
+        # S1's tunnels: plane 0's NIC links to the 3 NICs here and to nic3 on S3, and
+        # p0-spine0's 2 leaf links to S2
         tunnels = (out_dir / "tunnels1.txt").read_text().splitlines()
         assert len(tunnels) == 6, tunnels
         assert sum(f"remote {S2} " in t for t in tunnels) == 2, tunnels
-        assert sum(f"remote {ns_cluster.LOCAL_ADDR} " in t for t in tunnels) == 4, tunnels
-        # here: a NIC link per host to each of the 3 remote planes (plane 3's are veths)
-        assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 12
+        assert sum(f"remote {S3} " in t for t in tunnels) == 1, tunnels
+        assert sum(f"remote {ns_cluster.LOCAL_ADDR} " in t for t in tunnels) == 3, tunnels
+        # here: the 3 local NICs' links to each of the 3 remote planes, and plane 3's
+        # leaf 1 to nic3 on S3 (the other plane-3 links are veths)
+        assert len((out_dir / "tunnels_local.txt").read_text().splitlines()) == 3 * 3 + 1
+        # h3's shell is a session of S3's sshd; its NIC's port to it (eth0, a veth) and
+        # its 4 plane ports are on S3, the host's own end in its namespace there
+        assert re.search(rf"^{re.escape(ns_cluster.LOCAL_ADDR)} \d+ {re.escape(S3)} 22\s*$", out, re.M), out
+        links3 = (out_dir / "links3.txt").read_text()
+        assert all(f"{nic3}-eth{k}" in links3 for k in range(5)) and f"{h3}-eth0" not in links3, links3
+        assert all(state["links"][f"nic3:p{p}-leaf1"]["a_server"] == f"root@{S3}" for p in range(4))
         # the remote switch serves mutual TLS only: refused without the client certificate
         assert (out_dir / "tls.txt").read_text().split() == ["plaintext:", "refused", "tls:", "answers"]
         assert state["switches"]["p1-leaf0"]["tls_dir"] == str(run_dir / cluster.TLS_DIR)
@@ -141,14 +161,36 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         # (plane 1's EVs) enters on port 1, and leaves by the two uplinks (ports 3, 4)
         assert ports[1]["rx_packets"] >= 2000 // 4
         assert ports[3]["tx_packets"] + ports[4]["tx_packets"] >= 2000 // 4
-    finally:
-        after = _settled_servers()
-        check = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
-                                "--run-dir", str(run_dir), *(a for s in servers for a in ("--server", s))],
-                               cwd=REPO, capture_output=True, text=True, timeout=120)
-        subprocess.run([sys.executable, "tools/cleanup.py", "--prefix", prefix, "--run-dir", str(run_dir),
-                        *(a for s in servers for a in ("--server", s))], cwd=REPO, capture_output=True, timeout=120)
-        assert_nothing_left(prefix, run_dir)
+    finally:  # what the network itself left in S3's /tmp (before cleanup.py looks there)
+        s3 = cluster_ssh.Server.parse(S3)
+        try:  # it was S3's own /tmp indeed: a file made here is not there
+            s3_shares = s3.shares_files()
+            tmp3 = s3.run(f"find /tmp -mindepth 1 -maxdepth 1 ! -name mrc-ns-cluster; find {run_dir} 2>/dev/null",
+                          check=False)
+        finally:
+            s3.close()  # the shared connection, before the servers' processes are counted
+        left = _left_behind(prefix, run_dir, servers)
+    _assert_nothing_left_behind(*left, run_dir)
+    assert not s3_shares
+    assert tmp3.split() == [], tmp3  # S3's own /tmp: nothing of the run
+
+
+def _left_behind(prefix: str, run_dir: Path, servers: list[str]) -> tuple[list[tuple[list[str], list[int]]],
+                                                                        subprocess.CompletedProcess[str]]:
+    """After a run: each server's state once settled, and what cleanup's check finds
+    (then cleaned, so that a failure leaves nothing either)."""
+    after = _settled_servers()
+    check = subprocess.run([sys.executable, "tools/cleanup.py", "--check", "--prefix", prefix,
+                            "--run-dir", str(run_dir), *(a for s in servers for a in ("--server", s))],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    subprocess.run([sys.executable, "tools/cleanup.py", "--prefix", prefix, "--run-dir", str(run_dir),
+                    *(a for s in servers for a in ("--server", s))], cwd=REPO, capture_output=True, timeout=120)
+    assert_nothing_left(prefix, run_dir)
+    return after, check
+
+
+def _assert_nothing_left_behind(after: list[tuple[list[str], list[int]]], check: subprocess.CompletedProcess[str],
+                                run_dir: Path) -> None:
     assert [links for links, _ in after] == [["eth0", "lo"]] * 3, after
     assert [len(pids) for _, pids in after] == [1, 1, 1], after  # each server's sshd only
     assert check.returncode == 0, check.stdout + check.stderr
@@ -156,6 +198,51 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
     assert not (run_dir / cluster.SERVERS_RECORD).exists()
     assert not (run_dir / cluster.TLS_DIR).exists()
     assert not list(Path("/tmp").glob("mrc-ssh-*")), "a shared ssh connection is still open"
+
+
+@pytest.mark.bmv2
+def test_bmv2_switches_on_a_server_serve_mutual_tls_there(servers: list[str], tmp_path: Path) -> None:
+    """One plane of BMv2 switches (2 leaves, 2 spines) on the first server, the 2 NICs
+    (BMv2 too) here, every table installed over TLS: every ping answered, a TCP stream
+    carried, and each remote switch's P4Runtime on the server's address, mutual TLS
+    only. (No demo: its cut retires EVs by the endpoints' timeouts, and BMv2 on this
+    shared machine is slow enough now and then to make healthy EVs time out too.)"""
+    if not shutil.which("simple_switch_grpc"):
+        pytest.skip("needs BMv2 (simple_switch_grpc) on the PATH")
+    prefix = private_prefix()
+    run_dir, out_dir = tmp_path / "run", tmp_path / "out"
+    out_dir.mkdir()
+    script = tmp_path / "cli.txt"
+    script.write_text("\n".join([
+        f"sh ip netns exec ncl1 ss -Htlnp > {out_dir}/listen1.txt",
+        f"sh cp {run_dir}/network.json {out_dir}/network.json",
+        f"sh {sys.executable} {REPO}/tests/cluster/probe_tls.py {run_dir}/network.json p0-spine1 > {out_dir}/tls.txt",
+        "pingmatrix",
+        "iperf",  # the first host to the last
+        "",
+    ]))
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "topologies.run", "--target", "bmv2", "--servers", servers[0], "--planes", "1",
+             "--spines", "2", "--leaves", "2", "--hosts-per-leaf", "1", "--prefix", prefix, "--grpc-base", "0",
+             "--run-dir", str(run_dir), "--no-demo", "--no-cli", "--cli-script", str(script)],
+            cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out
+        assert f"placement plane ({S1}: 4, localhost: 2 switches)" in out, out
+        assert "6 P4 switches (bmv2 target)" in out, out
+        assert "h1         -    2/2" in out and "h2       2/2      -" in out, out
+        assert re.search(r"\*\*\* Results: [\d.]+ [KMG]bits/sec", out), out
+        assert "result: OK" in out, out
+        state = json.loads((out_dir / "network.json").read_text())
+        host, port = state["switches"]["p0-spine1"]["address"].rsplit(":", 1)
+        assert host == S1 and state["switches"]["nic1"]["address"].startswith("127.0.0.1:")
+        listen = (out_dir / "listen1.txt").read_text()
+        assert re.search(rf"\b{re.escape(S1)}\]?:{port}\b.*simple_switch", listen), listen
+        assert (out_dir / "tls.txt").read_text().split() == ["plaintext:", "refused", "tls:", "answers"]
+    finally:
+        left = _left_behind(prefix, run_dir, servers)
+    _assert_nothing_left_behind(*left, run_dir)
 
 
 def test_cleanup_removes_what_the_servers_were_left_with(servers: list[str], tmp_path: Path) -> None:
@@ -184,7 +271,7 @@ def test_cleanup_removes_what_the_servers_were_left_with(servers: list[str], tmp
         for k in (2, 3):
             subprocess.run(["ip", "netns", "exec", f"ncl{k}", "ip", "link", "del", f"{prefix}x-eth1"],
                            capture_output=True, timeout=20)
-        ns_cluster.up(3)  # a server whose sshd was killed gets it back for the next test
+        ns_cluster.up(3, PRIVATE_TMP)  # a server whose sshd was killed gets it back for the next test
 
 
 def test_the_records_cleanup_reads_are_the_ones_the_cluster_writes() -> None:
