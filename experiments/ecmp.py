@@ -7,7 +7,13 @@ other links idle, and the slowest flow sets the job's time. Here every uplink of
 source leaf (``p<P>-leaf0`` to each spine, in every plane) is restarted with
 ``p4target run --queue-rate PORT=PPS``, so the links, not the CPU, are the bottleneck.
 Four flows, h1 -> h5, h2 -> h6, h3 -> h7, h4 -> h8, start together, unpaced (the
-congestion window decides), twice: as plain flows (``mrc-send`` to another UDP port
+congestion window decides), twice. Together means within milliseconds: each sender is
+held at a barrier after its start-up (experiments/start_together.py) until all four
+are ready and every receiver listens; started one after the other instead, the
+Python senders left up to a second apart on 2 shared cores, and the flows' completion
+times then showed the machine's scheduling (the first flows had the links to
+themselves, the spraying run's slowest flow reached 1.5 x the mean). Each flow's
+time runs from its own sender's start. The two runs: as plain flows (``mrc-send`` to another UDP port
 from one source port each: not MRC for the NIC, so ``spray_mode`` hashes each flow
 onto one (plane, spine) member, docs/nic.md), then as MRC-lite spraying over every
 EV. Measured: each flow's completion time, every byte verified by comparing each
