@@ -32,7 +32,7 @@ import typer
 from controller.counters import delta
 from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
-from experiments.start_together import Barrier, udp_listening
+from experiments.start_together import Barrier, listening
 from fabric import plan as P
 from topologies.fabric_net import install_tables
 
@@ -88,7 +88,7 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
             transfers.append((name, tr))
         for _, tr in transfers:
             tr.start_sender()
-        waited = barrier.release(lambda: all(udp_listening(_proc_net(fn, d), port) for _, d in PAIRS))
+        waited = barrier.release(listening(fn, [d for _, d in PAIRS], port))
         results = {name: tr.wait() for name, tr in transfers}
     finally:
         for _, tr in transfers:
@@ -110,12 +110,6 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
             "retransmissions": {n: r.sender.get("retransmissions") for n, r in results.items()},
             "uplink_packets": per_link,  # used: more than a tenth of one flow's packets
             "uplinks_used": sum(1 for v in per_link.values() if v > nbytes // 10_000)}
-
-
-def _proc_net(fn: Any, host: str) -> str:
-    """The UDP sockets of ``host``'s network namespace."""
-    text: str = fn.host(host).cmd("cat /proc/net/udp6 /proc/net/udp")
-    return text
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, link_rate: float) -> dict[str, Any]:

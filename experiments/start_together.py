@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from topologies.transfer import BIN
 
@@ -65,6 +66,15 @@ def udp_listening(proc_net: str, port: int) -> bool:
         if len(fields) > 1 and fields[1].endswith(want):
             return True
     return False
+
+
+def listening(fn: Any, hosts: Sequence[str], port: int) -> Callable[[], bool]:
+    """``Barrier.release``'s condition: a UDP socket bound to ``port`` in each of the
+    fabric's ``hosts`` (Mininet hosts: their own network namespaces)."""
+    def check() -> bool:
+        return all(udp_listening(fn.host(h).cmd("cat /proc/net/udp6 /proc/net/udp"), port) for h in hosts)
+
+    return check
 
 
 def _wait(directory: Path, timeout: float) -> bool:

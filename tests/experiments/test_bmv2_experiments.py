@@ -2,7 +2,9 @@
 2 planes x (2 leaves + 2 spines), 2 hosts per leaf (12 BMv2 switches), senders paced
 to a few hundred packets/s (BMv2 forwards a few thousand per switch and drops what
 it cannot take), smaller transfers. What is asserted is what the embedded target's
-runs assert (tests/experiments/outcomes.py), with the values this shape gives.
+runs assert (tests/experiments/outcomes.py), with the values this shape gives. The
+adaptive spraying experiment runs on the same fabric; the incast on its own, the
+embedded test's shape (1 plane, 3 hosts per leaf), with the embedded test's bounds.
 
 Skipped with the reason when BMv2 is not on the PATH (the ``bmv2`` marker,
 conftest.py).
@@ -10,7 +12,9 @@ conftest.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +56,68 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
     # queue grows by 400 packets/s, past the trim threshold (32) within 0.1 s.
     d = trimming.run(fabric, tmp_path, nbytes=150_000, rate=400, port_rate=200)
     assert_trimming_outcome(fabric, d)
+
+
+def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_path(fabric, tmp_path: Path) -> None:
+    from experiments import adaptive
+    from topologies.fabric_net import install_tables
+
+    # 400 packets at 400 packets/s over 4 paths (2 planes x 2 spines); p0-leaf0's
+    # uplink to p0-spine0 drains a quarter of its round-robin share, 400 / 4 / 4 = 25
+    # packets/s, and marks CE above 2. Round robin needs it for 1 packet in 4: 100
+    # packets at 25/s, 4 s. Adaptive spraying passes over the path once its packets
+    # are echoed CE: what it still puts there is what left before the first echo
+    # (about one slow queue delay, 3 / 25 s, of the path's share) and the policy's
+    # floor, well under half of 100.
+    packets = 400
+    d = adaptive.run(fabric, tmp_path, nbytes=packets * 1000, rate=400)
+    rr, ad = d["rr"], d["adaptive"]
+    assert d["slow_port_rate_pps"] == 25
+    assert rr["ok"] and ad["ok"], (rr["summary"], ad["summary"])
+    assert rr["slow_port_packets"] >= packets // 4  # one packet in 4 (plus OPENs, resends)
+    assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
+    assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
+    assert ad["completion_time_s"] < rr["completion_time_s"]
+    assert adaptive.acceptable(d)
+    assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
+
+
+@pytest.fixture(scope="module")
+def incast_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The incast test's own BMv2 fabric, the embedded test's shape
+    (tests/experiments/test_incast_experiment.py): 1 plane x (2 leaves + 2 spines),
+    3 hosts per leaf (10 BMv2 switches); nothing of its prefix left after."""
+    from experiments import common as C
+    from tests.mininet.net_prefix import assert_nothing_left
+
+    prefix, run_dir = C.private_prefix(), tmp_path_factory.mktemp("bmv2-incast-run")
+    try:
+        with C.programmed_fabric(C.topology(planes=1, hosts_per_leaf=3), prefix, run_dir, target="bmv2") as fn:
+            yield fn
+    finally:
+        assert_nothing_left(prefix, run_dir)
+
+
+def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(incast_fabric, tmp_path: Path) -> None:
+    from experiments import incast
+    from topologies.fabric_net import install_tables
+
+    # 4 senders x 150 packets into one port drained at 200 packets/s (over Thrift):
+    # 3 s; CE above 16, trim above 32. The bound is the embedded test's, derived the
+    # same way (4 senders x 2 round trips x 1 packet above 16).
+    fn = incast_fabric
+    d = incast.run(fn, tmp_path, nbytes=150_000, port_rate=200)
+    assert d["initial_window"] == 4
+    assert d["ok"], d["summaries"]
+    assert d["received_files_match"], "every received file is the data generated for its sender"
+    assert d["retransmissions"]["timeout"] == 0, d["retransmissions"]
+    assert d["evs_retired"] == 0
+    assert d["jain"] >= 0.9, d["goodput_bps"]
+    assert d["ce_marked"] > 0
+    assert set(d["max_queue_after_startup"]) == {"p0-leaf1"}
+    assert 16 < d["max_queue_after_startup"]["p0-leaf1"] <= 16 + 4 * 2 * 1, d["windows"]
+    assert d["trimmed"] == 0, (d["max_queue_startup"], d["windows"])
+    assert d["sent_through_port"] >= 4 * 150
+    assert incast.acceptable(d)
+    assert all(fn.switch(n).extra_args == [] for n in incast.shaped_leaves(fn, incast.DST)[0])
+    assert install_tables(fn).writes == 0
