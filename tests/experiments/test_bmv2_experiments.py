@@ -3,8 +3,9 @@
 to a few hundred packets/s (BMv2 forwards a few thousand per switch and drops what
 it cannot take), smaller transfers. What is asserted is what the embedded target's
 runs assert (tests/experiments/outcomes.py), with the values this shape gives. The
-adaptive spraying experiment runs on the same fabric; the incast on its own, the
-embedded test's shape (1 plane, 3 hosts per leaf), with the embedded test's bounds.
+adaptive spraying experiment runs on the same fabric; the incast and the ECMP
+experiments each on their own, the embedded test's shape (1 plane and 3 hosts per
+leaf; 4 planes and 4 hosts per leaf), with the embedded test's bounds.
 
 Skipped with the reason when BMv2 is not on the PATH (the ``bmv2`` marker,
 conftest.py).
@@ -84,20 +85,31 @@ def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_p
     assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
 
 
-@pytest.fixture(scope="module")
-def incast_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The incast test's own BMv2 fabric, the embedded test's shape
-    (tests/experiments/test_incast_experiment.py): 1 plane x (2 leaves + 2 spines),
-    3 hosts per leaf (10 BMv2 switches); nothing of its prefix left after."""
+def _own_fabric(tmp_path_factory: pytest.TempPathFactory, tag: str, **shape: int) -> Iterator[Any]:
+    """A BMv2 fabric of its own shape for one test; nothing of its prefix left after."""
     from experiments import common as C
     from tests.mininet.net_prefix import assert_nothing_left
 
-    prefix, run_dir = C.private_prefix(), tmp_path_factory.mktemp("bmv2-incast-run")
+    prefix, run_dir = C.private_prefix(), tmp_path_factory.mktemp(f"bmv2-{tag}-run")
     try:
-        with C.programmed_fabric(C.topology(planes=1, hosts_per_leaf=3), prefix, run_dir, target="bmv2") as fn:
+        with C.programmed_fabric(C.topology(**shape), prefix, run_dir, target="bmv2") as fn:
             yield fn
     finally:
         assert_nothing_left(prefix, run_dir)
+
+
+@pytest.fixture(scope="module")
+def incast_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The embedded incast test's shape (tests/experiments/test_incast_experiment.py):
+    1 plane x (2 leaves + 2 spines), 3 hosts per leaf (10 BMv2 switches)."""
+    yield from _own_fabric(tmp_path_factory, "incast", planes=1, hosts_per_leaf=3)
+
+
+@pytest.fixture(scope="module")
+def ecmp_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The embedded ECMP test's shape (tests/experiments/test_ecmp_experiment.py): 4
+    planes x (2 leaves + 2 spines), 4 hosts per leaf (24 BMv2 switches)."""
+    yield from _own_fabric(tmp_path_factory, "ecmp", hosts_per_leaf=4)
 
 
 def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(incast_fabric, tmp_path: Path) -> None:
@@ -122,4 +134,25 @@ def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(in
     assert d["sent_through_port"] >= 4 * 150
     assert incast.acceptable(d)
     assert all(fn.switch(n).extra_args == [] for n in incast.shaped_leaves(fn, incast.DST)[0])
+    assert install_tables(fn).writes == 0
+
+
+def test_ecmp_spraying_has_no_slow_flow_and_beats_per_flow_hashing(ecmp_fabric, tmp_path: Path) -> None:
+    from experiments import ecmp
+    from topologies.fabric_net import install_tables
+
+    # 4 flows x 200 packets over leaf 0's 8 uplinks at 100 packets/s each: sprayed,
+    # each flow gets a quarter of 800 packets/s, 1 s; hashed, at best one link's 100
+    # packets/s, 2 s, and twice that when two flows share a link. The assertions are
+    # the embedded test's.
+    fn = ecmp_fabric
+    d = ecmp.run(fn, tmp_path, nbytes=200_000, link_rate=100)
+    f, s = d["per_flow"], d["spraying"]
+    assert f["ok"] and s["ok"], (f["summaries"], s["summaries"])
+    assert f["received_files_match"] and s["received_files_match"]
+    assert d["limited_uplinks"] == 8
+    assert f["uplinks_used"] <= 4 and s["uplinks_used"] == 8, (f["uplink_packets"], s["uplink_packets"])
+    assert s["slowest_over_mean"] <= 1.25, s["completion_s"]
+    assert s["slowest_s"] < f["slowest_s"], (s["completion_s"], f["completion_s"])
+    assert all(fn.switch(n).extra_args == [] for n in ecmp.uplinks(fn))
     assert install_tables(fn).writes == 0
