@@ -86,11 +86,16 @@ def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_p
 
 
 def _own_fabric(tmp_path_factory: pytest.TempPathFactory, tag: str, **shape: int) -> Iterator[Any]:
-    """A BMv2 fabric of its own shape for one test; nothing of its prefix left after."""
+    """A BMv2 fabric of its own shape for one test, stopped after it; nothing of its
+    prefix left after. Its prefix is ``mrcy..``, never the module fabric's ``mrcx..``
+    (a network refuses a prefix in use, and the check after it would remove the
+    other's)."""
+    import secrets
+
     from experiments import common as C
     from tests.mininet.net_prefix import assert_nothing_left
 
-    prefix, run_dir = C.private_prefix(), tmp_path_factory.mktemp(f"bmv2-{tag}-run")
+    prefix, run_dir = "mrcy" + secrets.token_hex(1), tmp_path_factory.mktemp(f"bmv2-{tag}-run")
     try:
         with C.programmed_fabric(C.topology(**shape), prefix, run_dir, target="bmv2") as fn:
             yield fn
@@ -98,14 +103,14 @@ def _own_fabric(tmp_path_factory: pytest.TempPathFactory, tag: str, **shape: int
         assert_nothing_left(prefix, run_dir)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def incast_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The embedded incast test's shape (tests/experiments/test_incast_experiment.py):
     1 plane x (2 leaves + 2 spines), 3 hosts per leaf (10 BMv2 switches)."""
     yield from _own_fabric(tmp_path_factory, "incast", planes=1, hosts_per_leaf=3)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ecmp_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The embedded ECMP test's shape (tests/experiments/test_ecmp_experiment.py): 4
     planes x (2 leaves + 2 spines), 4 hosts per leaf (24 BMv2 switches)."""
