@@ -7,7 +7,13 @@ other links idle, and the slowest flow sets the job's time. Here every uplink of
 source leaf (``p<P>-leaf0`` to each spine, in every plane) is restarted with
 ``p4target run --queue-rate PORT=PPS``, so the links, not the CPU, are the bottleneck.
 Four flows, h1 -> h5, h2 -> h6, h3 -> h7, h4 -> h8, start together, unpaced (the
-congestion window decides), twice: as plain flows (``mrc-send`` to another UDP port
+congestion window decides), twice. Together means within milliseconds: each sender is
+held at a barrier after its start-up (experiments/start_together.py) until all four
+are ready and every receiver listens; started one after the other instead, the
+Python senders left up to a second apart on 2 shared cores, and the flows' completion
+times then showed the machine's scheduling (the first flows had the links to
+themselves, the spraying run's slowest flow reached 1.5 x the mean). Each flow's
+time runs from its own sender's start. The two runs: as plain flows (``mrc-send`` to another UDP port
 from one source port each: not MRC for the NIC, so ``spray_mode`` hashes each flow
 onto one (plane, spine) member, docs/nic.md), then as MRC-lite spraying over every
 EV. Measured: each flow's completion time, every byte verified by comparing each
@@ -24,7 +30,9 @@ from typing import Annotated, Any
 import typer
 
 from controller.counters import delta
+from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
+from experiments.start_together import Barrier, listening
 from fabric import plan as P
 from topologies.fabric_net import install_tables
 
@@ -62,6 +70,8 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
     before = C.read_counters(fn)
     transfers = []
     inputs: dict[str, bytes] = {}
+    barrier = Barrier(workdir / "barrier", len(PAIRS))
+    port = PLAIN_PORT if mode == "per_flow" else UDP_PORT_MRC
     try:
         for k, (src, dst) in enumerate(PAIRS):
             name = f"{src}-{dst}"
@@ -73,11 +83,12 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
             if mode == "per_flow":
                 send += ["--port", str(PLAIN_PORT), "--ev-list", str(PLAIN_EVS[k]), "--ev-min-active", "1"]
                 recv += ["--port", str(PLAIN_PORT)]
-            tr = C.Transfer(fn, src, dst, nbytes, workdir / name, send, recv)
+            tr = C.Transfer(fn, src, dst, nbytes, workdir / name, send, recv, launcher=barrier.launcher())
             tr.start_receiver()
             transfers.append((name, tr))
         for _, tr in transfers:
             tr.start_sender()
+        waited = barrier.release(listening(fn, [d for _, d in PAIRS], port))
         results = {name: tr.wait() for name, tr in transfers}
     finally:
         for _, tr in transfers:
@@ -86,6 +97,7 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
     per_link = {f"{leaf}:{port}": d.get(leaf, {}).get("FabricEgress.tx_port", {}).get(port, (0, 0))[0]
                 for leaf, ports in uplinks(fn).items() for port in ports}
     times = {name: r.sender.get("completion_time_s") for name, r in results.items()}
+    starts = [r.sender["started_at_unix"] for r in results.values() if "started_at_unix" in r.sender]
     done = [t for t in times.values() if t]
     mean = sum(done) / len(done) if done else None
     matches = {name: (workdir / f"out-{name}").exists() and (workdir / f"out-{name}").read_bytes() == inputs[name]
@@ -94,6 +106,7 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
             "summaries": [r.summary() for r in results.values()], "completion_s": times,
             "slowest_s": max(done) if done else None, "mean_s": mean,
             "slowest_over_mean": max(done) / mean if done and mean else None,
+            "start_skew_s": max(starts) - min(starts) if starts else None, "barrier_wait_s": waited,
             "retransmissions": {n: r.sender.get("retransmissions") for n, r in results.items()},
             "uplink_packets": per_link,  # used: more than a tenth of one flow's packets
             "uplinks_used": sum(1 for v in per_link.values() if v > nbytes // 10_000)}
@@ -126,7 +139,7 @@ def figures(d: dict[str, Any]) -> list[str]:
         lines.append(f"  {label:16}: verified={r['ok']}, files match={r['received_files_match']}, completion "
                      + ", ".join(f"{n} {t or 0:.2f} s" for n, t in r["completion_s"].items())
                      + f"; slowest {r['slowest_s'] or 0:.2f} s = {r['slowest_over_mean'] or 0:.2f} x the mean; "
-                     f"uplinks used {r['uplinks_used']}")
+                     f"uplinks used {r['uplinks_used']}; first packets {r['start_skew_s'] or 0:.3f} s apart")
     return lines
 
 

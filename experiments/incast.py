@@ -12,14 +12,15 @@ planes / 4; they leave before any feedback) and with the network's base RTT give
 (``--cc-base-rtt``, below). The controller's own ``ecn_config`` marks that port above
 16 packets and its ``trim_config`` trims above 32. The queue itself is read from the
 leaves' ``FabricEgress.max_qdepth`` register (the deepest queue a packet found at
-that port, fabric.p4) over P4Runtime: reset before the senders start, read and reset
-again ``STARTUP`` seconds after (the start-up: the senders start one after the
-other, their first windows leave before any feedback), read at the end. The bound
-for the time after the start-up is the marking threshold plus ``margin(senders)``.
-Measured: per-sender
-goodput and Jain's fairness index, retransmissions by cause (timeouts must be 0), CE
-marks and trims on the limited ports; every byte checked by comparing each received
-file with the data generated for its sender.
+that port, fabric.p4) over P4Runtime (over Thrift on BMv2): reset before the senders
+start, read and reset again ``STARTUP`` seconds after (the start-up: the first
+windows leave before any feedback), read at the end. The senders start together,
+within milliseconds, through experiments/start_together.py's barrier (once the
+receiver listens). The bound for the time after the start-up is the marking
+threshold plus ``margin(senders)``. Measured: per-sender goodput and Jain's fairness
+index, retransmissions by cause (timeouts must be 0), CE marks and trims on the
+limited ports; every byte checked by comparing each received file with the data
+generated for its sender.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from typing import Annotated, Any
 import typer
 
 from controller.counters import delta
+from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
+from experiments.start_together import Barrier, listening
 from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
 
@@ -75,15 +78,17 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     # The first windows go out before any feedback: together they must fit under the
     # marking threshold of each plane's queue.
     first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
+    barrier = Barrier(workdir / "barrier", len(senders))
     tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rto-min", str(RTO_MIN), "--initial-window", str(first),
                                                           "--cc-base-rtt", str(BASE_RTT)],
                     ["--nack-delay", str(NACK_DELAY), "--out", str(outfile), "--bytes", str(nbytes)],
-                    count=len(senders))
-    C.reset_queue_depths(fn, leaves, port)
+                    count=len(senders), launcher=barrier.launcher())
     try:
         tr.start_receiver()
         for s in senders:
             tr.start_sender(s, ["--in", str(workdir / f"in-{s}")])
+        C.reset_queue_depths(fn, leaves, port)
+        barrier.release(listening(fn, [dst], UDP_PORT_MRC))
         time.sleep(STARTUP)
         startup_depth = C.max_queue_depths(fn, leaves, port)
         C.reset_queue_depths(fn, leaves, port)
@@ -97,6 +102,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     got = sorted(p.read_bytes() for p in received if p.exists())
     files_match = got == sorted(inputs.values())
     goodputs = {s: r.get("goodput_bps") or 0.0 for s, r in zip(senders, res.send_reports, strict=True)}
+    starts = [r["started_at_unix"] for r in res.send_reports if "started_at_unix" in r]
     retx = {k: sum((r.get("retransmissions") or {}).get(k, 0) for r in res.send_reports)
             for k in ("total", "timeout", "nack", "trim_nack")}
 
@@ -114,6 +120,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
             "sent_through_port": port_count(d, "FabricEgress.tx_port"),
             "max_queue_startup": startup_depth, "max_queue_after_startup": depth,
             "windows": {s: r.get("window") for s, r in zip(senders, res.send_reports, strict=True)},
+            "start_skew_s": max(starts) - min(starts) if starts else None,
             "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports, strict=True)}}
 
 

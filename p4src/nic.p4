@@ -252,8 +252,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         spray_seq.read(meta.spray_key, 0);
         spray_seq.write(0, meta.spray_key + 1);
     }
+    /* The flow hash is a CRC, linear over GF(2): the selector takes spray_key %
+     * (live members), and with a power-of-two member count those low bits can stay
+     * the same over a structured set of flows (16 consecutive UDP source ports give
+     * CRC values with the same two low bits: one member of 2, four of 8). A
+     * multiply and xor-shifts (nonlinear) bring every bit of the hash into the low ones. */
     action spray_per_flow() {
-        meta.spray_key = meta.flow_hash;
+        meta.spray_key = meta.flow_hash ^ (meta.flow_hash >> 16);
+        meta.spray_key = meta.spray_key * 32w0x45d9f3b;
+        meta.spray_key = meta.spray_key ^ (meta.spray_key >> 16);
     }
     table spray_mode {
         key = {
@@ -270,8 +277,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
      * any destination, or whole carriers), groups list them with the plane port as
      * watch port, so a plane port that goes down is skipped by the dataplane. Up to
      * 8 planes x 256 spines members. The identity hash makes the choice
-     * spray_key % (live members): exact round robin per packet, and the flow
-     * hash's own spread per flow (a CRC over a sequence number would repeat
+     * spray_key % (live members): exact round robin per packet, and the mixed
+     * flow hash's spread per flow (a CRC over a sequence number would repeat
      * patterns and leave members idle). */
     action_selector(HashAlgorithm.identity, 32w4096, 32w32) spray_selector;
 

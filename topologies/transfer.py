@@ -36,6 +36,7 @@ class Transfer:
     receiver: subprocess.Popen[bytes] | None = None
     senders: list[subprocess.Popen[bytes]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    launcher: list[str] = field(default_factory=list)  # before mrc-send's command (experiments/start_together.py)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +60,7 @@ class Transfer:
         # a plain --ev-list replaces the address plan's EVs (no topology options then)
         evs = [] if "--ev-list" in args else [*self.topology_args(), "--src-host", src, "--dst-host", self.dst]
         size = [] if "--in" in args else ["--bytes", str(self.nbytes)]  # --in FILE: the bytes of a file
-        cmd = [str(BIN / "mrc-send"), "--to", self.fn.address(self.dst), "--bind", self.fn.address(src),
+        cmd = [*self.launcher, str(BIN / "mrc-send"), "--to", self.fn.address(self.dst), "--bind", self.fn.address(src),
                *size, "--timeout", str(self.timeout), "--report",
                str(self.send_report_path(src)), "--quiet", *evs, "--seed", str(len(self.senders)), *args]
         self.senders.append(self.fn.host(src).popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))

@@ -2,7 +2,11 @@
 2 planes x (2 leaves + 2 spines), 2 hosts per leaf (12 BMv2 switches), senders paced
 to a few hundred packets/s (BMv2 forwards a few thousand per switch and drops what
 it cannot take), smaller transfers. What is asserted is what the embedded target's
-runs assert (tests/experiments/outcomes.py), with the values this shape gives.
+runs assert (tests/experiments/outcomes.py), with the values this shape gives. The
+adaptive spraying experiment runs on the same fabric; the incast and the ECMP
+experiments each on their own, the embedded test's shape (1 plane and 3 hosts per
+leaf; 4 planes and 4 hosts per leaf), with the embedded test's bounds (the incast's
+but for its timeouts, below).
 
 Skipped with the reason when BMv2 is not on the PATH (the ``bmv2`` marker,
 conftest.py).
@@ -10,7 +14,9 @@ conftest.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +58,107 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
     # queue grows by 400 packets/s, past the trim threshold (32) within 0.1 s.
     d = trimming.run(fabric, tmp_path, nbytes=150_000, rate=400, port_rate=200)
     assert_trimming_outcome(fabric, d)
+
+
+def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_path(fabric, tmp_path: Path) -> None:
+    from experiments import adaptive
+    from topologies.fabric_net import install_tables
+
+    # 800 packets at 800 packets/s over 4 paths (2 planes x 2 spines); p0-leaf0's
+    # uplink to p0-spine0 drains a quarter of its round-robin share, 800 / 4 / 4 = 50
+    # packets/s, and marks CE above 2. Round robin needs it for 1 packet in 4: 200
+    # packets at 50/s, 4 s. Adaptive spraying passes over the path once its packets
+    # are echoed CE: what it still puts there is what left before the first echo
+    # (about one slow queue delay, 3 / 50 s, of the path's share) and the policy's
+    # floor, well under half of 200. Not asserted here: adaptive's completion time.
+    # On BMv2 (round trips of several ms) the congestion control's reaction to the CE
+    # echoes sometimes throttles the whole transfer to about round robin's time
+    # (docs/experiments.md, "On BMv2"); the embedded test asserts it.
+    packets = 800
+    d = adaptive.run(fabric, tmp_path, nbytes=packets * 1000, rate=800)
+    rr, ad = d["rr"], d["adaptive"]
+    assert d["slow_port_rate_pps"] == 50
+    assert rr["ok"] and ad["ok"], (rr["summary"], ad["summary"])
+    assert rr["slow_port_packets"] >= packets // 4  # one packet in 4 (plus OPENs, resends)
+    assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
+    assert ad["adaptive_skips"] > 0 and rr["adaptive_skips"] == 0
+    assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
+    assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
+
+
+def _own_fabric(tmp_path_factory: pytest.TempPathFactory, tag: str, **shape: int) -> Iterator[Any]:
+    """A BMv2 fabric of its own shape for one test, stopped after it; nothing of its
+    prefix left after. Its prefix is ``mrcy..``, never the module fabric's ``mrcx..``
+    (a network refuses a prefix in use, and the check after it would remove the
+    other's)."""
+    import secrets
+
+    from experiments import common as C
+    from tests.mininet.net_prefix import assert_nothing_left
+
+    prefix, run_dir = "mrcy" + secrets.token_hex(1), tmp_path_factory.mktemp(f"bmv2-{tag}-run")
+    try:
+        with C.programmed_fabric(C.topology(**shape), prefix, run_dir, target="bmv2") as fn:
+            yield fn
+    finally:
+        assert_nothing_left(prefix, run_dir)
+
+
+@pytest.fixture
+def incast_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The embedded incast test's shape (tests/experiments/test_incast_experiment.py):
+    1 plane x (2 leaves + 2 spines), 3 hosts per leaf (10 BMv2 switches)."""
+    yield from _own_fabric(tmp_path_factory, "incast", planes=1, hosts_per_leaf=3)
+
+
+@pytest.fixture
+def ecmp_fabric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The embedded ECMP test's shape (tests/experiments/test_ecmp_experiment.py): 4
+    planes x (2 leaves + 2 spines), 4 hosts per leaf (24 BMv2 switches)."""
+    yield from _own_fabric(tmp_path_factory, "ecmp", hosts_per_leaf=4)
+
+
+def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(incast_fabric, tmp_path: Path) -> None:
+    from experiments import incast
+    from topologies.fabric_net import install_tables
+
+    # 4 senders x 150 packets into one port drained at 200 packets/s (over Thrift):
+    # 3 s; CE above 16, trim above 32. The bound is the embedded test's, derived the
+    # same way (4 senders x 2 round trips x 1 packet above 16). Not asserted here, as
+    # the embedded test does: no timeout. On BMv2 about half the runs had one timeout
+    # (of some 600 packets), with a NACK delay below the minimum RTO as well: not
+    # explained yet (docs/experiments.md, "On BMv2").
+    fn = incast_fabric
+    d = incast.run(fn, tmp_path, nbytes=150_000, port_rate=200)
+    assert d["initial_window"] == 4
+    assert d["ok"], d["summaries"]
+    assert d["received_files_match"], "every received file is the data generated for its sender"
+    assert d["jain"] >= 0.9, d["goodput_bps"]
+    assert d["ce_marked"] > 0
+    assert set(d["max_queue_after_startup"]) == {"p0-leaf1"}
+    assert 16 < d["max_queue_after_startup"]["p0-leaf1"] <= 16 + 4 * 2 * 1, d["windows"]
+    assert d["trimmed"] == 0, (d["max_queue_startup"], d["windows"])
+    assert d["sent_through_port"] >= 4 * 150
+    assert all(fn.switch(n).extra_args == [] for n in incast.shaped_leaves(fn, incast.DST)[0])
+    assert install_tables(fn).writes == 0
+
+
+def test_ecmp_spraying_has_no_slow_flow_and_beats_per_flow_hashing(ecmp_fabric, tmp_path: Path) -> None:
+    from experiments import ecmp
+    from topologies.fabric_net import install_tables
+
+    # 4 flows x 200 packets over leaf 0's 8 uplinks at 100 packets/s each: sprayed,
+    # each flow gets a quarter of 800 packets/s, 1 s; hashed, at best one link's 100
+    # packets/s, 2 s, and twice that when two flows share a link. The assertions are
+    # the embedded test's.
+    fn = ecmp_fabric
+    d = ecmp.run(fn, tmp_path, nbytes=200_000, link_rate=100)
+    f, s = d["per_flow"], d["spraying"]
+    assert f["ok"] and s["ok"], (f["summaries"], s["summaries"])
+    assert f["received_files_match"] and s["received_files_match"]
+    assert d["limited_uplinks"] == 8
+    assert f["uplinks_used"] <= 4 and s["uplinks_used"] == 8, (f["uplink_packets"], s["uplink_packets"])
+    assert s["slowest_over_mean"] <= 1.25, s["completion_s"]
+    assert s["slowest_s"] < f["slowest_s"], (s["completion_s"], f["completion_s"])
+    assert all(fn.switch(n).extra_args == [] for n in ecmp.uplinks(fn))
+    assert install_tables(fn).writes == 0

@@ -15,7 +15,8 @@ must be caught. The same for nic1 of a 2-plane fabric (host port 0, planes on 1 
 2): MRC packets sprayed per packet by EV, plain UDP per flow, the gateway's neighbour
 solicitation and ping, a decapsulation towards the host of a whole and of a trimmed
 packet, truncations, corruptions; then per-flow UDP while a plane port's peer is
-down (the spray group's watch ports) and after it is up again. A NIC of a GENERATED
+down (the spray group's watch ports) and after it is up again; 64 plain UDP flows of
+consecutive source ports spread over both planes alike. A NIC of a GENERATED
 mode fabric gets GENERATED EVs over both planes and spines and EVs and destinations
 outside the fabric. Trimming under a congested queue, on both, is in
 test_priority_queues.py.
@@ -242,6 +243,26 @@ def test_nic_same_outputs_bytes_order_and_counters(nics: tuple[object, Bmv2Leaf,
     assert not mismatches, mismatches[:3]
     assert forwarded >= 12, "MRC and UDP from the host are forwarded, so outputs are compared"
     assert _same_counters(embedded, bmv2) >= 5
+
+
+def test_nic_per_flow_spreads_64_flows_over_both_planes_on_both(nics: tuple[object, Bmv2Leaf, object]) -> None:
+    """64 plain UDP flows, source ports 42000-42063 (consecutive, as a sender numbers
+    its flows): each goes out of the same plane port with the same bytes on both
+    targets, and the two planes (2 members) share them as a uniform choice would:
+    32 each, a standard deviation of 4; the bound is 3 of those (20 to 44 on each)."""
+    from collections import Counter
+
+    embedded, bmv2, topo = nics
+    h1, h2 = topo.host("h1"), topo.host("h2")
+    l2 = dict(src=P.mac_text(P.host_mac(h1)), dst=P.mac_text(P.nic_gateway_mac(h1)))
+    src, dst = P.ip(P.host_addr(h1.leaf, h1.port)), P.ip(P.host_addr(h2.leaf, h2.port))
+    flows = [(0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=sport, dport=5000) / Raw(b"s" * 40)))
+             for sport in range(42000, 42064)]
+    mismatches, forwarded = _compare(embedded, bmv2, flows)
+    assert not mismatches, mismatches[:3]
+    assert forwarded == 64
+    planes = Counter(port for _, f in flows for port, _ in embedded.inject(0, f))  # type: ignore[attr-defined]
+    assert set(planes) == {1, 2} and all(20 <= n <= 44 for n in planes.values()), planes
 
 
 GENERATED_SHAPE = dict(planes=2, spines=2, leaves=3, hosts_per_leaf=1)  # nic1: leaf 0; spines 0 and 1

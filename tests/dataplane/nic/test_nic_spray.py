@@ -166,3 +166,53 @@ def test_a_destination_can_have_its_own_group_of_whole_carriers(nic):
     assert Counter(path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(20)) == {(0, 1): 10, (3, 2): 10}
     sw.set_port_status(nic_plane_port(3), False)
     assert {path_of(sw, cfg, frame, UNKNOWN_EV) for _ in range(6)} == {(0, 1)}
+
+
+# 64 plain UDP flows from one host to one destination, differing only in the source
+# port (consecutive: what a sender that numbers its flows uses). A hash that spreads
+# them like a uniform random choice gives each of n members 64/n flows, with a
+# standard deviation of sqrt(64 (1/n)(1 - 1/n)): 4 for n = 2, 2.6 for n = 8. The
+# bounds below are about three of those: every member used; none above these.
+SPREAD_SPORTS = range(42000, 42064)
+SPREAD_BOUND = {2: (20, 44), 8: (1, 16)}  # members -> (fewest, most) flows on one member
+
+
+def _members_per_flow(program, planes: int, spines: int) -> Counter:  # noqa: ANN001
+    from fabric.topology import from_parameters
+    from tests.dataplane.fabric_net import load
+    from tests.dataplane.nic.nic_case import nic_case
+
+    cfg = nic_case(from_parameters(name="spread", planes=planes, spines=spines, leaves=2, hosts_per_leaf=2,
+                                   evs_per_nic=16), 0, 1)
+    sw = load(program, cfg.entries())
+    return Counter(path_of(sw, cfg, udp_frame(cfg, 1, 2, sport=s)) for s in SPREAD_SPORTS)
+
+
+def _within(members: Counter, n: int) -> bool:
+    low, high = SPREAD_BOUND[n]
+    return len(members) == n and low <= min(members.values()) and max(members.values()) <= high
+
+
+def test_per_flow_spraying_spreads_consecutive_source_ports_over_2_and_8_members():
+    from tests.dataplane.fabric_net import NIC_P4
+
+    for planes, spines in ((2, 1), (4, 2)):
+        members = _members_per_flow(NIC_P4, planes, spines)
+        assert _within(members, planes * spines), (planes, spines, members)
+
+
+def test_the_spread_bound_catches_the_unmixed_crc(tmp_path):
+    """The CRC alone as the selector key (its low bits are linear in the source port's
+    bits) leaves members without flows: the bound above catches it."""
+    from tests.dataplane.fabric_net import NIC_P4
+
+    src = NIC_P4.read_text()
+    start = src.index("    action spray_per_flow() {")
+    end = src.index("    }", start) + len("    }")
+    variant = tmp_path / "nic.p4"
+    variant.write_text(src[:start] + "    action spray_per_flow() {\n        meta.spray_key = meta.flow_hash;\n    }"
+                       + src[end:])
+    if (NIC_P4.parent / "include").exists():
+        (tmp_path / "include").symlink_to(NIC_P4.parent / "include")
+    assert not _within(_members_per_flow(variant, 2, 1), 2)
+    assert not _within(_members_per_flow(variant, 4, 2), 8)

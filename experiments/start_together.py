@@ -1,0 +1,126 @@
+"""Start several ``mrc-send`` processes at the same moment, after their start-up.
+
+Why: an experiment that compares flows started "at once" (experiments/ecmp.py) starts
+one Python process per sender, one after the other, on a machine with fewer cores
+than processes. Each spends most of a second importing before its first packet, so
+without a barrier the flows start up to a second apart: the first ones have the
+links to themselves for a while and the last one finds them loaded, and the flows'
+completion times then differ by the machine's scheduling, not by the network. Here
+each sender is started as ``python -m experiments.start_together --barrier DIR --
+mrc-send ARGS...``: it imports the sender, writes ``DIR/ready-<token>``, and waits
+for ``DIR/go``; the experiment (``Barrier.release``) writes ``go`` once every
+sender is ready and every receiver is listening, so the first packets of all flows
+leave within a few milliseconds of each other.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topologies.transfer import BIN
+
+POLL = 0.001  # seconds between looks at the barrier directory
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """The parent's side: the launcher for ``Transfer(launcher=...)`` and the release."""
+
+    directory: Path
+    parties: int
+    timeout: float = 60.0
+
+    def launcher(self) -> list[str]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return [str(BIN / "python"), "-m", "experiments.start_together", "--barrier", str(self.directory),
+                "--timeout", f"{self.timeout:g}", "--"]
+
+    def ready(self) -> int:
+        return len(list(self.directory.glob("ready-*")))
+
+    def release(self, listening: Callable[[], bool] = lambda: True) -> float:
+        """Wait until every party is ready and ``listening()`` holds (the receivers
+        bound), then let them go; the seconds waited. RuntimeError after ``timeout``."""
+        t0 = time.monotonic()
+        while self.ready() < self.parties or not listening():
+            if time.monotonic() - t0 > self.timeout:
+                raise RuntimeError(f"start barrier {self.directory}: {self.ready()} of {self.parties} senders ready "
+                                   f"(receivers listening: {listening()}) after {self.timeout:g} s")
+            time.sleep(POLL * 10)
+        (self.directory / "go").touch()
+        return time.monotonic() - t0
+
+
+def udp_listening(proc_net: str, port: int) -> bool:
+    """Whether a UDP socket is bound to ``port``, from the text of /proc/net/udp6 and
+    udp (one network namespace's: local_address is ``HEXADDR:HEXPORT``)."""
+    want = f":{port:04X}"
+    for line in proc_net.splitlines():
+        fields = line.split()
+        if len(fields) > 1 and fields[1].endswith(want):
+            return True
+    return False
+
+
+def listening(fn: Any, hosts: Sequence[str], port: int) -> Callable[[], bool]:
+    """``Barrier.release``'s condition: a UDP socket bound to ``port`` in each of the
+    fabric's ``hosts`` (Mininet hosts: their own network namespaces)."""
+    def check() -> bool:
+        return all(udp_listening(fn.host(h).cmd("cat /proc/net/udp6 /proc/net/udp"), port) for h in hosts)
+
+    return check
+
+
+def _wait(directory: Path, timeout: float) -> bool:
+    (directory / f"ready-{secrets.token_hex(6)}").touch()
+    deadline = time.monotonic() + timeout
+    while not (directory / "go").exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL)
+    return True
+
+
+def _parse(argv: Sequence[str]) -> tuple[Path, float, list[str]]:
+    usage = "usage: python -m experiments.start_together --barrier DIR [--timeout S] -- mrc-send ARGS..."
+    args = list(argv)
+    if "--" not in args:
+        raise SystemExit(f"error: no '--' before the sender's command\n{usage}")
+    cut = args.index("--")
+    opts, cmd = args[:cut], args[cut + 1:]
+    values = dict(zip(opts[::2], opts[1::2], strict=False))
+    if len(opts) % 2 or set(values) - {"--barrier", "--timeout"} or "--barrier" not in values:
+        raise SystemExit(f"error: bad options before '--': {' '.join(opts)}\n{usage}")
+    if not cmd or Path(cmd[0]).name != "mrc-send":
+        raise SystemExit(f"error: the command after '--' must be mrc-send (it runs in this process), not "
+                         f"{cmd[:1]}\n{usage}")
+    try:
+        timeout = float(values.get("--timeout", "60"))
+    except ValueError:
+        raise SystemExit(f"error: --timeout {values['--timeout']!r} is not a number of seconds\n{usage}") from None
+    directory = Path(values["--barrier"])
+    if not directory.is_dir():
+        raise SystemExit(f"error: --barrier {directory}: no such directory (the experiment makes it)")
+    return directory, timeout, cmd
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    directory, timeout, cmd = _parse(sys.argv[1:] if argv is None else argv)
+    from endpoints.cli import send_main  # the start-up: before the barrier
+
+    if not _wait(directory, timeout):
+        print(f"error: start barrier {directory}: no 'go' within {timeout:g} s", file=sys.stderr)
+        return 1
+    sys.argv = [cmd[0], *cmd[1:]]
+    send_main()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
