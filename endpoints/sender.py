@@ -57,9 +57,9 @@ class Sender:
     """The sending side of one transfer.
 
     Sprays data packets over the GOOD EVs, one per packet (``endpoints/spray.py``); a
-    loss NACK resends the packet and retires the EV it went on (ASSUMED_BAD, probed
-    over its own path until a probe is answered; never fewer than ``ev_min_active``
-    GOOD); a retransmission timeout resends the packet and retires nothing (it cannot
+    loss NACK resends the packet, and ``retire_after`` of them in a row on one EV
+    retire it (ASSUMED_BAD, probed over its own path until a probe is answered; never
+    fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet and retires nothing (it cannot
     tell a dead data path from dead feedback); a trim NACK resends the packet first
     and shrinks the congestion window, retiring nothing. Every state change is an
     event (``events``, docs/transport.md).
@@ -436,7 +436,7 @@ class Sender:
 
     def _declare_lost(self, idx: int, ev: int, cause: str, now: float) -> None:
         """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss NACK about its
-        first transmission (not a timeout, not a trim) retires the EV."""
+        first transmission (not a timeout, not a trim) counts against the EV."""
         sent_at, _, n = self.flight.lose(idx, cause == "trim")
         self.counts[f"retransmit_{cause}"] += 1
         st = self.evs[ev]

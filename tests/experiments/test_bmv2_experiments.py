@@ -41,7 +41,7 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
 
     # 800 packets at 200 packets/s; the cable (nftables drops on BMv2's cables,
     # docs/mininet.md) cut after 200 of them, for 1.5 s: a crossing EV is retired on
-    # the NACK of its first lost packet, and at this pace an EV's turn comes every
+    # the NACK of its second lost packet in a row, and at this pace an EV's turn comes every
     # 64 / 200 s or later (adaptive spraying skips marked EVs), so the cable stays
     # down several turns.
     d = failure.run_all(fabric, tmp_path, links=("p0-leaf0:p0-spine0",), seeds=(1,), nbytes=800_000,
