@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 STATE_DIR = Path(os.environ.get("MRC_NS_CLUSTER_DIR", "/tmp/mrc-ns-cluster"))
+REPO = Path(__file__).resolve().parents[1]
 SSH_DROPIN = Path("/etc/ssh/ssh_config.d/mrc-ns-cluster.conf")
 NS_PREFIX = "ncl"
 BRIDGE = "nclbr0"
@@ -145,16 +146,22 @@ def _private_tmp(pid: int) -> bool:
 def _start_sshd(k: int, private_tmp: bool) -> None:
     """The server's sshd; with ``private_tmp``, in a mount namespace whose /tmp is a tmpfs
     of its own (the state directory bound back into it: the keys, the config, the pid
-    file), so that the server does not share this machine's temporary files. The
-    state directory is bound from the working directory (the old one, under the new
-    /tmp): ``--no-canonicalize``, or mount would resolve "." to its path, the new one."""
+    file; and the repository when it is under /tmp), so that the server does not share
+    this machine's temporary files."""
     ns, config = f"{NS_PREFIX}{k}", _sshd_config(k)
     if not private_tmp:
         _run(SSHD, "-f", str(config), ns=ns)
         return
-    state = str(STATE_DIR)
-    script = (f"cd {state} && mount -t tmpfs -o mode=1777 {PRIVATE_TMP} /tmp && mkdir -p {state} "
-              f"&& mount --no-canonicalize --bind . {state} && cd / && exec {SSHD} -f {config}")
+    # Each directory bound back is opened (fd 3, 4) before the tmpfs hides it and bound
+    # from /proc/self/fd/N, the open directory itself (--no-canonicalize: not its path,
+    # which names the new /tmp by then). The repository is one of them when it lives
+    # under /tmp (a clone there): a real server has the project at the same path.
+    keep = [STATE_DIR] + ([REPO] if REPO.is_relative_to("/tmp") else [])
+    opened = " && ".join(f"exec {3 + i}< {d}" for i, d in enumerate(keep))
+    bound = " && ".join(f"mkdir -p {d} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} {d} && exec {3 + i}<&-"
+                        for i, d in enumerate(keep))
+    script = (f"{opened} && mount -t tmpfs -o mode=1777 {PRIVATE_TMP} /tmp && {bound} "
+              f"&& cd / && exec {SSHD} -f {config}")
     _run("unshare", "--mount", "--propagation", "private", "sh", "-c", script, ns=ns)
 
 

@@ -17,16 +17,25 @@ from topologies.fabric_net import PLACEMENT_ENV, SERVERS_ENV
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _unset(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Remove ``names`` from the environment and have them put back as they were after
+    the test, also when the code under test sets them: ``delenv`` of a name that is
+    not set records nothing to undo, so set it first (else a value the test makes
+    stays for every later test, and their fabrics go looking for those servers)."""
+    for name in names:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def test_the_cluster_options_go_to_the_environment_and_the_rest_stays(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SERVERS_ENV, raising=False)
-    monkeypatch.delenv(PLACEMENT_ENV, raising=False)
+    _unset(monkeypatch, SERVERS_ENV, PLACEMENT_ENV)
     rest = cluster_options(["--bytes", "1000", "--servers", "10.0.0.2,10.0.0.3", "--placement=round-robin", "-v"])
     assert rest == ["--bytes", "1000", "-v"]
     assert (os.environ[SERVERS_ENV], os.environ[PLACEMENT_ENV]) == ("10.0.0.2,10.0.0.3", "round-robin")
 
 
 def test_no_cluster_option_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SERVERS_ENV, raising=False)
+    _unset(monkeypatch, SERVERS_ENV, PLACEMENT_ENV)
     assert cluster_options(["--rate", "10"]) == ["--rate", "10"]
     assert SERVERS_ENV not in os.environ
 
