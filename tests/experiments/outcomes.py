@@ -61,3 +61,67 @@ def assert_trimming_outcome(fabric: Any, d: dict[str, Any]) -> None:
     # put back: leaves unshaped, trim_config installed again (nothing left to write)
     assert fabric.topo.trim_threshold == d["trim_threshold"] and install_tables(fabric).writes == 0
     assert all(fabric.switch(n).extra_args == [] for n in trimming.shaped_leaves(fabric, d["dst"])[0])
+
+
+def assert_spraying_outcome(d: dict[str, Any], packets: int, planes: int, spines: int) -> None:
+    """``spraying.run`` of ``packets`` data packets: MRC-lite's packets over every plane
+    and every spine link within 10% of the mean (its EVs interleave planes and spines);
+    the plain UDP flow on one member of the NIC's selector, so one plane and one spine
+    link: its spread (largest distance from the mean over the mean) is exactly that of
+    everything on one of ``planes``, ``planes - 1``."""
+    import pytest
+
+    m, f = d["mrc"], d["per_flow"]
+    assert m["ok"] and f["ok"], (m["summary"], f["summary"])
+    assert sum(m["planes"].values()) >= packets and len(m["planes"]) == planes
+    for key in ("planes", "spine_up", "spine_down"):
+        mean = sum(m[key].values()) / len(m[key])
+        assert all(abs(v - mean) <= 0.1 * mean for v in m[key].values()), (key, m[key])
+    assert len(m["spine_up"]) == len(m["spine_down"]) == planes * spines
+    assert sorted(f["planes"].values())[:planes - 1] == [0] * (planes - 1) and max(f["planes"].values()) >= packets
+    assert sum(1 for v in f["spine_up"].values() if v) == 1
+    assert f["plane_spread"] == pytest.approx(planes - 1) and m["plane_spread"] <= 0.1
+
+
+def assert_loss_reordering_outcome(d: dict[str, Any]) -> None:
+    """``loss_reordering.run``: every byte verified with and without the impairments,
+    which really dropped (plane 0) and delayed (plane 1) packets; resends and
+    out-of-order arrivals seen; the links' queues as they were after."""
+    import subprocess
+
+    from experiments import loss_reordering as L
+
+    assert d["ok"], d["summary"]
+    assert d["baseline"]["ok"]
+    assert d["impairment_dropped"] > 0 and d["impairment_delayed"] > 0, d
+    assert d["per_plane"]["0"]["losses"] > 0 and d["retransmissions"]["total"] > 0
+    assert d["receiver_counts"].get("out_of_order", 0) > 0
+    for intf in d["lossy_links"] + d["reordering_links"]:
+        assert set(L.qdisc_kinds(intf)) <= {"noqueue", "pfifo_fast", "fq_codel", "mq", ""}, intf
+    if d["method"] != "netem":
+        assert d["nft_table"] not in subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+
+
+def assert_tcp_outcome(d: dict[str, Any], nbytes: int) -> None:
+    """``tcp.run`` of ``nbytes``: both transfers complete, each above 1 Mb/s."""
+    assert d["mrc"]["ok"], d["mrc"]["summary"]
+    assert d["tcp"]["ok"] and d["tcp"]["bytes"] == nbytes, d["tcp"]
+    assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
+
+
+def assert_ecmp_outcome(fabric: Any, d: dict[str, Any]) -> None:
+    """``ecmp.run`` over leaf 0's 8 limited uplinks: every byte of every flow both ways;
+    spraying's slowest flow within 1.25x of its mean and sooner than hashing's slowest;
+    the hashed flows on at most one uplink each, spraying on all; put back after."""
+    from experiments import ecmp
+    from topologies.fabric_net import install_tables
+
+    f, s = d["per_flow"], d["spraying"]
+    assert f["ok"] and s["ok"], (f["summaries"], s["summaries"])
+    assert f["received_files_match"] and s["received_files_match"]
+    assert d["limited_uplinks"] == 8
+    assert f["uplinks_used"] <= 4 and s["uplinks_used"] == 8, (f["uplink_packets"], s["uplink_packets"])
+    assert s["slowest_over_mean"] <= 1.25, s["completion_s"]
+    assert s["slowest_s"] < f["slowest_s"], (s["completion_s"], f["completion_s"])
+    assert all(fabric.switch(n).extra_args == [] for n in ecmp.uplinks(fabric))
+    assert install_tables(fabric).writes == 0

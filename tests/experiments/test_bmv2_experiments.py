@@ -20,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.experiments.outcomes import assert_cut_cable_outcome, assert_trimming_outcome
+from tests.experiments.outcomes import (
+    assert_cut_cable_outcome,
+    assert_ecmp_outcome,
+    assert_loss_reordering_outcome,
+    assert_spraying_outcome,
+    assert_tcp_outcome,
+    assert_trimming_outcome,
+)
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 pytest.importorskip("mininet.net")
@@ -63,50 +70,24 @@ def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
 def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, tmp_path: Path) -> None:
     from experiments import spraying
 
-    # 300 packets at 400 packets/s over 2 planes x 2 spines: MRC-lite's EVs interleave
-    # the planes and spines, so each of the 4 spine links carries 75 (+- 10%); one
-    # plain UDP flow is one member of the NIC's selector: one plane, one spine link.
-    d = spraying.run(fabric, tmp_path, nbytes=300_000, rate=400)
-    m, f = d["mrc"], d["per_flow"]
-    assert m["ok"] and f["ok"], (m["summary"], f["summary"])
-    packets = 300
-    assert sum(m["planes"].values()) >= packets and len(m["planes"]) == 2
-    for key in ("planes", "spine_up", "spine_down"):
-        mean = sum(m[key].values()) / len(m[key])
-        assert all(abs(v - mean) <= 0.1 * mean for v in m[key].values()), (key, m[key])
-    assert len(m["spine_up"]) == 4 and len(m["spine_down"]) == 4
-    assert min(f["planes"].values()) == 0 and max(f["planes"].values()) >= packets
-    assert sum(1 for v in f["spine_up"].values() if v) == 1
-    # spread: the largest distance from the mean, over the mean; one flow on one of 2
-    # planes is 1.0 from a mean of half of it
-    assert f["plane_spread"] == 1.0 and m["plane_spread"] <= 0.1
+    # 300 packets at 400 packets/s over 2 planes x 2 spines
+    assert_spraying_outcome(spraying.run(fabric, tmp_path, nbytes=300_000, rate=400), 300, planes=2, spines=2)
 
 
 def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
     """The embedded test's impairments (2% loss on plane 0's uplinks, a delaying queue
-    on plane 1's) on BMv2's links, paced for BMv2: every byte verified, the
-    impairments really dropped and delayed packets, all removed after."""
+    on plane 1's) on BMv2's links, paced for BMv2."""
     from experiments import loss_reordering as L
 
-    d = L.run(fabric, tmp_path, nbytes=400_000, rate=400, loss=2.0, delay_ms=5.0, jitter_ms=4.0)
-    assert d["ok"], d["summary"]
-    assert d["baseline"]["ok"]
-    assert d["impairment_dropped"] > 0 and d["impairment_delayed"] > 0, d
-    assert d["per_plane"]["0"]["losses"] > 0 and d["retransmissions"]["total"] > 0
-    assert d["receiver_counts"].get("out_of_order", 0) > 0
-    for intf in d["lossy_links"] + d["reordering_links"]:
-        assert set(L.qdisc_kinds(intf)) <= {"noqueue", "pfifo_fast", "fq_codel", "mq", ""}, intf
+    assert_loss_reordering_outcome(L.run(fabric, tmp_path, nbytes=400_000, rate=400, loss=2.0, delay_ms=5.0,
+                                         jitter_ms=4.0))
 
 
 def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> None:
     from experiments import tcp
 
-    # 500 packets at 400 packets/s: MRC-lite's goodput about 3 Mb/s, above the 1 Mb/s
-    # asserted; TCP's (one flow, window only) is well above it on BMv2 too.
-    d = tcp.run(fabric, tmp_path, nbytes=500_000, rate=400)
-    assert d["mrc"]["ok"], d["mrc"]["summary"]
-    assert d["tcp"]["ok"] and d["tcp"]["bytes"] == 500_000, d["tcp"]
-    assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
+    # 500 packets at 400 packets/s: MRC-lite about 3 Mb/s, above the 1 Mb/s asserted
+    assert_tcp_outcome(tcp.run(fabric, tmp_path, nbytes=500_000, rate=400), 500_000)
 
 
 def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_path(fabric, tmp_path: Path) -> None:
@@ -194,20 +175,9 @@ def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(in
 
 def test_ecmp_spraying_has_no_slow_flow_and_beats_per_flow_hashing(ecmp_fabric, tmp_path: Path) -> None:
     from experiments import ecmp
-    from topologies.fabric_net import install_tables
 
     # 4 flows x 200 packets over leaf 0's 8 uplinks at 100 packets/s each: sprayed,
     # each flow gets a quarter of 800 packets/s, 1 s; hashed, at best one link's 100
     # packets/s, 2 s, and twice that when two flows share a link. The assertions are
     # the embedded test's.
-    fn = ecmp_fabric
-    d = ecmp.run(fn, tmp_path, nbytes=200_000, link_rate=100)
-    f, s = d["per_flow"], d["spraying"]
-    assert f["ok"] and s["ok"], (f["summaries"], s["summaries"])
-    assert f["received_files_match"] and s["received_files_match"]
-    assert d["limited_uplinks"] == 8
-    assert f["uplinks_used"] <= 4 and s["uplinks_used"] == 8, (f["uplink_packets"], s["uplink_packets"])
-    assert s["slowest_over_mean"] <= 1.25, s["completion_s"]
-    assert s["slowest_s"] < f["slowest_s"], (s["completion_s"], f["completion_s"])
-    assert all(fn.switch(n).extra_args == [] for n in ecmp.uplinks(fn))
-    assert install_tables(fn).writes == 0
+    assert_ecmp_outcome(ecmp_fabric, ecmp.run(ecmp_fabric, tmp_path, nbytes=200_000, link_rate=100))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiments.outcomes import assert_ecmp_outcome
+
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
@@ -26,15 +28,5 @@ FABRIC_SHAPE = {"hosts_per_leaf": 4}  # the fabric fixture's (tests/experiments/
 
 def test_spraying_has_no_slow_flow_and_beats_per_flow_hashing(fabric, tmp_path: Path) -> None:
     from experiments import ecmp
-    from topologies.fabric_net import install_tables
 
-    d = ecmp.run(fabric, tmp_path, nbytes=400_000, link_rate=250)
-    f, s = d["per_flow"], d["spraying"]
-    assert f["ok"] and s["ok"], (f["summaries"], s["summaries"])
-    assert f["received_files_match"] and s["received_files_match"]
-    assert d["limited_uplinks"] == 8
-    assert f["uplinks_used"] <= 4 and s["uplinks_used"] == 8, (f["uplink_packets"], s["uplink_packets"])
-    assert s["slowest_over_mean"] <= 1.25, s["completion_s"]
-    assert s["slowest_s"] < f["slowest_s"], (s["completion_s"], f["completion_s"])
-    assert all(fabric.switch(n).extra_args == [] for n in ecmp.uplinks(fabric))
-    assert install_tables(fabric).writes == 0
+    assert_ecmp_outcome(fabric, ecmp.run(fabric, tmp_path, nbytes=400_000, link_rate=250))

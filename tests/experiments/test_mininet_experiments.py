@@ -10,12 +10,17 @@ checks that nothing of the prefix is left.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.experiments.outcomes import assert_cut_cable_outcome, assert_trimming_outcome
+from tests.experiments.outcomes import (
+    assert_cut_cable_outcome,
+    assert_loss_reordering_outcome,
+    assert_spraying_outcome,
+    assert_tcp_outcome,
+    assert_trimming_outcome,
+)
 from tests.mininet.fast_path import assert_compiled_fast_path
 
 pytestmark = pytest.mark.root
@@ -28,19 +33,8 @@ def test_the_switches_run_the_compiled_fast_path(fabric) -> None:
 def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, tmp_path: Path) -> None:
     from experiments import spraying
 
-    d = spraying.run(fabric, tmp_path, nbytes=800_000, rate=4000)
-    m, f = d["mrc"], d["per_flow"]
-    assert m["ok"] and f["ok"], (m["summary"], f["summary"])
-    packets = 800  # 800,000 bytes in 1,000-byte payloads
-    assert sum(m["planes"].values()) >= packets and len(m["planes"]) == 4
-    for key in ("planes", "spine_up", "spine_down"):
-        mean = sum(m[key].values()) / len(m[key])
-        assert all(abs(v - mean) <= 0.1 * mean for v in m[key].values()), (key, m[key])
-    assert len(m["spine_up"]) == 8 and len(m["spine_down"]) == 8  # 4 planes x 2 spines
-    # one flow, one member of the NIC's selector: one plane and one spine link carry it all
-    assert sorted(f["planes"].values())[:3] == [0, 0, 0] and max(f["planes"].values()) >= packets
-    assert sum(1 for v in f["spine_up"].values() if v) == 1
-    assert f["plane_spread"] > 1.0 > 0.1 >= m["plane_spread"]
+    # 800,000 bytes in 1,000-byte payloads: 800 packets over 4 planes x 2 spines
+    assert_spraying_outcome(spraying.run(fabric, tmp_path, nbytes=800_000, rate=4000), 800, planes=4, spines=2)
 
 
 def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric, tmp_path: Path) -> None:
@@ -67,25 +61,14 @@ def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
     still verified; the impairments really dropped and delayed packets; all removed."""
     from experiments import loss_reordering as L
 
-    d = L.run(fabric, tmp_path, nbytes=1_500_000, rate=3000, loss=2.0, delay_ms=5.0, jitter_ms=4.0)
-    assert d["ok"], d["summary"]
-    assert d["baseline"]["ok"]
-    assert d["impairment_dropped"] > 0 and d["impairment_delayed"] > 0, d
-    assert d["per_plane"]["0"]["losses"] > 0 and d["retransmissions"]["total"] > 0
-    assert d["receiver_counts"].get("out_of_order", 0) > 0
-    for intf in d["lossy_links"] + d["reordering_links"]:
-        assert set(L.qdisc_kinds(intf)) <= {"noqueue", "pfifo_fast", "fq_codel", "mq", ""}, intf
-    if d["method"] != "netem":
-        assert d["nft_table"] not in subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+    assert_loss_reordering_outcome(L.run(fabric, tmp_path, nbytes=1_500_000, rate=3000, loss=2.0, delay_ms=5.0,
+                                         jitter_ms=4.0))
 
 
 def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> None:
     from experiments import tcp
 
-    d = tcp.run(fabric, tmp_path, nbytes=2_000_000, rate=4000)
-    assert d["mrc"]["ok"], d["mrc"]["summary"]
-    assert d["tcp"]["ok"] and d["tcp"]["bytes"] == 2_000_000, d["tcp"]
-    assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
+    assert_tcp_outcome(tcp.run(fabric, tmp_path, nbytes=2_000_000, rate=4000), 2_000_000)
 
 
 def test_adaptive_spraying_puts_less_on_a_slow_path_than_round_robin(fabric, tmp_path: Path) -> None:
