@@ -59,8 +59,8 @@ class Sender:
     Sprays data packets over the GOOD EVs, one per packet (``endpoints/spray.py``); a
     loss NACK resends the packet, and ``retire_after`` of them in a row on one EV
     retire it (ASSUMED_BAD, probed over its own path until a probe is answered; never
-    fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet and retires nothing (it cannot
-    tell a dead data path from dead feedback); a trim NACK resends the packet first
+    fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet
+    and retires nothing (it cannot tell a dead data path from dead feedback); a trim NACK resends the packet first
     and shrinks the congestion window, retiring nothing. Every state change is an
     event (``events``, docs/transport.md).
 
@@ -415,11 +415,10 @@ class Sender:
             sent_at, ev, n = rec
             st = self.evs[ev]
             st.acked += 1
-            if n == 1:
+            if n == 1:  # Karn: no RTT from a retransmitted packet (nor any news of its EV)
                 st.last_acked_sent = max(st.last_acked_sent, sent_at)
                 if sent_at > st.last_loss_sent:
                     st.loss_streak = 0  # a packet sent on it after the losses got through
-            if n == 1:  # Karn: no RTT from a retransmitted packet
                 self._ack_rtt = now - sent_at
                 self.rtt.sample(self._ack_rtt)
         return True
