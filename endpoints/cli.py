@@ -182,7 +182,7 @@ def send(
     src_host: Annotated[Optional[str], typer.Option(help="this host's name in the topology (h1, ...)")] = None,
     dst_host: Annotated[Optional[str], typer.Option(help="the receiver's name in the topology")] = None,
     mtu: Annotated[int, typer.Option(help="payload bytes per packet")] = 1000,
-    window: Annotated[int, typer.Option(help="data packets in flight, at most")] = 256,
+    window: Annotated[int, typer.Option(help="data packets in flight, at most")] = SenderConfig.window,
     initial_window: Annotated[int, typer.Option(help="the congestion window starts here")] = 16,
     min_window: Annotated[int, typer.Option(help="congestion control never shrinks the window below this")] = 2,
     cc_base_rtt: Annotated[Optional[float], typer.Option(

@@ -15,7 +15,7 @@ class SenderConfig:
     """Sender parameters; times in seconds."""
 
     mtu: int = 1000  # payload bytes per data packet
-    window: int = 256  # data packets in flight, at most
+    window: int = 128  # data packets in flight, at most (the congestion window's ceiling)
     initial_window: int = 16  # the congestion window starts here (endpoints/congestion.py)
     min_window: int = 2  # congestion control never shrinks the window below this
     rate_pps: float | None = None  # pacing; None: as fast as the window allows

@@ -140,7 +140,7 @@ def _random_loss_run(seed: int, retire_after: int):
 
     data = payload(500 * MTU + 1, seed)
     net = SimNet(seed=seed, loss=0.05, jitter=300e-6)
-    cfg = SenderConfig(ev_min_active=8, seed=seed, retire_after=retire_after)
+    cfg = SenderConfig(ev_min_active=8, seed=seed, retire_after=retire_after, window=256)  # the figures below
     run = run_transfer(data, evs(32), net, sender_cfg=cfg)
     assert run.sender.ok and bytes(run.conn.buf) == data
     retired = [e for e in run.sender.events if e["event"] == "retired"]
