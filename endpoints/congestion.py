@@ -24,9 +24,14 @@ delay of a round trip is its mean RTT sample less the base RTT; the base RTT is 
 configured network RTT (``base_rtt``) when given, else the smallest sample seen; the
 target is ``target_ratio`` of the base RTT, at least ``target_min``. A trim NACK (the
 queue passed the trim threshold) multiplies the window by ``trim_factor`` at once, at
-most once per smoothed RTT. Losses and timeouts are path failures (the sender retires
-EVs for them), not congestion, and leave the window alone. The window stays within
-``[min_window, max_window]``.
+most once per smoothed RTT. A loss NACK (a packet the receiver saw the later ones of)
+after a round trip whose delay was above ``quick_adapt_delay`` targets is a queue that
+overflowed: "quick adapt" sets the window to what that round trip delivered, scaled to
+an unqueued round trip (its acknowledged packets times ``(base RTT + target) / its
+length``), if that is smaller, at most once per smoothed RTT. A loss without such a
+delay is a path's (the EV states judge it, ``endpoints/sender.py``) and leaves the
+window alone, as do timeouts (a software switch that stalls, not a queue). The window stays
+within ``[min_window, max_window]``.
 
 Why these rules: with many senders into one port (an incast), every sender's packets
 are marked in the same fraction once the queue passes the marking threshold and their
@@ -36,7 +41,13 @@ marking threshold, below the trim threshold, without losses or timeouts. A given
 RTT matters when senders start together: a sender whose first packets already waited
 in the queue takes a queued RTT for the base and holds where the others decrease;
 without one, the rule "never two holds in a row" (a drained queue stops marking
-within a round trip) bounds how long it holds.
+within a round trip) bounds how long it holds. Why quick adapt on losses: a queue no P4
+program sees (a software switch's input buffer) neither marks nor trims; it only
+delays, which the window answers with the fair increase, until it drops. Delivered
+per unqueued round trip is the window that fills the bottleneck without a queue, so
+the reset drains the queue that overflowed in one step, where halving could take
+several. The delay condition keeps random or dead-path losses, which come with no
+queue, from shrinking the window: in MRC congestion trims, and a loss is a path's.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ class CongestionConfig:
     beta: float = 0.5  # multiplicative decrease: the window times 1 - beta x marked fraction
     fair_increase: float = 1.0  # packets per round trip when delayed but not marked
     trim_factor: float = 0.5  # a trim NACK multiplies the window by this (once per RTT)
+    quick_adapt_delay: float = 4.0  # a loss after a round trip delayed by this many targets: quick adapt
 
     def check(self) -> None:
         """Raise ValueError naming the parameter that is out of range."""
@@ -65,8 +77,9 @@ class CongestionConfig:
                              f"(got {self.min_window:g}, {self.initial_window:g}, {self.max_window:g})")
         if not 0 < self.beta <= 1 or not 0 < self.trim_factor < 1:
             raise ValueError("congestion: beta must be in (0, 1] and trim_factor in (0, 1)")
-        if self.target_ratio < 0 or self.target_min < 0 or self.fair_increase < 0:
-            raise ValueError("congestion: target_ratio, target_min and fair_increase must be >= 0")
+        if min(self.target_ratio, self.target_min, self.fair_increase, self.quick_adapt_delay) < 0:
+            raise ValueError("congestion: target_ratio, target_min, fair_increase and quick_adapt_delay "
+                             "must be >= 0")
         if self.base_rtt is not None and not self.base_rtt > 0:
             raise ValueError("congestion: base_rtt must be more than 0 seconds (or none: measured)")
 
@@ -86,7 +99,12 @@ class Window:
         self._acked = self._marked = self._samples = 0
         self._rtt_sum = 0.0
         self._held = False  # the last round trip was a hold
-        self.counts = {"increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0, "trim_decrease": 0}
+        self._round_start = now
+        self._last_round: tuple[int, float] | None = None  # (packets acknowledged, length) of the last round trip
+        self._last_delay: float | None = None  # the last round trip's mean delay; None: no RTT sample
+        self._loss_hold_until = now
+        self.counts = {"increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0, "trim_decrease": 0,
+                       "loss_decrease": 0}
 
     @property
     def target(self) -> float | None:
@@ -113,9 +131,13 @@ class Window:
         self._acked += acked
         self._marked += acked if ce else 0
         if self._round_end is None:
+            self._round_start = now
             self._round_end = now + (srtt or self.base_rtt or 0.0)
         if now >= self._round_end:
+            if now > self._round_start:
+                self._last_round = (self._acked, now - self._round_start)
             self._end_round()
+            self._round_start = now
             self._round_end = now + (srtt or self.base_rtt or 0.0)
 
     def _end_round(self) -> None:
@@ -124,7 +146,9 @@ class Window:
         if self._samples and target is not None and self.base_rtt is not None:
             delay = self._rtt_sum / self._samples - self.base_rtt
             delayed = delay > target
+            self._last_delay = delay
         else:
+            self._last_delay = None
             delay, delayed = 0.0, fraction > 0  # no sample: the marks alone decide
         held, self._held = self._held, False
         if fraction > 0 and (delayed or held):
@@ -153,4 +177,27 @@ class Window:
         self._clamp()
         self._hold_until = now + (srtt if srtt is not None else 0.0)
         self.counts["trim_decrease"] += 1
+        return True
+
+    def on_loss(self, now: float, srtt: float | None) -> bool:
+        """A loss NACK. If the last round trip's mean delay was above
+        ``quick_adapt_delay`` targets (a queue that overflowed), quick adapt: the
+        window set to the packets that round trip delivered times ``(base RTT +
+        target) / its length`` when that is smaller, at most once per ``srtt`` (the
+        later losses of one overflow are the same event). Nothing before the first
+        complete round trip. True if the window shrank."""
+        target = self.target
+        if (now < self._loss_hold_until or self._last_round is None or self.base_rtt is None
+                or target is None or self._last_delay is None
+                or self._last_delay <= self.cfg.quick_adapt_delay * target):
+            return False
+        acked, length = self._last_round
+        unqueued = self.base_rtt + target
+        achieved = acked * unqueued / length
+        if achieved >= self.cwnd:
+            return False
+        self.cwnd = achieved
+        self._clamp()
+        self._loss_hold_until = now + (srtt if srtt is not None else 0.0)
+        self.counts["loss_decrease"] += 1
         return True

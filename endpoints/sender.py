@@ -57,7 +57,8 @@ class Sender:
     """The sending side of one transfer.
 
     Sprays data packets over the GOOD EVs, one per packet (``endpoints/spray.py``); a
-    loss NACK resends the packet, and ``retire_after`` of them in a row on one EV
+    loss NACK resends the packet and may shrink the congestion window (quick adapt,
+    ``endpoints/congestion.py``), and ``retire_after`` of them in a row on one EV
     retire it (ASSUMED_BAD, probed over its own path until a probe is answered; never
     fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet
     and retires nothing (it cannot tell a dead data path from dead feedback); a trim NACK resends the packet first
@@ -107,8 +108,8 @@ class Sender:
                            max_skip=config.adapt_max_skip)
         self.flight = InFlight()
         self.rtt = RttEstimator(rto_initial=config.rto_initial, rto_min=config.rto_min, rto_max=config.rto_max)
-        # Congestion window (endpoints/congestion.py): CE echoes, delay and trim NACKs
-        # move it; losses are path failures (EVs retired), not congestion.
+        # Congestion window (endpoints/congestion.py): CE echoes, delay, trim NACKs and
+        # loss NACKs (quick adapt) move it; timeouts do not.
         self.cc = Window(config.congestion(), now)
         self._since_ack = 0
         # Packets: [una, next_idx) were sent; bit i of _acked is packet una + i.
@@ -395,6 +396,7 @@ class Sender:
         cause = "trim" if trimmed else "nack"
         guard = self.rtt.srtt if self.rtt.srtt is not None else 0.0
         inflight = self.flight.inflight
+        lost = False
         for idx in _bit_indices(base, bits):
             rec = inflight.get(idx)
             if rec is None:
@@ -402,6 +404,9 @@ class Sender:
             if not trimmed and rec[2] > 1 and now - rec[0] < guard:
                 continue  # a resent packet: the NACK is about an earlier transmission
             self._declare_lost(idx, rec[1], cause, now)
+            lost = True
+        if lost and not trimmed:  # a queue dropped them (or a path died): quick adapt
+            self.cc.on_loss(now, self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto)
 
     def _ack_one(self, idx: int, now: float) -> bool:
         """Mark packet ``idx`` (>= una) acknowledged, once: True the first time."""

@@ -51,7 +51,8 @@ def test_the_four_quadrants_and_their_amounts() -> None:
     assert w.cwnd == pytest.approx(10.875)
     w.on_ack(4, 1.2 * ms, True, 6 * ms, 1 * ms)  # after a decrease: a hold again
     assert w.cwnd == pytest.approx(10.875)
-    assert w.counts == {"increase": 1, "fair_increase": 1, "hold": 2, "decrease": 2, "trim_decrease": 0}
+    assert w.counts == {"increase": 1, "fair_increase": 1, "hold": 2, "decrease": 2, "trim_decrease": 0,
+                        "loss_decrease": 0}
 
 
 def test_a_queue_that_marks_nothing_grows_the_window_by_one_per_round_trip() -> None:
@@ -122,24 +123,30 @@ ECN_AT, TRIM_AT = 16, 32  # the controller's host-port marking depth, the defaul
 
 class Port:
     """The limited egress port: FIFO, one packet per 1 / RATE; depth = packets that
-    arrived and have not left (what v1model's enq_qdepth counts)."""
+    arrived and have not left (what v1model's enq_qdepth counts). ``marks=False``: a
+    buffer no P4 program sees (a software switch's input buffer), which neither marks
+    nor trims but drops what arrives when it holds ``capacity`` packets."""
 
-    def __init__(self) -> None:
+    def __init__(self, marks: bool = True, capacity: int | None = None) -> None:
         self.departures: list[float] = []
         self.busy_until = 0.0
         self.depths: list[tuple[float, int]] = []
-        self.marked = self.trimmed = 0
+        self.marked = self.trimmed = self.dropped = 0
+        self.marks, self.capacity = marks, capacity
 
-    def enqueue(self, t: float, payload: bytes) -> tuple[float, bytes, int]:
+    def enqueue(self, t: float, payload: bytes) -> tuple[float, bytes, int] | None:
         while self.departures and self.departures[0] <= t:
             heapq.heappop(self.departures)
         depth = len(self.departures)
         self.depths.append((t, depth))
-        if depth > TRIM_AT:  # trimmed: the header only, in the priority queue (no wait)
+        if self.capacity is not None and depth >= self.capacity:
+            self.dropped += 1
+            return None
+        if self.marks and depth > TRIM_AT:  # trimmed: the header only, in the priority queue (no wait)
             self.trimmed += 1
             return t + ONE_WAY, payload[:DATA_HDR_LEN], TRIM_DSCP << 2 | ECT0
         tclass = ECT0
-        if depth > ECN_AT:
+        if self.marks and depth > ECN_AT:
             tclass = CE
             self.marked += 1
         self.busy_until = max(self.busy_until, t) + 1 / RATE
@@ -147,13 +154,13 @@ class Port:
         return self.busy_until + ONE_WAY, payload, tclass
 
 
-def incast(n: int, nbytes: int, cfg: SenderConfig, limit: float = 5.0):
+def incast(n: int, nbytes: int, cfg: SenderConfig, limit: float = 5.0, port: Port | None = None):
     data = [random.Random(k).randbytes(nbytes) for k in range(n)]
     peers = [f"fd00:0:0:{k + 1}::1" for k in range(n)]
     evs = [EvPath(0x4000 + i, i % 4, i // 4) for i in range(8)]
     senders = [Sender(d, evs, SenderConfig(**{**cfg.__dict__, "seed": k}), now=0.0) for k, d in enumerate(data)]
     receiver = Receiver()
-    port = Port()
+    port = port or Port()
     events: list[tuple[float, int, str, int, int, bytes, int]] = []  # (t, seq, to, who, ev, bytes, tclass)
     seq = 0
     t = 0.0
@@ -171,8 +178,10 @@ def incast(n: int, nbytes: int, cfg: SenderConfig, limit: float = 5.0):
         for k, s in enumerate(senders):
             for tx in s.poll(t):
                 if tx.payload[0] == OP_WRITE:
-                    at, body, tclass = port.enqueue(t + ONE_WAY, tx.payload)
-                    push(at, "receiver", k, tx.ev, body, tclass)
+                    arrival = port.enqueue(t + ONE_WAY, tx.payload)
+                    if arrival is not None:
+                        at, body, tclass = arrival
+                        push(at, "receiver", k, tx.ev, body, tclass)
                 else:
                     push(t + 2 * ONE_WAY, "receiver", k, tx.ev, tx.payload, 0)
         from_receiver(t, receiver.poll(t))
@@ -223,3 +232,66 @@ def test_four_senders_into_one_port_keep_its_queue_near_the_marking_depth(base_r
     # The port was kept busy: 1,200 packets at 10,000/s take 0.12 s; finishing within
     # 0.15 s means the windows never collapsed.
     assert max(s.report()["completion_time_s"] for s in senders) < 0.15
+
+
+# ---- quick adapt: a loss after a queued round trip -----------------------------
+
+
+def test_quick_adapt_sets_the_window_to_what_an_unqueued_round_trip_would_carry() -> None:
+    """Base RTT 1 ms (given), target 0.5 ms, so quick adapt needs a delay above 4 x 0.5
+    = 2 ms. One round trip of 4 ms (the smoothed RTT) acknowledges 10 + 10 + 12 = 32
+    packets with RTTs of 5 ms (delay 4 ms): the fair increase takes the window from 64
+    to 65. A loss then sets it to 32 packets x (1 + 0.5) ms / 4 ms = 12; a second loss
+    within the next smoothed RTT is the same overflow."""
+    ms = 1e-3
+    w = Window(CongestionConfig(initial_window=64, max_window=128, base_rtt=1 * ms))
+    w.on_ack(10, 5 * ms, False, 0.0, 4 * ms)
+    w.on_ack(10, 5 * ms, False, 2 * ms, 4 * ms)
+    w.on_ack(12, 5 * ms, False, 4 * ms, 4 * ms)
+    assert w.cwnd == 65.0 and w.counts["fair_increase"] == 1
+    assert w.on_loss(4.1 * ms, 4 * ms) and w.cwnd == pytest.approx(12.0)
+    assert not w.on_loss(5 * ms, 4 * ms) and w.cwnd == pytest.approx(12.0)
+    assert w.counts["loss_decrease"] == 1
+
+
+@pytest.mark.parametrize("rtt_ms, initial, why", [
+    (2.5, 64, "delay 1.5 ms, under 4 targets: a path's loss, not a queue's"),
+    (5.0, 8, "the round trip carried more than the window: nothing to take back"),
+])
+def test_quick_adapt_leaves_the_window_alone(rtt_ms: float, initial: float, why: str) -> None:
+    ms = 1e-3
+    w = Window(CongestionConfig(initial_window=initial, max_window=128, base_rtt=1 * ms))
+    assert not w.on_loss(0.0, 4 * ms)  # no round trip yet
+    w.on_ack(16, rtt_ms * ms, False, 0.0, 4 * ms)
+    w.on_ack(16, rtt_ms * ms, False, 4 * ms, 4 * ms)
+    before = w.cwnd
+    assert not w.on_loss(4.1 * ms, 4 * ms), why
+    assert w.cwnd == before and w.counts["loss_decrease"] == 0
+
+
+def _through_a_buffer_that_only_drops(monkeypatch: pytest.MonkeyPatch | None) -> tuple[dict, Port]:
+    if monkeypatch is not None:  # the broken variant: losses never move the window
+        monkeypatch.setattr(Window, "on_loss", lambda self, now, srtt: False)
+    port = Port(marks=False, capacity=32)
+    data, senders, receiver, _ = incast(1, 2_000_000, SenderConfig(mtu=1000), limit=10.0, port=port)
+    s = senders[0]
+    assert s.ok, s.error
+    conn = next(iter(receiver.conns.values()))
+    assert bytes(conn.buf) == data[0]
+    return s.report(), port
+
+
+def test_a_buffer_that_only_drops_costs_few_resends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One sender, the defaults, 2,000 packets through a 10,000 packets/s port whose
+    32-packet buffer neither marks nor trims (BMv2's input buffer is such a queue).
+    Unmarked, the window grows by the fair increase towards its ceiling of 128, and
+    once more than the buffer's 32 packets (plus the 3 or so on the wire) are in
+    flight it drops. Quick adapt after the first losses brings the window back under
+    what the buffer holds: under 5% of the packets resent. Without it (the window left
+    alone by losses) it keeps growing into the buffer: more than 5% resent."""
+    report, port = _through_a_buffer_that_only_drops(None)
+    resent = report["retransmissions"]["total"]
+    assert port.dropped > 0 and report["window"]["reactions"]["loss_decrease"] >= 1
+    assert resent < 2000 * 5 // 100, (report["retransmissions"], report["window"])
+    broken, port = _through_a_buffer_that_only_drops(monkeypatch)
+    assert broken["retransmissions"]["total"] >= 2000 * 5 // 100, broken["retransmissions"]

@@ -124,7 +124,8 @@ def test_five_percent_random_loss(seed: int) -> None:
     assert net.counts["lost"] > 30
     rep = run.sender.report()
     assert rep["retransmissions"]["total"] >= 1
-    assert rep["retransmissions"]["timeout"] + rep["retransmissions"]["nack"] == rep["retransmissions"]["total"]
+    # every resend had a cause; a packet declared lost may be acknowledged before its resend leaves
+    assert rep["retransmissions"]["timeout"] + rep["retransmissions"]["nack"] >= rep["retransmissions"]["total"]
     assert run.min_good >= 8
 
 
