@@ -28,7 +28,8 @@ most once per smoothed RTT. A loss NACK (a packet the receiver saw the later one
 after a round trip whose delay was above ``quick_adapt_delay`` targets is a queue that
 overflowed: "quick adapt" sets the window to what that round trip delivered, scaled to
 an unqueued round trip (its acknowledged packets times ``(base RTT + target) / its
-length``), if that is smaller, at most once per smoothed RTT. A loss without such a
+length``), if that is smaller, but never below ``quick_adapt_floor`` of the window, at
+most once per smoothed RTT. A loss without such a
 delay is a path's (the EV states judge it, ``endpoints/sender.py``) and leaves the
 window alone, as do timeouts (a software switch that stalls, not a queue). The window stays
 within ``[min_window, max_window]``.
@@ -46,7 +47,10 @@ program sees (a software switch's input buffer) neither marks nor trims; it only
 delays, which the window answers with the fair increase, until it drops. Delivered
 per unqueued round trip is the window that fills the bottleneck without a queue, so
 the reset drains the queue that overflowed in one step, where halving could take
-several. The delay condition keeps random or dead-path losses, which come with no
+several. Why a floor: the base RTT is the smallest sample, and on a software target
+that is its luckiest packet, so the unqueued round trip may carry far less than the
+network does (on BMv2 a few packets), and a window cut to it regrows by one packet
+per round trip. The delay condition keeps random or dead-path losses, which come with no
 queue, from shrinking the window: in MRC congestion trims, and a loss is a path's.
 """
 
@@ -69,6 +73,7 @@ class CongestionConfig:
     fair_increase: float = 1.0  # packets per round trip when delayed but not marked
     trim_factor: float = 0.5  # a trim NACK multiplies the window by this (once per RTT)
     quick_adapt_delay: float = 4.0  # a loss after a round trip delayed by this many targets: quick adapt
+    quick_adapt_floor: float = 0.5  # ... which leaves at least this share of the window
 
     def check(self) -> None:
         """Raise ValueError naming the parameter that is out of range."""
@@ -77,6 +82,8 @@ class CongestionConfig:
                              f"(got {self.min_window:g}, {self.initial_window:g}, {self.max_window:g})")
         if not 0 < self.beta <= 1 or not 0 < self.trim_factor < 1:
             raise ValueError("congestion: beta must be in (0, 1] and trim_factor in (0, 1)")
+        if not 0 < self.quick_adapt_floor < 1:
+            raise ValueError("congestion: quick_adapt_floor must be in (0, 1)")
         if min(self.target_ratio, self.target_min, self.fair_increase, self.quick_adapt_delay) < 0:
             raise ValueError("congestion: target_ratio, target_min, fair_increase and quick_adapt_delay "
                              "must be >= 0")
@@ -183,7 +190,8 @@ class Window:
         """A loss NACK. If the last round trip's mean delay was above
         ``quick_adapt_delay`` targets (a queue that overflowed), quick adapt: the
         window set to the packets that round trip delivered times ``(base RTT +
-        target) / its length`` when that is smaller, at most once per ``srtt`` (the
+        target) / its length`` when that is smaller (but at least
+        ``quick_adapt_floor`` of the window), at most once per ``srtt`` (the
         later losses of one overflow are the same event). Nothing before the first
         complete round trip. True if the window shrank."""
         target = self.target
@@ -193,7 +201,7 @@ class Window:
             return False
         acked, length = self._last_round
         unqueued = self.base_rtt + target
-        achieved = acked * unqueued / length
+        achieved = max(acked * unqueued / length, self.cwnd * self.cfg.quick_adapt_floor)
         if achieved >= self.cwnd:
             return False
         self.cwnd = achieved

@@ -237,26 +237,29 @@ def test_four_senders_into_one_port_keep_its_queue_near_the_marking_depth(base_r
 # ---- quick adapt: a loss after a queued round trip -----------------------------
 
 
-def test_quick_adapt_sets_the_window_to_what_an_unqueued_round_trip_would_carry() -> None:
+@pytest.mark.parametrize("initial, after", [(20, 12.0), (64, 32.5)], ids=["delivered", "halved-at-most"])
+def test_quick_adapt_sets_the_window_to_what_an_unqueued_round_trip_would_carry(initial: float,
+                                                                                after: float) -> None:
     """Base RTT 1 ms (given), target 0.5 ms, so quick adapt needs a delay above 4 x 0.5
     = 2 ms. One round trip of 4 ms (the smoothed RTT) acknowledges 10 + 10 + 12 = 32
-    packets with RTTs of 5 ms (delay 4 ms): the fair increase takes the window from 64
-    to 65. A loss then sets it to 32 packets x (1 + 0.5) ms / 4 ms = 12; a second loss
-    within the next smoothed RTT is the same overflow."""
+    packets with RTTs of 5 ms (delay 4 ms): the fair increase adds 1. A loss then sets
+    the window to 32 packets x (1 + 0.5) ms / 4 ms = 12 (from 21), but never below half
+    of it (from 65: 32.5); a second loss within the next smoothed RTT is the same
+    overflow."""
     ms = 1e-3
-    w = Window(CongestionConfig(initial_window=64, max_window=128, base_rtt=1 * ms))
+    w = Window(CongestionConfig(initial_window=initial, max_window=128, base_rtt=1 * ms))
     w.on_ack(10, 5 * ms, False, 0.0, 4 * ms)
     w.on_ack(10, 5 * ms, False, 2 * ms, 4 * ms)
     w.on_ack(12, 5 * ms, False, 4 * ms, 4 * ms)
-    assert w.cwnd == 65.0 and w.counts["fair_increase"] == 1
-    assert w.on_loss(4.1 * ms, 4 * ms) and w.cwnd == pytest.approx(12.0)
-    assert not w.on_loss(5 * ms, 4 * ms) and w.cwnd == pytest.approx(12.0)
+    assert w.cwnd == initial + 1 and w.counts["fair_increase"] == 1
+    assert w.on_loss(4.1 * ms, 4 * ms) and w.cwnd == pytest.approx(after)
+    assert not w.on_loss(5 * ms, 4 * ms) and w.cwnd == pytest.approx(after)
     assert w.counts["loss_decrease"] == 1
 
 
 @pytest.mark.parametrize("rtt_ms, initial, why", [
     (2.5, 64, "delay 1.5 ms, under 4 targets: a path's loss, not a queue's"),
-    (5.0, 8, "the round trip carried more than the window: nothing to take back"),
+    (5.0, 8, "the round trip carried more than the window (32 x 1.5 / 4 = 12 > 9): nothing to take back"),
 ])
 def test_quick_adapt_leaves_the_window_alone(rtt_ms: float, initial: float, why: str) -> None:
     ms = 1e-3
