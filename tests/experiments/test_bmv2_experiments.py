@@ -166,8 +166,9 @@ def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(in
     assert d["jain"] >= 0.9, d["goodput_bps"]
     assert d["ce_marked"] > 0
     assert set(d["max_queue_after_startup"]) == {"p0-leaf1"}
-    assert 16 < d["max_queue_after_startup"]["p0-leaf1"] <= 16 + 4 * 2 * 1, d["windows"]
-    assert d["trimmed"] == 0, (d["max_queue_startup"], d["windows"])
+    why = (d["max_queue_after_startup"], d["max_queue_startup"], d["trimmed"], d["windows"])
+    assert 16 < d["max_queue_after_startup"]["p0-leaf1"] <= 16 + 4 * 2 * 1, why
+    assert d["trimmed"] == 0, why
     assert d["sent_through_port"] >= 4 * 150
     assert all(fn.switch(n).extra_args == [] for n in incast.shaped_leaves(fn, incast.DST)[0])
     assert install_tables(fn).writes == 0
