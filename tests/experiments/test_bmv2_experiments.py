@@ -154,15 +154,14 @@ def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(in
 
     # 4 senders x 150 packets into one port drained at 200 packets/s (over Thrift):
     # 3 s; CE above 16, trim above 32. The bound is the embedded test's, derived the
-    # same way (4 senders x 2 round trips x 1 packet above 16). Not asserted here, as
-    # the embedded test does: no timeout. On BMv2 about half the runs had one timeout
-    # (of some 600 packets), with a NACK delay below the minimum RTO as well: not
-    # explained yet (docs/experiments.md, "On BMv2").
+    # same way (4 senders x 2 round trips x 1 packet above 16). No timeout, as the
+    # embedded test asserts.
     fn = incast_fabric
     d = incast.run(fn, tmp_path, nbytes=150_000, port_rate=200)
     assert d["initial_window"] == 4
     assert d["ok"], d["summaries"]
     assert d["received_files_match"], "every received file is the data generated for its sender"
+    assert d["retransmissions"]["timeout"] == 0, d["retransmissions"]
     assert d["jain"] >= 0.9, d["goodput_bps"]
     assert d["ce_marked"] > 0
     assert set(d["max_queue_after_startup"]) == {"p0-leaf1"}
