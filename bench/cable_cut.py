@@ -6,10 +6,10 @@ up). Each end's command runs where the end is; on a cluster that is another serv
 This times one cable's cut and restore three ways, each 10 times with the fabric
 idle and 6 times during a transfer h1 -> h3 (24 MB at 4,000 packets/s):
 
-- **ssh, one end after the other**: each end a process here (``nsenter``, or ``ssh``
-  to the end's server over its shared connection), started and waited for in turn
-  (how ``set_cable`` did it before);
-- **ssh, both at once**: both processes started, then both waited for (``set_cable``
+- **processes, one end after the other**: each end a process here (``nsenter``, or
+  ``ssh`` to the end's server over its shared connection), started and waited for in
+  turn (how ``set_cable`` did it before);
+- **processes, both at once**: both started, then both waited for (``set_cable``
   without the nodes, as ``mrcctl fail`` does it);
 - **node shells, both at once**: each end's command in its Mininet node's shell,
   already open there (``set_cable`` with the nodes, as the experiment does it).
@@ -52,8 +52,8 @@ def _one_after_the_other(ends: Any, up: bool) -> None:
 def _ways(fn: Any) -> dict[str, Callable[[Any, bool], object]]:
     from topologies.cables import set_cable
 
-    return {"ssh, one end after the other": _one_after_the_other,
-            "ssh, both at once": lambda ends, up: set_cable(ends, up),
+    return {"processes, one end after the other": _one_after_the_other,
+            "processes, both at once": lambda ends, up: set_cable(ends, up),
             "node shells, both at once": lambda ends, up: set_cable(ends, up, nodes=fn.net.nameToNode)}
 
 
