@@ -9,8 +9,10 @@ statuses, and the received file compared with the data generated here); the fabr
 and the NICs' tables read back before and after the same; the EVs retired, against
 the EVs whose data path crosses the link (fabric.paths): healthy ones retired,
 crossing ones not retired, crossing ones recovered while the cable is down, crossing
-ones recovered after the restore; the time from the cut to the last crossing EV
-retired, in ms and in smoothed RTTs; and the goodput around the cut.
+ones recovered after the restore; the time from the cut (once both ends are down)
+to the last crossing EV retired, in ms and in smoothed RTTs, and how long the cut and
+the restore commands took; and the goodput around the cut. Both ends of the cable are
+set in their nodes' own shells at once (on a cluster, each a round trip to its server).
 """
 
 from __future__ import annotations
@@ -93,33 +95,40 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
     tr = C.Transfer(fn, src, dst, nbytes, workdir, ["--rate", str(rate), "--in", str(infile), "--rto-min", "0.4"],
                     ["--nack-delay", "0.1", "--out", str(outfile), "--bytes", str(nbytes)])
     nic = fn.topo.host(src).nic
-    cut_time = restored_at = None
+    cut_started: float | None = None
+    cut_time = restored_at = restore_done = cut_started
+    nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (topologies/cables.py)
     try:
         before = read_nics(fn, [nic])
         tr.start()
         if cut:
             wait_sent(fn, [nic], nic, before, int(cut_at * -(-nbytes // 1000)), 60)
-            cut_time = time.time()
-            asyncio.run(set_link(fn.topo, fn.inventory, link, down=True))
+            cut_started = time.time()
+            asyncio.run(set_link(fn.topo, fn.inventory, link, down=True, nodes=nodes))
+            cut_time = time.time()  # both ends are down: the cut has taken effect
             time.sleep(down_for)
             restored_at = time.time()  # the command's start: the cable is up before it returns
-            asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
+            asyncio.run(set_link(fn.topo, fn.inventory, link, down=False, nodes=nodes))
+            restore_done = time.time()
         res = tr.wait()
         tables_after = asyncio.run(_all_tables(fn))
     finally:
         tr.kill()
-        if cut_time is not None and (restored_at is None or fn.inventory.down):
+        if cut_started is not None and (restore_done is None or fn.inventory.down):
             asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
     s = res.sender
     received_ok = outfile.exists() and outfile.read_bytes() == data
     t0 = s.get("started_at_unix", cut_time or 0.0)
     cut_t = None if cut_time is None else cut_time - t0
     restore_t = None if restored_at is None else restored_at - t0
+    # While the cable counts as down: from the cut command's start (an end may go down
+    # before the other's command returns) to the restore command's start.
+    cut_start_t = None if cut_started is None else cut_started - t0
     events = s.get("ev_events", [])
     retired = [e for e in events if e["event"] == "retired"]
     back = [e for e in events if e["event"] in ("recovered", "restored")]
     retired_evs = {e["ev"] for e in retired}
-    down = (lambda t: cut_t <= t < restore_t) if cut else (lambda t: False)
+    down = (lambda t: cut_start_t <= t < restore_t) if cut else (lambda t: False)
     crossing_retired = [e for e in retired if e["ev"] in crossing and down(e["t"])]
     last = max((e["t"] for e in crossing_retired), default=None)
     srtt = s.get("srtt_s")
@@ -128,6 +137,8 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
     return {"bytes": nbytes, "rate_pps": rate, "link": link, "seed": seed, "src": src, "dst": dst, "cut": cut,
             "ok": res.ok, "received_file_matches": received_ok, "summary": res.summary(),
             "cut_t": cut_t, "restore_t": restore_t,
+            "cut_command_s": None if cut_time is None or cut_started is None else cut_time - cut_started,
+            "restore_command_s": None if restore_done is None or restored_at is None else restore_done - restored_at,
             "tables_unchanged": tables_before == tables_after,
             "table_entries": sum(len(v) for v in tables_before.values()),
             "evs_crossing": sorted(crossing), "evs_retired": sorted(retired_evs),
@@ -141,7 +152,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
             "srtt_s": srtt, "retransmissions": s.get("retransmissions"), "goodput_bps": s.get("goodput_bps"),
             "completion_time_s": s.get("completion_time_s"), "ev_events": events,
             "delivered_series": s.get("delivered_series", []),
-            **(recovery(s.get("delivered_series", []), cut_t) if cut else {})}
+            **(recovery(s.get("delivered_series", []), cut_t) if cut_t is not None else {})}
 
 
 def run_all(fn: Any, workdir: Path, *, links: tuple[str, ...] = LINKS, seeds: tuple[int, ...] = SEEDS,
@@ -183,7 +194,8 @@ def figures(d: dict[str, Any]) -> list[str]:
              f"({(d['cut_to_last_crossing_retired_max_rtts'] or 0):.1f} RTTs)"]
     for r in d["runs"]:
         x = r["retransmissions"] or {}
-        lines.append(f"  {r['link']} seed {r['seed']}: cut at {r['cut_t']:.2f} s, restored at {r['restore_t']:.2f} s; "
+        lines.append(f"  {r['link']} seed {r['seed']}: cut at {r['cut_t']:.2f} s (the command {_ms(r['cut_command_s'])}), "
+                     f"restored at {r['restore_t']:.2f} s (the command {_ms(r['restore_command_s'])}); "
                      f"{len(r['evs_retired'])} retired of {len(r['evs_crossing'])} crossing, last "
                      f"{_ms(r['cut_to_last_crossing_retired_s'])} after the cut "
                      f"({(r['cut_to_last_crossing_retired_rtts'] or 0):.1f} RTTs of {_ms(r['srtt_s'])}); "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from controller.errors import SwitchError
 from controller.repair import RepairReport
@@ -45,54 +47,103 @@ def cut_table(intf: str) -> str:
     return CUT_TABLE_PREFIX + "".join(c if c.isalnum() else "_" for c in intf)
 
 
-def _set_carrier(node_pid: int | None, intf: str, up: bool, server: str | None = None) -> None:
-    state = "up" if up else "down"
-    r = subprocess.run(_in_node(node_pid, ["ip", "link", "set", intf, state], server), capture_output=True,
-                       text=True, timeout=30)
-    if r.returncode != 0:
-        raise SwitchError(f"cannot set {intf} {state}: {r.stderr.strip()}")
-
-
-def _set_blocked(node_pid: int | None, intf: str, up: bool, server: str | None = None) -> None:
-    """Cut without a carrier change: every frame ``intf`` sends is dropped at its egress
-    hook (nftables' netdev family), the interface itself stays up."""
+def _end_command(node_pid: int | None, intf: str, up: bool, keep_carrier: bool) -> tuple[list[str], str | None]:
+    """The command (and its input) that sets one end of a cable up or down, in the node's
+    namespace. ``keep_carrier``: by nftables (every frame ``intf`` sends dropped at its
+    egress hook, the interface itself stays up), else by the interface's state."""
+    if not keep_carrier:
+        return ["ip", "link", "set", intf, "up" if up else "down"], None
     table = cut_table(intf)
     if up:
-        cmd, rules = ["nft", "delete", "table", "netdev", table], None
-    else:
-        cmd = ["nft", "-f", "-"]
-        rules = (f'table netdev {table} {{ chain cut {{ type filter hook egress device "{intf}" '
-                 "priority 0; policy drop; }; }\n")
-    r = subprocess.run(_in_node(node_pid, cmd, server), input=rules, capture_output=True, text=True, timeout=30)
-    if r.returncode != 0 and not (up and "No such file" in r.stderr):
-        raise SwitchError(f"cannot {'restore' if up else 'cut'} {intf} with nftables: {r.stderr.strip()}")
+        return ["nft", "delete", "table", "netdev", table], None
+    return ["nft", "-f", "-"], (f'table netdev {table} {{ chain cut {{ type filter hook egress device "{intf}" '
+                                "priority 0; policy drop; }; }\n")
 
 
-def set_cable(ends: LinkEnds, up: bool, *, keep_carrier: bool = False) -> str:
-    """Set both interfaces of a running network's cable up or down.
+def _failure(intf: str, up: bool, keep_carrier: bool, code: int, err: str) -> str | None:
+    """What went wrong setting one end (None: nothing; restoring a cut that is not there
+    is no failure)."""
+    if code == 0 or (keep_carrier and up and "No such file" in err):
+        return None
+    if keep_carrier:
+        return f"cannot {'restore' if up else 'cut'} {intf} with nftables: {err.strip()}"
+    return f"cannot set {intf} {'up' if up else 'down'}: {err.strip()}"
+
+
+RC_MARK = "mrc-cable-rc="  # how a node shell's command reports its exit status
+
+
+class _EndCommand:
+    """One end's command, started without waiting: both ends' commands of a cable run at
+    the same time (on a cluster each is a round trip to its server), then both are
+    waited for. It runs in the node's Mininet shell when one is given (``node``: already
+    open, on the node's server, in its namespace: no process to start but the command
+    itself), else as a process here (``nsenter`` into the node's namespace; over the
+    server's shared ssh connection when the node is on another server)."""
+
+    def __init__(self, node_pid: int | None, intf: str, up: bool, keep_carrier: bool, server: str | None,
+                 node: Any = None) -> None:
+        self.intf, self.up, self.keep_carrier = intf, up, keep_carrier
+        cmd, stdin = _end_command(node_pid, intf, up, keep_carrier)
+        self.node = node if node is not None and getattr(node, "shell", None) and not node.waiting else None
+        self.proc: subprocess.Popen[str] | None = None
+        if self.node is not None:
+            line = shlex.join(cmd) if stdin is None else f"printf %s {shlex.quote(stdin)} | {shlex.join(cmd)}"
+            self.node.sendCmd(f"{line} 2>&1; echo {RC_MARK}$?")
+        else:
+            self.proc = subprocess.Popen(_in_node(node_pid, cmd, server), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.stdin = stdin
+
+    def wait(self) -> str | None:
+        """Wait for the command; what went wrong (None: nothing)."""
+        if self.node is not None:
+            out = self.node.waitOutput()
+            head, _, code = out.rpartition(RC_MARK)
+            status = int(code.split()[0]) if code.split() and code.split()[0].isdigit() else 1
+            return _failure(self.intf, self.up, self.keep_carrier, status, head)
+        assert self.proc is not None
+        try:
+            _, err = self.proc.communicate(self.stdin, timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            return f"cannot set {self.intf} {'up' if self.up else 'down'}: no answer within 30 s"
+        return _failure(self.intf, self.up, self.keep_carrier, self.proc.returncode, err)
+
+
+def set_cable(ends: LinkEnds, up: bool, *, keep_carrier: bool = False, nodes: Mapping[str, Any] | None = None) -> str:
+    """Set both interfaces of a running network's cable up or down, both at once: each
+    end's command is started, then both are waited for (SwitchError naming what failed,
+    once both have ended).
 
     ``keep_carrier``: cut by dropping what both ends send instead of taking the
     interfaces down, for BMv2, whose switch stops forwarding on all its ports once one
     of its interfaces goes down, and does not recover when it comes back up
-    (docs/mininet.md, "Running on BMv2")."""
+    (docs/mininet.md, "Running on BMv2"). ``nodes``: the running network's Mininet
+    nodes by name (``Mininet.nameToNode``), when the caller holds them: each end's
+    command then runs in its node's shell."""
     state = "up" if up else "down"
-    for node_pid, intf, server in ((ends.a_pid, ends.a_intf, ends.a_server), (ends.b_pid, ends.b_intf, ends.b_server)):
-        if keep_carrier:
-            _set_blocked(node_pid, intf, up, server)
-        else:
-            _set_carrier(node_pid, intf, up, server)
+    nodes = nodes or {}
+    running = [_EndCommand(pid, intf, up, keep_carrier, server, nodes.get(node))
+               for node, pid, intf, server in ((ends.a_node, ends.a_pid, ends.a_intf, ends.a_server),
+                                               (ends.b_node, ends.b_pid, ends.b_intf, ends.b_server))]
+    failed = [f for f in (c.wait() for c in running) if f]
+    if failed:
+        raise SwitchError("; ".join(failed))
     how = " (carrier kept: nothing sent crosses it)" if keep_carrier and not up else ""
     return f"{ends.a_intf} and {ends.b_intf} {state}{how}"
 
 
-async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool) -> RepairReport:
+async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool,
+                   nodes: Mapping[str, Any] | None = None) -> RepairReport:
     """Take link ``name``'s cable down (or up) and record it in the state file; no
-    switch is contacted, no table written."""
+    switch is contacted, no table written. ``nodes``: as for ``set_cable``."""
     t0 = time.monotonic()
     link = find_link(topo, name)
     ends = inv.links.get(link.name)
     bmv2 = any(inv.switches[n].target == "bmv2" for n in (link.a, link.b) if n in inv.switches)
-    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2)
+    cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2, nodes=nodes)
     dead = down_links(topo, inv)
     dead = dead | {link} if down else dead - {link}
     inv.down = sorted(d.name for d in dead)

@@ -157,7 +157,7 @@ class FabricCLI(CLI):
             return
         try:
             self.fn.reload_inventory()
-            rep = asyncio.run(set_link(self.fn.topo, self.fn.inventory, name, down=down))
+            rep = asyncio.run(set_link(self.fn.topo, self.fn.inventory, name, down=down, nodes=self.fn.net.nameToNode))
         except Exception as exc:  # one line for the person at the prompt
             self._say(f"error: {exc}")
             return

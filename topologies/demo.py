@@ -164,14 +164,14 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
             if cut is not None:
                 mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
                 cut_at = time.time()
-                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True))
+                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True, nodes=fn.net.nameToNode))
                 cut_seconds = rep.seconds
                 say(f"  cut {rep.link} after "
                     f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
                     f" packets: {rep.cable}; no table written (the endpoints find the dead paths)")
                 wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 * 3 // 4, seconds * 2 + 20)
                 restored_at = time.time()
-                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
+                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False, nodes=fn.net.nameToNode))
                 say(f"  restored {rep.link} at three quarters: {rep.cable}")
             result = t.wait()
         finally:
