@@ -15,6 +15,10 @@ Beside each rate it prints what one packet cost in CPU (microseconds per packet 
 transfer): the fabric's switch processes and the NICs' (every thread's schedstat, as
 ``bench/fabric_net.py`` reads it) and, for MRC-lite, its own two endpoints (the
 ``cpu_s`` of their reports): on 2 shared cores these say which process limits the rate.
+The switches are placed as ``make run`` places them (``GOODPUT_PLACEMENT``, default
+``cpu``: the 16 fabric switches in one ``p4target group`` process, the 4 NICs in
+another; ``1`` is one process per switch, as the experiments and their tests start
+the fabric).
 Needs root and Mininet; prints only, never asserts (the acceptance tests do).
 """
 
@@ -34,6 +38,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 BYTES = 8_000_000
 BMV2_BYTES = 2_000_000
+PLACEMENT = os.environ.get("GOODPUT_PLACEMENT", "cpu")  # make run's
 
 
 def _switch_cpu(fn: Any) -> dict[str, list[int]]:
@@ -61,9 +66,14 @@ def embedded() -> None:
     from endpoints.wire import DATA_HDR_LEN
     from experiments import common as C
     from experiments import tcp
+    from topologies.fabric_net import programmed_network
+    from topologies.switch_group import parse_placement
 
+    placement = parse_placement(PLACEMENT)
     packets = -(-BYTES // tcp.MTU)
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology()) as fn:
+    with tempfile.TemporaryDirectory() as tmp, programmed_network(C.topology(), prefix=C.private_prefix(),
+                                                                  run_dir=Path(tmp) / "run",
+                                                                  switches_per_process=placement) as fn:
         mrc, m_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "mrc",
                                                                   send_args=["--mtu", str(tcp.MTU)]))
         t, t_cpu = _metered(fn, packets, lambda: tcp.tcp_transfer(fn, "h1", "h3", BYTES))
@@ -73,7 +83,8 @@ def embedded() -> None:
     sent = s.get("packets_sent") or 0
     retx = (s.get("retransmissions") or {}).get("total") or 0
     ends = ((s.get("cpu_s") or 0.0) + (mrc.recv_report.get("cpu_s") or 0.0)) / packets * 1e6
-    print(f"goodput, {BYTES} bytes h1 -> h3 on one embedded-target fabric, one after the other:")
+    print(f"goodput, {BYTES} bytes h1 -> h3 on one embedded-target fabric (placement {placement}), "
+          "one after the other:")
     print(f"  MRC-lite, unpaced, {tcp.MTU} B, 8 paths: {C.mbps(m_bps):7.1f} Mb/s (verified {mrc.ok}, "
           f"{retx} retransmissions of {sent} data packets, window now {(s.get('window') or {}).get('now')}, "
           f"{(s.get('control') or {}).get('acks_received')} ACKs)")
