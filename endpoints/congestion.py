@@ -24,14 +24,14 @@ delay of a round trip is its mean RTT sample less the base RTT; the base RTT is 
 configured network RTT (``base_rtt``) when given, else the smallest sample seen; the
 target is ``target_ratio`` of the base RTT, at least ``target_min``. A trim NACK (the
 queue passed the trim threshold) multiplies the window by ``trim_factor`` at once, at
-most once per smoothed RTT. A loss NACK (a packet the receiver saw the later ones of)
-after a round trip whose delay was above ``quick_adapt_delay`` targets is a queue that
-overflowed: "quick adapt" sets the window to what that round trip delivered, scaled to
+most once per smoothed RTT. A loss NACK about a packet whose EV delivered a later
+packet first (the path works: the sender tells, ``endpoints/sender.py``), after a round
+trip whose delay was above ``quick_adapt_delay`` targets, is a queue that overflowed: "quick adapt" sets the window to what that round trip delivered, scaled to
 an unqueued round trip (its acknowledged packets times ``(base RTT + target) / its
 length``), if that is smaller, but never below ``quick_adapt_floor`` of the window, at
-most once per smoothed RTT. A loss without such a
-delay is a path's (the EV states judge it, ``endpoints/sender.py``) and leaves the
-window alone, as do timeouts (a software switch that stalls, not a queue). The window stays
+most once per smoothed RTT. Any other loss is a
+path's (the EV states judge it) and leaves the window alone, as do timeouts (a
+software switch that stalls, not a queue). The window stays
 within ``[min_window, max_window]``.
 
 Why these rules: with many senders into one port (an incast), every sender's packets
@@ -47,11 +47,14 @@ program sees (a software switch's input buffer) neither marks nor trims; it only
 delays, which the window answers with the fair increase, until it drops. Delivered
 per unqueued round trip is the window that fills the bottleneck without a queue, so
 the reset drains the queue that overflowed in one step, where halving could take
-several. Why a floor: the base RTT is the smallest sample, and on a software target
+several. Why only a working path's losses: during a cut every round trip loses the
+dead EVs' packets until they are retired, and a window cut once per round trip for
+them collapses (on BMv2 a crossing EV then got too few packets to be retired during a
+1.5 s cut). Why a floor: the base RTT is the smallest sample, and on a software target
 that is its luckiest packet, so the unqueued round trip may carry far less than the
 network does (on BMv2 a few packets), and a window cut to it regrows by one packet
-per round trip. The delay condition keeps random or dead-path losses, which come with no
-queue, from shrinking the window: in MRC congestion trims, and a loss is a path's.
+per round trip. The delay condition keeps random losses, which come with no queue, from
+shrinking the window: in MRC congestion trims, and a loss is a path's.
 """
 
 from __future__ import annotations

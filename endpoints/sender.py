@@ -57,8 +57,9 @@ class Sender:
     """The sending side of one transfer.
 
     Sprays data packets over the GOOD EVs, one per packet (``endpoints/spray.py``); a
-    loss NACK resends the packet and may shrink the congestion window (quick adapt,
-    ``endpoints/congestion.py``), and ``retire_after`` of them in a row on one EV
+    loss NACK resends the packet; one about a packet whose EV delivered a later packet
+    first (a queue's drop, not the path's) may shrink the congestion window (quick
+    adapt, ``endpoints/congestion.py``); ``retire_after`` of them in a row on one EV
     retire it (ASSUMED_BAD, probed over its own path until a probe is answered; never
     fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet
     and retires nothing (it cannot tell a dead data path from dead feedback); a trim NACK resends the packet first
@@ -396,16 +397,15 @@ class Sender:
         cause = "trim" if trimmed else "nack"
         guard = self.rtt.srtt if self.rtt.srtt is not None else 0.0
         inflight = self.flight.inflight
-        lost = False
+        dropped = False
         for idx in _bit_indices(base, bits):
             rec = inflight.get(idx)
             if rec is None:
                 continue  # acked, or already waiting for retransmission
             if not trimmed and rec[2] > 1 and now - rec[0] < guard:
                 continue  # a resent packet: the NACK is about an earlier transmission
-            self._declare_lost(idx, rec[1], cause, now)
-            lost = True
-        if lost and not trimmed:  # a queue dropped them (or a path died): quick adapt
+            dropped |= self._declare_lost(idx, rec[1], cause, now)
+        if dropped:  # a working path dropped one: a queue that overflowed (quick adapt)
             self.cc.on_loss(now, self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto)
 
     def _ack_one(self, idx: int, now: float) -> bool:
@@ -438,9 +438,11 @@ class Sender:
     def _is_acked(self, idx: int) -> bool:
         return idx < self.una or bool((self._acked >> (idx - self.una)) & 1)
 
-    def _declare_lost(self, idx: int, ev: int, cause: str, now: float) -> None:
+    def _declare_lost(self, idx: int, ev: int, cause: str, now: float) -> bool:
         """Packet ``idx`` (last sent on ``ev``) is lost: resend it; a loss NACK about its
-        first transmission (not a timeout, not a trim) counts against the EV."""
+        first transmission (not a timeout, not a trim) counts against the EV. True if
+        the loss was a queue's: a packet sent on the same EV after it was acknowledged
+        first, so the path works and dropped this one on the way."""
         sent_at, _, n = self.flight.lose(idx, cause == "trim")
         self.counts[f"retransmit_{cause}"] += 1
         st = self.evs[ev]
@@ -449,7 +451,7 @@ class Sender:
             self._congested(ev, now, "trim")
             if self.cc.on_trim(now, self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto):
                 self.counts["window_halved"] += 1
-            return
+            return False
         st.losses += 1
         # Only a loss NACK about a packet sent once names this EV's data path: it
         # came back (so some reverse path works) and says the receiver saw later
@@ -465,13 +467,14 @@ class Sender:
         if cause == "nack" and n == 1 and sent_at >= st.good_since:
             if sent_at < st.last_acked_sent:  # a packet sent on it later got through first
                 self.counts["ev_losses_forgiven"] += 1
-                return
+                return True
             st.loss_streak += 1
             st.last_loss_sent = max(st.last_loss_sent, sent_at)
             if st.loss_streak >= self.cfg.retire_after:
                 self.ev_set.retire(ev, cause, now)
             else:
                 self.counts["ev_losses_forgiven"] += 1
+        return False
 
     def _congested(self, ev: int, now: float, why: str) -> None:
         """A CE echo or a trim NACK about a packet sent on ``ev``: counted, and scored
