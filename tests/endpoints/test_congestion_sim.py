@@ -298,3 +298,35 @@ def test_a_buffer_that_only_drops_costs_few_resends(monkeypatch: pytest.MonkeyPa
     assert resent < 2000 * 5 // 100, (report["retransmissions"], report["window"])
     broken, port = _through_a_buffer_that_only_drops(monkeypatch)
     assert broken["retransmissions"]["total"] >= 2000 * 5 // 100, broken["retransmissions"]
+
+
+def _through_a_dead_path(monkeypatch: pytest.MonkeyPatch | None) -> dict:
+    from tests.endpoints.simnet import SimNet, run_transfer
+
+    if monkeypatch is not None:  # the broken variant: every loss NACK taken for a queue's drop
+        real = Sender._declare_lost
+        monkeypatch.setattr(Sender, "_declare_lost",
+                            lambda self, idx, ev, cause, now: real(self, idx, ev, cause, now) or cause == "nack")
+    evs = [EvPath(0x4000 + i, i % 4, i // 4) for i in range(8)]
+    dead = {evs[0].ev, evs[4].ev}  # plane 0's two EVs: every packet on them lost
+    data = random.Random(3).randbytes(2000 * 1000)
+    # Every round trip delayed: RTTs of about 600 us against a given base RTT of 10 us
+    # (target 100 us, the floor: 4 targets are 400 us), so only the dead path's
+    # evidence keeps quick adapt from acting.
+    net = SimNet(seed=3, base_delay=300e-6, dead=lambda t, ev: ev in dead)
+    run = run_transfer(data, evs, net, sender_cfg=SenderConfig(mtu=1000, cc_base_rtt=10e-6, ev_min_active=2))
+    assert run.sender.ok, run.sender.error
+    report = run.sender.report()
+    assert {e["ev"] for e in report["ev_events"] if e["event"] == "retired"} == dead
+    return report
+
+
+def test_a_dead_paths_losses_leave_the_window_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two of 8 EVs drop everything and every round trip is delayed past 4 targets: the
+    two EVs are retired at their second loss each, and no loss of theirs shrinks the
+    window (no later packet on a dead EV is ever acknowledged: the losses are the
+    path's). Taking every loss for a queue's instead, quick adapt acts."""
+    report = _through_a_dead_path(None)
+    assert report["window"]["reactions"]["loss_decrease"] == 0, report["window"]
+    broken = _through_a_dead_path(monkeypatch)
+    assert broken["window"]["reactions"]["loss_decrease"] >= 1, broken["window"]
