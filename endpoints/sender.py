@@ -406,7 +406,7 @@ class Sender:
                 continue  # a resent packet: the NACK is about an earlier transmission
             dropped |= self._declare_lost(idx, rec[1], cause, now)
         if dropped:  # a working path dropped one: a queue that overflowed (quick adapt)
-            self.cc.on_loss(now, self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto)
+            self.cc.on_loss(now, self._round_trip)
 
     def _ack_one(self, idx: int, now: float) -> bool:
         """Mark packet ``idx`` (>= una) acknowledged, once: True the first time."""
@@ -427,6 +427,12 @@ class Sender:
                 self._ack_rtt = now - sent_at
                 self.rtt.sample(self._ack_rtt)
         return True
+
+    @property
+    def _round_trip(self) -> float:
+        """How long the window's reactions to one overflow last: the smoothed RTT, the
+        RTO before there is one."""
+        return self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto
 
     def _advance(self) -> None:
         acked = self._acked
@@ -449,7 +455,7 @@ class Sender:
         if cause == "trim":
             st.trims += 1
             self._congested(ev, now, "trim")
-            if self.cc.on_trim(now, self.rtt.srtt if self.rtt.srtt is not None else self.rtt.rto):
+            if self.cc.on_trim(now, self._round_trip):
                 self.counts["window_halved"] += 1
             return False
         st.losses += 1
