@@ -105,10 +105,8 @@ def main() -> int:
         print("cable_cut: no sshd (apt-get install openssh-server); skipped")
         return 0
     measure("one machine")
-    existed = bool(ns_cluster.namespaces())
     try:
-        s1, s2, s3 = ns_cluster.up(3)
-        with tempfile.TemporaryDirectory(prefix="mrc-bench-") as tmp:
+        with ns_cluster.servers(3) as (s1, s2, s3), tempfile.TemporaryDirectory(prefix="mrc-bench-") as tmp:
             placement = Path(tmp) / "placement.yaml"
             placement.write_text(f"plane0: {s1}\nplane1: {s2}\nplane2: {s3}\nplane3: localhost\np0-spine0: {s2}\n")
             os.environ[SERVERS_ENV] = f"{s1},{s2},{s3},localhost"
@@ -117,8 +115,6 @@ def main() -> int:
     finally:
         os.environ.pop(SERVERS_ENV, None)
         os.environ.pop(PLACEMENT_ENV, None)
-        if not existed:
-            ns_cluster.down()
     return 0
 
 

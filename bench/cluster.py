@@ -120,14 +120,9 @@ def main() -> int:
 
     topo = default_topology()
     measure(topo, "one machine")
-    existed = bool(ns_cluster.namespaces())
-    try:
-        servers = ns_cluster.up(3)
+    with ns_cluster.servers(3) as servers:
         plan = plan_cluster(topo, servers, "plane")
         measure(topo, f"3 namespace servers, {plan.summary()}", plan, ns_cluster.BRIDGE)
-    finally:
-        if not existed:
-            ns_cluster.down()
     return 0
 
 

@@ -35,6 +35,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 STATE_DIR = Path(os.environ.get("MRC_NS_CLUSTER_DIR", "/tmp/mrc-ns-cluster"))
@@ -236,6 +238,18 @@ def up(count: int, private_tmp: tuple[int, ...] = ()) -> list[str]:
     for a in addresses:
         _wait_ssh(a)
     return addresses
+
+
+@contextmanager
+def servers(count: int, private_tmp: tuple[int, ...] = ()) -> Iterator[list[str]]:
+    """``up(count, private_tmp)`` for a block; afterwards ``down()``, unless a cluster
+    was already there before (someone else's: it is left as it was)."""
+    existed = bool(namespaces())
+    try:
+        yield up(count, private_tmp)
+    finally:
+        if not existed:
+            down()
 
 
 def _netns_pids(ns: str) -> list[int]:

@@ -70,13 +70,8 @@ def servers() -> Iterator[list[str]]:
         pytest.skip("needs root (network namespaces, sshd): run `make test` as root")
     if not Path(ns_cluster.SSHD).is_file() or not shutil.which("ssh"):
         pytest.skip("no sshd/ssh: apt-get install openssh-server (make deps installs it)")
-    existed = bool(ns_cluster.namespaces())
-    try:
-        ns_cluster.up(3, PRIVATE_TMP)
+    with ns_cluster.servers(3, PRIVATE_TMP):
         yield SERVERS
-    finally:
-        if not existed:
-            ns_cluster.down()
 
 
 def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: list[str], tmp_path: Path) -> None:
