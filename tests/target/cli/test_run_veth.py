@@ -76,6 +76,19 @@ def recv_stamps(sock: socket.socket, timeout: float, want: int) -> list[float]:
     return stamps
 
 
+def stamped_on_arrival(a: socket.socket, b: socket.socket) -> bool:
+    """One frame from ``a`` to ``b`` (through the switch's unlimited port 2) carries
+    its arrival time. The kernel turns receive timestamps on a moment after the first
+    socket asks (from a work queue); until then a frame is stamped when it is read,
+    which made a paced port's first departure look late and its spread short."""
+    a.send(frame("fcbb:1::1"))
+    time.sleep(0.02)
+    read_at = time.time()
+    stamps = recv_stamps(b, timeout=0.5, want=1)
+    recv_frames(b, timeout=0.05)  # a late one must not join the measured burst
+    return bool(stamps) and stamps[0] < read_at
+
+
 def stop(p: subprocess.Popen) -> tuple[int, str]:
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
@@ -217,6 +230,7 @@ def test_queue_rate_paces_a_port_and_queue_depth_drops_the_rest(lab, tmp_path):
         # machine) do not shorten the spread
         for sock in (b, c):
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        assert wait_for(lambda: stamped_on_arrival(a, b), 5), "frames are never stamped on arrival"
         for _ in range(30):
             a.send(frame("fcbb:bb00:100::1"))  # to port 3
             a.send(frame("fcbb:1::1"))  # to port 2, no limit
