@@ -1,4 +1,4 @@
-"""Mininet's CLI with the project's commands: paths, links, fail, restore, counters, watch.
+"""Mininet's CLI with the project's commands: paths, links, fail, restore, counters, watch, restart.
 
 Why in the CLI: a person looking at the running fabric wants to see the paths a NIC
 uses, break a link and see the traffic move, without leaving Mininet. The commands
@@ -19,6 +19,7 @@ from controller.counters import delta, plane_loads, port_rows, read_all
 from fabric.paths import Link, find_link, links, paths
 from fabric.topology import TopologyError
 from topologies.demo import format_split
+from topologies.p4switch import SwitchError
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
@@ -49,7 +50,7 @@ class FabricCLI(CLI):
 
     def __init__(self, fn: FabricNetwork, **kwargs: object) -> None:
         self.fn = fn
-        self._reported: set[str] = set()
+        self._reported: list[object] = []  # the processes (or switch names) already reported dead
         super().__init__(fn.net, **kwargs)
 
     def _say(self, text: str) -> None:
@@ -81,14 +82,33 @@ class FabricCLI(CLI):
         self._say(f"*** Iperf: testing TCP bandwidth between {client.name} and {server.name} (IPv6)")
         self._say(f"*** Results: {iperf6(client, server)}")
 
-    def precmd(self, line: str) -> str:
-        """Before each command: say (once) which switch died, with the end of its log."""
+    def onecmd(self, line: str) -> bool:
+        """Before each command, typed or from a script (``source`` calls this, not
+        ``precmd``): say once per process which switch process died (a process of many
+        switches once, naming them), with the end of its log."""
         for sw in self.fn.p4_switches():
-            if not sw.alive and sw.name not in self._reported:
-                self._reported.add(sw.name)
+            if sw.alive:
+                continue
+            key = sw.proc if sw.proc is not None else sw.name
+            if all(key is not seen for seen in self._reported):
+                self._reported.append(key)
                 self._say(f"warning: {sw.died('while running')}")
-        checked: str = super().precmd(line)
-        return checked
+        return bool(super().onecmd(line))
+
+    def do_restart(self, line: str) -> None:
+        """restart SWITCH: start a dead switch's process again (in a process of many
+        switches, the whole process); its tables come back empty, so run install next"""
+        name = line.strip()
+        sw = next((s for s in self.fn.p4_switches() if name in (s.name, s.mrc_name)), None) if name else None
+        if sw is None:
+            self._say("usage: restart SWITCH (a P4 switch's name, e.g. restart p0-leaf0)")
+            return
+        try:
+            sw.restart()
+        except SwitchError as exc:
+            self._say(f"error: {exc}")
+            return
+        self._say(f"{sw.describe()} answers again; run install (or mrcctl install) to fill its tables")
 
     def _down(self) -> set[Link]:
         inv = self.fn.reload_inventory()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -63,6 +64,18 @@ BMV2_PRIORITY_QUEUES = 8
 
 class SwitchError(RuntimeError):
     """A switch that could not start or died; ``str()`` names it and quotes its log."""
+
+
+def exit_status(code: int | None) -> str:
+    """How a process ended, for a message: killed by a signal (by name), or its status."""
+    if code is None:
+        return "is not running"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 _HANDED_OUT: set[int] = set()
@@ -268,10 +281,10 @@ class P4Switch(Switch):
 
     def died(self, what: str) -> SwitchError:
         """The error for a switch whose process is gone, with the end of its log."""
-        code = self.proc.returncode if self.proc is not None else None
-        status = f"exited with status {code}" if code is not None else "is not running"
+        status = exit_status(self.proc.returncode if self.proc is not None else None)
         tail = log_tail(self.log_path)
-        return SwitchError(f"switch {self.describe()} {status} {what}; last lines of {self.log_path}:\n{tail}")
+        return SwitchError(f"switch {self.describe()} {status} {what}; restart it (the CLI's `restart "
+                           f"{self.mrc_name}`) and run `mrcctl install`; last lines of {self.log_path}:\n{tail}")
 
     def wait_ready(self, timeout: float | None = None) -> float:
         """Wait until the gRPC server answers; the seconds since the launch."""

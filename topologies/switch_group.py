@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -44,7 +43,7 @@ from typing import Any, ClassVar
 import yaml
 
 from topologies import switch_process
-from topologies.p4switch import STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, log_tail
+from topologies.p4switch import STOP_GRACE, EmbeddedP4Switch, P4Switch, SwitchError, _exe, exit_status, log_tail
 
 log = logging.getLogger(__name__)
 
@@ -175,13 +174,12 @@ class SwitchProcess:
         log.info("%s: started", self.describe())
 
     def died(self, what: str, switch: str | None = None) -> SwitchError:
-        code = self.proc.returncode if self.proc is not None else None
-        status = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
-                  else f"exited with status {code}" if code is not None else "is not running")
+        status = exit_status(self.proc.returncode if self.proc is not None else None)
         who = f"switch {switch}: " if switch else ""
+        first = self.members[0].mrc_name if self.members else "SWITCH"
         return SwitchError(f"{who}{self.describe()} {status} {what}, taking all its switches down; restart it "
-                           f"(the switch node's restart()) and run `mrcctl install`; last lines of "
-                           f"{self.log_path}:\n{log_tail(self.log_path)}")
+                           f"(the CLI's `restart {first}`, or any member node's restart()) and run `mrcctl install`; "
+                           f"last lines of {self.log_path}:\n{log_tail(self.log_path)}")
 
     def signal_stop(self) -> None:
         switch_process.signal_stop(self.proc)
@@ -301,6 +299,12 @@ class GroupedP4Switch(EmbeddedP4Switch):
         self.group.reap()
         self.group.launch()
         self.group.wait_ready(self.ready_timeout)
+
+    def died(self, what: str) -> SwitchError:
+        """The error for this switch's process gone: it names the process and every switch it took down."""
+        if self.group is None:
+            return SwitchError(f"switch {self.describe()} was never started")
+        return self.group.died(what)
 
     def check(self) -> None:
         if self.group is None or not self.group.alive:

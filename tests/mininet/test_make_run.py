@@ -96,7 +96,8 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
         assert "plane 0: nic1 -> p0-leaf0 -> p0-spine0 -> p0-leaf1 -> nic2  up  32 EVs" in out, out
         # a switch killed behind the CLI's back is reported before the next command, with its log
         assert f"warning: switch p1-spine0 ({prefix}p1s0, embedded" in out, out
-        assert "exited with status -9 while running; last lines of" in out, out
+        assert "was killed by SIGKILL while running; restart it (the CLI's `restart p1-spine0`) and run " \
+            "`mrcctl install`; last lines of" in out, out
         assert out.count("warning: switch") == 1, "reported once"
         assert not (tmp_path / "network.json").exists()
     finally:

@@ -175,3 +175,41 @@ def test_fail_restore_counters_watch_and_mrcctl_through_the_cli(tmp_path: Path) 
     assert len(lines) == 1, section["watch"]
     m = re.fullmatch(r"plane 0: (\d+) \(100%\) \(per second\)", lines[0])
     assert m and 0 < int(m[1]) <= 80, lines
+
+
+def test_a_killed_switch_process_is_reported_once_and_restart_then_install_brings_it_back(tmp_path: Path) -> None:
+    """The default placement puts the leaves and the spine into one process: killed,
+    the CLI says so once (naming the process, the signal, its switches and what to do),
+    not once per switch; `restart` starts it again with empty tables, `install` fills
+    them and h1 reaches h2 again."""
+    run = tmp_path / "run"
+    cli = tmp_path / "script"
+    cli.write_text(textwrap.dedent(f"""\
+        h1 ping -c 2 h2
+        sh echo "== kill"; kill -9 $(cat {run}/p0-leaf0.pid)
+        h1 ping -c 1 -W 1 h2
+        sh echo "== again"
+        sh echo "== restart"
+        restart p0-leaf0
+        h1 ping -c 1 -W 1 h2
+        install
+        h1 ping -c 2 h2
+        sh echo "== end"
+        """))
+    r = _in_private_netns(f"exec {sys.executable} -m topologies.run {' '.join(SHAPE)} --target embedded "
+                          f"--switches-per-process cpu --no-demo --grpc-base 0 --run-dir {run} --cli-script {cli}",
+                          timeout=200)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    pings = [(int(a), int(b)) for a, b in re.findall(r"(\d+) packets transmitted, (\d+) received", r.stderr)]
+    # before the kill; the process dead; back but its tables empty; installed again
+    assert pings == [(2, 2), (1, 0), (1, 0), (2, 2)], out
+    warnings = [ln for ln in r.stdout.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1, out  # one process died: one warning, whatever the number of its switches
+    w = warnings[0]
+    assert re.search(r"process \S*grp\d \(pid \d+, 3 switches: p0-leaf0, p0-leaf1, p0-spine0\)", w), w
+    assert "was killed by SIGKILL while running, taking all its switches down" in w, w
+    assert "`restart p0-leaf0`" in w and "`mrcctl install`" in w, w
+    restart = r.stdout.split("== restart\n")[1]
+    assert re.search(r"p0-leaf0 \(.*process \S*grp\d\) answers again; run install", restart), restart
+    assert re.search(r"^5 switches, \d+ entries wanted, [1-9]\d* written", restart, re.M), restart
