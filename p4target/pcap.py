@@ -31,7 +31,7 @@ class PcapWriter:
         self._f.write(struct.pack("=IHHiIII", self.MAGIC, 2, 4, 0, 0, snaplen,
                                   self.LINKTYPE_ETHERNET))
         self.count = 0
-        self.dirty = False
+        self.dirty = True  # the header too: a port without traffic still has a readable (empty) file
 
     def write(self, frame: bytes, timestamp: float | None = None) -> None:
         ts = time.time() if timestamp is None else timestamp

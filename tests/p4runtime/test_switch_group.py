@@ -33,10 +33,11 @@ import pytest
 import yaml
 from finsy.proto.p4.v1 import p4runtime_pb2
 
-from p4target.netio import open_interface_socket
+from p4target.netio import open_interface_socket, read_pcap
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, ins
 from tests.p4runtime.test_veth_run import ip, received
+from tests.target.cli.p4t_netlab import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SHELL_PY = REPO / ".venv-shell" / "bin" / "python"
@@ -78,6 +79,7 @@ class Lab:
     device: dict[str, int]
     proc: subprocess.Popen
     log: Path
+    pcap: Path  # <pcap>/<switch>/<iface>_in.pcap, _out.pcap
     socks: dict[str, tuple[socket.socket, socket.socket]] = field(default_factory=dict)
 
     def client(self, sw: str) -> RawClient:
@@ -135,7 +137,7 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
                                      str(group_file)], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         for sw in SWITCHES:
             wait_answering(addr[sw], device[sw], proc, log)
-        lab = Lab(ns, ends, addr, device, proc, log)
+        lab = Lab(ns, ends, addr, device, proc, log, tmp / "pcap")
         for sw in SWITCHES:
             tx = open_interface_socket(ends[sw][2], ns)
             rx = open_interface_socket(ends[sw][3], ns)
@@ -162,6 +164,14 @@ def port_count(c: RawClient, names: Names, index: int) -> int:
     return got.counter_entry.data.packet_count
 
 
+def pcap_frames(lab: Lab, dst: int) -> dict[str, tuple[int, int]]:
+    """Per switch: frames to ``dst`` in its port 1's _in.pcap and its port 2's _out.pcap."""
+    def n(path: Path) -> int:
+        return sum(frame[:6] == dst.to_bytes(6, "big") for _, frame in read_pcap(path)) if path.exists() else -1
+    return {sw: (n(lab.pcap / sw / f"{lab.ends[sw][0]}_in.pcap"), n(lab.pcap / sw / f"{lab.ends[sw][1]}_out.pcap"))
+            for sw in SWITCHES}
+
+
 def test_entries_and_counters_are_per_switch(lab: Lab, rt_config) -> None:
     names = Names(rt_config[0])
     dst = 0x0A0000000011
@@ -176,7 +186,13 @@ def test_entries_and_counters_are_per_switch(lab: Lab, rt_config) -> None:
             lab.forwards("s4", dst, 0.2)
         counts = {sw: port_count(clients[sw], names, 1) - before[sw] for sw in SWITCHES}
         assert counts == {"s1": 1, "s2": 1, "s3": 1, "s4": 3}
-        # each switch's pcap files hold its own frames
+        # each switch's pcap files are its own ports' and hold its own frames: those
+        # to dst came in on port 1 as counted above, and left by port 2 where an entry was
+        want = {sw: (counts[sw], counts[sw] if sw in ("s1", "s3") else 0) for sw in SWITCHES}
+        assert wait_for(lambda: pcap_frames(lab, dst) == want, 5), (pcap_frames(lab, dst), want)
+        for sw in SWITCHES:
+            own = {f"{lab.ends[sw][k]}_{d}.pcap" for k in (0, 1) for d in ("in", "out")}
+            assert {f.name for f in (lab.pcap / sw).iterdir()} == own
         for sw in ("s1", "s3"):
             clients[sw].write(ins(names.entry("exact_t", {"hdr.eth.dst_addr": dst}), "DELETE"))
     finally:
