@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,8 +213,9 @@ def flow_ok(flow: FlowResult, planes: int) -> bool:
     return flow.fabric_unchanged is True and after and not flow.healthy_retired
 
 
-def format_flow(flow: FlowResult, planes: int, paths_line: str) -> list[str]:
-    """The demo's summary lines of one transfer (``paths_line``: the spines' per-path counts)."""
+def format_flow(flow: FlowResult, planes: int, paths_line: str, path_lines: Sequence[str] = ()) -> list[str]:
+    """The demo's summary lines of one transfer (``paths_line``: the spines' per-path
+    counts in one line; ``path_lines``: each path's, printed under it)."""
     r = flow.report
     retx = r.get("retransmissions", {})
     goodput = (r.get("goodput_bps") or 0) / 1e6
@@ -227,7 +228,7 @@ def format_flow(flow: FlowResult, planes: int, paths_line: str) -> list[str]:
              f"{r.get('evs_retired', 0)} EVs retired, {r.get('evs_recovered', 0)} recovered",
              f"  per-plane split (source NIC's counters){phase}: {format_split(planes, flow.planes_before)}",
              f"  received per plane (destination NIC's counters){phase}: {format_split(planes, flow.delivered_before)}",
-             f"  paths {paths_line}"]
+             f"  paths {paths_line}", *(f"    {ln}" for ln in path_lines)]
     lines += [f"  error: {e}" for e in flow.errors[-2:] if not flow.verified]
     if flow.cut:
         lines += [f"  after cutting {flow.cut}: {format_split(planes, flow.planes_after)}",

@@ -3,7 +3,7 @@
 Between two hosts on different leaves, a path is a (plane, spine) pair: the packets a
 spine takes in on the port of the source's leaf (``FabricIngress.rx_port`` at
 ``plan.spine_port(leaf)``) are the packets of that path. ``read_spines`` reads the
-spines' counters (I/O); ``path_packets`` and ``summary`` are pure.
+spines' counters (I/O); ``path_packets``, ``summary`` and ``per_plane`` are pure.
 """
 
 from __future__ import annotations
@@ -44,3 +44,13 @@ def summary(counts: dict[tuple[int, int], int]) -> str:
     low = min(counts.values()) if counts else 0
     return (f"{len(used)} of {len(counts)} paths carried packets (counted at the spines: "
             f"min {low}, max {max(counts.values(), default=0)} packets per path)")
+
+
+def per_plane(counts: dict[tuple[int, int], int]) -> list[str]:
+    """Every path's packets, a line per plane: ``plane P: A B C ... (spines 0-N)``."""
+    lines = []
+    for plane in sorted({p for p, _ in counts}):
+        idx = sorted(s for p, s in counts if p == plane)
+        span = f"spine {idx[0]}" if len(idx) == 1 else f"spines {idx[0]}-{idx[-1]}"
+        lines.append(f"plane {plane}: {' '.join(str(counts[(plane, s)]) for s in idx)} ({span})")
+    return lines

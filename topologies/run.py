@@ -243,7 +243,8 @@ def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
         from topologies.cables import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
-    lines += demo.format_flow(flow, topo.planes, f"{src.name} -> {dst.name}: {path_counts.summary(per_path)}")
+    lines += demo.format_flow(flow, topo.planes, f"{src.name} -> {dst.name}: {path_counts.summary(per_path)}",
+                              path_counts.per_plane(per_path))
     return pings_ok and demo.flow_ok(flow, topo.planes), lines
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from topologies import path_counts
 from topologies.demo import FlowResult, flow_ok, format_flow
 
 PLANES = 2
@@ -68,3 +69,14 @@ def test_an_unverified_transfer_shows_its_last_errors() -> None:
     lines = format_flow(_flow(cut=None, verified=False, errors=["a", "b", "c"]), PLANES, "-")
     assert "NOT verified" in lines[0]
     assert lines[-2:] == ["  error: b", "  error: c"]
+
+
+def test_every_paths_packets_are_listed_under_the_paths_line_a_plane_a_line() -> None:
+    counts = {(0, 0): 5, (0, 1): 0, (0, 2): 7, (1, 0): 4, (1, 1): 6, (1, 2): 3, (2, 0): 9}
+    assert path_counts.per_plane(counts) == ["plane 0: 5 0 7 (spines 0-2)", "plane 1: 4 6 3 (spines 0-2)",
+                                             "plane 2: 9 (spine 0)"]
+    assert path_counts.summary(counts) == ("6 of 7 paths carried packets (counted at the spines: min 0, max 9 "
+                                           "packets per path)")
+    lines = format_flow(_flow(), PLANES, "h1 -> h3: 2 of 2 paths", ["plane 0: 5 (spine 0)", "plane 1: 4 (spine 0)"])
+    assert lines[4:7] == ["  paths h1 -> h3: 2 of 2 paths", "    plane 0: 5 (spine 0)", "    plane 1: 4 (spine 0)"]
+    assert lines[7].startswith("  after cutting")

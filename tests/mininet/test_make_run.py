@@ -53,6 +53,14 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
         mean = sum(per_plane) / 4
         assert min(per_plane) > 0 and all(abs(n - mean) <= 0.2 * mean + 2 for n in per_plane), per_plane
         assert "MRC-lite transfer h1 -> h3: 400,000 bytes, every byte verified (SHA-256)" in out
+        # every path's packets, counted at the spines: 8 paths (4 planes x 2 spines), all used
+        # (the cut comes half-way); each of the 290 data packets (400,000 / 1,380 bytes,
+        # rounded up) crossed a spine at least once to be delivered
+        assert "  paths h1 -> h3: 8 of 8 paths carried packets (counted at the spines" in out, out
+        rows = re.findall(r"^ +plane (\d): (\d+) (\d+) \(spines 0-1\)$", out, re.M)
+        assert [int(p) for p, _, _ in rows] == [0, 1, 2, 3], out
+        on_paths = [int(n) for _, a, b in rows for n in (a, b)]
+        assert min(on_paths) > 0 and sum(on_paths) >= 290, on_paths
         assert "fabric tables unchanged (read back before and after)" in out
         assert "result: OK" in out
         assert not (tmp_path / "network.json").exists()
