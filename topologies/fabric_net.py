@@ -56,6 +56,10 @@ class NetworkBusy(RuntimeError):
     """Another network already uses the names this one needs."""
 
 
+class KernelLacks(RuntimeError):
+    """The machine's kernel cannot do what the topology asks of it."""
+
+
 def existing_interfaces() -> set[str]:
     """Names of the links in the root network namespace."""
     out = subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True, timeout=20).stdout
@@ -185,12 +189,16 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     """
     from mininet.net import Mininet
 
-    from topologies.hosts import FabricHost
+    from topologies.hosts import FabricHost, kernel_srv6_missing
     from topologies.p4switch import switch_class
 
     t0 = time.monotonic()
     names = node_names(topo, prefix)  # refuses bad prefixes / too long names before anything exists
     check_names_free(topo, names)
+    if topo.linux_hosts and cluster is None:  # before anything exists, not half-way through the hosts
+        why = kernel_srv6_missing()
+        if why:
+            raise KernelLacks(f"the topology has Linux SRv6 nodes ({len(topo.linux_hosts)}) but {why}")
     cls = switch_class(target)
     if cls.target == "embedded" and switches_per_process != 1:
         from topologies.switch_group import grouped_switch_class

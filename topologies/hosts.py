@@ -23,7 +23,9 @@ IPv6 address, so Mininet's ``pingall``, ``iperf`` and the CLI's name substitutio
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,6 +136,23 @@ class LinuxSrv6Node(Host):
         if out.strip():
             raise RuntimeError(f"{self.name}: SRv6 set-up failed: {out.strip()}")
         return result
+
+
+def kernel_srv6_missing() -> str | None:
+    """None if this kernel takes the routes a Linux SRv6 node needs (``encap seg6`` and
+    ``seg6local End.DT6``), else why not, with the fix. Probed in a throwaway network
+    namespace (``unshare --net``): nothing on the machine is touched."""
+    probe = ("ip link set lo up && ip -6 route add 2001:db8::/64 encap seg6 mode encap segs 2001:db8::1 dev lo "
+             "&& ip -6 route add 2001:db8:1::/48 encap seg6local action End.DT6 table 254 dev lo")
+    try:
+        r = subprocess.run(["unshare", "--net", "sh", "-c", probe], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot probe the kernel's SRv6 routes ({exc})"
+    if r.returncode == 0:
+        return None
+    why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit status {r.returncode}"
+    return (f"this kernel ({os.uname().release}) takes no SRv6 routes ({why}): a Linux SRv6 node needs a kernel "
+            "built with CONFIG_IPV6_SEG6_LWTUNNEL (Debian's kernels are); use a topology without linux nodes here")
 
 
 class LinuxInnerHost(FabricHost):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from controller.counters import read_all
 from fabric.topology import load_file
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from topologies.fabric_net import FabricNetwork, programmed_network
+from topologies.hosts import kernel_srv6_missing
 
 pytestmark = pytest.mark.root
 
@@ -33,6 +36,9 @@ TOPO_FILE = REPO / "topologies" / "linux-srv6.yaml"
 def fabric(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FabricNetwork]:
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, veths, Mininet)")
+    why = kernel_srv6_missing()
+    if why:
+        pytest.skip(why)
     prefix = private_prefix()
     run_dir = tmp_path_factory.mktemp("linux-srv6-run")
     try:
@@ -65,3 +71,23 @@ def test_linux_host_and_fabric_hosts_ping_each_other_through_the_p4_fabric(fabri
     assert _tx(fabric, "p0-leaf0", lx.port) - to_linux_before == 12
     # h2's 6 packets to lx1 went up from leaf 1 to the spine in plane 0 (lx1's only plane).
     assert _tx(fabric, "p0-leaf1", P.leaf_uplink_port(topo, 0)) - up_before == 6
+
+
+def test_a_kernel_without_srv6_routes_is_refused_before_anything_exists(tmp_path: Path) -> None:
+    """Where the kernel takes no SRv6 routes, the topology with Linux SRv6 nodes is
+    refused in one line naming the kernel option, and nothing is created."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, veths, Mininet)")
+    if kernel_srv6_missing() is None:
+        pytest.skip("this kernel takes SRv6 routes: the network tests above run instead")
+    prefix = private_prefix()
+    try:
+        r = subprocess.run([sys.executable, "-m", "topologies.run", "--topology", str(TOPO_FILE), "--no-cli",
+                            "--prefix", prefix, "--grpc-base", "0", "--run-dir", str(tmp_path)],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert r.returncode == 1 and len(errors) == 1, r.stdout + r.stderr
+        assert "Linux SRv6 nodes" in errors[0] and "CONFIG_IPV6_SEG6_LWTUNNEL" in errors[0], errors
+        assert "P4 switches" not in r.stdout, r.stdout  # refused before any node was made
+    finally:
+        assert_nothing_left(prefix, tmp_path)

@@ -69,22 +69,28 @@ def test_cli_commands_use_the_controllers_names_over_ipv6(target: str, tmp_path:
     assert not (tmp_path / "run" / "nodes.json").exists(), "the node record goes with the network"
 
 
-def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize("placement", [1, "plane"])
+def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(placement: int | str,
+                                                                            tmp_path: Path) -> None:
+    """One process per switch, and switches placed into processes: the runner killed,
+    its switch processes (a group's too) and links are found and removed."""
     run = tmp_path / "run"
     code = ("import time; from pathlib import Path; from fabric.topology import from_parameters; "
             "from topologies.fabric_net import fabric_network\n"
             "with fabric_network(from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1), target='embedded', "
-            f"grpc_base=0, run_dir=Path({str(run)!r})):\n    time.sleep(300)\n")
+            f"grpc_base=0, run_dir=Path({str(run)!r}), switches_per_process={placement!r}):\n    time.sleep(300)\n")
     cleanup = f"{sys.executable} tools/cleanup.py --run-dir {run} --prefix none-of-ours"
     script = textwrap.dedent(f"""\
         {sys.executable} -c {shlex.quote(code)} >{tmp_path}/runner.out 2>&1 &
         runner=$!
         for i in $(seq 300); do [ -f {run}/network.json ] && break; sleep 0.2; done
         kill -9 $runner; wait $runner 2>/dev/null
+        pid=$(cat {run}/p0-leaf0.pid)
         echo "== check"; {cleanup} --check; echo "check exit $?"
         echo "== clean"; {cleanup}; echo "clean exit $?"
         echo "== again"; {cleanup} --check; echo "again exit $?"
         echo "== links"; ip -o link show | grep -c -- '-eth' || true
+        echo "== switch process"; kill -0 $pid 2>/dev/null && echo alive || echo gone
         """)
     r = _in_private_netns(script, timeout=120)
     out = r.stdout + r.stderr
@@ -95,6 +101,9 @@ def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(tmp_
     assert "clean exit 0" in clean and "cleanup: removed" in clean, out
     assert "again exit 0" in again and "leftovers: nothing" in again, out
     assert out.split("== links")[1].split()[0] == "0", out
+    assert out.split("== switch process")[1].split()[0] == "gone", out
+    if placement != 1:  # the leaf's process is the plane's group, named as such
+        assert "grp0" in check, out
 
 
 def _counters(out: str, switch: str) -> dict[int, tuple[int, int]]:
