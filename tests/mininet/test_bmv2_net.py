@@ -133,11 +133,12 @@ def test_counters_and_watch_read_bmv2s_counters(fabric: FabricNetwork) -> None:
     tx0 = {row["plane"]: row["tx_packets"] for row in before}
     # 40 of the 64 EVs, EV k on plane k mod 2, one packet per EV: 20 per plane
     assert {p: tx[p] - tx0[p] for p in (0, 1)} == {0: 20, 1: 20}
-    # watch: one sample over 6 s, while 200 packets (100 per plane) are sent in its middle
-    watch = subprocess.Popen([str(MRCCTL), "--state", str(fabric.state_path), "watch", "--once", "--interval", "6",
+    # watch: one sample over 14 s, while 200 packets (100 per plane) are sent in its middle
+    # (the command's start and its first read of BMv2's counters take seconds on a loaded machine)
+    watch = subprocess.Popen([str(MRCCTL), "--state", str(fabric.state_path), "watch", "--once", "--interval", "14",
                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(2.5)  # its first read of every switch's counters is done
+        time.sleep(6)  # its first read of every switch's counters is done
         got = run_stream(fabric, "h1", "h2", [e.ev for e in P.nic_evs(fabric.topo, s, d)][:50], 200, 400)
         assert (got["sent"], got["received"]) == (200, 200)
         stdout, stderr = watch.communicate(timeout=30)
