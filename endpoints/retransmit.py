@@ -15,12 +15,13 @@ from collections import deque
 
 class RttEstimator:
     """Smoothed RTT, its variation and the retransmission timeout: RFC 6298's
-    ``srtt + 4 rttvar``, at least twice the RTT, within ``[rto_min, rto_max]``."""
+    ``srtt + 4 rttvar``, at least twice the RTT, within ``[rto_min, rto_max]``; the
+    initial RTO within the same bounds."""
 
     def __init__(self, *, rto_initial: float, rto_min: float, rto_max: float) -> None:
         self.srtt: float | None = None
         self.rttvar = 0.0
-        self.rto = rto_initial
+        self.rto = min(rto_max, max(rto_min, rto_initial))
         self._min = rto_min
         self._max = rto_max
 

@@ -21,7 +21,11 @@ class SenderConfig:
     rate_pps: float | None = None  # pacing; None: as fast as the window allows
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
     ack_every: int = 4  # ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest)
-    rto_initial: float = 0.1
+    # The RTO until the first RTT sample (RFC 6298's 1 s): the first packets wait in
+    # queues the sender knows nothing of yet (an incast's shaped port, BMv2 on busy
+    # cores), and a timeout then only resends what is still queued. Never below
+    # rto_min nor above rto_max.
+    rto_initial: float = 1.0
     # The RTO's floor: Python switches and endpoints on shared cores stall for tens of
     # milliseconds, BMv2 for hundreds, and a timeout that fires for a packet only
     # delayed resends it for nothing (docs/transport.md, "Parameters")

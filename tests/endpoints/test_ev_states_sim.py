@@ -106,13 +106,27 @@ def test_lost_feedback_alone_retires_nothing() -> None:
 
 
 def test_a_slow_first_round_trip_retires_nothing() -> None:
-    """A first RTT of 160 ms, beyond the initial RTO (100 ms): timeouts at start-up,
+    """A first RTT of 160 ms, beyond an initial RTO of 100 ms: timeouts at start-up,
     no EV retired."""
     data = payload(200 * MTU)
-    run = run_transfer(data, EVS, SimNet(seed=4, base_delay=0.08), sender_cfg=SenderConfig(ev_min_active=4))
+    cfg = SenderConfig(ev_min_active=4, rto_initial=0.1, rto_min=0.1)
+    run = run_transfer(data, EVS, SimNet(seed=4, base_delay=0.08), sender_cfg=cfg)
     assert run.sender.ok and bytes(run.conn.buf) == data
     assert run.sender.report()["retransmissions"]["timeout"] > 0
     assert run.sender.events == []
+
+
+@pytest.mark.parametrize("cfg", [SenderConfig(ev_min_active=4),
+                                 SenderConfig(ev_min_active=4, rto_initial=0.05, rto_min=0.2)],
+                         ids=["default", "initial-below-the-floor"])
+def test_a_first_round_trip_within_the_rto_floor_times_nothing_out(cfg: SenderConfig) -> None:
+    """The same 160 ms first RTT, with the default initial RTO (1 s) and with an
+    initial RTO asked below the floor (50 ms under a 200 ms rto_min, raised to it):
+    no timeout at all."""
+    data = payload(200 * MTU)
+    run = run_transfer(data, EVS, SimNet(seed=4, base_delay=0.08), sender_cfg=cfg)
+    assert run.sender.ok and bytes(run.conn.buf) == data
+    assert run.sender.report()["retransmissions"]["timeout"] == 0
 
 
 def test_an_ev_comes_back_only_when_a_probe_over_its_own_path_returns() -> None:
