@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -339,8 +339,13 @@ def main(exp: Experiment, opts: Options, run: Callable[..., dict[str, Any]],
 # ---- the argparse command line of experiments not yet on ``main`` ---------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, as the typer experiments say it
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def parser(module: str, description: str, defaults: Defaults) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description, epilog=defaults.epilog())
+    p = _Parser(prog=f"python -m {module}", description=description, epilog=defaults.epilog())
     p.add_argument("--out-dir", type=Path, default=RESULTS, help="where the JSON and PNG go (default results/)")
     p.add_argument("--prefix", default=None, help="Mininet node-name prefix (default: a random mrcx...)")
     p.add_argument("--target", choices=TARGETS, default=os.environ.get(TARGET_ENV) or "embedded",

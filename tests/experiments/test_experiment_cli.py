@@ -189,3 +189,16 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
     with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
 
+
+@pytest.mark.parametrize("name", ON_ARGPARSE)
+@pytest.mark.parametrize(("argv", "says"), [(["--target", "tofino"], "--target"), (["--bytes", "x"], "--bytes")])
+def test_a_bad_option_of_the_argparse_experiments_is_one_error_line(name: str, argv: list[str], says: str,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    monkeypatch.setattr(C, "programmed_fabric", lambda *a, **k: pytest.fail("no network may start"))
+    with pytest.raises(SystemExit) as exc:
+        mod.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
