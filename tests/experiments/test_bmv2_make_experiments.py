@@ -5,8 +5,9 @@ command line with ``--target bmv2`` and no size option (only ``--out-dir``, so t
 Why one, and why spraying: what the others would add is each experiment's BMv2
 defaults reaching its run, which tests/experiments/test_experiment_cli.py checks for
 all eight without a network, and their outcomes at those defaults, which
-tests/experiments/test_bmv2_experiments.py asserts; spraying is the quickest of the
-eight on BMv2 (two short transfers, no switch restarted). Why a module of its own: no
+tests/experiments/test_bmv2_experiments.py asserts; spraying is among the quickest of
+the eight on BMv2 (two short transfers, no switch restarted; the whole run is mostly
+the fabric's start). Why a module of its own: no
 other fabric of these tests is running beside the one the command starts.
 
 Skipped with the reason when BMv2 is not on the PATH (the ``bmv2`` marker,
