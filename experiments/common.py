@@ -22,11 +22,11 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -48,8 +48,82 @@ RESULTS = REPO / "results"
 SHAPE = dict(planes=4, spines=2, leaves=2, hosts_per_leaf=2)
 
 
+# BMv2's fabric, unless an experiment gives its own: 2 planes x (2 leaves + 2 spines),
+# 2 hosts per leaf, 12 switches (BMv2 forwards a few thousand packets/s per switch).
+BMV2_SHAPE = {"planes": 2}
+
+
 def topology(**overrides: Any) -> Topology:
     return resolve(shape=Shape(**{**SHAPE, **overrides})).topology
+
+
+def shape_text(overrides: Mapping[str, int]) -> str:
+    """``SHAPE`` with ``overrides``, in words: 2 planes x (2 leaves + 2 spines), 2 hosts per leaf."""
+    s = {**SHAPE, **overrides}
+    return (f"{s['planes']} plane{'s' * (s['planes'] != 1)} x ({s['leaves']} leaves + {s['spines']} spines), "
+            f"{s['hosts_per_leaf']} hosts per leaf")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return ", ".join(map(_shown, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """One experiment's defaults on each target, said in one place: ``embedded`` and
+    ``bmv2`` map the keyword arguments of its ``run`` that its options set to their
+    defaults; ``shape`` and ``bmv2_shape`` are its fabric's (overrides of ``SHAPE``).
+
+    Why per target: BMv2 forwards a few thousand packets/s per switch and drops what it
+    cannot take, so the embedded target's sizes overload it. The BMv2 defaults are what
+    tests/experiments/test_bmv2_experiments.py runs each experiment at (it reads them
+    from here), so `make experiments TARGET=bmv2` runs what that test checks. An option
+    given on the command line wins on either target.
+    """
+
+    embedded: Mapping[str, Any]
+    bmv2: Mapping[str, Any]
+    shape: Mapping[str, int] = field(default_factory=dict)
+    bmv2_shape: Mapping[str, int] = field(default_factory=lambda: dict(BMV2_SHAPE))
+
+    def __post_init__(self) -> None:
+        if set(self.embedded) != set(self.bmv2):
+            raise ValueError(f"the defaults of both targets name the same options: {sorted(self.embedded)} "
+                             f"against {sorted(self.bmv2)}")
+
+    def sizes(self, target: str, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``run``'s keyword arguments on ``target`` (``embedded`` or ``bmv2``): its
+        defaults there, with the options ``given`` (those not None) over them."""
+        base = self.bmv2 if target == "bmv2" else self.embedded
+        return {**base, **{k: v for k, v in (given or {}).items() if v is not None}}
+
+    def fabric_shape(self, target: str) -> dict[str, int]:
+        return dict(self.bmv2_shape if target == "bmv2" else self.shape)
+
+    def help(self, key: str, text: str) -> str:
+        """An option's help: ``text``, its default, and its default on bmv2 where that differs."""
+        a, b = self.embedded[key], self.bmv2[key]
+        return f"{text} (default {_shown(a)}" + ("" if a == b else f"; on bmv2 {_shown(b)}") + ")"
+
+    def epilog(self) -> str:
+        """What --help says at its end about the defaults on BMv2."""
+        on, off = shape_text(self.bmv2_shape), shape_text(self.shape)
+        fabric = f"the fabric {on}" + (" as on the embedded target" if on == off else f" (embedded: {off})")
+        return (f"On BMv2 (--target bmv2, or auto when BMv2 is on the PATH) the defaults are BMv2's, sized for "
+                f"what it forwards: {fabric}, and the 'on bmv2' values above; an option given wins on either "
+                "target.")
+
+
+def target_of(target: str) -> str:
+    """The target a run on ``target`` gets: ``auto`` resolved (BMv2 when it is on the
+    PATH), ``embedded`` and ``bmv2`` as they are (a BMv2 not there is said later)."""
+    if target != "auto":
+        return target
+    from topologies.p4switch import bmv2_available
+
+    return "bmv2" if bmv2_available() else "embedded"
 
 
 def private_prefix() -> str:
@@ -172,14 +246,14 @@ class Options:
 @dataclass(frozen=True)
 class Experiment:
     """What tells one experiment's run from another's: its name (``results/<name>.*``),
-    the fabric's shape (overrides of ``SHAPE``), how its figures are printed and
-    plotted, and when its outcome is acceptable (the exit status)."""
+    how its figures are printed and plotted, when its outcome is acceptable (the exit
+    status), and its defaults on each target (the fabric's shape included)."""
 
     name: str
     figures: Callable[[dict[str, Any]], list[str]]
     plot: Callable[[dict[str, Any]], Any]
     acceptable: Callable[[dict[str, Any]], bool]
-    shape: dict[str, int] = field(default_factory=dict)
+    defaults: Defaults
 
 
 CLUSTER_HELP = ("On several servers: --servers A,B,C [--placement plane|round-robin|FILE], as `make run` "
@@ -212,9 +286,10 @@ def cluster_options(argv: Sequence[str]) -> list[str]:
     return rest
 
 
-def command(cli: typer.Typer, module: str, argv: Sequence[str] | None) -> int:
+def command(cli: typer.Typer, module: str, argv: Sequence[str] | None, defaults: Defaults | None = None) -> int:
     """Run an experiment's command line with the project's error convention (and the
-    cluster's options, ``cluster_options``)."""
+    cluster's options, ``cluster_options``); ``defaults``' BMv2 sizes said at the end
+    of --help."""
     from topologies.command import run_command
 
     try:
@@ -223,14 +298,17 @@ def command(cli: typer.Typer, module: str, argv: Sequence[str] | None) -> int:
         print(f"error: {exc} (see python -m {module} --help)", file=sys.stderr)
         return 2
     for info in cli.registered_commands:  # said at the end of --help
-        info.epilog = info.epilog or CLUSTER_HELP
+        info.epilog = info.epilog or "\n\n".join([*([defaults.epilog()] if defaults else []), CLUSTER_HELP])
     return run_command(cli, rest, prog=f"python -m {module}")
 
 
-def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, Any]]) -> int:
-    """Start ``exp``'s fabric on ``opts.target``, ``run(fabric, workdir)`` in a temporary
-    directory, print the figures, write results JSON + PNG; 0 when acceptable, 1 when
-    not or when the run failed (one ``error:`` line), 2 for a bad option."""
+def main(exp: Experiment, opts: Options, run: Callable[..., dict[str, Any]],
+         given: Mapping[str, Any] | None = None) -> int:
+    """Start ``exp``'s fabric on ``opts.target`` (its shape there), ``run(fabric,
+    workdir, **sizes)`` in a temporary directory (``sizes``: ``exp``'s defaults on the
+    target with the options ``given``, those not None, over them), print the figures,
+    write results JSON + PNG; 0 when acceptable, 1 when not or when the run failed (one
+    ``error:`` line), 2 for a bad option."""
     logging.basicConfig(level=logging.INFO if opts.verbose else logging.WARNING, format="%(name)s: %(message)s")
     if os.geteuid() != 0:
         print("error: the experiments run a Mininet network: run them as root", file=sys.stderr)
@@ -238,19 +316,20 @@ def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, An
     from topologies.p4switch import choose_target
 
     try:
-        choose_target(opts.target)  # BMv2 asked for and not on the PATH: said before anything starts
+        target = choose_target(opts.target)  # BMv2 asked for and not on the PATH: said before anything starts
     except ValueError as exc:
         print(f"error: --target: {exc}", file=sys.stderr)
         return 2
+    sizes = exp.defaults.sizes(target, given)
     try:
-        topo = topology(**exp.shape)
+        topo = topology(**exp.defaults.fabric_shape(target))
         with tempfile.TemporaryDirectory(prefix=f"mrc-{exp.name}-") as tmp, \
-                programmed_fabric(topo, opts.prefix, target=opts.target) as fn:
-            data = run(fn, Path(tmp))
+                programmed_fabric(topo, opts.prefix, target=target) as fn:
+            data = run(fn, Path(tmp), **sizes)
     except (RuntimeError, TopologyError, OSError) as exc:  # a switch that would not start, an install refused
-        print(f"error: experiments.{exp.name} on the {opts.target} target: {exc}", file=sys.stderr)
+        print(f"error: experiments.{exp.name} on the {target} target: {exc}", file=sys.stderr)
         return 1
-    data["target"] = opts.target
+    data["target"] = target
     print("\n".join(exp.figures(data)))
     js, png = write_results(exp.name, data, exp.plot(data), opts.out_dir)
     print(f"results: {js}, {png}")
@@ -260,8 +339,13 @@ def main(exp: Experiment, opts: Options, run: Callable[[Any, Path], dict[str, An
 # ---- the argparse command line of experiments not yet on ``main`` ---------------------
 
 
-def parser(module: str, description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, as the typer experiments say it
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def parser(module: str, description: str, defaults: Defaults) -> argparse.ArgumentParser:
+    p = _Parser(prog=f"python -m {module}", description=description, epilog=defaults.epilog())
     p.add_argument("--out-dir", type=Path, default=RESULTS, help="where the JSON and PNG go (default results/)")
     p.add_argument("--prefix", default=None, help="Mininet node-name prefix (default: a random mrcx...)")
     p.add_argument("--target", choices=TARGETS, default=os.environ.get(TARGET_ENV) or "embedded",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -166,22 +166,29 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-EXPERIMENT = C.Experiment("ecmp", figures, plot, acceptable, shape={"hosts_per_leaf": 4})
+# On BMv2: the same fabric (4 hosts per leaf for 4 flows; 24 switches), 4 flows x 200
+# packets over uplinks of 100 packets/s.
+_SHAPE = {"hosts_per_leaf": 4}
+DEFAULTS = C.Defaults(embedded={"nbytes": 600_000, "link_rate": 250.0}, bmv2={"nbytes": 200_000, "link_rate": 100.0},
+                      shape=_SHAPE, bmv2_shape=_SHAPE)
+EXPERIMENT = C.Experiment("ecmp", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
 
 @app.command()
 def cli(
-        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per flow")] = 600_000,
-        link_rate: Annotated[float, typer.Option("--link-rate", min=1, help="each limited uplink, packets/s")] = 250,
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per flow"))] = None,
+        link_rate: Annotated[Optional[float], typer.Option(
+            "--link-rate", min=1, help=DEFAULTS.help("link_rate", "each limited uplink, packets/s"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
-                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, link_rate=link_rate))
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
+                  {"nbytes": nbytes, "link_rate": link_rate})
 
 
 def main(argv: list[str] | None = None) -> int:
-    return C.command(app, "experiments.ecmp", argv)
+    return C.command(app, "experiments.ecmp", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import asyncio
 import random
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -232,14 +232,16 @@ def acceptable(d: dict[str, Any]) -> bool:
                 and d["crossing_not_recovered_after_restore"] == 0 and d["no_cut_retired"] == 0)
 
 
-def fabric_links(text: str) -> tuple[str, ...]:
-    """``--links``: spine links of the experiments' fabric, comma-separated."""
-    known = [link.name for link in links(C.topology()) if link.kind == "fabric"]
+def fabric_links(text: str, shape: dict[str, int] | None = None) -> tuple[str, ...]:
+    """``--links``: spine links of the experiment's fabric (``shape``: its overrides of
+    the experiments' shape), comma-separated."""
+    topo = C.topology(**(shape or {}))
+    known = [link.name for link in links(topo) if link.kind == "fabric"]
     out = tuple(x.strip() for x in text.split(",") if x.strip())
     bad = [x for x in out if x not in known]
     if not out or bad:
-        raise typer.BadParameter(f"{', '.join(bad) or 'none given'}: give spine links of the fabric, "
-                                 f"e.g. {known[0]},{known[-1]}", param_hint="--links")
+        raise typer.BadParameter(f"{', '.join(bad) or 'none given'}: give spine links of the fabric "
+                                 f"({topo.planes} planes), e.g. {known[0]},{known[-1]}", param_hint="--links")
     return out
 
 
@@ -251,31 +253,46 @@ def seed_list(text: str) -> tuple[int, ...]:
         raise typer.BadParameter(f"{text!r}: give integers, comma-separated (1,2,3)", param_hint="--seeds") from None
 
 
-EXPERIMENT = C.Experiment("failure", figures, plot, acceptable)
+# On BMv2 (2 planes): one link x one seed, 800 packets at 200 packets/s, the cable down
+# 1.5 s: at this pace an EV's turn comes every 64 / 200 s or later, and a crossing EV is
+# retired on the NACK of its second lost packet in a row, so the cable stays down for
+# several turns.
+DEFAULTS = C.Defaults(embedded={"links": LINKS, "seeds": SEEDS, "nbytes": 6_000_000, "rate": 4000.0,
+                                "cut_at": 0.25, "down_for": 0.5},
+                      bmv2={"links": LINKS[:1], "seeds": SEEDS[:1], "nbytes": 800_000, "rate": 200.0,
+                            "cut_at": 0.25, "down_for": 1.5})
+EXPERIMENT = C.Experiment("failure", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
 
 @app.command()
 def cli(
-        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per run")] = 6_000_000,
-        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 4000,
-        cut_at: Annotated[float, typer.Option(
-            "--cut-at", min=0, max=1, help="cut once this fraction of the packets is sent")] = 0.25,
-        down_for: Annotated[float, typer.Option("--down-for", min=0, help="seconds the cable stays down")] = 0.5,
-        cut_links: Annotated[str, typer.Option("--links", help="the spine links to cut, comma-separated")]
-        = ",".join(LINKS),
-        seeds: Annotated[str, typer.Option("--seeds", help="data seeds, comma-separated")]
-        = ",".join(map(str, SEEDS)),
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per run"))] = None,
+        rate: Annotated[Optional[float], typer.Option(
+            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        cut_at: Annotated[Optional[float], typer.Option(
+            "--cut-at", min=0, max=1, help=DEFAULTS.help("cut_at", "cut once this fraction of the packets is sent"))]
+        = None,
+        down_for: Annotated[Optional[float], typer.Option(
+            "--down-for", min=0, help=DEFAULTS.help("down_for", "seconds the cable stays down"))] = None,
+        cut_links: Annotated[Optional[str], typer.Option(
+            "--links", help=DEFAULTS.help("links", "the spine links to cut, comma-separated"))] = None,
+        seeds: Annotated[Optional[str], typer.Option(
+            "--seeds", help=DEFAULTS.help("seeds", "data seeds, comma-separated"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    chosen, numbers = fabric_links(cut_links), seed_list(seeds)
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
-                  lambda fn, tmp: run_all(fn, tmp, links=chosen, seeds=numbers, nbytes=nbytes, rate=rate,
-                                          cut_at=cut_at, down_for=down_for))
+    # the links checked against the fabric the run gets (BMv2's has fewer planes)
+    shape = DEFAULTS.fabric_shape(C.target_of(target)) if cut_links is not None else {}
+    chosen = None if cut_links is None else fabric_links(cut_links, shape)
+    numbers = None if seeds is None else seed_list(seeds)
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run_all,
+                  {"links": chosen, "seeds": numbers, "nbytes": nbytes, "rate": rate, "cut_at": cut_at,
+                   "down_for": down_for})
 
 
 def main(argv: list[str] | None = None) -> int:
-    return C.command(app, "experiments.failure", argv)
+    return C.command(app, "experiments.failure", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

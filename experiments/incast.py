@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -177,23 +177,29 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-EXPERIMENT = C.Experiment("incast", figures, plot, acceptable, shape={"hosts_per_leaf": 3})
+# On BMv2: one plane (the limited port the only queue; 10 switches), 4 senders x 150
+# packets into a port drained at 200 packets/s.
+DEFAULTS = C.Defaults(embedded={"nbytes": 1_000_000, "port_rate": 500.0}, bmv2={"nbytes": 150_000, "port_rate": 200.0},
+                      shape={"hosts_per_leaf": 3}, bmv2_shape={"planes": 1, "hosts_per_leaf": 3})
+EXPERIMENT = C.Experiment("incast", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
 
 @app.command()
 def cli(
-        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per sender")] = 1_000_000,
-        port_rate: Annotated[float, typer.Option(
-            "--port-rate", min=1, help="the receiver's leaf port, packets/s per plane")] = 500,
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per sender"))] = None,
+        port_rate: Annotated[Optional[float], typer.Option(
+            "--port-rate", min=1, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
+        = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
-                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, port_rate=port_rate))
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
+                  {"nbytes": nbytes, "port_rate": port_rate})
 
 
 def main(argv: list[str] | None = None) -> int:
-    return C.command(app, "experiments.incast", argv)
+    return C.command(app, "experiments.incast", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

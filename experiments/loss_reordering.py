@@ -210,31 +210,38 @@ def acceptable(d: dict[str, Any]) -> bool:
     return bool(d["ok"])
 
 
-EXPERIMENT = C.Experiment("loss_reordering", figures, plot, acceptable)
+# On BMv2: 400 packets at 400 packets/s, the same impairments.
+_IMPAIRMENTS = {"loss": 2.0, "delay_ms": 5.0, "jitter_ms": 4.0}
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 3000.0, **_IMPAIRMENTS},
+                      bmv2={"nbytes": 400_000, "rate": 400.0, **_IMPAIRMENTS})
+EXPERIMENT = C.Experiment("loss_reordering", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
 
 @app.command()
 def cli(
-        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes")] = 8_000_000,
-        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 3000,
-        loss: Annotated[float, typer.Option("--loss", min=0, max=100, help="percent lost on plane 0's uplinks")]
-        = 2.0,
-        delay: Annotated[float, typer.Option(
-            "--delay", min=0, help="ms of delay on plane 1's uplinks (netem; tbf: its queue holds 10x this)")] = 5.0,
-        jitter: Annotated[float, typer.Option("--jitter", min=0, help="ms of jitter on plane 1's uplinks (netem)")]
-        = 4.0,
+        nbytes: Annotated[Optional[int], typer.Option("--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes"))]
+        = None,
+        rate: Annotated[Optional[float], typer.Option(
+            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        loss: Annotated[Optional[float], typer.Option(
+            "--loss", min=0, max=100, help=DEFAULTS.help("loss", "percent lost on plane 0's uplinks"))] = None,
+        delay: Annotated[Optional[float], typer.Option(
+            "--delay", min=0, help=DEFAULTS.help(
+                "delay_ms", "ms of delay on plane 1's uplinks (netem; tbf: its queue holds 10x this)"))] = None,
+        jitter: Annotated[Optional[float], typer.Option(
+            "--jitter", min=0, help=DEFAULTS.help("jitter_ms", "ms of jitter on plane 1's uplinks (netem)"))] = None,
         method: Annotated[Optional[Method], typer.Option(
             "--method", help="default: netem when the kernel has it")] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
-                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, rate=rate, loss=loss, delay_ms=delay,
-                                      jitter_ms=jitter, method=method))
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
+                  {"nbytes": nbytes, "rate": rate, "loss": loss, "delay_ms": delay, "jitter_ms": jitter,
+                   "method": method})
 
 
 def main(argv: list[str] | None = None) -> int:
-    return C.command(app, "experiments.loss_reordering", argv)
+    return C.command(app, "experiments.loss_reordering", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ member.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -98,22 +98,25 @@ def acceptable(d: dict[str, Any]) -> bool:
     return bool(d["mrc"]["ok"] and d["per_flow"]["ok"])
 
 
-EXPERIMENT = C.Experiment("spraying", figures, plot, acceptable)
+# On BMv2: 300 packets at 400 packets/s over 2 planes x 2 spines.
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 4000.0}, bmv2={"nbytes": 300_000, "rate": 400.0})
+EXPERIMENT = C.Experiment("spraying", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
 
 @app.command()
 def cli(
-        nbytes: Annotated[int, typer.Option("--bytes", min=1, help="bytes per transfer")] = 8_000_000,
-        rate: Annotated[float, typer.Option("--rate", min=1, help="sender pacing, packets/s")] = 4000,
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
+        rate: Annotated[Optional[float], typer.Option(
+            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
-                  lambda fn, tmp: run(fn, tmp, nbytes=nbytes, rate=rate))
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run, {"nbytes": nbytes, "rate": rate})
 
 
 def main(argv: list[str] | None = None) -> int:
-    return C.command(app, "experiments.spraying", argv)
+    return C.command(app, "experiments.spraying", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -96,17 +96,26 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
+# On BMv2: 500 packets, MRC-lite paced at 400 packets/s (embedded: window only, 0).
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 0.0}, bmv2={"nbytes": 500_000, "rate": 400.0})
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.tcp", __doc__.split("\n\n")[0])
-    p.add_argument("--bytes", type=int, default=8_000_000, help="bytes per transfer (default 8 MB)")
-    p.add_argument("--rate", type=float, default=0, help="MRC-lite pacing, packets/s (default 0: window only)")
+    p = C.parser("experiments.tcp", __doc__.split("\n\n")[0], DEFAULTS)
+    p.add_argument("--bytes", type=int, default=None, help=DEFAULTS.help("nbytes", "bytes per transfer"))
+    p.add_argument("--rate", type=float, default=None, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s "
+                                                                               "(0: window only)"))
     p.add_argument("--mtu", type=int, default=MTU, help=f"MRC-lite payload bytes per packet (default {MTU})")
     args = p.parse_args(argv)
     C.setup(args)
     import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(), args.prefix, target=args.target) as fn:
-        data = run(fn, Path(tmp), nbytes=args.bytes, rate=args.rate or None, mtu=args.mtu)
+    target = C.target_of(args.target)
+    sizes = DEFAULTS.sizes(target, {"nbytes": args.bytes, "rate": args.rate})
+    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(**DEFAULTS.fabric_shape(target)),
+                                                                   args.prefix, target=target) as fn:
+        data = run(fn, Path(tmp), nbytes=sizes["nbytes"], rate=sizes["rate"] or None, mtu=args.mtu)
+    data["target"] = target
     print("\n".join(figures(data)))
     js, png = C.write_results("tcp", data, plot(data), args.out_dir)
     print(f"results: {js}, {png}")

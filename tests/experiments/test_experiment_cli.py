@@ -10,6 +10,7 @@ they start); the runs themselves are the other tests of this directory.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_the_runner_gets_the_shared_options(name: str, argv: list[str], env: str
                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mod = importlib.import_module(f"experiments.{name}")
     got: list[tuple[C.Experiment, C.Options]] = []
-    monkeypatch.setattr(C, "main", lambda exp, opts, run: got.append((exp, opts)) or 7)
+    monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append((exp, opts)) or 7)
     if env is None:
         monkeypatch.delenv(C.TARGET_ENV, raising=False)
     else:
@@ -109,3 +110,95 @@ def test_bmv2_asked_for_without_it_on_the_path_is_one_error_line_and_status_2(
     assert trimming.main(["--target", "bmv2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --target: target bmv2: ") and "not on the PATH" in err[0], err
+
+
+RUNNER = {"failure": "run_all"}  # the function each experiment's command line runs (else ``run``)
+
+
+@pytest.mark.parametrize("name", ON_MAIN + ON_ARGPARSE)
+@pytest.mark.parametrize(("argv", "target"), [(["--target", "bmv2"], "bmv2"), ([], "embedded"),
+                                              (["--target", "bmv2", "--bytes", "1234"], "bmv2")])
+def test_an_option_not_given_takes_the_targets_default(name: str, argv: list[str], target: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``make experiments TARGET=bmv2`` runs: with ``--target bmv2`` and no size
+    option, the experiment's BMv2 defaults (``DEFAULTS``, what
+    tests/experiments/test_bmv2_experiments.py runs) on BMv2's fabric; an option given
+    wins; embedded, the embedded defaults."""
+    import os
+
+    import topologies.p4switch
+
+    mod = importlib.import_module(f"experiments.{name}")
+    got: list[dict[str, Any]] = []
+
+    @contextmanager
+    def fabric(topo: Any, prefix: str | None = None, run_dir: Path | None = None,
+               target: str = "embedded") -> Iterator[Any]:
+        got.append({"planes": topo.planes, "hosts": len(topo.hosts), "target": target})
+        yield None
+
+    def runner(fn: Any, workdir: Path, **kw: Any) -> dict[str, Any]:
+        got.append(kw)
+        raise Called
+
+    monkeypatch.delenv(C.TARGET_ENV, raising=False)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # nothing starts: the runner stops first
+    monkeypatch.setattr(topologies.p4switch, "choose_target", lambda t: t)  # BMv2 on the PATH or not
+    monkeypatch.setattr(C, "programmed_fabric", fabric)
+    monkeypatch.setattr(mod, RUNNER.get(name, "run"), runner)
+    with pytest.raises(Called):
+        mod.main(argv)
+    started, kw = got
+    defaults: C.Defaults = mod.DEFAULTS
+    shape = C.topology(**defaults.fabric_shape(target))
+    assert started == {"planes": shape.planes, "hosts": len(shape.hosts), "target": target}
+    want = {**(defaults.bmv2 if target == "bmv2" else defaults.embedded), **({"nbytes": 1234} if "--bytes" in argv
+                                                                                  else {})}
+    if name == "tcp":  # its rate 0 is "window only"; its MTU is no size
+        want["rate"] = want["rate"] or None
+        kw.pop("mtu")
+    if name == "adaptive":
+        kw.pop("ecn_threshold")
+    assert kw == want
+
+
+@pytest.mark.parametrize("name", ON_MAIN + ON_ARGPARSE)
+def test_the_help_says_each_default_that_differs_on_bmv2(name: str, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # typer cuts a long word at the width
+    mod = importlib.import_module(f"experiments.{name}")
+    defaults: C.Defaults = mod.DEFAULTS
+    try:
+        status = mod.main(["--help"])
+    except SystemExit as exc:  # argparse's
+        status = exc.code
+    assert status == 0
+    out = " ".join(re.sub("[│╭╮╰╯─]", " ", capsys.readouterr().out).split())  # typer's boxes, its wrapping
+    assert "On BMv2 (--target bmv2" in out and C.shape_text(defaults.bmv2_shape) in out, out
+    differ = [k for k in defaults.bmv2 if defaults.bmv2[k] != defaults.embedded[k]]
+    assert differ and out.count("; on bmv2 ") == len(differ), out
+
+
+def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
+    """The failure experiment's links on BMv2 are links of BMv2's fabric; the bad one
+    is said before anything starts."""
+    from experiments import failure
+
+    d = failure.DEFAULTS
+    assert failure.fabric_links(",".join(d.bmv2["links"]), d.fabric_shape("bmv2")) == d.bmv2["links"]
+    with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
+        failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
+
+
+@pytest.mark.parametrize("name", ON_ARGPARSE)
+@pytest.mark.parametrize(("argv", "says"), [(["--target", "tofino"], "--target"), (["--bytes", "x"], "--bytes")])
+def test_a_bad_option_of_the_argparse_experiments_is_one_error_line(name: str, argv: list[str], says: str,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    monkeypatch.setattr(C, "programmed_fabric", lambda *a, **k: pytest.fail("no network may start"))
+    with pytest.raises(SystemExit) as exc:
+        mod.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
