@@ -117,13 +117,14 @@ class Defaults:
 
 
 def target_of(target: str) -> str:
-    """The target a run on ``target`` gets: ``auto`` resolved (BMv2 when it is on the
-    PATH), ``embedded`` and ``bmv2`` as they are (a BMv2 not there is said later)."""
+    """The target a run on ``target`` gets: ``auto`` resolved as the network resolves
+    it (``choose_target``), ``embedded`` and ``bmv2`` as they are (a BMv2 not there is
+    said later)."""
     if target != "auto":
         return target
-    from topologies.p4switch import bmv2_available
+    from topologies.p4switch import choose_target
 
-    return "bmv2" if bmv2_available() else "embedded"
+    return choose_target("auto")
 
 
 def private_prefix() -> str:
