@@ -199,6 +199,8 @@ def send(
     seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
     tx: Annotated[str, typer.Option(help="raw (one raw socket, root) | sockets (one per EV) | auto")] = "auto",
     timeout: Annotated[float, typer.Option(help="give up after this many seconds (exit 1)")] = 60.0,
+    linger: Annotated[float, typer.Option(
+        help="seconds to keep reading after the verdict: answers still on their way are counted as late")] = 0.2,
     report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no human lines")] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="log EV events (-vv: more)")] = 0,
@@ -209,6 +211,8 @@ def send(
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
     if nbytes is not None and nbytes < 0:
         _fail("--bytes must be 0 or more")
+    if not linger >= 0:
+        _fail("--linger must be 0 or more seconds")
     if ev_mode not in (None, "explicit", "generated"):
         _fail(f"--ev-mode {ev_mode!r}: explicit or generated")
     try:
@@ -246,7 +250,7 @@ def send(
     started = time.time()
     cpu0 = time.process_time()
     try:
-        result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0)
+        result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0, linger=linger)
     finally:
         transmit.close()
         sock.close()

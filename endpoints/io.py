@@ -289,8 +289,10 @@ class RunResult:
 
 
 def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: str, timeout: float,
-               clock: Callable[[], float] = time.monotonic) -> RunResult:
-    """Drive ``sender`` until it finishes or ``timeout`` seconds pass."""
+               clock: Callable[[], float] = time.monotonic, linger: float = 0.0) -> RunResult:
+    """Drive ``sender`` until it finishes or ``timeout`` seconds pass; after it
+    finished, keep reading for ``linger`` seconds, so that answers still on their way
+    are counted (``Sender`` counts them as late). The elapsed time is the transfer's."""
     buf = bytearray(RECV_BUF)
     mv = memoryview(buf)
     recv_into = sock.recv_into
@@ -317,7 +319,24 @@ def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: str, t
         wake = sender.next_wakeup()
         wait = 0.05 if wake is None else min(wake - clock(), 0.05)
         _wait(sock, wait)
-    return RunResult(clock() - start, False, stats)
+    elapsed = clock() - start
+    _drain(sock, on_packet, recv_into, buf, mv, clock, clock() + linger)
+    return RunResult(elapsed, False, stats)
+
+
+def _drain(sock: socket.socket, on_packet: Callable[[memoryview, float], None],
+           recv_into: Callable[[bytearray], int], buf: bytearray, mv: memoryview,
+           clock: Callable[[], float], until: float) -> None:
+    """Hand every packet that arrives before ``until`` to ``on_packet``."""
+    while (left := until - clock()) > 0:
+        try:
+            n = recv_into(buf)
+        except (BlockingIOError, InterruptedError):
+            _wait(sock, left)
+            continue
+        except ConnectionRefusedError:
+            continue
+        on_packet(mv[:n], clock())
 
 
 def _tclass(ancdata: list[tuple[int, int, bytes]], family: int) -> int:

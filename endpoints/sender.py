@@ -276,7 +276,7 @@ class Sender:
         for another QP, or acknowledging what was never sent is dropped and counted in
         ``drops``; nothing of a dropped packet is applied."""
         if self.finished:
-            self.counts["late"] += 1  # answers still on their way when the transfer ended
+            self._on_late_packet(data)
             return
         if len(data) < BTH_LEN:
             self.drops["truncated"] += 1
@@ -290,6 +290,16 @@ class Sender:
             self._on_status_packet(data, now)
         else:
             self.drops["bad_opcode"] += 1
+
+    def _on_late_packet(self, data: bytes | memoryview) -> None:
+        """An answer still on its way when the transfer ended (feedback on another EV
+        can overtake it): counted, and a trim NACK of this QP counted apart, so that
+        every trim NACK the receiver sent is accounted for; nothing is applied."""
+        self.counts["late"] += 1
+        if len(data) >= ACK_LEN and data[0] == OP_ACK:
+            (_, _, _, qp, _, aeth, *_rest) = ACK.unpack_from(data)
+            if (qp & QP_MASK) == self.qp and aeth >> 24 == wire.SYNDROME_NACK_TRIMMED:
+                self.counts["trim_nacks_late"] += 1
 
     def _on_ack_packet(self, data: bytes | memoryview, now: float) -> None:
         if len(data) < ACK_LEN:
@@ -565,7 +575,7 @@ class Sender:
             "control": {"acks_received": self.acks_received,
                         **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
                                                        "nacks_received", "trim_nacks_received", "ce_echoes",
-                                                       "status_early", "late", "ev_losses_forgiven")},
+                                                       "status_early", "late", "trim_nacks_late", "ev_losses_forgiven")},
                         "adaptive_skips": self.spray.skips},
             "spray": self.cfg.spray,
             "dropped": dict(self.drops),

@@ -66,12 +66,17 @@ RTO_MIN = 0.3
 # it has feedback (experiments/incast.py shows that); the first windows leave before
 # any: 3 x 128 packets over 4 planes' queues is 96 each, past the trim threshold.
 FIRST_WINDOW = 128
+# A trim NACK can arrive after its sender's verdict: a timeout resent the packet, and
+# the ACK and the verdict came back on other paths first. The senders keep reading this
+# long after the verdict, so that every trim NACK sent is counted where it arrives.
+LINGER = 1.0
 
 
 def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, rate: float) -> dict[str, Any]:
     before = C.read_counters(fn)
     tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rate", str(rate), "--rto-min", str(RTO_MIN),
-                                                          "--initial-window", str(FIRST_WINDOW)],
+                                                          "--initial-window", str(FIRST_WINDOW),
+                                                          "--linger", str(LINGER)],
                     ["--nack-delay", str(NACK_DELAY)], count=len(senders))
     try:
         tr.start_receiver()
@@ -95,9 +100,13 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, ra
             "trimmed_at_receiver": _recv_count(res, "trimmed"),
             "trimmed_duplicates_at_receiver": _recv_count(res, "trimmed_duplicates"),
             "trim_nacks_sent": _recv_count(res, "trim_nacks"),
-            "trim_nacks_received": sum((r.get("control") or {}).get("trim_nacks_received", 0)
-                                       for r in res.send_reports),
+            "trim_nacks_received": _send_count(res, "trim_nacks_received"),
+            "trim_nacks_late": _send_count(res, "trim_nacks_late"),
             "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports, strict=True)}}
+
+
+def _send_count(res: Any, name: str) -> int:
+    return sum((r.get("control") or {}).get(name, 0) for r in res.send_reports)
 
 
 def _recv_count(res: Any, name: str) -> int:

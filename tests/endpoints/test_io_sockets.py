@@ -90,3 +90,37 @@ def test_a_port_in_use_is_one_clear_error() -> None:
             io.listen("127.0.0.1", port, want_tclass=False)
     finally:
         holder.close()
+
+
+@pytest.mark.parametrize("linger", [0.0, 0.3])
+def test_a_finished_sender_reads_for_linger_seconds(linger: float) -> None:
+    """``run_sender`` after the verdict: answers already waiting are read (and counted
+    late by the sender) only while it lingers; the elapsed time is the transfer's."""
+    from endpoints import wire
+    from tests.endpoints.test_transport_sim import answers, trimmed_transfer
+
+    run = trimmed_transfer()
+    nacks = answers(run, wire.SYNDROME_NACK_TRIMMED)
+    before = run.sender.report()["control"]
+    port = RNG.randrange(20000, 60000)
+    sock = io.listen("127.0.0.1", port, want_tclass=False)
+    tx = io.transmitter("sockets", "127.0.0.1", port, connect_to="127.0.0.1")
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for p in nacks:
+            peer.sendto(p, ("127.0.0.1", port))
+        t0 = time.monotonic()
+        res = io.run_sender(run.sender, sock, tx, "127.0.0.1", timeout=5, linger=linger)
+        took = time.monotonic() - t0
+    finally:
+        peer.close()
+        tx.close()
+        sock.close()
+    after = run.sender.report()["control"]
+    late = [after[k] - before[k] for k in ("late", "trim_nacks_late")]
+    assert not res.timed_out and res.elapsed < 0.1
+    if linger:
+        assert late == [len(nacks), len(nacks)] and nacks
+        assert took >= linger
+    else:
+        assert late == [0, 0]

@@ -209,6 +209,40 @@ def test_trims_retransmit_at_once_and_retire_nothing() -> None:
         assert not [t for t in first_sent_at if d.t < t < resent], (psn, d.t, resent)
 
 
+def trimmed_transfer():
+    """A transfer with one data packet in ten trimmed, run to its verdict."""
+    data = payload(200 * MTU)
+    run = run_transfer(data, evs(16), SimNet(seed=8, trim=lambda t, ev, rng: rng.random() < 0.1))
+    assert_delivered(run, data)
+    return run
+
+
+def answers(run, syndrome: int) -> list[bytes]:
+    return [p.payload for p in run.to_sender if p.payload[0] == wire.OP_ACK and p.payload[12] == syndrome]
+
+
+def test_answers_after_the_verdict_are_counted_late_and_trim_nacks_apart() -> None:
+    """A trim NACK overtaken by the verdict (a timeout resent its packet, the ACK came
+    back on another path) reaches a finished sender: it is counted, as late and as a
+    late trim NACK, and nothing of it is applied."""
+    run = trimmed_transfer()
+    s = run.sender
+    nacks, acks = answers(run, wire.SYNDROME_NACK_TRIMMED), answers(run, wire.SYNDROME_ACK)
+    assert nacks and acks
+    before = s.report()
+    other_qp = bytearray(nacks[0])
+    other_qp[7] ^= 1  # the low byte of the destination QP
+    for p in [*nacks, acks[-1], bytes(other_qp), nacks[0][:20]]:
+        s.on_packet(p, run.end + 0.01)
+    after = s.report()
+    late = {k: after["control"][k] - before["control"][k] for k in ("late", "trim_nacks_late")}
+    assert late == {"late": len(nacks) + 3, "trim_nacks_late": len(nacks)}  # not the other QP's, not the cut one
+    for k in ("trim_nacks_received", "acks_received", "nacks_received"):
+        assert after["control"][k] == before["control"][k]
+    assert after["retransmissions"] == before["retransmissions"] and after["dropped"] == before["dropped"]
+    assert s.ok and after["completion_time_s"] == before["completion_time_s"]
+
+
 def test_ev_min_active_is_held() -> None:
     data = payload(1500 * MTU)
     ev_set = evs(16)
