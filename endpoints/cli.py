@@ -299,7 +299,7 @@ def recv(
     out: Annotated[Optional[Path], typer.Option(help="write the verified bytes here (FILE.2, ... for more transfers)")] = None,
     count: Annotated[int, typer.Option(help="transfers to receive before exiting")] = 1,
     nack_delay: Annotated[float, typer.Option(help="seconds a hole may stay open before it is NACKed")] = 0.005,
-    renack_interval: Annotated[float, typer.Option(help="seconds before a hole is NACKed again")] = 0.02,
+    renack_interval: Annotated[float, typer.Option(help="seconds before a hole is NACKed again (at least the reordering window)")] = 0.02,
     ack_delay: Annotated[float, typer.Option(help="seconds before an arrival without ack_req is ACKed")] = 0.001,
     trim_dscp: Annotated[int, typer.Option(help="DSCP that marks a trimmed packet (the NIC's)")] = 62,
     seed: Annotated[int, typer.Option(help="QPs, rkeys, buffer addresses")] = 0,

@@ -173,7 +173,7 @@ class Receiver:
             if c.holes:
                 times.append(c.holes[0][0] + c.reorder)
             if c.renacks:
-                times.append(c.renacks[0][0] + self.cfg.renack_interval)
+                times.append(c.renacks[0][0] + self._renack_after(c))
         return min(times) if times else None
 
     # -- packets in -----------------------------------------------------------
@@ -435,10 +435,16 @@ class Receiver:
 
     # -- time -----------------------------------------------------------------
 
+    def _renack_after(self, c: Connection) -> float:
+        """How long a NACKed hole waits before it is NACKed again: ``renack_interval``,
+        or the connection's reordering window when that is longer (a resend cannot
+        be expected sooner than the paths' own spread; NACKing faster only loads the
+        paths back with NACKs the sender ignores)."""
+        return max(self.cfg.renack_interval, c.reorder)
+
     def poll(self, now: float) -> list[Tx]:
         """Delayed ACKs, and NACKs for holes older than ``nack_delay``."""
         out: list[Tx] = []
-        cfg = self.cfg
         for c in self.conns.values():
             if c.ack_due is not None and now >= c.ack_due:
                 out.append(self._ack(c, c.last_ev))
@@ -452,7 +458,8 @@ class Receiver:
                     lost.append(j)
                     nacked[j] = seen
             renacks = c.renacks
-            while renacks and renacks[0][0] + cfg.renack_interval <= now:
+            renack_after = self._renack_after(c)
+            while renacks and renacks[0][0] + renack_after <= now:
                 _, j = renacks.popleft()
                 if not c.has(j):
                     lost.append(j)

@@ -15,6 +15,7 @@ import random
 
 from endpoints import wire
 from endpoints.receiver import ReceiverConfig
+from endpoints.transport import SenderConfig
 from fabric.plan import nic_evs
 from fabric.topology import from_parameters
 from tests.endpoints.simnet import SimNet, run_transfer
@@ -60,3 +61,47 @@ def test_a_fixed_window_nacks_the_late_packets_again_and_again() -> None:
     assert conn["nack_delay_s"] == 0.005
     assert rep["retransmissions"]["nack"] > PACKETS * 10 // 100, rep["retransmissions"]
     assert rep["evs_retired"] > 16
+
+
+def nacks_per_psn(run) -> dict[int, int]:
+    """How many loss NACKs named each PSN (a NACK names base_psn + every set bit)."""
+    named: dict[int, int] = {}
+    for s in run.to_sender:
+        if s.payload[0] != wire.OP_ACK or s.payload[12] != wire.SYNDROME_NACK_LOSS:
+            continue
+        *_, base, bitmap = wire.ACK.unpack_from(s.payload)
+        bits = wire.reverse64(bitmap)
+        for i in range(64):
+            if bits >> i & 1:
+                psn = wire.psn_add(base, i)
+                named[psn] = named.get(psn, 0) + 1
+    return named
+
+
+def test_a_hole_is_not_nacked_again_before_its_resend_can_arrive() -> None:
+    """A slow fabric (100 ms one way) and a 300 ms reordering window: a lost packet is
+    NACKed once, 300 ms after the hole opened, and its resend arrives 200 ms later. A
+    second NACK within the window would only load the way back: none is sent. With
+    the window held below the round trip (20 ms) the same hole is NACKed again every
+    renack interval until the resend lands: the rule, not the network, saves the NACKs."""
+    data = random.Random(6).randbytes(200 * MTU)
+    lost_ev = evs16()[3].ev
+
+    def once(nack_delay: float):
+        # the first data packet on one EV (after OPEN and STATUS, 200 ms) is lost; nothing else is
+        net = SimNet(base_delay=0.1, dead_fwd=lambda t, ev: ev == lost_ev and 0.15 < t < 0.25)
+        run = run_transfer(data, evs16(), net, receiver_cfg=ReceiverConfig(nack_delay=nack_delay, nack_delay_max=nack_delay),
+                           sender_cfg=SenderConfig(rto_min=2.0, rto_initial=2.0))  # the NACKs resend, not timeouts
+        assert run.sender.ok, run.sender.error
+        assert run.conn.state == wire.STATE_VERIFIED and bytes(run.conn.buf) == data
+        assert net.counts["dead"] >= 1
+        return run
+
+    slow = once(0.3)
+    named = nacks_per_psn(slow)
+    assert named and set(named.values()) == {1}, named
+    assert slow.sender.report()["retransmissions"]["timeout"] == 0
+    # the control: a 20 ms window NACKs each hole about (200 ms / 20 ms) times
+    fast = nacks_per_psn(once(0.02))
+    assert set(fast) == set(named)
+    assert min(fast.values()) >= 5, fast
