@@ -510,6 +510,8 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
     before = asyncio.run(C.read_all(targets, election_id))
     t0 = time.monotonic()
     if once:
+        err.print(f"mrcctl watch: first counters read from {len(targets)} switches; sampling for {interval:g} s",
+                  markup=False, highlight=False)
         time.sleep(interval)
         now = asyncio.run(C.read_all(targets, election_id))
         data = sample(before, now, time.monotonic() - t0)

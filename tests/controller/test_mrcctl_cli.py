@@ -242,6 +242,8 @@ def test_watch_once_shows_the_load_where_the_traffic_goes(lab: FabricLab, state:
         stop.set()
         sender.join(10)
     assert r.returncode == 0, r.stderr
+    # 2 planes x (2 leaves + 1 spine) and 2 NICs
+    assert "mrcctl watch: first counters read from 8 switches; sampling for 2 s\n" in r.stderr, r.stderr
     data = json.loads(r.stdout)
     assert data["interval"] >= 2.0
     assert data["planes"]["1"] == 0 and data["planes"]["0"] > 0, data["planes"]

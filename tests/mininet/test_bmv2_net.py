@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,7 +123,9 @@ def test_counters_and_watch_read_bmv2s_counters(fabric: FabricNetwork) -> None:
     from topologies.mrc_flow import run_stream
 
     s, d = fabric.topo.host("h1"), fabric.topo.host("h2")
-    before = json.loads(_mrcctl(fabric, "counters", "nic1", "--json").stdout)["nic1"]["ports"]
+    r = _mrcctl(fabric, "counters", "nic1", "--json")
+    assert r.returncode == 0, r.stderr
+    before = json.loads(r.stdout)["nic1"]["ports"]
     got = run_stream(fabric, "h1", "h2", [e.ev for e in P.nic_evs(fabric.topo, s, d)], 40, 400)
     assert (got["sent"], got["received"]) == (40, 40)
     r = _mrcctl(fabric, "counters", "nic1", "--json")
@@ -131,14 +133,18 @@ def test_counters_and_watch_read_bmv2s_counters(fabric: FabricNetwork) -> None:
     after = json.loads(r.stdout)["nic1"]["ports"]
     tx = {row["plane"]: row["tx_packets"] for row in after}
     tx0 = {row["plane"]: row["tx_packets"] for row in before}
-    # 40 of the 64 EVs, EV k on plane k mod 2, one packet per EV: 20 per plane
-    assert {p: tx[p] - tx0[p] for p in (0, 1)} == {0: 20, 1: 20}
-    # watch: one sample over 14 s, while 200 packets (100 per plane) are sent in its middle
-    # (the command's start and its first read of BMv2's counters take seconds on a loaded machine)
-    watch = subprocess.Popen([str(MRCCTL), "--state", str(fabric.state_path), "watch", "--once", "--interval", "14",
+    # 40 of the 64 EVs, EV k on plane k mod 2, one packet per EV: 20 per plane (a plane
+    # that has sent nothing yet has no row: mrcctl lists the cells that are not zero)
+    assert {p: tx[p] - tx0.get(p, 0) for p in (0, 1)} == {0: 20, 1: 20}
+    # watch: one sample over 10 s, while 200 packets (100 per plane) are sent in it: the
+    # stream starts once the command says its first read of every switch's counters is done
+    watch = subprocess.Popen([str(MRCCTL), "--state", str(fabric.state_path), "watch", "--once", "--interval", "10",
                               "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(6)  # its first read of every switch's counters is done
+        assert watch.stderr is not None
+        ready, _, _ = select.select([watch.stderr], [], [], 60)
+        first = watch.stderr.readline() if ready else ""
+        assert first.startswith("mrcctl watch: first counters read from 10 switches; sampling for 10 s"), first
         got = run_stream(fabric, "h1", "h2", [e.ev for e in P.nic_evs(fabric.topo, s, d)][:50], 200, 400)
         assert (got["sent"], got["received"]) == (200, 200)
         stdout, stderr = watch.communicate(timeout=30)
