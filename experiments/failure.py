@@ -28,7 +28,7 @@ import typer
 from experiments import common as C
 from fabric.paths import links, paths
 from topologies.cables import set_link
-from topologies.demo import fabric_tables, read_nics, wait_sent
+from topologies.demo import NicProgress, fabric_tables, read_nics
 
 WINDOW = 0.1  # seconds of the goodput windows
 LINKS = ("p0-leaf0:p0-spine0", "p1-leaf1:p1-spine1", "p2-leaf0:p2-spine1")
@@ -98,18 +98,24 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
     cut_started: float | None = None
     cut_time = restored_at = restore_done = cut_started
     nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (topologies/cables.py)
+
+    async def cut_and_restore() -> None:
+        nonlocal cut_started, cut_time, restored_at, restore_done
+        async with NicProgress(fn, nic) as progress:
+            await progress.until_sent(before, int(cut_at * -(-nbytes // 1000)), 60)
+            cut_started = time.time()
+            await set_link(fn.topo, fn.inventory, link, down=True, nodes=nodes)
+            cut_time = time.time()  # both ends are down: the cut has taken effect
+            await asyncio.sleep(down_for)
+            restored_at = time.time()  # the command's start: the cable is up before it returns
+            await set_link(fn.topo, fn.inventory, link, down=False, nodes=nodes)
+            restore_done = time.time()
+
     try:
         before = read_nics(fn, [nic])
         tr.start()
         if cut:
-            wait_sent(fn, [nic], nic, before, int(cut_at * -(-nbytes // 1000)), 60)
-            cut_started = time.time()
-            asyncio.run(set_link(fn.topo, fn.inventory, link, down=True, nodes=nodes))
-            cut_time = time.time()  # both ends are down: the cut has taken effect
-            time.sleep(down_for)
-            restored_at = time.time()  # the command's start: the cable is up before it returns
-            asyncio.run(set_link(fn.topo, fn.inventory, link, down=False, nodes=nodes))
-            restore_done = time.time()
+            asyncio.run(cut_and_restore())
         res = tr.wait()
         tables_after = asyncio.run(_all_tables(fn))
     finally:

@@ -100,8 +100,59 @@ async def _read(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
 
 
 def read_nics(fn: FabricNetwork, names: list[str]) -> dict[str, Counts]:
-    """Every counter of the switches ``names``, now (for ``wait_sent``)."""
+    """Every counter of the switches ``names``, now."""
     return asyncio.run(_read(fn, names))
+
+
+class NicProgress:
+    """The packets a transfer's NICs have counted, polled over P4Runtime sessions kept
+    open for the whole transfer: a cut timed "half-way" must land while the sender is
+    still sending, and opening a session per poll (a connection to every NIC each
+    time) took longer on a loaded machine with BMv2 than a short transfer lasts.
+
+    ``src``'s ``NicEgress.plane_tx`` (what it sent into each plane) and, with ``dst``,
+    that NIC's ``NicIngress.plane_rx``; ``read`` returns them as ``Counts`` per NIC."""
+
+    def __init__(self, fn: FabricNetwork, src: str, dst: str | None = None) -> None:
+        from controller.codec import codec
+        from controller.p4rt import Session
+
+        self._reads = [(src, "NicEgress.plane_tx")] + ([(dst, "NicIngress.plane_rx")] if dst else [])
+        self._sessions = {n: Session(fn.inventory.switches[n], primary=False) for n, _ in self._reads}
+        self._codecs = {n: codec(t.target.program, t.target.target) for n, t in self._sessions.items()}
+        self.src = src
+
+    async def __aenter__(self) -> NicProgress:
+        for s in self._sessions.values():
+            await s.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for s in self._sessions.values():
+            await s.close()
+
+    async def read(self) -> dict[str, Counts]:
+        async def one(nic: str, counter: str) -> tuple[str, str, dict[int, tuple[int, int]]]:
+            return nic, counter, await self._sessions[nic].read_counter(self._codecs[nic], counter)
+
+        out: dict[str, Counts] = {}
+        for nic, counter, cells in await asyncio.gather(*(one(n, c) for n, c in self._reads)):
+            out.setdefault(nic, {})[counter] = cells
+        return out
+
+    def sent(self, now: dict[str, Counts], before: dict[str, Counts]) -> int:
+        """Packets ``src`` sent into the planes between ``before`` and ``now``."""
+        return sum(_plane_counts(delta(now, before)[self.src], "NicEgress.plane_tx").values())
+
+    async def until_sent(self, before: dict[str, Counts], packets: int, timeout: float) -> dict[str, Counts]:
+        """Poll until ``src`` has sent ``packets`` since ``before`` (or ``timeout``
+        seconds have passed); the last read."""
+        end = time.monotonic() + timeout
+        while True:
+            now = await self.read()
+            if self.sent(now, before) >= packets or time.monotonic() > end:
+                return now
+            await asyncio.sleep(0.02)
 
 
 async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list[str]]:
@@ -121,19 +172,6 @@ async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric"
     return dict(await asyncio.gather(*(one(n) for n in names)))
 
 
-def wait_sent(fn: FabricNetwork, nics: list[str], nic: str, before: dict[str, Counts], packets: int,
-               timeout: float) -> dict[str, Counts]:
-    """Poll the NICs' counters until ``nic`` has sent ``packets`` into the planes since
-    ``before`` (the transfer's half-way point, whenever its sender got going)."""
-    end = time.monotonic() + timeout
-    while True:
-        now = asyncio.run(_read(fn, nics))
-        sent = sum(_plane_counts(delta(now, before)[nic], "NicEgress.plane_tx").values())
-        if sent >= packets or time.monotonic() > end:
-            return now
-        time.sleep(0.05)
-
-
 def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, pps: float = 1000.0,
              cut: str | None = None, say: Say = lambda _: None) -> FlowResult:
     """One MRC-lite transfer of ``nbytes`` from ``src`` to ``dst`` over every EV of
@@ -149,11 +187,28 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     evs = P.nic_evs(fn.topo, s_host, d_host)
     nics = [s_host.nic, d_host.nic]
     seconds = nbytes / 1000 / pps  # 1,000-byte payloads
+    packets = -(-nbytes // 1000)
     before = asyncio.run(_read(fn, nics))
     mid = before
     cut_seconds = None
     cut_at = restored_at = None
     tables_before = tables_after = None
+
+    async def cut_and_restore(link: str) -> None:
+        nonlocal mid, cut_seconds, cut_at, restored_at
+        async with NicProgress(fn, s_host.nic, d_host.nic) as progress:
+            mid_counts = await progress.until_sent(before, packets // 2, seconds * 2 + 20)
+            cut_at = time.time()
+            rep = await set_link(fn.topo, fn.inventory, link, down=True, nodes=fn.net.nameToNode)
+            cut_seconds = rep.seconds
+            mid = {n: {**before[n], **mid_counts[n]} for n in nics}
+            say(f"  cut {rep.link} after {progress.sent(mid_counts, before)} packets: {rep.cable}; "
+                "no table written (the endpoints find the dead paths)")
+            await progress.until_sent(before, packets * 3 // 4, seconds * 2 + 20)
+            restored_at = time.time()
+            rep = await set_link(fn.topo, fn.inventory, link, down=False, nodes=fn.net.nameToNode)
+            say(f"  restored {rep.link} at three quarters: {rep.cable}")
+
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
         t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
                      send_args=["--rate", str(pps), "--rto-min", "0.4"], recv_args=["--nack-delay", "0.1"])
@@ -162,17 +217,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
                 tables_before = asyncio.run(fabric_tables(fn))
             t.start()
             if cut is not None:
-                mid = wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 // 2, seconds * 2 + 20)
-                cut_at = time.time()
-                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=True, nodes=fn.net.nameToNode))
-                cut_seconds = rep.seconds
-                say(f"  cut {rep.link} after "
-                    f"{sum(_plane_counts(delta(mid, before)[s_host.nic], 'NicEgress.plane_tx').values())}"
-                    f" packets: {rep.cable}; no table written (the endpoints find the dead paths)")
-                wait_sent(fn, nics, s_host.nic, before, nbytes // 1000 * 3 // 4, seconds * 2 + 20)
-                restored_at = time.time()
-                rep = asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False, nodes=fn.net.nameToNode))
-                say(f"  restored {rep.link} at three quarters: {rep.cable}")
+                asyncio.run(cut_and_restore(cut))
             result = t.wait()
         finally:
             t.kill()

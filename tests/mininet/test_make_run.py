@@ -34,7 +34,7 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
     try:
         res = subprocess.run(
             ["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",
-             f"RUN_ARGS=--prefix {prefix} --grpc-base 0 --bytes 400000"],
+             f"RUN_ARGS=--prefix {prefix} --grpc-base 0 --bytes 1000000"],
             cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
         out = res.stdout
         assert res.returncode == 0, out + res.stderr
@@ -52,15 +52,15 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
         # even split, give or take the retransmissions of the moment
         mean = sum(per_plane) / 4
         assert min(per_plane) > 0 and all(abs(n - mean) <= 0.2 * mean + 2 for n in per_plane), per_plane
-        assert "MRC-lite transfer h1 -> h3: 400,000 bytes, every byte verified (SHA-256)" in out
+        assert "MRC-lite transfer h1 -> h3: 1,000,000 bytes, every byte verified (SHA-256)" in out
         # every path's packets, counted at the spines: 8 paths (4 planes x 2 spines), all used
-        # (the cut comes half-way); each of the 290 data packets (400,000 / 1,380 bytes,
-        # rounded up) crossed a spine at least once to be delivered
+        # (the cut comes half-way); each of the 1,000 data packets (1,000,000 bytes in
+        # 1,000-byte payloads) crossed a spine at least once to be delivered
         assert "  paths h1 -> h3: 8 of 8 paths carried packets (counted at the spines" in out, out
         rows = re.findall(r"^ +plane (\d): (\d+) (\d+) \(spines 0-1\)$", out, re.M)
         assert [int(p) for p, _, _ in rows] == [0, 1, 2, 3], out
         on_paths = [int(n) for _, a, b in rows for n in (a, b)]
-        assert min(on_paths) > 0 and sum(on_paths) >= 290, on_paths
+        assert min(on_paths) > 0 and sum(on_paths) >= 1000, on_paths
         assert "fabric tables unchanged (read back before and after)" in out
         assert "result: OK" in out
         assert not (tmp_path / "network.json").exists()
