@@ -17,8 +17,11 @@ echoes; every byte verified, both ways. The port and the entries are put back af
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
+
+import typer
 
 from controller.counters import delta
 from controller.reconcile import Reconciler
@@ -136,27 +139,6 @@ def plot(d: dict[str, Any]) -> Any:
 DEFAULTS = C.Defaults(embedded={"nbytes": 4_000_000, "rate": 4000.0}, bmv2={"nbytes": 800_000, "rate": 800.0})
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.adaptive", __doc__.split("\n\n")[0], DEFAULTS)
-    p.add_argument("--bytes", type=int, default=None, help=DEFAULTS.help("nbytes", "bytes"))
-    p.add_argument("--rate", type=float, default=None, help=DEFAULTS.help("rate", "sender pacing, packets/s"))
-    p.add_argument("--ecn-threshold", type=int, default=2, help="queue depth (packets) above which CE is set")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
-
-    target = C.target_of(args.target)
-    sizes = DEFAULTS.sizes(target, {"nbytes": args.bytes, "rate": args.rate})
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(**DEFAULTS.fabric_shape(target)),
-                                                                   args.prefix, target=target) as fn:
-        data = run(fn, Path(tmp), **sizes, ecn_threshold=args.ecn_threshold)
-    data["target"] = target
-    print("\n".join(figures(data)))
-    js, png = C.write_results("adaptive", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if acceptable(data) else 1
-
-
 def acceptable(d: dict[str, Any]) -> bool:
     """Both verified; adaptive put at most half of round robin's packets on the slow
     port and (but on BMv2) finished sooner. On BMv2, with round trips of several ms,
@@ -166,6 +148,28 @@ def acceptable(d: dict[str, Any]) -> bool:
     rr, ad = d["rr"], d["adaptive"]
     sooner = d.get("target") == "bmv2" or ad["completion_time_s"] < rr["completion_time_s"]
     return bool(rr["ok"] and ad["ok"] and 2 * ad["slow_port_packets"] <= rr["slow_port_packets"] and sooner)
+
+
+EXPERIMENT = C.Experiment("adaptive", figures, plot, acceptable, DEFAULTS)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
+        rate: Annotated[Optional[float], typer.Option(
+            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        ecn_threshold: Annotated[int, typer.Option(
+            "--ecn-threshold", min=0, help="queue depth (packets) above which CE is set")] = 2,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose),
+                  functools.partial(run, ecn_threshold=ecn_threshold), {"nbytes": nbytes, "rate": rate})
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.adaptive", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ in a temporary directory, the figures printed, the raw numbers (JSON) and the pl
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -26,12 +25,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from controller.counters import Counts, read_all
-from fabric.cli_options import TARGETS, Target, VerboseOpt
+from fabric.cli_options import Target, VerboseOpt
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
 from topologies.transfer import Transfer, TransferResult, run_transfer
@@ -337,25 +336,3 @@ def main(exp: Experiment, opts: Options, run: Callable[..., dict[str, Any]],
     return 0 if exp.acceptable(data) else 1
 
 
-# ---- the argparse command line of experiments not yet on ``main`` ---------------------
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, as the typer experiments say it
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
-
-
-def parser(module: str, description: str, defaults: Defaults) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"python -m {module}", description=description, epilog=defaults.epilog())
-    p.add_argument("--out-dir", type=Path, default=RESULTS, help="where the JSON and PNG go (default results/)")
-    p.add_argument("--prefix", default=None, help="Mininet node-name prefix (default: a random mrcx...)")
-    p.add_argument("--target", choices=TARGETS, default=os.environ.get(TARGET_ENV) or "embedded",
-                   help="switch target (default $MRC_P4_TARGET, else embedded)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log the network's start and the controller")
-    return p
-
-
-def setup(args: argparse.Namespace) -> None:
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
-    if os.geteuid() != 0:
-        raise SystemExit("error: the experiments run a Mininet network: run them as root")

@@ -16,7 +16,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
+
+import typer
 
 from experiments import common as C
 
@@ -100,26 +102,33 @@ def plot(d: dict[str, Any]) -> Any:
 DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 0.0}, bmv2={"nbytes": 500_000, "rate": 400.0})
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = C.parser("experiments.tcp", __doc__.split("\n\n")[0], DEFAULTS)
-    p.add_argument("--bytes", type=int, default=None, help=DEFAULTS.help("nbytes", "bytes per transfer"))
-    p.add_argument("--rate", type=float, default=None, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s "
-                                                                               "(0: window only)"))
-    p.add_argument("--mtu", type=int, default=MTU, help=f"MRC-lite payload bytes per packet (default {MTU})")
-    args = p.parse_args(argv)
-    C.setup(args)
-    import tempfile
+def acceptable(d: dict[str, Any]) -> bool:
+    """Both transfers verified (the goodputs are figures, not a verdict)."""
+    return bool(d["mrc"]["ok"] and d["tcp"].get("ok"))
 
-    target = C.target_of(args.target)
-    sizes = DEFAULTS.sizes(target, {"nbytes": args.bytes, "rate": args.rate})
-    with tempfile.TemporaryDirectory() as tmp, C.programmed_fabric(C.topology(**DEFAULTS.fabric_shape(target)),
-                                                                   args.prefix, target=target) as fn:
-        data = run(fn, Path(tmp), nbytes=sizes["nbytes"], rate=sizes["rate"] or None, mtu=args.mtu)
-    data["target"] = target
-    print("\n".join(figures(data)))
-    js, png = C.write_results("tcp", data, plot(data), args.out_dir)
-    print(f"results: {js}, {png}")
-    return 0 if data["mrc"]["ok"] and data["tcp"].get("ok") else 1
+
+EXPERIMENT = C.Experiment("tcp", figures, plot, acceptable, DEFAULTS)
+app = C.app(__doc__.split("\n\n")[0])
+
+
+@app.command()
+def cli(
+        nbytes: Annotated[Optional[int], typer.Option(
+            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
+        rate: Annotated[Optional[float], typer.Option(
+            "--rate", min=0, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s (0: window only)"))] = None,
+        mtu: Annotated[int, typer.Option(
+            "--mtu", min=1, help="MRC-lite payload bytes per packet")] = MTU,
+        out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
+        verbose: C.VerboseOpt = False) -> int:
+    def run_one(fn: Any, workdir: Path, *, nbytes: int, rate: float) -> dict[str, Any]:
+        return run(fn, workdir, nbytes=nbytes, rate=rate or None, mtu=mtu)
+
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run_one, {"nbytes": nbytes, "rate": rate})
+
+
+def main(argv: list[str] | None = None) -> int:
+    return C.command(app, "experiments.tcp", argv, DEFAULTS)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ are one ``error:`` line and exit status 2, before any network exists.
 
 Why without a network: what is checked is the wiring (``--target``, its
 ``$MRC_P4_TARGET`` default, ``--out-dir``, ``--prefix``) from each module's command
-line to ``experiments.common.main`` (or, for the two still on argparse, to the fabric
-they start); the runs themselves are the other tests of this directory.
+line to ``experiments.common.main``; the runs themselves are the other tests of this
+directory.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import pytest
 
 from experiments import common as C
 
-ON_MAIN = ("ecmp", "failure", "incast", "loss_reordering", "spraying", "trimming")
-ON_ARGPARSE = ("adaptive", "tcp")
+ON_MAIN = ("adaptive", "ecmp", "failure", "incast", "loss_reordering", "spraying", "tcp", "trimming")
 
 
 class Called(Exception):
@@ -49,24 +48,6 @@ def test_the_runner_gets_the_shared_options(name: str, argv: list[str], env: str
     ((exp, opts),) = got
     assert exp.name == name
     assert opts == C.Options(out_dir=tmp_path, prefix="mrcx1", target=target, verbose=False)
-
-
-@pytest.mark.parametrize("name", ON_ARGPARSE)
-def test_the_argparse_experiments_start_their_fabric_on_the_target(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = importlib.import_module(f"experiments.{name}")
-    got: list[dict[str, Any]] = []
-
-    @contextmanager
-    def fabric(topo: Any, prefix: str | None = None, run_dir: Path | None = None,
-               target: str = "embedded") -> Iterator[Any]:
-        got.append({"prefix": prefix, "target": target})
-        raise Called
-        yield
-
-    monkeypatch.setattr(C, "programmed_fabric", fabric)
-    with pytest.raises(Called):
-        mod.main(["--target", "bmv2", "--prefix", "mrcx1"])
-    assert got == [{"prefix": "mrcx1", "target": "bmv2"}]
 
 
 @pytest.mark.parametrize("name", ON_MAIN)
@@ -115,7 +96,7 @@ def test_bmv2_asked_for_without_it_on_the_path_is_one_error_line_and_status_2(
 RUNNER = {"failure": "run_all"}  # the function each experiment's command line runs (else ``run``)
 
 
-@pytest.mark.parametrize("name", ON_MAIN + ON_ARGPARSE)
+@pytest.mark.parametrize("name", ON_MAIN)
 @pytest.mark.parametrize(("argv", "target"), [(["--target", "bmv2"], "bmv2"), ([], "embedded"),
                                               (["--target", "bmv2", "--bytes", "1234"], "bmv2")])
 def test_an_option_not_given_takes_the_targets_default(name: str, argv: list[str], target: str,
@@ -162,17 +143,13 @@ def test_an_option_not_given_takes_the_targets_default(name: str, argv: list[str
     assert kw == want
 
 
-@pytest.mark.parametrize("name", ON_MAIN + ON_ARGPARSE)
+@pytest.mark.parametrize("name", ON_MAIN)
 def test_the_help_says_each_default_that_differs_on_bmv2(name: str, capsys: pytest.CaptureFixture[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "300")  # typer cuts a long word at the width
     mod = importlib.import_module(f"experiments.{name}")
     defaults: C.Defaults = mod.DEFAULTS
-    try:
-        status = mod.main(["--help"])
-    except SystemExit as exc:  # argparse's
-        status = exc.code
-    assert status == 0
+    assert mod.main(["--help"]) == 0
     out = " ".join(re.sub("[│╭╮╰╯─]", " ", capsys.readouterr().out).split())  # typer's boxes, its wrapping
     assert "On BMv2 (--target bmv2" in out and C.shape_text(defaults.bmv2_shape) in out, out
     differ = [k for k in defaults.bmv2 if defaults.bmv2[k] != defaults.embedded[k]]
@@ -188,17 +165,3 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
     assert failure.fabric_links(",".join(d.bmv2["links"]), d.fabric_shape("bmv2")) == d.bmv2["links"]
     with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
-
-
-@pytest.mark.parametrize("name", ON_ARGPARSE)
-@pytest.mark.parametrize(("argv", "says"), [(["--target", "tofino"], "--target"), (["--bytes", "x"], "--bytes")])
-def test_a_bad_option_of_the_argparse_experiments_is_one_error_line(name: str, argv: list[str], says: str,
-                                                                    monkeypatch: pytest.MonkeyPatch,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    mod = importlib.import_module(f"experiments.{name}")
-    monkeypatch.setattr(C, "programmed_fabric", lambda *a, **k: pytest.fail("no network may start"))
-    with pytest.raises(SystemExit) as exc:
-        mod.main(argv)
-    assert exc.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
