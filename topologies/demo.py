@@ -123,8 +123,15 @@ class NicProgress:
         self.src = src
 
     async def __aenter__(self) -> NicProgress:
-        for s in self._sessions.values():
-            await s.open()
+        opened = []
+        try:
+            for s in self._sessions.values():
+                await s.open()
+                opened.append(s)
+        except BaseException:
+            for s in opened:
+                await s.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
