@@ -6,12 +6,16 @@ one JSON line (bytes, seconds from the first to the last byte, SHA-256 verified)
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
 import socket
 import time
+from typing import Annotated
+
+import typer
+
+from topologies.command import run_command
 
 PORT = 5201
 
@@ -66,24 +70,34 @@ def send(to: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, objec
     return {"bytes": nbytes, "seconds": time.monotonic() - t0}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("cmd", choices=["send", "recv"])
-    p.add_argument("--to", help="receiver's address (send)")
-    p.add_argument("--listen", help="address to listen on (recv)")
-    p.add_argument("--bytes", type=int, required=True)
-    p.add_argument("--timeout", type=float, default=60.0)
-    args = p.parse_args(argv)
-    if args.cmd == "recv":
-        if not args.listen:
-            p.error("recv needs --listen ADDR")
-        r = receive(args.listen, args.bytes, args.timeout)
-    else:
-        if not args.to:
-            p.error("send needs --to ADDR")
-        r = send(args.to, args.bytes, args.timeout)
+PROG = "python -m experiments.tcp_flow"
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help=__doc__.split("\n\n")[0], context_settings={"help_option_names": ["-h", "--help"]})
+BytesOpt = Annotated[int, typer.Option("--bytes", min=1, help="bytes to send / to receive")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="seconds to wait for the other end")]
+
+
+def _report(r: dict[str, object]) -> int:
     print(json.dumps(r), flush=True)
     return 0 if r.get("ok", True) else 1
+
+
+@app.command("recv")
+def recv_cmd(listen: Annotated[str, typer.Option("--listen", help="address to listen on")],
+             nbytes: BytesOpt, timeout: TimeoutOpt = 60.0) -> int:
+    """Receive the seeded bytes; print one JSON line (ok when every byte matched)."""
+    return _report(receive(listen, nbytes, timeout))
+
+
+@app.command("send")
+def send_cmd(to: Annotated[str, typer.Option("--to", help="the receiver's address")],
+             nbytes: BytesOpt, timeout: TimeoutOpt = 60.0) -> int:
+    """Send the seeded bytes; print one JSON line."""
+    return _report(send(to, nbytes, timeout))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(app, argv, prog=PROG)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,15 @@ idle timeout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import struct
 import time
+from typing import Annotated
+
+import typer
+
+from topologies.command import run_command
 
 PORT = 5202
 _SEQ = struct.Struct("!I")
@@ -93,29 +97,37 @@ def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str,
     return {"bytes": count * size, "datagrams": count, "seconds": time.monotonic() - t0}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("cmd", choices=["send", "recv"])
-    p.add_argument("--to", help="receiver's address (send)")
-    p.add_argument("--listen", help="address to listen on (recv)")
-    p.add_argument("--bytes", type=int, required=True, help="payload bytes to send / to expect at most")
-    p.add_argument("--size", type=int, default=1408, help="payload bytes per datagram (send; at least 5)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the first datagram (recv)")
-    args = p.parse_args(argv)
-    if args.bytes < 1:
-        p.error("--bytes must be at least 1")
-    if args.cmd == "recv":
-        if not args.listen:
-            p.error("recv needs --listen ADDR")
-        r = receive(args.listen, args.bytes, args.timeout)
-    else:
-        if not args.to:
-            p.error("send needs --to ADDR")
-        if not 5 <= args.size <= 65000:
-            p.error("--size must be 5..65000 bytes")
-        r = send(args.to, args.bytes, args.size)
+PROG = "python -m experiments.udp_stream"
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help=__doc__.split("\n\n")[0], context_settings={"help_option_names": ["-h", "--help"]})
+BytesOpt = Annotated[int, typer.Option("--bytes", min=1, help="payload bytes to send / to expect at most")]
+
+
+def _report(r: dict[str, object]) -> int:
     print(json.dumps(r), flush=True)
     return 0 if r.get("ok", True) else 1
+
+
+@app.command("recv")
+def recv_cmd(listen: Annotated[str, typer.Option("--listen", help="address to listen on")],
+             nbytes: BytesOpt,
+             timeout: Annotated[float, typer.Option("--timeout", min=0,
+                                                    help="seconds to wait for the first datagram")] = 60.0) -> int:
+    """Count the datagrams that arrive; print one JSON line."""
+    return _report(receive(listen, nbytes, timeout))
+
+
+@app.command("send")
+def send_cmd(to: Annotated[str, typer.Option("--to", help="the receiver's address")],
+             nbytes: BytesOpt,
+             size: Annotated[int, typer.Option("--size", min=5, max=65000,
+                                               help="payload bytes per datagram")] = 1408) -> int:
+    """Send the datagrams as fast as the socket takes them; print one JSON line."""
+    return _report(send(to, nbytes, size))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(app, argv, prog=PROG)
 
 
 if __name__ == "__main__":

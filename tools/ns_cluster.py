@@ -28,7 +28,7 @@ run on a "server" must not remove the server. Standard library only.
 
 from __future__ import annotations
 
-import argparse
+import argparse  # not typer: the README runs this file with the system python3 (standard library only)
 import os
 import shutil
 import signal
