@@ -33,6 +33,7 @@ from controller.counters import Counts, read_all
 from fabric.cli_options import Target, VerboseOpt
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
+from topologies.command import new_app
 from topologies.transfer import Transfer, TransferResult, run_transfer
 
 # the experiments' transfers live in topologies/transfer.py; --verbose is every command's
@@ -262,8 +263,7 @@ CLUSTER_HELP = ("On several servers: --servers A,B,C [--placement plane|round-ro
 
 def app(help: str) -> typer.Typer:
     """One experiment's command line: one command, ``-h``/``--help``."""
-    return typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=help,
-                       context_settings={"help_option_names": ["-h", "--help"]})
+    return new_app(help)
 
 
 def cluster_options(argv: Sequence[str]) -> list[str]:

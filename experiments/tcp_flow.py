@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from topologies.command import run_command
+from topologies.command import new_app, print_report, run_command
 
 PORT = 5201
 
@@ -71,29 +71,23 @@ def send(to: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, objec
 
 
 PROG = "python -m experiments.tcp_flow"
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help=__doc__.split("\n\n")[0], context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app(__doc__.split("\n\n")[0], no_args_is_help=True)
 BytesOpt = Annotated[int, typer.Option("--bytes", min=1, help="bytes to send / to receive")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0, help="seconds to wait for the other end")]
-
-
-def _report(r: dict[str, object]) -> int:
-    print(json.dumps(r), flush=True)
-    return 0 if r.get("ok", True) else 1
 
 
 @app.command("recv")
 def recv_cmd(listen: Annotated[str, typer.Option("--listen", help="address to listen on")],
              nbytes: BytesOpt, timeout: TimeoutOpt = 60.0) -> int:
     """Receive the seeded bytes; print one JSON line (ok when every byte matched)."""
-    return _report(receive(listen, nbytes, timeout))
+    return print_report(receive(listen, nbytes, timeout))
 
 
 @app.command("send")
 def send_cmd(to: Annotated[str, typer.Option("--to", help="the receiver's address")],
              nbytes: BytesOpt, timeout: TimeoutOpt = 60.0) -> int:
     """Send the seeded bytes; print one JSON line."""
-    return _report(send(to, nbytes, timeout))
+    return print_report(send(to, nbytes, timeout))
 
 
 def main(argv: list[str] | None = None) -> int:

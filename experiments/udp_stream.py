@@ -26,7 +26,7 @@ from typing import Annotated
 
 import typer
 
-from topologies.command import run_command
+from topologies.command import new_app, print_report, run_command
 
 PORT = 5202
 _SEQ = struct.Struct("!I")
@@ -98,14 +98,8 @@ def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str,
 
 
 PROG = "python -m experiments.udp_stream"
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help=__doc__.split("\n\n")[0], context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app(__doc__.split("\n\n")[0], no_args_is_help=True)
 BytesOpt = Annotated[int, typer.Option("--bytes", min=1, help="payload bytes to send / to expect at most")]
-
-
-def _report(r: dict[str, object]) -> int:
-    print(json.dumps(r), flush=True)
-    return 0 if r.get("ok", True) else 1
 
 
 @app.command("recv")
@@ -114,7 +108,7 @@ def recv_cmd(listen: Annotated[str, typer.Option("--listen", help="address to li
              timeout: Annotated[float, typer.Option("--timeout", min=0,
                                                     help="seconds to wait for the first datagram")] = 60.0) -> int:
     """Count the datagrams that arrive; print one JSON line."""
-    return _report(receive(listen, nbytes, timeout))
+    return print_report(receive(listen, nbytes, timeout))
 
 
 @app.command("send")
@@ -123,7 +117,7 @@ def send_cmd(to: Annotated[str, typer.Option("--to", help="the receiver's addres
              size: Annotated[int, typer.Option("--size", min=5, max=65000,
                                                help="payload bytes per datagram")] = 1408) -> int:
     """Send the datagrams as fast as the socket takes them; print one JSON line."""
-    return _report(send(to, nbytes, size))
+    return print_report(send(to, nbytes, size))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,10 +7,25 @@ as their other errors are, so a script or a test can read it.
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import typer
+
+
+def new_app(help: str | None = None, *, no_args_is_help: bool = False) -> typer.Typer:
+    """A command line as the project's commands have it: ``-h``/``--help``, no shell
+    completion, no rich traceback (``run_command`` says errors in one line)."""
+    return typer.Typer(add_completion=False, pretty_exceptions_enable=False, help=help,
+                       no_args_is_help=no_args_is_help, context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def print_report(report: Mapping[str, object]) -> int:
+    """Print ``report`` as one JSON line (what a caller in another namespace reads);
+    the exit status: 1 when it says ``ok: false``, else 0."""
+    print(json.dumps(report), flush=True)
+    return 0 if report.get("ok", True) else 1
 
 
 def run_command(app: typer.Typer, argv: Sequence[str] | None = None, prog: str | None = None) -> int:

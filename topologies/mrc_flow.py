@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from topologies.command import run_command
+from topologies.command import new_app, print_report, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
@@ -132,9 +132,7 @@ def run_stream(fn: FabricNetwork, src: str, dst: str, evs: list[int], packets: i
     return {**got, "sent": sent["sent"]}
 
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help="MRC-lite WRITE flow over UDP 4791 (demo and tests).",
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app("MRC-lite WRITE flow over UDP 4791 (demo and tests).", no_args_is_help=True)
 PROG = "python -m topologies.mrc_flow"
 
 
@@ -159,8 +157,7 @@ def send_cmd(dst: Annotated[str, typer.Argument(help="the receiver's address")],
         return _usage("--evs: EVs are UDP source ports 1..65535")
     if not 0 <= size <= 1400:
         return _usage("--size: 0..1400 bytes (the host MTU is 1460)")
-    print(json.dumps(send(dst, ev_list, packets, pps, src, size)), flush=True)
-    return 0
+    return print_report(send(dst, ev_list, packets, pps, src, size))
 
 
 @app.command("recv")
@@ -168,8 +165,7 @@ def recv_cmd(seconds: Annotated[float, typer.Option("--seconds", help="stop afte
              port: Annotated[int, typer.Option("--port", help="UDP port to listen on")] = MRC_PORT,
              expect: Annotated[int, typer.Option("--expect", help="stop 1 s after this many arrived")] = 0) -> int:
     """Count WRITEs per EV; print JSON."""
-    print(json.dumps(receive(seconds, port, expect=expect)), flush=True)
-    return 0
+    return print_report(receive(seconds, port, expect=expect))
 
 
 def main(argv: list[str] | None = None) -> int:

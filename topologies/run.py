@@ -38,7 +38,7 @@ from fabric.cli_options import (
 from fabric.names import DEFAULT_PREFIX, check_prefix
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
-from topologies.command import run_command
+from topologies.command import new_app, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork
@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 FIXED_PORTS_MAX = 64  # more switches take free ports: hundreds of fixed ones meet the kernel's ephemeral ports
 PROG = "python -m topologies.run"
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app()
 
 
 @dataclass

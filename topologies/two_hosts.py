@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topologies.command import run_command
+from topologies.command import new_app, run_command
 from topologies.node_marks import mark_node
 from topologies.ping import PingResult, ping6
 
@@ -90,8 +90,7 @@ def two_host_network(name_prefix: str = DEFAULT_NAME_PREFIX) -> Iterator[TwoHost
         net.stop()
 
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app()
 PROG = "python -m topologies.two_hosts"
 
 
