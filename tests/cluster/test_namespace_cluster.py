@@ -157,6 +157,10 @@ def test_the_default_fabric_runs_over_three_servers_and_leaves_nothing(servers: 
         assert ports[1]["rx_packets"] >= 2000 // 4
         assert ports[3]["tx_packets"] + ports[4]["tx_packets"] >= 2000 // 4
     finally:  # what the network itself left in S3's /tmp (before cleanup.py looks there)
+        # once the network's ssh sessions have ended on the servers (a moment after it
+        # stopped, as _settled_servers says), so that a session's own files are gone with
+        # it (one run found a /tmp/ssh-* directory there when the listing came first)
+        _settled_servers()
         s3 = cluster_ssh.Server.parse(S3)
         try:  # it was S3's own /tmp indeed: a file made here is not there
             s3_shares = s3.shares_files()
