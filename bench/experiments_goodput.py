@@ -13,8 +13,12 @@ or a BMv2 install) the default transfer also runs on a BMv2 fabric and its
 retransmissions are printed as a share of the data packets (target: under 5%).
 Beside each rate it prints what one packet cost in CPU (microseconds per packet of the
 transfer): the fabric's switch processes and the NICs' (every thread's schedstat, as
-``bench/fabric_net.py`` reads it) and, for MRC-lite, its own two endpoints (the
-``cpu_s`` of their reports): on 2 shared cores these say which process limits the rate.
+``bench/fabric_net.py`` reads it) and each flow's two ends (the ``cpu_s`` of their
+reports), their sum, and the share of the machine's cores the flow kept busy: on 2
+shared cores the sum bounds the rate, and a share well under 100% says the flow waited
+for something other than the CPU (its window). A second MRC-lite transfer, not the
+defaults, runs with a window that never limits it and fewer ACKs (``LARGE_WINDOW``):
+the rate the CPU alone allows MRC-lite.
 The switches are placed as ``make run`` places them (``GOODPUT_PLACEMENT``, default
 ``cpu``: the 16 fabric switches in one ``p4target group`` process, the 4 NICs in
 another; ``1`` is one process per switch, as the experiments and their tests start
@@ -39,6 +43,9 @@ sys.path.insert(0, str(REPO / "bench"))
 BYTES = 8_000_000
 BMV2_BYTES = 2_000_000
 PLACEMENT = os.environ.get("GOODPUT_PLACEMENT", "cpu")  # make run's
+# Not the defaults: a window that never limits, and fewer ACKs. What MRC-lite gets when
+# only the CPU bounds it (docs/performance.md, "Goodput").
+LARGE_WINDOW = ["--window", "1024", "--initial-window", "512", "--ack-every", "16"]
 
 
 def _switch_cpu(fn: Any) -> dict[str, list[int]]:
@@ -51,15 +58,44 @@ def _switch_cpu(fn: Any) -> dict[str, list[int]]:
     return roles
 
 
-def _metered(fn: Any, packets: int, run: Callable[[], Any]) -> tuple[Any, str]:
-    """``run()`` and the switch processes' CPU per packet of it, as text."""
+def _metered(fn: Any, packets: int, run: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    """``run()`` and the switch processes' CPU per packet of it, in microseconds by role."""
     from fabric_net import cpu_seconds
 
     roles = _switch_cpu(fn)
     before = {r: cpu_seconds(p) for r, p in roles.items()}
     out = run()
-    used = {r: (cpu_seconds(p) - before[r]) / packets * 1e6 for r, p in roles.items()}
-    return out, ", ".join(f"{r} {us:.0f}" for r, us in used.items())
+    return out, {r: (cpu_seconds(p) - before[r]) / packets * 1e6 for r, p in roles.items()}
+
+
+def _cost(switches: dict[str, float], ends_s: float, seconds: float, packets: int) -> str:
+    """CPU per packet by role, and what share of the machine's cores the flow kept busy
+    while it ran: (every process's CPU) / (its duration x cores)."""
+    ends = ends_s / packets * 1e6
+    total_s = (sum(switches.values()) + ends) * packets / 1e6
+    busy = 100 * total_s / (seconds * (os.cpu_count() or 1)) if seconds else 0.0
+    return (", ".join(f"{r} {us:.0f}" for r, us in switches.items())
+            + f", ends {ends:.0f}; in all {sum(switches.values()) + ends:.0f}, cores busy {busy:.0f}%")
+
+
+def _mrc_line(label: str, res: Any, cost: dict[str, float], packets: int) -> tuple[float, str]:
+    from experiments.common import mbps
+
+    s = res.sender
+    bps = s.get("goodput_bps") or 0.0
+    sent = s.get("packets_sent") or 0
+    retx = (s.get("retransmissions") or {}).get("total") or 0
+    ends = (s.get("cpu_s") or 0.0) + (res.recv_report.get("cpu_s") or 0.0)
+    line = (f"  {label} {mbps(bps):7.1f} Mb/s (verified {res.ok}, {retx} retransmissions of {sent} data packets, "
+            f"window now {(s.get('window') or {}).get('now') or 0:.0f}, "
+            f"{(s.get('control') or {}).get('acks_received')} ACKs)\n"
+            f"      CPU per packet, us: {_cost(cost, ends, s.get('completion_time_s') or 0.0, packets)}")
+    return bps, line
+
+
+def _ends(report: dict[str, Any]) -> float:
+    """A comparison flow's two ends' CPU, seconds (experiments/tcp.py ``_flow``)."""
+    return (report.get("cpu_s") or 0.0) + ((report.get("sender") or {}).get("cpu_s") or 0.0)
 
 
 def embedded() -> None:
@@ -69,32 +105,35 @@ def embedded() -> None:
     from topologies.fabric_net import programmed_network
     from topologies.switch_group import parse_placement
 
+    mbps = C.mbps
     placement = parse_placement(PLACEMENT)
     packets = -(-BYTES // tcp.MTU)
+    datagrams = -(-BYTES // (tcp.MTU + DATA_HDR_LEN))  # the UDP stream's, a little larger
+    mtu = ["--mtu", str(tcp.MTU)]
     with tempfile.TemporaryDirectory() as tmp, programmed_network(C.topology(), prefix=C.private_prefix(),
                                                                   run_dir=Path(tmp) / "run",
                                                                   switches_per_process=placement) as fn:
         mrc, m_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "mrc",
-                                                                  send_args=["--mtu", str(tcp.MTU)]))
+                                                                  send_args=mtu))
+        big, b_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "big",
+                                                                  send_args=[*mtu, *LARGE_WINDOW]))
         t, t_cpu = _metered(fn, packets, lambda: tcp.tcp_transfer(fn, "h1", "h3", BYTES))
-        u, u_cpu = _metered(fn, packets, lambda: tcp.udp_stream(fn, "h1", "h3", BYTES, tcp.MTU + DATA_HDR_LEN))
-    s = mrc.sender
-    m_bps, t_bps, u_bps = s.get("goodput_bps") or 0.0, t.get("goodput_bps") or 0.0, u.get("delivered_bps") or 0.0
-    sent = s.get("packets_sent") or 0
-    retx = (s.get("retransmissions") or {}).get("total") or 0
-    ends = ((s.get("cpu_s") or 0.0) + (mrc.recv_report.get("cpu_s") or 0.0)) / packets * 1e6
+        u, u_cpu = _metered(fn, datagrams, lambda: tcp.udp_stream(fn, "h1", "h3", BYTES, tcp.MTU + DATA_HDR_LEN))
+    t_bps, u_bps = t.get("goodput_bps") or 0.0, u.get("delivered_bps") or 0.0
+    m_bps, m_line = _mrc_line(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths:", mrc, m_cpu, packets)
+    b_bps, b_line = _mrc_line(f"MRC-lite, {' '.join(LARGE_WINDOW)}:\n   ", big, b_cpu, packets)
     print(f"goodput, {BYTES} bytes h1 -> h3 on one embedded-target fabric (placement {placement}), "
           "one after the other:")
-    print(f"  MRC-lite, unpaced, {tcp.MTU} B, 8 paths: {C.mbps(m_bps):7.1f} Mb/s (verified {mrc.ok}, "
-          f"{retx} retransmissions of {sent} data packets, window now {(s.get('window') or {}).get('now')}, "
-          f"{(s.get('control') or {}).get('acks_received')} ACKs)")
-    print(f"  TCP, one flow, one path:            {C.mbps(t_bps):7.1f} Mb/s (verified {t.get('ok')})")
-    print(f"  UDP stream, unpaced, one path:      {C.mbps(u_bps):7.1f} Mb/s delivered "
-          f"({u.get('datagrams')} of {-(-BYTES // (tcp.MTU + DATA_HDR_LEN))} datagrams)")
+    print(m_line)
+    print(b_line)
+    print(f"  TCP, one flow, one path:            {mbps(t_bps):7.1f} Mb/s (verified {t.get('ok')})\n"
+          f"      CPU per packet, us: {_cost(t_cpu, _ends(t), t.get('seconds') or 0.0, packets)}")
+    print(f"  UDP stream, unpaced, one path:      {mbps(u_bps):7.1f} Mb/s delivered "
+          f"({u.get('datagrams')} of {datagrams} datagrams)\n"
+          f"      CPU per packet, us: {_cost(u_cpu, _ends(u), u.get('seconds') or 0.0, datagrams)}")
     print(f"  MRC/TCP {m_bps / t_bps if t_bps else 0:.2f} (target >= 1.0), "
-          f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8)")
-    print(f"  CPU per packet (us): MRC-lite switches {m_cpu}, its two endpoints {ends:.0f}; "
-          f"TCP switches {t_cpu}; UDP switches {u_cpu}")
+          f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8); "
+          f"with the larger window {b_bps / t_bps if t_bps else 0:.2f} and {b_bps / u_bps if u_bps else 0:.2f}")
 
 
 def bmv2() -> None:

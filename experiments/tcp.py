@@ -29,7 +29,8 @@ MTU = 1380
 
 def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_args: list[str],
           timeout: float) -> dict[str, Any]:
-    """``python -m MODULE recv`` in ``dst`` and ``send`` in ``src``; the receiver's JSON line."""
+    """``python -m MODULE recv`` in ``dst`` and ``send`` in ``src``; the receiver's JSON line,
+    with the sender's under ``"sender"``."""
     py = sys.executable
     recv = fn.host(dst).popen([py, "-m", module, "recv", "--listen", fn.address(dst), *recv_args], cwd=C.REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -37,7 +38,7 @@ def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_a
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = recv.communicate(timeout=timeout + 10)
-        send.communicate(timeout=30)
+        sent, _ = send.communicate(timeout=30)
     finally:
         for p in (recv, send):
             if p.poll() is None:
@@ -46,6 +47,8 @@ def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_a
     lines = out.decode().strip().splitlines()
     r: dict[str, Any] = json.loads(lines[-1]) if lines else {"ok": False, "error": err.decode()[-300:]}
     r["exit"] = recv.returncode
+    sent_lines = sent.decode().strip().splitlines()
+    r["sender"] = json.loads(sent_lines[-1]) if sent_lines else {}
     return r
 
 

@@ -2,6 +2,8 @@
 experiment 5): ``python -m experiments.tcp_flow recv --listen ADDR --bytes N`` prints
 one JSON line (bytes, seconds from the first to the last byte, SHA-256 verified);
 ``python -m experiments.tcp_flow send --to ADDR --bytes N`` sends the same seeded bytes.
+Each side reports ``cpu_s``: its process's CPU (user + system) while the bytes moved,
+as the MRC-lite endpoints report theirs, so a bench can compare what the ends cost.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def receive(listen: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str
     srv.settimeout(timeout)
     print(json.dumps({"listening": listen}), flush=True)
     conn, _ = srv.accept()
+    cpu0 = time.process_time()
     conn.settimeout(timeout)
     h = hashlib.sha256()
     got = 0
@@ -44,11 +47,13 @@ def receive(listen: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str
         h.update(chunk)
         got += len(chunk)
     last = time.monotonic()
+    cpu_s = time.process_time() - cpu0
     conn.close()
     srv.close()
     seconds = last - first if first else 0.0
     ok = got == nbytes and h.digest() == hashlib.sha256(payload(nbytes, seed)).digest()
-    return {"ok": ok, "bytes": got, "seconds": seconds, "goodput_bps": 8 * got / seconds if seconds else 0.0}
+    return {"ok": ok, "bytes": got, "seconds": seconds, "goodput_bps": 8 * got / seconds if seconds else 0.0,
+            "cpu_s": cpu_s}
 
 
 def send(to: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, object]:
@@ -62,12 +67,12 @@ def send(to: str, nbytes: int, timeout: float, seed: int = 0) -> dict[str, objec
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     s.sendall(data)
     s.shutdown(socket.SHUT_WR)
     s.recv(1)  # the receiver closes when it has everything
     s.close()
-    return {"bytes": nbytes, "seconds": time.monotonic() - t0}
+    return {"bytes": nbytes, "seconds": time.monotonic() - t0, "cpu_s": time.process_time() - cpu0}
 
 
 PROG = "python -m experiments.tcp_flow"

@@ -11,6 +11,9 @@ mechanisms (window, ACKs, retransmissions) cost. Lost datagrams are not resent: 
 delivered rate is what arrived. The NIC sprays non-MRC traffic per flow, so the
 stream takes one path, as a TCP flow does.
 
+Each side reports ``cpu_s``, its process's CPU while the datagrams moved (the
+receiver's from its first datagram), as the MRC-lite endpoints report theirs.
+
 Each datagram starts with its 4-byte sequence number; the sender ends with a few
 datagrams of 4 bytes (the end marker) so the receiver stops without waiting for its
 idle timeout.
@@ -46,7 +49,7 @@ def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict
     print(json.dumps({"listening": listen}), flush=True)
     s.settimeout(timeout)
     got = datagrams = 0
-    first = last = 0.0
+    first = last = cpu0 = 0.0
     seen_max = -1
     buf = bytearray(1 << 16)
     try:
@@ -56,7 +59,7 @@ def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict
             if n == 4 and buf[:4] == END:
                 break
             if not first:
-                first = now
+                first, cpu0 = now, time.process_time()
                 s.settimeout(idle)
             last = now
             got += n
@@ -67,9 +70,10 @@ def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict
         pass
     finally:
         s.close()
+    cpu_s = time.process_time() - cpu0 if first else 0.0
     seconds = last - first
     return {"ok": datagrams > 0, "bytes": got, "datagrams": datagrams, "sent_seen": seen_max + 1,
-            "seconds": seconds, "delivered_bps": 8 * got / seconds if seconds > 0 else 0.0}
+            "seconds": seconds, "delivered_bps": 8 * got / seconds if seconds > 0 else 0.0, "cpu_s": cpu_s}
 
 
 def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str, object]:
@@ -81,12 +85,13 @@ def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str,
     time.sleep(start_delay)  # the receiver binds after its host started it
     body = bytes(size - 4)
     count = -(-nbytes // size)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     for i in range(count):
         try:
             s.send(_SEQ.pack(i) + body)
         except (ConnectionRefusedError, BlockingIOError):
             pass  # an ICMP report of an earlier datagram, or a full queue: the datagram is lost
+    seconds, cpu_s = time.monotonic() - t0, time.process_time() - cpu0
     for _ in range(5):
         time.sleep(0.05)
         try:
@@ -94,7 +99,7 @@ def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str,
         except ConnectionRefusedError:
             pass
     s.close()
-    return {"bytes": count * size, "datagrams": count, "seconds": time.monotonic() - t0}
+    return {"bytes": count * size, "datagrams": count, "seconds": seconds, "cpu_s": cpu_s}
 
 
 PROG = "python -m experiments.udp_stream"

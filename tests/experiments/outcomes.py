@@ -105,9 +105,11 @@ def assert_loss_reordering_outcome(d: dict[str, Any]) -> None:
 
 
 def assert_tcp_outcome(d: dict[str, Any], nbytes: int) -> None:
-    """``tcp.run`` of ``nbytes``: both transfers complete, each above 1 Mb/s."""
+    """``tcp.run`` of ``nbytes``: both transfers complete, each above 1 Mb/s; the TCP
+    sender's own report (bytes, the CPU it used) comes back with the receiver's."""
     assert d["mrc"]["ok"], d["mrc"]["summary"]
     assert d["tcp"]["ok"] and d["tcp"]["bytes"] == nbytes, d["tcp"]
+    assert d["tcp"]["sender"]["bytes"] == nbytes and d["tcp"]["sender"]["cpu_s"] > 0, d["tcp"]
     assert d["mrc"]["goodput_bps"] > 1e6 and d["tcp"]["goodput_bps"] > 1e6
 
 

@@ -40,11 +40,20 @@ def _pair(module: str, recv_args: list[str], send_args: list[str]) -> tuple[dict
     return json.loads(out.strip().splitlines()[-1]), json.loads(sent.stdout.strip().splitlines()[-1])
 
 
+def _spent_some_cpu(*reports: dict[str, object]) -> None:
+    """Each end reports the CPU it used while the bytes moved: some, and less than the
+    whole run could have used (a few seconds here on loopback)."""
+    for r in reports:
+        cpu = r["cpu_s"]
+        assert isinstance(cpu, float) and 0 < cpu < 5, r
+
+
 def test_a_tcp_flow_delivers_every_byte_verified() -> None:
     got, sent = _pair("experiments.tcp_flow", ["--bytes", "300000", "--timeout", "20"],
                       ["--bytes", "300000", "--timeout", "20"])
     assert sent["bytes"] == 300000
     assert got["ok"] is True and got["bytes"] == 300000
+    _spent_some_cpu(got, sent)
 
 
 def test_a_udp_stream_counts_its_datagrams() -> None:
@@ -53,6 +62,7 @@ def test_a_udp_stream_counts_its_datagrams() -> None:
                       ["--bytes", "100000", "--size", "1000"])
     assert sent["datagrams"] == 100 and sent["bytes"] == 100000
     assert got["sent_seen"] == 100 and 0 < got["datagrams"] <= 100  # loopback may drop, never adds
+    _spent_some_cpu(got, sent)
 
 
 @pytest.mark.parametrize(("module", "argv", "says"), [
