@@ -156,10 +156,8 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
-        rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per transfer")] = None,
+        rate: Annotated[Optional[float], C.rate_option(DEFAULTS)] = None,
         ecn_threshold: Annotated[int, typer.Option(
             "--ecn-threshold", min=0, help="queue depth (packets) above which CE is set")] = 2,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",

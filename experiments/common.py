@@ -226,6 +226,16 @@ def pyplot() -> Any:
 
 TARGET_ENV = "MRC_P4_TARGET"  # the default of --target (make experiments TARGET=bmv2 passes --target)
 
+def bytes_option(defaults: Defaults, what: str) -> Any:
+    """The ``--bytes`` option of an experiment: its per-target default in the help."""
+    return typer.Option("--bytes", min=1, help=defaults.help("nbytes", what))
+
+
+def rate_option(defaults: Defaults) -> Any:
+    """The ``--rate`` option of an experiment whose senders are paced."""
+    return typer.Option("--rate", min=1, help=defaults.help("rate", "sender pacing, packets/s"))
+
+
 OutDirOpt = Annotated[Path, typer.Option("--out-dir", help="where the JSON and PNG go (default results/)")]
 PrefixOpt = Annotated[Optional[str], typer.Option(
     "--prefix", help="Mininet node-name prefix (default: a random mrcx..)")]

@@ -177,8 +177,7 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per flow"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per flow")] = None,
         link_rate: Annotated[Optional[float], typer.Option(
             "--link-rate", min=1, help=DEFAULTS.help("link_rate", "each limited uplink, packets/s"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",

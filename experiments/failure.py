@@ -273,10 +273,8 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per run"))] = None,
-        rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per run")] = None,
+        rate: Annotated[Optional[float], C.rate_option(DEFAULTS)] = None,
         cut_at: Annotated[Optional[float], typer.Option(
             "--cut-at", min=0, max=1, help=DEFAULTS.help("cut_at", "cut once this fraction of the packets is sent"))]
         = None,

@@ -187,8 +187,7 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per sender"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per sender")] = None,
         port_rate: Annotated[Optional[float], typer.Option(
             "--port-rate", min=1, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
         = None,

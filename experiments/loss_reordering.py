@@ -220,10 +220,8 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option("--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes"))]
-        = None,
-        rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes")] = None,
+        rate: Annotated[Optional[float], C.rate_option(DEFAULTS)] = None,
         loss: Annotated[Optional[float], typer.Option(
             "--loss", min=0, max=100, help=DEFAULTS.help("loss", "percent lost on plane 0's uplinks"))] = None,
         delay: Annotated[Optional[float], typer.Option(

@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import typer
 
 from controller.counters import delta, link_loads
 from experiments import common as C
@@ -106,10 +105,8 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
-        rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=1, help=DEFAULTS.help("rate", "sender pacing, packets/s"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per transfer")] = None,
+        rate: Annotated[Optional[float], C.rate_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run, {"nbytes": nbytes, "rate": rate})

@@ -116,8 +116,7 @@ app = C.app(__doc__.split("\n\n")[0])
 
 @app.command()
 def cli(
-        nbytes: Annotated[Optional[int], typer.Option(
-            "--bytes", min=1, help=DEFAULTS.help("nbytes", "bytes per transfer"))] = None,
+        nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per transfer")] = None,
         rate: Annotated[Optional[float], typer.Option(
             "--rate", min=0, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s (0: window only)"))] = None,
         mtu: Annotated[int, typer.Option(
