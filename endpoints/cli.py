@@ -155,6 +155,24 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
 send_app = typer.Typer(add_completion=False)
 
 
+CHUNK = 1 << 20
+
+
+def pseudo_random(seed: int, n: int, chunk: int = CHUNK) -> bytearray:
+    """The bytes of ``random.Random(seed).randbytes(n)``, drawn ``chunk`` bytes at a
+    time: one draw of more than 2**28 bytes overflows (its bit count is a C int). A
+    multiple of 4 as the chunk keeps the stream the same (the generator gives 32-bit
+    words, lowest byte first)."""
+    if chunk % 4:
+        raise ValueError(f"chunk {chunk}: a multiple of 4 bytes keeps the stream the same")
+    rng = random.Random(seed)
+    out = bytearray(n)
+    for at in range(0, n, chunk):
+        end = min(at + chunk, n)
+        out[at:end] = rng.randbytes(end - at)
+    return out
+
+
 def _human_bps(bps: float | None) -> str:
     if not bps:
         return "-"
@@ -222,13 +240,14 @@ def send(
                             evs=evs, ev_mode=ev_mode, src_host=src_host, dst_host=dst_host, local=bind, remote=to)
     except UsageError as exc:
         _fail(str(exc))
+    data: bytes | bytearray
     if infile is not None:
         try:
             data = infile.read_bytes()
         except OSError as exc:
             _fail(f"--in {infile}: {exc.strerror}")
     else:
-        data = random.Random(seed).randbytes(nbytes or 0)
+        data = pseudo_random(seed, nbytes or 0)
     try:
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,

@@ -123,6 +123,28 @@ def test_no_receiver_is_a_timeout() -> None:
     assert "no verdict from the receiver within 1 s" in s.stderr
 
 
+def test_more_than_256_mib_is_sent() -> None:
+    """One draw of more than 2**28 random bytes overflows Python's generator; the
+    sender draws its data in pieces and gets as far as waiting for the receiver."""
+    rx, sx, port = addresses()
+    s = send(rx, sx, port, "--bytes", str((1 << 28) + 5), "--ev-list", f"{port + 1}", "--timeout", "0.5",
+             "--tx", "sockets")
+    assert s.returncode == 1, s.stderr
+    assert "no verdict from the receiver within 0.5 s" in s.stderr and "Traceback" not in s.stderr
+
+
+def test_pseudo_random_data_is_one_stream() -> None:
+    """What ``--bytes N --seed S`` sends is ``random.Random(S).randbytes(N)`` whatever
+    the pieces it is drawn in; a piece that is not whole 32-bit words is refused."""
+    from endpoints.cli import pseudo_random
+
+    for n in (0, 3, 4096, 10_007):
+        assert pseudo_random(9, n, chunk=1024) == random.Random(9).randbytes(n)
+    assert pseudo_random(9, 10, chunk=1024) != random.Random(8).randbytes(10)
+    with pytest.raises(ValueError, match="multiple of 4"):
+        pseudo_random(9, 10, chunk=6)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--bytes", "10", "--ev-list", "x-y"], "--ev-list: 'x-y' is not an EV or a range"),
     (["--bytes", "10", "--ev-list", "70000"], "--ev-list: EV 70000 is not a UDP port"),
