@@ -159,7 +159,13 @@ class Window:
             self._last_delay = delay
         else:
             self._last_delay = None
-            delay, delayed = 0.0, fraction > 0  # no sample: the marks alone decide
+            if not fraction:
+                # Nothing measured and nothing marked (every packet acknowledged was a
+                # resend, Karn's rule, or no RTT yet): no reason to grow. Before the
+                # first sample a round trip has no length, so every ACK would end one.
+                self._acked = self._marked = 0
+                return
+            delay, delayed = 0.0, True  # marked, delay unknown: the marks alone decide
         held, self._held = self._held, False
         if fraction > 0 and (delayed or held):
             self.cwnd *= 1 - self.cfg.beta * fraction

@@ -76,6 +76,22 @@ def test_a_queue_that_marks_nothing_grows_the_window_by_one_per_round_trip() -> 
     assert w.on_trim(111 * ms, 9 * ms) and w.cwnd == pytest.approx(26.0 * 0.75 * 0.5)
 
 
+def test_round_trips_without_an_rtt_sample_grow_nothing() -> None:
+    """ACKs that carry no RTT sample (every packet they acknowledge was a resend:
+    Karn's rule) and no mark say nothing of the queue: the window stays. Before any
+    sample a round trip has no length, so each such ACK would otherwise end one and
+    double the window (a sender whose first packets were all trimmed went 2 -> 108 in
+    six ACKs). Marked ACKs without a sample still decrease."""
+    w = Window(CongestionConfig(initial_window=2, min_window=1, max_window=256))
+    for k in range(6):
+        w.on_ack(1, None, False, k * 1e-4, None)
+    assert w.cwnd == 2.0 and w.counts["increase"] == 0
+    w.on_ack(1, None, True, 1e-3, None)
+    assert w.cwnd == pytest.approx(1.0) and w.counts["decrease"] == 1
+    w.on_ack(2, 1e-3, False, 2e-3, None)  # the first sample: base RTT 1 ms, no delay, grows
+    assert w.cwnd == pytest.approx(2.0) and w.counts["increase"] == 1
+
+
 def test_a_configured_base_rtt_is_kept_whatever_the_samples() -> None:
     w = Window(CongestionConfig(initial_window=16, base_rtt=1e-3))
     w.on_ack(4, 0.5e-3, False, 0.0, None)
