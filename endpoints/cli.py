@@ -206,7 +206,9 @@ def send(
     cc_base_rtt: Annotated[Optional[float], typer.Option(
         help="congestion control: the network's unloaded RTT, seconds (default: the smallest RTT seen)")] = None,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
-    ack_every: Annotated[int, typer.Option(help="ask for an ACK on every n-th packet (the SACK bitmap covers the others)")] = 4,
+    ack_every: Annotated[int, typer.Option(
+        help="ask for an ACK on every n-th packet at most (a quarter of the window while it is smaller; "
+             "the SACK bitmap covers the others)")] = SenderConfig.ack_every,
     rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = SenderConfig.rto_min,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,

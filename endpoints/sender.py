@@ -225,6 +225,13 @@ class Sender:
         next_ev = self.spray.next_ev
         sent = self.flight.sent
         evs = self.evs
+        # ACK requests: every ack_every-th packet at most, a quarter of the window at
+        # least, so that one ACK releases at most a quarter of the window at once (a
+        # small window's bursts stay small where it shares a queue, as in an incast)
+        # and a large one is not answered packet by packet (every ACK costs the fabric
+        # and both ends what a data packet does). The receiver sends its feedback over
+        # its own rotation of EVs, so the requests need no plane of their own.
+        ack_every = max(1, min(cfg.ack_every, int(window) // 4))
         while budget and good:
             if len(inflight) >= window or (rate and self._next_send > now):
                 break
@@ -235,10 +242,8 @@ class Sender:
             ev = next_ev(good, now)
             off = idx * mtu
             ln = min(mtu, self.length - off)
-            # Every ack_every-th packet asks for an ACK (the receiver sends its feedback
-            # over its own rotation of EVs, so the requests need no plane of their own).
             self._since_ack += 1
-            ack_req = resend or idx == self.n_packets - 1 or self._since_ack >= cfg.ack_every
+            ack_req = resend or idx == self.n_packets - 1 or self._since_ack >= ack_every
             if ack_req:
                 self._since_ack = 0
             header = pack(OP_WRITE, 0, 0xFFFF, self.rqp, (wire.ACK_REQ if ack_req else 0)

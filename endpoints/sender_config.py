@@ -20,7 +20,9 @@ class SenderConfig:
     min_window: int = 2  # congestion control never shrinks the window below this
     rate_pps: float | None = None  # pacing; None: as fast as the window allows
     burst: int = 32  # at most this many packets per poll (and the pacing bucket)
-    ack_every: int = 4  # ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest)
+    # Ask for an ACK (BTH ack_req) on every n-th data packet (SACK covers the rest),
+    # n = this or a quarter of the congestion window, whichever is smaller
+    ack_every: int = 16
     # The RTO until the first RTT sample (RFC 6298's 1 s): the first packets wait in
     # queues the sender knows nothing of yet (an incast's shaped port, BMv2 on busy
     # cores), and a timeout then only resends what is still queued. Never below

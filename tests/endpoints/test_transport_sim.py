@@ -320,6 +320,20 @@ def test_acks_requested_every_nth_packet_come_back_on_every_ev() -> None:
     assert len(acks) < 1280 // 2
 
 
+@pytest.mark.parametrize("window, asked", [(8, 640), (40, 128), (128, 80), (256, 80)])
+def test_acks_are_requested_every_16th_packet_or_every_quarter_window(window: int, asked: int) -> None:
+    """The default ``ack_every`` (16) is a ceiling: a window of 8 asks every 2nd packet,
+    40 every 10th, 128 and more every 16th. A clean network never shrinks a window that
+    starts at its ceiling: 1,280 packets over 2, 10 and 16."""
+    data = payload(1280 * MTU)
+    cfg = SenderConfig(initial_window=window, window=window)
+    assert cfg.ack_every == 16
+    run = run_transfer(data, evs(16), SimNet(seed=3), sender_cfg=cfg)
+    assert_delivered(run, data)
+    assert run.sender.report()["retransmissions"]["total"] == 0
+    assert len([p for p in data_sent(run) if p.payload[8] & 0x80]) == asked
+
+
 def test_pacing_and_window_hold() -> None:
     data = payload(500 * MTU)
     window = 64
