@@ -31,7 +31,8 @@ an unqueued round trip (its acknowledged packets times ``(base RTT + target) / i
 length``), if that is smaller, but never below ``quick_adapt_floor`` of the window, at
 most once per smoothed RTT. Any other loss is a
 path's (the EV states judge it) and leaves the window alone, as do timeouts (a
-software switch that stalls, not a queue). The window stays
+software switch that stalls, not a queue). A round trip with neither an RTT sample
+(Karn's rule: only resends acknowledged) nor a mark changes nothing. The window stays
 within ``[min_window, max_window]``.
 
 Why these rules: with many senders into one port (an incast), every sender's packets
