@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import typer
+
+from topologies.command import seconds
 from topologies.transfer import BIN
 
 POLL = 0.001  # seconds between looks at the barrier directory
@@ -78,7 +81,11 @@ def listening(fn: Any, hosts: Sequence[str], port: int) -> Callable[[], bool]:
 
 
 def _wait(directory: Path, timeout: float) -> bool:
-    (directory / f"ready-{secrets.token_hex(6)}").touch()
+    try:
+        (directory / f"ready-{secrets.token_hex(6)}").touch()
+    except OSError as exc:
+        raise SystemExit(f"error: --barrier {directory}: cannot write a file there ({exc.strerror}); give the "
+                         "directory the experiment made") from None
     deadline = time.monotonic() + timeout
     while not (directory / "go").exists():
         if time.monotonic() > deadline:
@@ -101,9 +108,9 @@ def _parse(argv: Sequence[str]) -> tuple[Path, float, list[str]]:
         raise SystemExit(f"error: the command after '--' must be mrc-send (it runs in this process), not "
                          f"{cmd[:1]}\n{usage}")
     try:
-        timeout = float(values.get("--timeout", "60"))
-    except ValueError:
-        raise SystemExit(f"error: --timeout {values['--timeout']!r} is not a number of seconds\n{usage}") from None
+        timeout = seconds(values.get("--timeout", "60"))
+    except typer.BadParameter as exc:
+        raise SystemExit(f"error: --timeout {exc.message}\n{usage}") from None
     directory = Path(values["--barrier"])
     if not directory.is_dir():
         raise SystemExit(f"error: --barrier {directory}: no such directory (the experiment makes it)")
@@ -112,13 +119,12 @@ def _parse(argv: Sequence[str]) -> tuple[Path, float, list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     directory, timeout, cmd = _parse(sys.argv[1:] if argv is None else argv)
-    from endpoints.cli import send_main  # the start-up: before the barrier
+    from endpoints.cli import send_app  # the start-up: before the barrier
 
     if not _wait(directory, timeout):
         print(f"error: start barrier {directory}: no 'go' within {timeout:g} s", file=sys.stderr)
         return 1
-    sys.argv = [cmd[0], *cmd[1:]]
-    send_main()
+    send_app(args=cmd[1:], prog_name=Path(cmd[0]).name)  # its usage errors name mrc-send
     return 0
 
 

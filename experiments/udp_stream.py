@@ -29,23 +29,26 @@ from typing import Annotated
 
 import typer
 
-from topologies.command import new_app, print_report, run_command
+from endpoints.io import family_of
+from topologies.command import CommandError, ip_address, new_app, print_report, run_command, seconds
 
 PORT = 5202
 _SEQ = struct.Struct("!I")
 END = b"\xff\xff\xff\xff"
-
-
-def _family(addr: str) -> int:
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+MAX_BYTES = 1 << 30  # a stream of seconds to minutes, fewer datagrams than 32-bit sequence numbers count
 
 
 def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict[str, object]:
     """Count what arrives until the end marker, ``nbytes`` payload bytes, or ``idle``
     seconds without a datagram after the first."""
-    s = socket.socket(_family(listen), socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    s.bind((listen, PORT))
+    s = socket.socket(family_of(listen), socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.bind((listen, PORT))
+    except OSError as exc:
+        s.close()
+        raise CommandError(f"--listen {listen}: cannot listen on UDP port {PORT} ({exc.strerror}); give an address "
+                           "of this host whose port is free") from None
     print(json.dumps({"listening": listen}), flush=True)
     s.settimeout(timeout)
     got = datagrams = 0
@@ -79,9 +82,14 @@ def receive(listen: str, nbytes: int, timeout: float, idle: float = 1.0) -> dict
 def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str, object]:
     """``nbytes`` in datagrams of ``size`` bytes, back to back (a full socket buffer
     waits: the rate is what the host's stack and NIC take)."""
-    s = socket.socket(_family(to), socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-    s.connect((to, PORT))
+    s = socket.socket(family_of(to), socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        s.connect((to, PORT))
+    except OSError as exc:
+        s.close()
+        raise CommandError(f"--to {to}: cannot send to UDP port {PORT} there ({exc.strerror}); give a reachable "
+                           "address") from None
     time.sleep(start_delay)  # the receiver binds after its host started it
     body = bytes(size - 4)
     count = -(-nbytes // size)
@@ -104,20 +112,22 @@ def send(to: str, nbytes: int, size: int, start_delay: float = 0.5) -> dict[str,
 
 PROG = "python -m experiments.udp_stream"
 app = new_app(__doc__.split("\n\n")[0], no_args_is_help=True)
-BytesOpt = Annotated[int, typer.Option("--bytes", min=1, help="payload bytes to send / to expect at most")]
+BytesOpt = Annotated[int, typer.Option("--bytes", min=1, max=MAX_BYTES,
+                                       help="payload bytes to send / to expect at most")]
 
 
 @app.command("recv")
-def recv_cmd(listen: Annotated[str, typer.Option("--listen", help="address to listen on")],
+def recv_cmd(listen: Annotated[str, typer.Option("--listen", callback=ip_address,
+                                                  help="address to listen on (IPv6 or IPv4)")],
              nbytes: BytesOpt,
-             timeout: Annotated[float, typer.Option("--timeout", min=0,
+             timeout: Annotated[float, typer.Option("--timeout", callback=seconds,
                                                     help="seconds to wait for the first datagram")] = 60.0) -> int:
     """Count the datagrams that arrive; print one JSON line."""
     return print_report(receive(listen, nbytes, timeout))
 
 
 @app.command("send")
-def send_cmd(to: Annotated[str, typer.Option("--to", help="the receiver's address")],
+def send_cmd(to: Annotated[str, typer.Option("--to", callback=ip_address, help="the receiver's address")],
              nbytes: BytesOpt,
              size: Annotated[int, typer.Option("--size", min=5, max=65000,
                                                help="payload bytes per datagram")] = 1408) -> int:

@@ -98,3 +98,30 @@ def test_udp_listening_reads_the_local_port_of_proc_net() -> None:
     assert udp_listening(text, 4791)
     assert not udp_listening(text, 4792)
     assert not udp_listening(text.replace(":12B7 ", ":0000 "), 4791)
+
+
+def _launch(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "experiments.start_together", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=20)
+
+
+def test_a_timeout_that_never_ends_or_never_waits_is_refused(tmp_path: Path) -> None:
+    usage = "usage: python -m experiments.start_together --barrier DIR [--timeout S] -- mrc-send ARGS..."
+    for value in ["nan", "inf", "0", "-1", "1e300"]:  # nan and inf waited for ever
+        p = _launch(["--barrier", str(tmp_path), "--timeout", value, "--", "mrc-send", "--to", "::1"])
+        assert (p.returncode, p.stderr.splitlines()) == (1, [
+            f"error: --timeout {value}: not a number of seconds above 0 and at most 86400 (a day)", usage]), p.stderr
+    assert not list(tmp_path.iterdir())  # no sender said it was ready
+
+
+def test_a_barrier_directory_it_cannot_write_is_one_line() -> None:
+    p = _launch(["--barrier", "/proc", "--timeout", "1", "--", "mrc-send"])
+    assert (p.returncode, p.stderr.splitlines()) == (1, [
+        "error: --barrier /proc: cannot write a file there (No such file or directory); give the directory the "
+        "experiment made"]), p.stderr
+
+
+def test_the_senders_usage_errors_name_mrc_send(tmp_path: Path) -> None:
+    (tmp_path / "go").touch()  # released at once
+    p = _launch(["--barrier", str(tmp_path), "--timeout", "5", "--", str(BIN / "mrc-send"), "--bogus"])
+    assert p.returncode == 2 and "Try 'mrc-send --help' for help." in p.stderr.splitlines(), p.stderr
