@@ -19,6 +19,7 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import os
 import random
 import socket
 import sys
@@ -28,11 +29,19 @@ from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
-from endpoints import io
-from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
+from endpoints import io, wire
+from endpoints.transport import Connection, Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
-from fabric.cli_options import HostsPerLeafOpt, LeavesOpt, PlanesOpt, SpinesOpt, TopologyOpt
+from fabric.cli_options import (
+    HostsPerLeafOpt,
+    LeavesOpt,
+    PlanesOpt,
+    SpinesOpt,
+    TopologyOpt,
+    address_problem,
+    seconds_problem,
+)
 from fabric.paths import paths
 from fabric.resolve import Shape, resolve
 from fabric.topology import EvMode, Topology, TopologyError
@@ -52,26 +61,93 @@ def _logging(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(name)s: %(message)s", stream=sys.stderr)
 
 
+# ---- option checks (each before any work is done) and the files written at the end ----
+
+def _seconds(option: str, value: float | None, *, zero_ok: bool = False) -> None:
+    """A time option (fabric/cli_options.py ``seconds_problem``); None: not given."""
+    problem = None if value is None else seconds_problem(value, zero_ok=zero_ok)
+    if problem is not None:
+        _fail(f"{option} {problem}")
+
+
+def _port(port: int) -> None:
+    if not 1 <= port <= 0xFFFF:
+        _fail(f"--port {port}: give a UDP port, 1..65535")
+
+
+def _address(option: str, text: str) -> None:
+    problem = address_problem(text)
+    if problem is not None:
+        _fail(f"{option} {problem}")
+
+
+def _sender_addresses(to: str, bind: str) -> None:
+    """--to, and --bind when given (else any address), of the same family."""
+    _address("--to", to)
+    if bind:
+        _address("--bind", bind)
+        if io.family_of(bind) != io.family_of(to):
+            _fail(f"--bind {bind} and --to {to} are not of the same address family")
+
+
+def _transfer_length(what: str, n: int, mtu: int) -> None:
+    """A transfer has at most 2**24 packets, so that each PSN names one packet of it
+    (the OPEN's 64-bit length field allows more)."""
+    most = wire.PSN_MOD * mtu
+    if not 0 <= n <= most:
+        _fail(f"{what}: a transfer is 0 to {most} bytes (2**24 PSNs of --mtu {mtu} bytes)")
+
+
+def _writable(option: str, path: Path | None) -> None:
+    """Fail unless ``path`` can be written at the end: a file, new or not, in a directory that exists."""
+    if path is None:
+        return
+    if path.is_dir():
+        _fail(f"{option} {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        _fail(f"{option} {path}: no directory {path.parent}; create it or give another path")
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        _fail(f"{option} {path}: not writable; give another path")
+
+
+def _write(problems: list[str], option: str, path: Path, data: bytes | bytearray) -> None:
+    """Write a result file; a failure (the place changed since the start) joins ``problems``."""
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        problems.append(f"{option} {path}: {exc.strerror}; nothing written there")
+
+
+def _report_bytes(rep: dict[str, Any]) -> bytes:
+    return (json.dumps(rep, indent=1) + "\n").encode()
+
+
 # ---- the EV set ----------------------------------------------------------------
+
+
+def _ev(text: str, part: str) -> int:
+    try:
+        ev = int(text, 0)
+    except ValueError:
+        raise UsageError(f"--ev-list: {part!r} is not an EV or a range (e.g. 4096-4159,5000)") from None
+    if not 0 <= ev <= 0xFFFF:
+        raise UsageError(f"--ev-list: EV {ev} is not a UDP port (0..65535)")
+    return ev
 
 
 def parse_ev_list(text: str) -> list[plan.EvPath]:
     """``4096,4097`` or ``4096-4159`` (and mixes): EVs without a known path
-    (plane and spine -1)."""
+    (plane and spine -1). A range's ends are checked before it is expanded."""
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        try:
-            if "-" in part:
-                lo, hi = (int(x, 0) for x in part.split("-", 1))
-                out += range(lo, hi + 1)
-            elif part:
-                out.append(int(part, 0))
-        except ValueError:
-            raise UsageError(f"--ev-list: {part!r} is not an EV or a range (e.g. 4096-4159,5000)") from None
-    bad = [ev for ev in out if not 0 <= ev <= 0xFFFF]
-    if bad:
-        raise UsageError(f"--ev-list: EV {bad[0]} is not a UDP port (0..65535)")
+        if "-" in part:
+            lo, hi = (_ev(x, part) for x in part.split("-", 1))
+            if lo > hi:
+                raise UsageError(f"--ev-list: the range {part} is reversed; write {hi}-{lo}")
+            out += range(lo, hi + 1)
+        elif part:
+            out.append(_ev(part, part))
     if len(set(out)) != len(out):
         raise UsageError("--ev-list: an EV is listed twice")
     if not out:
@@ -173,6 +249,25 @@ def pseudo_random(seed: int, n: int, chunk: int = CHUNK) -> bytearray:
     return out
 
 
+def _sender_data(infile: Path | None, nbytes: int | None, seed: int, mtu: int) -> bytes | bytearray:
+    """The bytes to send: the file, or ``nbytes`` from ``seed``; the length is checked first."""
+    if infile is not None:
+        try:
+            length = infile.stat().st_size
+        except OSError as exc:
+            _fail(f"--in {infile}: {exc.strerror}")
+        _transfer_length(f"--in {infile} has {length} bytes", length, mtu)
+    else:
+        length = nbytes or 0
+        _transfer_length(f"--bytes {nbytes}", length, mtu)
+    try:
+        return infile.read_bytes() if infile is not None else pseudo_random(seed, length)
+    except OSError as exc:
+        _fail(f"--in {infile}: {exc.strerror}")
+    except MemoryError:
+        _fail(f"not enough memory for {length} bytes; send less")
+
+
 def _human_bps(bps: float | None) -> str:
     if not bps:
         return "-"
@@ -229,10 +324,14 @@ def send(
     _logging(verbose)
     if (nbytes is None) == (infile is None):
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
-    if nbytes is not None and nbytes < 0:
-        _fail("--bytes must be 0 or more")
-    if not linger >= 0:
-        _fail("--linger must be 0 or more seconds")
+    _sender_addresses(to, bind)
+    _port(port)
+    for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
+                                   ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
+                                   ("--probe-interval", probe_interval, False),
+                                   ("--sample-interval", sample_interval, False)):
+        _seconds(option, value, zero_ok=zero_ok)
+    _writable("--report", report)
     if ev_mode not in (None, "explicit", "generated"):
         _fail(f"--ev-mode {ev_mode!r}: explicit or generated")
     try:
@@ -242,24 +341,19 @@ def send(
                             evs=evs, ev_mode=ev_mode, src_host=src_host, dst_host=dst_host, local=bind, remote=to)
     except UsageError as exc:
         _fail(str(exc))
-    data: bytes | bytearray
-    if infile is not None:
-        try:
-            data = infile.read_bytes()
-        except OSError as exc:
-            _fail(f"--in {infile}: {exc.strerror}")
-    else:
-        data = pseudo_random(seed, nbytes or 0)
     try:
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
                            sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt)
+        cfg.check()
+    except ValueError as exc:
+        _fail(str(exc))
+    data = _sender_data(infile, nbytes, seed, mtu)
+    try:
         sender = Sender(data, ev_set, cfg, now=0.0, path_names=names)
     except ValueError as exc:
         _fail(str(exc))
-    if io.family_of(bind or to) != io.family_of(to):
-        _fail(f"--bind {bind} and --to {to} are not of the same address family")
     try:
         sock = io.listen(bind or ("::" if io.family_of(to) == socket.AF_INET6 else "0.0.0.0"), port,
                          want_tclass=False)
@@ -284,12 +378,13 @@ def send(
     rep["sha256"] = sender.digest.hex()
     if result.timed_out and not sender.finished:
         rep["error"] = f"no verdict from the receiver within {timeout:g} s (is mrc-recv running at {to} port {port}?)"
+    problems = [] if sender.ok else [rep["error"] or "transfer failed"]
     if report is not None:
-        report.write_text(json.dumps(rep, indent=1) + "\n")
+        _write(problems, "--report", report, _report_bytes(rep))
     if not quiet:
         _print_sender(rep)
-    if not sender.ok:
-        _fail(rep["error"] or "transfer failed")
+    if problems:
+        _fail("; ".join(problems))
 
 
 def _print_sender(rep: dict[str, Any]) -> None:
@@ -335,8 +430,17 @@ def recv(
     _logging(verbose)
     if count < 1:
         _fail("--count must be at least 1")
+    _port(port)
+    for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
+                                   ("--nack-delay", nack_delay, True), ("--renack-interval", renack_interval, False),
+                                   ("--ack-delay", ack_delay, True)):
+        _seconds(option, value, zero_ok=zero_ok)
+    if max_bytes < 0:
+        _fail(f"--max-bytes {max_bytes}: give 0 or more bytes")
     if nbytes is not None and not 0 <= nbytes <= max_bytes:
         _fail(f"--bytes {nbytes}: 0..--max-bytes ({max_bytes})")
+    _writable("--out", out)
+    _writable("--report", report)
     cfg = ReceiverConfig(max_bytes=max_bytes, expect_bytes=nbytes, max_connections=count, nack_delay=nack_delay,
                          renack_interval=renack_interval, ack_delay=ack_delay, trim_dscp=trim_dscp, seed=seed)
     try:
@@ -366,27 +470,40 @@ def recv(
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
     done = receiver.completed
-    ok = len(done) >= count and all(c.state == STATE_VERIFIED for c in done)
-    rep["ok"] = ok
+    failure = _receiver_failure(done, count, timeout, result.timed_out)
+    rep["ok"] = failure is None
+    problems = [] if failure is None else [failure]
     if out is not None:
         for i, c in enumerate(done):
             if c.state == STATE_VERIFIED:
-                (out if i == 0 else out.with_name(f"{out.name}.{i + 1}")).write_bytes(c.buf)
+                _write(problems, "--out", out if i == 0 else out.with_name(f"{out.name}.{i + 1}"), c.buf)
     if report is not None:
-        report.write_text(json.dumps(rep, indent=1) + "\n")
+        _write(problems, "--report", report, _report_bytes(rep))
     if not quiet:
-        for c in rep["connections"]:
-            typer.echo(f"from {c['peer']}: {c['received_bytes']}/{c['bytes']} bytes, {c['verdict']}, "
-                       f"{c['counts'].get('duplicates', 0)} duplicates, {c['counts'].get('trimmed', 0)} trimmed, "
-                       f"goodput {_human_bps(c['goodput_bps'])}")
-        if rep["dropped"]:
-            typer.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["dropped"].items())))
-    if not ok:
-        if result.timed_out:
-            _fail(f"{len(done)} of {count} transfers complete after {timeout:g} s")
-        bad = [c for c in done if c.state != STATE_VERIFIED]
-        _fail(f"{len(bad)} transfer(s) arrived with a SHA-256 different from the sender's "
-              f"(first from {bad[0].peer})" if bad else "transfers incomplete")
+        _print_receiver(rep)
+    if problems:
+        _fail("; ".join(problems))
+
+
+def _receiver_failure(done: list[Connection], count: int, timeout: float, timed_out: bool) -> str | None:
+    """Why the receiver fails, or None when ``count`` transfers arrived and each verified."""
+    bad = [c for c in done if c.state != STATE_VERIFIED]
+    if len(done) >= count and not bad:
+        return None
+    if timed_out:
+        return f"{len(done)} of {count} transfers complete after {timeout:g} s"
+    if bad:
+        return f"{len(bad)} transfer(s) arrived with a SHA-256 different from the sender's (first from {bad[0].peer})"
+    return "transfers incomplete"
+
+
+def _print_receiver(rep: dict[str, Any]) -> None:
+    for c in rep["connections"]:
+        typer.echo(f"from {c['peer']}: {c['received_bytes']}/{c['bytes']} bytes, {c['verdict']}, "
+                   f"{c['counts'].get('duplicates', 0)} duplicates, {c['counts'].get('trimmed', 0)} trimmed, "
+                   f"goodput {_human_bps(c['goodput_bps'])}")
+    if rep["dropped"]:
+        typer.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["dropped"].items())))
 
 
 def send_main() -> None:

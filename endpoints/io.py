@@ -273,6 +273,10 @@ def _transmit(tx: Transmitter, out: list[Tx], dst: str | None, stats: dict[str, 
                 # report is consumed, send again.
                 stats["icmp_reported"] = stats.get("icmp_reported", 0) + 1
                 tx.send(pkt.ev, pkt.payload, to)
+        except IoError:
+            # The receiver answers on the EV a packet came from: a source port it
+            # cannot bind (0, its own port, one in use) gets no answer.
+            stats["ev_unbindable"] = stats.get("ev_unbindable", 0) + 1
         except OSError as exc:
             if exc.errno in (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH,
                              errno.ENETUNREACH):

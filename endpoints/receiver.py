@@ -151,7 +151,7 @@ class Receiver:
 
     def __init__(self, config: ReceiverConfig = ReceiverConfig()) -> None:
         for name in ("nack_delay", "ack_delay"):
-            if getattr(config, name) < 0:
+            if not getattr(config, name) >= 0:  # NaN too
                 raise ValueError(f"receiver: {name} must be 0 seconds or more")
         if not config.renack_interval > 0 or not config.sample_interval > 0:
             raise ValueError("receiver: renack_interval and sample_interval must be more than 0 seconds")
@@ -229,6 +229,12 @@ class Receiver:
             reason = wire.REFUSE_WINDOW
         elif len(self.conns) - len(self.completed) >= cfg.max_connections:
             reason = wire.REFUSE_BUSY
+        buf = bytearray()
+        if not reason:
+            try:  # a length within --max-bytes may still be more than this host has
+                buf = bytearray(o.length)
+            except (MemoryError, OverflowError):
+                reason = wire.REFUSE_MEMORY
         if reason:
             self.counts["refused"] += 1
             log.info("refused a transfer from %s (sender QP %#x): %s", peer, o.sender_qp,
@@ -239,7 +245,7 @@ class Receiver:
             qp = self._rng.randrange(1, QP_MASK + 1)
         c = Connection(qp, peer, o.sender_qp, o.first_psn, o.length, o.mtu, o.window, o.digest,
                        rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12,
-                       opened_at=now, buf=bytearray(o.length), n_packets=-(-o.length // o.mtu))
+                       opened_at=now, buf=buf, n_packets=-(-o.length // o.mtu))
         c.next_sample = now + cfg.sample_interval
         c.reorder = cfg.nack_delay
         self.conns[qp] = c

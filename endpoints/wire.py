@@ -49,12 +49,14 @@ REFUSE_MTU = 2  # payload size 0 or above MAX_MTU
 REFUSE_WINDOW = 3  # window 0 or above the receiver's limit
 REFUSE_BUSY = 4  # the receiver holds as many transfers as it accepts
 REFUSE_VERSION = 5
+REFUSE_MEMORY = 6  # the receiver could not allocate a buffer of that length
 REFUSE_REASONS = {
     REFUSE_LENGTH: "transfer length not accepted by the receiver (--bytes / --max-bytes)",
     REFUSE_MTU: "payload size not accepted by the receiver",
     REFUSE_WINDOW: "window larger than the receiver accepts",
     REFUSE_BUSY: "the receiver accepts no more transfers",
     REFUSE_VERSION: "unknown protocol version",
+    REFUSE_MEMORY: "the receiver has not enough memory for a buffer of that length",
 }
 
 VERSION = 1

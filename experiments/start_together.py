@@ -25,7 +25,7 @@ from typing import Any
 
 import typer
 
-from topologies.command import seconds
+from fabric.cli_options import seconds
 from topologies.transfer import BIN
 
 POLL = 0.001  # seconds between looks at the barrier directory

@@ -30,7 +30,8 @@ from typing import Annotated
 import typer
 
 from endpoints.io import family_of
-from topologies.command import CommandError, ip_address, new_app, print_report, run_command, seconds
+from fabric.cli_options import ip_address, seconds
+from topologies.command import CommandError, new_app, print_report, run_command
 
 PORT = 5202
 _SEQ = struct.Struct("!I")

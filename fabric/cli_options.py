@@ -5,12 +5,14 @@ small Mininet commands all take a topology the same way (``--topology FILE`` or 
 shape options, resolved by fabric/resolve.py), and the network commands share
 ``--run-dir``, ``--target`` and ``--prefix``; each option's name, type and help live
 here, so a command that takes one takes it exactly as the others do.
-Declarations only: parsing and printing are the commands' (topologies/command.py
-runs the Mininet package's commands).
+Declarations only, with the checks of two kinds of value every command takes alike
+(``seconds``, ``ip_address``: typer callbacks); parsing and printing are the commands'
+(topologies/command.py runs the Mininet package's commands).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal, Optional, get_args
 
@@ -47,3 +49,48 @@ def shape(planes: int | None = None, spines: int | None = None, leaves: int | No
           hosts_per_leaf: int | None = None, evs_per_nic: int | None = None, ev_mode: str | None = None) -> Shape:
     """The shape options as the resolver takes them."""
     return Shape(planes, spines, leaves, hosts_per_leaf, evs_per_nic, ev_mode)
+
+
+# A time option's largest value, a day: socket timeouts and sleeps overflow far above it
+# (about 9e9 s), and a run that waits longer than a day for its peer has failed.
+MAX_SECONDS = 86400.0
+
+
+def seconds_problem(value: float | str, *, zero_ok: bool = False) -> str | None:
+    """Why ``value`` is not a time option's value: a finite number of seconds above 0
+    (or 0 too, ``zero_ok``) and at most ``MAX_SECONDS``; None when it is one (nan, inf
+    and 0 never end or never wait)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return f"{value!r}: not a number of seconds"
+    if (number >= 0 if zero_ok else number > 0) and number <= MAX_SECONDS:  # nan fails both
+        return None
+    return f"{number:g}: give a number of seconds {'from 0 to' if zero_ok else 'more than 0 and at most'} " \
+           f"{MAX_SECONDS:g} (a day)"
+
+
+def seconds(value: float | str) -> float:
+    """A time option's value, more than 0 (a typer ``callback=``); else a usage error."""
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise typer.BadParameter(problem)
+    return float(value)
+
+
+def address_problem(value: str) -> str | None:
+    """Why ``value`` is not an IPv6 or IPv4 address, as the hosts' are (a name would be
+    looked up, or fail, late); None when it is one."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return f"{value!r}: give an IPv6 or IPv4 address (e.g. fd00::1 or 127.0.0.1)"
+    return None
+
+
+def ip_address(value: str) -> str:
+    """An address option's value (a typer ``callback=``); else a usage error."""
+    problem = address_problem(value)
+    if problem is not None:
+        raise typer.BadParameter(problem)
+    return value

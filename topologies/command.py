@@ -7,7 +7,6 @@ as their other errors are, so a script or a test can read it.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,37 +21,10 @@ def new_app(help: str | None = None, *, no_args_is_help: bool = False) -> typer.
                        no_args_is_help=no_args_is_help, context_settings={"help_option_names": ["-h", "--help"]})
 
 
-# A time option's largest value, a day: socket timeouts and sleeps overflow far above it
-# (about 9e9 s), and a run that waits longer than a day for its peer has failed.
-MAX_SECONDS = 86400.0
-
-
 class CommandError(Exception):
     """A run that failed for a reason outside the command line (a peer that does not
     answer, an address not on this host): ``run_command`` says it in one ``error:``
     line (exit status 1)."""
-
-
-def seconds(value: float | str) -> float:
-    """A time option's value (a typer ``callback=``): a number of seconds above 0 and at
-    most ``MAX_SECONDS``; else a usage error (nan, inf and 0 never end or never wait)."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not 0 < number <= MAX_SECONDS:
-        raise typer.BadParameter(f"{value}: not a number of seconds above 0 and at most {MAX_SECONDS:g} (a day)")
-    return number
-
-
-def ip_address(value: str) -> str:
-    """An address option's value (a typer ``callback=``): an IPv6 or IPv4 address, as
-    the hosts' are; else a usage error (a name would be looked up, or fail, late)."""
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        raise typer.BadParameter(f"{value!r}: give an IPv6 or IPv4 address (e.g. ::1 or 127.0.0.1)") from None
-    return value
 
 
 def print_report(report: Mapping[str, object]) -> int:

@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import select
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from endpoints import wire
 
 BIN = Path(sys.executable).parent
 RNG = random.Random(os.getpid() ^ int(time.time()))
@@ -40,9 +44,9 @@ def start_recv(listen: str, port: int, *args: str) -> subprocess.Popen:
     return p
 
 
-def send(to: str, bind: str, port: int, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def send(to: str, bind: str, port: int, *args: str, timeout: float = 60, **run: Any) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "mrc-send"), "--to", to, "--bind", bind, "--port", str(port), *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, **run)
 
 
 def finish(p: subprocess.Popen) -> tuple[int, str, str]:
@@ -155,23 +159,184 @@ def test_pseudo_random_data_is_one_stream() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--window", "0"], "window 0 outside 1..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--ev-mode", "sideways"], "--ev-mode 'sideways'"),
     (["--bytes", "10", "--ev-list", "5000", "--rate", "-5"], "pacing rate must be more than 0"),
-    (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "probe_interval must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "--probe-interval 0: give a number of seconds more than 0"),
     (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst, ack_every, initial_window and min_window must be at least 1"),
+    # more than 2**24 packets of --mtu: refused before the data is drawn
+    (["--bytes", "99999999999999999999", "--ev-list", "5000"],
+     "--bytes 99999999999999999999: a transfer is 0 to 16777216000 bytes (2**24 PSNs of --mtu 1000 bytes)"),
+    (["--bytes", "10000000000000", "--ev-list", "5000"], "--bytes 10000000000000: a transfer is 0 to 16777216000 bytes"),
+    (["--bytes", "-1", "--ev-list", "5000"], "--bytes -1: a transfer is 0 to 16777216000 bytes"),
+    (["--bytes", "200000000000", "--ev-list", "5000", "--mtu", "9000"],
+     "--bytes 200000000000: a transfer is 0 to 150994944000 bytes (2**24 PSNs of --mtu 9000 bytes)"),
+    (["--bytes", "10", "--ev-list", "5000", "--port", "65536"], "--port 65536: give a UDP port, 1..65535"),
+    (["--bytes", "10", "--ev-list", "5000", "--port", "-1"], "--port -1: give a UDP port, 1..65535"),
+    (["--bytes", "10", "--ev-list", "5000", "--port", "0"], "--port 0: give a UDP port, 1..65535"),
+    (["--bytes", "10", "--ev-list", "5000", "--port", "99999999999999999999"], "--port 99999999999999999999: give"),
+    (["--bytes", "10", "--ev-list", "5000", "--report", "/nonexistent/s.json"],
+     "--report /nonexistent/s.json: no directory /nonexistent; create it or give another path"),
+    (["--bytes", "10", "--ev-list", "5000", "--report", "/"], "--report /: is a directory; give a file name"),
+    (["--bytes", "10", "--ev-list", "5000", "--report", ""], "--report .: is a directory; give a file name"),
+    (["--bytes", "10", "--ev-list", "5000", "--linger", "inf"],
+     "--linger inf: give a number of seconds from 0 to 86400 (a day)"),
+    (["--bytes", "10", "--ev-list", "5000", "--linger", "1e30"], "--linger 1e+30: give a number of seconds from 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--linger", "-1"], "--linger -1: give a number of seconds from 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--timeout", "nan"],
+     "--timeout nan: give a number of seconds more than 0 and at most 86400 (a day)"),
+    (["--bytes", "10", "--ev-list", "5000", "--timeout", "-1"], "--timeout -1: give a number of seconds more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--timeout", "0"], "--timeout 0: give a number of seconds more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--cc-base-rtt", "inf"], "--cc-base-rtt inf: give a number of seconds"),
+    (["--bytes", "10", "--ev-list", "5000", "--rto-min", "inf"], "--rto-min inf: give a number of seconds"),
+    (["--bytes", "10", "--ev-list", "1-99999999999999999999"],
+     "--ev-list: EV 99999999999999999999 is not a UDP port (0..65535)"),
+    (["--bytes", "10", "--ev-list", "1-300000000"], "--ev-list: EV 300000000 is not a UDP port (0..65535)"),
+    (["--bytes", "10", "--ev-list", "5-3"], "--ev-list: the range 5-3 is reversed; write 3-5"),
+    (["--bytes", "10", "--ev-list", "5000", "--to", "foo"], "--to 'foo': give an IPv6 or IPv4 address"),
+    (["--bytes", "10", "--ev-list", "5000", "--to", "256.1.1.1"], "--to '256.1.1.1': give an IPv6 or IPv4 address"),
+    (["--bytes", "10", "--ev-list", "5000", "--to", "127.0.0.1:80"], "--to '127.0.0.1:80': give an IPv6 or IPv4"),
+    (["--bytes", "10", "--ev-list", "5000", "--to", ""], "--to '': give an IPv6 or IPv4 address"),
+    (["--bytes", "10", "--ev-list", "5000", "--bind", "foo"], "--bind 'foo': give an IPv6 or IPv4 address"),
 ])
 def test_bad_options_are_one_line(args: list[str], message: str) -> None:
-    s = send("127.0.0.1", "127.0.0.2", 4791, *args)
+    s = send("127.0.0.1", "127.0.0.2", 4791, "--timeout", "1", *args, timeout=30)
     assert s.returncode == 1
     lines = s.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], s.stderr
 
 
-def test_bad_receiver_options_are_one_line() -> None:
-    for args, message in ((["--nack-delay", "-1"], "nack_delay must be 0 seconds or more"),
-                          (["--trim-dscp", "64"], "trim DSCP 64 outside 0..63"),
-                          (["--count", "0"], "--count must be at least 1")):
-        p = subprocess.run([str(BIN / "mrc-recv"), "--listen", "127.0.0.1", *args], capture_output=True, text=True)
-        lines = p.stderr.strip().splitlines()
-        assert p.returncode == 1 and len(lines) == 1 and message in lines[0], p.stderr
+@pytest.mark.parametrize("args, message", [
+    (["--nack-delay", "-1"], "--nack-delay -1: give a number of seconds from 0 to 86400 (a day)"),
+    (["--trim-dscp", "64"], "trim DSCP 64 outside 0..63"),
+    (["--count", "0"], "--count must be at least 1"),
+    (["--port", "65536"], "--port 65536: give a UDP port, 1..65535"),
+    (["--port", "-1"], "--port -1: give a UDP port, 1..65535"),
+    (["--port", "0"], "--port 0: give a UDP port, 1..65535"),
+    (["--port", "99999999999999999999"], "--port 99999999999999999999: give a UDP port, 1..65535"),
+    (["--timeout", "nan"], "--timeout nan: give a number of seconds more than 0 and at most 86400 (a day)"),
+    (["--timeout", "-1"], "--timeout -1: give a number of seconds more than 0"),
+    (["--timeout", "0"], "--timeout 0: give a number of seconds more than 0"),
+    (["--linger", "-1"], "--linger -1: give a number of seconds from 0 to 86400"),
+    (["--linger", "nan"], "--linger nan: give a number of seconds from 0 to 86400"),
+    (["--nack-delay", "nan"], "--nack-delay nan: give a number of seconds from 0 to 86400"),
+    (["--nack-delay", "inf"], "--nack-delay inf: give a number of seconds from 0 to 86400"),
+    (["--ack-delay", "nan"], "--ack-delay nan: give a number of seconds from 0 to 86400"),
+    (["--renack-interval", "inf"], "--renack-interval inf: give a number of seconds more than 0"),
+    (["--max-bytes", "-1"], "--max-bytes -1: give 0 or more bytes"),
+    (["--out", "/"], "--out /: is a directory; give a file name"),
+    (["--out", "/nonexistent/out.bin"], "--out /nonexistent/out.bin: no directory /nonexistent; create it"),
+    (["--report", "/"], "--report /: is a directory; give a file name"),
+    (["--report", "/nonexistent/r.json"], "--report /nonexistent/r.json: no directory /nonexistent; create it"),
+    (["--report", ""], "--report .: is a directory; give a file name"),
+])
+def test_bad_receiver_options_are_one_line(args: list[str], message: str) -> None:
+    p = subprocess.run([str(BIN / "mrc-recv"), "--listen", "127.0.0.1", "--timeout", "1", *args],
+                       capture_output=True, text=True, timeout=30)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], p.stderr
+
+
+def test_not_enough_memory_for_the_data_is_one_line() -> None:
+    """3 GB is within what the wire carries; with 2 GiB of address space the data
+    cannot be allocated: one line, nothing sent."""
+    rx, sx, port = addresses()
+
+    def two_gib() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    s = send(rx, sx, port, "--bytes", "3000000000", "--ev-list", f"{port + 1}", "--tx", "sockets", "--timeout", "1",
+             timeout=30, preexec_fn=two_gib)
+    assert s.returncode == 1
+    assert s.stderr.strip().splitlines() == ["error: not enough memory for 3000000000 bytes; send less"], s.stderr
+
+
+def test_a_lost_out_directory_is_one_line_and_the_report_is_written(tmp_path: Path) -> None:
+    """--out's directory exists at the start and is gone at the end: the verified
+    transfer is still reported, and the write error is one line."""
+    rx, sx, port = addresses()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    recv = start_recv(rx, port, "--out", str(gone / "out.bin"), "--report", str(tmp_path / "r.json"),
+                      "--timeout", "20")
+    gone.rmdir()
+    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
+             "--timeout", "20")
+    code, _, err = finish(recv)
+    assert s.returncode == 0, s.stderr
+    assert code == 1
+    assert err.strip().splitlines() == [f"error: --out {gone / 'out.bin'}: No such file or directory; "
+                                        "nothing written there"], err
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["ok"] is True and [c["verdict"] for c in rep["connections"]] == ["verified"]
+
+
+def test_a_lost_report_directory_is_one_line(tmp_path: Path) -> None:
+    """The sender's --report directory is gone when the transfer ends: one line, exit 1.
+    The directory goes once the sender's first OPEN shows it has passed its checks."""
+    rx, sx, port = addresses()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    stand_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stand_in.bind((rx, port))
+    sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
+                               "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets", "--timeout", "30",
+                               "--report", str(gone / "s.json"), "-q"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert select.select([stand_in], [], [], 20)[0], "no OPEN from the sender"
+        assert stand_in.recv(2048)[0] == wire.OP_OPEN
+    finally:
+        stand_in.close()
+    gone.rmdir()
+    recv = start_recv(rx, port, "--timeout", "30")
+    _, err = sender.communicate(timeout=60)
+    assert finish(recv)[0] == 0
+    assert sender.returncode == 1
+    assert err.strip().splitlines() == [f"error: --report {gone / 's.json'}: No such file or directory; "
+                                        "nothing written there"], err
+
+
+def send_open(src: tuple[str, int], rx: str, port: int, length: int, version: int = wire.VERSION) -> None:
+    """An OPEN from a plain UDP socket bound to ``src`` (its port is the EV)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(src)
+        s.sendto(wire.Open(src[1], version, 0x123, 0, length, 1000, 128, bytes(32)).pack(), (rx, port))
+
+
+def test_an_open_beyond_memory_is_refused_and_the_receiver_carries_on(tmp_path: Path) -> None:
+    """An OPEN for 10**15 bytes (within --max-bytes, beyond any host's memory) is
+    refused with STATUS REFUSED "memory" and counted; a normal transfer follows."""
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--max-bytes", str(10**15), "--report", str(tmp_path / "r.json"),
+                      "--timeout", "30", "--tx", "sockets")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as answers:
+        answers.bind((sx, port))  # where the receiver answers (port = the MRC port)
+        answers.settimeout(10)
+        send_open((sx, port + 1), rx, port, 10**15)
+        st = wire.Status.unpack(answers.recv(2048))
+    assert (st.ev, st.sender_qp, st.state, st.reason) == (port + 1, 0x123, wire.STATE_REFUSED, wire.REFUSE_MEMORY)
+    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
+             "--timeout", "20")
+    assert s.returncode == 0, s.stderr
+    code, _, err = finish(recv)
+    assert code == 0, err
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["refused"] == 1 and [c["verdict"] for c in rep["connections"]] == ["verified"]
+
+
+def test_an_open_from_a_port_the_receiver_cannot_bind_is_counted(tmp_path: Path) -> None:
+    """The receiver answers on the EV a packet came from; with --tx sockets an OPEN
+    from its own MRC port cannot be answered (the port is taken): counted, and the
+    receiver carries on."""
+    rx, sx, port = addresses()
+    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30", "--tx", "sockets")
+    send_open((sx, port), rx, port, 100, version=99)  # refused: the answer would leave from rx port `port`
+    time.sleep(0.2)
+    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
+             "--timeout", "20")
+    assert s.returncode == 0, s.stderr
+    code, _, err = finish(recv)
+    assert code == 0, err
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["refused"] == 1 and rep["io"] == {"ev_unbindable": 1}
+    assert [c["verdict"] for c in rep["connections"]] == ["verified"]
 
 
 def test_help() -> None:

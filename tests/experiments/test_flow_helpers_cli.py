@@ -94,8 +94,8 @@ def _one_line(r: subprocess.CompletedProcess[str], status: int, line: str) -> No
     assert (r.returncode, r.stderr.splitlines()) == (status, [line]), (r.stdout, r.stderr)
 
 
-NOT_SECONDS = "not a number of seconds above 0 and at most 86400 (a day)"
-NOT_AN_ADDRESS = "give an IPv6 or IPv4 address (e.g. ::1 or 127.0.0.1)"
+NOT_SECONDS = "give a number of seconds more than 0 and at most 86400 (a day)"
+NOT_AN_ADDRESS = "give an IPv6 or IPv4 address (e.g. fd00::1 or 127.0.0.1)"
 
 
 @pytest.mark.parametrize(("module", "argv", "line"), [
@@ -104,7 +104,7 @@ NOT_AN_ADDRESS = "give an IPv6 or IPv4 address (e.g. ::1 or 127.0.0.1)"
     (TCP, ["send", "--to", "::1", "--bytes", "10", "--timeout", "inf"],
      f"error: Invalid value for '--timeout': inf: {NOT_SECONDS} (see python -m {TCP} send --help)"),
     (TCP, ["send", "--to", "::1", "--bytes", "10", "--timeout", "0"],
-     f"error: Invalid value for '--timeout': 0.0: {NOT_SECONDS} (see python -m {TCP} send --help)"),
+     f"error: Invalid value for '--timeout': 0: {NOT_SECONDS} (see python -m {TCP} send --help)"),
     (TCP, ["recv", "--listen", "::1", "--bytes", "10", "--timeout", "1e300"],
      f"error: Invalid value for '--timeout': 1e+300: {NOT_SECONDS} (see python -m {TCP} recv --help)"),
     (TCP, ["send", "--to", "::1", "--bytes", str((1 << 30) + 1), "--timeout", "0.5"],
