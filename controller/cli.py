@@ -43,11 +43,12 @@ from fabric.cli_options import (
     SpinesOpt,
     TopologyOpt,
     VerboseOpt,
+    seconds,
     shape,
 )
 from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
-from fabric.paths import links, paths
-from fabric.resolve import Shape, resolve
+from fabric.paths import find_link, links, paths
+from fabric.resolve import Shape, damaged_state, resolve
 from fabric.topology import TopologyError
 from fabric.wanted import wanted_entries
 from topologies.cables import down_links, set_link
@@ -68,7 +69,8 @@ class Fail(Exception):
 
 StateOpt = Annotated[Optional[Path], typer.Option("--state", help="network state file (default: $MRC_P4_RUN_DIR/network.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
-ElectionOpt = Annotated[int, typer.Option("--election-id", help="P4Runtime election id (primary)")]
+ElectionOpt = Annotated[int, typer.Option("--election-id", min=0, max=(1 << 128) - 1,
+                                          help="P4Runtime election id (primary; 128 bits)")]
 TlsDirOpt = Annotated[Optional[Path], typer.Option(
     "--tls-dir", envvar="MRCCTL_TLS_DIR", show_envvar=True,
     help="reach the switches over mutual TLS with DIR/ca.pem, DIR/client.pem and DIR/client.key "
@@ -83,20 +85,33 @@ class Source:
         chosen = resolve(topology, shape, state=state, running=state_file)
         self.topo = chosen.topology
         self.other_network: Path | None = None  # a running network of another topology
+        self.running = chosen.state is not None  # the inventory is a running network's (its state file's)
         if chosen.state is not None:
-            self.inventory = load(chosen.state)
+            self.inventory = self._checked(load(chosen.state), chosen.state)
             return
         self.inventory = default_inventory(self.topo, chosen.source)
         self.inventory.path = state_file
         if state_file.exists():  # a running network of the same shape: use its addresses and failures
             try:
                 running = load(state_file)
-                if running.load_topology() == self.topo:
-                    self.inventory = running
-                else:
-                    self.other_network = state_file
+                same = running.load_topology() == self.topo
             except TopologyError:
-                pass
+                return
+            if not same:
+                self.other_network = state_file
+                return
+            self.inventory, self.running = self._checked(running, state_file), True
+
+    def _checked(self, inv: Inventory, path: Path) -> Inventory:
+        """``inv``, read from the state file ``path``, when every link it has down or
+        denied is one of the topology's."""
+        for field, names in (("down", inv.down), ("denied", inv.denied)):
+            for name in names:
+                try:
+                    find_link(self.topo, name)
+                except TopologyError:
+                    raise damaged_state(path, f"{field}: no link {name!r} in topology {self.topo.name!r}") from None
+        return inv
 
     @property
     def inv(self) -> Inventory:
@@ -200,7 +215,7 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
 
 
 @app.command()
-def certs(directory: Annotated[Path, typer.Argument(metavar="DIR", help="where to write them (made if missing)")],
+def certs(directory: Annotated[str, typer.Argument(metavar="DIR", help="where to write them (made if missing)")],
           server: Annotated[list[str], typer.Option(
               "--server", metavar="NAME=ADDR", help="a switch server's files are server-NAME.pem/.key, its certificate "
                                "valid for ADDR (the IP address or DNS name clients connect to); repeat per server")],
@@ -214,8 +229,10 @@ def certs(directory: Annotated[Path, typer.Argument(metavar="DIR", help="where t
     """
     from controller.certs import CertError, make_certs, parse_server
 
+    if not directory:
+        raise Fail("DIR is empty: give the directory to write the CA and keys into (. for this one)")
     try:
-        written = make_certs(directory, [parse_server(s) for s in server], force=force)
+        written = make_certs(Path(directory), [parse_server(s) for s in server], force=force)
     except CertError as exc:
         raise Fail(str(exc)) from None
     for path in written:
@@ -321,7 +338,7 @@ def _report_failures(rep: Report) -> None:
 def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", help="stay connected; reconcile a switch again when it reconnects")] = False,
             keep_going: Annotated[bool, typer.Option("--keep-going", help="install what can be installed, list what failed")] = False,
             dry_run: Annotated[bool, typer.Option("--dry-run", help="read and diff, write nothing")] = False,
-            parallel: Annotated[int, typer.Option(help="switches worked on at once")] = 8,
+            parallel: Annotated[int, typer.Option(min=1, help="switches worked on at once")] = 8,
             election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
     """Reconcile every switch: push the pipeline if missing, write only what differs."""
     s = _source(ctx)
@@ -456,6 +473,9 @@ def _repair_json(r: RepairReport) -> dict[str, Any]:
 
 def _cable(ctx: typer.Context, link: str, down: bool, as_json: bool) -> None:
     s = _running(ctx, "fail or restore a link of")
+    if not s.running:  # recording it would make a state file, as if a network of this topology ran
+        raise Fail(f"no running network ({s.inv.path}): there is no cable to take {'down' if down else 'up'}; "
+                   "start one (make run) or give its state file with --state; nothing written")
     r = asyncio.run(set_link(s.topo, s.inv, link, down=down))
     if as_json:
         _print_json(_repair_json(r))
@@ -480,7 +500,7 @@ def _deny(ctx: typer.Context, link: str, denied: bool, election_id: int, as_json
 
 @app.command()
 def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help="one sample, then exit")] = False,
-          interval: Annotated[float, typer.Option(help="seconds between samples")] = 1.0,
+          interval: Annotated[float, typer.Option(callback=seconds, help="seconds between samples")] = 1.0,
           election_id: ElectionOpt = 1, as_json: JsonOpt = False) -> None:
     """Live per-plane and per-link load (packets/s from counter deltas) until Ctrl-C."""
     s = _source(ctx)

@@ -10,6 +10,9 @@ fabric's order, ``fabric.entries.nodes``) is device ``k + 1`` on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
 
 from fabric.entries import nodes
 from fabric.topology import Topology
@@ -20,11 +23,13 @@ DEFAULT_GRPC_BASE = 50001
 @dataclass(frozen=True)
 class SwitchTarget:
     """One P4Runtime server: switch ``name`` at ``address`` with ``device_id``,
-    reached over mutual TLS with the client certificate in ``tls_dir`` when given."""
+    reached over mutual TLS with the client certificate in ``tls_dir`` when given. The
+    annotations are the state file's format too: topologies/state.py checks a file's
+    switches against them."""
 
     name: str
     address: str
-    device_id: int
+    device_id: Annotated[int, Field(ge=0, lt=1 << 64)]  # a P4Runtime uint64
     program: str  # "fabric" or "nic"
     target: str = "embedded"  # "embedded" (p4target run) or "bmv2" (simple_switch_grpc)
     tls_dir: str | None = None  # mutual TLS with the certificates there (controller/tls.py); None: plaintext

@@ -4,7 +4,7 @@ A topology comes from exactly one of: a topology file (``--topology FILE``), the
 shape options (``--planes --spines --leaves --hosts-per-leaf --evs-per-nic
 --ev-mode``, unset ones at the default fabric's values), or a running network's state
 file (which records how its topology was given). Giving two of them is a mistake, told
-in one line. The state file's location belongs to the Mininet package
+in one line. The state file's location and its values belong to the Mininet package
 (topologies/state.py); here it is only read for the one key that names the topology.
 """
 
@@ -67,13 +67,14 @@ def topology_source(topo: Topology) -> TopologySource:
 
 
 def read_state(path: Path) -> dict[str, Any]:
-    """The state file at ``path`` as JSON; TopologyError (one line) when it is missing
-    or not JSON."""
+    """The state file at ``path`` as a JSON object; TopologyError (one line) when it is
+    missing or not one. Its fields' types are checked where they are read
+    (topologies/state.py ``load``)."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise TopologyError(f"{path}: no network state file; start a network (make run) or give --topology") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise damaged_state(path, exc) from None
     if not isinstance(data, dict):
         raise damaged_state(path, "not a JSON object")
@@ -111,7 +112,12 @@ def resolve(topology: Path | None = None, shape: Shape = Shape(), *, state: Path
         running if topology is None and not given and running is not None and running.exists() else None)
     if from_state is not None:
         source = state_source(from_state)
-        return Resolved(topology_of(source), source, from_state)
+        try:
+            return Resolved(topology_of(source), source, from_state)
+        except TopologyError as exc:
+            if "file" in source:
+                raise  # the topology file's own line names it
+            raise damaged_state(from_state, f"topology.{exc}") from None
     if topology is not None:
         return Resolved(load_file(topology), {"file": str(topology.resolve())})
     return Resolved(from_parameters(**given), {"parameters": given})

@@ -415,10 +415,13 @@ def load_file(path: str | Path) -> Topology:
     """Read and validate a topology file; TopologyError with file:line: field: what and fix."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TopologyError(f"{path}: cannot read the topology file ({exc.strerror}); "
                             "give a file from topologies/ or the shape as parameters") from None
+    except UnicodeDecodeError as exc:
+        raise TopologyError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                            "a topology file is YAML text, see topologies/README.md") from None
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -426,6 +429,9 @@ def load_file(path: str | Path) -> Topology:
         mark = getattr(exc, "problem_mark", None)
         place = f"{path}:{mark.line + 1}" if mark else str(path)
         raise TopologyError(f"{place}: not valid YAML ({getattr(exc, 'problem', exc)}); fix the syntax") from None
+    except RecursionError:
+        raise TopologyError(f"{path}: nested too deeply to read; a topology is a few levels of fields, "
+                            "see topologies/README.md") from None
     if not isinstance(data, dict):
         raise TopologyError(f"{path}: a topology file is a mapping of fields (planes: 4, ...); see topologies/README.md")
     data.setdefault("name", path.stem)

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from controller.targets import SwitchTarget, default_targets
 from fabric.resolve import TopologySource, damaged_state, read_state, topology_of
 from fabric.topology import Topology
@@ -89,9 +91,24 @@ def load(path: Path) -> Inventory:
     """Read a state file; TopologyError (one line) when it is missing or damaged."""
     data = read_state(path)
     try:
-        switches = {k: SwitchTarget(**v) for k, v in data["switches"].items()}
-        links = {k: LinkEnds(**v) for k, v in data.get("links", {}).items()}
-        return Inventory(switches, data["topology"], links, list(data.get("down", [])), path,
-                         list(data.get("denied", [])))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise damaged_state(path, exc) from None
+        f = _STATE_FILE.validate_python(data)
+    except ValidationError as exc:
+        e, more = exc.errors()[0], len(exc.errors()) - 1
+        where = ".".join(str(k) for k in e["loc"])
+        raise damaged_state(path, f"{where}: {e['msg']}{f' (and {more} more)' if more else ''}") from None
+    return Inventory(f.switches, data["topology"], f.links, f.down, path, f.denied)
+
+
+@dataclass
+class _StateFile:
+    """The fields of a state file ``load`` reads, typed: the switches and cables as
+    ``SwitchTarget`` and ``LinkEnds`` declare them (keys it does not know are left alone)."""
+
+    topology: dict[str, Any]  # how the topology was given: fabric/resolve.py's TopologySource
+    switches: dict[str, SwitchTarget]
+    links: dict[str, LinkEnds] = field(default_factory=dict)
+    down: list[str] = field(default_factory=list)  # link names, checked against the topology by their reader
+    denied: list[str] = field(default_factory=list)
+
+
+_STATE_FILE = TypeAdapter(_StateFile)

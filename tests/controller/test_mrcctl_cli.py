@@ -11,6 +11,7 @@ run against that fabric as real ``p4target run`` switches on veths
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scapy.layers.inet import UDP
@@ -25,6 +27,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from controller.targets import default_targets
 from fabric.topology import from_parameters
 from tests.controller.fabric_lab import REPO, FabricLab
 from tests.target.cli.p4t_netlab import recv_frames
@@ -32,12 +35,13 @@ from tests.target.cli.p4t_netlab import recv_frames
 MRCCTL = REPO / ".venv" / "bin" / "mrcctl"
 SHAPE = {"planes": 2, "leaves": 2, "spines": 1, "hosts_per_leaf": 1, "evs_per_nic": 4}
 SHAPE_ARGS = ["--planes", "2", "--leaves", "2", "--spines", "1", "--hosts-per-leaf", "1", "--evs-per-nic", "4"]
+TOPO = from_parameters(**SHAPE)
 
 
-def mrcctl(*args: str, run_dir: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def mrcctl(*args: str, run_dir: Path, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """mrcctl with its run directory (where a running network's state file would be) empty."""
     env = {**os.environ, "MRC_P4_RUN_DIR": str(run_dir), "COLUMNS": "200"}
-    return subprocess.run([str(MRCCTL), *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run([str(MRCCTL), *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
 
 @pytest.fixture
@@ -130,6 +134,17 @@ def test_plan_sizes_the_default_cluster(run_dir: Path) -> None:
     (["paths", "h1", "h9"], 1, "mrcctl: error: no host 'h9' in topology 'default': hosts are h1..h2"),
     (["entries", "p2-leaf0"], 1, "mrcctl: error: no switch 'p2-leaf0'"),
     (["links", "--bogus"], 2, "No such option: --bogus"),
+    # refused before any switch is asked (0 had install wait for every switch in turn)
+    (["install", "--parallel", "0"], 2, "Invalid value for '--parallel': Input should be greater than or equal to 1"),
+    (["install", "--parallel", "-1"], 2, "Invalid value for '--parallel': Input should be greater than or equal to 1"),
+    (["install", "--election-id", "-1"], 2,
+     "Invalid value for '--election-id': Input should be greater than or equal to 0"),
+    (["counters", "--election-id", str(1 << 128)], 2,
+     "Invalid value for '--election-id': Input should be less than or equal to 340282366920938463463374607431768211455"),
+    (["watch", "--interval", "-1"], 2,
+     "Invalid value for '--interval': -1: give a number of seconds more than 0 and at most 86400 (a day)"),
+    (["watch", "--once", "--interval", "nan"], 2,
+     "Invalid value for '--interval': nan: give a number of seconds more than 0 and at most 86400 (a day)"),
 ])
 def test_mistakes_exit_with_one_message(run_dir: Path, args: list[str], status: int, message: str) -> None:
     r = mrcctl(*SHAPE_ARGS, *args, run_dir=run_dir)
@@ -140,9 +155,61 @@ def test_mistakes_exit_with_one_message(run_dir: Path, args: list[str], status: 
         assert r.stderr.count("\n") == 1, r.stderr
 
 
-# ---- against running switches ------------------------------------------------
+@pytest.mark.parametrize("command", ["fail", "restore"])
+def test_fail_without_a_running_network_is_refused_and_writes_nothing(run_dir: Path, command: str) -> None:
+    r = mrcctl(*SHAPE_ARGS, command, "p0-leaf0:p0-spine0", run_dir=run_dir)
+    assert r.returncode == 1 and r.stdout == ""
+    way = "down" if command == "fail" else "up"
+    assert r.stderr == (f"mrcctl: error: no running network ({run_dir / 'network.json'}): there is no cable to take "
+                        f"{way}; start one (make run) or give its state file with --state; nothing written\n")
+    assert list(run_dir.iterdir()) == []  # no state file: no later command is told a network of this one runs
 
-TOPO = from_parameters(**SHAPE)
+
+def test_certs_into_an_empty_directory_name_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    r = mrcctl("certs", "", "--server", "s1=127.0.0.1", run_dir=run_dir, cwd=cwd)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == "mrcctl: error: DIR is empty: give the directory to write the CA and keys into (. for this one)\n"
+    assert list(cwd.iterdir()) == []
+
+
+def _state(tmp_path: Path, where: tuple[str, ...], value: Any) -> Path:
+    """A state file of the small fabric (every switch at its default address) with
+    the field at ``where`` set to ``value``."""
+    data: dict[str, Any] = {"topology": {"parameters": dict(SHAPE)},
+                            "switches": {k: dataclasses.asdict(t) for k, t in default_targets(TOPO).items()},
+                            "links": {}, "down": [], "denied": []}
+    place = data
+    for key in where[:-1]:
+        place = place[key]
+    place[where[-1]] = value
+    path = tmp_path / "network.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("where,value,args,why", [
+    (("denied",), [5], ["paths", "h1", "h2"], "denied.0: Input should be a valid string"),
+    (("denied",), [5], ["entries", "nic1"], "denied.0: Input should be a valid string"),
+    (("switches", "p0-leaf0", "device_id"), "x", ["counters", "p0-leaf0"],
+     "switches.p0-leaf0.device_id: Input should be a valid integer, unable to parse string as an integer"),
+    (("switches", "p0-leaf0", "device_id"), -1, ["counters", "p0-leaf0"],
+     "switches.p0-leaf0.device_id: Input should be greater than or equal to 0"),
+    (("down",), ["nosuch"], ["paths", "h1", "h2"], "down: no link 'nosuch' in topology 'default'"),
+    (("denied",), ["p0-leaf0:p9-spine0"], ["links"], "denied: no link 'p0-leaf0:p9-spine0' in topology 'default'"),
+    (("topology", "parameters", "planes"), 99, ["links"],
+     "topology.parameters: --planes: 99 is more than the limit 8; give at most 8"),
+])
+def test_a_damaged_state_file_names_the_file_and_the_field(run_dir: Path, tmp_path: Path, where: tuple[str, ...],
+                                                            value: Any, args: list[str], why: str) -> None:
+    state = _state(tmp_path, where, value)
+    r = mrcctl("--state", str(state), *args, run_dir=run_dir, timeout=30)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == f"mrcctl: error: {state}: damaged network state file ({why}); restart the network or delete the file\n"
+
+
+# ---- against running switches ------------------------------------------------
 
 
 @pytest.fixture(scope="module")

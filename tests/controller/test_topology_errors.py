@@ -162,6 +162,20 @@ def test_not_yaml_and_not_a_mapping(tmp_path):
     assert msg == f"{path}: a topology file is a mapping of fields (planes: 4, ...); see topologies/README.md"
 
 
+def test_a_file_that_is_not_utf8_text(tmp_path):
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(TopologyError) as info:
+        load_file(path)
+    assert str(info.value) == (f"{path}: not UTF-8 text (byte 0xff at offset 0); a topology file is YAML text, "
+                               "see topologies/README.md")
+
+
+def test_a_file_nested_too_deeply(tmp_path):
+    path, msg = refused(tmp_path, "planes: " + "[" * 100000 + "]" * 100000 + "\n")
+    assert msg == f"{path}: nested too deeply to read; a topology is a few levels of fields, see topologies/README.md"
+
+
 def test_a_missing_file(tmp_path):
     with pytest.raises(TopologyError) as info:
         load_file(tmp_path / "nope.yaml")

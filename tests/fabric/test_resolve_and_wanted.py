@@ -51,7 +51,8 @@ def test_a_running_network_is_used_when_nothing_else_is_given(tmp_path: Path) ->
     assert resolve(running=tmp_path / "absent.json").topology.planes == 4
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"switches": {}}', '{"topology": 7}'])
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"switches": {}}', '{"topology": 7}',
+                                  '{"topology": ' + "[" * 100000 + "]" * 100000 + "}"])
 def test_a_damaged_state_file_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
     state = tmp_path / "network.json"
     state.write_text(text)
