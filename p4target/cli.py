@@ -70,12 +70,36 @@ def _levels(value: Optional[str]) -> Optional[str]:
 LogLevelOpt = Annotated[Optional[str], typer.Option(
     "--log-level", metavar="LEVEL", callback=_levels,
     help="how much to log on stderr: debug, info, warning, error or critical (default: warning)")]
+
+
+def _directory(path: Path, fix: str) -> None:
+    """A path option's directory, checked as the option is parsed (before anything is done)."""
+    if not path.is_dir():
+        raise typer.BadParameter(f"{str(path)!r} is not a directory; {fix}")
+
+
+def _include_dirs(dirs: Optional[list[Path]]) -> Optional[list[Path]]:
+    for d in dirs or ():
+        _directory(d, "give a directory that holds #include files")
+    return dirs
+
+
 IncludeOpt = Annotated[Optional[list[Path]], typer.Option(
-    "-I", "--include", metavar="DIR", help="add DIR to the #include search path")]
+    "-I", "--include", metavar="DIR", callback=_include_dirs, help="add DIR to the #include search path")]
 DefineOpt = Annotated[Optional[list[str]], typer.Option(
     "-D", "--define", metavar="NAME[=VALUE]", help="preprocessor define")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="seed for random() and hashes")]
-PidFileOpt = Annotated[Optional[Path], typer.Option("--pid-file", metavar="PATH", help="write the process id here")]
+
+
+def _in_a_directory(path: Optional[Path]) -> Optional[Path]:
+    """``--pid-file``: its directory must exist (the file is written last, once running)."""
+    if path is not None:
+        _directory(path.parent, "create it first or give a path in an existing directory")
+    return path
+
+
+PidFileOpt = Annotated[Optional[Path], typer.Option(
+    "--pid-file", metavar="PATH", callback=_in_a_directory, help="write the process id here")]
 TlsCertOpt = Annotated[Optional[Path], typer.Option(
     "--tls-cert", metavar="FILE", rich_help_panel=TLS_PANEL, help="the server's certificate (PEM)")]
 TlsKeyOpt = Annotated[Optional[Path], typer.Option(
@@ -97,6 +121,15 @@ def _parsed(flag: str, values: Sequence[str] | None, parse: Callable[[str], Any]
         except ValueError as e:
             raise SpecError(f"argument {flag}: {e}") from None
     return out
+
+
+def _within(low: int, high: int, what: str) -> Callable[[Optional[int]], Optional[int]]:
+    """An int option's range check, as the option is parsed."""
+    def check(value: Optional[int]) -> Optional[int]:
+        if value is not None and not low <= value <= high:
+            raise typer.BadParameter(f"{value}: give a {what} from {low} to {high}")
+        return value
+    return check
 
 
 def _one(flag: str, value: str | None, parse: Callable[[str], Any]) -> Any:
@@ -216,8 +249,6 @@ def stf_cmd(
     from p4target.stf import StfRunner, parse_stf_file
 
     cmds = parse_stf_file(stf)
-    if not program.is_file():
-        raise P4Error("no such program file; check the path", str(program))
     sw = Switch(compile_program(_p4_args(include, define, program=program)), seed=seed)
     runner = StfRunner(sw, str(stf), ordered=ordered)
     for c in cmds:
@@ -265,9 +296,11 @@ def run_cmd(
     interface: Annotated[Optional[list[str]], typer.Option(
         "-i", "--interface", metavar="PORT@IFACE",
         help="make interface IFACE switch port PORT (repeat for each port)")] = None,
-    device_id: Annotated[int, typer.Option("--device-id", help="P4Runtime device id")] = 0,
+    device_id: Annotated[int, typer.Option(
+        "--device-id", callback=_within(0, 2**64 - 1, "P4Runtime device id"), help="P4Runtime device id")] = 0,
     cpu_port: Annotated[Optional[int], typer.Option(
-        "--cpu-port", help="port number whose output goes to the controller as packet-in")] = None,
+        "--cpu-port", callback=_within(0, cli_values.MAX_PORT, "port number"),
+        help="port number whose output goes to the controller as packet-in")] = None,
     pcap: Annotated[Optional[Path], typer.Option(
         "--pcap", metavar="DIR", help="write IFACE_in.pcap / IFACE_out.pcap per port into DIR")] = None,
     grpc_addr: Annotated[str, typer.Option("--grpc-addr", metavar="ADDR", help="P4Runtime server address")]

@@ -45,6 +45,8 @@ def server_tls_of(args: Args) -> Any:
 
 def compile_program(args: Args) -> Any:
     path: Path = args.program
+    if path.is_dir():
+        raise P4Error("is a directory; give the program's .p4 file", str(path))
     if not path.is_file():
         raise P4Error("no such program file; check the path", str(path))
     from p4target.compiler import compile_file
@@ -89,7 +91,9 @@ def _open_netio(args: Args, device: Any, ports: dict[int, str],
 
 
 def _forward(args: Args, device: Any, netio: Any, ports: dict[int, str], server: _Server | None) -> None:
-    """Announce the switch (the line scripts wait for) and forward until stopped."""
+    """Announce the switch (the line scripts wait for) and forward until stopped;
+    the pcap files and the pid file only now, when nothing else can fail."""
+    netio.open_pcaps()
     if args.pid_file is not None:
         _write_pid_file(args.pid_file)
     try:

@@ -7,7 +7,11 @@ the user reads after the option's name.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+MAX_PORT = 510  # 511 is v1model's drop port
+
 
 def port_spec(text: str) -> tuple[int, str]:
     """``N@IFACE`` -> (N, IFACE)."""
@@ -18,8 +22,8 @@ def port_spec(text: str) -> tuple[int, str]:
         port = int(num, 0)
     except ValueError:
         raise ValueError(f"{text!r}: port {num!r} is not a number; give PORT@IFACE") from None
-    if not 0 <= port < 511:
-        raise ValueError(f"{text!r}: port must be 0..510 (511 is drop); give PORT@IFACE")
+    if not 0 <= port <= MAX_PORT:
+        raise ValueError(f"{text!r}: port must be 0..{MAX_PORT} (511 is drop); give PORT@IFACE")
     if len(iface) > 15 or "/" in iface or " " in iface:
         raise ValueError(f"{text!r}: {iface!r} is not a valid interface name; give PORT@IFACE")
     return port, iface
@@ -34,11 +38,11 @@ def queue_spec(kind: str, cast: type) -> Any:
             port, v = int(num, 0), cast(value)
         except ValueError:
             raise ValueError(f"{text!r} is not PORT={kind.upper()} (for example 2=1000)") from None
-        if not sep or not 0 <= port < 511:
-            raise ValueError(f"{text!r}: give PORT={kind.upper()} with a port 0..510")
-        if v < 0 or (cast is float and v == 0):
+        if not sep or not 0 <= port <= MAX_PORT:
+            raise ValueError(f"{text!r}: give PORT={kind.upper()} with a port 0..{MAX_PORT}")
+        if not (0 < v < math.inf if cast is float else v >= 0):  # nan and inf too
             raise ValueError(f"{text!r}: the {kind} must be "
-                                             + ("more than 0 packets/s" if cast is float else "0 packets or more"))
+                             + ("finite and more than 0 packets/s" if cast is float else "0 packets or more"))
         return port, v
 
     return parse

@@ -152,6 +152,7 @@ class NetIO:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._opened = False
+        self._pcaps_opened = False
         # how often the loop's thread slept (its voluntary context switches, read
         # when run() ends): under load it should hardly ever wait for frames
         self.sleeps: int | None = None
@@ -199,12 +200,6 @@ class NetIO:
         except OSError as e:  # no rtnetlink: the poll still follows the links
             log.warning("link notifications unavailable (%s); polling link state", e)
             self._nl = None
-        if self.pcap_dir is not None:
-            try:
-                self.pcap_dir.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise P4Error(f"cannot create pcap directory: {e.strerror}",
-                              str(self.pcap_dir)) from None
         for p in self.ports.values():
             idx = interface_index(self._ctl, p.name)
             if idx is None:
@@ -212,13 +207,26 @@ class NetIO:
                 raise P4Error(f"port {p.number}: interface {p.name!r} does not exist{where}; "
                               "create it first or fix -i PORT@IFACE")
             self._open_port(p, idx)
-            if self.pcap_dir is not None:
-                try:
-                    p.pcap_in = PcapWriter(self.pcap_dir / f"{p.name}_in.pcap")
-                    p.pcap_out = PcapWriter(self.pcap_dir / f"{p.name}_out.pcap")
-                except OSError as e:
-                    raise P4Error(f"cannot write pcap file: {e.strerror}",
-                                  str(self.pcap_dir)) from None
+
+    def open_pcaps(self) -> None:
+        """Create ``pcap_dir`` and every port's pcap files, once. Not in ``open``: a
+        start that fails later (an interface, the P4Runtime server) creates nothing.
+        ``start`` and ``begin`` call it; a command calls it just before it announces
+        the switch. Raises ``P4Error`` naming the directory (``close`` closes the
+        files made so far)."""
+        if self.pcap_dir is None or self._pcaps_opened:
+            return
+        self._pcaps_opened = True
+        try:
+            self.pcap_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise P4Error(f"cannot create pcap directory: {e.strerror}", str(self.pcap_dir)) from None
+        for p in self.ports.values():
+            try:
+                p.pcap_in = PcapWriter(self.pcap_dir / f"{p.name}_in.pcap")
+                p.pcap_out = PcapWriter(self.pcap_dir / f"{p.name}_out.pcap")
+            except OSError as e:
+                raise P4Error(f"cannot write pcap file: {e.strerror}", str(self.pcap_dir)) from None
         self._index_rings()  # ports with pcap files go through send(), which writes them
 
     def _open_port(self, p: SocketPort, ifindex: int) -> None:
@@ -342,6 +350,7 @@ class NetIO:
         once after running its switches, where this loop alone flushes after every
         batch)."""
         self.open()
+        self.open_pcaps()
         assert self._epoll is not None and self._ring_epoll is not None
         if grouped != self._grouped:
             if grouped:
@@ -500,8 +509,9 @@ class NetIO:
             self._deliver_in(p, frames, dev)
 
     def start(self) -> None:
-        """Open the ports and forward in a background thread."""
+        """Open the ports (and pcap files) and forward in a background thread."""
         self.open()
+        self.open_pcaps()
         self._thread = threading.Thread(target=self.run, name="p4target-netio", daemon=True)
         self._thread.start()
 

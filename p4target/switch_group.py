@@ -470,6 +470,14 @@ class SwitchGroup:
                 raise P4Error(f"cannot start the shared P4Runtime server on {self.spec.grpc_addr}: {e}; "
                               "choose another grpc_addr") from None
 
+    def open_pcaps(self) -> None:
+        """Every switch's pcap files (``NetIO.open_pcaps``), once the whole group is up."""
+        for sw in self.switches:
+            try:
+                sw.netio.open_pcaps()
+            except P4Error as e:
+                raise P4Error(f"switch {sw.name}: {e}") from None
+
     def write_pid_files(self) -> None:
         pid = f"{os.getpid()}\n"
         for sw in self.switches:
@@ -554,6 +562,7 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
     group.build()
     try:
         group.start_servers(tls)
+        group.open_pcaps()
         group.write_pid_files()
         if pid_file is not None:
             try:

@@ -9,6 +9,7 @@ hardening") says what a client sees at each. ``p4target run`` sets them with its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -38,7 +39,7 @@ class ServerLimits:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not _above_zero(value):
                 raise ValueError(f"ServerLimits.{f.name} = {value!r}: give a number greater than 0")
             if f.type == "int" and not isinstance(value, int):
                 raise ValueError(f"ServerLimits.{f.name} = {value!r}: give a whole number")
@@ -66,12 +67,17 @@ OPTIONS = (
 )
 
 
+def _above_zero(value: float) -> bool:
+    """More than 0 and finite (not nan, not inf)."""
+    return 0 < value < math.inf
+
+
 def _positive(flag: str, cast: type, text: str) -> Any:
     try:
         value = cast(text)
     except ValueError:
         value = 0
-    if value <= 0:
+    if not _above_zero(value):
         raise ValueError(f"argument {flag}: {text!r} is not a {'whole ' if cast is int else ''}number above 0")
     return value
 

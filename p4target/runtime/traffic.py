@@ -12,6 +12,7 @@ FIFO within one queue; among ports the packet waiting longest goes first.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,8 +64,8 @@ class TrafficManager:
         self._port(port).depth = packets
 
     def set_rate(self, port: int, pps: float | None) -> None:
-        if pps is not None and (isinstance(pps, bool) or not isinstance(pps, (int, float)) or pps <= 0):
-            raise EntryError("invalid", f"queue rate {pps!r} must be packets/s > 0, or None for unlimited")
+        if pps is not None and (isinstance(pps, bool) or not isinstance(pps, (int, float)) or not 0 < pps < math.inf):
+            raise EntryError("invalid", f"queue rate {pps!r} must be finite packets/s > 0, or None for unlimited")
         self._port(port).rate_pps = float(pps) if pps is not None else None
         if pps is None:
             self.limited.discard(port)

@@ -132,3 +132,63 @@ def test_log_level_before_or_after_the_command(tmp_path):
     bad = run_cli("compile", str(L3), "--log-level", "loud")
     assert bad.returncode == 2
     assert "invalid choice: 'loud'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def usage_error(stderr: str) -> str:
+    """A command-line mistake: the command's usage line, then one error line (returned)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 2 and lines[0].startswith("usage: p4target "), stderr
+    return lines[1]
+
+
+@pytest.mark.parametrize("command", ["compile", "stf"])
+def test_a_directory_as_the_program_is_named_a_directory(command, tmp_path):
+    stf = [str(STF_DIR / "l3_acl.stf")] if command == "stf" else []
+    r = run_cli(command, str(tmp_path), *stf)
+    assert r.returncode == 1
+    assert one_line_error(r.stderr) == f"p4target: {tmp_path}: error: is a directory; give the program's .p4 file"
+
+
+@pytest.mark.parametrize("command", ["compile", "stf"])
+def test_a_missing_include_directory_is_refused(command, tmp_path):
+    stf = [str(STF_DIR / "l3_acl.stf")] if command == "stf" else []
+    r = run_cli(command, str(L3), *stf, "-I", str(tmp_path / "nope"))
+    assert r.returncode == 2
+    assert usage_error(r.stderr) == (f"p4target {command}: error: Invalid value for '-I' / '--include': "
+                                     f"'{tmp_path}/nope' is not a directory; give a directory that holds "
+                                     "#include files")
+
+
+NO_SUCH_PORT = "p4target: error: port 1: interface 'p4tnope' does not exist; create it first or fix -i PORT@IFACE"
+
+
+def test_a_run_that_fails_to_start_creates_no_pcap_directory(tmp_path):
+    r = run_cli("run", str(L3), "-i", "1@p4tnope", "--no-grpc", "--pcap", str(tmp_path / "nodir" / "a" / "b"))
+    assert r.returncode == 1
+    assert one_line_error(r.stderr) == NO_SUCH_PORT
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option,error", [
+    (["--device-id", "-1"], "Invalid value for '--device-id': -1: give a P4Runtime device id from 0 to "
+                            "18446744073709551615"),
+    (["--device-id", str(2**64)], f"Invalid value for '--device-id': {2**64}: give a P4Runtime device id "
+                                  "from 0 to 18446744073709551615"),
+    (["--cpu-port", "99999"], "Invalid value for '--cpu-port': 99999: give a port number from 0 to 510"),
+    (["--cpu-port", "-1"], "Invalid value for '--cpu-port': -1: give a port number from 0 to 510"),
+    (["--queue-rate", "1=nan"], "argument --queue-rate: '1=nan': the rate must be finite and more than 0 packets/s"),
+    (["--queue-rate", "1=inf"], "argument --queue-rate: '1=inf': the rate must be finite and more than 0 packets/s"),
+    (["--grpc-stall-seconds", "nan"], "argument --grpc-stall-seconds: 'nan' is not a number above 0"),
+    (["--grpc-stall-seconds", "inf"], "argument --grpc-stall-seconds: 'inf' is not a number above 0"),
+    (["--pid-file", "{tmp}/nodir/sw.pid"], "Invalid value for '--pid-file': '{tmp}/nodir' is not a directory; "
+                                           "create it first or give a path in an existing directory"),
+], ids=["device-id-1", "device-id-2**64", "cpu-port-99999", "cpu-port-1", "queue-rate-nan", "queue-rate-inf",
+        "stall-nan", "stall-inf", "pid-file-dir"])
+def test_a_bad_run_option_is_refused_before_any_interface(option, error, tmp_path):
+    """Each is refused as the options are read: not the missing interface, nothing created."""
+    r = run_cli("run", str(L3), "-i", "1@p4tnope", "--pcap", str(tmp_path / "pcap"),
+                *(o.format(tmp=tmp_path) for o in option))
+    assert r.returncode == 2
+    assert usage_error(r.stderr) == "p4target run: error: " + error.format(tmp=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from p4target.errors import EntryError
 from p4target.runtime.traffic import TrafficManager
 
 
@@ -28,3 +31,11 @@ def test_ports_interleave_by_arrival() -> None:
     tm.enqueue(1, 0, "b")
     assert tm.dequeue(0)[2] == "a"
     assert tm.dequeue(0)[2] == "b"
+
+
+def test_a_rate_that_is_not_finite_is_refused() -> None:
+    tm = TrafficManager()
+    for bad in (float("nan"), float("inf"), 0, -1):
+        with pytest.raises(EntryError, match="must be finite packets/s > 0"):
+            tm.set_rate(1, bad)
+    assert not tm.is_limited(1)
