@@ -61,8 +61,8 @@ class SenderConfig:
         for name in ("probe_interval", "rto_min", "rto_initial", "sample_interval"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sender: {name} must be more than 0 seconds")
-        if self.rate_pps is not None and not self.rate_pps > 0:
-            raise ValueError("sender: the pacing rate must be more than 0 packets/s (or none)")
+        if self.rate_pps is not None and not 0 < self.rate_pps < float("inf"):
+            raise ValueError("sender: the pacing rate must be more than 0 packets/s and finite (or none)")
         if self.burst < 1 or self.ack_every < 1 or self.min_window < 1 or self.initial_window < 1:
             raise ValueError("sender: burst, ack_every, initial_window and min_window must be at least 1")
         if self.ev_min_active < 1:

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from controller.counters import Counts, read_all
-from fabric.cli_options import Target, VerboseOpt
+from fabric.cli_options import Target, VerboseOpt, finite
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
 from topologies.command import new_app
@@ -233,7 +233,7 @@ def bytes_option(defaults: Defaults, what: str) -> Any:
 
 def rate_option(defaults: Defaults) -> Any:
     """The ``--rate`` option of an experiment whose senders are paced."""
-    return typer.Option("--rate", min=1, help=defaults.help("rate", "sender pacing, packets/s"))
+    return typer.Option("--rate", min=1, callback=finite, help=defaults.help("rate", "sender pacing, packets/s"))
 
 
 OutDirOpt = Annotated[Path, typer.Option("--out-dir", help="where the JSON and PNG go (default results/)")]

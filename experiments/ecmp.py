@@ -34,6 +34,7 @@ from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
 from experiments.start_together import Barrier, listening
 from fabric import plan as P
+from fabric.cli_options import finite
 from topologies.fabric_net import install_tables
 
 PAIRS = (("h1", "h5"), ("h2", "h6"), ("h3", "h7"), ("h4", "h8"))
@@ -179,7 +180,7 @@ app = C.app(__doc__.split("\n\n")[0])
 def cli(
         nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per flow")] = None,
         link_rate: Annotated[Optional[float], typer.Option(
-            "--link-rate", min=1, help=DEFAULTS.help("link_rate", "each limited uplink, packets/s"))] = None,
+            "--link-rate", min=1, callback=finite, help=DEFAULTS.help("link_rate", "each limited uplink, packets/s"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,

@@ -27,6 +27,7 @@ import typer
 
 from experiments import common as C
 from fabric.paths import links, paths
+from fabric.cli_options import finite
 from topologies.cables import set_link
 from topologies.demo import NicProgress, fabric_tables, read_nics
 
@@ -279,7 +280,7 @@ def cli(
             "--cut-at", min=0, max=1, help=DEFAULTS.help("cut_at", "cut once this fraction of the packets is sent"))]
         = None,
         down_for: Annotated[Optional[float], typer.Option(
-            "--down-for", min=0, help=DEFAULTS.help("down_for", "seconds the cable stays down"))] = None,
+            "--down-for", min=0, callback=finite, help=DEFAULTS.help("down_for", "seconds the cable stays down"))] = None,
         cut_links: Annotated[Optional[str], typer.Option(
             "--links", help=DEFAULTS.help("links", "the spine links to cut, comma-separated"))] = None,
         seeds: Annotated[Optional[str], typer.Option(

@@ -38,6 +38,7 @@ from experiments import common as C
 from experiments.start_together import Barrier, listening
 from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
+from fabric.cli_options import finite
 
 # The limited queue delays packets by up to 32 / PPS seconds: holes are NACKed,
 # and timeouts fire, only well after that.
@@ -189,7 +190,7 @@ app = C.app(__doc__.split("\n\n")[0])
 def cli(
         nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per sender")] = None,
         port_rate: Annotated[Optional[float], typer.Option(
-            "--port-rate", min=1, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
+            "--port-rate", min=1, callback=finite, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
         = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:

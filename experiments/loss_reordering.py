@@ -31,6 +31,7 @@ import typer
 
 from experiments import common as C
 from fabric.paths import links
+from fabric.cli_options import finite
 
 Method = Literal["netem", "nftables+tbf"]
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
@@ -227,10 +228,10 @@ def cli(
         loss: Annotated[Optional[float], typer.Option(
             "--loss", min=0, max=100, help=DEFAULTS.help("loss", "percent lost on plane 0's uplinks"))] = None,
         delay: Annotated[Optional[float], typer.Option(
-            "--delay", min=0, help=DEFAULTS.help(
+            "--delay", min=0, callback=finite, help=DEFAULTS.help(
                 "delay_ms", "ms of delay on plane 1's uplinks (netem; tbf: its queue holds 10x this)"))] = None,
         jitter: Annotated[Optional[float], typer.Option(
-            "--jitter", min=0, help=DEFAULTS.help("jitter_ms", "ms of jitter on plane 1's uplinks (netem)"))] = None,
+            "--jitter", min=0, callback=finite, help=DEFAULTS.help("jitter_ms", "ms of jitter on plane 1's uplinks (netem)"))] = None,
         method: Annotated[Optional[Method], typer.Option(
             "--method", help="default: netem when the kernel has it")] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from experiments import common as C
+from fabric.cli_options import finite
 
 # MRC-lite payload per packet: the host MTU (1460) less IPv6, UDP, BTH and RETH (76),
 # rounded down; TCP's MSS there is 1388 (1460 - IPv6 - TCP with timestamps)
@@ -118,7 +119,7 @@ app = C.app(__doc__.split("\n\n")[0])
 def cli(
         nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per transfer")] = None,
         rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=0, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s (0: window only)"))] = None,
+            "--rate", min=0, callback=finite, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s (0: window only)"))] = None,
         mtu: Annotated[int, typer.Option(
             "--mtu", min=1, help="MRC-lite payload bytes per packet")] = MTU,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",

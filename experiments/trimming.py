@@ -27,6 +27,7 @@ import typer
 
 from controller.counters import delta
 from experiments import common as C
+from fabric.cli_options import finite
 from topologies.fabric_net import install_tables
 
 
@@ -186,9 +187,9 @@ app = C.app(__doc__.split("\n\n")[0])
 def cli(
         nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per sender")] = None,
         rate: Annotated[Optional[float], typer.Option(
-            "--rate", min=1, help=DEFAULTS.help("rate", "each sender's pacing, packets/s"))] = None,
+            "--rate", min=1, callback=finite, help=DEFAULTS.help("rate", "each sender's pacing, packets/s"))] = None,
         port_rate: Annotated[Optional[float], typer.Option(
-            "--port-rate", min=1, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
+            "--port-rate", min=1, callback=finite, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
         = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:

@@ -13,6 +13,7 @@ Declarations only, with the checks of two kinds of value every command takes ali
 from __future__ import annotations
 
 import ipaddress
+import math
 from pathlib import Path
 from typing import Annotated, Literal, Optional, get_args
 
@@ -76,6 +77,15 @@ def seconds(value: float | str) -> float:
     if problem is not None:
         raise typer.BadParameter(problem)
     return float(value)
+
+
+def finite(value: float | None) -> float | None:
+    """A rate's, a share's or a duration's value (a typer ``callback=``, with the
+    option's own ``min``/``max``): a finite number, or not given; else a usage error
+    (an infinite rate or wait never ends, and JSON reports cannot hold it)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value:g}: give a finite number")
+    return value
 
 
 def address_problem(value: str) -> str | None:

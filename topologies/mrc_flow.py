@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from fabric import cli_options
 from topologies.command import new_app, print_report, run_command
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _usage(text: str) -> int:
 def send_cmd(dst: Annotated[str, typer.Argument(help="the receiver's address")],
              evs: Annotated[str, typer.Option("--evs", help="comma-separated EVs (UDP source ports)")],
              packets: Annotated[int, typer.Option("--packets", help="WRITEs to send")] = 200,
-             pps: Annotated[float, typer.Option("--pps", help="packets per second (0: as fast as possible)")] = 500.0,
+             pps: Annotated[float, typer.Option("--pps", min=0, callback=cli_options.finite, help="packets per second (0: as fast as possible)")] = 500.0,
              src: Annotated[Optional[str], typer.Option("--src", help="source address to bind")] = None,
              size: Annotated[int, typer.Option("--size", help="payload bytes after BTH+RETH")] = PAYLOAD) -> int:
     """Send WRITEs, one EV (UDP source port) after the other; print JSON."""
@@ -161,7 +162,7 @@ def send_cmd(dst: Annotated[str, typer.Argument(help="the receiver's address")],
 
 
 @app.command("recv")
-def recv_cmd(seconds: Annotated[float, typer.Option("--seconds", help="stop after this long")] = 10.0,
+def recv_cmd(seconds: Annotated[float, typer.Option("--seconds", callback=cli_options.seconds, help="stop after this long")] = 10.0,
              port: Annotated[int, typer.Option("--port", help="UDP port to listen on")] = MRC_PORT,
              expect: Annotated[int, typer.Option("--expect", help="stop 1 s after this many arrived")] = 0) -> int:
     """Count WRITEs per EV; print JSON."""

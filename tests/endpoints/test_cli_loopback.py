@@ -159,6 +159,7 @@ def test_pseudo_random_data_is_one_stream() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--window", "0"], "window 0 outside 1..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--ev-mode", "sideways"], "--ev-mode 'sideways'"),
     (["--bytes", "10", "--ev-list", "5000", "--rate", "-5"], "pacing rate must be more than 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--rate", "inf"], "pacing rate must be more than 0 packets/s and finite"),
     (["--bytes", "10", "--ev-list", "5000", "--probe-interval", "0"], "--probe-interval 0: give a number of seconds more than 0"),
     (["--bytes", "10", "--ev-list", "5000", "--ack-every", "0"], "burst, ack_every, initial_window and min_window must be at least 1"),
     # more than 2**24 packets of --mtu: refused before the data is drawn

@@ -66,6 +66,23 @@ def test_a_bad_option_is_one_error_line_and_status_2(name: str, argv: list[str],
     assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
 
 
+@pytest.mark.parametrize(("name", "argv"), [
+    ("spraying", ["--rate", "inf"]), ("tcp", ["--rate", "inf"]), ("trimming", ["--port-rate", "inf"]),
+    ("incast", ["--port-rate", "inf"]), ("ecmp", ["--link-rate", "inf"]), ("failure", ["--down-for", "inf"]),
+    ("loss_reordering", ["--delay", "inf"]), ("loss_reordering", ["--jitter", "inf"])])
+def test_an_infinite_rate_or_time_is_one_error_line_and_status_2(name: str, argv: list[str],
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Each would run for ever (a cable down for ever, pacing that never waits) or write
+    Infinity into its JSON; the option's minimum alone lets inf through."""
+    mod = importlib.import_module(f"experiments.{name}")
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    assert mod.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: Invalid value for '{argv[0]}': inf: give a finite number "
+                   f"(see python -m experiments.{name} --help)"], err
+
+
 @pytest.mark.parametrize(("argv", "says"), [(["--links", "p0-leaf0:p9-spine0"], "p9-spine0"),
                                             (["--seeds", "1,x"], "'1,x'")])
 def test_failure_refuses_links_and_seeds_it_cannot_use(argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch,

@@ -77,6 +77,10 @@ def test_a_udp_stream_counts_its_datagrams() -> None:
     ("experiments.tcp_flow", ["send", "--to", "::1", "--bytes", "0"], "--bytes"),
     ("experiments.udp_stream", ["send", "--to", "::1", "--bytes", "10", "--size", "4"], "--size"),
     ("experiments.udp_stream", ["recv", "--listen", "::1", "--bytes", "x"], "--bytes"),
+    # the Mininet package's MRC WRITE flow: a wait or a rate that never ends
+    ("topologies.mrc_flow", ["recv", "--seconds", "nan"], "--seconds"),
+    ("topologies.mrc_flow", ["recv", "--seconds", "inf"], "--seconds"),
+    ("topologies.mrc_flow", ["send", "::1", "--evs", "4096", "--pps", "inf"], "--pps': inf: give a finite number"),
 ])
 def test_a_bad_option_is_one_error_line_and_status_2(module: str, argv: list[str], says: str) -> None:
     r = subprocess.run([sys.executable, "-m", module, *argv], cwd=REPO, capture_output=True, text=True, timeout=30)
