@@ -411,7 +411,7 @@ def recv(
     listen: Annotated[str, typer.Option(help="address to listen on (IPv6 or IPv4)")],
     port: Annotated[int, typer.Option(help="MRC-lite UDP port")] = UDP_PORT_MRC,
     nbytes: Annotated[Optional[int], typer.Option("--bytes", help="accept only transfers of exactly N bytes")] = None,
-    max_bytes: Annotated[int, typer.Option(help="largest transfer accepted (its buffer is allocated whole)")] = 1 << 30,
+    max_bytes: Annotated[int, typer.Option(help="largest transfer accepted (its buffer is allocated whole)")] = ReceiverConfig.max_bytes,
     out: Annotated[Optional[Path], typer.Option(help="write the verified bytes here (FILE.2, ... for more transfers)")] = None,
     count: Annotated[int, typer.Option(help="transfers to receive before exiting")] = 1,
     nack_delay: Annotated[float, typer.Option(help="seconds a hole may stay open before it is NACKed")] = 0.005,

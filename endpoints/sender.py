@@ -225,12 +225,9 @@ class Sender:
         next_ev = self.spray.next_ev
         sent = self.flight.sent
         evs = self.evs
-        # ACK requests: every ack_every-th packet at most, a quarter of the window at
-        # least, so that one ACK releases at most a quarter of the window at once (a
-        # small window's bursts stay small where it shares a queue, as in an incast)
-        # and a large one is not answered packet by packet (every ACK costs the fabric
-        # and both ends what a data packet does). The receiver sends its feedback over
-        # its own rotation of EVs, so the requests need no plane of their own.
+        # An ACK request every ack_every-th packet, or every quarter window if sooner:
+        # one ACK then releases at most a quarter of the window (docs/transport.md,
+        # "Parameters"). Feedback returns over the receiver's own rotation of EVs.
         ack_every = max(1, min(cfg.ack_every, int(window) // 4))
         while budget and good:
             if len(inflight) >= window or (rate and self._next_send > now):
