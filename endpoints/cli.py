@@ -30,6 +30,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from endpoints import io, wire
+from endpoints.receiver import peer_text
 from endpoints.transport import Connection, Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
@@ -70,9 +71,9 @@ def _seconds(option: str, value: float | None, *, zero_ok: bool = False) -> None
         _fail(f"{option} {problem}")
 
 
-def _port(port: int) -> None:
-    if not 1 <= port <= 0xFFFF:
-        _fail(f"--port {port}: give a UDP port, 1..65535")
+def _port(port: int, option: str = "--port", zero_ok: bool = False) -> None:
+    if not (0 if zero_ok else 1) <= port <= 0xFFFF:
+        _fail(f"{option} {port}: give a UDP port, {0 if zero_ok else 1}..65535")
 
 
 def _address(option: str, text: str) -> None:
@@ -282,7 +283,9 @@ def send(
     to: Annotated[str, typer.Option(help="receiver's address (IPv6 or IPv4)")],
     nbytes: Annotated[Optional[int], typer.Option("--bytes", help="bytes to send (pseudo-random, from --seed)")] = None,
     infile: Annotated[Optional[Path], typer.Option("--in", help="send this file instead of --bytes")] = None,
-    port: Annotated[int, typer.Option(help="MRC-lite UDP port (destination of everything, listened on)")] = UDP_PORT_MRC,
+    port: Annotated[int, typer.Option(help="the receiver's UDP port")] = UDP_PORT_MRC,
+    source_port: Annotated[int, typer.Option(
+        help="this end's UDP port (the source of every packet; answers come back to it); 0: any free one")] = 0,
     bind: Annotated[str, typer.Option(help="local address (ACKs arrive there; the source of the packets)")] = "",
     evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
     ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
@@ -312,7 +315,8 @@ def send(
     spray: Annotated[str, typer.Option(help="adaptive (avoid EVs with recent CE echoes and trims) | rr (round robin)")] = "adaptive",
     sample_interval: Annotated[float, typer.Option(help="seconds between samples of delivered bytes")] = 0.01,
     seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
-    tx: Annotated[str, typer.Option(help="raw (one raw socket, root) | sockets (one per EV) | auto")] = "auto",
+    gso: Annotated[bool, typer.Option("--gso/--no-gso", help="send runs of equal packets in one system call "
+                                      "(UDP segmentation offload; each packet keeps its EV)")] = True,
     timeout: Annotated[float, typer.Option(help="give up after this many seconds (exit 1)")] = 60.0,
     linger: Annotated[float, typer.Option(
         help="seconds to keep reading after the verdict: answers still on their way are counted as late")] = 0.2,
@@ -326,6 +330,7 @@ def send(
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
     _sender_addresses(to, bind)
     _port(port)
+    _port(source_port, "--source-port", zero_ok=True)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
                                    ("--probe-interval", probe_interval, False),
@@ -355,26 +360,26 @@ def send(
     except ValueError as exc:
         _fail(str(exc))
     try:
-        sock = io.listen(bind or ("::" if io.family_of(to) == socket.AF_INET6 else "0.0.0.0"), port,
+        sock = io.listen(bind or ("::" if io.family_of(to) == socket.AF_INET6 else "0.0.0.0"), source_port,
                          want_tclass=False)
-        transmit = io.transmitter(tx, bind, port, connect_to=to, evs=[e.ev for e in ev_set])
     except io.IoError as exc:
         _fail(str(exc))
+    transmit = io.Transmitter(sock, gso=gso)
     clock = time.monotonic
     t0 = clock()
     started = time.time()
     cpu0 = time.process_time()
     try:
-        result = io.run_sender(sender, sock, transmit, to, timeout, clock=lambda: clock() - t0, linger=linger)
+        result = io.run_sender(sender, sock, transmit, (to, port), timeout, clock=lambda: clock() - t0,
+                               linger=linger)
     finally:
-        transmit.close()
         sock.close()
     rep = sender.report()
     rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU (user + system) while it ran the transfer
     rep["started_at_unix"] = started  # report times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
-    rep["tx"] = tx
+    rep["gso"] = transmit.gso  # False if asked off, or the kernel refused it
     rep["sha256"] = sender.digest.hex()
     if result.timed_out and not sender.finished:
         rep["error"] = f"no verdict from the receiver within {timeout:g} s (is mrc-recv running at {to} port {port}?)"
@@ -419,7 +424,8 @@ def recv(
     ack_delay: Annotated[float, typer.Option(help="seconds before an arrival without ack_req is ACKed")] = 0.001,
     trim_dscp: Annotated[int, typer.Option(help="DSCP that marks a trimmed packet (the NIC's)")] = 62,
     seed: Annotated[int, typer.Option(help="QPs, rkeys, buffer addresses")] = 0,
-    tx: Annotated[str, typer.Option(help="raw | sockets | auto (how ACKs leave with source port = EV)")] = "auto",
+    gro: Annotated[bool, typer.Option("--gro/--no-gro", help="let the kernel hand over a run of arrivals in one "
+                                      "read (UDP_GRO, where the interface coalesces)")] = True,
     timeout: Annotated[float, typer.Option(help="give up after this many seconds (exit 1)")] = 60.0,
     linger: Annotated[float, typer.Option(help="seconds to keep answering after the last transfer")] = 0.5,
     report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
@@ -448,8 +454,7 @@ def recv(
     except ValueError as exc:
         _fail(str(exc))
     try:
-        sock = io.listen(listen, port, want_tclass=True)
-        transmit = io.transmitter(tx, listen, port)
+        sock = io.listen(listen, port, want_tclass=True, coalesce=gro)
     except io.IoError as exc:
         _fail(str(exc))
     if not quiet:  # a script may wait for this line; mrc-send retries OPEN anyway
@@ -460,9 +465,9 @@ def recv(
     started = time.time()
     cpu0 = time.process_time()
     try:
-        result = io.run_receiver(receiver, sock, transmit, count, timeout, linger, clock=lambda: clock() - t0)
+        result = io.run_receiver(receiver, sock, io.Transmitter(sock), count, timeout, linger,
+                                 clock=lambda: clock() - t0)
     finally:
-        transmit.close()
         sock.close()
     rep = receiver.report()
     rep["cpu_s"] = time.process_time() - cpu0  # this process's CPU while it received (linger included)
@@ -493,7 +498,7 @@ def _receiver_failure(done: list[Connection], count: int, timeout: float, timed_
     if timed_out:
         return f"{len(done)} of {count} transfers complete after {timeout:g} s"
     if bad:
-        return f"{len(bad)} transfer(s) arrived with a SHA-256 different from the sender's (first from {bad[0].peer})"
+        return f"{len(bad)} transfer(s) arrived with a SHA-256 different from the sender's (first from {peer_text(bad[0].peer)})"
     return "transfers incomplete"
 
 

@@ -16,8 +16,10 @@ HALF_PSN = 1 << 23  # half the PSN space: what lies within it ahead is "later"
 
 
 class Tx(NamedTuple):
-    """A packet to send: UDP source port ``ev``, UDP payload ``payload``, to ``peer``
-    (the sender's packets all go to its one receiver: ``peer`` is None)."""
+    """A packet to send on EV ``ev`` (written into its BTH pkey as it leaves), UDP
+    payload ``payload``, to ``peer`` (the receiver's answers: the peer it was handed
+    with the transfer's packets; the sender's packets all go to its one receiver:
+    None)."""
 
     ev: int
     payload: bytes

@@ -100,7 +100,7 @@ class EvSet:
         self.good = [ev for ev in self.order if self.evs[ev].state == GOOD]
 
     def probes(self, now: float, rqp: int, rto: float) -> list[Tx]:
-        """One PROBE on each ASSUMED_BAD EV, over its own path (UDP source port = the EV)."""
+        """One PROBE on each ASSUMED_BAD EV, over its own path (sent on the EV itself)."""
         out: list[Tx] = []
         stamp = int(now * 1e9) & 0xFFFFFFFFFFFFFFFF
         for ev in self.order:

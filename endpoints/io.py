@@ -1,31 +1,21 @@
 """Sockets and the clock around the transport's state machines.
 
 The transport (``endpoints/transport.py``) decides what to send and when; this module
-only moves bytes: one UDP socket bound to the MRC-lite port receives, and a
-transmitter sends each packet with UDP source port = its EV.
+only moves bytes, through one UDP socket per endpoint bound to the MRC-lite port: it
+receives everything and sends everything.
 
-Sending with up to 256 different source ports, two ways (``--tx``):
-
-- ``raw`` (needs CAP_NET_RAW, i.e. root as in Mininet hosts): one raw IPPROTO_UDP
-  socket; the UDP header (source port = EV) is built here, the kernel adds the IP
-  header and, for IPv6, the UDP checksum (``IPV6_CHECKSUM``; IPv4 sends checksum 0,
-  which UDP over IPv4 allows). Any EV works, even 0 (the plan's GENERATED
-  EVs start their entropy at 1 to avoid it, a plain list may hold it), and no port
-  has to be free. A raw UDP socket would also get a copy of
-  every UDP packet the host receives: a one-instruction BPF filter drops them all.
-- ``sockets``: one UDP socket per EV bound to that port (and connected, for the
-  sender). Works without root; the EV's port must be free and non-zero.
-
-``auto`` (the default) is ``sockets``, with ``raw`` for the EVs that cannot have a
-socket when the process may open raw sockets. The two send about equally fast on
-loopback (bench/endpoints_loopback.py interleaves them: raw 0.9x to 1.3x of sockets
-on the shared 2-core machine, where both exceed 100,000 packets/s); ``sockets``
-needs no privilege and lets the kernel fill the UDP checksum for IPv4 too.
+The EV of a packet travels in its BTH ``pkey`` (docs/packet-formats.md): this module
+writes each packet's EV there as it sends and reads it from there as packets arrive,
+so the state machines see it as they did when it was the UDP source port. With the EV
+inside the packet, one socket sends every EV, and the kernel's segmentation offload
+can send a run of packets in one system call while each keeps its own EV
+(``Transmitter``); on the receiving side the kernel may likewise hand over a run in
+one read (``UDP_GRO``). Both cut the system calls per packet, the largest part of an
+endpoint's CPU per packet (docs/performance.md, "The endpoints").
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import select
 import socket
@@ -34,12 +24,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from endpoints.transport import Receiver, Sender, Tx
+from endpoints.wire import EV_OFFSET
 
-SO_ATTACH_FILTER = 26
-_UDP = struct.Struct("!HHHH")
 RECV_BUF = 1 << 16
 SOCKET_BUFFER = 4 << 20
 
@@ -53,6 +41,7 @@ def family_of(addr: str) -> int:
 
 
 SockAddr = tuple[str, int] | tuple[str, int, int, int]
+Peer = tuple[str, int]  # (address, UDP port)
 
 
 def _sockaddr(addr: str, port: int) -> SockAddr:
@@ -88,156 +77,96 @@ def _ect(s: socket.socket, fam: int) -> None:
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ECT0)
 
 
-class Transmitter(Protocol):
-    def send(self, ev: int, payload: bytes, dst: str) -> None: ...
-    def close(self) -> None: ...
+UDP_SEGMENT = 103  # linux/udp.h: send a run of equal-sized datagrams in one call
+UDP_GRO = 104  # linux/udp.h: receive a run the kernel coalesced in one call
+GSO_SEGMENTS = 32  # packets per call at most (the kernel allows 64)
+GSO_BYTES = 60000  # bytes per call at most (one IP packet holds 65,535)
+_SEGMENT = struct.Struct("=H")
+_EV = struct.Struct("!H")
+_GSO_REFUSED = (errno.EIO, errno.EINVAL, errno.ENOPROTOOPT, errno.EOPNOTSUPP, errno.EMSGSIZE)
+_TX_LOST = (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 
 
-class RawTransmitter:
-    """One raw UDP socket for every EV (see the module docstring)."""
+class Transmitter:
+    """Sends the transport's packets from the endpoint's one socket (the one it
+    listens on), each with its EV written into BTH ``pkey`` (``wire.EV_OFFSET``).
 
-    def __init__(self, local: str, port: int) -> None:
-        fam = family_of(local)
-        self.family = fam
-        self.port = port
-        try:
-            s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_UDP)
-        except PermissionError:
-            raise IoError("--tx raw needs root (CAP_NET_RAW); run as root or use --tx sockets") from None
-        try:
-            drop_all = (ctypes.c_uint8 * 8)(0x06, 0, 0, 0, 0, 0, 0, 0)  # BPF_RET|BPF_K, k=0
-            self._filter = drop_all  # keep the buffer alive while the socket is
-            prog = struct.pack("HL", 1, ctypes.addressof(drop_all))
-            s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, prog)
-            if fam == socket.AF_INET6:
-                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_CHECKSUM, 6)
-            if local not in ("", "::", "0.0.0.0"):
-                s.bind(_sockaddr(local, 0))
-            _buffers(s)
-            _ect(s, fam)
-        except OSError as exc:
-            s.close()
-            raise IoError(f"raw socket on {local or 'any address'}: {exc.strerror}; check the address or use "
-                          "--tx sockets") from None
-        self.sock = s
-        self._send = s.sendto
-        self._dst: dict[str, SockAddr] = {}
+    Consecutive packets to one address of one size (the last of a run may be
+    shorter) leave in one ``sendmsg`` with UDP segmentation offload (``UDP_SEGMENT``):
+    the kernel cuts the run into datagrams, each with its own EV, so spraying stays
+    per packet. A kernel or socket that refuses the offload gets one datagram per
+    call from then on (counted once, ``gso_refused``). Errors that lose a datagram
+    (full buffers, an unreachable peer) are counted (``tx_errors``) and left to the
+    transport, which recovers them as losses."""
 
-    def send(self, ev: int, payload: bytes, dst: str) -> None:
-        addr = self._dst.get(dst)
+    def __init__(self, sock: socket.socket, gso: bool = True) -> None:
+        self.sock = sock
+        self.gso = gso and sys.platform.startswith("linux")
+        self._six = sock.family == socket.AF_INET6
+        self._addrs: dict[Peer, SockAddr] = {}
+
+    def _addr(self, peer: Peer) -> SockAddr:
+        addr = self._addrs.get(peer)
         if addr is None:
-            addr = self._dst[dst] = _sockaddr(dst, 0)
-        self._send(_UDP.pack(ev, self.port, 8 + len(payload), 0) + payload, addr)
+            addr = self._addrs[peer] = (peer[0], peer[1], 0, 0) if self._six else peer
+        return addr
 
-    def close(self) -> None:
-        self.sock.close()
+    def send(self, out: list[Tx], dst: Peer | None, stats: dict[str, int]) -> None:
+        """Send ``out`` in order; ``dst`` (address, port) is every packet's destination
+        (the sender's receiver) or None (each packet's ``peer``: the receiver answers
+        the address and port a transfer's packets come from)."""
+        run: list[Tx] = []
+        run_to: Peer = ("", 0)
+        size = 0
+        total = 0
+        limit = GSO_SEGMENTS if self.gso else 1
+        for pkt in out:
+            to = dst if dst is not None else pkt.peer
+            n = len(pkt.payload)
+            if run and (to != run_to or n > size or len(run) >= limit or total + n > GSO_BYTES):
+                self._flush(run, run_to, stats)
+                run = []
+            if not run:
+                run_to, size, total = to, n, 0
+            run.append(pkt)
+            total += n
+            if n < size:  # a shorter packet ends a run
+                self._flush(run, run_to, stats)
+                run = []
+        if run:
+            self._flush(run, run_to, stats)
 
-
-class PortSockets:
-    """One UDP socket per EV, bound to (local, EV) and, for the sender, connected to
-    the receiver; opened on first use. With ``raw_fallback`` an EV whose port cannot
-    be bound (0, or in use) goes out through a raw socket instead."""
-
-    def __init__(self, local: str, port: int, connect_to: str | None = None, raw_fallback: bool = False) -> None:
-        self.local = local
-        self.port = port
-        self.connect_to = connect_to
-        self.raw_fallback = raw_fallback
-        self._raw: RawTransmitter | None = None
-        self._socks: dict[int, socket.socket] = {}
-        self._sends: dict[int, Callable[[bytes, str], object]] = {}
-        self.raw_evs: list[int] = []
-
-    def open(self, ev: int) -> Callable[[bytes, str], object]:
-        fn = self._sends.get(ev)
-        if fn is not None:
-            return fn
+    def _flush(self, run: list[Tx], to: Peer, stats: dict[str, int]) -> None:
+        addr = self._addr(to)
+        buf = bytearray().join([p.payload for p in run])
+        off = 0
+        for p in run:
+            if len(p.payload) >= EV_OFFSET + 2:
+                _EV.pack_into(buf, off + EV_OFFSET, p.ev)
+            off += len(p.payload)
         try:
-            fn = self._open_socket(ev)
-        except IoError:
-            if not self.raw_fallback:
-                raise
-            if self._raw is None:
-                self._raw = RawTransmitter(self.local, self.port)
-            raw = self._raw
-            self.raw_evs.append(ev)
-
-            def fn(payload: bytes, dst: str, ev: int = ev) -> object:
-                raw.send(ev, payload, dst)
-                return None
-        self._sends[ev] = fn
-        return fn
-
-    def _open_socket(self, ev: int) -> Callable[[bytes, str], object]:
-        if not 0 < ev <= 0xFFFF:
-            raise IoError(f"EV {ev} cannot be a UDP source port with --tx sockets; use --tx raw or auto (root)")
-        fam = family_of(self.connect_to or self.local or "::")
-        s = socket.socket(fam, socket.SOCK_DGRAM)
-        try:
-            _buffers(s)
-            _ect(s, fam)
-            s.bind(_sockaddr(self.local or ("::" if fam == socket.AF_INET6 else "0.0.0.0"), ev))
-            if self.connect_to is not None:
-                s.connect(_sockaddr(self.connect_to, self.port))
+            if len(run) == 1:
+                self.sock.sendto(buf, addr)
+            else:
+                self.sock.sendmsg([buf], [(socket.SOL_UDP, UDP_SEGMENT, _SEGMENT.pack(len(run[0].payload)))],
+                                  0, addr)
         except OSError as exc:
-            s.close()
-            raise IoError(f"cannot bind UDP port {ev} (an EV) on {self.local or 'any address'}: {exc.strerror}; "
-                          "free the port, choose other EVs, or use --tx raw (root)") from None
-        self._socks[ev] = s
-        if self.connect_to is not None:
-            send = s.send
-            return lambda payload, dst: send(payload)
-        sendto = s.sendto
-        port = self.port
-        if fam == socket.AF_INET6:
-            return lambda payload, dst: sendto(payload, (dst, port, 0, 0))
-        return lambda payload, dst: sendto(payload, (dst, port))
-
-    def send(self, ev: int, payload: bytes, dst: str) -> None:
-        fn = self._sends.get(ev)
-        if fn is None:
-            fn = self.open(ev)
-        fn(payload, dst)
-
-    def close(self) -> None:
-        for s in self._socks.values():
-            s.close()
-        self._socks.clear()
-        self._sends.clear()
-        if self._raw is not None:
-            self._raw.close()
+            if len(run) > 1 and exc.errno in _GSO_REFUSED:
+                self.gso = False
+                stats["gso_refused"] = 1
+                for p in run:
+                    self._flush([p], to, stats)
+            elif exc.errno in _TX_LOST:
+                stats["tx_errors"] = stats.get("tx_errors", 0) + len(run)
+            else:
+                raise
 
 
-def can_open_raw() -> bool:
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP).close()
-        return True
-    except OSError:
-        return False
-
-
-def transmitter(kind: str, local: str, port: int, connect_to: str | None = None,
-                evs: list[int] | None = None) -> Transmitter:
-    """``kind`` raw | sockets | auto (a socket per EV, raw for the EVs that cannot
-    have one, when allowed); with ``evs`` every EV is set up at once, so a port that
-    is not free is found before anything is sent."""
-    if kind == "raw":
-        return RawTransmitter(local or ("::" if family_of(connect_to or "::") == socket.AF_INET6 else "0.0.0.0"),
-                              port)
-    if kind in ("sockets", "auto"):
-        tx = PortSockets(local, port, connect_to, raw_fallback=kind == "auto" and can_open_raw())
-        try:
-            for ev in evs or ():
-                tx.open(ev)
-        except IoError:
-            tx.close()
-            raise
-        return tx
-    raise IoError(f"--tx {kind!r}: choose raw, sockets or auto")
-
-
-def listen(addr: str, port: int, want_tclass: bool) -> socket.socket:
-    """The non-blocking UDP socket everything for this endpoint arrives on."""
+def listen(addr: str, port: int, want_tclass: bool, coalesce: bool = False) -> socket.socket:
+    """The non-blocking UDP socket everything for this endpoint arrives on and
+    leaves from. With ``coalesce`` the kernel may hand over a run of datagrams of one
+    flow in one read (``UDP_GRO``, where the interface coalesces: see
+    ``run_receiver``)."""
     fam = family_of(addr or "::")
     s = socket.socket(fam, socket.SOCK_DGRAM)
     try:
@@ -247,6 +176,12 @@ def listen(addr: str, port: int, want_tclass: bool) -> socket.socket:
                 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
             else:
                 s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        if coalesce and sys.platform.startswith("linux"):
+            try:
+                s.setsockopt(socket.SOL_UDP, UDP_GRO, 1)
+            except OSError:
+                pass  # an older kernel: one datagram per read
+        _ect(s, fam)
         s.bind(_sockaddr(addr or ("::" if fam == socket.AF_INET6 else "0.0.0.0"), port))
     except OSError as exc:
         s.close()
@@ -261,30 +196,6 @@ def _wait(sock: socket.socket, timeout: float) -> None:
         select.select([sock], [], [], timeout)
 
 
-def _transmit(tx: Transmitter, out: list[Tx], dst: str | None, stats: dict[str, int]) -> None:
-    for pkt in out:
-        to = dst if dst is not None else pkt.peer
-        try:
-            try:
-                tx.send(pkt.ev, pkt.payload, to)
-            except ConnectionRefusedError:
-                # A connected socket reports an earlier ICMP port unreachable (an OPEN
-                # sent before the receiver listened) by failing the next send: the
-                # report is consumed, send again.
-                stats["icmp_reported"] = stats.get("icmp_reported", 0) + 1
-                tx.send(pkt.ev, pkt.payload, to)
-        except IoError:
-            # The receiver answers on the EV a packet came from: a source port it
-            # cannot bind (0, its own port, one in use) gets no answer.
-            stats["ev_unbindable"] = stats.get("ev_unbindable", 0) + 1
-        except OSError as exc:
-            if exc.errno in (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH,
-                             errno.ENETUNREACH):
-                stats["tx_errors"] = stats.get("tx_errors", 0) + 1  # the transport recovers it as a loss
-            else:
-                raise
-
-
 @dataclass
 class RunResult:
     elapsed: float
@@ -292,7 +203,7 @@ class RunResult:
     io: dict[str, int]
 
 
-def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: str, timeout: float,
+def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: Peer, timeout: float,
                clock: Callable[[], float] = time.monotonic, linger: float = 0.0) -> RunResult:
     """Drive ``sender`` until it finishes or ``timeout`` seconds pass; after it
     finished, keep reading for ``linger`` seconds, so that answers still on their way
@@ -318,7 +229,7 @@ def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: str, t
             on_packet(mv[:n], now)
         out = sender.poll(now)
         if out:
-            _transmit(tx, out, dst, stats)
+            tx.send(out, dst, stats)
             continue
         wake = sender.next_wakeup()
         wait = 0.05 if wake is None else min(wake - clock(), 0.05)
@@ -343,13 +254,18 @@ def _drain(sock: socket.socket, on_packet: Callable[[memoryview, float], None],
         on_packet(mv[:n], clock())
 
 
-def _tclass(ancdata: list[tuple[int, int, bytes]], family: int) -> int:
+def _ancillary(ancdata: list[tuple[int, int, bytes]], family: int) -> tuple[int, int]:
+    """The traffic class (IPv6) or TOS (IPv4) of a datagram, and the segment size when
+    the kernel coalesced a run of them (``UDP_GRO``; 0 when it did not)."""
+    tclass = seg = 0
     for level, kind, data in ancdata:
         if family == socket.AF_INET6 and level == socket.IPPROTO_IPV6 and kind == socket.IPV6_TCLASS:
-            return int.from_bytes(data[:4], sys.byteorder)
-        if level == socket.IPPROTO_IP and kind == socket.IP_TOS:
-            return int(data[0])
-    return 0
+            tclass = int.from_bytes(data[:4], sys.byteorder)
+        elif level == socket.IPPROTO_IP and kind == socket.IP_TOS:
+            tclass = int(data[0])
+        elif level == socket.SOL_UDP and kind == UDP_GRO:
+            seg = int.from_bytes(data[:2], sys.byteorder)
+    return tclass, seg
 
 
 def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count: int, timeout: float,
@@ -359,7 +275,7 @@ def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count
     buf = bytearray(RECV_BUF)
     mv = memoryview(buf)
     family = sock.family
-    anc = socket.CMSG_SPACE(4)
+    anc = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(2)
     recvmsg_into = sock.recvmsg_into
     on_packet = receiver.on_packet
     stats: dict[str, int] = {}
@@ -383,12 +299,21 @@ def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count
             except ConnectionRefusedError:
                 continue
             got += 1
-            out = on_packet(mv[:n], now, addr[0], addr[1], _tclass(ancdata, family) if ancdata else 0)
-            if out:
-                _transmit(tx, out, None, stats)
+            tclass, seg = _ancillary(ancdata, family) if ancdata else (0, 0)
+            peer = (addr[0], addr[1])
+            if seg <= 0 or seg >= n:
+                seg = n
+            else:
+                stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
+            for off in range(0, n, seg):
+                end_ = min(off + seg, n)
+                ev = _EV.unpack_from(buf, off + EV_OFFSET)[0] if end_ - off >= EV_OFFSET + 2 else 0
+                out = on_packet(mv[off:end_], now, peer, ev, tclass)
+                if out:
+                    tx.send(out, None, stats)
         out = receiver.poll(now)
         if out:
-            _transmit(tx, out, None, stats)
+            tx.send(out, None, stats)
         if got:
             continue
         wake = receiver.next_wakeup()

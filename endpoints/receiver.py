@@ -39,6 +39,15 @@ from endpoints.wire import (
 log = logging.getLogger(__name__)
 
 
+def peer_text(peer: Any) -> str:
+    """A peer for reports and logs: ``[addr]:port`` / ``addr:port`` for an (address,
+    port) pair (``endpoints/io.py``'s), else the value as text."""
+    if isinstance(peer, tuple) and len(peer) == 2:
+        host, port = peer
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(peer)
+
+
 @dataclass(frozen=True)
 class ReceiverConfig:
     """Receiver parameters; times in seconds."""
@@ -110,7 +119,7 @@ class Connection:
             self.back_evs.append(ev)
 
     def back_ev(self) -> int:
-        """The UDP source port (so the path back) of the next feedback packet: the
+        """The EV (so the path back) of the next feedback packet: the
         rotation goes over every EV the sender used, so a dead reverse path loses
         only every n-th feedback packet, and the next ones (cumulative ACK, SACK
         bitmap, repeated NACKs) carry the same news over other paths."""
@@ -125,7 +134,7 @@ class Connection:
     def report(self) -> dict[str, Any]:
         elapsed = None if self.completed_at is None else self.completed_at - self.opened_at
         return {
-            "qp": self.qp, "sender_qp": self.sender_qp, "peer": str(self.peer), "bytes": self.length,
+            "qp": self.qp, "sender_qp": self.sender_qp, "peer": peer_text(self.peer), "bytes": self.length,
             "mtu": self.mtu, "verdict": {wire.STATE_ACCEPTED: "incomplete", wire.STATE_VERIFIED: "verified",
                                           wire.STATE_CORRUPT: "corrupt"}[self.state],
             "opened_at_s": self.opened_at,  # the series' times are seconds after this
@@ -144,7 +153,8 @@ class Receiver:
     port, each with its own QP and buffer.
 
     ``on_packet(data, now, peer, ev, tclass)`` takes one UDP payload with its source
-    address, source port (the EV) and IPv6 traffic class; it and ``poll(now)`` return
+    (``peer``: any value, in ``endpoints/io.py`` the address and UDP port), its EV
+    (BTH pkey) and its IPv6 traffic class; it and ``poll(now)`` return
     the ACKs, NACKs, probe replies and STATUS packets to send. Malformed or hostile
     packets are dropped and counted in ``drops`` and never touch a buffer.
     """
@@ -237,7 +247,7 @@ class Receiver:
                 reason = wire.REFUSE_MEMORY
         if reason:
             self.counts["refused"] += 1
-            log.info("refused a transfer from %s (sender QP %#x): %s", peer, o.sender_qp,
+            log.info("refused a transfer from %s (sender QP %#x): %s", peer_text(peer), o.sender_qp,
                         wire.REFUSE_REASONS[reason])
             return [Tx(ev, wire.Status(ev, o.sender_qp, 0, wire.STATE_REFUSED, reason, 0, 0, 0).pack(), peer)]
         qp = self._rng.randrange(1, QP_MASK + 1)
@@ -250,7 +260,7 @@ class Receiver:
         c.reorder = cfg.nack_delay
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
-        log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer, o.length, c.n_packets, qp)
+        log.info("transfer from %s: %d bytes in %d packets, QP %#x", peer_text(peer), o.length, c.n_packets, qp)
         c.learn_ev(ev)
         out = [self._status(c, ev)]
         if c.n_packets == 0:

@@ -7,7 +7,9 @@ wire format independently; the tests build hostile packets with them and check t
 these codecs agree.
 
 Everything here is the UDP payload (BTH onwards); the UDP header belongs to the I/O
-layer (``endpoints/io.py``), the UDP source port is the EV. All fields big-endian.
+layer (``endpoints/io.py``). The EV is BTH ``pkey`` (at ``EV_OFFSET``): the codecs
+leave it ``PKEY`` and the I/O layer writes each packet's EV there as it sends it and
+reads it from there on arrival. All fields big-endian.
 
 Bitmaps: on the wire bit 63 of a SACK bitmap is ``base_psn`` (docs/packet-formats.md);
 the transport works with "bit i = base + i", so :func:`reverse64` converts between
@@ -61,7 +63,8 @@ REFUSE_REASONS = {
 
 VERSION = 1
 MAX_MTU = 9000
-PKEY = 0xFFFF
+PKEY = 0xFFFF  # what the codecs write where the I/O layer puts the EV
+EV_OFFSET = 2  # the EV's two bytes in every MRC-lite packet: BTH pkey
 
 # BTH: opcode, se/m/pad/tver, pkey, fecn/becn/resv6 | dest_qp, ack_req | resv7 | psn.
 BTH = struct.Struct("!BBHII")

@@ -14,7 +14,7 @@ Python senders left up to a second apart on 2 shared cores, and the flows' compl
 times then showed the machine's scheduling (the first flows had the links to
 themselves, the spraying run's slowest flow reached 1.5 x the mean). Each flow's
 time runs from its own sender's start. The two runs: as plain flows (``mrc-send`` to another UDP port
-from one source port each: not MRC for the NIC, so ``spray_mode`` hashes each flow
+from one ``--source-port`` each: not MRC for the NIC, so ``spray_mode`` hashes each flow
 onto one (plane, spine) member, docs/nic.md), then as MRC-lite spraying over every
 EV. Measured: each flow's completion time, every byte verified by comparing each
 received file with the data generated for it, and the packets each uplink carried
@@ -32,7 +32,8 @@ import typer
 from controller.counters import delta
 from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
-from experiments.start_together import Barrier, listening
+from experiments.start_together import Barrier
+from topologies.transfer import listening
 from fabric import plan as P
 from fabric.cli_options import finite
 from topologies.fabric_net import install_tables
@@ -40,7 +41,7 @@ from topologies.fabric_net import install_tables
 PAIRS = (("h1", "h5"), ("h2", "h6"), ("h3", "h7"), ("h4", "h8"))
 LEAF = 0  # the source leaf, whose uplinks are limited
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
-PLAIN_EVS = (40001, 40002, 40003, 40004)  # one UDP source port per plain flow: one hash each
+PLAIN_PORTS = (40001, 40002, 40003, 40004)  # one UDP source port per plain flow: one hash each
 # A limited uplink's queue (64 packets) delays by up to 64 / PPS seconds: holes are
 # NACKed, and timeouts fire, only after that.
 NACK_DELAY = 0.4
@@ -82,7 +83,8 @@ def flows(fn: Any, workdir: Path, mode: str, nbytes: int) -> dict[str, Any]:
             send = ["--rto-min", str(RTO_MIN), "--in", str(infile)]
             recv = ["--nack-delay", str(NACK_DELAY), "--out", str(outfile), "--bytes", str(nbytes)]
             if mode == "per_flow":
-                send += ["--port", str(PLAIN_PORT), "--ev-list", str(PLAIN_EVS[k]), "--ev-min-active", "1"]
+                send += ["--port", str(PLAIN_PORT), "--source-port", str(PLAIN_PORTS[k]), "--ev-list", "1",
+                         "--ev-min-active", "1"]
                 recv += ["--port", str(PLAIN_PORT)]
             tr = C.Transfer(fn, src, dst, nbytes, workdir / name, send, recv, launcher=barrier.launcher())
             tr.start_receiver()

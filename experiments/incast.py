@@ -35,7 +35,8 @@ import typer
 from controller.counters import delta
 from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
-from experiments.start_together import Barrier, listening
+from experiments.start_together import Barrier
+from topologies.transfer import listening
 from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
 from fabric.cli_options import finite

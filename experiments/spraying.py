@@ -22,7 +22,7 @@ from experiments import common as C
 from fabric.paths import links
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
-PLAIN_EV = 40000  # one UDP source port: one flow
+PLAIN_SOURCE_PORT = 40000  # one UDP source port: one flow
 
 
 def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, Any]:
@@ -44,8 +44,8 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", ds
     recv = ["--nack-delay", "0.05"]
     for name, send_args, recv_args in (
             ("mrc", ["--rate", str(rate)], recv),
-            ("per_flow", ["--rate", str(rate), "--port", str(PLAIN_PORT), "--ev-list", str(PLAIN_EV),
-                          "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)])):
+            ("per_flow", ["--rate", str(rate), "--port", str(PLAIN_PORT), "--source-port", str(PLAIN_SOURCE_PORT),
+                          "--ev-list", "1", "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)])):
         before = C.read_counters(fn)
         res = C.run_transfer(fn, src, dst, nbytes, workdir / name, send_args=send_args, recv_args=recv_args)
         after = C.read_counters(fn)

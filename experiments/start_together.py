@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -58,26 +57,6 @@ class Barrier:
             time.sleep(POLL * 10)
         (self.directory / "go").touch()
         return time.monotonic() - t0
-
-
-def udp_listening(proc_net: str, port: int) -> bool:
-    """Whether a UDP socket is bound to ``port``, from the text of /proc/net/udp6 and
-    udp (one network namespace's: local_address is ``HEXADDR:HEXPORT``)."""
-    want = f":{port:04X}"
-    for line in proc_net.splitlines():
-        fields = line.split()
-        if len(fields) > 1 and fields[1].endswith(want):
-            return True
-    return False
-
-
-def listening(fn: Any, hosts: Sequence[str], port: int) -> Callable[[], bool]:
-    """``Barrier.release``'s condition: a UDP socket bound to ``port`` in each of the
-    fabric's ``hosts`` (Mininet hosts: their own network namespaces)."""
-    def check() -> bool:
-        return all(udp_listening(fn.host(h).cmd("cat /proc/net/udp6 /proc/net/udp"), port) for h in hosts)
-
-    return check
 
 
 def _wait(directory: Path, timeout: float) -> bool:

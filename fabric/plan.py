@@ -20,7 +20,7 @@ TIER_NAMES = {LEAF: "leaf", SPINE: "spine", NIC: "nic", HOST: "host"}
 NIC_USID_BASE = 0xE000  # local uSID of the NIC on leaf port n: 0xE000 + n
 UA_BASE = 0xF000  # local uA uSID of a switch's port q: 0xF000 + q
 TRIM_PRIORITY = 7
-EXPLICIT_EV_BASE = 0x1000  # EXPLICIT EVs are 0x1000 + k (any value would do; these are UDP source ports)
+EXPLICIT_EV_BASE = 0x1000  # EXPLICIT EVs are 0x1000 + k (any 16-bit value would do)
 NIC_HOST_PORT = 0
 MAX_PORT = 4095  # leaf ports of NICs and uA ports: 12 bits
 V1MODEL_MAX_PORT = 510  # v1model ports are 9 bits and 511 is the drop port
@@ -291,7 +291,7 @@ def _nic_evs(topo: Topology, src: Host, dst_leaf: int | None, offset: int, only:
         if topo.ev_mode == "generated":
             n = uses.get((p, s), 0) + 1
             uses[(p, s)] = n
-            if n > 31:  # entropy 1..31: no EV is 0 (UDP source port 0 cannot be sent)
+            if n > 31:  # entropy 1..31: no EV is 0
                 continue
             ev = generated_ev(p, s, n)
         else:

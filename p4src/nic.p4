@@ -5,7 +5,7 @@
  * tables the controller writes and the counters it reads; docs/addressing.md for
  * the address plan and the EV bit layout this program follows.
  *
- *   host -> fabric  MRC (UDP dst 4791): EV = UDP source port.
+ *   host -> fabric  MRC (UDP dst 4791): EV = BTH pkey.
  *                     EXPLICIT mode: NicIngress.ev_table (dst prefix, EV) -> path.
  *                     GENERATED mode: carrier computed from EV bits (plane, spine),
  *                     the destination address (leaf, port) and per-plane constants.
@@ -470,9 +470,12 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 if (hdr.udp.isValid()) {
                     meta.l4_src_port = hdr.udp.src_port;
                     meta.l4_dst_port = hdr.udp.dst_port;
-                    if (hdr.udp.dst_port == UDP_PORT_MRC) {
+                    if (hdr.bth.isValid()) {
+                        /* The EV travels in the BTH's pkey (docs/packet-formats.md):
+                         * a host may send a run of packets in one segmentation
+                         * offload, whose UDP headers are all alike. */
                         meta.is_mrc = 1;
-                        meta.ev = hdr.udp.src_port;
+                        meta.ev = hdr.bth.pkey;
                     }
                 }
                 flow_hash();
@@ -569,8 +572,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                             && hdr.inner_ipv6.traffic_class[1:0] != 2w0) {
                         hdr.inner_ipv6.traffic_class[1:0] = 2w3;
                     }
-                    if (hdr.udp.isValid() && hdr.udp.dst_port == UDP_PORT_MRC) {
-                        ev_rx.count((bit<32>)hdr.udp.src_port);
+                    if (hdr.bth.isValid()) {
+                        ev_rx.count((bit<32>)hdr.bth.pkey);
                     }
                     decapsulate();
                 }

@@ -3,10 +3,10 @@
 Why: bench/fabric_net.py measures how many packets per second the fabric carries, one
 plane or sprayed; it needs a sender with no transport in the way (no window, ACKs
 or retransmissions: the demo and the experiments use the real endpoints, mrc-send and
-mrc-recv, through topologies/transfer.py). The stream is one the NICs treat as MRC (UDP destination port 4791, EV in the UDP source port,
-docs/packet-formats.md) and that goes over every plane: each packet is sent from the
-source port of one EV of the sending NIC's EXPLICIT EV set (fabric.plan.nic_evs),
-round robin, so the NIC's EV table puts it on that EV's plane and spine. The host's
+mrc-recv, through topologies/transfer.py). The stream is one the NICs treat as MRC (UDP destination port 4791, the EV in
+the BTH's pkey, docs/packet-formats.md) and that goes over every plane: each packet
+carries one EV of the sending NIC's EXPLICIT EV set (fabric.plan.nic_evs), round
+robin, so the NIC's EV table puts it on that EV's plane and spine. The host's
 own kernel builds IPv6 and UDP (real sockets in the Mininet host); the payload is a
 BTH (opcode WRITE, PSN) and a RETH (address, length) in front of the data.
 
@@ -39,9 +39,9 @@ OP_WRITE = 0x0A
 PAYLOAD = 256
 
 
-def write_packet(psn: int, payload: bytes, dest_qp: int = 0x12, vaddr: int = 0x1000) -> bytes:
-    """BTH (12 bytes) + RETH (16 bytes) + payload of an MRC-lite WRITE."""
-    bth = struct.pack("!BBHII", OP_WRITE, 0, 0xFFFF, dest_qp & 0xFFFFFF, (1 << 31) | (psn & 0xFFFFFF))
+def write_packet(psn: int, payload: bytes, ev: int, dest_qp: int = 0x12, vaddr: int = 0x1000) -> bytes:
+    """BTH (12 bytes, the EV in pkey) + RETH (16 bytes) + payload of an MRC-lite WRITE."""
+    bth = struct.pack("!BBHII", OP_WRITE, 0, ev, dest_qp & 0xFFFFFF, (1 << 31) | (psn & 0xFFFFFF))
     reth = struct.pack("!QII", vaddr + psn * len(payload), 0x55, len(payload))
     return bth + reth + payload
 
@@ -49,12 +49,8 @@ def write_packet(psn: int, payload: bytes, dest_qp: int = 0x12, vaddr: int = 0x1
 def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = None,
          size: int = PAYLOAD) -> dict[str, object]:
     """Send ``packets`` WRITEs to ``dst``, EV ``evs[k % len(evs)]`` for packet k."""
-    socks = []
-    for ev in evs:
-        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((src or "::", ev))
-        socks.append(s)
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    sock.bind((src or "::", 0))
     sent: Counter[int] = Counter()
     gap = 1.0 / pps if pps > 0 else 0.0
     t0 = time.monotonic()
@@ -64,19 +60,18 @@ def send(dst: str, evs: list[int], packets: int, pps: float, src: str | None = N
                 delay = t0 + k * gap - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            i = k % len(evs)
-            socks[i].sendto(write_packet(k, bytes([k & 0xFF]) * size), (dst, MRC_PORT))
-            sent[evs[i]] += 1
+            ev = evs[k % len(evs)]
+            sock.sendto(write_packet(k, bytes([k & 0xFF]) * size, ev), (dst, MRC_PORT))
+            sent[ev] += 1
     finally:
-        for s in socks:
-            s.close()
+        sock.close()
     return {"sent": sum(sent.values()), "seconds": round(time.monotonic() - t0, 3),
             "per_ev": {str(k): v for k, v in sorted(sent.items())}}
 
 
 def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int = 0) -> dict[str, object]:
     """Count MRC WRITEs arriving on ``port`` for ``seconds`` (or until ``expect`` arrived,
-    then ``idle`` seconds without a packet), per EV (the UDP source port)."""
+    then ``idle`` seconds without a packet), per EV (the BTH's pkey)."""
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.bind(("::", port))
@@ -89,7 +84,7 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
         while time.monotonic() < end:
             s.settimeout(max(0.01, min(idle, end - time.monotonic())))
             try:
-                data, addr = s.recvfrom(65535)
+                data = s.recv(65535)
             except (socket.timeout, TimeoutError):
                 if expect and sum(got.values()) >= expect:
                     break
@@ -98,7 +93,7 @@ def receive(seconds: float, port: int = MRC_PORT, idle: float = 1.0, expect: int
                 last = time.monotonic()
                 first = first or last
                 nbytes += len(data)
-                got[addr[1]] += 1
+                got[int.from_bytes(data[2:4], "big")] += 1
                 psns.add(struct.unpack("!I", data[8:12])[0] & 0xFFFFFF)
     finally:
         s.close()
@@ -144,18 +139,18 @@ def _usage(text: str) -> int:
 
 @app.command("send")
 def send_cmd(dst: Annotated[str, typer.Argument(help="the receiver's address")],
-             evs: Annotated[str, typer.Option("--evs", help="comma-separated EVs (UDP source ports)")],
+             evs: Annotated[str, typer.Option("--evs", help="comma-separated EVs (0..65535)")],
              packets: Annotated[int, typer.Option("--packets", help="WRITEs to send")] = 200,
              pps: Annotated[float, typer.Option("--pps", min=0, callback=cli_options.finite, help="packets per second (0: as fast as possible)")] = 500.0,
              src: Annotated[Optional[str], typer.Option("--src", help="source address to bind")] = None,
              size: Annotated[int, typer.Option("--size", help="payload bytes after BTH+RETH")] = PAYLOAD) -> int:
-    """Send WRITEs, one EV (UDP source port) after the other; print JSON."""
+    """Send WRITEs, one EV after the other; print JSON."""
     try:
         ev_list = [int(x, 0) for x in evs.split(",") if x]
     except ValueError:
         return _usage("--evs: give numbers separated by commas, e.g. 4096,4097")
-    if not ev_list or not all(0 < e < 65536 for e in ev_list):
-        return _usage("--evs: EVs are UDP source ports 1..65535")
+    if not ev_list or not all(0 <= e < 65536 for e in ev_list):
+        return _usage("--evs: EVs are 16-bit numbers, 0..65535")
     if not 0 <= size <= 1400:
         return _usage("--size: 0..1400 bytes (the host MTU is 1460)")
     return print_report(send(dst, ev_list, packets, pps, src, size))

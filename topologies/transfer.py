@@ -12,13 +12,37 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+UDP_PORT_MRC = 4791
+LISTEN_WAIT = 20.0  # seconds a receiver may take to bind its port (Python start-up on a busy machine)
+
+
+def udp_listening(proc_net: str, port: int) -> bool:
+    """Whether a UDP socket is bound to ``port``, from the text of /proc/net/udp6 and
+    udp (one network namespace's: local_address is ``HEXADDR:HEXPORT``)."""
+    want = f":{port:04X}"
+    for line in proc_net.splitlines():
+        fields = line.split()
+        if len(fields) > 1 and fields[1].endswith(want):
+            return True
+    return False
+
+
+def listening(fn: Any, hosts: Sequence[str], port: int) -> Callable[[], bool]:
+    """A check: a UDP socket bound to ``port`` in each of the fabric's ``hosts``
+    (Mininet hosts: their own network namespaces)."""
+    def check() -> bool:
+        return all(udp_listening(fn.host(h).cmd("cat /proc/net/udp6 /proc/net/udp"), port) for h in hosts)
+
+    return check
+
 
 @dataclass
 class Transfer:
@@ -73,9 +97,29 @@ class Transfer:
                 "--hosts-per-leaf", str(t.max_hosts_per_leaf), "--evs", str(t.evs_per_nic), "--ev-mode", t.ev_mode]
 
     def start(self) -> Transfer:
+        """Start the receiver, then the sender once the receiver listens: a sender
+        that starts first loses its OPENs to "port unreachable" and tries again only
+        after a retransmission timeout, which its completion time would include."""
         self.start_receiver()
+        self.wait_listening()
         self.start_sender()
         return self
+
+    def receiver_port(self) -> int:
+        args = self.recv_args
+        return int(args[args.index("--port") + 1]) if "--port" in args[:-1] else UDP_PORT_MRC
+
+    def wait_listening(self, timeout: float = LISTEN_WAIT) -> bool:
+        """Wait until the receiver's port is bound in its host (or it exited)."""
+        check = listening(self.fn, [self.dst], self.receiver_port())
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check():
+                return True
+            if self.receiver is not None and self.receiver.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return False
 
     def wait(self) -> TransferResult:
         """Wait for every process (killing any left after the timeout); read the reports."""

@@ -110,7 +110,7 @@ header srh_tlv_word_t {
 }
 
 header udp_t {
-    bit<16> src_port;       /* MRC-lite: the entropy value (EV) */
+    bit<16> src_port;       /* MRC-lite: the sending socket's port */
     bit<16> dst_port;
     bit<16> length;
     bit<16> checksum;
@@ -123,7 +123,7 @@ header bth_t {
     bit<1> mig_req;
     bit<2> pad_count;
     bit<4> tver;
-    bit<16> pkey;
+    bit<16> pkey;           /* MRC-lite: the entropy value (EV), no partitions */
     bit<1> fecn;
     bit<1> becn;
     bit<6> resv6;

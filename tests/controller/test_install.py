@@ -19,7 +19,6 @@ import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.packet import Raw
 
 from fabric import plan as P
 from controller.codec import codec
@@ -31,6 +30,7 @@ from controller.reconcile import Reconciler
 from fabric.topology import default_topology
 from fabric.match import Exact, Ternary
 from tests.controller.fabric_lab import REPO, FabricLab
+from tests.dataplane.packets import mrc_write
 from tests.target.cli.p4t_netlab import recv_frames
 
 pytestmark = pytest.mark.root
@@ -83,7 +83,7 @@ def canonical(name: str, entries: list) -> set:
 def host_frame(src, dst, ev: int, payload: bytes = b"mrc-lite" * 8) -> bytes:
     return bytes(Ether(src=P.mac_text(P.host_mac(src)), dst=P.mac_text(P.nic_gateway_mac(src)))
                  / IPv6(src=P.ip(P.host_addr(src.leaf, src.port)), dst=P.ip(P.host_addr(dst.leaf, dst.port)))
-                 / UDP(sport=ev, dport=4791) / Raw(payload))
+                 / mrc_write(ev, 1, payload))
 
 
 def plane_tx(lab: FabricLab, nic: str) -> dict[int, int]:
@@ -126,8 +126,9 @@ def test_packets_cross_the_fabric_between_every_pair_in_every_plane(installed: F
                 assert got, f"nothing arrived at {dst.name} from {src.name} over plane {plane}"
                 pkt = got[0]
                 assert pkt[IPv6].src == P.ip(P.host_addr(src.leaf, src.port))
-                assert pkt[IPv6].dst == P.ip(P.host_addr(dst.leaf, dst.port)) and pkt[UDP].sport == e.ev
-                assert bytes(pkt[UDP].payload).startswith(tag)
+                mrc = bytes(pkt[UDP].payload)  # BTH (the EV in pkey, bytes 2-3), RETH, payload
+                assert pkt[IPv6].dst == P.ip(P.host_addr(dst.leaf, dst.port)) and mrc[2:4] == e.ev.to_bytes(2, "big")
+                assert mrc[28:].startswith(tag)
                 assert pkt.dst == P.mac_text(P.host_mac(dst))
     for h in TOPO.hosts:  # 3 destinations x 1 packet per plane, counted by the NIC itself
         after = plane_tx(lab, h.nic)

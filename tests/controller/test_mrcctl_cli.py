@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.packet import Raw
 
 from controller.targets import default_targets
 from fabric.topology import from_parameters
 from tests.controller.fabric_lab import REPO, FabricLab
+from tests.dataplane.packets import mrc_write
 from tests.target.cli.p4t_netlab import recv_frames
 
 MRCCTL = REPO / ".venv" / "bin" / "mrcctl"
@@ -234,7 +233,7 @@ def host_frame(src: str, dst: str, ev: int) -> bytes:
     b = next(h for h in TOPO.hosts if h.name == dst)
     return bytes(Ether(src=P.mac_text(P.host_mac(a)), dst=P.mac_text(P.nic_gateway_mac(a)))
                  / IPv6(src=P.ip(P.host_addr(a.leaf, a.port)), dst=P.ip(P.host_addr(b.leaf, b.port)))
-                 / UDP(sport=ev, dport=4791) / Raw(b"mrcctl-cli" * 6))
+                 / mrc_write(ev, 1, b"mrcctl-cli" * 6))
 
 
 @pytest.mark.root

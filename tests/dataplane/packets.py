@@ -211,6 +211,12 @@ def addr_int(value: str) -> int:
 # ---- MRC-lite transport -----------------------------------------------------
 
 
+def with_ev(payload: bytes, ev: int) -> bytes:
+    """An MRC-lite UDP payload with its EV where it travels: BTH pkey, bytes 2-3
+    (docs/packet-formats.md). The endpoints' codecs leave the EV to their I/O layer."""
+    return payload[:2] + ev.to_bytes(2, "big") + payload[4:]
+
+
 def mrc_write(
     ev: int,
     psn: int,
@@ -220,12 +226,13 @@ def mrc_write(
     vaddr: int = 0x1000,
     rkey: int = 0x55,
     imm: int | None = None,
-    sport_is_ev: bool = True,
+    sport: int = UDP_PORT_MRC,
 ) -> Packet:
-    """UDP/BTH/RETH[/ImmDt]/payload of an MRC-lite data packet (EV in the UDP source port)."""
+    """UDP/BTH/RETH[/ImmDt]/payload of an MRC-lite data packet (EV in BTH pkey; the
+    UDP source port is the sending socket's, ``sport``)."""
     opcode = OP_WRITE if imm is None else OP_WRITE_IMM
-    pkt = UDP(sport=ev if sport_is_ev else 49152, dport=UDP_PORT_MRC) / BTH(
-        opcode=opcode, dest_qp=dest_qp, psn=psn, ack_req=1
+    pkt = UDP(sport=sport, dport=UDP_PORT_MRC) / BTH(
+        opcode=opcode, pkey=ev, dest_qp=dest_qp, psn=psn, ack_req=1
     ) / RETH(vaddr=vaddr, rkey=rkey, dma_len=len(payload))
     if imm is not None:
         pkt = pkt / ImmDt(imm=imm)
@@ -243,8 +250,8 @@ def mrc_ack(
 ) -> Packet:
     """UDP/BTH/AETH/SACK of an MRC-lite ACK or NACK (``syndrome``)."""
     return (
-        UDP(sport=ev, dport=UDP_PORT_MRC)
-        / BTH(opcode=OP_ACK, dest_qp=dest_qp, psn=psn)
+        UDP(sport=UDP_PORT_MRC, dport=UDP_PORT_MRC)
+        / BTH(opcode=OP_ACK, pkey=ev, dest_qp=dest_qp, psn=psn)
         / AETH(syndrome=syndrome)
         / SACK(ev=ev, base_psn=base_psn, bitmap=bitmap)
     )
@@ -253,8 +260,8 @@ def mrc_ack(
 def mrc_probe(ev: int, seq: int, *, reply: bool = False, timestamp: int = 0) -> Packet:
     """UDP/BTH/Probe of an MRC-lite probe or probe reply."""
     return (
-        UDP(sport=ev, dport=UDP_PORT_MRC)
-        / BTH(opcode=OP_PROBE_REPLY if reply else OP_PROBE)
+        UDP(sport=UDP_PORT_MRC, dport=UDP_PORT_MRC)
+        / BTH(opcode=OP_PROBE_REPLY if reply else OP_PROBE, pkey=ev)
         / Probe(ev=ev, seq=seq, timestamp=timestamp)
     )
 

@@ -60,7 +60,7 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     recv = start_recv(rx, port, "--out", str(tmp_path / "out.bin"), "--report", str(tmp_path / "r.json"),
                       "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "300000", "--seed", "3", "--ev-list", f"{ev0}-{ev0 + 15}",
-             "--report", str(tmp_path / "s.json"), "--tx", "sockets")
+             "--report", str(tmp_path / "s.json"))
     code, out, err = finish(recv)
     assert s.returncode == 0, s.stderr
     assert code == 0, err
@@ -81,7 +81,7 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     assert rrep["cpu_s"] > 0
     (c,) = rrep["connections"]
     assert c["verdict"] == "verified" and c["received_bytes"] == 300000
-    # The receiver saw every EV as the UDP source port of data packets.
+    # The receiver read every EV from its data packets (BTH pkey).
     assert sorted(int(ev) for ev in c["per_ev_packets"]) == list(range(ev0, ev0 + 16))
 
 
@@ -89,7 +89,7 @@ def test_evs_come_from_the_topology(tmp_path: Path) -> None:
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "80000", "--planes", "4", "--evs", "8", "--src-host", "h1", "--dst-host", "h3",
-             "--report", str(tmp_path / "s.json"), "--tx", "sockets")
+             "--report", str(tmp_path / "s.json"))
     assert s.returncode == 0, s.stderr
     assert finish(recv)[0] == 0
     rep = json.loads((tmp_path / "s.json").read_text())
@@ -104,7 +104,7 @@ def test_a_file_is_sent_as_is(tmp_path: Path) -> None:
     src = tmp_path / "in.bin"
     src.write_bytes(os.urandom(12345))
     recv = start_recv(rx, port, "--out", str(tmp_path / "out.bin"), "--bytes", "12345", "--timeout", "30")
-    s = send(rx, sx, port, "--in", str(src), "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets")
+    s = send(rx, sx, port, "--in", str(src), "--ev-list", f"{port + 1}-{port + 4}")
     assert s.returncode == 0, s.stderr
     assert finish(recv)[0] == 0
     assert (tmp_path / "out.bin").read_bytes() == src.read_bytes()
@@ -113,7 +113,7 @@ def test_a_file_is_sent_as_is(tmp_path: Path) -> None:
 def test_a_refused_transfer_fails_both_sides() -> None:
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--bytes", "1000", "--timeout", "2")
-    s = send(rx, sx, port, "--bytes", "2000", "--ev-list", f"{port + 1}", "--tx", "sockets")
+    s = send(rx, sx, port, "--bytes", "2000", "--ev-list", f"{port + 1}")
     code, _, err = finish(recv)
     assert s.returncode == 1
     assert s.stderr.strip().splitlines()[-1].startswith("error: receiver refused the transfer: transfer length")
@@ -122,7 +122,7 @@ def test_a_refused_transfer_fails_both_sides() -> None:
 
 def test_no_receiver_is_a_timeout() -> None:
     rx, sx, port = addresses()
-    s = send(rx, sx, port, "--bytes", "5000", "--ev-list", f"{port + 1}", "--timeout", "1", "--tx", "sockets")
+    s = send(rx, sx, port, "--bytes", "5000", "--ev-list", f"{port + 1}", "--timeout", "1")
     assert s.returncode == 1
     assert "no verdict from the receiver within 1 s" in s.stderr
 
@@ -131,8 +131,7 @@ def test_more_than_256_mib_is_sent() -> None:
     """One draw of more than 2**28 random bytes overflows Python's generator; the
     sender draws its data in pieces and gets as far as waiting for the receiver."""
     rx, sx, port = addresses()
-    s = send(rx, sx, port, "--bytes", str((1 << 28) + 5), "--ev-list", f"{port + 1}", "--timeout", "0.5",
-             "--tx", "sockets")
+    s = send(rx, sx, port, "--bytes", str((1 << 28) + 5), "--ev-list", f"{port + 1}", "--timeout", "0.5")
     assert s.returncode == 1, s.stderr
     assert "no verdict from the receiver within 0.5 s" in s.stderr and "Traceback" not in s.stderr
 
@@ -172,6 +171,7 @@ def test_pseudo_random_data_is_one_stream() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--port", "65536"], "--port 65536: give a UDP port, 1..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--port", "-1"], "--port -1: give a UDP port, 1..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--port", "0"], "--port 0: give a UDP port, 1..65535"),
+    (["--bytes", "10", "--ev-list", "5000", "--source-port", "65536"], "--source-port 65536: give a UDP port, 0..65535"),
     (["--bytes", "10", "--ev-list", "5000", "--port", "99999999999999999999"], "--port 99999999999999999999: give"),
     (["--bytes", "10", "--ev-list", "5000", "--report", "/nonexistent/s.json"],
      "--report /nonexistent/s.json: no directory /nonexistent; create it or give another path"),
@@ -243,7 +243,7 @@ def test_not_enough_memory_for_the_data_is_one_line() -> None:
     def two_gib() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    s = send(rx, sx, port, "--bytes", "3000000000", "--ev-list", f"{port + 1}", "--tx", "sockets", "--timeout", "1",
+    s = send(rx, sx, port, "--bytes", "3000000000", "--ev-list", f"{port + 1}", "--timeout", "1",
              timeout=30, preexec_fn=two_gib)
     assert s.returncode == 1
     assert s.stderr.strip().splitlines() == ["error: not enough memory for 3000000000 bytes; send less"], s.stderr
@@ -258,7 +258,7 @@ def test_a_lost_out_directory_is_one_line_and_the_report_is_written(tmp_path: Pa
     recv = start_recv(rx, port, "--out", str(gone / "out.bin"), "--report", str(tmp_path / "r.json"),
                       "--timeout", "20")
     gone.rmdir()
-    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
+    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}",
              "--timeout", "20")
     code, _, err = finish(recv)
     assert s.returncode == 0, s.stderr
@@ -278,7 +278,7 @@ def test_a_lost_report_directory_is_one_line(tmp_path: Path) -> None:
     stand_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     stand_in.bind((rx, port))
     sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
-                               "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets", "--timeout", "30",
+                               "20000", "--ev-list", f"{port + 1}-{port + 4}", "--timeout", "30",
                                "--report", str(gone / "s.json"), "-q"], stderr=subprocess.PIPE, text=True)
     try:
         assert select.select([stand_in], [], [], 20)[0], "no OPEN from the sender"
@@ -294,11 +294,11 @@ def test_a_lost_report_directory_is_one_line(tmp_path: Path) -> None:
                                         "nothing written there"], err
 
 
-def send_open(src: tuple[str, int], rx: str, port: int, length: int, version: int = wire.VERSION) -> None:
-    """An OPEN from a plain UDP socket bound to ``src`` (its port is the EV)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(src)
-        s.sendto(wire.Open(src[1], version, 0x123, 0, length, 1000, 128, bytes(32)).pack(), (rx, port))
+def open_packet(ev: int, length: int, version: int = wire.VERSION) -> bytes:
+    """An OPEN on EV ``ev``: the EV in BTH pkey, bytes 2-3 (docs/packet-formats.md)."""
+    pkt = bytearray(wire.Open(ev, version, 0x123, 0, length, 1000, 128, bytes(32)).pack())
+    pkt[2:4] = ev.to_bytes(2, "big")
+    return bytes(pkt)
 
 
 def test_an_open_beyond_memory_is_refused_and_the_receiver_carries_on(tmp_path: Path) -> None:
@@ -306,38 +306,22 @@ def test_an_open_beyond_memory_is_refused_and_the_receiver_carries_on(tmp_path: 
     refused with STATUS REFUSED "memory" and counted; a normal transfer follows."""
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--max-bytes", str(10**15), "--report", str(tmp_path / "r.json"),
-                      "--timeout", "30", "--tx", "sockets")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as answers:
-        answers.bind((sx, port))  # where the receiver answers (port = the MRC port)
-        answers.settimeout(10)
-        send_open((sx, port + 1), rx, port, 10**15)
-        st = wire.Status.unpack(answers.recv(2048))
+                      "--timeout", "30")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as opener:
+        opener.bind((sx, 0))  # the receiver answers the address and port an OPEN came from
+        opener.settimeout(10)
+        opener.sendto(open_packet(port + 1, 10**15), (rx, port))
+        answer = opener.recv(2048)
+        st = wire.Status.unpack(answer)
+    assert int.from_bytes(answer[2:4], "big") == st.ev  # the answer's own EV is its BTH pkey
     assert (st.ev, st.sender_qp, st.state, st.reason) == (port + 1, 0x123, wire.STATE_REFUSED, wire.REFUSE_MEMORY)
-    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
+    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}",
              "--timeout", "20")
     assert s.returncode == 0, s.stderr
     code, _, err = finish(recv)
     assert code == 0, err
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["refused"] == 1 and [c["verdict"] for c in rep["connections"]] == ["verified"]
-
-
-def test_an_open_from_a_port_the_receiver_cannot_bind_is_counted(tmp_path: Path) -> None:
-    """The receiver answers on the EV a packet came from; with --tx sockets an OPEN
-    from its own MRC port cannot be answered (the port is taken): counted, and the
-    receiver carries on."""
-    rx, sx, port = addresses()
-    recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30", "--tx", "sockets")
-    send_open((sx, port), rx, port, 100, version=99)  # refused: the answer would leave from rx port `port`
-    time.sleep(0.2)
-    s = send(rx, sx, port, "--bytes", "20000", "--ev-list", f"{port + 1}-{port + 4}", "--tx", "sockets",
-             "--timeout", "20")
-    assert s.returncode == 0, s.stderr
-    code, _, err = finish(recv)
-    assert code == 0, err
-    rep = json.loads((tmp_path / "r.json").read_text())
-    assert rep["refused"] == 1 and rep["io"] == {"ev_unbindable": 1}
-    assert [c["verdict"] for c in rep["connections"]] == ["verified"]
 
 
 def test_help() -> None:
@@ -354,7 +338,7 @@ def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
     sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
-                               "1000000", "--rate", "1000", "--ev-list", f"{port + 1}-{port + 8}", "--tx", "sockets"],
+                               "1000000", "--rate", "1000", "--ev-list", f"{port + 1}-{port + 8}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rogue = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     rogue.bind((sx, 0))
@@ -374,10 +358,9 @@ def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
     assert rep["connections"][0]["verdict"] == "verified"
 
 
-@pytest.mark.root
 def test_generated_evs(tmp_path: Path) -> None:
-    """GENERATED EVs (plane << 13 | spine << 5 | entropy) are small port numbers, some
-    below 1024: bound as root, or sent through the raw socket."""
+    """GENERATED EVs (plane << 13 | spine << 5 | entropy): each reaches the receiver
+    as the EV of its packets."""
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "64000", "--planes", "4", "--evs", "8", "--ev-mode", "generated",
@@ -391,10 +374,8 @@ def test_generated_evs(tmp_path: Path) -> None:
     assert sorted(int(ev) for ev in c["per_ev_packets"]) == sorted(e["ev"] for e in rep["per_ev"])
 
 
-@pytest.mark.root
-def test_ev_0_goes_through_a_raw_socket(tmp_path: Path) -> None:
-    """EV 0 is UDP source port 0: no socket can bind it, ``--tx auto`` sends it
-    through the raw socket (and the receiver answers through its own)."""
+def test_ev_0_is_an_ev_like_any_other(tmp_path: Path) -> None:
+    """EV 0 (a value no UDP source port could carry) is sent, counted and answered."""
     rx, sx, port = addresses()
     recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "64000", "--ev-list", f"0,{port + 1}-{port + 3}", "--report",
@@ -415,50 +396,44 @@ def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
     rx, sx, port = addresses()
     relay = rx.rsplit(".", 1)[0] + ".3"
     evs = list(range(port + 1, port + 5))
-    listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the sender's side
     listen.bind((relay, port))
-    listen.settimeout(0.2)
-    out_socks = {}
-    for ev in evs:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind((relay, ev))
-        out_socks[ev] = s
+    upstream = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # the receiver's side
+    upstream.bind((relay, 0))
     stop = threading.Event()
     flipped = []
 
     def forward() -> None:
         seen = 0
+        sender_addr = None
         while not stop.is_set():
-            try:
-                data, (src, sport) = listen.recvfrom(4096)
-            except socket.timeout:
-                continue
-            if sport not in out_socks:
-                continue
-            if src == sx:
+            ready, _, _ = select.select([listen, upstream], [], [], 0.2)
+            if listen in ready:
+                data, sender_addr = listen.recvfrom(4096)
                 if data[0] == 0x0A:
                     seen += 1
                     if seen == 10:
                         data = data[:500] + bytes([data[500] ^ 0x01]) + data[501:]
-                        flipped.append(sport)
-                out_socks[sport].sendto(data, (rx, port))
-            else:
-                out_socks[sport].sendto(data, (sx, port))
+                        flipped.append(int.from_bytes(data[2:4], "big"))
+                upstream.sendto(data, (rx, port))
+            if upstream in ready:
+                data = upstream.recv(4096)
+                if sender_addr is not None:
+                    listen.sendto(data, sender_addr)
 
     thread = threading.Thread(target=forward, daemon=True)
     thread.start()
     try:
         recv = start_recv(rx, port, "--report", str(tmp_path / "r.json"), "--timeout", "20")
-        s = send(relay, sx, port, "--bytes", "50000", "--ev-list", f"{evs[0]}-{evs[-1]}", "--tx", "sockets",
+        s = send(relay, sx, port, "--bytes", "50000", "--ev-list", f"{evs[0]}-{evs[-1]}",
                  "--timeout", "20")
         code, _, err = finish(recv)
     finally:
         stop.set()
         thread.join()
         listen.close()
-        for sock in out_socks.values():
-            sock.close()
-    assert flipped
+        upstream.close()
+    assert flipped and flipped[0] in evs
     assert s.returncode == 1 and "SHA-256" in s.stderr.strip().splitlines()[-1]
     assert code == 1 and "SHA-256 different from the sender's" in err
     (c,) = json.loads((tmp_path / "r.json").read_text())["connections"]
@@ -466,12 +441,12 @@ def test_a_corrupted_byte_fails_both_sides(tmp_path: Path) -> None:
 
 
 def test_the_sender_may_start_first(tmp_path: Path) -> None:
-    """OPENs sent before the receiver listens draw ICMP port unreachables; a connected
-    socket reports one by failing its next send, which must not lose a data packet."""
+    """OPENs sent before the receiver listens are lost (port unreachable): the sender
+    repeats them every RTO, and the transfer then loses nothing."""
     rx, sx, port = addresses()
     ev0 = RNG.randrange(30000, 40000)
     sender = subprocess.Popen([str(BIN / "mrc-send"), "--to", rx, "--bind", sx, "--port", str(port), "--bytes",
-                               "500000", "--ev-list", f"{ev0}-{ev0 + 31}", "--tx", "sockets", "--report",
+                               "500000", "--ev-list", f"{ev0}-{ev0 + 31}", "--report",
                                str(tmp_path / "s.json"), "-q"], stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
     recv = start_recv(rx, port, "--timeout", "30")
@@ -479,5 +454,5 @@ def test_the_sender_may_start_first(tmp_path: Path) -> None:
     assert sender.returncode == 0, err
     assert finish(recv)[0] == 0
     rep = json.loads((tmp_path / "s.json").read_text())
-    assert rep["io"].get("icmp_reported", 0) > 0 and "tx_errors" not in rep["io"]
+    assert rep["control"]["open_sent"] > 4 and "tx_errors" not in rep["io"]
     assert rep["retransmissions"]["nack"] == 0 and rep["evs_retired"] <= rep["retransmissions"]["timeout"]

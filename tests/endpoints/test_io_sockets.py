@@ -1,18 +1,22 @@
 """endpoints/io.py on real loopback sockets: the traffic class reaches the receiver
-(how the NIC's trim mark gets to it, docs/nic.md), and both transmitters send with
-UDP source port = EV (the kernel drops a datagram whose UDP checksum is wrong, so
-arriving at all proves the raw socket's IPv6 checksum)."""
+(how the NIC's trim mark gets to it, docs/nic.md); the transmitter writes each
+packet's EV into its BTH pkey and sends a run of equal packets in one system call
+(UDP segmentation offload), which the kernel delivers as the datagrams they were; the
+receiver's loop cuts a run the kernel coalesced (UDP_GRO) back into its packets."""
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import socket
+import sys
 import time
 
 import pytest
 
 from endpoints import io
+from endpoints.transport import Tx
 
 RNG = random.Random(os.getpid() ^ int(time.time()))
 
@@ -21,7 +25,7 @@ def receive(sock: socket.socket) -> tuple[bytes, tuple, int]:
     sock.settimeout(2)
     buf = bytearray(2048)
     n, anc, _, addr = sock.recvmsg_into([buf], socket.CMSG_SPACE(4))
-    return bytes(buf[:n]), addr, io._tclass(anc, sock.family)
+    return bytes(buf[:n]), addr, io._ancillary(anc, sock.family)[0]
 
 
 @pytest.mark.parametrize("family, addr", [(socket.AF_INET6, "::1"), (socket.AF_INET, "127.0.0.1")])
@@ -44,39 +48,137 @@ def test_traffic_class_reaches_the_receiver(family: int, addr: str) -> None:
         rx.close()
 
 
-@pytest.mark.parametrize("kind", ["sockets", pytest.param("raw", marks=pytest.mark.root)])
+def stamped(payload: bytes, ev: int) -> bytes:
+    """``payload`` as it must arrive: bytes 2-3 (BTH pkey) replaced by the EV."""
+    return payload[:2] + ev.to_bytes(2, "big") + payload[4:]
+
+
+class Calls:
+    """A socket that records what the transmitter asks of it (and may refuse GSO)."""
+
+    family = socket.AF_INET6
+
+    def __init__(self, refuse_gso: bool = False) -> None:
+        self.calls: list[tuple[str, bytes, int | None, tuple]] = []
+        self.refuse_gso = refuse_gso
+
+    def sendto(self, data: bytes, addr: tuple) -> int:
+        self.calls.append(("sendto", bytes(data), None, addr))
+        return len(data)
+
+    def sendmsg(self, buffers: list, anc: list, flags: int, addr: tuple) -> int:
+        if self.refuse_gso:
+            raise OSError(errno.EIO, "Input/output error")
+        ((level, kind, seg),) = anc
+        assert (level, kind) == (socket.SOL_UDP, io.UDP_SEGMENT)
+        self.calls.append(("sendmsg", bytes(buffers[0]), int.from_bytes(seg, sys.byteorder), addr))
+        return len(buffers[0])
+
+
+def packets(sizes: list[int], ev0: int = 100) -> list[Tx]:
+    return [Tx(ev0 + k, bytes([k]) * n) for k, n in enumerate(sizes)]
+
+
+def test_runs_of_equal_packets_leave_in_one_call_each() -> None:
+    """Equal sizes go together; a shorter packet ends its run; a larger one, another
+    address, the 32-packet and the 60,000-byte limits start a new run."""
+    sock = Calls()
+    tx = io.Transmitter(sock)  # type: ignore[arg-type]
+    out = packets([1000] * 3 + [400] + [1000] * 2 + [1200])
+    stats: dict[str, int] = {}
+    tx.send(out, ("fd00::2", 4791), stats)
+    addr = ("fd00::2", 4791, 0, 0)
+    want = [("sendmsg", b"".join(stamped(p.payload, p.ev) for p in out[:4]), 1000, addr),
+            ("sendmsg", b"".join(stamped(p.payload, p.ev) for p in out[4:6]), 1000, addr),
+            ("sendto", stamped(out[6].payload, out[6].ev), None, addr)]
+    assert sock.calls == want and stats == {}
+
+    sock.calls.clear()
+    tx.send(packets([100] * 40), ("fd00::2", 4791), stats)
+    assert [(c[0], len(c[1]) // 100) for c in sock.calls] == [("sendmsg", 32), ("sendmsg", 8)]
+    sock.calls.clear()
+    tx.send(packets([1500] * 45), ("fd00::2", 4791), stats)
+    assert [len(c[1]) // 1500 for c in sock.calls] == [32, 13]  # 40 x 1,500 would pass 60,000 bytes
+    sock.calls.clear()
+    answers = [Tx(1, b"a" * 40, ("fd00::1", 5000)), Tx(2, b"b" * 40, ("fd00::1", 5000)),
+               Tx(3, b"c" * 40, ("fd00::3", 4791))]
+    tx.send(answers, None, stats)
+    assert [(c[0], c[3]) for c in sock.calls] == [("sendmsg", ("fd00::1", 5000, 0, 0)),
+                                                   ("sendto", ("fd00::3", 4791, 0, 0))]
+
+
+def test_without_gso_or_when_the_kernel_refuses_it_each_packet_is_one_call() -> None:
+    out = packets([1000] * 3)
+    addr = ("fd00::2", 4791, 0, 0)
+    want = [("sendto", stamped(p.payload, p.ev), None, addr) for p in out]
+    off = Calls()
+    stats: dict[str, int] = {}
+    io.Transmitter(off, gso=False).send(out, ("fd00::2", 4791), stats)  # type: ignore[arg-type]
+    assert off.calls == want and stats == {}
+    refusing = Calls(refuse_gso=True)
+    tx = io.Transmitter(refusing)  # type: ignore[arg-type]
+    tx.send(out, ("fd00::2", 4791), stats)
+    assert refusing.calls == want and stats == {"gso_refused": 1} and not tx.gso
+
+
 @pytest.mark.parametrize("addr", ["::1", "127.0.0.1"])
-def test_transmitters_send_with_the_ev_as_source_port(kind: str, addr: str) -> None:
+def test_a_run_arrives_as_its_datagrams_each_with_its_ev(addr: str) -> None:
     port = RNG.randrange(20000, 60000)
     rx = io.listen(addr, port, want_tclass=False)
     rx.setblocking(True)
-    evs = [RNG.randrange(20000, 60000) for _ in range(3)]
-    tx = io.transmitter(kind, addr, port, connect_to=addr, evs=evs)
+    sock = io.listen(addr, 0, want_tclass=False)
+    sport = sock.getsockname()[1]
+    out = [Tx(RNG.randrange(1 << 16), os.urandom(1028)) for _ in range(7)] + [Tx(0, os.urandom(300))]
+    stats: dict[str, int] = {}
     try:
-        for ev in evs:
-            payload = os.urandom(1028)
-            tx.send(ev, payload, addr)
-            data, src, _ = receive(rx)
-            assert data == payload and src[1] == ev
+        io.Transmitter(sock).send(out, (addr, port), stats)
+        got = [receive(rx) for _ in out]
     finally:
-        tx.close()
+        sock.close()
         rx.close()
+    assert [g[0] for g in got] == [stamped(p.payload, p.ev) for p in out] and stats == {}
+    assert {g[1][1] for g in got} == {sport}  # every datagram from the one socket
 
 
-@pytest.mark.root
-def test_ev_0_goes_through_the_raw_socket() -> None:
+class Recording:
+    """What run_receiver hands the receiving state machine, recorded."""
+
+    def __init__(self, expect: int) -> None:
+        self.expect = expect
+        self.got: list[tuple[bytes, tuple, int, int]] = []
+        self.completed: list[object] = []
+
+    def on_packet(self, data: memoryview, now: float, peer: tuple, ev: int, tclass: int) -> list[Tx]:
+        self.got.append((bytes(data), peer, ev, tclass))
+        if len(self.got) == self.expect:
+            self.completed.append(self)
+        return []
+
+    def poll(self, now: float) -> list[Tx]:
+        return []
+
+    def next_wakeup(self) -> None:
+        return None
+
+
+def test_the_receiver_loop_cuts_a_coalesced_run_into_its_packets() -> None:
+    """A run sent in one call reaches a UDP_GRO socket on loopback as one read (the
+    kernel keeps it whole); each packet is handed on with its own EV, the sender's
+    address and port, and the traffic class."""
     port = RNG.randrange(20000, 60000)
-    rx = io.listen("::1", port, want_tclass=False)
-    rx.setblocking(True)
-    tx = io.transmitter("auto", "::1", port, connect_to="::1", evs=[0, port + 1])
+    rx = io.listen("::1", port, want_tclass=True, coalesce=True)
+    sock = io.listen("::1", 0, want_tclass=False)
+    src = ("::1", sock.getsockname()[1])
+    out = [Tx(1000 + k, os.urandom(1028)) for k in range(12)] + [Tx(7, os.urandom(100))]
+    rec = Recording(len(out))
     try:
-        assert tx.raw_evs == [0]
-        tx.send(0, b"zero", "::1")
-        data, src, _ = receive(rx)
-        assert data == b"zero" and src[1] == 0
+        io.Transmitter(sock).send(out, ("::1", port), {})
+        res = io.run_receiver(rec, rx, io.Transmitter(rx), 1, timeout=5, linger=0)  # type: ignore[arg-type]
     finally:
-        tx.close()
+        sock.close()
         rx.close()
+    assert rec.got == [(stamped(p.payload, p.ev), src, p.ev, io.ECT0) for p in out]
+    assert res.io.get("coalesced_reads", 0) >= 1
 
 
 def test_a_port_in_use_is_one_clear_error() -> None:
@@ -84,8 +186,6 @@ def test_a_port_in_use_is_one_clear_error() -> None:
     holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     holder.bind(("127.0.0.1", port))
     try:
-        with pytest.raises(io.IoError, match=f"cannot bind UDP port {port} .*free the port"):
-            io.transmitter("sockets", "127.0.0.1", 4791, connect_to="127.0.0.1", evs=[port])
         with pytest.raises(io.IoError, match="cannot listen on UDP 127.0.0.1 port"):
             io.listen("127.0.0.1", port, want_tclass=False)
     finally:
@@ -104,17 +204,16 @@ def test_a_finished_sender_reads_for_linger_seconds(linger: float) -> None:
     before = run.sender.report()["control"]
     port = RNG.randrange(20000, 60000)
     sock = io.listen("127.0.0.1", port, want_tclass=False)
-    tx = io.transmitter("sockets", "127.0.0.1", port, connect_to="127.0.0.1")
+    tx = io.Transmitter(sock)
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         for p in nacks:
             peer.sendto(p, ("127.0.0.1", port))
         t0 = time.monotonic()
-        res = io.run_sender(run.sender, sock, tx, "127.0.0.1", timeout=5, linger=linger)
+        res = io.run_sender(run.sender, sock, tx, ("127.0.0.1", port + 1), timeout=5, linger=linger)
         took = time.monotonic() - t0
     finally:
         peer.close()
-        tx.close()
         sock.close()
     after = run.sender.report()["control"]
     late = [after[k] - before[k] for k in ("late", "trim_nacks_late")]

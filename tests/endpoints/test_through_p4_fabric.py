@@ -21,20 +21,20 @@ from endpoints.transport import Receiver, Sender, SenderConfig, Tx
 from tests.dataplane.fabric_net import build, walk
 from tests.dataplane.nic.nic_case import NIC_HOST_PORT, nic_case
 from tests.dataplane.nic.nic_frames import host_frame
-from tests.dataplane.packets import addr
+from tests.dataplane.packets import addr, with_ev
 
 TOPO = from_parameters(name="ep", planes=2, spines=2, leaves=2, hosts_per_leaf=1, evs_per_nic=8)
 MTU = 1000
 
 
 def delivered(frame: bytes) -> tuple[str, int, int, bytes]:
-    """(source address, UDP source port, traffic class, UDP payload) of an IPv6/UDP frame."""
+    """(source address, EV (BTH pkey), traffic class, UDP payload) of an IPv6/UDP frame."""
     ip = frame[14:54]
     assert ip[6] == 17, "UDP right after the IPv6 header"
     plen = int.from_bytes(ip[4:6], "big")
     udp = frame[54:54 + plen]
     tclass = ((ip[0] & 0x0F) << 4) | (ip[1] >> 4)
-    return addr(int.from_bytes(ip[8:24], "big")), int.from_bytes(udp[0:2], "big"), tclass, udp[8:]
+    return addr(int.from_bytes(ip[8:24], "big")), int.from_bytes(udp[10:12], "big"), tclass, udp[8:]
 
 
 class Fabric:
@@ -47,7 +47,7 @@ class Fabric:
 
     def carry(self, frm: Host, to: Host, tx: Tx) -> tuple[str, int, int, bytes] | None:
         case = nic_case(TOPO, frm.leaf, frm.port)
-        frame = bytes(host_frame(case, to.leaf, to.port, UDP(sport=tx.ev, dport=4791) / Raw(tx.payload)))
+        frame = bytes(host_frame(case, to.leaf, to.port, UDP(sport=4791, dport=4791) / Raw(with_ev(tx.payload, tx.ev))))
         hops = walk(TOPO, self.switches, frm.nic, NIC_HOST_PORT, frame)
         if self.cut and any({h.node, h.to} == set(self.cut) for h in hops):
             self.lost += 1

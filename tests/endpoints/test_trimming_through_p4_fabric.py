@@ -23,6 +23,7 @@ from endpoints.transport import Receiver, Sender, SenderConfig
 from tests.dataplane.fabric_net import build
 from tests.dataplane.nic.nic_case import nic_case
 from tests.dataplane.nic.nic_frames import host_frame
+from tests.dataplane.packets import with_ev
 from tests.endpoints.test_through_p4_fabric import delivered
 
 MTU = 1000
@@ -75,7 +76,7 @@ def transfer(trim: bool) -> tuple[Sender, Receiver, int]:
         got: list[tuple[str, bytes]] = []
         for frm, to, txs in ((h1, h2, sender.poll(t)), (h2, h1, receiver.poll(t))):
             for tx in txs:
-                frame = host_frame(cases[frm.name], to.leaf, to.port, UDP(sport=tx.ev, dport=4791) / Raw(tx.payload))
+                frame = host_frame(cases[frm.name], to.leaf, to.port, UDP(sport=4791, dport=4791) / Raw(with_ev(tx.payload, tx.ev)))
                 fabric.send(frm, bytes(frame), got)
         fabric.advance(got)
         while got:
@@ -83,7 +84,7 @@ def transfer(trim: bool) -> tuple[Sender, Receiver, int]:
             peer, ev, tclass, payload = delivered(frame)
             if host == h2.name:
                 for tx in receiver.on_packet(payload, t, peer, ev, tclass):
-                    frame = host_frame(cases[h2.name], h1.leaf, h1.port, UDP(sport=tx.ev, dport=4791) / Raw(tx.payload))
+                    frame = host_frame(cases[h2.name], h1.leaf, h1.port, UDP(sport=4791, dport=4791) / Raw(with_ev(tx.payload, tx.ev)))
                     fabric.send(h2, bytes(frame), got)
             else:
                 sender.on_packet(payload, t)

@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from experiments.start_together import Barrier, udp_listening
+from experiments.start_together import Barrier
+from topologies.transfer import udp_listening
 
 BIN = Path(sys.executable).parent
 RNG = random.Random(os.getpid() ^ int(time.time()))
@@ -39,7 +40,7 @@ def test_senders_wait_for_the_release_then_all_deliver(tmp_path: Path) -> None:
     for k, port in enumerate(ports):
         sends.append(subprocess.Popen([*barrier.launcher(), str(BIN / "mrc-send"), "--to", rx, "--bind", sx,
                                        "--port", str(port), "--bytes", "60000", "--seed", str(k + 1),
-                                       "--ev-list", f"{30000 + 16 * k}-{30015 + 16 * k}", "--tx", "sockets",
+                                       "--ev-list", f"{30000 + 16 * k}-{30015 + 16 * k}",
                                        "--report", str(tmp_path / f"s{k}.json"), "--quiet"],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO))
     try:

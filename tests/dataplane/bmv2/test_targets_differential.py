@@ -38,7 +38,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from fabric import plan as P
-from tests.dataplane.packets import BTH, RETH
+from tests.dataplane.packets import BTH, RETH, mrc_write
 from tests.dataplane.bmv2.bmv2_leaf import Bmv2Leaf
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
@@ -206,7 +206,7 @@ def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
     src, dst = P.ip(P.host_addr(h1.leaf, h1.port)), P.ip(P.host_addr(h2.leaf, h2.port))
     good: list[tuple[int, bytes]] = []
     for e in P.nic_evs(topo, h1, h2)[:8]:  # MRC: sprayed per packet by EV, both planes
-        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=e.ev, dport=4791) / Raw(b"w" * 64))))
+        good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / mrc_write(e.ev, 1, b"w" * 64))))
     for sport in range(40000, 40006):  # plain UDP: per flow (hash of the 5-tuple)
         good.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=sport, dport=5000) / Raw(b"u" * 40))))
     gw = P.ip(P.gateway_addr(h1.leaf, h1.port))
@@ -292,13 +292,12 @@ def test_nic_generated_evs_same_outputs_bytes_order_and_counters(
         dst = P.ip(P.host_addr(dst_leaf, 1))
         for plane, spine, entropy in ((0, 0, 1), (0, 1, 2), (1, 0, 3), (1, 1, 31)):
             ev = P.generated_ev(plane, spine, entropy)
-            frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=ev, dport=4791)
-                                    / Raw(b"g" * 40))))
+            frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / mrc_write(ev, 1, b"g" * 40))))
     far = P.ip(P.host_addr(5, 1))  # leaf 5 of 3
     for ev, dst in ((P.generated_ev(2, 0, 1), P.ip(P.host_addr(1, 1))),  # plane 2 of 2
                     (P.generated_ev(0, 2, 1), P.ip(P.host_addr(1, 1))),  # spine 2 of 2
                     (P.generated_ev(0, 0, 1), far)):
-        frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / UDP(sport=ev, dport=4791) / Raw(b"b" * 40))))
+        frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=dst) / mrc_write(ev, 1, b"b" * 40))))
     for sport in range(41000, 41006):  # plain UDP: per flow over set_generated members
         frames.append((0, bytes(Ether(**l2) / IPv6(src=src, dst=P.ip(P.host_addr(2, 1)))
                                 / UDP(sport=sport, dport=5000) / Raw(b"f" * 40))))

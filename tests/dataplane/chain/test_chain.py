@@ -159,8 +159,8 @@ def test_a_packet_trimmed_in_the_fabric_reaches_the_host_with_the_mark():
         trimmed += 1
         inner = (IPv6(src=sent[IPv6].src, dst=sent[IPv6].dst, tc=(TRIM_DSCP << 2) | 0x1,
                       fl=sent[IPv6].fl, hlim=sent[IPv6].hlim)
-                 / UDP(sport=e.ev, dport=4791)
-                 / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
+                 / UDP(sport=4791, dport=4791)
+                 / BTH(opcode=0x0A, pkey=e.ev, dest_qp=0x12, psn=psn, ack_req=1)
                  / RETH(vaddr=0x1000, rkey=0x55, dma_len=len(payload)))
         assert delivered == host_delivery(dst_cfg, bytes(inner))
     assert trimmed >= len(frames) - threshold - 2

@@ -74,8 +74,8 @@ def forwarded(sent: bytes) -> bytes:
 
 def trimmed(psn: int, *, imm: int | None = None, ecn: int = 0, hlim: int = 63) -> bytes:
     """The trimmed data packet, built from scratch: headers up to RETH/IMMDT, lengths by scapy."""
-    l4 = (UDP(sport=0x2001, dport=4791)
-          / BTH(opcode=0x0A if imm is None else 0x0B, dest_qp=0x12, psn=psn, ack_req=1)
+    l4 = (UDP(sport=4791, dport=4791)
+          / BTH(opcode=0x0A if imm is None else 0x0B, pkey=0x2001, dest_qp=0x12, psn=psn, ack_req=1)
           / RETH(vaddr=0x10000 + psn * 1024, rkey=0x55, dma_len=len(PAYLOAD)))
     if imm is not None:
         l4 = l4 / ImmDt(imm=imm)
@@ -194,7 +194,7 @@ def test_plain_ipv6_mrc_without_encapsulation_is_trimmed(fabric_switch_factory) 
     by_psn = {Ether(d)[BTH].psn: d for _, d in out}
     for psn in range(THRESHOLD + 2, 10):
         want = bytes(frame(OUT_L2, ipv6(NIC_A, dst, hlim=63, tc=TRIM_DSCP << 2),
-                           UDP(sport=7, dport=4791) / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
+                           UDP(sport=4791, dport=4791) / BTH(opcode=0x0A, pkey=7, dest_qp=0x12, psn=psn, ack_req=1)
                            / RETH(vaddr=0x1000, rkey=0x55, dma_len=len(PAYLOAD))))
         assert by_psn[psn] == want
 
@@ -217,8 +217,8 @@ def test_trimming_with_an_srh_fixes_the_outer_length_around_it(fabric_switch_fac
     out = burst(sw, frames)
     by_psn = {Ether(d)[BTH].psn: d for _, d in out}
     for psn in range(THRESHOLD + 2, 10):
-        cut = (ipv6(HOST_A, HOST_B) / UDP(sport=0x2001, dport=4791)
-               / BTH(opcode=0x0A, dest_qp=0x12, psn=psn, ack_req=1)
+        cut = (ipv6(HOST_A, HOST_B) / UDP(sport=4791, dport=4791)
+               / BTH(opcode=0x0A, pkey=0x2001, dest_qp=0x12, psn=psn, ack_req=1)
                / RETH(vaddr=0x10000 + psn * 1024, rkey=0x55, dma_len=len(PAYLOAD)))
         want = with_srh(OUT_L2, da_out, 63, cut, tc=TRIM_DSCP << 2)
         assert by_psn[psn] == want

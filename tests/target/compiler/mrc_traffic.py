@@ -38,9 +38,10 @@ def addr(text: str) -> int:
     return int(ipaddress.IPv6Address(text))
 
 
-def mrc_data(psn: int) -> bytes:
-    """BTH (RDMA WRITE, opcode 0x0a) + RETH, then some payload."""
-    return bytes([0x0A, 0, 0xFF, 0xFF]) + (7).to_bytes(4, "big") + psn.to_bytes(4, "big") + bytes(16) + bytes(24)
+def mrc_data(psn: int, ev: int = 0xFFFF) -> bytes:
+    """BTH (RDMA WRITE, opcode 0x0a, the EV in pkey) + RETH, then some payload."""
+    return (bytes([0x0A, 0]) + ev.to_bytes(2, "big") + (7).to_bytes(4, "big") + psn.to_bytes(4, "big") + bytes(16)
+            + bytes(24))
 
 
 # ---- fabric.p4 ----------------------------------------------------------------------
@@ -156,7 +157,7 @@ def nic_frames(rng: random.Random) -> list[bytes]:
 
     dst = rng.choice(["fd00:0:2:1::2", "fd00:0:3:2::2", "fd00:0:3:9::2", "fd00:0:2:1::7", "fd00:0:1:1::9"])
     ev = rng.choice([0x4000 + rng.randrange(20), (rng.randrange(8) << 13) | (rng.randrange(6) << 5)])
-    mrc = UDP(sport=ev, dport=4791) / Raw(mrc_data(rng.randrange(1 << 24)))
+    mrc = UDP(sport=rng.randrange(1, 65535), dport=4791) / Raw(mrc_data(rng.randrange(1 << 24), ev))
     other = UDP(sport=rng.randrange(1024, 65535), dport=rng.choice([53, 5000])) / Raw(bytes(rng.randrange(40)))
     inner = IPv6(src="fd00:0:2:1::2", dst=HOST, tc=rng.choice([0, 0xB8])) / mrc
     out = [

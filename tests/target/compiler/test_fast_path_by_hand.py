@@ -286,8 +286,9 @@ def test_frame_tail_of_the_mrc_programs() -> None:
     tail, starts, at_end = nc.frame_tail()
     assert [p[1] for p in tail] == ["udp", "bth", "reth", "immdt", "aeth", "sack", "probe"]
     assert starts == {("hdr", "udp")} and not at_end
-    # nic.p4 reads the UDP ports at several places: read once, at the extract
-    assert nc.split_bytes == {("hdr", "udp", "src_port"), ("hdr", "udp", "dst_port")} and not fc.split_bytes
+    # nic.p4 reads the UDP destination port and the BTH's pkey (the EV) at several
+    # places: read once, at the extract
+    assert nc.split_bytes == {("hdr", "bth", "pkey"), ("hdr", "udp", "dst_port")} and not fc.split_bytes
     # Ethernet: every parse extracts it and nothing changes its validity (no local)
     assert fc.always_valid == nc.always_valid == {("hdr", "ethernet")}
     assert "f_hdr__ethernet___v" not in fc.names.values()
