@@ -47,6 +47,7 @@ from fabric.cli_options import (
     shape,
 )
 from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
+from fabric.command import new_app, run_command
 from fabric.paths import find_link, links, paths
 from fabric.resolve import Shape, damaged_state, resolve
 from fabric.topology import TopologyError
@@ -55,8 +56,7 @@ from topologies.cables import down_links, set_link
 from topologies.state import Inventory, default_inventory, load, state_path
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+app = new_app(HELP, no_args_is_help=True)
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -554,12 +554,14 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
 
 
 def main() -> None:
-    """Console script entry: a mistake of the user's is one line on stderr, exit status 1."""
+    """Console script entry: a mistake of the user's is one line on stderr, exit status 1
+    (a usage mistake: exit status 2, fabric/command.py)."""
     try:
-        app()  # typer's standalone mode: --help, usage errors (exit 2), typer.Exit
+        code = run_command(app, prog="mrcctl")
     except (Fail, TopologyError, SwitchError, EntryError, P.PlanError) as exc:
         err.print(f"mrcctl: error: {exc}", markup=False, highlight=False)
         sys.exit(1)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

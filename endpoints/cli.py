@@ -34,6 +34,7 @@ from endpoints.receiver import peer_text
 from endpoints.transport import Connection, Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
+from fabric.command import new_app, run_command
 from fabric.cli_options import (
     HostsPerLeafOpt,
     LeavesOpt,
@@ -229,7 +230,7 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
 
 # ---- mrc-send --------------------------------------------------------------------
 
-send_app = typer.Typer(add_completion=False)
+send_app = new_app()
 
 
 CHUNK = 1 << 20
@@ -408,7 +409,7 @@ def _print_sender(rep: dict[str, Any]) -> None:
 
 # ---- mrc-recv --------------------------------------------------------------------
 
-recv_app = typer.Typer(add_completion=False)
+recv_app = new_app()
 
 
 @recv_app.command()
@@ -512,8 +513,8 @@ def _print_receiver(rep: dict[str, Any]) -> None:
 
 
 def send_main() -> None:
-    send_app()
+    sys.exit(run_command(send_app, prog="mrc-send"))
 
 
 def recv_main() -> None:
-    recv_app()
+    sys.exit(run_command(recv_app, prog="mrc-recv"))

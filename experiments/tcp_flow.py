@@ -20,7 +20,7 @@ from endpoints.cli import pseudo_random
 from endpoints.io import family_of
 from endpoints.transport import ReceiverConfig
 from fabric.cli_options import ip_address, seconds
-from topologies.command import CommandError, new_app, print_report, run_command
+from fabric.command import CommandError, new_app, print_report, run_command
 
 PORT = 5201
 MAX_BYTES = ReceiverConfig.max_bytes  # each end holds the data whole, as mrc-recv does

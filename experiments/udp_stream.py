@@ -31,7 +31,7 @@ import typer
 
 from endpoints.io import family_of
 from fabric.cli_options import ip_address, seconds
-from topologies.command import CommandError, new_app, print_report, run_command
+from fabric.command import CommandError, new_app, print_report, run_command
 
 PORT = 5202
 _SEQ = struct.Struct("!I")

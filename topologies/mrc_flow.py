@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from fabric import cli_options
-from topologies.command import new_app, print_report, run_command
+from fabric.command import new_app, print_report, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork

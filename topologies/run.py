@@ -38,7 +38,7 @@ from fabric.cli_options import (
 from fabric.names import DEFAULT_PREFIX, check_prefix
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
-from topologies.command import new_app, run_command
+from fabric.command import new_app, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork

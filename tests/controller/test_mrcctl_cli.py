@@ -150,8 +150,9 @@ def test_mistakes_exit_with_one_message(run_dir: Path, args: list[str], status: 
     assert r.returncode == status, r.stdout + r.stderr
     assert message in r.stderr and r.stdout == ""
     assert "Traceback" not in r.stderr
-    if status == 1:
-        assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr  # one line, no framed panel
+    if status == 2:  # a usage mistake says where the help is
+        assert r.stderr.startswith("error: ") and r.stderr.rstrip().endswith("--help)"), r.stderr
 
 
 @pytest.mark.parametrize("command", ["fail", "restore"])

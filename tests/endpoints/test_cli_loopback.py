@@ -330,6 +330,19 @@ def test_help() -> None:
         assert p.returncode == 0 and "--report" in p.stdout
 
 
+@pytest.mark.parametrize("cmd, args, message", [
+    ("mrc-send", ["--to", "::1", "--bogus"], "error: No such option: --bogus"),
+    ("mrc-send", ["--to"], "error: Option '--to' requires an argument."),
+    ("mrc-recv", ["--listen", "::1", "--count", "x"], "error: Invalid value for '--count': "),
+])
+def test_a_usage_mistake_is_one_line(cmd: str, args: list[str], message: str) -> None:
+    """What typer would frame in a panel is one ``error:`` line pointing at --help, exit 2."""
+    p = subprocess.run([str(BIN / cmd), *args], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(message), p.stderr
+    assert p.stderr.rstrip().endswith(f"(see {cmd} --help)"), p.stderr
+
+
 def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
     """Garbage, truncated headers and writes to unknown QPs arrive at the receiver's
     socket during a transfer: counted, and the transfer still verifies."""
