@@ -25,6 +25,7 @@ from pathlib import Path
 import typer
 
 from fabric.cli_options import seconds
+from fabric.command import run_command
 from topologies.transfer import BIN
 
 POLL = 0.001  # seconds between looks at the barrier directory
@@ -103,8 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _wait(directory, timeout):
         print(f"error: start barrier {directory}: no 'go' within {timeout:g} s", file=sys.stderr)
         return 1
-    send_app(args=cmd[1:], prog_name=Path(cmd[0]).name)  # its usage errors name mrc-send
-    return 0
+    return run_command(send_app, cmd[1:], prog=Path(cmd[0]).name)  # its usage errors name mrc-send
 
 
 if __name__ == "__main__":

@@ -126,4 +126,5 @@ def test_a_barrier_directory_it_cannot_write_is_one_line() -> None:
 def test_the_senders_usage_errors_name_mrc_send(tmp_path: Path) -> None:
     (tmp_path / "go").touch()  # released at once
     p = _launch(["--barrier", str(tmp_path), "--timeout", "5", "--", str(BIN / "mrc-send"), "--bogus"])
-    assert p.returncode == 2 and "Try 'mrc-send --help' for help." in p.stderr.splitlines(), p.stderr
+    assert p.returncode == 2 and p.stderr.splitlines() == [
+        "error: No such option: --bogus (Possible options: --gso, --no-gso, --verbose) (see mrc-send --help)"], p.stderr
