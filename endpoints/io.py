@@ -41,7 +41,9 @@ def family_of(addr: str) -> int:
 
 
 SockAddr = tuple[str, int] | tuple[str, int, int, int]
-Peer = tuple[str, int]  # (address, UDP port)
+# (address, UDP port), or the kernel's IPv6 socket address (address, port, flow info,
+# scope id) as a datagram came from: the receiver answers that one
+Peer = tuple[str, int] | tuple[str, int, int, int]
 
 
 def _sockaddr(addr: str, port: int) -> SockAddr:
@@ -84,7 +86,10 @@ GSO_BYTES = 60000  # bytes per call at most (one IP packet holds 65,535)
 _SEGMENT = struct.Struct("=H")
 _EV = struct.Struct("!H")
 _GSO_REFUSED = (errno.EIO, errno.EINVAL, errno.ENOPROTOOPT, errno.EOPNOTSUPP, errno.EMSGSIZE)
-_TX_LOST = (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+# A datagram these lose is the transport's to recover (full buffers, an unreachable or
+# refused peer, a peer address no route or family fits)
+_TX_LOST = (errno.ENOBUFS, errno.EAGAIN, errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH,
+            errno.EINVAL, errno.EPERM, errno.EACCES, errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
 
 
 class Transmitter:
@@ -108,7 +113,7 @@ class Transmitter:
     def _addr(self, peer: Peer) -> SockAddr:
         addr = self._addrs.get(peer)
         if addr is None:
-            addr = self._addrs[peer] = (peer[0], peer[1], 0, 0) if self._six else peer
+            addr = self._addrs[peer] = (peer[0], peer[1], 0, 0) if self._six and len(peer) == 2 else peer
         return addr
 
     def send(self, out: list[Tx], dst: Peer | None, stats: dict[str, int]) -> None:
@@ -300,7 +305,7 @@ def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count
                 continue
             got += 1
             tclass, seg = _ancillary(ancdata, family) if ancdata else (0, 0)
-            peer = (addr[0], addr[1])
+            peer = addr
             if seg <= 0 or seg >= n:
                 seg = n
             else:

@@ -40,10 +40,10 @@ log = logging.getLogger(__name__)
 
 
 def peer_text(peer: Any) -> str:
-    """A peer for reports and logs: ``[addr]:port`` / ``addr:port`` for an (address,
-    port) pair (``endpoints/io.py``'s), else the value as text."""
-    if isinstance(peer, tuple) and len(peer) == 2:
-        host, port = peer
+    """A peer for reports and logs: ``[addr]:port`` / ``addr:port`` for a socket
+    address (``endpoints/io.py``'s: address and port first), else the value as text."""
+    if isinstance(peer, tuple) and len(peer) in (2, 4):
+        host, port = peer[0], peer[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
     return str(peer)
 

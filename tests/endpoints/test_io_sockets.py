@@ -121,6 +121,26 @@ def test_without_gso_or_when_the_kernel_refuses_it_each_packet_is_one_call() -> 
     assert refusing.calls == want and stats == {"gso_refused": 1} and not tx.gso
 
 
+class Refusing(Calls):
+    """A socket whose every send fails with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__()
+        self.code = code
+
+    def sendto(self, data: bytes, addr: tuple) -> int:
+        raise OSError(self.code, os.strerror(self.code))
+
+
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.EHOSTUNREACH, errno.ENOBUFS, errno.EADDRNOTAVAIL])
+def test_a_datagram_the_kernel_refuses_is_counted_not_raised(code: int) -> None:
+    """An answer to a peer address the kernel will not send to (a hostile or odd
+    source) is lost and counted; the endpoint carries on."""
+    stats: dict[str, int] = {}
+    io.Transmitter(Refusing(code), gso=False).send(packets([40, 40]), ("fe80::1", 9), stats)  # type: ignore[arg-type]
+    assert stats == {"tx_errors": 2}
+
+
 @pytest.mark.parametrize("addr", ["::1", "127.0.0.1"])
 def test_a_run_arrives_as_its_datagrams_each_with_its_ev(addr: str) -> None:
     port = RNG.randrange(20000, 60000)
@@ -168,7 +188,7 @@ def test_the_receiver_loop_cuts_a_coalesced_run_into_its_packets() -> None:
     port = RNG.randrange(20000, 60000)
     rx = io.listen("::1", port, want_tclass=True, coalesce=True)
     sock = io.listen("::1", 0, want_tclass=False)
-    src = ("::1", sock.getsockname()[1])
+    src = ("::1", sock.getsockname()[1], 0, 0)  # the kernel's IPv6 socket address
     out = [Tx(1000 + k, os.urandom(1028)) for k in range(12)] + [Tx(7, os.urandom(100))]
     rec = Recording(len(out))
     try:
