@@ -305,15 +305,17 @@ def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count
                 continue
             got += 1
             tclass, seg = _ancillary(ancdata, family) if ancdata else (0, 0)
-            peer = addr
-            if seg <= 0 or seg >= n:
-                seg = n
-            else:
-                stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
+            if not 0 < seg < n:  # one datagram (an empty one too: the receiver counts it)
+                ev = _EV.unpack_from(buf, EV_OFFSET)[0] if n >= EV_OFFSET + 2 else 0
+                out = on_packet(mv[:n], now, addr, ev, tclass)
+                if out:
+                    tx.send(out, None, stats)
+                continue
+            stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
             for off in range(0, n, seg):
                 end_ = min(off + seg, n)
                 ev = _EV.unpack_from(buf, off + EV_OFFSET)[0] if end_ - off >= EV_OFFSET + 2 else 0
-                out = on_packet(mv[off:end_], now, peer, ev, tclass)
+                out = on_packet(mv[off:end_], now, addr, ev, tclass)
                 if out:
                     tx.send(out, None, stats)
         out = receiver.poll(now)

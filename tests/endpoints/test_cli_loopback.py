@@ -344,7 +344,7 @@ def test_a_usage_mistake_is_one_line(cmd: str, args: list[str], message: str) ->
 
 
 def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
-    """Garbage, truncated headers and writes to unknown QPs arrive at the receiver's
+    """Garbage, truncated headers (empty datagrams too) and writes to unknown QPs arrive at the receiver's
     socket during a transfer: counted, and the transfer still verifies."""
     from tests.dataplane.packets import BTH, RETH
 
@@ -361,13 +361,15 @@ def test_hostile_datagrams_to_a_running_receiver(tmp_path: Path) -> None:
         rogue.sendto(wrong_qp, (rx, port))
         rogue.sendto(wrong_qp[:20], (rx, port))
         rogue.sendto(bytes([0x0A]) + os.urandom(7), (rx, port))
+        rogue.sendto(b"", (rx, port))
+        rogue.sendto(b"\x0a\x00\x12", (rx, port))  # shorter than the EV's place in the BTH
     rogue.close()
     out, err = sender.communicate(timeout=60)
     assert sender.returncode == 0, err
     assert finish(recv)[0] == 0
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["dropped"].get("wrong_qp") == 100, rep["dropped"]
-    assert rep["dropped"]["truncated"] == 200
+    assert rep["dropped"]["truncated"] == 400
     assert rep["connections"][0]["verdict"] == "verified"
 
 
