@@ -284,9 +284,10 @@ def send(
     to: Annotated[str, typer.Option(help="receiver's address (IPv6 or IPv4)")],
     nbytes: Annotated[Optional[int], typer.Option("--bytes", help="bytes to send (pseudo-random, from --seed)")] = None,
     infile: Annotated[Optional[Path], typer.Option("--in", help="send this file instead of --bytes")] = None,
-    port: Annotated[int, typer.Option(help="the receiver's UDP port")] = UDP_PORT_MRC,
-    source_port: Annotated[int, typer.Option(
-        help="this end's UDP port (the source of every packet; answers come back to it); 0: any free one")] = 0,
+    port: Annotated[int, typer.Option(help="the receiver's UDP port (and this end's, see --source-port)")] = UDP_PORT_MRC,
+    source_port: Annotated[Optional[int], typer.Option(
+        help="this end's UDP port, the source of every packet; the receiver's answers come back to it, and a "
+             "NIC takes them for MRC-lite only on the MRC port (default: --port); 0: any free one")] = None,
     bind: Annotated[str, typer.Option(help="local address (ACKs arrive there; the source of the packets)")] = "",
     evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
     ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
@@ -331,6 +332,8 @@ def send(
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
     _sender_addresses(to, bind)
     _port(port)
+    if source_port is None:
+        source_port = port
     _port(source_port, "--source-port", zero_ok=True)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),

@@ -81,6 +81,9 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     assert rrep["cpu_s"] > 0
     (c,) = rrep["connections"]
     assert c["verdict"] == "verified" and c["received_bytes"] == 300000
+    # The sender sends from the MRC port (--port), so the answers go to it: a NIC takes
+    # only packets to that port for MRC-lite.
+    assert c["peer"] == f"{sx}:{port}"
     # The receiver read every EV from its data packets (BTH pkey).
     assert sorted(int(ev) for ev in c["per_ev_packets"]) == list(range(ev0, ev0 + 16))
 
