@@ -40,10 +40,9 @@ def family_of(addr: str) -> int:
     return socket.AF_INET6 if ":" in addr else socket.AF_INET
 
 
-SockAddr = tuple[str, int] | tuple[str, int, int, int]
 # (address, UDP port), or the kernel's IPv6 socket address (address, port, flow info,
 # scope id) as a datagram came from: the receiver answers that one
-Peer = tuple[str, int] | tuple[str, int, int, int]
+SockAddr = tuple[str, int] | tuple[str, int, int, int]
 
 
 def _sockaddr(addr: str, port: int) -> SockAddr:
@@ -107,21 +106,13 @@ class Transmitter:
     def __init__(self, sock: socket.socket, gso: bool = True) -> None:
         self.sock = sock
         self.gso = gso and sys.platform.startswith("linux")
-        self._six = sock.family == socket.AF_INET6
-        self._addrs: dict[Peer, SockAddr] = {}
 
-    def _addr(self, peer: Peer) -> SockAddr:
-        addr = self._addrs.get(peer)
-        if addr is None:
-            addr = self._addrs[peer] = (peer[0], peer[1], 0, 0) if self._six and len(peer) == 2 else peer
-        return addr
-
-    def send(self, out: list[Tx], dst: Peer | None, stats: dict[str, int]) -> None:
+    def send(self, out: list[Tx], dst: SockAddr | None, stats: dict[str, int]) -> None:
         """Send ``out`` in order; ``dst`` (address, port) is every packet's destination
         (the sender's receiver) or None (each packet's ``peer``: the receiver answers
         the address and port a transfer's packets come from)."""
         run: list[Tx] = []
-        run_to: Peer = ("", 0)
+        run_to: SockAddr = ("", 0)
         size = 0
         total = 0
         limit = GSO_SEGMENTS if self.gso else 1
@@ -141,8 +132,8 @@ class Transmitter:
         if run:
             self._flush(run, run_to, stats)
 
-    def _flush(self, run: list[Tx], to: Peer, stats: dict[str, int]) -> None:
-        addr = self._addr(to)
+    def _flush(self, run: list[Tx], to: SockAddr, stats: dict[str, int]) -> None:
+        addr = _sockaddr(*to) if len(to) == 2 else to
         buf = bytearray().join([p.payload for p in run])
         off = 0
         for p in run:
@@ -208,7 +199,7 @@ class RunResult:
     io: dict[str, int]
 
 
-def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: Peer, timeout: float,
+def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: SockAddr, timeout: float,
                clock: Callable[[], float] = time.monotonic, linger: float = 0.0) -> RunResult:
     """Drive ``sender`` until it finishes or ``timeout`` seconds pass; after it
     finished, keep reading for ``linger`` seconds, so that answers still on their way
@@ -305,14 +296,11 @@ def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count
                 continue
             got += 1
             tclass, seg = _ancillary(ancdata, family) if ancdata else (0, 0)
-            if not 0 < seg < n:  # one datagram (an empty one too: the receiver counts it)
-                ev = _EV.unpack_from(buf, EV_OFFSET)[0] if n >= EV_OFFSET + 2 else 0
-                out = on_packet(mv[:n], now, addr, ev, tclass)
-                if out:
-                    tx.send(out, None, stats)
-                continue
-            stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
-            for off in range(0, n, seg):
+            if 0 < seg < n:
+                stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
+            else:
+                seg = n or 1  # one datagram (an empty one too: the receiver counts it)
+            for off in range(0, n or 1, seg):
                 end_ = min(off + seg, n)
                 ev = _EV.unpack_from(buf, off + EV_OFFSET)[0] if end_ - off >= EV_OFFSET + 2 else 0
                 out = on_packet(mv[off:end_], now, addr, ev, tclass)
