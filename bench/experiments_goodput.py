@@ -85,12 +85,29 @@ def _mrc_line(label: str, res: Any, cost: dict[str, float], packets: int) -> tup
     bps = s.get("goodput_bps") or 0.0
     sent = s.get("packets_sent") or 0
     retx = (s.get("retransmissions") or {}).get("total") or 0
-    ends = (s.get("cpu_s") or 0.0) + (res.recv_report.get("cpu_s") or 0.0)
+    ends = _mrc_ends(res)
     line = (f"  {label} {mbps(bps):7.1f} Mb/s (verified {res.ok}, {retx} retransmissions of {sent} data packets, "
             f"window now {(s.get('window') or {}).get('now') or 0:.0f}, "
             f"{(s.get('control') or {}).get('acks_received')} ACKs)\n"
             f"      CPU per packet, us: {_cost(cost, ends, s.get('completion_time_s') or 0.0, packets)}")
     return bps, line
+
+
+def _mrc_ends(res: Any) -> float:
+    """An MRC-lite transfer's two ends' CPU, seconds (their reports' ``cpu_s``)."""
+    return (res.sender.get("cpu_s") or 0.0) + (res.recv_report.get("cpu_s") or 0.0)
+
+
+def _budget(mrc_switches: dict[str, float], mrc_ends: float, tcp_total: float, udp_total: float) -> str:
+    """What the targets leave MRC-lite's two ends per packet: on 2 shared cores the
+    rate is the cores' time over the CPU one packet costs, so at MRC-lite's cost in the
+    fabric and the NICs (the large window's) and with the cores as busy, 1.0x TCP
+    needs its ends to cost at most TCP's whole cost less that, and 0.8x the UDP
+    stream at most 1/0.8 of the stream's less that."""
+    switches = sum(mrc_switches.values())
+    return (f"  the ends' budget, us per packet (MRC-lite's fabric and NICs cost {switches:.0f}): "
+            f"1.0x TCP leaves them {tcp_total - switches:.0f}, 0.8x UDP {udp_total / 0.8 - switches:.0f}; "
+            f"they cost {mrc_ends:.0f} (large window)")
 
 
 def _ends(report: dict[str, Any]) -> float:
@@ -131,6 +148,8 @@ def embedded() -> None:
     print(f"  UDP stream, unpaced, one path:      {mbps(u_bps):7.1f} Mb/s delivered "
           f"({u.get('datagrams')} of {datagrams} datagrams)\n"
           f"      CPU per packet, us: {_cost(u_cpu, _ends(u), u.get('seconds') or 0.0, datagrams)}")
+    print(_budget(b_cpu, _mrc_ends(big) / packets * 1e6, sum(t_cpu.values()) + _ends(t) / packets * 1e6,
+                  sum(u_cpu.values()) + _ends(u) / datagrams * 1e6))
     print(f"  MRC/TCP {m_bps / t_bps if t_bps else 0:.2f} (target >= 1.0), "
           f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8); "
           f"with the larger window {b_bps / t_bps if t_bps else 0:.2f} and {b_bps / u_bps if u_bps else 0:.2f}")

@@ -305,6 +305,9 @@ def send(
     min_window: Annotated[int, typer.Option(help="congestion control never shrinks the window below this")] = 2,
     cc_base_rtt: Annotated[Optional[float], typer.Option(
         help="congestion control: the network's unloaded RTT, seconds (default: the smallest RTT seen)")] = None,
+    cc_target_min: Annotated[float, typer.Option(
+        help="congestion control: the delay target's floor, seconds above the base RTT "
+             "(the target is half the base RTT, at least this)")] = SenderConfig.cc_target_min,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
     ack_every: Annotated[int, typer.Option(
         help="ask for an ACK on every n-th packet at most (a quarter of the window while it is smaller; "
@@ -337,6 +340,7 @@ def send(
     _port(source_port, "--source-port", zero_ok=True)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
+                                   ("--cc-target-min", cc_target_min, True),
                                    ("--probe-interval", probe_interval, False),
                                    ("--sample-interval", sample_interval, False)):
         _seconds(option, value, zero_ok=zero_ok)
@@ -354,7 +358,8 @@ def send(
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
-                           sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt)
+                           sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt,
+                           cc_target_min=cc_target_min)
         cfg.check()
     except ValueError as exc:
         _fail(str(exc))

@@ -584,7 +584,7 @@ class Sender:
             "rto_s": self.rtt.rto,
             "window": {"max": self.cfg.window, "now": self.cc.cwnd, "min": self.cc.cwnd_min,
                        "halved": self.counts["window_halved"], "base_rtt_s": self.cc.base_rtt,
-                       "reactions": dict(self.cc.counts)},
+                       "target_s": self.cc.target, "reactions": dict(self.cc.counts)},
             "srtt_s": self.rtt.srtt,
             "evs_retired": sum(st.retired for st in self.evs.values()),
             "evs_recovered": sum(st.recovered for st in self.evs.values()),
