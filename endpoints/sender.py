@@ -9,8 +9,8 @@ passed in (``now``); ``endpoints/io.py`` drives it with sockets and a clock,
 The sender is put together from parts that each own one concept: its parameters
 (``endpoints/sender_config.py``), the EV states and probes (``endpoints/ev_set.py``),
 the spraying policy (``endpoints/spray.py``), what is in flight and to resend with
-the RTO (``endpoints/retransmit.py``) and the congestion window
-(``endpoints/congestion.py``). This module holds the transfer itself: OPEN, the
+the RTO (``endpoints/retransmit.py``), the congestion window
+(``endpoints/congestion.py``) and the report (``endpoints/sender_report.py``). This module holds the transfer itself: OPEN, the
 acknowledgement bitmap, what each packet from the receiver means, the verdict.
 """
 
@@ -28,6 +28,7 @@ from endpoints.congestion import Window
 from endpoints.ev_set import EvSet, EvStats
 from endpoints.retransmit import InFlight, RttEstimator
 from endpoints.sender_config import SenderConfig
+from endpoints.sender_report import sender_report
 from endpoints.spray import Spray
 from endpoints.wire import (
     ACK,
@@ -554,45 +555,7 @@ class Sender:
 
     def report(self) -> dict[str, Any]:
         """Everything an experiment needs, as JSON-ready values (docs/endpoints.md)."""
-        end = self.finished_at
-        elapsed = (end - self.start) if end is not None else None
-        per_plane: Counter[int] = Counter()
-        for st in self.evs.values():
-            per_plane[st.path.plane] += st.sent
-        return {
-            "ok": self.ok,
-            "error": self.error,
-            "bytes": self.length,
-            "mtu": self.cfg.mtu,
-            "packets": self.n_packets,
-            "completion_time_s": elapsed,
-            "goodput_bps": (8 * self.length / elapsed) if elapsed else None,
-            "packets_sent": self.data_sent,
-            "retransmissions": {
-                "total": self.counts["data_retransmitted"],
-                "timeout": self.counts["retransmit_timeout"],
-                "nack": self.counts["retransmit_nack"],
-                "trim_nack": self.counts["retransmit_trim"],
-            },
-            "control": {"acks_received": self.acks_received,
-                        **{k: self.counts[k] for k in ("open_sent", "probes_sent", "probe_replies",
-                                                       "nacks_received", "trim_nacks_received", "ce_echoes",
-                                                       "status_early", "late", "trim_nacks_late", "ev_losses_forgiven")},
-                        "adaptive_skips": self.spray.skips},
-            "spray": self.cfg.spray,
-            "dropped": dict(self.drops),
-            "rto_s": self.rtt.rto,
-            "window": {"max": self.cfg.window, "now": self.cc.cwnd, "min": self.cc.cwnd_min,
-                       "halved": self.counts["window_halved"], "base_rtt_s": self.cc.base_rtt,
-                       "target_s": self.cc.target, "reactions": dict(self.cc.counts)},
-            "srtt_s": self.rtt.srtt,
-            "evs_retired": sum(st.retired for st in self.evs.values()),
-            "evs_recovered": sum(st.recovered for st in self.evs.values()),
-            "ev_events": list(self.events),
-            "per_plane_packets": {str(p): n for p, n in sorted(per_plane.items())},
-            "per_ev": self.ev_set.report(),
-            "delivered_series": [[round(t, 6), b] for t, b in self.series],
-        }
+        return sender_report(self)
 
 
 def _bit_indices(base: int, bits: int) -> list[int]:

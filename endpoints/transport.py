@@ -18,7 +18,7 @@ docs/packet-formats.md; the wire codecs: ``endpoints/wire.py``.
 Packet indices (``idx``, 0-based, unbounded) are used inside; PSNs only on the wire.
 
 The sender is ``endpoints/sender.py`` (its parts: ``sender_config.py``, ``ev_set.py``,
-``spray.py``, ``retransmit.py``, ``congestion.py``), the receiver ``endpoints/receiver.py``, what
+``spray.py``, ``retransmit.py``, ``congestion.py``, ``sender_report.py``), the receiver ``endpoints/receiver.py``, what
 they share ``endpoints/common.py``; this module gathers their public names.
 """
 
