@@ -10,8 +10,9 @@ The sender is put together from parts that each own one concept: its parameters
 (``endpoints/sender_config.py``), the EV states and probes (``endpoints/ev_set.py``),
 the spraying policy (``endpoints/spray.py``), what is in flight and to resend with
 the RTO (``endpoints/retransmit.py``), the congestion window
-(``endpoints/congestion.py``) and the report (``endpoints/sender_report.py``). This module holds the transfer itself: OPEN, the
-acknowledgement bitmap, what each packet from the receiver means, the verdict.
+(``endpoints/congestion.py``) and the report (``endpoints/sender_report.py``). This
+module holds the transfer itself: OPEN, the acknowledgement bitmap, what each packet
+from the receiver means, the verdict.
 """
 
 from __future__ import annotations
