@@ -68,14 +68,19 @@ def _metered(fn: Any, packets: int, run: Callable[[], Any]) -> tuple[Any, dict[s
     return out, {r: (cpu_seconds(p) - before[r]) / packets * 1e6 for r, p in roles.items()}
 
 
+def _in_all(switches: dict[str, float], ends_s: float, packets: int) -> float:
+    """The CPU one packet cost in all, us: the switch processes' (per packet already)
+    and the two ends' (``ends_s`` seconds over ``packets``)."""
+    return sum(switches.values()) + ends_s / packets * 1e6
+
+
 def _cost(switches: dict[str, float], ends_s: float, seconds: float, packets: int) -> str:
     """CPU per packet by role, and what share of the machine's cores the flow kept busy
     while it ran: (every process's CPU) / (its duration x cores)."""
-    ends = ends_s / packets * 1e6
-    total_s = (sum(switches.values()) + ends) * packets / 1e6
-    busy = 100 * total_s / (seconds * (os.cpu_count() or 1)) if seconds else 0.0
+    in_all = _in_all(switches, ends_s, packets)
+    busy = 100 * in_all * packets / 1e6 / (seconds * (os.cpu_count() or 1)) if seconds else 0.0
     return (", ".join(f"{r} {us:.0f}" for r, us in switches.items())
-            + f", ends {ends:.0f}; in all {sum(switches.values()) + ends:.0f}, cores busy {busy:.0f}%")
+            + f", ends {ends_s / packets * 1e6:.0f}; in all {in_all:.0f}, cores busy {busy:.0f}%")
 
 
 def _mrc_line(label: str, res: Any, cost: dict[str, float], packets: int) -> tuple[float, str]:
@@ -148,8 +153,8 @@ def embedded() -> None:
     print(f"  UDP stream, unpaced, one path:      {mbps(u_bps):7.1f} Mb/s delivered "
           f"({u.get('datagrams')} of {datagrams} datagrams)\n"
           f"      CPU per packet, us: {_cost(u_cpu, _ends(u), u.get('seconds') or 0.0, datagrams)}")
-    print(_budget(b_cpu, _mrc_ends(big) / packets * 1e6, sum(t_cpu.values()) + _ends(t) / packets * 1e6,
-                  sum(u_cpu.values()) + _ends(u) / datagrams * 1e6))
+    print(_budget(b_cpu, _mrc_ends(big) / packets * 1e6, _in_all(t_cpu, _ends(t), packets),
+                  _in_all(u_cpu, _ends(u), datagrams)))
     print(f"  MRC/TCP {m_bps / t_bps if t_bps else 0:.2f} (target >= 1.0), "
           f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8); "
           f"with the larger window {b_bps / t_bps if t_bps else 0:.2f} and {b_bps / u_bps if u_bps else 0:.2f}")
