@@ -19,6 +19,7 @@ from fabric.topology import Host, from_parameters
 from endpoints import wire
 from endpoints.transport import Receiver, Sender, SenderConfig, Tx
 from tests.dataplane.fabric_net import build, walk
+from tests.endpoints.simnet import DATA_OPCODES
 from tests.dataplane.nic.nic_case import NIC_HOST_PORT, nic_case
 from tests.dataplane.nic.nic_frames import host_frame
 from tests.dataplane.packets import addr, with_ev
@@ -53,7 +54,7 @@ class Fabric:
             self.lost += 1
             return None
         assert hops and hops[-1].to == to.name, [h.node for h in hops]
-        if tx.payload[0] == wire.OP_WRITE and frm == self.src:
+        if tx.payload[0] in DATA_OPCODES and frm == self.src:
             self.spines_of[tx.ev] |= {h.node for h in hops if "spine" in h.node}
         return delivered(hops[-1].frame)
 
