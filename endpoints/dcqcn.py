@@ -70,7 +70,7 @@ class DcqcnConfig:
 
 
 # The paper's values (40 Gb/s NICs): g, K = 55 us, T = 55 us, B = 10 MB, F = 5,
-# R_AI = 40 Mb/s; R_HAI ten times R_AI, QCN's ratio.
+# R_AI = 40 Mb/s; R_HAI, not among them, ten times R_AI as the defaults here.
 PAPER = DcqcnConfig(line_rate=40e9, min_rate=40e6, g=1 / 256, alpha_timer=55e-6, increase_timer=55e-6,
                     byte_counter=10_000_000, fast_recovery=5, rate_ai=40e6, rate_hai=400e6)
 CNP_INTERVAL_PAPER = 50e-6  # N: the notification point's least time between two CNPs of one QP

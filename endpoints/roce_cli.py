@@ -30,6 +30,7 @@ from endpoints.roce_config import (
     RoceReceiverConfig,
     RoceSenderConfig,
 )
+from endpoints.receiver import ReceiverConfig
 from endpoints.roce_receiver import RoceReceiver
 from endpoints.roce_sender import RoceSender
 
@@ -259,8 +260,9 @@ def receiver(given: dict[str, Any], *, max_bytes: int, expect_bytes: int | None,
             fail(f"{RECV_OPTIONS[key][0]} {o[key]}: give a DSCP, 0..63")
     if not 0 <= o["cnp_interval"] <= 86400:
         fail(f"--cnp-interval {o['cnp_interval']}: give 0 seconds or more, up to a day (86400)")
-    cfg = RoceReceiverConfig(max_bytes=max_bytes, expect_bytes=expect_bytes, max_connections=count,
-                             cnp_interval=o["cnp_interval"], cnp_tclass=o["cnp_dscp"] << 2 | io.ECT0, seed=seed)
+    cfg = RoceReceiverConfig(ReceiverConfig(max_bytes=max_bytes, expect_bytes=expect_bytes, max_connections=count,
+                                            seed=seed),
+                             cnp_interval=o["cnp_interval"], cnp_tclass=o["cnp_dscp"] << 2 | io.ECT0)
     try:
         return RoceReceiver(cfg), o["dscp"]
     except ValueError as exc:

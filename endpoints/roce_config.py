@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from endpoints import wire
 from endpoints.dcqcn import DcqcnConfig
+from endpoints.receiver import ReceiverConfig
 
 DSCP_DATA = 26  # the baseline's data (and ACKs): a class the fabric marks and drops, never trims
 DSCP_CNP = 48  # its CNPs, as RoCE deployments give them their own high-priority class
@@ -59,21 +60,18 @@ class RoceSenderConfig:
 
 @dataclass(frozen=True)
 class RoceReceiverConfig:
-    """The responder's parameters; times in seconds."""
+    """The responder's parameters; times in seconds. What it accepts (largest
+    transfer, expected length, window, transfers, seed, sampling) is MRC-lite's
+    receiver's (``limits``); the rest is DCQCN's notification point."""
 
-    max_bytes: int = 1 << 30  # largest transfer accepted (its buffer is allocated whole)
-    expect_bytes: int | None = None  # accept only transfers of exactly this length
-    max_window: int = 0xFFFF
-    max_connections: int = 16
+    limits: ReceiverConfig = field(default_factory=ReceiverConfig)
     cnp_interval: float = 20 * 50e-6  # N: at most one CNP per QP per this (the paper's 50 us x 20)
     cnp_tclass: int = DSCP_CNP << 2 | 0b10  # the CNPs' traffic class: DSCP 48, ECT(0)
-    sample_interval: float = 0.01
-    seed: int = 0  # QPs, rkeys, buffer addresses
 
     def check(self) -> None:
         if not 0 <= self.cnp_interval < math.inf:
             raise ValueError("roce: the CNP interval must be 0 seconds or more and finite")
-        if not 0 < self.sample_interval < math.inf:
+        if not 0 < self.limits.sample_interval < math.inf:
             raise ValueError("roce: sample_interval must be more than 0 seconds")
         if not 0 <= self.cnp_tclass <= 0xFF:
             raise ValueError(f"roce: CNP traffic class {self.cnp_tclass} outside 0..255")

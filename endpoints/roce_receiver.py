@@ -108,7 +108,7 @@ class RoceReceiver:
     def __init__(self, config: RoceReceiverConfig | None = None) -> None:
         self.cfg = config if config is not None else RoceReceiverConfig()
         self.cfg.check()
-        self._rng = random.Random(self.cfg.seed)
+        self._rng = random.Random(self.cfg.limits.seed)
         self.conns: dict[int, QueuePair] = {}
         self._by_sender: dict[tuple[Any, int], int] = {}
         self.drops: Counter[str] = Counter()
@@ -139,7 +139,7 @@ class RoceReceiver:
         return []
 
     def _refusal(self, o: wire.Open) -> int:
-        cfg = self.cfg
+        cfg = self.cfg.limits
         if o.version != wire.VERSION_ROCE:
             return wire.REFUSE_VERSION
         if o.length > cfg.max_bytes or (cfg.expect_bytes is not None and o.length != cfg.expect_bytes):
@@ -176,7 +176,7 @@ class RoceReceiver:
         c = QueuePair(qp, peer, o.sender_qp, o.first_psn, o.length, o.mtu, o.window, o.digest,
                       rkey=self._rng.getrandbits(32), vaddr=self._rng.randrange(1, 1 << 40) << 12, ev=ev,
                       opened_at=now, buf=buf, n_packets=-(-o.length // o.mtu))
-        c.next_sample = now + self.cfg.sample_interval
+        c.next_sample = now + self.cfg.limits.sample_interval
         self.conns[qp] = c
         self._by_sender[(peer, o.sender_qp)] = qp
         out = [self._status(c)]
@@ -222,7 +222,7 @@ class RoceReceiver:
                 out.append(self._ack(c))
             if now >= c.next_sample:
                 c.series.append((now - c.opened_at, c.expected * c.mtu))
-                c.next_sample = now + self.cfg.sample_interval
+                c.next_sample = now + self.cfg.limits.sample_interval
         return out
 
     def _notify(self, c: QueuePair, now: float, out: list[Tx]) -> None:

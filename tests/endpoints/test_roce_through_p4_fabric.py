@@ -8,7 +8,6 @@ the EVs across it and completes (tests/endpoints/test_through_p4_fabric.py)."""
 from __future__ import annotations
 
 import random
-from collections import deque
 
 from fabric.plan import nic_evs
 from endpoints import wire
@@ -17,11 +16,10 @@ from endpoints.dcqcn import DcqcnConfig
 from endpoints.roce_config import RoceSenderConfig
 from endpoints.roce_receiver import RoceReceiver
 from endpoints.roce_sender import RoceSender
-from tests.endpoints.test_through_p4_fabric import TOPO, Fabric
+from tests.endpoints.test_through_p4_fabric import TOPO, Fabric, exchange
 
 CFG = RoceSenderConfig(mtu=1000, message_size=8000, window=32, ack_every=8, ack_timeout=0.01, cc="dcqcn",
                        dcqcn=DcqcnConfig(line_rate=1e9))
-STEP = 1e-4
 
 
 def run(fabric: Fabric, data: bytes, ev: int, cut: tuple[str, str] | None = None,
@@ -30,25 +28,12 @@ def run(fabric: Fabric, data: bytes, ev: int, cut: tuple[str, str] | None = None
     (``cut``: that cable is cut once the transfer is accepted); also the opcodes the
     sender got back."""
     sender, receiver = RoceSender(data, ev, CFG), RoceReceiver()
-    back: list[int] = []
-    t = 0.0
-    while not sender.finished and t < limit:
-        if cut is not None and sender.state == "sending":
+
+    def cut_when_accepted(s: RoceSender) -> None:
+        if cut is not None and s.state == "sending":
             fabric.cut = cut
-        queue: deque[tuple[str, Tx]] = deque(("to_dst", tx) for tx in sender.poll(t))
-        while queue:
-            way, tx = queue.popleft()
-            if way == "to_dst":
-                got = fabric.carry(fabric.src, fabric.dst, tx)
-                if got:
-                    peer, pkey, tclass, payload = got
-                    queue.extend(("to_src", r) for r in receiver.on_packet(payload, t, peer, pkey, tclass))
-            else:
-                got = fabric.carry(fabric.dst, fabric.src, tx)
-                if got:
-                    back.append(got[3][0])
-                    sender.on_packet(got[3], t)
-        t += STEP
+
+    back = exchange(fabric, sender, receiver, limit, cut_when_accepted)
     return sender, receiver, back
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict, deque
+from collections.abc import Callable
+from typing import Any
 
 from scapy.layers.inet import UDP
 from scapy.packet import Raw
@@ -62,8 +64,20 @@ class Fabric:
 def run(fabric: Fabric, data: bytes, cfg: SenderConfig = SenderConfig()) -> tuple[Sender, Receiver]:  # noqa: B008 — a frozen dataclass: one shared default is safe
     evs = nic_evs(TOPO, fabric.src, fabric.dst)
     sender, receiver = Sender(data, evs, cfg), Receiver()
+    exchange(fabric, sender, receiver)
+    return sender, receiver
+
+
+def exchange(fabric: Fabric, sender: Any, receiver: Any, limit: float = 10.0,
+             hook: Callable[[Any], None] | None = None) -> list[int]:
+    """Run ``sender`` and ``receiver`` (MRC-lite's or the RoCE baseline's) over the
+    fabric in steps of 100 us to the sender's end or ``limit`` seconds; ``hook(sender)``
+    before each step. The opcodes the sender was handed."""
+    back: list[int] = []
     t = 0.0
-    while not sender.finished and t < 10:
+    while not sender.finished and t < limit:
+        if hook is not None:
+            hook(sender)
         queue: deque[tuple[str, Tx]] = deque(("to_dst", tx) for tx in sender.poll(t))
         queue.extend(("to_src", tx) for tx in receiver.poll(t))
         while queue:
@@ -76,9 +90,10 @@ def run(fabric: Fabric, data: bytes, cfg: SenderConfig = SenderConfig()) -> tupl
             else:
                 got = fabric.carry(fabric.dst, fabric.src, tx)
                 if got:
+                    back.append(got[3][0])
                     sender.on_packet(got[3], t)
         t += 1e-4
-    return sender, receiver
+    return back
 
 
 def test_each_ev_takes_the_path_the_plan_names() -> None:
