@@ -37,6 +37,7 @@ def sender_report(s: RoceSender) -> dict[str, Any]:
             "rewinds": c["rewinds"],
             "resent": c["resent"],
             "naks_received": c["naks_received"],
+            "naks_stale": c["naks_stale"],
             "timeouts": c["timeouts"],
             "retries": c["retries"],
             "retries_most_in_row": c["retries_most_in_row"],

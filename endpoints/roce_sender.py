@@ -270,8 +270,11 @@ class RoceSender:
             self._acknowledge(idx + 1, now)
         elif syndrome == wire.SYNDROME_NAK_PSN_SEQUENCE:
             # The responder expects PSN idx: everything before it arrived.
-            if not self.una <= idx < self.highest:
+            if not self.una - self.cfg.window <= idx < self.highest:
                 self.drops["ack_unsent" if idx >= self.highest else "psn_out_of_window"] += 1
+                return
+            if idx < self.una:  # overtaken by an ACK of later PSNs: the gap it names is filled
+                self.counts["naks_stale"] += 1
                 return
             self.counts["naks_received"] += 1
             self._acknowledge(idx, now)

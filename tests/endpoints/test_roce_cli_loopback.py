@@ -42,7 +42,7 @@ def test_a_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     assert rep["completion_time_s"] > 0 and rep["goodput_bps"] > 0
     assert rep["delivered_series"][-1][1] == 3_000_000
     assert rep["rate_bps"]["line"] == 400e6 and rep["cc"] == "dcqcn"
-    assert set(rep["go_back_n"]) == {"rewinds", "resent", "naks_received", "timeouts", "retries",
+    assert set(rep["go_back_n"]) == {"rewinds", "resent", "naks_received", "naks_stale", "timeouts", "retries",
                                      "retries_most_in_row", "retry_count", "ack_timeout_s"}
     assert f"EV {rep['ev']} (source port {rep['source_port']}): verified by the receiver" in s.stdout
     r = json.loads((tmp_path / "r.json").read_text())

@@ -105,8 +105,8 @@ def test_clean_run_sends_each_psn_once_in_order_on_one_ev() -> None:
     # the AETH's MSN counts the messages completed: none by packet 3, one by 7 and 11, ...
     assert [int.from_bytes(a.payload[13:16], "big") for a in acks] == [0, 1, 1, 2, 3]
     rep = r.sender.report()
-    assert rep["go_back_n"] == {"rewinds": 0, "resent": 0, "naks_received": 0, "timeouts": 0, "retries": 0,
-                                "retries_most_in_row": 0, "retry_count": 7, "ack_timeout_s": 0.05}
+    assert rep["go_back_n"] == {"rewinds": 0, "resent": 0, "naks_received": 0, "naks_stale": 0, "timeouts": 0,
+                                "retries": 0, "retries_most_in_row": 0, "retry_count": 7, "ack_timeout_s": 0.05}
     assert rep["state"] == "complete" and rep["verified"] and rep["packets_sent"] == 20
 
 
@@ -270,3 +270,53 @@ def test_a_receiver_of_the_other_transport_refuses_with_a_clear_reason() -> None
     st = wire.Status.unpack(tx.payload)
     assert (st.state, st.reason) == (wire.STATE_REFUSED, wire.REFUSE_VERSION)
     assert "--transport" in wire.REFUSE_REASONS[st.reason]
+
+
+class Bottleneck:
+    """A port of 50 Mb/s on the data's way (FIFO; CE on a packet that finds more than
+    8 queued, drop when 32 are queued: a lossy fabric's port without PFC, never
+    trimming), 250 us each way; the answers go back unqueued. SimNet's ``carry``."""
+
+    def __init__(self) -> None:
+        self.departures: list[float] = []
+        self.busy_until = 0.0
+        self.dropped = self.marked = self.most = 0
+        self.counts = {"reordered": 0}
+
+    def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False):  # noqa: ANN201
+        if back or payload[0] not in DATA_OPCODES:
+            return [(t + 250e-6, payload, 0b10)]
+        self.departures = [d for d in self.departures if d > t]
+        depth = len(self.departures)
+        self.most = max(self.most, depth)
+        if depth >= 32:
+            self.dropped += 1
+            return []
+        tclass = 0b11 if depth > 8 else 0b10
+        self.marked += tclass == 0b11
+        self.busy_until = max(self.busy_until, t) + 8 * len(payload) / 50e6
+        self.departures.append(self.busy_until)
+        return [(self.busy_until + 250e-6, payload, tclass)]
+
+
+def test_dcqcn_keeps_a_lossy_bottleneck_from_dropping_where_no_rate_control_collapses() -> None:
+    """The defaults (line rate 100 Mb/s, twice the port's) into the port above: with
+    DCQCN the marks' CNPs bring the rate under the port's before its queue reaches
+    the drop threshold; without, every overflow costs a NAK and a go-back-N of the
+    whole window, most of which the port drops again."""
+    data = payload(500_000)
+    out = {}
+    for cc in ("dcqcn", "none"):
+        net = Bottleneck()
+        sender, receiver = RoceSender(data, EV, RoceSenderConfig(cc=cc)), RoceReceiver()
+        drive(sender, receiver, net, {EV: 0}, limit=60)
+        (qp,) = receiver.conns.values()
+        assert sender.ok and bytes(qp.buf) == data
+        out[cc] = (sender.report(), net)
+    rep, net = out["dcqcn"]
+    assert net.marked > 0 and rep["cnps_received"] > 0 and rep["rate_bps"]["min"] < 50e6
+    assert net.dropped == 0 and net.most < 32
+    assert rep["go_back_n"]["resent"] == 0 and rep["packets_sent"] == 500
+    rep, net = out["none"]
+    assert net.dropped > 0 and rep["rate_bps"]["min"] == 100e6
+    assert rep["go_back_n"]["naks_received"] > 0 and rep["go_back_n"]["resent"] > 10 * 500
