@@ -299,7 +299,8 @@ def send(
     port: Annotated[int, typer.Option(help="the receiver's UDP port (and this end's, see --source-port)")] = UDP_PORT_MRC,
     source_port: Annotated[Optional[int], typer.Option(
         help="this end's UDP port, the source of every packet; the receiver's answers come back to it, and a "
-             "NIC takes them for MRC-lite only on the MRC port (default: --port); 0: any free one")] = None,
+             "NIC takes them for MRC-lite only on the MRC port (default: --port; with --transport roce any free "
+             "one, the QP's entropy); 0: any free one")] = None,
     bind: Annotated[str, typer.Option(help="local address (ACKs arrive there; the source of the packets)")] = "",
     evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
     ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
