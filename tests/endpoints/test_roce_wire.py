@@ -21,10 +21,12 @@ from tests.endpoints.simnet import DATA_OPCODES, SimNet, drive
 ICRC = b"\0\0\0\0"  # the endpoints send no ICRC (the UDP checksum covers the packet); scapy's BTH ends with one
 
 
-def decoded(payload: bytes) -> IPv6:
-    """The packet as a host would capture it, decoded by scapy from its bytes."""
+def decoded(payload: bytes) -> BTH:
+    """The UDP payload decoded by scapy's RoCEv2 BTH (and what it binds after it). The
+    BTH is named explicitly: the project's own scapy layers (tests/dataplane/packets.py)
+    bind UDP port 4791 to MRC-lite's BTH when they are loaded."""
     frame = IPv6(src="fd00:0:0:1::1", dst="fd00:0:1:1::1") / UDP(sport=49152, dport=4791) / (payload + ICRC)
-    return IPv6(raw(frame))
+    return BTH(bytes(IPv6(raw(frame))[UDP].payload))
 
 
 def test_the_packets_of_a_transfer_decode_as_rocev2() -> None:
