@@ -25,13 +25,15 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, Callable, NoReturn, Optional
 
 import typer
 
-from endpoints import io, wire
+from endpoints import io, roce_cli, wire
+from endpoints.human import human_bps
 from endpoints.receiver import peer_text
-from endpoints.transport import Connection, Receiver, ReceiverConfig, Sender, SenderConfig
+from endpoints.roce_config import DSCP_DATA
+from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
 from fabric.command import new_app, run_command
@@ -122,6 +124,24 @@ def _write(problems: list[str], option: str, path: Path, data: bytes | bytearray
 
 def _report_bytes(rep: dict[str, Any]) -> bytes:
     return (json.dumps(rep, indent=1) + "\n").encode()
+
+
+def _source_port(given: int | None, port: int, transport: str) -> int | None:
+    """--source-port checked; not given: MRC-lite's is --port, the RoCE baseline's
+    None (any free one, or the one --path-ev picks)."""
+    if given is None:
+        return port if transport == "mrc" else None
+    _port(given, "--source-port", zero_ok=True)
+    return given
+
+
+def _transport_options(transport: str, given: dict[str, Any], table: dict[str, tuple[str, Any]]) -> None:
+    """--transport mrc | roce, and no option of the RoCE baseline with MRC-lite."""
+    if transport not in ("mrc", "roce"):
+        _fail(f"--transport {transport!r}: mrc or roce")
+    wrong = roce_cli.misplaced(transport, given, table)
+    if wrong:
+        _fail(f"{wrong} applies to --transport roce only")
 
 
 # ---- the EV set ----------------------------------------------------------------
@@ -231,6 +251,7 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
 # ---- mrc-send --------------------------------------------------------------------
 
 send_app = new_app()
+_ROCE = {key: default for key, (_option, default) in roce_cli.SEND_OPTIONS.items()}
 
 
 CHUNK = 1 << 20
@@ -270,15 +291,6 @@ def _sender_data(infile: Path | None, nbytes: int | None, seed: int, mtu: int) -
         _fail(f"not enough memory for {length} bytes; send less")
 
 
-def _human_bps(bps: float | None) -> str:
-    if not bps:
-        return "-"
-    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if bps >= scale:
-            return f"{bps / scale:.2f} {unit}"
-    return f"{bps:.0f} b/s"
-
-
 @send_app.command()
 def send(
     to: Annotated[str, typer.Option(help="receiver's address (IPv6 or IPv4)")],
@@ -287,7 +299,8 @@ def send(
     port: Annotated[int, typer.Option(help="the receiver's UDP port (and this end's, see --source-port)")] = UDP_PORT_MRC,
     source_port: Annotated[Optional[int], typer.Option(
         help="this end's UDP port, the source of every packet; the receiver's answers come back to it, and a "
-             "NIC takes them for MRC-lite only on the MRC port (default: --port); 0: any free one")] = None,
+             "NIC takes them for MRC-lite only on the MRC port (default: --port; with --transport roce any free "
+             "one, the QP's entropy); 0: any free one")] = None,
     bind: Annotated[str, typer.Option(help="local address (ACKs arrive there; the source of the packets)")] = "",
     evs: Annotated[Optional[int], typer.Option(help="K EVs (default: the topology's evs_per_nic, 64)")] = None,
     ev_mode: Annotated[Optional[str], typer.Option(help="explicit | generated (default: the topology's)")] = None,
@@ -328,16 +341,58 @@ def send(
     report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no human lines")] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="log EV events (-vv: more)")] = 0,
+    transport: Annotated[str, typer.Option(
+        help="mrc: MRC-lite; roce: the RoCEv2 RC baseline (one path per QP by ECMP hash, go-back-N, DCQCN; "
+             "the options below; docs/transport.md)")] = "mrc",
+    cc: Annotated[Optional[str], typer.Option(
+        help=f"roce: rate control, dcqcn | none (send at --line-rate) (default {_ROCE['cc']})")] = None,
+    retry_count: Annotated[Optional[int], typer.Option(
+        help=f"roce: retries without progress before the QP goes to the error state, 0..7 "
+             f"(default {_ROCE['retry_count']:g})")] = None,
+    ack_timeout: Annotated[Optional[float], typer.Option(
+        help=f"roce: local ACK timeout, seconds (4.096 us x 2**16) (default {_ROCE['ack_timeout']:g})")] = None,
+    message_size: Annotated[Optional[int], typer.Option(
+        help="roce: bytes per RDMA WRITE message, a multiple of --mtu (default 1024 x --mtu)")] = None,
+    dscp: Annotated[Optional[int], typer.Option(
+        help=f"roce: DSCP of the data packets (default {_ROCE['dscp']:g})")] = None,
+    line_rate: Annotated[Optional[float], typer.Option(
+        help=f"roce: line rate, Mb/s (DCQCN starts there; --cc none paces at it) (default {_ROCE['line_rate']:g})")] = None,
+    dcqcn_g: Annotated[Optional[float], typer.Option(
+        help=f"roce: DCQCN alpha gain g (default {_ROCE['dcqcn_g']:g})")] = None,
+    dcqcn_k: Annotated[Optional[float], typer.Option(
+        help=f"roce: DCQCN alpha timer K, seconds (default {_ROCE['dcqcn_k']:g})")] = None,
+    dcqcn_t: Annotated[Optional[float], typer.Option(
+        help=f"roce: DCQCN rate-increase timer T, seconds (default {_ROCE['dcqcn_t']:g})")] = None,
+    dcqcn_b: Annotated[Optional[int], typer.Option(
+        help=f"roce: DCQCN byte counter B, bytes (default {_ROCE['dcqcn_b']:g})")] = None,
+    dcqcn_f: Annotated[Optional[int], typer.Option(
+        help=f"roce: DCQCN fast-recovery stages F (default {_ROCE['dcqcn_f']:g})")] = None,
+    dcqcn_rai: Annotated[Optional[float], typer.Option(
+        help=f"roce: DCQCN additive increase R_AI, Mb/s (default {_ROCE['dcqcn_rai']:g})")] = None,
+    dcqcn_rhai: Annotated[Optional[float], typer.Option(
+        help=f"roce: DCQCN hyper increase R_HAI, Mb/s (default {_ROCE['dcqcn_rhai']:g})")] = None,
+    dcqcn_min_rate: Annotated[Optional[float], typer.Option(
+        help=f"roce: the rate's floor, Mb/s (default {_ROCE['dcqcn_min_rate']:g})")] = None,
+    path_ev: Annotated[Optional[int], typer.Option(
+        help="roce: choose the source port (from 49152 up) whose hash puts the QP on this EV")] = None,
+    print_ev: Annotated[bool, typer.Option(
+        "--print-ev", help="roce: print the QP's 4-tuple and the EV it hashes onto, send nothing")] = False,
 ) -> None:
     """Send one transfer to an mrc-recv; exit 0 when the receiver verified every byte."""
     _logging(verbose)
-    if (nbytes is None) == (infile is None):
+    roce_given = {"cc": cc, "retry_count": retry_count, "ack_timeout": ack_timeout, "message_size": message_size,
+                  "dscp": dscp, "line_rate": line_rate, "dcqcn_g": dcqcn_g, "dcqcn_k": dcqcn_k, "dcqcn_t": dcqcn_t,
+                  "dcqcn_b": dcqcn_b, "dcqcn_f": dcqcn_f, "dcqcn_rai": dcqcn_rai, "dcqcn_rhai": dcqcn_rhai,
+                  "dcqcn_min_rate": dcqcn_min_rate, "path_ev": path_ev}
+    _transport_options(transport, {**roce_given, "print_ev": print_ev},
+                       {**roce_cli.SEND_OPTIONS, "print_ev": ("--print-ev", False)})
+    if transport == "roce" and rate is not None:
+        _fail("--rate is MRC-lite's pacing: with --transport roce give --line-rate (Mb/s)")
+    if (nbytes is None) == (infile is None) and not print_ev:
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
     _sender_addresses(to, bind)
     _port(port)
-    if source_port is None:
-        source_port = port
-    _port(source_port, "--source-port", zero_ok=True)
+    source_port = _source_port(source_port, port, transport)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
                                    ("--cc-target-min", cc_target_min, True),
@@ -354,6 +409,13 @@ def send(
                             evs=evs, ev_mode=ev_mode, src_host=src_host, dst_host=dst_host, local=bind, remote=to)
     except UsageError as exc:
         _fail(str(exc))
+    if transport == "roce":
+        _send_roce(roce_given, print_ev, to=to, port=port, bind=bind, source_port=source_port, ev_set=ev_set,
+                   names=names, mtu=mtu, window=window, ack_every=ack_every, seed=seed,
+                   sample_interval=sample_interval, data=lambda: _sender_data(infile, nbytes, seed, mtu), gso=gso,
+                   timeout=timeout, linger=linger, report=report, quiet=quiet)
+        return
+    assert source_port is not None
     try:
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
@@ -401,12 +463,42 @@ def send(
         _fail("; ".join(problems))
 
 
+def _send_roce(given: dict[str, Any], print_ev: bool, *, to: str, port: int, bind: str, source_port: int | None,
+               ev_set: list[plan.EvPath], names: dict[int, str], mtu: int, window: int, ack_every: int, seed: int,
+               sample_interval: float, data: Callable[[], bytes | bytearray], gso: bool, timeout: float,
+               linger: float, report: Path | None, quiet: bool) -> None:
+    """``mrc-send --transport roce``: the RoCEv2 RC baseline (endpoints/roce_cli.py)."""
+    if window < 1 or ack_every < 1:
+        _fail(f"--window {window} / --ack-every {ack_every}: at least 1 packet")
+    cfg = roce_cli.sender_config(given, mtu=mtu, window=window, ack_every=ack_every, seed=seed,
+                                 sample_interval=sample_interval, fail=_fail)
+    evs = [e.ev for e in ev_set]
+    src = roce_cli.local_address(to, port, bind, _fail)
+    sport = roce_cli.source_port(src, to, port, evs, source_port, given["path_ev"], _fail)
+    if print_ev:
+        if sport == 0:
+            _fail("--print-ev: the path hashes the source port; give --source-port or --path-ev")
+        typer.echo(roce_cli.qp_path(src, to, sport, port, evs, names).line())
+        return
+    run = roce_cli.SendRun(to=to, port=port, bind=bind, src=src, sport=sport, evs=evs, names=names,
+                           dscp=DSCP_DATA if given["dscp"] is None else given["dscp"],
+                           gso=gso, timeout=timeout, linger=linger)
+    rep = roce_cli.run_send(run, data(), cfg, _fail)
+    problems = [] if rep["ok"] else [rep["error"]]
+    if report is not None:
+        _write(problems, "--report", report, _report_bytes(rep))
+    if not quiet:
+        roce_cli.print_sender(rep)
+    if problems:
+        _fail("; ".join(problems))
+
+
 def _print_sender(rep: dict[str, Any]) -> None:
     r = rep["retransmissions"]
     typer.echo(f"sent {rep['bytes']} bytes in {rep['packets']} packets of {rep['mtu']} bytes over "
                f"{len(rep['per_ev'])} EVs: {'verified by the receiver' if rep['ok'] else 'FAILED'}")
     if rep["completion_time_s"]:
-        typer.echo(f"completion {rep['completion_time_s'] * 1e3:.1f} ms, goodput {_human_bps(rep['goodput_bps'])}, "
+        typer.echo(f"completion {rep['completion_time_s'] * 1e3:.1f} ms, goodput {human_bps(rep['goodput_bps'])}, "
                    f"{rep['packets_sent']} data packets sent")
     typer.echo(f"retransmissions {r['total']} (timeout {r['timeout']}, NACK {r['nack']}, trim NACK {r['trim_nack']}); "
                f"EVs retired {rep['evs_retired']}, recovered {rep['evs_recovered']}")
@@ -418,6 +510,7 @@ def _print_sender(rep: dict[str, Any]) -> None:
 # ---- mrc-recv --------------------------------------------------------------------
 
 recv_app = new_app()
+_ROCE_RECV = {key: default for key, (_option, default) in roce_cli.RECV_OPTIONS.items()}
 
 
 @recv_app.command()
@@ -440,9 +533,19 @@ def recv(
     report: Annotated[Optional[Path], typer.Option(help="write the JSON report here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no human lines")] = False,
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True)] = 0,
+    transport: Annotated[str, typer.Option(
+        help="mrc: MRC-lite; roce: the RoCEv2 RC baseline (in-order PSNs, one NAK per gap, CNPs)")] = "mrc",
+    dscp: Annotated[Optional[int], typer.Option(
+        help=f"roce: DSCP of the ACKs and NAKs (default {_ROCE_RECV['dscp']})")] = None,
+    cnp_interval: Annotated[Optional[float], typer.Option(
+        help=f"roce: at most one CNP per QP per this many seconds (default {_ROCE_RECV['cnp_interval']:g})")] = None,
+    cnp_dscp: Annotated[Optional[int], typer.Option(
+        help=f"roce: DSCP of the CNPs (default {_ROCE_RECV['cnp_dscp']})")] = None,
 ) -> None:
     """Receive transfers from mrc-send; exit 0 when each one's SHA-256 matched."""
     _logging(verbose)
+    roce_given = {"dscp": dscp, "cnp_interval": cnp_interval, "cnp_dscp": cnp_dscp}
+    _transport_options(transport, roce_given, roce_cli.RECV_OPTIONS)
     if count < 1:
         _fail("--count must be at least 1")
     _port(port)
@@ -456,14 +559,16 @@ def recv(
         _fail(f"--bytes {nbytes}: 0..--max-bytes ({max_bytes})")
     _writable("--out", out)
     _writable("--report", report)
-    cfg = ReceiverConfig(max_bytes=max_bytes, expect_bytes=nbytes, max_connections=count, nack_delay=nack_delay,
-                         renack_interval=renack_interval, ack_delay=ack_delay, trim_dscp=trim_dscp, seed=seed)
+    receiver: io.ReceiverLike
+    if transport == "roce":
+        receiver, class_dscp = roce_cli.receiver(roce_given, max_bytes=max_bytes, expect_bytes=nbytes, count=count,
+                                                 seed=seed, fail=_fail)
+    else:
+        receiver, class_dscp = _mrc_receiver(ReceiverConfig(
+            max_bytes=max_bytes, expect_bytes=nbytes, max_connections=count, nack_delay=nack_delay,
+            renack_interval=renack_interval, ack_delay=ack_delay, trim_dscp=trim_dscp, seed=seed)), 0
     try:
-        receiver = Receiver(cfg)
-    except ValueError as exc:
-        _fail(str(exc))
-    try:
-        sock = io.listen(listen, port, want_tclass=True, coalesce=gro)
+        sock = io.listen(listen, port, want_tclass=True, coalesce=gro, dscp=class_dscp)
     except io.IoError as exc:
         _fail(str(exc))
     if not quiet:  # a script may wait for this line; mrc-send retries OPEN anyway
@@ -483,7 +588,7 @@ def recv(
     rep["started_at_unix"] = started  # connection times are seconds after this
     rep["timed_out"] = result.timed_out
     rep["io"] = result.io
-    done = receiver.completed
+    done: list[Any] = receiver.completed
     failure = _receiver_failure(done, count, timeout, result.timed_out)
     rep["ok"] = failure is None
     problems = [] if failure is None else [failure]
@@ -494,12 +599,19 @@ def recv(
     if report is not None:
         _write(problems, "--report", report, _report_bytes(rep))
     if not quiet:
-        _print_receiver(rep)
+        (roce_cli.print_receiver if transport == "roce" else _print_receiver)(rep)
     if problems:
         _fail("; ".join(problems))
 
 
-def _receiver_failure(done: list[Connection], count: int, timeout: float, timed_out: bool) -> str | None:
+def _mrc_receiver(cfg: ReceiverConfig) -> io.ReceiverLike:
+    try:
+        return Receiver(cfg)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _receiver_failure(done: list[Any], count: int, timeout: float, timed_out: bool) -> str | None:
     """Why the receiver fails, or None when ``count`` transfers arrived and each verified."""
     bad = [c for c in done if c.state != STATE_VERIFIED]
     if len(done) >= count and not bad:
@@ -515,7 +627,7 @@ def _print_receiver(rep: dict[str, Any]) -> None:
     for c in rep["connections"]:
         typer.echo(f"from {c['peer']}: {c['received_bytes']}/{c['bytes']} bytes, {c['verdict']}, "
                    f"{c['counts'].get('duplicates', 0)} duplicates, {c['counts'].get('trimmed', 0)} trimmed, "
-                   f"goodput {_human_bps(c['goodput_bps'])}")
+                   f"goodput {human_bps(c['goodput_bps'])}")
     if rep["dropped"]:
         typer.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(rep["dropped"].items())))
 

@@ -19,8 +19,10 @@ class Tx(NamedTuple):
     """A packet to send on EV ``ev`` (written into its BTH pkey as it leaves), UDP
     payload ``payload``, to ``peer`` (the receiver's answers: the peer it was handed
     with the transfer's packets; the sender's packets all go to its one receiver:
-    None)."""
+    None), with traffic class ``tclass`` (DSCP and ECN; None: the socket's own, the
+    endpoint's default class)."""
 
     ev: int
     payload: bytes
     peer: Any = None
+    tclass: int | None = None

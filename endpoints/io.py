@@ -25,8 +25,35 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from endpoints.transport import Receiver, Sender, Tx
+from typing import Any, Protocol
+
+from endpoints.transport import Tx
 from endpoints.wire import EV_OFFSET
+
+
+class Driven(Protocol):
+    """What the I/O layer needs of a state machine: ``Sender`` and ``RoceSender``
+    (``SenderLike``), ``Receiver`` and ``RoceReceiver`` (``ReceiverLike``)."""
+
+    def poll(self, now: float) -> list[Tx]: ...
+
+    def next_wakeup(self) -> float | None: ...
+
+
+class SenderLike(Driven, Protocol):
+    @property
+    def finished(self) -> bool: ...
+
+    def on_packet(self, data: bytes | memoryview, now: float) -> None: ...
+
+
+class ReceiverLike(Driven, Protocol):
+    @property
+    def completed(self) -> list[Any]: ...
+
+    def report(self) -> dict[str, Any]: ...
+
+    def on_packet(self, data: bytes | memoryview, now: float, peer: Any, ev: int, tclass: int = 0) -> list[Tx]: ...
 
 RECV_BUF = 1 << 16
 SOCKET_BUFFER = 4 << 20
@@ -67,15 +94,23 @@ def _buffers(s: socket.socket) -> None:
                 pass
 
 
-ECT0 = 0b10  # the ECN field every MRC-lite packet leaves with: ECN-capable, ECT(0)
+ECT0 = 0b10  # the ECN field every endpoint packet leaves with: ECN-capable, ECT(0)
 
 
-def _ect(s: socket.socket, fam: int) -> None:
-    """Send ECN-capable (ECT(0)): a congested fabric port marks CE instead (docs/fabric.md)."""
+def _ect(s: socket.socket, fam: int, dscp: int = 0) -> None:
+    """Send ECN-capable (ECT(0)) in class ``dscp`` (MRC-lite's 0; the RoCE baseline's
+    26): a congested fabric port marks CE instead (docs/fabric.md)."""
     if fam == socket.AF_INET6:
-        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, ECT0)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, dscp << 2 | ECT0)
     else:
-        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ECT0)
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2 | ECT0)
+
+
+def _tclass_cmsg(fam: int, tclass: int) -> tuple[int, int, bytes]:
+    """The ancillary data that sends one datagram with its own traffic class."""
+    if fam == socket.AF_INET6:
+        return socket.IPPROTO_IPV6, socket.IPV6_TCLASS, struct.pack("=i", tclass)
+    return socket.IPPROTO_IP, socket.IP_TOS, bytes([tclass])
 
 
 UDP_SEGMENT = 103  # linux/udp.h: send a run of equal-sized datagrams in one call
@@ -119,7 +154,8 @@ class Transmitter:
         for pkt in out:
             to = dst if dst is not None else pkt.peer
             n = len(pkt.payload)
-            if run and (to != run_to or n > size or len(run) >= limit or total + n > GSO_BYTES):
+            if run and (to != run_to or n > size or len(run) >= limit or total + n > GSO_BYTES
+                        or pkt.tclass != run[0].tclass):
                 self._flush(run, run_to, stats)
                 run = []
             if not run:
@@ -141,7 +177,12 @@ class Transmitter:
                 _EV.pack_into(buf, off + EV_OFFSET, p.ev)
             off += len(p.payload)
         try:
-            if len(run) == 1:
+            if run[0].tclass is not None:  # a class of its own (the RoCE baseline's CNPs)
+                cmsg = [_tclass_cmsg(self.sock.family, run[0].tclass)]
+                if len(run) > 1:
+                    cmsg.append((socket.SOL_UDP, UDP_SEGMENT, _SEGMENT.pack(len(run[0].payload))))
+                self.sock.sendmsg([buf], cmsg, 0, addr)
+            elif len(run) == 1:
                 self.sock.sendto(buf, addr)
             else:
                 self.sock.sendmsg([buf], [(socket.SOL_UDP, UDP_SEGMENT, _SEGMENT.pack(len(run[0].payload)))],
@@ -158,11 +199,11 @@ class Transmitter:
                 raise
 
 
-def listen(addr: str, port: int, want_tclass: bool, coalesce: bool = False) -> socket.socket:
+def listen(addr: str, port: int, want_tclass: bool, coalesce: bool = False, dscp: int = 0) -> socket.socket:
     """The non-blocking UDP socket everything for this endpoint arrives on and
-    leaves from. With ``coalesce`` the kernel may hand over a run of datagrams of one
-    flow in one read (``UDP_GRO``, where the interface coalesces: see
-    ``run_receiver``)."""
+    leaves from, its packets in class ``dscp`` with ECT(0). With ``coalesce`` the
+    kernel may hand over a run of datagrams of one flow in one read (``UDP_GRO``,
+    where the interface coalesces: see ``run_receiver``)."""
     fam = family_of(addr or "::")
     s = socket.socket(fam, socket.SOCK_DGRAM)
     try:
@@ -177,7 +218,7 @@ def listen(addr: str, port: int, want_tclass: bool, coalesce: bool = False) -> s
                 s.setsockopt(socket.SOL_UDP, UDP_GRO, 1)
             except OSError:
                 pass  # an older kernel: one datagram per read
-        _ect(s, fam)
+        _ect(s, fam, dscp)
         s.bind(_sockaddr(addr or ("::" if fam == socket.AF_INET6 else "0.0.0.0"), port))
     except OSError as exc:
         s.close()
@@ -199,7 +240,7 @@ class RunResult:
     io: dict[str, int]
 
 
-def run_sender(sender: Sender, sock: socket.socket, tx: Transmitter, dst: SockAddr, timeout: float,
+def run_sender(sender: SenderLike, sock: socket.socket, tx: Transmitter, dst: SockAddr, timeout: float,
                clock: Callable[[], float] = time.monotonic, linger: float = 0.0) -> RunResult:
     """Drive ``sender`` until it finishes or ``timeout`` seconds pass; after it
     finished, keep reading for ``linger`` seconds, so that answers still on their way
@@ -264,7 +305,7 @@ def _ancillary(ancdata: list[tuple[int, int, bytes]], family: int) -> tuple[int,
     return tclass, seg
 
 
-def run_receiver(receiver: Receiver, sock: socket.socket, tx: Transmitter, count: int, timeout: float,
+def run_receiver(receiver: ReceiverLike, sock: socket.socket, tx: Transmitter, count: int, timeout: float,
                  linger: float, clock: Callable[[], float] = time.monotonic) -> RunResult:
     """Drive ``receiver`` until ``count`` transfers completed (then ``linger`` seconds
     more, answering retransmissions) or ``timeout`` seconds pass."""

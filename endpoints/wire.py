@@ -27,18 +27,28 @@ PSN_MOD = 1 << PSN_BITS
 PSN_MASK = PSN_MOD - 1
 QP_MASK = 0xFFFFFF
 
-# BTH opcodes.
-OP_WRITE = 0x0A
+# BTH opcodes (RC: the top three bits 000). MRC-lite sends every data packet as
+# WRITE Only (each carries its RETH); the RoCE baseline cuts a message into WRITE
+# First / Middle / Last (or Only), as an RC QP does (endpoints/roce_wire.py).
+OP_WRITE_FIRST = 0x06
+OP_WRITE_MIDDLE = 0x07
+OP_WRITE_LAST = 0x08
+OP_WRITE = 0x0A  # RDMA WRITE Only
 OP_WRITE_IMM = 0x0B
-OP_ACK = 0x11
+OP_ACK = 0x11  # Acknowledge (ACK or NAK, by AETH syndrome)
+OP_CNP = 0x81  # RoCEv2 Congestion Notification Packet (the annex's CNP opcode)
 OP_PROBE = 0xC0
 OP_PROBE_REPLY = 0xC1
 OP_OPEN = 0xC2
 OP_STATUS = 0xC3
 
-# AETH syndromes.
+# AETH syndromes. IBTA: bits 6..5 are the kind (00 ACK, 01 RNR NAK, 11 NAK), bits
+# 4..0 the NAK code (0: PSN sequence error). MRC-lite's loss NACK is the PSN
+# sequence error's value; its trim NACK reuses code 1. The RoCE baseline sends ACK
+# and NAK PSN sequence error only.
 SYNDROME_ACK = 0x00
 SYNDROME_NACK_LOSS = 0x60
+SYNDROME_NAK_PSN_SEQUENCE = 0x60  # the RoCE baseline's NAK: "expected PSN", go back to it
 SYNDROME_NACK_TRIMMED = 0x61
 
 # STATUS states (the receiver's view of one transfer) and refusal reasons.
@@ -57,17 +67,21 @@ REFUSE_REASONS = {
     REFUSE_MTU: "payload size not accepted by the receiver",
     REFUSE_WINDOW: "window larger than the receiver accepts",
     REFUSE_BUSY: "the receiver accepts no more transfers",
-    REFUSE_VERSION: "unknown protocol version",
+    REFUSE_VERSION: "unknown protocol version, or the other transport (give mrc-send and mrc-recv the same "
+                    "--transport)",
     REFUSE_MEMORY: "the receiver has not enough memory for a buffer of that length",
 }
 
-VERSION = 1
+VERSION = 1  # OPEN version of an MRC-lite transfer ...
+VERSION_ROCE = 2  # ... and of a RoCE baseline transfer (a receiver of the other transport refuses it)
 MAX_MTU = 9000
 PKEY = 0xFFFF  # what the codecs write where the I/O layer puts the EV
 EV_OFFSET = 2  # the EV's two bytes in every MRC-lite packet: BTH pkey
 
 # BTH: opcode, se/m/pad/tver, pkey, fecn/becn/resv6 | dest_qp, ack_req | resv7 | psn.
 BTH = struct.Struct("!BBHII")
+# BTH + 16 reserved bytes: a CNP (RoCEv2 annex: BECN set, PSN 0, no payload).
+CNP = struct.Struct("!BBHII16x")
 # BTH + RETH (vaddr, rkey, dma_len).
 DATA = struct.Struct("!BBHIIQII")
 # BTH + AETH (syndrome | msn) + SACK (ev, flags, reserved, base_psn, bitmap).
@@ -87,6 +101,8 @@ PROBE_LEN = PROBE.size  # 28
 OPEN_LEN = OPEN.size  # 68
 STATUS_LEN = STATUS.size  # 36
 ACK_REQ = 1 << 31
+BECN = 1 << 30  # BTH word 1 (fecn, becn, resv6 | dest_qp): set on a CNP
+CNP_LEN = CNP.size  # 28
 RESENT = 1 << 30  # BTH resv7's first bit: this data packet is a retransmission (receiver's reordering window)
 FLAG_CE = 0x01  # SACK flags: the data packet answered arrived with ECN CE
 
@@ -111,9 +127,17 @@ def data_header(qp: int, psn: int, vaddr: int, rkey: int, length: int, ack_req: 
     return DATA.pack(OP_WRITE, 0, PKEY, qp, (ACK_REQ if ack_req else 0) | psn, vaddr, rkey, length)
 
 
-def ack(qp: int, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, flags: int = 0) -> bytes:
-    """An ACK or NACK; ``bits`` has bit i = PSN base_psn + i (64 bits)."""
-    return ACK.pack(OP_ACK, 0, PKEY, qp, cum_psn, syndrome << 24, ev, flags, 0, base_psn, reverse64(bits))
+def ack(qp: int, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, flags: int = 0,
+        msn: int = 0) -> bytes:
+    """An ACK or NACK; ``bits`` has bit i = PSN base_psn + i (64 bits); ``msn`` the
+    AETH's message sequence number (the RoCE baseline's completed messages)."""
+    return ACK.pack(OP_ACK, 0, PKEY, qp, cum_psn, syndrome << 24 | (msn & QP_MASK), ev, flags, 0, base_psn,
+                    reverse64(bits))
+
+
+def cnp(qp: int) -> bytes:
+    """A Congestion Notification Packet to the sender's QP ``qp``."""
+    return CNP.pack(OP_CNP, 0, PKEY, BECN | (qp & QP_MASK), 0)
 
 
 def probe(opcode: int, qp: int, ev: int, seq: int, timestamp: int) -> bytes:

@@ -19,9 +19,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from typing import Any
+
 from fabric.plan import EvPath
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
-from endpoints.wire import DATA_HDR_LEN, OP_WRITE
+from endpoints.wire import DATA_HDR_LEN, OP_WRITE, OP_WRITE_FIRST, OP_WRITE_IMM, OP_WRITE_LAST, OP_WRITE_MIDDLE
+
+# Data opcodes: MRC-lite's WRITE Only (and with immediate); the RoCE baseline's First/Middle/Last too
+DATA_OPCODES = frozenset((OP_WRITE, OP_WRITE_IMM, OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST))
 
 SENDER_ADDR = "fd00:0:0:1::1"
 TRIM_DSCP = 62
@@ -33,6 +38,7 @@ class Sent:
     t: float
     ev: int
     payload: bytes
+    tclass: int | None = None  # the class the endpoint asked for (None: its socket's own)
 
 
 @dataclass
@@ -57,6 +63,8 @@ class SimNet:
     dead_fwd: Callable[[float, int], bool] = lambda t, ev: False  # sender -> receiver only
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
     ce: Callable[[float, int], bool] = lambda t, ev: False  # the data packet sent at t on ev arrives with CE
+    # the packet with these bytes sent at t is lost (back: receiver -> sender); the tests pick packets by PSN
+    lose: Callable[[float, bytes, bool], bool] = lambda t, payload, back: False
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: {"lost": 0, "dead": 0, "duplicated": 0,
                                                             "trimmed": 0, "reordered": 0, "ce": 0})
@@ -67,7 +75,7 @@ class SimNet:
     def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False
               ) -> list[tuple[float, bytes, int]]:
         """Arrivals (time, bytes, traffic class) of one packet sent at ``t`` on ``ev``."""
-        if self.dead(t, ev) or (self.dead_back(t, ev) if back else self.dead_fwd(t, ev)):
+        if self.dead(t, ev) or (self.dead_back(t, ev) if back else self.dead_fwd(t, ev)) or self.lose(t, payload, back):
             self.counts["dead"] += 1
             return []
         if self.rng.random() < self.loss:
@@ -78,7 +86,7 @@ class SimNet:
             payload = payload[:DATA_HDR_LEN]
             tclass = TRIM_DSCP << 2 | ECT0
             self.counts["trimmed"] += 1
-        elif payload[0] == OP_WRITE and not back and self.ce(t, ev):
+        elif payload[0] in DATA_OPCODES and not back and self.ce(t, ev):
             tclass = CE
             self.counts["ce"] += 1
         copies = 2 if self.rng.random() < self.duplicate else 1
@@ -110,9 +118,18 @@ def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: Sen
                  path_names: dict[int, str] | None = None) -> Run:
     """Run one transfer to its end (or ``limit`` seconds of simulated time);
     ``hook(t, sender, receiver)`` is called at every step (tests inject packets there)."""
-    index = {e.ev: k for k, e in enumerate(evs)}
     sender = Sender(data, evs, sender_cfg, now=0.0, path_names=path_names)
     receiver = Receiver(receiver_cfg)
+    return Run(sender, receiver, *drive(sender, receiver, net, {e.ev: k for k, e in enumerate(evs)}, limit, hook))
+
+
+def drive(sender: Any, receiver: Any, net: SimNet, index: dict[int, int], limit: float = 30.0,
+          hook: Callable[[float, Any, Any], None] | None = None
+          ) -> tuple[list[Sent], list[Sent], list[Sent], int, float]:
+    """Run ``sender`` and ``receiver`` (MRC-lite's, or the RoCE baseline's: the same
+    interface) over ``net`` to the sender's end or ``limit`` seconds; ``index``: each
+    EV's position (its path's extra delay). What was sent each way, what the sender
+    was handed, the fewest GOOD EVs seen, the time it ended."""
     queue: list[tuple[float, int, str, int, bytes, int]] = []  # (t, seq, to, ev, bytes, tclass)
     seq = 0
     sent_rx: list[Sent] = []
@@ -151,16 +168,16 @@ def run_transfer(data: bytes, evs: list[EvPath], net: SimNet, *, sender_cfg: Sen
         while queue and queue[0][0] <= t:
             _, _, to, ev, body, tclass = heapq.heappop(queue)
             if to == "receiver":
-                if body[0] == OP_WRITE:
+                if body[0] in DATA_OPCODES:
                     idx = (int.from_bytes(body[9:12], "big") - sender.first_psn) & 0xFFFFFF
                     if idx < last_rx_psn:
                         net.counts["reordered"] += 1
                     last_rx_psn = max(last_rx_psn, idx)
                 for tx in receiver.on_packet(body, t, SENDER_ADDR, ev, tclass):
-                    sent_tx.append(Sent(t, tx.ev, tx.payload))
+                    sent_tx.append(Sent(t, tx.ev, tx.payload, tx.tclass))
                     transmit("sender", t, tx.ev, tx.payload)
             else:
                 delivered.append(Sent(t, ev, body))
                 sender.on_packet(body, t)
             min_good = min(min_good, len(sender.good_evs()))
-    return Run(sender, receiver, sent_rx, sent_tx, delivered, min_good, t)
+    return sent_rx, sent_tx, delivered, min_good, t

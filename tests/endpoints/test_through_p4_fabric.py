@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict, deque
+from collections.abc import Callable
+from typing import Any
 
 from scapy.layers.inet import UDP
 from scapy.packet import Raw
@@ -19,6 +21,7 @@ from fabric.topology import Host, from_parameters
 from endpoints import wire
 from endpoints.transport import Receiver, Sender, SenderConfig, Tx
 from tests.dataplane.fabric_net import build, walk
+from tests.endpoints.simnet import DATA_OPCODES
 from tests.dataplane.nic.nic_case import NIC_HOST_PORT, nic_case
 from tests.dataplane.nic.nic_frames import host_frame
 from tests.dataplane.packets import addr, with_ev
@@ -53,7 +56,7 @@ class Fabric:
             self.lost += 1
             return None
         assert hops and hops[-1].to == to.name, [h.node for h in hops]
-        if tx.payload[0] == wire.OP_WRITE and frm == self.src:
+        if tx.payload[0] in DATA_OPCODES and frm == self.src:
             self.spines_of[tx.ev] |= {h.node for h in hops if "spine" in h.node}
         return delivered(hops[-1].frame)
 
@@ -61,8 +64,20 @@ class Fabric:
 def run(fabric: Fabric, data: bytes, cfg: SenderConfig = SenderConfig()) -> tuple[Sender, Receiver]:  # noqa: B008 — a frozen dataclass: one shared default is safe
     evs = nic_evs(TOPO, fabric.src, fabric.dst)
     sender, receiver = Sender(data, evs, cfg), Receiver()
+    exchange(fabric, sender, receiver)
+    return sender, receiver
+
+
+def exchange(fabric: Fabric, sender: Any, receiver: Any, limit: float = 10.0,
+             hook: Callable[[Any], None] | None = None) -> list[int]:
+    """Run ``sender`` and ``receiver`` (MRC-lite's or the RoCE baseline's) over the
+    fabric in steps of 100 us to the sender's end or ``limit`` seconds; ``hook(sender)``
+    before each step. The opcodes the sender was handed."""
+    back: list[int] = []
     t = 0.0
-    while not sender.finished and t < 10:
+    while not sender.finished and t < limit:
+        if hook is not None:
+            hook(sender)
         queue: deque[tuple[str, Tx]] = deque(("to_dst", tx) for tx in sender.poll(t))
         queue.extend(("to_src", tx) for tx in receiver.poll(t))
         while queue:
@@ -75,9 +90,10 @@ def run(fabric: Fabric, data: bytes, cfg: SenderConfig = SenderConfig()) -> tupl
             else:
                 got = fabric.carry(fabric.dst, fabric.src, tx)
                 if got:
+                    back.append(got[3][0])
                     sender.on_packet(got[3], t)
         t += 1e-4
-    return sender, receiver
+    return back
 
 
 def test_each_ev_takes_the_path_the_plan_names() -> None:
