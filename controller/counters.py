@@ -38,13 +38,19 @@ def drop_reasons(program: str) -> dict[int, str]:
 
 async def read_switch(t: SwitchTarget, election_id: int = 1) -> Counts:
     """Every counter of one switch (only non-zero cells are kept)."""
+    async with Session(t, election_id, primary=False) as s:
+        return await read_session(s, t)
+
+
+async def read_session(s: Session, t: SwitchTarget) -> Counts:
+    """Every counter of switch ``t`` over an open session ``s`` (a reader that keeps
+    its sessions, such as the web view's, reads through this)."""
     c = codec(t.program, t.target)
     names = FABRIC_COUNTERS if t.program == "fabric" else NIC_COUNTERS
     out: Counts = {}
-    async with Session(t, election_id, primary=False) as s:
-        for name in names:
-            cells = await s.read_counter(c, name)
-            out[name] = {i: v for i, v in cells.items() if v[0] or v[1]}
+    for name in names:
+        cells = await s.read_counter(c, name)
+        out[name] = {i: v for i, v in cells.items() if v[0] or v[1]}
     return out
 
 

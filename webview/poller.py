@@ -1,0 +1,207 @@
+"""The one background task that reads the fabric about once a second.
+
+Why one task: every browser tab and every Prometheus scrape sees the same latest
+reading; none of them reaches a switch. Each tick reads every switch's counters over
+P4Runtime (a session kept open per switch, reopened when it drops:
+``controller.counters.read_session``), the fabric switches' deepest-queue register
+where the target keeps it, the running network's state file (cables down, links
+denied) and the lines appended to the EV events file; then it wakes the page's
+streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from controller import counters as C
+from controller.codec import codec
+from controller.errors import SwitchError
+from controller.p4rt import Session
+from controller.targets import SwitchTarget
+from fabric.topology import TopologyError
+from topologies.state import Inventory, load
+from webview import snapshot as S
+from webview.events import EventLog
+from webview.model import Drawing
+
+log = logging.getLogger(__name__)
+
+HISTORY = 120  # seconds of NIC receive rates kept for the page's chart
+READ_TIMEOUT = 3.0  # a switch that takes longer is shown as not answering this tick
+
+
+class SwitchReader:
+    """One switch's counters over a session kept open between ticks."""
+
+    def __init__(self, target: SwitchTarget, election_id: int) -> None:
+        self.target = target
+        self.election_id = election_id
+        self.session: Session | None = None
+        self.registers = target.program == "fabric"  # False once the target says it has none to read
+
+    async def read(self) -> tuple[C.Counts, dict[int, int] | None]:
+        """The switch's counters and its ports' deepest queue (None: not kept)."""
+        if self.session is None:
+            s = Session(self.target, self.election_id, primary=False)
+            await s.open()
+            self.session = s
+        try:
+            counts = await C.read_session(self.session, self.target)
+            return counts, await self._qdepth(self.session)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _qdepth(self, s: Session) -> dict[int, int] | None:
+        if not self.registers:
+            return None
+        try:
+            return await s.read_register(codec(self.target.program, self.target.target), S.QDEPTH_REGISTER)
+        except SwitchError:  # BMv2 reads no register over P4Runtime (docs/mininet.md)
+            self.registers = False
+            return None
+
+    async def close(self) -> None:
+        s, self.session = self.session, None
+        if s is not None:
+            try:
+                await s.close()
+            except Exception:  # a session already broken
+                pass
+
+
+class Poller:
+    """The latest reading of one network, refreshed every ``interval`` seconds.
+
+    ``state``: the running network's state file, read anew each tick (None: no
+    network, the drawing and the events only)."""
+
+    def __init__(self, drawing: Drawing, state: Path | None, events: EventLog, interval: float = 1.0,
+                 election_id: int = 1) -> None:
+        self.drawing = drawing
+        self.state = state
+        self.events = events
+        self.interval = interval
+        self.election_id = election_id
+        self.readers: dict[str, SwitchReader] = {}
+        self.counts: dict[str, C.Counts] = {}
+        self.rates: dict[str, C.Counts] | None = None
+        self.qdepth: dict[str, dict[int, int] | None] = {}
+        self.dt = 0.0
+        self.read_at = 0.0
+        self.silent: dict[str, str] = {}  # switch -> why it did not answer this tick
+        self.down: list[str] = []
+        self.denied: list[str] = []
+        self.problem: str | None = None
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.seq = 0
+        self.read_errors = 0
+        self.changed = asyncio.Event()
+        self.latest: dict[str, Any] = self._snapshot()
+
+    # ---- one tick -------------------------------------------------------------
+
+    def _inventory(self) -> Inventory | None:
+        """The state file read anew (cables cut and links denied change while it runs)."""
+        if self.state is None:
+            return None
+        try:
+            inv = load(self.state)
+        except TopologyError as exc:
+            self.problem = f"no running network: {exc}"
+            return None
+        self.problem = None
+        return inv
+
+    async def _read(self, inv: Inventory) -> None:
+        programs = self.drawing.programs
+        names = [n for n in inv.switches if n in programs]
+        for n in set(self.readers) - set(names):
+            await self.readers.pop(n).close()
+        for n in names:
+            if n not in self.readers or self.readers[n].target != inv.switches[n]:
+                if n in self.readers:
+                    await self.readers[n].close()
+                self.readers[n] = SwitchReader(inv.switches[n], self.election_id)
+        t0 = time.monotonic()
+        results = await asyncio.gather(*(asyncio.wait_for(self.readers[n].read(), READ_TIMEOUT) for n in names),
+                                       return_exceptions=True)
+        now: dict[str, C.Counts] = {}
+        self.silent = {}
+        for n, r in zip(names, results, strict=True):
+            if isinstance(r, BaseException):
+                self.read_errors += 1
+                self.silent[n] = str(r) or type(r).__name__
+                await self.readers[n].close()
+            else:
+                now[n], self.qdepth[n] = r
+        t1 = (t0 + time.monotonic()) / 2
+        if self.counts and self.read_at:
+            self.rates, self.dt = C.delta(now, self.counts), t1 - self.read_at
+        self.counts = {**self.counts, **now}
+        self.read_at = t1
+
+    async def tick(self) -> None:
+        inv = self._inventory()
+        if inv is not None:
+            self.down, self.denied = list(inv.down), list(inv.denied)
+            await self._read(inv)
+        self.events.poll()
+        self.seq += 1
+        self.latest = self._snapshot()
+        if self.latest["rx"] is not None:
+            self.history.append({"t": self.latest["t"], "rx": self.latest["rx"]})
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def _snapshot(self) -> dict[str, Any]:
+        with_counters = bool(self.counts)
+        return {
+            "seq": self.seq,
+            "t": time.time(),
+            "interval": round(self.dt, 3),
+            "counters": with_counters,
+            "problem": self.problem,
+            "silent": self.silent,
+            "down": sorted(self.down),
+            "denied": sorted(self.denied),
+            "links": S.links_now(self.drawing, self.down, self.denied, self.rates, self.dt),
+            "rx": S.nic_rx_rates(self.drawing, self.rates, self.dt) if self.rates is not None and self.dt > 0 else None,
+            "events": self.events.to_json(),
+        }
+
+    def page_state(self) -> dict[str, Any]:
+        """The latest snapshot with the NICs' receive rates over the last minutes."""
+        return {**self.latest, "history": list(self.history)}
+
+    def switch(self, name: str) -> dict[str, Any] | None:
+        """One switch's ports and drops from the latest reading (None: no such switch)."""
+        program = self.drawing.programs.get(name)
+        if program is None:
+            return None
+        rates = None if self.rates is None else self.rates.get(name, {})
+        out = S.switch_ports(self.drawing, name, program, self.counts.get(name, {}), rates, self.dt,
+                             self.qdepth.get(name))
+        out["answered"] = name in self.counts and name not in self.silent
+        out["why_not"] = self.silent.get(name)
+        return out
+
+    async def run(self) -> None:
+        """Tick about every ``interval`` seconds until cancelled (a tick that takes
+        longer delays the next, never overlaps it)."""
+        try:
+            while True:
+                start = time.monotonic()
+                try:
+                    await self.tick()
+                except Exception:  # a reading gone wrong must not end the view
+                    log.exception("web view: a reading failed")
+                await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - start)))
+        finally:
+            for r in self.readers.values():
+                await r.close()
