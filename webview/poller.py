@@ -32,7 +32,8 @@ from webview.model import Drawing
 log = logging.getLogger(__name__)
 
 HISTORY = 120  # seconds of NIC receive rates kept for the page's chart
-READ_TIMEOUT = 3.0  # a switch that takes longer is shown as not answering this tick
+READ_TIMEOUT = 3.0
+WATCH = 0.1  # seconds between looks at the state file's modification time  # a switch that takes longer is shown as not answering this tick
 
 
 class SwitchReader:
@@ -94,10 +95,13 @@ class Poller:
         self.qdepth: dict[str, dict[int, int] | None] = {}
         self.dt = 0.0
         self.read_at = 0.0
+        self.counted_at = 0.0  # unix time of the latest counter reading
         self.silent: dict[str, str] = {}  # switch -> why it did not answer this tick
         self.down: list[str] = []
         self.denied: list[str] = []
         self.problem: str | None = None
+        self.state_read = 0.0  # unix time the state file was last read
+        self.state_stamp: tuple[int, int] | None = None  # its modification time and size then
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.seq = 0
         self.read_errors = 0
@@ -110,13 +114,24 @@ class Poller:
         """The state file read anew (cables cut and links denied change while it runs)."""
         if self.state is None:
             return None
+        self.state_read = time.time()
+        self.state_stamp = self._stamp()
         try:
             inv = load(self.state)
         except TopologyError as exc:
             self.problem = f"no running network: {exc}"
             return None
         self.problem = None
+        self.down, self.denied = list(inv.down), list(inv.denied)
         return inv
+
+    def _stamp(self) -> tuple[int, int] | None:
+        """The state file's modification time and size (None: no file)."""
+        try:
+            st = self.state.stat() if self.state is not None else None
+        except OSError:
+            return None
+        return None if st is None else (st.st_mtime_ns, st.st_size)
 
     async def _read(self, inv: Inventory) -> None:
         programs = self.drawing.programs
@@ -145,17 +160,29 @@ class Poller:
             self.rates, self.dt = C.delta(now, self.counts), t1 - self.read_at
         self.counts = {**self.counts, **now}
         self.read_at = t1
+        self.counted_at = time.time()
 
     async def tick(self) -> None:
         inv = self._inventory()
         if inv is not None:
-            self.down, self.denied = list(inv.down), list(inv.denied)
             await self._read(inv)
         self.events.poll()
+        self._publish()
+        if self.latest["rx"] is not None:
+            self.history.append({"t": self.counted_at, "rx": self.latest["rx"]})
+
+    def watch_state(self) -> bool:
+        """Between ticks: the state file read again as soon as it changes (a cable cut
+        shorter than a tick still shows), and a snapshot published; whether it had."""
+        if self.state is None or self._stamp() == self.state_stamp:
+            return False
+        self._inventory()
+        self._publish()
+        return True
+
+    def _publish(self) -> None:
         self.seq += 1
         self.latest = self._snapshot()
-        if self.latest["rx"] is not None:
-            self.history.append({"t": self.latest["t"], "rx": self.latest["rx"]})
         self.changed.set()
         self.changed = asyncio.Event()
 
@@ -166,6 +193,8 @@ class Poller:
             "t": time.time(),
             "interval": round(self.dt, 3),
             "counters": with_counters,
+            "counted_at": self.counted_at,
+            "state_read": self.state_read,
             "problem": self.problem,
             "silent": self.silent,
             "down": sorted(self.down),
@@ -201,7 +230,12 @@ class Poller:
                     await self.tick()
                 except Exception:  # a reading gone wrong must not end the view
                     log.exception("web view: a reading failed")
-                await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - start)))
+                while True:
+                    left = self.interval - (time.monotonic() - start)
+                    await asyncio.sleep(max(0.0, min(WATCH, left)))
+                    if left <= WATCH:
+                        break
+                    self.watch_state()
         finally:
             for r in self.readers.values():
                 await r.close()

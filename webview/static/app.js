@@ -28,10 +28,10 @@ function short(name) {
   return name.replace(/^p\d+-/, "");
 }
 
-function spread(names, width, margin) {
+function spread(names, width) {
+  // each name in the middle of an equal share of the row
   const pos = new Map();
-  const n = names.length;
-  names.forEach((name, i) => pos.set(name, margin + (n === 1 ? (width - 2 * margin) / 2 : (i * (width - 2 * margin)) / (n - 1))));
+  names.forEach((name, i) => pos.set(name, (width * (i + 0.5)) / names.length));
   return pos;
 }
 
@@ -40,7 +40,7 @@ function addNode(svg, name, tier, x, y, w, sw) {
   if (sw) g.setAttribute("data-switch", name);
   el("rect", { x: x - w / 2, y: y - NODE_H / 2, width: w, height: NODE_H, rx: 4 }, g);
   const t = el("text", { x, y }, g);
-  t.textContent = short(name);
+  t.textContent = w < 50 ? short(name).replace("spine", "s").replace("leaf", "l") : short(name);
   el("title", {}, g).textContent = name;
   if (sw) {
     g.addEventListener("click", () => select({ kind: "switch", name }));
@@ -53,7 +53,7 @@ function drawPlane(plane, links) {
   const hosts = model.hosts;
   const widest = Math.max(plane.spines.length, plane.leaves.length, hosts.length + plane.linux.length);
   const step = widest > 16 ? 44 : 90;
-  const width = Math.max(560, widest * step + 40);
+  const width = Math.max(320, widest * step);
   const w = Math.min(step - 6, 80);
   const details = document.createElement("details");
   details.className = "plane";
@@ -61,13 +61,13 @@ function drawPlane(plane, links) {
   const summary = document.createElement("summary");
   summary.innerHTML = `plane ${plane.plane} <span class="sum"></span>`;
   details.appendChild(summary);
-  const svg = el("svg", { viewBox: `0 0 ${width} ${ROW.host + 20}` }, details);
+  const svg = el("svg", { viewBox: `0 0 ${width} ${ROW.host + 20}`, width, height: ROW.host + 20 }, details);
   const x = new Map([
-    ...spread(plane.spines, width, 30),
-    ...spread(plane.leaves, width, 60),
-    ...spread([...hosts.map((h) => h.nic), ...plane.linux], width, 40),
+    ...spread(plane.spines, width),
+    ...spread(plane.leaves, width),
+    ...spread([...hosts.map((h) => h.nic), ...plane.linux], width),
   ]);
-  const hx = spread(hosts.map((h) => h.name), width, 40);
+  const hx = spread(hosts.map((h) => h.name), width);
   const y = (name) => (plane.spines.includes(name) ? ROW.spine : plane.leaves.includes(name) ? ROW.leaf : ROW.nic);
   const lines = el("g", {}, svg);
   for (const h of hosts) el("line", { class: "hostlink", x1: hx.get(h.name), y1: ROW.host, x2: x.get(h.nic), y2: ROW.nic }, lines);
@@ -106,6 +106,14 @@ function loadColour(pps) {
   if (!pps) return null;
   const f = Math.max(0, Math.min(1, Math.log10(pps) / 4));
   return `hsl(${Math.round(120 - 120 * f)}, 85%, ${Math.round(42 - 6 * f)}%)`;
+}
+
+function rate(n) {
+  // bytes/s as B/s, kB/s, MB/s, GB/s
+  const units = ["B/s", "kB/s", "MB/s", "GB/s"];
+  let k = 0;
+  while (n >= 1000 && k < units.length - 1) { n /= 1000; k += 1; }
+  return `${n.toFixed(n < 10 && k ? 1 : 0)} ${units[k]}`;
 }
 
 function fmt(n) {
@@ -148,7 +156,7 @@ function applyStatus(snap) {
   const when = new Date(snap.t * 1000).toLocaleTimeString();
   const silent = Object.keys(snap.silent).length;
   let text = `updated ${when}`;
-  text += snap.counters ? `, counters every ${snap.interval || 1} s` : ", no counters";
+  text += snap.counters ? `, counters every ${(snap.interval || 1).toFixed(1)} s` : ", no counters";
   if (silent) text += `, ${silent} switches not answering`;
   if (snap.problem) text += ` - ${snap.problem}`;
   s.textContent = text;
@@ -168,7 +176,7 @@ function applyTransfers(ev) {
         `<td class="st-GOOD">${c.GOOD}</td><td class="st-ASSUMED_BAD">${c.ASSUMED_BAD}</td>` +
         `<td class="st-DENIED">${c.DENIED}</td><td class="st-ERROR">${c.ERROR}</td></tr>`;
       for (const e of t.not_good.slice(0, 12)) {
-        html += `<tr><td class="l st-${e.state}" colspan="5">EV ${e.ev} (plane ${e.plane}) ${e.state}` +
+        html += `<tr><td class="l st-${e.state}" colspan="5">EV 0x${e.ev.toString(16).padStart(4, "0")} (plane ${e.plane}) ${e.state}` +
           ` ${e.cause ? "(" + e.cause + ")" : ""} ${e.links.join(", ")}</td></tr>`;
       }
       if (t.not_good.length > 12) html += `<tr><td class="l" colspan="5">... ${t.not_good.length - 12} more</td></tr>`;
@@ -195,7 +203,7 @@ function applyChart() {
   const X = (t) => 40 + ((t - t0) / Math.max(1, t1 - t0)) * 350;
   const Y = (v) => 145 - (v / top) * 130;
   el("line", { x1: 40, y1: 145, x2: 390, y2: 145, stroke: "#999" }, svg);
-  el("text", { x: 2, y: 18, "font-size": 10 }, svg).textContent = fmt(top);
+  el("text", { x: 2, y: 18, "font-size": 10 }, svg).textContent = rate(top);
   el("text", { x: 2, y: 145, "font-size": 10 }, svg).textContent = "0";
   el("text", { x: 40, y: 158, "font-size": 10 }, svg).textContent = `last ${Math.round(t1 - t0)} s`;
   nics.forEach((n, i) => {
@@ -209,10 +217,10 @@ function applyChart() {
 function portTable(data, only) {
   const fabric = data.program === "fabric";
   let html = `<table><tr><th>port</th><th>to</th><th>rx</th><th>tx</th><th>rx/s</th><th>tx/s</th>` +
-    (fabric ? "<th>trims</th><th>CE</th><th>max q</th>" : "") + "</tr>";
+    (fabric ? '<th>trims</th><th>CE</th><th title="deepest egress queue (packets) since the register was reset">q</th>' : "") + "</tr>";
   for (const r of data.ports) {
     if (only && r.link !== only) continue;
-    html += `<tr data-port="${r.port}"><td>${r.port}</td><td class="l">${r.peer || ""}</td><td>${fmt(r.rx_packets)}</td>` +
+    html += `<tr data-port="${r.port}"><td>${r.port}</td><td class="l">${r.peer ? short(r.peer) : ""}</td><td>${fmt(r.rx_packets)}</td>` +
       `<td>${fmt(r.tx_packets)}</td><td>${fmt(r.rx_pps)}</td><td>${fmt(r.tx_pps)}</td>` +
       (fabric ? `<td>${fmt(r.trimmed_packets)}</td><td>${fmt(r.ce_marked_packets)}</td><td>${fmt(r.max_qdepth)}</td>` : "") + "</tr>";
   }
@@ -257,14 +265,15 @@ function apply(snap) {
   applyLinks(snap);
   applyStatus(snap);
   applyTransfers(snap.events);
-  if (snap.rx && (!history.length || history[history.length - 1].t !== snap.t)) {
-    history.push({ t: snap.t, rx: snap.rx });
+  if (snap.rx && (!history.length || history[history.length - 1].t !== snap.counted_at)) {
+    history.push({ t: snap.counted_at, rx: snap.rx });
     while (history.length > 120) history.shift();
   }
   applyChart();
   if (selected) showDetails();
   document.body.dataset.seq = String(snap.seq);
   document.body.dataset.t = String(snap.t);
+  document.body.dataset.stateRead = String(snap.state_read);
 }
 
 async function start() {
