@@ -57,10 +57,15 @@ def web_view(state: Path, say: Callable[[str], None], port: int = DEFAULT_PORT) 
             say(f"web: live view at {url} (its metrics at {url}metrics; no login: this machine only)")
         yield url
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a web view's process as a person does (Ctrl-C), killed if it takes more than 10 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

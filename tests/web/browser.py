@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from topologies.web_process import stop
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,16 +75,7 @@ def web_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[s
             errors.seek(0)
             pytest.fail(f"mrcctl web ended by itself (exit status {proc.returncode}): {errors.read()}")
     finally:
-        if proc.poll() is not None:
-            errors.seek(0)
-            print(f"mrcctl web had ended (exit status {proc.returncode}): {errors.read()}")
-        else:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
         errors.close()
 
 
