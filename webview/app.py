@@ -53,9 +53,11 @@ def make_app(poller: Poller, *, tick: bool = True) -> Starlette:
         return JSONResponse(model)
 
     async def get_state(_r: Request) -> Response:
+        poller.touch()
         return JSONResponse(poller.page_state())
 
     async def get_switch(r: Request) -> Response:
+        poller.touch()
         data = poller.switch(r.path_params["name"])
         if data is None:
             return JSONResponse({"error": f"no switch {r.path_params['name']!r} in the fabric"}, status_code=404)
@@ -63,20 +65,27 @@ def make_app(poller: Poller, *, tick: bool = True) -> Starlette:
 
     async def stream(r: Request) -> Response:
         async def events() -> AsyncIterator[str]:
-            yield _sse(poller.latest)
-            while not await r.is_disconnected():
-                changed = poller.changed
-                try:
-                    await asyncio.wait_for(changed.wait(), KEEPALIVE)
-                except TimeoutError:
-                    yield ": keepalive\n\n"
-                    continue
+            poller.touch()
+            poller.streams += 1
+            try:
                 yield _sse(poller.latest)
+                while not await r.is_disconnected():
+                    changed = poller.changed
+                    try:
+                        await asyncio.wait_for(changed.wait(), KEEPALIVE)
+                    except TimeoutError:
+                        yield ": keepalive\n\n"
+                        continue
+                    yield _sse(poller.latest)
+            finally:
+                poller.streams -= 1
+                poller.touch()
 
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def get_metrics(_r: Request) -> Response:
+        await poller.fresh()
         return Response(M.exposition(registry), media_type=M.CONTENT_TYPE)
 
     return Starlette(routes=[

@@ -45,6 +45,10 @@ class Drawing:
             out[(k.b, k.b_port)] = PortEnd(k.name, k.plane, k.a)
         return out
 
+    def cabled(self, switch: str) -> list[int]:
+        """The ports of ``switch`` that have a cable (a NIC's: its plane ports)."""
+        return sorted(port for (name, port) in self.ports if name == switch)
+
     @cached_property
     def programs(self) -> dict[str, str]:
         """Every P4 switch of the fabric and the program it runs (``fabric`` or ``nic``)."""

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from controller import counters as C
+from finsy.proto.p4.v1 import p4runtime_pb2
+
 from controller.codec import codec
 from controller.errors import SwitchError
 from controller.p4rt import Session
@@ -33,15 +35,17 @@ log = logging.getLogger(__name__)
 
 HISTORY = 120  # seconds of NIC receive rates kept for the page's chart
 READ_TIMEOUT = 3.0
-WATCH = 0.1  # seconds between looks at the state file's modification time  # a switch that takes longer is shown as not answering this tick
+WATCH = 0.1  # seconds between looks at the state file's modification time
+IDLE_AFTER = 120.0  # seconds after the last request (no page open) the counters are no longer read  # a switch that takes longer is shown as not answering this tick
 
 
 class SwitchReader:
     """One switch's counters over a session kept open between ticks."""
 
-    def __init__(self, target: SwitchTarget, election_id: int) -> None:
+    def __init__(self, target: SwitchTarget, election_id: int, ports: list[int]) -> None:
         self.target = target
         self.election_id = election_id
+        self.ports = ports  # the cabled ports: the cells read of the per-port counters and the register
         self.session: Session | None = None
         self.registers = target.program == "fabric"  # False once the target says it has none to read
 
@@ -52,7 +56,7 @@ class SwitchReader:
             await s.open()
             self.session = s
         try:
-            counts = await C.read_session(self.session, self.target)
+            counts = await C.read_session(self.session, self.target, self.ports)
             return counts, await self._qdepth(self.session)
         except BaseException:
             await self.close()
@@ -61,11 +65,15 @@ class SwitchReader:
     async def _qdepth(self, s: Session) -> dict[int, int] | None:
         if not self.registers:
             return None
+        p4info = codec(self.target.program, self.target.target).p4info
+        rid = next(r.preamble.id for r in p4info.registers if r.preamble.name == S.QDEPTH_REGISTER)
         try:
-            return await s.read_register(codec(self.target.program, self.target.target), S.QDEPTH_REGISTER)
+            ents = await s.read([p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(
+                register_id=rid, index=p4runtime_pb2.Index(index=port))) for port in self.ports])
         except SwitchError:  # BMv2 reads no register over P4Runtime (docs/mininet.md)
             self.registers = False
             return None
+        return {e.register_entry.index.index: int.from_bytes(e.register_entry.data.bitstring, "big") for e in ents}
 
     async def close(self) -> None:
         s, self.session = self.session, None
@@ -78,6 +86,10 @@ class SwitchReader:
 
 class Poller:
     """The latest reading of one network, refreshed every ``interval`` seconds.
+
+    The switches' counters are read only while someone looks (a page following the
+    stream, or a request in the last ``IDLE_AFTER`` seconds: a Prometheus scrape
+    interval fits in it), so a network nobody watches is never read.
 
     ``state``: the running network's state file, read anew each tick (None: no
     network, the drawing and the events only)."""
@@ -106,6 +118,9 @@ class Poller:
         self.seq = 0
         self.read_errors = 0
         self.changed = asyncio.Event()
+        self.streams = 0  # pages following the stream now
+        self.asked = -IDLE_AFTER  # time.monotonic() of the latest request
+        self.wake = asyncio.Event()
         self.latest: dict[str, Any] = self._snapshot()
 
     # ---- one tick -------------------------------------------------------------
@@ -142,7 +157,7 @@ class Poller:
             if n not in self.readers or self.readers[n].target != inv.switches[n]:
                 if n in self.readers:
                     await self.readers[n].close()
-                self.readers[n] = SwitchReader(inv.switches[n], self.election_id)
+                self.readers[n] = SwitchReader(inv.switches[n], self.election_id, self.drawing.cabled(n))
         t0 = time.monotonic()
         results = await asyncio.gather(*(asyncio.wait_for(self.readers[n].read(), READ_TIMEOUT) for n in names),
                                        return_exceptions=True)
@@ -162,10 +177,40 @@ class Poller:
         self.read_at = t1
         self.counted_at = time.time()
 
+    def watched(self) -> bool:
+        """Has anyone looked lately (a page open, a request, a scrape)?"""
+        return self.streams > 0 or time.monotonic() - self.asked < IDLE_AFTER
+
+    def touch(self) -> None:
+        """Someone looks: read the counters again (at once, if they were not read)."""
+        idle = not self.watched()
+        self.asked = time.monotonic()
+        if idle:
+            self.wake.set()
+
+    async def fresh(self) -> None:
+        """Wait (a few seconds at most) for a reading when the counters were not being read."""
+        idle = not self.watched()
+        self.touch()
+        if idle and self.state is not None:
+            changed = self.changed
+            try:
+                await asyncio.wait_for(changed.wait(), READ_TIMEOUT + 1)
+            except TimeoutError:
+                pass
+
+    async def _forget(self) -> None:
+        """Nobody looks: no reading, no session kept; no old figure served as new."""
+        for n in list(self.readers):
+            await self.readers.pop(n).close()
+        self.counts, self.rates, self.qdepth, self.silent, self.read_at = {}, None, {}, {}, 0.0
+
     async def tick(self) -> None:
         inv = self._inventory()
-        if inv is not None:
+        if inv is not None and self.watched():
             await self._read(inv)
+        elif self.readers or self.counts:
+            await self._forget()
         self.events.poll()
         self._publish()
         if self.latest["rx"] is not None:
@@ -230,7 +275,8 @@ class Poller:
                     await self.tick()
                 except Exception:  # a reading gone wrong must not end the view
                     log.exception("web view: a reading failed")
-                while True:
+                self.wake = asyncio.Event()
+                while not self.wake.is_set():
                     left = self.interval - (time.monotonic() - start)
                     await asyncio.sleep(max(0.0, min(WATCH, left)))
                     if left <= WATCH:

@@ -87,6 +87,10 @@ def test_the_page_follows_cuts_and_denials_and_metrics_match_the_switches(fabric
     fn = fabric
     assert fn.ping("h1", "h2", count=3).ok
     with web_server(["--state", str(fn.state_path)], {"MRC_P4_RUN_DIR": str(fn.run_dir)}) as url, chromium() as d:
+        # nobody looked yet, so nothing was read: a scrape waits for a reading of its own
+        first = _metric_cells(get(url + "metrics"))
+        assert sum(v for (m, sw, _), v in first.items()
+                   if (m, sw) == ("mrc_nic_plane_transmitted_packets_total", "nic1")) >= 3  # h1's pings
         d.get(url)
         wait_for("the page drew the fabric", lambda: page_ready(d))
         assert switches_drawn(d) == SWITCHES
