@@ -9,6 +9,7 @@ on without it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -34,6 +35,20 @@ def free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
+
+
+def _end_with_parent() -> Callable[[], None]:
+    """What the child runs before the command: SIGTERM to it when this process ends.
+    The C function is looked up here, before the fork, so the child only calls it."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return child
+
+
 @contextmanager
 def web_view(state: Path, say: Callable[[str], None], port: int = DEFAULT_PORT) -> Iterator[str | None]:
     """`mrcctl --state STATE web` while the block runs; its URL (None: it did not
@@ -43,8 +58,11 @@ def web_view(state: Path, say: Callable[[str], None], port: int = DEFAULT_PORT) 
     log = state.parent / LOG_NAME
     cmd = [sys.executable, "-m", "controller.cli", "--state", str(state), "web", "--port", str(port)]
     with log.open("w") as err:
+        # its own session: a Ctrl-C in the Mininet CLI is not for it; and it ends with
+        # this process even when this one is killed outright
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-                                env={**os.environ, "MRC_P4_RUN_DIR": str(state.parent)}, start_new_session=True)
+                                env={**os.environ, "MRC_P4_RUN_DIR": str(state.parent)}, start_new_session=True,
+                                preexec_fn=_end_with_parent())
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
