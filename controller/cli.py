@@ -568,9 +568,10 @@ def web(ctx: typer.Context,
     s = _source(ctx)
     state = s.inv.path if s.running else None  # no network of this topology running: the drawing only
     folder = state.parent if state is not None else state_path().parent
+    tls_dir = ctx.parent.params.get("tls_dir") if ctx.parent else None  # the state file is read anew each second
     try:
         serve(s.topo, state, events or folder / EVENTS_NAME, bind=bind, port=port, interval=interval,
-              election_id=election_id)
+              election_id=election_id, tls_dir=tls_dir)
     except BindError as exc:
         raise Fail(str(exc)) from None
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,9 @@ class Poller:
     network, the drawing and the events only)."""
 
     def __init__(self, drawing: Drawing, state: Path | None, events: EventLog, interval: float = 1.0,
-                 election_id: int = 1) -> None:
+                 election_id: int = 1, tls_dir: Path | None = None) -> None:
         self.drawing = drawing
+        self.tls_dir = str(tls_dir.resolve()) if tls_dir is not None else None
         self.state = state
         self.events = events
         self.interval = interval
@@ -138,6 +140,8 @@ class Poller:
             return None
         self.problem = None
         self.down, self.denied = list(inv.down), list(inv.denied)
+        if self.tls_dir is not None:
+            inv.switches = {k: replace(t, tls_dir=self.tls_dir) for k, t in inv.switches.items()}
         return inv
 
     def _stamp(self) -> tuple[int, int] | None:

@@ -66,14 +66,17 @@ def url_of(sock: socket.socket) -> str:
 
 
 def serve(topo: Topology, state: Path | None, events: Path, *, bind: str = DEFAULT_BIND, port: int = DEFAULT_PORT,
-          interval: float = 1.0, election_id: int = 1, say: TextIO = sys.stdout) -> None:
+          interval: float = 1.0, election_id: int = 1, tls_dir: Path | None = None, say: TextIO = sys.stdout) -> None:
     """Serve the view of ``topo`` until interrupted. ``state``: the running network's
-    state file (None: the drawing only, no counters); ``events``: the EV events file."""
+    state file (None: the drawing only, no counters); ``events``: the EV events file;
+    ``tls_dir``: reach every switch over mutual TLS with these credentials (mrcctl's
+    ``--tls-dir``; None: as the state file says)."""
     sock = open_socket(bind, port)
     if not is_loopback(bind):
         print(f"web: warning: listening on {bind}: the page and /metrics have no login; anyone who can reach "
               "this address sees the fabric", file=sys.stderr, flush=True)
-    poller = Poller(Drawing(topo), state, EventLog(events), interval=interval, election_id=election_id)
+    poller = Poller(Drawing(topo), state, EventLog(events), interval=interval, election_id=election_id,
+                    tls_dir=tls_dir)
     what = f"state file {state}" if state else "no running network: the drawing only"
     print(f"web: {url_of(sock)} (metrics at {url_of(sock)}metrics; {what}; events {events})", file=say, flush=True)
     config = uvicorn.Config(make_app(poller), log_level="warning", timeout_graceful_shutdown=1, lifespan="on")

@@ -41,6 +41,9 @@ def test_the_scale_fabric_is_drawn_with_collapsible_planes_and_its_evs(tmp_path:
         assert opened == [True] + [False] * (PLANES - 1)  # a large fabric opens with plane 0 only
         d.find_element("css selector", "details.plane[data-plane='5'] > summary").click()
         assert d.execute_script("return document.querySelector(\"details.plane[data-plane='5']\").open") is True
+        tip = d.execute_script("return document.querySelector(\"line[data-link='p1-leaf0:p1-spine0'] title\")"
+                               ".textContent")
+        assert tip == "p1-leaf0:p1-spine0: up (no counters); 1 EVs over it not GOOD"  # EV 0x1001's link
         row = d.find_element("css selector", "tr[data-transfer='h1-h3']").text
         assert row.split()[-4:] == ["0", "1", "1", "0"]  # GOOD, ASSUMED_BAD, DENIED, ERROR
         with events.open("a") as f:  # EV 0x1000 comes back: the page follows the file

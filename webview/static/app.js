@@ -120,14 +120,24 @@ function fmt(n) {
   return n === null || n === undefined ? "-" : Number(n).toLocaleString("en", { maximumFractionDigits: 1 });
 }
 
+function notGoodByLink(ev) {
+  // link name -> how many EVs of the running transfers that cross it are not GOOD
+  const out = new Map();
+  for (const t of ev.transfers) for (const e of t.not_good) for (const l of e.links) out.set(l, (out.get(l) || 0) + 1);
+  return out;
+}
+
 function applyLinks(snap) {
   const perPlane = model.planes.map(() => ({ down: 0, denied: 0, pps: 0 }));
+  const notGood = notGoodByLink(snap.events);
   snap.links.forEach(([state, up, down], i) => {
     const k = model.links[i];
     const busiest = Math.max(up || 0, down || 0);
     const colour = state === "up" ? loadColour(busiest) : null;
     const width = state === "up" && busiest ? 2 + Math.min(5, Math.log10(1 + busiest)) : null;
-    const tip = `${k.name}: ${state}` + (up === null ? " (no counters)" : `; ${fmt(up)} packets/s up, ${fmt(down)} packets/s down`);
+    const bad = notGood.get(k.name);
+    const tip = `${k.name}: ${state}` + (up === null ? " (no counters)" : `; ${fmt(up)} packets/s up, ${fmt(down)} packets/s down`) +
+      (bad ? `; ${bad} EVs over it not GOOD` : "");
     for (const line of linkEls[i]) {
       if (line.dataset.state !== state) line.dataset.state = state;
       line.style.stroke = colour || "";
