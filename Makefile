@@ -17,7 +17,7 @@ SHELL_STAMP := $(VENV_SHELL)/.stamp-p4runtime-shell-$(P4RUNTIME_SHELL_VERSION)
 
 # System packages from apt (installed only when missing).
 APT_PACKAGES := mininet iproute2 iputils-ping tcpdump ethtool python3-venv procps psmisc nftables \
-  gcc python3-dev libnghttp2-dev openssh-server sudo
+  gcc python3-dev libnghttp2-dev openssh-server sudo chromium chromium-driver
 
 BUILD ?= build
 RUN_DIR ?= /tmp/mrc-p4/run

@@ -553,6 +553,31 @@ def watch(ctx: typer.Context, once: Annotated[bool, typer.Option("--once", help=
         pass
 
 
+@app.command()
+def web(ctx: typer.Context,
+        bind: Annotated[str, typer.Option("--bind", help="address to listen on; the page has no login, so anything "
+                                                       "but the loopback is taken with a warning")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: any free one)")] = 8790,
+        interval: Annotated[float, typer.Option(callback=seconds, help="seconds between counter readings")] = 1.0,
+        events: Annotated[Optional[Path], typer.Option(
+            "--events", help="EV events file to follow (default: events.jsonl beside the state file)")] = None,
+        election_id: ElectionOpt = 1) -> None:
+    """Serve the live view of the fabric (planes, links, loads, EVs) and /metrics for Prometheus (docs/web.md)."""
+    from webview.server import EVENTS_NAME, BindError, serve
+
+    s = _source(ctx)
+    state = s.inv.path if s.running else None  # no network of this topology running: the drawing only
+    folder = state.parent if state is not None else state_path().parent
+    tls_dir = ctx.parent.params.get("tls_dir") if ctx.parent else None  # the state file is read anew each second
+    try:
+        serve(s.topo, state, events or folder / EVENTS_NAME, bind=bind, port=port, interval=interval,
+              election_id=election_id, tls_dir=tls_dir)
+    except BindError as exc:
+        raise Fail(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+
+
 def main() -> None:
     """Console script entry: a mistake of the user's is one line on stderr, exit status 1
     (a usage mistake: exit status 2, fabric/command.py)."""

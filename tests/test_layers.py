@@ -4,7 +4,9 @@ The layers (docs/architecture.md, "Layers"): ``fabric`` (the pure model) imports
 nothing else of the project; ``endpoints`` only ``fabric``; ``controller`` (the
 P4Runtime client) only ``fabric`` and the target's public API ``p4target.api``,
 except ``mrcctl`` itself (``controller/cli.py``), which may also use the Mininet
-package for cable cuts and the state file; the Mininet package (``topologies``) may
+package for cable cuts and the state file and the web view for ``mrcctl web``; the
+web view (``webview``) may use ``fabric``, ``controller`` and the Mininet package
+(the state file), and nothing below it imports it; the Mininet package (``topologies``) may
 use ``fabric``, ``controller``, ``endpoints`` and ``p4target.api``; ``p4target``
 imports none of them; the experiments and tools sit on top and may use everything
 but the target's internals. Every import counts: at the top, inside a function, under
@@ -24,7 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("fabric", "controller", "topologies", "endpoints", "experiments", "tools", "p4target")
+PACKAGES = ("fabric", "controller", "topologies", "endpoints", "webview", "experiments", "tools", "p4target")
 TARGET_API = "p4target.api"
 
 # package -> the packages (or exact modules, for p4target.api) it may import besides itself
@@ -33,14 +35,16 @@ ALLOWED: dict[str, frozenset[str]] = {
     "endpoints": frozenset({"fabric"}),
     "controller": frozenset({"fabric", TARGET_API}),
     "topologies": frozenset({"fabric", "controller", "endpoints", TARGET_API}),
-    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", TARGET_API}),
-    "tools": frozenset({"fabric", "controller", "topologies", TARGET_API}),
+    "webview": frozenset({"fabric", "controller", "topologies"}),
+    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", TARGET_API}),
+    "tools": frozenset({"fabric", "controller", "topologies", "webview", TARGET_API}),
     "p4target": frozenset(),
 }
 # single modules with a wider rule than their package's, and why
 EXCEPTIONS: dict[str, frozenset[str]] = {
-    # mrcctl: fail/restore cut a running network's cables; it reads that network's state file
-    "controller/cli.py": ALLOWED["controller"] | {"topologies"},
+    # mrcctl: fail/restore cut a running network's cables; it reads that network's state file;
+    # `mrcctl web` serves the web view
+    "controller/cli.py": ALLOWED["controller"] | {"topologies", "webview"},
 }
 
 
@@ -93,7 +97,7 @@ def test_every_import_goes_the_allowed_way() -> None:
 
 
 # The packages the type checker must check in strict mode (pyproject.toml, [tool.mypy]).
-STRICT = ("fabric", "controller", "endpoints", "topologies")
+STRICT = ("fabric", "controller", "endpoints", "topologies", "webview")
 # What an override may still change for a strict package: Mininet's classes are Any.
 STRICT_OVERRIDE_KEYS = frozenset({"module", "disallow_subclassing_any"})
 
@@ -124,7 +128,8 @@ def test_the_type_checker_checks_the_layers_strictly() -> None:
 
 @pytest.mark.parametrize(("mypy", "expected"), [
     ({"packages": ["fabric", "controller", "p4target"], "strict": True},
-     ["endpoints: not in [tool.mypy] packages", "topologies: not in [tool.mypy] packages"]),
+     ["endpoints: not in [tool.mypy] packages", "topologies: not in [tool.mypy] packages",
+      "webview: not in [tool.mypy] packages"]),
     ({"packages": [*STRICT, "p4target"]}, ["[tool.mypy] strict is not true"]),
     ({"packages": [*STRICT, "p4target"], "strict": True,
       "overrides": [{"module": ["controller.cli"], "disallow_untyped_defs": False}]},
@@ -161,6 +166,9 @@ def test_every_package_is_walked() -> None:
     ("topologies/x.py", "from p4target.p4runtime import placement",
      "topologies/x.py:1: topologies imports p4target.p4runtime.placement"),
     ("p4target/sub/x.py", "from fabric import plan", "p4target/sub/x.py:1: p4target imports fabric.plan"),
+    ("topologies/x.py", "from webview.server import serve", "topologies/x.py:1: topologies imports webview.server.serve"),
+    ("controller/x.py", "import webview", "controller/x.py:1: controller imports webview"),
+    ("webview/x.py", "from endpoints import sender", "webview/x.py:1: webview imports endpoints.sender"),
 ])
 def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
     for package in PACKAGES:
@@ -178,6 +186,8 @@ def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expe
     ("topologies/x.py", "from controller.targets import SwitchTarget"),
     ("p4target/sub/x.py", "from . import y\nfrom ..runtime import entries"),
     ("endpoints/x.py", "import json\nfrom fabric import plan"),
+    ("controller/cli.py", "from webview.server import serve"),
+    ("webview/x.py", "from topologies.state import load\nfrom controller import counters"),
 ])
 def test_an_allowed_import_passes(tmp_path: Path, where: str, line: str) -> None:
     for package in PACKAGES:

@@ -4,7 +4,9 @@ With no arguments this is the default fabric (4 planes x (2 leaves + 2 spines), 
 per leaf: 16 fabric switches, 4 NICs, 4 hosts). It starts the network
 (topologies/fabric_net.py), has the controller install every table (progress shown),
 then runs the demo (topologies/demo.py): IPv6 ping between every pair of hosts, one
-MRC flow over all planes with a spine link cut half-way, and prints a summary. On a
+MRC flow over all planes with a spine link cut half-way, and prints a summary. While
+the network runs, its live view (`mrcctl web`, topologies/web_process.py) serves the
+page and /metrics on the loopback; its URL is printed. On a
 terminal it then opens the Mininet CLI with the project's commands (topologies/cli.py);
 without one it exits: 0 when everything worked, 1 otherwise. The network is always
 stopped and removed at the end.
@@ -17,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -73,6 +76,7 @@ class RunArgs:
     servers: str | None = None
     placement: str | None = None
     insecure: bool = False
+    no_web: bool = False
 
 
 @app.command(help="Start the MRC fabric in Mininet (P4 switches and NICs), install its tables with the controller, "
@@ -118,10 +122,12 @@ def cli(
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="with --servers: the remote switches serve plaintext P4Runtime instead of mutual TLS "
                            "with certificates made for the run (only on a network you trust)")] = False,
+    no_web: Annotated[bool, typer.Option("--no-web", help="do not start the live view (mrcctl web, docs/web.md)")]
+    = False,
 ) -> int:
     return start(RunArgs(topology, planes, spines, leaves, hosts_per_leaf, evs_per_nic, target, switches_per_process,
                          prefix, grpc_base, run_dir, nbytes, no_demo, no_cli, cli_script, verbose, servers,
-                         placement, insecure))
+                         placement, insecure, no_web))
 
 
 def parse_args(argv: list[str]) -> RunArgs:
@@ -143,6 +149,7 @@ def _say(text: str) -> None:
 def run(args: RunArgs, topo: Topology) -> int:
     from fabric.plan import v1model_port_problem
     from topologies.fabric_net import fabric_network, install_tables, wanted_entries
+    from topologies.web_process import web_view
 
     problem = v1model_port_problem(topo)
     if problem:
@@ -164,7 +171,7 @@ def run(args: RunArgs, topo: Topology) -> int:
         args.grpc_base = DEFAULT_GRPC_BASE if len(nodes(topo)) <= FIXED_PORTS_MAX else 0
     with fabric_network(topo, prefix=args.prefix, target=args.target, grpc_base=args.grpc_base,
                         run_dir=args.run_dir, switches_per_process=args.switches_per_process,
-                        cluster=cluster) as fn:
+                        cluster=cluster) as fn, (nullcontext() if args.no_web else web_view(fn.state_path, _say)):
         sws = fn.p4_switches()
         _say(f"network: {len(sws)} P4 switches ({sws[0].target} target) and {len(topo.hosts)} hosts up, "
              f"every switch answers P4Runtime after {fn.switches_ready:.1f} s; state file {fn.state_path}")

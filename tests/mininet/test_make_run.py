@@ -40,6 +40,7 @@ def test_make_run_runs_the_default_fabric_and_exits_0_without_a_terminal(tmp_pat
         assert res.returncode == 0, out + res.stderr
         assert "network: default: 4 planes x (2 leaves + 2 spines), 4 hosts" in out
         assert "20 P4 switches" in out
+        assert re.search(r"^web: live view at http://127\.0\.0\.1:\d+/ ", out, re.M), out  # docs/web.md
         assert re.search(r"hosts 4, switches 8 leaves \+ 8 spines \+ 4 NICs, entries installed \d+, "
                          r"seconds to ready [\d.]+", out), out
         for row in ("h1         -    2/2    2/2    2/2", "h4       2/2    2/2    2/2      -"):
