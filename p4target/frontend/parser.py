@@ -253,6 +253,9 @@ class Parser:
                 self.pos += 1
             ty = self.type_ref()
             name = self.ident("a parameter name")
+            if direction and isinstance(ty, A.BitsType) and ty.width is None and ty.kind == "int":
+                raise error(name.loc, f"{name.text}: parameters with type int must be directionless; "
+                            f"remove '{direction}' or give it a width (int<W>, bit<W>)")
             default = None
             if self.accept("="):
                 default = self.expression()
@@ -777,6 +780,8 @@ class Parser:
             cloc = self.tok.loc
             label: A.Expr | None
             if self.accept("default"):
+                if any(c.labels == [None] for c in cases):
+                    raise error(loc, "switch has multiple 'default' labels; keep one")
                 label = None
             else:
                 label = self.expression()

@@ -110,6 +110,12 @@ CASES = [
     ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
                                          "action b() { }"), "b; }",
      None),
+    ("int-param-with-direction", dict(ingress_locals="action b(in int v) { bool t = 8w1 == v; }"), "v) {",
+     "v: parameters with type int must be directionless; remove 'in' or give it a width (int<W>, bit<W>)"),
+    ("two-default-labels",
+     dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; NoAction; } }",
+          apply="switch (t.apply().action_run) { default: { meta.m8 = 1; } default: { meta.m8 = 2; } }"),
+     "switch (", "switch has multiple 'default' labels; keep one"),
 ]
 
 
