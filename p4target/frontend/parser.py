@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from p4target.frontend import ast as A
+from p4target.frontend.direct_calls import instantiate_direct_calls
 from p4target.frontend.lexer import Token
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -984,4 +985,5 @@ class Parser:
 
 
 def parse_tokens(tokens: list[Token]) -> A.Program:
-    return Parser(tokens).program()
+    """The program's AST, direct ``C.apply(...)`` calls made into instances (direct_calls.py)."""
+    return instantiate_direct_calls(Parser(tokens).program())
