@@ -310,6 +310,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         raise unsupported(loc, f"a field of type {t} here", "use bit<W>")
 
     # ================================================================== main
+    def main_args(self, main: A.Instance) -> list[A.Expr | None]:
+        """V1Switch's arguments in the order of its parameters (they may be passed by name)."""
+        if not any(a.name for a in main.args):
+            return [a.value for a in main.args]
+        package = next((d for d in self.program.decls if isinstance(d, A.PackageDecl) and d.name == "V1Switch"), None)
+        if package is None:
+            raise error(main.loc, "V1Switch is not declared; #include <v1model.p4>")
+        values = self.bind_args(A.Call(main.loc, A.Name(main.loc, "V1Switch"), [], main.args), package.params)
+        missing = [p.name for p, v in zip(package.params, values, strict=True) if v is None]
+        if missing:
+            raise error(main.loc, f"V1Switch: missing argument '{missing[0]}'")
+        return values
+
     def compile(self) -> tuple[str, M.ProgramModel, dict[str, int]]:
         self.pending_actions = []
         self.pending_functions: list[ActionInfo] = []
@@ -321,8 +334,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                         "egress, computeChecksum, deparser")
         blocks = []
         self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
-        for a in main.args:
-            v = a.value
+        for a, v in zip(main.args, self.main_args(main), strict=True):
             if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
             blocks.append((v.func.name, v.loc))
@@ -558,7 +570,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if name == "reject" and self.sub_parent_kind == "parser":
             return SUB_REJECT
         if name == "reject":
-            self.warnings.append(f"{loc}: explicit transition to reject; like BMv2, the packet goes "
+            self.warnings.append(f"{loc}: transition to reject; like BMv2, the packet goes "
                                  "on to ingress with parser_error unchanged (use verify() to set an error)")
             return "None"
         if name not in self.state_funcs:

@@ -500,7 +500,8 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                 decl = self.extern_decls.get(sym.obj.kind)
                 method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                               None) if decl is not None else None
-                return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
+                params = method.params if method else None
+                return self.extern_method(positional(self.settle_args(e, params), params), sym, name)
             if sym.kind == "subblock":
                 return self.sub_apply(e, sym, name)
             raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
@@ -511,7 +512,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)
+                return self.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
@@ -702,3 +703,23 @@ def ast_nodes(node: object):
         elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
             yield x
             stack.extend(getattr(x, f.name) for f in fields(x))
+
+
+def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
+    """``e`` with arguments passed by name put in the order of ``params`` (P4_16 8.21);
+    unchanged when they are all positional or the parameters are unknown."""
+    if params is None or not any(a.name for a in e.args):
+        return e
+    byname = {a.name: a for a in e.args}
+    unknown = [n for n in byname if n not in {p.name for p in params}]
+    if unknown:
+        raise error(e.loc, f"no parameter named '{unknown[0]}'")
+    args = []
+    for p in params:
+        a = byname.get(p.name)
+        if a is None:
+            if p.default is None:
+                raise error(e.loc, f"missing argument for parameter '{p.name}' of {expr_text(e.func)}")
+            a = A.Arg(None, p.default, e.loc)
+        args.append(A.Arg(None, a.value, a.loc))
+    return A.Call(e.loc, e.func, e.type_args, args)

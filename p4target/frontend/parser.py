@@ -376,7 +376,9 @@ class Parser:
                     raise error(self.tok.loc, "transition must be the last statement of a state")
                 break
             stmts.append(self.statement())
-        self.expect("}")
+        end = self.expect("}").loc
+        if trans is None:  # P4_16 13.5: a state without a transition statement goes to reject
+            trans = A.Transition(end, "reject")
         return A.ParserState(name.text, name.loc, annos, stmts, trans)
 
     def keyset(self) -> A.Expr:
