@@ -32,6 +32,7 @@ from p4target.compiler.types import (
 from p4target.frontend import ast as A
 from p4target.frontend.bmv2_warnings import bmv2_warnings
 from p4target.frontend.control_plane import p4info_action_names
+from p4target.errors import P4Error, UnsupportedError
 from p4target.frontend.source import Loc, error, unsupported
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.externs: list[InstanceInfo] = []
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
+        self.deferred: list[P4Error] = []  # errors raised only if nothing else is wrong (limits of BMv2's)
+        self.pending_actions = []
+        self.pending_functions: list[ActionInfo] = []
         # code generation state
         self.out: list[Any] = []  # code lines (the fast compiler's also holds Deferred items)
         self.ind = ""
@@ -133,11 +137,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         raise unsupported(t.loc, f"type {type(t).__name__}", "use a concrete type")
 
     # ================================================================== declarations
-    def declare_all(self) -> None:
+    def declare_all(self, require_main: bool = True) -> None:
+        """Declare every top-level declaration; with ``require_main`` False (the source-order
+        check), top-level instances the target does not support (another architecture's
+        package) are left out instead of refused."""
         for d in self.program.decls:
-            self.declare(d)
-        if self.main is None:
-            raise error(Loc(str(self.source), 1, 1), "the program has no 'main'; add "
+            try:
+                self.declare(d)
+            except UnsupportedError:
+                if require_main or not isinstance(d, A.Instance):
+                    raise
+        if self.main is None and require_main:  # placed at the end, where main is missing
+            end = len(self.source.read_text(errors="replace").splitlines()) + 1
+            raise error(Loc(str(self.source), end, 1), "the program has no 'main'; add "
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
     def declare(self, d: object) -> None:  # noqa: C901 — one case per top-level declaration kind
@@ -238,9 +250,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
-            if t.width % 8:
-                raise error(d.loc, f"header {d.name} is {t.width} bits long; headers must be a whole "
-                            "number of bytes (add padding bits)")
+            if t.width % 8:  # a limit of BMv2's, reported (as p4c does) once the rest is checked
+                self.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
+                                           "a whole number of bytes (add padding bits)"))
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
                 raise unsupported(d.loc, "a header with more than one varbit field", "use one")
             if any(isinstance(ft, VarbitT) for _, ft in t.fields) and any(
@@ -324,8 +336,6 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         return values
 
     def compile(self) -> tuple[str, M.ProgramModel, dict[str, int]]:
-        self.pending_actions = []
-        self.pending_functions: list[ActionInfo] = []
         self.declare_all()
         main = self.main
         assert main is not None
@@ -370,6 +380,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if cname not in self.controls:
                 raise error(cloc, f"'{cname}' is not a control declared in this program")
             self.control_funcs[role] = self.gen_control(self.controls[cname], role)
+        if self.deferred:
+            raise self.deferred[0]
         source = self.assemble()
         model = M.ProgramModel(
             source=str(self.source),

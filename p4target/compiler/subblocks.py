@@ -88,6 +88,12 @@ class SubBlockCompiler(CompilerContext):
             self.restore_codegen(saved)
         scope.define(d.name, Sym("subblock", ExternT(decl.name), sub.entry, obj=sub), d.loc)
 
+    def check_block(self, decl: A.ControlDecl | A.ParserDecl) -> None:
+        """Compile ``decl`` on its own, as an instance without constructor arguments, only
+        for the errors it raises (source_order.py); what it generates is thrown away."""
+        inst = A.Instance(decl.name, decl.loc, [], A.NamedType(decl.loc, decl.name), [])
+        self.declare_sub_block(inst, decl, "", self.global_scope.child(), isinstance(decl, A.ParserDecl))
+
     # ------------------------------------------------------------------ state
     sub_stack: list[str]
     sub_parent_kind: str  # "parser" while a sub-parser's states are compiled

@@ -10,8 +10,6 @@ The compiler then sees only instances, which it already knows how to compile.
 
 from __future__ import annotations
 
-import dataclasses
-
 from p4target.frontend import ast as A
 
 
@@ -38,25 +36,10 @@ class _Rewriter:
         self.new: list[A.Instance] = []
 
     def visit(self, node: object) -> None:
-        self._walk(node)
+        for n in A.walk(node):
+            if isinstance(n, A.Call):
+                self._rewrite(n)
         self.block_locals.extend(self.new)
-
-    def _walk(self, node: object) -> None:
-        if isinstance(node, list):
-            for item in node:
-                self._walk(item)
-            return
-        if isinstance(node, tuple):
-            for item in node:
-                self._walk(item)
-            return
-        if not dataclasses.is_dataclass(node) or isinstance(node, type):
-            return
-        if isinstance(node, A.Call):
-            self._rewrite(node)
-        for f in dataclasses.fields(node):
-            if f.name != "loc":
-                self._walk(getattr(node, f.name))
 
     def _rewrite(self, call: A.Call) -> None:
         func = call.func

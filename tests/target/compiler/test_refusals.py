@@ -116,6 +116,14 @@ CASES = [
      dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; NoAction; } }",
           apply="switch (t.apply().action_run) { default: { meta.m8 = 1; } default: { meta.m8 = 2; } }"),
      "switch (", "switch has multiple 'default' labels; keep one"),
+    # p4c reports its errors in source order, BMv2's byte-aligned headers last
+    ("header-bytes-last", dict(decls="header odd_t { bit<7> x; }", apply="meta.m8 = missing;"), "missing",
+     "unknown name 'missing'; declare it before use"),
+    ("unused-control", dict(decls="control Unused(inout bit<8> x) { apply { x = 16w1; } }"), "16w1",
+     "assignment to x: cannot convert bit<16> to bit<8> implicitly; add a cast (bit<8>)"),
+    ("before-an-unsupported-one", dict(decls="control Early(inout bit<8> x) { apply { x = nothing; } }",
+                                       ingress_locals="Checksum16() ck;"), "nothing",
+     "unknown name 'nothing'; declare it before use"),
 ]
 
 
@@ -196,6 +204,24 @@ def test_defines_from_the_caller_select_code(p4file) -> None:
     assert compile_file(path, defines={"PORT": "9w4"}) is not None
     with pytest.raises(P4Error, match="cannot convert bit<16> to bit<9>"):
         compile_file(path, defines={"PORT": "16w4"})
+
+
+def test_a_program_without_v1switch_is_checked_in_source_order(p4file) -> None:
+    text = """#include <core.p4>
+control C(inout bit<8> x) { apply { x = x + 1; } }
+control D(inout bit<8> x) { apply { x = y; } }
+control E(inout bit<8> x) { apply { x = z; } }
+package top(C c);
+top(C()) main;
+"""
+    path = p4file(text)
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value) == f"{path}:3:41: error: unknown name 'y'; declare it before use"
+    path = p4file(text.replace("y;", "x;").replace("z;", "x;").replace("top(C()) main;\n", ""))
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value).startswith(f"{path}:6:1: error: the program has no 'main'")  # where it is missing
 
 
 def test_missing_file() -> None:
