@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
+from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const, expr_text
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
@@ -65,6 +65,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.externs: list[InstanceInfo] = []
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
+        self.value_sets: list[M.ValueSet] = []
         self.deferred: list[P4Error] = []  # errors raised only if nothing else is wrong (limits of BMv2's)
         self.pending_actions = []
         self.pending_functions: list[ActionInfo] = []
@@ -391,7 +392,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             externs=tuple(self.finish_externs()),
             controller_headers=tuple(self.controller_headers()),
             digests=tuple(self.digests.values()),
-            value_sets=(),
+            value_sets=tuple(self.value_sets),
             warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
@@ -631,13 +632,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 self.emit(f"return {self.state_target(case.state, case.loc)}, pos")
                 has_default = True
                 break
-            if len(items) != len(kvars):
-                raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
-            conds = []
-            for item, (kv, k) in zip(items, kvars, strict=False):
-                c = self.keyset_cond(item, kv, k.type)
-                if c is not None:
-                    conds.append(c)
+            conds = self.case_conds(case, kvars)
             cond = " and ".join(conds) if conds else "True"
             self.emit(f"if {cond}: return {self.state_target(case.state, case.loc)}, pos")
         if not has_default:
@@ -654,10 +649,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             lo = self.keyset_value(item.lo, t, unsigned=False)
             hi = self.keyset_value(item.hi, t, unsigned=False)
             return f"{lo} <= {kv} <= {hi}"
-        if isinstance(item, A.Name):
-            sym = self.scope.lookup(item.name)
-            if sym is not None and sym.kind == "value_set":
-                raise unsupported(item.loc, "value_set", "use constants in select")
+        vs = self.value_set_sym(item)
+        if vs is not None:
+            if vs.obj != 1:
+                raise error(item.loc, f"value set '{expr_text(item)}' has {vs.obj} fields; select on as many keys")
+            return f"{vs.code}(({kv},))"
         case = self.value(item)
         if case.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
@@ -665,6 +661,51 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"
+
+    def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
+        """``value_set<T>(size) vs;``: its members live in the runtime (runtime/value_sets.py)."""
+        t = self.resolve_type(d.type)
+        fields: list[M.Field] = []
+
+        def leaves(t: Type, name: str, annos: dict[str, str], loc: Loc) -> None:
+            if isinstance(t, StructT) and t.kind == "struct":
+                decl = next(x for x in self.program.decls if isinstance(x, A.StructLike) and x.name == t.name)
+                for f, (n, ft) in zip(decl.fields, t.fields, strict=True):
+                    leaves(ft, n, anno_strs(f.annotations), f.loc)
+                return
+            match = {k: v for k, v in annos.items() if k == "match"}
+            fields.append(M.Field(name, self.wire_width(t, loc), match))
+
+        leaves(t, "", {}, d.loc)
+        size = self.const_int(d.size, "value_set size")
+        if size < 1:
+            raise error(d.size.loc, f"value_set size must be at least 1, not {size}")
+        name = qualify(block, d.name, d.annotations)
+        py = pyident("VS", name)
+        self.bind_lines.append(f"{py} = rt.value_sets[{name!r}].match")
+        if all(v.name != name for v in self.value_sets):
+            self.value_sets.append(M.ValueSet(name, tuple(fields), size))
+        scope.define(d.name, Sym("value_set", t, py, obj=len(fields)), d.loc)
+
+    def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
+        """The conditions of one select case over the keys ``kvars`` (all must hold)."""
+        items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+        if len(items) == 1 and len(kvars) > 1 and (vs := self.value_set_sym(items[0])) is not None:
+            if vs.obj != len(kvars):
+                raise error(case.loc, f"value set '{expr_text(items[0])}' has {vs.obj} field(s) but the "
+                            f"select has {len(kvars)} key(s)")
+            return [f"{vs.code}(({', '.join(kv for kv, _ in kvars)},))"]
+        if len(items) != len(kvars):
+            raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
+        return [c for item, (kv, k) in zip(items, kvars, strict=True)
+                if (c := self.keyset_cond(item, kv, k.type)) is not None]
+
+    def value_set_sym(self, item: A.Expr) -> Sym | None:
+        if isinstance(item, A.Name):
+            sym = self.scope.lookup(item.name)
+            if sym is not None and sym.kind == "value_set":
+                return sym
+        return None
 
     @staticmethod
     def enum_as_underlying(v: V, t: Type) -> V:
@@ -720,7 +761,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 else:
                     self.declare_instance(d, None if parser else block, scope)
             elif isinstance(d, A.ValueSetDecl):
-                raise unsupported(d.loc, "value_set", "use constants in select cases")
+                if not parser:
+                    raise error(d.loc, "a value_set can only be declared in a parser")
+                self.declare_value_set(d, block, scope)
             elif isinstance(d, A.ActionDecl) and not parser:
                 self.declare_action(d, block, scope)
             elif isinstance(d, A.TableDecl) and not parser:

@@ -67,6 +67,9 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/exit_copy_out.p4": True,
     "tests/target/language/p4/eval_order.p4": False,  # P4 function calls: general path only
     "tests/target/language/p4/table_bound_args.p4": True,
+    "tests/target/language/p4/direct_apply.p4": False,  # sub-controls/parsers: general path only
+    "tests/target/language/p4/named_args.p4": True,
+    "tests/target/language/p4/value_sets.p4": True,
 }
 FRAMES = 10_000
 
