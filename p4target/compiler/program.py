@@ -66,6 +66,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
         self.value_sets: list[M.ValueSet] = []
+        self._named_types: dict[str, set[int]] | None = None  # type name -> the declarations naming it
         self.deferred: list[P4Error] = []  # errors raised only if nothing else is wrong (limits of BMv2's)
         self.pending_actions = []
         self.pending_functions: list[ActionInfo] = []
@@ -251,7 +252,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
-            if t.width % 8:  # a limit of BMv2's, reported (as p4c does) once the rest is checked
+            if t.width % 8 and self.type_is_used(d):  # a limit of BMv2's, reported (as p4c does) last
                 self.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
                                            "a whole number of bytes (add padding bits)"))
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
@@ -262,6 +263,17 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                                   "write the struct's fields into the header")
         self.type_names[d.name] = t
         self.struct_types.append(t)
+
+    def type_is_used(self, d: A.StructLike) -> bool:
+        """Whether a type other than ``d`` or a declaration names ``d`` (p4c leaves unused
+        types out of what BMv2 sees, so BMv2's limits do not apply to them)."""
+        if self._named_types is None:
+            self._named_types = {}
+            for x in self.program.decls:
+                for n in A.walk(x):
+                    if isinstance(n, A.NamedType):
+                        self._named_types.setdefault(n.name, set()).add(id(x))
+        return bool(self._named_types.get(d.name, set()) - {id(d)})
 
     def wire_struct(self, t: Type) -> bool:
         """A struct that can be a header field: only bit<W>, int<W>, bool, serializable

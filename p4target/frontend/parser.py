@@ -45,7 +45,10 @@ class Parser:
     # ------------------------------------------------------------ helpers
     @property
     def tok(self) -> Token:
-        return self.toks[self.pos]
+        t = self.toks[self.pos]
+        if t.kind == "bad":  # only an annotation's free-form body may hold it
+            raise error(t.loc, f"unexpected character {t.text!r}; remove it")
+        return t
 
     def peek(self, k: int = 1) -> Token:
         return self.toks[min(self.pos + k, len(self.toks) - 1)]
@@ -92,33 +95,37 @@ class Parser:
             name = self.tok.text
             self.pos += 1
             body, args = "", []
-            if self.at("(") and self.tok.loc.line == at.loc.line:
-                start = self.expect("(")
-                depth = 1
-                parts: list[Token] = []
-                while depth:
-                    t = self.tok
-                    if t.kind == "eof":
-                        raise error(start.loc, f"unterminated annotation @{name}; add ')'")
-                    if t.text in ("(", "[", "{") and t.kind == "op":
-                        depth += 1
-                    elif t.text in (")", "]", "}") and t.kind == "op":
-                        depth -= 1
-                        if depth == 0:
-                            self.pos += 1
-                            break
-                    parts.append(t)
-                    self.pos += 1
+            if (self.at("(") or self.at("[")) and self.tok.loc.line == at.loc.line:
+                parts = self.annotation_body(name)
                 body = " ".join(p.text for p in parts)
                 for p in parts:
                     if p.kind == "str":
                         args.append(p.value)
                     elif p.kind == "num":
                         args.append(p.value[2])  # type: ignore[index]  # a number token's value is (width, signed, value)
-            elif self.at("["):
-                raise unsupported(self.tok.loc, "a structured annotation", "use @name(args)")
             out.append(A.Annotation(name, body, args, at.loc))
         return out
+
+    def annotation_body(self, name: str) -> list[Token]:
+        """The tokens between an annotation's parentheses (free form, P4_16 18.1) or
+        brackets (a structured annotation, kept as text), nested brackets balanced."""
+        start = self.expect(self.tok.text)
+        close = ")" if start.text == "(" else "]"
+        depth = 1
+        parts: list[Token] = []
+        while True:
+            t = self.toks[self.pos]  # not self.tok: the body may hold any character
+            if t.kind == "eof":
+                raise error(start.loc, f"unterminated annotation @{name}; add '{close}'")
+            if t.text in ("(", "[", "{") and t.kind == "op":
+                depth += 1
+            elif t.text in (")", "]", "}") and t.kind == "op":
+                depth -= 1
+                if depth == 0:
+                    self.pos += 1
+                    return parts
+            parts.append(t)
+            self.pos += 1
 
     # ------------------------------------------------------------ program
     def program(self) -> A.Program:
