@@ -102,6 +102,8 @@ class ExpressionCompiler(CompilerContext):
             if isinstance(t, EnumT):
                 raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
             return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]  # an int/bit constant: const is an int
+        if isinstance(t, BitT) and isinstance(vt, EnumT) and vt.underlying == t:
+            return v.code  # a serializable enum converts to its underlying type (P4_16 8.3)
         if isinstance(t, BitT) and isinstance(vt, BitT):
             if t == vt:
                 return v.code
@@ -305,6 +307,11 @@ class ExpressionCompiler(CompilerContext):
 
     def unify(self, left: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
         lt, rt = left.type, r.type
+        # a serializable enum next to a bit<W> value is its underlying type (P4_16 8.3)
+        if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, BitT):
+            lt = lt.underlying
+        elif isinstance(rt, EnumT) and rt.underlying is not None and isinstance(lt, BitT):
+            rt = rt.underlying
         if isinstance(lt, IntT) and isinstance(rt, IntT):
             return left.code, r.code, lt
         if isinstance(lt, IntT) and isinstance(rt, BitT):

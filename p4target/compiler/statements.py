@@ -684,11 +684,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             unknown = [n for n in byname if n not in {p.name for p in params}]
             if unknown:
                 raise error(e.loc, f"no parameter named '{unknown[0]}'")
-            return [byname.get(p.name) for p in params]
+            return [byname[p.name] if p.name in byname else p.default for p in params]
         if len(e.args) > len(params):
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
-        return vals + [None] * (len(params) - len(vals))
+        return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
 
 
 def ast_nodes(node: object):

@@ -29,6 +29,10 @@ from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
+def is_packet_in(t: Type) -> bool:
+    return isinstance(t, ExternT) and t.name == "packet_in"
+
+
 MAX_DEPTH = 16  # instance nesting; p4c forbids recursive instantiation
 PARSER_STEP_LIMIT = 10_000
 SUB_REJECT = "s__sub_reject"
@@ -249,14 +253,14 @@ class SubBlockCompiler(CompilerContext):
             raise error(e.loc, "a control instance cannot be applied from a parser")
         if self.fn_kind == "action" or self.fn_kind == "function":
             raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
-        decl_params = [p for p in sub.decl.params
-                       if not (sub.kind == "parser" and self.resolve_type(p.type) == ExternT("packet_in"))]
+        decl_params = [p for p in sub.decl.params if not (sub.kind == "parser" and is_packet_in(self.resolve_type(p.type)))]
         args = self.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
                               decl_params)
-        if sub.kind == "parser":
+        if sub.kind == "parser":  # a parser may have no packet_in parameter (it extracts nothing)
             pk = [a for a in e.args if self.is_packet_arg(a)]
-            if len(pk) != 1:
-                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument")
+            if len(pk) != len(sub.decl.params) - len(decl_params):
+                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
+                            else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
         lv = self.tmp("L")
         self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
         outs: list[tuple[A.Expr, str]] = []

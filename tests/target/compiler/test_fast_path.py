@@ -71,6 +71,7 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/direct_apply.p4": False,  # sub-controls/parsers: general path only
     "tests/target/language/p4/named_args.p4": True,
     "tests/target/language/p4/value_sets.p4": True,
+    "tests/target/language/p4/defaults_enums.p4": True,
 }
 FRAMES = 10_000
 

@@ -1,14 +1,19 @@
-// Direct invocation of control and parser types: T.apply(args) with no instance declared.
+// Direct invocation of control and parser types: T.apply(args) with no instance declared;
+// parameters with default values, a parser without packet_in.
 #include <core.p4>
 #include <v1model.p4>
 
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
-header data_t { bit<8> a; bit<8> b; }
+header data_t { bit<8> a; bit<8> b; bit<8> q; }
 struct headers_t { ethernet_t eth; data_t d; }
 struct meta_t { }
 
 parser DataParser(packet_in pkt, out data_t d) {
     state start { pkt.extract(d); transition accept; }
+}
+
+parser Quarter(out bit<8> x, in bit<8> y = 20) {
+    state start { x = y >> 2; transition accept; }
 }
 
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -18,11 +23,12 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout stand
     }
     state data {
         DataParser.apply(pkt, hdr.d);
+        Quarter.apply(hdr.d.q);
         transition accept;
     }
 }
 
-control AddOne(inout bit<8> x) { apply { x = x + 1; } }
+control AddOne(inout bit<8> x, in bit<8> n = 1) { apply { x = x + n; } }
 
 control Lookup(inout bit<8> x) {
     action set(bit<8> v) { x = v; }
