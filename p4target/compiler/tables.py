@@ -253,9 +253,9 @@ class TableCompiler(CompilerContext):
         size = 1024
         if "size" in props:
             size = self.const_int(props["size"].value, "table size")
-        impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"))
-        counters = self.instance_prop(props.get("counters"), ("direct_counter",))
-        meters = self.instance_prop(props.get("meters"), ("direct_meter",))
+        impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"), name)
+        counters = self.instance_prop(props.get("counters"), ("direct_counter",), name)
+        meters = self.instance_prop(props.get("meters"), ("direct_meter",), name)
         has_sel = any(k.match_kind == "selector" for k in keys)
         impl_kind = next((x.kind for x in self.externs if x.name == impl), None)
         if has_sel and impl_kind != "action_selector":
@@ -394,13 +394,19 @@ class TableCompiler(CompilerContext):
                 self.params_used.add(y.split(" = ")[0])
         return True
 
-    def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...]) -> str | None:
+    def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...], table: str) -> str | None:
+        """The instance a table property names; an instance written in place
+        (``implementation = action_profile(128)``) is declared here, named as p4c names
+        it: after the property's @name, else after the table."""
         if p is None:
             return None
         e = p.value
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.name in kinds:
+            inst = A.Instance(table, e.loc, p.annotations, A.NamedType(e.func.loc, e.func.name), e.args)
+            self.declare_instance(inst, None, self.scope.child())
+            return qualify(None, table, p.annotations)
         if not isinstance(e, A.Name):
-            raise unsupported(p.loc, f"an inline {'/'.join(kinds)} instance",
-                              "declare the instance in the control and name it here")
+            raise unsupported(p.loc, f"this {'/'.join(kinds)} expression", "name an instance or construct one here")
         sym = self.scope.lookup(e.name)
         if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:
             raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")

@@ -72,6 +72,7 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/named_args.p4": True,
     "tests/target/language/p4/value_sets.p4": True,
     "tests/target/language/p4/defaults_enums.p4": True,
+    "tests/target/language/p4/inline_profiles.p4": True,
 }
 FRAMES = 10_000
 
