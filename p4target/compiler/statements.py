@@ -310,7 +310,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
         """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
-        side effects (a call) is evaluated before the right-hand side, and only once;
+        a call is evaluated before the right-hand side, and only once;
         a plain one is read when the value is stored (p4c's SideEffectOrdering, so
         BMv2's order). A compound assignment evaluates its left-hand side once: every
         run-time index is fixed first, then ``lhs = lhs op rhs``."""
@@ -328,7 +328,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
         if isinstance(e, A.Index):
             obj = self.freeze_lvalue(e.obj, every_index)
-            if not (every_index or self.has_effects(e.index)):
+            # an index with a call (even a pure function's) is evaluated first, as p4c's
+            # SideEffectOrdering does with every call
+            if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
                 return A.Index(e.loc, obj, e.index)
             iv = self.value(e.index)
             if iv.const is not None:

@@ -549,7 +549,7 @@ class Parser:
                     entry_keys = ks.items if isinstance(ks, A.ListExpr) else [ks]
                     self.expect(":")
                     act = self.postfix()
-                    self.annotations()
+                    ea += self.annotations()  # an entry's annotations may also follow its action
                     self.expect(";")
                     entries.append(A.EntryDecl(entry_keys, act, prio, ea, eloc))
                 self.expect("}")
