@@ -42,6 +42,29 @@ SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
              "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
              "checksum_error", "parser_error", "priority")
 
+def reaches_an_end(d: A.ParserDecl) -> bool:
+    """Whether some path of states from ``start`` ends in accept or reject (a select
+    without a default case may end in reject: no case matched)."""
+    states = {s.name: s for s in d.states}
+    seen, todo = set(), ["start"]
+    while todo:
+        name = todo.pop()
+        if name in ("accept", "reject") or name not in states:
+            return True  # an unknown state is reported where it is named
+        if name in seen:
+            continue
+        seen.add(name)
+        tr = states[name].transition
+        if tr is None or tr.state is not None:
+            todo.append(tr.state if tr is not None and tr.state is not None else "reject")
+            continue
+        cases = [c.state for c in tr.cases]
+        if not any(isinstance(c.keyset, A.DefaultExpr) for c in tr.cases):
+            return True
+        todo.extend(cases)
+    return False
+
+
 class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
                       ModuleAssembler):
     def __init__(self, program: A.Program, source: Path):
@@ -312,8 +335,12 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def declare_action(self, d: A.ActionDecl, control: str | None, scope: Scope) -> ActionInfo:
         p4name = qualify(control, d.name, d.annotations)
         info = ActionInfo(p4name, d.name, d, pyident("a", p4name), control, scope=scope)
-        self.actions[p4name] = info
         scope.define(d.name, Sym("action", None, info.pyfunc, obj=info), d.loc)
+        other = self.actions.get(p4name)
+        if other is not None and other.decl is not d:
+            raise error(d.loc, f"'{p4name}' is also the control-plane name of the action at {other.decl.loc}; "
+                        "give one of them another @name")
+        self.actions[p4name] = info
         # body generated when the enclosing block is compiled
         self.pending_actions.append((info, scope))
         return info
@@ -581,6 +608,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 raise error(s.loc, f"state '{s.name}' is predefined; choose another name")
         if "start" not in names:
             raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
+        if not reaches_an_end(d):
+            raise error(d.loc, f"parser {d.name} never reaches accept or reject from start; add a transition "
+                        "to accept")
         self.state_funcs = {s.name: pyident("s", d.name, s.name) for s in d.states}
         self.state_lines: dict[str, list[str]] = {}
         for s in d.states:

@@ -263,6 +263,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
+        if self.fn_kind == "action":
+            raise error(s.loc, "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses "
+                        "it): use if/else")
         v = self.expr(s.expr)
         is_action_run = v.sym is not None and v.sym.kind == "action_run"
         key = self.tmp("sw")

@@ -41,6 +41,22 @@ def pasteable(body: list[str]) -> bool:
     return True
 
 
+def plain_key(e: A.Expr) -> bool:
+    """A key p4c names after its text: a name, a field, a constant index or slice of
+    one, ``isValid()`` of one; any other expression needs an @name."""
+    if isinstance(e, A.Name):
+        return True
+    if isinstance(e, A.Member):
+        return plain_key(e.obj)
+    if isinstance(e, A.Index):
+        return isinstance(e.index, A.IntLit) and plain_key(e.obj)
+    if isinstance(e, A.Slice):
+        return plain_key(e.obj)
+    if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid" and not e.args:
+        return plain_key(e.func.obj)
+    return False
+
+
 def inline_body(a: ActionInfo) -> list[str] | None:
     """An action's generated body, unindented to the helper's level, to paste in a
     table helper after ``ap_<param>, ... = a``; None when it is long, returns, or
@@ -177,14 +193,17 @@ class TableCompiler(CompilerContext):
                 width, code = 1, f"int({v.code})"
             elif isinstance(kt, BitT):
                 width, code = kt.width, (v.code if not kt.signed else f"({v.code} & {kt.mask:#x})")
-            elif isinstance(kt, ErrorT):
+            elif isinstance(kt, (ErrorT, EnumT)):  # p4c gives BMv2 errors and plain enums 32 bits
                 width, code = 32, v.code
             else:
                 raise error(k.expr.loc, f"table key '{expr_text(k.expr)}' has type {v.type}; keys must "
                             "be bit<W>, int<W>, bool or a serializable enum")
+            if name_anno(k.annotations) is None and not plain_key(k.expr):
+                raise error(k.loc, f"key {expr_text(k.expr)} is an expression; give it a control-plane "
+                            "name with @name(\"...\") (p4c requires one)")
             kname = name_anno(k.annotations) or expr_text(k.expr)
             keys.append(M.KeyField(kname, width, k.match_kind, anno_strs(k.annotations)))
-            key_types.append(kt if not isinstance(kt, ErrorT) else BitT(32))
+            key_types.append(kt if not isinstance(kt, (ErrorT, EnumT)) else BitT(32))
             (sel_codes if k.match_kind == "selector" else key_codes).append(code)
         return keys, key_codes, sel_codes, key_types
 
@@ -349,6 +368,10 @@ class TableCompiler(CompilerContext):
             for a in args:
                 if a.value is None:
                     raise unsupported(a.loc, "a '_' argument in a table's action list", "pass a value")
+                if any(isinstance(n, A.Call) and isinstance(n.func, A.Member) and n.func.name == "apply"
+                       for n in A.walk(a.value)):
+                    raise error(a.loc, "a table applied in an action's argument; BMv2 cannot do that (p4c-bm2-ss "
+                                "refuses it): apply the table before")
             info.bound[name] = [a.value for a in args]  # type: ignore[misc]  # '_' arguments refused just above
 
     def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:

@@ -716,13 +716,7 @@ class Parser:
         loc = self.expect("for").loc
         self.expect("(")
         if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().text == "in":
-            var = self.tok  # for (x in ...): an existing variable takes each value
-            self.pos += 2
-            it = self.expression()
-            if self.accept(".."):
-                it = A.Range(it.loc, it, self.expression())
-            self.expect(")")
-            return A.ForIn(loc, None, var.text, it, self.statement())
+            raise error(self.peek().loc, f"a for-in loop declares its variable: for (bit<W> {self.tok.text} in ...)")
         if self.starts_type() and self._decl_ahead():
             save = self.pos
             ty = self.type_ref()

@@ -116,6 +116,23 @@ CASES = [
      dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; NoAction; } }",
           apply="switch (t.apply().action_run) { default: { meta.m8 = 1; } default: { meta.m8 = 2; } }"),
      "switch (", "switch has multiple 'default' labels; keep one"),
+    # what p4c (or its BMv2 back end) refuses too
+    ("switch-in-action", dict(ingress_locals="action b() { switch (meta.m8) { 1: { } } }"), "switch (meta",
+     "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses it): use if/else"),
+    ("two-actions-one-name", dict(ingress_locals='@name("a") action b() { }'), "b() { }", None),
+    ("table-in-action-argument",
+     dict(ingress_locals="table u { key = { meta.m8: exact; } actions = { NoAction; } } "
+                         "action c(in bit<8> x) { meta.m16 = (bit<16>)x; } "
+                         "table t { key = { meta.m8: exact; } actions = { c(u.apply().hit ? 8w1 : 8w2); } }"),
+     "u.apply().hit ?", "a table applied in an action's argument; BMv2 cannot do that (p4c-bm2-ss refuses it): "
+     "apply the table before"),
+    ("key-expression-unnamed", dict(ingress_locals="table t { key = { meta.m8 + 1: exact; } actions = { a; } }"),
+     "meta.m8 + 1", 'key meta.m8 + 1 is an expression; give it a control-plane name with @name("...") '
+     "(p4c requires one)"),
+    ("parser-without-end", dict(start="transition start;"), "P(packet_in",
+     "parser P never reaches accept or reject from start; add a transition to accept"),
+    ("for-in-untyped", dict(apply="bit<8> i = 0; for (i in 1 .. 3) { }"), "in 1 .. 3",
+     "a for-in loop declares its variable: for (bit<W> i in ...)"),
     # p4c reports its errors in source order, BMv2's byte-aligned headers last
     ("header-bytes-last", dict(decls="header odd_t { bit<7> x; } struct holder_t { odd_t o; }", apply="meta.m8 = missing;"), "missing",
      "unknown name 'missing'; declare it before use"),
@@ -255,7 +272,8 @@ def test_include_dirs_are_searched(p4file, tmp_path) -> None:
 
 def test_a_parser_loop_that_consumes_nothing_times_out(p4file) -> None:
     from p4target import Switch
-    text = program(start="transition spin; } state spin { transition spin;")
+    # accept is reachable (p4c refuses a parser that never reaches it), never reached: m8 stays 0
+    text = program(start="transition spin; } state spin { transition select(meta.m8) { 1: accept; default: spin; }")
     sw = Switch.load(p4file(text))
     # inject returns: the frame goes on to ingress (egress_spec 0) on the parser-error path
     assert sw.inject(0, bytes(range(20))) == [(0, bytes(range(20)))]

@@ -33,3 +33,28 @@ def test_an_integer_is_not_an_enum(refusal) -> None:
 def test_p4c_accepts_it_with_the_same_names(p4c_names) -> None:
     theirs, ours = p4c_names(PROG)
     assert ours == theirs
+
+
+def test_a_plain_enum_is_a_32_bit_key(tmp_path: Path) -> None:
+    """p4c gives BMv2 a plain enum as bit<32> holding the member's position."""
+    from p4target import Switch
+    from p4target.runtime.entries import Exact
+
+    text = PROG.read_text().replace("struct meta_t { bit<8> m; }", "enum Color { Red, Green }\n"
+                                    "struct meta_t { bit<8> m; Color color; }")
+    text = text.replace("    apply {\n        sm.egress_spec = 2;",
+                        "    action paint(bit<8> v) { hdr.d.m = v; }\n"
+                        "    table by_color { key = { meta.color: exact; } actions = { paint; NoAction; } }\n"
+                        "    apply {\n        sm.egress_spec = 2;")
+    text = text.replace("        hdr.d.m = meta.m;\n", "        hdr.d.m = meta.m;\n        meta.color = Color.Green;\n"
+                        "        by_color.apply();\n")
+    assert "by_color.apply();" in text and "Color color;" in text
+    prog = tmp_path / "enum_key.p4"
+    prog.write_text(text)
+    sw = Switch.load(prog)
+    (key,) = sw.model.table("MyIngress.by_color").keys
+    assert (key.name, key.bitwidth) == ("meta.color", 32)
+    sw.table_add("MyIngress.by_color", {"meta.color": Exact(1)}, "MyIngress.paint", {"v": 9})
+    frame = bytes.fromhex("000000000002000000000001123410000000cafe")
+    (port, out), = sw.inject(1, frame)
+    assert out[14:18] == bytes([0x13, 0x49, 0x03, 9])
