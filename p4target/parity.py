@@ -58,6 +58,8 @@ class Figures:
     errors_rejected: int = 0
     errors_internal: list[tuple[str, str]] = field(default_factory=list)
     errors_accepted: list[str] = field(default_factory=list)
+    errors_p4c_rejects: int = 0
+    errors_rejected_of_p4c: int = 0
     errors_with_line: int = 0
     errors_same_line: int = 0
     other_line: list[tuple[str, str]] = field(default_factory=list)
@@ -219,6 +221,8 @@ def measure(checkout: Path, cache: Path, jobs: int, limit: int, p4c: str) -> Fig
 
 def _count_error(fig: Figures, p: Path, mine: Outcome, theirs: Outcome, testdata: Path) -> None:
     fig.errors += 1
+    fig.errors_p4c_rejects += theirs.verdict != "accepted"
+    fig.errors_rejected_of_p4c += theirs.verdict != "accepted" and mine.verdict == "rejected"
     name = str(p.relative_to(testdata))
     if mine.verdict == "internal":
         fig.errors_internal.append((name, mine.message.splitlines()[0] if mine.message else ""))
@@ -244,8 +248,10 @@ def report(fig: Figures, verbose: bool) -> str:
         f"samples: v1model programs p4c accepts: {fig.samples}; accepted here: "
         f"{_share(fig.samples_accepted, fig.samples)}",
         f"errors: v1model/core programs: {fig.errors}; rejected here: {_share(fig.errors_rejected, fig.errors)}; "
-        f"internal errors: {len(fig.errors_internal)}; accepted: {len(fig.errors_accepted)}; first error on "
-        f"p4c's line: {_share(fig.errors_same_line, fig.errors_with_line)} (of those p4c places on a line)",
+        f"of the {fig.errors_p4c_rejects} p4c rejects: {_share(fig.errors_rejected_of_p4c, fig.errors_p4c_rejects)}; "
+        f"internal errors: {len(fig.errors_internal)}; accepted: {len(fig.errors_accepted)}",
+        f"errors: first error on p4c's line: {_share(fig.errors_same_line, fig.errors_with_line)} (of those "
+        "p4c places on a line)",
         f"stf: programs whose STF passes on BMv2 in p4c's suite: {fig.stf}; pass here: "
         f"{_share(fig.stf_passed, fig.stf)}",
     ]
