@@ -42,14 +42,18 @@ def pasteable(body: list[str]) -> bool:
 
 
 def plain_key(e: A.Expr) -> bool:
-    """A key p4c names after its text: a name, a field, a constant index or slice of
-    one, ``isValid()`` of one; any other expression needs an @name."""
+    """A key p4c names after its text: a name, a field, an element or slice of one,
+    ``isValid()`` of one, one masked with a constant (BMv2 takes the mask); any other
+    expression needs an @name."""
     if isinstance(e, A.Name):
         return True
     if isinstance(e, A.Member):
         return plain_key(e.obj)
+    if isinstance(e, A.Binary) and e.op == "&":
+        return (plain_key(e.left) and isinstance(e.right, A.IntLit)) or (
+            plain_key(e.right) and isinstance(e.left, A.IntLit))
     if isinstance(e, A.Index):
-        return isinstance(e.index, A.IntLit) and plain_key(e.obj)
+        return plain_key(e.obj)
     if isinstance(e, A.Slice):
         return plain_key(e.obj)
     if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid" and not e.args:

@@ -244,6 +244,14 @@ def test_an_unused_header_may_have_any_width(p4file) -> None:
     assert compile_file(p4file(program(decls="header odd_t { bit<7> x; }"))) is not None
 
 
+def test_keys_p4c_names_without_an_annotation(p4file) -> None:
+    """A field, a slice of one, one masked with a constant: no @name needed (p4c neither)."""
+    text = program(ingress_locals="table t { key = { meta.m8 & 0x0f: ternary; hdr.eth.src[7:0]: exact; "
+                                  "hdr.eth.isValid(): exact; } actions = { a; } }", apply="t.apply();")
+    keys = [k.name for k in compile_file(p4file(text)).model.table("I.t").keys]
+    assert keys == ["meta.m8 & 0x0f", "hdr.eth.src[7:0]", "hdr.eth.isValid()"]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
