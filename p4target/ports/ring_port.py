@@ -20,12 +20,12 @@ import logging
 import socket
 import struct
 
-from p4target.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
-from p4target.offloads import VNET_HDR_LEN
-from p4target.packet_ring import TX_DATA_OFFSET, RxRing, TxRing, ring_layout, rx_slot_size
-from p4target.socket_port import SocketPort
+from p4target.ports.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
+from p4target.ports.offloads import VNET_HDR_LEN
+from p4target.ports.packet_ring import TX_DATA_OFFSET, RxRing, TxRing, ring_layout, rx_slot_size
+from p4target.ports.socket_port import SocketPort
 
-log = logging.getLogger("p4target.netio")  # one logger for the ports and their loop
+log = logging.getLogger("p4target.ports.netio")  # one logger for the ports and their loop
 
 ETH_HLEN = 14
 RX_RING_FRAMES = 4096  # slots per port (2 KB each at MTU 1500: 8 MB of kernel memory): a burst the
