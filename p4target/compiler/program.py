@@ -177,61 +177,79 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             raise error(Loc(str(self.source), end, 1), "the program has no 'main'; add "
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
-    def declare(self, d: object) -> None:  # noqa: C901 — one case per top-level declaration kind
+    def declare(self, d: object) -> None:
+        """Declare one top-level declaration (its kind's ``_declare_*`` method)."""
         self.last_loc = getattr(d, "loc", self.last_loc)
-        if isinstance(d, A.ErrorDecl):
-            for n, _loc in d.members:
-                if n not in self.errors_by_name:
-                    self.errors_by_name[n] = len(self.errors_by_name)
-        elif isinstance(d, A.MatchKindDecl):
-            self.match_kinds.update(n for n, _ in d.members)
-        elif isinstance(d, A.TypedefDecl):
-            self.check_new_name(d.name, d.loc)
-            self.type_names[d.name] = self.resolve_type(d.type)
-        elif isinstance(d, A.StructLike):
-            self.declare_struct(d)
-        elif isinstance(d, A.EnumDecl):
-            self.declare_enum(d)
-        elif isinstance(d, A.ConstDecl):
-            self.declare_const(d, self.global_scope)
-        elif isinstance(d, A.ExternDecl):
-            self.extern_decls[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.ExternFunc):
-            self.global_scope.names[d.name] = Sym("function", None, obj=d)
-        elif isinstance(d, A.ActionDecl):
-            self.declare_action(d, None, self.global_scope)
-        elif isinstance(d, A.ParserDecl):
-            self.check_new_block(d.name, d.loc)
-            if not d.is_type:
-                self.parsers[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.ControlDecl):
-            self.check_new_block(d.name, d.loc)
-            if not d.is_type:
-                self.controls[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.PackageDecl):
-            self.check_new_block(d.name, d.loc)
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.Instance):
-            if isinstance(d.type, A.NamedType) and d.type.name == "V1Switch":
-                if d.name != "main":
-                    raise error(d.loc, "the V1Switch instance must be called 'main'")
-                self.main = d
-            else:
-                self.declare_instance(d, None, self.global_scope)
-        elif isinstance(d, A.FunctionDecl):
-            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
-            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
-            self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
-            self.pending_functions.append(info)
-        elif isinstance(d, A.VarDecl):
-            raise error(d.loc, "global variables are not allowed in P4; declare a const or "
-                        "move the variable into a control")
-        else:
+        how = getattr(self, f"_declare_{type(d).__name__}", None)
+        if how is None:
             raise unsupported(getattr(d, "loc", Loc(str(self.source), 1, 1)),
                               f"top-level {type(d).__name__}", "remove it")
+        how(d)
+
+    def _declare_ErrorDecl(self, d: A.ErrorDecl) -> None:
+        for n, _loc in d.members:
+            if n not in self.errors_by_name:
+                self.errors_by_name[n] = len(self.errors_by_name)
+
+    def _declare_MatchKindDecl(self, d: A.MatchKindDecl) -> None:
+        self.match_kinds.update(n for n, _ in d.members)
+
+    def _declare_TypedefDecl(self, d: A.TypedefDecl) -> None:
+        self.check_new_name(d.name, d.loc)
+        self.type_names[d.name] = self.resolve_type(d.type)
+
+    def _declare_StructLike(self, d: A.StructLike) -> None:
+        self.declare_struct(d)
+
+    def _declare_EnumDecl(self, d: A.EnumDecl) -> None:
+        self.declare_enum(d)
+
+    def _declare_ConstDecl(self, d: A.ConstDecl) -> None:
+        self.declare_const(d, self.global_scope)
+
+    def _declare_ExternDecl(self, d: A.ExternDecl) -> None:
+        self.extern_decls[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_ExternFunc(self, d: A.ExternFunc) -> None:
+        self.global_scope.names[d.name] = Sym("function", None, obj=d)
+
+    def _declare_ActionDecl(self, d: A.ActionDecl) -> None:
+        self.declare_action(d, None, self.global_scope)
+
+    def _declare_ParserDecl(self, d: A.ParserDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        if not d.is_type:
+            self.parsers[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_ControlDecl(self, d: A.ControlDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        if not d.is_type:
+            self.controls[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_PackageDecl(self, d: A.PackageDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_Instance(self, d: A.Instance) -> None:
+        if isinstance(d.type, A.NamedType) and d.type.name == "V1Switch":
+            if d.name != "main":
+                raise error(d.loc, "the V1Switch instance must be called 'main'")
+            self.main = d
+        else:
+            self.declare_instance(d, None, self.global_scope)
+
+    def _declare_FunctionDecl(self, d: A.FunctionDecl) -> None:
+        info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
+        info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
+        self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
+        self.pending_functions.append(info)
+
+    def _declare_VarDecl(self, d: A.VarDecl) -> None:
+        raise error(d.loc, "global variables are not allowed in P4; declare a const or "
+                    "move the variable into a control")
 
     def check_new_block(self, name: str, loc: Loc) -> None:
         """Refuse a parser, control or package whose name is already a type.

@@ -481,7 +481,7 @@ class TableCompiler(CompilerContext):
             vals.append(int(val))
         return name, tuple(vals), aloc
 
-    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],  # noqa: C901 — the entries property's options, then one check per entry field
+    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],
                       key_types: list[Type], info: TableInfo, t: A.TableDecl) -> tuple[M.ConstEntry, ...]:
         p = props["entries"]
         entries: list[A.EntryDecl] = p.value
@@ -506,27 +506,7 @@ class TableCompiler(CompilerContext):
         if not p.is_const:
             self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
                                  "'entries' as const entries (the control plane cannot change them)")
-        # priorities as p4c's EntryPriorities pass assigns them
-        prios: list[int | None] = []
-        n = len(entries)
-        current = 0
-        annotated = self.annotated_priorities(entries, explicit) if needs_prio else None
-        for i, ent in enumerate(entries):
-            if not needs_prio:
-                prios.append(None)
-            elif annotated is not None:
-                prios.append(annotated[i])
-            elif not explicit:
-                prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
-            else:
-                if ent.priority is not None:
-                    current = self.const_int(ent.priority, "entry priority")
-                    if current < 1:
-                        raise error(ent.priority.loc, "entry priorities must be >= 1")
-                elif current < 1:
-                    raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
-                prios.append(current)
-                current = current - delta if largest_wins else current + delta
+        prios = self.entry_priorities(entries, explicit, largest_wins, delta) if needs_prio else [None] * len(entries)
         out = []
         for ent, prio in zip(entries, prios, strict=False):
             if len(ent.keys) != len(keys):
@@ -537,6 +517,29 @@ class TableCompiler(CompilerContext):
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
+
+    def entry_priorities(self, entries: list[A.EntryDecl], explicit: list[A.EntryDecl], largest_wins: bool,
+                         delta: int) -> list[int | None]:
+        """The entries' priorities as p4c's EntryPriorities pass assigns them (the
+        table's keys use priorities): ``@priority``, ``priority =``, else by position."""
+        annotated = self.annotated_priorities(entries, explicit)
+        if annotated is not None:
+            return list(annotated)
+        n = len(entries)
+        if not explicit:
+            return [(n - i - 1) * delta + 1 if largest_wins else 1 + i * delta for i in range(n)]
+        prios: list[int | None] = []
+        current = 0
+        for ent in entries:
+            if ent.priority is not None:
+                current = self.const_int(ent.priority, "entry priority")
+                if current < 1:
+                    raise error(ent.priority.loc, "entry priorities must be >= 1")
+            elif current < 1:
+                raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
+            prios.append(current)
+            current = current - delta if largest_wins else current + delta
+        return prios
 
     def annotated_priorities(self, entries: list[A.EntryDecl],
                              explicit: list[A.EntryDecl]) -> list[int] | None:

@@ -30,7 +30,7 @@ log = logging.getLogger("p4target.ports.netio")  # one logger for the ports and 
 ETH_HLEN = 14
 RX_RING_FRAMES = 4096  # slots per port (2 KB each at MTU 1500: 8 MB of kernel memory): a burst the
 # switch cannot take at once waits here, as in the 4 MB socket buffer of the plain path
-# (a 5,000-frame burst of 1 KB frames: 1,024 slots let 1,088 through, 4,096 let 4,408)
+# (how much of a burst fewer slots lose: docs/target.md and bench/fabric_net.py)
 TX_RING_FRAMES = 256
 RX_RING_BYTES = 8 << 20  # at most, per port, by default (fewer slots for jumbo MTUs)
 
