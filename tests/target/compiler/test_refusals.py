@@ -133,6 +133,8 @@ CASES = [
      "parser P never reaches accept or reject from start; add a transition to accept"),
     ("for-in-untyped", dict(apply="bit<8> i = 0; for (i in 1 .. 3) { }"), "in 1 .. 3",
      "a for-in loop declares its variable: for (bit<W> i in ...)"),
+    ("static-assert", dict(decls='const bool ok = static_assert(V1MODEL_VERSION < 20000101, "too new");'),
+     "static_assert(V1", "static_assert failed: too new"),
     # p4c reports its errors in source order, BMv2's byte-aligned headers last
     ("header-bytes-last", dict(decls="header odd_t { bit<7> x; } struct holder_t { odd_t o; }", apply="meta.m8 = missing;"), "missing",
      "unknown name 'missing'; declare it before use"),
@@ -250,6 +252,12 @@ def test_keys_p4c_names_without_an_annotation(p4file) -> None:
                                   "hdr.eth.isValid(): exact; } actions = { a; } }", apply="t.apply();")
     keys = [k.name for k in compile_file(p4file(text)).model.table("I.t").keys]
     assert keys == ["meta.m8 & 0x0f", "hdr.eth.src[7:0]", "hdr.eth.isValid()"]
+
+
+def test_static_assert_that_holds_is_true(p4file) -> None:
+    text = program(decls='const bool ok = static_assert(V1MODEL_VERSION >= 20160101, "old");',
+                   apply="static_assert(ok); if (static_assert(true)) { meta.m8 = 1; }")
+    assert compile_file(p4file(text)) is not None
 
 
 def test_missing_file() -> None:
