@@ -35,10 +35,6 @@ extern packet_out {
 /* Stop the parser with an error when the condition is false. */
 extern void verify(in bool check, in error toSignal);
 
-/* A compile-time check: the program is refused when ``check`` is false. */
-extern bool static_assert(bool check, string message);
-extern bool static_assert(bool check);
-
 /* The action that does nothing. */
 @noWarn("unused")
 action NoAction() {}
@@ -49,5 +45,9 @@ match_kind {
     ternary,
     lpm
 }
+
+/* A compile-time check: the program is refused when ``check`` is false. */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
 
 #endif
