@@ -233,6 +233,8 @@ class ExpressionCompiler(CompilerContext):
         if not isinstance(base.type, StackT):
             raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
+        if isinstance(idx.type, EnumT) and idx.type.underlying is not None:  # a serializable enum: its value
+            idx = V(idx.code, idx.type.underlying, idx.const)
         if idx.const is not None:
             i = int(idx.const)
             if not 0 <= i < base.type.size:

@@ -260,6 +260,16 @@ def test_static_assert_that_holds_is_true(p4file) -> None:
     assert compile_file(p4file(text)) is not None
 
 
+def test_a_serializable_enum_indexes_a_stack(p4file) -> None:
+    from p4target import Switch
+    text = program(decls="enum bit<2> Slot { A = 0, B = 1 }\nheader item_t { bit<8> v; }\nstruct s_t { item_t[2] st; }",
+                   ingress_locals="s_t s;",
+                   apply="Slot k = Slot.B; s.st[k].setValid(); s.st[k].v = 3; s.st[Slot.A].v = 5; "
+                         "hdr.eth.ether_type = (bit<16>)s.st[k].v;")
+    frame = bytes(12) + b"\x08\x00" + b"rest"
+    assert Switch.load(p4file(text)).inject(0, frame) == [(0, bytes(12) + b"\x00\x03" + b"rest")]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
