@@ -296,8 +296,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if t.width % 8 and self.type_is_used(d):  # a limit of BMv2's, reported (as p4c does) last
                 self.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
                                            "a whole number of bytes (add padding bits)"))
-            if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
-                raise unsupported(d.loc, "a header with more than one varbit field", "use one")
+            if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:  # placed at the first, as p4c does
+                first = next(f for f, (_, ft) in zip(d.fields, t.fields, strict=True) if isinstance(ft, VarbitT))
+                raise unsupported(first.loc, "a header with more than one varbit field", "use one")
             if any(isinstance(ft, VarbitT) for _, ft in t.fields) and any(
                     isinstance(ft, StructT) for _, ft in t.fields):
                 raise unsupported(d.loc, "a header with both a varbit field and a struct-typed field",

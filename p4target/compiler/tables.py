@@ -498,15 +498,18 @@ class TableCompiler(CompilerContext):
         if explicit and p.is_const:
             raise error(explicit[0].loc, "a table with 'const entries' cannot have entry priorities "
                         "(as in p4c); remove 'priority=' or the const")
-        if explicit and not needs_prio:
-            raise error(explicit[0].loc, f"table {t.name} has only exact/lpm keys, which do not use "
-                        "priorities; remove 'priority='")
+        if explicit and not needs_prio:  # placed at the keys, as p4c places it
+            raise error(props["key"].loc if "key" in props else t.loc, f"table {t.name} has only exact/lpm "
+                        f"keys, which do not use priorities; remove 'priority=' (line {explicit[0].loc.line})")
+        if entries and not keys:
+            raise error(t.loc, f"table {t.name} has entries but no key; remove the entries or add a key")
         if explicit and entries[0].priority is None:
             raise error(entries[0].loc, "the first entry must have a priority when others do")
         if not p.is_const:
             self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
                                  "'entries' as const entries (the control plane cannot change them)")
-        prios = self.entry_priorities(entries, explicit, largest_wins, delta) if needs_prio else [None] * len(entries)
+        prios = self.entry_priorities(t, entries, explicit, largest_wins, delta) if needs_prio \
+            else [None] * len(entries)
         out = []
         for ent, prio in zip(entries, prios, strict=False):
             if len(ent.keys) != len(keys):
@@ -518,8 +521,8 @@ class TableCompiler(CompilerContext):
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
 
-    def entry_priorities(self, entries: list[A.EntryDecl], explicit: list[A.EntryDecl], largest_wins: bool,
-                         delta: int) -> list[int | None]:
+    def entry_priorities(self, t: A.TableDecl, entries: list[A.EntryDecl], explicit: list[A.EntryDecl],
+                         largest_wins: bool, delta: int) -> list[int | None]:
         """The entries' priorities as p4c's EntryPriorities pass assigns them (the
         table's keys use priorities): ``@priority``, ``priority =``, else by position."""
         annotated = self.annotated_priorities(entries, explicit)
@@ -535,8 +538,9 @@ class TableCompiler(CompilerContext):
                 current = self.const_int(ent.priority, "entry priority")
                 if current < 1:
                     raise error(ent.priority.loc, "entry priorities must be >= 1")
-            elif current < 1:
-                raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
+            elif current < 1:  # placed at the table, as p4c places it
+                raise error(t.loc, f"table {t.name}: the implied priority of the entry at line {ent.loc.line} "
+                            "is below 1; give it one")
             prios.append(current)
             current = current - delta if largest_wins else current + delta
         return prios

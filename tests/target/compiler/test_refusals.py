@@ -135,6 +135,14 @@ CASES = [
      "a for-in loop declares its variable: for (bit<W> i in ...)"),
     ("static-assert", dict(decls='const bool ok = static_assert(V1MODEL_VERSION < 20000101, "too new");'),
      "static_assert(V1", "static_assert failed: too new"),
+    # placed where p4c places them
+    ("priorities-without-ternary-key",
+     dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; } entries = { priority=5: 1: a(1); } }"),
+     "key = { meta.m8: exact; } actions = { a; } entries", None),
+    ("entries-without-key", dict(ingress_locals="table t { actions = { a; } const entries = { _ : a(1); } }"),
+     "t { actions", "table t has entries but no key; remove the entries or add a key"),
+    ("two-varbit-fields", dict(decls="header v_t { varbit<8> x; varbit<8> y; } struct hv_t { v_t v; }"),
+     "x; varbit<8> y", None),
     # p4c reports its errors in source order, BMv2's byte-aligned headers last
     ("header-bytes-last", dict(decls="header odd_t { bit<7> x; } struct holder_t { odd_t o; }", apply="meta.m8 = missing;"), "missing",
      "unknown name 'missing'; declare it before use"),
