@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
@@ -38,7 +39,7 @@ from p4target.p4runtime.translate import (
     table_action,
     table_args,
 )
-from p4target.runtime.entries import Group, Member
+from p4target.runtime.entries import Exact, Group, Lpm, Member, Optional, Range, Ternary
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from p4target.runtime.switch import Switch
@@ -622,6 +623,50 @@ def _write_digest(sw: Switch, st: PipelineState, op: int, d: p4runtime_pb2.Diges
     st.digest_configs[d.digest_id] = cfg
 
 
+def _write_value_set(sw: Switch, st: PipelineState, op: int, v: p4runtime_pb2.ValueSetEntry) -> None:
+    """A parser value set's members, all replaced at once (P4Runtime 9.5: MODIFY only)."""
+    if op != MODIFY:
+        raise invalid("value set entries can only be modified (use MODIFY)")
+    info = st.schema.value_sets.get(v.value_set_id)
+    if info is None:
+        raise invalid(f"value set id {v.value_set_id} is not in the P4Info")
+    name = info.preamble.name
+    fields = {f.id: f for f in info.match}
+    members = []
+    for m in v.members:
+        given = {fm.field_id: fm for fm in m.match}
+        unknown = sorted(set(given) - set(fields))
+        if unknown:
+            raise invalid(f"value set '{name}' has no match field {unknown[0]}")
+        members.append([_value_set_field(f, given.get(f.id), name) for f in info.match])
+    _call(sw.value_set_set, name, members)
+
+
+def _value_set_field(f: p4info_pb2.MatchField, fm: p4runtime_pb2.FieldMatch | None, vs: str) -> Any:
+    """One field of a value set member as a match value; a field left out matches anything
+    (a ternary, range or optional one) and is refused for an exact or lpm one."""
+    what = f"value set '{vs}' field {f.name or f.id}"
+    full = (1 << f.bitwidth) - 1
+    kind = fm.WhichOneof("field_match_type") if fm is not None else None
+    if fm is None or kind is None:
+        if f.match_type in (p4info_pb2.MatchField.EXACT, p4info_pb2.MatchField.LPM):
+            raise invalid(f"{what} is {p4info_pb2.MatchField.MatchType.Name(f.match_type).lower()}: give it a value")
+        return Range(0, full) if f.match_type == p4info_pb2.MatchField.RANGE else Ternary(0, 0)
+    if kind == "exact":
+        return Exact(bytestrings.decode(fm.exact.value, f.bitwidth, what))
+    if kind == "ternary":
+        return Ternary(bytestrings.decode(fm.ternary.value, f.bitwidth, what),
+                       bytestrings.decode(fm.ternary.mask, f.bitwidth, what))
+    if kind == "lpm":
+        return Lpm(bytestrings.decode(fm.lpm.value, f.bitwidth, what), fm.lpm.prefix_len)
+    if kind == "range":
+        return Range(bytestrings.decode(fm.range.low, f.bitwidth, what),
+                     bytestrings.decode(fm.range.high, f.bitwidth, what))
+    if kind == "optional":
+        return Optional(bytestrings.decode(fm.optional.value, f.bitwidth, what))
+    raise invalid(f"{what}: a {kind} match is not supported")
+
+
 def _unsupported(what: str):
     def handler(sw, st, op, msg):
         raise P4RTError(UNIMPLEMENTED, f"writing {what} is not supported by the embedded target")
@@ -640,6 +685,6 @@ _HANDLERS: dict[str, Callable[[Any, PipelineState, int, Any], None]] = {
     "direct_meter_entry": _write_direct_meter,
     "packet_replication_engine_entry": _write_pre,
     "digest_entry": _write_digest,
-    "value_set_entry": _unsupported("value set entries"),
+    "value_set_entry": _write_value_set,
     "extern_entry": _unsupported("extern entries"),
 }
