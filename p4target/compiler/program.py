@@ -376,7 +376,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             return 1
         if isinstance(t, EnumT) and t.underlying is not None:
             return t.underlying.width
-        if isinstance(t, ErrorT):
+        if isinstance(t, (ErrorT, EnumT)):  # p4c gives BMv2 errors and plain enums 32 bits
             return 32
         raise unsupported(loc, f"a field of type {t} here", "use bit<W>")
 

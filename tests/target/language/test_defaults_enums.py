@@ -58,3 +58,21 @@ def test_a_plain_enum_is_a_32_bit_key(tmp_path: Path) -> None:
     frame = bytes.fromhex("000000000002000000000001123410000000cafe")
     (port, out), = sw.inject(1, frame)
     assert out[14:18] == bytes([0x13, 0x49, 0x03, 9])
+
+
+def test_a_plain_enum_in_a_digest_is_its_position(tmp_path: Path) -> None:
+    """As a key, a plain enum field of a digest is 32 bits holding the member's position."""
+    from p4target import Switch
+
+    text = PROG.read_text().replace("struct meta_t { bit<8> m; }", "enum Color { Red, Green, Blue }\n"
+                                    "struct meta_t { bit<8> m; }\nstruct note_t { Color c; bit<8> m; }")
+    text = text.replace("        hdr.d.m = meta.m;\n", "        hdr.d.m = meta.m;\n"
+                        "        digest<note_t>(1, { Color.Blue, hdr.d.m });\n")
+    assert "digest<note_t>" in text
+    prog = tmp_path / "enum_digest.p4"
+    prog.write_text(text)
+    sw = Switch.load(prog)
+    (d,) = sw.model.digests
+    assert [(f.name, f.bitwidth) for f in d.fields] == [("c", 32), ("m", 8)]
+    sw.inject(1, bytes.fromhex("000000000002000000000001123410000000cafe"))
+    assert sw.digests() == [("note_t", (2, 5))]
