@@ -41,6 +41,18 @@ def pasteable(body: list[str]) -> bool:
     return True
 
 
+def register_cell(d: A.Instance, t: ExternT) -> BitT:
+    """The type of a register's cells: ``bit<W>``/``int<W>``, a serializable enum's underlying one."""
+    if not t.args:
+        raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
+    et = t.args[0]
+    if isinstance(et, EnumT) and et.underlying is not None:  # cells hold the underlying value
+        et = et.underlying
+    if not isinstance(et, BitT):
+        raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
+    return et
+
+
 def plain_key(e: A.Expr) -> bool:
     """A key p4c names after its text: a name, a field, an element or slice of one,
     ``isValid()`` of one, one masked with a constant (BMv2 takes the mask); any other
@@ -119,11 +131,7 @@ class TableCompiler(CompilerContext):
             ext = M.Extern("direct_meter", name, unit=enum_name(0, "MeterType"), annotations=annos,
                            location=loc)
         elif kind == "register":
-            if not t.args:
-                raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
-            et = t.args[0]
-            if not isinstance(et, BitT):
-                raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
+            et = register_cell(d, t)
             info.elem_type = et
             ext = M.Extern("register", name, size=cint(0, "size"), bitwidth=et.width,
                            annotations=annos, location=loc)

@@ -76,3 +76,18 @@ def test_a_plain_enum_in_a_digest_is_its_position(tmp_path: Path) -> None:
     assert [(f.name, f.bitwidth) for f in d.fields] == [("c", 32), ("m", 8)]
     sw.inject(1, bytes.fromhex("000000000002000000000001123410000000cafe"))
     assert sw.digests() == [("note_t", (2, 5))]
+
+
+def test_a_register_of_a_serializable_enum_holds_its_values(tmp_path: Path) -> None:
+    from p4target import Switch
+
+    text = PROG.read_text().replace("    action sum(", "    register<Kind>(2) kinds;\n    action sum(")
+    text = text.replace("        hdr.d.m = meta.m;\n", "        hdr.d.m = meta.m;\n        kinds.write(1, Kind.B);\n")
+    assert "kinds.write(1, Kind.B);" in text
+    prog = tmp_path / "enum_register.p4"
+    prog.write_text(text)
+    sw = Switch.load(prog)
+    (reg,) = [e for e in sw.model.externs if e.kind == "register"]
+    assert reg.bitwidth == 8
+    sw.inject(1, bytes.fromhex("000000000002000000000001123410000000cafe"))
+    assert (sw.register_read("MyIngress.kinds", 0), sw.register_read("MyIngress.kinds", 1)) == (0, 2)
