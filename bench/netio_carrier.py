@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from p4target.compiler import compile_file  # noqa: E402
 from p4target.device import Device  # noqa: E402
-from p4target.netio import NetIO  # noqa: E402
+from p4target.ports.netio import NetIO  # noqa: E402
 
 
 def _until(pred, timeout: float = 10.0) -> float:

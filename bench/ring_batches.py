@@ -62,9 +62,9 @@ class _Rings:
     """A NetIO whose ports' transmit rings are on lo, for ``_transmit`` alone."""
 
     def __init__(self, ports: int) -> None:
-        from p4target.linux_net import open_transmit_socket
-        from p4target.netio import NetIO
-        from p4target.packet_ring import TxRing, ring_layout
+        from p4target.ports.linux_net import open_transmit_socket
+        from p4target.ports.netio import NetIO
+        from p4target.ports.packet_ring import TxRing, ring_layout
 
         self.nio = NetIO(object(), {p: f"bench{p}" for p in range(1, ports + 1)})
         self.rings = {p: TxRing(open_transmit_socket("lo"), ring_layout(2048, 256)) for p in range(1, ports + 1)}
@@ -97,7 +97,7 @@ def bench_transmit() -> None:
 
 
 def bench_empty_read() -> None:
-    from p4target.packet_ring import RxRing, ring_layout
+    from p4target.ports.packet_ring import RxRing, ring_layout
 
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_UNUSED))
     ring = RxRing(sock, ring_layout(2048, 256))

@@ -37,8 +37,8 @@ def settle_heap() -> None:
     A compile leaves hundreds of thousands of long-lived objects (the program's model,
     generated code, tables). Without this, the first full collection afterwards,
     which the allocations of the first large P4Runtime write or of the first busy
-    second of traffic trigger, walks all of them: about 15 ms on a 1,000-entry nic.p4
-    write that otherwise takes 10. ``gc.freeze`` moves the survivors to the permanent
+    second of traffic trigger, walks all of them, which takes longer than a 1,000-entry
+    nic.p4 write itself. ``gc.freeze`` moves the survivors to the permanent
     generation; unfreezing first lets a replaced pipeline's cycles be collected.
     """
     gc.unfreeze()

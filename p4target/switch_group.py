@@ -408,7 +408,7 @@ class SwitchGroup:
         """Compile each program once, make every device and open every port; raises
         ``P4Error`` naming the switch, with everything opened so far closed again."""
         from p4target.device import Device
-        from p4target.netio import NetIO
+        from p4target.ports.netio import NetIO
 
         from concurrent.futures import ThreadPoolExecutor
 

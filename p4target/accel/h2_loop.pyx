@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """gRPC's HTTP/2 framing on nghttp2, driven by one epoll loop thread (see h2_server.py).
 
-Why C here: a gRPC server on grpcio's core spends 85-130 us of CPU on an empty unary
-call with this project's client; nghttp2, a C HTTP/2 library, spends about 25 us on
-the same exchange (docs/p4runtime.md). This module is only the wire: connections,
+Why C here: a gRPC server on grpcio's core spends several times the CPU on an empty
+unary call with this project's client that nghttp2, a C HTTP/2 library, spends on
+the same exchange (figures in docs/p4runtime.md). This module is only the wire: connections,
 HTTP/2 sessions, gRPC's 5-byte message framing, compression of requests, status
 trailers. What a call means (its handler, its thread) is h2_server's, which this
 loop calls back on its own thread:
@@ -631,8 +631,8 @@ cdef long _ns_since(timespec *start) noexcept nogil:
 
 cdef int _spin_wait(int ep, epoll_event *events, int most, long spin_ns, int timeout_ms) noexcept nogil:
     """epoll_wait that polls for ``spin_ns`` first, yielding the CPU between polls, then
-    blocks. Why: on a VM a thread that blocks is woken 50-200 us after its socket is
-    readable (the idle vCPU must be scheduled again); a client that sends its next
+    blocks. Why: on a VM a thread that blocks is woken well after its socket is
+    readable (the idle vCPU must be scheduled again first); a client that sends its next
     request within that window gets its answer that much sooner. sched_yield lets any
     other runnable thread of the CPU (the switch's packet loop) go first."""
     cdef timespec start

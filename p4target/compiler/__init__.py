@@ -18,6 +18,7 @@ from p4target import optional_accel
 from p4target.compiler import fastgen
 from p4target.compiler.fastgen import FastSource, build_fast
 from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.source_order import earlier_error, unused_block_error
 from p4target.errors import P4Error
 from p4target.frontend.lexer import tokenize
 from p4target.frontend.parser import parse_tokens
@@ -120,7 +121,13 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
         lines = preprocess(path, tuple(Path(d) for d in include_dirs), dict(defines or {}))
         program = parse_tokens(tokenize(lines))
         compiler = ProgramCompiler(program, path)
-        source, model, errors = compiler.compile()
+        try:
+            source, model, errors = compiler.compile()
+        except P4Error as exc:
+            raise (earlier_error(program, path, exc) or exc) from None
+        unused = unused_block_error(program, path)
+        if unused is not None:
+            raise unused
         # the fast path is generated when the first switch needs it (FAST_PATH is read now)
         fast = partial(build_fast, program, path) if fastgen.FAST_PATH else None
         compiled = CompiledProgram(model, source, errors, path, fast)

@@ -29,7 +29,7 @@ _FAIL = re.compile(r"^        raise ParserError\(\d+, pos\)$")
 class ModuleAssembler(CompilerContext):
     """Mixin of the program compiler (module text)."""
 
-    def inline_parser(self) -> list[str] | None:  # noqa: C901 — one pass over the state graph; each check refuses a shape it cannot inline
+    def inline_parser(self) -> list[str] | None:
         """The parser as straight-line code for Pipeline.parse (16-space indent), when
         its state graph is acyclic and every state function has the shape gen_state
         gives it (body, then ``if C: return S, pos`` cases, then ``return S, pos`` or
@@ -38,87 +38,22 @@ class ModuleAssembler(CompilerContext):
         (a state reached on several paths is repeated), accept/reject fall through
         to the end of the parse, as the loop does when a state returns None."""
         by_func = {f: n for n, f in self.state_funcs.items()}
-        states: dict[str, tuple[list[str], list[tuple[str, str]], str]] = {}
+        states: dict[str, _State] = {}
         for name, lines in self.state_lines.items():
-            if len(lines) < 3 or not lines[0].startswith("    def ") or not lines[1].startswith('        """'):
+            shape = _state_shape(lines)
+            if shape is None:
                 return None
-            body = [x for x in lines[2:] if x.strip()]
-            if not body:
-                return None
-            final = body.pop()
-            if not (_GOTO.match(final) or _FAIL.match(final)):
-                return None
-            cases: list[tuple[str, str]] = []
-            while body and _CASE.match(body[-1]):
-                m = _CASE.match(body.pop())
-                cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]  # _CASE matched this line just above
-            for x in body:
-                if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
-                    return None
-            states[self.state_funcs[name]] = (body, cases, final)
-
-        def targets(f: str) -> list[str]:
-            _, cases, final = states[f]
-            out = [t for _, t in cases]
-            m = _GOTO.match(final)
-            if m:
-                out.append(m.group(1))
-            return [t for t in out if t != "None"]
-
-        for f in states:
-            for t in targets(f):
-                if t not in by_func:
-                    return None
-        # acyclic? (depth-first search from the start state)
-        color: dict[str, int] = {}
-
-        def cyclic(f: str, depth: int) -> bool:
-            if depth > INLINE_PARSER_MAX_DEPTH:
-                return True
-            color[f] = 1
-            for t in targets(f):
-                c = color.get(t, 0)
-                if c == 1 or (c == 0 and cyclic(t, depth + 1)):
-                    return True
-            color[f] = 2
-            return False
-
-        if cyclic(self.parser_start, 0):
+            states[self.state_funcs[name]] = shape
+        graph = _StateGraph(states)
+        if any(t not in by_func for f in states for t in graph.targets(f)):
             return None
-        out: list[str] = []
-
-        def emit(f: str, ind: str) -> None:
-            body, cases, final = states[f]
-            out.extend(ind + x[8:] for x in body)
-            m = _GOTO.match(final)
-            if not cases:
-                if m is None:
-                    out.append(ind + final[8:])
-                elif m.group(1) != "None":
-                    emit(m.group(1), ind)
-                return
-            for i, (cond, t) in enumerate(cases):
-                out.append(f"{ind}{'if' if i == 0 else 'elif'} {cond}:")
-                branch(t, ind + "    ")
-            out.append(ind + "else:")
-            if m is None:
-                out.append(ind + "    " + final[8:])
-            else:
-                branch(m.group(1), ind + "    ")
-            if len(out) > INLINE_PARSER_MAX_LINES:
-                raise OverflowError
-
-        def branch(t: str, ind: str) -> None:
-            n = len(out)
-            if t != "None":
-                emit(t, ind)
-            if len(out) == n:
-                out.append(ind + "pass")
-
+        if graph.cyclic(self.parser_start, 0):  # acyclic? (depth-first search from the start state)
+            return None
         try:
-            emit(self.parser_start, " " * 16)
+            graph.emit(self.parser_start, " " * 16)
         except OverflowError:
             return None
+        out = graph.out
         if not out:  # every state on the way to accept is empty: nothing to do
             out.append(" " * 16 + "pass")
         if len(out) > INLINE_PARSER_MAX_LINES:
@@ -344,3 +279,83 @@ class ModuleAssembler(CompilerContext):
         L += ["", "    return Pipeline()", ""]
         return "\n".join(L)
 
+
+_State = tuple[list[str], list[tuple[str, str]], str]  # body lines, (condition, target) cases, final line
+
+
+def _state_shape(lines: list[str]) -> _State | None:
+    """A state function as gen_state writes it, taken apart; None for another shape."""
+    if len(lines) < 3 or not lines[0].startswith("    def ") or not lines[1].startswith('        """'):
+        return None
+    body = [x for x in lines[2:] if x.strip()]
+    if not body:
+        return None
+    final = body.pop()
+    if not (_GOTO.match(final) or _FAIL.match(final)):
+        return None
+    cases: list[tuple[str, str]] = []
+    while body and _CASE.match(body[-1]):
+        m = _CASE.match(body.pop())
+        cases.insert(0, (m.group(1), m.group(2)))  # type: ignore[union-attr]  # _CASE matched this line just above
+    for x in body:
+        if not x.startswith("        ") or "return" in x or '"""' in x or x.rstrip().endswith("\\"):
+            return None
+    return body, cases, final
+
+
+class _StateGraph:
+    """The parser's states by function name: their successors, whether a loop is
+    reachable, and the straight-line code (``out``) that ``emit`` writes."""
+
+    def __init__(self, states: dict[str, _State]) -> None:
+        self.states = states
+        self.color: dict[str, int] = {}
+        self.out: list[str] = []
+
+    def targets(self, f: str) -> list[str]:
+        _, cases, final = self.states[f]
+        out = [t for _, t in cases]
+        m = _GOTO.match(final)
+        if m:
+            out.append(m.group(1))
+        return [t for t in out if t != "None"]
+
+    def cyclic(self, f: str, depth: int) -> bool:
+        if depth > INLINE_PARSER_MAX_DEPTH:
+            return True
+        self.color[f] = 1
+        for t in self.targets(f):
+            c = self.color.get(t, 0)
+            if c == 1 or (c == 0 and self.cyclic(t, depth + 1)):
+                return True
+        self.color[f] = 2
+        return False
+
+    def emit(self, f: str, ind: str) -> None:
+        body, cases, final = self.states[f]
+        out = self.out
+        out.extend(ind + x[8:] for x in body)
+        m = _GOTO.match(final)
+        if not cases:
+            if m is None:
+                out.append(ind + final[8:])
+            elif m.group(1) != "None":
+                self.emit(m.group(1), ind)
+            return
+        for i, (cond, t) in enumerate(cases):
+            out.append(f"{ind}{'if' if i == 0 else 'elif'} {cond}:")
+            self.branch(t, ind + "    ")
+        out.append(ind + "else:")
+        if m is None:
+            out.append(ind + "    " + final[8:])
+        else:
+            self.branch(m.group(1), ind + "    ")
+        if len(out) > INLINE_PARSER_MAX_LINES:
+            raise OverflowError
+
+    def branch(self, t: str, ind: str) -> None:
+        n = len(self.out)
+        if t != "None":
+            self.emit(t, ind)
+        if len(self.out) == n:
+            self.out.append(ind + "pass")

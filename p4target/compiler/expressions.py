@@ -102,6 +102,8 @@ class ExpressionCompiler(CompilerContext):
             if isinstance(t, EnumT):
                 raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
             return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]  # an int/bit constant: const is an int
+        if isinstance(t, BitT) and isinstance(vt, EnumT) and vt.underlying == t:
+            return v.code  # a serializable enum converts to its underlying type (P4_16 8.3)
         if isinstance(t, BitT) and isinstance(vt, BitT):
             if t == vt:
                 return v.code
@@ -153,20 +155,11 @@ class ExpressionCompiler(CompilerContext):
     def note_use(self, sym: Sym) -> None:
         """Hook: the program compiler records which parameters a function touches."""
 
-    def _e_Member(self, e: A.Member) -> V:  # noqa: C901 — one case per kind of object a member is taken of
+    def _e_Member(self, e: A.Member) -> V:
         base = self.expr(e.obj)
         bt = base.type
         if base.sym is not None and base.sym.kind == "type":
-            if isinstance(bt, ErrorT):
-                code = self.errors_by_name.get(e.name)
-                if code is None:
-                    raise error(e.loc, f"unknown error 'error.{e.name}'; declare it in an error {{}} block")
-                return lit(code, ErrorT())
-            if isinstance(bt, EnumT):
-                if e.name not in bt.members:
-                    raise error(e.loc, f"enum {bt.name} has no member '{e.name}'")
-                return V(repr(bt.members[e.name]), bt, bt.members[e.name])
-            raise error(e.loc, f"type {bt} has no member '{e.name}'")
+            return self.type_member(e, bt)
         if isinstance(bt, StructT):
             ft = bt.field_type(e.name)
             if ft is None:
@@ -174,40 +167,61 @@ class ExpressionCompiler(CompilerContext):
                             + ", ".join(n for n, _ in bt.fields))
             return V(f"{base.code}.{pyfield(e.name)}", ft)
         if isinstance(bt, StackT):
-            n = bt.size
-            if e.name == "size":
-                return lit(n, BitT(32))
-            if e.name in ("next", "last", "lastIndex") and self.fn_kind != "parser":
-                raise error(e.loc, f"'{e.name}' of a header stack can only be used in a parser "
-                            "(as in p4c); use an index or keep the value in metadata")
-            if e.name == "lastIndex":
-                return V(f"(({base.code}.nxt - 1) & 0xffffffff)", BitT(32))
-            if e.name == "nextIndex":
-                return V(f"{base.code}.nxt", BitT(32))
-            if e.name == "last":
-                if self.fn_kind == "parser":
-                    code = self.errors_by_name["StackOutOfBounds"]
-                    return V(f"{base.code}.last_in_parser(pos, {code})", bt.elem)
-                return V(f"{base.code}.at({base.code}.nxt - 1)", bt.elem)
-            if e.name == "next":
-                return V(f"{base.code}.at({base.code}.nxt)", bt.elem)
-            raise error(e.loc, f"header stack has no member '{e.name}'; use size, next, last, "
-                        "lastIndex, nextIndex, push_front, pop_front or [i]")
+            return self.stack_member(e, base, bt)
         if base.sym is not None and base.sym.kind == "tableresult":
-            if e.name == "hit":
-                return V(f"{base.code}[1]", BoolT())
-            if e.name == "miss":
-                return V(f"(not {base.code}[1])", BoolT())
-            if e.name == "action_run":
-                return V(f"{base.code}[0]", ObjT("action_run", ""), None,
-                         Sym("action_run", None, f"{base.code}[0]", obj=base.sym.obj))
-            raise error(e.loc, f"a table apply result has no member '{e.name}'; use hit, miss "
-                        "or action_run")
+            return self.table_result_member(e, base)
         if base.sym is not None and base.sym.kind in ("table", "instance", "packet_in",
                                                          "packet_out"):
             return V(base.code, ObjT("method", e.name), None,
                      Sym("method", None, base.code, obj=(base, e.name)))
         raise error(e.loc, f"'{expr_text(e.obj)}' of type {bt} has no member '{e.name}'")
+
+    def type_member(self, e: A.Member, bt: Type) -> V:
+        """``error.X`` or ``Enum.X``."""
+        if isinstance(bt, ErrorT):
+            code = self.errors_by_name.get(e.name)
+            if code is None:
+                raise error(e.loc, f"unknown error 'error.{e.name}'; declare it in an error {{}} block")
+            return lit(code, ErrorT())
+        if isinstance(bt, EnumT):
+            if e.name not in bt.members:
+                raise error(e.loc, f"enum {bt.name} has no member '{e.name}'")
+            return V(repr(bt.members[e.name]), bt, bt.members[e.name])
+        raise error(e.loc, f"type {bt} has no member '{e.name}'")
+
+    def stack_member(self, e: A.Member, base: V, bt: StackT) -> V:
+        """``s.size``, ``s.next``, ``s.last``, ``s.lastIndex``, ``s.nextIndex``."""
+        if e.name == "size":
+            return lit(bt.size, BitT(32))
+        if e.name in ("next", "last", "lastIndex") and self.fn_kind != "parser":
+            raise error(e.loc, f"'{e.name}' of a header stack can only be used in a parser "
+                        "(as in p4c); use an index or keep the value in metadata")
+        if e.name == "lastIndex":
+            return V(f"(({base.code}.nxt - 1) & 0xffffffff)", BitT(32))
+        if e.name == "nextIndex":
+            return V(f"{base.code}.nxt", BitT(32))
+        if e.name == "last":
+            if self.fn_kind == "parser":
+                code = self.errors_by_name["StackOutOfBounds"]
+                return V(f"{base.code}.last_in_parser(pos, {code})", bt.elem)
+            return V(f"{base.code}.at({base.code}.nxt - 1)", bt.elem)
+        if e.name == "next":
+            return V(f"{base.code}.at({base.code}.nxt)", bt.elem)
+        raise error(e.loc, f"header stack has no member '{e.name}'; use size, next, last, "
+                    "lastIndex, nextIndex, push_front, pop_front or [i]")
+
+    @staticmethod
+    def table_result_member(e: A.Member, base: V) -> V:
+        """``t.apply().hit``, ``.miss``, ``.action_run``."""
+        if e.name == "hit":
+            return V(f"{base.code}[1]", BoolT())
+        if e.name == "miss":
+            return V(f"(not {base.code}[1])", BoolT())
+        if e.name == "action_run":
+            return V(f"{base.code}[0]", ObjT("action_run", ""), None,
+                     Sym("action_run", None, f"{base.code}[0]", obj=base.sym.obj))  # type: ignore[union-attr]  # a table result's symbol (checked by the caller)
+        raise error(e.loc, f"a table apply result has no member '{e.name}'; use hit, miss "
+                    "or action_run")
 
     def _e_Index(self, e: A.Index) -> V:
         base = self.value(e.obj)
@@ -219,6 +233,8 @@ class ExpressionCompiler(CompilerContext):
         if not isinstance(base.type, StackT):
             raise error(e.loc, f"'{expr_text(e.obj)}' is not a header stack or tuple; only those can be indexed")
         idx = self.value(e.index)
+        if isinstance(idx.type, EnumT) and idx.type.underlying is not None:  # a serializable enum: its value
+            idx = V(idx.code, idx.type.underlying, idx.const)
         if idx.const is not None:
             i = int(idx.const)
             if not 0 <= i < base.type.size:
@@ -305,6 +321,11 @@ class ExpressionCompiler(CompilerContext):
 
     def unify(self, left: V, r: V, loc: Loc, op: str) -> tuple[str, str, Type]:
         lt, rt = left.type, r.type
+        # a serializable enum next to a bit<W> value is its underlying type (P4_16 8.3)
+        if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, BitT):
+            lt = lt.underlying
+        elif isinstance(rt, EnumT) and rt.underlying is not None and isinstance(lt, BitT):
+            rt = rt.underlying
         if isinstance(lt, IntT) and isinstance(rt, IntT):
             return left.code, r.code, lt
         if isinstance(lt, IntT) and isinstance(rt, BitT):
@@ -374,7 +395,7 @@ class ExpressionCompiler(CompilerContext):
         self.dedent()
         return V(t, ty)
 
-    def _e_Binary(self, e: A.Binary) -> V:  # noqa: C901 — one case per family of binary operators
+    def _e_Binary(self, e: A.Binary) -> V:
         op = e.op
         if op in ("&&", "||") and self.has_effects(e.right):
             return self.short_circuit(e)
@@ -404,19 +425,28 @@ class ExpressionCompiler(CompilerContext):
         if op in ("<<", ">>"):
             return self.shift(e, left, r, c)
         if op == "++":
-            lt, rt = left.type, r.type
-            if not isinstance(lt, BitT) or not isinstance(rt, BitT):
-                raise error(e.loc, f"'++' needs operands with a width (bit<W>/int<W>), not {lt} and {rt}; "
-                            "give literals a width such as 16w0")
-            rcode = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
-            lcode = left.code if not lt.signed else f"({left.code} & {lt.mask:#x})"
-            t = BitT(lt.width + rt.width, lt.signed)
-            code = f"(({lcode} << {rt.width}) | {rcode})"
-            if r.const == 0 and not rt.signed:  # x ++ 16w0: nothing to or in
-                code = f"({lcode} << {rt.width})"
-            if t.signed:
-                code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
-            return self.folded(code, t, c)
+            return self.concat(e, left, r, c)
+        return self.arith(e, left, r, c)
+
+    def concat(self, e: A.Binary, left: V, r: V, c: bool) -> V:
+        """``a ++ b``."""
+        lt, rt = left.type, r.type
+        if not isinstance(lt, BitT) or not isinstance(rt, BitT):
+            raise error(e.loc, f"'++' needs operands with a width (bit<W>/int<W>), not {lt} and {rt}; "
+                        "give literals a width such as 16w0")
+        rcode = r.code if not rt.signed else f"({r.code} & {rt.mask:#x})"
+        lcode = left.code if not lt.signed else f"({left.code} & {lt.mask:#x})"
+        t = BitT(lt.width + rt.width, lt.signed)
+        code = f"(({lcode} << {rt.width}) | {rcode})"
+        if r.const == 0 and not rt.signed:  # x ++ 16w0: nothing to or in
+            code = f"({lcode} << {rt.width})"
+        if t.signed:
+            code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
+        return self.folded(code, t, c)
+
+    def arith(self, e: A.Binary, left: V, r: V, c: bool) -> V:
+        """``+ - * / % & | ^ |+| |-|``."""
+        op = e.op
         if op not in ("+", "-", "*", "/", "%", "&", "|", "^", "|+|", "|-|"):
             raise unsupported(e.loc, f"operator '{op}'", "rewrite the expression")
         lc, rc, t = self.unify(left, r, e.loc, op)
@@ -500,31 +530,13 @@ class ExpressionCompiler(CompilerContext):
         v = self.value(e.expr)
         return self.cast(v, t, e.loc)
 
-    def cast(self, v: V, t: Type, loc: Loc) -> V:  # noqa: C901 — one case per pair of source and target type kinds
+    def cast(self, v: V, t: Type, loc: Loc) -> V:
         vt = v.type
         c = v.const is not None
         if isinstance(t, BitT):
-            if isinstance(vt, IntT):
-                return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]  # an int/bit constant: const is an int
-            if isinstance(vt, BoolT):
-                if t.width != 1 or t.signed:
-                    raise error(loc, f"cannot cast bool to {t}; only bit<1> holds a bool")
-                return self.folded(f"int({v.code})", t, c)
-            if isinstance(vt, EnumT) and vt.underlying is not None:
-                vt = vt.underlying
-            if isinstance(vt, BitT):
-                # int<W> -> int<V> sign-extends or wraps; bit -> bit zero-extends or
-                # truncates; a change of signedness reinterprets the bits at the new width.
-                h = 1 << (t.width - 1)
-                if vt.signed and t.signed:
-                    code = v.code if t.width >= vt.width else wrap_signed(v.code, t.width)
-                elif vt.signed:
-                    code = f"({v.code} & {t.mask:#x})"
-                elif t.signed:
-                    code = f"((({v.code}) & {t.mask:#x} ^ {h}) - {h})"
-                else:
-                    code = v.code if t.width >= vt.width else f"({v.code} & {t.mask:#x})"
-                return self.folded(code, t, c)
+            done = self.cast_to_bits(v, t, loc)
+            if done is not None:
+                return done
         if isinstance(t, BoolT):
             if isinstance(vt, BoolT):
                 return v
@@ -545,6 +557,33 @@ class ExpressionCompiler(CompilerContext):
         if type(t) is type(vt) and t == vt:
             return v
         raise error(loc, f"cannot cast {vt} to {t}")
+
+    def cast_to_bits(self, v: V, t: BitT, loc: Loc) -> V | None:
+        """``(bit<W>) v`` / ``(int<W>) v``, or None when ``v``'s type does not convert."""
+        vt = v.type
+        c = v.const is not None
+        if isinstance(vt, IntT):
+            return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]  # an int/bit constant: const is an int
+        if isinstance(vt, BoolT):
+            if t.width != 1 or t.signed:
+                raise error(loc, f"cannot cast bool to {t}; only bit<1> holds a bool")
+            return self.folded(f"int({v.code})", t, c)
+        if isinstance(vt, EnumT) and vt.underlying is not None:
+            vt = vt.underlying
+        if not isinstance(vt, BitT):
+            return None
+        # int<W> -> int<V> sign-extends or wraps; bit -> bit zero-extends or
+        # truncates; a change of signedness reinterprets the bits at the new width.
+        h = 1 << (t.width - 1)
+        if vt.signed and t.signed:
+            code = v.code if t.width >= vt.width else wrap_signed(v.code, t.width)
+        elif vt.signed:
+            code = f"({v.code} & {t.mask:#x})"
+        elif t.signed:
+            code = f"((({v.code}) & {t.mask:#x} ^ {h}) - {h})"
+        else:
+            code = v.code if t.width >= vt.width else f"({v.code} & {t.mask:#x})"
+        return self.folded(code, t, c)
 
     def in_order(self, items: list[tuple[A.Expr, Type, str]]) -> list[str]:
         """Codes of ``(expression, type, what)`` items evaluated left to right: where a

@@ -130,6 +130,17 @@ class ExternCallCompiler(CompilerContext):
         self.out_assign(self.arg(e, 0), code, None, e.loc, below)
         return None
 
+    def _x_static_assert(self, e: A.Call) -> V | None:
+        """``static_assert(check[, message])``: checked now; true when it holds."""
+        self.nargs(e, 1, 2)
+        check = self.value(self.arg(e, 0))
+        if not isinstance(check.type, BoolT) or check.const is None:
+            raise error(e.args[0].loc, "static_assert needs a bool known at compile time")
+        if not check.const:
+            message = self.value(self.arg(e, 1)).const if len(e.args) == 2 else None
+            raise error(e.loc, "static_assert failed" + (f": {message}" if message else ""))
+        return V("True", BoolT(), True)
+
     def _x_random(self, e: A.Call) -> V | None:
         self.nargs(e, 3)
         tt = self.lvalue_type(self.arg(e, 0))

@@ -198,7 +198,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             self._tail = self._find_tail() or False
         return self._tail or None
 
-    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:  # noqa: C901 — one pass over the deparser; each check refuses a shape the tail cannot take
+    def _find_tail(self) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | None:
         names = self.main_blocks()
         decls = {d.name: d for d in self.program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
         parser, dep = decls.get(names[0]), decls.get(names[-1])
@@ -213,6 +213,22 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                     and st.call.func.name == "emit" and len(st.call.args) == 1):
                 return None
             emits.append(place_of(st.call.args[0].value, dparams))
+        longest = self._longest_bytes_run(htype, emits)
+        pparams = {parser.params[1].name: "hdr"}
+        states = {st.name: st for st in parser.states}
+        # the run, or failing that the longest end of it that the parser extracts last
+        # (fabric.p4: its inner IPv6 header is followed by a verify, so UDP starts it)
+        for k in range(len(longest)):
+            tail = longest[k:]
+            starts = _TailStarts(states, pparams, tail).starts()
+            if starts is not None and not any(v == {True, False} for v in starts.values()):
+                return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
+        return None
+
+    def _longest_bytes_run(self, htype: Type | None,
+                           emits: list[tuple[str, ...] | None]) -> list[tuple[str, ...]]:
+        """The longest run of emitted headers kept as the frame's own bytes (the first
+        of equal ones): emitted once each, never invalidated."""
         inval = self.places.invalidated
 
         def frame_bytes(p: tuple[str, ...] | None) -> bool:
@@ -228,54 +244,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
                 runs[-1].append(p)  # type: ignore[arg-type]  # frame_bytes(p) holds only for a place
             elif runs[-1]:
                 runs.append([])
-        longest = max(runs, key=len)  # the longest run (the first of equal ones)
-        pparams = {parser.params[1].name: "hdr"}
-        states = {st.name: st for st in parser.states}
-
-        def starts_of(tail: list[tuple[str, ...]]) -> dict[tuple[str, ...], set[bool]] | None:
-            """For each header of ``tail``, whether its extract starts the tail (True),
-            follows another of it (False), or both; None when the parser does not
-            extract ``tail`` last, back to back, in emit order."""
-            starts: dict[tuple[str, ...], set[bool]] = {}
-            seen: set[tuple[str, int]] = set()
-
-            def walk(name: str, last: int) -> bool:
-                if name in ("accept", "reject") or (name, last) in seen:
-                    return True
-                seen.add((name, last))
-                st = states.get(name)
-                if st is None:
-                    return False
-                for x in st.stmts:
-                    if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
-                            and x.call.func.name in ("extract", "advance"):
-                        p = place_of(x.call.args[0].value, pparams) if x.call.args else None
-                        if x.call.func.name == "extract" and len(x.call.args) == 1 and p in tail:
-                            i = tail.index(p)
-                            if i <= last:
-                                return False
-                            starts.setdefault(p, set()).add(last < 0)
-                            last = i
-                        elif last >= 0:
-                            return False  # something else moves the parse inside the tail
-                    elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
-                        return False  # a call inside the tail, or an extract nested in a statement
-                tr = st.transition
-                if tr is None:
-                    return False
-                targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
-                return all(walk(t, last) for t in targets)
-
-            return starts if walk("start", -1) else None
-
-        # the run, or failing that the longest end of it that the parser extracts last
-        # (fabric.p4: its inner IPv6 header is followed by a verify, so UDP starts it)
-        for k in range(len(longest)):
-            tail = longest[k:]
-            starts = starts_of(tail)
-            if starts is not None and not any(v == {True, False} for v in starts.values()):
-                return tail, {p for p, v in starts.items() if v == {True}}, emits[-1] == tail[-1]
-        return None
+        return max(runs, key=len)
 
     @property
     def always_valid(self) -> set[tuple[str, ...]]:
@@ -541,3 +510,47 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
             lines += item.render(self) if isinstance(item, Init) else [item]
         self.uses_clock = self.uses_clock_given or any(p in self.names for p in _CLOCK)
         return "\n".join(lines)
+
+
+class _TailStarts:
+    """For each header of ``tail``, whether its extract starts the tail (True), follows
+    another of it (False), or both; None when the parser does not extract ``tail``
+    last, back to back, in emit order."""
+
+    def __init__(self, states: dict[str, A.ParserState], pparams: dict[str, str],
+                 tail: list[tuple[str, ...]]) -> None:
+        self.states = states
+        self.pparams = pparams
+        self.tail = tail
+        self.found: dict[tuple[str, ...], set[bool]] = {}
+        self.seen: set[tuple[str, int]] = set()
+
+    def starts(self) -> dict[tuple[str, ...], set[bool]] | None:
+        return self.found if self.walk("start", -1) else None
+
+    def walk(self, name: str, last: int) -> bool:
+        if name in ("accept", "reject") or (name, last) in self.seen:
+            return True
+        self.seen.add((name, last))
+        st = self.states.get(name)
+        if st is None:
+            return False
+        for x in st.stmts:
+            if isinstance(x, A.CallStmt) and isinstance(x.call.func, A.Member) \
+                    and x.call.func.name in ("extract", "advance"):
+                p = place_of(x.call.args[0].value, self.pparams) if x.call.args else None
+                if x.call.func.name == "extract" and len(x.call.args) == 1 and p in self.tail:
+                    i = self.tail.index(p)
+                    if i <= last:
+                        return False
+                    self.found.setdefault(p, set()).add(last < 0)
+                    last = i
+                elif last >= 0:
+                    return False  # something else moves the parse inside the tail
+            elif not isinstance(x, (A.Assign, A.VarDecl)) and (last >= 0 or not isinstance(x, A.CallStmt)):
+                return False  # a call inside the tail, or an extract nested in a statement
+        tr = st.transition
+        if tr is None:
+            return False
+        targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
+        return all(self.walk(t, last) for t in targets)

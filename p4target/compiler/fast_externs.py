@@ -9,6 +9,8 @@ at (``_GIVE_UP``, also what ``fast_prune`` prunes before).
 
 from __future__ import annotations
 
+from typing import Any
+
 from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
@@ -146,95 +148,105 @@ class FastExternCompiler(FastContext):
         return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"  # type: ignore[operator]  # base is set for a hash over frame bytes (the branch above)
 
     # ---- externs -------------------------------------------------------------------------
-    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:  # noqa: C901 — one case per extern kind and method
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
         inst = sym.obj
         kind = inst.kind
         x = sym.code
         if kind == "counter" and name == "count":
-            self.nargs(e, 1)
-            self.count_sites.append(x)
-            if self.fn_kind == "parser":  # a parser loop may count it again
-                self.count_sites.append(x)
-            for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
-                if line not in self.binds:
-                    self.binds.append(line)
-            size = inst.extern.size
-            iv = self.value(self.arg(e, 0))
-            first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
-            if self.ind == self.body_ind:
-                self.top_counted.add(x)
-            if iv.const is not None:  # the index is known here: so is whether it counts
-                if 0 <= int(iv.const) < size:
-                    self.out.append(CountSite(self.ind, x, str(iv.const)))
-                    if first:
-                        self.always_counted.add(x)
-                return None
-            code = self.index_arg(e, 0)
-            if code.isdigit():  # a constant action argument pasted in (inline_action)
-                if int(code) < size:
-                    self.out.append(CountSite(self.ind, x, code))
-                return None
-            top = self.max_value(self.arg(e, 0))
-            if top is not None and top < size:  # its type says it is in range
-                self.out.append(CountSite(self.ind, x, code))
-                if first:
-                    self.always_counted.add(x)
-                return None
-            i = self.tmp("ci")
-            self.emit(f"{i} = {code}")
-            check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
-            self.emit(f"if {check}:")
-            self.out.append(CountSite(self.ind + "    ", x, i))
-            return None
+            return self.counter_count(e, inst, x)
         if kind == "register" and name in ("read", "write"):
-            et = inst.elem_type
-            pend = self.reg_pending.setdefault(x, f"_reg_{x}")
-            line = f"{x}_c = {x}.cells"
-            if line not in self.binds:
-                self.binds.append(line)
-            at = 0 if name == "write" or len(e.args) == 1 else 1
-            riv = self.value(self.arg(e, at)) if len(e.args) > at else None
-            if riv is not None and riv.const is not None and len(e.args) == 2:
-                self.nargs(e, 2)
-                cell = int(riv.const)
-                inside = 0 <= cell < inst.extern.size
-                if inside:
-                    self.reg_const.setdefault(x, set()).add(cell)
-                if name == "write":
-                    val = self.expr_as(self.arg(e, 1), et, "register value")
-                    if inside:  # (outside: a write that does nothing)
-                        self.out.append(RegisterAccess(self.ind, x, cell, et.mask, value=val))
-                    return None
-                tmp = self.tmp("rv")
-                if inside:
-                    self.out.append(RegisterAccess(self.ind, x, cell, et.mask, tmp=tmp))
-                else:
-                    self.emit(f"{tmp} = 0")
-                below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
-                self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
-                return None
-            self.reg_dynamic.add(x)
-            ix = self.tmp("ix")
-            if name == "write":
-                self.nargs(e, 2)
-                self.emit(f"{ix} = {self.index_arg(e, 0)}")
-                val = self.expr_as(self.arg(e, 1), et, "register value")
-                self.emit(f"if 0 <= {ix} < {x}.size:")
-                self.emit(f"    if {pend} is None: {pend} = {{}}")
-                self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
-                return None
-            at = 0 if len(e.args) == 1 else 1
-            self.nargs(e, 1, 2)
-            self.emit(f"{ix} = {self.index_arg(e, at)}")
-            code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
-            if len(e.args) == 1:
-                return V(code, et)
-            self.out_assign(self.arg(e, 0), code, et, e.loc)
-            return None
+            return self.register_access(e, inst, x, name)
         if kind == "direct_counter" and name == "count":
             self.nargs(e, 0)
             return None  # the table counts the entry (DirectCounter.count does nothing)
         self.emit("return None")  # meters, direct meters
+        return None
+
+
+    def counter_count(self, e: A.Call, inst: Any, x: str) -> V | None:  # inst: the counter's InstanceInfo
+        """``c.count(i)``: a count site the deferred writer settles (fast_deferred.py)."""
+        self.nargs(e, 1)
+        self.count_sites.append(x)
+        if self.fn_kind == "parser":  # a parser loop may count it again
+            self.count_sites.append(x)
+        for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
+            if line not in self.binds:
+                self.binds.append(line)
+        size = inst.extern.size
+        iv = self.value(self.arg(e, 0))
+        first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
+        if self.ind == self.body_ind:
+            self.top_counted.add(x)
+        if iv.const is not None:  # the index is known here: so is whether it counts
+            if 0 <= int(iv.const) < size:
+                self.out.append(CountSite(self.ind, x, str(iv.const)))
+                if first:
+                    self.always_counted.add(x)
+            return None
+        code = self.index_arg(e, 0)
+        if code.isdigit():  # a constant action argument pasted in (inline_action)
+            if int(code) < size:
+                self.out.append(CountSite(self.ind, x, code))
+            return None
+        top = self.max_value(self.arg(e, 0))
+        if top is not None and top < size:  # its type says it is in range
+            self.out.append(CountSite(self.ind, x, code))
+            if first:
+                self.always_counted.add(x)
+            return None
+        i = self.tmp("ci")
+        self.emit(f"{i} = {code}")
+        check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
+        self.emit(f"if {check}:")
+        self.out.append(CountSite(self.ind + "    ", x, i))
+        return None
+
+    def register_access(self, e: A.Call, inst: Any, x: str, name: str) -> V | None:  # inst: the register's InstanceInfo
+        """``r.read(out, i)`` / ``r.write(i, v)``: a constant cell kept in a local until the
+        frame ends, another one through the pending writes of the frame."""
+        et = inst.elem_type
+        pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+        line = f"{x}_c = {x}.cells"
+        if line not in self.binds:
+            self.binds.append(line)
+        at = 0 if name == "write" or len(e.args) == 1 else 1
+        riv = self.value(self.arg(e, at)) if len(e.args) > at else None
+        if riv is not None and riv.const is not None and len(e.args) == 2:
+            self.nargs(e, 2)
+            cell = int(riv.const)
+            inside = 0 <= cell < inst.extern.size
+            if inside:
+                self.reg_const.setdefault(x, set()).add(cell)
+            if name == "write":
+                val = self.expr_as(self.arg(e, 1), et, "register value")
+                if inside:  # (outside: a write that does nothing)
+                    self.out.append(RegisterAccess(self.ind, x, cell, et.mask, value=val))
+                return None
+            tmp = self.tmp("rv")
+            if inside:
+                self.out.append(RegisterAccess(self.ind, x, cell, et.mask, tmp=tmp))
+            else:
+                self.emit(f"{tmp} = 0")
+            below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
+            self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+            return None
+        self.reg_dynamic.add(x)
+        ix = self.tmp("ix")
+        if name == "write":
+            self.nargs(e, 2)
+            self.emit(f"{ix} = {self.index_arg(e, 0)}")
+            val = self.expr_as(self.arg(e, 1), et, "register value")
+            self.emit(f"if 0 <= {ix} < {x}.size:")
+            self.emit(f"    if {pend} is None: {pend} = {{}}")
+            self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
+            return None
+        at = 0 if len(e.args) == 1 else 1
+        self.nargs(e, 1, 2)
+        self.emit(f"{ix} = {self.index_arg(e, at)}")
+        code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
+        if len(e.args) == 1:
+            return V(code, et)
+        self.out_assign(self.arg(e, 0), code, et, e.loc)
         return None
 
     def max_value(self, e: A.Expr) -> int | None:

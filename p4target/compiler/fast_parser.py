@@ -295,8 +295,7 @@ class FastParserCompiler(FastContext):
                 self.dedent()
                 self.spos = None  # (each case settled its own)
                 return
-            conds = [c for item, (kv, k) in zip(items, kvars, strict=False)
-                     if (c := self.keyset_cond(item, kv, k.type)) is not None]
+            conds = self.case_conds(case, kvars)
             self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
             first = False
             self.indent()

@@ -59,56 +59,14 @@ class Places:
     other_written: set[tuple[str, ...]] = field(default_factory=set)
 
 
-def written_places(program: A.Program, main_blocks: list[str]) -> Places:  # noqa: C901 — one walk over every statement kind of the program; its cases share the walk's state
+def written_places(program: A.Program, main_blocks: list[str]) -> Places:
     """What every statement of the program may assign: the fast path reads the other
     header fields straight from the header's bits (or its bytes in the frame)."""
     decls = {d.name: d for d in program.decls if isinstance(d, (A.ParserDecl, A.ControlDecl))}
     top_actions = [d for d in program.decls if isinstance(d, A.ActionDecl)]
-    places = Places()
-    out = places.written
+    walker = _PlaceWalker(Places())
     roots = (["", "hdr", "meta", "sm"], ["hdr", "meta"], ["hdr", "meta", "sm"], ["hdr", "meta", "sm"],
              ["hdr", "meta"], ["", "hdr"])
-
-    def walk(stmts: list[A.Stmt], params: dict[str, str]) -> None:  # noqa: C901 — one case per statement kind that may assign
-        for s in stmts:
-            if isinstance(s, A.Assign):
-                p = place_of(s.target, params)
-                if p is not None:
-                    out.add(p)
-                    zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
-                    (places.zero_written if zero else places.other_written).add(p)
-                p = place_of(s.value, params)
-                if p is not None:
-                    places.copied.add(p)
-            elif isinstance(s, A.VarDecl) or isinstance(s, A.Return):
-                pass
-            elif isinstance(s, A.Block):
-                walk(s.stmts, params)
-            elif isinstance(s, A.If):
-                walk([s.then] + ([s.other] if s.other is not None else []), params)
-            elif isinstance(s, A.Switch):
-                for c in s.cases:
-                    if c.body is not None:
-                        walk(c.body.stmts, params)
-            if isinstance(s, A.CallStmt):
-                # out/inout arguments only exist in call statements (a P4 function
-                # call inside an expression has no fast path; FastCompiler.assemble
-                # also checks that nothing read from a header's bits was assigned)
-                e = s.call
-                f = e.func
-                name = f.name if isinstance(f, (A.Member, A.Name)) else ""
-                if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
-                    p = place_of(f.obj, params)
-                    if p is not None:
-                        (places.revalidated if name == "setValid" else places.invalidated).add(p)
-                if name in READ_ONLY_CALLS:
-                    continue
-                for a in e.args:
-                    p = place_of(a.value, params)
-                    if p is not None:
-                        out.add(p)
-                        places.other_written.add(p)
-
     for name, roles in zip(main_blocks, roots, strict=False):
         d = decls.get(name)
         if d is None:
@@ -116,27 +74,79 @@ def written_places(program: A.Program, main_blocks: list[str]) -> Places:  # noq
         params = {p.name: r for p, r in zip(d.params, roles, strict=False) if r}
         if isinstance(d, A.ParserDecl):
             for st in d.states:
-                walk(st.stmts, params)
+                walker.walk(st.stmts, params)
         else:
-            if d.body is not None:
-                walk(d.body.stmts, params)
-            for x in d.locals:
-                if isinstance(x, A.ActionDecl):
-                    walk(x.body.stmts, params)
-                elif isinstance(x, A.TableDecl):
-                    # arguments an action list binds may be out/inout ones
-                    for prop in x.props:
-                        if prop.name == "actions":
-                            for item in prop.value:
-                                if isinstance(item.call, A.Call):
-                                    for a in item.call.args:
-                                        p = place_of(a.value, params)
-                                        if p is not None:
-                                            out.add(p)
-                                            places.other_written.add(p)
+            walker.control(d, params)
     for action in top_actions:
-        walk(action.body.stmts, {})
-    return places
+        walker.walk(action.body.stmts, {})
+    return walker.places
+
+
+class _PlaceWalker:
+    """The walk of written_places over statements, recording into ``places``."""
+
+    def __init__(self, places: Places) -> None:
+        self.places = places
+
+    def control(self, d: A.ControlDecl, params: dict[str, str]) -> None:
+        if d.body is not None:
+            self.walk(d.body.stmts, params)
+        for x in d.locals:
+            if isinstance(x, A.ActionDecl):
+                self.walk(x.body.stmts, params)
+            elif isinstance(x, A.TableDecl):
+                # arguments an action list binds may be out/inout ones
+                for prop in x.props:
+                    if prop.name == "actions":
+                        for item in prop.value:
+                            if isinstance(item.call, A.Call):
+                                self.written_args(item.call, params)
+
+    def walk(self, stmts: list[A.Stmt], params: dict[str, str]) -> None:
+        for s in stmts:
+            if isinstance(s, A.Assign):
+                self.assign(s, params)
+            elif isinstance(s, A.Block):
+                self.walk(s.stmts, params)
+            elif isinstance(s, A.If):
+                self.walk([s.then] + ([s.other] if s.other is not None else []), params)
+            elif isinstance(s, A.Switch):
+                for c in s.cases:
+                    if c.body is not None:
+                        self.walk(c.body.stmts, params)
+            elif isinstance(s, A.CallStmt):
+                self.call(s.call, params)
+
+    def assign(self, s: A.Assign, params: dict[str, str]) -> None:
+        places = self.places
+        p = place_of(s.target, params)
+        if p is not None:
+            places.written.add(p)
+            zero = s.op is None and isinstance(s.value, A.IntLit) and s.value.value == 0
+            (places.zero_written if zero else places.other_written).add(p)
+        p = place_of(s.value, params)
+        if p is not None:
+            places.copied.add(p)
+
+    def call(self, e: A.Call, params: dict[str, str]) -> None:
+        # out/inout arguments only exist in call statements (a P4 function call inside
+        # an expression has no fast path; FastCompiler.assemble also checks that
+        # nothing read from a header's bits was assigned)
+        f = e.func
+        name = f.name if isinstance(f, (A.Member, A.Name)) else ""
+        if name in ("setValid", "setInvalid") and isinstance(f, A.Member):
+            p = place_of(f.obj, params)
+            if p is not None:
+                (self.places.revalidated if name == "setValid" else self.places.invalidated).add(p)
+        if name not in READ_ONLY_CALLS:
+            self.written_args(e, params)
+
+    def written_args(self, e: A.Call, params: dict[str, str]) -> None:
+        for a in e.args:
+            p = place_of(a.value, params)
+            if p is not None:
+                self.places.written.add(p)
+                self.places.other_written.add(p)
 
 
 def places_in(node: object, params: dict[str, str]) -> Iterator[tuple[str, ...]]:

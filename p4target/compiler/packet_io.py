@@ -88,8 +88,23 @@ class PacketIOCompiler(CompilerContext):
     def has_varbit(self, t: StructT) -> bool:
         return any(isinstance(ft, VarbitT) for _, ft in t.fields)
 
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:  # noqa: C901 — one case per extract form (header, stack next, union member, varbit)
-        short = self.errors_by_name["PacketTooShort"]
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
+        h, t, sv = self.extract_place(target)
+        varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
+        x = self.tmp("x")
+        if varbits:
+            self.extract_varbit(t, h, x, varbits, length, loc)
+        else:
+            self.extract_fixed(t, h, x, length, loc)
+        if sv is None:
+            self.invalidate_union_siblings(target)
+        self.emit(f"{h}._v = True")
+        if sv is not None:
+            self.emit(f"{sv}.nxt += 1")
+
+    def extract_place(self, target: A.Expr) -> tuple[str, StructT, str | None]:
+        """Where ``extract(target)`` writes: (the header's local, its type, the stack's
+        local when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.value(target.obj).type, StackT)
         # s.next.m of a stack of header unions: member m of the next element
@@ -123,7 +138,7 @@ class PacketIOCompiler(CompilerContext):
                             "the member: extract(s.next.<member>)")
             else:
                 self.emit(f"{h} = {sv}.h[{sv}.nxt]")
-            stack_next = True
+            return h, t, sv
         else:
             self.check_lvalue(target)
             v = self.value(target)
@@ -132,59 +147,59 @@ class PacketIOCompiler(CompilerContext):
             t = v.type
             h = self.tmp("h")
             self.emit(f"{h} = {v.code}")
-        varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
-        x = self.tmp("x")
-        if varbits:
-            if length is None:
-                raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
-                            "extract(hdr, (bit<32>)bits)")
-            if len(varbits) > 1:
-                raise unsupported(loc, "a header with more than one varbit field", "use one")
-            vb = varbits[0]
-            lv = self.value(length)
-            if not isinstance(lv.type, (BitT, IntT)):
-                raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
-            vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
-            ln = self.tmp("len")
-            fixed = t.width - vmax
-            self.emit(f"{ln} = {lv.code}")
-            self.emit(f"if {ln} > {vmax}: raise ParserError({self.errors_by_name['HeaderTooShort']}, pos)")
-            self.emit(f"if ({ln} + {fixed}) & 7: raise ParserError("
-                      f"{self.errors_by_name['ParserInvalidArgument']}, pos)")
-            end = self.tmp("end")
-            self.emit(f"{end} = pos + (({ln} + {fixed}) >> 3)")
-            self.emit(f"if {end} > len(data): raise ParserError({short}, pos)")
-            self.emit(f"{x} = int.from_bytes(data[pos:{end}], 'big')")
-            after = 0
-            shifts: dict[str, str] = {}
-            for n, ft in reversed(t.fields):
-                if isinstance(ft, VarbitT):
-                    shifts[n] = str(after)
-                    continue
-                shifts[n] = f"{after} + {ln}" if _before(t, n, vb) else str(after)
-                after += ft.width if isinstance(ft, BitT) else 1
-            for n, ft in t.fields:
-                if isinstance(ft, VarbitT):
-                    self.emit(f"{h}.{pyfield(n)} = ({x} >> {shifts[n]}) & ((1 << {ln}) - 1)")
-                    self.emit(f"{h}._len_{n} = {ln}")
-                else:
-                    w = ft.width if isinstance(ft, BitT) else 1
-                    self.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
-            self.emit(f"pos = {end}")
-        else:
-            if length is not None:
-                raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
-            nbytes = t.width // 8
-            self.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
-            self.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
-            for line in self.unpack_lines(t, h, x):
-                self.emit(line)
-            self.emit(f"pos += {nbytes}")
-        if not stack_next:
-            self.invalidate_union_siblings(target)
-        self.emit(f"{h}._v = True")
-        if stack_next:
-            self.emit(f"{sv}.nxt += 1")
+            return h, t, None
+
+    def extract_varbit(self, t: StructT, h: str, x: str, varbits: list[str], length: A.Expr | None,
+                       loc: Loc) -> None:
+        """Extract a header with a varbit field of ``length`` bits."""
+        short = self.errors_by_name["PacketTooShort"]
+        if length is None:
+            raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
+                        "extract(hdr, (bit<32>)bits)")
+        if len(varbits) > 1:
+            raise unsupported(loc, "a header with more than one varbit field", "use one")
+        vb = varbits[0]
+        lv = self.value(length)
+        if not isinstance(lv.type, (BitT, IntT)):
+            raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
+        vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
+        ln = self.tmp("len")
+        fixed = t.width - vmax
+        self.emit(f"{ln} = {lv.code}")
+        self.emit(f"if {ln} > {vmax}: raise ParserError({self.errors_by_name['HeaderTooShort']}, pos)")
+        self.emit(f"if ({ln} + {fixed}) & 7: raise ParserError("
+                  f"{self.errors_by_name['ParserInvalidArgument']}, pos)")
+        end = self.tmp("end")
+        self.emit(f"{end} = pos + (({ln} + {fixed}) >> 3)")
+        self.emit(f"if {end} > len(data): raise ParserError({short}, pos)")
+        self.emit(f"{x} = int.from_bytes(data[pos:{end}], 'big')")
+        after = 0
+        shifts: dict[str, str] = {}
+        for n, ft in reversed(t.fields):
+            if isinstance(ft, VarbitT):
+                shifts[n] = str(after)
+                continue
+            shifts[n] = f"{after} + {ln}" if _before(t, n, vb) else str(after)
+            after += ft.width if isinstance(ft, BitT) else 1
+        for n, ft in t.fields:
+            if isinstance(ft, VarbitT):
+                self.emit(f"{h}.{pyfield(n)} = ({x} >> {shifts[n]}) & ((1 << {ln}) - 1)")
+                self.emit(f"{h}._len_{n} = {ln}")
+            else:
+                w = ft.width if isinstance(ft, BitT) else 1
+                self.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
+        self.emit(f"pos = {end}")
+
+    def extract_fixed(self, t: StructT, h: str, x: str, length: A.Expr | None, loc: Loc) -> None:
+        short = self.errors_by_name["PacketTooShort"]
+        if length is not None:
+            raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
+        nbytes = t.width // 8
+        self.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
+        self.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
+        for line in self.unpack_lines(t, h, x):
+            self.emit(line)
+        self.emit(f"pos += {nbytes}")
 
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
         code = f"{shifted} & {(1 << w) - 1:#x}" if need_mask else shifted

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const
+from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const, expr_text
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
@@ -32,6 +32,7 @@ from p4target.compiler.types import (
 from p4target.frontend import ast as A
 from p4target.frontend.bmv2_warnings import bmv2_warnings
 from p4target.frontend.control_plane import p4info_action_names
+from p4target.errors import P4Error, UnsupportedError
 from p4target.frontend.source import Loc, error, unsupported
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,29 @@ SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
              "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
              "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
              "checksum_error", "parser_error", "priority")
+
+def reaches_an_end(d: A.ParserDecl) -> bool:
+    """Whether some path of states from ``start`` ends in accept or reject (a select
+    without a default case may end in reject: no case matched)."""
+    states = {s.name: s for s in d.states}
+    seen, todo = set(), ["start"]
+    while todo:
+        name = todo.pop()
+        if name in ("accept", "reject") or name not in states:
+            return True  # an unknown state is reported where it is named
+        if name in seen:
+            continue
+        seen.add(name)
+        tr = states[name].transition
+        if tr is None or tr.state is not None:
+            todo.append(tr.state if tr is not None and tr.state is not None else "reject")
+            continue
+        cases = [c.state for c in tr.cases]
+        if not any(isinstance(c.keyset, A.DefaultExpr) for c in tr.cases):
+            return True
+        todo.extend(cases)
+    return False
+
 
 class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
                       ModuleAssembler):
@@ -64,6 +88,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.externs: list[InstanceInfo] = []
         self.digests: dict[str, M.Digest] = {}
         self.warnings: list[str] = []
+        self.value_sets: list[M.ValueSet] = []
+        self._named_types: dict[str, set[int]] | None = None  # type name -> the declarations naming it
+        self.deferred: list[P4Error] = []  # errors raised only if nothing else is wrong (limits of BMv2's)
+        self.pending_actions = []
+        self.pending_functions: list[ActionInfo] = []
         # code generation state
         self.out: list[Any] = []  # code lines (the fast compiler's also holds Deferred items)
         self.ind = ""
@@ -133,68 +162,94 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         raise unsupported(t.loc, f"type {type(t).__name__}", "use a concrete type")
 
     # ================================================================== declarations
-    def declare_all(self) -> None:
+    def declare_all(self, require_main: bool = True) -> None:
+        """Declare every top-level declaration; with ``require_main`` False (the source-order
+        check), top-level instances the target does not support (another architecture's
+        package) are left out instead of refused."""
         for d in self.program.decls:
-            self.declare(d)
-        if self.main is None:
-            raise error(Loc(str(self.source), 1, 1), "the program has no 'main'; add "
+            try:
+                self.declare(d)
+            except UnsupportedError:
+                if require_main or not isinstance(d, A.Instance):
+                    raise
+        if self.main is None and require_main:  # placed at the end, where main is missing
+            end = len(self.source.read_text(errors="replace").splitlines()) + 1
+            raise error(Loc(str(self.source), end, 1), "the program has no 'main'; add "
                         "V1Switch(MyParser(), ..., MyDeparser()) main;")
 
-    def declare(self, d: object) -> None:  # noqa: C901 — one case per top-level declaration kind
+    def declare(self, d: object) -> None:
+        """Declare one top-level declaration (its kind's ``_declare_*`` method)."""
         self.last_loc = getattr(d, "loc", self.last_loc)
-        if isinstance(d, A.ErrorDecl):
-            for n, _loc in d.members:
-                if n not in self.errors_by_name:
-                    self.errors_by_name[n] = len(self.errors_by_name)
-        elif isinstance(d, A.MatchKindDecl):
-            self.match_kinds.update(n for n, _ in d.members)
-        elif isinstance(d, A.TypedefDecl):
-            self.check_new_name(d.name, d.loc)
-            self.type_names[d.name] = self.resolve_type(d.type)
-        elif isinstance(d, A.StructLike):
-            self.declare_struct(d)
-        elif isinstance(d, A.EnumDecl):
-            self.declare_enum(d)
-        elif isinstance(d, A.ConstDecl):
-            self.declare_const(d, self.global_scope)
-        elif isinstance(d, A.ExternDecl):
-            self.extern_decls[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.ExternFunc):
-            self.global_scope.names[d.name] = Sym("function", None, obj=d)
-        elif isinstance(d, A.ActionDecl):
-            self.declare_action(d, None, self.global_scope)
-        elif isinstance(d, A.ParserDecl):
-            self.check_new_block(d.name, d.loc)
-            if not d.is_type:
-                self.parsers[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.ControlDecl):
-            self.check_new_block(d.name, d.loc)
-            if not d.is_type:
-                self.controls[d.name] = d
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.PackageDecl):
-            self.check_new_block(d.name, d.loc)
-            self.type_names[d.name] = ExternT(d.name)
-        elif isinstance(d, A.Instance):
-            if isinstance(d.type, A.NamedType) and d.type.name == "V1Switch":
-                if d.name != "main":
-                    raise error(d.loc, "the V1Switch instance must be called 'main'")
-                self.main = d
-            else:
-                self.declare_instance(d, None, self.global_scope)
-        elif isinstance(d, A.FunctionDecl):
-            info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
-            info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
-            self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
-            self.pending_functions.append(info)
-        elif isinstance(d, A.VarDecl):
-            raise error(d.loc, "global variables are not allowed in P4; declare a const or "
-                        "move the variable into a control")
-        else:
+        how = getattr(self, f"_declare_{type(d).__name__}", None)
+        if how is None:
             raise unsupported(getattr(d, "loc", Loc(str(self.source), 1, 1)),
                               f"top-level {type(d).__name__}", "remove it")
+        how(d)
+
+    def _declare_ErrorDecl(self, d: A.ErrorDecl) -> None:
+        for n, _loc in d.members:
+            if n not in self.errors_by_name:
+                self.errors_by_name[n] = len(self.errors_by_name)
+
+    def _declare_MatchKindDecl(self, d: A.MatchKindDecl) -> None:
+        self.match_kinds.update(n for n, _ in d.members)
+
+    def _declare_TypedefDecl(self, d: A.TypedefDecl) -> None:
+        self.check_new_name(d.name, d.loc)
+        self.type_names[d.name] = self.resolve_type(d.type)
+
+    def _declare_StructLike(self, d: A.StructLike) -> None:
+        self.declare_struct(d)
+
+    def _declare_EnumDecl(self, d: A.EnumDecl) -> None:
+        self.declare_enum(d)
+
+    def _declare_ConstDecl(self, d: A.ConstDecl) -> None:
+        self.declare_const(d, self.global_scope)
+
+    def _declare_ExternDecl(self, d: A.ExternDecl) -> None:
+        self.extern_decls[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_ExternFunc(self, d: A.ExternFunc) -> None:
+        self.global_scope.names[d.name] = Sym("function", None, obj=d)
+
+    def _declare_ActionDecl(self, d: A.ActionDecl) -> None:
+        self.declare_action(d, None, self.global_scope)
+
+    def _declare_ParserDecl(self, d: A.ParserDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        if not d.is_type:
+            self.parsers[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_ControlDecl(self, d: A.ControlDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        if not d.is_type:
+            self.controls[d.name] = d
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_PackageDecl(self, d: A.PackageDecl) -> None:
+        self.check_new_block(d.name, d.loc)
+        self.type_names[d.name] = ExternT(d.name)
+
+    def _declare_Instance(self, d: A.Instance) -> None:
+        if isinstance(d.type, A.NamedType) and d.type.name == "V1Switch":
+            if d.name != "main":
+                raise error(d.loc, "the V1Switch instance must be called 'main'")
+            self.main = d
+        else:
+            self.declare_instance(d, None, self.global_scope)
+
+    def _declare_FunctionDecl(self, d: A.FunctionDecl) -> None:
+        info = ActionInfo(d.name, d.name, d, pyident("f", d.name), None)  # type: ignore[arg-type]  # the function's ActionInfo: its table-facing parts stay unset
+        info.ret = self.resolve_type(d.ret)  # type: ignore[attr-defined]  # functions carry their return type on the same record
+        self.global_scope.define(d.name, Sym("func", None, info.pyfunc, obj=info), d.loc)
+        self.pending_functions.append(info)
+
+    def _declare_VarDecl(self, d: A.VarDecl) -> None:
+        raise error(d.loc, "global variables are not allowed in P4; declare a const or "
+                    "move the variable into a control")
 
     def check_new_block(self, name: str, loc: Loc) -> None:
         """Refuse a parser, control or package whose name is already a type.
@@ -238,17 +293,29 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
-            if t.width % 8:
-                raise error(d.loc, f"header {d.name} is {t.width} bits long; headers must be a whole "
-                            "number of bytes (add padding bits)")
-            if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:
-                raise unsupported(d.loc, "a header with more than one varbit field", "use one")
+            if t.width % 8 and self.type_is_used(d):  # a limit of BMv2's, reported (as p4c does) last
+                self.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
+                                           "a whole number of bytes (add padding bits)"))
+            if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:  # placed at the first, as p4c does
+                first = next(f for f, (_, ft) in zip(d.fields, t.fields, strict=True) if isinstance(ft, VarbitT))
+                raise unsupported(first.loc, "a header with more than one varbit field", "use one")
             if any(isinstance(ft, VarbitT) for _, ft in t.fields) and any(
                     isinstance(ft, StructT) for _, ft in t.fields):
                 raise unsupported(d.loc, "a header with both a varbit field and a struct-typed field",
                                   "write the struct's fields into the header")
         self.type_names[d.name] = t
         self.struct_types.append(t)
+
+    def type_is_used(self, d: A.StructLike) -> bool:
+        """Whether a type other than ``d`` or a declaration names ``d`` (p4c leaves unused
+        types out of what BMv2 sees, so BMv2's limits do not apply to them)."""
+        if self._named_types is None:
+            self._named_types = {}
+            for x in self.program.decls:
+                for n in A.walk(x):
+                    if isinstance(n, A.NamedType):
+                        self._named_types.setdefault(n.name, set()).add(id(x))
+        return bool(self._named_types.get(d.name, set()) - {id(d)})
 
     def wire_struct(self, t: Type) -> bool:
         """A struct that can be a header field: only bit<W>, int<W>, bool, serializable
@@ -287,8 +354,12 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def declare_action(self, d: A.ActionDecl, control: str | None, scope: Scope) -> ActionInfo:
         p4name = qualify(control, d.name, d.annotations)
         info = ActionInfo(p4name, d.name, d, pyident("a", p4name), control, scope=scope)
-        self.actions[p4name] = info
         scope.define(d.name, Sym("action", None, info.pyfunc, obj=info), d.loc)
+        other = self.actions.get(p4name)
+        if other is not None and other.decl is not d:
+            raise error(d.loc, f"'{p4name}' is also the control-plane name of the action at {other.decl.loc}; "
+                        "give one of them another @name")
+        self.actions[p4name] = info
         # body generated when the enclosing block is compiled
         self.pending_actions.append((info, scope))
         return info
@@ -305,14 +376,25 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             return 1
         if isinstance(t, EnumT) and t.underlying is not None:
             return t.underlying.width
-        if isinstance(t, ErrorT):
+        if isinstance(t, (ErrorT, EnumT)):  # p4c gives BMv2 errors and plain enums 32 bits
             return 32
         raise unsupported(loc, f"a field of type {t} here", "use bit<W>")
 
     # ================================================================== main
+    def main_args(self, main: A.Instance) -> list[A.Expr | None]:
+        """V1Switch's arguments in the order of its parameters (they may be passed by name)."""
+        if not any(a.name for a in main.args):
+            return [a.value for a in main.args]
+        package = next((d for d in self.program.decls if isinstance(d, A.PackageDecl) and d.name == "V1Switch"), None)
+        if package is None:
+            raise error(main.loc, "V1Switch is not declared; #include <v1model.p4>")
+        values = self.bind_args(A.Call(main.loc, A.Name(main.loc, "V1Switch"), [], main.args), package.params)
+        missing = [p.name for p, v in zip(package.params, values, strict=True) if v is None]
+        if missing:
+            raise error(main.loc, f"V1Switch: missing argument '{missing[0]}'")
+        return values
+
     def compile(self) -> tuple[str, M.ProgramModel, dict[str, int]]:
-        self.pending_actions = []
-        self.pending_functions: list[ActionInfo] = []
         self.declare_all()
         main = self.main
         assert main is not None
@@ -321,8 +403,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                         "egress, computeChecksum, deparser")
         blocks = []
         self.block_ctor_args: dict[str, A.Instance] = {}  # V1Switch block -> its constructor call
-        for a in main.args:
-            v = a.value
+        for a, v in zip(main.args, self.main_args(main), strict=True):
             if not (isinstance(v, A.Call) and isinstance(v.func, A.Name)):
                 raise unsupported(a.loc, "this V1Switch argument", "pass a block constructor like MyIngress()")
             blocks.append((v.func.name, v.loc))
@@ -358,6 +439,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if cname not in self.controls:
                 raise error(cloc, f"'{cname}' is not a control declared in this program")
             self.control_funcs[role] = self.gen_control(self.controls[cname], role)
+        if self.deferred:
+            raise self.deferred[0]
         source = self.assemble()
         model = M.ProgramModel(
             source=str(self.source),
@@ -367,7 +450,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             externs=tuple(self.finish_externs()),
             controller_headers=tuple(self.controller_headers()),
             digests=tuple(self.digests.values()),
-            value_sets=(),
+            value_sets=tuple(self.value_sets),
             warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
@@ -544,6 +627,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 raise error(s.loc, f"state '{s.name}' is predefined; choose another name")
         if "start" not in names:
             raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
+        if not reaches_an_end(d):
+            raise error(d.loc, f"parser {d.name} never reaches accept or reject from start; add a transition "
+                        "to accept")
         self.state_funcs = {s.name: pyident("s", d.name, s.name) for s in d.states}
         self.state_lines: dict[str, list[str]] = {}
         for s in d.states:
@@ -558,7 +644,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if name == "reject" and self.sub_parent_kind == "parser":
             return SUB_REJECT
         if name == "reject":
-            self.warnings.append(f"{loc}: explicit transition to reject; like BMv2, the packet goes "
+            self.warnings.append(f"{loc}: transition to reject; like BMv2, the packet goes "
                                  "on to ingress with parser_error unchanged (use verify() to set an error)")
             return "None"
         if name not in self.state_funcs:
@@ -607,13 +693,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 self.emit(f"return {self.state_target(case.state, case.loc)}, pos")
                 has_default = True
                 break
-            if len(items) != len(kvars):
-                raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
-            conds = []
-            for item, (kv, k) in zip(items, kvars, strict=False):
-                c = self.keyset_cond(item, kv, k.type)
-                if c is not None:
-                    conds.append(c)
+            conds = self.case_conds(case, kvars)
             cond = " and ".join(conds) if conds else "True"
             self.emit(f"if {cond}: return {self.state_target(case.state, case.loc)}, pos")
         if not has_default:
@@ -630,10 +710,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             lo = self.keyset_value(item.lo, t, unsigned=False)
             hi = self.keyset_value(item.hi, t, unsigned=False)
             return f"{lo} <= {kv} <= {hi}"
-        if isinstance(item, A.Name):
-            sym = self.scope.lookup(item.name)
-            if sym is not None and sym.kind == "value_set":
-                raise unsupported(item.loc, "value_set", "use constants in select")
+        vs = self.value_set_sym(item)
+        if vs is not None:
+            if vs.obj != 1:
+                raise error(item.loc, f"value set '{expr_text(item)}' has {vs.obj} fields; select on as many keys")
+            return f"{vs.code}(({kv},))"
         case = self.value(item)
         if case.const is None:
             raise error(item.loc, "select case values must be compile-time constants")
@@ -641,6 +722,51 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if isinstance(t, BitT) and not t.signed and t.width > 4:
             code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
         return f"{kv} == {code}"
+
+    def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
+        """``value_set<T>(size) vs;``: its members live in the runtime (runtime/value_sets.py)."""
+        t = self.resolve_type(d.type)
+        fields: list[M.Field] = []
+
+        def leaves(t: Type, name: str, annos: dict[str, str], loc: Loc) -> None:
+            if isinstance(t, StructT) and t.kind == "struct":
+                decl = next(x for x in self.program.decls if isinstance(x, A.StructLike) and x.name == t.name)
+                for f, (n, ft) in zip(decl.fields, t.fields, strict=True):
+                    leaves(ft, n, anno_strs(f.annotations), f.loc)
+                return
+            match = {k: v for k, v in annos.items() if k == "match"}
+            fields.append(M.Field(name, self.wire_width(t, loc), match))
+
+        leaves(t, "", {}, d.loc)
+        size = self.const_int(d.size, "value_set size")
+        if size < 1:
+            raise error(d.size.loc, f"value_set size must be at least 1, not {size}")
+        name = qualify(block, d.name, d.annotations)
+        py = pyident("VS", name)
+        self.bind_lines.append(f"{py} = rt.value_sets[{name!r}].match")
+        if all(v.name != name for v in self.value_sets):
+            self.value_sets.append(M.ValueSet(name, tuple(fields), size))
+        scope.define(d.name, Sym("value_set", t, py, obj=len(fields)), d.loc)
+
+    def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
+        """The conditions of one select case over the keys ``kvars`` (all must hold)."""
+        items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
+        if len(items) == 1 and len(kvars) > 1 and (vs := self.value_set_sym(items[0])) is not None:
+            if vs.obj != len(kvars):
+                raise error(case.loc, f"value set '{expr_text(items[0])}' has {vs.obj} field(s) but the "
+                            f"select has {len(kvars)} key(s)")
+            return [f"{vs.code}(({', '.join(kv for kv, _ in kvars)},))"]
+        if len(items) != len(kvars):
+            raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
+        return [c for item, (kv, k) in zip(items, kvars, strict=True)
+                if (c := self.keyset_cond(item, kv, k.type)) is not None]
+
+    def value_set_sym(self, item: A.Expr) -> Sym | None:
+        if isinstance(item, A.Name):
+            sym = self.scope.lookup(item.name)
+            if sym is not None and sym.kind == "value_set":
+                return sym
+        return None
 
     @staticmethod
     def enum_as_underlying(v: V, t: Type) -> V:
@@ -696,7 +822,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 else:
                     self.declare_instance(d, None if parser else block, scope)
             elif isinstance(d, A.ValueSetDecl):
-                raise unsupported(d.loc, "value_set", "use constants in select cases")
+                if not parser:
+                    raise error(d.loc, "a value_set can only be declared in a parser")
+                self.declare_value_set(d, block, scope)
             elif isinstance(d, A.ActionDecl) and not parser:
                 self.declare_action(d, block, scope)
             elif isinstance(d, A.TableDecl) and not parser:

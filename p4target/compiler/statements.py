@@ -70,85 +70,105 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             self.emit("pass")
         self.scope = saved
 
-    def stmt(self, s: A.Stmt) -> None:  # noqa: C901 — one case per P4 statement kind
+    def stmt(self, s: A.Stmt) -> None:
+        """Compile one statement (its kind's ``_stmt_*`` method)."""
         self.last_loc = s.loc
-        if isinstance(s, A.Block):
-            saved = self.scope
-            self.scope = saved.child()
-            self.stmts(s.stmts)
-            self.scope = saved
-        elif isinstance(s, A.Assign):
-            self.assign_stmt(s)
-        elif isinstance(s, A.CallStmt):
-            self.call_stmt(s.call)
-        elif isinstance(s, A.If):
-            c = self.value(s.cond)
-            if not isinstance(c.type, BoolT):
-                raise error(s.cond.loc, f"if condition must be bool, not {c.type}; compare it, e.g. x != 0")
-            self.emit(f"if {c.code}:")
-            self.indent()
-            self.block_body(s.then.stmts if isinstance(s.then, A.Block) else [s.then])
-            self.dedent()
-            if s.other is not None:
-                self.emit("else:")
-                self.indent()
-                self.block_body(s.other.stmts if isinstance(s.other, A.Block) else [s.other])
-                self.dedent()
-        elif isinstance(s, A.Switch):
-            self.switch(s)
-        elif isinstance(s, A.VarDecl):
-            self.var_decl(s)
-        elif isinstance(s, A.Exit):
-            if self.fn_kind == "parser":
-                raise error(s.loc, "exit is not allowed in a parser; use transition reject")
-            if self.fn_kind == "function":
-                raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
-                            "and exit in the caller")
-            self.emit("raise EXIT")
-        elif isinstance(s, A.Return):
-            if self.fn_kind == "function":
-                ret = self.function_ret
-                if isinstance(ret, VoidT):
-                    if s.value is not None:
-                        raise error(s.value.loc, "this function returns void; remove the value")
-                    val = "None"
-                else:
-                    if s.value is None:
-                        raise error(s.loc, f"this function must return a value of type {ret}")
-                    val = self.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
-                if self.action_outs:
-                    self.emit(f"return ({val}, " + "".join(o + ", " for o in self.action_outs) + ")")
-                else:
-                    self.emit(f"return {val}")
-                return
-            if s.value is not None:
-                raise error(s.value.loc, "only functions return values; use an out parameter")
-            if self.fn_kind == "parser":
-                raise error(s.loc, "return is not allowed in a parser state")
-            if self.fn_kind == "action" and self.action_outs:
-                self.emit("return (" + "".join(o + ", " for o in self.action_outs) + ")")
-            else:
-                self.emit("return")
-        elif isinstance(s, A.Empty):
-            pass
-        elif isinstance(s, A.For):
-            self.for_loop(s)
-        elif isinstance(s, A.ForIn):
-            self.for_in_loop(s)
-        elif isinstance(s, (A.Break, A.Continue)):
-            word = "break" if isinstance(s, A.Break) else "continue"
-            if not self.loops:
-                raise error(s.loc, f"'{word}' outside a for loop; remove it")
-            if isinstance(s, A.Continue) and self.loops[-1] is not None:
-                # the three-clause form runs its update before the next test
-                scope, update = self.loops[-1]
-                saved = self.scope
-                self.scope = scope
-                self.stmts(update)
-                self.scope = saved
-            self.emit(word)
-        else:
+        how = getattr(self, f"_stmt_{type(s).__name__}", None)
+        if how is None:
             raise unsupported(s.loc, f"statement {type(s).__name__}", "rewrite it")
+        how(s)
+
+    def _stmt_Block(self, s: A.Block) -> None:
+        saved = self.scope
+        self.scope = saved.child()
+        self.stmts(s.stmts)
+        self.scope = saved
+
+    def _stmt_Assign(self, s: A.Assign) -> None:
+        self.assign_stmt(s)
+
+    def _stmt_CallStmt(self, s: A.CallStmt) -> None:
+        self.call_stmt(s.call)
+
+    def _stmt_If(self, s: A.If) -> None:
+        c = self.value(s.cond)
+        if not isinstance(c.type, BoolT):
+            raise error(s.cond.loc, f"if condition must be bool, not {c.type}; compare it, e.g. x != 0")
+        self.emit(f"if {c.code}:")
+        self.indent()
+        self.block_body(s.then.stmts if isinstance(s.then, A.Block) else [s.then])
+        self.dedent()
+        if s.other is not None:
+            self.emit("else:")
+            self.indent()
+            self.block_body(s.other.stmts if isinstance(s.other, A.Block) else [s.other])
+            self.dedent()
+
+    def _stmt_Switch(self, s: A.Switch) -> None:
+        self.switch(s)
+
+    def _stmt_VarDecl(self, s: A.VarDecl) -> None:
+        self.var_decl(s)
+
+    def _stmt_Exit(self, s: A.Exit) -> None:
+        if self.fn_kind == "parser":
+            raise error(s.loc, "exit is not allowed in a parser; use transition reject")
+        if self.fn_kind == "function":
+            raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
+                        "and exit in the caller")
+        self.emit("raise EXIT")
+
+    def _stmt_Return(self, s: A.Return) -> None:
+        if self.fn_kind == "function":
+            self.function_return(s)
+            return
+        if s.value is not None:
+            raise error(s.value.loc, "only functions return values; use an out parameter")
+        if self.fn_kind == "parser":
+            raise error(s.loc, "return is not allowed in a parser state")
+        if self.fn_kind == "action" and self.action_outs:
+            self.emit("return (" + "".join(o + ", " for o in self.action_outs) + ")")
+        else:
+            self.emit("return")
+
+    def function_return(self, s: A.Return) -> None:
+        ret = self.function_ret
+        if isinstance(ret, VoidT):
+            if s.value is not None:
+                raise error(s.value.loc, "this function returns void; remove the value")
+            val = "None"
+        else:
+            if s.value is None:
+                raise error(s.loc, f"this function must return a value of type {ret}")
+            val = self.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
+        if self.action_outs:
+            self.emit(f"return ({val}, " + "".join(o + ", " for o in self.action_outs) + ")")
+        else:
+            self.emit(f"return {val}")
+
+    def _stmt_Empty(self, s: A.Empty) -> None:
+        pass
+
+    def _stmt_For(self, s: A.For) -> None:
+        self.for_loop(s)
+
+    def _stmt_ForIn(self, s: A.ForIn) -> None:
+        self.for_in_loop(s)
+
+    def _stmt_Break(self, s: A.Break | A.Continue) -> None:
+        word = "break" if isinstance(s, A.Break) else "continue"
+        if not self.loops:
+            raise error(s.loc, f"'{word}' outside a for loop; remove it")
+        if isinstance(s, A.Continue) and self.loops[-1] is not None:
+            # the three-clause form runs its update before the next test
+            scope, update = self.loops[-1]
+            saved = self.scope
+            self.scope = scope
+            self.stmts(update)
+            self.scope = saved
+        self.emit(word)
+
+    _stmt_Continue = _stmt_Break
 
     # ------------------------------------------------------------------ loops
 
@@ -263,6 +283,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
+        if self.fn_kind == "action":
+            raise error(s.loc, "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses "
+                        "it): use if/else")
         v = self.expr(s.expr)
         is_action_run = v.sym is not None and v.sym.kind == "action_run"
         key = self.tmp("sw")
@@ -310,7 +333,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
         """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
-        side effects (a call) is evaluated before the right-hand side, and only once;
+        a call is evaluated before the right-hand side, and only once;
         a plain one is read when the value is stored (p4c's SideEffectOrdering, so
         BMv2's order). A compound assignment evaluates its left-hand side once: every
         run-time index is fixed first, then ``lhs = lhs op rhs``."""
@@ -328,7 +351,9 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
         if isinstance(e, A.Index):
             obj = self.freeze_lvalue(e.obj, every_index)
-            if not (every_index or self.has_effects(e.index)):
+            # an index with a call (even a pure function's) is evaluated first, as p4c's
+            # SideEffectOrdering does with every call
+            if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
                 return A.Index(e.loc, obj, e.index)
             iv = self.value(e.index)
             if iv.const is not None:
@@ -343,7 +368,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
         return A.Name(loc, "$" + t)
 
-    def has_effects(self, e: A.Expr | None) -> bool:  # noqa: C901 — one case per expression kind
+    def has_effects(self, e: A.Expr | None) -> bool:
         """True when evaluating ``e`` may change state or depend on an order: any call
         except ``isValid()``, ``lookahead`` and P4 functions without out/inout
         parameters (whose arguments are looked at in turn)."""
@@ -351,36 +376,22 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
                                        A.DefaultExpr)):
             return False
         if isinstance(e, A.Call):
-            f = e.func
-            if any(self.has_effects(a.value) for a in e.args):
-                return True
-            if isinstance(f, A.Member):
-                if f.name in ("isValid", "lookahead", "minSizeInBits", "minSizeInBytes"):
-                    return self.has_effects(f.obj)
-                return True
-            if isinstance(f, A.Name):
-                sym = self.scope.lookup(f.name)
-                if sym is not None and sym.kind == "func":
-                    return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
+            return self.call_has_effects(e)
+        parts = operands(e)
+        return True if parts is None else any(self.has_effects(x) for x in parts)
+
+    def call_has_effects(self, e: A.Call) -> bool:
+        f = e.func
+        if any(self.has_effects(a.value) for a in e.args):
             return True
-        if isinstance(e, A.Member):
-            return self.has_effects(e.obj)
-        if isinstance(e, A.Index):
-            return self.has_effects(e.obj) or self.has_effects(e.index)
-        if isinstance(e, A.Slice):
-            return self.has_effects(e.obj)
-        if isinstance(e, A.Unary):
-            return self.has_effects(e.operand)
-        if isinstance(e, A.Binary):
-            return self.has_effects(e.left) or self.has_effects(e.right)
-        if isinstance(e, A.Ternary):
-            return self.has_effects(e.cond) or self.has_effects(e.then) or self.has_effects(e.other)
-        if isinstance(e, A.Cast):
-            return self.has_effects(e.expr)
-        if isinstance(e, A.ListExpr):
-            return any(self.has_effects(i) for i in e.items)
-        if isinstance(e, A.StructExpr):
-            return any(self.has_effects(v) for _, v in e.fields)
+        if isinstance(f, A.Member):
+            if f.name in ("isValid", "lookahead", "minSizeInBits", "minSizeInBytes"):
+                return self.has_effects(f.obj)
+            return True
+        if isinstance(f, A.Name):
+            sym = self.scope.lookup(f.name)
+            if sym is not None and sym.kind == "func":
+                return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
         return True
 
     def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
@@ -462,48 +473,10 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
-    def call(self, e: A.Call, as_stmt: bool) -> V | None:  # noqa: C901 — one case per kind of callee
+    def call(self, e: A.Call, as_stmt: bool) -> V | None:
         f = e.func
         if isinstance(f, A.Member):
-            base = self.expr(f.obj)
-            bt = base.type
-            name = f.name
-            if isinstance(bt, StructT) and base.sym is None or (
-                    isinstance(bt, StructT) and base.sym is not None and base.sym.kind == "var"):
-                return self.header_method(e, f, base, name)
-            if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
-                self.nargs(e, 1)
-                k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
-                if k < 0:
-                    raise error(e.loc, f"{name} count must be >= 0")
-                return V(f"{base.code}.{name}({k})", VoidT())
-            sym = base.sym
-            if sym is None:
-                raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
-            if sym.kind == "packet_in":
-                return self.packet_in_method(e, name)
-            if sym.kind == "packet_out":
-                if name != "emit":
-                    raise error(f.loc, f"packet_out has no method '{name}'; use emit")
-                self.nargs(e, 1)
-                self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
-                return None
-            if sym.kind == "table":
-                if name != "apply":
-                    raise error(f.loc, f"table has no method '{name}'; use apply()")
-                self.nargs(e, 0)
-                tbl = sym.obj
-                call = f"{tbl.pyfunc}(st, L)"
-                return V(call, ObjT("tableresult", tbl.name), None,
-                         Sym("tableresult", None, call, obj=tbl))
-            if sym.kind == "instance":
-                decl = self.extern_decls.get(sym.obj.kind)
-                method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
-                              None) if decl is not None else None
-                return self.extern_method(self.settle_args(e, method.params if method else None), sym, name)
-            if sym.kind == "subblock":
-                return self.sub_apply(e, sym, name)
-            raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
+            return self.method_call(e, f)
         if isinstance(f, A.Name):
             sym = self.scope.lookup(f.name)
             if sym is None:
@@ -511,9 +484,53 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(self.settle_args(e, sym.obj.params), f.name)
+                return self.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
+
+    def method_call(self, e: A.Call, f: A.Member) -> V | None:
+        """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
+        instance's or a sub-block's method."""
+        base = self.expr(f.obj)
+        bt = base.type
+        name = f.name
+        if isinstance(bt, StructT) and base.sym is None or (
+                isinstance(bt, StructT) and base.sym is not None and base.sym.kind == "var"):
+            return self.header_method(e, f, base, name)
+        if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
+            self.nargs(e, 1)
+            k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
+            if k < 0:
+                raise error(e.loc, f"{name} count must be >= 0")
+            return V(f"{base.code}.{name}({k})", VoidT())
+        sym = base.sym
+        if sym is None:
+            raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
+        if sym.kind == "packet_in":
+            return self.packet_in_method(e, name)
+        if sym.kind == "packet_out":
+            if name != "emit":
+                raise error(f.loc, f"packet_out has no method '{name}'; use emit")
+            self.nargs(e, 1)
+            self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
+            return None
+        if sym.kind == "table":
+            if name != "apply":
+                raise error(f.loc, f"table has no method '{name}'; use apply()")
+            self.nargs(e, 0)
+            tbl = sym.obj
+            call = f"{tbl.pyfunc}(st, L)"
+            return V(call, ObjT("tableresult", tbl.name), None,
+                     Sym("tableresult", None, call, obj=tbl))
+        if sym.kind == "instance":
+            decl = self.extern_decls.get(sym.obj.kind)
+            method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
+                          None) if decl is not None else None
+            params = method.params if method else None
+            return self.extern_method(positional(self.settle_args(e, params), params), sym, name)
+        if sym.kind == "subblock":
+            return self.sub_apply(e, sym, name)
+        raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
 
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
         """An extern call whose arguments have side effects, with the arguments
@@ -683,11 +700,11 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             unknown = [n for n in byname if n not in {p.name for p in params}]
             if unknown:
                 raise error(e.loc, f"no parameter named '{unknown[0]}'")
-            return [byname.get(p.name) for p in params]
+            return [byname[p.name] if p.name in byname else p.default for p in params]
         if len(e.args) > len(params):
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
-        return vals + [None] * (len(params) - len(vals))
+        return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
 
 
 def ast_nodes(node: object):
@@ -702,3 +719,45 @@ def ast_nodes(node: object):
         elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
             yield x
             stack.extend(getattr(x, f.name) for f in fields(x))
+
+
+def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
+    """``e`` with arguments passed by name put in the order of ``params`` (P4_16 8.21);
+    unchanged when they are all positional or the parameters are unknown."""
+    if params is None or not any(a.name for a in e.args):
+        return e
+    byname = {a.name: a for a in e.args}
+    unknown = [n for n in byname if n not in {p.name for p in params}]
+    if unknown:
+        raise error(e.loc, f"no parameter named '{unknown[0]}'")
+    args = []
+    for p in params:
+        a = byname.get(p.name)
+        if a is None:
+            if p.default is None:
+                raise error(e.loc, f"missing argument for parameter '{p.name}' of {expr_text(e.func)}")
+            a = A.Arg(None, p.default, e.loc)
+        args.append(A.Arg(None, a.value, a.loc))
+    return A.Call(e.loc, e.func, e.type_args, args)
+
+
+def operands(e: A.Expr) -> list[A.Expr] | None:
+    """The sub-expressions a value of ``e`` is computed from, for the kinds whose own
+    evaluation has no effect; None for other kinds."""
+    if isinstance(e, (A.Member, A.Slice)):
+        return [e.obj]
+    if isinstance(e, A.Index):
+        return [e.obj, e.index]
+    if isinstance(e, A.Unary):
+        return [e.operand]
+    if isinstance(e, A.Binary):
+        return [e.left, e.right]
+    if isinstance(e, A.Ternary):
+        return [e.cond, e.then, e.other]
+    if isinstance(e, A.Cast):
+        return [e.expr]
+    if isinstance(e, A.ListExpr):
+        return list(e.items)
+    if isinstance(e, A.StructExpr):
+        return [v for _, v in e.fields]
+    return None

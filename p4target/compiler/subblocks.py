@@ -29,6 +29,10 @@ from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
+def is_packet_in(t: Type) -> bool:
+    return isinstance(t, ExternT) and t.name == "packet_in"
+
+
 MAX_DEPTH = 16  # instance nesting; p4c forbids recursive instantiation
 PARSER_STEP_LIMIT = 10_000
 SUB_REJECT = "s__sub_reject"
@@ -87,6 +91,12 @@ class SubBlockCompiler(CompilerContext):
             stack.pop()
             self.restore_codegen(saved)
         scope.define(d.name, Sym("subblock", ExternT(decl.name), sub.entry, obj=sub), d.loc)
+
+    def check_block(self, decl: A.ControlDecl | A.ParserDecl) -> None:
+        """Compile ``decl`` on its own, as an instance without constructor arguments, only
+        for the errors it raises (source_order.py); what it generates is thrown away."""
+        inst = A.Instance(decl.name, decl.loc, [], A.NamedType(decl.loc, decl.name), [])
+        self.declare_sub_block(inst, decl, "", self.global_scope.child(), isinstance(decl, A.ParserDecl))
 
     # ------------------------------------------------------------------ state
     sub_stack: list[str]
@@ -230,44 +240,22 @@ class SubBlockCompiler(CompilerContext):
         return SubBlock("parser", path, d, self.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:  # noqa: C901 — copy-in, run and copy-out of each parameter direction, in order
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
         """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
         sub = sym.obj
         assert isinstance(sub, SubBlock)
-        if name != "apply":
-            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
-                        f"'{name}'; use apply(...)")
-        if sub.kind == "parser" and self.fn_kind != "parser":
-            raise error(e.loc, "a parser instance can only be applied from a parser state")
-        if sub.kind == "control" and self.fn_kind == "parser":
-            raise error(e.loc, "a control instance cannot be applied from a parser")
-        if self.fn_kind == "action" or self.fn_kind == "function":
-            raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
-        decl_params = [p for p in sub.decl.params
-                       if not (sub.kind == "parser" and self.resolve_type(p.type) == ExternT("packet_in"))]
+        self.check_sub_apply(e, sub, name)
+        decl_params = [p for p in sub.decl.params if not (sub.kind == "parser" and is_packet_in(self.resolve_type(p.type)))]
         args = self.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
                               decl_params)
-        if sub.kind == "parser":
+        if sub.kind == "parser":  # a parser may have no packet_in parameter (it extracts nothing)
             pk = [a for a in e.args if self.is_packet_arg(a)]
-            if len(pk) != 1:
-                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument")
+            if len(pk) != len(sub.decl.params) - len(decl_params):
+                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
+                            else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
         lv = self.tmp("L")
         self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
-        outs: list[tuple[A.Expr, str]] = []
-        for (p, t, attr), a in zip(sub.params, args, strict=False):
-            if a is None:
-                raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
-            if p.direction in ("out", "inout"):
-                self.check_lvalue(a)
-                at = self.value(a).type
-                if not (at is t or at == t):
-                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {t}, not {at}")
-                outs.append((a, attr))
-                if p.direction == "inout":
-                    self.emit(f"{lv}.{attr} = {self.copied(self.value(a).code, t)}")
-            else:
-                self.emit(f"{lv}.{attr} = {self.expr_as(a, t, f'argument {p.name}')}")
+        outs = self.copy_in(e, sub, args, lv)
         if sub.kind == "control":
             if not outs:
                 return V(f"{sub.entry}(st, {lv})", VoidT())
@@ -288,6 +276,38 @@ class SubBlockCompiler(CompilerContext):
         for a, attr in outs:
             self.store(a, f"{lv}.{attr}", a.loc)
         return None
+
+    def check_sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> None:
+        """Refuse a method other than apply, and an apply from where it cannot run."""
+        if name != "apply":
+            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
+                        f"'{name}'; use apply(...)")
+        if sub.kind == "parser" and self.fn_kind != "parser":
+            raise error(e.loc, "a parser instance can only be applied from a parser state")
+        if sub.kind == "control" and self.fn_kind == "parser":
+            raise error(e.loc, "a control instance cannot be applied from a parser")
+        if self.fn_kind == "action" or self.fn_kind == "function":
+            raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
+
+    def copy_in(self, e: A.Call, sub: SubBlock, args: list[A.Expr | None], lv: str) -> list[tuple[A.Expr, str]]:
+        """Copy the arguments into the instance's locals ``lv``; returns the ``out`` and
+        ``inout`` ones, to copy back after the body: (argument, attribute)."""
+        outs: list[tuple[A.Expr, str]] = []
+        for (p, t, attr), a in zip(sub.params, args, strict=False):
+            if a is None:
+                raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(a)
+                at = self.value(a).type
+                if not (at is t or at == t):
+                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
+                                f"type {t}, not {at}")
+                outs.append((a, attr))
+                if p.direction == "inout":
+                    self.emit(f"{lv}.{attr} = {self.copied(self.value(a).code, t)}")
+            else:
+                self.emit(f"{lv}.{attr} = {self.expr_as(a, t, f'argument {p.name}')}")
+        return outs
 
     def is_packet_arg(self, a: A.Arg) -> bool:
         if isinstance(a.value, A.Name):

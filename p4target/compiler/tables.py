@@ -41,6 +41,38 @@ def pasteable(body: list[str]) -> bool:
     return True
 
 
+def register_cell(d: A.Instance, t: ExternT) -> BitT:
+    """The type of a register's cells: ``bit<W>``/``int<W>``, a serializable enum's underlying one."""
+    if not t.args:
+        raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
+    et = t.args[0]
+    if isinstance(et, EnumT) and et.underlying is not None:  # cells hold the underlying value
+        et = et.underlying
+    if not isinstance(et, BitT):
+        raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
+    return et
+
+
+def plain_key(e: A.Expr) -> bool:
+    """A key p4c names after its text: a name, a field, an element or slice of one,
+    ``isValid()`` of one, one masked with a constant (BMv2 takes the mask); any other
+    expression needs an @name."""
+    if isinstance(e, A.Name):
+        return True
+    if isinstance(e, A.Member):
+        return plain_key(e.obj)
+    if isinstance(e, A.Binary) and e.op == "&":
+        return (plain_key(e.left) and isinstance(e.right, A.IntLit)) or (
+            plain_key(e.right) and isinstance(e.left, A.IntLit))
+    if isinstance(e, A.Index):
+        return plain_key(e.obj)
+    if isinstance(e, A.Slice):
+        return plain_key(e.obj)
+    if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid" and not e.args:
+        return plain_key(e.func.obj)
+    return False
+
+
 def inline_body(a: ActionInfo) -> list[str] | None:
     """An action's generated body, unindented to the helper's level, to paste in a
     table helper after ``ap_<param>, ... = a``; None when it is long, returns, or
@@ -99,11 +131,7 @@ class TableCompiler(CompilerContext):
             ext = M.Extern("direct_meter", name, unit=enum_name(0, "MeterType"), annotations=annos,
                            location=loc)
         elif kind == "register":
-            if not t.args:
-                raise error(d.loc, "register needs its cell type: register<bit<W>>(size)")
-            et = t.args[0]
-            if not isinstance(et, BitT):
-                raise unsupported(d.loc, f"a register of {et}", "use register<bit<W>>")
+            et = register_cell(d, t)
             info.elem_type = et
             ext = M.Extern("register", name, size=cint(0, "size"), bitwidth=et.width,
                            annotations=annos, location=loc)
@@ -177,14 +205,17 @@ class TableCompiler(CompilerContext):
                 width, code = 1, f"int({v.code})"
             elif isinstance(kt, BitT):
                 width, code = kt.width, (v.code if not kt.signed else f"({v.code} & {kt.mask:#x})")
-            elif isinstance(kt, ErrorT):
+            elif isinstance(kt, (ErrorT, EnumT)):  # p4c gives BMv2 errors and plain enums 32 bits
                 width, code = 32, v.code
             else:
                 raise error(k.expr.loc, f"table key '{expr_text(k.expr)}' has type {v.type}; keys must "
                             "be bit<W>, int<W>, bool or a serializable enum")
+            if name_anno(k.annotations) is None and not plain_key(k.expr):
+                raise error(k.loc, f"key {expr_text(k.expr)} is an expression; give it a control-plane "
+                            "name with @name(\"...\") (p4c requires one)")
             kname = name_anno(k.annotations) or expr_text(k.expr)
             keys.append(M.KeyField(kname, width, k.match_kind, anno_strs(k.annotations)))
-            key_types.append(kt if not isinstance(kt, ErrorT) else BitT(32))
+            key_types.append(kt if not isinstance(kt, (ErrorT, EnumT)) else BitT(32))
             (sel_codes if k.match_kind == "selector" else key_codes).append(code)
         return keys, key_codes, sel_codes, key_types
 
@@ -253,9 +284,9 @@ class TableCompiler(CompilerContext):
         size = 1024
         if "size" in props:
             size = self.const_int(props["size"].value, "table size")
-        impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"))
-        counters = self.instance_prop(props.get("counters"), ("direct_counter",))
-        meters = self.instance_prop(props.get("meters"), ("direct_meter",))
+        impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"), name)
+        counters = self.instance_prop(props.get("counters"), ("direct_counter",), name)
+        meters = self.instance_prop(props.get("meters"), ("direct_meter",), name)
         has_sel = any(k.match_kind == "selector" for k in keys)
         impl_kind = next((x.kind for x in self.externs if x.name == impl), None)
         if has_sel and impl_kind != "action_selector":
@@ -349,6 +380,10 @@ class TableCompiler(CompilerContext):
             for a in args:
                 if a.value is None:
                     raise unsupported(a.loc, "a '_' argument in a table's action list", "pass a value")
+                if any(isinstance(n, A.Call) and isinstance(n.func, A.Member) and n.func.name == "apply"
+                       for n in A.walk(a.value)):
+                    raise error(a.loc, "a table applied in an action's argument; BMv2 cannot do that (p4c-bm2-ss "
+                                "refuses it): apply the table before")
             info.bound[name] = [a.value for a in args]  # type: ignore[misc]  # '_' arguments refused just above
 
     def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
@@ -394,13 +429,19 @@ class TableCompiler(CompilerContext):
                 self.params_used.add(y.split(" = ")[0])
         return True
 
-    def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...]) -> str | None:
+    def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...], table: str) -> str | None:
+        """The instance a table property names; an instance written in place
+        (``implementation = action_profile(128)``) is declared here, named as p4c names
+        it: after the property's @name, else after the table."""
         if p is None:
             return None
         e = p.value
+        if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.name in kinds:
+            inst = A.Instance(table, e.loc, p.annotations, A.NamedType(e.func.loc, e.func.name), e.args)
+            self.declare_instance(inst, None, self.scope.child())
+            return qualify(None, table, p.annotations)
         if not isinstance(e, A.Name):
-            raise unsupported(p.loc, f"an inline {'/'.join(kinds)} instance",
-                              "declare the instance in the control and name it here")
+            raise unsupported(p.loc, f"this {'/'.join(kinds)} expression", "name an instance or construct one here")
         sym = self.scope.lookup(e.name)
         if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:
             raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")
@@ -448,7 +489,7 @@ class TableCompiler(CompilerContext):
             vals.append(int(val))
         return name, tuple(vals), aloc
 
-    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],  # noqa: C901 — the entries property's options, then one check per entry field
+    def const_entries(self, props: dict[str, A.TableProp], keys: list[M.KeyField],
                       key_types: list[Type], info: TableInfo, t: A.TableDecl) -> tuple[M.ConstEntry, ...]:
         p = props["entries"]
         entries: list[A.EntryDecl] = p.value
@@ -465,35 +506,18 @@ class TableCompiler(CompilerContext):
         if explicit and p.is_const:
             raise error(explicit[0].loc, "a table with 'const entries' cannot have entry priorities "
                         "(as in p4c); remove 'priority=' or the const")
-        if explicit and not needs_prio:
-            raise error(explicit[0].loc, f"table {t.name} has only exact/lpm keys, which do not use "
-                        "priorities; remove 'priority='")
+        if explicit and not needs_prio:  # placed at the keys, as p4c places it
+            raise error(props["key"].loc if "key" in props else t.loc, f"table {t.name} has only exact/lpm "
+                        f"keys, which do not use priorities; remove 'priority=' (line {explicit[0].loc.line})")
+        if entries and not keys:
+            raise error(t.loc, f"table {t.name} has entries but no key; remove the entries or add a key")
         if explicit and entries[0].priority is None:
             raise error(entries[0].loc, "the first entry must have a priority when others do")
         if not p.is_const:
             self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
                                  "'entries' as const entries (the control plane cannot change them)")
-        # priorities as p4c's EntryPriorities pass assigns them
-        prios: list[int | None] = []
-        n = len(entries)
-        current = 0
-        annotated = self.annotated_priorities(entries, explicit) if needs_prio else None
-        for i, ent in enumerate(entries):
-            if not needs_prio:
-                prios.append(None)
-            elif annotated is not None:
-                prios.append(annotated[i])
-            elif not explicit:
-                prios.append((n - i - 1) * delta + 1 if largest_wins else 1 + i * delta)
-            else:
-                if ent.priority is not None:
-                    current = self.const_int(ent.priority, "entry priority")
-                    if current < 1:
-                        raise error(ent.priority.loc, "entry priorities must be >= 1")
-                elif current < 1:
-                    raise error(ent.loc, "the implied priority of this entry is below 1; give it one")
-                prios.append(current)
-                current = current - delta if largest_wins else current + delta
+        prios = self.entry_priorities(t, entries, explicit, largest_wins, delta) if needs_prio \
+            else [None] * len(entries)
         out = []
         for ent, prio in zip(entries, prios, strict=False):
             if len(ent.keys) != len(keys):
@@ -504,6 +528,30 @@ class TableCompiler(CompilerContext):
             idx = info.action_index(aname, aloc)
             out.append(M.ConstEntry(matches, info.actions[idx][1].p4name, args, prio))
         return tuple(out)
+
+    def entry_priorities(self, t: A.TableDecl, entries: list[A.EntryDecl], explicit: list[A.EntryDecl],
+                         largest_wins: bool, delta: int) -> list[int | None]:
+        """The entries' priorities as p4c's EntryPriorities pass assigns them (the
+        table's keys use priorities): ``@priority``, ``priority =``, else by position."""
+        annotated = self.annotated_priorities(entries, explicit)
+        if annotated is not None:
+            return list(annotated)
+        n = len(entries)
+        if not explicit:
+            return [(n - i - 1) * delta + 1 if largest_wins else 1 + i * delta for i in range(n)]
+        prios: list[int | None] = []
+        current = 0
+        for ent in entries:
+            if ent.priority is not None:
+                current = self.const_int(ent.priority, "entry priority")
+                if current < 1:
+                    raise error(ent.priority.loc, "entry priorities must be >= 1")
+            elif current < 1:  # placed at the table, as p4c places it
+                raise error(t.loc, f"table {t.name}: the implied priority of the entry at line {ent.loc.line} "
+                            "is below 1; give it one")
+            prios.append(current)
+            current = current - delta if largest_wins else current + delta
+        return prios
 
     def annotated_priorities(self, entries: list[A.EntryDecl],
                              explicit: list[A.EntryDecl]) -> list[int] | None:

@@ -6,7 +6,8 @@ nothing in place (it keeps its own side tables), so one AST can be compiled twic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from p4target.frontend.source import Loc
@@ -470,3 +471,18 @@ class ValueSetDecl(Decl):
 @dataclass
 class Program:
     decls: list[object]
+
+
+def walk(node: object) -> Iterator[object]:
+    """Every node under ``node`` (itself included), depth first in source order: the
+    dataclass nodes and the lists and tuples that hold them, locations left out."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+            continue
+        if not is_dataclass(n) or isinstance(n, type) or isinstance(n, Loc):
+            continue
+        yield n
+        stack.extend(reversed([getattr(n, f.name) for f in fields(n)]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from p4target.frontend import ast as A
+from p4target.frontend.direct_calls import instantiate_direct_calls
 from p4target.frontend.lexer import Token
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -44,7 +45,10 @@ class Parser:
     # ------------------------------------------------------------ helpers
     @property
     def tok(self) -> Token:
-        return self.toks[self.pos]
+        t = self.toks[self.pos]
+        if t.kind == "bad":  # only an annotation's free-form body may hold it
+            raise error(t.loc, f"unexpected character {t.text!r}; remove it")
+        return t
 
     def peek(self, k: int = 1) -> Token:
         return self.toks[min(self.pos + k, len(self.toks) - 1)]
@@ -91,33 +95,37 @@ class Parser:
             name = self.tok.text
             self.pos += 1
             body, args = "", []
-            if self.at("(") and self.tok.loc.line == at.loc.line:
-                start = self.expect("(")
-                depth = 1
-                parts: list[Token] = []
-                while depth:
-                    t = self.tok
-                    if t.kind == "eof":
-                        raise error(start.loc, f"unterminated annotation @{name}; add ')'")
-                    if t.text in ("(", "[", "{") and t.kind == "op":
-                        depth += 1
-                    elif t.text in (")", "]", "}") and t.kind == "op":
-                        depth -= 1
-                        if depth == 0:
-                            self.pos += 1
-                            break
-                    parts.append(t)
-                    self.pos += 1
+            if (self.at("(") or self.at("[")) and self.tok.loc.line == at.loc.line:
+                parts = self.annotation_body(name)
                 body = " ".join(p.text for p in parts)
                 for p in parts:
                     if p.kind == "str":
                         args.append(p.value)
                     elif p.kind == "num":
                         args.append(p.value[2])  # type: ignore[index]  # a number token's value is (width, signed, value)
-            elif self.at("["):
-                raise unsupported(self.tok.loc, "a structured annotation", "use @name(args)")
             out.append(A.Annotation(name, body, args, at.loc))
         return out
+
+    def annotation_body(self, name: str) -> list[Token]:
+        """The tokens between an annotation's parentheses (free form, P4_16 18.1) or
+        brackets (a structured annotation, kept as text), nested brackets balanced."""
+        start = self.expect(self.tok.text)
+        close = ")" if start.text == "(" else "]"
+        depth = 1
+        parts: list[Token] = []
+        while True:
+            t = self.toks[self.pos]  # not self.tok: the body may hold any character
+            if t.kind == "eof":
+                raise error(start.loc, f"unterminated annotation @{name}; add '{close}'")
+            if t.text in ("(", "[", "{") and t.kind == "op":
+                depth += 1
+            elif t.text in (")", "]", "}") and t.kind == "op":
+                depth -= 1
+                if depth == 0:
+                    self.pos += 1
+                    return parts
+            parts.append(t)
+            self.pos += 1
 
     # ------------------------------------------------------------ program
     def program(self) -> A.Program:
@@ -253,6 +261,9 @@ class Parser:
                 self.pos += 1
             ty = self.type_ref()
             name = self.ident("a parameter name")
+            if direction and isinstance(ty, A.BitsType) and ty.width is None and ty.kind == "int":
+                raise error(name.loc, f"{name.text}: parameters with type int must be directionless; "
+                            f"remove '{direction}' or give it a width (int<W>, bit<W>)")
             default = None
             if self.accept("="):
                 default = self.expression()
@@ -372,7 +383,9 @@ class Parser:
                     raise error(self.tok.loc, "transition must be the last statement of a state")
                 break
             stmts.append(self.statement())
-        self.expect("}")
+        end = self.expect("}").loc
+        if trans is None:  # P4_16 13.5: a state without a transition statement goes to reject
+            trans = A.Transition(end, "reject")
         return A.ParserState(name.text, name.loc, annos, stmts, trans)
 
     def keyset(self) -> A.Expr:
@@ -536,7 +549,7 @@ class Parser:
                     entry_keys = ks.items if isinstance(ks, A.ListExpr) else [ks]
                     self.expect(":")
                     act = self.postfix()
-                    self.annotations()
+                    ea += self.annotations()  # an entry's annotations may also follow its action
                     self.expect(";")
                     entries.append(A.EntryDecl(entry_keys, act, prio, ea, eloc))
                 self.expect("}")
@@ -703,13 +716,7 @@ class Parser:
         loc = self.expect("for").loc
         self.expect("(")
         if self.tok.kind == "ident" and self.peek().kind == "kw" and self.peek().text == "in":
-            var = self.tok  # for (x in ...): an existing variable takes each value
-            self.pos += 2
-            it = self.expression()
-            if self.accept(".."):
-                it = A.Range(it.loc, it, self.expression())
-            self.expect(")")
-            return A.ForIn(loc, None, var.text, it, self.statement())
+            raise error(self.peek().loc, f"a for-in loop declares its variable: for (bit<W> {self.tok.text} in ...)")
         if self.starts_type() and self._decl_ahead():
             save = self.pos
             ty = self.type_ref()
@@ -777,6 +784,8 @@ class Parser:
             cloc = self.tok.loc
             label: A.Expr | None
             if self.accept("default"):
+                if any(c.labels == [None] for c in cases):
+                    raise error(loc, "switch has multiple 'default' labels; keep one")
                 label = None
             else:
                 label = self.expression()
@@ -979,4 +988,5 @@ class Parser:
 
 
 def parse_tokens(tokens: list[Token]) -> A.Program:
-    return Parser(tokens).program()
+    """The program's AST, direct ``C.apply(...)`` calls made into instances (direct_calls.py)."""
+    return instantiate_direct_calls(Parser(tokens).program())

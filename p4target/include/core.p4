@@ -46,4 +46,8 @@ match_kind {
     lpm
 }
 
+/* A compile-time check: the program is refused when ``check`` is false. */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 #endif

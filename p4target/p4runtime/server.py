@@ -77,8 +77,8 @@ class _CollectorPaused:
 
     Every stored entry is a new long-lived object, so a batch of 1,000 sets off several
     collections, and those that reach the oldest generation walk every entry already
-    installed: about 10% of a batch's time at 60,000 entries, 17% at 1,000,000
-    (docs/p4runtime.md). Paused, it runs once after the batch instead. Reference
+    installed, a share of a batch's time that grows with the table (measured in
+    docs/performance.md). Paused, it runs once after the batch instead. Reference
     counting still frees everything as usual; only cycles wait for that collection.
     A class, not a generator: a single-entry Write pays two method calls for it.
     """

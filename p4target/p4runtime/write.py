@@ -10,8 +10,9 @@ nothing of a refused update stays applied.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from finsy.proto.p4.config.v1 import p4info_pb2
 from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
@@ -38,7 +39,12 @@ from p4target.p4runtime.translate import (
     table_action,
     table_args,
 )
-from p4target.runtime.entries import Group, Member
+from p4target.runtime.entries import Exact, Group, Lpm, Member, Optional, Range, Ternary
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from p4target.runtime.switch import Switch
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +54,15 @@ DELETE = p4runtime_pb2.Update.DELETE
 _OPS = frozenset((INSERT, MODIFY, DELETE))
 
 
-def _call(sw: Any, method: str, *args, **kwargs) -> Any:
-    fn = getattr(sw, method, None)
-    if fn is None:
-        raise P4RTError(UNIMPLEMENTED, f"the embedded switch has no '{method}' yet")
+def _call(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)``, a refusal of the switch's as a P4Runtime error."""
     try:
         return fn(*args, **kwargs)
     except EntryError as exc:
         raise from_entry_error(exc) from None
 
 
-def apply_update(sw: Any, st: PipelineState, update: p4runtime_pb2.Update) -> None:
+def apply_update(sw: Switch, st: PipelineState, update: p4runtime_pb2.Update) -> None:
     """Apply one update or raise P4RTError with nothing applied."""
     op = update.type
     if op not in _OPS:
@@ -104,7 +108,7 @@ def _check_direct_fields(t, e: p4runtime_pb2.TableEntry) -> bool:
     return with_meter or with_counter
 
 
-def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
+def _write_table_entry(sw: Switch, st: PipelineState, op: int, e: p4runtime_pb2.TableEntry) -> None:
     s = st.schema
     t = s.tables.get(e.table_id) or s.table(e.table_id)  # s.table raises INVALID_ARGUMENT
     if e.is_default_action:
@@ -124,7 +128,7 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
     match = match_of_key(t, runtime_key)
     key = entry_key(t.name, match, priority)
     if op == DELETE:
-        _call(sw, "table_delete", t.name, match, priority=priority)
+        _call(sw.table_delete, t.name, match, priority=priority)
         _drop_one_shot(sw, st, t, key)
         st.direct_meters.pop(key, None)
         return
@@ -158,7 +162,7 @@ def _write_table_entry(sw: Any, st: PipelineState, op: int, e: p4runtime_pb2.Tab
         _release_one_shot(sw, st, t, old_one_shot)
 
 
-def _entry_target(sw: Any, st: PipelineState, t, e: p4runtime_pb2.TableEntry, which: str,
+def _entry_target(sw: Switch, st: PipelineState, t, e: p4runtime_pb2.TableEntry, which: str,
                   undo: list[Callable[[], None]]) -> tuple[Any, dict[str, int] | None, OneShot | None]:
     """What an INSERT or MODIFY with an action makes the entry run: (the action's name,
     its arguments, None), a member, a group, or a one-shot action set's new group
@@ -187,25 +191,25 @@ def _entry_target(sw: Any, st: PipelineState, t, e: p4runtime_pb2.TableEntry, wh
     return Group(e.action.action_profile_group_id), None, None
 
 
-def _set_entry(sw: Any, t, e: p4runtime_pb2.TableEntry, op: int, match: Any, target: Any,
+def _set_entry(sw: Switch, t, e: p4runtime_pb2.TableEntry, op: int, match: Any, target: Any,
                params: dict[str, int] | None, priority: int | None, undo: list[Callable[[], None]]) -> None:
     """Add or modify the entry, then its direct meter and counter; an added entry's
     removal is put on ``undo``."""
     if op == INSERT:
-        _call(sw, "table_add", t.name, match, target, params, priority=priority)
+        _call(sw.table_add, t.name, match, target, params, priority=priority)
         undo.append(lambda: sw.table_delete(t.name, match, priority=priority))
     else:
-        _call(sw, "table_modify", t.name, match, target, params, priority=priority)
+        _call(sw.table_modify, t.name, match, target, params, priority=priority)
     if e.HasField("meter_config"):
-        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
+        _call(sw.direct_meter_set, t.name, match, *_meter_tuple(e.meter_config), priority=priority)
     elif op == MODIFY and t.direct_meter_id is not None:
-        _call(sw, "direct_meter_clear", t.name, match, priority=priority)  # unset = back to all-GREEN
+        _call(sw.direct_meter_clear, t.name, match, priority=priority)  # unset = back to all-GREEN
     if e.HasField("counter_data"):
-        _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
+        _call(sw.direct_counter_write, t.name, match, e.counter_data.packet_count,
               e.counter_data.byte_count, priority=priority)
 
 
-def _write_plain(sw: Any, st: PipelineState, t, op: int, which: str | None, action: p4runtime_pb2.TableAction,
+def _write_plain(sw: Switch, st: PipelineState, t, op: int, which: str | None, action: p4runtime_pb2.TableAction,
                  direct: bool, runtime_key: tuple, priority: int | None) -> bool:
     """The plain cases of a table without an action profile, straight to the
     runtime's key form; False when the update is not one of them."""
@@ -221,7 +225,7 @@ def _write_plain(sw: Any, st: PipelineState, t, op: int, which: str | None, acti
     return False
 
 
-def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
+def _insert_plain(sw: Switch, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
                   priority: int | None) -> None:
     """INSERT of an entry with a direct action and no direct-resource data: what
     installing a fabric is made of. The request is checked in full (decode_key,
@@ -234,7 +238,7 @@ def _insert_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, r
     _forget_meter(st, t, runtime_key, priority)  # a record left by an entry deleted behind the server's back
 
 
-def _modify_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
+def _modify_plain(sw: Switch, st: PipelineState, t, action: p4runtime_pb2.Action, runtime_key: tuple,
                   priority: int | None) -> None:
     """MODIFY to a direct action, no direct-resource data, in a table without a direct
     meter (whose MODIFY resets the meter: the general path does that)."""
@@ -246,7 +250,7 @@ def _modify_plain(sw: Any, st: PipelineState, t, action: p4runtime_pb2.Action, r
     _forget_meter(st, t, runtime_key, priority)
 
 
-def _delete_plain(sw: Any, st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
+def _delete_plain(sw: Switch, st: PipelineState, t, runtime_key: tuple, priority: int | None) -> None:
     """DELETE in a table without an action profile (so without one-shot groups to release)."""
     try:
         sw.tables[t.name].delete_checked(runtime_key, priority)
@@ -260,19 +264,19 @@ def _forget_meter(st: PipelineState, t, runtime_key: tuple, priority: int | None
         st.direct_meters.pop(entry_key(t.name, match_of_key(t, runtime_key), priority), None)
 
 
-def _modify_direct_resources(sw: Any, st: PipelineState, t, e, match, priority, key) -> None:
+def _modify_direct_resources(sw: Switch, st: PipelineState, t, e, match, priority, key) -> None:
     """MODIFY without an action: only the direct counter/meter given change."""
     if e.HasField("meter_config"):
-        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(e.meter_config), priority=priority)
+        _call(sw.direct_meter_set, t.name, match, *_meter_tuple(e.meter_config), priority=priority)
         st.direct_meters[key] = e.meter_config
     if e.HasField("counter_data"):
-        _call(sw, "direct_counter_write", t.name, match, e.counter_data.packet_count,
+        _call(sw.direct_counter_write, t.name, match, e.counter_data.packet_count,
               e.counter_data.byte_count, priority=priority)
     if not e.HasField("meter_config") and not e.HasField("counter_data"):
         _require_entry(sw, t, match, priority)  # a no-op, but only for an entry that exists
 
 
-def _require_entry(sw: Any, t, match, priority) -> None:
+def _require_entry(sw: Switch, t, match, priority) -> None:
     table = sw.tables[t.name]
     if table.find_record(table.canon_match(match), priority) is None:
         raise P4RTError(NOT_FOUND, f"table '{t.name}': no entry with this match and priority")
@@ -294,7 +298,7 @@ def _meter_tuple(c: p4runtime_pb2.MeterConfig) -> tuple[int, int, int, int]:
     return (c.cir, c.cburst, c.pir, c.pburst)
 
 
-def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
+def _make_one_shot(sw: Switch, st: PipelineState, t, aset, undo: list) -> OneShot:
     prof = t.profile
     assert prof is not None
     if not prof.with_selector:
@@ -318,16 +322,16 @@ def _make_one_shot(sw: Any, st: PipelineState, t, aset, undo: list) -> OneShot:
     member_ids = []
     for call, _, _ in calls:
         mid = st.allocate_one_shot_id()
-        _call(sw, "act_prof_add_member", prof.name, mid, call.name, call.params)
+        _call(sw.act_prof_add_member, prof.name, mid, call.name, call.params)
         undo.append(lambda mid=mid: sw.act_prof_delete_member(prof.name, mid))
         member_ids.append(mid)
     gid = st.allocate_one_shot_id()
-    _call(sw, "act_prof_add_group", prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls, strict=False)])
+    _call(sw.act_prof_add_group, prof.name, gid, members=[(m, w, p) for m, (_, w, p) in zip(member_ids, calls, strict=False)])
     undo.append(lambda: sw.act_prof_delete_group(prof.name, gid))  # undone before its members
     return OneShot(gid, member_ids, aset)
 
 
-def _release_one_shot(sw: Any, st: PipelineState, t, os_: OneShot) -> None:
+def _release_one_shot(sw: Switch, st: PipelineState, t, os_: OneShot) -> None:
     prof = t.profile
     try:
         sw.act_prof_delete_group(prof.name, os_.group_id)
@@ -337,13 +341,13 @@ def _release_one_shot(sw: Any, st: PipelineState, t, os_: OneShot) -> None:
         log.exception("releasing one-shot group %d of %s", os_.group_id, t.name)
 
 
-def _drop_one_shot(sw: Any, st: PipelineState, t, key: tuple) -> None:
+def _drop_one_shot(sw: Switch, st: PipelineState, t, key: tuple) -> None:
     os_ = st.one_shots.pop(key, None)
     if os_ is not None:
         _release_one_shot(sw, st, t, os_)
 
 
-def _write_default(sw: Any, st: PipelineState, op: int, t, e: p4runtime_pb2.TableEntry) -> None:
+def _write_default(sw: Switch, st: PipelineState, op: int, t, e: p4runtime_pb2.TableEntry) -> None:
     if op != MODIFY:
         raise invalid(f"table '{t.name}': the default entry can only be modified (use MODIFY)")
     if len(e.match) or e.priority:
@@ -357,20 +361,20 @@ def _write_default(sw: Any, st: PipelineState, op: int, t, e: p4runtime_pb2.Tabl
                         "entry is a constant NoAction (spec 9.1.4)")
     which = e.action.WhichOneof("type")
     if which is None:  # MODIFY without an action: back to the program's default
-        _call(sw, "table_reset_default", t.name)
+        _call(sw.table_reset_default, t.name)
         st.defaults.pop(t.name, None)
         return
     if which != "action":
         raise invalid(f"table '{t.name}': a default entry takes an action, not a {which}")
     call = table_action(st.schema, t, e.action.action, default=True)
-    _call(sw, "table_set_default", t.name, call.name, call.params)
+    _call(sw.table_set_default, t.name, call.name, call.params)
     st.defaults[t.name] = call
 
 
 # ---- action profiles -----------------------------------------------------------------
 
 
-def _write_member(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.ActionProfileMember) -> None:
+def _write_member(sw: Switch, st: PipelineState, op: int, m: p4runtime_pb2.ActionProfileMember) -> None:
     prof = st.schema.profile(m.action_profile_id)
     if m.member_id == 0:
         raise invalid(f"action profile '{prof.name}': member id 0 is not valid")
@@ -380,7 +384,7 @@ def _write_member(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.ActionPr
         raise invalid(f"member id {m.member_id} is reserved for one-shot action sets; use ids below 0xF0000000")
     members = st.members.setdefault(prof.name, {})
     if op == DELETE:
-        _call(sw, "act_prof_delete_member", prof.name, m.member_id)
+        _call(sw.act_prof_delete_member, prof.name, m.member_id)
         members.pop(m.member_id, None)
         return
     call = decode_action(st.schema, m.action, f"action profile '{prof.name}' member {m.member_id}")
@@ -390,9 +394,9 @@ def _write_member(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.ActionPr
     if allowed and m.action.action_id not in allowed:
         raise invalid(f"action '{call.name}' is not an action of the tables using '{prof.name}'")
     if op == INSERT:
-        _call(sw, "act_prof_add_member", prof.name, m.member_id, call.name, call.params)
+        _call(sw.act_prof_add_member, prof.name, m.member_id, call.name, call.params)
     else:
-        _call(sw, "act_prof_modify_member", prof.name, m.member_id, call.name, call.params)
+        _call(sw.act_prof_modify_member, prof.name, m.member_id, call.name, call.params)
     members[m.member_id] = call
 
 
@@ -407,7 +411,7 @@ def _watch(msg, where: str) -> int | None:
     return None
 
 
-def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionProfileGroup) -> None:
+def _write_group(sw: Switch, st: PipelineState, op: int, g: p4runtime_pb2.ActionProfileGroup) -> None:
     prof = st.schema.profile(g.action_profile_id)
     if not prof.with_selector:
         raise invalid(f"'{prof.name}' is an action profile without a selector; it has no groups")
@@ -419,7 +423,7 @@ def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionPro
         raise invalid(f"'{prof.name}' is programmed with one-shot action sets; do not mix them with groups")
     groups = st.groups.setdefault(prof.name, {})
     if op == DELETE:
-        _call(sw, "act_prof_delete_group", prof.name, g.group_id)
+        _call(sw.act_prof_delete_group, prof.name, g.group_id)
         groups.pop(g.group_id, None)
         return
     where = f"action selector '{prof.name}' group {g.group_id}"
@@ -440,9 +444,9 @@ def _write_group(sw: Any, st: PipelineState, op: int, g: p4runtime_pb2.ActionPro
     if g.max_size and total > g.max_size:
         raise P4RTError(RESOURCE_EXHAUSTED, f"{where}: member weights add up to {total}, above max_size {g.max_size}")
     if op == INSERT:
-        _call(sw, "act_prof_add_group", prof.name, g.group_id, members=members, max_size=g.max_size)
+        _call(sw.act_prof_add_group, prof.name, g.group_id, members=members, max_size=g.max_size)
     else:
-        _call(sw, "act_prof_modify_group", prof.name, g.group_id, members=members, max_size=g.max_size)
+        _call(sw.act_prof_modify_group, prof.name, g.group_id, members=members, max_size=g.max_size)
     groups[g.group_id] = GroupRecord(members, g.max_size)
 
 
@@ -460,7 +464,7 @@ def _index(msg, size: int, where: str) -> list[int]:
     return [i]
 
 
-def _write_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.CounterEntry) -> None:
+def _write_counter(sw: Switch, st: PipelineState, op: int, c: p4runtime_pb2.CounterEntry) -> None:
     if op != MODIFY:
         raise invalid("counter entries can only be modified (use MODIFY)")
     info = st.schema.extern(c.counter_id, "counter")
@@ -470,10 +474,10 @@ def _write_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.Counter
     if not c.HasField("data"):
         return  # no data: the counters are not modified
     for i in indexes:
-        _call(sw, "counter_write", info.name, i, c.data.packet_count, c.data.byte_count)
+        _call(sw.counter_write, info.name, i, c.data.packet_count, c.data.byte_count)
 
 
-def _write_direct_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.DirectCounterEntry) -> None:
+def _write_direct_counter(sw: Switch, st: PipelineState, op: int, c: p4runtime_pb2.DirectCounterEntry) -> None:
     if op != MODIFY:
         raise invalid("direct counter entries can only be modified (use MODIFY)")
     t = st.schema.table(c.table_entry.table_id)
@@ -486,10 +490,10 @@ def _write_direct_counter(sw: Any, st: PipelineState, op: int, c: p4runtime_pb2.
     if not c.HasField("data"):
         _require_entry(sw, t, match, priority)  # no data: nothing changes
         return
-    _call(sw, "direct_counter_write", t.name, match, c.data.packet_count, c.data.byte_count, priority=priority)
+    _call(sw.direct_counter_write, t.name, match, c.data.packet_count, c.data.byte_count, priority=priority)
 
 
-def _write_register(sw: Any, st: PipelineState, op: int, r: p4runtime_pb2.RegisterEntry) -> None:
+def _write_register(sw: Switch, st: PipelineState, op: int, r: p4runtime_pb2.RegisterEntry) -> None:
     if op != MODIFY:
         raise invalid("register entries can only be modified (use MODIFY)")
     info = st.schema.extern(r.register_id, "register")
@@ -497,10 +501,10 @@ def _write_register(sw: Any, st: PipelineState, op: int, r: p4runtime_pb2.Regist
         raise invalid(f"register '{info.name}': data must be a bitstring")
     value = bytestrings.decode(r.data.bitstring, info.bitwidth, f"register '{info.name}'")
     for i in _index(r, info.size, f"register '{info.name}'"):
-        _call(sw, "register_write", info.name, i, value)
+        _call(sw.register_write, info.name, i, value)
 
 
-def _write_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.MeterEntry) -> None:
+def _write_meter(sw: Switch, st: PipelineState, op: int, m: p4runtime_pb2.MeterEntry) -> None:
     if op != MODIFY:
         raise invalid("meter entries can only be modified (use MODIFY)")
     info = st.schema.extern(m.meter_id, "meter")
@@ -510,15 +514,15 @@ def _write_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.MeterEntr
     if m.HasField("config"):
         cfg = _meter_tuple(m.config)
         for i in indexes:
-            _call(sw, "meter_set", info.name, i, *cfg)
+            _call(sw.meter_set, info.name, i, *cfg)
             st.meters[(info.name, i)] = m.config
     else:
         for i in indexes:
-            _call(sw, "meter_clear", info.name, i)
+            _call(sw.meter_clear, info.name, i)
             st.meters.pop((info.name, i), None)
 
 
-def _write_direct_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.DirectMeterEntry) -> None:
+def _write_direct_meter(sw: Switch, st: PipelineState, op: int, m: p4runtime_pb2.DirectMeterEntry) -> None:
     if op != MODIFY:
         raise invalid("direct meter entries can only be modified (use MODIFY)")
     t = st.schema.table(m.table_entry.table_id)
@@ -530,10 +534,10 @@ def _write_direct_meter(sw: Any, st: PipelineState, op: int, m: p4runtime_pb2.Di
     priority = decode_priority(t, m.table_entry.priority)
     key = entry_key(t.name, match, priority)
     if m.HasField("config"):
-        _call(sw, "direct_meter_set", t.name, match, *_meter_tuple(m.config), priority=priority)
+        _call(sw.direct_meter_set, t.name, match, *_meter_tuple(m.config), priority=priority)
         st.direct_meters[key] = m.config
     else:
-        _call(sw, "direct_meter_clear", t.name, match, priority=priority)
+        _call(sw.direct_meter_clear, t.name, match, priority=priority)
         st.direct_meters.pop(key, None)
 
 
@@ -573,7 +577,7 @@ def _check_presence(op: int, exists: bool, where: str) -> None:
         raise P4RTError(NOT_FOUND, f"{where} does not exist" + ("; use INSERT" if op == MODIFY else ""))
 
 
-def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
+def _write_pre(sw: Switch, st: PipelineState, op: int, p: p4runtime_pb2.PacketReplicationEngineEntry) -> None:
     which = p.WhichOneof("type")
     if which == "multicast_group_entry":
         g = p.multicast_group_entry
@@ -582,10 +586,10 @@ def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketRepli
             raise invalid("multicast group id 0 is reserved (no multicast); use 1 or more")
         _check_presence(op, g.multicast_group_id in st.mc_groups, where)
         if op == DELETE:
-            _call(sw, "mc_group_delete", g.multicast_group_id)
+            _call(sw.mc_group_delete, g.multicast_group_id)
             del st.mc_groups[g.multicast_group_id]
             return
-        _call(sw, "mc_group_set", g.multicast_group_id, _replicas(g.replicas, where))
+        _call(sw.mc_group_set, g.multicast_group_id, _replicas(g.replicas, where))
         st.mc_groups[g.multicast_group_id] = p4runtime_pb2.MulticastGroupEntry()
         st.mc_groups[g.multicast_group_id].CopyFrom(g)
     elif which == "clone_session_entry":
@@ -595,19 +599,19 @@ def _write_pre(sw: Any, st: PipelineState, op: int, p: p4runtime_pb2.PacketRepli
             raise invalid("clone session id 0 is reserved; use 1 or more")
         _check_presence(op, c.session_id in st.clone_sessions, where)
         if op == DELETE:
-            _call(sw, "clone_session_delete", c.session_id)
+            _call(sw.clone_session_delete, c.session_id)
             del st.clone_sessions[c.session_id]
             return
         if c.packet_length_bytes < 0:
             raise invalid(f"{where}: packet_length_bytes cannot be negative")
-        _call(sw, "clone_session_set", c.session_id, _replicas(c.replicas, where), truncate=c.packet_length_bytes)
+        _call(sw.clone_session_set, c.session_id, _replicas(c.replicas, where), truncate=c.packet_length_bytes)
         st.clone_sessions[c.session_id] = p4runtime_pb2.CloneSessionEntry()
         st.clone_sessions[c.session_id].CopyFrom(c)
     else:
         raise invalid("packet replication engine entry without a multicast group or clone session")
 
 
-def _write_digest(sw: Any, st: PipelineState, op: int, d: p4runtime_pb2.DigestEntry) -> None:
+def _write_digest(sw: Switch, st: PipelineState, op: int, d: p4runtime_pb2.DigestEntry) -> None:
     if d.digest_id not in st.schema.digests:
         raise invalid(f"digest id {d.digest_id} is not in the P4Info")
     _check_presence(op, d.digest_id in st.digest_configs, f"digest {d.digest_id} configuration")
@@ -617,6 +621,50 @@ def _write_digest(sw: Any, st: PipelineState, op: int, d: p4runtime_pb2.DigestEn
     cfg = p4runtime_pb2.DigestEntry.Config()
     cfg.CopyFrom(d.config)
     st.digest_configs[d.digest_id] = cfg
+
+
+def _write_value_set(sw: Switch, st: PipelineState, op: int, v: p4runtime_pb2.ValueSetEntry) -> None:
+    """A parser value set's members, all replaced at once (P4Runtime 9.5: MODIFY only)."""
+    if op != MODIFY:
+        raise invalid("value set entries can only be modified (use MODIFY)")
+    info = st.schema.value_sets.get(v.value_set_id)
+    if info is None:
+        raise invalid(f"value set id {v.value_set_id} is not in the P4Info")
+    name = info.preamble.name
+    fields = {f.id: f for f in info.match}
+    members = []
+    for m in v.members:
+        given = {fm.field_id: fm for fm in m.match}
+        unknown = sorted(set(given) - set(fields))
+        if unknown:
+            raise invalid(f"value set '{name}' has no match field {unknown[0]}")
+        members.append([_value_set_field(f, given.get(f.id), name) for f in info.match])
+    _call(sw.value_set_set, name, members)
+
+
+def _value_set_field(f: p4info_pb2.MatchField, fm: p4runtime_pb2.FieldMatch | None, vs: str) -> Any:
+    """One field of a value set member as a match value; a field left out matches anything
+    (a ternary, range or optional one) and is refused for an exact or lpm one."""
+    what = f"value set '{vs}' field {f.name or f.id}"
+    full = (1 << f.bitwidth) - 1
+    kind = fm.WhichOneof("field_match_type") if fm is not None else None
+    if fm is None or kind is None:
+        if f.match_type in (p4info_pb2.MatchField.EXACT, p4info_pb2.MatchField.LPM):
+            raise invalid(f"{what} is {p4info_pb2.MatchField.MatchType.Name(f.match_type).lower()}: give it a value")
+        return Range(0, full) if f.match_type == p4info_pb2.MatchField.RANGE else Ternary(0, 0)
+    if kind == "exact":
+        return Exact(bytestrings.decode(fm.exact.value, f.bitwidth, what))
+    if kind == "ternary":
+        return Ternary(bytestrings.decode(fm.ternary.value, f.bitwidth, what),
+                       bytestrings.decode(fm.ternary.mask, f.bitwidth, what))
+    if kind == "lpm":
+        return Lpm(bytestrings.decode(fm.lpm.value, f.bitwidth, what), fm.lpm.prefix_len)
+    if kind == "range":
+        return Range(bytestrings.decode(fm.range.low, f.bitwidth, what),
+                     bytestrings.decode(fm.range.high, f.bitwidth, what))
+    if kind == "optional":
+        return Optional(bytestrings.decode(fm.optional.value, f.bitwidth, what))
+    raise invalid(f"{what}: a {kind} match is not supported")
 
 
 def _unsupported(what: str):
@@ -637,6 +685,6 @@ _HANDLERS: dict[str, Callable[[Any, PipelineState, int, Any], None]] = {
     "direct_meter_entry": _write_direct_meter,
     "packet_replication_engine_entry": _write_pre,
     "digest_entry": _write_digest,
-    "value_set_entry": _unsupported("value set entries"),
+    "value_set_entry": _write_value_set,
     "extern_entry": _unsupported("extern entries"),
 }

@@ -15,6 +15,7 @@ import re
 
 from p4target.runtime.hashes import HashEngine, to_bytes
 from p4target.runtime.tables import TableRuntime
+from p4target.runtime.value_sets import ValueSetRuntime
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class Bindings:
         self.name = name
         self.tables: dict[str, TableRuntime] = {}
         self.externs: dict[str, object] = {}
+        self.value_sets: dict[str, ValueSetRuntime] = {}
         self.rng = _random.Random(seed)
         self.hashes = HashEngine(random_fn=lambda: self.rng.getrandbits(32))
 

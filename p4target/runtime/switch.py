@@ -37,6 +37,7 @@ from p4target.runtime.pre import ReplicationEngine
 from p4target.runtime.profiles import ActionProfile
 from p4target.runtime.tables import TableRuntime
 from p4target.runtime.traffic import TrafficManager
+from p4target.runtime.value_sets import MatchValue, ValueSetRuntime
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class Switch:
                 log.warning("%s: extern %s of kind %s has no runtime; ignored", self.name, ext.name, kind)
                 continue
             rt.externs[ext.name] = obj
+        for vs in model.value_sets:
+            rt.value_sets[vs.name] = ValueSetRuntime(vs)
         for table in model.tables:
             profile = profiles.get(table.implementation) if table.implementation else None
             if table.implementation and profile is None:
@@ -329,6 +332,21 @@ class Switch:
 
     def register_reset(self, name: str) -> None:
         self._extern(name, Register, "register").reset()
+
+    def value_set_set(self, name: str, members: Iterable[Iterable[MatchValue]]) -> None:
+        """Replace the members of parser value set ``name``: one match value per field each
+        (``[[Exact(0x800)], ...]`` for a ``value_set<bit<16>>``)."""
+        self._value_set(name).set_members([tuple(m) for m in members])
+
+    def value_set_members(self, name: str) -> list[tuple[MatchValue, ...]]:
+        return list(self._value_set(name).members)
+
+    def _value_set(self, name: str) -> ValueSetRuntime:
+        vs = self.rt.value_sets.get(name)
+        if vs is None:
+            known = ", ".join(sorted(self.rt.value_sets)) or "none"
+            raise EntryError("not_found", f"no value set named '{name}' (the program's: {known})")
+        return vs
 
     def meter_set(self, name: str, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
         self._extern(name, Meter, "meter").set(index, cir, cburst, pir, pburst)

@@ -43,13 +43,13 @@ def test_every_error_code_with_the_rest_of_the_batch_applied(client, names, rig)
         ins(extra_priority),                                   # INVALID_ARGUMENT
         ins(dont_care),                                        # INVALID_ARGUMENT
         update("c", "MODIFY", counter_entry=counter),          # OUT_OF_RANGE
-        value_set,                                             # UNIMPLEMENTED
+        value_set,                                             # INVALID_ARGUMENT (only MODIFY, spec 9.5)
         ins(good2),
     ]
     codes = client.write_codes(*batch)
     assert codes == [code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.NOT_FOUND, code_pb2.INVALID_ARGUMENT,
                      code_pb2.OUT_OF_RANGE, code_pb2.OK] + [code_pb2.INVALID_ARGUMENT] * 4 + [
-        code_pb2.OUT_OF_RANGE, code_pb2.UNIMPLEMENTED, code_pb2.OK]
+        code_pb2.OUT_OF_RANGE, code_pb2.INVALID_ARGUMENT, code_pb2.OK]
     got = client.read(entity(table_entry=p4runtime_pb2.TableEntry(table_id=names.table_id("exact_t"))))
     assert sorted(e.table_entry.match[0].exact.value for e in got) == [b"\x01", b"\x02", b"\x05"]
     # RESOURCE_EXHAUSTED: acl_t holds 4 entries; the fifth is refused, the others stay

@@ -33,7 +33,7 @@ import pytest
 import yaml
 from finsy.proto.p4.v1 import p4runtime_pb2
 
-from p4target.netio import open_interface_socket, read_pcap
+from p4target.ports.netio import open_interface_socket, read_pcap
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, ins
 from tests.p4runtime.test_veth_run import ip, received

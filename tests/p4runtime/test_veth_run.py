@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from p4target.netio import open_interface_socket
+from p4target.ports.netio import open_interface_socket
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.p4rt_client import Names, RawClient, ins
 

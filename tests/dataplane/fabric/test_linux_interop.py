@@ -240,7 +240,7 @@ def test_linux_encap_crosses_fabric_p4_and_linux_usid_nodes(interop: Net) -> Non
 
     # What the P4 switches sent: S1 shifted the carrier, S2 ended it with SRH End.
     teardown_switches(interop)
-    from p4target.netio import read_pcap
+    from p4target.ports.netio import read_pcap
 
     s1_out = [Ether(f) for _, f in read_pcap(interop.workdir / "pcap" / f"{ifname('s1b')}_out.pcap")]
     s2_out = [Ether(f) for _, f in read_pcap(interop.workdir / "pcap" / f"{ifname('s2b')}_out.pcap")]

@@ -21,7 +21,7 @@ import pytest
 from scapy.layers.inet6 import ICMPv6EchoReply, ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 
-from p4target.netio import open_interface_socket
+from p4target.ports.netio import open_interface_socket
 from fabric.topology import from_parameters
 from tests.dataplane.fabric_net import NIC_P4, REPO
 from tests.dataplane.nic.nic_case import carrier_ip, gateway_ip, host_ip, nic_case, nic_ip

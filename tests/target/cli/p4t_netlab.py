@@ -14,7 +14,7 @@ import subprocess
 import time
 import uuid
 
-from p4target.linux_net import open_interface_socket
+from p4target.ports.linux_net import open_interface_socket
 
 
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:

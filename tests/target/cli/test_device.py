@@ -11,7 +11,7 @@ from scapy.layers.l2 import Ether
 
 from p4target.device import Device
 from p4target.errors import P4Error
-from p4target.netio import NetIO
+from p4target.ports.netio import NetIO
 
 from p4t_netlab import NetLab, recv_frames, wait_for
 

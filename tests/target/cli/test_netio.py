@@ -17,8 +17,8 @@ from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
 from p4target.errors import P4Error
-from p4target.netio import NetIO
-from p4target.pcap import PcapWriter, read_pcap
+from p4target.ports.netio import NetIO
+from p4target.ports.pcap import PcapWriter, read_pcap
 
 from p4t_netlab import NetLab, recv_frames, wait_for
 
@@ -173,7 +173,7 @@ def test_missing_namespace_is_one_clear_error():
 def test_complete_checksum_matches_scapy():
     """A UDP frame with only the pseudo-header sum in its checksum field (as a host
     stack leaves it for the NIC) comes out with the checksum scapy computes."""
-    from p4target.offloads import complete_checksum
+    from p4target.ports.offloads import complete_checksum
 
     full = bytes(Ether(**MACS) / IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=7, dport=9)
                  / b"odd-length!")
@@ -242,7 +242,7 @@ def test_segment_gso_makes_what_a_nic_would_send():
     correct lengths, sequence numbers, flags and checksums."""
     from scapy.layers.inet import IP, TCP
 
-    from p4target.offloads import VNET_GSO_TCPV4, VNET_GSO_TCPV6, segment_gso
+    from p4target.ports.offloads import VNET_GSO_TCPV4, VNET_GSO_TCPV6, segment_gso
 
     data = bytes(range(256)) * 10  # 2560 bytes: segments of 1000, 1000, 560
     for ip, gso in ((IP(src="10.0.0.1", dst="10.0.0.2", id=7), VNET_GSO_TCPV4),

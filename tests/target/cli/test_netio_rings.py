@@ -21,8 +21,8 @@ import pytest
 from scapy.layers.inet6 import IPv6, UDP
 from scapy.layers.l2 import Ether
 
-from p4target.linux_net import open_interface_socket
-from p4target.netio import NetIO
+from p4target.ports.linux_net import open_interface_socket
+from p4target.ports.netio import NetIO
 
 from p4t_netlab import NetLab, recv_frames, wait_for
 
@@ -283,7 +283,7 @@ def test_a_port_whose_rings_the_kernel_refuses_works_without(lab, caplog):
     ports say so in the log once each and forward through plain sockets."""
     import logging
 
-    caplog.set_level(logging.WARNING, logger="p4target.netio")
+    caplog.set_level(logging.WARNING, logger="p4target.ports.netio")
     nio = NetIO(BatchWire(), {1: "p4ta1", 2: "p4tb1"}, netns=lab.ns, poll_interval=30.0,
                 tx_ring_frames=1 << 27)
     nio.start()

@@ -16,7 +16,7 @@ import pytest
 from scapy.layers.inet6 import IPv6, UDP
 from scapy.layers.l2 import Ether
 
-from p4target.pcap import read_pcap
+from p4target.ports.pcap import read_pcap
 
 from p4t_netlab import NetLab, recv_frames, wait_for
 
@@ -151,7 +151,7 @@ def test_rx_ring_frames_is_the_burst_a_stopped_switch_holds(lab, tmp_path, slots
     try:
         assert wait_for(lambda: (tmp_path / "sw.pid").exists() or p.poll() is not None, 60)
         assert p.poll() is None, p.communicate()[1]
-        from p4target.linux_net import open_interface_socket
+        from p4target.ports.linux_net import open_interface_socket
 
         a = lab.socket("p4ta0")
         c = open_interface_socket("p4tc0", lab.ns, rcvbuf=32 << 20)

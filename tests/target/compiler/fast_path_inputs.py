@@ -21,6 +21,7 @@ from test_codegen_equivalence import frames
 
 STORAGE = "tests/target/compiler/p4/fast_storage.p4"
 ROUTER6 = "bench/p4/router6.p4"
+VALUE_SETS = "tests/target/language/p4/value_sets.p4"
 MY_MAC = 0x020000000002
 ROUTED = bytes.fromhex("fcbbbb00010000000000000000000000")
 HOST = bytes.fromhex("fcbbbb000100000000000000000000aa")
@@ -129,6 +130,9 @@ def own_entries(rel: str, sw: Switch, rng: random.Random) -> None:
         fabric_entries(sw)
     elif rel == "p4src/nic.p4":
         nic_entries(sw, rng)
+    elif rel == VALUE_SETS:
+        sw.value_set_set("MyParser.tagged", [[Exact(0x1234)], [Exact(rng.getrandbits(16))]])
+        sw.value_set_set("MyParser.special", [[Ternary(0x8800, 0xff00), Range(10, 200)]])
 
 
 def own_frames(rel: str, rng: random.Random) -> list[bytes]:
@@ -138,6 +142,9 @@ def own_frames(rel: str, rng: random.Random) -> list[bytes]:
         return fabric_frames(rng)
     if rel == "p4src/nic.p4":
         return nic_frames(rng)
+    if rel == VALUE_SETS:  # ether types the value sets hold or nearly, and any
+        etype = rng.choice([0x1234, 0x1235, 0x88ab, 0x8800, 0x89ab, rng.getrandbits(16)])
+        return [rng.randbytes(12) + etype.to_bytes(2, "big") + rng.randbytes(rng.randrange(0, 4))]
     if rel == STORAGE:
         tags = b"".join(bytes([rng.randrange(1, 4), 4]) + rng.randbytes(2) for _ in range(rng.randrange(0, 6)))
         etype = rng.choice([0x88B5, 0x88B5, 0x88B6, 0x0800, 0])

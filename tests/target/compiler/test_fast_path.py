@@ -53,6 +53,7 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/frontend/p4/p4c_basic_routing.p4": True,
     "tests/target/frontend/p4/p4c_issue4969.p4": True,
     "tests/target/frontend/p4/p4info_actions.p4": True,
+    "tests/target/frontend/p4/annotations.p4": True,
     "tests/target/language/p4/for_loops.p4": False,  # for loops: general path only
     "tests/target/language/p4/sub_blocks.p4": False,  # sub-controls/parsers: general path only
     "tests/target/language/p4/header_eq.p4": False,  # == on headers: general path only
@@ -67,6 +68,11 @@ PROGRAMS: dict[str, bool] = {
     "tests/target/language/p4/exit_copy_out.p4": True,
     "tests/target/language/p4/eval_order.p4": False,  # P4 function calls: general path only
     "tests/target/language/p4/table_bound_args.p4": True,
+    "tests/target/language/p4/direct_apply.p4": False,  # sub-controls/parsers: general path only
+    "tests/target/language/p4/named_args.p4": True,
+    "tests/target/language/p4/value_sets.p4": True,
+    "tests/target/language/p4/defaults_enums.p4": True,
+    "tests/target/language/p4/inline_profiles.p4": True,
 }
 FRAMES = 10_000
 

@@ -89,7 +89,7 @@ CASES = [
     ("two-lpm-keys", dict(ingress_locals="table t { key = { meta.m8: lpm; meta.m16: lpm; } actions = { a; } }"),
      "meta.m16: lpm", "table 't' has a second lpm key; BMv2 takes one lpm key per table (make the others "
      "ternary)"),
-    ("header-bytes", dict(decls="header odd_t { bit<7> x; }"), "odd_t",
+    ("header-bytes", dict(decls="header odd_t { bit<7> x; } struct holder_t { odd_t o; }"), "odd_t",
      "header odd_t is 7 bits long; headers must be a whole number of bytes (add padding bits)"),
     ("const-prio", dict(ingress_locals="table t { key = { meta.m8: ternary; } actions = { a; } "
                                        "const entries = { priority=5: 1 &&& 1: a(1); } }"), "priority=5",
@@ -110,6 +110,47 @@ CASES = [
     ("action-order", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { b; } } "
                                          "action b() { }"), "b; }",
      None),
+    ("int-param-with-direction", dict(ingress_locals="action b(in int v) { bool t = 8w1 == v; }"), "v) {",
+     "v: parameters with type int must be directionless; remove 'in' or give it a width (int<W>, bit<W>)"),
+    ("two-default-labels",
+     dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; NoAction; } }",
+          apply="switch (t.apply().action_run) { default: { meta.m8 = 1; } default: { meta.m8 = 2; } }"),
+     "switch (", "switch has multiple 'default' labels; keep one"),
+    # what p4c (or its BMv2 back end) refuses too
+    ("switch-in-action", dict(ingress_locals="action b() { switch (meta.m8) { 1: { } } }"), "switch (meta",
+     "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses it): use if/else"),
+    ("two-actions-one-name", dict(ingress_locals='@name("a") action b() { }'), "b() { }", None),
+    ("table-in-action-argument",
+     dict(ingress_locals="table u { key = { meta.m8: exact; } actions = { NoAction; } } "
+                         "action c(in bit<8> x) { meta.m16 = (bit<16>)x; } "
+                         "table t { key = { meta.m8: exact; } actions = { c(u.apply().hit ? 8w1 : 8w2); } }"),
+     "u.apply().hit ?", "a table applied in an action's argument; BMv2 cannot do that (p4c-bm2-ss refuses it): "
+     "apply the table before"),
+    ("key-expression-unnamed", dict(ingress_locals="table t { key = { meta.m8 + 1: exact; } actions = { a; } }"),
+     "meta.m8 + 1", 'key meta.m8 + 1 is an expression; give it a control-plane name with @name("...") '
+     "(p4c requires one)"),
+    ("parser-without-end", dict(start="transition start;"), "P(packet_in",
+     "parser P never reaches accept or reject from start; add a transition to accept"),
+    ("for-in-untyped", dict(apply="bit<8> i = 0; for (i in 1 .. 3) { }"), "in 1 .. 3",
+     "a for-in loop declares its variable: for (bit<W> i in ...)"),
+    ("static-assert", dict(decls='const bool ok = static_assert(V1MODEL_VERSION < 20000101, "too new");'),
+     "static_assert(V1", "static_assert failed: too new"),
+    # placed where p4c places them
+    ("priorities-without-ternary-key",
+     dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; } entries = { priority=5: 1: a(1); } }"),
+     "key = { meta.m8: exact; } actions = { a; } entries", None),
+    ("entries-without-key", dict(ingress_locals="table t { actions = { a; } const entries = { _ : a(1); } }"),
+     "t { actions", "table t has entries but no key; remove the entries or add a key"),
+    ("two-varbit-fields", dict(decls="header v_t { varbit<8> x; varbit<8> y; } struct hv_t { v_t v; }"),
+     "x; varbit<8> y", None),
+    # p4c reports its errors in source order, BMv2's byte-aligned headers last
+    ("header-bytes-last", dict(decls="header odd_t { bit<7> x; } struct holder_t { odd_t o; }", apply="meta.m8 = missing;"), "missing",
+     "unknown name 'missing'; declare it before use"),
+    ("unused-control", dict(decls="control Unused(inout bit<8> x) { apply { x = 16w1; } }"), "16w1",
+     "assignment to x: cannot convert bit<16> to bit<8> implicitly; add a cast (bit<8>)"),
+    ("before-an-unsupported-one", dict(decls="control Early(inout bit<8> x) { apply { x = nothing; } }",
+                                       ingress_locals="Checksum16() ck;"), "nothing",
+     "unknown name 'nothing'; declare it before use"),
 ]
 
 
@@ -133,8 +174,6 @@ UNSUPPORTED = [
     ("checksum16", dict(ingress_locals="Checksum16() ck;"), "ck;",
      "extern 'Checksum16' is not supported by the embedded target; use counter, meter, register, "
      "direct_counter, direct_meter, action_profile or action_selector"),
-    ("value-set", dict(parser_locals="value_set<bit<16>>(4) vs;"), "vs;",
-     "value_set is not supported by the embedded target; use constants in select cases"),
     ("unknown-extern", dict(decls="extern void magic(in bit<8> x);", apply="magic(1);"), "magic(1)",
      "extern function 'magic' is not supported by the embedded target; use the v1model/core "
      "functions the embedded target implements"),
@@ -192,6 +231,53 @@ def test_defines_from_the_caller_select_code(p4file) -> None:
         compile_file(path, defines={"PORT": "16w4"})
 
 
+def test_a_program_without_v1switch_is_checked_in_source_order(p4file) -> None:
+    text = """#include <core.p4>
+control C(inout bit<8> x) { apply { x = x + 1; } }
+control D(inout bit<8> x) { apply { x = y; } }
+control E(inout bit<8> x) { apply { x = z; } }
+package top(C c);
+top(C()) main;
+"""
+    path = p4file(text)
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value) == f"{path}:3:41: error: unknown name 'y'; declare it before use"
+    path = p4file(text.replace("y;", "x;").replace("z;", "x;").replace("top(C()) main;\n", ""))
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value).startswith(f"{path}:6:1: error: the program has no 'main'")  # where it is missing
+
+
+def test_an_unused_header_may_have_any_width(p4file) -> None:
+    """p4c leaves types nothing names out of BMv2's JSON: BMv2's byte rule does not apply."""
+    assert compile_file(p4file(program(decls="header odd_t { bit<7> x; }"))) is not None
+
+
+def test_keys_p4c_names_without_an_annotation(p4file) -> None:
+    """A field, a slice of one, one masked with a constant: no @name needed (p4c neither)."""
+    text = program(ingress_locals="table t { key = { meta.m8 & 0x0f: ternary; hdr.eth.src[7:0]: exact; "
+                                  "hdr.eth.isValid(): exact; } actions = { a; } }", apply="t.apply();")
+    keys = [k.name for k in compile_file(p4file(text)).model.table("I.t").keys]
+    assert keys == ["meta.m8 & 0x0f", "hdr.eth.src[7:0]", "hdr.eth.isValid()"]
+
+
+def test_static_assert_that_holds_is_true(p4file) -> None:
+    text = program(decls='const bool ok = static_assert(V1MODEL_VERSION >= 20160101, "old");',
+                   apply="static_assert(ok); if (static_assert(true)) { meta.m8 = 1; }")
+    assert compile_file(p4file(text)) is not None
+
+
+def test_a_serializable_enum_indexes_a_stack(p4file) -> None:
+    from p4target import Switch
+    text = program(decls="enum bit<2> Slot { A = 0, B = 1 }\nheader item_t { bit<8> v; }\nstruct s_t { item_t[2] st; }",
+                   ingress_locals="s_t s;",
+                   apply="Slot k = Slot.B; s.st[k].setValid(); s.st[k].v = 3; s.st[Slot.A].v = 5; "
+                         "hdr.eth.ether_type = (bit<16>)s.st[k].v;")
+    frame = bytes(12) + b"\x08\x00" + b"rest"
+    assert Switch.load(p4file(text)).inject(0, frame) == [(0, bytes(12) + b"\x00\x03" + b"rest")]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
@@ -220,7 +306,8 @@ def test_include_dirs_are_searched(p4file, tmp_path) -> None:
 
 def test_a_parser_loop_that_consumes_nothing_times_out(p4file) -> None:
     from p4target import Switch
-    text = program(start="transition spin; } state spin { transition spin;")
+    # accept is reachable (p4c refuses a parser that never reaches it), never reached: m8 stays 0
+    text = program(start="transition spin; } state spin { transition select(meta.m8) { 1: accept; default: spin; }")
     sw = Switch.load(p4file(text))
     # inject returns: the frame goes on to ingress (egress_spec 0) on the parser-error path
     assert sw.inject(0, bytes(range(20))) == [(0, bytes(range(20)))]

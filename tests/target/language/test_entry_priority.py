@@ -70,3 +70,19 @@ def test_both_kinds_of_priority_are_refused(refusal) -> None:
         "@priority(10) 0x05", "priority = 5: 0x05").replace(
         "0x00 &&& 0xf0 : set(2);", "@priority(3) 0x00 &&& 0xf0 : set(2);")
     assert "use both @priority and 'priority ='" in str(refusal(text))
+
+
+def test_an_annotation_after_the_action_counts_the_same(tmp_path) -> None:
+    """``key : action @priority(N);`` (the annotation after the action, as p4c's
+    table-entries-priority sample writes it) gives the same priorities."""
+    from p4target.compiler import compile_file
+
+    def prios(path: Path) -> list[int | None]:
+        t = next(t for t in compile_file(path).model.tables if t.name == "PIngress.pick")
+        return [e.priority for e in t.const_entries]
+
+    moved = tmp_path / "moved.p4"
+    moved.write_text(PROG.read_text().replace("@priority(10) 0x05 &&& 0xff : set(1);",
+                                              "0x05 &&& 0xff : set(1) @priority(10);"))
+    assert "set(1) @priority(10);" in moved.read_text()
+    assert prios(moved) == prios(PROG)

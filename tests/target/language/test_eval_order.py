@@ -92,3 +92,16 @@ def test_initializer_lists_left_to_right() -> None:
     r = run(Switch.load(PROG), t=0x10, t2=0x20)
     assert (r.t, r.u, r.v) == (0x11, 0x10, 0x11)      # {t, incr(t)}: x saw t before the call
     assert (r.t2, r.u2, r.v2) == (0x21, 0x21, 0x21)   # {y = incr(t2), x = t2}: y's call first
+
+
+def test_an_index_with_a_pure_call_also_runs_first(tmp_path: Path) -> None:
+    """``s[ident(n)].v = incr(n)``: the index's call, pure as it is, runs before the
+    right-hand side (p4c's SideEffectOrdering; p4c's gauntlet_index_7 sample)."""
+    text = PROG.read_text().replace("hdr.s[incr(hdr.h.n)].v = hdr.h.n;", "hdr.s[ident(hdr.h.n)].v = incr(hdr.h.n);")
+    text = text.replace("bool mark(inout bit<8> x) {", "bit<8> ident(in bit<8> x) { return x; }\nbool mark(inout bit<8> x) {")
+    assert "ident(hdr.h.n)" in text
+    prog = tmp_path / "pure_index.p4"
+    prog.write_text(text)
+    r = run(Switch.load(prog), n=1, s0=0xa0, s1=0xa1, s2=0xa2, s3=0xa3)
+    # index 1 (n before incr), value 2; then s[n = 2 -> incr -> 3] = 3
+    assert (r.s0, r.s1, r.s2, r.s3, r.n) == (0xa0, 2, 0xa2, 3, 3)

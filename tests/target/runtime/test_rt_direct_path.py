@@ -216,7 +216,7 @@ add port_mac standard_metadata.egress_port:2 set_src_mac(mac:0x020000000a02)
 
 def fabric_switch(tmp_path: Path, **kw):
     from p4target import Switch
-    from p4target.cli_run import apply_commands
+    from p4target.cli.run import apply_commands
 
     sw = Switch.load(FABRIC, **kw)
     (tmp_path / "fabric.stf").write_text(FABRIC_ENTRIES)

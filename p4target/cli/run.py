@@ -82,7 +82,7 @@ def run(args: Args) -> int:
 
 def _open_netio(args: Args, device: Any, ports: dict[int, str],
                 rings: tuple[int | None, dict[int, int]]) -> Any:
-    from p4target.netio import NetIO
+    from p4target.ports.netio import NetIO
 
     netio = NetIO(device, ports, pcap_dir=args.pcap, netns=args.netns, promisc=not args.no_promisc,
                   rings=not args.no_rings, rx_ring_frames=rings[0], port_rx_ring_frames=rings[1])

@@ -274,8 +274,8 @@ class TxRing:
     it builds. Without it the kernel copies only the Ethernet header and points the
     packet at the ring's page for the rest, and a veth, which must not hand a
     receiver memory the sender may rewrite, then allocates a page per frame and
-    copies the rest into it: about 0.13 us more per frame (of 0.6) on this
-    project's kernel. A kernel that refuses the option gets plain frames. (Transmit
+    copies the rest into it, a cost per frame larger than the copy this option asks
+    for. A kernel that refuses the option gets plain frames. (Transmit
     rings read the header since 2016, the kernel's selftest psock_txring_vnet.c;
     Debian 12's 6.1 and later do.)
     """

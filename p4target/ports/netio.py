@@ -7,10 +7,10 @@ stays set when the process ends), run through the device, and the outputs writte
 on the output port's interface. Frames the socket sees because we sent them
 (``PACKET_OUTGOING``) are ignored.
 
-Each port is a ``RingPort`` (``p4target/ring_port.py``) or, with ``rings=False``,
-a ``SocketPort`` (``p4target/socket_port.py``); netio is the loop over them. A
+Each port is a ``RingPort`` (``p4target/ports/ring_port.py``) or, with ``rings=False``,
+a ``SocketPort`` (``p4target/ports/socket_port.py``); netio is the loop over them. A
 system call per frame each way costs more than the rest of the I/O, so a ring port
-has a receive ring and a transmit ring (``p4target.packet_ring``): frames are
+has a receive ring and a transmit ring (``p4target.ports.packet_ring``): frames are
 copied out of shared memory with no call into the kernel, handed to the device in
 batches, and its outputs written into the output ports' transmit rings, flushed with
 one ``send`` per batch (a switch of a group: once per pass of the group loop, after
@@ -32,14 +32,14 @@ under the same name is reopened.
 Hosts on the other end of a veth offload their TCP/UDP checksums: the frames they
 send carry only a partial sum that a NIC would finish. The sockets ask the kernel for
 the virtio-net header of every frame (PACKET_VNET_HDR) and the ports finish such sums
-(``p4target/offloads.py``), as a NIC would, before the pipeline sees the frame; frames that a sender's
+(``p4target/ports/offloads.py``), as a NIC would, before the pipeline sees the frame; frames that a sender's
 segmentation offload (TCP TSO, UDP GSO) left as one super-frame are cut into the
 frames a NIC would have sent (other GSO kinds are dropped and counted, with a hint to
 turn the offload off: ``ethtool -K IFACE tso off gso off``).
 
 Optionally each port's traffic is written to pcap files (``<DIR>/<iface>_in.pcap``
 and ``_out.pcap``, as BMv2's ``--pcap`` does), in the classic libpcap format
-(``p4target/pcap.py``). Namespaces, interfaces and raw sockets: ``p4target/linux_net.py``.
+(``p4target/ports/pcap.py``). Namespaces, interfaces and raw sockets: ``p4target/ports/linux_net.py``.
 
 Everything runs in one thread (``run()``; the rings, and epoll over the sockets,
 the netlink socket and a wake-up pipe), because the pipeline is Python and a thread
@@ -63,12 +63,12 @@ from typing import Any, Mapping
 
 from p4target.errors import P4Error
 # what tools and tests use from here (the homes of these are linux_net and pcap)
-from p4target.linux_net import (IFF_RUNNING, IFF_UP, in_netns, interface_index, interface_mtu,
+from p4target.ports.linux_net import (IFF_RUNNING, IFF_UP, in_netns, interface_index, interface_mtu,
                                 interface_up, open_interface_socket, rtattr, rtattr_string)
-from p4target.packet_ring import TxRing
-from p4target.pcap import PcapWriter, read_pcap
-from p4target.ring_port import RX_RING_FRAMES, TX_RING_FRAMES, RingPort
-from p4target.socket_port import PortStats, SocketPort
+from p4target.ports.packet_ring import TxRing
+from p4target.ports.pcap import PcapWriter, read_pcap
+from p4target.ports.ring_port import RX_RING_FRAMES, TX_RING_FRAMES, RingPort
+from p4target.ports.socket_port import PortStats, SocketPort
 
 __all__ = ["NetIO", "PcapWriter", "PortStats", "RX_RING_FRAMES", "TX_RING_FRAMES", "in_netns",
            "open_interface_socket", "read_pcap"]

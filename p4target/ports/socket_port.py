@@ -18,16 +18,16 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from p4target.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
-from p4target.offloads import (VNET_F_NEEDS_CSUM, VNET_GSO_ECN, VNET_HDR_LEN, complete_checksum,
+from p4target.ports.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
+from p4target.ports.offloads import (VNET_F_NEEDS_CSUM, VNET_GSO_ECN, VNET_HDR_LEN, complete_checksum,
                                segment_gso)
-from p4target.packet_ring import kernel_drops
-from p4target.pcap import PcapWriter
+from p4target.ports.packet_ring import kernel_drops
+from p4target.ports.pcap import PcapWriter
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from p4target.packet_ring import RxRing, TxRing
+    from p4target.ports.packet_ring import RxRing, TxRing
 
-log = logging.getLogger("p4target.netio")  # one logger for the ports and their loop, as before
+log = logging.getLogger("p4target.ports.netio")  # one logger for the ports and their loop, as before
 
 MAX_FRAME = 65535
 PACKET_OUTGOING = 4

@@ -7,7 +7,7 @@ One entry point for people and scripts (Mininet node classes, ``make``, CI):
   ``p4c --p4runtime-files`` would.
 - ``p4target stf PROGRAM.p4 TEST.stf``: run a p4c STF test; exit 0 if it passes.
 - ``p4target run PROGRAM.p4 -i 1@eth1 -i 2@eth2 ...``: a switch on Linux
-  interfaces with a P4Runtime server, like ``simple_switch_grpc`` (``cli_run.py``).
+  interfaces with a P4Runtime server, like ``simple_switch_grpc`` (``run.py``).
 - ``p4target group GROUP.yaml``: many switches in one process (``switch_group.py``).
 
 Every problem a user can cause is one line on stderr, ``p4target: FILE:LINE:COL:
@@ -28,9 +28,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from p4target import cli_values
-from p4target.cli_run import PROG, Args, UsageError, compile_program, server_tls_of
-from p4target.cli_run import run as run_switch
+from p4target.cli import values as cli_values
+from p4target.cli.run import PROG, Args, UsageError, compile_program, server_tls_of
+from p4target.cli.run import run as run_switch
 from p4target.errors import P4Error
 
 log = logging.getLogger("p4target.cli")

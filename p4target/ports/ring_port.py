@@ -20,17 +20,17 @@ import logging
 import socket
 import struct
 
-from p4target.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
-from p4target.offloads import VNET_HDR_LEN
-from p4target.packet_ring import TX_DATA_OFFSET, RxRing, TxRing, ring_layout, rx_slot_size
-from p4target.socket_port import SocketPort
+from p4target.ports.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
+from p4target.ports.offloads import VNET_HDR_LEN
+from p4target.ports.packet_ring import TX_DATA_OFFSET, RxRing, TxRing, ring_layout, rx_slot_size
+from p4target.ports.socket_port import SocketPort
 
-log = logging.getLogger("p4target.netio")  # one logger for the ports and their loop
+log = logging.getLogger("p4target.ports.netio")  # one logger for the ports and their loop
 
 ETH_HLEN = 14
 RX_RING_FRAMES = 4096  # slots per port (2 KB each at MTU 1500: 8 MB of kernel memory): a burst the
 # switch cannot take at once waits here, as in the 4 MB socket buffer of the plain path
-# (a 5,000-frame burst of 1 KB frames: 1,024 slots let 1,088 through, 4,096 let 4,408)
+# (how much of a burst fewer slots lose: docs/target.md and bench/fabric_net.py)
 TX_RING_FRAMES = 256
 RX_RING_BYTES = 8 << 20  # at most, per port, by default (fewer slots for jumbo MTUs)
 
