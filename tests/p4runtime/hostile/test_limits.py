@@ -24,12 +24,17 @@ LIMITS = {"max_connections": 6, "max_concurrent_streams": 4, "stall_seconds": 0.
 RESOURCE_EXHAUSTED, OK, REFUSED_STREAM = "8", "0", 7
 
 
-@pytest.fixture(scope="module")
-def small(rt_config):
-    served = serve("h2", rt_config, json.dumps(LIMITS))
+def _served(transport: str, rt_config, limits: dict):
+    """A server on ``transport`` with ``limits``, for the module; stopped after it."""
+    served = serve(transport, rt_config, json.dumps(limits))
     yield served
     served.healthy.close()
     served.target.stop()
+
+
+@pytest.fixture(scope="module")
+def small(rt_config):
+    yield from _served("h2", rt_config, LIMITS)
 
 
 def test_bad_limits_are_refused_naming_the_field() -> None:
@@ -152,10 +157,7 @@ TLS_LIMITS = {"max_connections": 6, "handshake_seconds": 0.5}
 
 @pytest.fixture(scope="module")
 def small_tls(rt_config):
-    served = serve("tls", rt_config, json.dumps(TLS_LIMITS))
-    yield served
-    served.healthy.close()
-    served.target.stop()
+    yield from _served("tls", rt_config, TLS_LIMITS)
 
 
 def test_a_handshake_not_done_in_time_is_closed(small_tls) -> None:
