@@ -62,6 +62,24 @@ def read_counters(switches: Mapping[str, SwitchTarget]) -> dict[str, Counts]:
     return asyncio.run(read_all(list(switches.values())))
 
 
+def kill_once_written(proc: subprocess.Popen[Any], switches: Mapping[str, SwitchTarget],
+                      timeout: float = 60.0) -> None:
+    """Kill ``proc`` (SIGKILL) the moment any of ``switches`` holds an entry: the
+    tables are read over and over on sessions opened beforehand."""
+    async def go() -> None:
+        sessions = await _open(switches)
+        try:
+            end = time.monotonic() + timeout
+            while proc.poll() is None and time.monotonic() < end:
+                if entries(await _read_open(sessions)) > 0:
+                    proc.kill()
+                    return
+        finally:
+            await _close(sessions)
+
+    asyncio.run(go())
+
+
 def entries(tables: Tables) -> int:
     return sum(len(v) for v in tables.values())
 

@@ -75,14 +75,10 @@ class Inventory:
             "down": sorted(self.down),
             "denied": sorted(self.denied),
         }
-        tmp = path.with_suffix(".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, indent=1) + "\n")
-            tmp.replace(path)
-        except OSError as e:  # a full or read-only filesystem: the old file stays whole, no .tmp left
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
+            write_whole(path, json.dumps(data, indent=1) + "\n")
+        except OSError as e:
             raise TopologyError(f"{path}: cannot write the network state file ({e.strerror}); free space on "
                                 "its filesystem or make it writable, then run the command again") from None
         self.path = path
@@ -92,6 +88,20 @@ class Inventory:
 def default_inventory(topo: Topology, topology_source: TopologySource, **where: Any) -> Inventory:
     """Every switch of ``topo`` at its default address (controller/targets.py)."""
     return Inventory(default_targets(topo, **where), topology_source)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file renamed over it: a reader sees
+    the old file or the new one, whole. On a full or read-only filesystem the OSError
+    is raised with the old file as it was and no temporary file left."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def load(path: Path) -> Inventory:
