@@ -34,7 +34,7 @@ P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
 P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
-.PHONY: help deps system-packages build native run lint test bench experiments shell clean distclean
+.PHONY: help deps system-packages build native run lint test bench experiments soak shell clean distclean
 
 help:
 	@echo "make run        set up what is missing, build, start the Mininet fabric, install its tables, run the demo"
@@ -45,6 +45,7 @@ help:
 	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
 	@echo "make experiments run the experiments on the Mininet fabric (root; TARGET=bmv2 on BMv2): results/*.json, *.png"
+	@echo "make soak        the default fabric for SOAK_MINUTES (30) with transfers and a cable cut a minute (root; not in make test)"
 	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID);"
 	@echo "                TLS_DIR=DIR for mutual TLS with the files of 'mrcctl certs DIR')"
 	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
@@ -168,6 +169,11 @@ bench: deps native
 EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp
 # TARGET=bmv2 (or auto): the experiments' switches on BMv2 (docs/experiments.md).
 TARGET ?= $(or $(MRC_P4_TARGET),embedded)
+
+# The soak (tools/soak.py; root, not part of `make test`): its figures in docs/performance.md.
+SOAK_MINUTES ?= 30
+soak: deps native
+	@$(VENV)/bin/python tools/soak.py --minutes $(SOAK_MINUTES)
 
 experiments: deps
 	@status=0; for e in $(EXPERIMENTS); do \

@@ -8,7 +8,10 @@ and with ``--full`` runs the attacks at the sizes first reported against the ser
 (40 unread Reads of about 5 MB each, 5,000 mutations, 16 HPACK-bomb calls). Prints
 only; never asserts.
 
-    .venv/bin/python bench/p4runtime_hostile.py [--full] [--transport h2|grpc] [--only NAME ...]
+    .venv/bin/python bench/p4runtime_hostile.py [--full] [--transport h2|tls|grpc|grpc-tls] [--only NAME ...]
+
+``tls`` and ``grpc-tls`` are the same servers over mutual TLS (the attacker holding a
+valid client certificate), with the attacks on the TLS layer of ``tls_attacks`` too.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from finsy.proto.p4.v1 import p4runtime_pb2  # noqa: E402
 
-from tests.p4runtime.hostile import attacks  # noqa: E402
-from tests.p4runtime.hostile.harness import Served, Watch, serve  # noqa: E402
+from tests.p4runtime.hostile import attacks, tls_attacks  # noqa: E402
+from tests.p4runtime.hostile.harness import TRANSPORTS, Served, Watch, serve  # noqa: E402
 
 RT_ALL = Path(__file__).resolve().parents[1] / "tests" / "p4runtime" / "p4" / "rt_all.p4"
 
@@ -34,10 +37,14 @@ def answer_bytes_per_copy(s: Served) -> int:
     return sum(r.ByteSize() for r in s.healthy.stub.Read(req, timeout=10))
 
 
-def plan(full: bool, per_copy: int) -> list[tuple[str, object, tuple]]:
-    """(name, attack, extra arguments) in the suite's order."""
+def plan(full: bool, per_copy: int, tls: bool = False) -> list[tuple[str, object, tuple]]:
+    """(name, attack, extra arguments) in the suite's order; ``tls``: with the attacks
+    on the TLS layer."""
     zero_copies = max(1, (5 << 20) // per_copy) if full else 15
-    return [
+    on_tls = [("handshake flood, no valid certificate", tls_attacks.handshake_flood, ()),
+              ("slow handshakes", tls_attacks.slow_handshakes, ()),
+              ("stalled TLS records", tls_attacks.stalled_records, ())] if tls else []
+    return on_tls + [
         ("garbage preface", attacks.garbage_preface, ()),
         ("truncated preface", attacks.truncated_preface, ()),
         ("truncated frame", attacks.truncated_frame, ()),
@@ -87,8 +94,8 @@ def measure(s: Served, attack, args: tuple) -> tuple[int, int, int, float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="the attacks at their first-reported sizes")
-    parser.add_argument("--transport", choices=("h2", "grpc"), action="append",
-                        help="only this transport (repeat for both; default both)")
+    parser.add_argument("--transport", choices=tuple(TRANSPORTS), action="append",
+                        help="only this transport (repeatable; default h2 and grpc)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="only attacks whose name contains NAME (repeatable)")
     args = parser.parse_args()
@@ -102,14 +109,14 @@ def main() -> int:
     for transport in args.transport or ("h2", "grpc"):
         s = serve(transport, rt_config)
         try:
-            for name, attack, extra in plan(args.full, answer_bytes_per_copy(s)):
+            for name, attack, extra in plan(args.full, answer_bytes_per_copy(s), s.target.tls is not None):
                 if args.only and not any(o.lower() in name.lower() for o in args.only):
                     continue
                 if not s.target.alive():
                     s = serve(transport, rt_config)
                 before, after, peak, worst, failed = measure(s, attack, extra)
                 died = "  (server died)" if after < 0 else ""
-                print(f"{name:36s} {s.target.transport:12s} {before:6d} {after:6d} {peak:6d}"
+                print(f"{name:36s} {s.target.name:16s} {before:6d} {after:6d} {peak:6d}"
                       f"       {worst:8.0f}        {failed:4d}{died}", flush=True)
         finally:
             s.healthy.close()

@@ -18,7 +18,7 @@ from typing import Any
 from controller.errors import SwitchError
 from controller.repair import RepairReport
 from fabric.paths import Link, find_link
-from fabric.topology import Topology
+from fabric.topology import Topology, TopologyError
 from topologies.state import Inventory, LinkEnds
 
 NO_NETWORK = "no running network: the cable is not touched"
@@ -144,10 +144,17 @@ async def set_link(topo: Topology, inv: Inventory, name: str, *, down: bool,
     ends = inv.links.get(link.name)
     bmv2 = any(inv.switches[n].target == "bmv2" for n in (link.a, link.b) if n in inv.switches)
     cable = NO_NETWORK if ends is None else set_cable(ends, up=not down, keep_carrier=bmv2, nodes=nodes)
+    was = list(inv.down)
     dead = down_links(topo, inv)
     dead = dead | {link} if down else dead - {link}
     inv.down = sorted(d.name for d in dead)
-    inv.save()
+    try:
+        inv.save()
+    except TopologyError:  # not recorded: the cable is put back as it was, nothing half-done
+        inv.down = was
+        if ends is not None:
+            set_cable(ends, up=down, keep_carrier=bmv2, nodes=nodes)
+        raise
     return RepairReport(link.name, down, [], time.monotonic() - t0, None, cable)
 
 

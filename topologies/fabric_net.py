@@ -18,6 +18,7 @@ switch (controller/reconcile.py). ``python -m topologies.fabric_net`` is ``make 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import subprocess
@@ -36,7 +37,7 @@ from fabric.topology import Topology
 from fabric.wanted import wanted_entries as fabric_wanted
 from topologies.clos import MrcClos, inventory_of
 from topologies.ping import PingResult, ping6
-from topologies.state import STATE_NAME, Inventory
+from topologies.state import STATE_NAME, Inventory, write_whole
 from topologies.state import run_dir as default_run_dir
 
 if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
@@ -92,9 +93,7 @@ def write_nodes_record(run_dir: Path, topo: Topology, names: NodeNames) -> Path:
     path = run_dir / NODES_RECORD
     data = {"prefix": names.prefix, "nodes": sorted(names.to_mininet.values()),
             "interfaces": root_interfaces(topo, names)}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    write_whole(path, json.dumps(data, indent=1) + "\n")
     return path
 
 
@@ -154,16 +153,23 @@ def _write_mininet_state(fn: FabricNetwork) -> Path:
     path = fn.run_dir / MININET_STATE
     data = {"prefix": fn.names.prefix, "nodes": fn.names.to_mininet,
             "logs": {sw.mrc_name: str(sw.log_path) for sw in fn.p4_switches()}}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
+    write_whole(path, json.dumps(data, indent=1) + "\n")
     return path
 
 
 def _stop(net: Mininet) -> None:
-    """Stop the P4 switch processes first (while their interfaces exist), then Mininet."""
+    """Stop the P4 switch processes first (while their interfaces exist), then Mininet.
+    A node whose shell command was interrupted (Ctrl-C in the middle of the demo) is
+    let go of it first: Mininet's own stop runs commands in the nodes' shells (``ip
+    link del``), and a node still waiting for its last command would refuse them,
+    leaving the links behind."""
     from topologies.p4switch import P4Switch
 
+    for node in [*net.hosts, *net.switches]:
+        if getattr(node, "waiting", False):
+            with contextlib.suppress(Exception):
+                node.sendInt()  # its command ends; what it still prints is read by the next command
+            node.waiting = False
     p4 = [s for s in net.switches if isinstance(s, P4Switch)]
     try:
         if p4:

@@ -15,6 +15,7 @@ stopped and removed at the end.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import sys
@@ -301,8 +302,18 @@ def start(args: RunArgs) -> int:
         print("interrupted: the network is stopped", file=sys.stderr)
         return 130
     except Exception as exc:  # one clear line (switch errors quote their log below it)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_disk_full(exc, args) or exc}", file=sys.stderr)
         return 1
+
+
+def _disk_full(exc: Exception, args: RunArgs) -> str | None:
+    """The line for a run directory that cannot be written (full, read-only), or None."""
+    if not (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT)):
+        return None
+    from topologies.state import run_dir
+
+    where = args.run_dir or run_dir()  # what the network writes there: logs, pid files, its state files
+    return f"cannot write in the run directory {where} ({exc.strerror}); free space there, or give another --run-dir"
 
 
 def main(argv: list[str] | None = None) -> int:

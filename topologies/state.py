@@ -10,6 +10,7 @@ the same directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from controller.targets import SwitchTarget, default_targets
 from fabric.resolve import TopologySource, damaged_state, read_state, topology_of
-from fabric.topology import Topology
+from fabric.topology import Topology, TopologyError
 
 DEFAULT_RUN_DIR = Path("/tmp/mrc-p4/run")
 RUN_DIR_ENV = "MRC_P4_RUN_DIR"
@@ -74,10 +75,12 @@ class Inventory:
             "down": sorted(self.down),
             "denied": sorted(self.denied),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(path, json.dumps(data, indent=1) + "\n")
+        except OSError as e:
+            raise TopologyError(f"{path}: cannot write the network state file ({e.strerror}); free space on "
+                                "its filesystem or make it writable, then run the command again") from None
         self.path = path
         return path
 
@@ -85,6 +88,20 @@ class Inventory:
 def default_inventory(topo: Topology, topology_source: TopologySource, **where: Any) -> Inventory:
     """Every switch of ``topo`` at its default address (controller/targets.py)."""
     return Inventory(default_targets(topo, **where), topology_source)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a temporary file renamed over it: a reader sees
+    the old file or the new one, whole. On a full or read-only filesystem the OSError
+    is raised with the old file as it was and no temporary file left."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def load(path: Path) -> Inventory:

@@ -50,6 +50,7 @@ import grpc
 from p4target.p4runtime.grpc_calls import (INTERNAL, UNKNOWN, Abort, Context, Handlers, deserialize, run_unary,
                                            same, status_int)
 from p4target.p4runtime.limits import ServerLimits
+from p4target.p4runtime.listen import bind
 
 log = logging.getLogger(__name__)
 
@@ -317,34 +318,17 @@ class H2Server:
     def add_insecure_port(self, address: str) -> int:
         """Listen on ``host:port`` (every address the host resolves to, as gRPC does; port
         0: one free port for all); the port. RuntimeError when nothing could be bound."""
-        host_text, _, port_text = address.rpartition(":")
-        host = host_text.strip("[]") or None
-        try:
-            infos = socket.getaddrinfo(host, int(port_text), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        except (OSError, ValueError) as e:
-            raise RuntimeError(f"cannot bind {address}: {e}") from None
-        port, first_error = int(port_text), None
-        for family, kind, proto, _, sockaddr in infos:
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if self._reuse_port:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind((sockaddr[0], port, *sockaddr[2:]))
-                sock.listen(128)
-                sock.setblocking(False)
-            except OSError as e:
-                sock.close()
-                first_error = first_error or e
-                continue
-            port = sock.getsockname()[1]
-            self._sockets.append(sock)
-            self._loop.listen(sock.fileno())
-        if not self._sockets:
-            raise RuntimeError(f"cannot bind {address}: {first_error}")
-        return port
+        socks = bind(address, self._reuse_port)
+        for sock in socks:
+            self.add_socket(sock)
+        return int(socks[0].getsockname()[1])
+
+    def add_socket(self, sock: socket.socket) -> None:
+        """Accept connections on ``sock`` (bound and listening, of any family: a TLS
+        front hands its plaintext over a Unix socket); closed when the server stops."""
+        sock.setblocking(False)
+        self._sockets.append(sock)
+        self._loop.listen(sock.fileno())
 
     # ---- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:

@@ -26,7 +26,10 @@ class ServerLimits:
     answer bytes one call may have waiting for its client's flow-control window
     before its handler pauses; ``stall_seconds``: how long a paused call waits for
     the client to take some before it is reset (CANCEL). ``max_queued_calls``:
-    calls waiting for a handler thread (h2 transport); more are refused."""
+    calls waiting for a handler thread (h2 transport); more are refused.
+    ``handshake_seconds``: how long a TLS client may take over its handshake, and
+    ``max_handshakes``: how many handshakes may be under way at once (the oldest is
+    dropped for a new one): the TLS front of the h2 transport (``tls_front``)."""
 
     max_header_list_bytes: int = 16 * 1024
     max_receive_bytes: int = 4 * MIB
@@ -35,6 +38,8 @@ class ServerLimits:
     max_pending_answer_bytes: int = 256 * 1024
     stall_seconds: float = 30.0
     max_queued_calls: int = 256
+    handshake_seconds: float = 10.0
+    max_handshakes: int = 64
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,6 +69,8 @@ OPTIONS = (
      "answer bytes of one call waiting for a client that does not read"),
     ("--grpc-stall-seconds", "stall_seconds", "S", "how long such a call waits before it is reset"),
     ("--grpc-max-queued", "max_queued_calls", "N", "calls waiting for a handler thread"),
+    ("--grpc-handshake-seconds", "handshake_seconds", "S", "how long a TLS client may take over its handshake"),
+    ("--grpc-max-handshakes", "max_handshakes", "N", "TLS handshakes under way at once (the oldest is dropped)"),
 )
 
 

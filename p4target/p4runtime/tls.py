@@ -21,6 +21,7 @@ from pathlib import Path
 import grpc
 
 from p4target.errors import P4Error
+from p4target.p4runtime.tls_front import TLSFront, server_context
 
 # (option, field) of the three files, in the order an error names them
 OPTIONS = (("--tls-cert", "cert"), ("--tls-key", "key"), ("--tls-ca", "ca"))
@@ -39,6 +40,10 @@ class ServerTLS:
         """gRPC server credentials that require a client certificate signed by the CA."""
         return grpc.ssl_server_credentials([(self.key, self.cert)], root_certificates=self.ca,
                                            require_client_auth=True)
+
+    def context(self) -> ssl.SSLContext:
+        """The same, for the h2 transport's TLS front (``tls_front.TLSFront``)."""
+        return server_context(self.cert, self.key, self.ca)
 
 
 def missing_options(cert: object, key: object, ca: object) -> list[str]:
@@ -103,9 +108,13 @@ def plaintext_refusal(addr: str) -> str | None:
             "with `mrcctl certs`), or --insecure to serve plaintext anyway")
 
 
-def add_port(server: grpc.Server, addr: str, tls: ServerTLS | None) -> int:
-    """Listen on ``addr``, with TLS when given; the port bound, 0 when it cannot be."""
+def add_port(server: grpc.Server | TLSFront, addr: str, tls: ServerTLS | None) -> int:
+    """Listen on ``addr``, with TLS when given (a ``TLSFront`` ends it itself); the port
+    bound, 0 when it cannot be."""
     try:
+        if isinstance(server, TLSFront):
+            assert tls is not None  # make_transport gives a TLSFront for a secure server only
+            return server.add_tls_port(addr, tls.context())
         if tls is None:
             return server.add_insecure_port(addr)
         return server.add_secure_port(addr, tls.credentials())

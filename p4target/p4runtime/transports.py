@@ -5,8 +5,9 @@
 ``grpc.server``, the reference). When ``h2`` cannot run here (``p4target/accel/``
 absent, no nghttp2 loop built or buildable, ``P4TARGET_NATIVE=0``), ``grpc.server`` is
 used and one warning says why: a switch always comes up, at worst slower. A server
-with TLS (``tls.py``) always runs on ``grpc.server``: the HTTP/2 transport speaks
-plaintext only.
+with TLS (``tls.py``) runs on the same choice: ``h2`` behind the TLS front of
+``tls_front.py`` (which ends TLS and hands the HTTP/2 on over a private Unix socket),
+or ``grpc.server`` with grpcio's own TLS.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import grpc
 
 from p4target import optional_accel
 from p4target.p4runtime.limits import ServerLimits
+from p4target.p4runtime.tls_front import TLSFront
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +45,10 @@ def make_transport(max_workers: int, options: Iterable[tuple[str, Any]], device_
     run here; with its name as ``P4RuntimeServer.transport`` gives it (``h2``,
     ``grpc.server``). ``limits`` go to the HTTP/2 server as they are and to
     ``grpc.server`` as grpc options (it has no connection, queue or stall limit).
-    ``secure``: the server will listen with TLS, which only ``grpc.server`` can."""
+    ``secure``: the server will listen with TLS (``h2`` then comes behind a
+    ``tls_front.TLSFront``)."""
     limits = limits or ServerLimits()
     options = list(options) + limits.grpc_options()
-    if secure:
-        return _grpc_server(max_workers, options), "grpc.server"
     choice = os.environ.get(TRANSPORT_ENV, "h2").strip().lower() or "h2"
     if choice not in TRANSPORTS:
         log.warning("device %d: %s=%s is not one of %s; using h2", device_id, TRANSPORT_ENV, choice,
@@ -58,7 +59,10 @@ def make_transport(max_workers: int, options: Iterable[tuple[str, Any]], device_
         if why is None:
             h2_server = optional_accel.part("h2_server")
             assert h2_server is not None  # _h2_unavailable said it is there
-            return h2_server.H2Server(max_workers, options=options, inline=INLINE_METHODS, limits=limits), "h2"
+            server = h2_server.H2Server(max_workers, options=options, inline=INLINE_METHODS, limits=limits)
+            if secure:
+                return TLSFront(server, limits, reuse_port=bool(dict(options).get("grpc.so_reuseport", 1))), "h2"
+            return server, "h2"
         log.warning("device %d: the P4Runtime server cannot use its h2 transport and runs on grpc.server "
                     "(single-entry writes slower): %s", device_id, why)
     return _grpc_server(max_workers, options), "grpc.server"

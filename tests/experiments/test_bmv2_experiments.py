@@ -32,6 +32,8 @@ from tests.experiments.outcomes import (
     assert_spraying_outcome,
     assert_tcp_outcome,
     assert_trimming_outcome,
+    run_counting_planes,
+    run_watching_the_cut,
 )
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
@@ -58,7 +60,7 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
     # marked EVs), so the cable stays down several turns.
     size = failure.DEFAULTS.sizes("bmv2")
     assert failure.DEFAULTS.fabric_shape("bmv2") == FABRIC_SHAPE and size["links"] == ("p0-leaf0:p0-spine0",)
-    d = failure.run_all(fabric, tmp_path, **size)
+    d = run_watching_the_cut(fabric, size["links"][0], lambda: failure.run_all(fabric, tmp_path, **size))
     # 64 EVs over 4 (plane, spine) paths, EV k on plane k mod 2 and spine k div 2 mod 2
     # (fabric/plan.py): the 16 EVs k = 0, 4, 8, ... cross plane 0's spine 0.
     assert_cut_cable_outcome(fabric, d, [0x1000 + 4 * k for k in range(16)], "nic1 > p0-leaf0 > p0-spine0 > p0-leaf1")
@@ -81,7 +83,8 @@ def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, 
     # The BMv2 defaults: 300 packets at 400 packets/s over 2 planes x 2 spines
     size = spraying.DEFAULTS.sizes("bmv2")
     assert spraying.DEFAULTS.fabric_shape("bmv2") == FABRIC_SHAPE
-    assert_spraying_outcome(spraying.run(fabric, tmp_path, **size), size["nbytes"] // 1000, planes=2, spines=2)
+    d = run_counting_planes(fabric, "h1", lambda: spraying.run(fabric, tmp_path, **size))
+    assert_spraying_outcome(d, size["nbytes"] // 1000, planes=2, spines=2)
 
 
 def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
@@ -130,7 +133,6 @@ def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_p
     assert ad["adaptive_skips"] > 0 and rr["adaptive_skips"] == 0
     assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
     assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
-    assert adaptive.acceptable({**d, "target": "bmv2"})  # what `make experiments TARGET=bmv2` judges
 
 
 def _own_fabric(tmp_path_factory: pytest.TempPathFactory, tag: str, **shape: int) -> Iterator[Any]:

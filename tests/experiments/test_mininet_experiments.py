@@ -20,6 +20,8 @@ from tests.experiments.outcomes import (
     assert_spraying_outcome,
     assert_tcp_outcome,
     assert_trimming_outcome,
+    run_counting_planes,
+    run_watching_the_cut,
 )
 from tests.mininet.fast_path import assert_compiled_fast_path
 
@@ -34,15 +36,18 @@ def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, 
     from experiments import spraying
 
     # 800,000 bytes in 1,000-byte payloads: 800 packets over 4 planes x 2 spines
-    assert_spraying_outcome(spraying.run(fabric, tmp_path, nbytes=800_000, rate=4000), 800, planes=4, spines=2)
+    d = run_counting_planes(fabric, "h1", lambda: spraying.run(fabric, tmp_path, nbytes=800_000, rate=4000))
+    assert_spraying_outcome(d, 800, planes=4, spines=2)
 
 
 def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric, tmp_path: Path) -> None:
     from experiments import failure
 
-    # One link x one seed here (the experiment runs 3 x 3), and one run without a cut.
-    d = failure.run_all(fabric, tmp_path, links=("p0-leaf0:p0-spine0",), seeds=(1,), nbytes=4_000_000,
-                        rate=4000, cut_at=0.25, down_for=0.4)
+    # One link x one seed here (the experiment runs 3 x 3), and one run without a cut;
+    # every table read by the test before, during the cut and after.
+    link = "p0-leaf0:p0-spine0"
+    d = run_watching_the_cut(fabric, link, lambda: failure.run_all(
+        fabric, tmp_path, links=(link,), seeds=(1,), nbytes=4_000_000, rate=4000, cut_at=0.25, down_for=0.4))
     # 64 EVs over 8 (plane, spine) paths, EV k on plane k mod 4 and spine k div 4 mod 2
     # (fabric/plan.py): the 8 EVs k = 0, 8, 16, ... cross plane 0's spine 0.
     assert_cut_cable_outcome(fabric, d, [0x1000 + 8 * k for k in range(8)], "nic1 > p0-leaf0 > p0-spine0 > p0-leaf1")

@@ -11,6 +11,7 @@ namespace's last process ends its veths go with it. The CLI is fed a script
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -122,8 +123,10 @@ def test_fail_restore_counters_watch_and_mrcctl_through_the_cli(tmp_path: Path) 
     # with one host per leaf, a leaf's uplink to spine 0 is port 2; the spine's port to leaf 0 is 1
     leaf_end, spine_end = "p0-leaf0-eth2", "p0-spine0-eth1"
     cli = tmp_path / "script"
+    tables = f"{sys.executable} -m tests.observe {tmp_path / 'run' / 'network.json'} {tmp_path}/tables"
     cli.write_text(textwrap.dedent(f"""\
         h1 ping -c 2 h2
+        sh {tables}-before.json
         sh echo "== before"
         counters p0-leaf0 p0-spine0
         h1 ping -c 10 -i 0.2 h2
@@ -135,9 +138,11 @@ def test_fail_restore_counters_watch_and_mrcctl_through_the_cli(tmp_path: Path) 
         mrcctl links
         mrcctl install --dry-run
         h1 ping -c 2 -W 1 h2
+        sh {tables}-during.json; ip -o link show {leaf_end} > {tmp_path}/during-link
         sh echo "== restore"
         restore {link}
         sh ip -o link show {leaf_end}; ip -o link show {spine_end}
+        sh {tables}-after.json
         mrcctl links
         h1 ping -c 2 h2
         sh echo "== watch"
@@ -171,6 +176,13 @@ def test_fail_restore_counters_watch_and_mrcctl_through_the_cli(tmp_path: Path) 
     assert "default: 4 links (1 down, 0 denied)" in fail and re.search(rf"│ {link} .*│ down +│", fail), fail
     assert "dry run: 5 switches, " in fail and " 0 written (0 inserted, 0 modified, 0 deleted)" in fail, fail
     assert ": nothing to change" in fail, fail
+    # the test's own reads of every table of every switch (tests/observe.py): the same
+    # before the cut, while it was down (the leaf's end still down after the read) and after
+    read = {when: json.loads((tmp_path / f"tables-{when}.json").read_text()) for when in ("before", "during", "after")}
+    assert sorted(read["before"]) == ["nic1", "nic2", "p0-leaf0", "p0-leaf1", "p0-spine0"]
+    assert all(read["before"].values()), read["before"]
+    assert "state DOWN" in (tmp_path / "during-link").read_text()
+    assert read["during"] == read["before"] and read["after"] == read["before"]
 
     # restore: both ends up again, nothing down
     back = section["restore"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import random
 import socket
+import ssl
 import struct
 import time
 from functools import lru_cache
@@ -46,9 +47,9 @@ def block(headers: list) -> bytes:
     return hpack.Encoder().encode(headers)
 
 
-def open_conn(port: int, settings: bytes = b"") -> socket.socket:
+def open_conn(target, settings: bytes = b"") -> socket.socket:
     """A connection past its preface and SETTINGS (``settings``: its entries)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock = target.connect()
     sock.sendall(PREFACE + frame(SETTINGS, 0, 0, settings))
     return sock
 
@@ -141,7 +142,7 @@ def garbage_preface(target, scale: int = 1) -> int:
     rng = random.Random(1)
     socks = []
     for i in range(20 * scale):
-        s = socket.create_connection(("127.0.0.1", target.port), timeout=5)
+        s = target.connect()
         _send(s, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" if i == 0 else rng.randbytes(1024))
         socks.append(s)
     closed = sum(_closed_by_server(s) for s in socks)
@@ -153,7 +154,7 @@ def truncated_preface(target, scale: int = 1) -> None:
     """Connections that send part of the preface and wait."""
     socks = []
     for i in range(20 * scale):
-        s = socket.create_connection(("127.0.0.1", target.port), timeout=5)
+        s = target.connect()
         _send(s, PREFACE[:1 + i % (len(PREFACE) - 1)])
         socks.append(s)
     _hold_and_close(socks, 1.0)
@@ -163,7 +164,7 @@ def truncated_frame(target, scale: int = 1) -> None:
     """A HEADERS frame whose header declares 16,000 bytes, 100 of them sent; held."""
     socks = []
     for _ in range(10 * scale):
-        s = open_conn(target.port)
+        s = open_conn(target)
         _send(s, frame(HEADERS, END_HEADERS, 1, b"\x00" * 100, length=16000))
         socks.append(s)
     _hold_and_close(socks, 1.0)
@@ -174,7 +175,7 @@ def oversized_frame(target, scale: int = 1) -> list[bool]:
     connection is ended by the server."""
     out = []
     for length in (16385, 1 << 20, (1 << 24) - 1)[:3 * scale]:
-        s = open_conn(target.port)
+        s = open_conn(target)
         _send(s, frame(DATA, 0, 1, b"\x00" * min(length, 65536), length=length))
         out.append(_closed_by_server(s))
         s.close()
@@ -203,7 +204,7 @@ def bad_frames_after_preface(target, scale: int = 1) -> dict[str, bool]:
     whether the server ended that connection (RFC 9113 says it must, for each)."""
     out = {}
     for name, data in BAD_FRAMES.items():
-        s = open_conn(target.port)
+        s = open_conn(target)
         _send(s, data)
         out[name] = _closed_by_server(s)
         s.close()
@@ -213,7 +214,7 @@ def bad_frames_after_preface(target, scale: int = 1) -> dict[str, bool]:
 def unknown_frame_type(target, scale: int = 1) -> str | None:
     """Frames of an unknown type are ignored (RFC 9113 5.5): a call after them on the
     same connection is answered."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     _send(s, frame(0xEE, 0xFF, 0, b"\x00" * 100) + frame(0xEE, 0, 1, b"x") +
               frame(HEADERS, END_HEADERS, 1, block(request_headers())) +
               frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
@@ -225,7 +226,7 @@ def unknown_frame_type(target, scale: int = 1) -> str | None:
 def settings_flood(target, scale: int = 1) -> bool:
     """20,000 SETTINGS frames, their acknowledgements never read; whether the server
     ended the connection."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     data = frame(SETTINGS, 0, 0, struct.pack(">HI", 3, 100)) * (20000 * scale)
     _send(s, data)
     closed = _closed_by_server(s)
@@ -236,7 +237,7 @@ def settings_flood(target, scale: int = 1) -> bool:
 def ping_flood(target, scale: int = 1) -> bool:
     """20,000 PINGs, their acknowledgements never read; whether the server ended the
     connection."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     _send(s, b"".join(frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(20000 * scale)))
     time.sleep(0.5)
@@ -248,11 +249,11 @@ def ping_flood(target, scale: int = 1) -> bool:
 def window_update_zero(target, scale: int = 1) -> tuple[bool, str | None]:
     """WINDOW_UPDATE 0 on the connection (the server ends it) and on an open stream
     (the server resets the stream or, stricter, ends the connection)."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     _send(s, frame(WINDOW_UPDATE, 0, 0, b"\x00\x00\x00\x00"))
     conn_ended = _closed_by_server(s)
     s.close()
-    s = open_conn(target.port)
+    s = open_conn(target)
     _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
               frame(WINDOW_UPDATE, 0, 1, b"\x00\x00\x00\x00"))
     f = Frames(s).read(2.0, lambda f: f.ended(1))
@@ -263,12 +264,12 @@ def window_update_zero(target, scale: int = 1) -> tuple[bool, str | None]:
 def window_update_overflow(target, scale: int = 1) -> tuple[bool, str | None]:
     """Windows pushed past 2^31 - 1: on the connection (ended, FLOW_CONTROL_ERROR) and
     on a stream (reset)."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     _send(s, frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0x7FFFFFFF)) * 2)
     f = Frames(s).read(2.0)
     conn_ended = f.closed or f.goaway() is not None
     s.close()
-    s = open_conn(target.port)
+    s = open_conn(target)
     _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
               frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 0x7FFFFFFF)) * 2)
     f = Frames(s).read(2.0, lambda f: f.ended(1))
@@ -280,7 +281,7 @@ def slowloris(target, scale: int = 1) -> None:
     """30 connections that send their preface and a call a byte every 50 ms."""
     data = (PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, block(request_headers())) +
             frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
-    socks = [socket.create_connection(("127.0.0.1", target.port), timeout=5) for _ in range(30 * scale)]
+    socks = [target.connect() for _ in range(30 * scale)]
     for i in range(30):
         for s in socks:
             try:
@@ -293,14 +294,14 @@ def slowloris(target, scale: int = 1) -> None:
 
 def held_connections(target, scale: int = 1) -> int:
     """500 connections, each past its preface, held open while the healthy client calls."""
-    socks = [open_conn(target.port) for _ in range(500 * scale)]
+    socks = [open_conn(target) for _ in range(500 * scale)]
     time.sleep(1.0)
     alive = 0
     for s in socks:
         s.setblocking(False)
         try:
             alive += s.recv(65536) != b""
-        except BlockingIOError:
+        except (BlockingIOError, ssl.SSLWantReadError):
             alive += 1
         except OSError:
             pass
@@ -309,10 +310,10 @@ def held_connections(target, scale: int = 1) -> int:
 
 
 # ---- header blocks ----------------------------------------------------------------------
-def _continued(port: int, headers_block: bytes, sid: int = 1, chunk: int = 16384,
+def _continued(target, headers_block: bytes, sid: int = 1, chunk: int = 16384,
                sock: socket.socket | None = None) -> socket.socket:
     """``headers_block`` as HEADERS + CONTINUATION frames of ``chunk`` bytes on a stream."""
-    s = sock or open_conn(port)
+    s = sock or open_conn(target)
     parts = [headers_block[i:i + chunk] for i in range(0, len(headers_block), chunk)] or [b""]
     data = b"".join(frame(HEADERS if i == 0 else CONTINUATION, END_HEADERS if i == len(parts) - 1 else 0,
                           sid, p) for i, p in enumerate(parts))
@@ -324,7 +325,7 @@ def header_block_1mb(target, scale: int = 1) -> str | None:
     """A call whose header block is 1 MB of literal headers (in CONTINUATION frames):
     refused (RESOURCE_EXHAUSTED, or its connection ended), not stored."""
     pad = [(f"x-pad-{i}", "v" * 1000) for i in range(1000 * scale)]
-    s = _continued(target.port, block(request_headers(extra=pad)))
+    s = _continued(target, block(request_headers(extra=pad)))
     _send(s, frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
     f = Frames(s).read(2.0, lambda f: f.ended(1))
     s.close()
@@ -334,7 +335,7 @@ def header_block_1mb(target, scale: int = 1) -> str | None:
 def continuation_flood(target, scale: int = 1) -> bool:
     """HEADERS without END_HEADERS and then 10,000 CONTINUATION frames, one header
     each: the server ends the connection."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     enc = hpack.Encoder()
     _send(s, frame(HEADERS, 0, 1, enc.encode(request_headers())))
     _send(s, b"".join(frame(CONTINUATION, 0, 1, b"\x00\x01a\x01b") for _ in range(10000 * scale)))
@@ -360,13 +361,13 @@ def hpack_bomb(target, scale: int = 1) -> list[str | None]:
     560 MB of headers per call decoded. Each call is refused (RESOURCE_EXHAUSTED)."""
     value = b"v" * 4000
     insert = b"\x40" + _hpack_int(5, 7, 0) + b"x-big" + _hpack_int(len(value), 7, 0) + value
-    s = open_conn(target.port)
+    s = open_conn(target)
     statuses = []
     for i in range(4 * scale):
         sid = 1 + 2 * i
         head = block(request_headers()) + (insert if i == 0 else b"")
         refs = b"\xbe" * (9 * 16384 - len(head))  # index 62: the newest dynamic entry
-        _continued(target.port, head + refs, sid, sock=s)
+        _continued(target, head + refs, sid, sock=s)
         _send(s, frame(DATA, END_STREAM, sid, grpc_message(CAPABILITIES)))
     f = Frames(s).read(5.0, lambda f: all(f.ended(1 + 2 * i) for i in range(4 * scale)))
     for i in range(4 * scale):
@@ -400,7 +401,7 @@ def bad_pseudo_headers(target, scale: int = 1) -> dict[str, str | None]:
     own); what each got: a status, a reset or the connection ended."""
     out = {}
     for name, headers in PSEUDO_HEADER_CASES.items():
-        s = open_conn(target.port)
+        s = open_conn(target)
         _send(s, frame(HEADERS, END_HEADERS, 1, block(headers)) +
                   frame(DATA, END_STREAM, 1, grpc_message(CAPABILITIES)))
         f = Frames(s).read(2.0, lambda f: f.ended(1))
@@ -414,7 +415,7 @@ def one_call(target, headers: list, data: bytes, timeout: float = 2.0) -> str | 
     past HTTP/2's initial 64 KiB windows waits for the server's larger ones: its
     SETTINGS (acknowledged: they apply from then) and the connection's WINDOW_UPDATE,
     at most a second."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     f = Frames(s)
     if len(data) > 65535:
         f.read(1.0, lambda f: {(k, flags) for k, flags, sid, _ in f.frames if sid == 0} >= {(SETTINGS, 0),
@@ -477,7 +478,7 @@ def rapid_reset(target, scale: int = 1) -> int:
     body = grpc_message(read_all(4))
     socks = []
     for _ in range(5 * scale):
-        s = open_conn(target.port)
+        s = open_conn(target)
         s.settimeout(5)
         data = b"".join(frame(HEADERS, END_HEADERS, sid, head) + frame(DATA, END_STREAM, sid, body) +
                         frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL)) for sid in range(1, 4000, 2))
@@ -498,7 +499,7 @@ def zero_window_large_answers(target, scale: int = 1, streams: int = 33, copies:
     opens no window. Held until the server has begun to answer every Read (up to
     5 s), then longer than the healthy client's deadline. How many Reads the server
     began to answer (response headers, not a trailers-only refusal)."""
-    s = open_conn(target.port, struct.pack(">HI", 4, 0))
+    s = open_conn(target, struct.pack(">HI", 4, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     head = block(request_headers("Read"))
     body = grpc_message(read_all(copies))
@@ -517,7 +518,7 @@ def zero_window_large_answers(target, scale: int = 1, streams: int = 33, copies:
 def deadline(target, scale: int = 1) -> str | None:
     """grpc-timeout 300m on a Read whose answer cannot leave (zero window): the call
     ends at its deadline (DEADLINE_EXCEEDED, or reset)."""
-    s = open_conn(target.port, struct.pack(">HI", 4, 0))
+    s = open_conn(target, struct.pack(">HI", 4, 0))
     _send(s, frame(HEADERS, END_HEADERS, 1, block(request_headers("Read", extra=[("grpc-timeout", "300m")]))) +
               frame(DATA, END_STREAM, 1, grpc_message(read_all(15))))
     t0 = time.monotonic()
@@ -533,7 +534,7 @@ def far_deadlines(target, scale: int = 1) -> list[str | None]:
     up to 99999999H, 11,000 years), their requests never ended, then one with 0n: no
     timer may overflow into a busy loop or a dead one. What each got (the 0n call
     DEADLINE_EXCEEDED, the others nothing yet)."""
-    s = open_conn(target.port)
+    s = open_conn(target)
     values = ("99999999H", "99999999M", "99999999S", "2147484S", "0n")
     for i, value in enumerate(values):
         _send(s, frame(HEADERS, END_HEADERS, 1 + 2 * i, block(request_headers(extra=[("grpc-timeout", value)]))))
@@ -585,7 +586,7 @@ def random_mutation(target, scale: int = 1, count: int = 2000, seed: int = 7) ->
     answered = 0
     for _ in range(count * scale):
         data = mutate(rng, rng.choice(calls))
-        s = socket.create_connection(("127.0.0.1", target.port), timeout=5)
+        s = target.connect()
         try:
             s.sendall(data)
             s.settimeout(0.02)

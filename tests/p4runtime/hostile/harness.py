@@ -1,6 +1,12 @@
 """What the hostile-client suite needs: the server in its own process, a healthy
 controller that checks every answer, and a raw HTTP/2 client that misbehaves.
 
+Each runs on loopback in plaintext (``h2``) or over mutual TLS (``tls``: the h2
+transport behind its TLS front, with certificates ``mrcctl certs`` made for the
+session). Over TLS the raw client holds a valid client certificate: every attack on
+HTTP/2 is then one an authenticated client makes (``Target.connect``); the attacks of
+clients without one are ``tls_attacks``.
+
 Why a process of its own: the bar for each attack is about the server (its RSS, its
 CPU, its log), and in the test's own process the attacker's buffers and threads
 would count too.
@@ -12,8 +18,10 @@ must not send by hand (``frame``), with ``h2``'s HPACK encoder.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -36,6 +44,7 @@ from tests.p4runtime.p4rt_client import Names, entity, ins
 ROOT = Path(__file__).resolve().parents[3]
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HEALTHY_DEADLINE = 2.0  # seconds: each call of the healthy client
+SCALE = int(os.environ.get("HOSTILE_SCALE", "1"))  # multiplies the attacks' counts
 TICK = os.sysconf("SC_CLK_TCK")
 DST = 0x0A0000000001  # the healthy client's own entry in exact_t
 BIG_TABLE_ENTRIES = 1000  # exact_t entries written at start: what the large Reads return
@@ -65,6 +74,37 @@ def request_headers(method: str = "Capabilities", *, path: str | None = None, ht
 CAPABILITIES = p4runtime_pb2.CapabilitiesRequest().SerializeToString()
 
 
+# ---- certificates -------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def certs(ca: str = "ca") -> Path:
+    """A directory ``mrcctl certs`` wrote for a server at 127.0.0.1 (``server-s1.*``) and a
+    client; each ``ca`` name its own CA. Made once per process, removed at its exit."""
+    import atexit
+    import shutil
+
+    from controller.certs import ServerName, make_certs
+
+    d = Path(tempfile.mkdtemp(prefix=f"hostile-{ca}-"))
+    atexit.register(shutil.rmtree, d, True)
+    make_certs(d, [ServerName("s1", "127.0.0.1")])
+    return d
+
+
+def client_context(directory: Path | None, with_cert: bool = True) -> ssl.SSLContext:
+    """A client context that trusts ``directory``'s CA (None: trusts nothing, checks
+    nothing) and, ``with_cert``, presents its client certificate; ALPN h2."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if directory is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context.load_verify_locations(cafile=str(directory / "ca.pem"))
+        if with_cert:
+            context.load_cert_chain(directory / "client.pem", directory / "client.key")
+    context.set_alpn_protocols(["h2"])
+    return context
+
+
 # ---- the server's process ------------------------------------------------------------------
 def _stat_fields(path: Path) -> list[str]:
     text = path.read_text()
@@ -79,6 +119,24 @@ class Target:
     port: int
     transport: str
     log_path: Path
+    tls: ssl.SSLContext | None = None  # the raw client's, with a valid client certificate
+
+    @property
+    def name(self) -> str:
+        """The transport as the suite names it: h2, grpc.server, or either +tls."""
+        return self.transport + ("+tls" if self.tls is not None else "")
+
+    def connect(self, timeout: float = 5.0) -> socket.socket:
+        """A connection to the server (TLS with the client certificate, handshake done,
+        when the server speaks TLS)."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        if self.tls is None:
+            return sock
+        try:
+            return self.tls.wrap_socket(sock, server_hostname="127.0.0.1")
+        except BaseException:
+            sock.close()
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -118,10 +176,18 @@ class Target:
         self.log_path.unlink(missing_ok=True)
 
 
+TRANSPORTS = {"h2": ("h2", False), "tls": ("h2", True), "grpc": ("grpc", False), "grpc-tls": ("grpc", True)}
+
+
 def start_target(transport: str, limits: str | None = None) -> Target:
-    """The server on ``transport`` (``h2`` or ``grpc``); fails loudly when it runs on
-    another one (the h2 loop not built, say)."""
-    env = dict(os.environ, P4TARGET_GRPC_TRANSPORT=transport, P4TARGET_NATIVE="0", PYTHONPATH=str(ROOT))
+    """The server on ``transport`` (``TRANSPORTS``: ``h2`` or ``grpc``, in plaintext or
+    ``tls``/``grpc-tls`` over mutual TLS); fails loudly when it runs on another one (the
+    h2 loop not built, say)."""
+    kind, secure = TRANSPORTS[transport]
+    env = dict(os.environ, P4TARGET_GRPC_TRANSPORT=kind, P4TARGET_NATIVE="0", PYTHONPATH=str(ROOT))
+    env.pop("HOSTILE_TLS_DIR", None)
+    if secure:
+        env["HOSTILE_TLS_DIR"] = str(certs())
     fd, name = tempfile.mkstemp(prefix="hostile-", suffix=".log")
     log = os.fdopen(fd, "w")
     argv = [sys.executable, "-m", "tests.p4runtime.hostile.serve"] + ([limits] if limits else [])
@@ -132,13 +198,23 @@ def start_target(transport: str, limits: str | None = None) -> Target:
     if len(line) != 3:
         proc.kill()
         raise AssertionError(f"the server did not start: {Path(name).read_text()}")
-    want = {"h2": "h2", "grpc": "grpc.server"}[transport]
-    target = Target(proc, int(line[0]), line[1], Path(name))
+    want = {"h2": "h2", "grpc": "grpc.server"}[kind]
+    target = Target(proc, int(line[0]), line[1], Path(name), client_context(certs()) if secure else None)
     if target.transport != want:  # h2 is only reported once its compiled loop is made
         target.stop()
         raise AssertionError(f"asked for the {want} transport, the server runs on {line[1]}: "
                              "build the HTTP/2 loop (make native)")
     return target
+
+
+def new_channel(port: int, tls_dir: Path | None) -> grpc.Channel:
+    """A grpcio channel to the server: plaintext, or TLS with ``tls_dir``'s client certificate."""
+    if tls_dir is None:
+        return grpc.insecure_channel(f"127.0.0.1:{port}")
+    creds = grpc.ssl_channel_credentials(root_certificates=(tls_dir / "ca.pem").read_bytes(),
+                                         private_key=(tls_dir / "client.key").read_bytes(),
+                                         certificate_chain=(tls_dir / "client.pem").read_bytes())
+    return grpc.secure_channel(f"127.0.0.1:{port}", creds)
 
 
 # ---- the healthy controller ---------------------------------------------------------------
@@ -153,9 +229,10 @@ class Healthy:
     election: int = 10
     port_value: int = 1
     latencies: list[float] = field(default_factory=list)
+    tls_dir: Path | None = None  # the certificates of a TLS server
 
     def __post_init__(self) -> None:
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self.channel = new_channel(self.port, self.tls_dir)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.names = Names(self.p4info)
 
@@ -246,6 +323,7 @@ class Served:
     healthy: Healthy
     limits: str | None = None
     figures: list = field(default_factory=list)
+    transport: str = "h2"  # as ``serve`` was asked: a key of ``TRANSPORTS``
 
     def cpu_over(self, window: float) -> float:
         """CPU seconds the server's process (its loop thread and every other) used in
@@ -259,10 +337,10 @@ def serve(transport: str, rt_config: tuple, limits: str | None = None) -> Served
     """The server on ``transport`` with its healthy client, pipeline pushed and checked."""
     target = start_target(transport, limits)
     p4info, device_config = rt_config
-    healthy = Healthy(target.port, p4info, device_config)
+    healthy = Healthy(target.port, p4info, device_config, tls_dir=certs() if target.tls is not None else None)
     healthy.setup()
     healthy.check()
-    return Served(target, healthy, limits)
+    return Served(target, healthy, limits, transport=transport)
 
 
 class Watch:
@@ -312,8 +390,8 @@ class Raw:
     """One TCP connection to the server, with an ``h2`` client session for what is
     well formed; ``send`` writes bytes as they are."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, target: Target) -> None:
+        self.sock = target.connect()
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
                                            validate_outbound_headers=False, normalize_outbound_headers=False,

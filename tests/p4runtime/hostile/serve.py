@@ -2,7 +2,8 @@
 own to measure): ``python -m tests.p4runtime.hostile.serve [LIMITS_JSON]``.
 
 A device (id 1, CPU port 255) behind a P4RuntimeServer on an ephemeral loopback port,
-on the transport ``P4TARGET_GRPC_TRANSPORT`` names. It prints one line, ``PORT
+on the transport ``P4TARGET_GRPC_TRANSPORT`` names, over mutual TLS when
+``HOSTILE_TLS_DIR`` names a directory ``mrcctl certs`` wrote (``server-s1.*``). It prints one line, ``PORT
 TRANSPORT PID``, then serves until its standard input closes. LIMITS_JSON: keyword
 arguments of ``ServerLimits``, and ``max_workers`` of the server. Log records go to
 standard error.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 
 
@@ -29,10 +31,16 @@ def main() -> int:
         if "max_workers" in given:
             kwargs["max_workers"] = given.pop("max_workers")
         kwargs["limits"] = ServerLimits(**given)
+    tls_dir = os.environ.get("HOSTILE_TLS_DIR")
+    if tls_dir:
+        from pathlib import Path
+
+        from p4target.p4runtime.tls import load
+
+        d = Path(tls_dir)
+        kwargs["tls"] = load(d / "server-s1.pem", d / "server-s1.key", d / "ca.pem")
     server = P4RuntimeServer(Device(device_id=1, cpu_port=255), "127.0.0.1:0", **kwargs)
     server.start()
-    import os
-
     print(server.bound_port, server.transport, os.getpid(), flush=True)
     sys.stdin.read()
     server.stop()

@@ -10,7 +10,7 @@ INTERNAL, RESOURCE_EXHAUSTED = "13", "8"
 
 
 def _one_call(target, data: bytes) -> str | None:
-    raw = Raw(target.port)
+    raw = Raw(target)
     try:
         sid = raw.h2.get_next_available_stream_id()
         raw.h2.send_headers(sid, request_headers())
@@ -32,10 +32,9 @@ def test_all_ones_length_prefix(bar) -> None:
 
 def test_short_length_prefix(bar) -> None:
     """The prefix declares more than the stream carries: the stream ends inside a message."""
-    assert bar.error(bar(_one_call, grpc_message(CAPABILITIES, length=100)), INTERNAL)
+    assert bar(_one_call, grpc_message(CAPABILITIES, length=100)) == INTERNAL
 
 
 def test_long_length_prefix(bar) -> None:
     """The prefix declares less: the rest is a second, truncated message of a unary call."""
-    bar.grpc_falls_short("logs a traceback (Exception deserializing message) for a request that does not parse")
-    assert bar.error(bar(_one_call, grpc_message(b"\x00" * 40, length=10)), INTERNAL)
+    assert bar(_one_call, grpc_message(b"\x00" * 40, length=10)) == INTERNAL

@@ -1,9 +1,11 @@
-"""Each limit of ``ServerLimits``, set small on an h2 server, reached by a raw client:
-what the client sees, and that the others are still served after."""
+"""Each limit of ``ServerLimits``, set small on an h2 server (and on one behind mutual
+TLS for the TLS front's), reached by a raw client: what the client sees, and that the
+others are still served after."""
 
 from __future__ import annotations
 
 import json
+import socket
 import struct
 import subprocess
 import sys
@@ -12,7 +14,7 @@ import time
 import pytest
 
 from p4target.p4runtime.limits import ServerLimits
-from tests.p4runtime.hostile import attacks
+from tests.p4runtime.hostile import attacks, tls_attacks
 from tests.p4runtime.hostile.attacks import Frames, block, one_call, open_conn, read_all
 from tests.p4runtime.hostile.harness import (CAPABILITIES, DATA, END_HEADERS, END_STREAM, HEADERS, ROOT, SETTINGS,
                                              frame, grpc_message, request_headers, serve)
@@ -22,12 +24,17 @@ LIMITS = {"max_connections": 6, "max_concurrent_streams": 4, "stall_seconds": 0.
 RESOURCE_EXHAUSTED, OK, REFUSED_STREAM = "8", "0", 7
 
 
-@pytest.fixture(scope="module")
-def small(rt_config):
-    served = serve("h2", rt_config, json.dumps(LIMITS))
+def _served(transport: str, rt_config, limits: dict):
+    """A server on ``transport`` with ``limits``, for the module; stopped after it."""
+    served = serve(transport, rt_config, json.dumps(limits))
     yield served
     served.healthy.close()
     served.target.stop()
+
+
+@pytest.fixture(scope="module")
+def small(rt_config):
+    yield from _served("h2", rt_config, LIMITS)
 
 
 def test_bad_limits_are_refused_naming_the_field() -> None:
@@ -52,7 +59,7 @@ def test_p4target_run_refuses_a_bad_limit(argv, message) -> None:
 
 
 def test_settings_advertise_the_limits(small) -> None:
-    s = open_conn(small.target.port)
+    s = open_conn(small.target)
     f = Frames(s).read(1.0, lambda f: any(k == SETTINGS for k, *_ in f.frames))
     s.close()
     payload = next(p for k, flags, _, p in f.frames if k == SETTINGS and not flags)
@@ -61,10 +68,10 @@ def test_settings_advertise_the_limits(small) -> None:
     assert settings[6] == 4096  # SETTINGS_MAX_HEADER_LIST_SIZE
 
 
-def _accepted(port: int) -> bool:
+def _accepted(target) -> bool:
     """A new connection gets the server's SETTINGS (it was not closed at once)."""
     try:
-        s = open_conn(port)
+        s = open_conn(target)
     except OSError:  # closed before the preface was written
         return False
     f = Frames(s).read(1.0, lambda f: any(k == SETTINGS for k, *_ in f.frames))
@@ -75,7 +82,7 @@ def _accepted(port: int) -> bool:
 def test_connections_past_the_limit_are_closed(small) -> None:
     """10 connections with the healthy client's open, 6 the limit: the server closes
     at least 5 of the 10 at once (more while it has not yet seen earlier ones close)."""
-    socks = [open_conn(small.target.port) for _ in range(10)]
+    socks = [open_conn(small.target) for _ in range(10)]
     frames = [Frames(s).read(0.5, lambda f: any(k == SETTINGS for k, *_ in f.frames)) for s in socks]
     closed = sum(f.closed for f in frames)
     for s in socks:
@@ -83,13 +90,13 @@ def test_connections_past_the_limit_are_closed(small) -> None:
     assert 5 <= closed <= 10, closed
     assert "connection(s) refused: 6 open already" in small.target.log()
     deadline = time.monotonic() + 5
-    while not _accepted(small.target.port):  # the server has seen them close
+    while not _accepted(small.target):  # the server has seen them close
         assert time.monotonic() < deadline, "no connection accepted after the others closed"
     small.healthy.check()
 
 
 def test_a_stream_past_the_limit_is_refused(small) -> None:
-    s = open_conn(small.target.port)
+    s = open_conn(small.target)
     head = block(request_headers())  # calls whose request never ends: open, no thread
     s.sendall(b"".join(frame(HEADERS, END_HEADERS, sid, head) for sid in (1, 3, 5, 7, 9)))
     f = Frames(s).read(2.0, lambda f: f.ended(9))
@@ -110,7 +117,7 @@ def test_message_past_the_receive_limit(small) -> None:
 
 
 def test_an_answer_nobody_reads_is_reset_after_the_stall_time(small) -> None:
-    s = open_conn(small.target.port, struct.pack(">HI", 4, 0))
+    s = open_conn(small.target, struct.pack(">HI", 4, 0))
     t0 = time.monotonic()
     s.sendall(frame(HEADERS, END_HEADERS, 1, block(request_headers("Read"))) +
               frame(DATA, END_STREAM, 1, grpc_message(read_all(5))))
@@ -129,7 +136,7 @@ def test_calls_past_the_queue_limit_are_refused(small) -> None:
     conns, refused_at = [], None
     for i in range(8):  # 3 per connection: under its stream limit
         if i % 3 == 0:
-            conns.append(open_conn(small.target.port))
+            conns.append(open_conn(small.target))
         sid = 1 + 2 * (i % 3)
         conns[-1].sendall(frame(HEADERS, END_HEADERS, sid, head))
         f = Frames(conns[-1]).read(0.3, lambda f, sid=sid: f.ended(sid))
@@ -142,3 +149,44 @@ def test_calls_past_the_queue_limit_are_refused(small) -> None:
     assert refused_at is not None and refused_at <= 5, refused_at
     time.sleep(0.3)
     small.healthy.check()
+
+
+# ---- the TLS front's limits ---------------------------------------------------------------
+TLS_LIMITS = {"max_connections": 6, "handshake_seconds": 0.5}
+
+
+@pytest.fixture(scope="module")
+def small_tls(rt_config):
+    yield from _served("tls", rt_config, TLS_LIMITS)
+
+
+def test_a_handshake_not_done_in_time_is_closed(small_tls) -> None:
+    """A client that connects and sends nothing is closed after 0.5 s (the default
+    would be 10 s), one that sends part of its ClientHello too."""
+    quiet = socket.create_connection(("127.0.0.1", small_tls.target.port), timeout=5)
+    partial = socket.create_connection(("127.0.0.1", small_tls.target.port), timeout=5)
+    partial.sendall(tls_attacks.client_hello()[:50])
+    try:
+        assert tls_attacks.closed_within(quiet, 5.0)
+        assert tls_attacks.closed_within(partial, 5.0)
+    finally:
+        quiet.close()
+        partial.close()
+    small_tls.healthy.check()
+
+
+def test_tls_connections_past_the_limit_are_closed(small_tls) -> None:
+    """10 clients with valid certificates, 6 connections the limit and the healthy
+    client's open: the front closes at least 5 before their handshake."""
+    socks, refused = [], 0
+    for _ in range(10):
+        try:
+            socks.append(small_tls.target.connect())
+        except OSError:  # closed at once: the handshake fails
+            refused += 1
+    for s in socks:
+        s.close()
+    assert 5 <= refused <= 10, refused
+    assert "TLS connection(s) refused: 6 open already" in small_tls.target.log()
+    time.sleep(0.3)  # the front sees them close
+    small_tls.healthy.check()
