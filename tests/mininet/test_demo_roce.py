@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 import subprocess
 import zlib
@@ -24,15 +25,20 @@ from typing import Any
 import pytest
 
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
-from tests.mininet.test_make_run import REPO, _env
 from topologies.demo import FlowResult, RoceResult, format_roce, roce_ok
 
+REPO = Path(__file__).resolve().parents[2]
 ACK_TIMEOUT_S = 4.096e-6 * 2**16  # the IB local ACK timeout the baseline uses by default (attribute 16)
-ROCE_LINE = re.compile(r"^  RoCE baseline, one QP on EV (\d+) across the cut: (.*)$", re.M)
-DETAIL = re.compile(r"^    QP source port (\d+) \(CRC-32 of its 4-tuple lands on EV (\d+)\), path (.+?); cut after "
+ROCE_LINE = re.compile(r"^    RoCE baseline, one QP on EV (\d+) across the cut: (.*)$", re.M)
+DETAIL = re.compile(r"^      QP source port (\d+) \(CRC-32 of its 4-tuple lands on EV (\d+)\), path (.+?); cut after "
                     r"(\d+) packets from the source NIC, restored after (\d+).*; report (\S+)$", re.M)
-MRC_LINE = re.compile(r"^  MRC-lite, sprayed over (\d+) EVs: complete in ([\d.]+) s; EVs retired (\d+) of (\d+) "
+MRC_LINE = re.compile(r"^    MRC-lite, sprayed over (\d+) EVs: complete in ([\d.]+) s; EVs retired (\d+) of (\d+) "
                       r"across the cut", re.M)
+
+
+def _env() -> dict[str, str]:
+    """The environment without the make variables of a `make test` around this run."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
 
 
 def _crc_ev(src: str, dst: str, sport: int, evs: list[int]) -> int:
