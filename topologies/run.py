@@ -6,8 +6,7 @@ per leaf: 16 fabric switches, 4 NICs, 4 hosts). It starts the network
 then runs the demo (topologies/demo.py): IPv6 ping between every pair of hosts, one
 MRC flow over all planes with a spine link cut half-way, the same bytes over one
 RoCE queue pair whose path crosses that link, cut at the same points, and prints a
-summary. On a
-terminal it then opens the Mininet CLI with the project's commands (topologies/cli.py);
+summary. On a terminal it then opens the Mininet CLI with the project's commands (topologies/cli.py);
 without one it exits: 0 when everything worked, 1 otherwise. The network is always
 stopped and removed at the end.
 """
