@@ -1,28 +1,39 @@
-"""Goodput of one unpaced MRC-lite transfer against one TCP flow and one UDP stream,
-measured one after the other on ONE Mininet fabric (4 planes x (2 leaves + 2 spines),
-2 hosts per leaf, embedded target), h1 -> h3, the same bytes each.
+"""Goodput of MRC-lite against the RoCEv2 baseline and TCP, each transport's bytes
+h1 -> h3 on the same hosts, in one run, on two Mininet fabrics (4 planes x (2 leaves
++ 2 spines), 2 hosts per leaf, embedded target).
 
-MRC-lite runs with its defaults (window only, no pacing) and payloads of the size of
-TCP's segments here (``experiments/tcp.py``: 1380 bytes), sprayed over 8 paths; TCP
-is the kernel's on one path (the NIC sprays non-MRC traffic per flow); the UDP stream
-(``experiments/udp_stream.py``) sends the same bytes in datagrams of MRC-lite's
-packet size as fast as the host takes them, on one path: what the fabric delivers of
-traffic that never waits for feedback. The ratios MRC/TCP and MRC/UDP are printed
-(targets: at least 1.0 and 0.8). With BMv2 on the PATH (``. /work/shared/bmv2/env.sh``
-or a BMv2 install) the default transfer also runs on a BMv2 fabric and its
-retransmissions are printed as a share of the data packets (target: under 5%).
-Beside each rate it prints what one packet cost in CPU (microseconds per packet of the
-transfer): the fabric's switch processes and the NICs' (every thread's schedstat, as
-``bench/fabric_net.py`` reads it) and each flow's two ends (the ``cpu_s`` of their
-reports), their sum, and the share of the machine's cores the flow kept busy: on 2
-shared cores the sum bounds the rate, and a share well under 100% says the flow waited
-for something other than the CPU (its window). A second MRC-lite transfer, not the
-defaults, runs with a window that never limits it and fewer ACKs (``LARGE_WINDOW``):
-the rate the CPU alone allows MRC-lite.
-The switches are placed as ``make run`` places them (``GOODPUT_PLACEMENT``, default
-``cpu``: the 16 fabric switches in one ``p4target group`` process, the 4 NICs in
-another; ``1`` is one process per switch, as the experiments and their tests start
-the fabric).
+The quiet fabric (the default, placed as ``make run`` places it): ``ROUNDS``
+alternating rounds of one unpaced MRC-lite transfer (its defaults, payloads of
+TCP's segment size here, ``experiments/tcp.py``: 1380 bytes, sprayed over 8 paths)
+and one RoCE baseline transfer of the same bytes (``--transport roce``: one QP, one
+path, DCQCN starting at a line rate above what the host reaches). Target: MRC-lite's
+median at least 0.95x the baseline's (spraying must cost nothing). Then, once each,
+MRC-lite with a window that never limits it (``LARGE_WINDOW``: the rate the CPU alone
+allows it), the kernel's TCP on one path (the NIC hashes non-MRC traffic per flow)
+and a UDP stream (``experiments/udp_stream.py``) of the same bytes.
+
+The link-bound fabric (one process per switch, so that a switch can be restarted
+with options): every uplink of the source leaf limited to ``LINK_RATE`` packets/s
+with the switches' ``--queue-rate`` (``experiments/ecmp.py``'s ``shape``), far below
+what the switches forward, so the links bound the rate. ``LINK_ROUNDS`` alternating
+rounds of MRC-lite and the baseline (paced at its one path's capacity, its best
+case), then TCP once. Targets: MRC-lite at least 0.9 of the sum of its paths'
+capacities (the limited uplinks' packets/s times the payload), and at least 3x the
+baseline.
+
+Beside each rate it prints what one packet cost in CPU (microseconds per packet of
+the transfer): the fabric's switch processes and the NICs' (every thread's schedstat,
+as ``bench/fabric_net.py`` reads it) and each flow's two ends (the ``cpu_s`` of their
+reports), their sum, and the share of the machine's cores the flow kept busy. Target:
+the two ends of MRC-lite and of the baseline within 10% of each other per packet
+(the quiet rounds' medians). At the end: the three transports side by side, and the
+ratios against their targets.
+With BMv2 on the PATH (``. /work/shared/bmv2/env.sh`` or a BMv2 install) the default
+MRC-lite transfer also runs on a BMv2 fabric and its retransmissions are printed as a
+share of the data packets (target: under 5%).
+``GOODPUT_PLACEMENT`` places the quiet fabric's switches (default ``cpu``: the 16
+fabric switches in one ``p4target group`` process, the 4 NICs in another; ``1``: one
+process per switch).
 Needs root and Mininet; prints only, never asserts (the acceptance tests do).
 """
 
@@ -46,6 +57,14 @@ PLACEMENT = os.environ.get("GOODPUT_PLACEMENT", "cpu")  # make run's
 # Not the defaults: a window that never limits, and fewer ACKs. What MRC-lite gets when
 # only the CPU bounds it (docs/performance.md, "Goodput").
 LARGE_WINDOW = ["--window", "1024", "--initial-window", "512", "--ack-every", "16"]
+ROUNDS = int(os.environ.get("GOODPUT_ROUNDS", "3"))  # quiet fabric: MRC-lite and the baseline, alternating
+# MRC-lite's window held at the baseline's (128 packets, ``--min-window`` too): the
+# two transports with the same window and the same ACK requests (every 16th packet),
+# so that what differs is the spraying
+FIXED_WINDOW = ["--window", "128", "--initial-window", "128", "--min-window", "128"]
+LINK_RATE = 250.0  # packets/s on each limited uplink: 8 x 250 is far below what the switches forward
+LINK_BYTES = 5_000_000  # MRC-lite takes it in about 2 s, long beside its start and end; the baseline 15 s
+LINK_ROUNDS = 2
 
 
 def _switch_cpu(fn: Any) -> dict[str, list[int]]:
@@ -83,44 +102,34 @@ def _cost(switches: dict[str, float], ends_s: float, seconds: float, packets: in
             + f", ends {ends_s / packets * 1e6:.0f}; in all {in_all:.0f}, cores busy {busy:.0f}%")
 
 
-def _mrc_line(label: str, res: Any, cost: dict[str, float], packets: int) -> tuple[float, str]:
-    from experiments.common import mbps
-
-    s = res.sender
-    bps = s.get("goodput_bps") or 0.0
-    sent = s.get("packets_sent") or 0
-    retx = (s.get("retransmissions") or {}).get("total") or 0
-    ends = _mrc_ends(res)
-    line = (f"  {label} {mbps(bps):7.1f} Mb/s (verified {res.ok}, {retx} retransmissions of {sent} data packets, "
-            f"window now {(s.get('window') or {}).get('now') or 0:.0f}, "
-            f"{(s.get('control') or {}).get('acks_received')} ACKs)\n"
-            f"      CPU per packet, us: {_cost(cost, ends, s.get('completion_time_s') or 0.0, packets)}")
-    return bps, line
-
-
-def _mrc_ends(res: Any) -> float:
-    """An MRC-lite transfer's two ends' CPU, seconds (their reports' ``cpu_s``)."""
-    return (res.sender.get("cpu_s") or 0.0) + (res.recv_report.get("cpu_s") or 0.0)
-
-
-def _budget(mrc_switches: dict[str, float], mrc_ends: float, tcp_total: float, udp_total: float) -> str:
-    """What the targets leave MRC-lite's two ends per packet: on 2 shared cores the
-    rate is the cores' time over the CPU one packet costs, so at MRC-lite's cost in the
-    fabric and the NICs (the large window's) and with the cores as busy, 1.0x TCP
-    needs its ends to cost at most TCP's whole cost less that, and 0.8x the UDP
-    stream at most 1/0.8 of the stream's less that."""
-    switches = sum(mrc_switches.values())
-    return (f"  the ends' budget, us per packet (MRC-lite's fabric and NICs cost {switches:.0f}): "
-            f"1.0x TCP leaves them {tcp_total - switches:.0f}, 0.8x UDP {udp_total / 0.8 - switches:.0f}; "
-            f"they cost {mrc_ends:.0f} (large window)")
-
-
 def _ends(report: dict[str, Any]) -> float:
     """A comparison flow's two ends' CPU, seconds (experiments/tcp.py ``_flow``)."""
     return (report.get("cpu_s") or 0.0) + ((report.get("sender") or {}).get("cpu_s") or 0.0)
 
 
-def embedded() -> None:
+def _transfers(fn: Any, nbytes: int, packets: int, send: list[str], recv: list[str]) -> Callable[[Path], Any]:
+    """One metered transfer h1 -> h3 into a work directory, as a ``Run``."""
+    from _goodput_rounds import transfer_run
+    from experiments import common as C
+
+    def run(workdir: Path) -> Any:
+        res, cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", nbytes, workdir,
+                                                                send_args=send, recv_args=recv))
+        return transfer_run(res, cpu, packets)
+
+    return run
+
+
+def _tcp(fn: Any, nbytes: int, packets: int) -> tuple[dict[str, Any], dict[str, float]]:
+    from experiments import tcp
+
+    return _metered(fn, packets, lambda: tcp.tcp_transfer(fn, "h1", "h3", nbytes))
+
+
+def quiet(tmp: Path) -> dict[str, Any]:
+    """The default fabric: MRC-lite and the baseline in alternating rounds, then the
+    large window, TCP and the UDP stream once each."""
+    from _goodput_rounds import QUIET_LINE_MBPS, ROCE, Series, alternate, mrc_text, roce_text, rounds_lines
     from endpoints.wire import DATA_HDR_LEN
     from experiments import common as C
     from experiments import tcp
@@ -132,32 +141,108 @@ def embedded() -> None:
     packets = -(-BYTES // tcp.MTU)
     datagrams = -(-BYTES // (tcp.MTU + DATA_HDR_LEN))  # the UDP stream's, a little larger
     mtu = ["--mtu", str(tcp.MTU)]
-    with tempfile.TemporaryDirectory() as tmp, programmed_network(C.topology(), prefix=C.private_prefix(),
-                                                                  run_dir=Path(tmp) / "run",
-                                                                  switches_per_process=placement) as fn:
-        mrc, m_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "mrc",
-                                                                  send_args=mtu))
-        big, b_cpu = _metered(fn, packets, lambda: C.run_transfer(fn, "h1", "h3", BYTES, Path(tmp) / "big",
-                                                                  send_args=[*mtu, *LARGE_WINDOW]))
-        t, t_cpu = _metered(fn, packets, lambda: tcp.tcp_transfer(fn, "h1", "h3", BYTES))
+    mrc = Series(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths")
+    fixed = Series(f"MRC-lite, {' '.join(FIXED_WINDOW)}")
+    roce = Series(f"RoCE baseline, one QP, DCQCN from {QUIET_LINE_MBPS:g} Mb/s")
+    with programmed_network(C.topology(), prefix=C.private_prefix(), run_dir=tmp / "run",
+                            switches_per_process=placement) as fn:
+        alternate(ROUNDS, [(mrc, _transfers(fn, BYTES, packets, mtu, [])),
+                           (fixed, _transfers(fn, BYTES, packets, [*mtu, *FIXED_WINDOW], [])),
+                           (roce, _transfers(fn, BYTES, packets, [*mtu, *ROCE, "--line-rate", f"{QUIET_LINE_MBPS:g}"],
+                                             ROCE))], tmp)
+        big = Series(f"MRC-lite, {' '.join(LARGE_WINDOW)}")
+        alternate(1, [(big, _transfers(fn, BYTES, packets, [*mtu, *LARGE_WINDOW], []))], tmp)
+        t, t_cpu = _tcp(fn, BYTES, packets)
         u, u_cpu = _metered(fn, datagrams, lambda: tcp.udp_stream(fn, "h1", "h3", BYTES, tcp.MTU + DATA_HDR_LEN))
-    t_bps, u_bps = t.get("goodput_bps") or 0.0, u.get("delivered_bps") or 0.0
-    m_bps, m_line = _mrc_line(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths:", mrc, m_cpu, packets)
-    b_bps, b_line = _mrc_line(f"MRC-lite, {' '.join(LARGE_WINDOW)}:\n   ", big, b_cpu, packets)
-    print(f"goodput, {BYTES} bytes h1 -> h3 on one embedded-target fabric (placement {placement}), "
-          "one after the other:")
-    print(m_line)
-    print(b_line)
-    print(f"  TCP, one flow, one path:            {mbps(t_bps):7.1f} Mb/s (verified {t.get('ok')})\n"
+    u_bps = u.get("delivered_bps") or 0.0
+    print(f"goodput, {BYTES} bytes h1 -> h3 on the quiet embedded-target fabric (placement {placement}), "
+          f"{ROUNDS} alternating rounds of MRC-lite and the RoCE baseline, then the rest once:")
+    for line in [*rounds_lines(mrc, mbps, mrc_text), *rounds_lines(fixed, mbps, mrc_text),
+                 *rounds_lines(roce, mbps, roce_text),
+                 *rounds_lines(big, mbps, mrc_text)]:
+        print(line)
+    print(f"  TCP, one flow, one path:            {mbps(t.get('goodput_bps')):7.1f} Mb/s (verified {t.get('ok')})\n"
           f"      CPU per packet, us: {_cost(t_cpu, _ends(t), t.get('seconds') or 0.0, packets)}")
     print(f"  UDP stream, unpaced, one path:      {mbps(u_bps):7.1f} Mb/s delivered "
           f"({u.get('datagrams')} of {datagrams} datagrams)\n"
           f"      CPU per packet, us: {_cost(u_cpu, _ends(u), u.get('seconds') or 0.0, datagrams)}")
-    print(_budget(b_cpu, _mrc_ends(big) / packets * 1e6, _in_all(t_cpu, _ends(t), packets),
-                  _in_all(u_cpu, _ends(u), datagrams)))
-    print(f"  MRC/TCP {m_bps / t_bps if t_bps else 0:.2f} (target >= 1.0), "
-          f"MRC/UDP {m_bps / u_bps if u_bps else 0:.2f} (target >= 0.8); "
-          f"with the larger window {b_bps / t_bps if t_bps else 0:.2f} and {b_bps / u_bps if u_bps else 0:.2f}")
+    return {"mrc": mrc, "fixed": fixed, "roce": roce, "big": big, "tcp_bps": t.get("goodput_bps") or 0.0,
+            "tcp_ends_us": _ends(t) / packets * 1e6, "udp_bps": u_bps}
+
+
+def link_bound(tmp: Path) -> dict[str, Any]:
+    """The fabric whose source leaf's uplinks carry ``LINK_RATE`` packets/s each:
+    MRC-lite and the baseline (paced at one uplink's rate) alternating, then TCP."""
+    from _goodput_rounds import ROCE, Series, alternate, line_rate_mbps, mrc_text, roce_text, rounds_lines
+    from experiments import common as C
+    from experiments import ecmp, tcp
+    from topologies.fabric_net import programmed_network
+
+    packets = -(-LINK_BYTES // tcp.MTU)
+    mtu = ["--mtu", str(tcp.MTU)]
+    line = line_rate_mbps(LINK_RATE, tcp.MTU)
+    mrc = Series(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths")
+    fixed = Series(f"MRC-lite, {' '.join(FIXED_WINDOW)}")
+    roce = Series(f"RoCE baseline, one QP, DCQCN from {line:.2f} Mb/s (one uplink's rate)")
+    # the receivers wait out a limited uplink's full queue before a NACK (experiments/ecmp.py)
+    nack = ["--nack-delay", str(ecmp.NACK_DELAY)]
+    with programmed_network(C.topology(), prefix=C.private_prefix(), run_dir=tmp / "run-limited",
+                            switches_per_process=1) as fn:
+        ecmp.shape(fn, LINK_RATE)
+        links = sum(len(ports) for ports in ecmp.uplinks(fn).values())
+        rto = ["--rto-min", str(ecmp.RTO_MIN)]
+        alternate(LINK_ROUNDS, [(mrc, _transfers(fn, LINK_BYTES, packets, [*mtu, *rto], nack)),
+                                (fixed, _transfers(fn, LINK_BYTES, packets, [*mtu, *rto, *FIXED_WINDOW], nack)),
+                                (roce, _transfers(fn, LINK_BYTES, packets, [*mtu, *ROCE, "--line-rate", f"{line:g}"],
+                                                  ROCE))], tmp / "limited")
+        t, _ = _tcp(fn, LINK_BYTES, packets)
+    capacity = links * LINK_RATE * tcp.MTU * 8
+    print(f"goodput, {LINK_BYTES} bytes h1 -> h3 on the link-bound fabric (one process per switch; {links} uplinks "
+          f"of leaf 0 at {LINK_RATE:g} packets/s each: {C.mbps(capacity):.1f} Mb/s of payload in all, "
+          f"{C.mbps(capacity / links):.2f} per path), {LINK_ROUNDS} alternating rounds:")
+    for ln in [*rounds_lines(mrc, C.mbps, mrc_text), *rounds_lines(fixed, C.mbps, mrc_text),
+               *rounds_lines(roce, C.mbps, roce_text)]:
+        print(ln)
+    print(f"  TCP, one flow, one path:            {C.mbps(t.get('goodput_bps')):7.2f} Mb/s (verified {t.get('ok')})")
+    return {"mrc": mrc, "fixed": fixed, "roce": roce, "tcp_bps": t.get("goodput_bps") or 0.0,
+            "capacity_bps": capacity, "links": links}
+
+
+def summary(q: dict[str, Any], lb: dict[str, Any]) -> None:
+    """The three transports side by side, and the ratios against their targets: for
+    MRC-lite's defaults and for its window held at the baseline's."""
+    from _goodput_rounds import ratio, table
+    from experiments.common import mbps
+
+    roce = q["roce"]
+    rows = [(name, f"{mbps(q[k].bps):.1f} Mb/s", f"{mbps(lb[k].bps):.2f} Mb/s", f"{q[k].ends_us:.1f}")
+            for name, k in (("MRC-lite (8 paths, defaults)", "mrc"), ("MRC-lite (window 128 held)", "fixed"),
+                            ("RoCE baseline (one QP)", "roce"))]
+    rows.append(("TCP (kernel, one flow)", f"{mbps(q['tcp_bps']):.1f} Mb/s", f"{mbps(lb['tcp_bps']):.2f} Mb/s",
+                 f"{q['tcp_ends_us']:.1f}"))
+    print("side by side (medians of the rounds):")
+    for line in table(rows):
+        print(line)
+    for k, name in (("mrc", "defaults"), ("fixed", "window 128 held")):
+        m = q[k]
+        per_round = ", ".join(f"{ratio(a.bps, r.bps):.2f}" for a, r in zip(m.runs, roce.runs, strict=True))
+        print(f"  MRC-lite, {name}:\n"
+              f"    quiet: MRC/RoCE {ratio(m.bps, roce.bps):.2f} (target >= 0.95; per round {per_round}), "
+              f"MRC/TCP {ratio(m.bps, q['tcp_bps']):.2f}, MRC/UDP {ratio(m.bps, q['udp_bps']):.2f}\n"
+              f"    link-bound: MRC/capacity {ratio(lb[k].bps, lb['capacity_bps']):.2f} (target >= 0.9), "
+              f"MRC/RoCE {ratio(lb[k].bps, lb['roce'].bps):.2f} (target >= 3)\n"
+              f"    ends' CPU per packet, quiet: {m.ends_us:.1f} us against RoCE's {roce.ends_us:.1f}: "
+              f"{ratio(m.ends_us, roce.ends_us):.2f} (target 0.90-1.10); in all (switches too) "
+              f"{m.in_all:.0f} against {roce.in_all:.0f} us")
+    print(f"  large window/RoCE, quiet: {ratio(q['big'].bps, roce.bps):.2f}; RoCE/its one path's capacity, "
+          f"link-bound: {ratio(lb['roce'].bps, lb['capacity_bps'] / lb['links']):.2f}")
+
+
+def embedded() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        q = quiet(Path(tmp))
+        lb = link_bound(Path(tmp))
+    summary(q, lb)
 
 
 def bmv2() -> None:

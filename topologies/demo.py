@@ -1,11 +1,15 @@
-"""The `make run` demo on a started, programmed fabric: pings, one MRC flow, a cut link.
+"""The `make run` demo on a started, programmed fabric: pings, one MRC flow, a cut link,
+and the same cut under the RoCEv2 baseline.
 
-Why these three: together they show what the fabric is for. Every pair of hosts
+Why these: together they show what the fabric is for, and what MRC changes. Every pair of hosts
 reaches each other over IPv6 through the NICs and the P4 fabric (the ping matrix); one
 MRC-lite transfer (the endpoints' mrc-send and mrc-recv) is spread over every plane (per-plane packet counts read from the NICs'
 P4Runtime counters, not from the senders' intentions); and a spine link cut in the
 middle of the flow changes no fabric table, only the NICs' choice of paths
-(topologies/cables.py), while the other planes keep carrying the flow.
+(topologies/cables.py), while the other planes keep carrying the flow. Then the same
+bytes over one RoCEv2 RC queue pair whose one path crosses the same cable, cut and
+restored at the same points: it stalls until the cable is back (go-back-N resends) or
+fails after its retries.
 
 Pure reporting (``format_*``) is separate from the steps that touch the network.
 """
@@ -151,15 +155,54 @@ class NicProgress:
         """Packets ``src`` sent into the planes between ``before`` and ``now``."""
         return sum(_plane_counts(delta(now, before)[self.src], "NicEgress.plane_tx").values())
 
-    async def until_sent(self, before: dict[str, Counts], packets: int, timeout: float) -> dict[str, Counts]:
+    async def until_sent(self, before: dict[str, Counts], packets: int, timeout: float,
+                         stop: Callable[[], bool] = lambda: False) -> dict[str, Counts]:
         """Poll until ``src`` has sent ``packets`` since ``before`` (or ``timeout``
-        seconds have passed); the last read."""
+        seconds have passed, or ``stop()`` says the sender is gone); the last read."""
         end = time.monotonic() + timeout
         while True:
             now = await self.read()
-            if self.sent(now, before) >= packets or time.monotonic() > end:
+            if self.sent(now, before) >= packets or time.monotonic() > end or stop():
                 return now
             await asyncio.sleep(0.02)
+
+
+@dataclass
+class CutPoints:
+    """When a cable went down and came back during a transfer, and how many packets the
+    source NIC had sent by then."""
+
+    mid: dict[str, Counts]  # both NICs' counters at the cut
+    seconds: float  # the cable command's time
+    cut_at: float  # unix time
+    restored_at: float
+    sent_at_cut: int
+    sent_at_restore: int
+    sender_gone: bool  # the sender had ended before the restore point
+
+
+async def cut_and_restore(fn: FabricNetwork, nics: tuple[str, str], before: dict[str, Counts], packets: int,
+                          link: str, timeout: float, say: Say, stop: Callable[[], bool] = lambda: False) -> CutPoints:
+    """Cut ``link``'s cable once the source NIC has sent half of ``packets`` (counted
+    from ``before``, resends included) and restore it at three quarters, or as soon as
+    ``stop()`` says the sender has ended; no table is written either way."""
+    from topologies.cables import set_link
+
+    async with NicProgress(fn, nics[0], nics[1]) as progress:
+        mid_counts = await progress.until_sent(before, packets // 2, timeout, stop)
+        cut_at = time.time()
+        rep = await set_link(fn.topo, fn.inventory, link, down=True, nodes=fn.net.nameToNode)
+        sent_at_cut = progress.sent(mid_counts, before)
+        say(f"  cut {rep.link} after {sent_at_cut} packets: {rep.cable}; "
+            "no table written (the endpoints find the dead paths)")
+        now = await progress.until_sent(before, packets * 3 // 4, timeout, stop)
+        gone = stop()
+        restored_at = time.time()
+        back = await set_link(fn.topo, fn.inventory, link, down=False, nodes=fn.net.nameToNode)
+        say(f"  restored {back.link} " + ("once the sender had ended" if gone else "at three quarters")
+            + f": {back.cable}")
+    mid = {n: {**before[n], **mid_counts[n]} for n in nics}
+    return CutPoints(mid, rep.seconds, cut_at, restored_at, sent_at_cut, progress.sent(now, before), gone)
 
 
 async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric",)) -> dict[str, list[str]]:
@@ -192,29 +235,12 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
 
     s_host, d_host = fn.topo.host(src), fn.topo.host(dst)
     evs = P.nic_evs(fn.topo, s_host, d_host)
-    nics = [s_host.nic, d_host.nic]
+    nics = (s_host.nic, d_host.nic)
     seconds = nbytes / 1000 / pps  # 1,000-byte payloads
     packets = -(-nbytes // 1000)
-    before = asyncio.run(_read(fn, nics))
-    mid = before
-    cut_seconds = None
-    cut_at = restored_at = None
+    before = asyncio.run(_read(fn, list(nics)))
+    points: CutPoints | None = None
     tables_before = tables_after = None
-
-    async def cut_and_restore(link: str) -> None:
-        nonlocal mid, cut_seconds, cut_at, restored_at
-        async with NicProgress(fn, s_host.nic, d_host.nic) as progress:
-            mid_counts = await progress.until_sent(before, packets // 2, seconds * 2 + 20)
-            cut_at = time.time()
-            rep = await set_link(fn.topo, fn.inventory, link, down=True, nodes=fn.net.nameToNode)
-            cut_seconds = rep.seconds
-            mid = {n: {**before[n], **mid_counts[n]} for n in nics}
-            say(f"  cut {rep.link} after {progress.sent(mid_counts, before)} packets: {rep.cable}; "
-                "no table written (the endpoints find the dead paths)")
-            await progress.until_sent(before, packets * 3 // 4, seconds * 2 + 20)
-            restored_at = time.time()
-            rep = await set_link(fn.topo, fn.inventory, link, down=False, nodes=fn.net.nameToNode)
-            say(f"  restored {rep.link} at three quarters: {rep.cable}")
 
     with tempfile.TemporaryDirectory(prefix="mrc-demo-") as tmp:
         t = Transfer(fn, src, dst, nbytes, Path(tmp), timeout=seconds * 4 + 30,
@@ -224,28 +250,27 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
                 tables_before = asyncio.run(fabric_tables(fn))
             t.start()
             if cut is not None:
-                asyncio.run(cut_and_restore(cut))
+                points = asyncio.run(cut_and_restore(fn, nics, before, packets, cut, seconds * 2 + 20, say))
             result = t.wait()
         finally:
             t.kill()
             if cut is not None and cut in fn.inventory.down:
                 asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
-    after = asyncio.run(_read(fn, nics))
-    if cut is None:
-        mid = after  # one phase: the whole transfer is "before"
-    else:
+    after = asyncio.run(_read(fn, list(nics)))
+    mid = after if points is None else points.mid  # without a cut, the whole transfer is "before"
+    if cut is not None:
         tables_after = asyncio.run(fabric_tables(fn))
     first, second = delta(mid, before), delta(after, mid)
     crossing = sorted(p.ev for p in paths(fn.topo, s_host, d_host) if cut is not None and cut in p.links)
     events = result.sender.get("ev_events", [])
     t0 = result.sender.get("started_at_unix", 0.0)
-    down_t = (cut_at - t0, restored_at - t0) if cut_at is not None and restored_at is not None else None
+    down_t = (points.cut_at - t0, points.restored_at - t0) if points is not None else None
     back = [e for e in events if e["event"] in ("recovered", "restored") and e["ev"] in crossing]
     return FlowResult(
         src, dst, nbytes, result.ok, result.sender, len(evs),
         _plane_counts(first[s_host.nic], "NicEgress.plane_tx"), _plane_counts(second[s_host.nic], "NicEgress.plane_tx"),
         _plane_counts(first[d_host.nic], "NicIngress.plane_rx"), _plane_counts(second[d_host.nic], "NicIngress.plane_rx"),
-        cut, cut_seconds,
+        cut, None if points is None else points.seconds,
         None if tables_before is None else tables_before == tables_after, result.errors, crossing,
         sorted({e["ev"] for e in events if e["event"] == "retired"}),
         sorted({e["ev"] for e in back if down_t and e["t"] >= down_t[1]}),
@@ -290,6 +315,141 @@ def format_flow(flow: FlowResult, planes: int, paths_line: str, path_lines: Sequ
                   f"  EVs retired {len(flow.retired)} of {len(flow.crossing)} across the cut (healthy EVs retired "
                   f"{len(flow.healthy_retired)}), recovered while down {len(flow.recovered_while_down)}, "
                   f"recovered after the restore {len(flow.recovered_after_restore)}"]
+    return lines
+
+
+@dataclass
+class RoceResult:
+    """The same bytes over one RoCEv2 RC queue pair (``--transport roce``) whose one
+    path crosses the cut cable, cut and restored at the MRC-lite transfer's points."""
+
+    src: str
+    dst: str
+    nbytes: int
+    ev: int  # the EV the QP's source port hashes onto (endpoints/ecmp.py)
+    source_port: int
+    cut: str
+    path: tuple[str, ...]  # the EV's switches
+    verified: bool
+    report: dict[str, Any]  # mrc-send --transport roce's JSON report ({} when it wrote none)
+    report_path: Path
+    points: CutPoints | None
+    errors: list[str] = field(default_factory=list)
+
+
+def roce_line_rate(pps: float, mtu: int = 1000) -> float:
+    """The baseline's ``--line-rate`` (Mb/s) that paces it at ``pps`` packets of ``mtu``
+    payload bytes (it counts each packet's payload and transport header)."""
+    from endpoints.wire import DATA_HDR_LEN
+
+    return pps * (mtu + DATA_HDR_LEN) * 8 / 1e6
+
+
+def roce_qp(fn: FabricNetwork, src: str, dst: str, cut: str) -> tuple[int, int, tuple[str, ...]] | None:
+    """A QP whose path crosses ``cut``: (EV, the lowest source port hashing onto it, its
+    switches), the first such EV of the sender's list; None when no path crosses it."""
+    from endpoints import ecmp
+    from endpoints.wire import UDP_PORT_MRC
+
+    s_host, d_host = fn.topo.host(src), fn.topo.host(dst)
+    evs = [e.ev for e in P.nic_evs(fn.topo, s_host, d_host)]
+    for p in paths(fn.topo, s_host, d_host):
+        if cut in p.links:
+            sport = ecmp.source_port_for_ev(fn.address(src), fn.address(dst), UDP_PORT_MRC, evs, p.ev)
+            if sport is not None:
+                return p.ev, sport, p.hops
+    return None
+
+
+def run_roce(fn: FabricNetwork, src: str, dst: str, cut: str, *, nbytes: int = 2_000_000, pps: float = 1000.0,
+             say: Say = lambda _: None) -> RoceResult | None:
+    """The RoCE baseline's transfer of ``nbytes`` on one QP over the cut cable, paced at
+    ``pps`` (DCQCN starting there), the cable cut and restored at the points of
+    ``run_flow``; its reports in the run directory (``demo-roce/``). None: no path
+    crosses ``cut``."""
+    import shutil
+
+    from topologies.cables import set_link
+    from topologies.transfer import Transfer
+
+    qp = roce_qp(fn, src, dst, cut)
+    if qp is None:
+        return None
+    ev, sport, hops = qp
+    nics = (fn.topo.host(src).nic, fn.topo.host(dst).nic)
+    seconds = nbytes / 1000 / pps
+    packets = -(-nbytes // 1000)
+    workdir = fn.run_dir / "demo-roce"
+    shutil.rmtree(workdir, ignore_errors=True)  # an earlier run's reports
+    t = Transfer(fn, src, dst, nbytes, workdir, timeout=seconds * 4 + 30,
+                 send_args=["--transport", "roce", "--line-rate", f"{roce_line_rate(pps):g}",
+                            "--source-port", str(sport)], recv_args=["--transport", "roce"])
+    before = asyncio.run(_read(fn, list(nics)))
+    try:
+        t.start()
+        sender = t.senders[0]
+        points = asyncio.run(cut_and_restore(fn, nics, before, packets, cut, seconds * 2 + 20, say,
+                                             stop=lambda: sender.poll() is not None))
+        _end_receiver(t)
+        result = t.wait()
+    finally:
+        t.kill()
+        if cut in fn.inventory.down:
+            asyncio.run(set_link(fn.topo, fn.inventory, cut, down=False))
+    return RoceResult(src, dst, nbytes, ev, sport, cut, hops, result.ok, result.sender, t.send_report_path(src),
+                      points, result.errors)
+
+
+def _end_receiver(t: Any, grace: float = 3.0) -> None:
+    """Once the sender has ended: a QP in the error state never sends the receiver its
+    end, which would wait out its whole timeout; give it ``grace`` seconds, then stop it."""
+    import subprocess
+
+    t.senders[0].wait(timeout=t.timeout + 30)
+    if t.senders[0].returncode != 0 and t.receiver is not None:
+        try:
+            t.receiver.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            t.receiver.kill()
+
+
+def roce_ok(roce: RoceResult) -> bool:
+    """The baseline ran as the demo means it to: a report in either end state, from the
+    QP on the EV chosen across the cut. Its failure is no failure of the demo."""
+    r = roce.report
+    return r.get("state") in ("complete", "error") and r.get("ev") == roce.ev and r.get("source_port") == roce.source_port
+
+
+def format_roce(roce: RoceResult | None, flow: FlowResult) -> list[str]:
+    """The summary's two lines on the same cut, MRC-lite's and the baseline's, and the
+    baseline's details under them."""
+    r = flow.report
+    mrc_done = (f"complete in {r['completion_time_s']:.2f} s" if flow.verified and r.get("completion_time_s")
+                else "NOT verified")
+    lines = [f"the same cut ({flow.cut}) during two transfers of {flow.nbytes:,} bytes {flow.src} -> {flow.dst}:",
+             f"  MRC-lite, sprayed over {flow.evs} EVs: {mrc_done}; EVs retired {len(flow.retired)} of "
+             f"{len(flow.crossing)} across the cut, the others kept the transfer going"]
+    if roce is None:
+        return [*lines, "  RoCE baseline: skipped (no EV's path crosses the cut)"]
+    q = roce.report
+    g = q.get("go_back_n") or {}
+    stall = f"stalled {q.get('longest_stall_s') or 0:.2f} s"
+    resends = (f"{g.get('rewinds', 0)} go-back-N rewinds, {g.get('resent', 0)} packets resent "
+               f"({g.get('naks_received', 0)} NAKs, {g.get('timeouts', 0)} timeouts)")
+    if not q:
+        head = "NO REPORT (" + "; ".join(roce.errors[-2:]) + ")"
+    elif q.get("state") == "complete":
+        head = f"complete in {q.get('completion_time_s') or 0:.2f} s after it {stall}, {resends}"
+    else:
+        head = (f"FAILED after its {g.get('retry_count', 0)} retries ({q.get('acked_bytes', 0):,} of "
+                f"{roce.nbytes:,} bytes acknowledged), {stall}, {resends}")
+    lines.append(f"  RoCE baseline, one QP on EV {roce.ev} across the cut: {head}")
+    if q:
+        p = roce.points
+        cut = (f"; cut after {p.sent_at_cut} packets from the source NIC, restored after {p.sent_at_restore}"
+               + (" (the QP had ended)" if p.sender_gone else "")) if p else ""
+        lines.append(f"    QP source port {roce.source_port} (CRC-32 of its 4-tuple lands on EV {roce.ev}), path "
+                     f"{' '.join(roce.path)}{cut}; report {roce.report_path}")
     return lines
 
 

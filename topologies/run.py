@@ -4,10 +4,11 @@ With no arguments this is the default fabric (4 planes x (2 leaves + 2 spines), 
 per leaf: 16 fabric switches, 4 NICs, 4 hosts). It starts the network
 (topologies/fabric_net.py), has the controller install every table (progress shown),
 then runs the demo (topologies/demo.py): IPv6 ping between every pair of hosts, one
-MRC flow over all planes with a spine link cut half-way, and prints a summary. While
-the network runs, its live view (`mrcctl web`, topologies/web_process.py) serves the
-page and /metrics on the loopback; its URL is printed. On a
-terminal it then opens the Mininet CLI with the project's commands (topologies/cli.py);
+MRC flow over all planes with a spine link cut half-way, the same bytes over one
+RoCE queue pair whose path crosses that link, cut at the same points, and prints a
+summary. While the network runs, its live view (`mrcctl web`, topologies/web_process.py)
+serves the page and /metrics on the loopback; its URL is printed. On a terminal it then
+opens the Mininet CLI with the project's commands (topologies/cli.py);
 without one it exits: 0 when everything worked, 1 otherwise. The network is always
 stopped and removed at the end.
 """
@@ -252,7 +253,13 @@ def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
     lines += demo.format_flow(flow, topo.planes, f"{src.name} -> {dst.name}: {path_counts.summary(per_path)}",
                               path_counts.per_plane(per_path))
-    return pings_ok and demo.flow_ok(flow, topo.planes), lines
+    if not cut:
+        return pings_ok and demo.flow_ok(flow, topo.planes), lines
+    _say(f"demo: RoCE baseline {src.name} -> {dst.name}, the same bytes on one QP whose path crosses {cut}, "
+         "the same cut")
+    roce = demo.run_roce(fn, src.name, dst.name, cut, nbytes=args.nbytes, say=_say)
+    lines += demo.format_roce(roce, flow)
+    return pings_ok and demo.flow_ok(flow, topo.planes) and (roce is None or demo.roce_ok(roce)), lines
 
 
 def _usage(text: str) -> int:
