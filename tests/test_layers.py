@@ -41,6 +41,8 @@ ALLOWED: dict[str, frozenset[str]] = {
 EXCEPTIONS: dict[str, frozenset[str]] = {
     # mrcctl: fail/restore cut a running network's cables; it reads that network's state file
     "controller/cli.py": ALLOWED["controller"] | {"topologies"},
+    # mrcctl probe/locate/guard: a running network's hosts (state file, run directory)
+    "controller/ops_cli.py": ALLOWED["controller"] | {"topologies"},
 }
 
 
