@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -25,7 +26,7 @@ from controller.events import Filter, append, follow, log_path, read
 from controller.guard import Action, Guard, GuardConfig
 from controller.reconcile import Reconciler
 from controller.repair import set_denied
-from controller.sweep import EvResult, ProbeError, link_loss, observations, plan_for, sweep
+from controller.sweep import EvResult, ProbeError, host_places, in_host, link_loss, observations, plan_for, sweep
 from fabric.cli_options import seconds
 from fabric.entries import nodes
 from fabric.locate import Verdict, from_events, locate
@@ -33,6 +34,7 @@ from fabric.paths import PathInfo, find_link, paths
 from fabric.topology import Topology
 from fabric.wanted import wanted_entries
 from topologies.state import Inventory, state_path
+from topologies.transfer import UDP_PORT_MRC, udp_listening
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object per line instead of text")]
 
@@ -265,15 +267,27 @@ def locate_cmd(ctx: typer.Context,
 # ---- guard ------------------------------------------------------------------------
 
 
-def _trial_paths(topo: Topology, link: str, hosts: Sequence[str], limit: int = 4) -> tuple[str, str, list[PathInfo]]:
-    """A pair of hosts and up to ``limit`` of its EVs whose paths cross ``link``."""
-    for a in hosts:
-        for b in hosts:
-            if a == b:
-                continue
-            ps = [p for p in paths(topo, topo.host(a), topo.host(b)) if link in p.links]
-            if ps:
-                return a, b, ps[:limit]
+def _receiving(s: Any) -> set[str]:
+    """The hosts where an MRC-lite receiver holds the MRC port now."""
+    out = set()
+    for name, place in host_places(_run_dir(s.inv)).items():
+        r = subprocess.run(in_host(place, ["cat", "/proc/net/udp6", "/proc/net/udp"]), capture_output=True, text=True,
+                           timeout=20)
+        if r.returncode == 0 and udp_listening(r.stdout, UDP_PORT_MRC):
+            out.add(name)
+    return out
+
+
+def _trial_paths(topo: Topology, link: str, hosts: Sequence[str], receiving: set[str],
+                 limit: int = 4) -> tuple[str, str, list[PathInfo]]:
+    """A pair of hosts and up to ``limit`` of its EVs whose paths cross ``link``; a pair
+    whose destination runs a receiver first (it answers the probes, no agent there)."""
+    pairs = [(a, b) for b in sorted(hosts, key=lambda h: h not in receiving) for a in hosts
+             if a != b and a not in receiving]
+    for a, b in pairs:
+        ps = [p for p in paths(topo, topo.host(a), topo.host(b)) if link in p.links]
+        if ps:
+            return a, b, ps[:limit]
     raise ProbeError(f"no path between the hosts crosses {link}")
 
 
@@ -287,12 +301,14 @@ async def _nic_entries(s: Any, nic: str, denied: Sequence[str]) -> None:
 def probe_denied(s: Any, link: str, count: int) -> tuple[bool, dict[str, Any]]:
     """Probe denied ``link``: its paths are given back to one NIC (only that NIC's EVs over
     the denied links on them), probed from its host, then denied to it again."""
-    src, dst, ps = _trial_paths(s.topo, link, [h.name for h in s.topo.hosts])
+    receiving = _receiving(s)
+    src, dst, ps = _trial_paths(s.topo, link, [h.name for h in s.topo.hosts], receiving)
     lifted = {k for p in ps for k in p.links} & set(s.inv.denied)
     nic = s.topo.host(src).nic
     asyncio.run(_nic_entries(s, nic, sorted(set(s.inv.denied) - lifted)))
     try:
-        results = sweep(s.topo, _run_dir(s.inv), {src: {dst: ps}}, count=count, timeout=0.3, budget=30)
+        results = sweep(s.topo, _run_dir(s.inv), {src: {dst: ps}}, count=count, timeout=0.3, budget=30,
+                        serve=dst not in receiving)
     finally:
         asyncio.run(_nic_entries(s, nic, sorted(s.inv.denied)))
     answered = sum(r.answered for r in results)
@@ -338,16 +354,20 @@ def guard(ctx: typer.Context,
     except ValueError as exc:
         raise cli.Fail(str(exc)) from None
     log = log_path(_run_dir(s.inv))
-    g.adopt(s.inv.denied, time.time())
+    started = time.time()
+    g.adopt(s.inv.denied, started)
     cli.err.print(f"mrcctl guard: K={k} from {min_hosts}+ hosts in {window:g} s, given back after {hold:g} s of "
                   f"answered probes, at most {max_share:.0%} of a plane's links{', dry run' if dry_run else ''}; "
                   f"{len(g.denied)} denied now; log {log}", markup=False, highlight=False)
     end = time.monotonic() + duration if duration > 0 else float("inf")
     next_probe: dict[str, float] = {}
+    counted, _ = _counter_delta(s, None)
     try:
         while time.monotonic() < end:
+            counted, d = _counter_delta(s, counted)  # the links' counters since the last round: they break ties
             now = time.time()
-            for a in g.on_events(read(log, Filter(since=now - window, kind="ev")), now):
+            recent = read(log, Filter(since=max(now - window, started), kind="ev"))  # what came before it: history
+            for a in g.on_events(recent, now, link_loss(s.topo, d)):
                 _act(s, a, dry_run, log, as_json)
             for link in list(g.denied):
                 if dry_run or time.monotonic() < next_probe.get(link, 0.0):

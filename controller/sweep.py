@@ -95,10 +95,11 @@ class _Agent:
     """endpoints/probe.py's agent in one host: prober of its plan, receiver of the others'."""
 
     def __init__(self, place: HostPlace, spec: list[dict[str, Any]], count: int, interval: float,
-                 timeout: float) -> None:
+                 timeout: float, serve: bool) -> None:
         self.place = place
         cmd = [sys.executable, "-m", "endpoints.probe", "--bind", place.address, "--plan", json.dumps(spec),
-               "--count", str(count), "--interval", f"{interval:g}", "--timeout", f"{timeout:g}"]
+               "--count", str(count), "--interval", f"{interval:g}", "--timeout", f"{timeout:g}",
+               *([] if serve else ["--probe-only"])]
         self.proc = subprocess.Popen(in_host(place, cmd), cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
 
@@ -138,13 +139,15 @@ class _Agent:
 
 
 def sweep(topo: Topology, run_dir: Path, plan: Mapping[str, Mapping[str, Sequence[PathInfo]]], *, count: int,
-          interval: float = 0.01, timeout: float = 0.5, budget: float = 60.0) -> list[EvResult]:
+          interval: float = 0.01, timeout: float = 0.5, budget: float = 60.0, serve: bool = True) -> list[EvResult]:
     """Probe ``plan`` (source -> destination -> the EVs' paths) from every source at
     once, each EV ``count`` times (an answer later than ``timeout`` is lost). Every
     host of the plan runs a probe agent; a destination's receiver already running
-    answers in its place."""
+    answers in its place. ``serve`` False: only the sources run agents, and those never
+    take the MRC port (running receivers answer; a transfer about to start in a host
+    finds its port free)."""
     places = host_places(run_dir)
-    hosts = sorted({*plan, *(d for m in plan.values() for d in m)})
+    hosts = sorted({*plan, *(d for m in plan.values() for d in m)} if serve else set(plan))
     for h in hosts:
         if h not in places:
             raise ProbeError(f"no host {h!r} in the running network: hosts are {', '.join(sorted(places))}")
@@ -153,7 +156,7 @@ def sweep(topo: Topology, run_dir: Path, plan: Mapping[str, Mapping[str, Sequenc
     try:
         for h in hosts:
             spec = [{"to": places[d].address, "evs": [p.ev for p in ps]} for d, ps in plan.get(h, {}).items()]
-            agents[h] = _Agent(places[h], spec, count, interval, timeout)
+            agents[h] = _Agent(places[h], spec, count, interval, timeout, serve)
         for a in agents.values():
             if a.line(min(deadline, time.monotonic() + 30)).strip() != "ready":
                 raise ProbeError(a.failure())

@@ -17,7 +17,8 @@ transfers) until its standard input closes. Every host of a sweep runs one, so e
 is both prober and receiver on the one MRC port: the answers come back over EV paths
 too (a NIC takes a packet for MRC-lite only on that port; any other goes over its
 spraying, whose flow hash may pick a dead path for a whole flow). When a sender or
-receiver of the host holds the port, the agent binds any free port and probes only.
+receiver of the host holds the port, or with ``--probe-only``, the agent binds any
+free port and probes only.
 """
 
 from __future__ import annotations
@@ -184,12 +185,14 @@ class Session:
                 "evs": [p.summary() for p in self.evs.values()]}
 
 
-def _socket(bind: str) -> tuple[socket.socket, bool]:
-    """The MRC port when free (True: the agent answers probes too), else any free port."""
-    try:
-        return io.listen(bind, wire.UDP_PORT_MRC, want_tclass=False), True
-    except io.IoError:
-        return io.listen(bind, 0, want_tclass=False), False
+def _socket(bind: str, probe_only: bool) -> tuple[socket.socket, bool]:
+    """The MRC port when free and wanted (True: the agent answers probes too), else any free port."""
+    if not probe_only:
+        try:
+            return io.listen(bind, wire.UDP_PORT_MRC, want_tclass=False), True
+        except io.IoError:
+            pass
+    return io.listen(bind, 0, want_tclass=False), False
 
 
 def probe(agent: Agent, plan: Sequence[dict[str, Any]], count: int, interval: float, timeout: float,
@@ -221,10 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=1.0)
     ap.add_argument("--port", type=int, default=wire.UDP_PORT_MRC)
+    ap.add_argument("--probe-only", action="store_true",
+                    help="never take the MRC port (a transfer of this host may be about to); answer no probes")
     a = ap.parse_args(argv)
     try:
         plan = json.loads(a.plan)
-        sock, serve = _socket(a.bind)
+        sock, serve = _socket(a.bind, a.probe_only)
     except (ValueError, io.IoError) as exc:
         print(f"error: probe: {exc}", file=sys.stderr)
         return 1
