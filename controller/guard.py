@@ -10,8 +10,10 @@ The rules (docs/mrcctl.md, "guard"):
 - a link is denied when, among the EV events of the last ``window`` seconds, the
   localization (fabric/locate.py) names it and at least ``k`` ASSUMED_BAD reports
   from at least ``min_hosts`` different hosts cross it; when paths cannot tell it
-  from another link (a tie) and no counter breaks it, each of the tied links is
-  denied (the broken one is among them);
+  from another link (a tie), the guard waits up to ``tie_wait`` seconds for the
+  links' counters to break the tie (``waiting`` names the links whose counters it
+  wants), then denies each of the tied links (the broken one is among them); a tie
+  one of whose links is denied already calls for nothing more;
 - never more than ``max_share`` of a plane's links are denied at once (a link that
   would pass it is refused, and the refusal logged);
 - a denied link is probed; it is given back when its probes have answered for
@@ -38,11 +40,13 @@ class GuardConfig:
     window: float = 10.0  # seconds of events the localization looks at
     hold: float = 5.0  # seconds of answered probes before a denied link is given back
     max_share: float = 0.25  # of a plane's links (fabric and NIC cables) denied at most
+    tie_wait: float = 1.0  # seconds a tie waits for counters before all its links are denied
 
     def check(self) -> None:
         if self.k < 1 or self.min_hosts < 1:
             raise ValueError("guard: K and the number of hosts must be 1 or more")
-        if not (self.window > 0 and self.hold >= 0 and math.isfinite(self.window) and math.isfinite(self.hold)):
+        if not (self.window > 0 and self.hold >= 0 and self.tie_wait >= 0 and math.isfinite(self.window)
+                and math.isfinite(self.hold) and math.isfinite(self.tie_wait)):
             raise ValueError("guard: the window must be more than 0 seconds and the hold time 0 or more")
         if not 0 <= self.max_share <= 1:
             raise ValueError("guard: the share of a plane's links is 0..1")
@@ -77,6 +81,8 @@ class Guard:
     denied: dict[str, _Denied] = field(default_factory=dict)
     given_back: dict[str, float] = field(default_factory=dict)  # link -> when it was undenied
     refused: set[str] = field(default_factory=set)
+    waiting: tuple[str, ...] = ()  # tied links whose counters would tell the broken one
+    _tie_since: float | None = None
 
     def __post_init__(self) -> None:
         self.cfg.check()
@@ -101,10 +107,7 @@ class Guard:
         """The denials the EV events of the last ``window`` seconds call for."""
         recent = [e for e in events if e.get("kind", "ev") == "ev" and now - self.cfg.window <= float(e["t"]) <= now]
         verdict = locate(from_events(self.topo, recent), loss)
-        if verdict.exact:
-            named: tuple[str, ...] = (verdict.exact,)
-        else:
-            named = verdict.tied or verdict.cover
+        named = self._named(verdict, now)
         out: list[Action] = []
         for name in named:
             if name in self.denied:
@@ -127,6 +130,21 @@ class Guard:
             self.denied[name] = _Denied(now)
             out.append(Action("deny", name, now, evidence))
         return out
+
+    def _named(self, v: Verdict, now: float) -> tuple[str, ...]:
+        """The links the verdict calls to deny now (a tie may wait for counters)."""
+        if v.exact or not v.tied:
+            self.waiting, self._tie_since = (), None
+            return (v.exact,) if v.exact else v.cover
+        if any(t in self.denied for t in v.tied):  # the broken one is handled, or its twin is
+            self.waiting, self._tie_since = (), None
+            return ()
+        if self._tie_since is None or set(self.waiting) != set(v.tied):
+            self._tie_since = now
+        self.waiting = v.tied
+        if now - self._tie_since < self.cfg.tie_wait:
+            return ()
+        return v.tied
 
     def on_probe(self, name: str, answered: bool, now: float, detail: Mapping[str, Any] | None = None) -> list[Action]:
         """A probe round over denied link ``name``; the undeny it calls for, if any."""

@@ -317,6 +317,25 @@ def probe_denied(s: Any, link: str, count: int) -> tuple[bool, dict[str, Any]]:
         "sent": sum(r.sent for r in results)}
 
 
+def _tie_counters(s: Any, waiting: Sequence[str], before: dict[str, C.Counts]
+                  ) -> tuple[dict[str, C.Counts], dict[str, tuple[int, int]] | None]:
+    """The counters of the ends of the tied links the guard waits on, and what they lost
+    since the last such read (a first read is followed by another, ``TIE_SAMPLE``
+    seconds later); None: no tie."""
+    if not waiting:
+        return {}, None
+    names = sorted({e for k in waiting for e in (find_link(s.topo, k).a, find_link(s.topo, k).b)})
+    targets = [s.inv.switches[n] for n in names]
+    if set(before) != set(names):
+        before = asyncio.run(_fabric_counters(targets))
+        time.sleep(TIE_SAMPLE)
+    now = asyncio.run(_fabric_counters(targets))
+    return now, link_loss(s.topo, C.delta(now, before))
+
+
+TIE_SAMPLE = 0.2
+
+
 def _act(s: Any, a: Action, dry_run: bool, log: Path, as_json: bool) -> None:
     cli = _base()
     if not dry_run and a.action in ("deny", "undeny"):
@@ -344,13 +363,16 @@ def guard(ctx: typer.Context,
                                                                            "link")] = 1.0,
           duration: Annotated[float, typer.Option(help="stop after SECONDS (0: until Ctrl-C)")] = 0.0,
           probe_count: Annotated[int, typer.Option(min=1, help="probes per EV of a denied link")] = 3,
+          tie_wait: Annotated[float, typer.Option(help="seconds links the paths cannot tell apart wait for their "
+                                                       "counters before all are denied")] = 2.0,
           as_json: JsonOpt = False) -> None:
     """The loop: deny a located link fabric-wide, probe it, give it back once it answers;
     every action logged (event log, kind guard) with its evidence."""
     cli = _base()
     s = _running(ctx, "guard")
     try:
-        g = Guard(s.topo, GuardConfig(k=k, min_hosts=min_hosts, window=window, hold=hold, max_share=max_share))
+        g = Guard(s.topo, GuardConfig(k=k, min_hosts=min_hosts, window=window, hold=hold, max_share=max_share,
+                                      tie_wait=tie_wait))
     except ValueError as exc:
         raise cli.Fail(str(exc)) from None
     log = log_path(_run_dir(s.inv))
@@ -361,13 +383,13 @@ def guard(ctx: typer.Context,
                   f"{len(g.denied)} denied now; log {log}", markup=False, highlight=False)
     end = time.monotonic() + duration if duration > 0 else float("inf")
     next_probe: dict[str, float] = {}
-    counted, _ = _counter_delta(s, None)
+    counted: dict[str, C.Counts] = {}
     try:
         while time.monotonic() < end:
-            counted, d = _counter_delta(s, counted)  # the links' counters since the last round: they break ties
+            counted, loss = _tie_counters(s, g.waiting, counted)
             now = time.time()
             recent = read(log, Filter(since=max(now - window, started), kind="ev"))  # what came before it: history
-            for a in g.on_events(recent, now, link_loss(s.topo, d)):
+            for a in g.on_events(recent, now, loss):
                 _act(s, a, dry_run, log, as_json)
             for link in list(g.denied):
                 if dry_run or time.monotonic() < next_probe.get(link, 0.0):

@@ -84,7 +84,10 @@ def _guard_start(fn: Any, workdir: Path, k: int, hold: float) -> tuple[subproces
     env = {**os.environ, "MRC_P4_RUN_DIR": str(fn.run_dir)}
     with out.open("wb") as f:
         proc = subprocess.Popen([str(MRCCTL), "--state", str(fn.state_path), "guard", "--k", str(k), "--min-hosts", "2",
-                                 "--hold", f"{hold:g}", "--window", "10", "--interval", "0.2", "--probe-every", "0.5",
+                                 "--hold", f"{hold:g}", "--window", "10", "--interval", "0.2", "--probe-every", "1",
+                                 # two leaves: every path over the cut cable crosses its twin at the spine too, so
+                                 # denying both at once takes no working path away; no wait for counters
+                                 "--tie-wait", "0",
                                  "--json"], stdout=f, stderr=subprocess.DEVNULL, env=env, cwd=C.REPO)
     return proc, out
 

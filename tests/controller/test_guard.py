@@ -57,7 +57,7 @@ def test_reports_older_than_the_window_do_not_count() -> None:
 
 
 def test_given_back_after_hold_seconds_of_answered_probes() -> None:
-    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, hold=5.0))
+    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, hold=5.0, tie_wait=0.0))
     events = [bad(100.0, "h1", "h2"), bad(100.0, "h1", "h3")]
     assert [a.action for a in g.on_events(events, 100.0)] == ["deny"]
     assert g.on_probe(CUT, False, 101.0) == []
@@ -72,14 +72,15 @@ def test_given_back_after_hold_seconds_of_answered_probes() -> None:
     # the reports that led to the denial do not deny it again
     assert g.on_events(events, 112.5) == []
     # a new report does; alone, its path does not tell the cut link from its twin over
-    # the same spine (h1->h2's other paths clear the NIC cables): both are denied
+    # the same spine (h1->h2's other paths clear the NIC cables): with no time to wait
+    # for counters (tie_wait 0), both are denied
     again = g.on_events([*events, bad(113.0, "h1", "h2")], 113.0)
     assert {(a.action, a.link) for a in again} == {("deny", CUT), ("deny", "p0-leaf1:p0-spine0")}
 
 
 def test_never_more_than_the_share_of_a_plane() -> None:
     # plane 0 has 6 leaf-spine cables and 3 NIC cables: 12% of 9 is 1 link
-    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, max_share=0.12))
+    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, max_share=0.12, tie_wait=0.0))
     assert [a.action for a in g.on_events([bad(100.0, "h1", "h2"), bad(100.0, "h1", "h3")], 100.0)] == ["deny"]
     other = {"t": 101.0, "host": "h2", "peer": "h3", "ev": 0x1002, "new": "ASSUMED_BAD", "cause": "nack",
              "links": ["nic2:p0-leaf1", "p0-leaf1:p0-spine1", "p0-leaf2:p0-spine1", "nic3:p0-leaf2"]}
@@ -98,3 +99,24 @@ def test_bad_settings_are_refused() -> None:
         Guard(TOPO, GuardConfig(k=0))
     with pytest.raises(ValueError, match="share"):
         Guard(TOPO, GuardConfig(max_share=1.5))
+
+
+def test_a_tie_waits_for_counters_then_denies_only_the_link_that_lost() -> None:
+    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, tie_wait=1.0))
+    twin = "p0-leaf1:p0-spine0"
+    events = [bad(100.0, "h1", "h2")]  # h1 -> h2 alone: CUT and its twin tie
+    assert g.on_events(events, 100.0) == []
+    assert set(g.waiting) == {CUT, twin}
+    # counters read: leaf0 sent 30 packets onto CUT, spine0 received none; the twin delivered all
+    [a] = g.on_events(events, 100.3, {CUT: (30, 0), twin: (30, 30)})
+    assert (a.action, a.link) == ("deny", CUT) and g.waiting == ()
+    # later rounds see the tie again (no traffic crosses CUT now): the denied link settles it
+    assert g.on_events(events, 101.5) == [] and set(g.denied) == {CUT}
+
+
+def test_a_tie_no_counter_breaks_denies_all_its_links_after_the_wait() -> None:
+    g = Guard(TOPO, GuardConfig(k=1, min_hosts=1, tie_wait=1.0))
+    events = [bad(100.0, "h1", "h2")]
+    assert g.on_events(events, 100.0) == []
+    assert g.on_events(events, 100.6) == []
+    assert {a.link for a in g.on_events(events, 101.0)} == {CUT, "p0-leaf1:p0-spine0"}
