@@ -146,7 +146,14 @@ def probe(ctx: typer.Context, src_host: Annotated[str, typer.Argument(metavar="S
     if ev and all_evs:
         raise typer.BadParameter("give --ev EV ... or --all, not both", param_hint="--all")
     s = _running(ctx, "probe")
-    plan = plan_for(s.topo, [(src_host, dst_host)], _evs(ev) if ev else None)
+    everything = plan_for(s.topo, [(src_host, dst_host)], _evs(ev) if ev else None)
+    plan = plan_for(s.topo, [(src_host, dst_host)], _evs(ev) if ev else None, s.inv.denied)
+    skipped = [p for p in everything[src_host][dst_host] if p not in plan.get(src_host, {}).get(dst_host, [])]
+    for p in skipped:
+        cli.err.print(f"mrcctl probe: EV {p.ev:#06x} not probed: its path crosses a denied link (the NICs have no "
+                      "entry for it; a probe on it would go over the NIC's spraying)", markup=False, highlight=False)
+    if not plan:
+        raise cli.Fail(f"every EV asked for crosses a denied link ({', '.join(s.inv.denied)}); nothing probed")
     try:
         results = sweep(s.topo, _run_dir(s.inv), plan, count=count, interval=interval, timeout=timeout,
                         budget=30 + count * (interval + timeout) * 2)
@@ -243,7 +250,8 @@ def locate_cmd(ctx: typer.Context,
     if do_sweep:
         pairs = _pairs(s.topo, hosts)
         try:
-            results = sweep(s.topo, _run_dir(s.inv), plan_for(s.topo, pairs), count=count, budget=budget)
+            results = sweep(s.topo, _run_dir(s.inv), plan_for(s.topo, pairs, denied=s.inv.denied), count=count,
+                            budget=budget)
         except ProbeError as exc:
             raise cli.Fail(str(exc)) from None
         obs = observations(results)
@@ -281,9 +289,9 @@ def _receiving(s: Any) -> set[str]:
 def _trial_paths(topo: Topology, link: str, hosts: Sequence[str], receiving: set[str],
                  limit: int = 4) -> tuple[str, str, list[PathInfo]]:
     """A pair of hosts and up to ``limit`` of its EVs whose paths cross ``link``; a pair
-    whose destination runs a receiver first (it answers the probes, no agent there)."""
-    pairs = [(a, b) for b in sorted(hosts, key=lambda h: h not in receiving) for a in hosts
-             if a != b and a not in receiving]
+    whose destination holds its MRC port first (a receiver there answers the probes, no
+    agent is started there; the source's agent never takes the port)."""
+    pairs = [(a, b) for b in sorted(hosts, key=lambda h: h not in receiving) for a in hosts if a != b]
     for a, b in pairs:
         ps = [p for p in paths(topo, topo.host(a), topo.host(b)) if link in p.links]
         if ps:

@@ -188,10 +188,13 @@ def _results(src: str, dsts: Mapping[str, Sequence[PathInfo]], data: Mapping[str
     return out
 
 
-def plan_for(topo: Topology, pairs: Sequence[tuple[str, str]], evs: Sequence[int] | None = None
-             ) -> dict[str, dict[str, list[PathInfo]]]:
-    """Source -> destination -> the model's paths of ``evs`` (all of the pair's when None)."""
+def plan_for(topo: Topology, pairs: Sequence[tuple[str, str]], evs: Sequence[int] | None = None,
+             denied: Sequence[str] = ()) -> dict[str, dict[str, list[PathInfo]]]:
+    """Source -> destination -> the model's paths of ``evs`` (all of the pair's when None),
+    but those over a ``denied`` link: the NICs have no entry for them, so a probe on
+    such an EV goes over the NIC's spraying, not over its path."""
     plan: dict[str, dict[str, list[PathInfo]]] = {}
+    avoid = set(denied)
     for src, dst in pairs:
         if src == dst:
             raise TopologyError(f"{src} and {dst} are the same host; give two different hosts")
@@ -203,7 +206,9 @@ def plan_for(topo: Topology, pairs: Sequence[tuple[str, str]], evs: Sequence[int
                 raise TopologyError(f"{src}'s NIC has no EV {missing[0]:#06x} towards {dst}; its EVs are "
                                     f"{ps[0].ev:#06x}..{ps[-1].ev:#06x} (see `mrcctl paths {src} {dst}`)")
             ps = [p for p in ps if p.ev in set(evs)]
-        plan.setdefault(src, {})[dst] = ps
+        ps = [p for p in ps if not avoid & set(p.links)]
+        if ps:
+            plan.setdefault(src, {})[dst] = ps
     return plan
 
 
