@@ -145,9 +145,10 @@ def probe(ctx: typer.Context, src_host: Annotated[str, typer.Argument(metavar="S
     cli = _base()
     if ev and all_evs:
         raise typer.BadParameter("give --ev EV ... or --all, not both", param_hint="--all")
+    chosen = _evs(ev) if ev else None  # a usage mistake before anything else
     s = _running(ctx, "probe")
-    everything = plan_for(s.topo, [(src_host, dst_host)], _evs(ev) if ev else None)
-    plan = plan_for(s.topo, [(src_host, dst_host)], _evs(ev) if ev else None, s.inv.denied)
+    everything = plan_for(s.topo, [(src_host, dst_host)], chosen)
+    plan = plan_for(s.topo, [(src_host, dst_host)], chosen, s.inv.denied)
     skipped = [p for p in everything[src_host][dst_host] if p not in plan.get(src_host, {}).get(dst_host, [])]
     for p in skipped:
         cli.err.print(f"mrcctl probe: EV {p.ev:#06x} not probed: its path crosses a denied link (the NICs have no "
