@@ -578,6 +578,12 @@ def web(ctx: typer.Context,
         pass
 
 
+# events, probe, locate, guard: their bodies in controller/ops_cli.py
+from controller.ops_cli import register as _register_ops  # noqa: E402
+
+_register_ops(app)
+
+
 def main() -> None:
     """Console script entry: a mistake of the user's is one line on stderr, exit status 1
     (a usage mistake: exit status 2, fabric/command.py)."""

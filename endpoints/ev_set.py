@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,8 @@ class EvSet:
     sent, replies) and ``drops`` its drop reasons."""
 
     def __init__(self, evs: Sequence[EvPath], *, probe_interval: float, ev_min_active: int, start: float,
-                 path_names: Mapping[int, str] | None, counts: Counter[str], drops: Counter[str]) -> None:
+                 path_names: Mapping[int, str] | None, counts: Counter[str], drops: Counter[str],
+                 on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.evs = {e.ev: EvStats(e) for e in evs}
         self.order = [e.ev for e in evs]
         self._pos = {ev: i for i, ev in enumerate(self.order)}
@@ -65,6 +66,7 @@ class EvSet:
         self.counts = counts
         self.drops = drops
         self.events: list[dict[str, Any]] = []  # retirements, recoveries, restorations
+        self._on_event = on_event  # also told each event (endpoints/events.py publishes it)
         self.next_probe = start
         self._probe_seq = 0
         self._probes: dict[int, tuple[int, float]] = {}  # seq -> (ev, sent at)
@@ -143,6 +145,8 @@ class EvSet:
         path = self._names.get(ev) or f"plane {p.plane} spine {p.spine}"
         self.events.append({"t": now - self._start, "ev": ev, "plane": p.plane, "spine": p.spine, "path": path,
                             "event": what, "state": st.state, "cause": cause})
+        if self._on_event is not None:
+            self._on_event(self.events[-1])
         log.info("t=%.6f EV %#x (%s) %s: %s (%s)", now - self._start, ev, path, what, st.state, cause)
 
     def report(self) -> list[dict[str, Any]]:

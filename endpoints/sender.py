@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from endpoints import wire
+from endpoints import events, wire
 from endpoints.common import HALF_PSN, MAX_EVS, Tx
 from endpoints.congestion import Window
 from endpoints.ev_set import EvSet, EvStats
@@ -104,7 +104,8 @@ class Sender:
         self.counts: Counter[str] = Counter()  # packets sent by kind, retransmissions by cause
         self.drops: Counter[str] = Counter()  # received packets dropped, by reason
         self.ev_set = EvSet(evs, probe_interval=config.probe_interval, ev_min_active=config.ev_min_active,
-                            start=now, path_names=path_names, counts=self.counts, drops=self.drops)
+                            start=now, path_names=path_names, counts=self.counts, drops=self.drops,
+                            on_event=events.sender_hook(path_names))
         self.evs = self.ev_set.evs
         self.events = self.ev_set.events  # EV retirements, recoveries and restorations
         self.spray = Spray(evs, adaptive=config.spray == "adaptive", half_life=config.adapt_half_life,

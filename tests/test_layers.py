@@ -45,6 +45,8 @@ EXCEPTIONS: dict[str, frozenset[str]] = {
     # mrcctl: fail/restore cut a running network's cables; it reads that network's state file;
     # `mrcctl web` serves the web view
     "controller/cli.py": ALLOWED["controller"] | {"topologies", "webview"},
+    # mrcctl probe/locate/guard: a running network's hosts (state file, run directory)
+    "controller/ops_cli.py": ALLOWED["controller"] | {"topologies"},
 }
 
 

@@ -152,9 +152,49 @@ class FabricNetwork:
 def _write_mininet_state(fn: FabricNetwork) -> Path:
     path = fn.run_dir / MININET_STATE
     data = {"prefix": fn.names.prefix, "nodes": fn.names.to_mininet,
-            "logs": {sw.mrc_name: str(sw.log_path) for sw in fn.p4_switches()}}
+            "logs": {sw.mrc_name: str(sw.log_path) for sw in fn.p4_switches()},
+            "hosts": {h.name: {"pid": fn.host(h.name).pid, "address": fn.address(h.name)} for h in fn.topo.hosts}}
     write_whole(path, json.dumps(data, indent=1) + "\n")
     return path
+
+
+def start_collector(run_dir: Path) -> tuple[subprocess.Popen[bytes], str | None]:
+    """The network's event collector (controller/events.py), and the senders of its
+    hosts told where it listens (``MRC_P4_EVENTS``, endpoints/events.py); the
+    environment as it was is given back by ``stop_collector``."""
+    import os
+    import sys
+
+    from controller.events import socket_path
+    from endpoints.events import EVENTS_ENV
+
+    sock = socket_path(run_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "controller.events", str(run_dir)],
+                            cwd=Path(__file__).resolve().parents[1], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    before = os.environ.get(EVENTS_ENV)
+    os.environ[EVENTS_ENV] = str(sock)
+    return proc, before
+
+
+def stop_collector(collector: tuple[subprocess.Popen[bytes], str | None]) -> None:
+    import os
+
+    from endpoints.events import EVENTS_ENV
+
+    proc, before = collector
+    if before is None:
+        os.environ.pop(EVENTS_ENV, None)
+    else:
+        os.environ[EVENTS_ENV] = before
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _stop(net: Mininet) -> None:
@@ -215,6 +255,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     if cluster is not None:
         cls = cluster.switch_class(cls, run_dir)
     record = write_nodes_record(run_dir, topo, names)
+    collector = start_collector(run_dir)  # before the hosts: they inherit where to publish
     mn_args = dict(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
                    switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
                    waitConnected=False)
@@ -233,6 +274,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
         finally:
             remove_state(run_dir)
             (run_dir / NODES_RECORD).unlink(missing_ok=True)
+            stop_collector(collector)
             if cluster is not None:
                 cluster.close(run_dir)
 
