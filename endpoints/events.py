@@ -98,5 +98,29 @@ def sender_hook(path_names: Mapping[int, str] | None,
     return on_event
 
 
+def _plane_of(hops: Sequence[str]) -> int:
+    """The plane of a path from its fabric switches' names (``p1-leaf0``: plane 1); -1 if none says."""
+    for hop in hops:
+        head, _, rest = hop.partition("-")
+        if rest and head[:1] == "p" and head[1:].isdigit():
+            return int(head[1:])
+    return -1
+
+
+def qp_error(path_text: str | None, ev: int, why: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """A RoCE baseline QP gone to the error state, published as its one EV's event
+    (GOOD -> ERROR, transport ``roce``, the QP's reason as the cause); False when the
+    environment names no collector, the EV has no path, or the datagram was lost."""
+    sock = environ.get(EVENTS_ENV)
+    if not sock or not path_text:
+        return False
+    hops = [h.strip() for h in path_text.split(">")]
+    pub = Publisher(sock)
+    try:
+        return pub.publish(ev_event(pub.clock(), ev, _plane_of(hops), hops, GOOD, ERROR, why, transport="roce"))
+    finally:
+        pub.close()
+
+
 __all__ = ["ASSUMED_BAD", "DENIED", "ERROR", "EVENTS_ENV", "GOOD", "LOG_NAME", "Publisher", "SOCKET_NAME", "STATES",
-           "ev_event", "hop_links", "host_of_nic", "sender_hook"]
+           "ev_event", "hop_links", "host_of_nic", "qp_error", "sender_hook"]

@@ -19,7 +19,7 @@ from typing import Any, Callable, NoReturn
 
 import typer
 
-from endpoints import ecmp, io
+from endpoints import ecmp, events, io
 from endpoints.human import human_bps
 from endpoints.dcqcn import DcqcnConfig
 from endpoints.roce_config import (
@@ -226,6 +226,8 @@ def run_send(run: SendRun, data: bytes | bytearray, cfg: RoceSenderConfig, fail:
     if not sender.finished:
         sender.fail(result.elapsed, f"no verdict from the receiver within {run.timeout:g} s (is mrc-recv "
                                     f"--transport roce running at {run.to} port {run.port}?)")
+    if sender.state == "error":  # the fabric's event collector hears of it (docs/mrcctl.md, "Events")
+        events.qp_error(path.path, path.ev, sender.error or "error")
     rep = sender.report()
     rep.update(source_port=sport, dscp=run.dscp, ecmp=path.report(), cpu_s=time.process_time() - cpu0,
                started_at_unix=started, timed_out=result.timed_out, io=result.io, gso=transmit.gso,

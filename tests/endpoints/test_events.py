@@ -147,3 +147,35 @@ def test_without_the_environment_nothing_is_published(collector: Collector, monk
                        sender_cfg=SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=2, seed=3))
     assert run.sender.events  # it did change states
     assert read(collector.log) == []
+
+
+def test_a_roce_qp_in_the_error_state_is_published_as_its_evs_error(collector: Collector,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """mrc-send --transport roce's send loop over a real loopback socket to a port no
+    receiver holds: every OPEN goes unanswered, the QP ends in the error state at the
+    time limit, and the collector hears of its one EV going to ERROR, with the QP's path."""
+    from endpoints.roce_cli import SendRun, run_send
+    from endpoints.roce_config import RoceSenderConfig
+
+    monkeypatch.setenv(EVENTS_ENV, str(collector.sock_path))
+    free = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    free.bind(("::1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nobody listens there now
+    ev = 0x1005
+    path = "nic1 > p1-leaf0 > p1-spine0 > p1-leaf1 > nic2"
+    run = SendRun(to="::1", port=port, bind="::1", src="::1", sport=0, evs=[ev], names={ev: path}, dscp=26,
+                  gso=False, timeout=1.0, linger=0.0)
+
+    def fail(msg: str) -> None:
+        raise AssertionError(msg)
+
+    rep = run_send(run, bytes(3000), RoceSenderConfig(ack_timeout=0.05, retry_count=0), fail)  # type: ignore[arg-type]
+    assert rep["state"] == "error", rep["error"]
+    assert "no verdict from the receiver within 1 s" in rep["error"], rep["error"]
+    (got,) = wait_lines(collector.log, 1)
+    assert {k: got[k] for k in ("host", "peer", "ev", "plane", "switches", "old", "new", "transport", "dropped")} == {
+        "host": "h1", "peer": "h2", "ev": ev, "plane": 1, "switches": ["p1-leaf0", "p1-spine0", "p1-leaf1"],
+        "old": "GOOD", "new": "ERROR", "transport": "roce", "dropped": 0}
+    assert got["links"] == ["nic1:p1-leaf0", "p1-leaf0:p1-spine0", "p1-leaf1:p1-spine0", "nic2:p1-leaf1"]
+    assert got["cause"] == rep["error"]
