@@ -6,6 +6,10 @@ Python ``mrc-send`` per transfer would be hundreds of processes, each a second o
 start-up on a busy 2-core machine. The agent runs the endpoints' own state machines
 (``endpoints.transport``: a ``Receiver`` for everything that arrives, a ``Sender``
 per transfer it sends) on its sockets, as ``endpoints/io.py`` drives one of them. The
+A host's transfers to one destination are one connection's messages, as a
+collective's are on a persistent RDMA connection: an EV ASSUMED_BAD when one
+transfer ends starts the next one ASSUMED_BAD (probed, and GOOD again once its path
+answers), so a dead path is found once, not once per message. The
 MRC transports share one socket on the MRC port: answers (ACK, NACK, probe replies,
 STATUS) go to the sender whose QP they name, everything else to the receiver. The
 per-flow baseline gives each sender a socket on a source port of its own.
@@ -31,7 +35,7 @@ from typing import Any
 
 from endpoints import io
 from endpoints.cli import UsageError, pseudo_random, topology_evs
-from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
+from endpoints.transport import ASSUMED_BAD, Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import OP_ACK, OP_PROBE_REPLY, OP_STATUS, QP_MASK, STATE_VERIFIED
 from fabric.plan import EvPath
 from fabric.resolve import Shape, resolve
@@ -39,6 +43,7 @@ from fabric.topology import Topology
 from workloads.transports import Transport, transport
 
 ANSWERS = frozenset({OP_ACK, OP_PROBE_REPLY, OP_STATUS})
+CARRIED = "carried"  # the cause of an EV retired at a transfer's start: it was ASSUMED_BAD when the last one ended
 BURST = 256  # datagrams read from a socket before the others get their turn
 
 
@@ -58,6 +63,7 @@ class Flight:
     """One transfer this host sends."""
 
     flow: int
+    dst: str
     sender: Sender
     sock: socket.socket
     tx: io.Transmitter
@@ -71,6 +77,7 @@ class Agent:
     out: Any = sys.stdout
     flights: dict[int, Flight] = field(default_factory=dict)  # by sender QP
     seen: int = 0  # receiver.completed entries reported
+    bad: dict[str, set[int]] = field(default_factory=dict)  # per destination: EVs ASSUMED_BAD when a transfer ended
     stats: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -110,7 +117,9 @@ class Agent:
             tx = io.Transmitter(sock)
         else:
             sock, tx = self.sock, self.rtx
-        self.flights[sender.qp] = Flight(flow, sender, sock, tx, (to, t.port), now + self.opts.timeout)
+        for ev in sorted(self.bad.get(dst, ())):  # the connection's judgement, carried to its next message
+            sender.ev_set.retire(ev, CARRIED, now)
+        self.flights[sender.qp] = Flight(flow, dst, sender, sock, tx, (to, t.port), now + self.opts.timeout)
         self.emit(ev="start", flow=flow, t=now, sha256=sender.digest.hex())
 
     def _packet(self, sock: socket.socket, n: int, addr: Any, tclass: int, now: float) -> None:
@@ -177,9 +186,14 @@ class Agent:
         if f.sock is not self.sock:
             del self.sockets[f.sock.fileno()]
             f.sock.close()
-        retired = [e["ev"] for e in rep.get("ev_events", []) if e.get("event") == "retired"]
+        events = rep.get("ev_events", [])
+        retired = [e["ev"] for e in events if e.get("event") == "retired" and e.get("cause") != CARRIED]
+        carried = [e["ev"] for e in events if e.get("event") == "retired" and e.get("cause") == CARRIED]
+        recovered = [e["ev"] for e in events if e.get("event") in ("recovered", "restored")]
+        self.bad[f.dst] = {ev for ev, st in f.sender.evs.items() if st.state == ASSUMED_BAD}
         self.emit(ev="sent", flow=f.flow, t=now, ok=bool(f.sender.ok and f.sender.finished),
                   error=rep.get("error"), retransmissions=rep["retransmissions"]["total"], evs_retired=retired,
+                  evs_carried=carried, evs_recovered=recovered,
                   per_plane_packets=rep.get("per_plane_packets", {}), packets_sent=rep.get("packets_sent"))
 
     def command(self, line: str, now: float) -> bool:

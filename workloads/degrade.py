@@ -28,3 +28,23 @@ def limit(fn: Any, name: str, pps: float | None) -> None:
     rep = install_tables(fn)
     if rep.failed:
         raise RuntimeError(f"install after the restart failed: {rep.summary()}")
+
+
+def uplinks(topo: Any) -> dict[str, list[int]]:
+    """Every leaf and its ports to the spines."""
+    from fabric import plan as P
+
+    return {topo.leaf_name(p, leaf): [P.leaf_uplink_port(topo, s) for s in range(topo.spines) if topo.cabled(p, leaf, s)]
+            for p in range(topo.planes) for leaf in range(len(topo.leaves))}
+
+
+def limit_uplinks(fn: Any, pps: float | None) -> None:
+    """Restart every leaf with (None: without) the rate on each of its uplinks and
+    reinstall: the leaf-to-spine links, not the CPU, are then the bottleneck."""
+    for leaf, ports in uplinks(fn.topo).items():
+        sw = fn.switch(leaf)
+        sw.extra_args = [] if pps is None else [a for port in ports for a in ("--queue-rate", f"{port}={pps:g}")]
+        sw.restart()
+    rep = install_tables(fn)
+    if rep.failed:
+        raise RuntimeError(f"install after the restart failed: {rep.summary()}")

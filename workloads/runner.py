@@ -130,7 +130,8 @@ class _Run:
         if rec is None:
             return
         rec.update(sent=ev["t"], sent_ok=ev["ok"], retransmissions=ev["retransmissions"],
-                   evs_retired=ev["evs_retired"], per_plane_packets=ev["per_plane_packets"])
+                   evs_retired=ev["evs_retired"], evs_carried=ev.get("evs_carried", []),
+                   evs_recovered=ev.get("evs_recovered", []), per_plane_packets=ev["per_plane_packets"])
         if not ev["ok"]:
             self.errors.append(f"flow {rec['id']} of iteration {rec['iteration']} ({rec['src_host']} -> "
                                f"{rec['dst_host']}): {ev.get('error') or 'not verified'}")
@@ -175,7 +176,19 @@ class _Run:
             before = self.arrived
             self.on_event(host, ev)
             last = now if self.arrived > before else last
+        self.drain()
         return t0
+
+    def drain(self, wait: float = 2.0) -> None:
+        """After the last arrival: the senders' own ends (their figures), for up to ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while any("sent" not in r for r in self.records.values()) and not self.errors:
+            try:
+                host, ev = self.agents.events.get(timeout=max(deadline - time.monotonic(), 0.0005))
+            except queue.Empty:
+                return
+            if ev.get("ev") != "exit":
+                self.on_event(host, ev)
 
 
 def crossing(topo: Any, link: str, src: str, dst: str) -> set[int]:
@@ -204,7 +217,7 @@ def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = N
         agents.start()
         before = fabric_links.read(fn)
         t0 = run.loop()
-        end = time.monotonic()
+        end = run.sched.ended_at[-1] if run.sched.ended_at else time.monotonic()
         if spec.cut is not None and (spec.cut.down_for is None or not any(not c["down"] for c in run.cut_log)):
             asyncio.run(set_link(fn.topo, fn.inventory, spec.cut.link, down=False))
         after = fabric_links.read(fn)
