@@ -89,7 +89,7 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-DEFAULTS = C.Defaults(embedded={"nbytes": 400_000, "iterations": 10, "cut_at": 1.0, "down_for": 2.0},
+DEFAULTS = C.Defaults(embedded={"nbytes": 1_600_000, "iterations": 8, "cut_at": 2.0, "down_for": 3.0},
                       bmv2={"nbytes": 100_000, "iterations": 6, "cut_at": 1.0, "down_for": 2.0})
 EXPERIMENT = C.Experiment("workload_cut", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])

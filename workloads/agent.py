@@ -40,10 +40,11 @@ from endpoints.wire import OP_ACK, OP_PROBE_REPLY, OP_STATUS, QP_MASK, STATE_VER
 from fabric.plan import EvPath
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology
-from workloads.transports import Transport, transport
+from workloads.transports import FLOW_PORT_BASE, Transport, transport
 
 ANSWERS = frozenset({OP_ACK, OP_PROBE_REPLY, OP_STATUS})
 CARRIED = "carried"  # the cause of an EV retired at a transfer's start: it was ASSUMED_BAD when the last one ended
+FLOW_PORTS = (FLOW_PORT_BASE, 40000)  # per-flow source ports: first, how many
 BURST = 256  # datagrams read from a socket before the others get their turn
 
 
@@ -56,6 +57,7 @@ class Options:
     timeout: float = 60.0
     rto_min: float = SenderConfig.rto_min
     nack_delay: float = 0.005
+    ack_delay: float = ReceiverConfig.ack_delay
 
 
 @dataclass
@@ -82,7 +84,8 @@ class Agent:
 
     def __post_init__(self) -> None:
         t = self.opts.transport
-        self.receiver = Receiver(ReceiverConfig(max_connections=100_000, nack_delay=self.opts.nack_delay))
+        self.receiver = Receiver(ReceiverConfig(max_connections=100_000, nack_delay=self.opts.nack_delay,
+                                                 ack_delay=self.opts.ack_delay))
         self.sock = io.listen(self.opts.listen, t.port, want_tclass=True)
         self.rtx = io.Transmitter(self.sock)
         self.sockets: dict[int, socket.socket] = {self.sock.fileno(): self.sock}
@@ -112,7 +115,7 @@ class Agent:
                 break
             cfg_seed += 1 << 20
         if t.per_flow:
-            sock = io.listen(self.opts.listen, t.source_port(flow), want_tclass=False)
+            sock = self._flow_socket(t.source_port(flow))
             self.sockets[sock.fileno()] = sock
             tx = io.Transmitter(sock)
         else:
@@ -121,6 +124,17 @@ class Agent:
             sender.ev_set.retire(ev, CARRIED, now)
         self.flights[sender.qp] = Flight(flow, dst, sender, sock, tx, (to, t.port), now + self.opts.timeout)
         self.emit(ev="start", flow=flow, t=now, sha256=sender.digest.hex())
+
+    def _flow_socket(self, port: int) -> socket.socket:
+        """A socket of the flow's own on ``port``, or the next free port (the last
+        iteration's flow of the same number may still wait for its verdict there)."""
+        for k in range(64):
+            try:
+                return io.listen(self.opts.listen, FLOW_PORTS[0] + (port - FLOW_PORTS[0] + k) % FLOW_PORTS[1],
+                                 want_tclass=False)
+            except io.IoError:
+                continue
+        return io.listen(self.opts.listen, 0, want_tclass=False)
 
     def _packet(self, sock: socket.socket, n: int, addr: Any, tclass: int, now: float) -> None:
         data = memoryview(self.buf)[:n]
@@ -232,13 +246,13 @@ def serve(agent: Agent) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workloads.agent HOST ADDR TRANSPORT TIMEOUT RTO_MIN NACK_DELAY SHAPE_JSON``
+    """``python -m workloads.agent HOST ADDR TRANSPORT TIMEOUT RTO_MIN NACK_DELAY ACK_DELAY SHAPE_JSON``
     (started by the runner, not by hand)."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        host, listen, name, timeout, rto, nack, shape = args
+        host, listen, name, timeout, rto, nack, ack, shape = args
         topo = resolve(None, Shape(**json.loads(shape))).topology
-        opts = Options(host, listen, transport(name), topo, float(timeout), float(rto), float(nack))
+        opts = Options(host, listen, transport(name), topo, float(timeout), float(rto), float(nack), float(ack))
         agent = Agent(opts)
     except (ValueError, TypeError, io.IoError) as exc:
         print(json.dumps({"ev": "error", "text": f"agent {' '.join(args)[:200]}: {exc}"}), flush=True)

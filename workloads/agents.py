@@ -29,6 +29,7 @@ class AgentSettings:
     timeout: float  # seconds a transfer may take before its sender gives up
     rto_min: float
     nack_delay: float
+    ack_delay: float
     shape: dict[str, Any]  # the fabric's shape (the agents' EV sets come from its address plan)
 
 
@@ -48,7 +49,7 @@ class Agents:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for h in self.hosts:
             cmd = [str(BIN / "python"), "-m", "workloads.agent", h, self.fn.address(h), s.transport.name,
-                   f"{s.timeout:g}", f"{s.rto_min:g}", f"{s.nack_delay:g}", json.dumps(s.shape)]
+                   f"{s.timeout:g}", f"{s.rto_min:g}", f"{s.nack_delay:g}", f"{s.ack_delay:g}", json.dumps(s.shape)]
             log = open(self.workdir / f"agent-{h}.log", "wb")  # noqa: SIM115 (closed in stop)
             self.logs.append(log)
             p = self.fn.host(h).popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)

@@ -51,6 +51,7 @@ class JobSpec:
     background_bytes: int = 500_000
     rto_min: float = 0.05
     nack_delay: float = 0.005
+    ack_delay: float = 0.001  # an arrival without ack_req is acknowledged within this (the receivers')
     seed: int = 0  # the senders' seeds and the data's
 
 
@@ -210,7 +211,8 @@ def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = N
     shape = {"planes": t.planes, "spines": t.spines, "leaves": len(t.leaves), "hosts_per_leaf": t.max_hosts_per_leaf,
              "evs_per_nic": t.evs_per_nic, "ev_mode": t.ev_mode}
     hosts = sorted({*spec.hosts, *(h for pair in spec.background for h in pair)})
-    agents = Agents(fn, hosts, AgentSettings(spec.transport, spec.timeout, spec.rto_min, spec.nack_delay, shape),
+    agents = Agents(fn, hosts, AgentSettings(spec.transport, spec.timeout, spec.rto_min, spec.nack_delay,
+                                                  spec.ack_delay, shape),
                     workdir)
     run = _Run(fn, spec, agents, progress)
     try:

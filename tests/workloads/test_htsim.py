@@ -110,3 +110,18 @@ def test_the_generators() -> None:
     assert r.by_id[4].deps == (3,) and (r.by_id[3].src, r.by_id[3].dst) == (2, 0)
     text = htsim.write(r)
     assert "0->1 id 1 start 0 size 3 send_done_trigger 5" in text and "trigger id 5 oneshot" in text
+
+
+def test_the_generator_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "p.cm"
+    r = subprocess.run([sys.executable, "-m", "workloads.generate", "permutation", "--nodes", "4", "--size", "1000",
+                        "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    s = htsim.read(out)
+    assert len(s.flows) == 4 and s.total_bytes() == 4000
+    r = subprocess.run([sys.executable, "-m", "workloads.generate", "mixed", "--min-size", "9", "--max-size", "2",
+                        "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
