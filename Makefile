@@ -166,7 +166,7 @@ BENCH ?=
 bench: deps native
 	@$(VENV)/bin/python bench/run.py $(foreach b,$(BENCH),--only $(b))
 
-EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp
+EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp workload_cut workload_alltoall workload_matrix
 # TARGET=bmv2 (or auto): the experiments' switches on BMv2 (docs/experiments.md).
 TARGET ?= $(or $(MRC_P4_TARGET),embedded)
 

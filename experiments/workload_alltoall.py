@@ -104,7 +104,7 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 _SHAPE = {"planes": 2, "spines": 4, "hosts_per_leaf": 4}
-DEFAULTS = C.Defaults(embedded={"nbytes": 400_000, "iterations": 3, "link_rate": 100.0},
+DEFAULTS = C.Defaults(embedded={"nbytes": 200_000, "iterations": 3, "link_rate": 25.0},
                       bmv2={"nbytes": 160_000, "iterations": 2, "link_rate": 100.0}, shape=_SHAPE, bmv2_shape=_SHAPE)
 EXPERIMENT = C.Experiment("workload_alltoall", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
