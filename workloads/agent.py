@@ -104,11 +104,15 @@ class Agent:
         return self.evs[dst]
 
     def send(self, flow: int, dst: str, to: str, size: int, now: float, seed: int = 0) -> None:
-        """Start sending flow ``flow``: ``size`` bytes drawn from the flow and ``seed``."""
+        """Start sending flow ``flow``: ``size`` bytes drawn from the flow and ``seed``. An
+        RTO floor above the default ceiling (links limited to a few packets/s, whose
+        queues delay by seconds) raises the ceiling and the first RTO with it."""
         t = self.opts.transport
         cfg_seed = flow + (seed << 32)
         while True:
             cfg = SenderConfig(spray=t.spray, seed=cfg_seed, rto_min=self.opts.rto_min,
+                               rto_initial=max(SenderConfig.rto_initial, self.opts.rto_min),
+                               rto_max=max(SenderConfig.rto_max, 4 * self.opts.rto_min),
                                ev_min_active=1 if t.per_flow else SenderConfig.ev_min_active)
             sender = Sender(pseudo_random(flow + (seed << 32), size), self._evs(dst), cfg, now=now)
             if sender.qp not in self.flights:

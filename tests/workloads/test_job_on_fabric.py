@@ -84,3 +84,28 @@ def test_a_ring_allreduce_on_bmv2() -> None:
     rep, raw = _run("bmv2", "mrc")
     _check(rep)
     _check_raw(raw)
+
+
+def test_scenarios_a_cut_a_degraded_link_and_background_flows() -> None:
+    """The all-to-all of 3 hosts with a background flow h4 -> h3 the whole time, the link
+    p0-leaf0:p0-spine0 limited to 200 packets/s and the cable p1-leaf0:p1-spine0 cut
+    part-way and restored: every job flow arrives verified, the background flows are not
+    among them, the cut is logged down then up."""
+    from topologies.fabric_net import programmed_network
+    from workloads import degrade
+    from workloads.collectives import alltoall
+    from workloads.runner import Cut
+
+    topo = resolve(None, SHAPE).topology
+    with tempfile.TemporaryDirectory(prefix="mrc-wl-test-") as tmp, \
+            programmed_network(topo, prefix="mrcwt", run_dir=Path(tmp) / "run", target="embedded") as fn:
+        degrade.limit(fn, "p0-leaf0:p0-spine0", 200.0)
+        assert fn.switch("p0-leaf0").extra_args == ["--queue-rate", f"{1 + 2}=200"]  # uplink: after 2 host ports
+        spec = JobSpec(alltoall(3, 60_000), HOSTS, transport("mrc"), iterations=3, timeout=30.0,
+                       cut=Cut("p1-leaf0:p1-spine0", 0.2, 0.3), background=(("h4", "h3"),), background_bytes=50_000)
+        raw = run_job(fn, spec, Path(tmp) / "job")
+        degrade.limit(fn, "p0-leaf0:p0-spine0", None)
+    rep = report(raw, None)
+    assert rep["complete"] and rep["all_verified"], rep["errors"]
+    assert len(rep["flows"]) == 3 * 6 and {f["src"] for f in rep["flows"]} == set(HOSTS)
+    assert [c["down"] for c in raw["cut"]["log"]] == [True, False]
