@@ -42,8 +42,8 @@ def label(name: str, cut: bool) -> str:
 def pooled(reps: list[dict[str, Any]]) -> dict[str, Any]:
     """The rounds of one kind of run as one: their iterations and flows together."""
     its = [it for r in reps for it in r["iterations"]]
-    flows = [f for r in reps for f in r["flows"]]
-    return {"iterations": its, "flows": flows, "iteration_s": summary([it["time_s"] for it in its]),
+    flows = [f for r in reps for f in r.pop("flows")]  # each round's raw record keeps them
+    return {"iterations": its, "iteration_s": summary([it["time_s"] for it in its]),
             "fct_s": summary([f["fct_s"] for f in flows if f["fct_s"] is not None]),
             "iterations_done": len(its), "iterations_asked": sum(r["iterations_asked"] for r in reps),
             "complete": all(r["complete"] for r in reps), "all_verified": all(r["all_verified"] for r in reps),
