@@ -106,7 +106,7 @@ class _Run:
         if key is None:
             self.early[ev["sha256"]] = ev
             return
-        if key in self.background:
+        if key not in self.records:  # a background flow's (its sender may have ended first)
             return
         rec = self.records[key]
         rec.update(arrived=ev["t"], verified=ev["verified"], opened=ev["opened"], received_bytes=ev["bytes"])
