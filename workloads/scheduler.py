@@ -25,6 +25,7 @@ class Scheduler:
     _arrived: set[int] = field(default_factory=set)
     _ready: list[Flow] = field(default_factory=list)
     _waiters: dict[int, list[Flow]] = field(default_factory=dict)
+    _last: float = float("-inf")  # the latest arrival of this iteration (events come in any order)
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -43,6 +44,7 @@ class Scheduler:
         self._count.clear()
         self._started.clear()
         self._arrived.clear()
+        self._last = now
         self._ready = sorted((f for f in self.schedule.flows if f.start_us is not None),
                              key=lambda f: (f.start_us or 0.0, f.id))
 
@@ -64,18 +66,20 @@ class Scheduler:
 
     def arrived(self, flow: int, now: float) -> bool:
         """Flow ``flow`` of the current iteration has arrived at ``now``; True when that
-        ended the iteration (the next one, if any, begins at ``now``)."""
+        ended the iteration, at its latest arrival (arrivals may be told out of their
+        order); the next one, if any, begins then."""
         if flow in self._arrived or flow not in self._started:
             raise ValueError(f"flow {flow} arrived twice or before it started")
         self._arrived.add(flow)
+        self._last = max(self._last, now)
         for g in self._waiters.get(flow, ()):
             self._count[g.id] = self._count.get(g.id, 0) + 1
             if self._count[g.id] == g.needed:
                 self._ready.append(g)
         if len(self._arrived) < len(self.schedule.flows):
             return False
-        self.ended_at.append(now)
+        self.ended_at.append(self._last)
         self.iteration += 1
         if not self.done:
-            self.begin(now)
+            self.begin(self._last)
         return True

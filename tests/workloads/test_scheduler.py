@@ -53,6 +53,18 @@ def test_timed_starts_and_a_barrier() -> None:
     assert s.arrived(3, 100.3) and s.done and s.ended_at == [100.3]
 
 
+def test_an_iteration_ends_at_its_latest_arrival_told_in_any_order() -> None:
+    s = Scheduler(ring_allreduce(2, 4), iterations=2)
+    s.begin(0.0)
+    s.due(0.0)
+    s.arrived(1, 0.5)
+    s.arrived(2, 0.4)
+    s.due(0.5)
+    s.arrived(4, 0.9)
+    assert s.arrived(3, 0.8)  # told last, arrived before flow 4
+    assert s.ended_at == [0.9] and s.started_at == [0.0, 0.9]
+
+
 def test_an_arrival_out_of_turn_is_refused() -> None:
     s = Scheduler(ring_allreduce(2, 4), iterations=1)
     s.begin(0.0)
