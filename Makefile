@@ -34,7 +34,7 @@ P4INFOS := $(patsubst $(P4SRC)/%.p4,$(BUILD)/%.p4info.txtpb,$(P4_PROGRAMS))
 # A program's output changes with its includes and with the compiler itself.
 P4_DEPS := $(wildcard $(P4SRC)/include/*.p4) $(shell find p4target -name '*.py' -o -name '*.p4' 2>/dev/null)
 
-.PHONY: help deps system-packages build native run lint test bench experiments soak shell clean distclean
+.PHONY: help deps system-packages build native run lint test bench experiments workload soak shell clean distclean
 
 help:
 	@echo "make run        set up what is missing, build, start the Mininet fabric, install its tables, run the demo"
@@ -45,7 +45,8 @@ help:
 	@echo "make native     build the compiled fast paths of p4src/*.p4 into the cache (run, test, bench do)"
 	@echo "make bench      run every benchmark under bench/ and print the figures"
 	@echo "make experiments run the experiments on the Mininet fabric (root; TARGET=bmv2 on BMv2): results/*.json, *.png"
-	@echo "make soak        the default fabric for SOAK_MINUTES (30) with transfers and a cable cut a minute (root; not in make test)"
+	@echo "make workload   a collective or traffic matrix as a job on the fabric (root; WORKLOAD_ARGS='...', docs/workloads.md)"
+	@echo "make soak       the default fabric for SOAK_MINUTES (30) with transfers and a cable cut a minute (root; not in make test)"
 	@echo "make shell      p4runtime-shell against a running switch (GRPC_ADDR=$(GRPC_ADDR) DEVICE_ID=$(DEVICE_ID);"
 	@echo "                TLS_DIR=DIR for mutual TLS with the files of 'mrcctl certs DIR')"
 	@echo "make clean      remove the project's stray namespaces/veths/switch processes, Mininet leftovers, build outputs"
@@ -166,7 +167,7 @@ BENCH ?=
 bench: deps native
 	@$(VENV)/bin/python bench/run.py $(foreach b,$(BENCH),--only $(b))
 
-EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp fleet
+EXPERIMENTS := spraying failure trimming loss_reordering tcp adaptive incast ecmp fleet workload_cut workload_alltoall workload_matrix
 # TARGET=bmv2 (or auto): the experiments' switches on BMv2 (docs/experiments.md).
 TARGET ?= $(or $(MRC_P4_TARGET),embedded)
 
@@ -179,6 +180,12 @@ experiments: deps
 	@status=0; for e in $(EXPERIMENTS); do \
 	  echo "== experiments.$$e (target $(TARGET))"; $(VENV)/bin/python -m experiments.$$e --target $(TARGET) || status=1; \
 	done; exit $$status
+
+# A job on the Mininet fabric (mrc-workload, docs/workloads.md); the default: the 16-host ring all-reduce.
+WORKLOAD_ARGS ?= --collective allreduce --planes 2 --spines 2 --leaves 4 --hosts-per-leaf 4
+workload: deps
+	@$(MAKE) --no-print-directory build native
+	@$(VENV)/bin/mrc-workload $(WORKLOAD_ARGS)
 
 shell: deps
 	@$(VENV_SHELL)/bin/python -m p4runtime_sh --grpc-addr $(GRPC_ADDR) --device-id $(DEVICE_ID) --election-id $(ELECTION_ID) \

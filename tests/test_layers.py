@@ -9,7 +9,8 @@ web view (``webview``) may use ``fabric``, ``controller`` and the Mininet packag
 (the state file), and nothing below it imports it; the Mininet package (``topologies``) may
 use ``fabric``, ``controller``, ``endpoints`` and ``p4target.api``; ``p4target``
 imports none of them; the experiments and tools sit on top and may use everything
-but the target's internals. Every import counts: at the top, inside a function, under
+but the target's internals (the workloads, a package like the experiments, under
+them: the experiments may use it, it may not use them). Every import counts: at the top, inside a function, under
 ``TYPE_CHECKING``.
 
 The checks of `make lint` cover the layers too: mypy checks the model, the client and
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("fabric", "controller", "topologies", "endpoints", "webview", "experiments", "tools", "p4target")
+PACKAGES = ("fabric", "controller", "topologies", "endpoints", "webview", "experiments", "workloads", "tools", "p4target")
 TARGET_API = "p4target.api"
 
 # package -> the packages (or exact modules, for p4target.api) it may import besides itself
@@ -36,8 +37,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "controller": frozenset({"fabric", TARGET_API}),
     "topologies": frozenset({"fabric", "controller", "endpoints", TARGET_API}),
     "webview": frozenset({"fabric", "controller", "topologies"}),
-    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", TARGET_API}),
-    "tools": frozenset({"fabric", "controller", "topologies", "webview", TARGET_API}),
+    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", "workloads", TARGET_API}),
+    "workloads": frozenset({"fabric", "controller", "endpoints", "topologies", TARGET_API}),
+    "tools": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", "workloads", "experiments",
+                        TARGET_API}),
     "p4target": frozenset(),
 }
 # single modules with a wider rule than their package's, and why
@@ -99,7 +102,7 @@ def test_every_import_goes_the_allowed_way() -> None:
 
 
 # The packages the type checker must check in strict mode (pyproject.toml, [tool.mypy]).
-STRICT = ("fabric", "controller", "endpoints", "topologies", "webview")
+STRICT = ("fabric", "controller", "endpoints", "topologies", "webview", "workloads")
 # What an override may still change for a strict package: Mininet's classes are Any.
 STRICT_OVERRIDE_KEYS = frozenset({"module", "disallow_subclassing_any"})
 
@@ -131,7 +134,7 @@ def test_the_type_checker_checks_the_layers_strictly() -> None:
 @pytest.mark.parametrize(("mypy", "expected"), [
     ({"packages": ["fabric", "controller", "p4target"], "strict": True},
      ["endpoints: not in [tool.mypy] packages", "topologies: not in [tool.mypy] packages",
-      "webview: not in [tool.mypy] packages"]),
+      "webview: not in [tool.mypy] packages", "workloads: not in [tool.mypy] packages"]),
     ({"packages": [*STRICT, "p4target"]}, ["[tool.mypy] strict is not true"]),
     ({"packages": [*STRICT, "p4target"], "strict": True,
       "overrides": [{"module": ["controller.cli"], "disallow_untyped_defs": False}]},
@@ -171,6 +174,7 @@ def test_every_package_is_walked() -> None:
     ("topologies/x.py", "from webview.server import serve", "topologies/x.py:1: topologies imports webview.server.serve"),
     ("controller/x.py", "import webview", "controller/x.py:1: controller imports webview"),
     ("webview/x.py", "from endpoints import sender", "webview/x.py:1: webview imports endpoints.sender"),
+    ("workloads/x.py", "from experiments import common", "workloads/x.py:1: workloads imports experiments.common"),
 ])
 def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
     for package in PACKAGES:
