@@ -63,18 +63,9 @@ def rss_mb(pids: list[int]) -> float:
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time of the processes so far (every thread), to the nanosecond:
     the first field of each thread's /proc schedstat."""
-    total = 0
-    for pid in pids:
-        try:
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                total += int((task / "schedstat").read_text().split()[0])
-            except (OSError, IndexError, ValueError):
-                pass
-    return total / 1e9
+    from bench.fabric_delay import sched_of
+
+    return sched_of(pids).cpu_ns / 1e9
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ FABRIC_PROGRAM = "fabric"
 NIC_PROGRAM = "nic"
 SPRAY_PROFILE = "NicIngress.spray_selector"
 DSCP_PRIORITY_ENTRY_PRIORITY = 10
+TRIM_CLASS_ENTRY_PRIORITY = 10
 SPRAY_MODE_ENTRY_PRIORITY = 10
 # ECN CE marking (FabricEgress.ecn_config): the egress queue depth, in packets, above
 # which an ECN-capable packet leaves with CE, per port class. Both sit below the
@@ -145,13 +146,33 @@ def _trim_entry(port: int, threshold: int, dscp: int) -> TableEntry:
                       (("threshold", threshold), ("dscp", dscp)))
 
 
+def _dscp_key(dscp: int) -> Match:
+    """The traffic class's DSCP bits, ECN bits masked out."""
+    return (("hdr.ipv6.traffic_class", Ternary(dscp << 2, 0xFC)),)
+
+
+def trimmed_dscps(topo: Topology) -> tuple[int, ...]:
+    """The DSCPs ``FabricEgress.trim_class`` lets be trimmed: the topology's trimmed
+    classes and the trim mark (a packet trimmed upstream is cut again to the same
+    bytes, not left for ECN marking); none when the fabric does not trim."""
+    if topo.trim_threshold is None:
+        return ()
+    return tuple(sorted({*topo.trim_classes, topo.trim_dscp}))
+
+
+@lru_cache(maxsize=64)
+def _trim_class_entries(dscps: tuple[int, ...]) -> tuple[TableEntry, ...]:
+    return tuple(TableEntry("FabricEgress.trim_class", _dscp_key(d), "FabricEgress.set_trimmable", (),
+                            TRIM_CLASS_ENTRY_PRIORITY) for d in dscps)
+
+
 def _fabric_common(topo: Topology, usid: int, ports: Iterable[tuple[int, int, int]]) -> Iterator[TableEntry]:
-    """my_sid, dscp_priority, and per port (number, MAC, ECN threshold) port_mac,
-    trim_config and ecn_config."""
+    """my_sid, dscp_priority, trim_class, and per port (number, MAC, ECN threshold)
+    port_mac, trim_config and ecn_config."""
     yield TableEntry("FabricIngress.my_sid", _lpm48(usid), "FabricIngress.usid_un")
-    yield TableEntry("FabricIngress.dscp_priority",
-                     (("hdr.ipv6.traffic_class", Ternary(topo.trim_dscp << 2, 0xFC)),),
+    yield TableEntry("FabricIngress.dscp_priority", _dscp_key(topo.trim_dscp),
                      "FabricIngress.set_priority", (("prio", P.TRIM_PRIORITY),), DSCP_PRIORITY_ENTRY_PRIORITY)
+    yield from _trim_class_entries(trimmed_dscps(topo))
     for port, port_mac, ecn in ports:
         yield TableEntry("FabricEgress.port_mac", _port_key(port), "FabricEgress.set_src_mac", (("mac", port_mac),))
         if topo.trim_threshold is not None:

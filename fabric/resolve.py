@@ -63,7 +63,7 @@ def topology_source(topo: Topology) -> TopologySource:
     return {"parameters": {"planes": topo.planes, "spines": topo.spines, "leaves": len(topo.leaves),
                            "hosts_per_leaf": topo.max_hosts_per_leaf, "evs_per_nic": topo.evs_per_nic,
                            "ev_mode": topo.ev_mode, "trim_threshold": topo.trim_threshold,
-                           "no_trim": topo.trim_threshold is None}}
+                           "no_trim": topo.trim_threshold is None, "trim_classes": list(topo.trim_classes)}}
 
 
 def read_state(path: Path) -> dict[str, Any]:

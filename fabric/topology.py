@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 MAX_PLANES = 8
 MAX_LEAVES = 512
@@ -38,6 +38,9 @@ MAX_EVS = 256
 DEFAULT_EVS = 64
 DEFAULT_TRIM_DSCP = 62
 DEFAULT_TRIM_THRESHOLD = 32  # packets in the egress queue (v1model depths are packets)
+# The traffic classes (DSCPs) the fabric trims: MRC-lite's data leaves the host with
+# DSCP 0; any other class (RoCEv2 data at DSCP 26, its CNPs at 48) is never trimmed.
+DEFAULT_TRIM_CLASSES = (0,)
 EvMode = Literal["explicit", "generated"]
 
 DEFAULTS: dict[str, Any] = {
@@ -111,6 +114,7 @@ class Topology:
     ev_mode: EvMode = "explicit"
     trim_threshold: int | None = DEFAULT_TRIM_THRESHOLD
     trim_dscp: int = DEFAULT_TRIM_DSCP
+    trim_classes: tuple[int, ...] = DEFAULT_TRIM_CLASSES  # the DSCPs whose data is trimmed
     source: str = field(default="parameters", compare=False)  # where it was read from, for messages
     linux_specs: tuple[tuple[str, int, int], ...] = ()  # (name, plane, leaf) of each Linux SRv6 node
     # where the network runner places the switches (topologies/placement.py); not part of the fabric
@@ -212,6 +216,25 @@ class TrimSpec(_Strict):
     enabled: bool = True
     threshold: Annotated[int, _limit(0, (1 << 19) - 1, "queue depth in packets")] = DEFAULT_TRIM_THRESHOLD
     dscp: Annotated[int, _limit(0, 63, "DSCP of the trim mark")] = DEFAULT_TRIM_DSCP
+    classes: list[Annotated[int, _limit(0, 63, "DSCP of a trimmed traffic class")]] = list(DEFAULT_TRIM_CLASSES)
+
+    @field_validator("classes")
+    @classmethod
+    def _classes_listed_once(cls, classes: list[int]) -> list[int]:
+        if not classes:
+            raise ValueError("no traffic class to trim; list at least one DSCP (MRC-lite's is 0), "
+                             "or turn trimming off with 'enabled: false'")
+        twice = sorted({d for d in classes if classes.count(d) > 1})
+        if twice:
+            raise ValueError(f"DSCP {twice[0]} is listed twice; list each traffic class once")
+        return classes
+
+    @model_validator(mode="after")
+    def _mark_is_not_a_class(self) -> TrimSpec:
+        if self.dscp in self.classes:
+            raise ValueError(f"DSCP {self.dscp} is both a trimmed class (classes) and the trim mark (dscp): "
+                             "trimmed and whole packets could not be told apart; give the mark another DSCP")
+        return self
 
 
 class UplinkSpec(_Strict):
@@ -306,7 +329,7 @@ def _graph_topology(spec: TopologySpec, graph: GraphSpec, where: str, root: yaml
     _check_hosts(sum(leaf.hosts for leaf in leaves), f"{at('leaves')}graph.leaves")
     return Topology(spec.name, spec.planes, tuple(graph.spines), tuple(leaves), frozenset(missing),
                     spec.evs_per_nic, spec.ev_mode, spec.trim.threshold if spec.trim.enabled else None,
-                    spec.trim.dscp, where)
+                    spec.trim.dscp, tuple(spec.trim.classes), where)
 
 
 def _check_hosts(total: int, place: str) -> None:
@@ -351,7 +374,7 @@ def _fabric_of(spec: TopologySpec, where: str, root: yaml.Node | None, option_na
     leaves = tuple(Leaf(i, f"leaf{i}", spec.hosts_per_leaf) for i in range(spec.leaves))
     return Topology(spec.name, spec.planes, tuple(f"spine{j}" for j in range(spec.spines)), leaves, frozenset(),
                     spec.evs_per_nic, spec.ev_mode, spec.trim.threshold if spec.trim.enabled else None,
-                    spec.trim.dscp, where)
+                    spec.trim.dscp, tuple(spec.trim.classes), where)
 
 
 _FIXES = {
@@ -360,6 +383,7 @@ _FIXES = {
     "int_type": "write a whole number",
     "string_type": "write a name",
     "bool_type": "write true or false",
+    "list_type": "write a list: [first, second, ...]",
     "literal_error": "",
     "less_than_equal": "",
     "greater_than_equal": "",
@@ -446,13 +470,13 @@ def from_parameters(**params: Any) -> Topology:
     """The topology given as command-line parameters (None: the default fabric's value)."""
     data = dict(DEFAULTS)
     data.update({k: v for k, v in params.items() if v is not None})
-    if params.get("trim_threshold") is not None or params.get("no_trim"):
-        data.pop("trim_threshold", None)
-        data["trim"] = {"enabled": not params.get("no_trim"),
-                        "threshold": DEFAULT_TRIM_THRESHOLD if params.get("trim_threshold") is None
-                        else params["trim_threshold"]}
-    data.pop("trim_threshold", None)
-    data.pop("no_trim", None)
+    classes = params.get("trim_classes")
+    trim = {"enabled": not params.get("no_trim"), "threshold": params.get("trim_threshold"),
+            "classes": list(classes) if isinstance(classes, tuple) else classes}
+    for key in ("trim_threshold", "no_trim", "trim_classes"):
+        data.pop(key, None)
+    if not trim["enabled"] or any(v is not None for v in (trim["threshold"], trim["classes"])):
+        data["trim"] = {k: v for k, v in trim.items() if v is not None}
     try:
         spec = TopologySpec.model_validate(data)
     except ValidationError as exc:

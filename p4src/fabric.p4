@@ -4,7 +4,8 @@
  * Static SRv6 source routing (RFC 8754 / 8986 / 9800): uN and uA with the
  * NEXT-CSID flavor on a 32-bit block with 16-bit uSIDs, classic End / End.X with
  * an SRH (optionally PSP), plain IPv6 routing for everything else, packet
- * trimming of MRC-lite data under congestion, ECN CE marking of ECN-capable
+ * trimming of MRC-lite data of the trimmable traffic classes under congestion
+ * (other classes queue and tail-drop, as on a lossy fabric), ECN CE marking of ECN-capable
  * packets above a queue threshold, Ethernet rewrite on egress, and counters for
  * every packet that enters, leaves or is dropped.
  *
@@ -52,6 +53,7 @@ struct metadata_t {
     bit<1> trim_enabled;
     bit<19> trim_threshold; /* trim when enq_qdepth is above this */
     bit<6> trim_dscp;
+    bit<1> trim_class;      /* trim_class matched the DSCP: this traffic class may be trimmed */
     bit<1> trimmed;
     bit<1> ecn_enabled;
     bit<19> ecn_threshold;  /* mark CE when enq_qdepth is above this */
@@ -366,6 +368,20 @@ control FabricEgress(inout headers_t hdr,
         size = PORTS;
     }
 
+    action set_trimmable() {
+        meta.trim_class = 1;
+    }
+
+    /* The traffic classes trimming applies to, by the outer DSCP (the NIC copies
+     * the host's): entries `dscp << 2 &&& 0xFC -> set_trimmable()`. A miss
+     * leaves the packet whole: it queues, and the full queue tail-drops it. */
+    table trim_class {
+        key = { hdr.ipv6.traffic_class: ternary; }
+        actions = { set_trimmable; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
     action set_ecn(bit<19> threshold) {
         meta.ecn_enabled = 1;
         meta.ecn_threshold = threshold;
@@ -398,15 +414,20 @@ control FabricEgress(inout headers_t hdr,
         meta.trim_enabled = 0;
         meta.trimmed = 0;
         trim_config.apply();
+        meta.trim_class = 0;
         /*
          * v1model learns the queue depth only here (enq_qdepth: the depth the
-         * packet found at enqueue). Trim MRC-lite data whose UDP checksum can
-         * be recomputed from headers alone: UDP after an inner IPv6 header, or
-         * after the outer one with no SRH in between.
+         * packet found at enqueue). Trim MRC-lite data of a trimmable traffic
+         * class whose UDP checksum can be recomputed from headers alone: UDP
+         * after an inner IPv6 header, or after the outer one with no SRH in
+         * between. The class is looked up only for data over the threshold.
          */
         if (meta.trim_enabled == 1 && hdr.reth.isValid()
                 && (bit<32>)standard_metadata.enq_qdepth > (bit<32>)meta.trim_threshold
                 && (hdr.inner_ipv6.isValid() || !hdr.srh.isValid())) {
+            trim_class.apply();
+        }
+        if (meta.trim_class == 1) {
             bit<16> l4_len = 16w36;   /* UDP 8 + BTH 12 + RETH 16 */
             if (hdr.immdt.isValid()) {
                 l4_len = 16w40;

@@ -71,6 +71,16 @@ COMMON_DSCP = table("FabricIngress.dscp_priority", (("hdr.ipv6.traffic_class", T
                     "FabricIngress.set_priority", (("prio", 7),), 10)
 
 
+def trim_class(dscp: int) -> TableEntry:
+    """Data of DSCP ``dscp`` may be trimmed: the DSCP bits of the traffic class, ECN masked."""
+    return table("FabricEgress.trim_class", (("hdr.ipv6.traffic_class", Ternary(dscp << 2, 0xFC)),),
+                 "FabricEgress.set_trimmable", (), 10)
+
+
+# MRC-lite's class (DSCP 0) and the trim mark (62: a packet trimmed upstream is cut again)
+TRIM_CLASSES = [trim_class(0), trim_class(62)]
+
+
 def trim(port: int) -> TableEntry:
     return table("FabricEgress.trim_config", ((EPORT, Exact(port)),), "FabricEgress.set_trim",
                  (("threshold", 32), ("dscp", 62)))
@@ -95,7 +105,7 @@ def usid_fwd(prefix: str, action: str, port: int, dmac: int) -> TableEntry:
 def test_leaf_entries_of_the_small_fabric() -> None:
     want = [
         table("FabricIngress.my_sid", ((DST, lpm("fcbb:bb00:100::", 48)),), "FabricIngress.usid_un"),
-        COMMON_DSCP,
+        COMMON_DSCP, *TRIM_CLASSES,
         port_mac(1, 0x0201_0000_0001), trim(1), ecn(1, 16),  # h1's NIC: a host port
         port_mac(2, 0x0201_0000_0002), trim(2), ecn(2, 8),   # the uplink: a fabric port
         usid_fwd("fcbb:bb00:300::", "fwd", 2, 0x0202_0000_0001),      # spine 0, its port 1
@@ -103,6 +113,16 @@ def test_leaf_entries_of_the_small_fabric() -> None:
         usid_fwd("fcbb:bb00:e001::", "fwd", 1, 0x0203_0000_0001),      # NIC of h1, its plane-0 port
     ]
     same(list(leaf_entries(SMALL, 0, 0)), want)
+
+
+def test_trimmed_classes_are_the_topologys_and_none_without_trimming() -> None:
+    other = from_parameters(name="small", planes=1, spines=1, leaves=2, hosts_per_leaf=1, evs_per_nic=2,
+                            trim_classes=(26, 10))
+    for got in (list(leaf_entries(other, 0, 0)), list(spine_entries(other, 0, 0))):
+        assert [e for e in got if e.table == "FabricEgress.trim_class"] == [
+            trim_class(10), trim_class(26), trim_class(62)]
+    off = from_parameters(name="small", planes=1, spines=1, leaves=2, hosts_per_leaf=1, evs_per_nic=2, no_trim=True)
+    assert not [e for e in leaf_entries(off, 0, 0) if e.table in ("FabricEgress.trim_class", "FabricEgress.trim_config")]
 
 
 def test_second_leaf_entries_name_host_index_1() -> None:
@@ -115,7 +135,7 @@ def test_second_leaf_entries_name_host_index_1() -> None:
 def test_spine_entries_of_the_small_fabric() -> None:
     want = [
         table("FabricIngress.my_sid", ((DST, lpm("fcbb:bb00:300::", 48)),), "FabricIngress.usid_un"),
-        COMMON_DSCP,
+        COMMON_DSCP, *TRIM_CLASSES,
         port_mac(1, 0x0202_0000_0001), trim(1), ecn(1, 8),  # spine ports are fabric ports
         port_mac(2, 0x0202_0000_0002), trim(2), ecn(2, 8),
         usid_fwd("fcbb:bb00:100::", "fwd", 1, 0x0201_0000_0002),      # leaf 0, its uplink port 2
@@ -370,13 +390,14 @@ def test_uneven_ev_counts_differ_by_at_most_one_per_plane(evs: int) -> None:
 
 
 def test_fabric_entries_are_per_switch_small(large: Fabric) -> None:
-    """A leaf has 2 + 3 x ports + 2 x spines + hosts entries, a spine 2 + 3 x leaves + 2 x
-    leaves (per port: port_mac, trim_config, ecn_config)."""
+    """A leaf has 4 + 3 x ports + 2 x spines + hosts entries, a spine 4 + 3 x leaves + 2 x
+    leaves (4: my_sid, dscp_priority, two trim_class; per port: port_mac, trim_config,
+    ecn_config)."""
     for name, n in large.nodes.items():
         if n.tier == P.LEAF:
-            assert len(large.entries[name]) == 2 + 3 * (4 + 4) + 2 * 4 + 4
+            assert len(large.entries[name]) == 4 + 3 * (4 + 4) + 2 * 4 + 4
         elif n.tier == P.SPINE:
-            assert len(large.entries[name]) == 2 + 3 * 8 + 2 * 8
+            assert len(large.entries[name]) == 4 + 3 * 8 + 2 * 8
 
 
 def test_a_graph_with_missing_cables_walks_around_them(tmp_path) -> None:

@@ -95,6 +95,8 @@ def test_entries_of_a_leaf_are_its_locator_ports_and_neighbours(run_dir: Path) -
     assert got == {
         ("my_sid", ("fcbb:bb00:100::/48",), "usid_un", ()),
         ("dscp_priority", ("0xf8 &&& 0xfc",), "set_priority", (("prio", "7"),)),
+        ("trim_class", ("0x0 &&& 0xfc",), "set_trimmable", ()),  # MRC-lite's DSCP 0
+        ("trim_class", ("0xf8 &&& 0xfc",), "set_trimmable", ()),  # the trim mark, DSCP 62
         ("port_mac", ("1",), "set_src_mac", (("mac", "02:01:00:00:00:01"),)),
         ("port_mac", ("2",), "set_src_mac", (("mac", "02:01:00:00:00:02"),)),
         ("trim_config", ("1",), "set_trim", (("dscp", "62"), ("threshold", "32"))),
@@ -106,7 +108,7 @@ def test_entries_of_a_leaf_are_its_locator_ports_and_neighbours(run_dir: Path) -
         ("usid_fwd", ("fcbb:bb00:e001::/48",), "fwd", (("dmac", nic_mac), ("port", "1"))),
     }
     table = mrcctl(*SHAPE_ARGS, "entries", "p0-leaf0", run_dir=run_dir)
-    assert table.returncode == 0 and "p0-leaf0 (fabric.p4): 11 entries" in table.stdout
+    assert table.returncode == 0 and "p0-leaf0 (fabric.p4): 13 entries" in table.stdout
 
 
 def test_plan_sizes_the_default_cluster(run_dir: Path) -> None:

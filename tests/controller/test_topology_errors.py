@@ -214,6 +214,36 @@ def test_trim_threshold_zero_is_kept_and_no_trim_turns_it_off():
     assert from_parameters(no_trim=True).trim_threshold is None
 
 
+TRIM = CLOS + "trim:\n  threshold: 8\n  classes: {}\n"  # classes on line 7
+
+
+@pytest.mark.parametrize("classes,line", [
+    ("[0, 64]", "7: trim.classes.1: 64 is more than the limit 63; give at most 63"),
+    ("[-1]", "7: trim.classes.0: -1 is less than 0; give at least 0"),
+    ('["af31"]', "7: trim.classes.0: Input should be a valid integer; write a whole number"),
+    ("26", "7: trim.classes: Input should be a valid list; write a list: [first, second, ...]"),
+    ("[]", "7: trim.classes: no traffic class to trim; list at least one DSCP (MRC-lite's is 0), "
+           "or turn trimming off with 'enabled: false'"),
+    ("[0, 26, 0]", "7: trim.classes: DSCP 0 is listed twice; list each traffic class once"),
+    ("[0, 62]", "5: trim: DSCP 62 is both a trimmed class (classes) and the trim mark (dscp): trimmed and "
+                "whole packets could not be told apart; give the mark another DSCP"),
+])
+def test_bad_trimmed_classes(tmp_path, classes, line):
+    path, msg = refused(tmp_path, TRIM.format(classes))
+    assert msg == f"{path}:{line}"
+
+
+def test_trimmed_classes_default_to_mrc_lites_and_are_kept_as_given(tmp_path):
+    assert from_parameters().trim_classes == (0,)
+    assert from_parameters(trim_classes=[26, 0]).trim_classes == (26, 0)
+    path = tmp_path / "t.yaml"
+    path.write_text(TRIM.format("[26]"))
+    assert load_file(path).trim_classes == (26,)
+    with pytest.raises(TopologyError) as info:
+        from_parameters(trim_classes=(62,))
+    assert str(info.value).startswith("parameters: --trim: DSCP 62 is both a trimmed class")
+
+
 def test_a_graph_leaves_out_the_cables_it_does_not_list(tmp_path):
     path = tmp_path / "g.yaml"
     path.write_text(textwrap.dedent("""\

@@ -10,7 +10,7 @@ import pytest
 
 from fabric.entries import TableEntry
 from fabric.resolve import Shape, resolve, topology_of, topology_source
-from fabric.topology import TopologyError
+from fabric.topology import TopologyError, from_parameters
 from fabric.wanted import wanted_entries
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +72,13 @@ def test_a_missing_state_file_says_how_to_get_one(tmp_path: Path) -> None:
 def test_the_recorded_source_gives_the_same_topology_back(given: Path | None) -> None:
     topo = resolve(given, Shape() if given else Shape(planes=3, evs_per_nic=16)).topology
     assert topology_of(topology_source(topo)) == topo
+
+
+def test_a_state_file_records_the_trimmed_classes() -> None:
+    topo = from_parameters(planes=1, trim_threshold=8, trim_classes=(26,))
+    source = topology_source(topo)
+    assert source["parameters"]["trim_classes"] == [26]
+    assert topology_of(source).trim_classes == (26,) and topology_of(source) == topo
 
 
 def _ev_rows(entries: list[object]) -> list[TableEntry]:

@@ -261,8 +261,9 @@ def test_a_killed_switch_is_restarted_and_reconciled(fabric: FabricNetwork) -> N
     assert _read_tables(fabric, ["p0-spine0"])["p0-spine0"] == [], "a restarted switch starts empty"
     rep = install_tables(fabric)
     writes = {r.name: r.writes for r in rep.results if r.writes}
-    # my_sid + dscp_priority + (port_mac + trim_config + ecn_config) x 2 ports + (uN fwd + uA) x 2 leaves
-    assert writes == {"p0-spine0": 12}
+    # my_sid + dscp_priority + 2 trim_class + (port_mac + trim_config + ecn_config) x 2 ports
+    # + (uN fwd + uA) x 2 leaves
+    assert writes == {"p0-spine0": 14}
     assert install_tables(fabric).writes == 0, "a second reconcile writes nothing"
     flow = run_flow(fabric, "h2", "h3", packets=100, pps=400)
     assert flow.received == 100 and flow.planes_before == {0: 50, 1: 50}

@@ -98,8 +98,9 @@ def test_mininet_command_line_with_the_custom_file(tmp_path: Path) -> None:
         out = res.stdout + res.stderr
         assert res.returncode == 0, out
         # 212 forwarding entries + one ecn_config entry per switch port: 2 planes x
-        # (2 leaves x (1 spine + 1 host port) + 1 spine x 2 leaf ports) = 12
-        assert "8 switches, 224 entries wanted, 224 written" in out, out
+        # (2 leaves x (1 spine + 1 host port) + 1 spine x 2 leaf ports) = 12, + two
+        # trim_class entries (DSCP 0, the trim mark 62) per fabric switch: 2 x 3 x 2 = 12
+        assert "8 switches, 236 entries wanted, 236 written" in out, out
         assert "h1         -    2/2" in out and "h2       2/2      -" in out, out
         assert "plane 0: nic1 -> p0-leaf0 -> p0-spine0 -> p0-leaf1 -> nic2  up  32 EVs" in out, out
         # a switch killed behind the CLI's back is reported before the next command, with its log

@@ -54,6 +54,8 @@ FABRIC_TABLES = {
                               ["FabricEgress.set_src_mac", "NoAction"]),
     "FabricEgress.trim_config": (512, [("standard_metadata.egress_port", 9, EXACT)],
                                  ["FabricEgress.set_trim", "NoAction"]),
+    "FabricEgress.trim_class": (64, [("hdr.ipv6.traffic_class", 8, TERNARY)],
+                                ["FabricEgress.set_trimmable", "NoAction"]),
     "FabricEgress.ecn_config": (512, [("standard_metadata.egress_port", 9, EXACT)],
                                 ["FabricEgress.set_ecn", "NoAction"]),
 }
@@ -63,7 +65,7 @@ FABRIC_ACTIONS = {
     "FabricIngress.srv6_end_psp": [], "FabricIngress.srv6_end_x": PORT_DMAC,
     "FabricIngress.srv6_end_x_psp": PORT_DMAC, "FabricIngress.fwd": PORT_DMAC, "FabricIngress.usid_ua": PORT_DMAC,
     "FabricEgress.set_src_mac": [("mac", 48)], "FabricEgress.set_trim": [("threshold", 19), ("dscp", 6)],
-    "FabricEgress.set_ecn": [("threshold", 19)],
+    "FabricEgress.set_trimmable": [], "FabricEgress.set_ecn": [("threshold", 19)],
 }
 FABRIC_COUNTERS = {"FabricIngress.rx_port": 512, "FabricIngress.drops": 16, "FabricEgress.tx_port": 512,
                    "FabricEgress.trimmed": 512, "FabricEgress.ecn_marked": 512, "FabricEgress.drops": 16}

@@ -137,7 +137,8 @@ def test_a_packet_trimmed_in_the_fabric_reaches_the_host_with_the_mark():
     nic = chain.switches[cfg.host.nic]
     e = next(e for e in cfg.explicit if (e.dst_leaf, e.dst_port, e.plane, e.spine) == (1, 2, 0, 0))
     payload = bytes(range(200))
-    frames = [mrc_frame(cfg, *dst, e.ev, psn=psn, payload=payload, tc=0x69) for psn in range(10)]
+    # MRC-lite's traffic class, the one the fabric trims: DSCP 0, ECT(0)
+    frames = [mrc_frame(cfg, *dst, e.ev, psn=psn, payload=payload, tc=0x02) for psn in range(10)]
     for f in frames:
         [(port, data)] = nic.inject(NIC_HOST_PORT, bytes(f))
         assert port == nic_plane_port(0)
@@ -157,7 +158,7 @@ def test_a_packet_trimmed_in_the_fabric_reaches_the_host_with_the_mark():
             assert delivered == host_delivery(dst_cfg, bytes(sent)[14:])
             continue
         trimmed += 1
-        inner = (IPv6(src=sent[IPv6].src, dst=sent[IPv6].dst, tc=(TRIM_DSCP << 2) | 0x1,
+        inner = (IPv6(src=sent[IPv6].src, dst=sent[IPv6].dst, tc=(TRIM_DSCP << 2) | 0x2,
                       fl=sent[IPv6].fl, hlim=sent[IPv6].hlim)
                  / UDP(sport=4791, dport=4791)
                  / BTH(opcode=0x0A, pkey=e.ev, dest_qp=0x12, psn=psn, ack_req=1)

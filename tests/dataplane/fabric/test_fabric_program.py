@@ -20,6 +20,7 @@ TABLES = {
     "FabricIngress.dscp_priority": ({("hdr.ipv6.traffic_class", 8, "ternary")}, {"FabricIngress.set_priority"}),
     "FabricEgress.port_mac": ({("standard_metadata.egress_port", 9, "exact")}, {"FabricEgress.set_src_mac"}),
     "FabricEgress.trim_config": ({("standard_metadata.egress_port", 9, "exact")}, {"FabricEgress.set_trim"}),
+    "FabricEgress.trim_class": ({("hdr.ipv6.traffic_class", 8, "ternary")}, {"FabricEgress.set_trimmable"}),
 }
 ACTION_PARAMS = {
     "FabricIngress.fwd": [("port", 9), ("dmac", 48)],
@@ -29,6 +30,7 @@ ACTION_PARAMS = {
     "FabricIngress.set_priority": [("prio", 3)],
     "FabricEgress.set_src_mac": [("mac", 48)],
     "FabricEgress.set_trim": [("threshold", 19), ("dscp", 6)],
+    "FabricEgress.set_trimmable": [],
 }
 COUNTERS = {"FabricIngress.rx_port": 512, "FabricEgress.tx_port": 512, "FabricEgress.trimmed": 512,
             "FabricIngress.drops": 16, "FabricEgress.drops": 16}

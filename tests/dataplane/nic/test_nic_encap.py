@@ -203,3 +203,19 @@ def test_explicit_ev_naming_plane_and_spine_serves_every_destination(nic):
         assert out == [(nic_plane_port(2),
                         expected_fabric_frame(cfg, 2, carrier, inner_of(frame), flow_label=ev,
                                               traffic_class=0x68))]
+
+
+@pytest.mark.parametrize("tc", [
+    0x02,  # MRC-lite data: DSCP 0, ECT(0)
+    0x6A,  # RoCEv2 data: DSCP 26, ECT(0)
+    0xC0,  # RoCEv2 CNP: DSCP 48, not ECN-capable
+])
+def test_the_hosts_traffic_class_is_the_outer_headers(nic, tc):
+    """The fabric trims by the outer DSCP (docs/fabric.md): the NIC copies the host's
+    whole traffic class, DSCP and ECN, into the outer header."""
+    sw, cfg = nic
+    ev, plane, carrier = 0x1000, 0, "fcbb:bb00:100:300:101:e001::"  # as written out above
+    frame = mrc_frame(cfg, 1, 1, ev, tc=tc)
+    [(port, data)] = sw.inject(0, bytes(frame))
+    assert (port, Ether(data)[IPv6].tc) == (1 + plane, tc)
+    assert data == expected_fabric_frame(cfg, plane, carrier, inner_of(frame), flow_label=ev, traffic_class=tc)
