@@ -226,12 +226,13 @@ def plot(d: dict[str, Any]) -> Any:
               label=label, color=color)
         b.bar([i + w * (k - 1) for i in range(len(links))], [r["uplink_packets"][n] for n in links], w,
               color=color, label=label)
-    for i, n in enumerate(names):  # a QP that did not complete has no bar: said on the axis
+    for i, n in enumerate(names):  # a QP that did not complete: its bar is the time to its error
         if d["roce"]["qps"][n]["state"] != "complete":
-            a.text(i + w, 0, "failed", rotation=90, ha="center", va="bottom", fontsize=7, color="tab:red")
+            a.text(i + w, d["roce"]["completion_s"][n] or 0, "failed", ha="center", va="bottom", fontsize=8,
+                   color="tab:red")
     a.set_xticks(range(len(names)), names)
     a.set_ylabel("completion time, s")
-    a.set_title("sharing an uplink: " + (", ".join(d["roce"]["colliding_qps"]) or "no QP"), fontsize=9)
+    a.set_title("RoCEv2 QPs hashed onto one uplink: " + (", ".join(d["roce"]["colliding_qps"]) or "none"), fontsize=9)
     a.legend()
     b.set_xticks(range(len(links)), links, rotation=45, ha="right", fontsize=7)
     b.set_ylabel("packets on the uplink")
