@@ -35,7 +35,8 @@ def assert_qp_complete(q: dict[str, Any], nbytes: int) -> None:
     assert q["packets_sent"] == q["packets"] + g["resent"], q
     assert g["rewinds"] <= g["retries"] and g["retry_count"] == RETRY_COUNT, g
     assert g["retries_most_in_row"] <= RETRY_COUNT
-    assert q["delivered_series"][-1][1] == nbytes
+    if "delivered_series" in q:  # kept where the experiment plots it
+        assert q["delivered_series"][-1][1] == nbytes
 
 
 def assert_qp_failed_after_retries(q: dict[str, Any], nbytes: int) -> None:
@@ -68,8 +69,9 @@ def assert_spraying_roce(fabric: Any, d: dict[str, Any], packets: int) -> None:
     p = ev_path(fabric, d["src"], d["dst"], q["ev"])
     assert q["source_port"] == 50000
     # the plane's count includes the OPEN and nothing of the other planes
-    assert {k: v for k, v in r["planes"].items() if v} == {p.plane: r["planes"][p.plane]}, r["planes"]
-    assert r["planes"][p.plane] >= q["packets_sent"] >= packets
+    planes = {int(k): v for k, v in r["planes"].items()}  # (int keys; str once through JSON)
+    assert {k: v for k, v in planes.items() if v} == {p.plane: planes[p.plane]}, planes
+    assert planes[p.plane] >= q["packets_sent"] >= packets
     assert [k for k, v in r["spine_up"].items() if v] == [p.links[1]], r["spine_up"]  # leaf -> spine
 
 
