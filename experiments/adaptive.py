@@ -12,6 +12,14 @@ with the default adaptive spraying. Measured from the switch's counters over
 P4Runtime: packets that left the slow port (its ``tx_port``), CE marks on it
 (``ecn_marked``) and trims; from the endpoints: completion time, retransmissions, CE
 echoes; every byte verified, both ways. The port and the entries are put back after.
+
+The RoCEv2 baseline (``mrc-send --transport roce``, docs/transport.md) runs third,
+with the same bytes at the same packet rate (DCQCN's line rate): one RC queue pair,
+one path, and the case where the slow path hurts it, its 4-tuple hashed onto that
+path (``--path-ev`` picks such a source port). It cannot move off the path; DCQCN
+brings its rate down to what the port drains, on the CNPs for the port's CE marks,
+and full-queue drops cost it go-back-N. Its local ACK timeout is MRC-lite's minimum
+RTO here (longer than the slow queue's delay). Reported as it is.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ import typer
 from controller.counters import delta
 from controller.reconcile import Reconciler
 from experiments import common as C
+from experiments import roce as R
 from fabric import plan as P
 from fabric.entries import TableEntry
 from fabric.match import Exact
+from fabric.paths import paths
 from topologies.fabric_net import wanted_entries
 
 LEAF = "p0-leaf0"
@@ -90,6 +100,29 @@ def one(fn: Any, workdir: Path, spray: str, nbytes: int, rate: float, src: str, 
             "evs_retired": s.get("evs_retired"), "delivered_series": s.get("delivered_series", [])}
 
 
+def slow_evs(fn: Any, src: str, dst: str) -> list[int]:
+    """The EVs from ``src`` to ``dst`` whose path leaves ``LEAF`` towards spine ``SPINE``."""
+    cable = f"{LEAF}:{fn.topo.spine_name(0, SPINE)}"
+    return sorted(p.ev for p in paths(fn.topo, fn.topo.host(src), fn.topo.host(dst)) if cable in p.links)
+
+
+def roce(fn: Any, workdir: Path, nbytes: int, rate: float, src: str, dst: str) -> dict[str, Any]:
+    """The baseline's QP on the slow path, the slow port's counters around it."""
+    port = slow_port(fn)
+    ev = slow_evs(fn, src, dst)[0]
+    before = C.read_counters(fn, [LEAF])
+    wait = 64 / slow_rate(fn, rate)
+    res = R.run_transfer(fn, src, dst, nbytes, workdir, R.send_args(rate, path_ev=ev,
+                                                                    extra=["--ack-timeout", f"{2 * wait:g}"]))
+    d = delta(C.read_counters(fn, [LEAF]), before)[LEAF]
+    q = R.qps(res)[0]
+    return {"ok": res.ok, "summary": res.summary(), "ev": ev, "completion_time_s": q["completion_time_s"],
+            "slow_port_packets": d.get("FabricEgress.tx_port", {}).get(port, (0, 0))[0],
+            "slow_port_ce_marked": d.get("FabricEgress.ecn_marked", {}).get(port, (0, 0))[0],
+            "slow_port_trimmed": d.get("FabricEgress.trimmed", {}).get(port, (0, 0))[0],
+            "delivered_series": q["delivered_series"], "qp": R.brief(q)}
+
+
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, ecn_threshold: int = 2, src: str = "h1",
         dst: str = "h3") -> dict[str, Any]:
     slow = slow_rate(fn, rate)
@@ -99,6 +132,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, ecn_threshold: int 
         shape(fn, slow, ecn_threshold)
         out["rr"] = one(fn, workdir / "rr", "rr", nbytes, rate, src, dst)
         out["adaptive"] = one(fn, workdir / "adaptive", "adaptive", nbytes, rate, src, dst)
+        out["roce"] = roce(fn, workdir / "roce", nbytes, rate, src, dst)
     finally:
         shape(fn, None, ecn_threshold)
     return out
@@ -115,19 +149,28 @@ def figures(d: dict[str, Any]) -> list[str]:
                      f"{r['slow_port_packets']} packets on the slow port ({r['slow_port_ce_marked']} CE, "
                      f"{r['slow_port_trimmed']} trimmed), retransmissions {x.get('total')}, CE echoes "
                      f"{r['ce_echoes']}, EVs retired {r['evs_retired']}")
+    r = d["roce"]
+    lines.append(f"  RoCEv2 QP on EV {r['ev']} (the slow path): {r['slow_port_packets']} packets on the slow port "
+                 f"({r['slow_port_ce_marked']} CE, {r['slow_port_trimmed']} trimmed), {r['qp']['cnps_received']} CNPs; "
+                 f"{R.outcome(r['qp'])}")
     return lines
 
 
 def plot(d: dict[str, Any]) -> Any:
     plt = C.pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    keys = ["rr", "adaptive"]
-    a.bar(keys, [d[k]["slow_port_packets"] for k in keys], color=["grey", "tab:blue"])
+    keys = ["rr", "adaptive", "roce"]
+    names = {"rr": "MRC round robin", "adaptive": "MRC adaptive", "roce": "RoCEv2 QP on the slow path"}
+    colors = {"rr": "grey", "adaptive": "tab:blue", "roce": "tab:red"}
+    a.bar([names[k].replace(" ", "\n", 1) for k in keys], [d[k]["slow_port_packets"] for k in keys],
+          color=[colors[k] for k in keys])
     a.set_ylabel("packets on the slow port")
     a.set_title(f"{d['slow_port']} at {d['slow_port_rate_pps']:g} packets/s")
     for k in keys:
         series = d[k]["delivered_series"]
-        b.plot([t for t, _ in series], [v / 1e6 for _, v in series], label=f"{k}: {d[k]['completion_time_s']:.2f} s")
+        done = d[k]["completion_time_s"]
+        b.plot([t for t, _ in series], [v / 1e6 for _, v in series], color=colors[k],
+               label=f"{names[k]}: " + ("not complete" if done is None else f"{done:.2f} s"))
     b.set_xlabel("seconds after the sender started")
     b.set_ylabel("MB acknowledged")
     b.legend()
@@ -144,10 +187,12 @@ def acceptable(d: dict[str, Any]) -> bool:
     port and (but on BMv2) finished sooner. On BMv2, with round trips of several ms,
     the congestion control's reaction to the CE echoes sometimes throttles the whole
     transfer to about round robin's time: its completion is printed, not judged (as
-    tests/experiments/test_bmv2_experiments.py does)."""
+    tests/experiments/test_bmv2_experiments.py does). The baseline's QP: reported,
+    whatever its figures."""
     rr, ad = d["rr"], d["adaptive"]
     sooner = d.get("target") == "bmv2" or ad["completion_time_s"] < rr["completion_time_s"]
-    return bool(rr["ok"] and ad["ok"] and 2 * ad["slow_port_packets"] <= rr["slow_port_packets"] and sooner)
+    return bool(rr["ok"] and ad["ok"] and 2 * ad["slow_port_packets"] <= rr["slow_port_packets"] and sooner
+                and not R.problems(d["roce"]["qp"]))
 
 
 EXPERIMENT = C.Experiment("adaptive", figures, plot, acceptable, DEFAULTS)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from experiments import common as C
+from experiments import roce as R
 from fabric.paths import links, paths
 from fabric.cli_options import finite
 from topologies.cables import set_link
@@ -77,6 +79,51 @@ async def _all_tables(fn: Any) -> dict[str, Any]:
     return await fabric_tables(fn, programs=("fabric", "nic"))
 
 
+@dataclass
+class Cut:
+    """When a cable was cut and restored (``time.time()``; None: not yet)."""
+
+    cut_started: float | None = None  # the cut command's start
+    cut_time: float | None = None  # both ends down: the cut has taken effect
+    restored_at: float | None = None  # the restore command's start: the cable is up before it returns
+    restore_done: float | None = None
+
+
+def run_with_cut(fn: Any, tr: Any, link: str, cut_at: float, down_for: float,
+                 cut: bool = True) -> tuple[Any, Cut]:
+    """Start ``tr``, cut ``link``'s cable once the source NIC has sent ``cut_at`` (a
+    fraction) of the transfer's packets, restore it ``down_for`` seconds later, wait
+    for the transfer (``cut=False``: no cut); the cable is always restored, also on a
+    failure. The transfer's result (a QP that failed does not keep the run waiting
+    for its receiver, ``roce.wait``) and the ``Cut``'s times."""
+    nic = fn.topo.host(tr.src).nic
+    times = Cut()
+    nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (topologies/cables.py)
+
+    async def cut_and_restore() -> None:
+        async with NicProgress(fn, nic) as progress:
+            await progress.until_sent(before, int(cut_at * -(-tr.nbytes // R.MTU)), 60)
+            times.cut_started = time.time()
+            await set_link(fn.topo, fn.inventory, link, down=True, nodes=nodes)
+            times.cut_time = time.time()
+            await asyncio.sleep(down_for)
+            times.restored_at = time.time()
+            await set_link(fn.topo, fn.inventory, link, down=False, nodes=nodes)
+            times.restore_done = time.time()
+
+    try:
+        before = read_nics(fn, [nic])
+        tr.start()
+        if cut:
+            asyncio.run(cut_and_restore())
+        res = R.wait(tr)
+    finally:
+        tr.kill()
+        if times.cut_started is not None and (times.restore_done is None or fn.inventory.down):
+            asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
+    return res, times
+
+
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down_for: float,
         link: str = LINKS[0], seed: int = 1, src: str = "h1", dst: str = "h3", cut: bool = True) -> dict[str, Any]:
     """One transfer of ``nbytes`` generated here from ``seed``; ``link``'s cable cut
@@ -95,34 +142,9 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
     # which names none (docs/transport.md).
     tr = C.Transfer(fn, src, dst, nbytes, workdir, ["--rate", str(rate), "--in", str(infile), "--rto-min", "0.4"],
                     ["--nack-delay", "0.1", "--out", str(outfile), "--bytes", str(nbytes)])
-    nic = fn.topo.host(src).nic
-    cut_started: float | None = None
-    cut_time = restored_at = restore_done = cut_started
-    nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (topologies/cables.py)
-
-    async def cut_and_restore() -> None:
-        nonlocal cut_started, cut_time, restored_at, restore_done
-        async with NicProgress(fn, nic) as progress:
-            await progress.until_sent(before, int(cut_at * -(-nbytes // 1000)), 60)
-            cut_started = time.time()
-            await set_link(fn.topo, fn.inventory, link, down=True, nodes=nodes)
-            cut_time = time.time()  # both ends are down: the cut has taken effect
-            await asyncio.sleep(down_for)
-            restored_at = time.time()  # the command's start: the cable is up before it returns
-            await set_link(fn.topo, fn.inventory, link, down=False, nodes=nodes)
-            restore_done = time.time()
-
-    try:
-        before = read_nics(fn, [nic])
-        tr.start()
-        if cut:
-            asyncio.run(cut_and_restore())
-        res = tr.wait()
-        tables_after = asyncio.run(_all_tables(fn))
-    finally:
-        tr.kill()
-        if cut_started is not None and (restore_done is None or fn.inventory.down):
-            asyncio.run(set_link(fn.topo, fn.inventory, link, down=False))
+    res, c = run_with_cut(fn, tr, link, cut_at, down_for, cut)
+    tables_after = asyncio.run(_all_tables(fn))
+    cut_started, cut_time, restored_at, restore_done = c.cut_started, c.cut_time, c.restored_at, c.restore_done
     s = res.sender
     received_ok = outfile.exists() and outfile.read_bytes() == data
     t0 = s.get("started_at_unix", cut_time or 0.0)
@@ -162,13 +184,67 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
             **(recovery(s.get("delivered_series", []), cut_t) if cut_t is not None else {})}
 
 
+def progress_around(series: list[list[float]], cut_t: float, restore_t: float) -> dict[str, float | None]:
+    """From a QP's [[t, bytes acknowledged]]: the last progress before the restore
+    (where it stood still) and the first progress after that, both in seconds after
+    the sender started, and that first progress's distance from the restore."""
+    last = first = None
+    for (_, b0), (t1, b1) in zip(series, series[1:], strict=False):
+        if b1 > b0 and t1 <= restore_t:
+            last = t1
+        elif b1 > b0 and first is None and t1 > restore_t:
+            first = t1
+    return {"last_progress_before_restore_t": last, "resumed_t": first,
+            "resumed_after_restore_s": None if first is None else first - restore_t,
+            "stood_still_s": None if last is None else (first if first is not None else series[-1][0]) - max(last, cut_t)}
+
+
+def roce_run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down_for: float,
+             link: str = LINKS[0], seed: int = 1, src: str = "h1", dst: str = "h3") -> dict[str, Any]:
+    """The RoCEv2 baseline on the same cut: one QP of ``nbytes`` (the same data as
+    ``run``'s of ``seed``) at the same packet rate, its source port chosen so that its
+    one EV's path crosses ``link`` (``--path-ev``), the cable cut at the same point and
+    restored ``down_for`` seconds later. Its outcome is what its report says: complete
+    after standing still (resumed after the restore), or failed (retries exhausted)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = random.Random(seed).randbytes(nbytes)
+    infile, outfile = workdir / "data.bin", workdir / "received.bin"
+    infile.write_bytes(data)
+    ev = min(crossing_evs(fn, src, dst, link))
+    tr = C.Transfer(fn, src, dst, nbytes, workdir, R.send_args(rate, path_ev=ev, extra=["--in", str(infile)]),
+                    [*R.TRANSPORT, "--out", str(outfile), "--bytes", str(nbytes)])
+    res, c = run_with_cut(fn, tr, link, cut_at, down_for)
+    q = R.qps(res)[0]
+    t0 = res.sender.get("started_at_unix", c.cut_time or 0.0)
+    cut_t = None if c.cut_time is None else c.cut_time - t0
+    restore_t = None if c.restored_at is None else c.restored_at - t0
+    g = q["go_back_n"]
+    give_up = (g["retry_count"] or 0) + 1  # timeouts after the last progress before the error state
+    around = progress_around(q["delivered_series"], cut_t, restore_t) if cut_t is not None and restore_t is not None \
+        else {}
+    if q["state"] == "error" and "retry count exceeded" in (q["error"] or ""):
+        what = "failed after retries"
+    elif q["state"] == "complete" and around.get("resumed_t") is not None:
+        what = "resumed after the restore"
+    else:
+        what = "complete" if q["state"] == "complete" else "stalled"
+    return {"link": link, "ev": ev, "down_for_s": down_for, "cut_t": cut_t, "restore_t": restore_t,
+            "gives_up_after_s": give_up * (g["ack_timeout_s"] or 0.0), "outcome": what,
+            "received_file_matches": outfile.exists() and outfile.read_bytes() == data, "summary": res.summary(),
+            **around, "qp": q}
+
+
 def run_all(fn: Any, workdir: Path, *, links: tuple[str, ...] = LINKS, seeds: tuple[int, ...] = SEEDS,
-            **kw: Any) -> dict[str, Any]:
-    """Every link x seed with a cut, and one run without a cut."""
+            roce_down_for: tuple[float, ...] = (), **kw: Any) -> dict[str, Any]:
+    """Every link x seed with a cut, and one run without a cut; then the RoCEv2
+    baseline's QP on the first link's cut, once per ``roce_down_for`` (seconds down:
+    none given, the MRC runs' ``down_for``)."""
     runs = [run(fn, workdir / f"{link.replace(':', '_')}-{seed}", link=link, seed=seed, **kw)
             for link in links for seed in seeds]
     baseline = run(fn, workdir / "no-cut", seed=seeds[0], cut=False, **kw)
-    return {"runs": runs, "no_cut": baseline, **totals(runs, baseline)}
+    roce = [roce_run(fn, workdir / f"roce-{k}", link=links[0], seed=seeds[0], **{**kw, "down_for": down})
+            for k, down in enumerate(roce_down_for or (kw["down_for"],))]
+    return {"runs": runs, "no_cut": baseline, "roce": roce, **totals(runs, baseline)}
 
 
 def totals(runs: list[dict[str, Any]], baseline: dict[str, Any]) -> dict[str, Any]:
@@ -209,34 +285,59 @@ def figures(d: dict[str, Any]) -> list[str]:
                      f"all back {_ms(r['restore_to_last_recovery_s'])} after the restore; retransmissions "
                      f"{x.get('total')} (timeout {x.get('timeout')}, NACK {x.get('nack')}); "
                      f"{C.mbps(r['goodput_bps'])} Mb/s")
+    for r in d.get("roce", []):
+        lines.append(f"  RoCEv2 QP on EV {r['ev']} (its path crosses {r['link']}), cable down {r['down_for_s']:g} s "
+                     f"(the QP gives up {r['gives_up_after_s']:.2f} s after its last progress): {r['outcome'].upper()}; "
+                     f"stood still {_ms(r.get('stood_still_s'))}, progress again {_ms(r.get('resumed_after_restore_s'))} "
+                     f"after the restore; {R.outcome(r['qp'])}")
     return lines
 
 
 def plot(d: dict[str, Any]) -> Any:
     plt = C.pyplot()
     r = d["runs"][0]
-    fig, ax = plt.subplots(figsize=(9, 4))
+    roce = d.get("roce", [])
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 4.5))
     g = goodput_series(r["delivered_series"])
-    ax.plot([t for t, _ in g], [v / 1e6 for _, v in g], label="goodput (100 ms windows)")
+    ax.plot([t for t, _ in g], [v / 1e6 for _, v in g], label="MRC-lite goodput (100 ms windows)")
+    if roce:
+        q = goodput_series(roce[0]["qp"]["delivered_series"])
+        ax.plot([t for t, _ in q], [v / 1e6 for _, v in q], color="tab:red",
+                label=f"RoCEv2 QP on EV {roce[0]['ev']}, cut {roce[0]['down_for_s']:g} s: {roce[0]['outcome']}")
     ax.axvspan(r["cut_t"], r["restore_t"], color="red", alpha=0.1, label=f"{r['link']} cable down")
     for e in r["ev_events"]:
         ax.axvline(e["t"], color="orange" if e["event"] == "retired" else "green", alpha=0.4, linewidth=0.8)
-    ax.plot([], [], color="orange", label="an EV retired")
-    ax.plot([], [], color="green", label="an EV recovered")
+    ax.plot([], [], color="orange", label="an MRC EV retired")
+    ax.plot([], [], color="green", label="an MRC EV recovered")
     ax.set_xlabel("seconds after the sender started")
     ax.set_ylabel("Mb/s")
-    ax.set_title(f"Link failure, {r['link']} seed {r['seed']}: {len(r['evs_retired'])} EVs retired, "
-                 f"{len(r['retired_not_crossing'])} healthy")
-    ax.legend(loc="lower right")
+    ax.set_title(f"{r['link']} seed {r['seed']}: MRC {len(r['evs_retired'])} EVs retired, "
+                 f"{len(r['retired_not_crossing'])} healthy", fontsize=10)
+    ax.legend(loc="lower right", fontsize=7)
+    series: list[tuple[str, Any, str, Any]] = [("MRC-lite", r["delivered_series"], "tab:blue", (r["cut_t"], r["restore_t"]))]
+    series += [(f"RoCEv2, cut {x['down_for_s']:g} s: {x['outcome']}", x["qp"]["delivered_series"], color,
+                (x["cut_t"], x["restore_t"])) for x, color in zip(roce, ("tab:red", "tab:purple", "tab:brown"),
+                                                                 strict=False)]
+    for label, ser, color, span in series:
+        bx.plot([t for t, _ in ser], [b / 1e6 for _, b in ser], color=color, label=label)
+        if span and None not in span:
+            bx.axvspan(*span, color=color, alpha=0.08)
+    bx.set_xlabel("seconds after the sender started (shaded: each run's cut)")
+    bx.set_ylabel("MB acknowledged")
+    bx.set_title("progress: the QP stands still while its path is cut", fontsize=10)
+    bx.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
     return fig
 
 
 def acceptable(d: dict[str, Any]) -> bool:
-    """Every run verified, no table written, exactly the crossing EVs retired while the
-    cable was down and every one back after the restore, nothing retired without a cut."""
+    """Every MRC run verified, no table written, exactly the crossing EVs retired while
+    the cable was down and every one back after the restore, nothing retired without a
+    cut; every run of the baseline's QP reported (its outcome whatever it is)."""
     return bool(d["all_ok"] and d["tables_unchanged"] and d["healthy_retired"] == 0
                 and d["crossing_not_retired"] == 0 and d["recovered_while_down"] == 0
-                and d["crossing_not_recovered_after_restore"] == 0 and d["no_cut_retired"] == 0)
+                and d["crossing_not_recovered_after_restore"] == 0 and d["no_cut_retired"] == 0
+                and not any(R.problems(x["qp"]) for x in d.get("roce", [])))
 
 
 def fabric_links(text: str, shape: dict[str, int] | None = None) -> tuple[str, ...]:
@@ -260,14 +361,29 @@ def seed_list(text: str) -> tuple[int, ...]:
         raise typer.BadParameter(f"{text!r}: give integers, comma-separated (1,2,3)", param_hint="--seeds") from None
 
 
+def seconds_list(text: str) -> tuple[float, ...]:
+    """``--roce-down-for``: seconds (finite, 0 or more), comma-separated."""
+    try:
+        out = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        out = ()
+    if not out or not all(0 <= x < float("inf") for x in out):
+        raise typer.BadParameter(f"{text!r}: give seconds, comma-separated (0.5,3)", param_hint="--roce-down-for")
+    return out
+
+
 # On BMv2 (2 planes): one link x one seed, 800 packets at 200 packets/s, the cable down
 # 1.5 s: at this pace an EV's turn comes every 64 / 200 s or later, and a crossing EV is
 # retired on the NACK of its second lost packet in a row, so the cable stays down for
 # several turns.
+# The baseline's QP: once with the cable down as long as for MRC (shorter than the
+# 8 local ACK timeouts, 8 x 0.268 s, after which its retries run out: it stands still,
+# then resumes), once down 3 s (longer: it fails).
+ROCE_DOWN_FOR = (0.5, 3.0)
 DEFAULTS = C.Defaults(embedded={"links": LINKS, "seeds": SEEDS, "nbytes": 6_000_000, "rate": 4000.0,
-                                "cut_at": 0.25, "down_for": 0.5},
+                                "cut_at": 0.25, "down_for": 0.5, "roce_down_for": ROCE_DOWN_FOR},
                       bmv2={"links": LINKS[:1], "seeds": SEEDS[:1], "nbytes": 800_000, "rate": 200.0,
-                            "cut_at": 0.25, "down_for": 1.5})
+                            "cut_at": 0.25, "down_for": 1.5, "roce_down_for": (1.5, 3.0)})
 EXPERIMENT = C.Experiment("failure", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
@@ -285,15 +401,20 @@ def cli(
             "--links", help=DEFAULTS.help("links", "the spine links to cut, comma-separated"))] = None,
         seeds: Annotated[Optional[str], typer.Option(
             "--seeds", help=DEFAULTS.help("seeds", "data seeds, comma-separated"))] = None,
+        roce_down_for: Annotated[Optional[str], typer.Option(
+            "--roce-down-for", help=DEFAULTS.help(
+                "roce_down_for", "seconds the cable stays down for each run of the RoCEv2 baseline's QP, "
+                "comma-separated"))] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     # the links checked against the fabric the run gets (BMv2's has fewer planes)
     shape = DEFAULTS.fabric_shape(C.target_of(target)) if cut_links is not None else {}
     chosen = None if cut_links is None else fabric_links(cut_links, shape)
     numbers = None if seeds is None else seed_list(seeds)
+    downs = None if roce_down_for is None else seconds_list(roce_down_for)
     return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run_all,
                   {"links": chosen, "seeds": numbers, "nbytes": nbytes, "rate": rate, "cut_at": cut_at,
-                   "down_for": down_for})
+                   "down_for": down_for, "roce_down_for": downs})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,16 @@ threshold plus ``margin(senders)``. Measured: per-sender goodput and Jain's fair
 index, retransmissions by cause (timeouts must be 0), CE marks and trims on the
 limited ports; every byte checked by comparing each received file with the data
 generated for its sender.
+
+The RoCEv2 baseline runs the same incast in the same network right after: four RC
+queue pairs (``mrc-send --transport roce``, docs/transport.md) from the same senders
+with the same bytes into the same limited port, each on the one EV (plane) its
+4-tuple hashes onto (source ports drawn at random with a fixed seed), each starting
+at the receiver's whole capacity (``port_rate x planes`` packets/s: what one sender
+alone could take) with DCQCN cutting its rate on the CNPs the receiver sends for CE
+marks. Its packets are in DSCP 26, a class the fabric marks and drops but never
+trims. Reported as they are: per-QP goodput and Jain's index, CNPs, go-back-N,
+drops and marks on the limited ports, the deepest queue.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import typer
 from controller.counters import delta
 from endpoints.wire import UDP_PORT_MRC
 from experiments import common as C
+from experiments import roce as R
 from experiments.start_together import Barrier
 from topologies.transfer import listening
 from experiments.trimming import shape, shaped_leaves
@@ -54,6 +65,7 @@ BASE_RTT = 0.002
 STARTUP = 1.0  # seconds after the senders start: the start-up, before the bound is checked
 SENDERS = ("h1", "h2", "h3", "h5")  # three from the other leaf, one from the receiver's
 DST = "h4"
+ROCE_SEED = "incast-roce"  # the QPs' source ports: drawn at random, the same in every run
 
 
 def jain(values: list[float]) -> float:
@@ -69,7 +81,21 @@ def margin(senders: int) -> int:
     return senders * 2 * 1
 
 
-def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) -> dict[str, Any]:
+def _arguments(fn: Any, senders: list[str], roce_pps: float | None) -> tuple[list[str], list[str], list[list[str]]]:
+    """mrc-send's and mrc-recv's arguments, and each sender's own: MRC-lite's (its
+    first windows together no more than the marking threshold of each plane's queue:
+    they leave before any feedback), or the baseline's QPs at ``roce_pps``."""
+    if roce_pps is not None:
+        ports = R.random_ports(len(senders), ROCE_SEED)
+        return R.send_args(roce_pps), list(R.TRANSPORT), [["--source-port", str(p)] for p in ports]
+    first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
+    return (["--rto-min", str(RTO_MIN), "--initial-window", str(first), "--cc-base-rtt", str(BASE_RTT)],
+            ["--nack-delay", str(NACK_DELAY)], [[] for _ in senders])
+
+
+def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int,
+           roce_pps: float | None = None) -> dict[str, Any]:
+    """The incast of MRC-lite, or (``roce_pps``: their line rate) of the baseline's QPs."""
     workdir.mkdir(parents=True, exist_ok=True)
     inputs = {s: random.Random(f"incast-{s}").randbytes(nbytes) for s in senders}
     for s, data in inputs.items():
@@ -77,24 +103,22 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     outfile = workdir / "received"
     leaves, port = shaped_leaves(fn, dst)
     before = C.read_counters(fn)
-    # The first windows go out before any feedback: together they must fit under the
-    # marking threshold of each plane's queue.
+    send, recv, own = _arguments(fn, senders, roce_pps)
     first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
     barrier = Barrier(workdir / "barrier", len(senders))
-    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, ["--rto-min", str(RTO_MIN), "--initial-window", str(first),
-                                                          "--cc-base-rtt", str(BASE_RTT)],
-                    ["--nack-delay", str(NACK_DELAY), "--out", str(outfile), "--bytes", str(nbytes)],
+    tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, send,
+                    [*recv, "--out", str(outfile), "--bytes", str(nbytes)],
                     count=len(senders), launcher=barrier.launcher())
     try:
         tr.start_receiver()
-        for s in senders:
-            tr.start_sender(s, ["--in", str(workdir / f"in-{s}")])
+        for s, extra in zip(senders, own, strict=True):
+            tr.start_sender(s, ["--in", str(workdir / f"in-{s}"), *extra])
         C.reset_queue_depths(fn, leaves, port)
         barrier.release(listening(fn, [dst], UDP_PORT_MRC))
         time.sleep(STARTUP)
         startup_depth = C.max_queue_depths(fn, leaves, port)
         C.reset_queue_depths(fn, leaves, port)
-        res = tr.wait()
+        res = R.wait(tr)
     finally:
         tr.kill()
     depth = C.max_queue_depths(fn, leaves, port)
@@ -111,7 +135,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
     def port_count(counts: dict[str, Any], name: str) -> int:
         return sum(counts.get(leaf, {}).get(name, {}).get(port, (0, 0))[0] for leaf in leaves)
 
-    return {"ok": res.ok, "received_files_match": files_match, "summaries": [res.summary()],
+    out = {"ok": res.ok, "received_files_match": files_match, "summaries": [res.summary()],
             "initial_window": first,
             "goodput_bps": goodputs, "jain": jain(list(goodputs.values())),
             "completion_s": {s: r.get("completion_time_s") for s, r in zip(senders, res.send_reports, strict=True)},
@@ -124,6 +148,14 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int) ->
             "windows": {s: r.get("window") for s, r in zip(senders, res.send_reports, strict=True)},
             "start_skew_s": max(starts) - min(starts) if starts else None,
             "delivered_series": {s: r.get("delivered_series", []) for s, r in zip(senders, res.send_reports, strict=True)}}
+    if roce_pps is not None:
+        qps = dict(zip(senders, map(R.brief, R.qps(res)), strict=False))
+        # what the senders sent and the limited port did not: lost in a full queue
+        sent = sum(q["packets_sent"] or 0 for q in qps.values())
+        out.update(line_rate_pps=roce_pps, qps=qps, packets_sent=sent,
+                   rate_series={s: r.get("rate_series", []) for s, r in zip(senders, res.send_reports, strict=False)},
+                   not_through_port=sent - out["sent_through_port"])
+    return out
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple[str, ...] = SENDERS,
@@ -136,15 +168,20 @@ def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple
     try:
         shape(fn, dst, port_rate)
         out.update(incast(fn, workdir, list(senders), dst, nbytes))
+        out["roce"] = incast(fn, workdir / "roce", list(senders), dst, nbytes, port_rate * fn.topo.planes)
     finally:
         shape(fn, dst, None)
     return out
 
 
 def acceptable(d: dict[str, Any]) -> bool:
-    return (d["ok"] and d["received_files_match"] and d["retransmissions"]["timeout"] == 0 and d["jain"] >= 0.9
-            and d["ce_marked"] > 0 and d["trimmed"] == 0
-            and max(d["max_queue_after_startup"].values()) <= d["queue_bound"])
+    """MRC-lite's incast verified, fair, without timeouts or trims, its queue within the
+    bound after the start-up; every QP of the baseline reported (whatever its figures)."""
+    return bool(d["ok"] and d["received_files_match"] and d["retransmissions"]["timeout"] == 0 and d["jain"] >= 0.9
+                and d["ce_marked"] > 0 and d["trimmed"] == 0
+                and max(d["max_queue_after_startup"].values()) <= d["queue_bound"]
+                and len(d["roce"]["qps"]) == len(d["senders"])
+                and not any(R.problems(q) for q in d["roce"]["qps"].values()))
 
 
 def figures(d: dict[str, Any]) -> list[str]:
@@ -159,24 +196,60 @@ def figures(d: dict[str, Any]) -> list[str]:
             f"EVs retired {d['evs_retired']}, CE marked {d['ce_marked']}, trimmed {d['trimmed']}",
             f"  deepest queue (max_qdepth): first {d['startup_s']:g} s "
             + ", ".join(f"{k} {v}" for k, v in d["max_queue_startup"].items())
-            + "; after it " + ", ".join(f"{k} {v}" for k, v in d["max_queue_after_startup"].items())]
+            + "; after it " + ", ".join(f"{k} {v}" for k, v in d["max_queue_after_startup"].items()),
+            *roce_figures(d["roce"])]
+
+
+def roce_figures(r: dict[str, Any]) -> list[str]:
+    lines = [f"  RoCEv2 QPs (DCQCN from {r['line_rate_pps']:g} packets/s): verified={r['ok']}, goodputs (Mb/s) "
+             + ", ".join(f"{s} {C.mbps(v):.2f}" for s, v in r["goodput_bps"].items()) + f", Jain {r['jain']:.3f}; "
+             f"CE marked {r['ce_marked']}, trimmed {r['trimmed']}, {r['not_through_port']} of {r['packets_sent']} "
+             "packets sent not through the limited port (dropped on the way); deepest queue after the start-up "
+             + ", ".join(f"{k} {v}" for k, v in r["max_queue_after_startup"].items())]
+    for s, q in r["qps"].items():
+        lines.append(f"    {s}: EV {q['ev']}, {q['cnps_received']} CNPs, rate at the end "
+                     f"{(q['rate_bps'] or {}).get('final', 0) / 1e6:.2f} Mb/s (lowest "
+                     f"{(q['rate_bps'] or {}).get('min', 0) / 1e6:.2f}); {R.outcome(q)}")
+    return lines
 
 
 def plot(d: dict[str, Any]) -> Any:
     plt = C.pyplot()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    for s, series in d["delivered_series"].items():
-        a.plot([t for t, _ in series], [v / 1e6 for _, v in series], label=s)
+    r = d["roce"]
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(16, 4.2))
+    for (s, series), color in zip(d["delivered_series"].items(), COLORS, strict=False):
+        a.plot([t for t, _ in series], [v / 1e6 for _, v in series], color=color, label=f"{s} MRC-lite")
+    for (s, series), color in zip(r["delivered_series"].items(), COLORS, strict=False):
+        a.plot([t for t, _ in series], [v / 1e6 for _, v in series], color=color, linestyle="--",
+               label=f"{s} RoCEv2 (EV {r['qps'][s]['ev']})")
     a.set_xlabel("seconds after the sender started")
     a.set_ylabel("MB acknowledged")
     a.set_title(f"incast into {d['dst']}")
-    a.legend()
+    a.legend(fontsize=7)
     names = list(d["goodput_bps"])
-    b.bar(names, [C.mbps(d["goodput_bps"][s]) for s in names], color="tab:blue")
+    xs = range(len(names))
+    b.bar([x - 0.2 for x in xs], [C.mbps(d["goodput_bps"][s]) for s in names], 0.4, color="tab:blue",
+          label=f"MRC-lite, Jain {d['jain']:.3f}")
+    b.bar([x + 0.2 for x in xs], [C.mbps(r["goodput_bps"][s]) for s in names], 0.4, color="tab:red",
+          label=f"RoCEv2 + DCQCN, Jain {r['jain']:.3f}")
+    b.set_xticks(list(xs), names)
     b.set_ylabel("goodput, Mb/s")
-    deepest = max(d["max_queue_after_startup"].values())
-    b.set_title(f"Jain {d['jain']:.3f}; {d['ce_marked']} CE; deepest queue {deepest} (bound {d['queue_bound']})")
+    b.legend(fontsize=7)
+    deepest, roce_deepest = max(d["max_queue_after_startup"].values()), max(r["max_queue_after_startup"].values())
+    b.set_title(f"deepest queue after the start-up: MRC {deepest}, RoCE {roce_deepest} (MRC bound "
+                f"{d['queue_bound']})", fontsize=9)
+    for (s, q), color in zip(r["qps"].items(), COLORS, strict=False):
+        series = r["rate_series"].get(s, [])
+        c.plot([t for t, _ in series], [v / 1e6 for _, v in series], color=color, label=f"{s}: {q['cnps_received']} CNPs")
+    c.set_xlabel("seconds after the sender started")
+    c.set_ylabel("DCQCN rate RC, Mb/s")
+    c.set_title("the RoCEv2 QPs' rates (a dip per CNP)", fontsize=9)
+    c.legend(fontsize=7)
+    fig.tight_layout()
     return fig
+
+
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 
 
 # On BMv2: one plane (the limited port the only queue; 10 switches), 4 senders x 150

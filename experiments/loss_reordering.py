@@ -16,6 +16,16 @@ bursts (reordering against the unshaped planes; tbf counts the packets it held b
 as ``overlimits``). Every impairment is on the
 root namespace's end of a veth, removed afterwards (and gone with the veth when the
 network stops).
+
+The RoCEv2 baseline (``mrc-send --transport roce``, docs/transport.md) sends the same
+bytes at the same packet rate through the same impairments, right after: its QP is
+one flow, so its source port is chosen (``--path-ev``) to put its one path through
+plane 0's lossy uplinks. One path delivers in order, so the QP sees no reordering
+from the planes' different delays; what it sees is the loss, and each lost packet
+makes a gap, the gap a NAK, and the NAK a go-back-N that resends the lost packet and
+everything sent after it (a lost resend waits for the local ACK timeout). Reported
+as it is: its state, completion, go-back-N figures, the receiver's out-of-sequence
+drops.
 """
 
 from __future__ import annotations
@@ -30,7 +40,8 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from experiments import common as C
-from fabric.paths import links
+from experiments import roce as R
+from fabric.paths import links, paths
 from fabric.cli_options import finite
 
 Method = Literal["netem", "nftables+tbf"]
@@ -148,6 +159,9 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_
                              recv_args=["--nack-delay", "0.05"])
         dropped = imp.lost(lossy)
         held = imp.held_back(delayed)
+        ev = min(p.ev for p in paths(fn.topo, fn.topo.host(src), fn.topo.host(dst)) if p.plane == 0)
+        roce = R.run_transfer(fn, src, dst, nbytes, workdir / "roce", R.send_args(rate, path_ev=ev))
+        roce_dropped = imp.lost(lossy) - dropped
     finally:
         imp.remove()
     s = res.sender
@@ -165,12 +179,14 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_
             "delivered_series": s.get("delivered_series", []),
             "baseline": {"ok": base.ok, "out_of_order": base_counts.get("out_of_order", 0),
                          "retransmissions": base.sender.get("retransmissions"),
-                         "goodput_bps": base.sender.get("goodput_bps")}}
+                         "goodput_bps": base.sender.get("goodput_bps")},
+            "roce": {"impairment_dropped": roce_dropped, "qp": R.qps(roce)[0], "summary": roce.summary()}}
 
 
 def figures(d: dict[str, Any]) -> list[str]:
     r = d["retransmissions"] or {}
     c = d["receiver_counts"]
+    q = d["roce"]["qp"]
     how = (f"delay {d['delay_ms']} +- {d['jitter_ms']} ms" if d["method"] == "netem"
            else "a tbf bucket at the plane's share")
     return [f"loss and reordering ({d['method']}): {d['bytes']} bytes at {d['rate_pps']:g} packets/s; "
@@ -182,17 +198,26 @@ def figures(d: dict[str, Any]) -> list[str]:
             f"order ({d['baseline']['out_of_order']} in the same transfer without impairments), "
             f"{c.get('duplicates', 0)} duplicates",
             "  per plane (sent/retransmits/losses): " + ", ".join(
-                f"{p}: {v['sent']}/{v['retransmits']}/{v['losses']}" for p, v in sorted(d["per_plane"].items()))]
+                f"{p}: {v['sent']}/{v['retransmits']}/{v['losses']}" for p, v in sorted(d["per_plane"].items())),
+            f"  RoCEv2 QP on EV {q['ev']} (plane 0, the lossy uplinks): {R.outcome(q)}; the impairment dropped "
+            f"{d['roce']['impairment_dropped']} of its packets; the receiver dropped "
+            f"{q['receiver']['out_of_sequence']} out of sequence (behind a gap), {q['receiver']['duplicates']} "
+            f"duplicates, and sent {q['receiver']['naks']} NAKs"]
 
 
 def plot(d: dict[str, Any]) -> Any:
     plt = C.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    series = d["delivered_series"]
-    axes[0].plot([t for t, _ in series], [b / 1e6 for _, b in series])
+    series, q = d["delivered_series"], d["roce"]["qp"]
+    axes[0].plot([t for t, _ in series], [b / 1e6 for _, b in series], color="tab:blue",
+                 label=f"MRC-lite (verified: {d['ok']})")
+    axes[0].plot([t for t, _ in q["delivered_series"]], [b / 1e6 for _, b in q["delivered_series"]], color="tab:red",
+                 label=f"RoCEv2 QP on plane 0: {q['state']}, {q['go_back_n']['rewinds']} go-back-N, "
+                       f"{q['go_back_n']['resent']} resent")
     axes[0].set_xlabel("seconds after the sender started")
     axes[0].set_ylabel("MB acknowledged")
-    axes[0].set_title(f"progress (every byte verified: {d['ok']})")
+    axes[0].set_title("progress, the same bytes and rate")
+    axes[0].legend(fontsize=8)
     planes = sorted(d["per_plane"])
     xs = range(len(planes))
     axes[1].bar([x - 0.2 for x in xs], [d["per_plane"][p]["losses"] for p in planes], 0.4, label="losses seen")
@@ -207,8 +232,9 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 def acceptable(d: dict[str, Any]) -> bool:
-    """The impaired transfer verified."""
-    return bool(d["ok"])
+    """The impaired MRC-lite transfer verified; the baseline's QP reported (whatever
+    its figures)."""
+    return bool(d["ok"]) and not R.problems(d["roce"]["qp"])
 
 
 # On BMv2: 800 packets at 400 packets/s, the same impairments. Half of them cross the

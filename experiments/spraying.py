@@ -8,7 +8,10 @@ an EV per packet from the address plan) should load every plane and every spine 
 within 10% of the mean. The comparison is the same bytes sent by ``mrc-send`` to
 another UDP port from one source port: not MRC for the NIC, so ``spray_mode`` sprays
 it per flow (docs/nic.md) and the flow hash keeps all of it on one (plane, spine)
-member.
+member. The RoCEv2 baseline's QP (``mrc-send --transport roce``, one path per queue
+pair, docs/transport.md) carries the same bytes at the same packet rate from a fixed
+source port (``ROCE_SOURCE_PORT``): its hash puts it on one EV, so one plane and one
+spine link, as a real NIC's ECMP does.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Annotated, Any, Optional
 
 from controller.counters import delta, link_loads
 from experiments import common as C
+from experiments import roce as R
 from fabric.paths import links
 
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
 PLAIN_SOURCE_PORT = 40000  # one UDP source port: one flow
+ROCE_SOURCE_PORT = 50000  # the QP's entropy: a fixed one, so every run takes the same path
 
 
 def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, Any]:
@@ -39,15 +44,17 @@ def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, A
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", dst: str = "h3") -> dict[str, Any]:
-    """Both transfers, one after the other, each between two counter reads."""
+    """The three transfers, one after the other, each between two counter reads."""
     out: dict[str, Any] = {"bytes": nbytes, "rate_pps": rate, "src": src, "dst": dst}
     recv = ["--nack-delay", "0.05"]
     for name, send_args, recv_args in (
             ("mrc", ["--rate", str(rate)], recv),
             ("per_flow", ["--rate", str(rate), "--port", str(PLAIN_PORT), "--source-port", str(PLAIN_SOURCE_PORT),
-                          "--ev-list", "1", "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)])):
+                          "--ev-list", "1", "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)]),
+            ("roce", R.send_args(rate, source_port=ROCE_SOURCE_PORT), [])):
         before = C.read_counters(fn)
-        res = C.run_transfer(fn, src, dst, nbytes, workdir / name, send_args=send_args, recv_args=recv_args)
+        res = (R.run_transfer(fn, src, dst, nbytes, workdir / name, send_args, recv_args) if name == "roce" else
+               C.run_transfer(fn, src, dst, nbytes, workdir / name, send_args=send_args, recv_args=recv_args))
         after = C.read_counters(fn)
         load = loads(fn, before, after, src, dst)
         out[name] = {"ok": res.ok, "summary": res.summary(), "goodput_bps": res.sender.get("goodput_bps"),
@@ -57,14 +64,21 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", ds
                      "plane_spread": C.spread(list(load["planes"].values())),
                      "spine_up_spread": C.spread(list(load["spine_up"].values())),
                      "spine_down_spread": C.spread(list(load["spine_down"].values()))}
+        if name == "roce":
+            out[name]["qp"] = R.brief(R.qps(res)[0])
     return out
+
+
+LABELS = (("mrc", "MRC-lite (per packet over 64 EVs)"), ("per_flow", "plain UDP (NIC per flow)"),
+          ("roce", "RoCEv2 RC (one QP, ECMP-hashed)"))
 
 
 def figures(data: dict[str, Any]) -> list[str]:
     lines = [f"spraying: {data['bytes']} bytes {data['src']} -> {data['dst']} at {data['rate_pps']:g} packets/s"]
-    for name, label in (("mrc", "MRC-lite (per packet over 64 EVs)"), ("per_flow", "plain UDP (NIC per flow)")):
+    for name, label in LABELS:
         r = data[name]
-        lines.append(f"  {label}: verified={r['ok']}, goodput {C.mbps(r['goodput_bps'])} Mb/s")
+        lines.append(f"  {label}: verified={r['ok']}, goodput {C.mbps(r['goodput_bps'])} Mb/s"
+                     + (f"; QP on EV {r['qp']['ev']}: {R.outcome(r['qp'])}" if "qp" in r else ""))
         lines.append("    per plane (NIC plane_tx): " + ", ".join(f"{p}: {n}" for p, n in r["planes"].items())
                      + f"; max distance from the mean {100 * r['plane_spread']:.1f}%")
         lines.append("    per spine link up: " + ", ".join(f"{k}: {v}" for k, v in r["spine_up"].items())
@@ -81,8 +95,9 @@ def plot(data: dict[str, Any]) -> Any:
                            (axes[1], "spine_up", "packets per spine link (source leaf -> spine)")):
         names = list(data["mrc"][key])
         xs = range(len(names))
-        ax.bar([x - 0.2 for x in xs], [data["mrc"][key][n] for n in names], 0.4, label="MRC-lite, per packet")
-        ax.bar([x + 0.2 for x in xs], [data["per_flow"][key][n] for n in names], 0.4, label="plain UDP, per flow")
+        for k, (name, label) in enumerate((("mrc", "MRC-lite, per packet"), ("roce", "RoCEv2 RC QP, ECMP"),
+                                           ("per_flow", "plain UDP, per flow"))):
+            ax.bar([x + 0.27 * (k - 1) for x in xs], [data[name][key][n] for n in names], 0.27, label=label)
         ax.set_xticks(list(xs), [f"plane {n}" if key == "planes" else str(n).replace(":", "\n") for n in names],
                       fontsize=8)
         ax.set_title(title)
@@ -93,8 +108,9 @@ def plot(data: dict[str, Any]) -> Any:
 
 
 def acceptable(d: dict[str, Any]) -> bool:
-    """Both transfers verified."""
-    return bool(d["mrc"]["ok"] and d["per_flow"]["ok"])
+    """MRC-lite's and the plain flow's transfers verified, the baseline's QP reported
+    (its figures whatever they are)."""
+    return bool(d["mrc"]["ok"] and d["per_flow"]["ok"] and not R.problems(d["roce"]["qp"]))
 
 
 # On BMv2: 300 packets at 400 packets/s over 2 planes x 2 spines.

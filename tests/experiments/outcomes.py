@@ -30,15 +30,16 @@ def run_watching_the_cut(fabric: Any, link: str, run: Callable[[], dict[str, Any
 def run_counting_planes(fabric: Any, src: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``run()``, the spraying experiment from ``src``, with the test's own reads of
     ``src``'s NIC counters before and after: the packets it sent into each plane
-    (``NicEgress.plane_tx``) are the experiment's two flows' counts together. What
-    ``run()`` returned."""
+    (``NicEgress.plane_tx``) are the experiment's three flows' counts together (MRC-lite,
+    the per-flow plain flow, the RoCE baseline's QP). What ``run()`` returned."""
     nic = fabric.topo.host(src).nic
     switch = {nic: fabric.inventory.switches[nic]}
     before = read_counters(switch)[nic].get("NicEgress.plane_tx", {})
     d = run()
     after = read_counters(switch)[nic].get("NicEgress.plane_tx", {})
     own = {p: after.get(p, (0, 0))[0] - before.get(p, (0, 0))[0] for p in range(fabric.topo.planes)}
-    reported = {p: d["mrc"]["planes"][p] + d["per_flow"]["planes"][p] for p in range(fabric.topo.planes)}
+    flows = [d[k]["planes"] for k in ("mrc", "per_flow", "roce")]
+    reported = {p: sum(int(f.get(p, f.get(str(p), 0))) for f in flows) for p in range(fabric.topo.planes)}
     assert own == reported, (own, reported)
     return d
 

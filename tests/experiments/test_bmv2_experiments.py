@@ -35,6 +35,14 @@ from tests.experiments.outcomes import (
     run_counting_planes,
     run_watching_the_cut,
 )
+from tests.experiments.roce_outcomes import (
+    assert_adaptive_roce,
+    assert_ecmp_roce,
+    assert_incast_roce,
+    assert_loss_roce,
+    assert_roce_reported,
+    assert_spraying_roce,
+)
 
 pytestmark = [pytest.mark.root, pytest.mark.bmv2]
 pytest.importorskip("mininet.net")
@@ -64,6 +72,11 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
     # 64 EVs over 4 (plane, spine) paths, EV k on plane k mod 2 and spine k div 2 mod 2
     # (fabric/plan.py): the 16 EVs k = 0, 4, 8, ... cross plane 0's spine 0.
     assert_cut_cable_outcome(fabric, d, [0x1000 + 4 * k for k in range(16)], "nic1 > p0-leaf0 > p0-spine0 > p0-leaf1")
+    # the baseline's QP on a crossing EV, the cable down 1.5 s and 3 s (its retries run
+    # out 8 x 0.268 s after its last progress): reported as what each was
+    assert [r["ev"] for r in d["roce"]] == [0x1000, 0x1000]
+    for r in d["roce"]:
+        assert_roce_reported(r["qp"], size["nbytes"])
 
 
 def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
@@ -85,6 +98,7 @@ def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, 
     assert spraying.DEFAULTS.fabric_shape("bmv2") == FABRIC_SHAPE
     d = run_counting_planes(fabric, "h1", lambda: spraying.run(fabric, tmp_path, **size))
     assert_spraying_outcome(d, size["nbytes"] // 1000, planes=2, spines=2)
+    assert_spraying_roce(fabric, d, size["nbytes"] // 1000)
 
 
 def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
@@ -94,7 +108,9 @@ def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
     from experiments import loss_reordering as L
 
     assert L.DEFAULTS.fabric_shape("bmv2") == FABRIC_SHAPE
-    assert_loss_reordering_outcome(L.run(fabric, tmp_path, **L.DEFAULTS.sizes("bmv2")))
+    d = L.run(fabric, tmp_path, **L.DEFAULTS.sizes("bmv2"))
+    assert_loss_reordering_outcome(d)
+    assert_loss_roce(fabric, d)
 
 
 def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> None:
@@ -131,6 +147,7 @@ def test_adaptive_spraying_puts_at_most_half_of_round_robins_packets_on_a_slow_p
     assert rr["slow_port_packets"] >= packets // 4  # one packet in 4 (plus OPENs, resends)
     assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
     assert ad["adaptive_skips"] > 0 and rr["adaptive_skips"] == 0
+    assert_adaptive_roce(fabric, d)
     assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
     assert fabric.switch(adaptive.LEAF).extra_args == [] and install_tables(fabric).writes == 0
 
@@ -196,6 +213,7 @@ def test_incast_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(in
     assert 16 < d["max_queue_after_startup"]["p0-leaf1"] <= 16 + 4 * 2 * 1, why
     assert d["trimmed"] == 0, why
     assert d["sent_through_port"] >= 4 * size["nbytes"] // 1000
+    assert_incast_roce(d)
     assert all(fn.switch(n).extra_args == [] for n in incast.shaped_leaves(fn, incast.DST)[0])
     assert install_tables(fn).writes == 0
 
@@ -207,4 +225,6 @@ def test_ecmp_spraying_has_no_slow_flow_and_beats_per_flow_hashing(ecmp_fabric, 
     # each: sprayed, each flow gets a quarter of 800 packets/s, 1 s; hashed, at best one
     # link's 100 packets/s, 2 s, and twice that when two flows share a link. The
     # assertions are the embedded test's.
-    assert_ecmp_outcome(ecmp_fabric, ecmp.run(ecmp_fabric, tmp_path, **ecmp.DEFAULTS.sizes("bmv2")))
+    d = ecmp.run(ecmp_fabric, tmp_path, **ecmp.DEFAULTS.sizes("bmv2"))
+    assert_ecmp_outcome(ecmp_fabric, d)
+    assert_ecmp_roce(ecmp_fabric, d)

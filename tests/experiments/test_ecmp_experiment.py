@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.experiments.outcomes import assert_ecmp_outcome
+from tests.experiments.roce_outcomes import assert_ecmp_roce
 
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
@@ -29,4 +30,6 @@ FABRIC_SHAPE = {"hosts_per_leaf": 4}  # the fabric fixture's (tests/experiments/
 def test_spraying_has_no_slow_flow_and_beats_per_flow_hashing(fabric, tmp_path: Path) -> None:
     from experiments import ecmp
 
-    assert_ecmp_outcome(fabric, ecmp.run(fabric, tmp_path, nbytes=400_000, link_rate=250))
+    d = ecmp.run(fabric, tmp_path, nbytes=400_000, link_rate=250)
+    assert_ecmp_outcome(fabric, d)
+    assert_ecmp_roce(fabric, d)

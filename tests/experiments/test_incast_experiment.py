@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiments.roce_outcomes import assert_incast_roce
+
 pytestmark = pytest.mark.root
 pytest.importorskip("mininet.net")
 
@@ -29,6 +31,7 @@ def test_four_senders_share_a_limited_port_fairly_with_a_bounded_queue(fabric, t
     from topologies.fabric_net import install_tables
 
     d = incast.run(fabric, tmp_path, nbytes=300_000, port_rate=500)
+    assert_incast_roce(d)
     assert d["initial_window"] == 4  # 4 senders x 4 = 16 packets into the one queue at the start
     assert d["ok"], d["summaries"]
     assert d["received_files_match"], "every received file is the data generated for its sender"

@@ -23,6 +23,12 @@ from tests.experiments.outcomes import (
     run_counting_planes,
     run_watching_the_cut,
 )
+from tests.experiments.roce_outcomes import (
+    assert_adaptive_roce,
+    assert_loss_roce,
+    assert_roce_reported,
+    assert_spraying_roce,
+)
 from tests.mininet.fast_path import assert_compiled_fast_path
 
 pytestmark = pytest.mark.root
@@ -38,6 +44,7 @@ def test_spraying_balances_planes_and_spine_links_and_per_flow_does_not(fabric, 
     # 800,000 bytes in 1,000-byte payloads: 800 packets over 4 planes x 2 spines
     d = run_counting_planes(fabric, "h1", lambda: spraying.run(fabric, tmp_path, nbytes=800_000, rate=4000))
     assert_spraying_outcome(d, 800, planes=4, spines=2)
+    assert_spraying_roce(fabric, d, 800)
 
 
 def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric, tmp_path: Path) -> None:
@@ -51,6 +58,7 @@ def test_a_cut_cable_retires_exactly_the_crossing_evs_and_writes_no_table(fabric
     # 64 EVs over 8 (plane, spine) paths, EV k on plane k mod 4 and spine k div 4 mod 2
     # (fabric/plan.py): the 8 EVs k = 0, 8, 16, ... cross plane 0's spine 0.
     assert_cut_cable_outcome(fabric, d, [0x1000 + 8 * k for k in range(8)], "nic1 > p0-leaf0 > p0-spine0 > p0-leaf1")
+    assert_roce_reported(d["roce"][0]["qp"], 4_000_000)  # the baseline's QP on the same cut (test_roce_failure.py)
 
 
 def test_trimming_on_against_off_in_an_incast(fabric, tmp_path: Path) -> None:
@@ -66,8 +74,9 @@ def test_loss_and_reordering_on_fabric_links(fabric, tmp_path: Path) -> None:
     still verified; the impairments really dropped and delayed packets; all removed."""
     from experiments import loss_reordering as L
 
-    assert_loss_reordering_outcome(L.run(fabric, tmp_path, nbytes=1_500_000, rate=3000, loss=2.0, delay_ms=5.0,
-                                         jitter_ms=4.0))
+    d = L.run(fabric, tmp_path, nbytes=1_500_000, rate=3000, loss=2.0, delay_ms=5.0, jitter_ms=4.0)
+    assert_loss_reordering_outcome(d)
+    assert_loss_roce(fabric, d)
 
 
 def test_mrc_and_tcp_goodput_between_the_same_hosts(fabric, tmp_path: Path) -> None:
@@ -93,6 +102,7 @@ def test_adaptive_spraying_puts_less_on_a_slow_path_than_round_robin(fabric, tmp
     assert rr["slow_port_ce_marked"] > 0 and rr["ce_echoes"] > 0
     assert 2 * ad["slow_port_packets"] <= rr["slow_port_packets"], (ad["slow_port_packets"], rr["slow_port_packets"])
     assert ad["completion_time_s"] < rr["completion_time_s"]
+    assert_adaptive_roce(fabric, d)
     # put back: the leaf unshaped, no ECN entry left (nothing to write)
     from topologies.fabric_net import install_tables
 
