@@ -95,7 +95,8 @@ def test_adaptive_spraying_puts_less_on_a_slow_path_than_round_robin(fabric, tmp
     # (64 packets) and its recovery, the same whatever the size: the transfer is large
     # enough that the difference (seconds) dwarfs a loaded machine's noise (tenths).
     packets = 4000
-    d = adaptive.run(fabric, tmp_path, nbytes=packets * 1000, rate=4000)
+    # the RoCE QP's one path is the slow port (125 packets/s): 200 packets of it
+    d = adaptive.run(fabric, tmp_path, nbytes=packets * 1000, rate=4000, roce_bytes=200_000)
     rr, ad = d["rr"], d["adaptive"]
     assert rr["ok"] and ad["ok"], (rr["summary"], ad["summary"])
     assert rr["slow_port_packets"] >= packets // 8  # one packet in 8 (plus OPENs)
