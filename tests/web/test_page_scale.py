@@ -15,7 +15,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.web.browser import chromium, get, link_states, page_ready, switches_drawn, wait_for, web_server
-from tests.web.test_events import ev_line
+from tests.web.test_web_events import ev_line
 
 PLANES, LEAVES, SPINES, HOSTS = 8, 2, 32, 4
 EXPECTED_SWITCHES = ({f"p{p}-leaf{i}" for p in range(PLANES) for i in range(LEAVES)}
