@@ -373,9 +373,9 @@ def seconds_list(text: str) -> tuple[float, ...]:
 
 
 # On BMv2 (2 planes): one link x one seed, 800 packets at 200 packets/s, the cable down
-# 1.5 s: at this pace an EV's turn comes every 64 / 200 s or later, and a crossing EV is
-# retired on the NACK of its second lost packet in a row, so the cable stays down for
-# several turns.
+# 2.5 s: at this pace an EV's turn comes every 64 / 200 s or later, and a crossing EV is
+# retired on the NACK of its second lost packet in a row (0.75 s after the cut at the
+# earliest, 1.5 s or more for the last of 16), so the cable stays down for several turns.
 # The baseline's QP: once with the cable down as long as for MRC (shorter than the
 # 8 local ACK timeouts, 8 x 0.268 s, after which its retries run out: it stands still,
 # then resumes), once down 3 s (longer: it fails).
@@ -383,7 +383,7 @@ ROCE_DOWN_FOR = (0.5, 3.0)
 DEFAULTS = C.Defaults(embedded={"links": LINKS, "seeds": SEEDS, "nbytes": 6_000_000, "rate": 4000.0,
                                 "cut_at": 0.25, "down_for": 0.5, "roce_down_for": ROCE_DOWN_FOR},
                       bmv2={"links": LINKS[:1], "seeds": SEEDS[:1], "nbytes": 800_000, "rate": 200.0,
-                            "cut_at": 0.25, "down_for": 1.5, "roce_down_for": (1.5, 3.0)})
+                            "cut_at": 0.25, "down_for": 2.5, "roce_down_for": (1.5, 3.0)})
 EXPERIMENT = C.Experiment("failure", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
