@@ -1,7 +1,7 @@
 """What a cable cut and a restore cost, on one machine and on a namespace cluster.
 
 The link-failure experiment cuts a spine link's cable and restores it while a
-transfer runs (topologies/cables.py ``set_cable``: both ends' interfaces down, then
+transfer runs (controller/cable_cuts.py ``set_cable``: both ends' interfaces down, then
 up). Each end's command runs where the end is; on a cluster that is another server.
 This times one cable's cut and restore three ways, each 10 times with the fabric
 idle and 6 times during a transfer h1 -> h3 (24 MB at 4,000 packets/s):
@@ -41,16 +41,16 @@ TRANSFER_BYTES = 24_000_000
 
 
 def _one_after_the_other(ends: Any, up: bool) -> None:
-    from topologies import cables
+    from controller import cable_cuts
 
     for pid, intf, server in ((ends.a_pid, ends.a_intf, ends.a_server), (ends.b_pid, ends.b_intf, ends.b_server)):
-        failure = cables._EndCommand(pid, intf, up, False, server).wait()
+        failure = cable_cuts._EndCommand(pid, intf, up, False, server).wait()
         if failure:
             raise RuntimeError(failure)
 
 
 def _ways(fn: Any) -> dict[str, Callable[[Any, bool], object]]:
-    from topologies.cables import set_cable
+    from controller.cable_cuts import set_cable
 
     return {"processes, one end after the other": _one_after_the_other,
             "processes, both at once": lambda ends, up: set_cable(ends, up),

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from controller.codec import codec  # noqa: E402
 from fabric.entries import entries_of, nodes  # noqa: E402
-from topologies.state import default_inventory  # noqa: E402
+from controller.network_state import default_inventory  # noqa: E402
 from controller.p4rt import Session  # noqa: E402
 from controller.pipeline import pipeline  # noqa: E402
 from controller.reconcile import BATCH, Reconciler  # noqa: E402

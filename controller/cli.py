@@ -52,8 +52,8 @@ from fabric.paths import find_link, links, paths
 from fabric.resolve import Shape, damaged_state, resolve
 from fabric.topology import TopologyError
 from fabric.wanted import wanted_entries
-from topologies.cables import down_links, set_link
-from topologies.state import Inventory, default_inventory, load, state_path
+from controller.cable_cuts import down_links, set_link
+from controller.network_state import Inventory, default_inventory, load, state_path
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
 app = new_app(HELP, no_args_is_help=True)

@@ -33,7 +33,7 @@ from fabric.locate import Verdict, from_events, locate
 from fabric.paths import PathInfo, find_link, paths
 from fabric.topology import Topology
 from fabric.wanted import wanted_entries
-from topologies.state import Inventory, state_path
+from controller.network_state import Inventory, state_path
 from topologies.transfer import UDP_PORT_MRC, udp_listening
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object per line instead of text")]

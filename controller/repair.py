@@ -5,7 +5,7 @@ spray groups or EV table hold a path over the link loses those members and EVs (
 gets them back on undeny); the entries are recomputed from the topology and the set
 of denied links (fabric/wanted.py) and reconciled into the NICs only. The fabric's
 tables are static (docs/fabric.md) and never written; the cable is not touched (a
-cable cut is the Mininet package's, topologies/cables.py).
+cable cut is controller/cable_cuts.py's).
 """
 
 from __future__ import annotations

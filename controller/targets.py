@@ -24,7 +24,7 @@ DEFAULT_GRPC_BASE = 50001
 class SwitchTarget:
     """One P4Runtime server: switch ``name`` at ``address`` with ``device_id``,
     reached over mutual TLS with the client certificate in ``tls_dir`` when given. The
-    annotations are the state file's format too: topologies/state.py checks a file's
+    annotations are the state file's format too: controller/network_state.py checks a file's
     switches against them."""
 
     name: str

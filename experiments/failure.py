@@ -2,7 +2,7 @@
 
 Why these figures: MRC's promise is that a dead path costs the endpoints a few
 retransmissions and nothing else, with no switch table touched. The cut is
-``topologies.cables.set_link`` (what ``mrcctl fail`` does: the Mininet cable goes
+``controller.cable_cuts.set_link`` (what ``mrcctl fail`` does: the Mininet cable goes
 down, no table is written); the cable comes back (``mrcctl restore``) while the
 transfer still runs. Measured, per cut link and seed: every byte verified (both exit
 statuses, and the received file compared with the data generated here); the fabric's
@@ -30,7 +30,7 @@ from experiments import common as C
 from experiments import roce as R
 from fabric.paths import links, paths
 from fabric.cli_options import finite
-from topologies.cables import set_link
+from controller.cable_cuts import set_link
 from topologies.demo import NicProgress, fabric_tables, read_nics
 
 WINDOW = 0.1  # seconds of the goodput windows
@@ -98,7 +98,7 @@ def run_with_cut(fn: Any, tr: Any, link: str, cut_at: float, down_for: float,
     for its receiver, ``roce.wait``) and the ``Cut``'s times."""
     nic = fn.topo.host(tr.src).nic
     times = Cut()
-    nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (topologies/cables.py)
+    nodes = fn.net.nameToNode  # each end's command in its node's shell, both at once (controller/cable_cuts.py)
 
     async def cut_and_restore() -> None:
         async with NicProgress(fn, nic) as progress:

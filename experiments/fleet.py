@@ -36,7 +36,7 @@ import typer
 from controller.counters import delta
 from experiments import common as C
 from fabric.paths import find_link, links, paths
-from topologies.cables import set_link
+from controller.cable_cuts import set_link
 
 CUT = "p0-leaf0:p0-spine0"
 # 6 hosts per leaf (h1..h6 on leaf 0, h7..h12 on leaf 1); a host sends or receives,

@@ -5,7 +5,7 @@ shape options (``--planes --spines --leaves --hosts-per-leaf --evs-per-nic
 --ev-mode``, unset ones at the default fabric's values), or a running network's state
 file (which records how its topology was given). Giving two of them is a mistake, told
 in one line. The state file's location and its values belong to the Mininet package
-(topologies/state.py); here it is only read for the one key that names the topology.
+(controller/network_state.py); here it is only read for the one key that names the topology.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def topology_source(topo: Topology) -> TopologySource:
 def read_state(path: Path) -> dict[str, Any]:
     """The state file at ``path`` as a JSON object; TopologyError (one line) when it is
     missing or not one. Its fields' types are checked where they are read
-    (topologies/state.py ``load``)."""
+    (controller/network_state.py ``load``)."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

@@ -22,8 +22,8 @@ from controller.codec import codec
 from controller.counters import Counts, read_all
 from controller.p4rt import Session
 from controller.targets import SwitchTarget
-from topologies.cables import cut_table
-from topologies.state import LinkEnds
+from controller.cable_cuts import cut_table
+from controller.network_state import LinkEnds
 
 Tables = dict[str, list[str]]  # switch -> every entry it holds, each as its repr, sorted
 
@@ -184,7 +184,7 @@ def main(argv: list[str]) -> int:
     import json
     from pathlib import Path
 
-    from topologies.state import load
+    from controller.network_state import load
 
     state, out = map(Path, argv)
     Path(out).write_text(json.dumps(read_tables(load(state).switches), indent=0))

@@ -94,7 +94,7 @@ class Leftovers:
     links: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
     pid_files: tuple[Path, ...] = ()
-    cut_tables: tuple[str, ...] = ()  # nftables tables of cables cut on BMv2 (topologies/cables.py)
+    cut_tables: tuple[str, ...] = ()  # nftables tables of cables cut on BMv2 (controller/cable_cuts.py)
 
     def empty(self) -> bool:
         return not (self.namespaces or self.links or self.processes or self.pid_files or self.cut_tables)
@@ -145,7 +145,7 @@ def list_links(prefixes: tuple[str, ...] = PREFIXES, names: frozenset[str] = fro
                   if _has_prefix(str(link.get("ifname", "")), prefixes) or str(link.get("ifname", "")) in names)
 
 
-CUT_TABLE_PREFIX = "mrc_cut_"  # topologies/cables.py names a cut cable's table so
+CUT_TABLE_PREFIX = "mrc_cut_"  # controller/cable_cuts.py names a cut cable's table so
 
 
 def _cut_name(name: str) -> str:

@@ -80,7 +80,7 @@ def sampler(s: Soak, run_dir: Path, stop: threading.Event) -> None:
 
 def cutter(s: Soak, fn: Any, links: list[str], stop: threading.Event) -> None:
     """A cable of the paths cut once a minute for ``down_s`` seconds, in turn."""
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
 
     n = 0
     while not stop.wait(60.0 - s.down_s if n else 30.0):

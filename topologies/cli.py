@@ -169,7 +169,7 @@ class FabricCLI(CLI):
             self._say(f"{link.name}{where}{'  DOWN' if link.name in down else ''}")
 
     def _set(self, line: str, down: bool) -> None:
-        from topologies.cables import set_link
+        from controller.cable_cuts import set_link
 
         name = line.strip()
         if not name:

@@ -29,7 +29,7 @@ from fabric.resolve import Shape, resolve
 from fabric.srv6 import linux_node_locator, linux_node_routes
 from fabric.topology import LinuxHost, Topology
 from topologies.hosts import FabricHost, LinuxInnerHost, LinuxSrv6Node
-from topologies.state import Inventory, LinkEnds
+from controller.network_state import Inventory, LinkEnds
 
 
 class MrcClos(Topo):

@@ -23,12 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.ssh_options import SHARED, SSH_OPTIONS
 from topologies.node_marks import NODE_ENV
 from topologies.placement import LOCAL
 
-SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5")
-# the network's own commands share one connection per server (closed by Server.close)
-SHARED = ("-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/mrc-ssh-%C", "-o", "ControlPersist=60")
 PORT_BATCH = 32
 COMMAND_TIMEOUT = 60.0
 PID_SUFFIX = ".rpid"  # a remote process's pid file (its own pid, written before it starts)

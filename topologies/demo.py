@@ -6,7 +6,7 @@ reaches each other over IPv6 through the NICs and the P4 fabric (the ping matrix
 MRC-lite transfer (the endpoints' mrc-send and mrc-recv) is spread over every plane (per-plane packet counts read from the NICs'
 P4Runtime counters, not from the senders' intentions); and a spine link cut in the
 middle of the flow changes no fabric table, only the NICs' choice of paths
-(topologies/cables.py), while the other planes keep carrying the flow. Then the same
+(controller/cable_cuts.py), while the other planes keep carrying the flow. Then the same
 bytes over one RoCEv2 RC queue pair whose one path crosses the same cable, cut and
 restored at the same points: it stalls until the cable is back (go-back-N resends) or
 fails after its retries.
@@ -186,7 +186,7 @@ async def cut_and_restore(fn: FabricNetwork, nics: tuple[str, str], before: dict
     """Cut ``link``'s cable once the source NIC has sent half of ``packets`` (counted
     from ``before``, resends included) and restore it at three quarters, or as soon as
     ``stop()`` says the sender has ended; no table is written either way."""
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
 
     async with NicProgress(fn, nics[0], nics[1]) as progress:
         mid_counts = await progress.until_sent(before, packets // 2, timeout, stop)
@@ -230,7 +230,7 @@ def run_flow(fn: FabricNetwork, src: str, dst: str, *, nbytes: int = 2_000_000, 
     transfer must still verify every byte."""
     import tempfile
 
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
     from topologies.transfer import Transfer
 
     s_host, d_host = fn.topo.host(src), fn.topo.host(dst)
@@ -369,7 +369,7 @@ def run_roce(fn: FabricNetwork, src: str, dst: str, cut: str, *, nbytes: int = 2
     crosses ``cut``."""
     import shutil
 
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
     from topologies.transfer import Transfer
 
     qp = roce_qp(fn, src, dst, cut)

@@ -5,7 +5,7 @@ failure anywhere (a switch that dies at start, a test's assertion, Ctrl-C) must 
 remove all of it. ``fabric_network`` builds the Mininet network from the controller's
 topology model (topologies/clos.py), starts every switch (in parallel; it returns when
 all answer P4Runtime), writes the run directory's state file ``network.json``
-(topologies/state.py: what ``mrcctl`` reads to reach the switches, with each
+(controller/network_state.py: what ``mrcctl`` reads to reach the switches, with each
 cable's interfaces) and ``mininet.json`` (the Mininet node of each controller name),
 and on exit stops the switch processes before Mininet deletes their interfaces, then
 the network, then removes both files.
@@ -37,8 +37,8 @@ from fabric.topology import Topology
 from fabric.wanted import wanted_entries as fabric_wanted
 from topologies.clos import MrcClos, inventory_of
 from topologies.ping import PingResult, ping6
-from topologies.state import STATE_NAME, Inventory, write_whole
-from topologies.state import run_dir as default_run_dir
+from controller.network_state import STATE_NAME, Inventory, write_whole
+from controller.network_state import run_dir as default_run_dir
 
 if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
     from mininet.net import Mininet
@@ -143,7 +143,7 @@ class FabricNetwork:
     def reload_inventory(self) -> Inventory:
         """Re-read the state file: its list of links that are down is the truth (``mrcctl
         fail`` in another shell updates it too)."""
-        from topologies.state import load
+        from controller.network_state import load
 
         self.inventory = load(self.state_path)
         return self.inventory
@@ -228,7 +228,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
 
     ``grpc_base`` 0: every switch takes a free loopback port (tests); otherwise switch
     k listens on ``grpc_base + k``. ``run_dir``: logs, pid files and the state files
-    (default ``topologies.state.run_dir()``). ``switches_per_process``: the embedded
+    (default ``controller.network_state.run_dir()``). ``switches_per_process``: the embedded
     target's switches N to a process, or ``"plane"`` (topologies/switch_group.py); 1
     (the default) is one process per switch. ``cluster``: the switches on the servers
     it places them on (topologies/cluster.py); None: all here.

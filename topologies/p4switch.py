@@ -22,7 +22,7 @@ answers a P4Runtime ``Capabilities`` call, so the processes start in parallel an
 ``net.start()`` returns with every switch ready (``restart`` does both for one
 switch). A switch that dies is reported as a ``SwitchError`` with the last lines of its
 log. ``stop``/``batchShutdown`` stop the processes with SIGTERM (SIGKILL after a grace
-time). Logs and pid files live in the run directory (topologies.state.run_dir()),
+time). Logs and pid files live in the run directory (controller.network_state.run_dir()),
 named after the node: ``<node>.log``, ``<node>.pid``; the process carries the node mark
 (topologies/node_marks.py), so ``make clean`` finds it even without its pid file.
 """
@@ -45,7 +45,7 @@ from mininet.node import Switch
 from fabric.cli_options import TARGETS
 from topologies import switch_process
 from topologies.node_marks import mark_node
-from topologies.state import run_dir as default_run_dir
+from controller.network_state import run_dir as default_run_dir
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from controller.counters import Counts, delta, read_all
 from fabric import plan as P
 from fabric.entries import nodes
 from fabric.topology import Topology
-from topologies.state import Inventory
+from controller.network_state import Inventory
 
 RX_PORT = "FabricIngress.rx_port"
 

@@ -248,7 +248,7 @@ def _demo(fn: FabricNetwork, args: RunArgs) -> tuple[bool, list[str]]:
     flow = demo.run_flow(fn, src.name, dst.name, nbytes=args.nbytes, cut=cut, say=_say)
     per_path = path_counts.path_packets(topo, spines_before, path_counts.read_spines(topo, fn.inventory), src.leaf)
     if cut:
-        from topologies.cables import set_link
+        from controller.cable_cuts import set_link
 
         asyncio.run(set_link(topo, fn.inventory, cut, down=False))
     lines += demo.format_flow(flow, topo.planes, f"{src.name} -> {dst.name}: {path_counts.summary(per_path)}",
@@ -317,7 +317,7 @@ def _disk_full(exc: Exception, args: RunArgs) -> str | None:
     """The line for a run directory that cannot be written (full, read-only), or None."""
     if not (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT)):
         return None
-    from topologies.state import run_dir
+    from controller.network_state import run_dir
 
     where = args.run_dir or run_dir()  # what the network writes there: logs, pid files, its state files
     return f"cannot write in the run directory {where} ({exc.strerror}); free space there, or give another --run-dir"

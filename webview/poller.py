@@ -27,7 +27,7 @@ from controller.errors import SwitchError
 from controller.p4rt import Session
 from controller.targets import SwitchTarget
 from fabric.topology import TopologyError
-from topologies.state import Inventory, load
+from controller.network_state import Inventory, load
 from webview import snapshot as S
 from webview.events import EventLog
 from webview.model import Drawing

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.paths import paths
-from topologies.cables import set_link
+from controller.cable_cuts import set_link
 from workloads import fabric_links
 from workloads.agents import Agents, AgentSettings
 from workloads.schedule import Flow, Schedule

@@ -18,7 +18,7 @@ from pathlib import Path
 from fabric import plan as P
 from fabric.entries import Node, nodes
 from controller.targets import SwitchTarget
-from topologies.state import Inventory, default_inventory
+from controller.network_state import Inventory, default_inventory
 from fabric.paths import links
 from fabric.topology import Topology
 from tests.target.cli.p4t_netlab import NetLab

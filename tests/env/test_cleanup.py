@@ -183,7 +183,7 @@ def test_processes_carrying_our_node_mark_are_found(scene: Scene) -> None:
 
 
 def test_a_cut_cable_table_is_named_the_same_in_the_controller_and_cleanup() -> None:
-    from topologies.cables import cut_table
+    from controller.cable_cuts import cut_table
     from tools.cleanup import _cut_name
 
     for intf in ("p0-leaf0-eth3", "mrcab1p0l0-eth12", "nic1-eth1"):
@@ -193,8 +193,8 @@ def test_a_cut_cable_table_is_named_the_same_in_the_controller_and_cleanup() -> 
 
 @pytest.mark.root
 def test_a_cut_cable_left_behind_is_found_and_removed_and_nothing_else(tmp_path: Path) -> None:
-    from topologies.state import LinkEnds
-    from topologies.cables import set_cable
+    from controller.network_state import LinkEnds
+    from controller.cable_cuts import set_cable
     from tools.cleanup import clean
 
     prefix = "mrc" + secrets.token_hex(2)[:3]

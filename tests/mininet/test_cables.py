@@ -1,4 +1,4 @@
-"""A cable's two ends set at once (topologies/cables.py ``set_cable``), on real interfaces.
+"""A cable's two ends set at once (controller/cable_cuts.py ``set_cable``), on real interfaces.
 
 Why at once: on a cluster each end's command is a round trip to the end's server, and
 the link-failure experiment's restore must come while its transfer still runs; one
@@ -20,8 +20,8 @@ import pytest
 
 from controller.errors import SwitchError
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
-from topologies import cables
-from topologies.state import LinkEnds
+from controller import cable_cuts
+from controller.network_state import LinkEnds
 
 pytestmark = pytest.mark.root
 
@@ -73,13 +73,13 @@ class _Recorder:
                     events.append(("wait", self.intf))
                 return super().communicate(*args, **kw)
 
-        monkeypatch.setattr(subprocess, "Popen", Recorded)  # the module topologies.cables calls
+        monkeypatch.setattr(subprocess, "Popen", Recorded)  # the module controller.cable_cuts calls
 
 
 def _one_after_the_other(ends: LinkEnds, up: bool) -> None:
     """A sequential variant of ``set_cable``: each end started and waited for in turn."""
     for pid, intf, server in ((ends.a_pid, ends.a_intf, ends.a_server), (ends.b_pid, ends.b_intf, ends.b_server)):
-        failure = cables._EndCommand(pid, intf, up, False, server).wait()
+        failure = cable_cuts._EndCommand(pid, intf, up, False, server).wait()
         assert failure is None, failure
 
 
@@ -88,11 +88,11 @@ def test_both_ends_are_started_before_either_is_waited_for(veth: tuple[str, str]
     a, b = veth
     ends = LinkEnds("a", a, "b", b)
     rec = _Recorder(monkeypatch)
-    assert cables.set_cable(ends, up=False) == f"{a} and {b} down"
+    assert cable_cuts.set_cable(ends, up=False) == f"{a} and {b} down"
     assert rec.events == [("start", a), ("start", b), ("wait", a), ("wait", b)]
     assert (_is_up(a), _is_up(b)) == (False, False)  # the kernel: both ends down
     rec.events.clear()
-    cables.set_cable(ends, up=True)
+    cable_cuts.set_cable(ends, up=True)
     assert rec.events == [("start", a), ("start", b), ("wait", a), ("wait", b)]
     assert (_is_up(a), _is_up(b)) == (True, True)
     # the recorder tells the sequential way apart
@@ -106,7 +106,7 @@ def test_a_failing_end_is_named_once_both_have_been_tried(veth: tuple[str, str])
     a, _ = veth
     missing = a.replace("a-eth1", "z-eth1")  # no such interface
     with pytest.raises(SwitchError, match=rf"cannot set {missing} down: .*") as err:
-        cables.set_cable(LinkEnds("b", missing, "a", a), up=False)
+        cable_cuts.set_cable(LinkEnds("b", missing, "a", a), up=False)
     assert a not in str(err.value)  # only the end that failed
     assert not _is_up(a)  # the other end was set all the same
 
@@ -160,32 +160,32 @@ def shells(tmp_path: Path) -> Iterator[_Shells]:
 
 def test_in_the_nodes_shells_both_ends_are_sent_before_either_is_waited_for(shells: _Shells) -> None:
     s = shells
-    assert cables.set_cable(s.ends, up=False, nodes=s.nodes) == f"{s.a_intf} and {s.b_intf} down"
+    assert cable_cuts.set_cable(s.ends, up=False, nodes=s.nodes) == f"{s.a_intf} and {s.b_intf} down"
     assert s.events == [("send", s.a.name), ("send", s.b.name), ("wait", s.a.name), ("wait", s.b.name)]
     assert (_is_up(s.a_intf, s.a.pid), _is_up(s.b_intf, s.b.pid)) == (False, False)  # in each node's namespace
-    cables.set_cable(s.ends, up=True, nodes=s.nodes)
+    cable_cuts.set_cable(s.ends, up=True, nodes=s.nodes)
     assert (_is_up(s.a_intf, s.a.pid), _is_up(s.b_intf, s.b.pid)) == (True, True)
     # a failure in a shell is named, as the process's is
     s.events.clear()
     with pytest.raises(SwitchError, match=r"cannot set nosuch-eth9 down: .*nosuch-eth9"):
-        cables.set_cable(LinkEnds(s.a.name, "nosuch-eth9", s.b.name, s.b_intf), up=False, nodes=s.nodes)
+        cable_cuts.set_cable(LinkEnds(s.a.name, "nosuch-eth9", s.b.name, s.b_intf), up=False, nodes=s.nodes)
     assert not _is_up(s.b_intf, s.b.pid)
     assert s.events == [("send", s.a.name), ("send", s.b.name), ("wait", s.a.name), ("wait", s.b.name)]
 
 
 def test_in_the_nodes_shells_a_cut_that_keeps_the_carrier_is_an_nftables_table_there(shells: _Shells) -> None:
     s = shells
-    said = cables.set_cable(s.ends, up=False, keep_carrier=True, nodes=s.nodes)
+    said = cable_cuts.set_cable(s.ends, up=False, keep_carrier=True, nodes=s.nodes)
     assert said == f"{s.a_intf} and {s.b_intf} down (carrier kept: nothing sent crosses it)"
     for node, intf in ((s.a, s.a_intf), (s.b, s.b_intf)):
-        assert cables.cut_table(intf) in _netdev_tables(node.pid)  # in the node's own namespace
+        assert cable_cuts.cut_table(intf) in _netdev_tables(node.pid)  # in the node's own namespace
         assert _is_up(intf, node.pid)  # the interface stays up
-    assert cables.cut_table(s.a_intf) not in _netdev_tables()  # not here
+    assert cable_cuts.cut_table(s.a_intf) not in _netdev_tables()  # not here
     # what a cut end sends is dropped: a ping across the cable gets no answer
     s.a.setIP("10.99.0.1/30", intf=s.a_intf)
     s.b.setIP("10.99.0.2/30", intf=s.b_intf)
     assert " 0 received" in s.a.cmd("ping -c 1 -W 1 10.99.0.2")
-    cables.set_cable(s.ends, up=True, keep_carrier=True, nodes=s.nodes)
-    assert all(cables.cut_table(i) not in _netdev_tables(n.pid) for n, i in ((s.a, s.a_intf), (s.b, s.b_intf)))
+    cable_cuts.set_cable(s.ends, up=True, keep_carrier=True, nodes=s.nodes)
+    assert all(cable_cuts.cut_table(i) not in _netdev_tables(n.pid) for n, i in ((s.a, s.a_intf), (s.b, s.b_intf)))
     assert " 1 received" in s.a.cmd("ping -c 1 -W 2 10.99.0.2")
-    cables.set_cable(s.ends, up=True, keep_carrier=True, nodes=s.nodes)  # restoring twice is no failure
+    cable_cuts.set_cable(s.ends, up=True, keep_carrier=True, nodes=s.nodes)  # restoring twice is no failure

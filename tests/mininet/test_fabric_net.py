@@ -197,7 +197,7 @@ def test_one_flow_reaches_the_other_host_over_every_plane(fabric: FabricNetwork)
 
 def test_a_cut_cable_changes_no_table_and_a_denied_link_only_the_nics(fabric: FabricNetwork) -> None:
     from controller.repair import set_denied
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
 
     fabric_names = [n for n in fabric.inventory.switches if not n.startswith("nic")]
     nic_names = [n for n in fabric.inventory.switches if n.startswith("nic")]

@@ -41,7 +41,7 @@ def _watched_make_run(tmp_path: Path, prefix: str, target: str) -> tuple[subproc
     says it is ready, the state file as it is then, every table of every switch read,
     and a ``CutWatch`` on the demo's cable (p0-leaf0:p0-spine0). The run's result
     (stdout whole), the state, the tables before, the watch."""
-    from topologies.state import load
+    from controller.network_state import load
 
     err = tmp_path / "stderr"
     argv = ["make", "--no-print-directory", "run", f"RUN_DIR={tmp_path}",

@@ -19,7 +19,7 @@ import pytest
 
 from fabric.topology import from_parameters
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
-from topologies.state import default_inventory
+from controller.network_state import default_inventory
 
 pytestmark = pytest.mark.root
 

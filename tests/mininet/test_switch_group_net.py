@@ -49,7 +49,7 @@ def _root() -> None:
 
 
 def test_the_scale_shape_sprays_over_every_path_and_a_cut_takes_only_its_own(tmp_path: Path) -> None:
-    from topologies.cables import set_link
+    from controller.cable_cuts import set_link
     from topologies import path_counts
     from topologies.mrc_flow import run_stream
 

@@ -28,7 +28,7 @@ from fabric.topology import from_parameters
 from tests.mininet.net_prefix import assert_nothing_left, private_prefix
 from tests.web.browser import chromium, chromium_paths, get, link_states, page_ready, switches_drawn, wait_for, \
     web_server
-from topologies.cables import set_link
+from controller.cable_cuts import set_link
 from topologies.fabric_net import FabricNetwork, programmed_network
 
 pytestmark = pytest.mark.root

@@ -1,10 +1,14 @@
 """A running network's cables up and down: ``mrcctl fail/restore`` and the Mininet CLI.
 
-Why here: in MRC a failed link is the endpoints' business. ``fail``/``restore`` only
-take the cable down/up (in a running Mininet network, whose interfaces are in the
-state file) and write no table at all: the senders find the dead paths by their own
-evidence and get them back by probes (docs/transport.md). Denying a link, the
-operator's explicit action, is the controller's (controller/repair.py).
+Why no table: in MRC a failed link is the endpoints' business. ``fail``/``restore``
+only take the cable down/up (in a running network, whose interfaces are in its state
+file, controller/network_state.py) and write no table at all: the senders find the
+dead paths by their own evidence and get them back by probes (docs/transport.md).
+Denying a link, the operator's explicit action, is controller/repair.py's. Why in the
+controller package: a cut is a command run on each end's namespace (``ip``, ``nft``,
+over ssh on another server), not a use of Mininet, so ``mrcctl`` reaches it without
+importing the Mininet package; the Mininet CLI and the demo call the same functions
+(with the nodes' shells when they hold them).
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.errors import SwitchError
+from controller.network_state import Inventory, LinkEnds
 from controller.repair import RepairReport
+from controller.ssh_options import SHARED, SSH_OPTIONS
 from fabric.paths import Link, find_link
 from fabric.topology import Topology, TopologyError
-from topologies.state import Inventory, LinkEnds
 
 NO_NETWORK = "no running network: the cable is not touched"
 
@@ -36,8 +41,6 @@ def _in_node(node_pid: int | None, cmd: list[str], server: str | None = None) ->
     """``cmd`` in the node's namespace, on its server (over ssh) when it is on another one."""
     cmd = ["nsenter", "-t", str(node_pid), "-n", *cmd] if node_pid else cmd
     if server:
-        from topologies.cluster_ssh import SHARED, SSH_OPTIONS
-
         return ["ssh", *SSH_OPTIONS, *SHARED, server, shlex.join(cmd)]
     return cmd
 

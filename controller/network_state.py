@@ -5,7 +5,9 @@ hand) must reach every switch without repeating the topology. The network writes
 ``<run dir>/network.json`` (run dir: ``$MRC_P4_RUN_DIR`` or ``/tmp/mrc-p4/run``),
 with every switch's address, how its topology was given, its cables' interfaces and
 what is down or denied; ``mrcctl`` reads it. The switches' logs and pid files live in
-the same directory.
+the same directory. Why in the controller package: the file says where the switches
+are (``SwitchTarget``, controller/targets.py) and ``mrcctl`` reads it without the
+Mininet package, which writes it (topologies/fabric_net.py).
 """
 
 from __future__ import annotations
