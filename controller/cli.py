@@ -34,7 +34,7 @@ from controller.reconcile import Reconciler, Report
 from controller.repair import RepairReport, denied_links, set_denied
 from controller.targets import SwitchTarget
 from fabric import plan as P
-from fabric.cli_options import (
+from cli_common.options import (
     EvModeOpt,
     EvsPerNicOpt,
     HostsPerLeafOpt,
@@ -47,7 +47,7 @@ from fabric.cli_options import (
     shape,
 )
 from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
-from fabric.command import new_app, run_command
+from cli_common.command import new_app, run_command
 from fabric.paths import find_link, links, paths
 from fabric.resolve import Shape, damaged_state, resolve
 from fabric.topology import TopologyError
@@ -202,6 +202,7 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
          radix: Annotated[int, typer.Option(help="switch ports at --port-gbps")] = 512,
          as_json: JsonOpt = False) -> None:
     """Size a fabric: the multiplane design against one plane of the same switch silicon."""
+    from controller.sizing_table import table
     from fabric import sizing
 
     try:
@@ -211,7 +212,7 @@ def plan(gpus: Annotated[int, typer.Option(help="GPUs (one NIC each)")] = 131072
     if as_json:
         _print_json(report.to_json())
     else:
-        out.print(sizing.table(report))
+        out.print(table(report))
 
 
 @app.command()
@@ -586,7 +587,7 @@ _register_ops(app)
 
 def main() -> None:
     """Console script entry: a mistake of the user's is one line on stderr, exit status 1
-    (a usage mistake: exit status 2, fabric/command.py)."""
+    (a usage mistake: exit status 2, cli_common/command.py)."""
     try:
         code = run_command(app, prog="mrcctl")
     except (Fail, TopologyError, SwitchError, EntryError, P.PlanError) as exc:

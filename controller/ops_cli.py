@@ -27,7 +27,7 @@ from controller.guard import Action, Guard, GuardConfig
 from controller.reconcile import Reconciler
 from controller.repair import set_denied
 from controller.sweep import EvResult, ProbeError, host_places, in_host, link_loss, observations, plan_for, sweep
-from fabric.cli_options import seconds
+from cli_common.options import seconds
 from fabric.entries import nodes
 from fabric.locate import Verdict, from_events, locate
 from fabric.paths import PathInfo, find_link, paths

@@ -36,8 +36,8 @@ from endpoints.roce_config import DSCP_DATA
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
-from fabric.command import new_app, run_command
-from fabric.cli_options import (
+from cli_common.command import new_app, run_command
+from cli_common.options import (
     HostsPerLeafOpt,
     LeavesOpt,
     PlanesOpt,
@@ -68,7 +68,7 @@ def _logging(verbose: int) -> None:
 # ---- option checks (each before any work is done) and the files written at the end ----
 
 def _seconds(option: str, value: float | None, *, zero_ok: bool = False) -> None:
-    """A time option (fabric/cli_options.py ``seconds_problem``); None: not given."""
+    """A time option (cli_common/options.py ``seconds_problem``); None: not given."""
     problem = None if value is None else seconds_problem(value, zero_ok=zero_ok)
     if problem is not None:
         _fail(f"{option} {problem}")

@@ -30,10 +30,10 @@ from typing import Annotated, Any, Optional
 import typer
 
 from controller.counters import Counts, read_all
-from fabric.cli_options import Target, VerboseOpt, finite
+from cli_common.options import Target, VerboseOpt, finite
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
-from fabric.command import new_app
+from cli_common.command import new_app
 from topologies.transfer import Transfer, TransferResult, run_transfer
 
 # the experiments' transfers live in topologies/transfer.py; --verbose is every command's
@@ -300,7 +300,7 @@ def command(cli: typer.Typer, module: str, argv: Sequence[str] | None, defaults:
     """Run an experiment's command line with the project's error convention (and the
     cluster's options, ``cluster_options``); ``defaults``' BMv2 sizes said at the end
     of --help."""
-    from fabric.command import run_command
+    from cli_common.command import run_command
 
     try:
         rest = cluster_options(sys.argv[1:] if argv is None else argv)

@@ -49,7 +49,7 @@ from experiments import roce as R
 from experiments.start_together import Barrier
 from topologies.transfer import listening
 from fabric import plan as P
-from fabric.cli_options import finite
+from cli_common.options import finite
 from fabric.paths import paths
 from topologies.fabric_net import install_tables
 

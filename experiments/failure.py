@@ -29,7 +29,7 @@ import typer
 from experiments import common as C
 from experiments import roce as R
 from fabric.paths import links, paths
-from fabric.cli_options import finite
+from cli_common.options import finite
 from controller.cable_cuts import set_link
 from topologies.demo import NicProgress, fabric_tables, read_nics
 

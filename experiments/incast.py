@@ -50,7 +50,7 @@ from experiments.start_together import Barrier
 from topologies.transfer import listening
 from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
-from fabric.cli_options import finite
+from cli_common.options import finite
 
 # The limited queue delays packets by up to 32 / PPS seconds: holes are NACKed,
 # and timeouts fire, only well after that.

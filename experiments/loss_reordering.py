@@ -42,7 +42,7 @@ import typer
 from experiments import common as C
 from experiments import roce as R
 from fabric.paths import links, paths
-from fabric.cli_options import finite
+from cli_common.options import finite
 
 Method = Literal["netem", "nftables+tbf"]
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import typer
 
-from fabric.cli_options import seconds
-from fabric.command import run_command
+from cli_common.options import seconds
+from cli_common.command import run_command
 from topologies.transfer import BIN
 
 POLL = 0.001  # seconds between looks at the barrier directory

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from experiments import common as C
-from fabric.cli_options import finite
+from cli_common.options import finite
 
 # MRC-lite payload per packet: the host MTU (1460) less IPv6, UDP, BTH and RETH (76),
 # rounded down; TCP's MSS there is 1388 (1460 - IPv6 - TCP with timestamps)

@@ -19,8 +19,8 @@ import typer
 from endpoints.cli import pseudo_random
 from endpoints.io import family_of
 from endpoints.transport import ReceiverConfig
-from fabric.cli_options import ip_address, seconds
-from fabric.command import CommandError, new_app, print_report, run_command
+from cli_common.options import ip_address, seconds
+from cli_common.command import CommandError, new_app, print_report, run_command
 
 PORT = 5201
 MAX_BYTES = ReceiverConfig.max_bytes  # each end holds the data whole, as mrc-recv does

@@ -27,7 +27,7 @@ import typer
 
 from controller.counters import delta
 from experiments import common as C
-from fabric.cli_options import finite
+from cli_common.options import finite
 from topologies.fabric_net import install_tables
 
 

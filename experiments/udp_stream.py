@@ -30,8 +30,8 @@ from typing import Annotated
 import typer
 
 from endpoints.io import family_of
-from fabric.cli_options import ip_address, seconds
-from fabric.command import CommandError, new_app, print_report, run_command
+from cli_common.options import ip_address, seconds
+from cli_common.command import CommandError, new_app, print_report, run_command
 
 PORT = 5202
 _SEQ = struct.Struct("!I")

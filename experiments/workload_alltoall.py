@@ -21,7 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from experiments import common as C
-from fabric.cli_options import finite
+from cli_common.options import finite
 from workloads.collectives import alltoall
 from workloads.degrade import limit_uplinks
 from workloads.figures import report

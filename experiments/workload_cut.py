@@ -22,7 +22,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from experiments import common as C
-from fabric.cli_options import finite
+from cli_common.options import finite
 from workloads.collectives import ring_allreduce
 from workloads.figures import report
 from workloads.plots import cdf_axes, timeline_axes

@@ -25,7 +25,7 @@ import typer
 
 from experiments import common as C
 from experiments.workload_alltoall import ACK_DELAY, patience
-from fabric.cli_options import finite
+from cli_common.options import finite
 from workloads import htsim
 from workloads.cli import hosts_in_ring
 from workloads.degrade import limit_uplinks

@@ -45,8 +45,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from rich.table import Table
-
 TIER_NAMES = ("leaf", "spine", "super-spine")
 
 
@@ -302,26 +300,3 @@ COUNTING_RULE = (
     "transceivers: one per switch-to-switch link end, a module of {nic}G; a {port}G "
     "multiplane port is one of its {lanes} lanes; host links are counted apart"
 )
-
-
-def table(report: SizingReport) -> Table:
-    """The comparison as one rich table, the counting rule and the tier notes as caption."""
-    out = Table(
-        title=f"{report.gpus:,} GPUs, {report.nic_gbps}G NICs",
-        caption_justify="left",
-        caption="\n".join(
-            [
-                COUNTING_RULE.format(
-                    nic=report.nic_gbps, port=report.multiplane.port_gbps, lanes=report.multiplane.lanes
-                ),
-                *report.notes(),
-            ]
-        ),
-    )
-    out.add_column("")
-    out.add_column("multiplane", justify="right")
-    out.add_column("single plane", justify="right")
-    out.add_column("saved", justify="right")
-    for row in rows(report):
-        out.add_row(*row)
-    return out

@@ -29,21 +29,29 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("fabric", "controller", "topologies", "endpoints", "webview", "experiments", "workloads", "tools", "p4target")
+PACKAGES = ("fabric", "cli_common", "controller", "topologies", "endpoints", "webview", "experiments", "workloads",
+            "tools", "p4target")
 TARGET_API = "p4target.api"
+CLI = "cli_common"  # what every command line shares (options, the runner): any package with one may use it
 
 # package -> the packages or exact modules (p4target.api) it may import besides itself
 ALLOWED: dict[str, frozenset[str]] = {
     "fabric": frozenset(),
-    "endpoints": frozenset({"fabric"}),
-    "controller": frozenset({"fabric", TARGET_API}),
-    "topologies": frozenset({"fabric", "controller", "endpoints", TARGET_API}),
+    "cli_common": frozenset({"fabric"}),
+    "endpoints": frozenset({"fabric", CLI}),
+    "controller": frozenset({"fabric", CLI, TARGET_API}),
+    "topologies": frozenset({"fabric", CLI, "controller", "endpoints", TARGET_API}),
     "webview": frozenset({"fabric", "controller"}),
-    "experiments": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", "workloads", TARGET_API}),
-    "workloads": frozenset({"fabric", "controller", "endpoints", "topologies", TARGET_API}),
-    "tools": frozenset({"fabric", "controller", "endpoints", "topologies", "webview", "workloads", "experiments",
+    "experiments": frozenset({"fabric", CLI, "controller", "endpoints", "topologies", "webview", "workloads",
+                              TARGET_API}),
+    "workloads": frozenset({"fabric", CLI, "controller", "endpoints", "topologies", TARGET_API}),
+    "tools": frozenset({"fabric", CLI, "controller", "endpoints", "topologies", "webview", "workloads", "experiments",
                         TARGET_API}),
     "p4target": frozenset(),
+}
+# package -> the libraries it may not import: the fabric model computes, it draws and parses no command line
+NO_LIBRARIES: dict[str, frozenset[str]] = {
+    "fabric": frozenset({"typer", "rich", "click"}),
 }
 # single modules with a wider rule than their package's, and why
 EXCEPTIONS: dict[str, frozenset[str]] = {
@@ -94,6 +102,8 @@ def violations(root: Path) -> list[str]:
             for line, target in imported(tree, module):
                 if not allowed(target, package, rule):
                     out.append(f"{rel}:{line}: {package} imports {target}")
+                elif target.split(".")[0] in NO_LIBRARIES.get(package, ()):
+                    out.append(f"{rel}:{line}: {package} imports {target}, a library it may not use")
     return out
 
 
@@ -102,7 +112,7 @@ def test_every_import_goes_the_allowed_way() -> None:
 
 
 # The packages the type checker must check in strict mode (pyproject.toml, [tool.mypy]).
-STRICT = ("fabric", "controller", "endpoints", "topologies", "webview", "workloads")
+STRICT = ("fabric", "cli_common", "controller", "endpoints", "topologies", "webview", "workloads")
 # What an override may still change for a strict package: Mininet's classes are Any.
 STRICT_OVERRIDE_KEYS = frozenset({"module", "disallow_subclassing_any"})
 
@@ -132,7 +142,7 @@ def test_the_type_checker_checks_the_layers_strictly() -> None:
 
 
 @pytest.mark.parametrize(("mypy", "expected"), [
-    ({"packages": ["fabric", "controller", "p4target"], "strict": True},
+    ({"packages": ["fabric", "cli_common", "controller", "p4target"], "strict": True},
      ["endpoints: not in [tool.mypy] packages", "topologies: not in [tool.mypy] packages",
       "webview: not in [tool.mypy] packages", "workloads: not in [tool.mypy] packages"]),
     ({"packages": [*STRICT, "p4target"]}, ["[tool.mypy] strict is not true"]),
@@ -179,6 +189,14 @@ def test_every_package_is_walked() -> None:
     ("webview/x.py", "from endpoints import sender", "webview/x.py:1: webview imports endpoints.sender"),
     ("webview/x.py", "from topologies import fabric_net", "webview/x.py:1: webview imports topologies.fabric_net"),
     ("workloads/x.py", "from experiments import common", "workloads/x.py:1: workloads imports experiments.common"),
+    ("fabric/x.py", "from cli_common.options import TopologyOpt",
+     "fabric/x.py:1: fabric imports cli_common.options.TopologyOpt"),
+    ("cli_common/x.py", "from controller import targets", "cli_common/x.py:1: cli_common imports controller.targets"),
+    ("webview/x.py", "from cli_common import command", "webview/x.py:1: webview imports cli_common.command"),
+    ("fabric/x.py", "import typer", "fabric/x.py:1: fabric imports typer, a library it may not use"),
+    ("fabric/x.py", "def f():\n    from rich.table import Table",
+     "fabric/x.py:2: fabric imports rich.table.Table, a library it may not use"),
+    ("fabric/x.py", "import click.types", "fabric/x.py:1: fabric imports click.types, a library it may not use"),
 ])
 def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
     for package in PACKAGES:
@@ -198,6 +216,10 @@ def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expe
     ("p4target/sub/x.py", "from . import y\nfrom ..runtime import entries"),
     ("endpoints/x.py", "import json\nfrom fabric import plan"),
     ("controller/cli.py", "from webview.server import serve"),
+    ("endpoints/x.py", "from cli_common.command import run_command\nimport typer"),
+    ("cli_common/x.py", "from fabric.resolve import Shape\nimport typer\nfrom rich.console import Console"),
+    ("controller/x.py", "from rich.table import Table\nfrom cli_common import options"),
+    ("fabric/x.py", "import yaml\nfrom pydantic import BaseModel"),
     ("webview/x.py", "from controller.network_state import load\nfrom controller import counters"),
 ])
 def test_an_allowed_import_passes(tmp_path: Path, where: str, line: str) -> None:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from fabric import cli_options
-from fabric.command import new_app, print_report, run_command
+from cli_common import options as cli_options
+from cli_common.command import new_app, print_report, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork

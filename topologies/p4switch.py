@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 from mininet.node import Switch
 
-from fabric.cli_options import TARGETS
+from cli_common.options import TARGETS
 from topologies import switch_process
 from topologies.node_marks import mark_node
 from controller.network_state import run_dir as default_run_dir

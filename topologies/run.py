@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from controller.targets import DEFAULT_GRPC_BASE
-from fabric.cli_options import (
+from cli_common.options import (
     EvsPerNicOpt,
     HostsPerLeafOpt,
     LeavesOpt,
@@ -43,7 +43,7 @@ from fabric.cli_options import (
 from fabric.names import DEFAULT_PREFIX, check_prefix
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
-from fabric.command import new_app, run_command
+from cli_common.command import new_app, run_command
 
 if TYPE_CHECKING:
     from topologies.fabric_net import FabricNetwork

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fabric.command import new_app, run_command
+from cli_common.command import new_app, run_command
 from topologies.node_marks import mark_node
 from topologies.ping import PingResult, ping6
 

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from fabric.cli_options import HostsPerLeafOpt, LeavesOpt, PlanesOpt, SpinesOpt, Target, TopologyOpt, finite
-from fabric.command import new_app, run_command
+from cli_common.options import HostsPerLeafOpt, LeavesOpt, PlanesOpt, SpinesOpt, Target, TopologyOpt, finite
+from cli_common.command import new_app, run_command
 from fabric.resolve import Shape, resolve
 from fabric.topology import Topology, TopologyError
 from workloads import htsim

@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from fabric.command import run_command
+from cli_common.command import run_command
 from workloads import htsim
 from workloads.collectives import ring_allreduce
 from workloads.schedule import Flow, Schedule, ScheduleError

@@ -7,7 +7,7 @@ shape options, resolved by fabric/resolve.py), and the network commands share
 here, so a command that takes one takes it exactly as the others do.
 Declarations only, with the checks of two kinds of value every command takes alike
 (``seconds``, ``ip_address``: typer callbacks); parsing and printing are the commands'
-(fabric/command.py runs the project's typer command lines).
+(command.py, beside this one, runs the project's typer command lines).
 """
 
 from __future__ import annotations
