@@ -1,4 +1,7 @@
-"""P4Runtime controller: topology model, address plan, table entries, install and `mrcctl`."""
+"""The P4Runtime controller and ``mrcctl``: where the switches are, the sessions, the
+codec from the fabric model's entries (fabric/) to P4Runtime, the diff and reconcile
+that install them, counters, denials, a running network's state file and cable cuts,
+and the ``mrcctl`` command lines (cli.py, ops_cli.py)."""
 
 import os
 

@@ -29,7 +29,7 @@ QP_MASK = 0xFFFFFF
 
 # BTH opcodes (RC: the top three bits 000). MRC-lite sends every data packet as
 # WRITE Only (each carries its RETH); the RoCE baseline cuts a message into WRITE
-# First / Middle / Last (or Only), as an RC QP does (endpoints/roce_wire.py).
+# First / Middle / Last (or Only), as an RC QP does (endpoints/roce_sender.py ``write_opcode``).
 OP_WRITE_FIRST = 0x06
 OP_WRITE_MIDDLE = 0x07
 OP_WRITE_LAST = 0x08

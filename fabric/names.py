@@ -1,9 +1,9 @@
-"""Mininet node and interface names of the controller's switches and hosts (pure).
+"""Mininet node and interface names of the fabric model's switches and hosts (pure).
 
 One name per node: by default a Mininet node is called what the controller, the
 summary, ``paths``, ``mrcctl`` and the topology files call it (``h1``, ``p0-leaf0``,
 ``p0-spine1``, ``nic3``, ``lx1``), so ``h1 ping h3`` works in the CLI as written. The
-interface of port N is ``<node>-ethN``, N being the controller's port number
+interface of port N is ``<node>-ethN``, N being the model's port number
 (fabric/plan.py), so the switch's ``-i N@<node>-ethN`` and the cabling agree by
 construction.
 
@@ -62,7 +62,7 @@ def host_node(prefix: str, host_index: int) -> str:
 
 @dataclass(frozen=True)
 class NodeNames:
-    """Both ways between the controller's names and the Mininet names of one network."""
+    """Both ways between the model's names and the Mininet names of one network."""
 
     prefix: str
     to_mininet: dict[str, str]  # controller name (p0-leaf1, nic3, h3) -> Mininet name
@@ -80,7 +80,7 @@ class NodeNames:
 
 
 def check_prefix(prefix: str) -> None:
-    """A node prefix is empty (the controller's names) or `mrc` plus at most 4 characters
+    """A node prefix is empty (the model's names) or `mrc` plus at most 4 characters
     (cleanup finds `mrc*` names; interface names have 15 characters)."""
     if not PREFIX_RE.fullmatch(prefix):
         raise TopologyError(f"node prefix {prefix!r}: give `mrc` plus at most 4 lower-case letters/digits, or none "
@@ -143,8 +143,8 @@ class Cable:
 
 
 def cables(topo: Topology, names: NodeNames) -> list[Cable]:
-    """Every Mininet link: host to NIC port 0, then the controller's links (NIC plane
-    port to leaf, leaf uplink to spine) with the controller's port numbers."""
+    """Every Mininet link: host to NIC port 0, then the model's links (NIC plane
+    port to leaf, leaf uplink to spine) with the plan's port numbers."""
     out = [Cable(names.mininet(h.name), 0, names.mininet(h.nic), P.NIC_HOST_PORT, None) for h in topo.hosts]
     out += [Cable(names.mininet(inner_host(lx.name)), 0, names.mininet(lx.name), 1, None) for lx in topo.linux_hosts]
     for link in links(topo):

@@ -1,13 +1,16 @@
-"""The multiplane 2-tier Clos as a Mininet topology, built from the controller's model.
+"""The multiplane 2-tier Clos as a Mininet topology, built from the fabric model.
 
-Why from the model: the controller computes every table entry from a ``Topology``
-(fabric/topology.py, a topology file or parameters); the Mininet network must be
-cabled exactly as those entries assume. So this Topo takes the same ``Topology`` and
-the same plan (fabric/plan.py, fabric/paths.py): every host is a Mininet host
-whose only link goes to port 0 of its own NIC node; every NIC has one link per plane,
-from its port ``1 + plane`` to its leaf's host port in that plane; every leaf uplink
-port ``hosts + 1 + spine`` goes to the spine's port ``1 + leaf``. Switch options carry
-what the switch nodes (topologies/p4switch.py) need: program, device id, gRPC port.
+Why from the model: every table entry is computed from a ``Topology``
+(fabric/topology.py, a topology file or parameters; the entries in fabric/entries.py);
+the Mininet network must be cabled exactly as those entries assume. So this Topo takes
+the same ``Topology`` and cables it with the model's own list (fabric/names.py
+``cables``, on the plan's port numbers, fabric/plan.py, and the links of
+fabric/paths.py): every host's only link goes to port 0 of its own NIC node, every NIC
+has one link per plane to its leaf, every leaf one uplink per spine, and a Linux SRv6
+node (topologies/hosts.py) stands on its leaf port with a plain host behind it. Switch
+options carry what the switch nodes (topologies/p4switch.py) need: program, device id,
+gRPC port. ``inventory_of`` gives the running network's state file
+(controller/network_state.py) from the started nodes.
 
 ``MrcClos(topology=...)`` takes a model; ``mrcclos(planes=2, spines=1, leaves=2,
 hosts=1)`` or ``mrcclos(file="topologies/x.yaml")`` is what Mininet's command line
@@ -35,7 +38,7 @@ from controller.network_state import Inventory, LinkEnds
 class MrcClos(Topo):
     """Mininet topology of ``topology``: hosts, NICs, leaves and spines, cabled by the plan.
 
-    ``grpc_base``: switch k (the controller's ordinal) serves P4Runtime on
+    ``grpc_base``: switch k (the model's ordinal, fabric/entries.py) serves P4Runtime on
     ``127.0.0.1:grpc_base + k`` with device id ``k + 1`` (controller/targets.py's
     default addresses); 0 lets every switch take a free port when it starts.
     """
