@@ -159,7 +159,7 @@ class VethLab:
         subprocess.run(["ip", "netns", "exec", self.ns, *cmd], check=True, capture_output=True)
 
     def spawn(self, *cmd: str, log: Path | None = None) -> subprocess.Popen:
-        out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
+        out = open(log, "wb") if log else subprocess.DEVNULL
         p = subprocess.Popen(["ip", "netns", "exec", self.ns, *cmd], cwd=REPO,
                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(p)

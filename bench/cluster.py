@@ -46,7 +46,7 @@ def _stat(intf: str, what: str) -> int:
         return 0
 
 
-def _tunnels(fn) -> list[str]:  # noqa: ANN001
+def _tunnels(fn) -> list[str]:
     """The local ends of the network's tunnels (links across servers)."""
     out = []
     for link in fn.net.links:
@@ -55,7 +55,7 @@ def _tunnels(fn) -> list[str]:  # noqa: ANN001
     return out
 
 
-def measure(topo, label: str, cluster=None, bridge: str | None = None) -> None:  # noqa: ANN001
+def measure(topo, label: str, cluster=None, bridge: str | None = None) -> None:
     from fabric import plan as P
     from topologies.fabric_net import fabric_network, install_tables
     from topologies.mrc_flow import run_stream

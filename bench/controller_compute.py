@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fabric.entries import leaf_entries, nic_entries, spine_entries  # noqa: E402
-from fabric.topology import from_parameters  # noqa: E402
+from fabric.entries import leaf_entries, nic_entries, spine_entries
+from fabric.topology import from_parameters
 
 
 def main() -> None:

@@ -274,7 +274,7 @@ def hop_lines(traced: dict[int, tuple[int, list[tuple[int, str]]]], received: di
             f"(p50 / p99 / max of {len(v)} traced packets)" for k, (kind, v) in sorted(by_pos.items())]
 
 
-def run_load(fn, src: str, dst: str, evs: list[int], pps: float, capture: Capture,  # noqa: ANN001
+def run_load(fn, src: str, dst: str, evs: list[int], pps: float, capture: Capture,
              roles: list[Role]) -> dict[str, object]:
     packets = max(1, int(pps * SECONDS))
     py = sys.executable
@@ -307,7 +307,7 @@ def run_load(fn, src: str, dst: str, evs: list[int], pps: float, capture: Captur
             "sched": [sched_line(r, b, a, secs) for r, b, a in zip(roles, before, after, strict=True)]}
 
 
-def roles_of(fn) -> list[Role]:  # noqa: ANN001
+def roles_of(fn) -> list[Role]:
     out: dict[str, tuple[set[int], list[str]]] = {}
     for sw in fn.p4_switches():
         pids, intfs = out.setdefault("NICs" if sw.program == "nic" else "fabric switches", (set(), []))

@@ -79,7 +79,7 @@ class Flow:
     cpu_us: dict[str, float]  # process role ("fabric", "NICs") -> CPU microseconds per delivered packet
 
 
-def udp_flow(fn, src: str, dst: str, evs: list[int], roles: dict[str, list[int]]) -> Flow:  # noqa: ANN001
+def udp_flow(fn, src: str, dst: str, evs: list[int], roles: dict[str, list[int]]) -> Flow:
     c0 = {role: cpu_seconds(pids) for role, pids in roles.items()}
     # the receiver waits half the timeout for frames that were lost: a round with losses costs that much
     got = run_stream(fn, src, dst, evs, PACKETS, 0, size=1024, timeout=30.0)
@@ -94,7 +94,7 @@ def spread(values: list[float], fmt: str = ",.0f") -> str:
     return f"median {format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
 
 
-def report_ready(fn, rep, ready: float, tag: str) -> list[int]:  # noqa: ANN001
+def report_ready(fn, rep, ready: float, tag: str) -> list[int]:
     sws = fn.p4_switches()
     pids = sorted({sw.proc.pid for sw in sws})
     print(f"{tag}: default fabric ({len(sws)} P4 switches in {len(pids)} processes): switches answer after "
@@ -107,7 +107,7 @@ def report_ready(fn, rep, ready: float, tag: str) -> list[int]:  # noqa: ANN001
     return pids
 
 
-def report_ping(fn, src: str, dst: str, tag: str) -> None:  # noqa: ANN001
+def report_ping(fn, src: str, dst: str, tag: str) -> None:
     fn.ping(src, dst, count=3)  # neighbour discovery and warm caches
     out = fn.host(src).cmd(f"ping -6 -n -c 50 -i 0.02 {fn.address(dst)}")
     m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/", out)
@@ -116,7 +116,7 @@ def report_ping(fn, src: str, dst: str, tag: str) -> None:  # noqa: ANN001
               f"{m.group(1)}/{m.group(2)}/{m.group(3)} ms over 50 pings")
 
 
-def report_flows(fn, topo, src: str, dst: str, tag: str) -> None:  # noqa: ANN001
+def report_flows(fn, topo, src: str, dst: str, tag: str) -> None:
     from fabric import plan as P
 
     roles: dict[str, list[int]] = {}
@@ -146,7 +146,7 @@ def report_flows(fn, topo, src: str, dst: str, tag: str) -> None:  # noqa: ANN00
           f"{cpu_total[spray] / max(cpu_total[one], 1e-9):.2f}x ({cpu_total[spray]:.1f} / {cpu_total[one]:.1f} us)")
 
 
-def measure(topo, placement) -> None:  # noqa: ANN001
+def measure(topo, placement) -> None:
     from topologies.fabric_net import fabric_network, install_tables
 
     prefix = "mrc" + secrets.token_hex(2)[:3]

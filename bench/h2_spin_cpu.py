@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import grpc  # noqa: E402
+import grpc
 
-from p4target.accel.h2_server import DEFAULT_SPIN_US, H2Server  # noqa: E402
+from p4target.accel.h2_server import DEFAULT_SPIN_US, H2Server
 
 METHOD = "/bench.Spin/Echo"
 
@@ -30,7 +30,7 @@ def _echo(request: bytes, context: object) -> bytes:
 
 
 class _Handlers(grpc.GenericRpcHandler):
-    def service(self, details: grpc.HandlerCallDetails):  # noqa: ANN201 - grpc's own type
+    def service(self, details: grpc.HandlerCallDetails):  # grpc's own type
         if details.method == METHOD:
             return grpc.unary_unary_rpc_method_handler(_echo)
         return None

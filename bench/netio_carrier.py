@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vethlab import REPO, VethLab, require_root  # noqa: E402
+from _vethlab import REPO, VethLab, require_root
 
 sys.path.insert(0, str(REPO))
 
-from p4target.compiler import compile_file  # noqa: E402
-from p4target.device import Device  # noqa: E402
-from p4target.ports.netio import NetIO  # noqa: E402
+from p4target.compiler import compile_file
+from p4target.device import Device
+from p4target.ports.netio import NetIO
 
 
 def _until(pred, timeout: float = 10.0) -> float:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finsy.proto.p4.v1 import p4runtime_pb2  # noqa: E402
+from finsy.proto.p4.v1 import p4runtime_pb2
 
-from tests.p4runtime.hostile import attacks, tls_attacks  # noqa: E402
-from tests.p4runtime.hostile.harness import TRANSPORTS, Served, Watch, serve  # noqa: E402
+from tests.p4runtime.hostile import attacks, tls_attacks
+from tests.p4runtime.hostile.harness import TRANSPORTS, Served, Watch, serve
 
 RT_ALL = Path(__file__).resolve().parents[1] / "tests" / "p4runtime" / "p4" / "rt_all.p4"
 

@@ -53,7 +53,7 @@ def ring_mb(pids: list[int]) -> float:
     return total / 1024
 
 
-def measure(topo, label: str) -> None:  # noqa: ANN001
+def measure(topo, label: str) -> None:
     from fabric import plan as P
     from topologies import path_counts
     from topologies.fabric_net import fabric_network, install_tables

@@ -34,10 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vethlab import PYTHON, REPO, VethLab, require_root, stop  # noqa: E402
+from _vethlab import PYTHON, REPO, VethLab, require_root, stop
 
-from p4target.compiler import compile_file  # noqa: E402
-from p4target.accel.native import ENV_SWITCH  # noqa: E402
+from p4target.compiler import compile_file
+from p4target.accel.native import ENV_SWITCH
 
 ROUTER6 = REPO / "bench" / "p4" / "router6.p4"
 FABRIC = REPO / "p4src" / "fabric.p4"

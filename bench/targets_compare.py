@@ -34,7 +34,7 @@ TRANSFER_BYTES = 2_000_000
 UDP_PACKETS = 5000
 
 
-def udp_burst(fn, src: str, dst: str, evs: list[int]) -> dict[str, float]:  # noqa: ANN001
+def udp_burst(fn, src: str, dst: str, evs: list[int]) -> dict[str, float]:
     """``UDP_PACKETS`` MRC WRITEs of 1,024 bytes flat out on ``evs``: sent, received,
     packets/s and Mb/s from the first to the last packet received."""
     from topologies.mrc_flow import run_stream

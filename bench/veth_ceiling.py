@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _vethlab import VethLab, require_root  # noqa: E402
+from _vethlab import VethLab, require_root
 
 
 def main() -> int:

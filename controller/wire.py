@@ -320,7 +320,7 @@ def table_encoder(table: str, table_id: int, fields: Sequence[tuple[str, type, i
     one = code.replace("{fail}", "return None").replace("{done}", "return ").replace("{close}", "")
     run = code.replace("{fail}", "return i").replace("{done}", "add(").replace("{close}", ")")
     src = _ONE.format(code=textwrap.indent(one, "    ")) + "\n\n" + _RUN.format(code=textwrap.indent(run, " " * 8))
-    exec(src, env)  # noqa: S102 - source made above from ids and names, not from input text
+    exec(src, env)  # source made above from ids and names, not from input text
     return Encoders(env["one"], env["run"])  # type: ignore[arg-type]  # made by exec: typed by the template
 
 

@@ -150,7 +150,7 @@ class Device:
             try:
                 outputs = sw.inject(port, frame)
                 digests = sw.digests() if self._digest else None
-            except Exception:  # noqa: BLE001 - one bad frame must not stop the device
+            except Exception:  # one bad frame must not stop the device
                 self.errors += 1
                 log.exception("%s: frame from port %d dropped: pipeline failed",
                               self.label, port)
@@ -169,7 +169,7 @@ class Device:
         for out_port, data in self.process_batch(port, frames):
             try:
                 sink(out_port, data)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self.errors += 1
                 log.exception("%s: output to port %d failed", self.label, out_port)
 
@@ -220,7 +220,7 @@ class Device:
                 return None
             try:
                 outputs = sw.run_until_idle()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self.errors += 1
                 log.exception("%s: draining the queues failed", self.label)
                 return None
@@ -247,7 +247,7 @@ class Device:
                 self.tx_frames += 1
                 try:
                     self.output_sink(port, data)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     self.errors += 1
                     log.exception("%s: output to port %d failed", self.label, port)
         if digests:
@@ -265,7 +265,7 @@ class Device:
     def _safe(self, cb: Callable[..., None], *args: Any) -> None:
         try:
             cb(*args)
-        except Exception:  # noqa: BLE001 - a listener must not break forwarding
+        except Exception:  # a listener must not break forwarding
             log.exception("%s: listener %r failed", self.label, cb)
 
     # -- listeners

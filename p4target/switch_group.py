@@ -293,14 +293,14 @@ class GroupLoop:
     def _round(self, sw: GroupSwitch, control: bool) -> bool:
         try:
             return bool(sw.netio.round(wait=False, control=control))
-        except Exception:  # noqa: BLE001 - one switch's failure is not the group's
+        except Exception:  # one switch's failure is not the group's
             self._failed(sw, "forwarding round")
             return False
 
     def _flush(self, sw: GroupSwitch) -> None:
         try:
             sw.netio.flush_transmits()
-        except Exception:  # noqa: BLE001
+        except Exception:
             self._failed(sw, "flushing the transmit rings")
 
     def run(self) -> None:
@@ -376,7 +376,7 @@ class GroupLoop:
         for sw in self.switches:
             try:
                 sw.netio.end()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("%s: flushing the rings failed", sw.device.label)
         if self._epoll is not None:
             self._epoll.close()
@@ -456,7 +456,7 @@ class SwitchGroup:
                 continue
             try:
                 server.start()
-            except Exception as e:  # noqa: BLE001 - a busy port is RuntimeError or OSError
+            except Exception as e:  # a busy port is RuntimeError or OSError
                 sw.server = None
                 raise P4Error(f"switch {sw.name}: cannot start the P4Runtime server on {sw.spec.grpc_addr}: "
                               f"{e}; choose another grpc_addr") from None
@@ -465,7 +465,7 @@ class SwitchGroup:
             self.shared = SharedP4RuntimeServer(sharing, self.spec.grpc_addr, tls=tls)
             try:
                 self.shared.start()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 self.shared = None
                 raise P4Error(f"cannot start the shared P4Runtime server on {self.spec.grpc_addr}: {e}; "
                               "choose another grpc_addr") from None

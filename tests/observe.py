@@ -133,7 +133,7 @@ class CutWatch:
     def _run(self) -> None:
         try:
             asyncio.run(self._watch())
-        except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
+        except Exception as e:  # reported to the test, which fails on it
             self.error = f"{type(e).__name__}: {e}"
         finally:
             self._ready.set()

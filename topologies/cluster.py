@@ -195,7 +195,7 @@ class ClusterGroupedMixin:
     on a server of its own the kernel spreads them; the local ones are pinned as usual)."""
 
     @classmethod
-    def batchStartup(cls, switches: Iterable[P4Switch], run: Any = None) -> list[P4Switch]:  # noqa: N802
+    def batchStartup(cls, switches: Iterable[P4Switch], run: Any = None) -> list[P4Switch]:
         from p4target.api import allowed_cpus
         from topologies.switch_group import READY_PER_SWITCH
 
@@ -246,7 +246,7 @@ class TunnelLink(RemoteLink):
     next_id: ClassVar[int] = 0
     id_base: ClassVar[int] = 1000
 
-    def makeTunnel(self, node1: Any, node2: Any, intfname1: str, intfname2: str,  # noqa: N802
+    def makeTunnel(self, node1: Any, node2: Any, intfname1: str, intfname2: str,
                    addr1: str | None = None, addr2: str | None = None) -> str:
         if node2.server == LOCAL:
             return self.makeTunnel(node2, node1, intfname2, intfname1, addr2, addr1)

@@ -76,7 +76,7 @@ class FabricHost(Host):
             raise RuntimeError(f"{self.name}: IPv6 set-up of {name} failed: {out.strip()}")
         return result
 
-    def IP(self, intf: Any = None) -> str | None:  # noqa: N802 - Mininet's name
+    def IP(self, intf: Any = None) -> str | None:  # Mininet's name
         """The host's IPv6 address: what Mininet puts in place of the host's name on the
         CLI (``h1 ping h3``) and what ``pingall`` and ``iperf`` send to."""
         return self.ipv6

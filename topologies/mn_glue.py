@@ -17,7 +17,7 @@ topos = {"mrcclos": mrcclos}
 switches = {"p4": switch_class("auto"), "p4embedded": EmbeddedP4Switch, "p4bmv2": Bmv2Switch}
 
 
-def CLI(net: Any, **kwargs: Any) -> None:  # noqa: N802 - the name Mininet's `mn` looks for
+def CLI(net: Any, **kwargs: Any) -> None:  # the name Mininet's `mn` looks for
     """Mininet's CLI with the project's commands, on the network `mn` started."""
     from topologies.cli import FabricCLI
     from topologies.fabric_net import attach, remove_state

@@ -50,7 +50,7 @@ class Agents:
         for h in self.hosts:
             cmd = [str(BIN / "python"), "-m", "workloads.agent", h, self.fn.address(h), s.transport.name,
                    f"{s.timeout:g}", f"{s.rto_min:g}", f"{s.nack_delay:g}", f"{s.ack_delay:g}", json.dumps(s.shape)]
-            log = open(self.workdir / f"agent-{h}.log", "wb")  # noqa: SIM115 (closed in stop)
+            log = open(self.workdir / f"agent-{h}.log", "wb")  # (closed in stop)
             self.logs.append(log)
             p = self.fn.host(h).popen(cmd, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
             self.procs[h] = p

@@ -201,7 +201,7 @@ class _Call:
         except Abort:
             self.finish()
             return
-        except Exception as exc:  # noqa: BLE001 - a handler's bug fails its call, the server lives on
+        except Exception as exc:  # a handler's bug fails its call, the server lives on
             log.exception("%s failed", self.method)
             self.context.fail(UNKNOWN, f"Exception iterating responses: {exc}")
             self.finish()
@@ -225,7 +225,7 @@ class _Call:
                 response = next(self.responses)
             except (StopIteration, Abort):
                 break
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.exception("%s failed", self.method)
                 self.context.fail(UNKNOWN, f"Exception iterating responses: {exc}")
                 break
@@ -246,7 +246,7 @@ class _Call:
         if close is not None:
             try:
                 close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing the responses of %s failed", self.method)
 
     def finish(self) -> None:
@@ -338,7 +338,7 @@ class H2Server:
     def _serve(self) -> None:
         try:
             self._loop.run()
-        except Exception:  # noqa: BLE001 - logged; stop() still sees the server gone
+        except Exception:  # logged; stop() still sees the server gone
             log.exception("the HTTP/2 loop failed")
         finally:
             self._close(wait=True)
@@ -372,7 +372,7 @@ class H2Server:
         metadata = stream.metadata
         try:
             handler, inline = self._handlers.lookup(stream.method, metadata)
-        except Exception:  # noqa: BLE001 - a bug in a generic handler fails this call only
+        except Exception:  # a bug in a generic handler fails this call only
             log.exception("looking up the handler of %r failed", stream.method)
             stream.finish(UNKNOWN, b"Error in service handler!")
             return

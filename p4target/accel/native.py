@@ -258,7 +258,7 @@ class NativeFastPath:
             make = None
             with self._lock:
                 self._fail(str(e))
-        except Exception as e:  # noqa: BLE001 - a bug here must not stop the switch
+        except Exception as e:  # a bug here must not stop the switch
             make = None
             log.exception("%s: building the compiled fast path failed", self.label)
             with self._lock:
@@ -269,7 +269,7 @@ class NativeFastPath:
             for cb in waiting:
                 try:
                     cb(make)
-                except Exception:  # noqa: BLE001 - that switch keeps its interpreted one
+                except Exception:  # that switch keeps its interpreted one
                     log.exception("%s: binding the compiled fast path failed", self.label)
 
     def _load(self, build_if_missing: bool) -> MakeFast | None:
@@ -315,7 +315,7 @@ def ensure_built(source: str, key: str, cc: str, cache: Path, label: str, module
 
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        lock = open(cache / f"{key}.lock", "w")  # noqa: SIM115 - closed below
+        lock = open(cache / f"{key}.lock", "w")  # closed below
     except OSError as e:
         raise unwritable(e) from None
     with lock:

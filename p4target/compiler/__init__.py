@@ -51,7 +51,7 @@ class CompiledProgram:
         self.path = path
         self._code: CodeType = compile(python_source, f"<p4:{path.name}>", "exec")
         self._namespace: dict[str, object] = {"__name__": f"p4gen_{path.stem}"}
-        exec(self._code, self._namespace)  # noqa: S102 - our own generated code
+        exec(self._code, self._namespace)  # our own generated code
         self._fast_builder = fast if callable(fast) else None
         self._fast: FastSource | None = fast if isinstance(fast, FastSource) else None
         self._fast_done = not callable(fast)
@@ -84,7 +84,7 @@ class CompiledProgram:
         if self._make_fast is None:
             try:
                 code = compile(src.text, f"<p4-fast:{self.path.name}>", "exec")
-                exec(code, self._namespace)  # noqa: S102 - our own generated code
+                exec(code, self._namespace)  # our own generated code
             except SyntaxError as exc:  # a generator bug (or a limit of Python's): none
                 log.warning("%s: no fast path: its generated source does not compile (%s); every frame "
                             "takes the general path; please report this with the program", self.path, exc)
@@ -136,7 +136,7 @@ def compile_file(path: str | Path, include_dirs: tuple[str | Path, ...] | list[s
     except RecursionError:
         raise P4Error("expression or nesting too deep for the embedded target; simplify it",
                       str(path)) from None
-    except Exception as exc:  # noqa: BLE001 - a compiler bug must still be one clear line
+    except Exception as exc:  # a compiler bug must still be one clear line
         where = compiler.last_loc if compiler is not None and compiler.last_loc else None
         log.debug("internal compiler error", exc_info=True)
         raise P4Error(f"internal error of the embedded P4 compiler ({type(exc).__name__}: {exc}); "

@@ -58,7 +58,7 @@ def build_fast(program: A.Program, source: Path) -> FastSource | None:
         return generate_fast(program, source)
     except NoFast as e:
         log.debug("%s: no fast path (%s)", source, e)
-    except Exception as e:  # noqa: BLE001 - a generator bug must not stop the program
+    except Exception as e:  # a generator bug must not stop the program
         log.warning("%s: no fast path: the fast-path generator failed (%s: %s); every frame takes the "
                     "general path; please report this with the program", source, type(e).__name__, e,
                     exc_info=True)

@@ -348,7 +348,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if v.const is None:
             raise error(d.value.loc, f"const {d.name} needs a compile-time value")
         code = self.coerce(v, t, d.loc, f"const {d.name}")
-        val = eval(code, {"__builtins__": {}})  # noqa: S307 - a literal produced by coerce
+        val = eval(code, {"__builtins__": {}})  # a literal produced by coerce
         scope.define(d.name, Sym("const", t, code, val), d.loc)
 
     def declare_action(self, d: A.ActionDecl, control: str | None, scope: Scope) -> ActionInfo:
@@ -785,7 +785,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         if v.const is None:
             raise error(e.loc, "keyset values must be compile-time constants")
         code = self.coerce(self.enum_as_underlying(v, t), t, e.loc, "keyset value")
-        val = int(eval(code, {"__builtins__": {}}))  # noqa: S307 - a literal
+        val = int(eval(code, {"__builtins__": {}}))  # a literal
         if unsigned and isinstance(t, BitT) and t.signed:
             val &= t.mask
         return val

@@ -254,7 +254,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             if v is None or v.const is None:
                 raise error(s.loc, f"const {s.name} needs a compile-time value")
             code = self.coerce(v, t, s.loc, f"const {s.name}")
-            self.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)  # noqa: S307
+            self.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
             return
         py = self.local_name(s.name)
         if s.init is not None:

@@ -145,7 +145,7 @@ class SubBlockCompiler(CompilerContext):
             if v.const is None:
                 raise error(a.loc, f"constructor argument '{p.name}' must be a compile-time constant")
             code = self.coerce(v, t, a.loc, f"constructor argument '{p.name}'")
-            out.append((p.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), p.loc))  # noqa: S307
+            out.append((p.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), p.loc))
         return out
 
     def signature_matches(self, decl: A.ControlDecl | A.ParserDecl, type_name: str) -> bool:

@@ -481,8 +481,8 @@ class TableCompiler(CompilerContext):
             pt = self.resolve_type(p.type)
             code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]  # as above: action list arguments are values
             try:
-                val = eval(code, {"__builtins__": {}})  # noqa: S307 - literal expected
-            except Exception:  # noqa: BLE001
+                val = eval(code, {"__builtins__": {}})  # literal expected
+            except Exception:
                 raise error(a.loc, f"argument '{p.name}' must be a compile-time constant") from None
             if isinstance(pt, BitT) and pt.signed:
                 val &= pt.mask

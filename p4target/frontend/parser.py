@@ -768,7 +768,7 @@ class Parser:
         try:
             self.type_ref()
             return self.tok.kind == "ident"
-        except Exception:  # noqa: BLE001 - lookahead only
+        except Exception:  # lookahead only
             return False
         finally:
             self.pos = save
@@ -865,7 +865,7 @@ class Parser:
                 return False
             self.type_ref()
             return self.at(")")
-        except Exception:  # noqa: BLE001 - lookahead only
+        except Exception:  # lookahead only
             return False
         finally:
             self.pos = save
@@ -911,7 +911,7 @@ class Parser:
             while self.accept(","):
                 self.type_ref()
             return self.at(">") and self.peek().text == "("
-        except Exception:  # noqa: BLE001 - lookahead only
+        except Exception:  # lookahead only
             return False
         finally:
             self.pos = save

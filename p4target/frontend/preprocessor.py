@@ -382,8 +382,8 @@ class Preprocessor:
                 raise error(loc, f"cannot evaluate #if expression {expr!r}; use integers, "
                             "defined(), comparisons and && || !")
         try:
-            return bool(eval("".join(out), {"__builtins__": {}}, {}))  # noqa: S307 - tokens checked above
-        except Exception:  # noqa: BLE001 - any failure is a bad directive
+            return bool(eval("".join(out), {"__builtins__": {}}, {}))  # tokens checked above
+        except Exception:  # any failure is a bad directive
             raise error(loc, f"cannot evaluate #if expression {expr!r}") from None
 
 

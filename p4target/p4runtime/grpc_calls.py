@@ -82,7 +82,7 @@ class Context:
         for callback in self.callbacks or ():
             try:
                 callback()
-            except Exception:  # noqa: BLE001 - one bad callback does not stop the rest
+            except Exception:  # one bad callback does not stop the rest
                 log.exception("callback of %s failed", method)
 
 
@@ -134,7 +134,7 @@ def deserialize(handler: grpc.RpcMethodHandler, context: Context, data: bytes | 
         return None
     try:
         return (handler.request_deserializer or same)(data)
-    except Exception:  # noqa: BLE001
+    except Exception:
         context.fail(INTERNAL, "Exception deserializing request!")
         return None
 
@@ -147,7 +147,7 @@ def run_unary(handler: grpc.RpcMethodHandler, request: Any, context: Context, me
         return (handler.response_serializer or same)(response)
     except Abort:
         return None
-    except Exception as exc:  # noqa: BLE001 - a handler's bug fails its call, the server lives on
+    except Exception as exc:  # a handler's bug fails its call, the server lives on
         log.exception("%s failed", method)
         context.fail(UNKNOWN, f"Exception calling application: {exc}")
         return None
@@ -168,7 +168,7 @@ def stream_responses(handler: grpc.RpcMethodHandler, request: Any, context: Cont
                 return False
     except Abort:
         pass
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.exception("%s failed", method)
         context.fail(UNKNOWN, f"Exception iterating responses: {exc}")
     finally:

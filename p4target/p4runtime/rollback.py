@@ -25,7 +25,7 @@ DELETE = p4runtime_pb2.Update.DELETE
 def _read_one(sw: Any, st: PipelineState, probe: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
     try:
         return list(read_entities(sw, st, probe))
-    except Exception:  # noqa: BLE001 - an invalid update fails on its own; nothing to undo
+    except Exception:  # an invalid update fails on its own; nothing to undo
         return []
 
 

@@ -131,7 +131,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             outcomes = self.s.write(request.updates, request.atomicity)
         except P4RTError as err:
             self._abort(context, err)
-        except Exception as exc:  # noqa: BLE001 - a bug answers INTERNAL, the server lives on
+        except Exception as exc:  # a bug answers INTERNAL, the server lives on
             self._internal(context, "Write", exc)
         if outcomes.count(DONE) != len(outcomes):  # every success is the shared DONE tuple
             abort_with_status(context, batch_status(outcomes))
@@ -144,7 +144,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             found, errors = self.s.read(request.entities)
         except P4RTError as err:
             self._abort(context, err)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._internal(context, "Read", exc)
         yield from self.s.chunks(found)
         if any(code for code, _ in errors):
@@ -159,7 +159,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.s.set_pipeline(request.action, request.config if request.HasField("config") else None)
         except P4RTError as err:
             self._abort(context, err)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._internal(context, "SetForwardingPipelineConfig", exc)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
@@ -575,7 +575,7 @@ class P4RuntimeServer:
             for u in reversed(inv):
                 try:
                     self._apply_update(sw, st, u)
-                except Exception:  # noqa: BLE001 - keep undoing the rest
+                except Exception:  # keep undoing the rest
                     log.exception("%s: rollback step failed", self.label)
 
     def read(self, entities) -> tuple[list[bytes], list[Outcome]]:
@@ -593,7 +593,7 @@ class P4RuntimeServer:
                         outcomes.append(DONE)
                     except P4RTError as err:
                         outcomes.append((err.code, err.message))
-                    except Exception as exc:  # noqa: BLE001 - one bad request, not the server
+                    except Exception as exc:  # one bad request, not the server
                         log.exception("%s: read failed unexpectedly", self.label)
                         outcomes.append((INTERNAL, f"internal error: {exc}"))
         return found, outcomes

@@ -154,7 +154,7 @@ class TLSFront:
                 for key, events in self._sel.select(self._timeout()):
                     self._event(key, events)
                 self._expire()
-        except Exception:  # noqa: BLE001 - logged; the clients see their connections closed
+        except Exception:  # logged; the clients see their connections closed
             log.exception("the TLS front failed")
         finally:
             self._cleanup()

@@ -60,7 +60,7 @@ def in_netns(netns: str | None, fn: Callable[[], T]) -> T:
             finally:
                 os.close(fd)
             box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
+        except BaseException as e:  # handed to the caller
             box["error"] = e
 
     t = threading.Thread(target=worker, name=f"netns-{netns}")

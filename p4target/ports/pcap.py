@@ -27,7 +27,7 @@ class PcapWriter:
     def __init__(self, path: Path | str, snaplen: int = MAX_FRAME) -> None:
         self.path = Path(path)
         self.snaplen = snaplen
-        self._f = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        self._f = open(self.path, "wb")  # closed by close()
         self._f.write(struct.pack("=IHHiIII", self.MAGIC, 2, 4, 0, 0, snaplen,
                                   self.LINKTYPE_ETHERNET))
         self.count = 0

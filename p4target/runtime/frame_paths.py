@@ -231,7 +231,7 @@ class FramePaths:
                         now = (_monotonic_ns() - t0) // 1000
                     try:
                         r = fast(data, port, now)
-                    except Exception:  # noqa: BLE001 - inject below reports it as it always did
+                    except Exception:  # inject below reports it as it always did
                         r = None
                     if r is not None:  # as in inject
                         out_port, data = r

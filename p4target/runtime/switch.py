@@ -443,7 +443,7 @@ class Switch:
         paths.fast = None
         try:
             made = self.program.fast_factory()
-        except Exception:  # noqa: BLE001 - the general path is always there
+        except Exception:  # the general path is always there
             log.exception("%s: no fast path (it could not be built)", self.name)
             return None
         if made is not None:
@@ -454,7 +454,7 @@ class Switch:
                 native = self.program.native_fast_path() if self._native_wanted else None
                 if native is not None:
                     native.when_ready(lambda compiled: self._native_ready(compiled, interpreted))
-            except Exception:  # noqa: BLE001 - the interpreted fast path stays
+            except Exception:  # the interpreted fast path stays
                 log.exception("%s: no compiled fast path", self.name)
         return None
 

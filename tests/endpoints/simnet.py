@@ -107,7 +107,7 @@ class Run:
     end: float
 
     @property
-    def conn(self):  # noqa: ANN201 - the receiver's one connection
+    def conn(self):  # the receiver's one connection
         (c,) = self.receiver.conns.values()
         return c
 

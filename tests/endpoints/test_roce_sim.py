@@ -45,7 +45,7 @@ class RoceRun:
     end: float
 
     @property
-    def qp(self):  # noqa: ANN201 - the receiver's one QP
+    def qp(self):  # the receiver's one QP
         (c,) = self.receiver.conns.values()
         return c
 
@@ -66,7 +66,7 @@ def run(data: bytes, net: SimNet, cfg: RoceSenderConfig = FAST, rcfg: RoceReceiv
     return RoceRun(sender, receiver, to_rx, to_tx, end)
 
 
-def lose_transmissions(which: dict[int, set[int]]):  # noqa: ANN201 - a SimNet.lose rule
+def lose_transmissions(which: dict[int, set[int]]):  # a SimNet.lose rule
     """Lose transmission k (1 = the first) of packet i for each k in which[i]."""
     seen: Counter[int] = Counter()
 
@@ -283,7 +283,7 @@ class Bottleneck:
         self.dropped = self.marked = self.most = 0
         self.counts = {"reordered": 0}
 
-    def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False):  # noqa: ANN201
+    def carry(self, t: float, ev: int, payload: bytes, index: int, back: bool = False):
         if back or payload[0] not in DATA_OPCODES:
             return [(t + 250e-6, payload, 0b10)]
         self.departures = [d for d in self.departures if d > t]

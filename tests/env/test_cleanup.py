@@ -153,7 +153,7 @@ def test_node_mark_is_the_same_in_topologies_and_cleanup() -> None:
     assert topo_mark == cleanup_mark
 
 
-def test_node_record_is_the_same_file_in_topologies_and_cleanup(tmp_path) -> None:  # noqa: ANN001
+def test_node_record_is_the_same_file_in_topologies_and_cleanup(tmp_path) -> None:
     pytest.importorskip("mininet")
     from fabric.topology import from_parameters
     from topologies.fabric_net import NODES_RECORD, write_nodes_record

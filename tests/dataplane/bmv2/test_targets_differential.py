@@ -163,7 +163,7 @@ NIC_TOPO_SHAPE = dict(planes=2, spines=1, leaves=2, hosts_per_leaf=1)  # nic1: h
 
 
 @contextmanager
-def _nic_pair(tmp: Path, topo, tag: str) -> Iterator[tuple[object, Bmv2Leaf]]:  # noqa: ANN001
+def _nic_pair(tmp: Path, topo, tag: str) -> Iterator[tuple[object, Bmv2Leaf]]:
     """nic1 of ``topo`` on both targets, filled with the controller's entries."""
     from controller.reconcile import Reconciler
     from tests.dataplane.fabric_net import NIC_P4, load, switch_entries
@@ -198,7 +198,7 @@ def _same_counters(embedded: object, bmv2: Bmv2Leaf) -> int:
     return cells
 
 
-def _nic_frames(topo) -> list[tuple[int, bytes]]:  # noqa: ANN001
+def _nic_frames(topo) -> list[tuple[int, bytes]]:
     from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr
 
     h1, h2 = topo.host("h1"), topo.host("h2")

@@ -177,7 +177,7 @@ SPREAD_SPORTS = range(42000, 42064)
 SPREAD_BOUND = {2: (20, 44), 8: (1, 16)}  # members -> (fewest, most) flows on one member
 
 
-def _members_per_flow(program, planes: int, spines: int) -> Counter:  # noqa: ANN001
+def _members_per_flow(program, planes: int, spines: int) -> Counter:
     from fabric.topology import from_parameters
     from tests.dataplane.fabric_net import load
     from tests.dataplane.nic.nic_case import nic_case

@@ -171,6 +171,6 @@ def test_the_module_takes_the_globals_the_source_reads(text: str, names: tuple[s
     assert got == names
     assert source.splitlines()[1] == f"def make_native({', '.join(names)}):"
     ns: dict = {}
-    exec(compile(source, "m", "exec"), ns)  # noqa: S102 - the wrapper is plain Python too
+    exec(compile(source, "m", "exec"), ns)  # the wrapper is plain Python too
     make = ns["make_native"](*(object() for _ in names))
     assert callable(make(types.SimpleNamespace(a=1)))
