@@ -11,6 +11,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type for the callers' annotations; at run time a part is looked up (part)
+    from p4target.accel.native import NativeFastPath as NativeFastPath
 
 PACKAGE = "p4target.accel"
 FOLDER = Path(__file__).with_name("accel")

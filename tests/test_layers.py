@@ -1,7 +1,9 @@
 """The packages import one way only: an AST walk over every module of the project.
 
 The layers (docs/architecture.md, "Layers"): ``fabric`` (the pure model) imports
-nothing else of the project; ``endpoints`` only ``fabric``; ``controller`` (the
+nothing else of the project and no command-line library (typer, rich, click);
+``cli_common`` (what every command line shares) only ``fabric``, and every package
+with a command line may import it; ``endpoints`` only ``fabric``; ``controller`` (the
 P4Runtime client, with a running network's state file and cable cuts) only ``fabric``
 and the target's public API ``p4target.api``, except ``mrcctl`` itself
 (``controller/cli.py``), which may also use the web view for ``mrcctl web``, and
@@ -9,19 +11,24 @@ and the target's public API ``p4target.api``, except ``mrcctl`` itself
 ``topologies.transfer`` (is a host's receiver listening); the web view (``webview``)
 may use ``fabric`` and ``controller``, and nothing below it imports it; the Mininet
 package (``topologies``) may use ``fabric``, ``controller``, ``endpoints`` and
-``p4target.api``; ``p4target``
-imports none of them; the experiments and tools sit on top and may use everything
-but the target's internals (the workloads, a package like the experiments, under
-them: the experiments may use it, it may not use them). Every import counts: at the top, inside a function, under
-``TYPE_CHECKING``.
+``p4target.api``; ``p4target`` imports none of them, and inside it only
+``p4target/optional_accel.py`` reaches the optional speed machinery
+``p4target/accel/``; the experiments and tools sit on top and may use everything but
+the target's internals (the workloads, a package like the experiments, under them:
+the experiments may use it, it may not use them), except ``tools/cleanup.py`` and
+``tools/ns_cluster.py``, which run on the system Python and import the standard
+library only. Every import counts: at the top, inside a function, under
+``TYPE_CHECKING``, and ``importlib.import_module`` of a literal name.
 
-The checks of `make lint` cover the layers too: mypy checks the model, the client and
-the Mininet package strictly, and ruff exempts none of their files from a rule.
+The checks of `make lint` cover the layers too: mypy checks the model, the command-line
+helpers, the client, the transport, the Mininet package, the web view and the
+workloads strictly, and ruff exempts none of their files from a rule.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,13 +60,23 @@ ALLOWED: dict[str, frozenset[str]] = {
 NO_LIBRARIES: dict[str, frozenset[str]] = {
     "fabric": frozenset({"typer", "rich", "click"}),
 }
-# single modules with a wider rule than their package's, and why
+# single modules with another rule than their package's, and why
 EXCEPTIONS: dict[str, frozenset[str]] = {
     # mrcctl: `mrcctl web` serves the web view
     "controller/cli.py": ALLOWED["controller"] | {"webview"},
     # mrcctl probe/locate/guard: whether a host's MRC-lite receiver is listening
     "controller/ops_cli.py": ALLOWED["controller"] | {"topologies.transfer"},
+    # run on the system Python, with or without .venv: nothing of the project (and see STDLIB_ONLY)
+    "tools/cleanup.py": frozenset(),
+    "tools/ns_cluster.py": frozenset(),
 }
+# modules that import the standard library only: `make clean` runs cleanup.py on the system Python,
+# the README runs ns_cluster.py with the system python3
+STDLIB_ONLY = frozenset({"tools/cleanup.py", "tools/ns_cluster.py"})
+# p4target's optional speed machinery: only optional_accel.py (a lookup by name) and the machinery
+# itself reach it, so that deleting the folder changes speed, never behaviour
+ACCEL = "p4target.accel"
+ACCEL_GATE = "p4target/optional_accel.py"
 
 
 def imported(tree: ast.AST, module: str) -> Iterator[tuple[int, str]]:
@@ -90,8 +107,32 @@ def allowed(target: str, own: str, rule: frozenset[str]) -> bool:
     return any(target == r or target.startswith(r + ".") for r in rule)
 
 
+def imported_by_name(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module) of every ``import_module("...")`` or ``__import__("...")`` of a
+    module named by a literal."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                yield node.lineno, node.args[0].value
+
+
+def problem(rel: str, package: str, rule: frozenset[str], target: str) -> str | None:
+    """What is wrong with module ``rel`` of ``package`` importing ``target`` (None: nothing)."""
+    top = target.split(".")[0]
+    if not allowed(target, package, rule):
+        return f"{package} imports {target}"
+    if top in NO_LIBRARIES.get(package, ()):
+        return f"{package} imports {target}, a library it may not use"
+    if rel in STDLIB_ONLY and top not in sys.stdlib_module_names:
+        return f"{package} imports {target}, not of the standard library"
+    if (target == ACCEL or target.startswith(ACCEL + ".")) and rel != ACCEL_GATE and not rel.startswith("p4target/accel/"):
+        return f"{package} imports {target}: only {ACCEL_GATE} reaches p4target/accel/"
+    return None
+
+
 def violations(root: Path) -> list[str]:
-    """``path:line: package imports module`` for every import against the rules."""
+    """``path:line: package imports module[, why]`` for every import against the rules."""
     out: list[str] = []
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
@@ -99,11 +140,10 @@ def violations(root: Path) -> list[str]:
             module = rel[:-3].replace("/", ".")
             rule = EXCEPTIONS.get(rel, ALLOWED[package])
             tree = ast.parse(path.read_text(), filename=rel)
-            for line, target in imported(tree, module):
-                if not allowed(target, package, rule):
-                    out.append(f"{rel}:{line}: {package} imports {target}")
-                elif target.split(".")[0] in NO_LIBRARIES.get(package, ()):
-                    out.append(f"{rel}:{line}: {package} imports {target}, a library it may not use")
+            for line, target in sorted({*imported(tree, module), *imported_by_name(tree)}):
+                said = problem(rel, package, rule, target)
+                if said:
+                    out.append(f"{rel}:{line}: {said}")
     return out
 
 
@@ -197,6 +237,23 @@ def test_every_package_is_walked() -> None:
     ("fabric/x.py", "def f():\n    from rich.table import Table",
      "fabric/x.py:2: fabric imports rich.table.Table, a library it may not use"),
     ("fabric/x.py", "import click.types", "fabric/x.py:1: fabric imports click.types, a library it may not use"),
+    ("tools/soak.py", "from p4target.runtime.switch import Switch",
+     "tools/soak.py:1: tools imports p4target.runtime.switch.Switch"),
+    ("tools/cleanup.py", "from controller.cable_cuts import CUT_TABLE_PREFIX",
+     "tools/cleanup.py:1: tools imports controller.cable_cuts.CUT_TABLE_PREFIX"),
+    ("tools/cleanup.py", "import yaml", "tools/cleanup.py:1: tools imports yaml, not of the standard library"),
+    ("tools/ns_cluster.py", "def f():\n    import typer",
+     "tools/ns_cluster.py:2: tools imports typer, not of the standard library"),
+    ("p4target/compiler/x.py", "from p4target.accel.native import NativeFastPath",
+     "p4target/compiler/x.py:1: p4target imports p4target.accel.native.NativeFastPath: "
+     "only p4target/optional_accel.py reaches p4target/accel/"),
+    ("p4target/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p4target import accel",
+     "p4target/x.py:3: p4target imports p4target.accel: only p4target/optional_accel.py reaches p4target/accel/"),
+    ("p4target/p4runtime/x.py", "from .. import accel",
+     "p4target/p4runtime/x.py:1: p4target imports p4target.accel: only p4target/optional_accel.py reaches p4target/accel/"),
+    ("p4target/x.py", "import importlib\nw = importlib.import_module('p4target.accel.write_path')",
+     "p4target/x.py:2: p4target imports p4target.accel.write_path: only p4target/optional_accel.py reaches "
+     "p4target/accel/"),
 ])
 def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
     for package in PACKAGES:
@@ -220,6 +277,12 @@ def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expe
     ("cli_common/x.py", "from fabric.resolve import Shape\nimport typer\nfrom rich.console import Console"),
     ("controller/x.py", "from rich.table import Table\nfrom cli_common import options"),
     ("fabric/x.py", "import yaml\nfrom pydantic import BaseModel"),
+    ("tools/soak.py", "import json\nfrom experiments import common\nfrom topologies.transfer import run_transfer"),
+    ("tools/cleanup.py", "from __future__ import annotations\nimport argparse\nfrom pathlib import Path"),
+    ("tools/x.py", "from webview import server\nimport typer"),
+    ("p4target/optional_accel.py", "import importlib\nm = importlib.import_module('p4target.accel.native')"),
+    ("p4target/accel/write_path.py", "from p4target.accel import native\nfrom . import h2_server"),
+    ("p4target/compiler/x.py", "from p4target import optional_accel\nfrom p4target.optional_accel import part"),
     ("webview/x.py", "from controller.network_state import load\nfrom controller import counters"),
 ])
 def test_an_allowed_import_passes(tmp_path: Path, where: str, line: str) -> None:

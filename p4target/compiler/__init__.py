@@ -26,7 +26,7 @@ from p4target.frontend.preprocessor import preprocess
 from p4target.model import ProgramModel
 
 if TYPE_CHECKING:
-    from p4target.accel.native import NativeFastPath
+    from p4target.optional_accel import NativeFastPath
 
 log = logging.getLogger(__name__)
 
