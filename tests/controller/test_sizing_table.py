@@ -1,6 +1,6 @@
 """``mrcctl plan``'s table (controller/sizing_table.py): the sizer's rows, title and
 caption as rich draws them, for the fabric worked out by hand in
-tests/controller/test_sizing.py (131,072 GPUs, 800G NICs, 8 planes of 100G, radix 512)."""
+tests/fabric/test_sizing.py (131,072 GPUs, 800G NICs, 8 planes of 100G, radix 512)."""
 
 from __future__ import annotations
 

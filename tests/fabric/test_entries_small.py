@@ -1,4 +1,4 @@
-"""The controller's entries: written out by hand for small fabrics, invariants on larger.
+"""The fabric model's entries (fabric/entries.py): written out by hand for small fabrics, invariants on larger.
 
 Why: fabric/entries.py decides every table of every switch and NIC. On a tiny
 fabric every entry is written out here as literals (addresses, MACs, ports) from
