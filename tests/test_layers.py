@@ -256,12 +256,7 @@ def test_every_package_is_walked() -> None:
      "p4target/accel/"),
 ])
 def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expected: str) -> None:
-    for package in PACKAGES:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / where).write_text(line + "\n")
-    assert violations(tmp_path) == [expected]
+    assert violations(_tree(tmp_path, where, line)) == [expected]
 
 
 @pytest.mark.parametrize(("where", "line"), [
@@ -286,8 +281,14 @@ def test_a_forbidden_import_is_found(tmp_path: Path, where: str, line: str, expe
     ("webview/x.py", "from controller.network_state import load\nfrom controller import counters"),
 ])
 def test_an_allowed_import_passes(tmp_path: Path, where: str, line: str) -> None:
+    assert violations(_tree(tmp_path, where, line)) == []
+
+
+def _tree(root: Path, where: str, line: str) -> Path:
+    """A project of empty packages under ``root`` with one module ``where`` holding ``line``."""
     for package in PACKAGES:
-        (tmp_path / package).mkdir()
-    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / where).write_text(line + "\n")
-    assert violations(tmp_path) == []
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+    (root / where).parent.mkdir(parents=True, exist_ok=True)
+    (root / where).write_text(line + "\n")
+    return root
