@@ -19,7 +19,7 @@ def test_wheel_holds_the_packages_the_p4_includes_and_the_command(tmp_path: Path
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
-    for pkg in ("p4target", "controller", "topologies", "endpoints", "webview"):
+    for pkg in ("p4target", "fabric", "cli_common", "controller", "topologies", "endpoints", "webview"):
         shutil.copytree(REPO / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     res = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(tmp_path)],
@@ -29,7 +29,7 @@ def test_wheel_holds_the_packages_the_p4_includes_and_the_command(tmp_path: Path
     wheels = list(tmp_path.glob("mrc_p4-*.whl"))
     assert len(wheels) == 1
     names = set(zipfile.ZipFile(wheels[0]).namelist())
-    for pkg in ("p4target", "controller", "topologies", "endpoints", "webview"):
+    for pkg in ("p4target", "fabric", "cli_common", "controller", "topologies", "endpoints", "webview"):
         assert f"{pkg}/__init__.py" in names
     # the live view's page, served from the package (nothing from another site)
     assert {f"webview/static/{p.name}" for p in (REPO / "webview" / "static").iterdir()} <= names

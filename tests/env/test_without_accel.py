@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-COPIED = ("p4target", "p4src", "tests", "docs", "controller", "fabric", "endpoints", "topologies", "conftest.py", "pyproject.toml")
+COPIED = ("p4target", "p4src", "tests", "docs", "controller", "fabric", "cli_common", "endpoints", "topologies", "conftest.py",
+          "pyproject.toml")
 # Representative and quick (about a minute together on a loaded machine): writes of
 # every entity, errors, atomicity, pipeline changes, reads, finsy interop; the two
 # project programs forwarding frames on the embedded target.
