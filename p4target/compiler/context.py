@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from p4target import model as M
+    from p4target.errors import P4Error
     from p4target.compiler.entities import ActionInfo, InstanceInfo, TableInfo
     from p4target.compiler.expressions import V
     from p4target.compiler.fast_deferred import Copy, Deferred
@@ -44,6 +45,7 @@ class CompilerContext:
         bind_lines: list[str]
         build_lines: list[str]
         control_funcs: dict[str, str]
+        deferred: list[P4Error]
         controls: dict[str, A.ControlDecl]
         empty_controls: set[str]
         errors_by_name: dict[str, int]

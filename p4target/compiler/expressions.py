@@ -22,6 +22,7 @@ from p4target.compiler.types import (
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
+MAX_WIDTH = 2048  # the widest integer p4c computes with
 _EVAL_GLOBALS = {"__builtins__": {}, "min": min, "max": max, "int": int, "bool": bool,
                  "div": support.div, "mod": support.mod, "shl": support.shl}
 
@@ -490,6 +491,9 @@ class ExpressionCompiler(CompilerContext):
         if isinstance(lt, IntT):
             if not c:
                 raise error(e.loc, "shifting an unsized integer by a run-time amount; give it a width")
+            if e.op == "<<" and int(r.const) > MAX_WIDTH:  # type: ignore[arg-type]  # checked constant above
+                raise error(e.loc, f"shifting an unsized integer left by {r.const} bits; integers are at "
+                            f"most {MAX_WIDTH} bits wide (as in p4c)")
             return self.folded(f"({left.code} {e.op} {r.code})", lt, True)
         if not isinstance(lt, BitT):
             raise error(e.left.loc, f"cannot shift a value of type {lt}")

@@ -116,6 +116,9 @@ class ExternCallCompiler(CompilerContext):
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
+            if isinstance(v.type, IntT):  # their type parameters have nothing else to be inferred from
+                raise error(a.loc, f"{expr_text(a)}: could not infer a width for hash's base or max; give it "
+                            f"one, e.g. (bit<32>){expr_text(a)}")
         h = self.hash_call(algo, data, nbits, parts)  # type: ignore[arg-type]  # nbits and the parts' widths are ints once flattened from bit<W> values
         below = None
         if mx.const is not None:

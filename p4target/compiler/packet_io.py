@@ -58,6 +58,9 @@ class PacketIOCompiler(CompilerContext):
                 return V(code, t)
             if isinstance(t, StructT) and t.kind == "header" and not self.has_varbit(t):
                 return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
+            if isinstance(t, StructT) and t.kind == "header":
+                raise error(e.loc, f"lookahead<{t.name}>: the header has a varbit field; lookahead needs a "
+                            "fixed-size type")
             if self.wire_struct(t):
                 assert isinstance(t, StructT)
                 nbytes = (t.width + 7) // 8

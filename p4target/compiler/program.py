@@ -73,6 +73,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.global_scope = Scope()
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
+        self.new_types: set[str] = set()
+        self.block_kinds: dict[str, str] = {}  # control and parser (type) names: "control" or "parser"  # names declared with 'type' (or typedefs of one)
         self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
         self.match_kinds: set[str] = set()
@@ -181,6 +183,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         """Declare one top-level declaration (its kind's ``_declare_*`` method)."""
         self.last_loc = getattr(d, "loc", self.last_loc)
         how = getattr(self, f"_declare_{type(d).__name__}", None)
+        if getattr(d, "name", None) == "main" and not isinstance(d, A.Instance):
+            raise error(d.loc, "'main' must be the package instance (V1Switch(...) main;); rename this declaration")  # type: ignore[attr-defined]  # every named declaration has a loc
         if how is None:
             raise unsupported(getattr(d, "loc", Loc(str(self.source), 1, 1)),
                               f"top-level {type(d).__name__}", "remove it")
@@ -196,7 +200,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
 
     def _declare_TypedefDecl(self, d: A.TypedefDecl) -> None:
         self.check_new_name(d.name, d.loc)
-        self.type_names[d.name] = self.resolve_type(d.type)
+        t = self.resolve_type(d.type)
+        if d.new_type and isinstance(t, (StructT, StackT, TupleT)):
+            raise error(d.loc, f"'type' can only be applied to base types (bit<W>, int<W>, bool), not {t}; "
+                        "use typedef")
+        if d.new_type or (isinstance(d.type, A.NamedType) and d.type.name in self.new_types):
+            self.new_types.add(d.name)
+        self.type_names[d.name] = t
 
     def _declare_StructLike(self, d: A.StructLike) -> None:
         self.declare_struct(d)
@@ -208,6 +218,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.declare_const(d, self.global_scope)
 
     def _declare_ExternDecl(self, d: A.ExternDecl) -> None:
+        for p in (p for m in d.methods for p in m.params):
+            kind = self.block_kind(p.type)
+            if kind in ("control", "parser"):
+                raise error(p.loc, f"{p.name}: an extern's parameter cannot have type {kind} "
+                            f"{p.type.name}; pass values, headers or structs")  # type: ignore[attr-defined]  # block_kind found a NamedType
         self.extern_decls[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
 
@@ -219,12 +234,18 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
 
     def _declare_ParserDecl(self, d: A.ParserDecl) -> None:
         self.check_new_block(d.name, d.loc)
+        self.block_kinds[d.name] = "parser"
         if not d.is_type:
             self.parsers[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
 
     def _declare_ControlDecl(self, d: A.ControlDecl) -> None:
         self.check_new_block(d.name, d.loc)
+        self.block_kinds[d.name] = "control"
+        for p in d.ctor_params:
+            if self.block_kind(p.type) == "parser":
+                raise error(p.loc, f"{p.name}: a control cannot instantiate a parser; pass the parser to "
+                            "the package instead")
         if not d.is_type:
             self.controls[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
@@ -250,6 +271,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def _declare_VarDecl(self, d: A.VarDecl) -> None:
         raise error(d.loc, "global variables are not allowed in P4; declare a const or "
                     "move the variable into a control")
+
+    def block_kind(self, t: A.TypeRef) -> str | None:
+        """"control" or "parser" when ``t`` names a control or parser type declared so far."""
+        return self.block_kinds.get(t.name) if isinstance(t, A.NamedType) else None
 
     def check_new_block(self, name: str, loc: Loc) -> None:
         """Refuse a parser, control or package whose name is already a type.
@@ -277,6 +302,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if f.name in seen:
                 raise error(f.loc, f"field '{f.name}' is declared twice in {d.kind} {d.name}")
             seen.add(f.name)
+            self.check_match_annotation(f.annotations)
             ft = self.resolve_type(f.type)
             if d.kind == "header":
                 if not isinstance(ft, (BitT, BoolT, VarbitT)) and not (
@@ -306,6 +332,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.type_names[d.name] = t
         self.struct_types.append(t)
 
+    def check_match_annotation(self, annos: list[A.Annotation]) -> None:
+        """A field's ``@match(kind)`` (a value set's match kind) names a declared match_kind."""
+        for a in annos:
+            if a.name == "match" and a.body.strip() not in self.match_kinds:
+                raise error(a.loc, f"@match({a.body.strip()}): the value must be a match_kind "
+                            f"({', '.join(sorted(self.match_kinds))})")
+
     def type_is_used(self, d: A.StructLike) -> bool:
         """Whether a type other than ``d`` or a declaration names ``d`` (p4c leaves unused
         types out of what BMv2 sees, so BMv2's limits do not apply to them)."""
@@ -333,6 +366,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t = EnumT(d.name, members)
         else:
             ut = self.resolve_type(d.underlying)
+            if isinstance(d.underlying, A.NamedType) and d.underlying.name in self.new_types:
+                raise error(d.loc, f"enum {d.name}: its underlying type {d.underlying.name} is declared with "
+                            "'type'; an enum's underlying type must be bit<W> or int<W> (or a typedef of one)")
             if not isinstance(ut, BitT):
                 raise error(d.loc, f"enum underlying type must be bit<W> or int<W>, not {ut}")
             for n, val, loc in d.members:
@@ -535,7 +571,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 raise error(p.loc, f"parameter '{p.name}' has type {t} but V1Switch passes {want} "
                             "here; use the parser's header/metadata types")
             py = f"p_{p.name}"
-            scope.define(p.name, Sym("var", t, py, obj="ro" if p.direction == "in" else None), p.loc)
+            scope.define(p.name, Sym("var", t, py, obj="ro" if p.direction == "in" else None, param=True), p.loc)
             self.param_targets[py] = tgt
             pre.append(f"{py} = st.{tgt}")
         return pre
@@ -554,7 +590,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t = self.resolve_type(p.type)
             py = f"ap_{p.name}"
             args.append(py)
-            ascope.define(p.name, Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None), p.loc)
+            ascope.define(p.name, Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None, param=True),
+                          p.loc)
             if p.direction in ("out", "inout"):
                 outs.append(py)
             if not p.direction and isinstance(t, BitT) and t.signed:
@@ -804,6 +841,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 py = pyfield(d.name)
                 zero = self.zero(t, d.loc)
                 code = self.block_local_code(block, py, zero)
+                scope.check_not_param(d.name, d.loc)
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
                 if d.init is not None:

@@ -248,6 +248,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.scope = saved
 
     def var_decl(self, s: A.VarDecl) -> None:
+        self.scope.check_not_param(s.name, s.loc)
         t = self.resolve_type(s.type)
         if s.is_const:
             v = self.value(s.init) if s.init is not None else None
@@ -283,9 +284,12 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
-        if self.fn_kind == "action":
-            raise error(s.loc, "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses "
-                        "it): use if/else")
+        if self.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
+            self.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
+                                       "(p4c-bm2-ss refuses it): use if/else"))
+        seen: set[object] = set()
+        for label in (lb for case in s.cases for lb in case.labels):
+            self.check_new_label(label, seen)
         v = self.expr(s.expr)
         is_action_run = v.sym is not None and v.sym.kind == "action_run"
         key = self.tmp("sw")
@@ -329,6 +333,17 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             pending = []
         if pending:
             raise error(s.loc, "the last switch case has no body; add { }")
+
+    def check_new_label(self, label: A.Expr | None, seen: set[object]) -> None:
+        """Refuse a switch label that an earlier label of the same switch already names."""
+        if label is None or isinstance(label, A.DefaultExpr):
+            return
+        key: object = label.name if isinstance(label, A.Name) else self.value(label).const
+        if key is None:
+            return
+        if key in seen:
+            raise error(label.loc, f"duplicate case label {expr_text(label)}")
+        seen.add(key)
 
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:

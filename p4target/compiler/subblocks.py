@@ -96,12 +96,17 @@ class SubBlockCompiler(CompilerContext):
         """Compile ``decl`` on its own, as an instance without constructor arguments, only
         for the errors it raises (source_order.py); what it generates is thrown away."""
         inst = A.Instance(decl.name, decl.loc, [], A.NamedType(decl.loc, decl.name), [])
-        self.declare_sub_block(inst, decl, "", self.global_scope.child(), isinstance(decl, A.ParserDecl))
+        self.checking_alone = True
+        try:
+            self.declare_sub_block(inst, decl, "", self.global_scope.child(), isinstance(decl, A.ParserDecl))
+        finally:
+            self.checking_alone = False
 
     # ------------------------------------------------------------------ state
     sub_stack: list[str]
     sub_parent_kind: str  # "parser" while a sub-parser's states are compiled
     sub_reject_defined: bool
+    checking_alone: bool = False  # check_block is compiling a block only for its errors
 
     def save_codegen(self) -> tuple[object, ...]:
         return (self.out, self.ind, self.scope, self.control_prefix, self.params_used,
@@ -171,13 +176,17 @@ class SubBlockCompiler(CompilerContext):
             if isinstance(t, ExternT) and t.name == "packet_in" and parser:
                 scope.define(p.name, Sym("packet_in", t, ""), p.loc)
                 continue
+            if isinstance(t, ExternT) and t.name == "packet_out" and self.checking_alone:
+                scope.define(p.name, Sym("packet_out", t, ""), p.loc)  # a deparser, checked alone (its code unused)
+                continue
             if isinstance(t, ExternT):
                 raise unsupported(p.loc, f"a parameter of type {t} in an instantiated {decl.name}",
                                   "pass headers, structs or bit<W> values")
             if not p.direction:
                 raise error(p.loc, f"parameter '{p.name}' of {decl.name} needs a direction (in, out or inout)")
             attr = f"p_{p.name}"
-            scope.define(p.name, Sym("var", t, f"L.{attr}", obj="ro" if p.direction == "in" else None), p.loc)
+            scope.define(p.name, Sym("var", t, f"L.{attr}", obj="ro" if p.direction == "in" else None, param=True),
+                         p.loc)
             params.append((p, t, attr))
             fields.append((attr, self.zero(t, p.loc)))
         return scope, params, fields

@@ -161,6 +161,7 @@ class TableCompiler(CompilerContext):
         out_before = len(self.out)
         keys, key_codes, sel_codes, key_types = self._table_keys(t, props)
         refs = self._table_actions(t, props, info)
+        self._check_entry_actions(t, props, info, refs)
         default_name, default_args, default_const = self._table_default(t, props, info, refs)
         for _, ainfo in info.actions:
             if ainfo.p4name not in self.used_actions:
@@ -251,6 +252,24 @@ class TableCompiler(CompilerContext):
                 [a for a in item.annotations if a.name not in ("defaultonly", "tableonly")])))
             info.actions.append((call.name, ainfo))
         return refs
+
+    def _check_entry_actions(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo,
+                             refs: list[M.ActionRef]) -> None:
+        """The entries come after the key and run no ``@defaultonly`` action (p4c checks
+        these before the default action)."""
+        if "entries" not in props:
+            return
+        ent_prop = props["entries"]
+        if "key" in props and t.props.index(ent_prop) < t.props.index(props["key"]):
+            raise error(ent_prop.loc, f"the entries of table {t.name} come before its key; move them after "
+                        "the key")
+        for ent in ent_prop.value:
+            call = ent.action.func if isinstance(ent.action, A.Call) else ent.action
+            if not isinstance(call, A.Name):
+                continue
+            idx = next((i for i, (n, _) in enumerate(info.actions) if n == call.name), None)
+            if idx is not None and refs[idx].scope == "default_only":
+                raise error(ent.loc, f"action {call.name} is @defaultonly and cannot be used in an entry")
 
     def _table_default(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo,
                        refs: list[M.ActionRef]) -> tuple[str, tuple[int, ...], bool]:
@@ -584,12 +603,16 @@ class TableCompiler(CompilerContext):
         return [top - b for b in bmv2]
 
     def entry_match(self, e: A.Expr, kf: M.KeyField, kt: Type) -> M.KeyMatch:
+        """An entry's match of one key. A match the key's kind cannot take is BMv2's
+        limit (p4c-bm2-ss reports it after the type checker's errors): kept in
+        ``deferred``, the entry matching anything meanwhile."""
         kind = kf.match_kind
         full = (1 << kf.bitwidth) - 1
+        anything = M.KeyMatch("dontcare")
         if isinstance(e, A.DefaultExpr):
             if kind == "exact":
-                raise error(e.loc, f"key {kf.name} is exact; '_' is not allowed")
-            return M.KeyMatch("dontcare")
+                self.deferred.append(error(e.loc, f"key {kf.name} is exact; '_' is not allowed"))
+            return anything
         if isinstance(e, A.Mask):
             v = self.keyset_value(e.value, kt)
             m = self.keyset_value(e.mask, kt)
@@ -598,13 +621,16 @@ class TableCompiler(CompilerContext):
             if kind == "lpm":
                 plen = bin(m).count("1")
                 if m != (full >> (kf.bitwidth - plen) << (kf.bitwidth - plen) if plen else 0):
-                    raise error(e.loc, f"lpm key {kf.name}: mask {m:#x} is not a prefix mask")
+                    self.deferred.append(error(e.loc, f"lpm key {kf.name}: mask {m:#x} is not a prefix mask"))
                 return M.KeyMatch("lpm", v & m, plen)
-            raise error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}")
+            self.deferred.append(error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}"))
+            return anything
         if isinstance(e, A.Range):
+            lo, hi = self.keyset_value(e.lo, kt), self.keyset_value(e.hi, kt)
             if kind != "range":
-                raise error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}")
-            return M.KeyMatch("range", self.keyset_value(e.lo, kt), self.keyset_value(e.hi, kt))
+                self.deferred.append(error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}"))
+                return anything
+            return M.KeyMatch("range", lo, hi)
         v = self.keyset_value(e, kt)
         if kind == "exact":
             return M.KeyMatch("exact", v)

@@ -276,7 +276,8 @@ class Parser:
     def extern_decl(self, annos: list[A.Annotation]) -> object:
         self.expect("extern")
         # extern function: `extern T name<..>(...)`; extern object: `extern Name<..> {`
-        if self.tok.kind == "ident" and self.peek().text in ("{", "<"):
+        if self.tok.kind == "ident" and (self.peek().text == "{" or (
+                self.peek().text == "<" and self.after_type_args(1).text == "{")):
             name = self.ident()
             self.type_names.add(name.text)
             tps = self.type_params()
@@ -306,6 +307,16 @@ class Parser:
         params = self.params()
         self.expect(";")
         return A.ExternFunc(name.text, name.loc, annos, ret, tps, params)
+
+    def after_type_args(self, k: int) -> Token:
+        """The token after the type arguments ``<...>`` that start ``k`` tokens ahead."""
+        depth = 0
+        while True:
+            text = self.peek(k).text
+            depth += {"<": 1, ">": -1, ">>": -2}.get(text, 0)
+            k += 1
+            if depth <= 0 or text in (";", "{", "") or self.pos + k >= len(self.toks):
+                return self.peek(k)
 
     def action_decl(self, annos: list[A.Annotation]) -> A.ActionDecl:
         self.expect("action")
@@ -956,9 +967,12 @@ class Parser:
         if t.kind == "op" and t.text == "{":
             self.pos += 1
             if self.tok.kind == "ident" and self.peek().text == "=" :
-                fields = []
+                fields: list[tuple[str, A.Expr]] = []
                 while not self.at("}"):
                     n = self.ident("a field name")
+                    if any(name == n.text for name, _ in fields):
+                        raise error(n.loc, f"field '{n.text}' is given twice in this structure expression; "
+                                    "keep one")
                     self.expect("=")
                     fields.append((n.text, self.expression()))
                     if not self.accept(","):
