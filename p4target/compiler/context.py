@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from p4target import model as M
     from p4target.errors import P4Error
     from p4target.compiler.entities import ActionInfo, InstanceInfo, TableInfo
-    from p4target.compiler.expressions import V
+    from p4target.compiler.values import V
     from p4target.compiler.fast_deferred import Copy, Deferred
     from p4target.compiler.fast_places import Places
     from p4target.compiler.scope import Scope, Sym

@@ -9,12 +9,11 @@ can leave its range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from p4target.compiler.context import CompilerContext
 from p4target.compiler import support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
+from p4target.compiler.values import V, lit
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, IntT, ObjT, StackT, StringT, StructT, TupleT,
     Type, VarbitT, bit_width,
@@ -25,22 +24,6 @@ from p4target.frontend.source import Loc, error, unsupported
 MAX_WIDTH = 2048  # the widest integer p4c computes with
 _EVAL_GLOBALS = {"__builtins__": {}, "min": min, "max": max, "int": int, "bool": bool,
                  "div": support.div, "mod": support.mod, "shl": support.shl}
-
-
-@dataclass
-class V:
-    """A compiled expression: Python code, P4 type, compile-time value (or None)."""
-
-    code: str
-    type: Type
-    const: int | bool | str | None = None  # str: a compile-time string (an error or enum member name)
-    sym: Sym | None = None  # set when the expression names a non-value object
-    # fast path only: the place in the packet state this names, e.g. ("hdr", "ipv6")
-    path: tuple[str, ...] | None = None
-
-
-def lit(value: int | bool, t: Type) -> V:
-    return V(repr(value), t, value)
 
 
 def wrap_signed(code: str, width: int) -> str:

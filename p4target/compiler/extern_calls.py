@@ -4,7 +4,8 @@ direct calls of the runtime ``Bindings`` (docs/target-internals.md, section 2)."
 from __future__ import annotations
 
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (

@@ -5,7 +5,7 @@ shifts/masks to split it; one int.to_bytes per valid header to emit it."""
 from __future__ import annotations
 
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
 from p4target.frontend import ast as A

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const, expr_text
+from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCallCompiler
 from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield

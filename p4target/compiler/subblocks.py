@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import qualify
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
