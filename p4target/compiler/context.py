@@ -1,7 +1,7 @@
 """What the mixins of the program compilers share, declared for the type checker.
 
 ``ProgramCompiler`` (program.py) is made of mixins, one per concern (expressions,
-statements, tables, sub-blocks, packet I/O, extern calls, module assembly), and
+statements, tables, sub-blocks, packet I/O, extern calls), and
 ``FastCompiler`` (fast_compiler.py) adds the fast path's mixins on top. Each mixin
 uses state that ``ProgramCompiler.__init__`` or ``FastCompiler.__init__`` sets and
 methods another mixin defines. ``CompilerContext`` and ``FastContext`` declare
@@ -10,7 +10,9 @@ run time), so that mypy checks every mixin against them; a mixin names the one i
 works in as its base class.
 
 To use a new attribute or method of another mixin in a mixin, declare it here with
-the type or signature of its definition.
+the type or signature of its definition. A part composed rather than mixed in
+(``ModuleAssembler``, assembly.py) takes the compiler as a ``CompilerContext``
+argument and reads it through these declarations too.
 """
 
 from __future__ import annotations

@@ -66,8 +66,7 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
-                      ModuleAssembler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler):
     def __init__(self, program: A.Program, source: Path):
         self.program = program
         self.source = source
@@ -491,6 +490,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
+
+    def assemble(self) -> str:
+        """The generated module's text (the fast compiler assembles its own)."""
+        return ModuleAssembler(self).assemble()
 
     def model_action(self, name: str) -> M.Action:
         info = self.actions[name]
