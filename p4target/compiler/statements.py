@@ -489,6 +489,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
+    def overload(self, sym: Sym, name: str, nargs: int) -> Sym:
+        """p4c picks among callables of one name by the number of arguments: an action
+        or function given more arguments than it takes yields to a top-level extern
+        function of that name (``action hash() { hash(...); }``)."""
+        if sym.kind in ("action", "func") and nargs > len(sym.obj.decl.params):
+            outer = self.global_scope.lookup(name)
+            if outer is not None and outer.kind == "function":
+                return outer
+        return sym
+
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
         f = e.func
         if isinstance(f, A.Member):
@@ -497,6 +507,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             sym = self.scope.lookup(f.name)
             if sym is None:
                 raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
+            sym = self.overload(sym, f.name, len(e.args))
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":

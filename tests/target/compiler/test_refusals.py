@@ -333,6 +333,17 @@ def test_a_generic_extern_function_may_return_a_generic_extern(p4file) -> None:
     assert compile_file(p4file(text)) is not None
 
 
+def test_an_action_named_like_an_extern_function_calls_the_extern(p4file) -> None:
+    """Inside ``action mark_to_drop()``, ``mark_to_drop(sm)`` (one argument) is v1model's
+    extern function: p4c tells callables of one name apart by their number of arguments."""
+    from p4target import Switch
+    text = program(ingress_locals="action mark_to_drop() { mark_to_drop(sm); }",
+                   apply="sm.egress_spec = 2; if (hdr.eth.ether_type == 0x0800) { mark_to_drop(); }")
+    sw = Switch.load(p4file(text))
+    assert sw.inject(0, bytes(12) + b"\x08\x00" + b"x") == []  # the extern dropped it
+    assert sw.inject(0, bytes(12) + b"\x86\xdd" + b"x") == [(2, bytes(12) + b"\x86\xdd" + b"x")]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
