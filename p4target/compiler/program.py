@@ -457,7 +457,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.meta_t = self.resolve_type(parser.params[2].type)
         for t, what in ((self.hdr_t, "headers"), (self.meta_t, "metadata")):
             if not isinstance(t, StructT) or t.kind != "struct":
-                raise error(parser.loc, f"the parser's {what} parameter must be a struct, not {t}")
+                # placed where V1Switch is given the parser, as p4c places it
+                raise error(ploc, f"V1Switch's parser {pname}: its {what} parameter must be a struct, not {t}")
         if not isinstance(self.sm_t, StructT):
             raise error(main.loc, "standard_metadata_t is missing; #include <v1model.p4>")
         self.pending_top_actions = [pa for pa in self.pending_actions]

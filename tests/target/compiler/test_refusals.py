@@ -360,6 +360,23 @@ def test_control_parameters_must_have_the_pipeline_types(p4file) -> None:
                              "V1Switch passes struct meta_t here; use the parser's header/metadata types")
 
 
+def test_parser_types_are_checked_where_v1switch_gets_the_parser(p4file) -> None:
+    """After the blocks' own errors, which come first in the source (as in p4c)."""
+    text = program().replace("out headers_t hdr", "out ethernet_t hdr").replace("pkt.extract(hdr.eth);",
+                                                                               "pkt.extract(hdr);")
+    path = p4file(text)
+    line, col = where(text, "P(), VC()")
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value) == (f"{path}:{line}:{col}: error: V1Switch's parser P: its headers parameter must be a "
+                             "struct, not header ethernet_t")
+    path = p4file(text.replace("pkt.extract(hdr);", "pkt.extract(_);"))
+    line, col = where(text, "pkt.extract(hdr)")
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert ei.value.location == f"{path}:{line}:{col}", str(ei.value)
+
+
 def test_include_dirs_are_searched(p4file, tmp_path) -> None:
     lib = tmp_path / "lib"
     lib.mkdir()
