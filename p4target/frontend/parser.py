@@ -899,6 +899,12 @@ class Parser:
                     b = self.expression()
                     self.expect("]")
                     e = A.Slice(e.loc, e, a, b)
+                elif self.at("+:"):  # [lo +: w] is [lo + w - 1 : lo]
+                    self.pos += 1
+                    w = self.expression()
+                    self.expect("]")
+                    one = A.IntLit(w.loc, value=1, width=None, signed=False, text="1")
+                    e = A.Slice(e.loc, e, A.Binary(w.loc, "+", a, A.Binary(w.loc, "-", w, one)), a)
                 else:
                     self.expect("]")
                     e = A.Index(e.loc, e, a)

@@ -344,6 +344,14 @@ def test_an_action_named_like_an_extern_function_calls_the_extern(p4file) -> Non
     assert sw.inject(0, bytes(12) + b"\x86\xdd" + b"x") == [(2, bytes(12) + b"\x86\xdd" + b"x")]
 
 
+def test_an_indexed_slice_takes_width_bits_from_its_low_bit(p4file) -> None:
+    """``x[lo +: w]`` is ``x[lo + w - 1 : lo]``."""
+    from p4target import Switch
+    sw = Switch.load(p4file(program(apply="hdr.eth.ether_type = hdr.eth.src[8 +: 16];")))
+    src = bytes([0, 0, 0, 0xAB, 0xCD, 0])  # bits 23..8 of the 48-bit field are 0xABCD
+    assert sw.inject(0, bytes(6) + src + b"\x08\x00" + b"x") == [(0, bytes(6) + src + b"\xab\xcd" + b"x")]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
