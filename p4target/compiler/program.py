@@ -201,7 +201,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def _declare_TypedefDecl(self, d: A.TypedefDecl) -> None:
         self.check_new_name(d.name, d.loc)
         t = self.resolve_type(d.type)
-        if d.new_type and isinstance(t, (StructT, StackT, TupleT)):
+        if d.new_type and not isinstance(t, (BitT, BoolT)):
             raise error(d.loc, f"'type' can only be applied to base types (bit<W>, int<W>, bool), not {t}; "
                         "use typedef")
         if d.new_type or (isinstance(d.type, A.NamedType) and d.type.name in self.new_types):

@@ -39,6 +39,7 @@ _BINARY_LEVELS: list[tuple[str, ...]] = [
 class Parser:
     def __init__(self, tokens: list[Token]):
         self.toks = tokens
+        self.inline_decls: list[A.StructLike | A.EnumDecl] = []  # declared inside a typedef
         self.pos = 0
         self.type_names: set[str] = set()
 
@@ -133,7 +134,10 @@ class Parser:
         while self.tok.kind != "eof":
             if self.accept(";"):
                 continue
-            decls.append(self.declaration())
+            d = self.declaration()
+            decls.extend(self.inline_decls)  # a typedef's inline type comes before it
+            self.inline_decls.clear()
+            decls.append(d)
         return A.Program(decls)
 
     def declaration(self) -> object:
@@ -152,7 +156,12 @@ class Parser:
             return A.MatchKindDecl("match_kind", t.loc, annos, self.id_list())
         if kw in ("typedef", "type"):
             self.pos += 1
-            ty = self.type_ref()
+            if self.tok.kind == "kw" and self.tok.text in ("header", "header_union", "struct", "enum"):
+                inline = self.enum_decl([]) if self.tok.text == "enum" else self.struct_like([])
+                self.inline_decls.append(inline)
+                ty: A.TypeRef = A.NamedType(inline.loc, inline.name)
+            else:
+                ty = self.type_ref()
             name = self.ident("a type name")
             self.expect(";")
             self.type_names.add(name.text)

@@ -156,6 +156,8 @@ CASES = [
      "declaration of 'meta' shadows a parameter 'meta'; rename the local"),
     ("type-of-a-header", dict(decls="type ethernet_t eth_again_t;"), "eth_again_t",
      "'type' can only be applied to base types (bit<W>, int<W>, bool), not header ethernet_t; use typedef"),
+    ("type-of-an-unsized-int", dict(decls="type int any_size_t;"), "any_size_t",
+     "'type' can only be applied to base types (bit<W>, int<W>, bool), not int; use typedef"),
     ("enum-over-a-new-type", dict(decls="type bit<8> small_t;\ntypedef small_t also_small_t;\n"
                                         "enum also_small_t Colour { RED = 1 }"), "Colour",
      "enum Colour: its underlying type also_small_t is declared with 'type'; an enum's underlying type must "
@@ -350,6 +352,14 @@ def test_an_indexed_slice_takes_width_bits_from_its_low_bit(p4file) -> None:
     sw = Switch.load(p4file(program(apply="hdr.eth.ether_type = hdr.eth.src[8 +: 16];")))
     src = bytes([0, 0, 0, 0xAB, 0xCD, 0])  # bits 23..8 of the 48-bit field are 0xABCD
     assert sw.inject(0, bytes(6) + src + b"\x08\x00" + b"x") == [(0, bytes(6) + src + b"\xab\xcd" + b"x")]
+
+
+def test_a_typedef_may_declare_its_header_inline(p4file) -> None:
+    from p4target import Switch
+    text = program(decls="typedef header extra_t { bit<8> v; } extra_alias_t;", ingress_locals="extra_alias_t x;",
+                   apply="x.setValid(); x.v = 7; hdr.eth.ether_type = (bit<16>)x.v;")
+    sw = Switch.load(p4file(text))
+    assert sw.inject(0, bytes(12) + b"\x08\x00" + b"x") == [(0, bytes(12) + b"\x00\x07" + b"x")]
 
 
 def test_missing_file() -> None:
