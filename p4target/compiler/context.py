@@ -1,7 +1,7 @@
 """What the mixins of the program compilers share, declared for the type checker.
 
 ``ProgramCompiler`` (program.py) is made of mixins, one per concern (expressions,
-statements, tables, sub-blocks, packet I/O, extern calls), and
+statements, sub-blocks, packet I/O, extern calls), and
 ``FastCompiler`` (fast_compiler.py) adds the fast path's mixins on top. Each mixin
 uses state that ``ProgramCompiler.__init__`` or ``FastCompiler.__init__`` sets and
 methods another mixin defines. ``CompilerContext`` and ``FastContext`` declare
@@ -11,7 +11,7 @@ works in as its base class.
 
 To use a new attribute or method of another mixin in a mixin, declare it here with
 the type or signature of its definition. A part composed rather than mixed in
-(``ModuleAssembler``, assembly.py) takes the compiler as a ``CompilerContext``
+(``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py) takes the compiler as a ``CompilerContext``
 argument and reads it through these declarations too.
 """
 
@@ -78,6 +78,7 @@ class CompilerContext:
         state_lines: dict[str, list[str]]
         struct_types: list[StructT]
         tables: list[M.Table]
+        table_helpers: bool  # emit a helper function per table (the fast path does not)
         tmp_count: int
         type_names: dict[str, Type]
         used_actions: list[str]

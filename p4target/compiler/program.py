@@ -24,7 +24,7 @@ from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
 from p4target.compiler.subblocks import SUB_REJECT, SubBlockCompiler
 from p4target.compiler.entities import (
-    ActionInfo, InstanceInfo, annos_dict, anno_strs, qualify,
+    ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, qualify,
 )
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT, StringT, StructT, TupleT,
@@ -66,7 +66,9 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler, SubBlockCompiler):
+    table_helpers = True  # emit the per-table helper function (the fast path does not)
+
     def __init__(self, program: A.Program, source: Path):
         self.program = program
         self.source = source
@@ -114,6 +116,20 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.sub_stack = []  # the control/parser declarations being instantiated
         self.sub_parent_kind = ""
         self.sub_reject_defined = False
+        self.table_compiler = TableCompiler(self)
+
+    # ================================================================== tables (TableCompiler)
+    def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
+        self.table_compiler.declare_instance(d, control, scope)
+
+    def gen_table(self, t: A.TableDecl, control: str, scope: Scope, pre: list[str]) -> None:
+        self.table_compiler.gen_table(t, control, scope, pre)
+
+    def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
+        return self.table_compiler.bound_action_call(info, i, cp, signed)
+
+    def inline_table_apply(self, info: TableInfo) -> bool:
+        return self.table_compiler.inline_table_apply(info)
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
