@@ -66,7 +66,7 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, SubBlockCompiler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler):
     table_helpers = True  # emit the per-table helper function (the fast path does not)
 
     def __init__(self, program: A.Program, source: Path):
@@ -116,7 +116,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, SubBlockCompiler):
         self.sub_stack = []  # the control/parser declarations being instantiated
         self.sub_parent_kind = ""
         self.sub_reject_defined = False
+        self.checking_alone = False  # check_block is compiling a block only for its errors
         self.table_compiler = TableCompiler(self)
+        self.sub_blocks = SubBlockCompiler(self)
 
     # ================================================================== tables (TableCompiler)
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
@@ -130,6 +132,24 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, SubBlockCompiler):
 
     def inline_table_apply(self, info: TableInfo) -> bool:
         return self.table_compiler.inline_table_apply(info)
+
+    # ================================================================== sub-blocks (SubBlockCompiler)
+    def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
+        return self.sub_blocks.sub_block_decl(d)
+
+    def declare_sub_block(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl, parent: str,
+                          scope: Scope, in_parser: bool) -> None:
+        self.sub_blocks.declare_sub_block(d, decl, parent, scope, in_parser)
+
+    def check_block(self, decl: A.ControlDecl | A.ParserDecl) -> None:
+        self.sub_blocks.check_block(decl)
+
+    def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
+                      scope: Scope) -> list[tuple[str, Sym, Loc]]:
+        return self.sub_blocks.ctor_bindings(d, decl, scope)
+
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        return self.sub_blocks.sub_apply(e, sym, name)
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
