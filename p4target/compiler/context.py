@@ -1,7 +1,7 @@
 """What the mixins of the program compilers share, declared for the type checker.
 
 ``ProgramCompiler`` (program.py) is made of mixins, one per concern (expressions,
-statements, tables, sub-blocks, packet I/O, extern calls, module assembly), and
+statements, packet I/O, extern calls), and
 ``FastCompiler`` (fast_compiler.py) adds the fast path's mixins on top. Each mixin
 uses state that ``ProgramCompiler.__init__`` or ``FastCompiler.__init__`` sets and
 methods another mixin defines. ``CompilerContext`` and ``FastContext`` declare
@@ -10,7 +10,10 @@ run time), so that mypy checks every mixin against them; a mixin names the one i
 works in as its base class.
 
 To use a new attribute or method of another mixin in a mixin, declare it here with
-the type or signature of its definition.
+the type or signature of its definition. A part composed rather than mixed in
+(``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py; ``SubBlockCompiler``,
+subblocks.py) takes the compiler as a ``CompilerContext``
+argument and reads it through these declarations too.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from p4target import model as M
+    from p4target.errors import P4Error
     from p4target.compiler.entities import ActionInfo, InstanceInfo, TableInfo
-    from p4target.compiler.expressions import V
+    from p4target.compiler.values import V
     from p4target.compiler.fast_deferred import Copy, Deferred
     from p4target.compiler.fast_places import Places
     from p4target.compiler.scope import Scope, Sym
@@ -44,6 +48,7 @@ class CompilerContext:
         bind_lines: list[str]
         build_lines: list[str]
         control_funcs: dict[str, str]
+        deferred: list[P4Error]
         controls: dict[str, A.ControlDecl]
         empty_controls: set[str]
         errors_by_name: dict[str, int]
@@ -74,6 +79,12 @@ class CompilerContext:
         state_lines: dict[str, list[str]]
         struct_types: list[StructT]
         tables: list[M.Table]
+        sub_stack: list[str]  # the control/parser declarations being instantiated
+        sub_parent_kind: str  # "parser" while a sub-parser's states are compiled
+        sub_reject_defined: bool
+        checking_alone: bool  # check_block is compiling a block only for its errors
+        control_prefix: str | None
+        table_helpers: bool  # emit a helper function per table (the fast path does not)
         tmp_count: int
         type_names: dict[str, Type]
         used_actions: list[str]
@@ -90,6 +101,8 @@ class CompilerContext:
         def check_lvalue(self, e: A.Expr) -> None: ...
         def coerce(self, v: V, t: Type, loc: Loc, what: str='value') -> str: ...
         def const_int(self, e: A.Expr, what: str='value') -> int: ...
+        def declare_sub_block(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl, parent: str,
+                              scope: Scope, in_parser: bool) -> None: ...
         def dedent(self) -> None: ...
         def emit(self, line: str) -> None: ...
         def emit_lines(self, items: list) -> None: ...

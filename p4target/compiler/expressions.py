@@ -9,12 +9,11 @@ can leave its range.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from p4target.compiler.context import CompilerContext
 from p4target.compiler import support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
+from p4target.compiler.values import V, lit
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, IntT, ObjT, StackT, StringT, StructT, TupleT,
     Type, VarbitT, bit_width,
@@ -22,24 +21,9 @@ from p4target.compiler.types import (
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
+MAX_WIDTH = 2048  # the widest integer p4c computes with
 _EVAL_GLOBALS = {"__builtins__": {}, "min": min, "max": max, "int": int, "bool": bool,
                  "div": support.div, "mod": support.mod, "shl": support.shl}
-
-
-@dataclass
-class V:
-    """A compiled expression: Python code, P4 type, compile-time value (or None)."""
-
-    code: str
-    type: Type
-    const: int | bool | str | None = None  # str: a compile-time string (an error or enum member name)
-    sym: Sym | None = None  # set when the expression names a non-value object
-    # fast path only: the place in the packet state this names, e.g. ("hdr", "ipv6")
-    path: tuple[str, ...] | None = None
-
-
-def lit(value: int | bool, t: Type) -> V:
-    return V(repr(value), t, value)
 
 
 def wrap_signed(code: str, width: int) -> str:
@@ -490,6 +474,9 @@ class ExpressionCompiler(CompilerContext):
         if isinstance(lt, IntT):
             if not c:
                 raise error(e.loc, "shifting an unsized integer by a run-time amount; give it a width")
+            if e.op == "<<" and int(r.const) > MAX_WIDTH:  # type: ignore[arg-type]  # checked constant above
+                raise error(e.loc, f"shifting an unsized integer left by {r.const} bits; integers are at "
+                            f"most {MAX_WIDTH} bits wide (as in p4c)")
             return self.folded(f"({left.code} {e.op} {r.code})", lt, True)
         if not isinstance(lt, BitT):
             raise error(e.left.loc, f"cannot shift a value of type {lt}")

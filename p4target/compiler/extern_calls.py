@@ -4,7 +4,8 @@ direct calls of the runtime ``Bindings`` (docs/target-internals.md, section 2)."
 from __future__ import annotations
 
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
@@ -116,6 +117,9 @@ class ExternCallCompiler(CompilerContext):
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
             if not isinstance(v.type, (BitT, IntT)):
                 raise error(a.loc, f"hash base and max must be integers, not {v.type}")
+            if isinstance(v.type, IntT):  # their type parameters have nothing else to be inferred from
+                raise error(a.loc, f"{expr_text(a)}: could not infer a width for hash's base or max; give it "
+                            f"one, e.g. (bit<32>){expr_text(a)}")
         h = self.hash_call(algo, data, nbits, parts)  # type: ignore[arg-type]  # nbits and the parts' widths are ints once flattened from bit<W> values
         below = None
         if mx.const is not None:

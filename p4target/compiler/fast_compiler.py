@@ -58,7 +58,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
     Init
 from p4target.compiler.fast_errors import NoFast

@@ -16,8 +16,8 @@ from the compiler because they are that second stage: they only render (or, for
 
 The place keys of the locals (``VALID``, ``DIRTY``, ...), the standard_metadata the
 caller gives (``GIVEN``) and ``DROP_PORT`` are defined here and imported by the
-compiler, which uses them too; this module imports ``FastCompiler`` only for type
-hints.
+compiler, which uses them too. The nodes see the compiler only as a
+``RenderContext`` (fast_render.py), so this module does not import it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from p4target.runtime.bindings import DROP_PORT
 from p4target.runtime.traffic import NUM_PRIORITIES
 
 if TYPE_CHECKING:
-    from p4target.compiler.fast_compiler import FastCompiler
+    from p4target.compiler.fast_render import RenderContext
 
 # the deparser rebuilds a written header's int from its written fields in groups of
 # fields at most this many bits apart (each group a short int, shifted once)
@@ -49,7 +49,7 @@ class Deferred:
     """A place of ``_fast`` that ``FastCompiler.assemble`` renders, at indentation ``ind``."""
     ind: str
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         raise NotImplementedError
 
 
@@ -61,7 +61,7 @@ class Split(Deferred):
     x: str
     base: int | None = None  # where the header starts when the parser knows it (else pos)
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         out = []
         raw = fc.raw_local(self.path)
         if raw != self.x:
@@ -101,7 +101,7 @@ class Emit(Deferred):
     path: tuple[str, ...]
     t: StructT
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         packed = self.packed(fc)
         if packed is not None:
             return self.lines(fc, packed)
@@ -145,14 +145,14 @@ class Emit(Deferred):
                 expr = f"({expr}) if {dirty} else {raw}"
         return self.lines(fc, f"({expr}).to_bytes({self.t.width // 8}, 'big')")
 
-    def lines(self, fc: FastCompiler, code: str) -> list[str]:
+    def lines(self, fc: RenderContext, code: str) -> list[str]:
         line = f"_o.append({code})"
         v = fc.valid_local(self.path)
         if v == "True":
             return [f"{self.ind}{line}"]
         return [f"{self.ind}if {v}:", f"{self.ind}    {line}"]
 
-    def packed(self, fc: FastCompiler) -> str | None:
+    def packed(self, fc: RenderContext) -> str | None:
         """A header wider than 64 bits whose every field the program writes: its bytes
         packed by one ``struct`` call from its fields, byte-aligned runs of them as
         B/H/I/Q (a short int each) and wider fields as bytes (``to_bytes``; at most
@@ -203,7 +203,7 @@ class ValidFlag(Deferred):
     (a header the deparser emits as part of the frame's tail may need no flag)."""
     path: tuple[str, ...]
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         v = fc.names.get(self.path + (VALID,))
         return [f"{self.ind}{v} = True"] if v is not None else []
 
@@ -214,7 +214,7 @@ class SetValid(Deferred):
     path: tuple[str, ...]
     t: StructT
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         v = fc.valid_local(self.path)
         out = [f"{self.ind}if not {v}:", f"{self.ind}    {fc.raw_local(self.path)} = 0"]
         dirty = fc.names.get(self.path + (DIRTY,))
@@ -236,7 +236,7 @@ class Copy(Deferred):
     t: StructT
     fields: list[str] = field(default_factory=list)
 
-    def settle(self, fc: FastCompiler) -> bool:
+    def settle(self, fc: RenderContext) -> bool:
         """Name what the copy moves; True when that changed the uses (iterate)."""
         changed = False
         for n, ft in self.t.fields:
@@ -252,7 +252,7 @@ class Copy(Deferred):
                 changed = True
         return changed
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         out = [f"{self.ind}{fc.raw_local(self.dst)} = {fc.raw_local(self.src)}",
                f"{self.ind}{fc.valid_local(self.dst)} = {fc.valid_local(self.src)}"]
         dirty = fc.names.get(self.dst + (DIRTY,))
@@ -270,7 +270,7 @@ class TouchStack(Deferred):
     path: tuple[str, ...]
     t: StackT
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         touched = fc.local(self.path + (TOUCHED,), "False")
         zeros, falses = [], []
         for i in range(self.t.size):
@@ -290,7 +290,7 @@ class TouchStack(Deferred):
 class Init(Deferred):
     """The function's first lines: every local the packet state uses, as a fresh one."""
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         by_value: dict[str, list[str]] = {}
         out = []
         for path, name in fc.names.items():
@@ -324,7 +324,7 @@ class LateInit(Deferred):
     """A metadata field's fresh value where ``LateInits`` put it (if it is used)."""
     path: tuple[str, ...]
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         name = fc.names.get(self.path)
         return [f"{self.ind}{name} = {fc.defaults[name]}"] if name is not None else []
 
@@ -337,7 +337,7 @@ class CountSite(Deferred):
     x: str
     index: str
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         if fc.count_mode(self.x) != "list":
             return [f"{self.ind}{fc.count_local(self.x)} = {self.index}"]
         return [f"{self.ind}_cn.append(({self.x}_p, {self.x}_b, {self.index}))"]
@@ -355,7 +355,7 @@ class RegisterAccess(Deferred):
     tmp: str | None = None
     value: str | None = None
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         ind, x, i = self.ind, self.x, self.index
         if x not in fc.reg_dynamic:
             c = fc.reg_cell_local(x, i)
@@ -372,7 +372,7 @@ class RegisterAccess(Deferred):
 class Commit(Deferred):
     """The held-back counter and register updates, applied."""
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         ind = self.ind
         out = []
         for x in fc.single_counted():
@@ -403,7 +403,7 @@ class AfterIngress(Deferred):
     packet that waits in no queue (or give up for anything else)."""
     before: set[tuple[str, ...]] = field(default_factory=set)  # places named before it
 
-    def render(self, fc: FastCompiler) -> list[str]:
+    def render(self, fc: RenderContext) -> list[str]:
         ind = self.ind
         n = fc.names
         out = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import V, lit
+from p4target.compiler.values import V, lit
 from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.naming import pyfield

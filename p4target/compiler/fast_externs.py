@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
 from p4target.compiler.fast_hash import hash_bytes
 from p4target.compiler.scope import Sym

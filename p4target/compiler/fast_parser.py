@@ -12,7 +12,7 @@ and leaves the fields to split to a ``Split`` node (``fast_deferred``).
 from __future__ import annotations
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.types import StackT, StructT

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_places import CHECKSUM_UPDATES, calls_in, first_conjunct, mentions, place_of, shape

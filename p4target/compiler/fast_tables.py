@@ -11,7 +11,7 @@ through ``peek`` when it has a direct counter (counted at the end), or through
 from __future__ import annotations
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_places import has_return
 from p4target.compiler.naming import pyident

@@ -5,7 +5,7 @@ shifts/masks to split it; one int.to_bytes per valid header to emit it."""
 from __future__ import annotations
 
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.expressions import V
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
 from p4target.frontend import ast as A
@@ -58,6 +58,9 @@ class PacketIOCompiler(CompilerContext):
                 return V(code, t)
             if isinstance(t, StructT) and t.kind == "header" and not self.has_varbit(t):
                 return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
+            if isinstance(t, StructT) and t.kind == "header":
+                raise error(e.loc, f"lookahead<{t.name}>: the header has a varbit field; lookahead needs a "
+                            "fixed-size type")
             if self.wire_struct(t):
                 assert isinstance(t, StructT)
                 nbytes = (t.width + 7) // 8

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler.expressions import V, ExpressionCompiler, to_type_const, expr_text
+from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
@@ -23,7 +24,7 @@ from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
 from p4target.compiler.subblocks import SUB_REJECT, SubBlockCompiler
 from p4target.compiler.entities import (
-    ActionInfo, InstanceInfo, annos_dict, anno_strs, qualify,
+    ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, qualify,
 )
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, ExternT, IntT, MatchKindT, StackT, StringT, StructT, TupleT,
@@ -65,14 +66,17 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubBlockCompiler,
-                      ModuleAssembler):
+class ProgramCompiler(ExpressionCompiler, StatementCompiler):
+    table_helpers = True  # emit the per-table helper function (the fast path does not)
+
     def __init__(self, program: A.Program, source: Path):
         self.program = program
         self.source = source
         self.global_scope = Scope()
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
+        self.new_types: set[str] = set()
+        self.block_kinds: dict[str, str] = {}  # control and parser (type) names: "control" or "parser"  # names declared with 'type' (or typedefs of one)
         self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
         self.match_kinds: set[str] = set()
@@ -112,6 +116,40 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.sub_stack = []  # the control/parser declarations being instantiated
         self.sub_parent_kind = ""
         self.sub_reject_defined = False
+        self.checking_alone = False  # check_block is compiling a block only for its errors
+        self.table_compiler = TableCompiler(self)
+        self.sub_blocks = SubBlockCompiler(self)
+
+    # ================================================================== tables (TableCompiler)
+    def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
+        self.table_compiler.declare_instance(d, control, scope)
+
+    def gen_table(self, t: A.TableDecl, control: str, scope: Scope, pre: list[str]) -> None:
+        self.table_compiler.gen_table(t, control, scope, pre)
+
+    def bound_action_call(self, info: TableInfo, i: int, cp: str, signed: bool = False) -> A.Call:
+        return self.table_compiler.bound_action_call(info, i, cp, signed)
+
+    def inline_table_apply(self, info: TableInfo) -> bool:
+        return self.table_compiler.inline_table_apply(info)
+
+    # ================================================================== sub-blocks (SubBlockCompiler)
+    def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
+        return self.sub_blocks.sub_block_decl(d)
+
+    def declare_sub_block(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl, parent: str,
+                          scope: Scope, in_parser: bool) -> None:
+        self.sub_blocks.declare_sub_block(d, decl, parent, scope, in_parser)
+
+    def check_block(self, decl: A.ControlDecl | A.ParserDecl) -> None:
+        self.sub_blocks.check_block(decl)
+
+    def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
+                      scope: Scope) -> list[tuple[str, Sym, Loc]]:
+        return self.sub_blocks.ctor_bindings(d, decl, scope)
+
+    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        return self.sub_blocks.sub_apply(e, sym, name)
 
     # ================================================================== types
     def resolve_type(self, t: A.TypeRef) -> Type:
@@ -181,6 +219,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         """Declare one top-level declaration (its kind's ``_declare_*`` method)."""
         self.last_loc = getattr(d, "loc", self.last_loc)
         how = getattr(self, f"_declare_{type(d).__name__}", None)
+        if getattr(d, "name", None) == "main" and not isinstance(d, A.Instance):
+            raise error(d.loc, "'main' must be the package instance (V1Switch(...) main;); rename this declaration")  # type: ignore[attr-defined]  # every named declaration has a loc
         if how is None:
             raise unsupported(getattr(d, "loc", Loc(str(self.source), 1, 1)),
                               f"top-level {type(d).__name__}", "remove it")
@@ -196,7 +236,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
 
     def _declare_TypedefDecl(self, d: A.TypedefDecl) -> None:
         self.check_new_name(d.name, d.loc)
-        self.type_names[d.name] = self.resolve_type(d.type)
+        t = self.resolve_type(d.type)
+        if d.new_type and not isinstance(t, (BitT, BoolT)):
+            raise error(d.loc, f"'type' can only be applied to base types (bit<W>, int<W>, bool), not {t}; "
+                        "use typedef")
+        if d.new_type or (isinstance(d.type, A.NamedType) and d.type.name in self.new_types):
+            self.new_types.add(d.name)
+        self.type_names[d.name] = t
 
     def _declare_StructLike(self, d: A.StructLike) -> None:
         self.declare_struct(d)
@@ -208,6 +254,11 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.declare_const(d, self.global_scope)
 
     def _declare_ExternDecl(self, d: A.ExternDecl) -> None:
+        for p in (p for m in d.methods for p in m.params):
+            kind = self.block_kind(p.type)
+            if kind in ("control", "parser"):
+                raise error(p.loc, f"{p.name}: an extern's parameter cannot have type {kind} "
+                            f"{p.type.name}; pass values, headers or structs")  # type: ignore[attr-defined]  # block_kind found a NamedType
         self.extern_decls[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
 
@@ -219,12 +270,18 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
 
     def _declare_ParserDecl(self, d: A.ParserDecl) -> None:
         self.check_new_block(d.name, d.loc)
+        self.block_kinds[d.name] = "parser"
         if not d.is_type:
             self.parsers[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
 
     def _declare_ControlDecl(self, d: A.ControlDecl) -> None:
         self.check_new_block(d.name, d.loc)
+        self.block_kinds[d.name] = "control"
+        for p in d.ctor_params:
+            if self.block_kind(p.type) == "parser":
+                raise error(p.loc, f"{p.name}: a control cannot instantiate a parser; pass the parser to "
+                            "the package instead")
         if not d.is_type:
             self.controls[d.name] = d
         self.type_names[d.name] = ExternT(d.name)
@@ -250,6 +307,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
     def _declare_VarDecl(self, d: A.VarDecl) -> None:
         raise error(d.loc, "global variables are not allowed in P4; declare a const or "
                     "move the variable into a control")
+
+    def block_kind(self, t: A.TypeRef) -> str | None:
+        """"control" or "parser" when ``t`` names a control or parser type declared so far."""
+        return self.block_kinds.get(t.name) if isinstance(t, A.NamedType) else None
 
     def check_new_block(self, name: str, loc: Loc) -> None:
         """Refuse a parser, control or package whose name is already a type.
@@ -277,6 +338,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             if f.name in seen:
                 raise error(f.loc, f"field '{f.name}' is declared twice in {d.kind} {d.name}")
             seen.add(f.name)
+            self.check_match_annotation(f.annotations)
             ft = self.resolve_type(f.type)
             if d.kind == "header":
                 if not isinstance(ft, (BitT, BoolT, VarbitT)) and not (
@@ -306,6 +368,13 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.type_names[d.name] = t
         self.struct_types.append(t)
 
+    def check_match_annotation(self, annos: list[A.Annotation]) -> None:
+        """A field's ``@match(kind)`` (a value set's match kind) names a declared match_kind."""
+        for a in annos:
+            if a.name == "match" and a.body.strip() not in self.match_kinds:
+                raise error(a.loc, f"@match({a.body.strip()}): the value must be a match_kind "
+                            f"({', '.join(sorted(self.match_kinds))})")
+
     def type_is_used(self, d: A.StructLike) -> bool:
         """Whether a type other than ``d`` or a declaration names ``d`` (p4c leaves unused
         types out of what BMv2 sees, so BMv2's limits do not apply to them)."""
@@ -333,6 +402,9 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t = EnumT(d.name, members)
         else:
             ut = self.resolve_type(d.underlying)
+            if isinstance(d.underlying, A.NamedType) and d.underlying.name in self.new_types:
+                raise error(d.loc, f"enum {d.name}: its underlying type {d.underlying.name} is declared with "
+                            "'type'; an enum's underlying type must be bit<W> or int<W> (or a typedef of one)")
             if not isinstance(ut, BitT):
                 raise error(d.loc, f"enum underlying type must be bit<W> or int<W>, not {ut}")
             for n, val, loc in d.members:
@@ -421,7 +493,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
         self.meta_t = self.resolve_type(parser.params[2].type)
         for t, what in ((self.hdr_t, "headers"), (self.meta_t, "metadata")):
             if not isinstance(t, StructT) or t.kind != "struct":
-                raise error(parser.loc, f"the parser's {what} parameter must be a struct, not {t}")
+                # placed where V1Switch is given the parser, as p4c places it
+                raise error(ploc, f"V1Switch's parser {pname}: its {what} parameter must be a struct, not {t}")
         if not isinstance(self.sm_t, StructT):
             raise error(main.loc, "standard_metadata_t is missing; #include <v1model.p4>")
         self.pending_top_actions = [pa for pa in self.pending_actions]
@@ -454,6 +527,10 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             warnings=tuple(self.warnings) + bmv2_warnings(self.program),
         )
         return source, model, dict(self.errors_by_name)
+
+    def assemble(self) -> str:
+        """The generated module's text (the fast compiler assembles its own)."""
+        return ModuleAssembler(self).assemble()
 
     def model_action(self, name: str) -> M.Action:
         info = self.actions[name]
@@ -535,7 +612,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 raise error(p.loc, f"parameter '{p.name}' has type {t} but V1Switch passes {want} "
                             "here; use the parser's header/metadata types")
             py = f"p_{p.name}"
-            scope.define(p.name, Sym("var", t, py, obj="ro" if p.direction == "in" else None), p.loc)
+            scope.define(p.name, Sym("var", t, py, obj="ro" if p.direction == "in" else None, param=True), p.loc)
             self.param_targets[py] = tgt
             pre.append(f"{py} = st.{tgt}")
         return pre
@@ -554,7 +631,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
             t = self.resolve_type(p.type)
             py = f"ap_{p.name}"
             args.append(py)
-            ascope.define(p.name, Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None), p.loc)
+            ascope.define(p.name, Sym("var", t, py, obj="ro" if p.direction in ("", "in") else None, param=True),
+                          p.loc)
             if p.direction in ("out", "inout"):
                 outs.append(py)
             if not p.direction and isinstance(t, BitT) and t.signed:
@@ -804,6 +882,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler, TableCompiler, SubB
                 py = pyfield(d.name)
                 zero = self.zero(t, d.loc)
                 code = self.block_local_code(block, py, zero)
+                scope.check_not_param(d.name, d.loc)
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
                 if d.init is not None:

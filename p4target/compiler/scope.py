@@ -25,6 +25,7 @@ class Sym:
     # what the name stands for; its class follows ``kind`` (an InstanceInfo, a
     # TableInfo, an ActionInfo, a declaration...), so it is not narrowed here
     obj: Any = None
+    param: bool = False  # a parameter of a block, action or function
 
 
 @dataclass
@@ -46,6 +47,12 @@ class Scope:
         if name in self.names:
             raise error(loc, f"'{name}' is already declared in this scope; rename one of them")
         self.names[name] = sym
+
+    def check_not_param(self, name: str, loc: Loc) -> None:
+        """Refuse a local declaration that would hide a parameter (an error in p4c)."""
+        sym = self.lookup(name)
+        if sym is not None and sym.param:
+            raise error(loc, f"declaration of '{name}' shadows a parameter '{name}'; rename the local")
 
     def child(self) -> "Scope":
         return Scope(self)

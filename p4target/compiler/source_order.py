@@ -7,8 +7,10 @@ compiler refuses a program, ``earlier_error`` checks each control and parser of 
 program on its own, in source order, as an instance without constructor arguments,
 and returns an error placed before the compiler's in the same file, so the error
 reported is the one p4c reports first. Limits of the target (``UnsupportedError``)
-met on the way are skipped: they say nothing about the program being wrong. It runs
-only for programs that fail, so it costs a valid program nothing.
+met on the way are skipped when the compiler's error is a real one: they say nothing
+about the program being wrong; when the compiler's error is itself such a limit, the
+first problem in source order, a limit or an error, is reported. It runs only for
+programs that fail, so it costs a valid program nothing.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from p4target.frontend import ast as A
 def earlier_error(program: A.Program, path: Path, found: P4Error) -> P4Error | None:
     """A real error of ``program`` placed before ``found`` in the same file, or None."""
     where = _place(found)
+    limits_too = isinstance(found, UnsupportedError)
     for exc in _errors_in_source_order(program, path):
         place = _place(exc)
-        if place is None or where is None:
+        if place is None or where is None or place[0] != where[0] or place[1:] >= where[1:]:
             return None
-        if place[0] == where[0] and place[1:] < where[1:]:
+        if limits_too or not isinstance(exc, UnsupportedError):
             return exc
-        return None
     return None
 
 
@@ -49,7 +51,8 @@ def unused_block_error(program: A.Program, path: Path) -> P4Error | None:
     unused = [d for d in blocks if d.name not in referred]
     if not unused:
         return None
-    return next(_errors_in_source_order(program, path, unused), None)
+    return next((e for e in _errors_in_source_order(program, path, unused) if not isinstance(e, UnsupportedError)),
+                None)
 
 
 def _place(exc: P4Error) -> tuple[str, int, int] | None:
@@ -61,13 +64,11 @@ def _place(exc: P4Error) -> tuple[str, int, int] | None:
 
 def _errors_in_source_order(program: A.Program, path: Path,
                             blocks: list[A.ControlDecl | A.ParserDecl] | None = None) -> Iterator[P4Error]:
-    """The first real error the block-by-block check finds (at most one is yielded), in
-    ``blocks`` (all the program's when None)."""
+    """The limits of the target the block-by-block check meets, then the first real error
+    it finds (nothing after that one), in ``blocks`` (all the program's when None)."""
     compiler = ProgramCompiler(program, path)
     try:
         compiler.declare_all(require_main=False)
-    except UnsupportedError:
-        return
     except P4Error as exc:
         yield exc
         return
@@ -78,8 +79,8 @@ def _errors_in_source_order(program: A.Program, path: Path,
             continue
         try:
             compiler.check_block(d)
-        except UnsupportedError:
-            continue
+        except UnsupportedError as exc:
+            yield exc
         except P4Error as exc:
             if not exc.message.startswith("internal error"):
                 yield exc

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCallCompiler
 from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield
@@ -248,6 +249,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         self.scope = saved
 
     def var_decl(self, s: A.VarDecl) -> None:
+        self.scope.check_not_param(s.name, s.loc)
         t = self.resolve_type(s.type)
         if s.is_const:
             v = self.value(s.init) if s.init is not None else None
@@ -283,9 +285,12 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
-        if self.fn_kind == "action":
-            raise error(s.loc, "a switch statement in an action; BMv2 cannot run one there (p4c-bm2-ss refuses "
-                        "it): use if/else")
+        if self.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
+            self.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
+                                       "(p4c-bm2-ss refuses it): use if/else"))
+        seen: set[object] = set()
+        for label in (lb for case in s.cases for lb in case.labels):
+            self.check_new_label(label, seen)
         v = self.expr(s.expr)
         is_action_run = v.sym is not None and v.sym.kind == "action_run"
         key = self.tmp("sw")
@@ -329,6 +334,17 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             pending = []
         if pending:
             raise error(s.loc, "the last switch case has no body; add { }")
+
+    def check_new_label(self, label: A.Expr | None, seen: set[object]) -> None:
+        """Refuse a switch label that an earlier label of the same switch already names."""
+        if label is None or isinstance(label, A.DefaultExpr):
+            return
+        key: object = label.name if isinstance(label, A.Name) else self.value(label).const
+        if key is None:
+            return
+        if key in seen:
+            raise error(label.loc, f"duplicate case label {expr_text(label)}")
+        seen.add(key)
 
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
@@ -473,6 +489,16 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
+    def overload(self, sym: Sym, name: str, nargs: int) -> Sym:
+        """p4c picks among callables of one name by the number of arguments: an action
+        or function given more arguments than it takes yields to a top-level extern
+        function of that name (``action hash() { hash(...); }``)."""
+        if sym.kind in ("action", "func") and nargs > len(sym.obj.decl.params):
+            outer = self.global_scope.lookup(name)
+            if outer is not None and outer.kind == "function":
+                return outer
+        return sym
+
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
         f = e.func
         if isinstance(f, A.Member):
@@ -481,6 +507,7 @@ class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
             sym = self.scope.lookup(f.name)
             if sym is None:
                 raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
+            sym = self.overload(sym, f.name, len(e.args))
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":

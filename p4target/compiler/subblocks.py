@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import qualify
-from p4target.compiler.expressions import V, expr_text
+from p4target.compiler.expressions import expr_text
+from p4target.compiler.values import V
 from p4target.compiler.naming import pyident
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
@@ -49,19 +50,23 @@ class SubBlock:
     params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
 
 
-class SubBlockCompiler(CompilerContext):
-    """Mixin of the program compiler."""
+class SubBlockCompiler:
+    """Controls and parsers instantiated in another block, compiled once per instance
+    path through the program compiler ``ctx`` (whose state they use and restore)."""
+
+    def __init__(self, ctx: CompilerContext) -> None:
+        self.ctx = ctx
 
     def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
         """The control or parser ``d`` instantiates, or None for an extern instance."""
         if not isinstance(d.type, A.NamedType):
             return None
         name = d.type.name
-        if name in self.controls:
-            return self.controls[name]
-        if name in self.parsers:
-            return self.parsers[name]
-        for decl in self.program.decls:
+        if name in self.ctx.controls:
+            return self.ctx.controls[name]
+        if name in self.ctx.parsers:
+            return self.ctx.parsers[name]
+        for decl in self.ctx.program.decls:
             if isinstance(decl, (A.ControlDecl, A.ParserDecl)) and decl.is_type and decl.name == name:
                 raise error(d.loc, f"'{name}' is a {'control' if isinstance(decl, A.ControlDecl) else 'parser'} "
                             "type without a body; instantiate a control or parser that has one")
@@ -77,7 +82,7 @@ class SubBlockCompiler(CompilerContext):
         if decl.type_params:
             raise unsupported(d.loc, f"instantiating the generic {kind} {decl.name}<...>",
                               f"declare {decl.name} with concrete types")
-        stack = self.sub_stack
+        stack = self.ctx.sub_stack
         if decl.name in stack or len(stack) >= MAX_DEPTH:
             raise error(d.loc, f"{kind} {decl.name} is instantiated inside itself; P4 forbids recursion")
         path = qualify(parent, d.name, d.annotations)  # p4c's instance path, @name honoured
@@ -96,38 +101,38 @@ class SubBlockCompiler(CompilerContext):
         """Compile ``decl`` on its own, as an instance without constructor arguments, only
         for the errors it raises (source_order.py); what it generates is thrown away."""
         inst = A.Instance(decl.name, decl.loc, [], A.NamedType(decl.loc, decl.name), [])
-        self.declare_sub_block(inst, decl, "", self.global_scope.child(), isinstance(decl, A.ParserDecl))
+        self.ctx.checking_alone = True
+        try:
+            self.ctx.declare_sub_block(inst, decl, "", self.ctx.global_scope.child(), isinstance(decl, A.ParserDecl))
+        finally:
+            self.ctx.checking_alone = False
 
     # ------------------------------------------------------------------ state
-    sub_stack: list[str]
-    sub_parent_kind: str  # "parser" while a sub-parser's states are compiled
-    sub_reject_defined: bool
-
     def save_codegen(self) -> tuple[object, ...]:
-        return (self.out, self.ind, self.scope, self.control_prefix, self.params_used,
-                self.pending_actions, getattr(self, "locals_inits", []), self.fn_kind, self.loops,
-                self.locals_used, getattr(self, "state_funcs", {}), getattr(self, "state_lines", {}),
-                getattr(self, "parser_inits", []), getattr(self, "parser_init_params", set()),
-                self.action_outs, self.sub_parent_kind)
+        return (self.ctx.out, self.ctx.ind, self.ctx.scope, self.ctx.control_prefix, self.ctx.params_used,
+                self.ctx.pending_actions, getattr(self.ctx, "locals_inits", []), self.ctx.fn_kind, self.ctx.loops,
+                self.ctx.locals_used, getattr(self.ctx, "state_funcs", {}), getattr(self.ctx, "state_lines", {}),
+                getattr(self.ctx, "parser_inits", []), getattr(self.ctx, "parser_init_params", set()),
+                self.ctx.action_outs, self.ctx.sub_parent_kind)
 
     def restore_codegen(self, s: tuple[object, ...]) -> None:
-        (self.out, self.ind, self.scope, self.control_prefix, self.params_used, self.pending_actions,
-         self.locals_inits, self.fn_kind, self.loops, self.locals_used, self.state_funcs,
-         self.state_lines, self.parser_inits, self.parser_init_params, self.action_outs,
-         self.sub_parent_kind) = s  # type: ignore[assignment]  # restores the tuple saved by the matching save, field for field
+        (self.ctx.out, self.ctx.ind, self.ctx.scope, self.ctx.control_prefix, self.ctx.params_used, self.ctx.pending_actions,
+         self.ctx.locals_inits, self.ctx.fn_kind, self.ctx.loops, self.ctx.locals_used, self.ctx.state_funcs,
+         self.ctx.state_lines, self.ctx.parser_inits, self.ctx.parser_init_params, self.ctx.action_outs,
+         self.ctx.sub_parent_kind) = s  # type: ignore[assignment]  # restores the tuple saved by the matching save, field for field
 
     def ctor_bindings(self, d: A.Instance, decl: A.ControlDecl | A.ParserDecl,
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         """The constructor arguments of ``d`` as symbols of the instance's scope."""
         params = decl.ctor_params
-        args = self.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)
+        args = self.ctx.bind_args(A.Call(d.loc, A.Name(d.loc, decl.name), [], d.args), params)
         out = []
         for p, a in zip(params, args, strict=False):
             if a is None:
                 if p.default is None:
                     raise error(d.loc, f"missing constructor argument '{p.name}' of {decl.name}")
                 a = p.default
-            t = self.resolve_type(p.type)
+            t = self.ctx.resolve_type(p.type)
             if isinstance(t, ExternT):
                 sym = scope.lookup(a.name) if isinstance(a, A.Name) else None
                 if sym is None or sym.kind != "subblock":
@@ -138,13 +143,13 @@ class SubBlockCompiler(CompilerContext):
                                 f"the parameters of {t.name}")
                 out.append((p.name, sym, p.loc))
                 continue
-            saved = self.scope
-            self.scope = scope
-            v = self.value(a)
-            self.scope = saved
+            saved = self.ctx.scope
+            self.ctx.scope = scope
+            v = self.ctx.value(a)
+            self.ctx.scope = saved
             if v.const is None:
                 raise error(a.loc, f"constructor argument '{p.name}' must be a compile-time constant")
-            code = self.coerce(v, t, a.loc, f"constructor argument '{p.name}'")
+            code = self.ctx.coerce(v, t, a.loc, f"constructor argument '{p.name}'")
             out.append((p.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), p.loc))
         return out
 
@@ -153,23 +158,26 @@ class SubBlockCompiler(CompilerContext):
         expected (same directions and types of parameters)."""
         if decl.name == type_name:
             return True
-        want = next((x for x in self.program.decls if isinstance(x, (A.ControlDecl, A.ParserDecl))
+        want = next((x for x in self.ctx.program.decls if isinstance(x, (A.ControlDecl, A.ParserDecl))
                      and x.name == type_name), None)
         if want is None or type(want) is not type(decl) or len(want.params) != len(decl.params):
             return False
-        return all(p.direction == q.direction and self.resolve_type(p.type) == self.resolve_type(q.type)
+        return all(p.direction == q.direction and self.ctx.resolve_type(p.type) == self.ctx.resolve_type(q.type)
                    for p, q in zip(want.params, decl.params, strict=False))
 
     def sub_scope(self, decl: A.ControlDecl | A.ParserDecl, ctor: list[tuple[str, Sym, Loc]],
                   parser: bool) -> tuple[Scope, list[tuple[A.Param, Type, str]], list[tuple[str, str]]]:
-        scope = self.global_scope.child()
+        scope = self.ctx.global_scope.child()
         for name, sym, loc in ctor:
             scope.define(name, sym, loc)
         params, fields = [], []
         for p in decl.params:
-            t = self.resolve_type(p.type)
+            t = self.ctx.resolve_type(p.type)
             if isinstance(t, ExternT) and t.name == "packet_in" and parser:
                 scope.define(p.name, Sym("packet_in", t, ""), p.loc)
+                continue
+            if isinstance(t, ExternT) and t.name == "packet_out" and self.ctx.checking_alone:
+                scope.define(p.name, Sym("packet_out", t, ""), p.loc)  # a deparser, checked alone (its code unused)
                 continue
             if isinstance(t, ExternT):
                 raise unsupported(p.loc, f"a parameter of type {t} in an instantiated {decl.name}",
@@ -177,67 +185,68 @@ class SubBlockCompiler(CompilerContext):
             if not p.direction:
                 raise error(p.loc, f"parameter '{p.name}' of {decl.name} needs a direction (in, out or inout)")
             attr = f"p_{p.name}"
-            scope.define(p.name, Sym("var", t, f"L.{attr}", obj="ro" if p.direction == "in" else None), p.loc)
+            scope.define(p.name, Sym("var", t, f"L.{attr}", obj="ro" if p.direction == "in" else None, param=True),
+                         p.loc)
             params.append((p, t, attr))
-            fields.append((attr, self.zero(t, p.loc)))
+            fields.append((attr, self.ctx.zero(t, p.loc)))
         return scope, params, fields
 
     # ------------------------------------------------------------------ controls
     def gen_sub_control(self, d: A.ControlDecl, path: str, ctor: list[tuple[str, Sym, Loc]]) -> SubBlock:
-        self.pending_actions = []
-        self.sub_parent_kind = "control"
+        self.ctx.pending_actions = []
+        self.ctx.sub_parent_kind = "control"
         scope, params, fields = self.sub_scope(d, ctor, parser=False)
-        self.scope = scope
-        self.control_prefix = path
-        self.params_used = set()
-        locals_cls = self.block_locals(path, d.locals, scope, parser=False, extra=fields)
-        inits = self.locals_inits
-        for info, ascope in self.pending_actions:
-            self.gen_action(info, ascope, [])
-        self.pending_actions = []
+        self.ctx.scope = scope
+        self.ctx.control_prefix = path
+        self.ctx.params_used = set()
+        locals_cls = self.ctx.block_locals(path, d.locals, scope, parser=False, extra=fields)
+        inits = self.ctx.locals_inits
+        for info, ascope in self.ctx.pending_actions:
+            self.ctx.gen_action(info, ascope, [])
+        self.ctx.pending_actions = []
         for t in d.locals:
             if isinstance(t, A.TableDecl):
-                self.scope = scope
-                self.gen_table(t, path, scope, [])
+                self.ctx.scope = scope
+                self.ctx.gen_table(t, path, scope, [])
         fn = pyident("c", path)
-        self.begin_fn("apply")
-        self.scope = scope.child()
-        self.emit(f"def {fn}(st, L):")
-        self.indent()
-        self.emit(f'"""control {d.name} as {path} ({d.loc})"""')
+        self.ctx.begin_fn("apply")
+        self.ctx.scope = scope.child()
+        self.ctx.emit(f"def {fn}(st, L):")
+        self.ctx.indent()
+        self.ctx.emit(f'"""control {d.name} as {path} ({d.loc})"""')
         for line in inits:
-            self.emit(line)
+            self.ctx.emit(line)
         assert d.body is not None
-        self.block_body(d.body.stmts)
-        self.dedent()
-        self.end_fn()
+        self.ctx.block_body(d.body.stmts)
+        self.ctx.dedent()
+        self.ctx.end_fn()
         return SubBlock("control", path, d, fn, locals_cls, params)
 
     # ------------------------------------------------------------------ parsers
     def gen_sub_parser(self, d: A.ParserDecl, path: str, ctor: list[tuple[str, Sym, Loc]]) -> SubBlock:
-        self.sub_parent_kind = "parser"
+        self.ctx.sub_parent_kind = "parser"
         scope, params, fields = self.sub_scope(d, ctor, parser=True)
-        self.scope = scope
-        self.control_prefix = None
-        self.params_used = set()
-        self.fn_kind = "parser"
-        locals_cls = self.block_locals(path, d.locals, scope, parser=True, extra=fields)
-        self.parser_inits = self.locals_inits
-        self.parser_init_params = set()
+        self.ctx.scope = scope
+        self.ctx.control_prefix = None
+        self.ctx.params_used = set()
+        self.ctx.fn_kind = "parser"
+        locals_cls = self.ctx.block_locals(path, d.locals, scope, parser=True, extra=fields)
+        self.ctx.parser_inits = self.ctx.locals_inits
+        self.ctx.parser_init_params = set()
         if "start" not in {s.name for s in d.states}:
             raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
-        self.state_funcs = {s.name: pyident("s", path, s.name) for s in d.states}
-        self.state_lines = {}
-        if not self.sub_reject_defined:
+        self.ctx.state_funcs = {s.name: pyident("s", path, s.name) for s in d.states}
+        self.ctx.state_lines = {}
+        if not self.ctx.sub_reject_defined:
             # reject in a sub-parser ends the whole parse (p4c inlines it as the
             # caller's reject): a state that raises, with parser_error left NoError
-            self.build_lines += [f"    def {SUB_REJECT}(st, L, data, pos):",
-                                 f"        raise ParserError({self.errors_by_name['NoError']}, pos)", ""]
-            self.sub_reject_defined = True
+            self.ctx.build_lines += [f"    def {SUB_REJECT}(st, L, data, pos):",
+                                 f"        raise ParserError({self.ctx.errors_by_name['NoError']}, pos)", ""]
+            self.ctx.sub_reject_defined = True
         for s in d.states:
-            self.scope = scope
-            self.gen_state(s, [])
-        return SubBlock("parser", path, d, self.state_funcs["start"], locals_cls, params)
+            self.ctx.scope = scope
+            self.ctx.gen_state(s, [])
+        return SubBlock("parser", path, d, self.ctx.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
     def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
@@ -245,36 +254,36 @@ class SubBlockCompiler(CompilerContext):
         sub = sym.obj
         assert isinstance(sub, SubBlock)
         self.check_sub_apply(e, sub, name)
-        decl_params = [p for p in sub.decl.params if not (sub.kind == "parser" and is_packet_in(self.resolve_type(p.type)))]
-        args = self.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
+        decl_params = [p for p in sub.decl.params if not (sub.kind == "parser" and is_packet_in(self.ctx.resolve_type(p.type)))]
+        args = self.ctx.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
                               decl_params)
         if sub.kind == "parser":  # a parser may have no packet_in parameter (it extracts nothing)
             pk = [a for a in e.args if self.is_packet_arg(a)]
             if len(pk) != len(sub.decl.params) - len(decl_params):
                 raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
                             else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
-        lv = self.tmp("L")
-        self.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
+        lv = self.ctx.tmp("L")
+        self.ctx.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
         outs = self.copy_in(e, sub, args, lv)
         if sub.kind == "control":
             if not outs:
                 return V(f"{sub.entry}(st, {lv})", VoidT())
-            self.emit("try:")
-            self.emit(f"    {sub.entry}(st, {lv})")
-            self.emit("finally:")  # also when the control exits: spec 12.5
-            self.indent()
+            self.ctx.emit("try:")
+            self.ctx.emit(f"    {sub.entry}(st, {lv})")
+            self.ctx.emit("finally:")  # also when the control exits: spec 12.5
+            self.ctx.indent()
             for a, attr in outs:
-                self.store(a, f"{lv}.{attr}", a.loc)
-            self.dedent()
+                self.ctx.store(a, f"{lv}.{attr}", a.loc)
+            self.ctx.dedent()
             return None
-        f, n = self.tmp("f"), self.tmp("n")
-        self.emit(f"{f}, {n} = {sub.entry}, 0")
-        self.emit(f"while {f} is not None:")
-        self.emit(f"    {f}, pos = {f}(st, {lv}, data, pos)")
-        self.emit(f"    {n} += 1")
-        self.emit(f"    if {n} > {PARSER_STEP_LIMIT}: raise ParserError({self.errors_by_name['ParserTimeout']}, pos)")
+        f, n = self.ctx.tmp("f"), self.ctx.tmp("n")
+        self.ctx.emit(f"{f}, {n} = {sub.entry}, 0")
+        self.ctx.emit(f"while {f} is not None:")
+        self.ctx.emit(f"    {f}, pos = {f}(st, {lv}, data, pos)")
+        self.ctx.emit(f"    {n} += 1")
+        self.ctx.emit(f"    if {n} > {PARSER_STEP_LIMIT}: raise ParserError({self.ctx.errors_by_name['ParserTimeout']}, pos)")
         for a, attr in outs:
-            self.store(a, f"{lv}.{attr}", a.loc)
+            self.ctx.store(a, f"{lv}.{attr}", a.loc)
         return None
 
     def check_sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> None:
@@ -282,11 +291,11 @@ class SubBlockCompiler(CompilerContext):
         if name != "apply":
             raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
                         f"'{name}'; use apply(...)")
-        if sub.kind == "parser" and self.fn_kind != "parser":
+        if sub.kind == "parser" and self.ctx.fn_kind != "parser":
             raise error(e.loc, "a parser instance can only be applied from a parser state")
-        if sub.kind == "control" and self.fn_kind == "parser":
+        if sub.kind == "control" and self.ctx.fn_kind == "parser":
             raise error(e.loc, "a control instance cannot be applied from a parser")
-        if self.fn_kind == "action" or self.fn_kind == "function":
+        if self.ctx.fn_kind == "action" or self.ctx.fn_kind == "function":
             raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
 
     def copy_in(self, e: A.Call, sub: SubBlock, args: list[A.Expr | None], lv: str) -> list[tuple[A.Expr, str]]:
@@ -297,21 +306,21 @@ class SubBlockCompiler(CompilerContext):
             if a is None:
                 raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
             if p.direction in ("out", "inout"):
-                self.check_lvalue(a)
-                at = self.value(a).type
+                self.ctx.check_lvalue(a)
+                at = self.ctx.value(a).type
                 if not (at is t or at == t):
                     raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
                                 f"type {t}, not {at}")
                 outs.append((a, attr))
                 if p.direction == "inout":
-                    self.emit(f"{lv}.{attr} = {self.copied(self.value(a).code, t)}")
+                    self.ctx.emit(f"{lv}.{attr} = {self.copied(self.ctx.value(a).code, t)}")
             else:
-                self.emit(f"{lv}.{attr} = {self.expr_as(a, t, f'argument {p.name}')}")
+                self.ctx.emit(f"{lv}.{attr} = {self.ctx.expr_as(a, t, f'argument {p.name}')}")
         return outs
 
     def is_packet_arg(self, a: A.Arg) -> bool:
         if isinstance(a.value, A.Name):
-            s = self.scope.lookup(a.value.name)
+            s = self.ctx.scope.lookup(a.value.name)
             return s is not None and s.kind == "packet_in"
         return False
 

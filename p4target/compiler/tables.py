@@ -89,13 +89,15 @@ def inline_body(a: ActionInfo) -> list[str] | None:
     return [x[8:] for x in body]
 
 
-class TableCompiler(CompilerContext):
-    """Mixin of the program compiler (tables and extern instances)."""
+class TableCompiler:
+    """Tables and extern instances of the program compiler ``ctx``: their models, and the
+    code that binds and applies them, emitted through ``ctx``."""
 
-    table_helpers = True  # emit the per-table helper function (the fast path does not)
+    def __init__(self, ctx: CompilerContext) -> None:
+        self.ctx = ctx
 
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
-        t = self.resolve_type(d.type)
+        t = self.ctx.resolve_type(d.type)
         if not isinstance(t, ExternT):
             raise error(d.loc, f"cannot instantiate {t}")
         kind = t.name
@@ -109,12 +111,12 @@ class TableCompiler(CompilerContext):
         def cint(i: int, what: str) -> int:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {what} argument")
-            return self.const_int(args[i], what)  # type: ignore[arg-type]  # checked not None just above
+            return self.ctx.const_int(args[i], what)  # type: ignore[arg-type]  # checked not None just above
 
         def enum_name(i: int, enum: str) -> str:
             if i >= len(args) or args[i] is None:
                 raise error(d.loc, f"{kind} needs a {enum} argument")
-            return self.enum_member_name(args[i], enum)  # type: ignore[arg-type]  # as above
+            return self.ctx.enum_member_name(args[i], enum)  # type: ignore[arg-type]  # as above
 
         annos = anno_strs(d.annotations)
         loc = M.SourceLocation(d.loc.file, d.loc.line, d.loc.col)
@@ -143,9 +145,9 @@ class TableCompiler(CompilerContext):
                            selector_output_width=cint(2, "output width"), annotations=annos,
                            location=loc)
         info.extern = ext
-        self.externs.append(info)
+        self.ctx.externs.append(info)
         scope.define(d.name, Sym("instance", t, info.pyname, obj=info), d.loc)
-        self.bind_lines.append(f"{info.pyname} = rt.externs[{name!r}]")
+        self.ctx.bind_lines.append(f"{info.pyname} = rt.externs[{name!r}]")
 
     def gen_table(self, t: A.TableDecl, control: str, scope: Scope, pre: list[str]) -> None:
         name = qualify(control, t.name, t.annotations)
@@ -156,28 +158,29 @@ class TableCompiler(CompilerContext):
                  "meters", "support_timeout", "largest_priority_wins", "priority_delta"}
         for p in t.props:
             if p.name not in known:
-                self.warnings.append(f"{p.loc}: table property '{p.name}' is ignored by the embedded target")
-        self.params_used = set()  # the key expressions' parameters, for the helper below
-        out_before = len(self.out)
+                self.ctx.warnings.append(f"{p.loc}: table property '{p.name}' is ignored by the embedded target")
+        self.ctx.params_used = set()  # the key expressions' parameters, for the helper below
+        out_before = len(self.ctx.out)
         keys, key_codes, sel_codes, key_types = self._table_keys(t, props)
         refs = self._table_actions(t, props, info)
+        self._check_entry_actions(t, props, info, refs)
         default_name, default_args, default_const = self._table_default(t, props, info, refs)
         for _, ainfo in info.actions:
-            if ainfo.p4name not in self.used_actions:
-                self.used_actions.append(ainfo.p4name)
+            if ainfo.p4name not in self.ctx.used_actions:
+                self.ctx.used_actions.append(ainfo.p4name)
         self._table_model(t, props, info, name, keys, key_types, refs, default_name, default_args, default_const,
                           out_before)
         # generated code: binding, action tuple, helper
         tb = pyident("T", name)
         ta = pyident("TA", name)
-        self.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
+        self.ctx.bind_lines.append(f"{tb} = rt.tables[{name!r}].apply")
         has_sel = any(k.match_kind == "selector" for k in keys)
         key = "(" + "".join(c + ", " for c in key_codes) + ")"
         sel = "(" + "".join(c + ", " for c in sel_codes) + ")" if has_sel else "None"
-        info.model, info.key_code, info.sel_code = self.tables[-1], key, sel
+        info.model, info.key_code, info.sel_code = self.ctx.tables[-1], key, sel
         info.key_parts = key_codes
         info.sel_parts = sel_codes
-        if not self.table_helpers:
+        if not self.ctx.table_helpers:
             return  # the fast path applies tables in place
         self._gen_table_helper(t, info, name, pre, tb, ta, key, sel)
 
@@ -189,8 +192,8 @@ class TableCompiler(CompilerContext):
         sel_codes: list[str] = []
         key_types: list[Type] = []
         for k in (props["key"].value if "key" in props else []):
-            v = self.value(k.expr)
-            if k.match_kind not in self.match_kinds:
+            v = self.ctx.value(k.expr)
+            if k.match_kind not in self.ctx.match_kinds:
                 raise error(k.loc, f"unknown match kind '{k.match_kind}'")
             if k.match_kind not in M.MATCH_KINDS:
                 raise unsupported(k.loc, f"match kind '{k.match_kind}'", "use " + ", ".join(M.MATCH_KINDS))
@@ -232,7 +235,7 @@ class TableCompiler(CompilerContext):
                 call = call.func
             if not isinstance(call, A.Name):
                 raise error(item.loc, "expected an action name")
-            sym = self.scope.lookup(call.name)
+            sym = self.ctx.scope.lookup(call.name)
             if sym is None or sym.kind != "action":
                 raise error(call.loc, f"'{call.name}' is not an action; declare the action before the table")
             ainfo = sym.obj
@@ -252,6 +255,24 @@ class TableCompiler(CompilerContext):
             info.actions.append((call.name, ainfo))
         return refs
 
+    def _check_entry_actions(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo,
+                             refs: list[M.ActionRef]) -> None:
+        """The entries come after the key and run no ``@defaultonly`` action (p4c checks
+        these before the default action)."""
+        if "entries" not in props:
+            return
+        ent_prop = props["entries"]
+        if "key" in props and t.props.index(ent_prop) < t.props.index(props["key"]):
+            raise error(ent_prop.loc, f"the entries of table {t.name} come before its key; move them after "
+                        "the key")
+        for ent in ent_prop.value:
+            call = ent.action.func if isinstance(ent.action, A.Call) else ent.action
+            if not isinstance(call, A.Name):
+                continue
+            idx = next((i for i, (n, _) in enumerate(info.actions) if n == call.name), None)
+            if idx is not None and refs[idx].scope == "default_only":
+                raise error(ent.loc, f"action {call.name} is @defaultonly and cannot be used in an entry")
+
     def _table_default(self, t: A.TableDecl, props: dict[str, A.TableProp], info: TableInfo,
                        refs: list[M.ActionRef]) -> tuple[str, tuple[int, ...], bool]:
         """The default action's name, arguments and const-ness (NoAction without one)."""
@@ -268,7 +289,7 @@ class TableCompiler(CompilerContext):
         else:
             noact = [a for n, a in info.actions if a.p4name == "NoAction"]
             if not noact:
-                sym = self.global_scope.lookup("NoAction")
+                sym = self.ctx.global_scope.lookup("NoAction")
                 if sym is None or sym.kind != "action":
                     raise error(t.loc, f"table {t.name} has no default_action and NoAction is not declared")
                 refs.append(M.ActionRef("NoAction", "default_only"))
@@ -280,15 +301,15 @@ class TableCompiler(CompilerContext):
                      keys: list[M.KeyField], key_types: list[Type], refs: list[M.ActionRef], default_name: str,
                      default_args: tuple[int, ...], default_const: bool, out_before: int) -> None:
         """The other properties (size, implementation, direct resources, timeout, const
-        entries), checked; the table's model appended to ``self.tables``."""
+        entries), checked; the table's model appended to ``self.ctx.tables``."""
         size = 1024
         if "size" in props:
-            size = self.const_int(props["size"].value, "table size")
+            size = self.ctx.const_int(props["size"].value, "table size")
         impl = self.instance_prop(props.get("implementation"), ("action_profile", "action_selector"), name)
         counters = self.instance_prop(props.get("counters"), ("direct_counter",), name)
         meters = self.instance_prop(props.get("meters"), ("direct_meter",), name)
         has_sel = any(k.match_kind == "selector" for k in keys)
-        impl_kind = next((x.kind for x in self.externs if x.name == impl), None)
+        impl_kind = next((x.kind for x in self.ctx.externs if x.name == impl), None)
         if has_sel and impl_kind != "action_selector":
             raise error(t.loc, f"table {t.name} has a selector key but no action_selector "
                         "implementation; add implementation = <an action_selector>")
@@ -297,13 +318,13 @@ class TableCompiler(CompilerContext):
                         "add the fields to hash as 'selector' keys")
         timeout = False
         if "support_timeout" in props:
-            tv = self.value(props["support_timeout"].value)
+            tv = self.ctx.value(props["support_timeout"].value)
             timeout = bool(tv.const)
         entries = None
         if "entries" in props:
             entries = self.const_entries(props, keys, key_types, info, t)
-        info.keys_pure = len(self.out) == out_before
-        self.tables.append(M.Table(
+        info.keys_pure = len(self.ctx.out) == out_before
+        self.ctx.tables.append(M.Table(
             name=name, keys=tuple(keys), actions=tuple(refs), default_action=default_name,
             default_args=tuple(default_args), default_is_const=default_const,
             const_entries=entries, size=size, implementation=impl, direct_counter=counters,
@@ -313,16 +334,16 @@ class TableCompiler(CompilerContext):
     def _gen_table_helper(self, t: A.TableDecl, info: TableInfo, name: str, pre: list[str], tb: str, ta: str,
                           key: str, sel: str) -> None:
         """The table's apply helper of the general path: look up, then run the action."""
-        key_params = self.params_used
-        self.begin_fn("apply")
-        self.params_used |= key_params
-        self.emit(f"{ta} = ({''.join(a.pyfunc + ', ' for _, a in info.actions)})")
-        self.emit(f"def {info.pyfunc}(st, L):")
-        self.indent()
-        self.emit(f'"""table {name} ({t.loc})"""')
+        key_params = self.ctx.params_used
+        self.ctx.begin_fn("apply")
+        self.ctx.params_used |= key_params
+        self.ctx.emit(f"{ta} = ({''.join(a.pyfunc + ', ' for _, a in info.actions)})")
+        self.ctx.emit(f"def {info.pyfunc}(st, L):")
+        self.ctx.indent()
+        self.ctx.emit(f'"""table {name} ({t.loc})"""')
         for line in pre:
-            self.emit(line)
-        self.emit(f"i, a, h = {tb}(st, {key}, {sel})")
+            self.ctx.emit(line)
+        self.ctx.emit(f"i, a, h = {tb}(st, {key}, {sel})")
         # dispatch: a chain of comparisons for a few actions (empty ones skipped),
         # else the action tuple
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
@@ -331,31 +352,31 @@ class TableCompiler(CompilerContext):
             for j, (i, a) in enumerate(live):
                 cond = "" if len(live) == len(acts) and j == len(live) - 1 and j > 0 else f" i == {i}"
                 kw = "if" if j == 0 else ("else" if not cond else "elif")
-                self.emit(f"{kw}{cond}:")
+                self.ctx.emit(f"{kw}{cond}:")
                 if info.actions[i][0] in info.bound:
-                    self.indent()
-                    self.call_stmt(self.bound_action_call(info, i, "a"))
-                    self.dedent()
+                    self.ctx.indent()
+                    self.ctx.call_stmt(self.bound_action_call(info, i, "a"))
+                    self.ctx.dedent()
                     continue
                 body = inline_body(a)
                 if body is not None:
                     if a.decl.params:
-                        self.emit("    " + "".join(f"ap_{p.name}, " for p in a.decl.params) + "= a")
+                        self.ctx.emit("    " + "".join(f"ap_{p.name}, " for p in a.decl.params) + "= a")
                     for line in body:
-                        self.emit("    " + line)
+                        self.ctx.emit("    " + line)
                         # keep the action's parameter bindings (end_fn drops unused ones)
                         x = line.strip()
                         if x.startswith("p_") and " = st." in x:
-                            self.params_used.add(x.split(" = ")[0])
+                            self.ctx.params_used.add(x.split(" = ")[0])
                 else:
-                    self.emit(f"    {a.pyfunc}(st, L, *a)" if a.decl.params else f"    {a.pyfunc}(st, L)")
+                    self.ctx.emit(f"    {a.pyfunc}(st, L, *a)" if a.decl.params else f"    {a.pyfunc}(st, L)")
         else:
-            self.emit(f"{ta}[i](st, L, *a)")
-        self.emit("return i, h")
-        self.dedent()
-        start = len(self.build_lines)
-        self.end_fn()
-        info.lines = self.build_lines[start:]
+            self.ctx.emit(f"{ta}[i](st, L, *a)")
+        self.ctx.emit("return i, h")
+        self.ctx.dedent()
+        start = len(self.ctx.build_lines)
+        self.ctx.end_fn()
+        info.lines = self.ctx.build_lines[start:]
 
     def bind_table_action(self, info: TableInfo, name: str, ainfo: ActionInfo, args: list[A.Arg],
                           loc: Loc) -> None:
@@ -395,14 +416,14 @@ class TableCompiler(CompilerContext):
         args = [A.Arg(None, e, e.loc) for e in info.bound[name]]
         cps = [p for p in ainfo.decl.params if not p.direction]
         if cps:
-            names = [self.tmp("cp") for _ in cps]
-            self.emit("".join(n + ", " for n in names) + f"= {cp}")
+            names = [self.ctx.tmp("cp") for _ in cps]
+            self.ctx.emit("".join(n + ", " for n in names) + f"= {cp}")
             for p, n in zip(cps, names, strict=False):
-                t = self.resolve_type(p.type)
+                t = self.ctx.resolve_type(p.type)
                 if signed and isinstance(t, BitT) and t.signed:
                     h = 1 << (t.width - 1)
-                    self.emit(f"{n} = (({n} & {t.mask:#x}) ^ {h}) - {h}")
-                self.scope.define("$" + n, Sym("var", t, n, obj="ro"), loc)
+                    self.ctx.emit(f"{n} = (({n} & {t.mask:#x}) ^ {h}) - {h}")
+                self.ctx.scope.define("$" + n, Sym("var", t, n, obj="ro"), loc)
                 args.append(A.Arg(None, A.Name(loc, "$" + n), loc))
         return A.Call(loc, A.Name(loc, name), [], args)
 
@@ -423,10 +444,10 @@ class TableCompiler(CompilerContext):
         if not pasteable(body):
             return False
         for x in body:
-            self.emit(x[8:])
+            self.ctx.emit(x[8:])
             y = x.strip()
             if y.startswith("p_") and " = st." in y:
-                self.params_used.add(y.split(" = ")[0])
+                self.ctx.params_used.add(y.split(" = ")[0])
         return True
 
     def instance_prop(self, p: A.TableProp | None, kinds: tuple[str, ...], table: str) -> str | None:
@@ -438,11 +459,11 @@ class TableCompiler(CompilerContext):
         e = p.value
         if isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.name in kinds:
             inst = A.Instance(table, e.loc, p.annotations, A.NamedType(e.func.loc, e.func.name), e.args)
-            self.declare_instance(inst, None, self.scope.child())
+            self.declare_instance(inst, None, self.ctx.scope.child())
             return qualify(None, table, p.annotations)
         if not isinstance(e, A.Name):
             raise unsupported(p.loc, f"this {'/'.join(kinds)} expression", "name an instance or construct one here")
-        sym = self.scope.lookup(e.name)
+        sym = self.ctx.scope.lookup(e.name)
         if sym is None or sym.kind != "instance" or sym.obj.kind not in kinds:
             raise error(e.loc, f"'{e.name}' is not a {' or '.join(kinds)} instance")
         return sym.obj.name
@@ -478,8 +499,8 @@ class TableCompiler(CompilerContext):
             args = [byname[p.name] for p in params]
         vals = []
         for p, a in zip(params, args, strict=False):
-            pt = self.resolve_type(p.type)
-            code = self.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]  # as above: action list arguments are values
+            pt = self.ctx.resolve_type(p.type)
+            code = self.ctx.expr_as(a.value, pt, f"argument '{p.name}'")  # type: ignore[arg-type]  # as above: action list arguments are values
             try:
                 val = eval(code, {"__builtins__": {}})  # literal expected
             except Exception:
@@ -497,9 +518,9 @@ class TableCompiler(CompilerContext):
         largest_wins = True
         delta = 1
         if "largest_priority_wins" in props:
-            largest_wins = bool(self.value(props["largest_priority_wins"].value).const)
+            largest_wins = bool(self.ctx.value(props["largest_priority_wins"].value).const)
         if "priority_delta" in props:
-            delta = self.const_int(props["priority_delta"].value, "priority_delta")
+            delta = self.ctx.const_int(props["priority_delta"].value, "priority_delta")
             if delta <= 0:
                 raise error(props["priority_delta"].loc, "priority_delta must be a positive value")
         explicit = [e for e in entries if e.priority is not None]
@@ -514,7 +535,7 @@ class TableCompiler(CompilerContext):
         if explicit and entries[0].priority is None:
             raise error(entries[0].loc, "the first entry must have a priority when others do")
         if not p.is_const:
-            self.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
+            self.ctx.warnings.append(f"{p.loc}: table {info.name}: the embedded target installs "
                                  "'entries' as const entries (the control plane cannot change them)")
         prios = self.entry_priorities(t, entries, explicit, largest_wins, delta) if needs_prio \
             else [None] * len(entries)
@@ -543,7 +564,7 @@ class TableCompiler(CompilerContext):
         current = 0
         for ent in entries:
             if ent.priority is not None:
-                current = self.const_int(ent.priority, "entry priority")
+                current = self.ctx.const_int(ent.priority, "entry priority")
                 if current < 1:
                     raise error(ent.priority.loc, "entry priorities must be >= 1")
             elif current < 1:  # placed at the table, as p4c places it
@@ -584,28 +605,35 @@ class TableCompiler(CompilerContext):
         return [top - b for b in bmv2]
 
     def entry_match(self, e: A.Expr, kf: M.KeyField, kt: Type) -> M.KeyMatch:
+        """An entry's match of one key. A match the key's kind cannot take is BMv2's
+        limit (p4c-bm2-ss reports it after the type checker's errors): kept in
+        ``deferred``, the entry matching anything meanwhile."""
         kind = kf.match_kind
         full = (1 << kf.bitwidth) - 1
+        anything = M.KeyMatch("dontcare")
         if isinstance(e, A.DefaultExpr):
             if kind == "exact":
-                raise error(e.loc, f"key {kf.name} is exact; '_' is not allowed")
-            return M.KeyMatch("dontcare")
+                self.ctx.deferred.append(error(e.loc, f"key {kf.name} is exact; '_' is not allowed"))
+            return anything
         if isinstance(e, A.Mask):
-            v = self.keyset_value(e.value, kt)
-            m = self.keyset_value(e.mask, kt)
+            v = self.ctx.keyset_value(e.value, kt)
+            m = self.ctx.keyset_value(e.mask, kt)
             if kind == "ternary":
                 return M.KeyMatch("ternary", v & m, m)
             if kind == "lpm":
                 plen = bin(m).count("1")
                 if m != (full >> (kf.bitwidth - plen) << (kf.bitwidth - plen) if plen else 0):
-                    raise error(e.loc, f"lpm key {kf.name}: mask {m:#x} is not a prefix mask")
+                    self.ctx.deferred.append(error(e.loc, f"lpm key {kf.name}: mask {m:#x} is not a prefix mask"))
                 return M.KeyMatch("lpm", v & m, plen)
-            raise error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}")
+            self.ctx.deferred.append(error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}"))
+            return anything
         if isinstance(e, A.Range):
+            lo, hi = self.ctx.keyset_value(e.lo, kt), self.ctx.keyset_value(e.hi, kt)
             if kind != "range":
-                raise error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}")
-            return M.KeyMatch("range", self.keyset_value(e.lo, kt), self.keyset_value(e.hi, kt))
-        v = self.keyset_value(e, kt)
+                self.ctx.deferred.append(error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}"))
+                return anything
+            return M.KeyMatch("range", lo, hi)
+        v = self.ctx.keyset_value(e, kt)
         if kind == "exact":
             return M.KeyMatch("exact", v)
         if kind == "lpm":

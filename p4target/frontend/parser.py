@@ -39,6 +39,7 @@ _BINARY_LEVELS: list[tuple[str, ...]] = [
 class Parser:
     def __init__(self, tokens: list[Token]):
         self.toks = tokens
+        self.inline_decls: list[A.StructLike | A.EnumDecl] = []  # declared inside a typedef
         self.pos = 0
         self.type_names: set[str] = set()
 
@@ -133,7 +134,10 @@ class Parser:
         while self.tok.kind != "eof":
             if self.accept(";"):
                 continue
-            decls.append(self.declaration())
+            d = self.declaration()
+            decls.extend(self.inline_decls)  # a typedef's inline type comes before it
+            self.inline_decls.clear()
+            decls.append(d)
         return A.Program(decls)
 
     def declaration(self) -> object:
@@ -152,7 +156,12 @@ class Parser:
             return A.MatchKindDecl("match_kind", t.loc, annos, self.id_list())
         if kw in ("typedef", "type"):
             self.pos += 1
-            ty = self.type_ref()
+            if self.tok.kind == "kw" and self.tok.text in ("header", "header_union", "struct", "enum"):
+                inline = self.enum_decl([]) if self.tok.text == "enum" else self.struct_like([])
+                self.inline_decls.append(inline)
+                ty: A.TypeRef = A.NamedType(inline.loc, inline.name)
+            else:
+                ty = self.type_ref()
             name = self.ident("a type name")
             self.expect(";")
             self.type_names.add(name.text)
@@ -276,7 +285,8 @@ class Parser:
     def extern_decl(self, annos: list[A.Annotation]) -> object:
         self.expect("extern")
         # extern function: `extern T name<..>(...)`; extern object: `extern Name<..> {`
-        if self.tok.kind == "ident" and self.peek().text in ("{", "<"):
+        if self.tok.kind == "ident" and (self.peek().text == "{" or (
+                self.peek().text == "<" and self.after_type_args(1).text == "{")):
             name = self.ident()
             self.type_names.add(name.text)
             tps = self.type_params()
@@ -306,6 +316,16 @@ class Parser:
         params = self.params()
         self.expect(";")
         return A.ExternFunc(name.text, name.loc, annos, ret, tps, params)
+
+    def after_type_args(self, k: int) -> Token:
+        """The token after the type arguments ``<...>`` that start ``k`` tokens ahead."""
+        depth = 0
+        while True:
+            text = self.peek(k).text
+            depth += {"<": 1, ">": -1, ">>": -2}.get(text, 0)
+            k += 1
+            if depth <= 0 or text in (";", "{", "") or self.pos + k >= len(self.toks):
+                return self.peek(k)
 
     def action_decl(self, annos: list[A.Annotation]) -> A.ActionDecl:
         self.expect("action")
@@ -888,6 +908,12 @@ class Parser:
                     b = self.expression()
                     self.expect("]")
                     e = A.Slice(e.loc, e, a, b)
+                elif self.at("+:"):  # [lo +: w] is [lo + w - 1 : lo]
+                    self.pos += 1
+                    w = self.expression()
+                    self.expect("]")
+                    one = A.IntLit(w.loc, value=1, width=None, signed=False, text="1")
+                    e = A.Slice(e.loc, e, A.Binary(w.loc, "+", a, A.Binary(w.loc, "-", w, one)), a)
                 else:
                     self.expect("]")
                     e = A.Index(e.loc, e, a)
@@ -956,9 +982,12 @@ class Parser:
         if t.kind == "op" and t.text == "{":
             self.pos += 1
             if self.tok.kind == "ident" and self.peek().text == "=" :
-                fields = []
+                fields: list[tuple[str, A.Expr]] = []
                 while not self.at("}"):
                     n = self.ident("a field name")
+                    if any(name == n.text for name, _ in fields):
+                        raise error(n.loc, f"field '{n.text}' is given twice in this structure expression; "
+                                    "keep one")
                     self.expect("=")
                     fields.append((n.text, self.expression()))
                     if not self.accept(","):

@@ -151,6 +151,51 @@ CASES = [
     ("before-an-unsupported-one", dict(decls="control Early(inout bit<8> x) { apply { x = nothing; } }",
                                        ingress_locals="Checksum16() ck;"), "nothing",
      "unknown name 'nothing'; declare it before use"),
+    # checks p4c's type checker makes, at the place it reports them
+    ("local-shadows-parameter", dict(apply="bit<8> meta = 1;"), "bit<8> meta = 1",
+     "declaration of 'meta' shadows a parameter 'meta'; rename the local"),
+    ("type-of-a-header", dict(decls="type ethernet_t eth_again_t;"), "eth_again_t",
+     "'type' can only be applied to base types (bit<W>, int<W>, bool), not header ethernet_t; use typedef"),
+    ("type-of-an-unsized-int", dict(decls="type int any_size_t;"), "any_size_t",
+     "'type' can only be applied to base types (bit<W>, int<W>, bool), not int; use typedef"),
+    ("enum-over-a-new-type", dict(decls="type bit<8> small_t;\ntypedef small_t also_small_t;\n"
+                                        "enum also_small_t Colour { RED = 1 }"), "Colour",
+     "enum Colour: its underlying type also_small_t is declared with 'type'; an enum's underlying type must "
+     "be bit<W> or int<W> (or a typedef of one)"),
+    ("match-annotation-not-a-kind", dict(decls="struct vs_t { @match(1 + 1) bit<8> f; }"), "@match",
+     "@match(1 + 1): the value must be a match_kind (exact, lpm, optional, range, selector, ternary)"),
+    ("main-not-an-instance", dict(decls="extern main { }"), "main { }",
+     "'main' must be the package instance (V1Switch(...) main;); rename this declaration"),
+    ("lookahead-of-a-varbit-header", dict(decls="header opts_t { bit<8> len; varbit<32> data; }",
+                                          start="opts_t o = pkt.lookahead<opts_t>(); transition accept;"),
+     "pkt.lookahead", "lookahead<opts_t>: the header has a varbit field; lookahead needs a fixed-size type"),
+    ("duplicate-case-label", dict(apply="switch (meta.m8) { 1: { } 2: { } 8w1: { } }"), "8w1",
+     "duplicate case label 8w1"),
+    ("entries-before-key", dict(ingress_locals="table t { const entries = { 1: a(1); } key = { meta.m8: exact; } "
+                                               "actions = { a; } }"), "entries = { 1",
+     "the entries of table t come before its key; move them after the key"),
+    ("defaultonly-action-in-entry", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; "
+                                                        "@defaultonly NoAction; } const entries = { 1: NoAction(); } "
+                                                        "default_action = NoAction(); }"), "1: NoAction()",
+     "action NoAction is @defaultonly and cannot be used in an entry"),
+    ("shift-wider-than-p4c", dict(apply="meta.m8 = (bit<8>)(3 << 4000);"), "<< 4000",
+     "shifting an unsized integer left by 4000 bits; integers are at most 2048 bits wide (as in p4c)"),
+    ("hash-max-without-width", dict(apply="hash(meta.m16, HashAlgorithm.crc16, 16w0, { hdr.eth.src }, 1024);"),
+     "1024", "1024: could not infer a width for hash's base or max; give it one, e.g. (bit<32>)1024"),
+    ("parser-as-control-argument", dict(decls="parser Sub(packet_in p) { state start { transition accept; } }\n"
+                                              "control Holder(inout bit<8> x)(Sub s) { apply { } }"), "Sub s",
+     "s: a control cannot instantiate a parser; pass the parser to the package instead"),
+    ("control-as-extern-argument", dict(decls="control Inner(inout bit<8> x);\nextern Wrapper { Wrapper(Inner c); }"),
+     "Inner c", "c: an extern's parameter cannot have type control Inner; pass values, headers or structs"),
+    ("struct-expression-field-twice", dict(apply="meta = { m8 = 1, m16 = 2, m8 = 3 };"), "m8 = 3",
+     "field 'm8' is given twice in this structure expression; keep one"),
+    # BMv2's limits on entries come after the type checker's errors, as in p4c-bm2-ss
+    ("entry-wildcard-on-exact", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; } "
+                                                    "const entries = { _: a(1); } }"), "_: a(1)",
+     "key meta.m8 is exact; '_' is not allowed"),
+    ("entry-key-count-before-wildcard", dict(ingress_locals="table t { key = { meta.m8: exact; } actions = { a; } "
+                                                            "const entries = { _: a(1); (1, 2): a(2); } }"),
+     "(1, 2)", "entry has 2 key value(s) but table t has 1 key(s)"),
 ]
 
 
@@ -183,6 +228,12 @@ UNSUPPORTED = [
     ("packet-length", dict(start="bit<32> n = pkt.length(); transition accept;"), "pkt.length",
      "packet_in.length() is not supported by the embedded target; v1model (BMv2) does not support "
      "it either"),
+    # of two limits, the first in the source is reported (here in a block V1Switch does not name)
+    ("earlier-limit-first", dict(decls="extern void magic(in bit<8> x);\n"
+                                       "control Early(inout bit<8> x) { apply { magic(x); } }",
+                                 ingress_locals="Checksum16() ck;"), "magic(x)",
+     "extern function 'magic' is not supported by the embedded target; use the v1model/core "
+     "functions the embedded target implements"),
 ]
 
 
@@ -278,6 +329,39 @@ def test_a_serializable_enum_indexes_a_stack(p4file) -> None:
     assert Switch.load(p4file(text)).inject(0, frame) == [(0, bytes(12) + b"\x00\x03" + b"rest")]
 
 
+def test_a_generic_extern_function_may_return_a_generic_extern(p4file) -> None:
+    """``extern W<T> f<T>(...)`` is a function declaration, not the start of an extern object."""
+    text = program(decls="extern widget<T> { widget(); }\nextern widget<T> make_widget<T>(in T seed);")
+    assert compile_file(p4file(text)) is not None
+
+
+def test_an_action_named_like_an_extern_function_calls_the_extern(p4file) -> None:
+    """Inside ``action mark_to_drop()``, ``mark_to_drop(sm)`` (one argument) is v1model's
+    extern function: p4c tells callables of one name apart by their number of arguments."""
+    from p4target import Switch
+    text = program(ingress_locals="action mark_to_drop() { mark_to_drop(sm); }",
+                   apply="sm.egress_spec = 2; if (hdr.eth.ether_type == 0x0800) { mark_to_drop(); }")
+    sw = Switch.load(p4file(text))
+    assert sw.inject(0, bytes(12) + b"\x08\x00" + b"x") == []  # the extern dropped it
+    assert sw.inject(0, bytes(12) + b"\x86\xdd" + b"x") == [(2, bytes(12) + b"\x86\xdd" + b"x")]
+
+
+def test_an_indexed_slice_takes_width_bits_from_its_low_bit(p4file) -> None:
+    """``x[lo +: w]`` is ``x[lo + w - 1 : lo]``."""
+    from p4target import Switch
+    sw = Switch.load(p4file(program(apply="hdr.eth.ether_type = hdr.eth.src[8 +: 16];")))
+    src = bytes([0, 0, 0, 0xAB, 0xCD, 0])  # bits 23..8 of the 48-bit field are 0xABCD
+    assert sw.inject(0, bytes(6) + src + b"\x08\x00" + b"x") == [(0, bytes(6) + src + b"\xab\xcd" + b"x")]
+
+
+def test_a_typedef_may_declare_its_header_inline(p4file) -> None:
+    from p4target import Switch
+    text = program(decls="typedef header extra_t { bit<8> v; } extra_alias_t;", ingress_locals="extra_alias_t x;",
+                   apply="x.setValid(); x.v = 7; hdr.eth.ether_type = (bit<16>)x.v;")
+    sw = Switch.load(p4file(text))
+    assert sw.inject(0, bytes(12) + b"\x08\x00" + b"x") == [(0, bytes(12) + b"\x00\x07" + b"x")]
+
+
 def test_missing_file() -> None:
     with pytest.raises(P4Error, match="no such file"):
         compile_file("/nonexistent/x.p4")
@@ -292,6 +376,23 @@ def test_control_parameters_must_have_the_pipeline_types(p4file) -> None:
         compile_file(path)
     assert str(ei.value) == (f"{path}:{line}:{col}: error: parameter 'meta' has type struct other_t but "
                              "V1Switch passes struct meta_t here; use the parser's header/metadata types")
+
+
+def test_parser_types_are_checked_where_v1switch_gets_the_parser(p4file) -> None:
+    """After the blocks' own errors, which come first in the source (as in p4c)."""
+    text = program().replace("out headers_t hdr", "out ethernet_t hdr").replace("pkt.extract(hdr.eth);",
+                                                                               "pkt.extract(hdr);")
+    path = p4file(text)
+    line, col = where(text, "P(), VC()")
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert str(ei.value) == (f"{path}:{line}:{col}: error: V1Switch's parser P: its headers parameter must be a "
+                             "struct, not header ethernet_t")
+    path = p4file(text.replace("pkt.extract(hdr);", "pkt.extract(_);"))
+    line, col = where(text, "pkt.extract(hdr)")
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    assert ei.value.location == f"{path}:{line}:{col}", str(ei.value)
 
 
 def test_include_dirs_are_searched(p4file, tmp_path) -> None:
