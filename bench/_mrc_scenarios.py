@@ -51,9 +51,9 @@ def ether(dst: int, payload: bytes, src: int = HOST_MAC) -> bytes:
     return dst.to_bytes(6, "big") + src.to_bytes(6, "big") + b"\x86\xdd" + payload
 
 
-def bth_write(psn: int = 1) -> bytes:
-    """BTH (opcode 0x0a, RDMA WRITE) + RETH: MRC-lite data."""
-    return bytes([0x0A, 0, 0xFF, 0xFF]) + (1).to_bytes(4, "big") + psn.to_bytes(4, "big") + bytes(16)
+def bth_write(psn: int = 1, ev: int = 0xFFFF) -> bytes:
+    """BTH (opcode 0x0a, RDMA WRITE) + RETH: MRC-lite data; the EV is the BTH's pkey."""
+    return bytes([0x0A, 0]) + ev.to_bytes(2, "big") + (1).to_bytes(4, "big") + psn.to_bytes(4, "big") + bytes(16)
 
 
 @dataclass
@@ -146,7 +146,7 @@ def nic_explicit():
                                          "meta.ev": Exact(0x1234)},
                  "NicIngress.set_path", {"port": 3, "plane": 1,
                                          "carrier": usid(0x0101, 0x0201, 0x0102, 0xE001)})
-    frame = ether(0x02_00_00_00_0C_01, ipv6(HOST_SRC, REMOTE_HOST, 17, udp(0x1234, 4791, bth_write())))
+    frame = ether(0x02_00_00_00_0C_01, ipv6(HOST_SRC, REMOTE_HOST, 17, udp(0x1234, 4791, bth_write(ev=0x1234))))
     return sw, 1, frame
 
 
@@ -162,7 +162,7 @@ def nic_generated():
                      {"port": port, "leaf_base": 0x0100, "spine_base": 0x0200, "leaf_count": 8,
                       "spine_count": 4, "my_leaf": 1})
     ev = (2 << 13) | (3 << 5)  # plane 2, spine 3
-    frame = ether(0x02_00_00_00_0C_01, ipv6(HOST_SRC, REMOTE_HOST, 17, udp(ev, 4791, bth_write())))
+    frame = ether(0x02_00_00_00_0C_01, ipv6(HOST_SRC, REMOTE_HOST, 17, udp(ev, 4791, bth_write(ev=ev))))
     return sw, 1, frame
 
 

@@ -214,12 +214,12 @@ def main() -> None:
               f"(each repetition: {', '.join(f'{f.ratio:.2f}' for f in fs)}; target >= 0.8)")
     ref = p4runtime_rate_batch1000()
     best = max(ref)
-    print(f"  the issue's reference, bench/p4runtime_rate.py's batch-1000 writes into one server (one "
+    print(f"  the reference, bench/p4runtime_rate.py's batch-1000 writes into one server (one "
           f"exact-match table, another program): {min(ref):,.0f}-{best:,.0f} entries/s over {len(ref)} rounds")
     for n, _ in ROUNDS:
         rate = median(f.ctl_rate for f in figures[n])
         print(f"    controller, {n} switch{'es' if n > 1 else ''} (summed): {rate / best:.2f}x its best round "
-              f"(the issue's target >= 0.8x; the stricter same-entries ratio is above)")
+              f"(target >= 0.8x; the stricter same-entries ratio is above)")
 
 
 if __name__ == "__main__":

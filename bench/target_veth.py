@@ -95,7 +95,9 @@ def nic_frame() -> bytes:
     pkt = (Ether(src="02:00:00:00:00:99", dst="02:00:00:00:0c:01")
            / IPv6(src="fd00:0:1:1::2", dst="fd00:0:2:1::2", hlim=64)
            / UDP(sport=0x4000, dport=4791))
-    return bytes(pkt / (b"\0" * (96 - len(pkt))))
+    # MRC-lite data: BTH (RDMA WRITE, the EV 0x4000 in its pkey, as nic.p4 reads it) + RETH
+    bth = bytes([0x0A, 0, 0x40, 0x00]) + (1).to_bytes(4, "big") + (1).to_bytes(4, "big") + bytes(16)
+    return bytes(pkt / (bth + b"\0" * (96 - len(pkt) - len(bth))))
 
 
 def main() -> int:
