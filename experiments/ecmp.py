@@ -12,7 +12,7 @@ held at a barrier after its start-up (experiments/start_together.py) until all f
 are ready and every receiver listens; started one after the other instead, the
 Python senders left up to a second apart on 2 shared cores, and the flows' completion
 times then showed the machine's scheduling (the first flows had the links to
-themselves, the spraying run's slowest flow reached 1.5 x the mean). Each flow's
+themselves). Each flow's
 time runs from its own sender's start. The two runs: as plain flows (``mrc-send`` to another UDP port
 from one ``--source-port`` each: not MRC for the NIC, so ``spray_mode`` hashes each flow
 onto one (plane, spine) member, docs/nic.md), then as MRC-lite spraying over every

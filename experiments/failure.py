@@ -136,8 +136,9 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, cut_at: float, down
     infile.write_bytes(data)
     crossing = crossing_evs(fn, src, dst, link)
     tables_before = asyncio.run(_all_tables(fn))
-    # A hole is NACKed after 100 ms (a Python switch on shared cores stalls for tens of
-    # ms now and then: a hole younger than that is late, not lost); the minimum RTO is
+    # A hole is NACKed after 100 ms (a Python switch on shared cores stalls now and then,
+    # docs/performance.md, "The fabric's one-way delay": a hole younger than that is
+    # late, not lost); the minimum RTO is
     # 4 times that, so the NACK, which names the dead EV, comes before the timeout,
     # which names none (docs/transport.md).
     tr = C.Transfer(fn, src, dst, nbytes, workdir, ["--rate", str(rate), "--in", str(infile), "--rto-min", "0.4"],
