@@ -58,9 +58,10 @@ NACK_DELAY = 0.3
 RTO_MIN = 0.3
 # The network's unloaded RTT through the Python switches (docs/performance.md, "The
 # fabric's one-way delay"): the senders' base RTT for the delay signal (NSCC's
-# configured base RTT). Measured instead, it is the smallest RTT sample, which here already includes a queue (4 senders x the floor of
-# 2 packets never leave the port idle), and a sender then reads a queued RTT as "not
-# delayed" and grows its window by half again where it should add one packet.
+# configured base RTT). Measured instead, it is the smallest RTT sample, which here
+# already includes a queue (4 senders x the floor of 2 packets never leave the port
+# idle), and a sender then reads a queued RTT as "not delayed" and grows its window by
+# half again where it should add one packet.
 BASE_RTT = 0.002
 STARTUP = 1.0  # seconds after the senders start: the start-up, before the bound is checked
 SENDERS = ("h1", "h2", "h3", "h5")  # three from the other leaf, one from the receiver's
