@@ -276,7 +276,11 @@ def run_sender(sender: SenderLike, sock: socket.socket, tx: Transmitter, dst: So
         out = sender.poll(now)
         if out:
             tx.send(out, dst, stats)
-            continue
+        # The wait is skipped when the sender has more to send now (its next wake-up
+        # is due), and returns at once when an answer arrived meanwhile: no read
+        # attempt and poll that would find nothing when the window is full.
+        if sender.finished:
+            break
         wake = sender.next_wakeup()
         wait = 0.05 if wake is None else min(wake - clock(), 0.05)
         _wait(sock, wait)
