@@ -210,17 +210,17 @@ class Sender:
         return None
 
     def _send_data(self, now: float, out: list[Tx]) -> None:
-        good = self.ev_set.good
-        if not good:
-            return
         cfg = self.cfg
-        budget = cfg.burst
         rate = cfg.rate_pps
         if rate:
             self._next_send = max(self._next_send, now - cfg.burst / rate)
+        good = self.ev_set.good
         flight = self.flight
         inflight = flight.inflight
         window = self.cc.cwnd
+        if not good or len(inflight) >= window:
+            return  # the usual wake-up with the window full: nothing to set up
+        budget = cfg.burst
         # New packets stay within a window of the first unacknowledged one (which
         # sending does not move), so the receiver's bitmap and its PSN check stay
         # bounded however long a hole lasts.
