@@ -179,11 +179,19 @@ class Receiver:
         wake = None
         for c in self.conns.values():
             due = c.ack_due
-            if c.holes:
-                hole = c.holes[0][0] + c.reorder
+            holes, renacks = c.holes, c.renacks
+            # Holes (and repeats) filled since they were noted are dropped now rather
+            # than at their time, where poll would drop them and send nothing: no
+            # wake-up for them.
+            while holes and c.has(holes[0][1]):
+                holes.popleft()
+            while renacks and c.has(renacks[0][1]):
+                renacks.popleft()
+            if holes:
+                hole = holes[0][0] + c.reorder
                 due = hole if due is None or hole < due else due
-            if c.renacks:
-                renack = c.renacks[0][0] + self._renack_after(c)
+            if renacks:
+                renack = renacks[0][0] + self._renack_after(c)
                 due = renack if due is None or renack < due else due
             if due is not None and (wake is None or due < wake):
                 wake = due
