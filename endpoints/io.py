@@ -146,6 +146,10 @@ class Transmitter:
         """Send ``out`` in order; ``dst`` (address, port) is every packet's destination
         (the sender's receiver) or None (each packet's ``peer``: the receiver answers
         the address and port a transfer's packets come from)."""
+        if len(out) == 1:  # one answer (an ACK): no run to cut
+            pkt = out[0]
+            self._flush(out, dst if dst is not None else pkt.peer, stats)
+            return
         run: list[Tx] = []
         run_to: SockAddr = ("", 0)
         size = 0
@@ -170,12 +174,17 @@ class Transmitter:
 
     def _flush(self, run: list[Tx], to: SockAddr, stats: dict[str, int]) -> None:
         addr = _sockaddr(*to) if len(to) == 2 else to
-        buf = bytearray().join([p.payload for p in run])
-        off = 0
-        for p in run:
-            if len(p.payload) >= EV_OFFSET + 2:
-                _EV.pack_into(buf, off + EV_OFFSET, p.ev)
-            off += len(p.payload)
+        if len(run) == 1:
+            buf = bytearray(run[0].payload)
+            if len(buf) >= EV_OFFSET + 2:
+                _EV.pack_into(buf, EV_OFFSET, run[0].ev)
+        else:
+            buf = bytearray().join([p.payload for p in run])
+            off = 0
+            for p in run:
+                if len(p.payload) >= EV_OFFSET + 2:
+                    _EV.pack_into(buf, off + EV_OFFSET, p.ev)
+                off += len(p.payload)
         try:
             if run[0].tclass is not None:  # a class of its own (the RoCE baseline's CNPs)
                 cmsg = [_tclass_cmsg(self.sock.family, run[0].tclass)]
@@ -267,7 +276,11 @@ def run_sender(sender: SenderLike, sock: socket.socket, tx: Transmitter, dst: So
         out = sender.poll(now)
         if out:
             tx.send(out, dst, stats)
-            continue
+        # The wait is skipped when the sender has more to send now (its next wake-up
+        # is due), and returns at once when an answer arrived meanwhile: no read
+        # attempt and poll that would find nothing when the window is full.
+        if sender.finished:
+            break
         wake = sender.next_wakeup()
         wait = 0.05 if wake is None else min(wake - clock(), 0.05)
         _wait(sock, wait)
@@ -310,12 +323,8 @@ def run_receiver(receiver: ReceiverLike, sock: socket.socket, tx: Transmitter, c
     """Drive ``receiver`` until ``count`` transfers completed (then ``linger`` seconds
     more, answering retransmissions) or ``timeout`` seconds pass."""
     buf = bytearray(RECV_BUF)
-    mv = memoryview(buf)
-    family = sock.family
-    anc = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(2)
-    recvmsg_into = sock.recvmsg_into
-    on_packet = receiver.on_packet
     stats: dict[str, int] = {}
+    read = _Reader(receiver, sock, tx, buf, stats)
     start = clock()
     end = start + timeout
     done_at: float | None = None
@@ -327,33 +336,68 @@ def run_receiver(receiver: ReceiverLike, sock: socket.socket, tx: Transmitter, c
             return RunResult(done_at - start, False, stats)
         if now > end:
             return RunResult(now - start, True, stats)
-        got = 0
-        for _ in range(256):
-            try:
-                n, ancdata, _flags, addr = recvmsg_into([buf], anc)
-            except (BlockingIOError, InterruptedError):
-                break
-            except ConnectionRefusedError:
-                continue
-            got += 1
-            tclass, seg = _ancillary(ancdata, family) if ancdata else (0, 0)
-            if 0 < seg < n:
-                stats["coalesced_reads"] = stats.get("coalesced_reads", 0) + 1
-            else:
-                seg = n or 1  # one datagram (an empty one too: the receiver counts it)
-            for off in range(0, n or 1, seg):
-                end_ = min(off + seg, n)
-                ev = _EV.unpack_from(buf, off + EV_OFFSET)[0] if end_ - off >= EV_OFFSET + 2 else 0
-                out = on_packet(mv[off:end_], now, addr, ev, tclass)
-                if out:
-                    tx.send(out, None, stats)
+        read(now)
         out = receiver.poll(now)
         if out:
             tx.send(out, None, stats)
-        if got:
-            continue
+        # Straight to the wait, which returns at once if more arrived meanwhile: a
+        # second read attempt and poll before it would cost as much and find nothing
+        # as often as not.
         wake = receiver.next_wakeup()
         wait = 0.05 if wake is None else min(wake - clock(), 0.05)
         if done_at is not None:
             wait = min(wait, done_at + linger - clock())
         _wait(sock, wait)
+
+
+class _Reader:
+    """Reads what arrived (up to 256 reads) and hands each datagram to the receiver
+    with its source, EV and traffic class, sending its answers at once."""
+
+    def __init__(self, receiver: ReceiverLike, sock: socket.socket, tx: Transmitter, buf: bytearray,
+                 stats: dict[str, int]) -> None:
+        self.on_packet = receiver.on_packet
+        self.recvmsg_into = sock.recvmsg_into
+        self.family = sock.family
+        self.anc = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(2)
+        self.tx = tx
+        self.buf = buf
+        self.bufs = [buf]
+        self.mv = memoryview(buf)
+        self.stats = stats
+        # the one ancillary item of a datagram the kernel did not coalesce (IPv6)
+        self.tclass_only = (socket.IPPROTO_IPV6, socket.IPV6_TCLASS) if self.family == socket.AF_INET6 else None
+
+    def __call__(self, now: float) -> None:
+        recvmsg_into, bufs, anc, buf, mv = self.recvmsg_into, self.bufs, self.anc, self.buf, self.mv
+        on_packet, tx, stats, tclass_only = self.on_packet, self.tx, self.stats, self.tclass_only
+        for _ in range(256):
+            try:
+                n, ancdata, _flags, addr = recvmsg_into(bufs, anc)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionRefusedError:
+                continue
+            if len(ancdata) == 1 and ancdata[0][:2] == tclass_only:
+                tclass, seg = int.from_bytes(ancdata[0][2][:4], sys.byteorder), 0
+            else:
+                tclass, seg = _ancillary(ancdata, self.family) if ancdata else (0, 0)
+            if 0 < seg < n:
+                self._coalesced(n, seg, now, addr, tclass)
+                continue
+            # one datagram (an empty one too: the receiver counts it)
+            ev = (buf[EV_OFFSET] << 8 | buf[EV_OFFSET + 1]) if n >= EV_OFFSET + 2 else 0
+            out = on_packet(mv[:n], now, addr, ev, tclass)
+            if out:
+                tx.send(out, None, stats)
+
+    def _coalesced(self, n: int, seg: int, now: float, addr: Any, tclass: int) -> None:
+        """A run of ``seg``-byte datagrams (the last may be shorter) read at once."""
+        self.stats["coalesced_reads"] = self.stats.get("coalesced_reads", 0) + 1
+        buf, mv = self.buf, self.mv
+        for off in range(0, n, seg):
+            end = min(off + seg, n)
+            ev = _EV.unpack_from(buf, off + EV_OFFSET)[0] if end - off >= EV_OFFSET + 2 else 0
+            out = self.on_packet(mv[off:end], now, addr, ev, tclass)
+            if out:
+                self.tx.send(out, None, self.stats)

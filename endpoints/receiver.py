@@ -176,15 +176,26 @@ class Receiver:
         self.completed: list[Connection] = []
 
     def next_wakeup(self) -> float | None:
-        times = []
+        wake = None
         for c in self.conns.values():
-            if c.ack_due is not None:
-                times.append(c.ack_due)
-            if c.holes:
-                times.append(c.holes[0][0] + c.reorder)
-            if c.renacks:
-                times.append(c.renacks[0][0] + self._renack_after(c))
-        return min(times) if times else None
+            due = c.ack_due
+            holes, renacks = c.holes, c.renacks
+            # Holes (and repeats) filled since they were noted are dropped now rather
+            # than at their time, where poll would drop them and send nothing: no
+            # wake-up for them.
+            while holes and c.has(holes[0][1]):
+                holes.popleft()
+            while renacks and c.has(renacks[0][1]):
+                renacks.popleft()
+            if holes:
+                hole = holes[0][0] + c.reorder
+                due = hole if due is None or hole < due else due
+            if renacks:
+                renack = renacks[0][0] + self._renack_after(c)
+                due = renack if due is None or renack < due else due
+            if due is not None and (wake is None or due < wake):
+                wake = due
+        return wake
 
     # -- packets in -----------------------------------------------------------
 
@@ -466,34 +477,40 @@ class Receiver:
                 out.append(self._ack(c, c.last_ev))
             if c.state != wire.STATE_ACCEPTED:
                 continue
-            lost: list[int] = []
-            holes, nacked = c.holes, c.nacked
-            while holes and holes[0][0] + c.reorder <= now:
-                seen, j = holes.popleft()
-                if not c.has(j):
-                    lost.append(j)
-                    nacked[j] = seen
-            renacks = c.renacks
-            renack_after = self._renack_after(c)
-            while renacks and renacks[0][0] + renack_after <= now:
-                _, j = renacks.popleft()
-                if not c.has(j):
-                    lost.append(j)
-            if not lost:
-                continue
-            lost.sort()
-            i = 0
-            while i < len(lost):
-                base = lost[i]
-                bits = 0
-                while i < len(lost) and lost[i] - base < 64:
-                    bits |= 1 << (lost[i] - base)
-                    c.renacks.append((now, lost[i]))
-                    i += 1
-                c.counts["nacks"] += 1
-                out.append(Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_LOSS,
-                                                  c.last_ev, c.psn(base), bits), c.peer))
+            holes, renacks = c.holes, c.renacks
+            if (holes and holes[0][0] + c.reorder <= now) or (renacks and renacks[0][0] + self._renack_after(c) <= now):
+                self._nack(c, now, out)
         return out
+
+    def _nack(self, c: Connection, now: float, out: list[Tx]) -> None:
+        """NACK the holes whose time came (first NACKs and repeated ones) that are still open."""
+        lost: list[int] = []
+        holes, nacked = c.holes, c.nacked
+        while holes and holes[0][0] + c.reorder <= now:
+            seen, j = holes.popleft()
+            if not c.has(j):
+                lost.append(j)
+                nacked[j] = seen
+        renacks = c.renacks
+        renack_after = self._renack_after(c)
+        while renacks and renacks[0][0] + renack_after <= now:
+            _, j = renacks.popleft()
+            if not c.has(j):
+                lost.append(j)
+        if not lost:
+            return
+        lost.sort()
+        i = 0
+        while i < len(lost):
+            base = lost[i]
+            bits = 0
+            while i < len(lost) and lost[i] - base < 64:
+                bits |= 1 << (lost[i] - base)
+                c.renacks.append((now, lost[i]))
+                i += 1
+            c.counts["nacks"] += 1
+            out.append(Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_NACK_LOSS,
+                                              c.last_ev, c.psn(base), bits), c.peer))
 
     def report(self) -> dict[str, Any]:
         return {"connections": [c.report() for c in self.conns.values()], "dropped": dict(self.drops),

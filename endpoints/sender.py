@@ -197,8 +197,8 @@ class Sender:
             self._declare_lost(*fired, "timeout", now)
             self.rtt.back_off()  # until an RTT sample says otherwise
 
-    def _next_packet(self) -> tuple[int, bool] | None:
-        """The packet to send next and whether it is a resend; None: nothing to send."""
+    def _next_resend(self) -> int | None:
+        """The next queued packet to resend that is still unacknowledged; None: none."""
         flight = self.flight
         while flight.has_resend():
             # Trimmed packets first, as soon as the window allows: with v1model's
@@ -206,60 +206,76 @@ class Sender:
             # keep the queue above the trim threshold for ever.
             idx = flight.next_resend()
             if idx is not None and not self._is_acked(idx):
-                return idx, True
-        if self._may_send_new():
-            idx = self.next_idx
-            self.next_idx += 1
-            return idx, False
+                return idx
         return None
 
     def _send_data(self, now: float, out: list[Tx]) -> None:
         cfg = self.cfg
-        budget = cfg.burst
         rate = cfg.rate_pps
         if rate:
             self._next_send = max(self._next_send, now - cfg.burst / rate)
-        inflight = self.flight.inflight
+        good = self.ev_set.good
+        flight = self.flight
+        inflight = flight.inflight
         window = self.cc.cwnd
+        if not good or len(inflight) >= window:
+            return  # the usual wake-up with the window full: nothing to set up
+        budget = cfg.burst
+        # New packets stay within a window of the first unacknowledged one (which
+        # sending does not move), so the receiver's bitmap and its PSN check stay
+        # bounded however long a hole lasts.
+        new_limit = min(self.n_packets, self.una + cfg.window)
+        last = self.n_packets - 1
+        resending = flight.has_resend()
         pack = DATA.pack
         data = self.data
         mtu = cfg.mtu
-        good = self.ev_set.good
+        tail = self.length - last * mtu  # the last packet's payload
+        rqp, rkey, vaddr, psn0 = self.rqp, self.rkey, self.vaddr, self.first_psn
         next_ev = self.spray.next_ev
-        sent = self.flight.sent
+        sent = flight.sent
         evs = self.evs
         # An ACK request every ack_every-th packet, or every quarter window if sooner:
         # one ACK then releases at most a quarter of the window (docs/transport.md,
         # "Parameters"). Feedback returns over the receiver's own rotation of EVs.
         ack_every = max(1, min(cfg.ack_every, int(window) // 4))
-        while budget and good:
+        since = self._since_ack
+        n_sent = 0
+        while budget:
             if len(inflight) >= window or (rate and self._next_send > now):
                 break
-            nxt = self._next_packet()
-            if nxt is None:
-                break
-            idx, resend = nxt
+            idx = self._next_resend() if resending else None
+            resend = idx is not None
+            if idx is None:
+                resending = False
+                idx = self.next_idx
+                if idx >= new_limit:
+                    break
+                self.next_idx = idx + 1
             ev = next_ev(good, now)
-            off = idx * mtu
-            ln = min(mtu, self.length - off)
-            self._since_ack += 1
-            ack_req = resend or idx == self.n_packets - 1 or self._since_ack >= ack_every
+            since += 1
+            ack_req = resend or idx == last or since >= ack_every
             if ack_req:
-                self._since_ack = 0
-            header = pack(OP_WRITE, 0, 0xFFFF, self.rqp, (wire.ACK_REQ if ack_req else 0)
-                          | (wire.RESENT if resend else 0) | ((self.first_psn + idx) & PSN_MASK),
-                          self.vaddr + off, self.rkey, ln)
+                since = 0
+            off = idx * mtu
+            ln = mtu if idx < last else tail
+            header = pack(OP_WRITE, 0, 0xFFFF, rqp, (wire.ACK_REQ if ack_req else 0)
+                          | (wire.RESENT if resend else 0) | ((psn0 + idx) & PSN_MASK), vaddr + off, rkey, ln)
             out.append(Tx(ev, header + data[off:off + ln]))
             sent(idx, ev, now, resend)
-            st = evs[ev]
-            st.sent += 1
+            evs[ev].sent += 1
             if resend:
-                st.retransmits += 1
-                self.counts["data_retransmitted"] += 1
-            self.data_sent += 1
+                self._count_resend(ev)
+            n_sent += 1
             budget -= 1
             if rate:
                 self._next_send += 1.0 / rate
+        self._since_ack = since
+        self.data_sent += n_sent
+
+    def _count_resend(self, ev: int) -> None:
+        self.evs[ev].retransmits += 1
+        self.counts["data_retransmitted"] += 1
 
     def _open_packets(self) -> list[Tx]:
         """OPEN on up to 4 consecutive GOOD EVs (one per plane when the set interleaves
@@ -333,9 +349,7 @@ class Sender:
         if ce:
             self._congested(ev, now, "ce")
         self._ack_rtt = None
-        newly = 0
-        for idx in range(una, cum + 1):
-            newly += self._ack_one(idx, now)
+        newly = self._ack_mask((2 << (cum - una)) - 1, now) if cum >= una else 0
         self.cc.on_ack(newly, self._ack_rtt, ce, now, self.rtt.srtt)
         self._advance()
         if now >= self._next_sample:
@@ -393,14 +407,10 @@ class Sender:
         else:
             self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
         self._ack_rtt = None
-        newly = 0
-        if cum >= self.una:
-            for idx in range(self.una, cum + 1):
-                newly += self._ack_one(idx, now)
-        if is_ack:
-            for idx in _bit_indices(base, bits):
-                if idx >= self.una:
-                    newly += self._ack_one(idx, now)
+        una = self.una
+        newly = self._ack_mask((2 << (cum - una)) - 1, now) if cum >= una else 0
+        if is_ack and bits:
+            newly += self._ack_mask(bits << (base - una) if base >= una else bits >> (una - base), now)
         self.cc.on_ack(newly, self._ack_rtt, ce and is_ack, now, self.rtt.srtt)
         if not is_ack:
             self._on_nack(syndrome == wire.SYNDROME_NACK_TRIMMED, base, bits, now)
@@ -423,25 +433,50 @@ class Sender:
         if dropped:  # a working path dropped one: a queue that overflowed (quick adapt)
             self.cc.on_loss(now, self._round_trip)
 
-    def _ack_one(self, idx: int, now: float) -> bool:
-        """Mark packet ``idx`` (>= una) acknowledged, once: True the first time."""
-        bit = 1 << (idx - self.una)
-        if self._acked & bit:
-            return False
-        self._acked |= bit
-        self.acked_bytes += min(self.cfg.mtu, self.length - idx * self.cfg.mtu)
-        rec = self.flight.answered(idx)
-        if rec is not None:
+    def _ack_mask(self, mask: int, now: float) -> int:
+        """Mark the packets ``una + i`` for every bit ``i`` of ``mask`` acknowledged,
+        each once, lowest first (the RTT samples in that order); how many were new.
+        One call per ACK rather than per packet: an ACK acknowledges up to a window."""
+        una = self.una
+        acked = self._acked
+        new = mask & ~acked
+        if not new:
+            return 0
+        self._acked = acked | new
+        low = (new & -new).bit_length() - 1
+        top = new.bit_length() - 1
+        idxs: range | list[int]
+        if new >> low == (2 << (top - low)) - 1:  # one run of packets, the usual case
+            idxs = range(una + low, una + top + 1)
+        else:
+            idxs = _bit_indices(una, new)
+        mtu = self.cfg.mtu
+        last = self.n_packets - 1
+        acked_bytes = len(idxs) * mtu
+        if una + top == last:  # the last packet is the shorter one
+            acked_bytes -= mtu - (self.length - last * mtu)
+        self.acked_bytes += acked_bytes
+        answered = self.flight.answered
+        evs = self.evs
+        sample = self.rtt.sample
+        rtt = None
+        for idx in idxs:
+            rec = answered(idx)
+            if rec is None:
+                continue
             sent_at, ev, n = rec
-            st = self.evs[ev]
+            st = evs[ev]
             st.acked += 1
             if n == 1:  # Karn: no RTT from a retransmitted packet (nor any news of its EV)
-                st.last_acked_sent = max(st.last_acked_sent, sent_at)
+                if sent_at > st.last_acked_sent:
+                    st.last_acked_sent = sent_at
                 if sent_at > st.last_loss_sent:
                     st.loss_streak = 0  # a packet sent on it after the losses got through
-                self._ack_rtt = now - sent_at
-                self.rtt.sample(self._ack_rtt)
-        return True
+                rtt = now - sent_at
+                sample(rtt)
+        if rtt is not None:
+            self._ack_rtt = rtt
+        return len(idxs)
 
     @property
     def _round_trip(self) -> float:

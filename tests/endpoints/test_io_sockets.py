@@ -2,7 +2,8 @@
 (how the NIC's trim mark gets to it, docs/nic.md); the transmitter writes each
 packet's EV into its BTH pkey and sends a run of equal packets in one system call
 (UDP segmentation offload), which the kernel delivers as the datagrams they were; the
-receiver's loop cuts a run the kernel coalesced (UDP_GRO) back into its packets."""
+receiver's loop cuts a run the kernel coalesced (UDP_GRO) back into its packets, and hands on
+each datagram it did not coalesce with its EV and class."""
 
 from __future__ import annotations
 
@@ -199,6 +200,37 @@ def test_the_receiver_loop_cuts_a_coalesced_run_into_its_packets() -> None:
         rx.close()
     assert rec.got == [(stamped(p.payload, p.ev), src, p.ev, io.ECT0) for p in out]
     assert res.io.get("coalesced_reads", 0) >= 1
+
+
+@pytest.mark.parametrize("family, addr", [(socket.AF_INET6, "::1"), (socket.AF_INET, "127.0.0.1")])
+def test_the_receiver_loop_hands_on_each_datagram_with_its_ev_and_class(family: int, addr: str) -> None:
+    """Without UDP_GRO every datagram is its own read: each is handed on whole with
+    the EV from its bytes 2-3 (0 when it is too short to hold one), the sender's
+    address and the class it was sent in; an answer goes back to that address."""
+    port = RNG.randrange(20000, 60000)
+    rx = io.listen(addr, port, want_tclass=True, coalesce=False)
+    sock = io.listen(addr, 0, want_tclass=False, dscp=26)
+    src = (addr, sock.getsockname()[1], 0, 0) if family == socket.AF_INET6 else (addr, sock.getsockname()[1])
+    payloads = [bytes([0x0A, 0, 0x12, 0x34]) + os.urandom(40), bytes([0x11, 0, 0xAB, 0xCD]), b"\x0a\x00\x07", b""]
+    for p in payloads:
+        sock.sendto(p, (addr, port))
+
+    class Answering(Recording):
+        def on_packet(self, data: memoryview, now: float, peer: tuple, ev: int, tclass: int) -> list[Tx]:
+            super().on_packet(data, now, peer, ev, tclass)
+            return [Tx(0x4242, b"\x11\x00\xff\xff" + bytes(data[:4]), peer)] if len(self.got) == 1 else []
+
+    rec = Answering(len(payloads))
+    try:
+        io.run_receiver(rec, rx, io.Transmitter(rx), 1, timeout=5, linger=0)  # type: ignore[arg-type]
+        answer = receive(sock)
+    finally:
+        sock.close()
+        rx.close()
+    tclass = 26 << 2 | io.ECT0
+    assert rec.got == [(payloads[0], src, 0x1234, tclass), (payloads[1], src, 0xABCD, tclass),
+                       (payloads[2], src, 0, tclass), (b"", src, 0, tclass)]
+    assert answer[0] == b"\x11\x00\x42\x42" + payloads[0][:4]
 
 
 def test_a_port_in_use_is_one_clear_error() -> None:
