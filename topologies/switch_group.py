@@ -140,7 +140,11 @@ class SwitchProcess:
                              "ports": ports, "grpc_addr": sw.grpc_addr, "rx_ring_frames": FABRIC_RX_RING_FRAMES,
                              "port_rx_ring_frames": rings, "tx_ring_frames": FABRIC_TX_RING_FRAMES,
                              "pid_file": str(sw.pid_path)})
-        return {"switches": switches}
+        spec: dict[str, Any] = {"switches": switches}
+        gc_mode = type(self.members[0]).gc_mode
+        if gc_mode is not None:
+            spec["gc"] = gc_mode
+        return spec
 
     def holds_peer(self, sw: P4Switch, port: int) -> bool:
         """Is the other end of ``sw``'s ``port`` a switch of this process? Its frames then
@@ -223,6 +227,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
     ``grouped_switch_class(placement)`` makes the class with a placement of its own."""
 
     placement: ClassVar[str | int] = CPU
+    gc_mode: ClassVar[str | None] = None  # the group file's ``gc``; None: p4target's default
     prefix: ClassVar[str] = "mrc"  # the network's node prefix: processes are <prefix>grp<k>
     group: SwitchProcess | None
 
