@@ -112,6 +112,8 @@ class GroupSpec(BaseModel):
     grpc_addr: str | None = None
     # how Python's garbage collector runs once the process is up (p4target/ports/loop_stats.py)
     gc: Literal["freeze", "default", "off"] = "freeze"
+    # every thread of the process SCHED_RR at this priority (p4target/ports/scheduling.py); None: SCHED_OTHER
+    realtime: int | None = Field(default=None, ge=1, le=99)
     switches: list[SwitchSpec] = Field(min_length=1)
 
 
@@ -549,6 +551,24 @@ class SwitchGroup:
         raise KeyError(name)
 
 
+def apply_realtime(priority: int | None) -> bool:
+    """Every thread of this process (and every thread started later) SCHED_RR at
+    ``priority``, so a woken switch runs at once on a busy machine (see
+    p4target/ports/scheduling.py); nothing for None.
+    Without the privilege (CAP_SYS_NICE) one warning and the process goes on as it is."""
+    if priority is None:
+        return False
+    from p4target.ports.scheduling import for_every_thread, set_realtime
+
+    try:
+        for_every_thread(lambda tid: set_realtime(tid, priority))
+    except PermissionError as e:
+        log.warning("group: realtime %d not set (%s): the switches run at normal priority; run as root "
+                    "(or with CAP_SYS_NICE), or leave realtime out of the group file", priority, e.strerror)
+        return False
+    return True
+
+
 def watch_process(group: SwitchGroup) -> GcWatch:
     """Once the group is up: set the collector's mode (the group file's ``gc``), time
     its collections from now on, and answer SIGUSR2 (from the main thread only) with
@@ -563,7 +583,11 @@ def watch_process(group: SwitchGroup) -> GcWatch:
 
     def on_report(_signum: int, _frame: Any) -> None:
         loop = group.loop.report() if group.loop is not None else {}
-        print(report_line({"pid": os.getpid(), "gc": watch.snapshot(), **loop}), file=sys.stderr, flush=True)
+        policy = os.sched_getscheduler(0)
+        sched = {"policy": {os.SCHED_RR: "rr", os.SCHED_FIFO: "fifo"}.get(policy, "other"),
+                 "priority": os.sched_getparam(0).sched_priority}
+        print(report_line({"pid": os.getpid(), "gc": watch.snapshot(), "sched": sched, **loop}), file=sys.stderr,
+              flush=True)
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGUSR2, on_report)
@@ -615,6 +639,7 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_signal)
             signal.signal(signal.SIGINT, on_signal)
+        apply_realtime(spec.realtime)  # once up: compiling and opening ports take no priority over others
         watch_process(group)
         programs = len(group.programs)
         print(f"p4target: group of {len(group.switches)} switches ({programs} program"

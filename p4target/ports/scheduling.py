@@ -7,8 +7,14 @@ is what makes the tail. Linux (6.6 and later: EEVDF) lets a thread ask for a lar
 share (a lower nice value: a weight, about 1.25 times per step) and for a shorter
 time slice (``sched_setattr``'s ``sched_runtime``, Linux 6.12 and later: a thread that
 wakes with a short slice gets an earlier deadline and runs sooner, with the same
-share of the CPU). Both are per thread in Linux; a thread started later inherits
-them from the thread that starts it.
+share of the CPU). Neither makes a busy machine run a woken switch at once: the
+thread still waits for the running one to reach a preemption point (measured in
+docs/performance.md). A real-time policy does: a SCHED_RR thread preempts every
+SCHED_OTHER thread as soon as it wakes, and the kernel still keeps a share of every
+CPU for the others (``/proc/sys/kernel/sched_rt_runtime_us``, and the fair server of
+Linux 6.12 and later), so a switch that runs flat out cannot lock the machine up.
+All of these are per thread in Linux; a thread started later inherits them from the
+thread that starts it.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from collections.abc import Callable
 
 SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(os.uname().machine)
 # struct sched_attr (SCHED_ATTR_SIZE_VER0): size, policy, flags, nice, priority, runtime, deadline, period
 _SCHED_ATTR = struct.Struct("=IIQiIQQQ")
-NICE_MIN, NICE_MAX = -20, 19
 SLICE_MIN_US, SLICE_MAX_US = 100, 100_000  # the kernel clamps sched_runtime to 0.1-100 ms
+RT_MIN, RT_MAX = 1, 99  # SCHED_RR priorities
 
 
 def set_fair(tid: int, nice: int, slice_us: int = 0) -> None:
@@ -43,9 +50,15 @@ def set_fair(tid: int, nice: int, slice_us: int = 0) -> None:
         raise OSError(err, f"sched_setattr: {os.strerror(err)}")
 
 
-def set_process_fair(nice: int, slice_us: int = 0) -> int:
-    """``set_fair`` for every thread of this process, until a scan finds none left (a
-    thread started meanwhile inherits from one not yet changed); how many it set."""
+def set_realtime(tid: int, priority: int) -> None:
+    """Thread ``tid`` (0: the calling thread) to SCHED_RR at ``priority`` (1..99).
+    Raises OSError (EPERM without CAP_SYS_NICE)."""
+    os.sched_setscheduler(tid, os.SCHED_RR, os.sched_param(priority))
+
+
+def for_every_thread(setting: Callable[[int], None]) -> int:
+    """``setting(tid)`` for every thread of this process, until a scan finds none left
+    (a thread started meanwhile inherits from one not yet set); how many it set."""
     done: set[int] = set()
     while True:
         todo = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in done]
@@ -53,7 +66,7 @@ def set_process_fair(nice: int, slice_us: int = 0) -> int:
             return len(done)
         for tid in todo:
             try:
-                set_fair(tid, nice, slice_us)
+                setting(tid)
             except ProcessLookupError:  # the thread ended meanwhile
                 pass
             done.add(tid)

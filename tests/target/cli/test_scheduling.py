@@ -1,7 +1,7 @@
 """p4target/ports/scheduling.py against the running kernel: nice values and time slices.
 
 A thread of this test process (parked on an event) is set and read back from /proc;
-``set_process_fair`` runs in a child Python with threads of its own. Raising a nice
+``for_every_thread`` runs in a child Python with threads of its own. Raising a nice
 value needs no privilege; lowering one (and the slice, on kernels that have it) is
 what a switch process does as root, so those checks need root.
 """
@@ -55,12 +55,12 @@ def test_a_lower_nice_value_and_a_slice_are_set_and_read_back(parked: int) -> No
 
 CHILD = """
 import os, threading
-from p4target.ports.scheduling import set_process_fair
+from p4target.ports.scheduling import for_every_thread, set_fair
 stop = threading.Event()
 threads = [threading.Thread(target=stop.wait) for _ in range(3)]
 for t in threads:
     t.start()
-n = set_process_fair(7)
+n = for_every_thread(lambda tid: set_fair(tid, 7))
 late = threading.Thread(target=stop.wait)  # started afterwards: inherits from the main thread
 late.start()
 print(n, *(os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")))
@@ -73,3 +73,13 @@ def test_every_thread_of_the_process_and_later_ones_get_the_setting() -> None:
                          check=True).stdout.split()
     assert int(out[0]) >= 4  # the main thread and the three started before
     assert out[1:] and all(v == "7" for v in out[1:]) and len(out[1:]) >= 5
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a real-time policy needs root (CAP_SYS_NICE)")
+def test_a_realtime_thread_is_sched_rr_at_its_priority_and_back(parked: int) -> None:
+    from p4target.ports.scheduling import set_realtime
+
+    set_realtime(parked, 10)
+    assert os.sched_getscheduler(parked) == os.SCHED_RR and os.sched_getparam(parked).sched_priority == 10
+    set_fair(parked, 0)
+    assert os.sched_getscheduler(parked) == os.SCHED_OTHER and os.sched_getparam(parked).sched_priority == 0
