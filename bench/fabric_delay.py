@@ -478,7 +478,7 @@ def run_load(fn, src: str, dst: str, evs: list[int], pps: float, capture: Captur
     sent = json.loads(out.decode().strip().splitlines()[-1])
     rows = got["psn_delay_ns_trimmed"]
     received = {psn: d for psn, d, _ in rows}
-    return {"sent": sent["sent"], "late": sent["late"], "received": len(rows),
+    return {"sent": sent["sent"], "late": sent["late"], "received": len(rows), "send_seconds": sent["seconds"],
             "trimmed": sum(t for _, _, t in rows), "delays": [d for _, d, _ in rows],
             "hops": hop_lines(capture.take(), received),
             "sched": [sched_line(r, b, a, secs) for r, b, a in zip(roles, before, after, strict=True)]
@@ -582,7 +582,8 @@ def run_loads(fn, tag: str, variant: Variant, capacity: float, opts: Options,  #
                 results.add(variant.name, load, label, r["delays"])
                 print(f"{tag} {variant.name}: {load:.0%} ({capacity * load:,.0f} packets/s) {label}: "
                       f"{r['received']}/{r['sent']} delivered ({r['trimmed']} trimmed, "
-                      f"{r['late']} sent late); one-way delay p50/p99/p99.9/max {delay_line(r['delays'])} us")
+                      f"{r['late']} sent late, sent at {r['sent'] / max(r['send_seconds'], 1e-9):,.0f} packets/s "
+                      f"over {r['send_seconds']:.2f} s); one-way delay p50/p99/p99.9/max {delay_line(r['delays'])} us")
                 for line in r["hops"] + r["sched"]:
                     print(f"{tag}:     {line}")
     finally:
