@@ -36,7 +36,6 @@ import json
 import math
 import os
 import secrets
-import signal
 import socket
 import struct
 import subprocess
@@ -377,27 +376,6 @@ def applied(pid: int) -> str:
 # ---- the group processes' own counters (SIGUSR2: p4target/ports/loop_stats.py) ----------
 
 
-def group_report(pid: int, log: Path, wait: float = 2.0) -> dict[str, Any] | None:
-    """Ask a ``p4target group`` process for its report and read it from its log."""
-    from p4target.ports.loop_stats import parse_report
-
-    try:
-        start = log.stat().st_size
-        os.kill(pid, signal.SIGUSR2)
-    except OSError:
-        return None
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        with open(log, "rb") as f:
-            f.seek(start)
-            for line in f.read().decode(errors="replace").splitlines():
-                report = parse_report(line)
-                if report is not None and report.get("pid") == pid:
-                    return report
-    return None
-
-
 def report_diff(before: dict[str, Any], after: dict[str, Any]) -> str:
     """What a group process did between two reports: loop passes and how many slept,
     frames and batches read from its receive rings, transmit flushes that waited, and
@@ -422,7 +400,9 @@ def report_diff(before: dict[str, Any], after: dict[str, Any]) -> str:
 
 
 def reports_of(roles: list[Role]) -> dict[int, dict[str, Any] | None]:
-    return {pid: group_report(pid, log) for r in roles for pid, log in r.logs}
+    from p4target.ports.loop_stats import ask_report
+
+    return {pid: ask_report(pid, log) for r in roles for pid, log in r.logs}
 
 
 # ---- one target -----------------------------------------------------------------------

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import signal
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,3 +100,28 @@ def parse_report(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def ask_report(pid: int, log: Path, timeout: float = 2.0) -> dict[str, Any] | None:
+    """Ask the ``p4target group`` process ``pid`` for its report (SIGUSR2) and read it
+    from its log ``log``; None if it does not come within ``timeout`` seconds or the
+    process is gone."""
+    try:
+        start = log.stat().st_size
+        os.kill(pid, signal.SIGUSR2)
+    except OSError:
+        return None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            with open(log, "rb") as f:
+                f.seek(start)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            report = parse_report(line)
+            if report is not None and report.get("pid") == pid:
+                return report
+    return None

@@ -13,8 +13,6 @@ nothing else arrives), in at least one and at most that many ring batches.
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -28,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from p4target.ports.loop_stats import parse_report
+from p4target.ports.loop_stats import ask_report
 from p4target.ports.netio import open_interface_socket
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.test_switch_group import free_port, wait_answering
@@ -39,20 +37,11 @@ FRAMES = 25
 pytestmark = pytest.mark.root
 
 
-def report_of(proc: subprocess.Popen[bytes], log: Path, timeout: float = 10.0) -> dict[str, Any]:
-    start = log.stat().st_size
-    os.kill(proc.pid, signal.SIGUSR2)
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        with open(log, "rb") as f:
-            f.seek(start)
-            for line in f.read().decode(errors="replace").splitlines():
-                got = parse_report(line)
-                if got is not None:
-                    return got
-        assert proc.poll() is None, f"the group exited on SIGUSR2: {log.read_text()}"
-        time.sleep(0.05)
-    raise AssertionError(f"no report in {log} within {timeout} s: {log.read_text()}")
+def report_of(proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
+    report = ask_report(proc.pid, log, timeout=10.0)
+    assert report is not None, f"no report in {log}: {log.read_text()}"
+    assert proc.poll() is None, f"the group exited on SIGUSR2: {log.read_text()}"
+    return report
 
 
 @dataclass
