@@ -7,10 +7,11 @@ for each:
 
 1. measures the sprayed capacity h1 -> h3 (leaf 0 to leaf 1, through a spine): the
    delivered rate of 5,000 MRC WRITEs of 1,024 bytes sent flat out over every EV;
-2. sends timestamped WRITEs (bench/_delay_flow.py) at 10%, 50% and 80% of that rate,
-   ``FABRIC_DELAY_SECONDS`` (default 4) seconds each, sprayed over every EV and on one
-   path (one EV: one plane, one spine), and prints the one-way delay's p50, p99,
-   p99.9 and maximum. The hosts and switches share one kernel and its clock, so the
+2. sends timestamped WRITEs (bench/_delay_flow.py) at 10%, 50% and 90% of that rate
+   (``--loads``), ``FABRIC_DELAY_SECONDS`` (default 4, ``--seconds``) seconds each,
+   sprayed over every EV and on one path (one EV: one plane, one spine; ``--paths``),
+   and prints the one-way delay's p50, p99, p99.9 and maximum, and the rate the
+   sender achieved (a sender short of CPU falls behind its schedule). The hosts and switches share one kernel and its clock, so the
    delay is exact: the send time is in the packet, the receive time is the kernel's;
 3. per hop, from packets traced on the way (about 50 a second, marked in the RETH): a
    packet socket in the root namespace, filtered on the mark, takes the kernel's time
@@ -21,11 +22,28 @@ for each:
 4. per process role (fabric switches, NICs) during each run, from /proc: time on a CPU
    (``/proc/<pid>/stat`` utime + stime, as % of one core), run-queue delay
    (``/proc/<pid>/task/*/schedstat``: time runnable but waiting for a CPU, per
-   timeslice) and the batch size as the processes see it: frames their switches
-   received (the interfaces' rx counters) per timeslice run.
+   timeslice), preemptions (``nonvoluntary_ctxt_switches``) and the batch size as the
+   processes see it: frames their switches received (the interfaces' rx counters)
+   per timeslice run; and from each ``p4target group`` process's own report
+   (SIGUSR2, p4target/ports/loop_stats.py): its loop passes and how many slept, the
+   frames per receive-ring batch, transmit flushes that waited for room, frames
+   dropped on full rings, and its garbage collections.
+
+A/B comparisons (``--variants A,B,... --rounds N``): every round runs every variant
+in turn, so a noisy machine weighs on both alike; at the end each load's delays are
+pooled per variant, with the ratio to the first. A variant (``Variant``) is applied
+live to every thread of the running switch processes (``nice=N``, ``rr=N``: SCHED_RR,
+``slice=US``: EEVDF's slice, ``unpinned``; ``base``: SCHED_OTHER, nice 0, the CPUs
+they started on) or needs a network of its own (``gc=MODE``: the group file's
+collector mode, ``spp=N|cpu|plane``: switches per process), started when the next
+variant asks for another. The loads are of the capacity measured first (or
+``--capacity``). For example::
+
+    flock /tmp/mrc-net.lock .venv/bin/python bench/fabric_delay.py --targets embedded \
+        --paths sprayed --variants base,rr=10 --rounds 2
 
 Needs root and Mininet. Prints only; never asserts. The pure parts (percentiles,
-/proc parsing, residences) are tested in tests/env/test_bench_fabric_delay.py.
+/proc parsing, residences, variants, report differences) are tested in tests/env/test_bench_fabric_delay.py.
 """
 
 from __future__ import annotations
