@@ -52,12 +52,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from p4target.errors import P4Error
+from p4target.ports.loop_stats import GcWatch, apply_gc_mode, report_line
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,10 @@ class GroupSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     grpc_addr: str | None = None
+    # how Python's garbage collector runs once the process is up (p4target/ports/loop_stats.py)
+    gc: Literal["freeze", "default", "off"] = "freeze"
+    # every thread of the process SCHED_RR at this priority (p4target/ports/scheduling.py); None: SCHED_OTHER
+    realtime: int | None = Field(default=None, ge=1, le=99)
     switches: list[SwitchSpec] = Field(min_length=1)
 
 
@@ -275,6 +280,8 @@ class GroupLoop:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        self.passes = 0  # passes over the switches
+        self.sleeps = 0  # waits in the outer epoll with a timeout (nothing to do)
 
     def stop(self) -> None:
         """End the loop (safe from a signal handler or another thread)."""
@@ -340,7 +347,11 @@ class GroupLoop:
                 for i in ran:
                     wakes[i] = switches[i].netio.next_wake()
                 timer_at = min(wakes)
-            active, control = self._wait(0.0 if busy else max(0.0, timer_at - time.monotonic()))
+            timeout = 0.0 if busy else max(0.0, timer_at - time.monotonic())
+            self.passes += 1
+            if timeout > 0.0:
+                self.sleeps += 1
+            active, control = self._wait(timeout)
             active |= busy
 
     def _pass(self, ran: list[int], control: set[int]) -> set[int]:
@@ -371,6 +382,11 @@ class GroupLoop:
                 except BlockingIOError:
                     pass
         return active, control
+
+    def report(self) -> dict[str, Any]:
+        """The loop's counters and each switch's (``NetIO.loop_report``)."""
+        return {"passes": self.passes, "sleeps": self.sleeps,
+                "switches": {sw.name: sw.netio.loop_report() for sw in self.switches}}
 
     def _finish(self) -> None:
         for sw in self.switches:
@@ -535,6 +551,49 @@ class SwitchGroup:
         raise KeyError(name)
 
 
+def apply_realtime(priority: int | None) -> bool:
+    """Every thread of this process (and every thread started later) SCHED_RR at
+    ``priority``, so a woken switch runs at once on a busy machine (see
+    p4target/ports/scheduling.py); nothing for None.
+    Without the privilege (CAP_SYS_NICE) one warning and the process goes on as it is."""
+    if priority is None:
+        return False
+    from p4target.ports.scheduling import for_every_thread, set_realtime
+
+    try:
+        for_every_thread(lambda tid: set_realtime(tid, priority))
+    except PermissionError as e:
+        log.warning("group: realtime %d not set (%s): the switches run at normal priority; run as root "
+                    "(or with CAP_SYS_NICE), or leave realtime out of the group file", priority, e.strerror)
+        return False
+    return True
+
+
+def watch_process(group: SwitchGroup) -> GcWatch:
+    """Once the group is up: set the collector's mode (the group file's ``gc``), time
+    its collections from now on, and answer SIGUSR2 (from the main thread only) with
+    one line on stderr (the log): the process's collections and the loop's counters
+    (``loop_stats.report_line``)."""
+    import signal
+    import sys
+
+    apply_gc_mode(group.spec.gc)
+    watch = GcWatch()
+    watch.install()
+
+    def on_report(_signum: int, _frame: Any) -> None:
+        loop = group.loop.report() if group.loop is not None else {}
+        policy = os.sched_getscheduler(0)
+        sched = {"policy": {os.SCHED_RR: "rr", os.SCHED_FIFO: "fifo"}.get(policy, "other"),
+                 "priority": os.sched_getparam(0).sched_priority}
+        print(report_line({"pid": os.getpid(), "gc": watch.snapshot(), "sched": sched, **loop}), file=sys.stderr,
+              flush=True)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGUSR2, on_report)
+    return watch
+
+
 def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None = None,
                 cpu: int | str | None = None, tls: Any = None, insecure: bool = False) -> int:
     """``p4target group FILE``: build the group, serve it, forward until SIGTERM/SIGINT.
@@ -580,6 +639,8 @@ def run_command(path: Path, grpc_addr: str | None = None, pid_file: Path | None 
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_signal)
             signal.signal(signal.SIGINT, on_signal)
+        apply_realtime(spec.realtime)  # once up: compiling and opening ports take no priority over others
+        watch_process(group)
         programs = len(group.programs)
         print(f"p4target: group of {len(group.switches)} switches ({programs} program"
               f"{'s' if programs != 1 else ''}) running: "

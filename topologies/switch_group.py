@@ -19,6 +19,11 @@ nodes are placed into a few ``p4target group`` processes:
   a port between two switches of one process gets at most a loop round at a time
   (``FABRIC_RX_RING_FRAMES``). Transmit rings are small everywhere
   (``FABRIC_TX_RING_FRAMES``): a veth takes a flush at once.
+- The processes run SCHED_RR at priority ``REALTIME_PRIORITY`` once they are up
+  (the group file's ``realtime``): on a machine whose cores the hosts and other work
+  share, a switch with frames then runs as soon as it wakes instead of after the
+  task that has the CPU (figures in docs/performance.md). ``MRC_SWITCH_REALTIME``
+  sets another priority, or ``0`` for normal scheduling.
 - Each process gets a group file ``<group>.yaml``, a log ``<group>.log`` (every line
   names its switch), its own pid file ``<group>.pid`` and the pid file of every
   member switch (``<node>.pid``, the group's pid), and the node mark of the group
@@ -33,10 +38,11 @@ nodes are placed into a few ``p4target group`` processes:
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -50,6 +56,8 @@ log = logging.getLogger(__name__)
 FABRIC_RX_RING_FRAMES = 256  # 512 KB at MTU 1500: a neighbour switch's round is at most 256 frames
 EDGE_RX_RING_FRAMES = 4096  # a port whose other end is in another process (p4target's default ring)
 FABRIC_TX_RING_FRAMES = 64
+REALTIME_PRIORITY = 10  # SCHED_RR priority of the group processes (1..99)
+REALTIME_ENV = "MRC_SWITCH_REALTIME"
 READY_PER_SWITCH = 0.5  # seconds more to wait for a process per switch it runs
 STOP_PER_SWITCH = 0.05  # ... and to let it stop
 PLANE = "plane"
@@ -71,6 +79,18 @@ def parse_placement(text: str) -> str | int:
                          "one), 'plane' (one process per plane, one for the NICs) or a number of switches "
                          "per process (1: one process per switch)")
     return n
+
+
+def realtime_priority(environ: Mapping[str, str] | None = None) -> int | None:
+    """The SCHED_RR priority of the group processes: ``MRC_SWITCH_REALTIME`` (1..99, or
+    0 for none), else ``REALTIME_PRIORITY``. SwitchError for anything else."""
+    text = (os.environ if environ is None else environ).get(REALTIME_ENV, "").strip()
+    if not text:
+        return REALTIME_PRIORITY
+    if text.isdigit() and 0 <= int(text) <= 99:
+        return int(text) or None
+    raise SwitchError(f"{REALTIME_ENV}={text!r}: give a SCHED_RR priority 1..99 for the switch processes, "
+                      "or 0 for normal scheduling")
 
 
 def place(switches: Sequence[P4Switch], placement: str | int, cpus: int = 1) -> list[list[P4Switch]]:
@@ -140,7 +160,14 @@ class SwitchProcess:
                              "ports": ports, "grpc_addr": sw.grpc_addr, "rx_ring_frames": FABRIC_RX_RING_FRAMES,
                              "port_rx_ring_frames": rings, "tx_ring_frames": FABRIC_TX_RING_FRAMES,
                              "pid_file": str(sw.pid_path)})
-        return {"switches": switches}
+        spec: dict[str, Any] = {"switches": switches}
+        gc_mode = type(self.members[0]).gc_mode
+        if gc_mode is not None:
+            spec["gc"] = gc_mode
+        realtime = realtime_priority()
+        if realtime is not None:
+            spec["realtime"] = realtime
+        return spec
 
     def holds_peer(self, sw: P4Switch, port: int) -> bool:
         """Is the other end of ``sw``'s ``port`` a switch of this process? Its frames then
@@ -223,6 +250,7 @@ class GroupedP4Switch(EmbeddedP4Switch):
     ``grouped_switch_class(placement)`` makes the class with a placement of its own."""
 
     placement: ClassVar[str | int] = CPU
+    gc_mode: ClassVar[str | None] = None  # the group file's ``gc``; None: p4target's default
     prefix: ClassVar[str] = "mrc"  # the network's node prefix: processes are <prefix>grp<k>
     group: SwitchProcess | None
 

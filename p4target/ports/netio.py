@@ -158,6 +158,10 @@ class NetIO:
         self.sleeps: int | None = None
         self._next_poll = self._next_flush = 0.0
         self._queue_wait: float | None = None
+        # batches read from receive rings (a non-empty read of one ring) and the
+        # largest: frames per batch is the loop's view of its load
+        self.batches = 0
+        self.largest_batch = 0
 
     # -- setup
     def open(self) -> None:
@@ -497,6 +501,9 @@ class NetIO:
         if not p.read_ring(frames, _RING_BATCH):
             return False
         if frames:
+            self.batches += 1
+            if len(frames) > self.largest_batch:
+                self.largest_batch = len(frames)
             self._deliver_in(p, frames, dev)
         self._flush_all()
         return True
@@ -628,6 +635,19 @@ class NetIO:
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
+
+    def loop_report(self) -> dict[str, Any]:
+        """What the loop did so far: frames in and out, batches read from receive
+        rings and the largest, transmit flushes that had to wait for room (and how
+        long, ms), frames the kernel dropped on full receive rings."""
+        ports = list(self.ports.values())
+        for p in ports:
+            p.account()
+        return {"rx": sum(p.stats.rx for p in ports), "tx": sum(p.stats.tx for p in ports),
+                "batches": self.batches, "largest_batch": self.largest_batch,
+                "flush_waits": sum(p.stats.flush_waits for p in ports),
+                "flush_wait_ms": round(sum(p.stats.flush_wait_s for p in ports) * 1e3, 3),
+                "rx_dropped": sum(p.stats.rx_dropped for p in ports)}
 
 
 

@@ -19,6 +19,7 @@ import errno
 import logging
 import socket
 import struct
+import time
 
 from p4target.ports.linux_net import ignores_outgoing, open_packet_socket, open_transmit_socket
 from p4target.ports.offloads import VNET_HDR_LEN
@@ -161,8 +162,11 @@ class RingPort(SocketPort):
             return
         sent, err = ring.flush()
         if ring.pending and (err is None or err.errno == errno.EAGAIN):
+            began = time.monotonic()
             more, err = ring.flush(wait=True)  # the send buffer is full: wait for room
             sent += more
+            self.stats.flush_waits += 1
+            self.stats.flush_wait_s += time.monotonic() - began
         self.stats.tx += sent
         if ring.pending:
             self.stats.tx_errors += ring.discard()

@@ -45,6 +45,10 @@ class PortStats:
     # receive ring (or queue) full, or a frame was larger than a ring slot and could
     # not be queued whole (PACKET_STATISTICS, read every poll interval and at close)
     rx_dropped: int = 0
+    # transmit flushes that found the send buffer full and waited for room, and the
+    # seconds they waited (the loop forwards nothing meanwhile)
+    flush_waits: int = 0
+    flush_wait_s: float = 0.0
 
 
 class SocketPort:

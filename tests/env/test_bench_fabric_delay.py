@@ -11,7 +11,10 @@ import math
 import os
 from pathlib import Path
 
-from bench.fabric_delay import SchedStat, parse_schedstat, parse_stat_cpu_ticks, percentile, residences
+import pytest
+
+from bench.fabric_delay import (SchedStat, Variant, parse_involuntary, parse_schedstat, parse_stat_cpu_ticks,
+                                parse_variant, percentile, report_diff, residences)
 
 
 def test_nearest_rank_percentiles() -> None:
@@ -45,3 +48,38 @@ def test_residences_split_the_delay_between_host_and_switches() -> None:
                                             ("p0-leaf1", 100), ("nic3", 400)]
     assert sum(ns for _, ns in residences(1000, seen, 3100)) == 3100 - 1000
     assert residences(1000, [], 3100) == []
+
+
+def test_involuntary_switches_are_read_from_a_status_file() -> None:
+    status = "Name:\tp4target\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t37\n"
+    assert parse_involuntary(status) == 37
+    assert parse_involuntary("Name:\tx\n") == 0
+    assert parse_involuntary(Path(f"/proc/{os.getpid()}/status").read_text()) >= 0
+
+
+def test_variants_parse_settings_joined_by_plus_and_refuse_others() -> None:
+    assert parse_variant("base") == Variant("base")
+    v = parse_variant("nice=-10+unpinned")
+    assert (v.nice, v.unpinned, v.rr, v.gc, v.spp, v.network) == (-10, True, 0, None, "cpu", (None, "cpu"))
+    assert parse_variant("rr=5").rr == 5 and parse_variant("slice=300+nice=-5").slice_us == 300
+    assert parse_variant("gc=default+spp=1").network == ("default", "1")
+    for bad in ("nice", "nice=x", "gc=sometimes", "fast", "spp=", "slice=-1"):
+        with pytest.raises(ValueError, match="is not base"):
+            parse_variant(bad)
+
+
+def test_a_report_diff_counts_what_happened_between_two_reports() -> None:
+    def report(passes: int, sleeps: int, rx: tuple[int, int], batches: tuple[int, int], waits: int, gcs: list[int],
+               spent: list[float]) -> dict[str, object]:
+        sws = {f"s{k}": {"rx": rx[k], "batches": batches[k], "largest_batch": 9, "flush_waits": waits,
+                         "flush_wait_ms": 1.5 * waits, "rx_dropped": 0} for k in range(2)}
+        return {"pid": 7, "passes": passes, "sleeps": sleeps, "switches": sws,
+                "gc": {"enabled": True, "collections": gcs, "total_ms": spent, "longest_ms": [0.1, 0.2, 3.0]}}
+
+    before = report(100, 40, (10, 20), (5, 5), 0, [3, 1, 0], [0.5, 0.25, 0.0])
+    after = report(1100, 90, (410, 620), (105, 205), 2, [13, 2, 1], [1.5, 0.5, 3.0])
+    line = report_diff(before, after)
+    # frames 1,000 (400 + 600) in 300 batches (100 + 200): 3.3 a batch; 2 waits per switch, 3 ms each switch
+    assert line.startswith("pid 7: 1,000 passes (50 slept), 1,000 frames in 300 ring batches (mean 3.3, largest so far 9)")
+    assert "4 transmit flushes waited (6.0 ms)" in line and "0 dropped on full rings" in line
+    assert "collections by generation [10, 1, 1] ([1.0, 0.2, 3.0] ms)" in line
