@@ -79,44 +79,38 @@ def _help(table: Mapping[str, tuple[str, Any]], text: Mapping[str, str], key: st
         f"roce: {text[key]} (default {default})"
 
 
+def _send(key: str, *names: str, help_text: str = "") -> Any:
+    """The typer option of mrc-send's field ``key``, under the baseline's heading."""
+    return typer.Option(*names, help=help_text or _help(SEND_OPTIONS, _SEND_HELP, key), rich_help_panel=PANEL)
+
+
+def _recv(key: str) -> Any:
+    return typer.Option(help=_help(RECV_OPTIONS, _RECV_HELP, key), rich_help_panel=PANEL)
+
+
 @dataclass(frozen=True)
 class RoceSend:
     """``mrc-send``'s RoCE options, None where not given."""
 
-    cc: Annotated[Optional[str], typer.Option(help=_help(SEND_OPTIONS, _SEND_HELP, "cc"), rich_help_panel=PANEL)] = None
-    retry_count: Annotated[Optional[int], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "retry_count"), rich_help_panel=PANEL)] = None
-    ack_timeout: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "ack_timeout"), rich_help_panel=PANEL)] = None
-    message_size: Annotated[Optional[int], typer.Option(
-        help="roce: bytes per RDMA WRITE message, a multiple of --mtu (default 1024 x --mtu)",
-        rich_help_panel=PANEL)] = None
-    dscp: Annotated[Optional[int], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dscp"), rich_help_panel=PANEL)] = None
-    line_rate: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "line_rate"), rich_help_panel=PANEL)] = None
-    dcqcn_g: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_g"), rich_help_panel=PANEL)] = None
-    dcqcn_k: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_k"), rich_help_panel=PANEL)] = None
-    dcqcn_t: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_t"), rich_help_panel=PANEL)] = None
-    dcqcn_b: Annotated[Optional[int], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_b"), rich_help_panel=PANEL)] = None
-    dcqcn_f: Annotated[Optional[int], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_f"), rich_help_panel=PANEL)] = None
-    dcqcn_rai: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_rai"), rich_help_panel=PANEL)] = None
-    dcqcn_rhai: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_rhai"), rich_help_panel=PANEL)] = None
-    dcqcn_min_rate: Annotated[Optional[float], typer.Option(
-        help=_help(SEND_OPTIONS, _SEND_HELP, "dcqcn_min_rate"), rich_help_panel=PANEL)] = None
-    path_ev: Annotated[Optional[int], typer.Option(
-        help="roce: choose the source port (from 49152 up) whose hash puts the QP on this EV",
-        rich_help_panel=PANEL)] = None
-    print_ev: Annotated[bool, typer.Option(
-        "--print-ev", help="roce: print the QP's 4-tuple and the EV it hashes onto, send nothing",
-        rich_help_panel=PANEL)] = False
+    cc: Annotated[Optional[str], _send("cc")] = None
+    retry_count: Annotated[Optional[int], _send("retry_count")] = None
+    ack_timeout: Annotated[Optional[float], _send("ack_timeout")] = None
+    message_size: Annotated[Optional[int], _send("message_size", help_text=(
+        "roce: bytes per RDMA WRITE message, a multiple of --mtu (default 1024 x --mtu)"))] = None
+    dscp: Annotated[Optional[int], _send("dscp")] = None
+    line_rate: Annotated[Optional[float], _send("line_rate")] = None
+    dcqcn_g: Annotated[Optional[float], _send("dcqcn_g")] = None
+    dcqcn_k: Annotated[Optional[float], _send("dcqcn_k")] = None
+    dcqcn_t: Annotated[Optional[float], _send("dcqcn_t")] = None
+    dcqcn_b: Annotated[Optional[int], _send("dcqcn_b")] = None
+    dcqcn_f: Annotated[Optional[int], _send("dcqcn_f")] = None
+    dcqcn_rai: Annotated[Optional[float], _send("dcqcn_rai")] = None
+    dcqcn_rhai: Annotated[Optional[float], _send("dcqcn_rhai")] = None
+    dcqcn_min_rate: Annotated[Optional[float], _send("dcqcn_min_rate")] = None
+    path_ev: Annotated[Optional[int], _send("path_ev", help_text=(
+        "roce: choose the source port (from 49152 up) whose hash puts the QP on this EV"))] = None
+    print_ev: Annotated[bool, _send("print_ev", "--print-ev", help_text=(
+        "roce: print the QP's 4-tuple and the EV it hashes onto, send nothing"))] = False
 
     def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -126,12 +120,9 @@ class RoceSend:
 class RoceRecv:
     """``mrc-recv``'s RoCE options, None where not given."""
 
-    dscp: Annotated[Optional[int], typer.Option(
-        help=_help(RECV_OPTIONS, _RECV_HELP, "dscp"), rich_help_panel=PANEL)] = None
-    cnp_interval: Annotated[Optional[float], typer.Option(
-        help=_help(RECV_OPTIONS, _RECV_HELP, "cnp_interval"), rich_help_panel=PANEL)] = None
-    cnp_dscp: Annotated[Optional[int], typer.Option(
-        help=_help(RECV_OPTIONS, _RECV_HELP, "cnp_dscp"), rich_help_panel=PANEL)] = None
+    dscp: Annotated[Optional[int], _recv("dscp")] = None
+    cnp_interval: Annotated[Optional[float], _recv("cnp_interval")] = None
+    cnp_dscp: Annotated[Optional[int], _recv("cnp_dscp")] = None
 
     def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
