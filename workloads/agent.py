@@ -33,6 +33,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from endpoints import io
@@ -89,6 +90,8 @@ class Agent:
     flights: dict[int, Flight] = field(default_factory=dict)  # by sender QP
     seen: int = 0  # receiver.completed entries reported
     bad: dict[str, set[int]] = field(default_factory=dict)  # per destination: EVs ASSUMED_BAD when a transfer ended
+    reorder: dict[str, float] = field(default_factory=dict)  # per peer address: the reordering window learned
+    known: int = 0  # receiver connections given their peer's window
     stats: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -213,6 +216,8 @@ class Agent:
         """Let every state machine send what is due; report what finished; the
         seconds until the next wake-up (at most 20 ms)."""
         wake = now + 0.02
+        if isinstance(self.receiver, Receiver):
+            self._carry_reordering(self.receiver)
         out = self.receiver.poll(now)
         if out:
             self.rtx.send(out, None, self.stats)
@@ -223,6 +228,7 @@ class Agent:
             c.buf = bytearray()  # every later packet of it is a duplicate: its bytes are not needed again
             if isinstance(c, Connection):
                 c.view = memoryview(c.buf)
+                self.reorder[c.peer[0]] = max(self.reorder.get(c.peer[0], 0.0), c.reorder)
         self.seen = len(self.receiver.completed)
         w = self.receiver.next_wakeup()
         wake = min(wake, w) if w is not None else wake
@@ -238,6 +244,18 @@ class Agent:
             if s.finished or now >= f.deadline:
                 self._finish(qp, f, now)
         return max(0.0, wake - time.monotonic())
+
+    def _carry_reordering(self, receiver: Receiver) -> None:
+        """A peer's new connection starts with the reordering window its finished ones
+        learned (``Receiver._learn_reordering``: a NACKed packet that arrived after all
+        widens it): the transfers from one host are one connection's messages, and the
+        paths' spread one message found late holds for the next, as the EVs found
+        ASSUMED_BAD do on the sending side. NACKs are decided in ``poll`` only, so a
+        connection opened in this read is given its window in time."""
+        conns = receiver.conns
+        for c in islice(reversed(conns.values()), len(conns) - self.known):
+            c.reorder = max(c.reorder, self.reorder.get(c.peer[0], 0.0))
+        self.known = len(conns)
 
     def _finish(self, qp: int, f: Flight, now: float) -> None:
         del self.flights[qp]
@@ -289,7 +307,10 @@ def serve(agent: Agent) -> None:
         now = time.monotonic()
         for sock in list(agent.sockets.values()):
             agent.read(sock, now)
-        wait = agent.poll(time.monotonic())
+        # as of when the arrivals were read (their time): a hole this read found is not
+        # judged older by the time the read took (a burst of 256 takes milliseconds),
+        # its packet may be the next one in the socket
+        wait = agent.poll(now)
         readable, _, _ = select.select([stdin, *agent.sockets], [], [], wait)
         if stdin in readable:
             chunk = os.read(stdin, 65536)
