@@ -148,9 +148,20 @@ class Agent:
             tx = io.Transmitter(sock)
         else:
             sock, tx = self.sock, self.rtx
-        for ev in sorted(self.bad.get(dst, ())):  # the connection's judgement, carried to its next message
+        for ev in sorted(self._judged_bad(dst)):  # the connection's judgement, carried to its next message
             sender.ev_set.retire(ev, CARRIED, now)
         return Flight(flow, dst, sender, sock, tx, (to, t.port), now + self.opts.timeout)
+
+    def _judged_bad(self, dst: str) -> set[int]:
+        """The EVs towards ``dst`` the connection holds ASSUMED_BAD: as the last transfer
+        to end left them, and as the transfers still running judge them now (a ring's
+        next message starts when the last one arrived, before its sender has its
+        verdict: what that sender found must not be found again)."""
+        bad = set(self.bad.get(dst, ()))
+        for f in self.flights.values():
+            if f.dst == dst and isinstance(f.sender, Sender):
+                bad |= {ev for ev, st in f.sender.evs.items() if st.state == ASSUMED_BAD}
+        return bad
 
     def _roce_flight(self, flow: int, dst: str, to: str, data: bytearray, now: float, seed: int) -> Flight:
         """A RoCE QP on a source port of its own, on the EV its 4-tuple hashes onto."""

@@ -84,3 +84,28 @@ def test_a_peers_next_connection_starts_with_the_window_its_last_one_learned() -
         agent.sock.close()
     recvs = [json.loads(line) for line in out.getvalue().splitlines() if '"recv"' in line]
     assert [r["verified"] for r in recvs] == [True, True]
+
+
+def test_a_message_starts_with_the_evs_a_running_one_found_bad() -> None:
+    """The next message to a host starts with the EVs the connection's transfers hold
+    ASSUMED_BAD, the one still running included (a ring's next message starts before
+    its last one's sender has its verdict); a message to another host does not."""
+    base = f"127.{random.randrange(1, 250)}.{random.randrange(1, 250)}"
+    topo = resolve(None, Shape(planes=2, spines=1, leaves=2, hosts_per_leaf=2)).topology  # h1, h2 | h3, h4
+    agent = Agent(Options("h1", f"{base}.1", transport("mrc"), topo), out=text_io.StringIO())
+    try:
+        now = time.monotonic()
+        agent.send(1, "h3", f"{base}.3", 30_000, now)
+        (running,) = agent.flights.values()
+        assert isinstance(running.sender, Sender)
+        bad = sorted(running.sender.evs)[5]
+        running.sender.ev_set.retire(bad, "nack", now)  # what two loss NACKs about its packets do
+        agent.send(2, "h3", f"{base}.3", 30_000, now)
+        agent.send(3, "h4", f"{base}.4", 30_000, now)
+        by_flow = {f.flow: f.sender for f in agent.flights.values()}
+        assert isinstance(by_flow[2], Sender) and isinstance(by_flow[3], Sender)
+        assert [ev for ev, st in by_flow[2].evs.items() if st.state == "assumed_bad"] == [bad]
+        assert [e["cause"] for e in by_flow[2].ev_set.events if e.get("event") == "retired"] == ["carried"]
+        assert all(st.state == "good" for st in by_flow[3].evs.values())
+    finally:
+        agent.sock.close()
