@@ -29,10 +29,10 @@ from typing import Annotated, Any, Callable, NoReturn, Optional
 
 import typer
 
-from endpoints import io, roce_cli, wire
+from endpoints import io, roce_cli, roce_options, wire
 from endpoints.human import human_bps
 from endpoints.receiver import peer_text
-from endpoints.roce_config import DSCP_DATA
+from endpoints.roce_options import RoceRecv, RoceSend
 from endpoints.transport import Receiver, ReceiverConfig, Sender, SenderConfig
 from endpoints.wire import STATE_VERIFIED, UDP_PORT_MRC
 from fabric import plan
@@ -139,7 +139,7 @@ def _transport_options(transport: str, given: dict[str, Any], table: dict[str, t
     """--transport mrc | roce, and no option of the RoCE baseline with MRC-lite."""
     if transport not in ("mrc", "roce"):
         _fail(f"--transport {transport!r}: mrc or roce")
-    wrong = roce_cli.misplaced(transport, given, table)
+    wrong = roce_options.misplaced(transport, given, table)
     if wrong:
         _fail(f"{wrong} applies to --transport roce only")
 
@@ -251,7 +251,6 @@ def sender_paths(*, ev_list: str | None, topology: Path | None, shape: dict[str,
 # ---- mrc-send --------------------------------------------------------------------
 
 send_app = new_app()
-_ROCE = {key: default for key, (_option, default) in roce_cli.SEND_OPTIONS.items()}
 
 
 CHUNK = 1 << 20
@@ -292,6 +291,7 @@ def _sender_data(infile: Path | None, nbytes: int | None, seed: int, mtu: int) -
 
 
 @send_app.command()
+@roce_options.expand("roce", RoceSend)
 def send(
     to: Annotated[str, typer.Option(help="receiver's address (IPv6 or IPv4)")],
     nbytes: Annotated[Optional[int], typer.Option("--bytes", help="bytes to send (pseudo-random, from --seed)")] = None,
@@ -344,51 +344,14 @@ def send(
     transport: Annotated[str, typer.Option(
         help="mrc: MRC-lite; roce: the RoCEv2 RC baseline (one path per QP by ECMP hash, go-back-N, DCQCN; "
              "the options below; docs/transport.md)")] = "mrc",
-    cc: Annotated[Optional[str], typer.Option(
-        help=f"roce: rate control, dcqcn | none (send at --line-rate) (default {_ROCE['cc']})")] = None,
-    retry_count: Annotated[Optional[int], typer.Option(
-        help=f"roce: retries without progress before the QP goes to the error state, 0..7 "
-             f"(default {_ROCE['retry_count']:g})")] = None,
-    ack_timeout: Annotated[Optional[float], typer.Option(
-        help=f"roce: local ACK timeout, seconds (4.096 us x 2**16) (default {_ROCE['ack_timeout']:g})")] = None,
-    message_size: Annotated[Optional[int], typer.Option(
-        help="roce: bytes per RDMA WRITE message, a multiple of --mtu (default 1024 x --mtu)")] = None,
-    dscp: Annotated[Optional[int], typer.Option(
-        help=f"roce: DSCP of the data packets (default {_ROCE['dscp']:g})")] = None,
-    line_rate: Annotated[Optional[float], typer.Option(
-        help=f"roce: line rate, Mb/s (DCQCN starts there; --cc none paces at it) (default {_ROCE['line_rate']:g})")] = None,
-    dcqcn_g: Annotated[Optional[float], typer.Option(
-        help=f"roce: DCQCN alpha gain g (default {_ROCE['dcqcn_g']:g})")] = None,
-    dcqcn_k: Annotated[Optional[float], typer.Option(
-        help=f"roce: DCQCN alpha timer K, seconds (default {_ROCE['dcqcn_k']:g})")] = None,
-    dcqcn_t: Annotated[Optional[float], typer.Option(
-        help=f"roce: DCQCN rate-increase timer T, seconds (default {_ROCE['dcqcn_t']:g})")] = None,
-    dcqcn_b: Annotated[Optional[int], typer.Option(
-        help=f"roce: DCQCN byte counter B, bytes (default {_ROCE['dcqcn_b']:g})")] = None,
-    dcqcn_f: Annotated[Optional[int], typer.Option(
-        help=f"roce: DCQCN fast-recovery stages F (default {_ROCE['dcqcn_f']:g})")] = None,
-    dcqcn_rai: Annotated[Optional[float], typer.Option(
-        help=f"roce: DCQCN additive increase R_AI, Mb/s (default {_ROCE['dcqcn_rai']:g})")] = None,
-    dcqcn_rhai: Annotated[Optional[float], typer.Option(
-        help=f"roce: DCQCN hyper increase R_HAI, Mb/s (default {_ROCE['dcqcn_rhai']:g})")] = None,
-    dcqcn_min_rate: Annotated[Optional[float], typer.Option(
-        help=f"roce: the rate's floor, Mb/s (default {_ROCE['dcqcn_min_rate']:g})")] = None,
-    path_ev: Annotated[Optional[int], typer.Option(
-        help="roce: choose the source port (from 49152 up) whose hash puts the QP on this EV")] = None,
-    print_ev: Annotated[bool, typer.Option(
-        "--print-ev", help="roce: print the QP's 4-tuple and the EV it hashes onto, send nothing")] = False,
+    roce: RoceSend = roce_options.NONE_SEND,
 ) -> None:
     """Send one transfer to an mrc-recv; exit 0 when the receiver verified every byte."""
     _logging(verbose)
-    roce_given = {"cc": cc, "retry_count": retry_count, "ack_timeout": ack_timeout, "message_size": message_size,
-                  "dscp": dscp, "line_rate": line_rate, "dcqcn_g": dcqcn_g, "dcqcn_k": dcqcn_k, "dcqcn_t": dcqcn_t,
-                  "dcqcn_b": dcqcn_b, "dcqcn_f": dcqcn_f, "dcqcn_rai": dcqcn_rai, "dcqcn_rhai": dcqcn_rhai,
-                  "dcqcn_min_rate": dcqcn_min_rate, "path_ev": path_ev}
-    _transport_options(transport, {**roce_given, "print_ev": print_ev},
-                       {**roce_cli.SEND_OPTIONS, "print_ev": ("--print-ev", False)})
+    _transport_options(transport, roce.given(), roce_options.SEND_OPTIONS)
     if transport == "roce" and rate is not None:
         _fail("--rate is MRC-lite's pacing: with --transport roce give --line-rate (Mb/s)")
-    if (nbytes is None) == (infile is None) and not print_ev:
+    if (nbytes is None) == (infile is None) and not roce.print_ev:
         _fail("give the transfer as --bytes N or --in FILE (one of them)")
     _sender_addresses(to, bind)
     _port(port)
@@ -410,10 +373,12 @@ def send(
     except UsageError as exc:
         _fail(str(exc))
     if transport == "roce":
-        _send_roce(roce_given, print_ev, to=to, port=port, bind=bind, source_port=source_port, ev_set=ev_set,
-                   names=names, mtu=mtu, window=window, ack_every=ack_every, seed=seed,
-                   sample_interval=sample_interval, data=lambda: _sender_data(infile, nbytes, seed, mtu), gso=gso,
-                   timeout=timeout, linger=linger, report=report, quiet=quiet)
+        rep = roce_cli.send(roce, to=to, port=port, bind=bind, source_port=source_port, ev_set=ev_set, names=names,
+                            mtu=mtu, window=window, ack_every=ack_every, seed=seed, sample_interval=sample_interval,
+                            data=lambda: _sender_data(infile, nbytes, seed, mtu), gso=gso, timeout=timeout,
+                            linger=linger, fail=_fail)
+        if rep is not None:
+            _conclude(rep, [] if rep["ok"] else [rep["error"]], report, None if quiet else roce_cli.print_sender)
         return
     assert source_port is not None
     try:
@@ -454,41 +419,16 @@ def send(
     rep["sha256"] = sender.digest.hex()
     if result.timed_out and not sender.finished:
         rep["error"] = f"no verdict from the receiver within {timeout:g} s (is mrc-recv running at {to} port {port}?)"
-    problems = [] if sender.ok else [rep["error"] or "transfer failed"]
-    if report is not None:
-        _write(problems, "--report", report, _report_bytes(rep))
-    if not quiet:
-        _print_sender(rep)
-    if problems:
-        _fail("; ".join(problems))
+    _conclude(rep, [] if sender.ok else [rep["error"] or "transfer failed"], report, None if quiet else _print_sender)
 
 
-def _send_roce(given: dict[str, Any], print_ev: bool, *, to: str, port: int, bind: str, source_port: int | None,
-               ev_set: list[plan.EvPath], names: dict[int, str], mtu: int, window: int, ack_every: int, seed: int,
-               sample_interval: float, data: Callable[[], bytes | bytearray], gso: bool, timeout: float,
-               linger: float, report: Path | None, quiet: bool) -> None:
-    """``mrc-send --transport roce``: the RoCEv2 RC baseline (endpoints/roce_cli.py)."""
-    if window < 1 or ack_every < 1:
-        _fail(f"--window {window} / --ack-every {ack_every}: at least 1 packet")
-    cfg = roce_cli.sender_config(given, mtu=mtu, window=window, ack_every=ack_every, seed=seed,
-                                 sample_interval=sample_interval, fail=_fail)
-    evs = [e.ev for e in ev_set]
-    src = roce_cli.local_address(to, port, bind, _fail)
-    sport = roce_cli.source_port(src, to, port, evs, source_port, given["path_ev"], _fail)
-    if print_ev:
-        if sport == 0:
-            _fail("--print-ev: the path hashes the source port; give --source-port or --path-ev")
-        typer.echo(roce_cli.qp_path(src, to, sport, port, evs, names).line())
-        return
-    run = roce_cli.SendRun(to=to, port=port, bind=bind, src=src, sport=sport, evs=evs, names=names,
-                           dscp=DSCP_DATA if given["dscp"] is None else given["dscp"],
-                           gso=gso, timeout=timeout, linger=linger)
-    rep = roce_cli.run_send(run, data(), cfg, _fail)
-    problems = [] if rep["ok"] else [rep["error"]]
+def _conclude(rep: dict[str, Any], problems: list[str], report: Path | None,
+              show: Callable[[dict[str, Any]], None] | None) -> None:
+    """The sender's end: its report written, its lines shown, the problems as the error line."""
     if report is not None:
         _write(problems, "--report", report, _report_bytes(rep))
-    if not quiet:
-        roce_cli.print_sender(rep)
+    if show is not None:
+        show(rep)
     if problems:
         _fail("; ".join(problems))
 
@@ -510,10 +450,10 @@ def _print_sender(rep: dict[str, Any]) -> None:
 # ---- mrc-recv --------------------------------------------------------------------
 
 recv_app = new_app()
-_ROCE_RECV = {key: default for key, (_option, default) in roce_cli.RECV_OPTIONS.items()}
 
 
 @recv_app.command()
+@roce_options.expand("roce", RoceRecv)
 def recv(
     listen: Annotated[str, typer.Option(help="address to listen on (IPv6 or IPv4)")],
     port: Annotated[int, typer.Option(help="MRC-lite UDP port")] = UDP_PORT_MRC,
@@ -535,17 +475,11 @@ def recv(
     verbose: Annotated[int, typer.Option("--verbose", "-v", count=True)] = 0,
     transport: Annotated[str, typer.Option(
         help="mrc: MRC-lite; roce: the RoCEv2 RC baseline (in-order PSNs, one NAK per gap, CNPs)")] = "mrc",
-    dscp: Annotated[Optional[int], typer.Option(
-        help=f"roce: DSCP of the ACKs and NAKs (default {_ROCE_RECV['dscp']})")] = None,
-    cnp_interval: Annotated[Optional[float], typer.Option(
-        help=f"roce: at most one CNP per QP per this many seconds (default {_ROCE_RECV['cnp_interval']:g})")] = None,
-    cnp_dscp: Annotated[Optional[int], typer.Option(
-        help=f"roce: DSCP of the CNPs (default {_ROCE_RECV['cnp_dscp']})")] = None,
+    roce: RoceRecv = roce_options.NONE_RECV,
 ) -> None:
     """Receive transfers from mrc-send; exit 0 when each one's SHA-256 matched."""
     _logging(verbose)
-    roce_given = {"dscp": dscp, "cnp_interval": cnp_interval, "cnp_dscp": cnp_dscp}
-    _transport_options(transport, roce_given, roce_cli.RECV_OPTIONS)
+    _transport_options(transport, roce.given(), roce_options.RECV_OPTIONS)
     if count < 1:
         _fail("--count must be at least 1")
     _port(port)
@@ -561,7 +495,7 @@ def recv(
     _writable("--report", report)
     receiver: io.ReceiverLike
     if transport == "roce":
-        receiver, class_dscp = roce_cli.receiver(roce_given, max_bytes=max_bytes, expect_bytes=nbytes, count=count,
+        receiver, class_dscp = roce_cli.receiver(roce.given(), max_bytes=max_bytes, expect_bytes=nbytes, count=count,
                                                  seed=seed, fail=_fail)
     else:
         receiver, class_dscp = _mrc_receiver(ReceiverConfig(

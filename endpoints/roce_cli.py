@@ -1,6 +1,6 @@
 """``mrc-send --transport roce`` and ``mrc-recv --transport roce``: the RoCEv2 RC
-baseline on the commands MRC-lite uses (``endpoints/cli.py`` parses the options and
-hands the RoCE ones here).
+baseline on the commands MRC-lite uses (``endpoints/cli.py`` parses MRC-lite's options
+and hands the RoCE ones here as one object, ``endpoints/roce_options.py``).
 
 The QP's path: the sender's EV list is the one MRC-lite would spray over; the QP
 takes the one EV its 4-tuple hashes onto (``endpoints/ecmp.py``). ``--source-port``
@@ -22,58 +22,14 @@ import typer
 from endpoints import ecmp, events, io
 from endpoints.human import human_bps
 from endpoints.dcqcn import DcqcnConfig
-from endpoints.roce_config import (
-    DSCP_CNP,
-    DSCP_DATA,
-    MESSAGE_PACKETS,
-    RETRY_COUNT_MAX,
-    RoceReceiverConfig,
-    RoceSenderConfig,
-)
+from endpoints.roce_config import DSCP_DATA, MESSAGE_PACKETS, RETRY_COUNT_MAX, RoceReceiverConfig, RoceSenderConfig
+from endpoints.roce_options import RECV_OPTIONS, SEND_OPTIONS, RoceSend
 from endpoints.receiver import ReceiverConfig
+from fabric.plan import EvPath
 from endpoints.roce_receiver import RoceReceiver
 from endpoints.roce_sender import RoceSender
 
 Fail = Callable[[str], NoReturn]
-
-_SEND = RoceSenderConfig()
-_DCQCN = DcqcnConfig()
-_RECV = RoceReceiverConfig()
-
-# The RoCE options of mrc-send, (option, default shown in --help).
-SEND_OPTIONS = {
-    "cc": ("--cc", "dcqcn"),
-    "retry_count": ("--retry-count", _SEND.retry_count),
-    "ack_timeout": ("--ack-timeout", _SEND.ack_timeout),
-    "message_size": ("--message-size", None),  # MESSAGE_PACKETS x --mtu
-    "dscp": ("--dscp", DSCP_DATA),
-    "line_rate": ("--line-rate", _DCQCN.line_rate / 1e6),
-    "dcqcn_g": ("--dcqcn-g", _DCQCN.g),
-    "dcqcn_k": ("--dcqcn-k", _DCQCN.alpha_timer),
-    "dcqcn_t": ("--dcqcn-t", _DCQCN.increase_timer),
-    "dcqcn_b": ("--dcqcn-b", _DCQCN.byte_counter),
-    "dcqcn_f": ("--dcqcn-f", _DCQCN.fast_recovery),
-    "dcqcn_rai": ("--dcqcn-rai", _DCQCN.rate_ai / 1e6),
-    "dcqcn_rhai": ("--dcqcn-rhai", _DCQCN.rate_hai / 1e6),
-    "dcqcn_min_rate": ("--dcqcn-min-rate", _DCQCN.min_rate / 1e6),
-    "path_ev": ("--path-ev", None),
-}
-RECV_OPTIONS = {
-    "dscp": ("--dscp", DSCP_DATA),
-    "cnp_interval": ("--cnp-interval", _RECV.cnp_interval),
-    "cnp_dscp": ("--cnp-dscp", DSCP_CNP),
-}
-
-
-def misplaced(transport: str, given: dict[str, Any], table: dict[str, tuple[str, Any]]) -> str | None:
-    """An option of the RoCE baseline given with MRC-lite: its name, else None."""
-    if transport == "roce":
-        return None
-    for key, value in given.items():
-        if value is not None and value is not False:
-            return table[key][0]
-    return None
-
 
 def _value(given: dict[str, Any], key: str, table: dict[str, tuple[str, Any]]) -> Any:
     value = given.get(key)
@@ -171,7 +127,7 @@ def qp_path(src: str, dst: str, sport: int, dport: int, evs: list[int], names: d
     return QpPath(src, dst, sport, dport, evs[index], index, crc, len(evs), names.get(evs[index]))
 
 
-def source_port(src: str, to: str, port: int, evs: list[int], given: int | None, path_ev: int | None,
+def qp_source_port(src: str, to: str, port: int, evs: list[int], given: int | None, path_ev: int | None,
                 fail: Fail) -> int:
     """--source-port, or the first port whose hash lands on --path-ev, or 0 (any)."""
     if path_ev is None:
@@ -201,6 +157,30 @@ class SendRun:
     gso: bool
     timeout: float
     linger: float
+
+
+def send(opts: RoceSend, *, to: str, port: int, bind: str, source_port: int | None, ev_set: list[EvPath],
+         names: dict[int, str], mtu: int, window: int, ack_every: int, seed: int, sample_interval: float,
+         data: Callable[[], bytes | bytearray], gso: bool, timeout: float, linger: float,
+         fail: Fail) -> dict[str, Any] | None:
+    """``mrc-send --transport roce``: the transfer's report, or None after ``--print-ev``
+    printed the QP's path. MRC-lite's options (``endpoints/cli.py``) are checked."""
+    if window < 1 or ack_every < 1:
+        fail(f"--window {window} / --ack-every {ack_every}: at least 1 packet")
+    given = opts.given()
+    cfg = sender_config(given, mtu=mtu, window=window, ack_every=ack_every, seed=seed,
+                        sample_interval=sample_interval, fail=fail)
+    evs = [e.ev for e in ev_set]
+    src = local_address(to, port, bind, fail)
+    sport = qp_source_port(src, to, port, evs, source_port, opts.path_ev, fail)
+    if opts.print_ev:
+        if sport == 0:
+            fail("--print-ev: the path hashes the source port; give --source-port or --path-ev")
+        typer.echo(qp_path(src, to, sport, port, evs, names).line())
+        return None
+    run = SendRun(to=to, port=port, bind=bind, src=src, sport=sport, evs=evs, names=names,
+                  dscp=DSCP_DATA if opts.dscp is None else opts.dscp, gso=gso, timeout=timeout, linger=linger)
+    return run_send(run, data(), cfg, fail)
 
 
 def run_send(run: SendRun, data: bytes | bytearray, cfg: RoceSenderConfig, fail: Fail) -> dict[str, Any]:

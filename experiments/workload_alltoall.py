@@ -15,18 +15,19 @@ carried.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from experiments import common as C
+from experiments.workload_runs import run_lines, run_report, times, verdict
 from cli_common.options import finite
 from workloads.collectives import alltoall
 from workloads.degrade import limit_uplinks
-from workloads.figures import report
 from workloads.plots import cdf_axes, links_axes
-from workloads.runner import JobSpec, run_job
+from workloads.runner import JobSpec
 from workloads.transports import transport
 
 HOSTS = ("h1", "h5", "h2", "h6", "h3", "h7", "h4", "h8")
@@ -56,9 +57,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, iterations: int, link_rate: floa
         for name, label in TRANSPORTS:
             spec = JobSpec(alltoall(len(HOSTS), nbytes), HOSTS, transport(name), iterations, timeout=60.0,
                            rto_min=patience(link_rate), nack_delay=patience(link_rate), ack_delay=ACK_DELAY)
-            raw = run_job(fn, spec, workdir / name)
-            rep = report(raw, None)
-            rep["raw"] = raw
+            rep = run_report(fn, spec, workdir / name)
             rep["job_s"] = job_seconds(rep)
             out["runs"][label] = rep
     finally:
@@ -78,15 +77,15 @@ def figures(d: dict[str, Any]) -> list[str]:
     lines = [f"all-to-all of {d['bytes']:,} bytes per host over {len(d['hosts'])} hosts, {d['iterations']} "
              f"iterations; {d['flows_across_per_leaf']} flows cross from each leaf over its {d['uplinks_per_leaf']} "
              f"uplinks of {d['link_rate_pps']:g} packets/s"]
-    for label, r in d["runs"].items():
-        it = r["iteration_s"]
+
+    def line(r: Mapping[str, Any]) -> str:
         use = r["raw"]["link_packets"]
         busiest = max(use.values()) if use else 0
         mean = sum(use.values()) / len(use) if use else 0
-        lines.append(f"  {label:16}: job {r['job_s'] or 0:.2f} s, iteration p50 {it.get('p50', 0):.2f} s, p99 "
-                     f"{it.get('p99', 0):.2f} s, max {it.get('max', 0):.2f} s; every byte verified "
-                     f"{r['all_verified']}; busiest link {busiest} packets = {busiest / mean if mean else 0:.2f} x "
-                     "the mean")
+        return (f"job {r['job_s'] or 0:.2f} s, iteration {times(r['iteration_s'], 2)}; {verdict(r)}; busiest link "
+                f"{busiest} packets = {busiest / mean if mean else 0:.2f} x the mean")
+
+    lines += run_lines(d["runs"], line)
     lines.append(f"  MRC-lite's job / per-flow's: {d['ratio'] or 0:.2f}")
     return lines
 

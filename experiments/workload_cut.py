@@ -1,5 +1,5 @@
 """Workload 1, a ring all-reduce with a spine cable cut mid-job: MRC-lite against the
-per-flow baseline.
+RoCEv2 baseline.
 
 Why: a training job waits for its slowest transfer every iteration, so what a
 failure costs is the iteration time around it, not one flow's goodput. The job is a
@@ -7,11 +7,13 @@ ring all-reduce over the fabric's four hosts in a ring that crosses the spines a
 every hop (h1 h3 h2 h4: every flow has paths through the cut cable), K iterations,
 run four times in turn on one fabric, twice over (the machine's load drifts; each kind of
 run gets its share of every period): MRC-lite clean, MRC-lite with the cable
-``p0-leaf0:p0-spine0`` cut part-way and restored later, and the same two on the
-per-flow baseline (one EV and one UDP source port per flow: the NIC hashes each flow
-onto one path, as ECMP does). Measured per run: each iteration's time (p50, p99,
-max), the flows' completion times, every byte verified, the EVs retired whose path
-does not cross the cut cable (healthy EVs retired), the packets on each fabric link.
+``p0-leaf0:p0-spine0`` cut part-way and restored later, and the same two on the RoCEv2
+RC baseline (each flow one queue pair on the one EV its 4-tuple hashes onto, as ECMP
+does; go-back-N, DCQCN; a QP whose retries run out goes to the error state and the
+job stops there, as a training job does). Measured per run: each iteration's time
+(p50, p99, max), the flows' completion times, every byte verified, the flows that
+failed and why, the EVs retired whose path does not cross the cut cable (healthy EVs
+retired), the packets on each fabric link.
 """
 
 from __future__ import annotations
@@ -22,21 +24,22 @@ from typing import Annotated, Any, Optional
 import typer
 
 from experiments import common as C
+from experiments.workload_runs import run_lines, run_report, times, verdict
 from cli_common.options import finite
 from workloads.collectives import ring_allreduce
-from workloads.figures import report
 from workloads.plots import cdf_axes, timeline_axes
-from workloads.runner import Cut, JobSpec, run_job
+from workloads.runner import Cut, JobSpec
 from workloads.stats import summary
 from workloads.transports import transport
 
 LINK = "p0-leaf0:p0-spine0"
 RING = ("h1", "h3", "h2", "h4")
-RUNS = (("mrc", False), ("mrc", True), ("perflow", False), ("perflow", True))
+RUNS = (("mrc", False), ("mrc", True), ("roce", False), ("roce", True))
+NAMES = {"mrc": "MRC-lite", "roce": "RoCE"}
 
 
 def label(name: str, cut: bool) -> str:
-    return f"{'MRC-lite' if name == 'mrc' else 'per-flow'} {'cut' if cut else 'clean'}"
+    return f"{NAMES[name]} {'cut' if cut else 'clean'}"
 
 
 def pooled(reps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -47,6 +50,7 @@ def pooled(reps: list[dict[str, Any]]) -> dict[str, Any]:
             "fct_s": summary([f["fct_s"] for f in flows if f["fct_s"] is not None]),
             "iterations_done": len(its), "iterations_asked": sum(r["iterations_asked"] for r in reps),
             "complete": all(r["complete"] for r in reps), "all_verified": all(r["all_verified"] for r in reps),
+            "failed": [f for f in flows if f["error"]],
             "healthy_evs_retired": sum(r["healthy_evs_retired"] or 0 for r in reps),
             "retransmissions": sum(f["retransmissions"] or 0 for f in flows), "rounds": reps}
 
@@ -62,10 +66,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, iterations: int, rounds: int, cu
         for name, cut in RUNS:
             spec = JobSpec(ring_allreduce(len(RING), nbytes), RING, transport(name), iterations, timeout=30.0,
                            cut=Cut(LINK, cut_at, down_for) if cut else None, seed=k)
-            raw = run_job(fn, spec, workdir / f"{name}-{cut}-{k}")
-            rep = report(raw, None)
-            rep["raw"] = raw
-            reps[label(name, cut)].append(rep)
+            reps[label(name, cut)].append(run_report(fn, spec, workdir / f"{name}-{cut}-{k}"))
     out["runs"] = {key: pooled(r) for key, r in reps.items()}
     return out
 
@@ -82,18 +83,21 @@ def acceptable(d: dict[str, Any]) -> bool:
                 and _p99(d, "MRC-lite cut") <= 1.3 * _p99(d, "MRC-lite clean"))
 
 
+def _ratio(d: dict[str, Any], name: str) -> str:
+    cut, clean = _p99(d, f"{name} cut"), _p99(d, f"{name} clean")
+    done = d["runs"][f"{name} cut"]["iterations_done"] == d["runs"][f"{name} cut"]["iterations_asked"]
+    return f"{cut / clean:.2f}" if done and cut < float("inf") else "- (the job did not complete)"
+
+
 def figures(d: dict[str, Any]) -> list[str]:
     lines = [f"ring all-reduce of {d['bytes']:,} bytes over {','.join(d['ring'])}, {d['rounds']} rounds of "
              f"{d['iterations']} iterations per run; "
              f"cable {d['link']} cut {d['cut_at_s']:g} s into the job, restored {d['down_for_s']:g} s later"]
-    for key, r in d["runs"].items():
-        it = r["iteration_s"]
-        lines.append(f"  {key:17}: iteration p50 {it.get('p50', 0):.3f} s, p99 {it.get('p99', 0):.3f} s, max "
-                     f"{it.get('max', 0):.3f} s; FCT p99 {r['fct_s'].get('p99', 0):.3f} s; {r['iterations_done']}/"
-                     f"{r['iterations_asked']} iterations, every byte verified {r['all_verified']}, healthy EVs "
-                     f"retired {r['healthy_evs_retired']}, retransmissions {r['retransmissions']}")
-    lines.append(f"  MRC-lite p99 with the cut / clean: {_p99(d, 'MRC-lite cut') / _p99(d, 'MRC-lite clean'):.2f}; "
-                 f"per-flow: {_p99(d, 'per-flow cut') / _p99(d, 'per-flow clean'):.2f}")
+    lines += run_lines(d["runs"], lambda r: (
+        f"iteration {times(r['iteration_s'])}; FCT p99 {r['fct_s'].get('p99', 0):.3f} s; {r['iterations_done']}/"
+        f"{r['iterations_asked']} iterations, {verdict(r)}, healthy EVs retired {r['healthy_evs_retired']}, "
+        f"retransmissions {r['retransmissions']}"))
+    lines.append(f"  p99 iteration with the cut / clean: MRC-lite {_ratio(d, 'MRC-lite')}; RoCE {_ratio(d, 'RoCE')}")
     return lines
 
 
@@ -104,8 +108,8 @@ def plot(d: dict[str, Any]) -> Any:
     a.set_title("iteration times")
     timeline_axes(b, d["runs"]["MRC-lite cut"]["rounds"][0])
     b.set_title("MRC-lite with the cut: each flow")
-    timeline_axes(c, d["runs"]["per-flow cut"]["rounds"][0])
-    c.set_title("per-flow with the cut: each flow")
+    timeline_axes(c, d["runs"]["RoCE cut"]["rounds"][0])
+    c.set_title("RoCE with the cut: each flow")
     fig.tight_layout()
     return fig
 

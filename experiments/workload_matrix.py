@@ -18,6 +18,7 @@ link.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -25,13 +26,13 @@ import typer
 
 from experiments import common as C
 from experiments.workload_alltoall import ACK_DELAY, patience
+from experiments.workload_runs import run_lines, run_report, verdict
 from cli_common.options import finite
 from workloads import htsim
 from workloads.cli import hosts_in_ring
 from workloads.degrade import limit_uplinks
-from workloads.figures import report
 from workloads.plots import cdf_axes
-from workloads.runner import JobSpec, run_job
+from workloads.runner import JobSpec
 from workloads.stats import summary
 from workloads.transports import transport
 
@@ -54,9 +55,7 @@ def run(fn: Any, workdir: Path, *, link_rate: float, matrix: Path = MATRIX) -> d
         for name, label in TRANSPORTS:
             spec = JobSpec(sched, hosts, transport(name), 1, timeout=60.0, rto_min=patience(link_rate),
                            nack_delay=patience(link_rate), ack_delay=ACK_DELAY)
-            raw = run_job(fn, spec, workdir / name)
-            rep = report(raw, capacity)
-            rep["raw"] = raw
+            rep = run_report(fn, spec, workdir / name, capacity)
             rep["slowdown_across"] = summary([f["slowdown"] for f in rep["flows"] if f["slowdown"] is not None
                                               and out["leaf_of"][f["src"]] != out["leaf_of"][f["dst"]]])
             out["runs"][label] = rep
@@ -73,13 +72,15 @@ def acceptable(d: dict[str, Any]) -> bool:
 def figures(d: dict[str, Any]) -> list[str]:
     lines = [f"matrix {d['matrix']}: {d['flows']} flows, {d['bytes']:,} bytes over {d['nodes']} hosts; uplinks of "
              f"{d['link_rate_pps']:g} packets/s, a leaf's capacity {d['capacity_bps'] / 1e6:.1f} Mb/s"]
-    for label, r in d["runs"].items():
-        s, f = r["slowdown"], r["fct_s"]
-        x = r["slowdown_across"]
-        lines.append(f"  {label:20}: slowdown p50 {s.get('p50', 0):.1f}, p99 {s.get('p99', 0):.1f}, max "
-                     f"{s.get('max', 0):.1f} (the {x['n']} flows across the spines: p50 {x.get('p50', 0):.1f}, p99 "
-                     f"{x.get('p99', 0):.1f}); FCT p50 {f.get('p50', 0):.2f} s, p99 {f.get('p99', 0):.2f} s; job "
-                     f"{r['iteration_s'].get('max', 0):.2f} s; every byte verified {r['all_verified']}")
+
+    def line(r: Mapping[str, Any]) -> str:
+        s, f, x = r["slowdown"], r["fct_s"], r["slowdown_across"]
+        return (f"slowdown p50 {s.get('p50', 0):.1f}, p99 {s.get('p99', 0):.1f}, max {s.get('max', 0):.1f} (the "
+                f"{x['n']} flows across the spines: p50 {x.get('p50', 0):.1f}, p99 {x.get('p99', 0):.1f}); FCT p50 "
+                f"{f.get('p50', 0):.2f} s, p99 {f.get('p99', 0):.2f} s; job {r['iteration_s'].get('max', 0):.2f} s; "
+                f"{verdict(r)}")
+
+    lines += run_lines(d["runs"], line)
     return lines
 
 

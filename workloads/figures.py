@@ -45,7 +45,8 @@ def flow_figures(raw: Mapping[str, Any], capacity_bps: float | None) -> list[dic
         out.append({"iteration": f["iteration"], "id": f["id"], "step": f["step"], "src": f["src_host"],
                     "dst": f["dst_host"], "bytes": f["size"], "bytes_received": f.get("received_bytes"), "fct_s": fct, "slowdown": sd,
                     "verified": bool(f.get("verified")), "retransmissions": f.get("retransmissions"),
-                    "evs_retired": f.get("evs_retired", [])})
+                    "evs_retired": f.get("evs_retired", []), "error": f.get("error"),
+                    **({"qp_ev": f["qp_ev"], "source_port": f.get("source_port")} if "qp_ev" in f else {})})
     return out
 
 
@@ -77,6 +78,7 @@ def report(raw: Mapping[str, Any], capacity_bps: float | None) -> dict[str, Any]
         "bytes_scheduled": sum(f["bytes"] for f in flows),
         "bytes_verified": sum(f["bytes"] for f in flows if f["verified"] and f["bytes_received"] == f["bytes"]),
         "all_verified": bool(flows) and all(f["verified"] for f in flows),
+        "flows_failed": sum(1 for f in flows if f["error"]),
         "link_use": link_use(raw.get("link_packets", {}), raw.get("links", [])),
         "healthy_evs_retired": raw.get("healthy_evs_retired"), "cut": raw.get("cut"),
         "flows": flows, "errors": list(raw.get("errors", [])),

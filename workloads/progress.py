@@ -44,7 +44,8 @@ def summary_lines(rep: dict[str, Any]) -> list[str]:
              f"{sd.get('p50', 0):.2f}, p99 {sd.get('p99', 0):.2f} (path capacity "
              f"{(rep['capacity_bps'] or 0) / 1e6:.2f} Mb/s)",
              f"  bytes verified {rep['bytes_verified']:,} of {rep['bytes_scheduled']:,}: "
-             f"{'every byte verified' if rep['all_verified'] else 'NOT ALL VERIFIED'}"]
+             f"{'every byte verified' if rep['all_verified'] else 'NOT ALL VERIFIED'}"
+             + (f"; {rep['flows_failed']} flow(s) FAILED" if rep.get("flows_failed") else "")]
     if rep["step_s"]:
         lines.append("  steps (p50): " + " ".join(f"{s.get('p50', 0) * 1e3:.0f}" for s in rep["step_s"]) + " ms")
     raw = rep.get("raw", {})

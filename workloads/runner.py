@@ -28,6 +28,7 @@ from workloads.transports import Transport
 
 ITERATION_KEYS = 40_000  # a flow's key: iteration * ITERATION_KEYS + id (its data's seed, its per-flow port)
 BACKGROUND_KEY = 30_000  # background flows: keys from here
+QP_FIELDS = ("qp_ev", "source_port", "qp_state", "timeouts", "longest_stall_s")  # a RoCE QP's (roce_flows.py)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ class _Run:
             return
         rec.update(sent=ev["t"], sent_ok=ev["ok"], retransmissions=ev["retransmissions"],
                    evs_retired=ev["evs_retired"], evs_carried=ev.get("evs_carried", []),
-                   evs_recovered=ev.get("evs_recovered", []), per_plane_packets=ev["per_plane_packets"])
+                   evs_recovered=ev.get("evs_recovered", []), per_plane_packets=ev["per_plane_packets"],
+                   error=ev.get("error"), **{k: ev[k] for k in QP_FIELDS if k in ev})
         if not ev["ok"]:
             self.errors.append(f"flow {rec['id']} of iteration {rec['iteration']} ({rec['src_host']} -> "
                                f"{rec['dst_host']}): {ev.get('error') or 'not verified'}")

@@ -6,6 +6,10 @@
 - ``perflow``: the per-flow baseline: one EV and a UDP source port of its own per
   flow, to another port than MRC's, so that the NIC does not take it for MRC and
   hashes the flow onto one (plane, spine) path, as ECMP does (experiments/ecmp.py).
+- ``roce``: the RoCEv2 RC baseline (``endpoints/roce_sender.py``): each flow one queue
+  pair on a UDP source port of its own drawn from the dynamic range, the QP on the one
+  EV its 4-tuple hashes onto (``endpoints/ecmp.py``), go-back-N, DCQCN; a QP that runs
+  out of retries ends in the error state and its flow fails.
 
 ``send_args``/``recv_args`` are the same transport said as ``mrc-send``/``mrc-recv``
 options; the workload agent (``agent.py``) runs the endpoints' state machines in one
@@ -14,8 +18,10 @@ process per host with the fields below.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
+from endpoints.ecmp import EPHEMERAL_FIRST, PORT_LAST
 from endpoints.wire import UDP_PORT_MRC
 
 PLAIN_PORT = 4792  # not the MRC port: the NIC hashes the flow (docs/nic.md)
@@ -26,16 +32,22 @@ FLOW_PORT_BASE = 20000  # per-flow source ports: FLOW_PORT_BASE + flow id
 class Transport:
     name: str
     spray: str = "adaptive"
-    per_flow: bool = False  # one EV, a source port per flow, to PLAIN_PORT
+    per_flow: bool = False  # a socket (source port) of its own per flow
+    roce: bool = False  # the RoCEv2 RC baseline's state machines, not MRC-lite's
     send_args: tuple[str, ...] = ()
     recv_args: tuple[str, ...] = ()
 
     @property
     def port(self) -> int:
-        return PLAIN_PORT if self.per_flow else UDP_PORT_MRC
+        """The receivers' UDP port: MRC's (the NIC reads the EV) but for the per-flow baseline."""
+        return PLAIN_PORT if self.per_flow and not self.roce else UDP_PORT_MRC
 
-    def source_port(self, flow: int) -> int:
-        """The UDP source port of flow ``flow``'s packets (the receiver answers to it)."""
+    def source_port(self, flow: int, seed: int = 0) -> int:
+        """The UDP source port of flow ``flow``'s packets (the receiver answers to it):
+        a QP's is drawn from the dynamic range by the flow and the seed, as a NIC draws
+        it (ports in one aligned block would never collide: CRC-32 is linear)."""
+        if self.roce:
+            return random.Random(f"qp {flow} {seed}").randint(EPHEMERAL_FIRST, PORT_LAST)
         return FLOW_PORT_BASE + flow % 40000 if self.per_flow else UDP_PORT_MRC
 
 
@@ -45,6 +57,8 @@ TRANSPORTS: dict[str, Transport] = {
     "perflow": Transport("perflow", per_flow=True, send_args=(
         "--port", str(PLAIN_PORT), "--source-port", "<per flow>", "--ev-list", "1", "--ev-min-active", "1"),
         recv_args=("--port", str(PLAIN_PORT))),
+    "roce": Transport("roce", per_flow=True, roce=True, send_args=("--transport", "roce", "--source-port", "<per flow>"),
+                      recv_args=("--transport", "roce")),
 }
 
 

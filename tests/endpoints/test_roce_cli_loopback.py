@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -67,6 +68,19 @@ def test_print_ev_and_path_ev(tmp_path: Path) -> None:
     assert f"[{sx}]:{first} -> " in s.stdout and f"EV {want} " in s.stdout
 
 
+def bound(addr: str, wait: float = 60.0) -> bool:
+    """True once a UDP socket is bound to IPv4 ``addr`` (/proc/net/udp: the address in
+    hex, host byte order), within ``wait`` seconds: the command has started (a busy
+    machine takes seconds to start Python)."""
+    want = socket.inet_aton(addr)[::-1].hex().upper() + ":"
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if any(line.split()[1].startswith(want) for line in Path("/proc/net/udp").read_text().splitlines()[1:]):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_a_dead_receiver_exhausts_the_retries(tmp_path: Path) -> None:
     """The receiver dies during the transfer: the sender's local ACK timer (50 ms)
     expires 1 + 7 times without progress, the QP goes to the error state, the report
@@ -77,7 +91,8 @@ def test_a_dead_receiver_exhausts_the_retries(tmp_path: Path) -> None:
                                "roce", "--bytes", "2000000", "--ev-list", EVS, "--line-rate", "4", "--ack-timeout",
                                "0.05", "--report", str(tmp_path / "s.json"), "--timeout", "60"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # started and accepted (4 Mb/s: 2 MB take 4 s)
+    assert bound(sx)  # the sender started: its OPEN is accepted at once
+    time.sleep(1.0)  # well into the transfer (4 Mb/s: 2 MB take 4 s)
     recv.kill()
     finish(recv)
     out, err = sender.communicate(timeout=60)

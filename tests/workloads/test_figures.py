@@ -49,6 +49,20 @@ def test_a_flow_not_arrived_leaves_the_job_incomplete() -> None:
     rep = report(raw, None)
     assert not rep["complete"] and not rep["all_verified"] and rep["iterations_done"] == 1
     assert rep["bytes_verified"] == 4_000_000 and rep["slowdown"] == {"n": 0}
+    assert rep["flows_failed"] == 0  # not arrived, but its sender named no error
+
+
+def test_a_failed_queue_pair_is_a_failed_flow() -> None:
+    """A RoCE flow whose QP went to the error state: failed, with its reason and its QP's EV."""
+    qp_error = "retry count exceeded (7 retries without progress)"
+    failed = {**RAW["flows"][4], "arrived": None, "verified": False, "error": qp_error,  # type: ignore[dict-item]
+              "qp_ev": 4100, "source_port": 50001}
+    raw = {**RAW, "transport": "roce", "flows": [*RAW["flows"][:4], failed], "iteration_ends": [101.0],
+           "errors": [f"flow 3 of iteration 1 (h1 -> h3): {qp_error}"]}
+    rep = report(raw, None)
+    assert rep["flows_failed"] == 1 and not rep["complete"]
+    assert rep["flows"][4]["error"] == qp_error and rep["flows"][4]["qp_ev"] == 4100
+    assert rep["flows"][4]["source_port"] == 50001 and "qp_ev" not in rep["flows"][0]
 
 
 def test_link_use_of_nothing() -> None:

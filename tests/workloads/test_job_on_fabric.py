@@ -1,14 +1,17 @@
 """A small job end to end on the Mininet fabric (embedded target, and BMv2 when on the
-PATH): a ring all-reduce of 3 hosts, 2 iterations, on the sprayed transport and on the
-per-flow baseline. Checked against the schedule worked out here: every flow's bytes
-and ends, every byte verified, each flow started after the flows it waits for arrived,
-the steps adding up to the iteration, each iteration starting where the last ended,
-and the fabric links' counters carrying at least the data packets of the flows that
-cross the spines."""
+PATH): a ring all-reduce of 3 hosts, 2 iterations, on the sprayed transport, on the
+per-flow baseline and on the RoCE baseline. Checked against the schedule worked out
+here: every flow's bytes and ends, every byte verified, each flow started after the
+flows it waits for arrived, the steps adding up to the iteration, each iteration
+starting where the last ended, and the fabric links' counters carrying at least the
+data packets of the flows that cross the spines; on RoCE each QP on the EV its
+4-tuple hashes onto (CRC-32 written out here), its packets on that EV's plane."""
 
 from __future__ import annotations
 
+import ipaddress
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ def _run(target: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
             programmed_network(topo, prefix="mrcwt", run_dir=Path(tmp) / "run", target=target) as fn:
         spec = JobSpec(ring_allreduce(3, SIZE), HOSTS, transport(name), iterations=2, timeout=30.0)
         raw = run_job(fn, spec, Path(tmp) / "job")
+        raw["addresses"] = {h: fn.address(h) for h in HOSTS}
     return report(raw, capacity_bps=8e6), raw
 
 
@@ -72,18 +76,43 @@ def _check_raw(raw: dict[str, Any]) -> None:
     assert sum(raw["link_packets"].values()) >= 2 * crossing
 
 
-@pytest.mark.parametrize("name", ["mrc", "perflow"])
+def _check_qps(raw: dict[str, Any]) -> None:
+    """RoCE: a NIC's EVs are 4096 + k, EV k on plane k mod 2 (docs/addressing.md); a QP
+    takes EV index CRC-32(source and destination address, source port, 4791) mod 64
+    and sends every packet on it, so the links of its plane carry them (twice: up to
+    the spine and down), whatever the other plane carries."""
+    addr = raw["addresses"]
+    on_plane = [0, 0]
+    for f in raw["flows"]:
+        key = (ipaddress.ip_address(addr[f["src_host"]]).packed + ipaddress.ip_address(addr[f["dst_host"]]).packed
+               + f["source_port"].to_bytes(2, "big") + (4791).to_bytes(2, "big"))
+        ev = 4096 + zlib.crc32(key) % 64
+        assert f["qp_ev"] == ev and f["evs_retired"] == [] and f["qp_state"] == "complete"
+        assert f["per_plane_packets"] == {str(ev % 2): f["per_plane_packets"][str(ev % 2)]}
+        if f["src"] in (0, 1):  # crosses the spines
+            on_plane[ev % 2] += -(-f["size"] // MTU)
+    for plane in (0, 1):
+        links = (f"p{plane}-leaf0:p{plane}-spine0", f"p{plane}-leaf1:p{plane}-spine0")
+        assert sum(raw["link_packets"][x] for x in links) >= 2 * on_plane[plane]
+
+
+@pytest.mark.parametrize("name", ["mrc", "perflow", "roce"])
 def test_a_ring_allreduce_on_the_embedded_fabric(name: str) -> None:
     rep, raw = _run("embedded", name)
     _check(rep)
     _check_raw(raw)
+    if name == "roce":
+        _check_qps(raw)
 
 
 @pytest.mark.bmv2
-def test_a_ring_allreduce_on_bmv2() -> None:
-    rep, raw = _run("bmv2", "mrc")
+@pytest.mark.parametrize("name", ["mrc", "roce"])
+def test_a_ring_allreduce_on_bmv2(name: str) -> None:
+    rep, raw = _run("bmv2", name)
     _check(rep)
     _check_raw(raw)
+    if name == "roce":
+        _check_qps(raw)
 
 
 def test_scenarios_a_cut_a_degraded_link_and_background_flows() -> None:
