@@ -36,7 +36,7 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 from p4target.ports.netio import open_interface_socket, read_pcap
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.p4rt_client import Names, RawClient, entity, ins
-from tests.p4runtime.test_veth_run import ip, received
+from tests.p4runtime.test_veth_run import ip, received, stop
 from tests.target.cli.p4t_netlab import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,13 +147,7 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
     finally:
         for s in socks:
             s.close()
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
         ip("netns", "del", ns, check=False)
 
 

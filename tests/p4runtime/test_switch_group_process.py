@@ -30,7 +30,7 @@ from p4target.ports.loop_stats import ask_report
 from p4target.ports.netio import open_interface_socket
 from tests.p4runtime.conftest import RT_ALL, tframe
 from tests.p4runtime.test_switch_group import free_port, wait_answering
-from tests.p4runtime.test_veth_run import ip
+from tests.p4runtime.test_veth_run import ip, stop
 
 REPO = Path(__file__).resolve().parents[2]
 FRAMES = 25
@@ -87,13 +87,7 @@ def groups(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Groups]:
         yield Groups(ns, out)
     finally:
         for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop(proc)
         ip("netns", "del", ns, check=False)
 
 

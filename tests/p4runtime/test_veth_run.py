@@ -30,6 +30,18 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
 
 
+def stop(proc: subprocess.Popen | None, timeout: float = 15) -> None:
+    """Terminate ``proc`` if it still runs; kill it after ``timeout`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def received(sock: socket.socket, want: bytes, timeout: float) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -91,12 +103,6 @@ def test_frame_follows_an_entry_written_over_p4runtime(rt_config) -> None:
     finally:
         for s in socks:
             s.close()
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, 10)
         ip("netns", "del", ns, check=False)
     assert RT_ALL.exists()
