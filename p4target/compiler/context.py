@@ -13,7 +13,8 @@ To use a new attribute or method of another mixin in a mixin, declare it here wi
 the type or signature of its definition. A part composed rather than mixed in
 (``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py; ``SubBlockCompiler``,
 subblocks.py) takes the compiler as a ``CompilerContext``
-argument and reads it through these declarations too.
+argument and reads it through these declarations too; one the fast compiler composes
+(``FastTables``, fast_tables.py) takes it as a ``FastContext``.
 """
 
 from __future__ import annotations
@@ -185,10 +186,11 @@ class FastContext(CompilerContext):
         top_counted: set[str]
         touched_at: dict[tuple[str, ...], tuple[list, int]]
         written: set[tuple[str, ...]]
+        direct_counts: bool
 
         @property
         def always_valid(self) -> set[tuple[str, ...]]: ...
-        def apply_table(self, info) -> V: ...
+        def apply_table(self, info: TableInfo) -> V: ...
         def begin_fast(self, kind: str) -> None: ...
         def bytes_backed(self, path: tuple[str, ...]) -> bool: ...
         def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str: ...

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Literal
 
 from p4target.compiler.values import V
+from p4target.compiler.entities import TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
     Init
 from p4target.compiler.fast_errors import NoFast
@@ -68,17 +69,18 @@ from p4target.compiler.fast_parser import FastParserCompiler
 from p4target.compiler.fast_places import LateInits, Places, assigned_first, assigns_first, count_places, \
     has_return, mentions, place_of, written_places
 from p4target.compiler.fast_statements import FastStatementCompiler
-from p4target.compiler.fast_tables import FastTableCompiler
+from p4target.compiler.fast_tables import FastTables
 from p4target.compiler.naming import pyident
 from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
 
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompiler, FastExternCompiler,
-                   FastParserCompiler, ProgramCompiler):
+class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternCompiler, FastParserCompiler,
+                   ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -126,6 +128,13 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.extract_at: dict[tuple[str, ...], set[int | None]] = {}  # header -> parse positions
         self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
+        self.fast_tables = FastTables(self)
+
+    def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
+
+    def apply_table(self, info: TableInfo) -> V:
+        return self.fast_tables.apply_table(info)  # FastStatementCompiler's table applications
 
     def main_blocks(self) -> list[str]:
         """The names of V1Switch's six blocks, parser first (``main`` is checked to be
