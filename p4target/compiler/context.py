@@ -14,7 +14,7 @@ the type or signature of its definition. A part composed rather than mixed in
 (``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py; ``SubBlockCompiler``,
 subblocks.py) takes the compiler as a ``CompilerContext``
 argument and reads it through these declarations too; one the fast compiler composes
-(``FastTables``, fast_tables.py) takes it as a ``FastContext``.
+(``FastTables``, fast_tables.py; ``FastParser``, fast_parser.py) takes it as a ``FastContext``.
 """
 
 from __future__ import annotations
@@ -157,7 +157,6 @@ class FastContext(CompilerContext):
     """The state and cross-mixin methods of ``FastCompiler`` its mixins use."""
 
     if TYPE_CHECKING:
-        spos: int | None
         block_inits: list[tuple[str, str]]
         _base: int
         _depth: int

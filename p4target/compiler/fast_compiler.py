@@ -65,7 +65,7 @@ from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngre
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
 from p4target.compiler.fast_externs import FastExternCompiler
-from p4target.compiler.fast_parser import FastParserCompiler
+from p4target.compiler.fast_parser import FastParser
 from p4target.compiler.fast_places import LateInits, Places, assigned_first, assigns_first, count_places, \
     has_return, mentions, place_of, written_places
 from p4target.compiler.fast_statements import FastStatementCompiler
@@ -75,12 +75,12 @@ from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
+from p4target.frontend.source import Loc
 
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternCompiler, FastParserCompiler,
-                   ProgramCompiler):
+class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternCompiler, ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -115,7 +115,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternComp
         self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
-        self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
@@ -129,12 +128,23 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternComp
         self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
         self.fast_tables = FastTables(self)
+        self.fast_parser = FastParser(self)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
 
     def apply_table(self, info: TableInfo) -> V:
         return self.fast_tables.apply_table(info)  # FastStatementCompiler's table applications
+
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
+
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
+        self.fast_parser.extract(target, length, loc)  # PacketIOCompiler.packet_in_method's extract
+
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        self.fast_parser.before_packet_in_method(name)
+        return super().packet_in_method(e, name)
 
     def main_blocks(self) -> list[str]:
         """The names of V1Switch's six blocks, parser first (``main`` is checked to be
