@@ -14,7 +14,8 @@ the type or signature of its definition. A part composed rather than mixed in
 (``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py; ``SubBlockCompiler``,
 subblocks.py) takes the compiler as a ``CompilerContext``
 argument and reads it through these declarations too; one the fast compiler composes
-(``FastTables``, fast_tables.py; ``FastParser``, fast_parser.py) takes it as a ``FastContext``.
+(``FastTables``, fast_tables.py; ``FastParser``, fast_parser.py; ``FastExterns``,
+fast_externs.py) takes it as a ``FastContext``.
 """
 
 from __future__ import annotations

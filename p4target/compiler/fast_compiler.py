@@ -43,10 +43,12 @@ The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 ``frame_tail``, the controls and the deparser, ``assemble``), which combines the
 mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
-and the code reading them), ``FastStatementCompiler`` (``fast_statements``),
-``FastTableCompiler`` (``fast_tables``: actions and tables in place),
-``FastExternCompiler`` (``fast_externs``: externs, held-back counts, hashes) and
-``FastParserCompiler`` (``fast_parser``); ``NoFast`` is in ``fast_errors``. The
+and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
+composes ``FastTables`` (``fast_tables``: actions and tables in place),
+``FastExterns`` (``fast_externs``: externs, held-back counts, hashes) and
+``FastParser`` (``fast_parser``), each given it as a ``FastContext``; the methods
+below that only hand a call to one of them are those the general compiler's mixins
+or the deferred nodes call. ``NoFast`` is in ``fast_errors``. The
 entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
 imported when the first fast path is built).
 """
@@ -64,7 +66,7 @@ from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngre
     Init
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
-from p4target.compiler.fast_externs import FastExternCompiler
+from p4target.compiler.fast_externs import FastExterns
 from p4target.compiler.fast_parser import FastParser
 from p4target.compiler.fast_places import LateInits, Places, assigned_first, assigns_first, count_places, \
     has_return, mentions, place_of, written_places
@@ -80,7 +82,7 @@ from p4target.frontend.source import Loc
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternCompiler, ProgramCompiler):
+class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -129,6 +131,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternComp
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
         self.fast_tables = FastTables(self)
         self.fast_parser = FastParser(self)
+        self.fast_externs = FastExterns(self)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -145,6 +148,44 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastExternComp
     def packet_in_method(self, e: A.Call, name: str) -> V | None:
         self.fast_parser.before_packet_in_method(name)
         return super().packet_in_method(e, name)
+
+    # ---- externs (FastExterns), for StatementCompiler, ExternCallCompiler and the
+    # deferred nodes (RenderContext) -------------------------------------------------------
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        return self.fast_externs.extern_method(e, sym, name)
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        if self.fast_externs.extern_function(e, name):
+            return None
+        return super().extern_function(e, name)
+
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
+        code = self.fast_externs.hash_call(algo, nbits, parts)
+        return super().hash_call(algo, data, nbits, parts) if code is None else code
+
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.part_place[parts[n][0]] = v.path
+
+    def single_counted(self) -> list[str]:
+        return self.fast_externs.single_counted()
+
+    def multi_counted(self) -> list[str]:
+        return self.fast_externs.multi_counted()
+
+    def count_mode(self, x: str) -> str:
+        return self.fast_externs.count_mode(x)
+
+    def count_local(self, x: str) -> str:
+        return FastExterns.count_local(x)
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        return self.fast_externs.reg_cells()
+
+    def reg_cell_local(self, x: str, i: int) -> str:
+        return FastExterns.reg_cell_local(x, i)
 
     def main_blocks(self) -> list[str]:
         """The names of V1Switch's six blocks, parser first (``main`` is checked to be
