@@ -1,7 +1,7 @@
 """What the mixins of the program compilers share, declared for the type checker.
 
 ``ProgramCompiler`` (program.py) is made of mixins, one per concern (expressions,
-statements, packet I/O, extern calls), and
+statements, extern calls), and
 ``FastCompiler`` (fast_compiler.py) adds the fast path's mixins on top. Each mixin
 uses state that ``ProgramCompiler.__init__`` or ``FastCompiler.__init__`` sets and
 methods another mixin defines. ``CompilerContext`` and ``FastContext`` declare
@@ -12,10 +12,10 @@ works in as its base class.
 To use a new attribute or method of another mixin in a mixin, declare it here with
 the type or signature of its definition. A part composed rather than mixed in
 (``ModuleAssembler``, assembly.py; ``TableCompiler``, tables.py; ``SubBlockCompiler``,
-subblocks.py) takes the compiler as a ``CompilerContext``
+subblocks.py; ``PacketIO``, packet_io.py) takes the compiler as a ``CompilerContext``
 argument and reads it through these declarations too; one the fast compiler composes
 (``FastTables``, fast_tables.py; ``FastParser``, fast_parser.py; ``FastExterns``,
-fast_externs.py) takes it as a ``FastContext``.
+fast_externs.py; ``FastPacketIO``, fast_packet_io.py) takes it as a ``FastContext``.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class CompilerContext:
                               scope: Scope, in_parser: bool) -> None: ...
         def dedent(self) -> None: ...
         def emit(self, line: str) -> None: ...
+        def emit_header(self, v: V, loc: Loc) -> None: ...
         def emit_lines(self, items: list) -> None: ...
         def end_fn(self) -> None: ...
         def enum_member_name(self, e: A.Expr, enum: str) -> str: ...

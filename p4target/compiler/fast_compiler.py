@@ -46,7 +46,8 @@ mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's loca
 and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
 composes ``FastTables`` (``fast_tables``: actions and tables in place),
 ``FastExterns`` (``fast_externs``: externs, held-back counts, hashes) and
-``FastParser`` (``fast_parser``), each given it as a ``FastContext``; the methods
+``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
+``PacketIO`` it uses), each given it as a ``FastContext``; the methods
 below that only hand a call to one of them are those the general compiler's mixins
 or the deferred nodes call. ``NoFast`` is in ``fast_errors``. The
 entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
@@ -62,11 +63,11 @@ from typing import Literal
 
 from p4target.compiler.values import V
 from p4target.compiler.entities import TableInfo
-from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
-    Init
+from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
 from p4target.compiler.fast_externs import FastExterns
+from p4target.compiler.fast_packet_io import FastPacketIO
 from p4target.compiler.fast_parser import FastParser
 from p4target.compiler.fast_places import LateInits, Places, assigned_first, assigns_first, count_places, \
     has_return, mentions, place_of, written_places
@@ -131,6 +132,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
         self.fast_tables = FastTables(self)
         self.fast_parser = FastParser(self)
+        self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
@@ -141,13 +143,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
 
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
-
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
-        self.fast_parser.extract(target, length, loc)  # PacketIOCompiler.packet_in_method's extract
-
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        self.fast_parser.before_packet_in_method(name)
-        return super().packet_in_method(e, name)
 
     # ---- externs (FastExterns), for StatementCompiler, ExternCallCompiler and the
     # deferred nodes (RenderContext) -------------------------------------------------------
@@ -396,43 +391,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         d = info.decl
         info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
 
-    # ---- packet_out ------------------------------------------------------------------------
-    def emit_header(self, v: V, loc) -> None:
-        t = v.type
-        if v.path is None:
-            raise NoFast("emit of a local")
-        tail = self.frame_tail()
-        if tail is not None and v.path in tail[0]:
-            if v.path == tail[0][0] and not tail[2]:  # the run's bytes, as they came
-                tl = self.local(TAIL, "None")
-                self.emit(f"if {tl} is not None:")
-                self.emit(f"    _o.append(data[{tl}:pos])")
-            return  # (a run that ends the deparser goes with the payload)
-        if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
-            s = self.start_local(v.path)
-            valid = self.valid_local(v.path)
-            if valid == "True":
-                self.emit(f"_o.append(data[{s}:{s} + {t.width // 8}])")
-            else:
-                self.emit(f"if {valid}:")
-                self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
-        elif isinstance(t, StructT) and t.kind == "header":
-            self.raw_local(v.path)
-            self.valid_local(v.path)
-            self.out.append(Emit(self.ind, v.path, t))
-        elif isinstance(t, StructT) and t.kind == "struct":
-            for n, ft in t.fields:
-                self.emit_header(self.path_value(v.path + (n,), ft), loc)
-        elif isinstance(t, StackT):
-            self.stacks[v.path] = t
-            self.emit(f"if {self.local(v.path + (TOUCHED,), 'False')}:")
-            self.indent()
-            for i in range(t.size):
-                self.emit_header(self.path_value(v.path + (str(i),), t.elem), loc)
-            self.dedent()
-        else:
-            raise NoFast("emit of a union")
-
     # ---- controls ----------------------------------------------------------------------------
     def declare_struct(self, d: A.StructLike) -> None:
         """Refuses, before any analysis looks at the program's headers, the header
@@ -449,12 +407,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         for f in d.fields:
             if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
-
-    def unpack_struct(self, t, x):
-        raise NoFast("lookahead of a struct")
-
-    def skip_header(self, e: A.Call) -> None:
-        raise NoFast("extract<T>(_)")
 
     def composite_eq(self, a, b, t):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only

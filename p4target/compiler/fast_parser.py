@@ -97,7 +97,7 @@ class FastParser:
 
     def before_packet_in_method(self, name: str) -> None:
         """What comes before ``packet_in``'s method ``name`` (compiled by the
-        general code, ``PacketIOCompiler.packet_in_method``)."""
+        general code, ``PacketIO.packet_in_method``)."""
         if name != "extract":
             self.settle_pos()  # advance, lookahead: the general code's, on pos
 

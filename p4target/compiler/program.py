@@ -18,6 +18,7 @@ from p4target import model as M
 from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield, pyident
+from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
@@ -118,6 +119,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.sub_reject_defined = False
         self.checking_alone = False  # check_block is compiling a block only for its errors
         self.table_compiler = TableCompiler(self)
+        self.packet_io = PacketIO(self)  # (the fast compiler's: FastPacketIO)
         self.sub_blocks = SubBlockCompiler(self)
 
     # ================================================================== tables (TableCompiler)
@@ -132,6 +134,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
 
     def inline_table_apply(self, info: TableInfo) -> bool:
         return self.table_compiler.inline_table_apply(info)
+
+    # ================================================================== packet_in/packet_out (PacketIO)
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        return self.packet_io.packet_in_method(e, name)
+
+    def emit_header(self, v: V, loc: Loc) -> None:
+        self.packet_io.emit_header(v, loc)
+
+    def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
+        return self.packet_io.field_from(shifted, ft, w, need_mask)
+
+    def unpack_lines(self, t: StructT, h: str, x: str) -> list[str]:
+        return self.packet_io.unpack_lines(t, h, x)
 
     # ================================================================== sub-blocks (SubBlockCompiler)
     def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:
