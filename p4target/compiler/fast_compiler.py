@@ -45,7 +45,8 @@ holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
 and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
 composes ``FastTables`` (``fast_tables``: actions and tables in place),
-``FastExterns`` (``fast_externs``: externs, held-back counts, hashes) and
+``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
+``ExternCalls`` it uses) and
 ``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
 ``PacketIO`` it uses), each given it as a ``FastContext``; the methods
 below that only hand a call to one of them are those the general compiler's mixins
@@ -134,6 +135,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         self.fast_parser = FastParser(self)
         self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
+        self.extern_calls = self.fast_externs
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -144,20 +146,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
 
-    # ---- externs (FastExterns), for StatementCompiler, ExternCallCompiler and the
-    # deferred nodes (RenderContext) -------------------------------------------------------
-    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        return self.fast_externs.extern_method(e, sym, name)
-
-    def extern_function(self, e: A.Call, name: str) -> V | None:
-        if self.fast_externs.extern_function(e, name):
-            return None
-        return super().extern_function(e, name)
-
-    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
-        code = self.fast_externs.hash_call(algo, nbits, parts)
-        return super().hash_call(algo, data, nbits, parts) if code is None else code
-
+    # ---- for ExpressionCompiler's field lists and the deferred nodes (RenderContext) ----
     def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
         n = len(parts)
         super()._flatten_v(v, parts, loc)
@@ -372,9 +361,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         code = pyident("lv", block, py)
         self.block_inits.append((code, zero))
         return code
-
-    def payload_code(self) -> str:
-        return "data[pos:]"
 
     def struct_packer(self, fmt: str) -> str:
         """The bound ``struct.Struct(fmt).pack`` (one per format)."""

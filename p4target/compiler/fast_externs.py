@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4target.compiler.context import FastContext
+from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
 from p4target.compiler.fast_hash import hash_bytes
@@ -26,13 +27,16 @@ _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preservi
 _FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 
 
-class FastExterns:
+class FastExterns(ExternCalls):
     """Extern methods and functions, and hashes, of the fast compiler ``ctx``, emitted
     through it; the counts and register writes it holds back are in its
-    ``count_sites``, ``reg_pending``, ..."""
+    ``count_sites``, ``reg_pending``, ...; what it does not override is the general
+    ``ExternCalls``'."""
+
+    ctx: FastContext
 
     def __init__(self, ctx: FastContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
 
     # ---- counters held back (CountSite, Commit) ---------------------------------------
     def single_counted(self) -> list[str]:
@@ -68,11 +72,9 @@ class FastExterns:
         return f"_rc_{x}_{i}"
 
     # ---- hashes of field lists ------------------------------------------------------------
-    def hash_call(self, algo: str, nbits: int, parts: list[tuple[str, int]]) -> str | None:
-        """The code of hash ``algo`` of the field list ``parts`` (``nbits`` bits), or
-        None when the general code's (``ExternCallCompiler.hash_call``) is used."""
+    def hash_call(self, algo: str, data: str, nbits: int, parts: list[tuple[str, int]]) -> str:
         if algo not in _FIXED_HASHES or nbits <= 0:
-            return None
+            return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"
         line = f"{fn} = rt.hashes.function({algo!r})"
         if line not in self.ctx.binds:
@@ -183,7 +185,7 @@ class FastExterns:
                 if first:
                     self.ctx.always_counted.add(x)
             return None
-        code = self.ctx.index_arg(e, 0)
+        code = self.index_arg(e, 0)
         if code.isdigit():  # a constant action argument pasted in (inline_action)
             if int(code) < size:
                 self.ctx.out.append(CountSite(self.ctx.ind, x, code))
@@ -228,13 +230,13 @@ class FastExterns:
             else:
                 self.ctx.emit(f"{tmp} = 0")
             below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
-            self.ctx.out_assign(self.ctx.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+            self.out_assign(self.ctx.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
             return None
         self.ctx.reg_dynamic.add(x)
         ix = self.ctx.tmp("ix")
         if name == "write":
             self.ctx.nargs(e, 2)
-            self.ctx.emit(f"{ix} = {self.ctx.index_arg(e, 0)}")
+            self.ctx.emit(f"{ix} = {self.index_arg(e, 0)}")
             val = self.ctx.expr_as(self.ctx.arg(e, 1), et, "register value")
             self.ctx.emit(f"if 0 <= {ix} < {x}.size:")
             self.ctx.emit(f"    if {pend} is None: {pend} = {{}}")
@@ -242,11 +244,11 @@ class FastExterns:
             return None
         at = 0 if len(e.args) == 1 else 1
         self.ctx.nargs(e, 1, 2)
-        self.ctx.emit(f"{ix} = {self.ctx.index_arg(e, at)}")
+        self.ctx.emit(f"{ix} = {self.index_arg(e, at)}")
         code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
         if len(e.args) == 1:
             return V(code, et)
-        self.ctx.out_assign(self.ctx.arg(e, 0), code, et, e.loc)
+        self.out_assign(self.ctx.arg(e, 0), code, et, e.loc)
         return None
 
     def max_value(self, e: A.Expr) -> int | None:
@@ -263,29 +265,30 @@ class FastExterns:
                 top = min(top, inner)
         return top
 
-    def extern_function(self, e: A.Call, name: str) -> bool:
-        """Whether extern function call ``e`` is compiled here (its value is None); if
-        not, the general code's ``ExternCallCompiler.extern_function`` compiles it."""
+    def extern_function(self, e: A.Call, name: str) -> V | None:
         if name in _GIVE_UP:
             self.ctx.emit("return None")
-            return True
+            return None
         if name == "mark_to_drop":
             self.ctx.nargs(e, 1)
             self.ctx.value(self.ctx.arg(e, 0))
             self.ctx.emit(self.ctx.sm_store("egress_spec", str(DROP_PORT)))
             self.ctx.emit(self.ctx.sm_store("mcast_grp", "0"))
-            return True
+            return None
         if name in ("assert", "assume"):
             self.ctx.nargs(e, 1)
             self.ctx.emit(f"if not {self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), 'assert condition')}: return None")
-            return True
+            return None
         if name == "verify":
             # a parser error is the general path's to record (parser_error, the error's
             # position): the fast path gives the frame up, before any side effect
             if self.ctx.fn_kind != "parser":
-                return False  # the general code's error message
+                return super().extern_function(e, name)  # its error message
             self.ctx.nargs(e, 2)
             c = self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), "verify condition")
             self.ctx.emit(f"if not {c}: return None")
-            return True
-        return False
+            return None
+        return super().extern_function(e, name)
+
+    def payload_code(self) -> str:
+        return "data[pos:]"
