@@ -43,10 +43,14 @@ The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 ``frame_tail``, the controls and the deparser, ``assemble``), which combines the
 mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
-and the code reading them), ``FastStatementCompiler`` (``fast_statements``),
-``FastTableCompiler`` (``fast_tables``: actions and tables in place),
-``FastExternCompiler`` (``fast_externs``: externs, held-back counts, hashes) and
-``FastParserCompiler`` (``fast_parser``); ``NoFast`` is in ``fast_errors``. The
+and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
+composes ``FastTables`` (``fast_tables``: actions and tables in place),
+``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
+``ExternCalls`` it uses) and
+``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
+``PacketIO`` it uses), each given it as a ``FastContext``; the methods
+below that only hand a call to one of them are those the general compiler's mixins
+or the deferred nodes call. ``NoFast`` is in ``fast_errors``. The
 entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
 imported when the first fast path is built).
 """
@@ -59,26 +63,28 @@ from pathlib import Path
 from typing import Literal
 
 from p4target.compiler.values import V
-from p4target.compiler.fast_deferred import DROP_PORT, TAIL, TOUCHED, AfterIngress, Commit, Copy, Deferred, Emit, \
-    Init
+from p4target.compiler.entities import TableInfo
+from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
-from p4target.compiler.fast_externs import FastExternCompiler
-from p4target.compiler.fast_parser import FastParserCompiler
+from p4target.compiler.fast_externs import FastExterns
+from p4target.compiler.fast_packet_io import FastPacketIO
+from p4target.compiler.fast_parser import FastParser
 from p4target.compiler.fast_places import LateInits, Places, assigned_first, assigns_first, count_places, \
     has_return, mentions, place_of, written_places
 from p4target.compiler.fast_statements import FastStatementCompiler
-from p4target.compiler.fast_tables import FastTableCompiler
+from p4target.compiler.fast_tables import FastTables
 from p4target.compiler.naming import pyident
 from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
+from p4target.frontend.source import Loc
 
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompiler, FastExternCompiler,
-                   FastParserCompiler, ProgramCompiler):
+class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -113,7 +119,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.late_at: dict[int, list[tuple[str, ...]]] = {}  # id(statement) -> fields (LateInits)
         self.late_paths: set[tuple[str, ...]] = set()
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
-        self.spos: int | None = None  # the parse's position when it is a constant (at)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
         self._entered = self._depth = self._base = 0  # see expr()
@@ -126,6 +131,45 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.extract_at: dict[tuple[str, ...], set[int | None]] = {}  # header -> parse positions
         self.leaf_parent: dict[tuple[str, ...], StructT] = {}  # header field -> its header's type
         self.part_place: dict[str, tuple[str, ...]] = {}  # field-list part's code -> its place
+        self.fast_tables = FastTables(self)
+        self.fast_parser = FastParser(self)
+        self.packet_io = FastPacketIO(self, self.fast_parser)
+        self.fast_externs = FastExterns(self)
+        self.extern_calls = self.fast_externs
+
+    def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
+
+    def apply_table(self, info: TableInfo) -> V:
+        return self.fast_tables.apply_table(info)  # FastStatementCompiler's table applications
+
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
+
+    # ---- for ExpressionCompiler's field lists and the deferred nodes (RenderContext) ----
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.part_place[parts[n][0]] = v.path
+
+    def single_counted(self) -> list[str]:
+        return self.fast_externs.single_counted()
+
+    def multi_counted(self) -> list[str]:
+        return self.fast_externs.multi_counted()
+
+    def count_mode(self, x: str) -> str:
+        return self.fast_externs.count_mode(x)
+
+    def count_local(self, x: str) -> str:
+        return FastExterns.count_local(x)
+
+    def reg_cells(self) -> list[tuple[str, int]]:
+        return self.fast_externs.reg_cells()
+
+    def reg_cell_local(self, x: str, i: int) -> str:
+        return FastExterns.reg_cell_local(x, i)
 
     def main_blocks(self) -> list[str]:
         """The names of V1Switch's six blocks, parser first (``main`` is checked to be
@@ -318,9 +362,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         self.block_inits.append((code, zero))
         return code
 
-    def payload_code(self) -> str:
-        return "data[pos:]"
-
     def struct_packer(self, fmt: str) -> str:
         """The bound ``struct.Struct(fmt).pack`` (one per format)."""
         if "from struct import Struct as _Struct" not in self.binds:
@@ -335,43 +376,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         # bodies are compiled where they run (table dispatch, direct calls)
         d = info.decl
         info.empty = not function and not d.body.stmts and not any(p.direction for p in d.params)
-
-    # ---- packet_out ------------------------------------------------------------------------
-    def emit_header(self, v: V, loc) -> None:
-        t = v.type
-        if v.path is None:
-            raise NoFast("emit of a local")
-        tail = self.frame_tail()
-        if tail is not None and v.path in tail[0]:
-            if v.path == tail[0][0] and not tail[2]:  # the run's bytes, as they came
-                tl = self.local(TAIL, "None")
-                self.emit(f"if {tl} is not None:")
-                self.emit(f"    _o.append(data[{tl}:pos])")
-            return  # (a run that ends the deparser goes with the payload)
-        if isinstance(t, StructT) and t.kind == "header" and self.bytes_backed(v.path):
-            s = self.start_local(v.path)
-            valid = self.valid_local(v.path)
-            if valid == "True":
-                self.emit(f"_o.append(data[{s}:{s} + {t.width // 8}])")
-            else:
-                self.emit(f"if {valid}:")
-                self.emit(f"    _o.append(data[{s}:{s} + {t.width // 8}])")
-        elif isinstance(t, StructT) and t.kind == "header":
-            self.raw_local(v.path)
-            self.valid_local(v.path)
-            self.out.append(Emit(self.ind, v.path, t))
-        elif isinstance(t, StructT) and t.kind == "struct":
-            for n, ft in t.fields:
-                self.emit_header(self.path_value(v.path + (n,), ft), loc)
-        elif isinstance(t, StackT):
-            self.stacks[v.path] = t
-            self.emit(f"if {self.local(v.path + (TOUCHED,), 'False')}:")
-            self.indent()
-            for i in range(t.size):
-                self.emit_header(self.path_value(v.path + (str(i),), t.elem), loc)
-            self.dedent()
-        else:
-            raise NoFast("emit of a union")
 
     # ---- controls ----------------------------------------------------------------------------
     def declare_struct(self, d: A.StructLike) -> None:
@@ -389,12 +393,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, FastTableCompi
         for f in d.fields:
             if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
-
-    def unpack_struct(self, t, x):
-        raise NoFast("lookahead of a struct")
-
-    def skip_header(self, e: A.Call) -> None:
-        raise NoFast("extract<T>(_)")
 
     def composite_eq(self, a, b, t):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only

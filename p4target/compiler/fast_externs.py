@@ -1,5 +1,5 @@
-"""The fast path's externs (``FastExternCompiler``, a mixin of ``FastCompiler``,
-``fast_compiler``): counter and register updates held back until the packet is sure
+"""The fast path's externs (``FastExterns``, an object ``FastCompiler``
+(``fast_compiler``) composes): counter and register updates held back until the packet is sure
 to finish here (``CountSite``, ``RegisterAccess``, applied by ``Commit``,
 ``fast_deferred``), and how each held-back count is kept (``count_mode``); the
 hashes of field lists, reading the frame's own bytes where the fields still are
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4target.compiler.context import FastContext
+from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
 from p4target.compiler.fast_hash import hash_bytes
@@ -26,27 +27,34 @@ _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preservi
 _FIXED_HASHES = {"crc16", "crc32", "crcCCITT", "identity", "csum16", "xor16"}
 
 
-class FastExternCompiler(FastContext):
-    """Mixin of ``FastCompiler``: extern methods and functions, hashes; the counts
-    and register writes it holds back are in ``count_sites``, ``reg_pending``, ..."""
+class FastExterns(ExternCalls):
+    """Extern methods and functions, and hashes, of the fast compiler ``ctx``, emitted
+    through it; the counts and register writes it holds back are in its
+    ``count_sites``, ``reg_pending``, ...; what it does not override is the general
+    ``ExternCalls``'."""
+
+    ctx: FastContext
+
+    def __init__(self, ctx: FastContext) -> None:
+        super().__init__(ctx)
 
     # ---- counters held back (CountSite, Commit) ---------------------------------------
     def single_counted(self) -> list[str]:
-        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) == 1]
+        return [x for x in dict.fromkeys(self.ctx.count_sites) if self.ctx.count_sites.count(x) == 1]
 
     def multi_counted(self) -> list[str]:
-        return [x for x in dict.fromkeys(self.count_sites) if self.count_sites.count(x) > 1]
+        return [x for x in dict.fromkeys(self.ctx.count_sites) if self.ctx.count_sites.count(x) > 1]
 
     def count_mode(self, x: str) -> str:
         """How counter ``x``'s held-back count is kept: "list" (``_cn``, for one counted
         at several places, and, when that list exists anyway, for one counted at one
         place that not every packet reaches), "always" (one local set by ingress's
         first statements on every packet: no -1 and no test), else "local"."""
-        if self.count_sites.count(x) > 1:
+        if self.ctx.count_sites.count(x) > 1:
             return "list"
-        if x in self.always_counted:
+        if x in self.ctx.always_counted:
             return "always"
-        if x in self.top_counted:  # a statement of a block's body: most packets count it
+        if x in self.ctx.top_counted:  # a statement of a block's body: most packets count it
             return "local"
         return "list" if self.multi_counted() else "local"
 
@@ -56,7 +64,7 @@ class FastExternCompiler(FastContext):
 
     def reg_cells(self) -> list[tuple[str, int]]:
         """(register, index) of the cells pending writes are held in locals for."""
-        return [(x, i) for x, idx in self.reg_const.items() if x not in self.reg_dynamic
+        return [(x, i) for x, idx in self.ctx.reg_const.items() if x not in self.ctx.reg_dynamic
                 for i in sorted(idx)]
 
     @staticmethod
@@ -69,15 +77,9 @@ class FastExternCompiler(FastContext):
             return super().hash_call(algo, data, nbits, parts)
         fn = f"_hf_{algo}"
         line = f"{fn} = rt.hashes.function({algo!r})"
-        if line not in self.binds:
-            self.binds.append(line)
+        if line not in self.ctx.binds:
+            self.ctx.binds.append(line)
         return f"{fn}({self.hash_input(parts)})"
-
-    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc) -> None:
-        n = len(parts)
-        super()._flatten_v(v, parts, loc)
-        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
-            self.part_place[parts[n][0]] = v.path
 
     def hash_input(self, parts: list[tuple[str, int]]) -> str:
         """Code for the bytes a hash of the field list ``parts`` reads: runs of fields
@@ -114,8 +116,8 @@ class FastExternCompiler(FastContext):
         False (``data[a:b] if not dirty else <the fields packed>``; the flag is
         unbound until the extract, so a packet that never had the header still leaves
         the fast path as reading its fields makes it)."""
-        place = self.part_place.get(parts[i][0])
-        t = self.leaf_parent.get(place) if place is not None else None
+        place = self.ctx.part_place.get(parts[i][0])
+        t = self.ctx.leaf_parent.get(place) if place is not None else None
         if place is None or t is None:
             return None
         h = place[:-1]
@@ -126,7 +128,7 @@ class FastExternCompiler(FastContext):
         if off % 8:
             return None
         best, j, w = None, i, 0
-        while j < len(parts) and k < len(names) and self.part_place.get(parts[j][0]) == h + (names[k],):
+        while j < len(parts) and k < len(names) and self.ctx.part_place.get(parts[j][0]) == h + (names[k],):
             w += widths[k]
             j, k = j + 1, k + 1
             if w % 8 == 0:
@@ -135,13 +137,13 @@ class FastExternCompiler(FastContext):
             return None
         j, w = best
         a, b = off // 8, (off + w) // 8
-        if self.bytes_backed(h):
-            s = self.start_local(h)
+        if self.ctx.bytes_backed(h):
+            s = self.ctx.start_local(h)
             return j, f"data[{s} + {a}:{s} + {b}]"
-        at = self.extract_at.get(h, set())
-        dirty = self.names.get(h + (DIRTY,))
-        p = self.places
-        if len(at) != 1 or None in at or dirty is None or self.fn_kind == "parser" \
+        at = self.ctx.extract_at.get(h, set())
+        dirty = self.ctx.names.get(h + (DIRTY,))
+        p = self.ctx.places
+        if len(at) != 1 or None in at or dirty is None or self.ctx.fn_kind == "parser" \
                 or any(h[:k] in p.revalidated or h[:k] in p.written for k in range(1, len(h) + 1)):
             return None
         base = next(iter(at))
@@ -157,103 +159,103 @@ class FastExternCompiler(FastContext):
         if kind == "register" and name in ("read", "write"):
             return self.register_access(e, inst, x, name)
         if kind == "direct_counter" and name == "count":
-            self.nargs(e, 0)
+            self.ctx.nargs(e, 0)
             return None  # the table counts the entry (DirectCounter.count does nothing)
-        self.emit("return None")  # meters, direct meters
+        self.ctx.emit("return None")  # meters, direct meters
         return None
 
 
     def counter_count(self, e: A.Call, inst: Any, x: str) -> V | None:  # inst: the counter's InstanceInfo
         """``c.count(i)``: a count site the deferred writer settles (fast_deferred.py)."""
-        self.nargs(e, 1)
-        self.count_sites.append(x)
-        if self.fn_kind == "parser":  # a parser loop may count it again
-            self.count_sites.append(x)
+        self.ctx.nargs(e, 1)
+        self.ctx.count_sites.append(x)
+        if self.ctx.fn_kind == "parser":  # a parser loop may count it again
+            self.ctx.count_sites.append(x)
         for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
-            if line not in self.binds:
-                self.binds.append(line)
+            if line not in self.ctx.binds:
+                self.ctx.binds.append(line)
         size = inst.extern.size
-        iv = self.value(self.arg(e, 0))
-        first = id(e) in self.ingress_prefix_counts  # (ingress: before any drop commits)
-        if self.ind == self.body_ind:
-            self.top_counted.add(x)
+        iv = self.ctx.value(self.ctx.arg(e, 0))
+        first = id(e) in self.ctx.ingress_prefix_counts  # (ingress: before any drop commits)
+        if self.ctx.ind == self.ctx.body_ind:
+            self.ctx.top_counted.add(x)
         if iv.const is not None:  # the index is known here: so is whether it counts
             if 0 <= int(iv.const) < size:
-                self.out.append(CountSite(self.ind, x, str(iv.const)))
+                self.ctx.out.append(CountSite(self.ctx.ind, x, str(iv.const)))
                 if first:
-                    self.always_counted.add(x)
+                    self.ctx.always_counted.add(x)
             return None
         code = self.index_arg(e, 0)
         if code.isdigit():  # a constant action argument pasted in (inline_action)
             if int(code) < size:
-                self.out.append(CountSite(self.ind, x, code))
+                self.ctx.out.append(CountSite(self.ctx.ind, x, code))
             return None
-        top = self.max_value(self.arg(e, 0))
+        top = self.max_value(self.ctx.arg(e, 0))
         if top is not None and top < size:  # its type says it is in range
-            self.out.append(CountSite(self.ind, x, code))
+            self.ctx.out.append(CountSite(self.ctx.ind, x, code))
             if first:
-                self.always_counted.add(x)
+                self.ctx.always_counted.add(x)
             return None
-        i = self.tmp("ci")
-        self.emit(f"{i} = {code}")
+        i = self.ctx.tmp("ci")
+        self.ctx.emit(f"{i} = {code}")
         check = f"{i} < {size}" if isinstance(iv.type, BitT) and not iv.type.signed else f"0 <= {i} < {size}"
-        self.emit(f"if {check}:")
-        self.out.append(CountSite(self.ind + "    ", x, i))
+        self.ctx.emit(f"if {check}:")
+        self.ctx.out.append(CountSite(self.ctx.ind + "    ", x, i))
         return None
 
     def register_access(self, e: A.Call, inst: Any, x: str, name: str) -> V | None:  # inst: the register's InstanceInfo
         """``r.read(out, i)`` / ``r.write(i, v)``: a constant cell kept in a local until the
         frame ends, another one through the pending writes of the frame."""
         et = inst.elem_type
-        pend = self.reg_pending.setdefault(x, f"_reg_{x}")
+        pend = self.ctx.reg_pending.setdefault(x, f"_reg_{x}")
         line = f"{x}_c = {x}.cells"
-        if line not in self.binds:
-            self.binds.append(line)
+        if line not in self.ctx.binds:
+            self.ctx.binds.append(line)
         at = 0 if name == "write" or len(e.args) == 1 else 1
-        riv = self.value(self.arg(e, at)) if len(e.args) > at else None
+        riv = self.ctx.value(self.ctx.arg(e, at)) if len(e.args) > at else None
         if riv is not None and riv.const is not None and len(e.args) == 2:
-            self.nargs(e, 2)
+            self.ctx.nargs(e, 2)
             cell = int(riv.const)
             inside = 0 <= cell < inst.extern.size
             if inside:
-                self.reg_const.setdefault(x, set()).add(cell)
+                self.ctx.reg_const.setdefault(x, set()).add(cell)
             if name == "write":
-                val = self.expr_as(self.arg(e, 1), et, "register value")
+                val = self.ctx.expr_as(self.ctx.arg(e, 1), et, "register value")
                 if inside:  # (outside: a write that does nothing)
-                    self.out.append(RegisterAccess(self.ind, x, cell, et.mask, value=val))
+                    self.ctx.out.append(RegisterAccess(self.ctx.ind, x, cell, et.mask, value=val))
                 return None
-            tmp = self.tmp("rv")
+            tmp = self.ctx.tmp("rv")
             if inside:
-                self.out.append(RegisterAccess(self.ind, x, cell, et.mask, tmp=tmp))
+                self.ctx.out.append(RegisterAccess(self.ctx.ind, x, cell, et.mask, tmp=tmp))
             else:
-                self.emit(f"{tmp} = 0")
+                self.ctx.emit(f"{tmp} = 0")
             below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
-            self.out_assign(self.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+            self.out_assign(self.ctx.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
             return None
-        self.reg_dynamic.add(x)
-        ix = self.tmp("ix")
+        self.ctx.reg_dynamic.add(x)
+        ix = self.ctx.tmp("ix")
         if name == "write":
-            self.nargs(e, 2)
-            self.emit(f"{ix} = {self.index_arg(e, 0)}")
-            val = self.expr_as(self.arg(e, 1), et, "register value")
-            self.emit(f"if 0 <= {ix} < {x}.size:")
-            self.emit(f"    if {pend} is None: {pend} = {{}}")
-            self.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
+            self.ctx.nargs(e, 2)
+            self.ctx.emit(f"{ix} = {self.index_arg(e, 0)}")
+            val = self.ctx.expr_as(self.ctx.arg(e, 1), et, "register value")
+            self.ctx.emit(f"if 0 <= {ix} < {x}.size:")
+            self.ctx.emit(f"    if {pend} is None: {pend} = {{}}")
+            self.ctx.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
             return None
         at = 0 if len(e.args) == 1 else 1
-        self.nargs(e, 1, 2)
-        self.emit(f"{ix} = {self.index_arg(e, at)}")
+        self.ctx.nargs(e, 1, 2)
+        self.ctx.emit(f"{ix} = {self.index_arg(e, at)}")
         code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
         if len(e.args) == 1:
             return V(code, et)
-        self.out_assign(self.arg(e, 0), code, et, e.loc)
+        self.out_assign(self.ctx.arg(e, 0), code, et, e.loc)
         return None
 
     def max_value(self, e: A.Expr) -> int | None:
         """The largest value ``e`` can have by its type (None: not an unsigned bit
         string): a cast of a narrower unsigned value keeps the narrower bound, so
         ``(bit<32>)standard_metadata.ingress_port`` is at most 511."""
-        t = self.value(e).type
+        t = self.ctx.value(e).type
         if not isinstance(t, BitT) or t.signed:
             return None
         top = (1 << t.width) - 1
@@ -265,25 +267,28 @@ class FastExternCompiler(FastContext):
 
     def extern_function(self, e: A.Call, name: str) -> V | None:
         if name in _GIVE_UP:
-            self.emit("return None")
+            self.ctx.emit("return None")
             return None
         if name == "mark_to_drop":
-            self.nargs(e, 1)
-            self.value(self.arg(e, 0))
-            self.emit(self.sm_store("egress_spec", str(DROP_PORT)))
-            self.emit(self.sm_store("mcast_grp", "0"))
+            self.ctx.nargs(e, 1)
+            self.ctx.value(self.ctx.arg(e, 0))
+            self.ctx.emit(self.ctx.sm_store("egress_spec", str(DROP_PORT)))
+            self.ctx.emit(self.ctx.sm_store("mcast_grp", "0"))
             return None
         if name in ("assert", "assume"):
-            self.nargs(e, 1)
-            self.emit(f"if not {self.expr_as(self.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            self.ctx.nargs(e, 1)
+            self.ctx.emit(f"if not {self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), 'assert condition')}: return None")
             return None
         if name == "verify":
             # a parser error is the general path's to record (parser_error, the error's
             # position): the fast path gives the frame up, before any side effect
-            if self.fn_kind != "parser":
+            if self.ctx.fn_kind != "parser":
                 return super().extern_function(e, name)  # its error message
-            self.nargs(e, 2)
-            c = self.expr_as(self.arg(e, 0), BoolT(), "verify condition")
-            self.emit(f"if not {c}: return None")
+            self.ctx.nargs(e, 2)
+            c = self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), "verify condition")
+            self.ctx.emit(f"if not {c}: return None")
             return None
         return super().extern_function(e, name)
+
+    def payload_code(self) -> str:
+        return "data[pos:]"

@@ -1,5 +1,5 @@
 """The bytes a hash in the fast path reads, as code (``hash_bytes``), for
-``FastExternCompiler.hash_input`` (``fast_externs``) where the fields are not the
+``FastExterns.hash_input`` (``fast_externs``) where the fields are not the
 frame's own bytes. It is pure text built from the fields' code and widths, with no
 compiler state, so it lives apart from the compiler.
 """

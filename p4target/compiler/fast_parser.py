@@ -1,5 +1,5 @@
-"""The fast path's parser (``FastParserCompiler``, a mixin of ``FastCompiler``,
-``fast_compiler``): straight-line code over the frame's bytes instead of parser
+"""The fast path's parser (``FastParser``, an object ``FastCompiler``
+(``fast_compiler``) composes): straight-line code over the frame's bytes instead of parser
 state functions. Each state is pasted where the previous state's select chooses it
 (on every path when that stays under ``PASTE_PARSER_MAX``, else a state several
 transitions lead to is emitted once, behind ``_ps`` tests), at constant offsets
@@ -15,6 +15,7 @@ from p4target.compiler.context import FastContext
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
 from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.scope import Scope
 from p4target.compiler.types import StackT, StructT
 from p4target.frontend import ast as A
 
@@ -24,45 +25,54 @@ MAX_LINES = 6000  # a parser whose pasted states would be longer gets no fast pa
 PASTE_PARSER_MAX = 400
 
 
-class FastParserCompiler(FastContext):
-    """Mixin of ``FastCompiler``: the parser and ``packet_in``'s extract; needs its
-    packet-state locals (``local``, ``raw_local``, ...) and ``frame_tail``."""
+class FastParser:
+    """The parser and ``packet_in``'s extract of the fast compiler ``ctx``, emitted
+    through it; reads its packet-state locals (``local``, ``raw_local``, ...) and
+    ``frame_tail``. It owns where the parse is (``spos``) and, while a parser is
+    compiled, its states, join states and scope."""
+
+    def __init__(self, ctx: FastContext) -> None:
+        self.ctx = ctx
+        self.spos: int | None = None  # the parse's position when it is a constant (at)
+        self.states: dict[str, A.ParserState] = {}
+        self.joins: dict[str, int] = {}
+        self.parser_scope: Scope = ctx.global_scope  # (the parser's, once gen_parser made it)
 
     # ---- packet_in ---------------------------------------------------------------------------
     def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:
         # (``length`` is for a header with a varbit field: no such program gets here,
         # declare_struct refused it)
         if isinstance(target, A.Member) and target.name == "next":
-            s = self.value(target.obj)
+            s = self.ctx.value(target.obj)
             if isinstance(s.type, StackT):
                 self.extract_next(s)
                 return
-        v = self.value(target)
+        v = self.ctx.value(target)
         if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header":
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8
         here, end = self.at(0), self.at(n)
-        self.emit(f"if {end} > _dl: return None")
-        if self.bytes_backed(v.path):
-            tail = self.frame_tail()
+        self.ctx.emit(f"if {end} > _dl: return None")
+        if self.ctx.bytes_backed(v.path):
+            tail = self.ctx.frame_tail()
             if tail is not None and v.path in tail[1]:  # where the frame's tail starts
-                self.emit(f"{self.start_local(v.path)} = {self.local(TAIL, 'None')} = {here}")
+                self.ctx.emit(f"{self.ctx.start_local(v.path)} = {self.ctx.local(TAIL, 'None')} = {here}")
             else:
-                self.emit(f"{self.start_local(v.path)} = {here}")
+                self.ctx.emit(f"{self.ctx.start_local(v.path)} = {here}")
             for fname, ft in v.type.fields:
                 fp = v.path + (fname,)
-                if fp in self.split_bytes:
-                    self.lazy.add(fp)
-                    self.emit(f"{self.field_local(fp, ft)} = {self.bytes_field(fp, ft, v.type, here)}")
-            self.out.append(ValidFlag(self.ind, v.path))
+                if fp in self.ctx.split_bytes:
+                    self.ctx.lazy.add(fp)
+                    self.ctx.emit(f"{self.ctx.field_local(fp, ft)} = {self.ctx.bytes_field(fp, ft, v.type, here)}")
+            self.ctx.out.append(ValidFlag(self.ctx.ind, v.path))
             self.move(n)
             return
-        raw = self.raw_local(v.path)
-        self.extract_at.setdefault(v.path, set()).add(self.spos)
-        self.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
-        self.dirty_at.pop(v.path, None)
-        self.out.append(Split(self.ind, v.path, v.type, raw, self.spos))
-        self.out.append(ValidFlag(self.ind, v.path))
+        raw = self.ctx.raw_local(v.path)
+        self.ctx.extract_at.setdefault(v.path, set()).add(self.spos)
+        self.ctx.emit(f"{raw} = int.from_bytes(data[{here}:{end}], 'big')")
+        self.ctx.dirty_at.pop(v.path, None)
+        self.ctx.out.append(Split(self.ctx.ind, v.path, v.type, raw, self.spos))
+        self.ctx.out.append(ValidFlag(self.ctx.ind, v.path))
         self.move(n)
 
     # where the parse is: a constant while every path here extracted the same
@@ -78,76 +88,77 @@ class FastParserCompiler(FastContext):
         if self.spos is not None:
             self.spos += n
         else:
-            self.emit(f"pos += {n}")
+            self.ctx.emit(f"pos += {n}")
 
     def settle_pos(self) -> None:
         if self.spos is not None:
-            self.emit(f"pos = {self.spos}")
+            self.ctx.emit(f"pos = {self.spos}")
             self.spos = None
 
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+    def before_packet_in_method(self, name: str) -> None:
+        """What comes before ``packet_in``'s method ``name`` (compiled by the
+        general code, ``PacketIO.packet_in_method``)."""
         if name != "extract":
             self.settle_pos()  # advance, lookahead: the general code's, on pos
-        return super().packet_in_method(e, name)
 
     def extract_next(self, s: V) -> None:
         t = s.type
         assert isinstance(t, StackT)
         if s.path is None:
             raise NoFast("stack outside the packet state")
-        nxt = self.local(s.path + (NEXT,))
+        nxt = self.ctx.local(s.path + (NEXT,))
         self.settle_pos()
-        self.touch_stack(s.path, t)
+        self.ctx.touch_stack(s.path, t)
         n = t.elem.width // 8
-        self.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
-        x = self.tmp("x")
-        self.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
+        self.ctx.emit(f"if {nxt} >= {t.size} or pos + {n} > _dl: return None")
+        x = self.ctx.tmp("x")
+        self.ctx.emit(f"{x} = int.from_bytes(data[pos:pos + {n}], 'big')")
         for i in range(t.size):
             ep = s.path + (str(i),)
-            self.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
-            self.indent()
-            self.dirty_at.pop(ep, None)
-            self.out.append(Split(self.ind, ep, t.elem, x))
-            self.emit(f"{self.valid_local(ep)} = True")
-            self.dedent()
-        self.emit(f"{nxt} += 1")
-        self.emit(f"pos += {n}")
+            self.ctx.emit("else:" if i == t.size - 1 and i else f"{'if' if i == 0 else 'elif'} {nxt} == {i}:")
+            self.ctx.indent()
+            self.ctx.dirty_at.pop(ep, None)
+            self.ctx.out.append(Split(self.ctx.ind, ep, t.elem, x))
+            self.ctx.emit(f"{self.ctx.valid_local(ep)} = True")
+            self.ctx.dedent()
+        self.ctx.emit(f"{nxt} += 1")
+        self.ctx.emit(f"pos += {n}")
 
     # ---- parser ---------------------------------------------------------------------------
     def gen_parser(self, d: A.ParserDecl) -> None:
         if d.ctor_params:
             raise NoFast("parser constructor parameter")
-        scope = self.global_scope.child()
-        self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
-        self.scope = scope
-        self.block_inits = []
-        self.block_locals(d.name, d.locals, scope, parser=True)
-        inits = self.locals_inits
+        scope = self.ctx.global_scope.child()
+        self.ctx.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
+        self.ctx.scope = scope
+        self.ctx.block_inits = []
+        self.ctx.block_locals(d.name, d.locals, scope, parser=True)
+        inits = self.ctx.locals_inits
         self.states = {s.name: s for s in d.states}
         if "start" not in self.states:
             raise NoFast("no start state")
         self.parser_scope = scope
-        self.begin_fast("parser")
-        self.fast_out.append(Init(self.ind))
+        self.ctx.begin_fast("parser")
+        self.ctx.fast_out.append(Init(self.ctx.ind))
         self.spos = 0
-        for code, zero in self.block_inits:
-            self.emit(f"{code} = {zero}")
-        self.emit_lines(inits)
+        for code, zero in self.ctx.block_inits:
+            self.ctx.emit(f"{code} = {zero}")
+        self.ctx.emit_lines(inits)
         order, self.joins = self.parser_joins()
         if self.joins:
-            self.emit("_ps = 0")
+            self.ctx.emit("_ps = 0")
         self.fast_state("start", ())
         for name in order:  # each state reached from several places: once, in order
             if name in self.joins:
                 self.spos = None
-                self.emit(f"if _ps == {self.joins[name]}:")
-                self.indent()
-                n = len(self.out)
+                self.ctx.emit(f"if _ps == {self.joins[name]}:")
+                self.ctx.indent()
+                n = len(self.ctx.out)
                 self.fast_state(name, ())
-                if len(self.out) == n:
-                    self.emit("pass")
-                self.dedent()
-        self.scope = self.global_scope
+                if len(self.ctx.out) == n:
+                    self.ctx.emit("pass")
+                self.ctx.dedent()
+        self.ctx.scope = self.ctx.global_scope
 
     def parser_joins(self) -> tuple[list[str], dict[str, int]]:
         """The parser states in topological order, and those that several transitions
@@ -192,7 +203,7 @@ class FastParserCompiler(FastContext):
         """Continue the parse in ``target``: pasted here, or through ``_ps`` for a join."""
         if target in self.joins:
             self.settle_pos()
-            self.emit(f"_ps = {self.joins[target]}")
+            self.ctx.emit(f"_ps = {self.joins[target]}")
         else:
             self.fast_state(target, path)
 
@@ -203,36 +214,36 @@ class FastParserCompiler(FastContext):
         s = self.states.get(name)
         if s is None or name in path:
             raise NoFast("a parser loop through several states")
-        if len(self.fast_out) > MAX_LINES:
+        if len(self.ctx.fast_out) > MAX_LINES:
             raise NoFast("parser too long once pasted")
         tr = s.transition
         if tr is None:
             raise NoFast("state without transition")
         targets = [tr.state] if tr.state is not None else [c.state for c in tr.cases]
-        saved = self.scope
-        self.scope = self.parser_scope.child()
+        saved = self.ctx.scope
+        self.ctx.scope = self.parser_scope.child()
         if name in targets:
             if not self.extracts_next(s.stmts):
                 raise NoFast("a parser loop that extracts into no stack")
             self.settle_pos()
-            exit_var = self.tmp("nx")
+            exit_var = self.ctx.tmp("nx")
             exits: list[str] = []
-            self.emit("while True:")
-            self.indent()
-            self.stmts(s.stmts)
+            self.ctx.emit("while True:")
+            self.ctx.indent()
+            self.ctx.stmts(s.stmts)
             self.transition(tr, path + (name,), (name, exit_var, exits))
-            self.dedent()
+            self.ctx.dedent()
             if len(exits) == 1:
                 self.goto(exits[0], path + (name,))
             for k, t in enumerate(exits if len(exits) > 1 else []):
-                self.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
-                self.indent()
+                self.ctx.emit("else:" if k == len(exits) - 1 else f"{'if' if k == 0 else 'elif'} {exit_var} == {k}:")
+                self.ctx.indent()
                 self.branch(t, path + (name,))
-                self.dedent()
+                self.ctx.dedent()
         else:
-            self.stmts(s.stmts)
+            self.ctx.stmts(s.stmts)
             self.transition(tr, path + (name,), None)
-        self.scope = saved
+        self.ctx.scope = saved
 
     def extracts_next(self, stmts: list[A.Stmt]) -> bool:
         """True when the state always extracts into ``stack.next`` (bounds the loop)."""
@@ -241,7 +252,7 @@ class FastParserCompiler(FastContext):
                     and st.call.func.name == "extract" and st.call.args:
                 a = st.call.args[0].value
                 if isinstance(a, A.Member) and a.name == "next" \
-                        and isinstance(self.value(a.obj).type, StackT):
+                        and isinstance(self.ctx.value(a.obj).type, StackT):
                     return True
         return False
 
@@ -250,17 +261,17 @@ class FastParserCompiler(FastContext):
         if loop is not None:
             name, exit_var, exits = loop
             if target == name:
-                self.emit("continue")
+                self.ctx.emit("continue")
                 return
             if target not in exits:
                 exits.append(target)
-            self.emit(f"{exit_var} = {exits.index(target)}")
-            self.emit("break")
+            self.ctx.emit(f"{exit_var} = {exits.index(target)}")
+            self.ctx.emit("break")
             return
-        n = len(self.out)
+        n = len(self.ctx.out)
         self.goto(target, path)
-        if len(self.out) == n:
-            self.emit("pass")
+        if len(self.ctx.out) == n:
+            self.ctx.emit("pass")
 
     def transition(self, tr: A.Transition, path: tuple[str, ...],
                    loop: tuple[str, str, list[str]] | None) -> None:
@@ -272,11 +283,11 @@ class FastParserCompiler(FastContext):
             return
         kvars = []
         for i, ke in enumerate(tr.select or []):
-            k = self.value(ke)
+            k = self.ctx.value(ke)
             # one name per key position for every select: its if/elif tests all run
             # before any state pasted in a case (fewer locals: a cheaper call)
             kv = f"_k{i}"
-            self.emit(f"{kv} = {k.code}")
+            self.ctx.emit(f"{kv} = {k.code}")
             kvars.append((kv, k))
         first = True
         sp = self.spos  # every case starts where the select is
@@ -289,18 +300,18 @@ class FastParserCompiler(FastContext):
                     return
                 if loop is None and case.state in ("accept", "reject") and sp is None:
                     return  # falls through to the end of the parse
-                self.emit("else:")
-                self.indent()
+                self.ctx.emit("else:")
+                self.ctx.indent()
                 self.branch(case.state, path, loop)
-                self.dedent()
+                self.ctx.dedent()
                 self.spos = None  # (each case settled its own)
                 return
-            conds = self.case_conds(case, kvars)
-            self.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
+            conds = self.ctx.case_conds(case, kvars)
+            self.ctx.emit(f"{'if' if first else 'elif'} {' and '.join(conds) if conds else 'True'}:")
             first = False
-            self.indent()
+            self.ctx.indent()
             self.branch(case.state, path, loop)
-            self.dedent()
+            self.ctx.dedent()
         self.spos = None
-        self.emit("else:")
-        self.emit("    return None")  # no case matched: error.NoMatch, the general path's
+        self.ctx.emit("else:")
+        self.ctx.emit("    return None")  # no case matched: error.NoMatch, the general path's

@@ -1,5 +1,5 @@
-"""The fast path's actions and tables (``FastTableCompiler``, a mixin of
-``FastCompiler``, ``fast_compiler``): an action called directly, or chosen by a
+"""The fast path's actions and tables (``FastTables``, an object
+``FastCompiler`` (``fast_compiler``) composes): an action called directly, or chosen by a
 table, is compiled where it runs with its parameters in locals (no action
 function); a table is looked up in place in the structures
 ``TableRuntime.fast_lookup`` gives (exact, single LPM, exact+LPM, with an action
@@ -20,82 +20,85 @@ from p4target.compiler.types import BitT, ObjT, StackT, StructT
 from p4target.frontend import ast as A
 
 
-class FastTableCompiler(FastContext):
-    """Mixin of ``FastCompiler``: action calls and table applications, emitted into
-    ``self.out`` (``binds`` gets the runtime structures they read)."""
+class FastTables:
+    """Action calls and table applications of the fast compiler ``ctx``, emitted
+    through it into its ``out`` (its ``binds`` gets the runtime structures they read).
+    ``FastCompiler.action_call`` hands ``StatementCompiler.call``'s action calls here."""
 
-    # ---- actions and tables -------------------------------------------------------------
+    def __init__(self, ctx: FastContext) -> None:
+        self.ctx = ctx
+
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         act = sym.obj
         if getattr(act, "ret", None) is not None:
             raise NoFast("function call")  # P4 functions: not compiled in place yet
         params = act.decl.params
-        args = self.bind_args(e, params)
+        args = self.ctx.bind_args(e, params)
         bound: dict[str, str] = {}
         outs = []
         for p, a in zip(params, args, strict=False):
-            pt = self.param_type(p)
-            py = self.tmp("ap")
+            pt = self.ctx.param_type(p)
+            py = self.ctx.tmp("ap")
             if p.direction in ("out", "inout"):
                 if a is None:
                     raise NoFast("missing out argument")
                 if isinstance(pt, (StructT, StackT)):
                     raise NoFast("header, struct or stack passed out/inout (copied in and out)")
-                self.check_lvalue(a)
-                code = self.value(a).code if p.direction == "inout" else self.zero(pt, a.loc)
+                self.ctx.check_lvalue(a)
+                code = self.ctx.value(a).code if p.direction == "inout" else self.ctx.zero(pt, a.loc)
                 outs.append((a, py))
             else:
                 if a is None:
                     raise NoFast("missing argument")
-                code = self.expr_as(a, pt, f"argument '{p.name}'")
-                if self.value(a).const is not None and code.lstrip("-").isdigit():
+                code = self.ctx.expr_as(a, pt, f"argument '{p.name}'")
+                if self.ctx.value(a).const is not None and code.lstrip("-").isdigit():
                     bound[p.name] = code  # a constant: read where the action reads it
                     continue
-            self.emit(f"{py} = {code}")
+            self.ctx.emit(f"{py} = {code}")
             bound[p.name] = py
         self.inline_action(act, bound)
         for a, py in outs:
-            self.store(a, py, a.loc)
+            self.ctx.store(a, py, a.loc)
         return None
 
     def inline_action(self, info, bound: dict[str, str]) -> None:
         """The action's body, compiled here with its parameters in ``bound`` locals."""
         d = info.decl
-        saved = (self.scope, self.fn_kind, self.action_outs)
+        saved = (self.ctx.scope, self.ctx.fn_kind, self.ctx.action_outs)
         ascope = info.scope.child()
         for p in d.params:
-            ascope.define(p.name, Sym("var", self.resolve_type(p.type), bound[p.name],
+            ascope.define(p.name, Sym("var", self.ctx.resolve_type(p.type), bound[p.name],
                                       obj="ro" if p.direction in ("", "in") else None), p.loc)
-        self.scope, self.fn_kind, self.action_outs = ascope, "action", []
+        self.ctx.scope, self.ctx.fn_kind, self.ctx.action_outs = ascope, "action", []
         if has_return(d.body.stmts):
-            self.emit("while True:")
-            self.indent()
-            self.block_body(d.body.stmts)
-            self.emit("break")
-            self.dedent()
+            self.ctx.emit("while True:")
+            self.ctx.indent()
+            self.ctx.block_body(d.body.stmts)
+            self.ctx.emit("break")
+            self.ctx.dedent()
         else:
-            self.block_body(d.body.stmts)
-        self.scope, self.fn_kind, self.action_outs = saved
+            self.ctx.block_body(d.body.stmts)
+        self.ctx.scope, self.ctx.fn_kind, self.ctx.action_outs = saved
 
     def apply_table(self, info) -> V:
-        if self._entered != self._depth - self._base:
+        if self.ctx._entered != self.ctx._depth - self.ctx._base:
             # something in this statement is evaluated before the apply: pasting the
             # apply before the statement would change the order
             raise NoFast("table applied inside an expression after other terms")
-        r = self.tmp("tr")
+        r = self.ctx.tmp("tr")
         result = V(r, ObjT("tableresult", info.name), None, Sym("tableresult", None, r, obj=info))
         mt = info.model
         if mt is None or mt.direct_meter or not info.keys_pure:
-            self.emit("return None")  # a direct meter runs inside apply
+            self.ctx.emit("return None")  # a direct meter runs inside apply
             return result
         if mt.direct_counter:
             peek = pyident("TP", info.name)
             line = f"{peek} = rt.tables[{info.name!r}].peek"
-            if line not in self.binds:
-                self.binds.append(line)
-            self.direct_counts = True
-            self.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
-            self.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
+            if line not in self.ctx.binds:
+                self.ctx.binds.append(line)
+            self.ctx.direct_counts = True
+            self.ctx.emit(f"({r}_i, {r}_a, {r}_h), {r}_c = {peek}({info.key_code}, {info.sel_code})")
+            self.ctx.emit(f"if {r}_c is not None: _dn.append({r}_c)")  # counted at the end
         else:
             self.lookup_in_place(info, r)
         acts = [(i, a) for i, (_, a) in enumerate(info.actions)]
@@ -103,27 +106,27 @@ class FastTableCompiler(FastContext):
         for j, (i, a) in enumerate(live):
             if len(acts) > 1:
                 last = len(live) == len(acts) and j == len(live) - 1 and j > 0
-                self.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
-                self.indent()
+                self.ctx.emit("else:" if last else f"{'if' if j == 0 else 'elif'} {r}_i == {i}:")
+                self.ctx.indent()
             if info.actions[i][0] in info.bound:  # arguments bound by the action list
-                saved = self.scope  # (the call's names are temporaries: reused later)
-                self.scope = saved.child()
-                self.call_stmt(self.bound_action_call(info, i, f"{r}_a", signed=True))
-                self.scope = saved
+                saved = self.ctx.scope  # (the call's names are temporaries: reused later)
+                self.ctx.scope = saved.child()
+                self.ctx.call_stmt(self.ctx.bound_action_call(info, i, f"{r}_a", signed=True))
+                self.ctx.scope = saved
                 if len(acts) > 1:
-                    self.dedent()
+                    self.ctx.dedent()
                 continue
-            bound = {p.name: self.tmp("ap") for p in a.decl.params}
+            bound = {p.name: self.ctx.tmp("ap") for p in a.decl.params}
             if bound:
-                self.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")
+                self.ctx.emit("".join(v + ", " for v in bound.values()) + f"= {r}_a")
             for p in a.decl.params:
-                t = self.resolve_type(p.type)
+                t = self.ctx.resolve_type(p.type)
                 if isinstance(t, BitT) and t.signed:  # control-plane values are unsigned
                     h = 1 << (t.width - 1)
-                    self.emit(f"{bound[p.name]} = (({bound[p.name]} & {t.mask:#x}) ^ {h}) - {h}")
+                    self.ctx.emit(f"{bound[p.name]} = (({bound[p.name]} & {t.mask:#x}) ^ {h}) - {h}")
             self.inline_action(a, bound)
             if len(acts) > 1:
-                self.dedent()
+                self.ctx.dedent()
         return result
 
     def lookup_in_place(self, info, r: str) -> None:
@@ -149,29 +152,29 @@ class FastTableCompiler(FastContext):
         elif plain and any(k in ("ternary", "optional") for k in kinds) and "range" not in kinds:
             kind = "scan"  # (TableRuntime's scan engine, with no range to check)
         if kind is None:
-            self.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
+            self.ctx.emit(f"{r}_i, {r}_a, {r}_h = {pyident('T', info.name)}(None, {info.key_code}, {info.sel_code})")
             return
         look, obj = pyident("TL", info.name), pyident("TO", info.name)
         for line in (f"{obj} = rt.tables[{info.name!r}]",
                      f"_lk, {look} = {obj}.fast_lookup()",
                      f"if _lk != {kind!r}: raise LookupError('table {info.name}: lookup ' + _lk)"):
-            if line not in self.binds:
-                self.binds.append(line)
+            if line not in self.ctx.binds:
+                self.ctx.binds.append(line)
         if kind == "exact":
-            e = self.tmp("te")
-            self.emit(f"{e} = {look}({info.key_code})")
+            e = self.ctx.tmp("te")
+            self.ctx.emit(f"{e} = {look}({info.key_code})")
             if profile:
-                self.emit(f"if {e} is None:")
-                self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
-                self.emit("else:")
-                self.indent()
+                self.ctx.emit(f"if {e} is None:")
+                self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+                self.ctx.emit("else:")
+                self.ctx.indent()
                 self.select_in_place(info, r, e, obj)
-                self.dedent()
+                self.ctx.dedent()
                 return
-            self.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
+            self.ctx.emit(f"{r}_i, {r}_a, {r}_h = {obj}._default if {e} is None else {e}.result")
             return
         if kind == "scan":  # the key packed as match_engines.ScanIndex.lookup packs it
-            k, e = self.tmp("tk"), self.tmp("te")
+            k, e = self.ctx.tmp("tk"), self.ctx.tmp("te")
             after = sum(km.bitwidth for km in mt.match_keys)
             parts = []
             for code, km in zip(info.key_parts, mt.match_keys, strict=False):
@@ -179,39 +182,39 @@ class FastTableCompiler(FastContext):
                 parts.append(f"({code} << {after})" if after else f"({code})")
             # an empty table (fabric.p4's dscp_priority with no QoS map) packs no key:
             # reading it has no effect, and its value cannot change the default
-            self.emit(f"if {look}:")
-            self.emit(f"    {k} = {' | '.join(parts)}")
-            self.emit(f"    for {e} in {look}:")
-            self.emit(f"        if {k} & {e}.mask == {e}.value:")
-            self.emit(f"            {r}_i, {r}_a, {r}_h = {e}.result")
-            self.emit("            break")
-            self.emit("    else:")
-            self.emit(f"        {r}_i, {r}_a, {r}_h = {obj}._default")
-            self.emit("else:")
-            self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+            self.ctx.emit(f"if {look}:")
+            self.ctx.emit(f"    {k} = {' | '.join(parts)}")
+            self.ctx.emit(f"    for {e} in {look}:")
+            self.ctx.emit(f"        if {k} & {e}.mask == {e}.value:")
+            self.ctx.emit(f"            {r}_i, {r}_a, {r}_h = {e}.result")
+            self.ctx.emit("            break")
+            self.ctx.emit("    else:")
+            self.ctx.emit(f"        {r}_i, {r}_a, {r}_h = {obj}._default")
+            self.ctx.emit("else:")
+            self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
             return
-        k, e, s, b = self.tmp("tk"), self.tmp("te"), self.tmp("ts"), self.tmp("tb")
+        k, e, s, b = self.ctx.tmp("tk"), self.ctx.tmp("te"), self.ctx.tmp("ts"), self.ctx.tmp("tb")
         pos = kinds.index("lpm")
-        self.emit(f"{k} = {info.key_parts[pos]}")
+        self.ctx.emit(f"{k} = {info.key_parts[pos]}")
         probe = f"{k} >> {s}"
         if kind == "lpm_exact":  # match_engines.LpmIndex._slot: (exact values, shifted)
-            rest = self.tmp("tx")
-            self.emit(f"{rest} = ({''.join(c + ', ' for i, c in enumerate(info.key_parts) if i != pos)})")
+            rest = self.ctx.tmp("tx")
+            self.ctx.emit(f"{rest} = ({''.join(c + ', ' for i, c in enumerate(info.key_parts) if i != pos)})")
             probe = f"({rest}, {probe})"
-        self.emit(f"for {s}, {b} in {look}:")
-        self.emit(f"    {e} = {b}.get({probe})")
-        self.emit(f"    if {e} is not None:")
+        self.ctx.emit(f"for {s}, {b} in {look}:")
+        self.ctx.emit(f"    {e} = {b}.get({probe})")
+        self.ctx.emit(f"    if {e} is not None:")
         if profile:
-            self.indent()
-            self.indent()
+            self.ctx.indent()
+            self.ctx.indent()
             self.select_in_place(info, r, e, obj)
-            self.dedent()
-            self.dedent()
+            self.ctx.dedent()
+            self.ctx.dedent()
         else:
-            self.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
-        self.emit("        break")
-        self.emit("else:")
-        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+            self.ctx.emit(f"        {r}_i, {r}_a, {r}_h = {e}.result")
+        self.ctx.emit("        break")
+        self.ctx.emit("else:")
+        self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
 
     def select_in_place(self, info, r: str, e: str, obj: str) -> None:
         """The result of entry ``e`` of a table with an action profile: its ``slots``
@@ -219,11 +222,11 @@ class FastTableCompiler(FastContext):
         chooses: one slot is it, several are ``hash(selector key) % n``, none is the
         default (a group without live member acts as a miss)."""
         mt = info.model
-        sl, sn = self.tmp("sl"), self.tmp("sn")
-        self.emit(f"{sl} = {e}.slots")
-        ext = next((x.extern for x in self.externs if x.name == mt.implementation), None)
+        sl, sn = self.ctx.tmp("sl"), self.ctx.tmp("sn")
+        self.ctx.emit(f"{sl} = {e}.slots")
+        ext = next((x.extern for x in self.ctx.externs if x.name == mt.implementation), None)
         if ext is None or ext.kind != "action_selector" or not mt.selector_keys:
-            self.emit(f"{r}_i, {r}_a, {r}_h = {sl}[0] if {sl} else {obj}._default")
+            self.ctx.emit(f"{r}_i, {r}_a, {r}_h = {sl}[0] if {sl} else {obj}._default")
             return
         widths = [k.bitwidth for k in mt.selector_keys]
         data, nbits = "", 0
@@ -239,13 +242,13 @@ class FastTableCompiler(FastContext):
         else:
             hb = pyident("TH", info.name)
             line = f"{hb} = {obj}.profile._hash_bits"
-            if line not in self.binds:
-                self.binds.append(line)
+            if line not in self.ctx.binds:
+                self.ctx.binds.append(line)
             h = f"{hb}({data}, {nbits})"
-        self.emit(f"{sn} = len({sl})")
-        self.emit(f"if {sn} == 1:")
-        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[0]")
-        self.emit(f"elif {sn}:")
-        self.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[{h} % {sn}]")
-        self.emit("else:")
-        self.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")
+        self.ctx.emit(f"{sn} = len({sl})")
+        self.ctx.emit(f"if {sn} == 1:")
+        self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[0]")
+        self.ctx.emit(f"elif {sn}:")
+        self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {sl}[{h} % {sn}]")
+        self.ctx.emit("else:")
+        self.ctx.emit(f"    {r}_i, {r}_a, {r}_h = {obj}._default")

@@ -12,44 +12,48 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-class PacketIOCompiler(CompilerContext):
-    """Mixin of the program compiler (packet_in / packet_out)."""
+class PacketIO:
+    """packet_in's and packet_out's methods of the program compiler ``ctx``, emitted
+    through it. ``FastPacketIO`` (fast_packet_io.py) is the fast compiler's."""
+
+    def __init__(self, ctx: CompilerContext) -> None:
+        self.ctx = ctx
 
     # ------------------------------------------------------------------ packet_in
     def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        if self.fn_kind != "parser":
+        if self.ctx.fn_kind != "parser":
             raise error(e.loc, f"packet_in.{name} is only available in a parser")
         if name == "extract" and len(e.args) == 1 and e.args[0].value is None:
             self.skip_header(e)  # extract<T>(_)
             return None
         if name == "extract":
-            self.nargs(e, 1, 2)
-            self.extract(self.arg(e, 0), self.arg(e, 1) if len(e.args) == 2 else None, e.loc)
+            self.ctx.nargs(e, 1, 2)
+            self.extract(self.ctx.arg(e, 0), self.ctx.arg(e, 1) if len(e.args) == 2 else None, e.loc)
             return None
         if name == "advance":
-            self.nargs(e, 1)
-            v = self.value(self.arg(e, 0))
-            short = self.errors_by_name["PacketTooShort"]
+            self.ctx.nargs(e, 1)
+            v = self.ctx.value(self.ctx.arg(e, 0))
+            short = self.ctx.errors_by_name["PacketTooShort"]
             if v.const is not None:
                 n = int(v.const)
                 if n % 8:
                     raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
                                       "advance by whole bytes")
-                self.emit(f"if pos + {n // 8} > len(data): raise ParserError({short}, pos)")
-                self.emit(f"pos += {n // 8}")
+                self.ctx.emit(f"if pos + {n // 8} > len(data): raise ParserError({short}, pos)")
+                self.ctx.emit(f"pos += {n // 8}")
             else:
-                a = self.tmp("adv")
-                bad = self.errors_by_name["ParserInvalidArgument"]
-                self.emit(f"{a} = {v.code}")
-                self.emit(f"if {a} & 7: raise ParserError({bad}, pos)")
-                self.emit(f"if pos + ({a} >> 3) > len(data): raise ParserError({short}, pos)")
-                self.emit(f"pos += {a} >> 3")
+                a = self.ctx.tmp("adv")
+                bad = self.ctx.errors_by_name["ParserInvalidArgument"]
+                self.ctx.emit(f"{a} = {v.code}")
+                self.ctx.emit(f"if {a} & 7: raise ParserError({bad}, pos)")
+                self.ctx.emit(f"if pos + ({a} >> 3) > len(data): raise ParserError({short}, pos)")
+                self.ctx.emit(f"pos += {a} >> 3")
             return None
         if name == "lookahead":
             if len(e.type_args) != 1:
                 raise error(e.loc, "lookahead needs a type argument: lookahead<T>()")
-            t = self.resolve_type(e.type_args[0])
-            short = self.errors_by_name["PacketTooShort"]
+            t = self.ctx.resolve_type(e.type_args[0])
+            short = self.ctx.errors_by_name["PacketTooShort"]
             if isinstance(t, BitT):
                 nbytes = (t.width + 7) // 8
                 code = f"lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})"
@@ -61,11 +65,11 @@ class PacketIOCompiler(CompilerContext):
             if isinstance(t, StructT) and t.kind == "header":
                 raise error(e.loc, f"lookahead<{t.name}>: the header has a varbit field; lookahead needs a "
                             "fixed-size type")
-            if self.wire_struct(t):
+            if self.ctx.wire_struct(t):
                 assert isinstance(t, StructT)
                 nbytes = (t.width + 7) // 8
-                x = self.tmp("la")
-                self.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
+                x = self.ctx.tmp("la")
+                self.ctx.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
                 return V(self.unpack_struct(t, x), t)
             raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W>, a fixed header or a "
                               "struct of bit<W> fields")
@@ -78,15 +82,15 @@ class PacketIOCompiler(CompilerContext):
         dropped."""
         if len(e.type_args) != 1:
             raise error(e.loc, "extract(_) needs the header type: extract<T>(_)")
-        t = self.resolve_type(e.type_args[0])
+        t = self.ctx.resolve_type(e.type_args[0])
         if not isinstance(t, StructT) or t.kind != "header":
             raise error(e.loc, f"extract needs a header type, not {t}")
         if self.has_varbit(t):
             raise unsupported(e.loc, "extract<T>(_) of a header with a varbit field",
                               "extract it into a header and ignore it")
-        short = self.errors_by_name["PacketTooShort"]
-        self.emit(f"if pos + {t.width // 8} > len(data): raise ParserError({short}, pos)")
-        self.emit(f"pos += {t.width // 8}")
+        short = self.ctx.errors_by_name["PacketTooShort"]
+        self.ctx.emit(f"if pos + {t.width // 8} > len(data): raise ParserError({short}, pos)")
+        self.ctx.emit(f"pos += {t.width // 8}")
 
     def has_varbit(self, t: StructT) -> bool:
         return any(isinstance(ft, VarbitT) for _, ft in t.fields)
@@ -94,88 +98,88 @@ class PacketIOCompiler(CompilerContext):
     def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
         h, t, sv = self.extract_place(target)
         varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
-        x = self.tmp("x")
+        x = self.ctx.tmp("x")
         if varbits:
             self.extract_varbit(t, h, x, varbits, length, loc)
         else:
             self.extract_fixed(t, h, x, length, loc)
         if sv is None:
-            self.invalidate_union_siblings(target)
-        self.emit(f"{h}._v = True")
+            self.ctx.invalidate_union_siblings(target)
+        self.ctx.emit(f"{h}._v = True")
         if sv is not None:
-            self.emit(f"{sv}.nxt += 1")
+            self.ctx.emit(f"{sv}.nxt += 1")
 
     def extract_place(self, target: A.Expr) -> tuple[str, StructT, str | None]:
         """Where ``extract(target)`` writes: (the header's local, its type, the stack's
         local when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
-            self.value(target.obj).type, StackT)
+            self.ctx.value(target.obj).type, StackT)
         # s.next.m of a stack of header unions: member m of the next element
         union_next = not stack_next and isinstance(target, A.Member) and isinstance(
             target.obj, A.Member) and target.obj.name == "next" and isinstance(
-            self.value(target.obj.obj).type, StackT)
+            self.ctx.value(target.obj.obj).type, StackT)
         if stack_next or union_next:
-            s = self.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
+            s = self.ctx.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
             st_t = s.type
             assert isinstance(st_t, StackT)
-            sv = self.tmp("s")
-            self.emit(f"{sv} = {s.code}")
-            self.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
-                      f"{self.errors_by_name['StackOutOfBounds']}, pos)")
-            h = self.tmp("h")
+            sv = self.ctx.tmp("s")
+            self.ctx.emit(f"{sv} = {s.code}")
+            self.ctx.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
+                      f"{self.ctx.errors_by_name['StackOutOfBounds']}, pos)")
+            h = self.ctx.tmp("h")
             t = st_t.elem
             if union_next:
                 assert isinstance(target, A.Member)
                 mt = t.field_type(target.name) if t.kind == "header_union" else None
                 if mt is None:
                     raise error(target.loc, f"{t} has no member '{target.name}'")
-                u = self.tmp("u")
-                self.emit(f"{u} = {sv}.h[{sv}.nxt]")
+                u = self.ctx.tmp("u")
+                self.ctx.emit(f"{u} = {sv}.h[{sv}.nxt]")
                 for n, _ in t.fields:  # the union's other members become invalid
                     if n != target.name:
-                        self.emit(f"{u}.{pyfield(n)}._v = False")
-                self.emit(f"{h} = {u}.{pyfield(target.name)}")
+                        self.ctx.emit(f"{u}.{pyfield(n)}._v = False")
+                self.ctx.emit(f"{h} = {u}.{pyfield(target.name)}")
                 t = mt  # type: ignore[assignment]  # the union member's header type
             elif t.kind == "header_union":
                 raise error(target.loc, "extract into an element of a stack of header unions names "
                             "the member: extract(s.next.<member>)")
             else:
-                self.emit(f"{h} = {sv}.h[{sv}.nxt]")
+                self.ctx.emit(f"{h} = {sv}.h[{sv}.nxt]")
             return h, t, sv
         else:
-            self.check_lvalue(target)
-            v = self.value(target)
+            self.ctx.check_lvalue(target)
+            v = self.ctx.value(target)
             if not isinstance(v.type, StructT) or v.type.kind != "header":
                 raise error(target.loc, f"extract needs a header, not {v.type}")
             t = v.type
-            h = self.tmp("h")
-            self.emit(f"{h} = {v.code}")
+            h = self.ctx.tmp("h")
+            self.ctx.emit(f"{h} = {v.code}")
             return h, t, None
 
     def extract_varbit(self, t: StructT, h: str, x: str, varbits: list[str], length: A.Expr | None,
                        loc: Loc) -> None:
         """Extract a header with a varbit field of ``length`` bits."""
-        short = self.errors_by_name["PacketTooShort"]
+        short = self.ctx.errors_by_name["PacketTooShort"]
         if length is None:
             raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
                         "extract(hdr, (bit<32>)bits)")
         if len(varbits) > 1:
             raise unsupported(loc, "a header with more than one varbit field", "use one")
         vb = varbits[0]
-        lv = self.value(length)
+        lv = self.ctx.value(length)
         if not isinstance(lv.type, (BitT, IntT)):
             raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
         vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
-        ln = self.tmp("len")
+        ln = self.ctx.tmp("len")
         fixed = t.width - vmax
-        self.emit(f"{ln} = {lv.code}")
-        self.emit(f"if {ln} > {vmax}: raise ParserError({self.errors_by_name['HeaderTooShort']}, pos)")
-        self.emit(f"if ({ln} + {fixed}) & 7: raise ParserError("
-                  f"{self.errors_by_name['ParserInvalidArgument']}, pos)")
-        end = self.tmp("end")
-        self.emit(f"{end} = pos + (({ln} + {fixed}) >> 3)")
-        self.emit(f"if {end} > len(data): raise ParserError({short}, pos)")
-        self.emit(f"{x} = int.from_bytes(data[pos:{end}], 'big')")
+        self.ctx.emit(f"{ln} = {lv.code}")
+        self.ctx.emit(f"if {ln} > {vmax}: raise ParserError({self.ctx.errors_by_name['HeaderTooShort']}, pos)")
+        self.ctx.emit(f"if ({ln} + {fixed}) & 7: raise ParserError("
+                  f"{self.ctx.errors_by_name['ParserInvalidArgument']}, pos)")
+        end = self.ctx.tmp("end")
+        self.ctx.emit(f"{end} = pos + (({ln} + {fixed}) >> 3)")
+        self.ctx.emit(f"if {end} > len(data): raise ParserError({short}, pos)")
+        self.ctx.emit(f"{x} = int.from_bytes(data[pos:{end}], 'big')")
         after = 0
         shifts: dict[str, str] = {}
         for n, ft in reversed(t.fields):
@@ -186,23 +190,23 @@ class PacketIOCompiler(CompilerContext):
             after += ft.width if isinstance(ft, BitT) else 1
         for n, ft in t.fields:
             if isinstance(ft, VarbitT):
-                self.emit(f"{h}.{pyfield(n)} = ({x} >> {shifts[n]}) & ((1 << {ln}) - 1)")
-                self.emit(f"{h}._len_{n} = {ln}")
+                self.ctx.emit(f"{h}.{pyfield(n)} = ({x} >> {shifts[n]}) & ((1 << {ln}) - 1)")
+                self.ctx.emit(f"{h}._len_{n} = {ln}")
             else:
                 w = ft.width if isinstance(ft, BitT) else 1
-                self.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
-        self.emit(f"pos = {end}")
+                self.ctx.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
+        self.ctx.emit(f"pos = {end}")
 
     def extract_fixed(self, t: StructT, h: str, x: str, length: A.Expr | None, loc: Loc) -> None:
-        short = self.errors_by_name["PacketTooShort"]
+        short = self.ctx.errors_by_name["PacketTooShort"]
         if length is not None:
             raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
         nbytes = t.width // 8
-        self.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
-        self.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
+        self.ctx.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
+        self.ctx.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
         for line in self.unpack_lines(t, h, x):
-            self.emit(line)
-        self.emit(f"pos += {nbytes}")
+            self.ctx.emit(line)
+        self.ctx.emit(f"pos += {nbytes}")
 
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
         code = f"{shifted} & {(1 << w) - 1:#x}" if need_mask else shifted
@@ -248,29 +252,29 @@ class PacketIOCompiler(CompilerContext):
     def emit_header(self, v: V, loc: Loc) -> None:
         t = v.type
         if isinstance(t, StructT) and t.kind == "header":
-            h = self.tmp("h")
-            self.emit(f"{h} = {v.code}")
-            self.emit(f"if {h}._v:")
-            self.indent()
-            self.emit(f"ap({self.pack_code(t, h)})")
-            self.dedent()
+            h = self.ctx.tmp("h")
+            self.ctx.emit(f"{h} = {v.code}")
+            self.ctx.emit(f"if {h}._v:")
+            self.ctx.indent()
+            self.ctx.emit(f"ap({self.pack_code(t, h)})")
+            self.ctx.dedent()
         elif isinstance(t, StructT):  # struct or header_union: every member in order
             for n, ft in t.fields:
                 self.emit_header(V(f"{v.code}.{pyfield(n)}", ft), loc)
         elif isinstance(t, StackT):
-            h = self.tmp("h")
-            self.emit(f"for {h} in {v.code}.h:")
-            self.indent()
+            h = self.ctx.tmp("h")
+            self.ctx.emit(f"for {h} in {v.code}.h:")
+            self.ctx.indent()
             if t.elem.kind == "header_union":  # each element: its valid member, if any
                 for n, mt in t.elem.fields:
-                    self.emit(f"if {h}.{pyfield(n)}._v:")
-                    self.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]  # a union's members are headers
+                    self.ctx.emit(f"if {h}.{pyfield(n)}._v:")
+                    self.ctx.emit(f"    ap({self.pack_code(mt, f'{h}.{pyfield(n)}')})")  # type: ignore[arg-type]  # a union's members are headers
             else:
-                self.emit(f"if {h}._v:")
-                self.indent()
-                self.emit(f"ap({self.pack_code(t.elem, h)})")
-                self.dedent()
-            self.dedent()
+                self.ctx.emit(f"if {h}._v:")
+                self.ctx.indent()
+                self.ctx.emit(f"ap({self.pack_code(t.elem, h)})")
+                self.ctx.dedent()
+            self.ctx.dedent()
         else:
             raise error(loc, f"emit needs a header, header stack, union or struct of headers, not {t}")
 

@@ -17,7 +17,9 @@ from typing import Any
 from p4target import model as M
 from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
 from p4target.compiler.values import V
+from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.naming import pyfield, pyident
+from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
@@ -118,6 +120,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.sub_reject_defined = False
         self.checking_alone = False  # check_block is compiling a block only for its errors
         self.table_compiler = TableCompiler(self)
+        self.packet_io = PacketIO(self)  # (the fast compiler's: FastPacketIO)
+        self.extern_calls = ExternCalls(self)  # (the fast compiler's: FastExterns)
         self.sub_blocks = SubBlockCompiler(self)
 
     # ================================================================== tables (TableCompiler)
@@ -132,6 +136,42 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
 
     def inline_table_apply(self, info: TableInfo) -> bool:
         return self.table_compiler.inline_table_apply(info)
+
+    # ================================================================== packet_in/packet_out (PacketIO)
+    def packet_in_method(self, e: A.Call, name: str) -> V | None:
+        return self.packet_io.packet_in_method(e, name)
+
+    def emit_header(self, v: V, loc: Loc) -> None:
+        self.packet_io.emit_header(v, loc)
+
+    def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
+        return self.packet_io.field_from(shifted, ft, w, need_mask)
+
+    def unpack_lines(self, t: StructT, h: str, x: str) -> list[str]:
+        return self.packet_io.unpack_lines(t, h, x)
+
+    # ================================================================== externs (ExternCalls)
+    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
+        return self.extern_calls.extern_method(e, sym, name)
+
+    def extern_function(self, e: A.Call, name: str) -> V | None:
+        return self.extern_calls.extern_function(e, name)
+
+    def index_arg(self, e: A.Call, i: int) -> str:
+        return self.extern_calls.index_arg(e, i)
+
+    def out_assign(self, target: A.Expr, code: str, t: Type | None, loc: Loc, below: int | None = None) -> None:
+        self.extern_calls.out_assign(target, code, t, loc, below)
+
+    def enum_member_name(self, e: A.Expr, enum: str) -> str:
+        return self.extern_calls.enum_member_name(e, enum)
+
+    def sm_store(self, field: str, code: str) -> str:
+        """A statement setting standard_metadata.<field> where no block parameter names it."""
+        return f"st.sm.{field} = {code}"
+
+    def param_type(self, p: A.Param) -> Type:
+        return self.resolve_type(p.type)
 
     # ================================================================== sub-blocks (SubBlockCompiler)
     def sub_block_decl(self, d: A.Instance) -> A.ControlDecl | A.ParserDecl | None:

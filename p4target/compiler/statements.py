@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.expressions import expr_text
 from p4target.compiler.values import V
-from p4target.compiler.extern_calls import ExternCallCompiler
-from p4target.compiler.packet_io import PacketIOCompiler
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.types import (
@@ -20,7 +19,7 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-class StatementCompiler(PacketIOCompiler, ExternCallCompiler):
+class StatementCompiler(CompilerContext):
     """Mixin of the program compiler; emits lines into ``self.out`` at ``self.ind``."""
 
     # ------------------------------------------------------------------ output helpers
