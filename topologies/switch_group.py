@@ -19,11 +19,12 @@ nodes are placed into a few ``p4target group`` processes:
   a port between two switches of one process gets at most a loop round at a time
   (``FABRIC_RX_RING_FRAMES``). Transmit rings are small everywhere
   (``FABRIC_TX_RING_FRAMES``): a veth takes a flush at once.
-- The processes run SCHED_RR at priority ``REALTIME_PRIORITY`` once they are up
-  (the group file's ``realtime``): on a machine whose cores the hosts and other work
-  share, a switch with frames then runs as soon as it wakes instead of after the
-  task that has the CPU (figures in docs/performance.md). ``MRC_SWITCH_REALTIME``
-  sets another priority, or ``0`` for normal scheduling.
+- With ``MRC_SWITCH_REALTIME=N`` (1..99) the processes run SCHED_RR at priority N
+  once they are up (the group file's ``realtime``): on a machine whose cores the
+  hosts and other work share, a switch with frames then runs as soon as it wakes
+  instead of after the task that has the CPU, which shortens the delay tail but
+  takes the CPU from the hosts' endpoints and every other process when the fabric is
+  busy (figures in docs/performance.md). Unset or ``0``: normal scheduling.
 - Each process gets a group file ``<group>.yaml``, a log ``<group>.log`` (every line
   names its switch), its own pid file ``<group>.pid`` and the pid file of every
   member switch (``<node>.pid``, the group's pid), and the node mark of the group
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 FABRIC_RX_RING_FRAMES = 256  # 512 KB at MTU 1500: a neighbour switch's round is at most 256 frames
 EDGE_RX_RING_FRAMES = 4096  # a port whose other end is in another process (p4target's default ring)
 FABRIC_TX_RING_FRAMES = 64
-REALTIME_PRIORITY = 10  # SCHED_RR priority of the group processes (1..99)
 REALTIME_ENV = "MRC_SWITCH_REALTIME"
 READY_PER_SWITCH = 0.5  # seconds more to wait for a process per switch it runs
 STOP_PER_SWITCH = 0.05  # ... and to let it stop
@@ -82,11 +82,11 @@ def parse_placement(text: str) -> str | int:
 
 
 def realtime_priority(environ: Mapping[str, str] | None = None) -> int | None:
-    """The SCHED_RR priority of the group processes: ``MRC_SWITCH_REALTIME`` (1..99, or
-    0 for none), else ``REALTIME_PRIORITY``. SwitchError for anything else."""
+    """The SCHED_RR priority of the group processes: ``MRC_SWITCH_REALTIME`` (1..99),
+    None (normal scheduling) when it is unset or 0. SwitchError for anything else."""
     text = (os.environ if environ is None else environ).get(REALTIME_ENV, "").strip()
     if not text:
-        return REALTIME_PRIORITY
+        return None
     if text.isdigit() and 0 <= int(text) <= 99:
         return int(text) or None
     raise SwitchError(f"{REALTIME_ENV}={text!r}: give a SCHED_RR priority 1..99 for the switch processes, "

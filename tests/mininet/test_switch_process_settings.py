@@ -3,10 +3,10 @@
 A small fabric (1 plane x (2 leaves + 1 spine), 1 host per leaf) placed as ``make
 run`` places it (``cpu``: the fabric in one ``p4target group`` process, the NICs in
 another). What is checked in the running processes, from /proc and from the report
-each one prints on SIGUSR2: every thread is SCHED_RR at topologies'
-``REALTIME_PRIORITY`` (10, written out here), the collector runs in ``freeze`` mode
-(enabled, objects frozen), and the fabric still carries a flow. The environment
-variable that sets the priority is checked without a network.
+each one prints on SIGUSR2: with ``MRC_SWITCH_REALTIME=10`` every thread is SCHED_RR
+at priority 10, the collector runs in ``freeze`` mode (enabled, objects frozen), and
+the fabric still carries a flow. The environment variable that sets the priority is
+checked without a network.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from tests.p4runtime.test_switch_group_process import report_of
 pytest.importorskip("mininet.net")
 
 
-def test_the_priority_comes_from_the_environment_or_is_10() -> None:
+def test_the_priority_comes_from_the_environment_else_normal_scheduling() -> None:
     from topologies.p4switch import SwitchError
     from topologies.switch_group import realtime_priority
 
-    assert realtime_priority({}) == 10
+    assert realtime_priority({}) is None  # normal scheduling unless asked for
     assert realtime_priority({"MRC_SWITCH_REALTIME": "50"}) == 50
     assert realtime_priority({"MRC_SWITCH_REALTIME": " 0 "}) is None  # normal scheduling
     for bad in ("-1", "100", "high"):
@@ -37,7 +37,7 @@ def test_the_priority_comes_from_the_environment_or_is_10() -> None:
 
 
 @pytest.mark.root
-def test_the_switch_processes_run_realtime_with_a_frozen_heap(tmp_path: Path) -> None:
+def test_the_switch_processes_run_realtime_with_a_frozen_heap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, veths, Mininet): run `make test` as root")
     import secrets
@@ -45,8 +45,7 @@ def test_the_switch_processes_run_realtime_with_a_frozen_heap(tmp_path: Path) ->
     from topologies.fabric_net import programmed_network
     from topologies.mrc_flow import run_stream
 
-    if os.environ.get("MRC_SWITCH_REALTIME"):
-        pytest.skip("MRC_SWITCH_REALTIME is set: this checks the default")
+    monkeypatch.setenv("MRC_SWITCH_REALTIME", "10")
     topo = from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1)
     prefix = "mrc" + secrets.token_hex(1)
     try:
