@@ -39,3 +39,59 @@ def test_a_rate_that_is_not_finite_is_refused() -> None:
         with pytest.raises(EntryError, match="must be finite packets/s > 0"):
             tm.set_rate(1, bad)
     assert not tm.is_limited(1)
+
+
+def _drain(tm: TrafficManager, now_us: float) -> list:
+    out = []
+    while (d := tm.dequeue(now_us)) is not None:
+        out.append(d)
+    return out
+
+
+def test_a_late_wake_up_is_caught_up_so_the_long_term_rate_holds() -> None:
+    # 250 packets/s is one packet every 4 ms; the switch wakes only every 10 ms, for
+    # 10 s, with the queue never empty: 250 * 10 = 2500 packets must leave, give or
+    # take the bucket's 4 packets (one packet per wake-up would be 1001)
+    tm = TrafficManager()
+    tm.set_rate(1, 250)
+    tm.set_depth(1, 10)
+    sent = 0
+    for wake in range(1001):
+        now = wake * 10_000.0
+        while tm.depth(1) < 10:
+            tm.enqueue(1, 0, "p")
+        sent += len(_drain(tm, now))
+    assert abs(sent - 2500) <= 4
+
+
+def test_an_idle_port_sends_at_most_four_back_to_back_then_the_rate() -> None:
+    tm = TrafficManager()
+    tm.set_rate(1, 1000)  # one packet per millisecond
+    tm.set_depth(1, 20)
+    tm.enqueue(1, 0, "first")
+    assert len(_drain(tm, 0)) == 1
+    for idle_until in (1_000_000.0, 11_000_000.0):  # idle 1 s, then 10 s more
+        for i in range(10):
+            tm.enqueue(1, 0, i)
+        burst = _drain(tm, idle_until)
+        assert [d[2] for d in burst] == [0, 1, 2, 3]  # the bucket holds 4, no more
+        assert [d[3] for d in burst] == [9, 8, 7, 6]  # queue length after each
+        times = []
+        while tm.queued:
+            t = tm.next_departure_us()
+            assert t is not None
+            times.append(t)
+            assert len(_drain(tm, t)) == 1
+        assert times == [idle_until + 1000.0 * k for k in range(1, 7)]
+
+
+def test_a_catch_up_burst_keeps_priority_then_fifo_order() -> None:
+    tm = TrafficManager()
+    tm.set_rate(1, 1000)
+    for i in range(3):
+        tm.enqueue(1, 0, f"lo{i}")
+    for i in range(3):
+        tm.enqueue(1, 5, f"hi{i}")
+    out = _drain(tm, 50_000.0)  # woken 50 ms late: 4 packets owed by the bucket
+    assert [(d[1], d[2]) for d in out] == [(5, "hi0"), (5, "hi1"), (5, "hi2"), (0, "lo0")]
+    assert tm.depth(1, 0) == 2

@@ -237,12 +237,13 @@ def test_virtual_clock_sets_timestamps_and_queueing_delay(sw) -> None:
     got = Cmd(sw.inject(1, frame(FWD, arg=2))[0][1][14:])
     assert (got.ig_ts, got.deq_delta) == (1_500_000, 0)
     sw.set_queue_rate(2, 1000)
-    for _ in range(3):
+    for _ in range(6):
         sw.send(1, frame(FWD, arg=2))
     out = sw.run_until_idle() + sw.advance(0.01)
     reports = [Cmd(d[14:]) for _, d in out]
-    assert [r.ig_ts for r in reports] == [1_500_000] * 3
-    assert [r.deq_delta for r in reports] == [0, 1000, 2000]  # one packet per ms leaves
+    assert [r.ig_ts for r in reports] == [1_500_000] * 6
+    # the idle port's token bucket lets 4 leave at once, then one packet per ms
+    assert [r.deq_delta for r in reports] == [0, 0, 0, 0, 1000, 2000]
 
 
 def test_failed_assert_drops_and_counts(sw) -> None:
