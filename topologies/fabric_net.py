@@ -39,6 +39,7 @@ from topologies.clos import MrcClos, inventory_of
 from topologies.ping import PingResult, ping6
 from controller.network_state import STATE_NAME, Inventory, write_whole
 from controller.network_state import run_dir as default_run_dir
+from topologies.node_marks import NODE_ENV
 
 if TYPE_CHECKING:  # Mininet is imported lazily (errors and --help work without it)
     from mininet.net import Mininet
@@ -158,10 +159,12 @@ def _write_mininet_state(fn: FabricNetwork) -> Path:
     return path
 
 
-def start_collector(run_dir: Path) -> tuple[subprocess.Popen[bytes], str | None]:
+def start_collector(run_dir: Path, prefix: str) -> tuple[subprocess.Popen[bytes], str | None]:
     """The network's event collector (controller/events.py), and the senders of its
     hosts told where it listens (``MRC_P4_EVENTS``, endpoints/events.py); the
-    environment as it was is given back by ``stop_collector``."""
+    environment as it was is given back by ``stop_collector``. The collector carries
+    the node mark ``<prefix>events`` (topologies/node_marks.py), so that `make clean`
+    finds it when the runner was killed."""
     import os
     import sys
 
@@ -170,7 +173,8 @@ def start_collector(run_dir: Path) -> tuple[subprocess.Popen[bytes], str | None]
 
     sock = socket_path(run_dir)
     proc = subprocess.Popen([sys.executable, "-m", "controller.events", str(run_dir)],
-                            cwd=Path(__file__).resolve().parents[1], stdin=subprocess.DEVNULL)
+                            cwd=Path(__file__).resolve().parents[1], stdin=subprocess.DEVNULL,
+                            env={**os.environ, NODE_ENV: f"{prefix}events"})
     deadline = time.monotonic() + 10
     while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -255,7 +259,7 @@ def fabric_network(topo: Topology, *, prefix: str = DEFAULT_PREFIX, target: str 
     if cluster is not None:
         cls = cluster.switch_class(cls, run_dir)
     record = write_nodes_record(run_dir, topo, names)
-    collector = start_collector(run_dir)  # before the hosts: they inherit where to publish
+    collector = start_collector(run_dir, prefix)  # before the hosts: they inherit where to publish
     mn_args = dict(topo=MrcClos(topology=topo, prefix=prefix, grpc_base=grpc_base, run_dir=run_dir),
                    switch=cls, host=FabricHost, controller=None, build=False, autoSetMacs=False,
                    waitConnected=False)

@@ -309,6 +309,14 @@ def test_a_switch_that_dies_at_start_is_reported_with_its_log(tmp_path: Path, mo
     assert_nothing_left(prefix, tmp_path)
 
 
+def _cmdline_has(pid: int, *words: str) -> bool:
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    return all(any(w in a for a in args) for w in words)
+
+
 def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None:
     """The runner killed with SIGKILL cannot stop anything: tools/cleanup.py (`make clean`)
     must find the switch processes (pid files, node marks) and the root-namespace veths."""
@@ -330,13 +338,17 @@ def test_cleanup_finds_everything_a_killed_runner_leaves(tmp_path: Path) -> None
         assert (tmp_path / "network.json").exists(), "the network did not start"
         switch_pids = {int(p.read_text()) for p in tmp_path.glob("*.pid")}
         assert len(switch_pids) == 2 + 1 + 2  # leaves, spine, NICs
+        # the event collector: the runner's child, run with the run directory
+        collector = {int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()
+                     and _cmdline_has(int(d.name), "controller.events", str(tmp_path))}
+        assert len(collector) == 1, collector
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
         left = find_leftovers((prefix,), directory=tmp_path)
-        assert switch_pids <= set(left.processes), left.describe()
+        assert switch_pids | collector <= set(left.processes), left.describe()
         assert f"{prefix}p0l0-eth2" in left.links and f"{prefix}n1-eth1" in left.links, left.describe()
         removed = clean((prefix,), directory=tmp_path)
-        assert switch_pids <= set(removed.processes)
+        assert switch_pids | collector <= set(removed.processes)
     finally:
         if runner.poll() is None:
             runner.kill()
