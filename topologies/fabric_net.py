@@ -87,12 +87,18 @@ def root_interfaces(topo: Topology, names: NodeNames) -> list[str]:
     return sorted({c.b_intf for c in cs} | {c.a_intf for c in cs if c.name})
 
 
+def collector_mark(prefix: str) -> str:
+    """The node mark of the network's event collector (it runs in no Mininet node)."""
+    return f"{prefix}events"
+
+
 def write_nodes_record(run_dir: Path, topo: Topology, names: NodeNames) -> Path:
     """Record the network's node and interface names in the run directory before any
     exists, so that `make clean` (tools/cleanup.py) finds what a killed run leaves
     even when the names carry no prefix. Removed when the network stops."""
     path = run_dir / NODES_RECORD
-    data = {"prefix": names.prefix, "nodes": sorted(names.to_mininet.values()),
+    nodes = [*names.to_mininet.values(), collector_mark(names.prefix)]
+    data = {"prefix": names.prefix, "nodes": sorted(nodes),
             "interfaces": root_interfaces(topo, names)}
     write_whole(path, json.dumps(data, indent=1) + "\n")
     return path
@@ -163,8 +169,8 @@ def start_collector(run_dir: Path, prefix: str) -> tuple[subprocess.Popen[bytes]
     """The network's event collector (controller/events.py), and the senders of its
     hosts told where it listens (``MRC_P4_EVENTS``, endpoints/events.py); the
     environment as it was is given back by ``stop_collector``. The collector carries
-    the node mark ``<prefix>events`` (topologies/node_marks.py), so that `make clean`
-    finds it when the runner was killed."""
+    the node mark ``<prefix>events`` (topologies/node_marks.py), named in the node
+    record too, so that `make clean` finds it when the runner was killed."""
     import os
     import sys
 
@@ -174,7 +180,7 @@ def start_collector(run_dir: Path, prefix: str) -> tuple[subprocess.Popen[bytes]
     sock = socket_path(run_dir)
     proc = subprocess.Popen([sys.executable, "-m", "controller.events", str(run_dir)],
                             cwd=Path(__file__).resolve().parents[1], stdin=subprocess.DEVNULL,
-                            env={**os.environ, NODE_ENV: f"{prefix}events"})
+                            env={**os.environ, NODE_ENV: collector_mark(prefix)})
     deadline = time.monotonic() + 10
     while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)

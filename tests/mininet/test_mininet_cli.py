@@ -87,12 +87,15 @@ def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(plac
         for i in $(seq 300); do [ -f {run}/network.json ] && break; sleep 0.2; done
         kill -9 $runner; wait $runner 2>/dev/null
         pid=$(cat {run}/p0-leaf0.pid)
+        collector=$(pgrep -fx ".*python.* -m controller.events {run}")
         echo "== check"; {cleanup} --check; echo "check exit $?"
         echo "== clean"; {cleanup}; echo "clean exit $?"
         echo "== again"; {cleanup} --check; echo "again exit $?"
         echo "== links"; ip -o link show | grep -c -- '-eth' || true
         # gone, or a zombie its new parent has not reaped yet (the runner that started it was killed)
         echo "== switch process"; state=$(sed 's/.*) //' /proc/$pid/stat 2>/dev/null | cut -d' ' -f1)
+        [ -z "$state" ] || [ "$state" = Z ] && echo gone || echo "alive ($state)"
+        echo "== collector $collector"; state=$(sed 's/.*) //' /proc/$collector/stat 2>/dev/null | cut -d' ' -f1)
         [ -z "$state" ] || [ "$state" = Z ] && echo gone || echo "alive ($state)"
         """)
     r = _in_private_netns(script, timeout=120)
@@ -105,6 +108,9 @@ def test_cleanup_finds_a_killed_network_without_a_prefix_by_its_node_record(plac
     assert "again exit 0" in again and "leftovers: nothing" in again, out
     assert out.split("== links")[1].split()[0] == "0", out
     assert out.split("== switch process")[1].split()[0] == "gone", out
+    collector = out.split("== collector")[1].split("\n", 1)
+    assert collector[0].strip().isdigit(), out  # the event collector ran ...
+    assert collector[1].split()[0] == "gone", out  # ... and went with the rest
     if placement != 1:  # the leaf's process is the plane's group, named as such
         assert "grp0" in check, out
 
