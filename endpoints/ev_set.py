@@ -45,6 +45,7 @@ class EvStats:
     probes: int = 0
     retired: int = 0
     recovered: int = 0
+    retired_by: str = ""  # the cause of its last retirement while ASSUMED_BAD
 
 
 class EvSet:
@@ -85,6 +86,7 @@ class EvSet:
         st.failed_at = now
         st.loss_streak = 0
         st.retired += 1
+        st.retired_by = cause
         self._event(now, ev, "retired", cause)
         good = sum(1 for s in self.evs.values() if s.state == GOOD)
         while good < self._min_active:
@@ -97,6 +99,19 @@ class EvSet:
             good += 1
             self._event(now, back.path.ev, "restored", "ev_min_active")
         self._rebuild_good()
+
+    def take_back(self, ev: int, now: float) -> None:
+        """A loss NACK that counted against ``ev`` was spurious (the packet arrived
+        late): its loss streak restarts, and if loss NACKs retired it (nothing else
+        marks an EV bad) it is GOOD again (event ``restored``, cause ``late``)."""
+        st = self.evs[ev]
+        st.loss_streak = 0
+        if st.state == ASSUMED_BAD and st.retired_by == "nack":
+            st.state = GOOD
+            st.good_since = now
+            st.retired_by = ""
+            self._event(now, ev, "restored", "late")
+            self._rebuild_good()
 
     def _rebuild_good(self) -> None:
         self.good = [ev for ev in self.order if self.evs[ev].state == GOOD]

@@ -93,7 +93,7 @@ class Connection:
     holes: deque[tuple[float, int]] = field(default_factory=deque)  # (first seen missing, idx)
     renacks: deque[tuple[float, int]] = field(default_factory=deque)  # (NACKed at, idx)
     reorder: float = 0.0  # the reordering window: a hole older than this is NACKed
-    nacked: dict[int, float] = field(default_factory=dict)  # NACKed, still missing: idx -> first seen missing
+    nacked: dict[int, float] = field(default_factory=dict)  # NACKed, first transmission not arrived: idx -> first seen missing
     counts: Counter[str] = field(default_factory=Counter)
     ev_packets: Counter[int] = field(default_factory=Counter)
     back_evs: list[int] = field(default_factory=list)  # the feedback rotation: EVs the sender used, first seen first
@@ -307,15 +307,18 @@ class Receiver:
         cum = c.cum
         if idx <= cum or (c.bits >> (idx - cum - 1)) & 1:
             c.counts["trimmed_duplicates" if trimmed else "duplicates"] += 1
-            return [self._ack(c, ev, ce)]
+            late = not trimmed and not w2 & wire.RESENT and self._late(c, idx, now)
+            return [self._ack(c, ev, ce, late)]
         if trimmed:
             c.counts["trim_nacks"] += 1
             self._note_holes(c, idx, now)
             return [Tx(c.back_ev(), wire.ack(c.sender_qp, c.psn(cum), wire.SYNDROME_NACK_TRIMMED, ev, c.psn(idx), 1),
                        c.peer)]
-        self._place(c, data, hdr, idx, dma_len, now, bool(w2 & wire.RESENT))
+        late = self._place(c, data, hdr, idx, dma_len, now, bool(w2 & wire.RESENT))
         if c.cum == c.n_packets - 1:
-            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce))
+            return self._complete(c, now, ev, self._ack_bytes(c, ev, ce, late))
+        if late:  # answered at once, so the sender takes back the NACK's blame of this EV
+            return [self._ack(c, ev, ce, late)]
         if w2 & wire.ACK_REQ or ce:
             if not c.bits:  # in order: no bitmap
                 c.ack_due = None
@@ -364,15 +367,13 @@ class Receiver:
         return c, idx, hdr, dma_len, w2
 
     def _place(self, c: Connection, data: bytes | memoryview, hdr: int, idx: int, dma_len: int, now: float,
-               resent: bool) -> None:
+               resent: bool) -> bool:
         """Copy a first arrival to its place, note the holes it opens, move the
-        cumulative PSN and hash what it made final."""
+        cumulative PSN and hash what it made final. True: it is a first transmission
+        that was NACKed (late, not lost)."""
         off = idx * c.mtu
         c.buf[off:off + dma_len] = data[hdr:hdr + dma_len]
-        if c.nacked:
-            seen = c.nacked.pop(idx, None)
-            if seen is not None and not resent:
-                self._learn_reordering(c, now - seen)
+        late = bool(c.nacked) and not resent and self._late(c, idx, now)
         c.packets += 1
         c.received_bytes += dma_len
         if idx > c.highest:
@@ -396,6 +397,17 @@ class Receiver:
         if now >= c.next_sample:
             c.series.append((now - c.opened_at, c.received_bytes))
             c.next_sample = now + self.cfg.sample_interval
+        return late
+
+    def _late(self, c: Connection, idx: int, now: float) -> bool:
+        """Whether the first transmission of packet ``idx``, arriving now, was NACKed
+        (before or after its resend arrived): then it was late, not lost, and the
+        reordering window learns from it."""
+        seen = c.nacked.pop(idx, None)
+        if seen is None:
+            return False
+        self._learn_reordering(c, now - seen)
+        return True
 
     def _learn_reordering(self, c: Connection, late: float) -> None:
         """A NACKed packet arrived in its first transmission (BTH ``resent`` 0), ``late``
@@ -416,12 +428,12 @@ class Receiver:
                 holes.append((now, j))
             c.highest = idx
 
-    def _ack(self, c: Connection, ev: int, ce: bool = False) -> Tx:
-        """ACK echoing ``ev`` (and CE when its data packet arrived with CE), on the
-        connection's next feedback EV."""
-        return Tx(c.back_ev(), self._ack_bytes(c, ev, ce), c.peer)
+    def _ack(self, c: Connection, ev: int, ce: bool = False, late: bool = False) -> Tx:
+        """ACK echoing ``ev`` (and CE when its data packet arrived with CE, LATE when
+        it was NACKed before it arrived), on the connection's next feedback EV."""
+        return Tx(c.back_ev(), self._ack_bytes(c, ev, ce, late), c.peer)
 
-    def _ack_bytes(self, c: Connection, ev: int, ce: bool = False) -> bytes:
+    def _ack_bytes(self, c: Connection, ev: int, ce: bool = False, late: bool = False) -> bytes:
         """ACK: the cumulative PSN, and a bitmap of the 64 PSNs that end with the
         packet answered (or start after the cumulative PSN), so every packet is
         reported by its own ACK however far it is ahead of a hole."""
@@ -430,7 +442,7 @@ class Receiver:
         base = max(c.cum + 1, c.last_idx - 63)
         bits = (c.bits >> (base - c.cum - 1)) & 0xFFFFFFFFFFFFFFFF
         return wire.ack(c.sender_qp, c.psn(c.cum), wire.SYNDROME_ACK, ev, c.psn(base), bits,
-                        wire.FLAG_CE if ce else 0)
+                        (wire.FLAG_CE if ce else 0) | (wire.FLAG_LATE if late else 0))
 
     def _complete(self, c: Connection, now: float, ev: int, last_ack: bytes | None) -> list[Tx]:
         """Verify the digest; the last ACK (None: an empty transfer) and the verdict to send."""

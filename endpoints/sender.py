@@ -334,9 +334,10 @@ class Sender:
             self.drops["unexpected"] += 1  # an ACK before the transfer was accepted
             return
         ce = bool(flags & wire.FLAG_CE)
-        if aeth == 0 and bitmap == 0 and self._on_plain_ack(w2, ev, ce, now):
+        late = bool(flags & wire.FLAG_LATE)
+        if aeth == 0 and bitmap == 0 and not late and self._on_plain_ack(w2, ev, ce, now):
             return
-        self._on_ack(w2 & PSN_MASK, aeth >> 24, ev, base_psn & PSN_MASK, reverse64(bitmap), now, ce)
+        self._on_ack(w2 & PSN_MASK, aeth >> 24, ev, base_psn & PSN_MASK, reverse64(bitmap), now, ce, late)
 
     def _on_plain_ack(self, w2: int, ev: int, ce: bool, now: float) -> bool:
         """The common case, a plain cumulative ACK, on a short path; False: not one
@@ -394,7 +395,7 @@ class Sender:
         return True
 
     def _on_ack(self, cum_psn: int, syndrome: int, ev: int, base_psn: int, bits: int, now: float,
-                ce: bool = False) -> None:
+                ce: bool = False, late: bool = False) -> None:
         cum = self._idx(cum_psn)
         base = self._idx(base_psn)
         if not self._ack_valid(cum, syndrome, base, bits):  # everything checked before anything applied
@@ -404,6 +405,9 @@ class Sender:
             self.acks_received += 1
             if ce:
                 self._congested(ev, now, "ce")
+            if late and ev in self.evs:  # a loss NACK that blamed ``ev`` was spurious: taken back
+                self.counts["ev_losses_taken_back"] += 1
+                self.ev_set.take_back(ev, now)
         else:
             self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
         self._ack_rtt = None

@@ -105,6 +105,9 @@ BECN = 1 << 30  # BTH word 1 (fecn, becn, resv6 | dest_qp): set on a CNP
 CNP_LEN = CNP.size  # 28
 RESENT = 1 << 30  # BTH resv7's first bit: this data packet is a retransmission (receiver's reordering window)
 FLAG_CE = 0x01  # SACK flags: the data packet answered arrived with ECN CE
+# SACK flags: the data packet answered (its EV echoed in ``ev``) is a first
+# transmission the receiver NACKed as lost before it arrived: that NACK was spurious
+FLAG_LATE = 0x02
 
 _REVERSE_BYTE = bytes(int(f"{b:08b}"[::-1], 2) for b in range(256))
 

@@ -56,6 +56,7 @@ class SimNet:
     base_delay: float = 100e-6  # one way
     path_skew: float = 0.0  # extra delay of EV number k: k * path_skew
     jitter: float = 0.0  # uniform extra delay per packet (reorders)
+    delay: Callable[[int], float] = lambda ev: 0.0  # extra delay of every packet on ``ev`` (both directions)
     loss: float = 0.0  # random loss, every packet, both directions
     duplicate: float = 0.0  # probability that a packet arrives twice
     dead: Callable[[float, int], bool] = lambda t, ev: False
@@ -92,7 +93,8 @@ class SimNet:
         copies = 2 if self.rng.random() < self.duplicate else 1
         if copies == 2:
             self.counts["duplicated"] += 1
-        return [(t + self.base_delay + index * self.path_skew + self.rng.random() * self.jitter, payload, tclass)
+        return [(t + self.base_delay + self.delay(ev) + index * self.path_skew + self.rng.random() * self.jitter,
+                 payload, tclass)
                 for _ in range(copies)]
 
 
