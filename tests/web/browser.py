@@ -98,6 +98,15 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
         time.sleep(0.1)
 
 
+def row_cells(d: Any, css: str) -> list[str] | None:
+    """The words of the element ``css`` as drawn (its innerText), read in one script
+    call: the page redraws its rows, and an element found in one call may be gone in
+    the next (selenium's stale element)."""
+    text: str | None = d.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.innerText : null", css)
+    return None if text is None else text.split()
+
+
 def page_ready(d: Any) -> bool:
     """The page drew the fabric and applied at least one reading."""
     return bool(d.execute_script("return document.body.dataset.switches && Number(document.body.dataset.seq) > 0"))

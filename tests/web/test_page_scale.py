@@ -14,7 +14,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.web.browser import chromium, get, link_states, page_ready, switches_drawn, wait_for, web_server
+from tests.web.browser import (chromium, get, link_states, page_ready, row_cells, switches_drawn, wait_for,
+                               web_server)
 from tests.web.test_web_events import ev_line
 
 PLANES, LEAVES, SPINES, HOSTS = 8, 2, 32, 4
@@ -44,12 +45,12 @@ def test_the_scale_fabric_is_drawn_with_collapsible_planes_and_its_evs(tmp_path:
         tip = d.execute_script("return document.querySelector(\"line[data-link='p1-leaf0:p1-spine0'] title\")"
                                ".textContent")
         assert tip == "p1-leaf0:p1-spine0: up (no counters); 1 EVs over it not GOOD"  # EV 0x1001's link
-        row = d.find_element("css selector", "tr[data-transfer='h1-h3']").text
-        assert row.split()[-4:] == ["0", "1", "1", "0"]  # GOOD, ASSUMED_BAD, DENIED, ERROR
+        row = row_cells(d, "tr[data-transfer='h1-h3']")
+        assert row is not None and row[-4:] == ["0", "1", "1", "0"]  # GOOD, ASSUMED_BAD, DENIED, ERROR
         with events.open("a") as f:  # EV 0x1000 comes back: the page follows the file
             f.write(ev_line(0x1000, "GOOD", old="ASSUMED_BAD", t=101.0))
-        wait_for("the page showed the new event", lambda: d.find_element(
-            "css selector", "tr[data-transfer='h1-h3']").text.split()[-4:] == ["1", "0", "1", "0"])
+        wait_for("the page showed the new event", lambda: (row_cells(
+            d, "tr[data-transfer='h1-h3']") or [])[-4:] == ["1", "0", "1", "0"])
         d.save_screenshot(str(tmp_path / "hundreds.png"))
         print(f"page drawn {drawn:.1f} s after it was asked for; screenshot {tmp_path / 'hundreds.png'}")
         assert (tmp_path / "hundreds.png").stat().st_size > 10_000
