@@ -8,7 +8,7 @@ One entry point for people and scripts (Mininet node classes, ``make``, CI):
 - ``p4target stf PROGRAM.p4 TEST.stf``: run a p4c STF test; exit 0 if it passes.
 - ``p4target run PROGRAM.p4 -i 1@eth1 -i 2@eth2 ...``: a switch on Linux
   interfaces with a P4Runtime server, like ``simple_switch_grpc`` (``run.py``).
-- ``p4target group GROUP.yaml``: many switches in one process (``switch_group.py``).
+- ``p4target group GROUP.yaml``: many switches in one process (``group/process.py``).
 
 Every problem a user can cause is one line on stderr, ``p4target: FILE:LINE:COL:
 error: WHAT; FIX`` (or ``p4target: error: ...``), and exit status 1; usage mistakes
@@ -382,7 +382,7 @@ def group_cmd(
     per file. Stops cleanly on SIGTERM or SIGINT.
     """
     _start(ctx, log_level)
-    from p4target.switch_group import run_command
+    from p4target.group.process import run_command
 
     cpu_value = _one("--cpu", cpu, cli_values.cpu_spec)
     tls = server_tls_of(Args(tls_cert=tls_cert, tls_key=tls_key, tls_ca=tls_ca, insecure=insecure))

@@ -348,7 +348,7 @@ class NetIO:
 
     def begin(self, grouped: bool = False) -> None:
         """Make the calling thread this NetIO's loop thread (``run`` does it; a
-        ``p4target.switch_group.GroupLoop`` does it for each of its switches, with
+        ``p4target.group.process.GroupLoop`` does it for each of its switches, with
         ``grouped``: the group then waits on ``ring_fd`` and ``epoll_fd`` apart, tells
         ``round`` whether ``epoll_fd`` had anything, and calls ``flush_transmits``
         once after running its switches, where this loop alone flushes after every

@@ -293,8 +293,8 @@ def test_p4runtime_shell_programs_a_switch_on_its_own_and_on_the_shared_address(
 
 def test_a_failing_pipeline_leaves_the_other_switches_forwarding(rt_config, tmp_path: Path) -> None:
     """In this process: switch a's pipeline raises on every batch; b forwards on."""
-    from p4target.group_file import load_group
-    from p4target.switch_group import SwitchGroup
+    from p4target.group.spec import load_group
+    from p4target.group.process import SwitchGroup
 
     ns = f"p4t-gf-{uuid.uuid4().hex[:6]}"
     tag = uuid.uuid4().hex[:3]

@@ -23,7 +23,7 @@ one daemon, a group runs many switches in one process:
   once with the switch's name and the others go on; a bad P4Runtime request is
   answered by that switch's server only.
 
-The group file is read and checked by ``p4target/group_file.py``.
+The group file is read and checked by ``p4target/group/spec.py``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from p4target.errors import P4Error
-from p4target.group_file import GroupSpec, SwitchSpec, load_group, refuse_plaintext_off_loopback
+from p4target.group.spec import GroupSpec, SwitchSpec, load_group, refuse_plaintext_off_loopback
 from p4target.ports.loop_stats import GcWatch, apply_gc_mode, report_line
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The group file of ``p4target group GROUP.yaml`` (p4target/switch_group.py): read,
+"""The group file of ``p4target group GROUP.yaml`` (p4target/group/process.py): read,
 checked as a whole, each mistake one message naming the file, the switch and the field.
 
 The group file (YAML or JSON) lists the switches::
