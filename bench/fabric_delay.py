@@ -43,7 +43,8 @@ variant asks for another. The loads are of the capacity measured first (or
         --paths sprayed --variants base,rr=10 --rounds 2
 
 Needs root and Mininet. Prints only; never asserts. The pure parts (percentiles,
-/proc parsing, residences, variants, report differences) are tested in tests/env/test_bench_fabric_delay.py.
+residences, variants, report differences, and the /proc parsing of
+bench/_proc_stats.py) are tested in tests/env/test_bench_fabric_delay.py.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._delay_flow import SIZE, TRACE_MARK  # noqa: E402
+from bench._proc_stats import SchedStat, cpu_ticks_of, involuntary_of, sched_of, threads_of  # noqa: E402
 
 LOADS = (0.1, 0.5, 0.9)
 SECONDS = float(os.environ.get("FABRIC_DELAY_SECONDS", "4"))
@@ -98,39 +100,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(round(q * len(ordered) / 100, 9)))  # 99.9% of 1000 is 999, not 999.0000000000001
     return ordered[rank - 1]
-
-
-@dataclass(frozen=True)
-class SchedStat:
-    """One task's /proc schedstat: time on a CPU and waiting on a run queue (ns), and
-    how many timeslices it ran."""
-
-    cpu_ns: int
-    wait_ns: int
-    slices: int
-
-    def __add__(self, other: SchedStat) -> SchedStat:
-        return SchedStat(self.cpu_ns + other.cpu_ns, self.wait_ns + other.wait_ns, self.slices + other.slices)
-
-    def __sub__(self, other: SchedStat) -> SchedStat:
-        return SchedStat(self.cpu_ns - other.cpu_ns, self.wait_ns - other.wait_ns, self.slices - other.slices)
-
-
-ZERO = SchedStat(0, 0, 0)
-
-
-def parse_schedstat(text: str) -> SchedStat:
-    """``/proc/<pid>[/task/<tid>]/schedstat``: three numbers, time on a CPU (ns),
-    time waiting on a run queue (ns), timeslices run."""
-    cpu, wait, slices = (int(x) for x in text.split()[:3])
-    return SchedStat(cpu, wait, slices)
-
-
-def parse_stat_cpu_ticks(text: str) -> int:
-    """utime + stime (clock ticks) of ``/proc/<pid>/stat``: fields 14 and 15, counted
-    after the command name in parentheses, which may itself hold spaces and ')'."""
-    rest = text[text.rindex(")") + 2:].split()  # rest[0] is field 3 (state)
-    return int(rest[11]) + int(rest[12])
 
 
 def residences(sent_ns: int, sightings: Iterable[tuple[int, str]], received_ns: int) -> list[tuple[str, int]]:
@@ -212,54 +181,6 @@ class Capture:
 
 
 # ---- /proc and /sys -----------------------------------------------------------------
-
-
-def threads_of(pid: int) -> list[int]:
-    try:
-        return [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
-    except OSError:
-        return []
-
-
-def sched_of(pids: Iterable[int]) -> SchedStat:
-    total = ZERO
-    for pid in pids:
-        for tid in threads_of(pid):
-            try:
-                total = total + parse_schedstat(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text())
-            except (OSError, ValueError):
-                pass
-    return total
-
-
-def parse_involuntary(text: str) -> int:
-    """``nonvoluntary_ctxt_switches`` of a ``/proc/<pid>/status``: how many times the
-    task was taken off its CPU while it could still run (preempted)."""
-    for line in text.splitlines():
-        if line.startswith("nonvoluntary_ctxt_switches:"):
-            return int(line.split()[1])
-    return 0
-
-
-def involuntary_of(pids: Iterable[int]) -> int:
-    total = 0
-    for pid in pids:
-        for tid in threads_of(pid):
-            try:
-                total += parse_involuntary(Path(f"/proc/{pid}/task/{tid}/status").read_text())
-            except (OSError, ValueError):
-                pass
-    return total
-
-
-def cpu_ticks_of(pids: Iterable[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            total += parse_stat_cpu_ticks(Path(f"/proc/{pid}/stat").read_text())
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
 
 
 def rx_frames(interfaces: Iterable[str]) -> int:

@@ -63,7 +63,7 @@ def rss_mb(pids: list[int]) -> float:
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time of the processes so far (every thread), to the nanosecond:
     the first field of each thread's /proc schedstat."""
-    from bench.fabric_delay import sched_of
+    from bench._proc_stats import sched_of
 
     return sched_of(pids).cpu_ns / 1e9
 

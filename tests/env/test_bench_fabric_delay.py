@@ -1,4 +1,4 @@
-"""The pure parts of bench/fabric_delay.py: percentiles, /proc parsing, residences.
+"""The pure parts of bench/fabric_delay.py and bench/_proc_stats.py: percentiles, /proc parsing, residences.
 
 Why: the benchmark's figures are only as right as these; the expected values are
 worked out by hand here (the benchmark itself needs root and a Mininet fabric and
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.fabric_delay import (SchedStat, Variant, parse_involuntary, parse_schedstat, parse_stat_cpu_ticks,
-                                parse_variant, percentile, report_diff, residences)
+from bench._proc_stats import SchedStat, parse_involuntary, parse_schedstat, parse_stat_cpu_ticks
+from bench.fabric_delay import Variant, parse_variant, percentile, report_diff, residences
 
 
 def test_nearest_rank_percentiles() -> None:
