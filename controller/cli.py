@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -48,23 +47,16 @@ from cli_common.options import (
 )
 from fabric.entries import Entry, GroupEntry, MemberEntry, node, nodes
 from cli_common.command import new_app, run_command
-from fabric.paths import find_link, links, paths
-from fabric.resolve import Shape, damaged_state, resolve
+from fabric.paths import links, paths
 from fabric.topology import TopologyError
 from fabric.wanted import wanted_entries
 from controller.cable_cuts import down_links, set_link
-from controller.network_state import Inventory, default_inventory, load, state_path
+from controller.network_state import Inventory, state_path
+from controller.cli_base import Fail, Source, err, out, running_source as _running, source_of as _source
+from controller.ops_cli import register as register_ops
 
 HELP = " ".join(__doc__.split("\n\n")[1].split()) + "\n\n" + " ".join(__doc__.split("\n\n")[2].split())
 app = new_app(HELP, no_args_is_help=True)
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, soft_wrap=True)
-
-
-class Fail(Exception):
-    """An error for a person: printed as one line, exit status 1."""
-
-
 # ---- the topology and the switches ----------------------------------------------
 
 StateOpt = Annotated[Optional[Path], typer.Option("--state", help="network state file (default: $MRC_P4_RUN_DIR/network.json)")]
@@ -75,53 +67,6 @@ TlsDirOpt = Annotated[Optional[Path], typer.Option(
     "--tls-dir", envvar="MRCCTL_TLS_DIR", show_envvar=True,
     help="reach the switches over mutual TLS with DIR/ca.pem, DIR/client.pem and DIR/client.key "
          "(`mrcctl certs DIR` makes them; default: plaintext, or the state file's tls_dir)")]
-
-
-class Source:
-    """The topology and the switch inventory the options select."""
-
-    def __init__(self, topology: Path | None, shape: Shape, state: Path | None) -> None:
-        state_file = state or state_path()
-        chosen = resolve(topology, shape, state=state, running=state_file)
-        self.topo = chosen.topology
-        self.other_network: Path | None = None  # a running network of another topology
-        self.running = chosen.state is not None  # the inventory is a running network's (its state file's)
-        if chosen.state is not None:
-            self.inventory = self._checked(load(chosen.state), chosen.state)
-            return
-        self.inventory = default_inventory(self.topo, chosen.source)
-        self.inventory.path = state_file
-        if state_file.exists():  # a running network of the same shape: use its addresses and failures
-            try:
-                running = load(state_file)
-                same = running.load_topology() == self.topo
-            except TopologyError:
-                return
-            if not same:
-                self.other_network = state_file
-                return
-            self.inventory, self.running = self._checked(running, state_file), True
-
-    def _checked(self, inv: Inventory, path: Path) -> Inventory:
-        """``inv``, read from the state file ``path``, when every link it has down or
-        denied is one of the topology's."""
-        for field, names in (("down", inv.down), ("denied", inv.denied)):
-            for name in names:
-                try:
-                    find_link(self.topo, name)
-                except TopologyError:
-                    raise damaged_state(path, f"{field}: no link {name!r} in topology {self.topo.name!r}") from None
-        return inv
-
-    @property
-    def inv(self) -> Inventory:
-        return self.inventory
-
-
-def _source(ctx: typer.Context) -> Source:
-    src = ctx.obj
-    assert isinstance(src, Source)  # main_options made it (every command but `plan`)
-    return src
 
 
 @app.callback()
@@ -459,14 +404,6 @@ def undeny(ctx: typer.Context, link: Annotated[str, typer.Argument(help="a link 
     _deny(ctx, link, False, election_id, as_json)
 
 
-def _running(ctx: typer.Context, what: str) -> Source:
-    s = _source(ctx)
-    if s.other_network is not None:
-        raise Fail(f"a network of another topology is running ({s.other_network}); give --state to {what} it, "
-                   "or stop it first")
-    return s
-
-
 def _repair_json(r: RepairReport) -> dict[str, Any]:
     return {"link": r.link, "down": r.down, "changed": r.changed, "seconds": r.seconds, "cable": r.cable,
             "writes": r.writes}
@@ -580,9 +517,7 @@ def web(ctx: typer.Context,
 
 
 # events, probe, locate, guard: their bodies in controller/ops_cli.py
-from controller.ops_cli import register as _register_ops  # noqa: E402
-
-_register_ops(app)
+register_ops(app)
 
 
 def main() -> None:

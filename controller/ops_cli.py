@@ -33,27 +33,21 @@ from fabric.locate import Verdict, from_events, locate
 from fabric.paths import PathInfo, find_link, paths
 from fabric.topology import Topology
 from fabric.wanted import wanted_entries
+from controller.cli_base import Fail, Source, err, out, running_source, source_of
 from controller.network_state import Inventory, state_path
 from topologies.transfer import UDP_PORT_MRC, udp_listening
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON object per line instead of text")]
 
 
-def _base() -> Any:
-    from controller import cli
-
-    return cli
-
-
 def _run_dir(inv: Inventory) -> Path:
     return (inv.path or state_path()).parent
 
 
-def _running(ctx: typer.Context, what: str) -> Any:
-    cli = _base()
-    s = cli._running(ctx, what)
+def _running(ctx: typer.Context, what: str) -> Source:
+    s = running_source(ctx, what)
     if not s.running:
-        raise cli.Fail(f"no running network ({s.inv.path}): nothing to {what}; start one (make run) or give its "
+        raise Fail(f"no running network ({s.inv.path}): nothing to {what}; start one (make run) or give its "
                        "state file with --state")
     return s
 
@@ -93,18 +87,17 @@ def events(ctx: typer.Context,
                                                               "deny/undeny for the guard's)")] = None,
            as_json: JsonOpt = False) -> None:
     """The fabric-wide stream of EV state changes (and the guard's actions) from the event log."""
-    cli = _base()
-    s = cli._source(ctx)
+    s = source_of(ctx)
     if link is not None:
         find_link(s.topo, link)
     if host is not None:
         s.topo.host(host)
     if since is not None and not since >= 0:
-        raise cli.Fail(f"--since {since}: give seconds (0 or more) or a unix time")
+        raise Fail(f"--since {since}: give seconds (0 or more) or a unix time")
     log = log_path(_run_dir(s.inv))
     keep = Filter(since=_since(since), host=host, link=link, state=state)
     if not follow_ and not log.exists():
-        raise cli.Fail(f"no event log ({log}): no network has run with this run directory; start one (make run)")
+        raise Fail(f"no event log ({log}): no network has run with this run directory; start one (make run)")
     records = follow(log, keep) if follow_ else iter(read(log, keep))
     try:
         for e in records:
@@ -142,7 +135,6 @@ def probe(ctx: typer.Context, src_host: Annotated[str, typer.Argument(metavar="S
           as_json: JsonOpt = False) -> None:
     """Probe EVs from SRC's host towards DST (the transport's PROBE on each EV's own path):
     per EV its path, RTT min/avg/max and loss."""
-    cli = _base()
     if ev and all_evs:
         raise typer.BadParameter("give --ev EV ... or --all, not both", param_hint="--all")
     chosen = _evs(ev) if ev else None  # a usage mistake before anything else
@@ -151,17 +143,17 @@ def probe(ctx: typer.Context, src_host: Annotated[str, typer.Argument(metavar="S
     plan = plan_for(s.topo, [(src_host, dst_host)], chosen, s.inv.denied)
     skipped = [p for p in everything[src_host][dst_host] if p not in plan.get(src_host, {}).get(dst_host, [])]
     for p in skipped:
-        cli.err.print(f"mrcctl probe: EV {p.ev:#06x} not probed: its path crosses a denied link (the NICs have no "
+        err.print(f"mrcctl probe: EV {p.ev:#06x} not probed: its path crosses a denied link (the NICs have no "
                       "entry for it; a probe on it would go over the NIC's spraying)", markup=False, highlight=False)
     if not plan:
-        raise cli.Fail(f"every EV asked for crosses a denied link ({', '.join(s.inv.denied)}); nothing probed")
+        raise Fail(f"every EV asked for crosses a denied link ({', '.join(s.inv.denied)}); nothing probed")
     try:
         results = sweep(s.topo, _run_dir(s.inv), plan, count=count, interval=interval, timeout=timeout,
                         budget=30 + count * (interval + timeout) * 2)
     except ProbeError as exc:
-        raise cli.Fail(str(exc)) from None
+        raise Fail(str(exc)) from None
     if results and results[0].error:
-        raise cli.Fail(f"probe {src_host} -> {dst_host}: {results[0].error}")
+        raise Fail(f"probe {src_host} -> {dst_host}: {results[0].error}")
     if as_json:
         for r in results:
             sys.stdout.write(json.dumps(r.json()) + "\n")
@@ -173,14 +165,14 @@ def probe(ctx: typer.Context, src_host: Annotated[str, typer.Argument(metavar="S
     for r in results:
         table.add_row(f"{r.path.ev:#06x}", str(r.path.plane), " > ".join(r.path.hops), _rtt_text(r),
                       f"{r.loss:.0%}" if r.loss is not None else "-")
-    cli.out.print(table)
+    out.print(table)
 
 
 async def _fabric_counters(targets: Sequence[Any]) -> dict[str, C.Counts]:
     return await C.read_all(targets)
 
 
-def _counter_delta(s: Any, before: dict[str, C.Counts] | None) -> tuple[dict[str, C.Counts], dict[str, C.Counts]]:
+def _counter_delta(s: Source, before: dict[str, C.Counts] | None) -> tuple[dict[str, C.Counts], dict[str, C.Counts]]:
     targets = [s.inv.switches[n.name] for n in nodes(s.topo) if n.program == "fabric"]
     now = asyncio.run(_fabric_counters(targets))
     return now, C.delta(now, before or {})
@@ -202,10 +194,9 @@ def verdict_json(v: Verdict, top: int) -> dict[str, Any]:
 
 
 def _print_verdict(v: Verdict, top: int, head: str) -> None:
-    cli = _base()
-    cli.out.print(head, highlight=False)
+    out.print(head, highlight=False)
     if v.failed == 0:
-        cli.out.print("  no failed path: no link to name", highlight=False)
+        out.print("  no failed path: no link to name", highlight=False)
         return
     if v.exact:
         x = next(r for r in v.ranked if r.link == v.exact)
@@ -213,15 +204,15 @@ def _print_verdict(v: Verdict, top: int, head: str) -> None:
         if v.tied:
             why += (f"; the paths cannot tell it from {', '.join(t for t in v.tied if t != v.exact)}, its counters "
                     f"can ({x.sent} packets sent onto it, {x.received} received from it)")
-        cli.out.print(f"  broken: {v.exact} ({why})", highlight=False)
+        out.print(f"  broken: {v.exact} ({why})", highlight=False)
     elif v.tied:
-        cli.out.print(f"  broken: one of {', '.join(v.tied)} (each on every failed path and no working one; "
+        out.print(f"  broken: one of {', '.join(v.tied)} (each on every failed path and no working one; "
                       "no counter tells them apart)", highlight=False)
     else:
-        cli.out.print(f"  broken: {', '.join(v.cover) or 'none found'} (together on every failed path they explain)",
+        out.print(f"  broken: {', '.join(v.cover) or 'none found'} (together on every failed path they explain)",
                       highlight=False)
     if v.unexplained:
-        cli.out.print(f"  unexplained: {len(v.unexplained)} failed paths ({', '.join(v.unexplained[:3])})",
+        out.print(f"  unexplained: {len(v.unexplained)} failed paths ({', '.join(v.unexplained[:3])})",
                       highlight=False)
     table = Table()
     for col in ("rank", "link", "failed paths on it", "working paths on it", "counters sent/received", "e.g."):
@@ -229,7 +220,7 @@ def _print_verdict(v: Verdict, top: int, head: str) -> None:
     for i, x in enumerate(v.ranked[:top], 1):
         table.add_row(str(i), x.link, str(len(x.explains)), str(len(x.contradicted)),
                       f"{x.sent}/{x.received}" if x.sent or x.received else "-", ", ".join(x.explains[:2]))
-    cli.out.print(table)
+    out.print(table)
 
 
 def locate_cmd(ctx: typer.Context,
@@ -244,7 +235,6 @@ def locate_cmd(ctx: typer.Context,
                as_json: JsonOpt = False) -> None:
     """Name the link or links whose failure explains the failed paths and none of the
     working ones, from the recent EV events or from a probe sweep."""
-    cli = _base()
     s = _running(ctx, "locate a link in")
     t0 = time.monotonic()
     before, _ = _counter_delta(s, None)
@@ -254,7 +244,7 @@ def locate_cmd(ctx: typer.Context,
             results = sweep(s.topo, _run_dir(s.inv), plan_for(s.topo, pairs, denied=s.inv.denied), count=count,
                             budget=budget)
         except ProbeError as exc:
-            raise cli.Fail(str(exc)) from None
+            raise Fail(str(exc)) from None
         obs = observations(results)
         head = (f"locate: {len(obs)} paths probed between {len({p for pr in pairs for p in pr})} hosts "
                 f"({sum(not o.ok for o in obs)} failed)")
@@ -276,7 +266,7 @@ def locate_cmd(ctx: typer.Context,
 # ---- guard ------------------------------------------------------------------------
 
 
-def _receiving(s: Any) -> set[str]:
+def _receiving(s: Source) -> set[str]:
     """The hosts where an MRC-lite receiver holds the MRC port now."""
     out = set()
     for name, place in host_places(_run_dir(s.inv)).items():
@@ -300,14 +290,14 @@ def _trial_paths(topo: Topology, link: str, hosts: Sequence[str], receiving: set
     raise ProbeError(f"no path between the hosts crosses {link}")
 
 
-async def _nic_entries(s: Any, nic: str, denied: Sequence[str]) -> None:
+async def _nic_entries(s: Source, nic: str, denied: Sequence[str]) -> None:
     wanted = wanted_entries(s.topo, denied, only=[n for n in nodes(s.topo) if n.name == nic])
     rep = await Reconciler([s.inv.switches[nic]]).run(wanted)
     if rep.failed:
         raise ProbeError(f"{nic}: {rep.failed[0].error}")
 
 
-def probe_denied(s: Any, link: str, count: int) -> tuple[bool, dict[str, Any]]:
+def probe_denied(s: Source, link: str, count: int) -> tuple[bool, dict[str, Any]]:
     """Probe denied ``link``: its paths are given back to one NIC (only that NIC's EVs over
     the denied links on them), probed from its host, then denied to it again."""
     receiving = _receiving(s)
@@ -326,7 +316,7 @@ def probe_denied(s: Any, link: str, count: int) -> tuple[bool, dict[str, Any]]:
         "sent": sum(r.sent for r in results)}
 
 
-def _tie_counters(s: Any, waiting: Sequence[str], before: dict[str, C.Counts]
+def _tie_counters(s: Source, waiting: Sequence[str], before: dict[str, C.Counts]
                   ) -> tuple[dict[str, C.Counts], dict[str, tuple[int, int]] | None]:
     """The counters of the ends of the tied links the guard waits on, and what they lost
     since the last such read (a first read is followed by another, ``TIE_SAMPLE``
@@ -345,8 +335,7 @@ def _tie_counters(s: Any, waiting: Sequence[str], before: dict[str, C.Counts]
 TIE_SAMPLE = 0.2
 
 
-def _act(s: Any, a: Action, dry_run: bool, log: Path, as_json: bool) -> None:
-    cli = _base()
+def _act(s: Source, a: Action, dry_run: bool, log: Path, as_json: bool) -> None:
     if not dry_run and a.action in ("deny", "undeny"):
         r = asyncio.run(set_denied(s.topo, s.inv, a.link, denied=a.action == "deny"))
         a.evidence["nics_changed"] = len(r.changed)
@@ -355,7 +344,6 @@ def _act(s: Any, a: Action, dry_run: bool, log: Path, as_json: bool) -> None:
     append(log, rec)
     sys.stdout.write((json.dumps(rec) if as_json else event_line(rec)) + "\n")
     sys.stdout.flush()
-    del cli
 
 
 def guard(ctx: typer.Context,
@@ -377,17 +365,16 @@ def guard(ctx: typer.Context,
           as_json: JsonOpt = False) -> None:
     """The loop: deny a located link fabric-wide, probe it, give it back once it answers;
     every action logged (event log, kind guard) with its evidence."""
-    cli = _base()
     s = _running(ctx, "guard")
     try:
         g = Guard(s.topo, GuardConfig(k=k, min_hosts=min_hosts, window=window, hold=hold, max_share=max_share,
                                       tie_wait=tie_wait))
     except ValueError as exc:
-        raise cli.Fail(str(exc)) from None
+        raise Fail(str(exc)) from None
     log = log_path(_run_dir(s.inv))
     started = time.time()
     g.adopt(s.inv.denied, started)
-    cli.err.print(f"mrcctl guard: K={k} from {min_hosts}+ hosts in {window:g} s, given back after {hold:g} s of "
+    err.print(f"mrcctl guard: K={k} from {min_hosts}+ hosts in {window:g} s, given back after {hold:g} s of "
                   f"answered probes, at most {max_share:.0%} of a plane's links{', dry run' if dry_run else ''}; "
                   f"{len(g.denied)} denied now; log {log}", markup=False, highlight=False)
     end = time.monotonic() + duration if duration > 0 else float("inf")
@@ -407,7 +394,7 @@ def guard(ctx: typer.Context,
                 try:
                     ok, detail = probe_denied(s, link, probe_count)
                 except ProbeError as exc:
-                    cli.err.print(f"mrcctl guard: cannot probe {link}: {exc}", markup=False, highlight=False)
+                    err.print(f"mrcctl guard: cannot probe {link}: {exc}", markup=False, highlight=False)
                     continue
                 for a in g.on_probe(link, ok, time.time(), detail):
                     _act(s, a, dry_run, log, as_json)
