@@ -79,12 +79,11 @@ from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
-from p4target.frontend.source import Loc
 
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompiler):
+class FastCompiler(FastStatementCompiler, ProgramCompiler):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -136,6 +135,7 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
         self.extern_calls = self.fast_externs
+        self.expressions: FastExpressionCompiler = FastExpressionCompiler(self)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -146,13 +146,42 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
 
-    # ---- for ExpressionCompiler's field lists and the deferred nodes (RenderContext) ----
-    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
-        n = len(parts)
-        super()._flatten_v(v, parts, loc)
-        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
-            self.part_place[parts[n][0]] = v.path
+    # ---- the packet state's locals (FastExpressionCompiler), for the other parts -----------
+    def local(self, path: tuple[str, ...], default: str = "0") -> str:
+        return self.expressions.local(path, default)
 
+    def field_local(self, path: tuple[str, ...], t: Type) -> str:
+        return self.expressions.field_local(path, t)
+
+    def valid_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.valid_local(path)
+
+    def raw_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.raw_local(path)
+
+    def start_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.start_local(path)
+
+    def sm_local(self, name: str) -> str:
+        return self.expressions.sm_local(name)
+
+    def sm_width(self, name: str) -> int:
+        return self.expressions.sm_width(name)
+
+    def set_with_validity(self, path: tuple[str, ...]) -> bool:
+        return self.expressions.set_with_validity(path)
+
+    def in_stack_element(self, path: tuple[str, ...]) -> bool:
+        return self.expressions.in_stack_element(path)
+
+    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
+                   parent: StructT | None = None) -> V:
+        return self.expressions.path_value(path, t, sym, parent)
+
+    def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
+        return self.expressions.bytes_field(path, t, parent, s)
+
+    # ---- for the deferred nodes (RenderContext) -----------------------------------------------
     def single_counted(self) -> list[str]:
         return self.fast_externs.single_counted()
 
@@ -393,9 +422,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         for f in d.fields:
             if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
-
-    def composite_eq(self, a, b, t):
-        raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
     def declare_sub_block(self, d, decl, parent, scope, in_parser):
         raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path

@@ -68,7 +68,7 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(ExpressionCompiler, StatementCompiler):
+class ProgramCompiler(StatementCompiler):
     table_helpers = True  # emit the per-table helper function (the fast path does not)
 
     def __init__(self, program: A.Program, source: Path):
@@ -123,6 +123,26 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.packet_io = PacketIO(self)  # (the fast compiler's: FastPacketIO)
         self.extern_calls = ExternCalls(self)  # (the fast compiler's: FastExterns)
         self.sub_blocks = SubBlockCompiler(self)
+        self.expressions = ExpressionCompiler(self)  # (the fast compiler's: FastExpressionCompiler)
+
+    # ================================================================== expressions (ExpressionCompiler)
+    def expr(self, e: A.Expr) -> V:
+        return self.expressions.expr(e)
+
+    def value(self, e: A.Expr) -> V:
+        return self.expressions.value(e)
+
+    def const_int(self, e: A.Expr, what: str = "value") -> int:
+        return self.expressions.const_int(e, what)
+
+    def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
+        return self.expressions.expr_as(e, t, what)
+
+    def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
+        return self.expressions.coerce(v, t, loc, what)
+
+    def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
+        return self.expressions.flatten_bits(e)
 
     # ================================================================== tables (TableCompiler)
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
