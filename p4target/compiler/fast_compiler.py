@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Literal
 
 from p4target.compiler.values import V
+from p4target.compiler.context import FastContext
 from p4target.compiler.entities import TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
@@ -83,7 +84,7 @@ from p4target.frontend import ast as A
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastStatementCompiler, ProgramCompiler):
+class FastCompiler(ProgramCompiler, FastContext):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -136,6 +137,7 @@ class FastCompiler(FastStatementCompiler, ProgramCompiler):
         self.fast_externs = FastExterns(self)
         self.extern_calls = self.fast_externs
         self.expressions: FastExpressionCompiler = FastExpressionCompiler(self)
+        self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -180,6 +182,9 @@ class FastCompiler(FastStatementCompiler, ProgramCompiler):
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
         return self.expressions.bytes_field(path, t, parent, s)
+
+    def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
+        return self.statements.touch_stack(path, t)
 
     # ---- for the deferred nodes (RenderContext) -----------------------------------------------
     def single_counted(self) -> list[str]:

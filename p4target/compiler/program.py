@@ -21,6 +21,7 @@ from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.context import CompilerContext
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
@@ -68,7 +69,7 @@ def reaches_an_end(d: A.ParserDecl) -> bool:
     return False
 
 
-class ProgramCompiler(StatementCompiler):
+class ProgramCompiler(CompilerContext):
     table_helpers = True  # emit the per-table helper function (the fast path does not)
 
     def __init__(self, program: A.Program, source: Path):
@@ -124,6 +125,74 @@ class ProgramCompiler(StatementCompiler):
         self.extern_calls = ExternCalls(self)  # (the fast compiler's: FastExterns)
         self.sub_blocks = SubBlockCompiler(self)
         self.expressions = ExpressionCompiler(self)  # (the fast compiler's: FastExpressionCompiler)
+        self.statements = StatementCompiler(self, self.expressions)  # (FastStatementCompiler)
+
+    # ================================================================== output (the function being generated)
+    def emit(self, line: str) -> None:
+        self.out.append(self.ind + line)
+
+    def indent(self) -> None:
+        self.ind += "    "
+
+    def dedent(self) -> None:
+        self.ind = self.ind[:-4]
+
+    def emit_lines(self, items: list) -> None:
+        """Emit code compiled apart at indentation "" (strings, or the fast path's
+        deferred nodes, which carry their own indentation) at ``self.ind``."""
+        for x in items:
+            if isinstance(x, str):
+                self.emit(x)
+            else:
+                x.ind = self.ind + x.ind
+                self.out.append(x)
+
+    def tmp(self, base: str = "t") -> str:
+        self.tmp_count += 1
+        return f"_{base}{self.tmp_count}"
+
+    # ================================================================== statements (StatementCompiler)
+    def stmts(self, stmts: list[A.Stmt]) -> None:
+        self.statements.stmts(stmts)
+
+    def block_body(self, stmts: list[A.Stmt]) -> None:
+        self.statements.block_body(stmts)
+
+    def call_stmt(self, e: A.Call) -> None:
+        self.statements.call_stmt(e)
+
+    def call_expr(self, e: A.Call) -> V:
+        return self.statements.call_expr(e)
+
+    def has_effects(self, e: A.Expr | None) -> bool:
+        return self.statements.has_effects(e)
+
+    def store(self, target: A.Expr, code: str, loc: Loc) -> None:
+        self.statements.store(target, code, loc)
+
+    def check_lvalue(self, e: A.Expr) -> None:
+        self.statements.check_lvalue(e)
+
+    def lvalue_type(self, target: A.Expr) -> Type:
+        return self.statements.lvalue_type(target)
+
+    def invalidate_union_siblings(self, target: A.Expr) -> None:
+        self.statements.invalidate_union_siblings(target)
+
+    def zero(self, t: Type, loc: Loc) -> str:
+        return self.statements.zero(t, loc)
+
+    def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
+        return self.statements.bind_args(e, params)
+
+    def nargs(self, e: A.Call, *counts: int) -> None:
+        self.statements.nargs(e, *counts)
+
+    def arg(self, e: A.Call, i: int) -> A.Expr:
+        return self.statements.arg(e, i)
+
+    def may_exit(self, act: object) -> bool:
+        return self.statements.may_exit(act)
 
     # ================================================================== expressions (ExpressionCompiler)
     def expr(self, e: A.Expr) -> V:
@@ -187,8 +256,7 @@ class ProgramCompiler(StatementCompiler):
         return self.extern_calls.enum_member_name(e, enum)
 
     def sm_store(self, field: str, code: str) -> str:
-        """A statement setting standard_metadata.<field> where no block parameter names it."""
-        return f"st.sm.{field} = {code}"
+        return self.statements.sm_store(field, code)
 
     def param_type(self, p: A.Param) -> Type:
         return self.resolve_type(p.type)
