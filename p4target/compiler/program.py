@@ -15,17 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
+from p4target.compiler.expressions import ExpressionCompiler, to_type_const
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.packet_io import PacketIO
+from p4target.compiler.parser_states import ParserCompiler
 from p4target.compiler.scope import Scope, Sym
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
-from p4target.compiler.subblocks import SUB_REJECT, SubBlockCompiler
+from p4target.compiler.subblocks import SubBlockCompiler
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, qualify,
 )
@@ -45,29 +46,6 @@ SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "pac
              "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
              "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
              "checksum_error", "parser_error", "priority")
-
-def reaches_an_end(d: A.ParserDecl) -> bool:
-    """Whether some path of states from ``start`` ends in accept or reject (a select
-    without a default case may end in reject: no case matched)."""
-    states = {s.name: s for s in d.states}
-    seen, todo = set(), ["start"]
-    while todo:
-        name = todo.pop()
-        if name in ("accept", "reject") or name not in states:
-            return True  # an unknown state is reported where it is named
-        if name in seen:
-            continue
-        seen.add(name)
-        tr = states[name].transition
-        if tr is None or tr.state is not None:
-            todo.append(tr.state if tr is not None and tr.state is not None else "reject")
-            continue
-        cases = [c.state for c in tr.cases]
-        if not any(isinstance(c.keyset, A.DefaultExpr) for c in tr.cases):
-            return True
-        todo.extend(cases)
-    return False
-
 
 class ProgramCompiler(CompilerContext):
     table_helpers = True  # emit the per-table helper function (the fast path does not)
@@ -126,6 +104,7 @@ class ProgramCompiler(CompilerContext):
         self.sub_blocks = SubBlockCompiler(self)
         self.expressions = ExpressionCompiler(self)  # (the fast compiler's: FastExpressionCompiler)
         self.statements = StatementCompiler(self, self.expressions)  # (FastStatementCompiler)
+        self.parser_compiler = ParserCompiler(self)  # (the fast compiler's parser: FastParser)
 
     # ================================================================== output (the function being generated)
     def emit(self, line: str) -> None:
@@ -212,6 +191,22 @@ class ProgramCompiler(CompilerContext):
 
     def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
         return self.expressions.flatten_bits(e)
+
+    # ================================================================== parser (ParserCompiler)
+    def gen_parser(self, d: A.ParserDecl) -> None:
+        self.parser_compiler.gen_parser(d)
+
+    def gen_state(self, s: A.ParserState, pre: list[str]) -> None:
+        self.parser_compiler.gen_state(s, pre)
+
+    def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
+        return self.parser_compiler.case_conds(case, kvars)
+
+    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
+        return self.parser_compiler.keyset_value(e, t, unsigned)
+
+    def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
+        self.parser_compiler.declare_value_set(d, block, scope)
 
     # ================================================================== tables (TableCompiler)
     def declare_instance(self, d: A.Instance, control: str | None, scope: Scope) -> None:
@@ -818,183 +813,6 @@ class ProgramCompiler(CompilerContext):
             for name, sym, loc in self.ctor_bindings(call, d, self.global_scope):
                 scope.define(name, sym, loc)
         return scope
-
-    def gen_parser(self, d: A.ParserDecl) -> None:
-        scope = self.block_scope(d)
-        pre = self.param_bindings(d.params, ["packet_in", "hdr", "meta", "sm"], scope)
-        self.scope = scope
-        self.params_used = set()
-        locals_cls = self.block_locals(d.name, d.locals, scope, parser=True)
-        self.parser_inits = self.locals_inits
-        self.parser_init_params = self.params_used  # bound in the start state
-        names = {s.name for s in d.states}
-        for s in d.states:
-            if s.name in ("accept", "reject"):
-                raise error(s.loc, f"state '{s.name}' is predefined; choose another name")
-        if "start" not in names:
-            raise error(d.loc, f"parser {d.name} has no 'start' state; add state start {{ ... }}")
-        if not reaches_an_end(d):
-            raise error(d.loc, f"parser {d.name} never reaches accept or reject from start; add a transition "
-                        "to accept")
-        self.state_funcs = {s.name: pyident("s", d.name, s.name) for s in d.states}
-        self.state_lines: dict[str, list[str]] = {}
-        for s in d.states:
-            self.gen_state(s, pre)
-        self.parser_start = self.state_funcs["start"]
-        self.parser_locals = locals_cls
-        self.scope = self.global_scope
-
-    def state_target(self, name: str, loc: Loc) -> str:
-        if name == "accept":
-            return "None"
-        if name == "reject" and self.sub_parent_kind == "parser":
-            return SUB_REJECT
-        if name == "reject":
-            self.warnings.append(f"{loc}: transition to reject; like BMv2, the packet goes "
-                                 "on to ingress with parser_error unchanged (use verify() to set an error)")
-            return "None"
-        if name not in self.state_funcs:
-            raise error(loc, f"unknown parser state '{name}'; declare it or use accept/reject")
-        return self.state_funcs[name]
-
-    def gen_state(self, s: A.ParserState, pre: list[str]) -> None:
-        self.begin_fn("parser")
-        self.emit(f"def {self.state_funcs[s.name]}(st, L, data, pos):")
-        self.indent()
-        self.emit(f'"""state {s.name} ({s.loc})"""')
-        for line in pre:
-            self.emit(line)
-        if s.name == "start":
-            self.params_used |= self.parser_init_params
-            self.emit_lines(self.parser_inits)
-        saved = self.scope
-        self.scope = saved.child()
-        self.stmts(s.stmts)
-        tr = s.transition
-        if tr is None:
-            raise error(s.loc, f"state {s.name} has no transition; add 'transition accept;'")
-        if tr.state is not None:
-            self.emit(f"return {self.state_target(tr.state, tr.loc)}, pos")
-        else:
-            self.gen_select(tr)
-        self.scope = saved
-        self.dedent()
-        start = len(self.build_lines)
-        self.end_fn()
-        self.state_lines[s.name] = self.build_lines[start:]
-
-    def gen_select(self, tr: A.Transition) -> None:
-        keys = [self.value(k) for k in tr.select or []]
-        kvars = []
-        for k, ke in zip(keys, tr.select or [], strict=False):
-            if not isinstance(k.type, (BitT, BoolT, EnumT, ErrorT, IntT)):
-                raise error(ke.loc, f"cannot select on a value of type {k.type}")
-            kv = self.tmp("k")
-            self.emit(f"{kv} = {k.code}")
-            kvars.append((kv, k))
-        has_default = False
-        for case in tr.cases:
-            items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
-            if len(items) == 1 and isinstance(items[0], A.DefaultExpr):
-                self.emit(f"return {self.state_target(case.state, case.loc)}, pos")
-                has_default = True
-                break
-            conds = self.case_conds(case, kvars)
-            cond = " and ".join(conds) if conds else "True"
-            self.emit(f"if {cond}: return {self.state_target(case.state, case.loc)}, pos")
-        if not has_default:
-            self.emit(f"raise ParserError({self.errors_by_name['NoMatch']}, pos)")
-
-    def keyset_cond(self, item: A.Expr, kv: str, t: Type) -> str | None:
-        if isinstance(item, A.DefaultExpr):
-            return None
-        if isinstance(item, A.Mask):
-            v = self.keyset_value(item.value, t)
-            m = self.keyset_value(item.mask, t)
-            return f"{kv} & {m:#x} == {v & m:#x}"
-        if isinstance(item, A.Range):
-            lo = self.keyset_value(item.lo, t, unsigned=False)
-            hi = self.keyset_value(item.hi, t, unsigned=False)
-            return f"{lo} <= {kv} <= {hi}"
-        vs = self.value_set_sym(item)
-        if vs is not None:
-            if vs.obj != 1:
-                raise error(item.loc, f"value set '{expr_text(item)}' has {vs.obj} fields; select on as many keys")
-            return f"{vs.code}(({kv},))"
-        case = self.value(item)
-        if case.const is None:
-            raise error(item.loc, "select case values must be compile-time constants")
-        code = self.coerce(self.enum_as_underlying(case, t), t, item.loc, "select case")
-        if isinstance(t, BitT) and not t.signed and t.width > 4:
-            code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
-        return f"{kv} == {code}"
-
-    def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
-        """``value_set<T>(size) vs;``: its members live in the runtime (runtime/value_sets.py)."""
-        t = self.resolve_type(d.type)
-        fields: list[M.Field] = []
-
-        def leaves(t: Type, name: str, annos: dict[str, str], loc: Loc) -> None:
-            if isinstance(t, StructT) and t.kind == "struct":
-                decl = next(x for x in self.program.decls if isinstance(x, A.StructLike) and x.name == t.name)
-                for f, (n, ft) in zip(decl.fields, t.fields, strict=True):
-                    leaves(ft, n, anno_strs(f.annotations), f.loc)
-                return
-            match = {k: v for k, v in annos.items() if k == "match"}
-            fields.append(M.Field(name, self.wire_width(t, loc), match))
-
-        leaves(t, "", {}, d.loc)
-        size = self.const_int(d.size, "value_set size")
-        if size < 1:
-            raise error(d.size.loc, f"value_set size must be at least 1, not {size}")
-        name = qualify(block, d.name, d.annotations)
-        py = pyident("VS", name)
-        self.bind_lines.append(f"{py} = rt.value_sets[{name!r}].match")
-        if all(v.name != name for v in self.value_sets):
-            self.value_sets.append(M.ValueSet(name, tuple(fields), size))
-        scope.define(d.name, Sym("value_set", t, py, obj=len(fields)), d.loc)
-
-    def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
-        """The conditions of one select case over the keys ``kvars`` (all must hold)."""
-        items = case.keyset.items if isinstance(case.keyset, A.ListExpr) else [case.keyset]
-        if len(items) == 1 and len(kvars) > 1 and (vs := self.value_set_sym(items[0])) is not None:
-            if vs.obj != len(kvars):
-                raise error(case.loc, f"value set '{expr_text(items[0])}' has {vs.obj} field(s) but the "
-                            f"select has {len(kvars)} key(s)")
-            return [f"{vs.code}(({', '.join(kv for kv, _ in kvars)},))"]
-        if len(items) != len(kvars):
-            raise error(case.loc, f"select has {len(kvars)} key(s) but this case has {len(items)}")
-        return [c for item, (kv, k) in zip(items, kvars, strict=True)
-                if (c := self.keyset_cond(item, kv, k.type)) is not None]
-
-    def value_set_sym(self, item: A.Expr) -> Sym | None:
-        if isinstance(item, A.Name):
-            sym = self.scope.lookup(item.name)
-            if sym is not None and sym.kind == "value_set":
-                return sym
-        return None
-
-    @staticmethod
-    def enum_as_underlying(v: V, t: Type) -> V:
-        """A serializable enum member as a keyset value where the key has the enum's
-        underlying type (header fields and keys of an enum type are stored as it)."""
-        vt = v.type
-        if isinstance(vt, EnumT) and vt.underlying is not None and isinstance(t, BitT) \
-                and vt.underlying == t and v.const is not None:
-            return V(repr(v.const), t, v.const)
-        return v
-
-    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
-        """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
-        is False (select ranges compare the signed value itself)."""
-        v = self.value(e)
-        if v.const is None:
-            raise error(e.loc, "keyset values must be compile-time constants")
-        code = self.coerce(self.enum_as_underlying(v, t), t, e.loc, "keyset value")
-        val = int(eval(code, {"__builtins__": {}}))  # a literal
-        if unsigned and isinstance(t, BitT) and t.signed:
-            val &= t.mask
-        return val
 
     def block_locals(self, block: str, decls: list[object], scope: Scope, parser: bool,
                      extra: list[tuple[str, str]] | None = None) -> str | None:
