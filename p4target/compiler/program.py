@@ -20,6 +20,7 @@ from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.naming import pyfield, pyident
 from p4target.compiler.declarations import Declarations
+from p4target.compiler.model_build import program_model
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.parser_states import ParserCompiler
 from p4target.compiler.scope import Scope, Sym
@@ -29,14 +30,12 @@ from p4target.compiler.tables import TableCompiler
 from p4target.compiler.assembly import ModuleAssembler
 from p4target.compiler.subblocks import SubBlockCompiler
 from p4target.compiler.entities import (
-    ActionInfo, InstanceInfo, TableInfo, anno_strs,
+    ActionInfo, InstanceInfo, TableInfo,
 )
 from p4target.compiler.types import (
     BitT, ExternT, StructT, Type, VoidT,
 )
 from p4target.frontend import ast as A
-from p4target.frontend.bmv2_warnings import bmv2_warnings
-from p4target.frontend.control_plane import p4info_action_names
 from p4target.errors import P4Error
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -358,58 +357,12 @@ class ProgramCompiler(CompilerContext):
         if self.deferred:
             raise self.deferred[0]
         source = self.assemble()
-        model = M.ProgramModel(
-            source=str(self.source),
-            arch="v1model",
-            tables=tuple(self.tables),
-            actions=tuple(self.model_action(n) for n in p4info_action_names(self.program, self.actions, self.used_actions)),
-            externs=tuple(self.finish_externs()),
-            controller_headers=tuple(self.controller_headers()),
-            digests=tuple(self.digests.values()),
-            value_sets=tuple(self.value_sets),
-            warnings=tuple(self.warnings) + bmv2_warnings(self.program),
-        )
+        model = program_model(self)
         return source, model, dict(self.errors_by_name)
 
     def assemble(self) -> str:
         """The generated module's text (the fast compiler assembles its own)."""
         return ModuleAssembler(self).assemble()
-
-    def model_action(self, name: str) -> M.Action:
-        info = self.actions[name]
-        params = []
-        for p in info.decl.params:
-            if p.direction:
-                continue
-            pt = self.resolve_type(p.type)
-            params.append(M.Field(p.name, self.wire_width(pt, p.loc), anno_strs(p.annotations)))
-        return M.Action(name, tuple(params), anno_strs(info.decl.annotations))
-
-    def finish_externs(self) -> list[M.Extern]:
-        users: dict[str, list[str]] = {}
-        for t in self.tables:
-            for n in (t.implementation, t.direct_counter, t.direct_meter):
-                if n:
-                    users.setdefault(n, []).append(t.name)
-        out = []
-        for info in self.externs:
-            ext = info.extern
-            assert ext is not None
-            if ext.name in users:
-                ext = M.Extern(**{**ext.__dict__, "tables": tuple(users[ext.name])})
-            out.append(ext)
-        return out
-
-    def controller_headers(self) -> list[M.ControllerHeader]:
-        out = []
-        for t in self.struct_types:
-            ch = t.annotations.get("controller_header")
-            if t.kind == "header" and ch:
-                fields = tuple(M.Field(n, self.wire_width(ft, Loc(str(self.source), 0, 0)),
-                                       {k: " ".join(map(str, v)) for k, v in t.field_annotations.get(n, {}).items()})
-                               for n, ft in t.fields)
-                out.append(M.ControllerHeader(str(ch[0]), t.name, fields))
-        return out
 
     # ================================================================== functions
     def begin_fn(self, kind: str) -> None:
