@@ -41,15 +41,16 @@ rendered at the end from the recorded uses (never by rewriting generated text).
 
 The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
-``frame_tail``, the controls and the deparser, ``assemble``), which combines the
-mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
-and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
-composes ``FastTables`` (``fast_tables``: actions and tables in place),
+``frame_tail``, the controls and the deparser, ``assemble``), which extends
+``ProgramCompiler`` and composes ``FastExpressionCompiler`` (``fast_expressions``:
+the packet state's locals and the code reading them) and ``FastStatementCompiler``
+(``fast_statements``), in place of the general compiler's ``expressions`` and
+``statements``, ``FastTables`` (``fast_tables``: actions and tables in place),
 ``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
 ``ExternCalls`` it uses) and
 ``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
 ``PacketIO`` it uses), each given it as a ``FastContext``; the methods
-below that only hand a call to one of them are those the general compiler's mixins
+below that only hand a call to one of them are those the other parts
 or the deferred nodes call. ``NoFast`` is in ``fast_errors``. The
 entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
 imported when the first fast path is built).

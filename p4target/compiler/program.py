@@ -194,9 +194,6 @@ class ProgramCompiler(CompilerContext):
         return self.statements.may_exit(act)
 
     # ================================================================== expressions (ExpressionCompiler)
-    def expr(self, e: A.Expr) -> V:
-        return self.expressions.expr(e)
-
     def value(self, e: A.Expr) -> V:
         return self.expressions.value(e)
 
@@ -260,12 +257,6 @@ class ProgramCompiler(CompilerContext):
 
     def extern_function(self, e: A.Call, name: str) -> V | None:
         return self.extern_calls.extern_function(e, name)
-
-    def index_arg(self, e: A.Call, i: int) -> str:
-        return self.extern_calls.index_arg(e, i)
-
-    def out_assign(self, target: A.Expr, code: str, t: Type | None, loc: Loc, below: int | None = None) -> None:
-        self.extern_calls.out_assign(target, code, t, loc, below)
 
     def enum_member_name(self, e: A.Expr, enum: str) -> str:
         return self.extern_calls.enum_member_name(e, enum)
