@@ -1,5 +1,9 @@
-"""The program compiler: declarations, parser/control/deparser code generation, and
-assembly of one Python module per P4 program.
+"""The program compiler: one Python module per P4 program. ``ProgramCompiler`` holds
+the compilation's state, the function being generated (``emit``, ``begin_fn``,
+``end_fn``), actions, block locals and controls, and composes the parts for the
+rest (declarations, expressions, statements, parser states, tables, packet I/O,
+externs, sub-blocks, the module's assembly; context.py lists them); its one-line
+methods hand the other parts' calls to the part that owns them.
 
 The generated module defines header/struct classes (``__slots__``, one attribute per
 field plus ``_v`` for validity), a ``PacketState`` class and ``build(rt)``; ``build``
