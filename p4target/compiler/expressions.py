@@ -43,8 +43,15 @@ def to_type_const(value: int, t: Type) -> int:
     return value
 
 
-class ExpressionCompiler(CompilerContext):
-    """Mixin of the program compiler: needs ``scope``, ``resolve_type``, ``errors_by_name``."""
+class ExpressionCompiler:
+    """The expressions of the program compiler ``ctx``: each typed, checked and turned
+    into code (``V``). The statements that an expression needs before it (a call's
+    copy-out, a temporary) are emitted through ``ctx``; a call is the statement
+    compiler's (``ctx.call_expr``). ``FastExpressionCompiler`` (fast_expressions.py)
+    is the fast compiler's."""
+
+    def __init__(self, ctx: CompilerContext) -> None:
+        self.ctx = ctx
 
     # ------------------------------------------------------------------ entry points
     def expr(self, e: A.Expr) -> V:
@@ -123,21 +130,18 @@ class ExpressionCompiler(CompilerContext):
         return V("", ErrorT(), None, Sym("type", ErrorT()))
 
     def _e_Name(self, e: A.Name) -> V:
-        sym = self.global_scope.lookup(e.name) if e.top else self.scope.lookup(e.name)
+        sym = self.ctx.global_scope.lookup(e.name) if e.top else self.ctx.scope.lookup(e.name)
         if sym is None:
-            t = self.type_names.get(e.name)
+            t = self.ctx.type_names.get(e.name)
             if t is not None:
                 return V("", t, None, Sym("type", t))
             raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
         if sym.kind == "const":
             return V(repr(sym.const), sym.type, sym.const)  # type: ignore[arg-type]  # a const symbol has a type
         if sym.kind == "var":
-            self.note_use(sym)
+            self.ctx.note_use(sym)
             return V(sym.code, sym.type, None, sym)  # type: ignore[arg-type]  # a var symbol has a type
         return V(sym.code, sym.type or ObjT(sym.kind, e.name), None, sym)
-
-    def note_use(self, sym: Sym) -> None:
-        """Hook: the program compiler records which parameters a function touches."""
 
     def _e_Member(self, e: A.Member) -> V:
         base = self.expr(e.obj)
@@ -163,7 +167,7 @@ class ExpressionCompiler(CompilerContext):
     def type_member(self, e: A.Member, bt: Type) -> V:
         """``error.X`` or ``Enum.X``."""
         if isinstance(bt, ErrorT):
-            code = self.errors_by_name.get(e.name)
+            code = self.ctx.errors_by_name.get(e.name)
             if code is None:
                 raise error(e.loc, f"unknown error 'error.{e.name}'; declare it in an error {{}} block")
             return lit(code, ErrorT())
@@ -177,7 +181,7 @@ class ExpressionCompiler(CompilerContext):
         """``s.size``, ``s.next``, ``s.last``, ``s.lastIndex``, ``s.nextIndex``."""
         if e.name == "size":
             return lit(bt.size, BitT(32))
-        if e.name in ("next", "last", "lastIndex") and self.fn_kind != "parser":
+        if e.name in ("next", "last", "lastIndex") and self.ctx.fn_kind != "parser":
             raise error(e.loc, f"'{e.name}' of a header stack can only be used in a parser "
                         "(as in p4c); use an index or keep the value in metadata")
         if e.name == "lastIndex":
@@ -185,8 +189,8 @@ class ExpressionCompiler(CompilerContext):
         if e.name == "nextIndex":
             return V(f"{base.code}.nxt", BitT(32))
         if e.name == "last":
-            if self.fn_kind == "parser":
-                code = self.errors_by_name["StackOutOfBounds"]
+            if self.ctx.fn_kind == "parser":
+                code = self.ctx.errors_by_name["StackOutOfBounds"]
                 return V(f"{base.code}.last_in_parser(pos, {code})", bt.elem)
             return V(f"{base.code}.at({base.code}.nxt - 1)", bt.elem)
         if e.name == "next":
@@ -287,7 +291,7 @@ class ExpressionCompiler(CompilerContext):
         equal; unions member by member (at most one member is valid); stacks element
         by element (``nextIndex`` is not part of the value); structs field by field."""
         if isinstance(t, StackT):
-            x, y = self.tmp("x"), self.tmp("y")
+            x, y = self.ctx.tmp("x"), self.ctx.tmp("y")
             return f"all({self.composite_eq(x, y, t.elem)} for {x}, {y} in zip({a}.h, {b}.h))"
         parts = []
         for n, ft in t.fields:
@@ -336,9 +340,9 @@ class ExpressionCompiler(CompilerContext):
         """``v`` evaluated now into a temporary (constants stay as they are)."""
         if v.const is not None:
             return v
-        t = self.tmp("v")
+        t = self.ctx.tmp("v")
         code = f"{v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else v.code
-        self.emit(f"{t} = {code}")
+        self.ctx.emit(f"{t} = {code}")
         return V(t, v.type)
 
     def short_circuit(self, e: A.Binary) -> V:
@@ -347,44 +351,44 @@ class ExpressionCompiler(CompilerContext):
         left = self.value(e.left)
         if not isinstance(left.type, BoolT):
             raise error(e.left.loc, f"'{e.op}' needs bool operands, not {left.type}")
-        t = self.tmp("b")
-        self.emit(f"{t} = {left.code}")
-        self.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
-        self.indent()
+        t = self.ctx.tmp("b")
+        self.ctx.emit(f"{t} = {left.code}")
+        self.ctx.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
+        self.ctx.indent()
         r = self.value(e.right)
         if not isinstance(r.type, BoolT):
             raise error(e.right.loc, f"'{e.op}' needs bool operands, not {r.type}")
-        self.emit(f"{t} = {r.code}")
-        self.dedent()
+        self.ctx.emit(f"{t} = {r.code}")
+        self.ctx.dedent()
         return V(t, BoolT())
 
     def conditional(self, e: A.Ternary, cond: V) -> V:
         """``c ? x : y`` with effects in a branch: only the chosen branch runs."""
-        t = self.tmp("c")
-        self.emit(f"if {cond.code}:")
-        self.indent()
+        t = self.ctx.tmp("c")
+        self.ctx.emit(f"if {cond.code}:")
+        self.ctx.indent()
         a = self.value(e.then)
-        at = len(self.out)
-        self.emit("")  # the assignment, once both branch types are known
-        self.dedent()
-        self.emit("else:")
-        self.indent()
+        at = len(self.ctx.out)
+        self.ctx.emit("")  # the assignment, once both branch types are known
+        self.ctx.dedent()
+        self.ctx.emit("else:")
+        self.ctx.indent()
         b = self.value(e.other)
         ac, bc, ty = self.unify(a, b, e.loc, "?:") if not (
             isinstance(a.type, BoolT) and isinstance(b.type, BoolT)) else (a.code, b.code, a.type)
         if isinstance(ty, IntT):
             raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
-        self.emit(f"{t} = {bc}")
-        self.out[at] = f"{self.ind}{t} = {ac}"
-        self.dedent()
+        self.ctx.emit(f"{t} = {bc}")
+        self.ctx.out[at] = f"{self.ctx.ind}{t} = {ac}"
+        self.ctx.dedent()
         return V(t, ty)
 
     def _e_Binary(self, e: A.Binary) -> V:
         op = e.op
-        if op in ("&&", "||") and self.has_effects(e.right):
+        if op in ("&&", "||") and self.ctx.has_effects(e.right):
             return self.short_circuit(e)
         left = self.value(e.left)
-        if self.has_effects(e.right):
+        if self.ctx.has_effects(e.right):
             left = self.spill_value(left)
         r = self.value(e.right)
         c = left.const is not None and r.const is not None
@@ -499,7 +503,7 @@ class ExpressionCompiler(CompilerContext):
         cond = self.value(e.cond)
         if not isinstance(cond.type, BoolT):
             raise error(e.cond.loc, f"condition must be bool, not {cond.type}")
-        if self.has_effects(e.then) or self.has_effects(e.other):
+        if self.ctx.has_effects(e.then) or self.ctx.has_effects(e.other):
             if cond.const is not None:  # only the chosen branch, and its effects
                 return self.value(e.then if cond.const else e.other)
             return self.conditional(e, cond)
@@ -513,7 +517,7 @@ class ExpressionCompiler(CompilerContext):
                            cond.const is not None and a.const is not None and b.const is not None)
 
     def _e_Cast(self, e: A.Cast) -> V:
-        t = self.resolve_type(e.type)
+        t = self.ctx.resolve_type(e.type)
         v = self.value(e.expr)
         return self.cast(v, t, e.loc)
 
@@ -578,9 +582,9 @@ class ExpressionCompiler(CompilerContext):
         codes = []
         for k, (x, t, what) in enumerate(items):
             code = self.expr_as(x, t, what)
-            if any(self.has_effects(y) for y, _, _ in items[k + 1:]) and not code.lstrip("-").isdigit():
-                tmp = self.tmp("v")
-                self.emit(f"{tmp} = {code}")
+            if any(self.ctx.has_effects(y) for y, _, _ in items[k + 1:]) and not code.lstrip("-").isdigit():
+                tmp = self.ctx.tmp("v")
+                self.ctx.emit(f"{tmp} = {code}")
                 code = tmp
             codes.append(code)
         return codes
@@ -589,7 +593,7 @@ class ExpressionCompiler(CompilerContext):
         items = []
         for k, i in enumerate(e.items):
             v = self.value(i)
-            items.append(self.spill_value(v) if any(self.has_effects(y) for y in e.items[k + 1:]) else v)
+            items.append(self.spill_value(v) if any(self.ctx.has_effects(y) for y in e.items[k + 1:]) else v)
         return V("(" + "".join(i.code + ", " for i in items) + ")",
                  TupleT(tuple(i.type for i in items)))
 
@@ -625,7 +629,7 @@ class ExpressionCompiler(CompilerContext):
         raise error(e.loc, "'..' is only allowed in select cases and table entries")
 
     def _e_Call(self, e: A.Call) -> V:
-        return self.call_expr(e)  # provided by the statement compiler
+        return self.ctx.call_expr(e)  # provided by the statement compiler
 
     # ------------------------------------------------------------------ bit strings
     def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:

@@ -41,15 +41,16 @@ rendered at the end from the recorded uses (never by rewriting generated text).
 
 The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
-``frame_tail``, the controls and the deparser, ``assemble``), which combines the
-mixins ``FastExpressionCompiler`` (``fast_expressions``: the packet state's locals
-and the code reading them) and ``FastStatementCompiler`` (``fast_statements``) and
-composes ``FastTables`` (``fast_tables``: actions and tables in place),
+``frame_tail``, the controls and the deparser, ``assemble``), which extends
+``ProgramCompiler`` and composes ``FastExpressionCompiler`` (``fast_expressions``:
+the packet state's locals and the code reading them) and ``FastStatementCompiler``
+(``fast_statements``), in place of the general compiler's ``expressions`` and
+``statements``, ``FastTables`` (``fast_tables``: actions and tables in place),
 ``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
 ``ExternCalls`` it uses) and
 ``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
 ``PacketIO`` it uses), each given it as a ``FastContext``; the methods
-below that only hand a call to one of them are those the general compiler's mixins
+below that only hand a call to one of them are those the other parts
 or the deferred nodes call. ``NoFast`` is in ``fast_errors``. The
 entry point and the switch ``FAST_PATH`` are in ``fastgen`` (this module is
 imported when the first fast path is built).
@@ -63,6 +64,7 @@ from pathlib import Path
 from typing import Literal
 
 from p4target.compiler.values import V
+from p4target.compiler.context import FastContext
 from p4target.compiler.entities import TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
@@ -79,12 +81,11 @@ from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type, VarbitT
 from p4target.frontend import ast as A
-from p4target.frontend.source import Loc
 
 log = logging.getLogger(__name__)
 
 
-class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompiler):
+class FastCompiler(ProgramCompiler, FastContext):
     """The program compiler with packet state in locals; ``compile()`` returns the text
     of ``_fast`` (see the module docstring) or raises ``NoFast``."""
 
@@ -136,6 +137,8 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
         self.extern_calls = self.fast_externs
+        self.expressions: FastExpressionCompiler = FastExpressionCompiler(self)
+        self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -146,13 +149,45 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
 
-    # ---- for ExpressionCompiler's field lists and the deferred nodes (RenderContext) ----
-    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
-        n = len(parts)
-        super()._flatten_v(v, parts, loc)
-        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
-            self.part_place[parts[n][0]] = v.path
+    # ---- the packet state's locals (FastExpressionCompiler), for the other parts -----------
+    def local(self, path: tuple[str, ...], default: str = "0") -> str:
+        return self.expressions.local(path, default)
 
+    def field_local(self, path: tuple[str, ...], t: Type) -> str:
+        return self.expressions.field_local(path, t)
+
+    def valid_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.valid_local(path)
+
+    def raw_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.raw_local(path)
+
+    def start_local(self, path: tuple[str, ...]) -> str:
+        return self.expressions.start_local(path)
+
+    def sm_local(self, name: str) -> str:
+        return self.expressions.sm_local(name)
+
+    def sm_width(self, name: str) -> int:
+        return self.expressions.sm_width(name)
+
+    def set_with_validity(self, path: tuple[str, ...]) -> bool:
+        return self.expressions.set_with_validity(path)
+
+    def in_stack_element(self, path: tuple[str, ...]) -> bool:
+        return self.expressions.in_stack_element(path)
+
+    def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
+                   parent: StructT | None = None) -> V:
+        return self.expressions.path_value(path, t, sym, parent)
+
+    def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
+        return self.expressions.bytes_field(path, t, parent, s)
+
+    def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
+        return self.statements.touch_stack(path, t)
+
+    # ---- for the deferred nodes (RenderContext) -----------------------------------------------
     def single_counted(self) -> list[str]:
         return self.fast_externs.single_counted()
 
@@ -393,9 +428,6 @@ class FastCompiler(FastExpressionCompiler, FastStatementCompiler, ProgramCompile
         for f in d.fields:
             if isinstance(t.field_type(f.name), VarbitT):  # type: ignore[attr-defined]  # as above
                 raise NoFast(f"varbit field {d.name}.{f.name} at {f.loc}")
-
-    def composite_eq(self, a, b, t):
-        raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
     def declare_sub_block(self, d, decl, parent, scope, in_parser):
         raise NoFast(f"{decl.name} instantiated at {d.loc}")  # sub-controls/parsers: general path

@@ -1,5 +1,5 @@
-"""The fast path's packet state and expressions (``FastExpressionCompiler``, a mixin
-of ``FastCompiler``, ``fast_compiler``): where each place of the packet state lives
+"""The fast path's packet state and expressions (``FastExpressionCompiler``, the
+``ExpressionCompiler`` that ``FastCompiler``, ``fast_compiler``, composes): where each place of the packet state lives
 in ``_fast`` (a local per field, validity flag, header int and stack index, named
 by ``local``), and the code reading a field there (``leaf_value``): the caller's
 value for the standard_metadata it gives, the header's int or the frame's bytes for
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from p4target.compiler.context import FastContext
+from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V, lit
 from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
@@ -20,14 +21,21 @@ from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type
 from p4target.frontend import ast as A
+from p4target.frontend.source import Loc
 
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 
 
-class FastExpressionCompiler(FastContext):
-    """Mixin of ``FastCompiler``: the packet state's locals (``names``, ``defaults``)
-    and the expressions reading them."""
+class FastExpressionCompiler(ExpressionCompiler):
+    """The expressions of the fast compiler ``ctx``: the packet state's locals (its
+    ``names``, ``defaults``) and the expressions reading them; what it does not
+    override is the general ``ExpressionCompiler``'s."""
+
+    ctx: FastContext
+
+    def __init__(self, ctx: FastContext) -> None:
+        super().__init__(ctx)
 
     # ---- names of the packet state ---------------------------------------------------
     def start_local(self, path: tuple[str, ...]) -> str:
@@ -44,31 +52,31 @@ class FastExpressionCompiler(FastContext):
         effect, and the caller runs the general path on the frame, which reads the 0."""
         if len(path) < 2 or path[-1] in (VALID, NEXT, TOUCHED):
             return False
-        if path[-1] == "$start" or path in self.split_bytes:  # only ever set by the extract
+        if path[-1] == "$start" or path in self.ctx.split_bytes:  # only ever set by the extract
             return True
-        return path[:-1] + (VALID,) in self.names or path[:-1] in self.always_valid
+        return path[:-1] + (VALID,) in self.ctx.names or path[:-1] in self.ctx.always_valid
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
-        return any(path[:k] in self.stacks and path[k].isdigit()
+        return any(path[:k] in self.ctx.stacks and path[k].isdigit()
                    for k in range(1, len(path)))
 
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
-        name = self.names.get(path)
+        name = self.ctx.names.get(path)
         if name is None:
             base = "f_" + "__".join(re.sub(r"\W", "_", p) for p in path)
             name, k = base, 1
-            while name in self.defaults:
+            while name in self.ctx.defaults:
                 k += 1
                 name = f"{base}_{k}"
-            self.names[path] = name
-            self.defaults[name] = default
+            self.ctx.names[path] = name
+            self.ctx.defaults[name] = default
         return name
 
     def field_local(self, path: tuple[str, ...], t: Type) -> str:
-        return self.local(path, "False" if isinstance(t, BoolT) else self.zero(t, self.last_loc))  # type: ignore[arg-type]  # last_loc is set by the first statement compiled
+        return self.local(path, "False" if isinstance(t, BoolT) else self.ctx.zero(t, self.ctx.last_loc))  # type: ignore[arg-type]  # last_loc is set by the first statement compiled
 
     def valid_local(self, path: tuple[str, ...]) -> str:
-        if path in self.always_valid:
+        if path in self.ctx.always_valid:
             return "True"
         return self.local(path + (VALID,), "False")
 
@@ -77,7 +85,7 @@ class FastExpressionCompiler(FastContext):
 
     def sm_width(self, name: str) -> int:
         """The width of standard_metadata field ``name`` (64 when it is not a bit<W>)."""
-        t = self.type_names.get("standard_metadata_t")
+        t = self.ctx.type_names.get("standard_metadata_t")
         ft = t.field_type(name) if isinstance(t, StructT) else None
         return ft.width if isinstance(ft, BitT) and not ft.signed else 64
 
@@ -94,41 +102,41 @@ class FastExpressionCompiler(FastContext):
             if t.elem.kind != "header":
                 raise NoFast("stack of unions")
             return V("$" + ".".join(path) + "$", t, None, sym, path)
-        v = self._leaf_cache.get(path)
+        v = self.ctx._leaf_cache.get(path)
         if v is None:
-            v = self._leaf_cache[path] = self.leaf_value(path, t, parent)
+            v = self.ctx._leaf_cache[path] = self.leaf_value(path, t, parent)
             if parent is not None and parent.kind == "header":
-                self.leaf_parent[path] = parent
+                self.ctx.leaf_parent[path] = parent
         return v if sym is None else V(v.code, t, v.const, sym, path)
 
     def leaf_value(self, path: tuple[str, ...], t: Type, parent: StructT | None) -> V:
         """The code that reads a field (always the same for one place)."""
         sym = None
-        if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.maybe_written(path):
+        if path in (("sm", "parser_error"), ("sm", "instance_type")) and not self.ctx.maybe_written(path):
             # a parser error leaves the fast path; only the general path recirculates
             return V("0", t, 0, sym, path)
         if path in (("sm", "enq_qdepth"), ("sm", "deq_qdepth"), ("sm", "deq_timedelta")) \
-                and not self.maybe_written(path):
+                and not self.ctx.maybe_written(path):
             return V("0", t, 0, sym, path)  # 0 in ingress, and 0 as the direct path sets it
-        if path in GIVEN and not self.maybe_written(path):  # the caller's value, as it is
+        if path in GIVEN and not self.ctx.maybe_written(path):  # the caller's value, as it is
             if path in _CLOCK:
-                self.uses_clock_given = True
+                self.ctx.uses_clock_given = True
             return V(GIVEN[path], t, None, sym, path)
-        if parent is not None and parent.kind == "header" and not self.maybe_written(path):
+        if parent is not None and parent.kind == "header" and not self.ctx.maybe_written(path):
             # nothing assigns it: read it from the header's bits where it is used
-            self.lazy.add(path)
+            self.ctx.lazy.add(path)
             widths = [1 if isinstance(ft, BoolT) else ft.width for _, ft in parent.fields]  # type: ignore[attr-defined]  # a header's fields are bit<W>, int<W> or bool
             i = [n for n, _ in parent.fields].index(path[-1])
             after = sum(widths[i + 1:])
-            if self.bytes_backed(path[:-1]):
-                if path in self.split_bytes:  # read at several places: a local, set at the extract
+            if self.ctx.bytes_backed(path[:-1]):
+                if path in self.ctx.split_bytes:  # read at several places: a local, set at the extract
                     return V(self.field_local(path, t), t, None, sym, path)
                 return V(self.bytes_field(path, t, parent, self.start_local(path[:-1])), t, None, sym, path)
             raw = self.raw_local(path[:-1])
             shifted = f"({raw} >> {after})" if after else raw
-            return V(f"({self.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
+            return V(f"({self.ctx.field_from(shifted, t, widths[i], i != 0)})", t, None, sym, path)
         if parent is not None and parent.kind == "header":
-            self.field_header[path] = path[:-1]
+            self.ctx.field_header[path] = path[:-1]
         return V(self.field_local(path, t), t, None, sym, path)
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
@@ -142,18 +150,18 @@ class FastExpressionCompiler(FastContext):
             if w == 16:
                 x = f"({x} << 8 | data[{s} + {a + 1}])"
             return x if not isinstance(t, BoolT) and not (isinstance(t, BitT) and t.signed) \
-                else f"({self.field_from(x, t, w, False)})"
+                else f"({self.ctx.field_from(x, t, w, False)})"
         x = f"int.from_bytes(data[{s} + {a}:{s} + {b}], 'big')" if a else \
             f"int.from_bytes(data[{s}:{s} + {b}], 'big')"
         sh = b * 8 - o - w
         shifted = f"({x} >> {sh})" if sh else x
-        return f"({self.field_from(shifted, t, w, w != (b - a) * 8)})"
+        return f"({self.ctx.field_from(shifted, t, w, w != (b - a) * 8)})"
 
     # ---- expressions -------------------------------------------------------------------
     def _e_Name(self, e: A.Name) -> V:
         v = super()._e_Name(e)
-        if v.sym is not None and v.sym.kind == "var" and v.sym.code in self.param_targets:
-            return self.path_value((self.param_targets[v.sym.code],), v.type, v.sym)
+        if v.sym is not None and v.sym.kind == "var" and v.sym.code in self.ctx.param_targets:
+            return self.path_value((self.ctx.param_targets[v.sym.code],), v.type, v.sym)
         return v
 
     def _e_Member(self, e: A.Member) -> V:
@@ -187,24 +195,24 @@ class FastExpressionCompiler(FastContext):
                 raise NoFast("stack index known only at run time")
             i = int(idx.const)
             if 0 <= i < base.type.size:
-                self.touch_stack(base.path, base.type)
+                self.ctx.touch_stack(base.path, base.type)
                 return self.path_value(base.path + (str(i),), base.type.elem)
         return super()._e_Index(e)
 
     def expr(self, e: A.Expr) -> V:
         # counts what a statement evaluates, so that a table applied inside an
         # expression (compiled as statements before it) is known to come first
-        self._entered += 1
-        self._depth += 1
+        self.ctx._entered += 1
+        self.ctx._depth += 1
         v = super().expr(e)  # an exception abandons the whole fast path: no finally
-        self._depth -= 1
+        self.ctx._depth -= 1
         return v
 
     def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:
         if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
             # a header/struct of the packet state used as a value: an object like the
             # general path's (for a local variable, an argument, ...)
-            obj = self.tmp("obj")
+            obj = self.ctx.tmp("obj")
             self.load_object(obj, v.path, t)
             return obj
         return super().coerce(v, t, loc, what)
@@ -212,19 +220,29 @@ class FastExpressionCompiler(FastContext):
     def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
         """Statements making ``code`` an object holding the place ``path``."""
         if isinstance(t, StructT) and t.kind in ("header", "struct"):
-            self.emit(f"{code} = {t.pyname}()")
+            self.ctx.emit(f"{code} = {t.pyname}()")
             for n, ft in t.fields:
                 if isinstance(ft, (StructT, StackT)):
                     self.load_object(f"{code}.{pyfield(n)}", path + (n,), ft)
                 else:
-                    self.emit(f"{code}.{pyfield(n)} = {self.path_value(path + (n,), ft, parent=t).code}")
+                    self.ctx.emit(f"{code}.{pyfield(n)} = {self.path_value(path + (n,), ft, parent=t).code}")
             if t.kind == "header":
-                self.emit(f"{code}._v = {self.valid_local(path)}")
+                self.ctx.emit(f"{code}._v = {self.valid_local(path)}")
         elif isinstance(t, StackT):
-            self.touch_stack(path, t)
-            self.emit(f"{code} = Stack({t.elem.pyname}, {t.size})")
+            self.ctx.touch_stack(path, t)
+            self.ctx.emit(f"{code} = Stack({t.elem.pyname}, {t.size})")
             for i in range(t.size):
                 self.load_object(f"{code}.h[{i}]", path + (str(i),), t.elem)
-            self.emit(f"{code}.nxt = {self.local(path + (NEXT,))}")
+            self.ctx.emit(f"{code}.nxt = {self.local(path + (NEXT,))}")
         else:
             raise NoFast("header union as a value")
+
+    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str:
+        raise NoFast("== on headers, unions, stacks or structs")  # general path only
+
+    # ---- field lists (the deferred nodes read where each part came from) ----------------
+    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
+        n = len(parts)
+        super()._flatten_v(v, parts, loc)
+        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
+            self.ctx.part_place[parts[n][0]] = v.path

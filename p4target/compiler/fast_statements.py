@@ -1,5 +1,5 @@
-"""The fast path's statements (``FastStatementCompiler``, a mixin of
-``FastCompiler``, ``fast_compiler``): the shared compiler's statements with the
+"""The fast path's statements (``FastStatementCompiler``, the ``StatementCompiler``
+that ``FastCompiler``, ``fast_compiler``, composes): the shared compiler's statements with the
 packet state in locals. Stores go to a field's local and mark its header dirty
 (the deparser then rebuilds it from its fields) once per straight run of code; a
 header, struct or stack assigned whole is copied place by place (``Copy``,
@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from p4target.compiler.context import FastContext
+from p4target.compiler.fast_expressions import FastExpressionCompiler
+from p4target.compiler.scope import Sym
+from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
 from p4target.compiler.fast_errors import NoFast
@@ -23,34 +26,45 @@ from p4target.compiler.types import BoolT, StackT, StructT, Type
 from p4target.frontend import ast as A
 
 
-class FastStatementCompiler(FastContext):
-    """Mixin of ``FastCompiler``: statements, stores and header methods, emitted into
-    ``self.out`` at ``self.ind``; needs its packet-state locals (``local``, ``valid_local``, ...)."""
+class FastStatementCompiler(StatementCompiler):
+    """The statements, stores and header methods of the fast compiler ``ctx``, emitted
+    through it into its ``out`` at its ``ind``; the packet-state locals they use are
+    ``expressions``' (``local``, ``valid_local``, ...); what it does not override is
+    the general ``StatementCompiler``'s."""
+
+    ctx: FastContext
+    expressions: FastExpressionCompiler
+
+    def __init__(self, ctx: FastContext, expressions: FastExpressionCompiler) -> None:
+        super().__init__(ctx, expressions)
+
+    def action_call(self, e: A.Call, sym: Sym) -> V | None:
+        return self.ctx.action_call(e, sym)  # compiled in place (FastTables)
 
     # ---- what has run here (a stack's freshness, a header's dirty flag) --------------------
     def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
-        self.stacks[path] = t
-        last = self.touched_at.get(path)
-        if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
-            self.touched_at[path] = (self.out, len(self.out))
+        self.ctx.stacks[path] = t
+        last = self.ctx.touched_at.get(path)
+        if last is None or last[0] is not self.ctx.out or not self.straight_since(last[1], self.ctx.ind):
+            self.ctx.touched_at[path] = (self.ctx.out, len(self.ctx.out))
             for i in range(t.size):
-                self.dirty_at.pop(path + (str(i),), None)
-            self.out.append(TouchStack(self.ind, path, t))
-        return self.local(path + (TOUCHED,), "False")
+                self.ctx.dirty_at.pop(path + (str(i),), None)
+            self.ctx.out.append(TouchStack(self.ctx.ind, path, t))
+        return self.expressions.local(path + (TOUCHED,), "False")
 
     def straight_since(self, index: int, ind: str) -> bool:
         """True when the item at ``index`` was emitted at indentation ``ind`` and
         everything after it is in the same block or nested in it (so it has run)."""
         n = len(ind)
-        for k, x in enumerate(self.out[index:]):
+        for k, x in enumerate(self.ctx.out[index:]):
             depth = len(x.ind) if isinstance(x, Deferred) else len(x) - len(x.lstrip(" "))
             if depth < n or (k == 0 and depth != n):
                 return False
-        return index < len(self.out)
+        return index < len(self.ctx.out)
 
     def sm_store(self, field: str, code: str) -> str:
-        self.written.add(("sm", field))
-        return f"{self.sm_local(field)} = {code}"
+        self.ctx.written.add(("sm", field))
+        return f"{self.expressions.sm_local(field)} = {code}"
 
     # ---- statements ----------------------------------------------------------------------
     def stmts(self, stmts: list[A.Stmt]) -> None:
@@ -65,14 +79,14 @@ class FastStatementCompiler(FastContext):
                 i += 1
                 continue
             first = first_conjunct(group[0].call.args[0].value)[0]  # type: ignore[attr-defined]  # the group's statements are method-call statements
-            self.emit(f"if {self.expr_as(first, BoolT(), 'checksum condition')}:")
-            self.indent()
+            self.ctx.emit(f"if {self.expressions.expr_as(first, BoolT(), 'checksum condition')}:")
+            self.ctx.indent()
             for st in group:
                 call = st.call  # type: ignore[attr-defined]  # as above
                 rest = first_conjunct(call.args[0].value)[1]
                 arg = replace(call.args[0], value=rest if rest is not None else A.BoolLit(call.loc, True))
                 self.stmt(replace(st, call=replace(call, args=[arg] + call.args[1:])))  # type: ignore[call-arg]  # the statements of the group are method-call statements
-            self.dedent()
+            self.ctx.dedent()
             i += len(group)
 
     def shared_test(self, stmts: list[A.Stmt], i: int) -> list[A.Stmt]:
@@ -95,7 +109,7 @@ class FastStatementCompiler(FastContext):
             first = c
             group.append(st)
         if group:
-            names = {p.name: p.name for p in self.block_params}
+            names = {p.name: p.name for p in self.ctx.block_params}
             read: set[tuple[str, ...]] = set()
             mentions(first, names, read)
             for st in group:
@@ -105,39 +119,39 @@ class FastStatementCompiler(FastContext):
         return group
 
     def stmt(self, s: A.Stmt) -> None:
-        for p in self.late_at.pop(id(s), ()):
-            self.out.append(LateInit(self.ind, p))
-        self.last_loc = s.loc
+        for p in self.ctx.late_at.pop(id(s), ()):
+            self.ctx.out.append(LateInit(self.ctx.ind, p))
+        self.ctx.last_loc = s.loc
         if isinstance(s, (A.For, A.ForIn)):
             raise NoFast(f"for loop at {s.loc}")  # not generated here: the general path runs it
         if isinstance(s, A.Exit):
-            self.emit("return None")
+            self.ctx.emit("return None")
             return
         if isinstance(s, A.Return):
-            if s.value is not None or self.fn_kind not in ("action", "apply"):
+            if s.value is not None or self.ctx.fn_kind not in ("action", "apply"):
                 raise NoFast("return")
-            self.emit("break")  # out of the block's `while True:`
+            self.ctx.emit("break")  # out of the block's `while True:`
             return
-        saved = self._entered, self._base, self.tmp_count
-        self._entered, self._base = 0, self._depth
+        saved = self.ctx._entered, self.ctx._base, self.ctx.tmp_count
+        self.ctx._entered, self.ctx._base = 0, self.ctx._depth
         super().stmt(s)  # an exception abandons the whole fast path: no finally
         # a temporary lives in the code of the statement that made it: the next
         # statement reuses its names (every local of ``_fast`` costs each call)
-        self._entered, self._base, self.tmp_count = saved
+        self.ctx._entered, self.ctx._base, self.ctx.tmp_count = saved
 
     def is_table_apply(self, e: A.Expr) -> bool:
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
                 and isinstance(e.func.obj, A.Name):
-            sym = self.scope.lookup(e.func.obj.name)
+            sym = self.ctx.scope.lookup(e.func.obj.name)
             return sym is not None and sym.kind == "table"
         return False
 
     def assign(self, target: A.Expr, value: A.Expr, loc) -> None:
         t = self.lvalue_type(target)
         if isinstance(t, (StructT, StackT)):
-            dst = self.value(target)
+            dst = self.expressions.value(target)
             if dst.path is not None:
-                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.value(value)
+                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.expressions.value(value)
                 if src is not None and src.path is not None:
                     if not (src.type is t or src.type == t):
                         super().assign(target, value, loc)  # the general path's type error
@@ -145,8 +159,8 @@ class FastStatementCompiler(FastContext):
                     self.copy_place(dst.path, src.path, t)
                     return
                 # a local variable or an initializer: an object, stored field by field
-                obj = self.tmp("obj")
-                self.emit(f"{obj} = {self.expr_as(value, t, 'assignment')}")
+                obj = self.ctx.tmp("obj")
+                self.ctx.emit(f"{obj} = {self.expressions.expr_as(value, t, 'assignment')}")
                 self.store_object(dst.path, t, obj)
                 return
         super().assign(target, value, loc)
@@ -158,28 +172,28 @@ class FastStatementCompiler(FastContext):
                 if isinstance(ft, (StructT, StackT)):
                     self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
                     continue
-                if self.path_value(path + (n,), ft, parent=t).path in self.lazy:
+                if self.expressions.path_value(path + (n,), ft, parent=t).path in self.ctx.lazy:
                     raise NoFast("a field read from its header's bits is assigned")
-                self.written.add(path + (n,))
-                self.emit(f"{self.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
+                self.ctx.written.add(path + (n,))
+                self.ctx.emit(f"{self.expressions.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
             if t.kind == "header":
-                self.dirty_at.pop(path, None)
-                self.emit(f"{self.valid_local(path)} = {code}._v")
-                self.emit(f"{self.local(path + (DIRTY,), 'False')} = True")
+                self.ctx.dirty_at.pop(path, None)
+                self.ctx.emit(f"{self.expressions.valid_local(path)} = {code}._v")
+                self.ctx.emit(f"{self.expressions.local(path + (DIRTY,), 'False')} = True")
         elif isinstance(t, StackT):
             self.touch_stack(path, t)
             for i in range(t.size):
                 self.store_object(path + (str(i),), t.elem, f"{code}.h[{i}]")
-            self.emit(f"{self.local(path + (NEXT,))} = {code}.nxt")
+            self.ctx.emit(f"{self.expressions.local(path + (NEXT,))} = {code}.nxt")
         else:
             raise NoFast("header union as a value")
 
     def copy_place(self, dst: tuple[str, ...], src: tuple[str, ...], t: Type) -> None:
         if isinstance(t, StructT) and t.kind == "header":
-            self.dirty_at.pop(dst, None)  # the copy sets the dirty flag
-            c = Copy(self.ind, dst, src, t)
-            self.copies.append(c)
-            self.out.append(c)
+            self.ctx.dirty_at.pop(dst, None)  # the copy sets the dirty flag
+            c = Copy(self.ctx.ind, dst, src, t)
+            self.ctx.copies.append(c)
+            self.ctx.out.append(c)
         elif isinstance(t, StructT) and t.kind == "struct":
             for n, ft in t.fields:
                 self.copy_place(dst + (n,), src + (n,), ft)
@@ -188,43 +202,43 @@ class FastStatementCompiler(FastContext):
             self.touch_stack(src, t)
             for i in range(t.size):
                 self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
-            self.emit(f"{self.local(dst + (NEXT,))} = {self.local(src + (NEXT,))}")
+            self.ctx.emit(f"{self.expressions.local(dst + (NEXT,))} = {self.expressions.local(src + (NEXT,))}")
         elif isinstance(t, StructT):
             raise NoFast("header union copy")
         else:
-            self.written.add(dst)
-            self.emit(f"{self.field_local(dst, t)} = {self.field_local(src, t)}")
+            self.ctx.written.add(dst)
+            self.ctx.emit(f"{self.expressions.field_local(dst, t)} = {self.expressions.field_local(src, t)}")
 
     def store(self, target: A.Expr, code: str, loc) -> None:
         if isinstance(target, (A.Name, A.Member, A.Index)):
-            v = self.value(target)
+            v = self.expressions.value(target)
             if v.path is not None:
                 if isinstance(v.type, (StructT, StackT)):
                     raise NoFast("whole header stored")
                 if v.path == ("sm", "packet_length"):
                     raise NoFast("packet_length written")  # counters count the frame length
-                self.written.add(v.path)
-                self.emit(f"{v.code} = {code}")
-                header = self.field_header.get(v.path)
+                self.ctx.written.add(v.path)
+                self.ctx.emit(f"{v.code} = {code}")
+                header = self.ctx.field_header.get(v.path)
                 if header is not None:  # the deparser must put the fields back in
-                    last = self.dirty_at.get(header)
-                    if last is None or last[0] is not self.out or not self.straight_since(last[1], self.ind):
-                        self.dirty_at[header] = (self.out, len(self.out))
-                        self.emit(f"{self.local(header + (DIRTY,), 'False')} = True")
+                    last = self.ctx.dirty_at.get(header)
+                    if last is None or last[0] is not self.ctx.out or not self.straight_since(last[1], self.ctx.ind):
+                        self.ctx.dirty_at[header] = (self.ctx.out, len(self.ctx.out))
+                        self.ctx.emit(f"{self.expressions.local(header + (DIRTY,), 'False')} = True")
                 return
         super().store(target, code, loc)
 
     def call_stmt(self, e: A.Call) -> None:
         v = self.call(e, as_stmt=True)
         if v is not None and v.code and not (v.sym is not None and v.sym.kind == "tableresult"):
-            self.emit(v.code)
+            self.ctx.emit(v.code)
 
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
         f = e.func
         if self.is_table_apply(e):
             self.nargs(e, 0)
-            sym = self.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
-            return self.apply_table(sym.obj)  # type: ignore[union-attr]  # is_table_apply: the symbol is a table
+            sym = self.ctx.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
+            return self.ctx.apply_table(sym.obj)  # type: ignore[union-attr]  # is_table_apply: the symbol is a table
         return super().call(e, as_stmt)
 
     # ---- headers ---------------------------------------------------------------------------
@@ -233,14 +247,14 @@ class FastStatementCompiler(FastContext):
             return super().header_method(e, f, base, name)
         self.nargs(e, 0)
         if name == "isValid":
-            return V(self.valid_local(base.path), BoolT())
+            return V(self.expressions.valid_local(base.path), BoolT())
         if name in ("setValid", "setInvalid"):
             self.check_lvalue(f.obj)
             if name == "setValid":
-                self.raw_local(base.path)
-                self.dirty_at.pop(base.path, None)  # it may clear the dirty flag
-                self.out.append(SetValid(self.ind, base.path, base.type))
+                self.expressions.raw_local(base.path)
+                self.ctx.dirty_at.pop(base.path, None)  # it may clear the dirty flag
+                self.ctx.out.append(SetValid(self.ctx.ind, base.path, base.type))
             else:
-                self.emit(f"{self.valid_local(base.path)} = False")
+                self.ctx.emit(f"{self.expressions.valid_local(base.path)} = False")
             return None
         return super().header_method(e, f, base, name)

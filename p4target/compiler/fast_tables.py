@@ -23,7 +23,7 @@ from p4target.frontend import ast as A
 class FastTables:
     """Action calls and table applications of the fast compiler ``ctx``, emitted
     through it into its ``out`` (its ``binds`` gets the runtime structures they read).
-    ``FastCompiler.action_call`` hands ``StatementCompiler.call``'s action calls here."""
+    ``FastCompiler.action_call`` hands ``FastStatementCompiler.call``'s action calls here."""
 
     def __init__(self, ctx: FastContext) -> None:
         self.ctx = ctx

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import fields, is_dataclass
 
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.expressions import expr_text
+from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
@@ -19,40 +19,27 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-class StatementCompiler(CompilerContext):
-    """Mixin of the program compiler; emits lines into ``self.out`` at ``self.ind``."""
+class StatementCompiler:
+    """The statements and calls of the program compiler ``ctx``, emitted through it
+    (``ctx.emit`` into its ``out`` at its ``ind``); their expressions are
+    ``expressions``' (the same compiler's). ``FastStatementCompiler``
+    (fast_statements.py) is the fast compiler's."""
 
-    # ------------------------------------------------------------------ output helpers
-    def emit(self, line: str) -> None:
-        self.out.append(self.ind + line)
+    def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
 
-    def indent(self) -> None:
-        self.ind += "    "
-
-    def dedent(self) -> None:
-        self.ind = self.ind[:-4]
-
-    def emit_lines(self, items: list) -> None:
-        """Emit code compiled apart at indentation "" (strings, or the fast path's
-        deferred nodes, which carry their own indentation) at ``self.ind``."""
-        for x in items:
-            if isinstance(x, str):
-                self.emit(x)
-            else:
-                x.ind = self.ind + x.ind
-                self.out.append(x)
-
-    def tmp(self, base: str = "t") -> str:
-        self.tmp_count += 1
-        return f"_{base}{self.tmp_count}"
+    def sm_store(self, field: str, code: str) -> str:
+        """A statement setting standard_metadata.<field> where no block parameter names it."""
+        return f"st.sm.{field} = {code}"
 
     def local_name(self, name: str) -> str:
         py = f"l_{name}"
         k = 1
-        while py in self.locals_used:
+        while py in self.ctx.locals_used:
             k += 1
             py = f"l_{name}_{k}"
-        self.locals_used.add(py)
+        self.ctx.locals_used.add(py)
         return py
 
     # ------------------------------------------------------------------ statements
@@ -62,27 +49,27 @@ class StatementCompiler(CompilerContext):
 
     def block_body(self, stmts: list[A.Stmt]) -> None:
         """Statements of a nested block, in a child scope, never empty in Python."""
-        saved = self.scope
-        self.scope = saved.child()
-        n = len(self.out)
+        saved = self.ctx.scope
+        self.ctx.scope = saved.child()
+        n = len(self.ctx.out)
         self.stmts(stmts)
-        if len(self.out) == n:
-            self.emit("pass")
-        self.scope = saved
+        if len(self.ctx.out) == n:
+            self.ctx.emit("pass")
+        self.ctx.scope = saved
 
     def stmt(self, s: A.Stmt) -> None:
         """Compile one statement (its kind's ``_stmt_*`` method)."""
-        self.last_loc = s.loc
+        self.ctx.last_loc = s.loc
         how = getattr(self, f"_stmt_{type(s).__name__}", None)
         if how is None:
             raise unsupported(s.loc, f"statement {type(s).__name__}", "rewrite it")
         how(s)
 
     def _stmt_Block(self, s: A.Block) -> None:
-        saved = self.scope
-        self.scope = saved.child()
+        saved = self.ctx.scope
+        self.ctx.scope = saved.child()
         self.stmts(s.stmts)
-        self.scope = saved
+        self.ctx.scope = saved
 
     def _stmt_Assign(self, s: A.Assign) -> None:
         self.assign_stmt(s)
@@ -91,18 +78,18 @@ class StatementCompiler(CompilerContext):
         self.call_stmt(s.call)
 
     def _stmt_If(self, s: A.If) -> None:
-        c = self.value(s.cond)
+        c = self.expressions.value(s.cond)
         if not isinstance(c.type, BoolT):
             raise error(s.cond.loc, f"if condition must be bool, not {c.type}; compare it, e.g. x != 0")
-        self.emit(f"if {c.code}:")
-        self.indent()
+        self.ctx.emit(f"if {c.code}:")
+        self.ctx.indent()
         self.block_body(s.then.stmts if isinstance(s.then, A.Block) else [s.then])
-        self.dedent()
+        self.ctx.dedent()
         if s.other is not None:
-            self.emit("else:")
-            self.indent()
+            self.ctx.emit("else:")
+            self.ctx.indent()
             self.block_body(s.other.stmts if isinstance(s.other, A.Block) else [s.other])
-            self.dedent()
+            self.ctx.dedent()
 
     def _stmt_Switch(self, s: A.Switch) -> None:
         self.switch(s)
@@ -111,28 +98,28 @@ class StatementCompiler(CompilerContext):
         self.var_decl(s)
 
     def _stmt_Exit(self, s: A.Exit) -> None:
-        if self.fn_kind == "parser":
+        if self.ctx.fn_kind == "parser":
             raise error(s.loc, "exit is not allowed in a parser; use transition reject")
-        if self.fn_kind == "function":
+        if self.ctx.fn_kind == "function":
             raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
                         "and exit in the caller")
-        self.emit("raise EXIT")
+        self.ctx.emit("raise EXIT")
 
     def _stmt_Return(self, s: A.Return) -> None:
-        if self.fn_kind == "function":
+        if self.ctx.fn_kind == "function":
             self.function_return(s)
             return
         if s.value is not None:
             raise error(s.value.loc, "only functions return values; use an out parameter")
-        if self.fn_kind == "parser":
+        if self.ctx.fn_kind == "parser":
             raise error(s.loc, "return is not allowed in a parser state")
-        if self.fn_kind == "action" and self.action_outs:
-            self.emit("return (" + "".join(o + ", " for o in self.action_outs) + ")")
+        if self.ctx.fn_kind == "action" and self.ctx.action_outs:
+            self.ctx.emit("return (" + "".join(o + ", " for o in self.ctx.action_outs) + ")")
         else:
-            self.emit("return")
+            self.ctx.emit("return")
 
     def function_return(self, s: A.Return) -> None:
-        ret = self.function_ret
+        ret = self.ctx.function_ret
         if isinstance(ret, VoidT):
             if s.value is not None:
                 raise error(s.value.loc, "this function returns void; remove the value")
@@ -140,11 +127,11 @@ class StatementCompiler(CompilerContext):
         else:
             if s.value is None:
                 raise error(s.loc, f"this function must return a value of type {ret}")
-            val = self.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
-        if self.action_outs:
-            self.emit(f"return ({val}, " + "".join(o + ", " for o in self.action_outs) + ")")
+            val = self.expressions.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
+        if self.ctx.action_outs:
+            self.ctx.emit(f"return ({val}, " + "".join(o + ", " for o in self.ctx.action_outs) + ")")
         else:
-            self.emit(f"return {val}")
+            self.ctx.emit(f"return {val}")
 
     def _stmt_Empty(self, s: A.Empty) -> None:
         pass
@@ -157,44 +144,44 @@ class StatementCompiler(CompilerContext):
 
     def _stmt_Break(self, s: A.Break | A.Continue) -> None:
         word = "break" if isinstance(s, A.Break) else "continue"
-        if not self.loops:
+        if not self.ctx.loops:
             raise error(s.loc, f"'{word}' outside a for loop; remove it")
-        if isinstance(s, A.Continue) and self.loops[-1] is not None:
+        if isinstance(s, A.Continue) and self.ctx.loops[-1] is not None:
             # the three-clause form runs its update before the next test
-            scope, update = self.loops[-1]
-            saved = self.scope
-            self.scope = scope
+            scope, update = self.ctx.loops[-1]
+            saved = self.ctx.scope
+            self.ctx.scope = scope
             self.stmts(update)
-            self.scope = saved
-        self.emit(word)
+            self.ctx.scope = saved
+        self.ctx.emit(word)
 
     _stmt_Continue = _stmt_Break
 
     # ------------------------------------------------------------------ loops
 
     def loop_body(self, body: A.Stmt, entry: tuple[Scope, list[A.Stmt]] | None) -> None:
-        self.loops.append(entry)
+        self.ctx.loops.append(entry)
         self.block_body(body.stmts if isinstance(body, A.Block) else [body])
-        self.loops.pop()
+        self.ctx.loops.pop()
 
     def for_loop(self, s: A.For) -> None:
         """``for (init; cond; update)``: a Python ``while True`` whose test comes first
         (calls in the condition run on every test) and whose update also runs before
         each ``continue``."""
-        saved = self.scope
-        self.scope = saved.child()
+        saved = self.ctx.scope
+        self.ctx.scope = saved.child()
         self.stmts(s.init)
-        self.emit("while True:")
-        self.indent()
+        self.ctx.emit("while True:")
+        self.ctx.indent()
         if s.cond is not None:
-            c = self.value(s.cond)
+            c = self.expressions.value(s.cond)
             if not isinstance(c.type, BoolT):
                 raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
-            self.emit(f"if not ({c.code}): break")
-        self.loop_body(s.body, (self.scope, s.update))
+            self.ctx.emit(f"if not ({c.code}): break")
+        self.loop_body(s.body, (self.ctx.scope, s.update))
         self.stmts(s.update)
-        self.dedent()
-        self.scope = saved
+        self.ctx.dedent()
+        self.ctx.scope = saved
 
     def for_in_loop(self, s: A.ForIn) -> None:
         """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
@@ -203,13 +190,13 @@ class StatementCompiler(CompilerContext):
         if s.type is None:  # for (x in ...): assigns the variable x
             target = A.Name(s.loc, s.name)
             t = self.lvalue_type(target)
-            existing = self.value(target)
+            existing = self.expressions.value(target)
         else:
-            t = self.resolve_type(s.type)
+            t = self.ctx.resolve_type(s.type)
         it = s.iterable
         copy = ""
-        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.value(it).type, StackT):
-            st = self.value(it)
+        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.expressions.value(it).type, StackT):
+            st = self.expressions.value(it)
             if st.type.elem is not t and st.type.elem != t:  # type: ignore[attr-defined]  # st.type is a StackT (checked just above)
                 raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
                             f"type {st.type.elem}, not {t}")  # type: ignore[attr-defined]  # as above
@@ -220,50 +207,50 @@ class StatementCompiler(CompilerContext):
         if copy:
             pass
         elif isinstance(it, A.Range):
-            lo = self.expr_as(it.lo, t, "range start")
-            hi = self.expr_as(it.hi, t, "range end")
+            lo = self.expressions.expr_as(it.lo, t, "range start")
+            hi = self.expressions.expr_as(it.hi, t, "range end")
             seq = f"range({lo}, ({hi}) + 1)"
         elif isinstance(it, A.ListExpr):
-            seq = "(" + "".join(self.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
+            seq = "(" + "".join(self.expressions.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
         else:
             raise unsupported(it.loc, "a for-in loop over this expression",
                               "loop over a range lo .. hi or a list {a, b}")
-        saved = self.scope
-        self.scope = saved.child()
+        saved = self.ctx.scope
+        self.ctx.scope = saved.child()
         if existing is not None:
             py = existing.code
         else:
             py = self.local_name(s.name)
-            self.scope.define(s.name, Sym("var", t, py), s.loc)
+            self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
         if copy:
-            elem = self.tmp("e")
-            self.emit(f"for {elem} in {seq}:")
-            self.indent()
-            self.emit(f"{py} = {elem}{copy}")
+            elem = self.ctx.tmp("e")
+            self.ctx.emit(f"for {elem} in {seq}:")
+            self.ctx.indent()
+            self.ctx.emit(f"{py} = {elem}{copy}")
         else:
-            self.emit(f"for {py} in {seq}:")
-            self.indent()
+            self.ctx.emit(f"for {py} in {seq}:")
+            self.ctx.indent()
         self.loop_body(s.body, None)
-        self.dedent()
-        self.scope = saved
+        self.ctx.dedent()
+        self.ctx.scope = saved
 
     def var_decl(self, s: A.VarDecl) -> None:
-        self.scope.check_not_param(s.name, s.loc)
-        t = self.resolve_type(s.type)
+        self.ctx.scope.check_not_param(s.name, s.loc)
+        t = self.ctx.resolve_type(s.type)
         if s.is_const:
-            v = self.value(s.init) if s.init is not None else None
+            v = self.expressions.value(s.init) if s.init is not None else None
             if v is None or v.const is None:
                 raise error(s.loc, f"const {s.name} needs a compile-time value")
-            code = self.coerce(v, t, s.loc, f"const {s.name}")
-            self.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
+            code = self.expressions.coerce(v, t, s.loc, f"const {s.name}")
+            self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
             return
         py = self.local_name(s.name)
         if s.init is not None:
-            code = self.expr_as(s.init, t, f"initializer of {s.name}")
+            code = self.expressions.expr_as(s.init, t, f"initializer of {s.name}")
         else:
             code = self.zero(t, s.loc)
-        self.scope.define(s.name, Sym("var", t, py), s.loc)
-        self.emit(f"{py} = {code}")
+        self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
+        self.ctx.emit(f"{py} = {code}")
 
     def zero(self, t: Type, loc: Loc) -> str:
         """Code for a fresh value of ``t``: 0, False, an invalid header, a zeroed struct."""
@@ -284,22 +271,22 @@ class StatementCompiler(CompilerContext):
         raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
 
     def switch(self, s: A.Switch) -> None:
-        if self.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
-            self.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
+        if self.ctx.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
+            self.ctx.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
                                        "(p4c-bm2-ss refuses it): use if/else"))
         seen: set[object] = set()
         for label in (lb for case in s.cases for lb in case.labels):
             self.check_new_label(label, seen)
-        v = self.expr(s.expr)
+        v = self.expressions.expr(s.expr)
         is_action_run = v.sym is not None and v.sym.kind == "action_run"
-        key = self.tmp("sw")
+        key = self.ctx.tmp("sw")
         if is_action_run:
-            self.emit(f"{key} = {v.code}")
+            self.ctx.emit(f"{key} = {v.code}")
             table = v.sym.obj  # type: ignore[union-attr]  # an action_run switch names a table (checked by is_action_run)
         else:
             if not isinstance(v.type, (BitT, EnumT, ErrorT, IntT)):
                 raise error(s.expr.loc, f"cannot switch on a value of type {v.type}")
-            self.emit(f"{key} = {v.code}")
+            self.ctx.emit(f"{key} = {v.code}")
         pending: list[str] = []
         first = True
         for case in s.cases:
@@ -313,23 +300,23 @@ class StatementCompiler(CompilerContext):
                     idx = table.action_index(label.name, label.loc)
                     pending.append(f"{key} == {idx}")
                 else:
-                    lv = self.value(label)
+                    lv = self.expressions.value(label)
                     if lv.const is None:
                         raise error(label.loc, "switch labels must be compile-time constants")
-                    code = self.coerce(lv, v.type, label.loc, "switch label") if not isinstance(
+                    code = self.expressions.coerce(lv, v.type, label.loc, "switch label") if not isinstance(
                         v.type, IntT) else lv.code
                     pending.append(f"{key} == {code}")
             if case.body is None:
                 continue
             cond = "True" if "True" in pending else " or ".join(pending)
             if cond == "True" and not first:
-                self.emit("else:")
+                self.ctx.emit("else:")
             else:
-                self.emit(f"{'if' if first else 'elif'} {cond}:")
+                self.ctx.emit(f"{'if' if first else 'elif'} {cond}:")
             first = False
-            self.indent()
+            self.ctx.indent()
             self.block_body(case.body.stmts)
-            self.dedent()
+            self.ctx.dedent()
             pending = []
         if pending:
             raise error(s.loc, "the last switch case has no body; add { }")
@@ -338,7 +325,7 @@ class StatementCompiler(CompilerContext):
         """Refuse a switch label that an earlier label of the same switch already names."""
         if label is None or isinstance(label, A.DefaultExpr):
             return
-        key: object = label.name if isinstance(label, A.Name) else self.value(label).const
+        key: object = label.name if isinstance(label, A.Name) else self.expressions.value(label).const
         if key is None:
             return
         if key in seen:
@@ -370,7 +357,7 @@ class StatementCompiler(CompilerContext):
             # SideEffectOrdering does with every call
             if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
                 return A.Index(e.loc, obj, e.index)
-            iv = self.value(e.index)
+            iv = self.expressions.value(e.index)
             if iv.const is not None:
                 return A.Index(e.loc, obj, e.index)
             return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
@@ -378,9 +365,9 @@ class StatementCompiler(CompilerContext):
 
     def spill(self, v: V, loc: Loc) -> A.Name:
         """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
-        t = self.tmp("v")
-        self.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
-        self.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
+        t = self.ctx.tmp("v")
+        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
+        self.ctx.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
         return A.Name(loc, "$" + t)
 
     def has_effects(self, e: A.Expr | None) -> bool:
@@ -404,23 +391,23 @@ class StatementCompiler(CompilerContext):
                 return self.has_effects(f.obj)
             return True
         if isinstance(f, A.Name):
-            sym = self.scope.lookup(f.name)
+            sym = self.ctx.scope.lookup(f.name)
             if sym is not None and sym.kind == "func":
                 return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
         return True
 
     def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
         t = self.lvalue_type(target)
-        code = self.expr_as(value, t, f"assignment to {expr_text(target)}")
+        code = self.expressions.expr_as(value, t, f"assignment to {expr_text(target)}")
         self.store(target, code, loc)
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)
-        return self.value(target).type
+        return self.expressions.value(target).type
 
     def check_lvalue(self, e: A.Expr) -> None:
         if isinstance(e, A.Name):
-            sym = self.scope.lookup(e.name)
+            sym = self.ctx.scope.lookup(e.name)
             if sym is None:
                 raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
             if sym.kind != "var":
@@ -428,7 +415,7 @@ class StatementCompiler(CompilerContext):
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
-        if isinstance(e, A.Index) and isinstance(self.value(e.obj).type, TupleT):
+        if isinstance(e, A.Index) and isinstance(self.expressions.value(e.obj).type, TupleT):
             raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
             self.check_lvalue(e.obj)
@@ -438,9 +425,9 @@ class StatementCompiler(CompilerContext):
     def store(self, target: A.Expr, code: str, loc: Loc) -> None:
         """Emit ``target = code`` where ``code`` already has the target's type."""
         if isinstance(target, A.Slice):
-            base = self.value(target.obj)
-            hi = self.const_int(target.hi)
-            lo = self.const_int(target.lo)
+            base = self.expressions.value(target.obj)
+            hi = self.expressions.const_int(target.hi)
+            lo = self.expressions.const_int(target.lo)
             bt = base.type
             if not isinstance(bt, BitT):
                 raise error(target.loc, f"cannot assign to a slice of {bt}")
@@ -454,33 +441,33 @@ class StatementCompiler(CompilerContext):
             else:
                 self.store(target.obj, f"(({base.code} & {keep:#x}) | {val})", loc)
             return
-        v = self.value(target)
+        v = self.expressions.value(target)
         if isinstance(target, A.Member):
-            base = self.value(target.obj)
+            base = self.expressions.value(target.obj)
             if isinstance(base.type, StackT):
                 raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
                                   "assign to an element s[i] instead")
-        if isinstance(target, A.Name) and v.code in self.param_targets:
+        if isinstance(target, A.Name) and v.code in self.ctx.param_targets:
             # a whole block parameter (hdr = ..., meta = ...): replace it in the packet state
-            self.emit(f"{v.code} = st.{self.param_targets[v.code]} = {code}")
+            self.ctx.emit(f"{v.code} = st.{self.ctx.param_targets[v.code]} = {code}")
             return
-        if isinstance(target, A.Index) and self.value(target.index).const is None:
+        if isinstance(target, A.Index) and self.expressions.value(target.index).const is None:
             # a whole element at a run-time index: out of range writes are ignored
-            s = self.value(target.obj)
-            i = self.tmp("i")
-            self.emit(f"{i} = {self.value(target.index).code}")
-            self.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[attr-defined]  # an index target's object is a header stack
+            s = self.expressions.value(target.obj)
+            i = self.ctx.tmp("i")
+            self.ctx.emit(f"{i} = {self.expressions.value(target.index).code}")
+            self.ctx.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[attr-defined]  # an index target's object is a header stack
             return
-        self.emit(f"{v.code} = {code}")
+        self.ctx.emit(f"{v.code} = {code}")
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
         v = self.call(e, as_stmt=True)
         if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
-                and self.inline_table_apply(v.sym.obj):
+                and self.ctx.inline_table_apply(v.sym.obj):
             return
         if v is not None and v.code:
-            self.emit(v.code)
+            self.ctx.emit(v.code)
 
     def call_expr(self, e: A.Call) -> V:
         v = self.call(e, as_stmt=False)
@@ -493,7 +480,7 @@ class StatementCompiler(CompilerContext):
         or function given more arguments than it takes yields to a top-level extern
         function of that name (``action hash() { hash(...); }``)."""
         if sym.kind in ("action", "func") and nargs > len(sym.obj.decl.params):
-            outer = self.global_scope.lookup(name)
+            outer = self.ctx.global_scope.lookup(name)
             if outer is not None and outer.kind == "function":
                 return outer
         return sym
@@ -503,21 +490,21 @@ class StatementCompiler(CompilerContext):
         if isinstance(f, A.Member):
             return self.method_call(e, f)
         if isinstance(f, A.Name):
-            sym = self.scope.lookup(f.name)
+            sym = self.ctx.scope.lookup(f.name)
             if sym is None:
                 raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
             sym = self.overload(sym, f.name, len(e.args))
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
+                return self.ctx.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
     def method_call(self, e: A.Call, f: A.Member) -> V | None:
         """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
         instance's or a sub-block's method."""
-        base = self.expr(f.obj)
+        base = self.expressions.expr(f.obj)
         bt = base.type
         name = f.name
         if isinstance(bt, StructT) and base.sym is None or (
@@ -525,7 +512,7 @@ class StatementCompiler(CompilerContext):
             return self.header_method(e, f, base, name)
         if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
             self.nargs(e, 1)
-            k = self.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
+            k = self.expressions.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
             if k < 0:
                 raise error(e.loc, f"{name} count must be >= 0")
             return V(f"{base.code}.{name}({k})", VoidT())
@@ -533,12 +520,12 @@ class StatementCompiler(CompilerContext):
         if sym is None:
             raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
         if sym.kind == "packet_in":
-            return self.packet_in_method(e, name)
+            return self.ctx.packet_in_method(e, name)
         if sym.kind == "packet_out":
             if name != "emit":
                 raise error(f.loc, f"packet_out has no method '{name}'; use emit")
             self.nargs(e, 1)
-            self.emit_header(self.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
+            self.ctx.emit_header(self.expressions.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
             return None
         if sym.kind == "table":
             if name != "apply":
@@ -549,13 +536,13 @@ class StatementCompiler(CompilerContext):
             return V(call, ObjT("tableresult", tbl.name), None,
                      Sym("tableresult", None, call, obj=tbl))
         if sym.kind == "instance":
-            decl = self.extern_decls.get(sym.obj.kind)
+            decl = self.ctx.extern_decls.get(sym.obj.kind)
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                           None) if decl is not None else None
             params = method.params if method else None
-            return self.extern_method(positional(self.settle_args(e, params), params), sym, name)
+            return self.ctx.extern_method(positional(self.settle_args(e, params), params), sym, name)
         if sym.kind == "subblock":
-            return self.sub_apply(e, sym, name)
+            return self.ctx.sub_apply(e, sym, name)
         raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
 
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
@@ -583,7 +570,7 @@ class StatementCompiler(CompilerContext):
             return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
         if isinstance(x, A.StructExpr):
             return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
-        v = self.expr(x)
+        v = self.expressions.expr(x)
         if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
             return x
         return self.spill(v, x.loc)
@@ -626,11 +613,11 @@ class StatementCompiler(CompilerContext):
 
     def invalidate_union_siblings(self, target: A.Expr) -> None:
         if isinstance(target, A.Member):
-            parent = self.value(target.obj)
+            parent = self.expressions.value(target.obj)
             if isinstance(parent.type, StructT) and parent.type.kind == "header_union":
                 for n, _ in parent.type.fields:
                     if n != target.name:
-                        self.emit(f"{parent.code}.{pyfield(n)}._v = False")
+                        self.ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
 
     # ------------------------------------------------------------------ actions
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
@@ -643,14 +630,14 @@ class StatementCompiler(CompilerContext):
         act = sym.obj
         params = act.decl.params
         ret = getattr(act, "ret", None)  # set for functions, None for actions
-        if self.fn_kind == "parser" and ret is None:
+        if self.ctx.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
         args = self.bind_args(e, params)
         later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
         codes: list[str] = []
         outs: list[tuple[A.Expr, Type]] = []
         for i, (p, a) in enumerate(zip(params, args, strict=False)):
-            pt = self.param_type(p)
+            pt = self.ctx.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 # `_` for an out parameter: the value is computed and dropped
                 outs.append((None, pt))  # type: ignore[arg-type]  # None stands for a dropped '_' out argument
@@ -661,31 +648,31 @@ class StatementCompiler(CompilerContext):
                     raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
                 self.check_lvalue(a)
                 a = self.freeze_lvalue(a, every_index=True)
-                av = self.value(a)
+                av = self.expressions.value(a)
                 if not (av.type is pt or av.type == pt):
                     raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
                                 f"type {pt}, not {av.type}")
                 outs.append((a, pt))
-                code = self.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
+                code = self.expressions.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
             else:
                 if a is None:
                     raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
                                 f"{act.p4name}")
-                code = self.expr_as(a, pt, f"argument '{p.name}'")
+                code = self.expressions.expr_as(a, pt, f"argument '{p.name}'")
             if later[i] and not code.lstrip("-").isdigit():
                 code = self.spill(V(code, pt), a.loc).name[1:]
             codes.append(code)
         call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"
         if not outs:
             return V(call, ret if ret is not None else VoidT())
-        r = self.tmp("r")
-        self.emit(f"{r} = {call}")
+        r = self.ctx.tmp("r")
+        self.ctx.emit(f"{r} = {call}")
         first = 0 if ret is None else 1
         for i, (a, _pt) in enumerate(outs):
             if a is not None:
                 self.store(a, f"{r}[{i + first}]", a.loc)
         if ret is None and self.may_exit(act):
-            self.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
+            self.ctx.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
         if ret is not None and not isinstance(ret, VoidT):
             return V(f"{r}[0]", ret)
         return None
@@ -702,11 +689,11 @@ class StatementCompiler(CompilerContext):
         """True when the action's body can execute ``exit`` (itself or in an action it
         calls). Such an action with out/inout parameters returns a flag after its
         results, so that its caller copies them out before exiting too."""
-        memo = self.exit_memo
+        memo = self.ctx.exit_memo
         key = id(act)
         if key not in memo:
             memo[key] = False  # P4 actions do not recurse
-            scope = getattr(act, "scope", None) or self.global_scope
+            scope = getattr(act, "scope", None) or self.ctx.global_scope
             found = False
             for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
                 if isinstance(n, A.Exit):

@@ -1,0 +1,109 @@
+"""The program compilers are composed, not mixed in (docs/target-internals.md, step 5).
+
+``ProgramCompiler`` and ``FastCompiler`` have no mixin bases: their only other bases
+are ``CompilerContext`` and ``FastContext``, declarations for the type checker with
+nothing in them at run time. The parts they compose are plain objects (the fast
+ones extend the general ones), held under the names the other parts use. Each
+name the declarations list (read from context.py's source, since they exist only
+for mypy) is there at run time on a compiler that compiled a real program, so a
+declaration without a definition (a hand-over forgotten in a move) fails here
+rather than in the middle of compiling some program.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from p4target.compiler import context, fast_compiler, fastgen, program
+from p4target.compiler.declarations import Declarations
+from p4target.compiler.expressions import ExpressionCompiler
+from p4target.compiler.extern_calls import ExternCalls
+from p4target.compiler.fast_expressions import FastExpressionCompiler
+from p4target.compiler.fast_externs import FastExterns
+from p4target.compiler.fast_packet_io import FastPacketIO
+from p4target.compiler.fast_prune import prune_for_fast
+from p4target.compiler.fast_statements import FastStatementCompiler
+from p4target.compiler.packet_io import PacketIO
+from p4target.compiler.parser_states import ParserCompiler
+from p4target.compiler.statements import StatementCompiler
+from p4target.frontend.lexer import tokenize
+from p4target.frontend.parser import parse_tokens
+from p4target.frontend.preprocessor import preprocess
+
+ROOT = Path(__file__).resolve().parents[3]
+FABRIC = ROOT / "p4src" / "fabric.p4"
+ProgramCompiler = program.ProgramCompiler
+FastCompiler = fast_compiler.FastCompiler
+CompilerContext, FastContext = context.CompilerContext, context.FastContext
+
+
+def declared(cls: str, methods: bool | None = None) -> set[str]:
+    """The attributes and methods context.py's class ``cls`` declares (only the
+    methods, or only the attributes, when ``methods`` says so)."""
+    tree = ast.parse(Path(context.__file__).read_text())
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    names = set()
+    for node in ast.walk(body):
+        if isinstance(node, ast.FunctionDef) and methods is not False:
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and methods is not True:
+            names.add(node.target.id)
+    return names
+
+
+# set by the general parser's and actions' code generation, which the fast compiler
+# replaces (FastParser; actions compiled where they run)
+GENERAL_ONLY = {"function_ret", "parser_init_params", "parser_inits", "parser_locals", "parser_start",
+                "state_funcs", "state_lines"}
+
+
+def parsed(path: Path):
+    return parse_tokens(tokenize(preprocess(path, (), {})))
+
+
+def test_the_compilers_have_no_mixin_bases():
+    assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
+    assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
+    for part in (ExpressionCompiler, StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
+        assert part.__mro__ == (part, object), part
+    assert FastExpressionCompiler.__mro__ == (FastExpressionCompiler, ExpressionCompiler, object)
+    assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
+
+
+def test_the_declarations_hold_nothing_at_run_time():
+    for cls in (CompilerContext, FastContext):
+        own = {n for n in vars(cls) if not (n.startswith("__") and n.endswith("__"))}
+        assert own == set(), (cls.__name__, own)
+    assert len(declared("CompilerContext")) > 100  # read from the source: they are there for mypy
+
+
+def test_every_declared_name_is_there_on_a_compiler_that_compiled_a_program():
+    pc = ProgramCompiler(parsed(FABRIC), FABRIC)
+    pc.compile()
+    missing = sorted(n for n in declared("CompilerContext") if not hasattr(pc, n))
+    assert missing == []
+    fc = FastCompiler(prune_for_fast(parsed(FABRIC)), FABRIC)
+    fc.compile()
+    wanted = declared("CompilerContext", methods=True) | declared("FastContext") \
+        | (declared("CompilerContext", methods=False) - GENERAL_ONLY)
+    missing = sorted(n for n in wanted if not hasattr(fc, n))
+    assert missing == []
+
+
+def test_the_fast_compiler_composes_the_fast_parts_everywhere():
+    """The statements hold the same expression compiler the compiler hands calls to,
+    and the fast compiler's parts are the fast ones, each given the fast compiler."""
+    pc = ProgramCompiler(parsed(FABRIC), FABRIC)
+    assert type(pc.expressions) is ExpressionCompiler and type(pc.statements) is StatementCompiler
+    assert pc.statements.expressions is pc.expressions
+    assert pc.expressions.ctx is pc and pc.statements.ctx is pc
+    fc = FastCompiler(prune_for_fast(parsed(FABRIC)), FABRIC)
+    assert type(fc.expressions) is FastExpressionCompiler and type(fc.statements) is FastStatementCompiler
+    assert fc.statements.expressions is fc.expressions
+    assert type(fc.extern_calls) is FastExterns and type(fc.packet_io) is FastPacketIO
+    for part in (fc.expressions, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
+        assert part.ctx is fc, part
+    # and the fast path generated through them is fabric.p4's: its locals, no PacketState
+    text = fastgen.generate_fast(parsed(FABRIC), FABRIC).text
+    assert "def _fast(data, ingress_port, now):" in text and "PacketState" not in text
