@@ -55,7 +55,6 @@ import logging
 import os
 import select
 import socket
-import struct
 import threading
 import time
 from pathlib import Path
@@ -63,8 +62,8 @@ from typing import Any, Mapping
 
 from p4target.errors import P4Error
 # what tools and tests use from here (the homes of these are linux_net and pcap)
-from p4target.ports.linux_net import (IFF_RUNNING, IFF_UP, in_netns, interface_index, interface_mtu,
-                                interface_up, open_interface_socket, rtattr, rtattr_string)
+from p4target.ports.linux_net import in_netns, interface_index, interface_mtu, interface_up, open_interface_socket
+from p4target.ports.link_notices import NETLINK_ROUTE, RTMGRP_LINK, link_notices
 from p4target.ports.packet_ring import TxRing
 from p4target.ports.pcap import PcapWriter, read_pcap
 from p4target.ports.ring_port import RX_RING_FRAMES, TX_RING_FRAMES, RingPort
@@ -74,14 +73,6 @@ __all__ = ["NetIO", "PcapWriter", "PortStats", "RX_RING_FRAMES", "TX_RING_FRAMES
            "open_interface_socket", "read_pcap"]
 
 log = logging.getLogger(__name__)
-
-# rtnetlink (linux/rtnetlink.h, linux/if_link.h)
-NETLINK_ROUTE = 0
-RTMGRP_LINK = 0x1
-RTM_NEWLINK = 16
-RTM_DELLINK = 17
-IFLA_IFNAME = 3
-IFLA_MTU = 4
 
 _BATCH = 64  # frames handed to the device at once (it holds its lock meanwhile)
 _RING_BATCH = 256  # frames taken from one receive ring before looking at the others
@@ -596,6 +587,8 @@ class NetIO:
         self._set_up(p, up)
 
     def _read_netlink(self) -> None:
+        """Follow the link notifications waiting on the netlink socket
+        (``p4target/ports/link_notices.py`` reads them)."""
         assert self._nl is not None
         while True:
             try:
@@ -607,31 +600,19 @@ class NetIO:
                     self._poll_links()
                     continue
                 return
-            off = 0
-            while off + 16 <= len(data):
-                length, mtype = struct.unpack_from("=IH", data, off)
-                if length < 16:
-                    break
-                if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= 32:
-                    _fam, _pad, _type, ifindex, flags, _change = struct.unpack_from(
-                        "=BBHiII", data, off + 16)
-                    name = rtattr_string(data, off + 32, off + length, IFLA_IFNAME)
-                    p = self.by_name.get(name or "")
-                    if p is None:
-                        for cand in self.ports.values():
-                            if cand.ifindex == ifindex:
-                                p = cand
-                    if p is not None:
-                        if mtype == RTM_DELLINK:
-                            if p.ifindex == ifindex:
-                                self._follow(p, None, False)
-                        else:
-                            up = bool(flags & IFF_UP) and bool(flags & IFF_RUNNING)
-                            self._follow(p, ifindex, up)
-                            mtu = rtattr(data, off + 32, off + length, IFLA_MTU)
-                            if mtu is not None and len(mtu) >= 4 and p.ifindex == ifindex:
-                                p.set_mtu(struct.unpack_from("=I", mtu)[0])
-                off += (length + 3) & ~3
+            for n in link_notices(data):
+                p = self.by_name.get(n.name or "")
+                if p is None:
+                    p = next((c for c in self.ports.values() if c.ifindex == n.ifindex), None)
+                if p is None:
+                    continue
+                if n.deleted:
+                    if p.ifindex == n.ifindex:
+                        self._follow(p, None, False)
+                    continue
+                self._follow(p, n.ifindex, n.up)
+                if n.mtu is not None and p.ifindex == n.ifindex:
+                    p.set_mtu(n.mtu)
 
     def stats(self) -> dict[int, PortStats]:
         return {n: p.stats for n, p in self.ports.items()}
