@@ -4,8 +4,9 @@ h1 -> h3 on the same hosts, in one run, on two Mininet fabrics (4 planes x (2 le
 
 The quiet fabric (the default, placed as ``make run`` places it): ``ROUNDS``
 alternating rounds of one unpaced MRC-lite transfer (its defaults, payloads of
-TCP's segment size here, ``experiments/tcp.py``: 1380 bytes, sprayed over 8 paths)
-and one RoCE baseline transfer of the same bytes (``--transport roce``: one QP, one
+TCP's segment size here, ``experiments/tcp.py``: 1380 bytes, sprayed over 8 paths),
+the same with its window held at 128 (``FIXED_WINDOW``) and with the window's start-up
+(``STARTUP``), and one RoCE baseline transfer of the same bytes (``--transport roce``: one QP, one
 path, DCQCN starting at a line rate above what the host reaches). Target: MRC-lite's
 median at least 0.95x the baseline's (spraying must cost nothing). Then, once each,
 MRC-lite with a window that never limits it (``LARGE_WINDOW``: the rate the CPU alone
@@ -29,8 +30,9 @@ the two ends of MRC-lite and of the baseline within 10% of each other per packet
 (the quiet rounds' medians). At the end: the three transports side by side, and the
 ratios against their targets.
 With BMv2 on the PATH (``. /work/shared/bmv2/env.sh`` or a BMv2 install) the default
-MRC-lite transfer also runs on a BMv2 fabric and its retransmissions are printed as a
-share of the data packets (target: under 5%).
+MRC-lite transfer also runs on a BMv2 fabric, then one with the window's start-up
+(``STARTUP``), and their retransmissions are printed as a share of the data packets
+(target: under 5%).
 ``GOODPUT_PLACEMENT`` places the quiet fabric's switches (default ``cpu``: the 16
 fabric switches in one ``p4target group`` process, the 4 NICs in another; ``1``: one
 process per switch).
@@ -62,6 +64,10 @@ ROUNDS = int(os.environ.get("GOODPUT_ROUNDS", "3"))  # quiet fabric: MRC-lite an
 # two transports with the same window and the same ACK requests (every 16th packet),
 # so that what differs is the spraying
 FIXED_WINDOW = ["--window", "128", "--initial-window", "128", "--min-window", "128"]
+# MRC-lite with the window's start-up (docs/transport.md, "Congestion control"): doubling
+# until a round trip is delayed past 4 targets (or a mark, trim or queue's loss); not the
+# default, as on BMv2 it resends more
+STARTUP = ["--cc-startup-delay", "4"]
 LINK_RATE = 250.0  # packets/s on each limited uplink: 8 x 250 is far below what the switches forward
 LINK_BYTES = 5_000_000  # about 2 s at the 8 paths' 22.1 Mb/s, long beside a transfer's start and end; 15 s on one path
 LINK_ROUNDS = 2
@@ -143,11 +149,13 @@ def quiet(tmp: Path) -> dict[str, Any]:
     mtu = ["--mtu", str(tcp.MTU)]
     mrc = Series(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths")
     fixed = Series(f"MRC-lite, {' '.join(FIXED_WINDOW)}")
+    start = Series(f"MRC-lite, {' '.join(STARTUP)}")
     roce = Series(f"RoCE baseline, one QP, DCQCN from {QUIET_LINE_MBPS:g} Mb/s")
     with programmed_network(C.topology(), prefix=C.private_prefix(), run_dir=tmp / "run",
                             switches_per_process=placement) as fn:
         alternate(ROUNDS, [(mrc, _transfers(fn, BYTES, packets, mtu, [])),
                            (fixed, _transfers(fn, BYTES, packets, [*mtu, *FIXED_WINDOW], [])),
+                           (start, _transfers(fn, BYTES, packets, [*mtu, *STARTUP], [])),
                            (roce, _transfers(fn, BYTES, packets, [*mtu, *ROCE, "--line-rate", f"{QUIET_LINE_MBPS:g}"],
                                              ROCE))], tmp)
         big = Series(f"MRC-lite, {' '.join(LARGE_WINDOW)}")
@@ -158,7 +166,7 @@ def quiet(tmp: Path) -> dict[str, Any]:
     print(f"goodput, {BYTES} bytes h1 -> h3 on the quiet embedded-target fabric (placement {placement}), "
           f"{ROUNDS} alternating rounds of MRC-lite and the RoCE baseline, then the rest once:")
     for line in [*rounds_lines(mrc, mbps, mrc_text), *rounds_lines(fixed, mbps, mrc_text),
-                 *rounds_lines(roce, mbps, roce_text),
+                 *rounds_lines(start, mbps, mrc_text), *rounds_lines(roce, mbps, roce_text),
                  *rounds_lines(big, mbps, mrc_text)]:
         print(line)
     print(f"  TCP, one flow, one path:            {mbps(t.get('goodput_bps')):7.1f} Mb/s (verified {t.get('ok')})\n"
@@ -166,7 +174,7 @@ def quiet(tmp: Path) -> dict[str, Any]:
     print(f"  UDP stream, unpaced, one path:      {mbps(u_bps):7.1f} Mb/s delivered "
           f"({u.get('datagrams')} of {datagrams} datagrams)\n"
           f"      CPU per packet, us: {_cost(u_cpu, _ends(u), u.get('seconds') or 0.0, datagrams)}")
-    return {"mrc": mrc, "fixed": fixed, "roce": roce, "big": big, "tcp_bps": t.get("goodput_bps") or 0.0,
+    return {"mrc": mrc, "fixed": fixed, "start": start, "roce": roce, "big": big, "tcp_bps": t.get("goodput_bps") or 0.0,
             "tcp_ends_us": _ends(t) / packets * 1e6, "udp_bps": u_bps}
 
 
@@ -183,6 +191,7 @@ def link_bound(tmp: Path) -> dict[str, Any]:
     line = line_rate_mbps(LINK_RATE, tcp.MTU)
     mrc = Series(f"MRC-lite, unpaced, {tcp.MTU} B, 8 paths")
     fixed = Series(f"MRC-lite, {' '.join(FIXED_WINDOW)}")
+    start = Series(f"MRC-lite, {' '.join(STARTUP)}")
     roce = Series(f"RoCE baseline, one QP, DCQCN from {line:.2f} Mb/s (one uplink's rate)")
     # the receivers wait out a limited uplink's full queue before a NACK (experiments/ecmp.py)
     nack = ["--nack-delay", str(ecmp.NACK_DELAY)]
@@ -193,6 +202,7 @@ def link_bound(tmp: Path) -> dict[str, Any]:
         rto = ["--rto-min", str(ecmp.RTO_MIN)]
         alternate(LINK_ROUNDS, [(mrc, _transfers(fn, LINK_BYTES, packets, [*mtu, *rto], nack)),
                                 (fixed, _transfers(fn, LINK_BYTES, packets, [*mtu, *rto, *FIXED_WINDOW], nack)),
+                                (start, _transfers(fn, LINK_BYTES, packets, [*mtu, *rto, *STARTUP], nack)),
                                 (roce, _transfers(fn, LINK_BYTES, packets, [*mtu, *ROCE, "--line-rate", f"{line:g}"],
                                                   ROCE))], tmp / "limited")
         t, _ = _tcp(fn, LINK_BYTES, packets)
@@ -201,10 +211,10 @@ def link_bound(tmp: Path) -> dict[str, Any]:
           f"of leaf 0 at {LINK_RATE:g} packets/s each: {C.mbps(capacity):.1f} Mb/s of payload in all, "
           f"{C.mbps(capacity / links):.2f} per path), {LINK_ROUNDS} alternating rounds:")
     for ln in [*rounds_lines(mrc, C.mbps, mrc_text), *rounds_lines(fixed, C.mbps, mrc_text),
-               *rounds_lines(roce, C.mbps, roce_text)]:
+               *rounds_lines(start, C.mbps, mrc_text), *rounds_lines(roce, C.mbps, roce_text)]:
         print(ln)
     print(f"  TCP, one flow, one path:            {C.mbps(t.get('goodput_bps')):7.2f} Mb/s (verified {t.get('ok')})")
-    return {"mrc": mrc, "fixed": fixed, "roce": roce, "tcp_bps": t.get("goodput_bps") or 0.0,
+    return {"mrc": mrc, "fixed": fixed, "start": start, "roce": roce, "tcp_bps": t.get("goodput_bps") or 0.0,
             "capacity_bps": capacity, "links": links}
 
 
@@ -217,13 +227,13 @@ def summary(q: dict[str, Any], lb: dict[str, Any]) -> None:
     roce = q["roce"]
     rows = [(name, f"{mbps(q[k].bps):.1f} Mb/s", f"{mbps(lb[k].bps):.2f} Mb/s", f"{q[k].ends_us:.1f}")
             for name, k in (("MRC-lite (8 paths, defaults)", "mrc"), ("MRC-lite (window 128 held)", "fixed"),
-                            ("RoCE baseline (one QP)", "roce"))]
+                            ("MRC-lite (start-up)", "start"), ("RoCE baseline (one QP)", "roce"))]
     rows.append(("TCP (kernel, one flow)", f"{mbps(q['tcp_bps']):.1f} Mb/s", f"{mbps(lb['tcp_bps']):.2f} Mb/s",
                  f"{q['tcp_ends_us']:.1f}"))
     print("side by side (medians of the rounds):")
     for line in table(rows):
         print(line)
-    for k, name in (("mrc", "defaults"), ("fixed", "window 128 held")):
+    for k, name in (("mrc", "defaults"), ("fixed", "window 128 held"), ("start", " ".join(STARTUP))):
         m = q[k]
         per_round = ", ".join(f"{ratio(a.bps, r.bps):.2f}" for a, r in zip(m.runs, roce.runs, strict=True))
         print(f"  MRC-lite, {name}:\n"
@@ -245,21 +255,32 @@ def embedded() -> None:
     summary(q, lb)
 
 
+def _bmv2_line(what: str, res: Any) -> str:
+    """One BMv2 transfer: verdict, goodput, retransmissions against the data packets."""
+    from experiments import common as C
+
+    s = res.sender
+    sent = s.get("packets") or 0
+    r = s.get("retransmissions") or {}
+    share = 100 * (r.get("total") or 0) / sent if sent else 0.0
+    return (f"BMv2, {BMV2_BYTES} bytes h1 -> h3, {what}: verified {res.ok}, "
+            f"goodput {C.mbps(s.get('goodput_bps'))} Mb/s, retransmissions {r.get('total')} of {sent} data packets "
+            f"({share:.1f}%, target < 5%; timeout {r.get('timeout')}, NACK {r.get('nack')}, trim {r.get('trim_nack')}), "
+            f"EVs retired {s.get('evs_retired')}")
+
+
 def bmv2() -> None:
+    """The default transfer on a BMv2 fabric, then one with the start-up (``STARTUP``)."""
     from experiments import common as C
     from topologies.fabric_net import programmed_network
 
     with tempfile.TemporaryDirectory() as tmp, programmed_network(C.topology(), prefix=C.private_prefix(),
                                                                   run_dir=Path(tmp), target="bmv2") as fn:
-        res = C.run_transfer(fn, "h1", "h3", BMV2_BYTES, Path(tmp) / "bmv2", timeout=120)
-    s = res.sender
-    sent = s.get("packets") or 0
-    r = s.get("retransmissions") or {}
-    share = 100 * (r.get("total") or 0) / sent if sent else 0.0
-    print(f"BMv2, {BMV2_BYTES} bytes h1 -> h3, the transfer's defaults: verified {res.ok}, "
-          f"goodput {C.mbps(s.get('goodput_bps'))} Mb/s, retransmissions {r.get('total')} of {sent} data packets "
-          f"({share:.1f}%, target < 5%; timeout {r.get('timeout')}, NACK {r.get('nack')}, trim {r.get('trim_nack')}), "
-          f"EVs retired {s.get('evs_retired')}")
+        runs = [(what, C.run_transfer(fn, "h1", "h3", BMV2_BYTES, Path(tmp) / f"bmv2-{k}", send_args=args,
+                                      timeout=120))
+                for k, (what, args) in enumerate((("the transfer's defaults", []), (" ".join(STARTUP), STARTUP)))]
+    for what, res in runs:
+        print(_bmv2_line(what, res))
 
 
 def main() -> int:

@@ -321,6 +321,9 @@ def send(
     cc_target_min: Annotated[float, typer.Option(
         help="congestion control: the delay target's floor, seconds above the base RTT "
              "(the target is half the base RTT, at least this)")] = SenderConfig.cc_target_min,
+    cc_startup_delay: Annotated[float, typer.Option(
+        help="congestion control: the window doubles each round trip until a mark, a trim, a queue's loss or "
+             "a round trip delayed past this many delay targets; 0: no start-up")] = SenderConfig.cc_startup_delay,
     rate: Annotated[Optional[float], typer.Option(help="pacing, packets per second (default: window only)")] = None,
     ack_every: Annotated[int, typer.Option(
         help="ask for an ACK on every n-th packet at most (a quarter of the window while it is smaller; "
@@ -362,6 +365,8 @@ def send(
                                    ("--probe-interval", probe_interval, False),
                                    ("--sample-interval", sample_interval, False)):
         _seconds(option, value, zero_ok=zero_ok)
+    if not 0 <= cc_startup_delay < float("inf"):
+        _fail(f"--cc-startup-delay {cc_startup_delay:g}: give a number of delay targets, 0 (no start-up) or more")
     _writable("--report", report)
     if ev_mode not in (None, "explicit", "generated"):
         _fail(f"--ev-mode {ev_mode!r}: explicit or generated")
@@ -386,7 +391,7 @@ def send(
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
                            probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
                            sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt,
-                           cc_target_min=cc_target_min)
+                           cc_target_min=cc_target_min, cc_startup_delay=cc_startup_delay)
         cfg.check()
     except ValueError as exc:
         _fail(str(exc))

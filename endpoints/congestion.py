@@ -19,6 +19,11 @@ a fraction  yes                 multiplicative decrease: the window times
                                 ``1 - beta * fraction``
 ==========  ==================  =================================================
 
+Before the quadrants, a start-up: the window doubles at the end of each round trip
+until the first sign of a queue, a marked round trip, a trim, a queue's loss (below)
+or a round trip delayed past ``startup_delay`` targets; that round trip's reaction is
+the quadrants', and the start-up never comes back (``startup_delay`` 0: none).
+
 A round trip is one smoothed RTT of the sender (the base RTT before it has one). The
 delay of a round trip is its mean RTT sample less the base RTT; the base RTT is the
 configured network RTT (``base_rtt``) when given, else the smallest sample seen; the
@@ -55,7 +60,16 @@ them collapses (on BMv2 a crossing EV then got too few packets to be retired dur
 that is its luckiest packet, so the unqueued round trip may carry far less than the
 network does (on BMv2 a few packets), and a window cut to it regrows by one packet
 per round trip. The delay condition keeps random losses, which come with no queue, from
-shrinking the window: in MRC congestion trims, and a loss is a path's.
+shrinking the window: in MRC congestion trims, and a loss is a path's. Why a start-up
+that only a queue's signs end: where part of the delay is noise (a software target's
+CPU scheduling delays packets by a few targets even at the first window), every round
+trip counts as delayed and the quadrants alone grow the window by one packet per round
+trip however empty the queues are; a delay of several targets, a mark, a trim or a
+drop is a queue's, and ends it within the round trip that shows it. Why it is not the
+default: a queue that neither marks nor delays much before it drops (BMv2's input
+buffer, whose first samples are already queued and so set a high base RTT) sees the
+window doubled past what it holds before any sign arrives, and the drops cost resends
+and retire healthy EVs.
 """
 
 from __future__ import annotations
@@ -78,6 +92,10 @@ class CongestionConfig:
     trim_factor: float = 0.5  # a trim NACK multiplies the window by this (once per RTT)
     quick_adapt_delay: float = 4.0  # a loss after a round trip delayed by this many targets: quick adapt
     quick_adapt_floor: float = 0.5  # ... which leaves at least this share of the window
+    # Start-up: the window doubles each round trip until the first sign of a queue (a
+    # mark, a trim, a queue's loss, or a round trip delayed past this many targets);
+    # 0 (the default): no start-up, the quadrants from the first round trip
+    startup_delay: float = 0.0
 
     def check(self) -> None:
         """Raise ValueError naming the parameter that is out of range."""
@@ -91,6 +109,9 @@ class CongestionConfig:
         if min(self.target_ratio, self.target_min, self.fair_increase, self.quick_adapt_delay) < 0:
             raise ValueError("congestion: target_ratio, target_min, fair_increase and quick_adapt_delay "
                              "must be >= 0")
+        if not 0 <= self.startup_delay < float("inf"):
+            raise ValueError(f"congestion: startup_delay {self.startup_delay:g} must be a number of targets, "
+                             "0 (no start-up) or more")
         if self.base_rtt is not None and not self.base_rtt > 0:
             raise ValueError("congestion: base_rtt must be more than 0 seconds (or none: measured)")
 
@@ -114,8 +135,9 @@ class Window:
         self._last_round: tuple[int, float] | None = None  # (packets acknowledged, length) of the last round trip
         self._last_delay: float | None = None  # the last round trip's mean delay; None: no RTT sample
         self._loss_hold_until = now
-        self.counts = {"increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0, "trim_decrease": 0,
-                       "loss_decrease": 0}
+        self.startup = config.startup_delay > 0  # doubling each round trip until a sign of a queue
+        self.counts = {"startup": 0, "increase": 0, "fair_increase": 0, "hold": 0, "decrease": 0,
+                       "trim_decrease": 0, "loss_decrease": 0}
 
     @property
     def target(self) -> float | None:
@@ -168,7 +190,12 @@ class Window:
                 return
             delay, delayed = 0.0, True  # marked, delay unknown: the marks alone decide
         held, self._held = self._held, False
-        if fraction > 0 and (delayed or held):
+        if self.startup and (fraction > 0 or delay > self.cfg.startup_delay * (target or 0.0)):
+            self.startup = False  # a mark, or a queue's delay: the quadrants from this round trip on
+        if self.startup:
+            self.cwnd *= 2
+            self.counts["startup"] += 1
+        elif fraction > 0 and (delayed or held):
             self.cwnd *= 1 - self.cfg.beta * fraction
             self.counts["decrease"] += 1
         elif fraction > 0:
@@ -188,6 +215,7 @@ class Window:
     def on_trim(self, now: float, srtt: float | None) -> bool:
         """A trim NACK: the window times ``trim_factor``, at most once per ``srtt`` (the
         later trims of one overflow are the same event). True if it was applied."""
+        self.startup = False
         if now < self._hold_until:
             return False
         self.cwnd *= self.cfg.trim_factor
@@ -204,6 +232,7 @@ class Window:
         ``quick_adapt_floor`` of the window), at most once per ``srtt`` (the
         later losses of one overflow are the same event). Nothing before the first
         complete round trip. True if the window shrank."""
+        self.startup = False
         target = self.target
         if (now < self._loss_hold_until or self._last_round is None or self.base_rtt is None
                 or target is None or self._last_delay is None

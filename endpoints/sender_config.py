@@ -46,13 +46,17 @@ class SenderConfig:
     cc_target_ratio: float = 0.5  # delay target: this fraction of the base RTT ...
     cc_target_min: float = 100e-6  # ... and at least this (docs/transport.md, "Congestion control")
     cc_beta: float = 0.5  # multiplicative decrease per marked, delayed packet acknowledged
+    # Start-up (endpoints/congestion.py): the window doubles each round trip until a round
+    # trip is delayed past this many targets (or a mark, trim or queue's loss); 0: none
+    cc_startup_delay: float = 0.0
 
     def congestion(self) -> CongestionConfig:
         """The congestion window's parameters."""
         return CongestionConfig(initial_window=float(min(self.initial_window, self.window)),
                                 min_window=float(min(self.min_window, self.initial_window, self.window)),
                                 max_window=float(self.window), base_rtt=self.cc_base_rtt,
-                                target_ratio=self.cc_target_ratio, target_min=self.cc_target_min, beta=self.cc_beta)
+                                target_ratio=self.cc_target_ratio, target_min=self.cc_target_min, beta=self.cc_beta,
+                                startup_delay=self.cc_startup_delay)
 
     def check(self) -> None:
         """Raise ValueError ("sender: ...") naming the first parameter out of range."""

@@ -31,7 +31,8 @@ ECT0, CE, TRIM_DSCP = 0b10, 0b11, 62
 
 def test_the_four_quadrants_and_their_amounts() -> None:
     """One reaction per round trip (one smoothed RTT, here 1 ms), from the round trip's
-    marked fraction and mean RTT; base RTT 1 ms (the first sample), target 0.5 ms."""
+    marked fraction and mean RTT; base RTT 1 ms (the first sample), target 0.5 ms. No
+    start-up (the default): the quadrants from the first round trip."""
     w = Window(CongestionConfig(initial_window=16, min_window=2, max_window=64, target_ratio=0.5,
                                 target_min=100e-6, beta=0.5))
     ms = 1e-3
@@ -51,8 +52,8 @@ def test_the_four_quadrants_and_their_amounts() -> None:
     assert w.cwnd == pytest.approx(10.875)
     w.on_ack(4, 1.2 * ms, True, 6 * ms, 1 * ms)  # after a decrease: a hold again
     assert w.cwnd == pytest.approx(10.875)
-    assert w.counts == {"increase": 1, "fair_increase": 1, "hold": 2, "decrease": 2, "trim_decrease": 0,
-                        "loss_decrease": 0}
+    assert w.counts == {"startup": 0, "increase": 1, "fair_increase": 1, "hold": 2, "decrease": 2,
+                        "trim_decrease": 0, "loss_decrease": 0}
 
 
 def test_a_queue_that_marks_nothing_grows_the_window_by_one_per_round_trip() -> None:
@@ -63,17 +64,68 @@ def test_a_queue_that_marks_nothing_grows_the_window_by_one_per_round_trip() -> 
     10 round trips, and no decrease ever. A marked round trip then decreases (x (1 - 0.5
     x 1/2) for half the packets marked), and a trim halves."""
     w = Window(CongestionConfig())
-    assert (w.cwnd, w.cfg.max_window) == (16.0, 256.0)
+    assert (w.cwnd, w.cfg.max_window, w.startup) == (16.0, 256.0, False)
     ms = 1e-3
     w.on_ack(4, 1 * ms, False, 0.0, None)
     for k in range(1, 11):
         w.on_ack(4, 5 * ms, False, k * 10 * ms, 9 * ms)
     assert w.cwnd == pytest.approx(26.0)
-    assert w.counts["fair_increase"] == 10 and w.counts["decrease"] == 0
+    assert w.counts["fair_increase"] == 10 and w.counts["decrease"] == 0 and w.counts["startup"] == 0
     w.on_ack(4, 5 * ms, True, 105 * ms, 9 * ms)
     w.on_ack(4, 5 * ms, False, 110 * ms, 9 * ms)
     assert w.cwnd == pytest.approx(26.0 * 0.75)
     assert w.on_trim(111 * ms, 9 * ms) and w.cwnd == pytest.approx(26.0 * 0.75 * 0.5)
+
+
+def test_the_start_up_doubles_until_a_round_trip_is_delayed_past_four_targets() -> None:
+    """``startup_delay`` 4 (``--cc-startup-delay 4``); base RTT 1 ms (the first sample),
+    target 0.5 ms: the start-up ends at a delay of more than 4 targets, 2 ms. Round trips of mean RTT 1 ms and 2 ms (delays 0 and 1 ms,
+    2 targets: delayed, yet under 4 targets) double the window, 16 -> 32 -> 64; one of
+    3.5 ms (2.5 ms, 5 targets) ends the start-up, and its own reaction is the quadrants'
+    (delayed, unmarked: + 1). It never comes back: a round trip delayed 2 targets again
+    now grows the window by 1."""
+    w = Window(CongestionConfig(initial_window=16, max_window=256, startup_delay=4))
+    ms = 1e-3
+    w.on_ack(4, 1 * ms, False, 0.0, None)
+    w.on_ack(4, 1 * ms, False, 1 * ms, 1 * ms)
+    assert (w.cwnd, w.startup) == (32.0, True)
+    w.on_ack(4, 2 * ms, False, 2 * ms, 1 * ms)
+    assert (w.cwnd, w.startup) == (64.0, True)
+    w.on_ack(4, 3.5 * ms, False, 3 * ms, 1 * ms)
+    assert (w.cwnd, w.startup) == (65.0, False)
+    w.on_ack(4, 2 * ms, False, 4 * ms, 1 * ms)
+    assert w.cwnd == 66.0
+    assert w.counts["startup"] == 2 and w.counts["fair_increase"] == 2
+
+
+def _ended_by_a_mark(w: Window) -> None:
+    w.on_ack(4, 1 * 1e-3, True, 2e-3, 1e-3)  # marked, unqueued: the quadrants' hold
+
+
+def _ended_by_a_trim(w: Window) -> None:
+    assert w.on_trim(1.5e-3, 1e-3)  # 32 -> 16
+
+
+def _ended_by_a_loss(w: Window) -> None:
+    assert not w.on_loss(1.5e-3, 1e-3)  # no queued round trip before it: quick adapt leaves the window
+
+
+@pytest.mark.parametrize("sign, after", [(_ended_by_a_mark, 32.0), (_ended_by_a_trim, 16.0), (_ended_by_a_loss, 32.0)],
+                         ids=["mark", "trim", "loss"])
+def test_a_mark_a_trim_or_a_queues_loss_ends_the_start_up(sign, after: float) -> None:
+    """After one unqueued round trip (16 -> 32), a CE mark, a trim NACK or a loss NACK
+    of a working path (the sender's call of ``on_loss``) ends the start-up at once:
+    a round trip delayed 2 targets then grows the window by 1, where the start-up
+    would double it."""
+    w = Window(CongestionConfig(initial_window=16, max_window=256, startup_delay=4))
+    ms = 1e-3
+    w.on_ack(4, 1 * ms, False, 0.0, None)
+    w.on_ack(4, 1 * ms, False, 1 * ms, 1 * ms)
+    assert (w.cwnd, w.startup) == (32.0, True)
+    sign(w)
+    assert (w.cwnd, w.startup) == (after, False)
+    w.on_ack(4, 2 * ms, False, 5 * ms, 1 * ms)  # one round trip, delay 1 ms: 2 targets
+    assert w.cwnd == after + 1
 
 
 def test_round_trips_without_an_rtt_sample_grow_nothing() -> None:
@@ -119,6 +171,8 @@ def test_trims_halve_once_per_rtt_and_the_window_stays_in_bounds() -> None:
     (CongestionConfig(beta=0.0), "beta"),
     (CongestionConfig(target_min=-1.0), "target_min"),
     (CongestionConfig(base_rtt=0.0), "base_rtt"),
+    (CongestionConfig(startup_delay=-1.0), "startup_delay"),
+    (CongestionConfig(startup_delay=float("nan")), "startup_delay"),
 ])
 def test_bad_parameters_are_refused_by_name(cfg: CongestionConfig, word: str) -> None:
     with pytest.raises(ValueError, match=word):
@@ -221,17 +275,20 @@ def jain(xs: list[float]) -> float:
 BASE_RTT = 2 * ONE_WAY + 1 / RATE + 2 * ONE_WAY  # to the port, through it, on, and back
 
 
-@pytest.mark.parametrize("base_rtt, settled", [(BASE_RTT, 0.01), (None, 0.03)], ids=["given-base-rtt", "measured"])
+@pytest.mark.parametrize("base_rtt, settled, startup", [(BASE_RTT, 0.01, 0.0), (None, 0.03, 0.0), (None, 0.03, 4.0)],
+                         ids=["given-base-rtt", "measured", "measured-start-up"])
 def test_four_senders_into_one_port_keep_its_queue_near_the_marking_depth(base_rtt: float | None,
-                                                                           settled: float) -> None:
+                                                                           settled: float, startup: float) -> None:
     """4 x 300 KB into a 10,000 packets/s port: every byte delivered, no timeout, no EV
     retired, equal goodputs (Jain >= 0.9), and once the start-up is over (4 initial
     windows of 16 = 64 packets against a trim depth of 32) the queue never passes the
     marking depth by more than 8 packets, so never trims. With the base RTT given the
     start-up is over within 100 packet times (10 ms); measured, a sender whose first
-    packets waited behind the others' takes longer (300 packet times)."""
+    packets waited behind the others' takes longer (300 packet times). With the start-up
+    (``--cc-startup-delay 4``) the same: the first windows' marks and trims end it."""
     nbytes = 300_000
-    data, senders, receiver, port = incast(4, nbytes, SenderConfig(mtu=1000, cc_base_rtt=base_rtt))
+    data, senders, receiver, port = incast(4, nbytes, SenderConfig(mtu=1000, cc_base_rtt=base_rtt,
+                                                                   cc_startup_delay=startup))
     conns = {c.peer: c for c in receiver.conns.values()}
     for k, s in enumerate(senders):
         assert s.ok, s.error
@@ -245,6 +302,7 @@ def test_four_senders_into_one_port_keep_its_queue_near_the_marking_depth(base_r
     late = [d for t, d in port.depths if t > settled]
     assert late and max(late) <= ECN_AT + 8, max(late)
     assert port.marked > 0  # the marks did the work
+    assert not any(s.cc.startup for s in senders)  # over, if there was one
     # The port was kept busy: 1,200 packets at 10,000/s take 0.12 s; finishing within
     # 0.15 s means the windows never collapsed.
     assert max(s.report()["completion_time_s"] for s in senders) < 0.15
@@ -314,6 +372,37 @@ def test_a_buffer_that_only_drops_costs_few_resends(monkeypatch: pytest.MonkeyPa
     assert resent < 2000 * 5 // 100, (report["retransmissions"], report["window"])
     broken, port = _through_a_buffer_that_only_drops(monkeypatch)
     assert broken["retransmissions"]["total"] >= 2000 * 5 // 100, broken["retransmissions"]
+
+
+def _through_scheduling_noise(startup_delay: float) -> dict:
+    from tests.endpoints.simnet import SimNet, run_transfer
+
+    evs = [EvPath(0x4000 + i, i % 4, i // 4) for i in range(8)]
+    data = random.Random(3).randbytes(2000 * 1000)
+    net = SimNet(seed=1, base_delay=100e-6, jitter=300e-6)
+    run = run_transfer(data, evs, net, sender_cfg=SenderConfig(mtu=1000, cc_startup_delay=startup_delay))
+    assert run.sender.ok, run.sender.error
+    assert bytes(run.conn.buf) == data
+    return run.sender.report()
+
+
+def test_a_delay_that_is_only_noise_does_not_hold_the_start_up_back() -> None:
+    """A network with no queue whose every packet is up to 300 us late each way (as a
+    software target's scheduling delays packets): the base RTT is the luckiest
+    sample, about 200 us, so the target is about 100 us, and a round trip's mean delay
+    is about 300 us, 1 to 4 targets, never marked. With the start-up
+    (``--cc-startup-delay 4``) the window doubles from 16 to 128, its ceiling, in 3
+    round trips (32, 64, 128) and stays there: no round trip's delay passes 4 targets,
+    no fair increase, nothing resent. With the defaults (no start-up) every such round
+    trip counts as delayed and adds 1 packet: after 2,000 packets the window is still
+    under 128."""
+    report = _through_scheduling_noise(4.0)
+    window = report["window"]
+    assert window["now"] == 128.0 and window["reactions"]["startup"] >= 3, window
+    assert window["reactions"]["fair_increase"] == 0 and report["retransmissions"]["total"] == 0, report
+    default = _through_scheduling_noise(SenderConfig.cc_startup_delay)["window"]
+    assert default["reactions"]["startup"] == 0, default
+    assert default["now"] < 128.0 and default["reactions"]["fair_increase"] >= 10, default
 
 
 def _through_a_dead_path(monkeypatch: pytest.MonkeyPatch | None) -> dict:
