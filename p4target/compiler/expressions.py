@@ -465,6 +465,9 @@ class ExpressionCompiler(CompilerContext):
 
     def shift(self, e: A.Binary, left: V, r: V, c: bool) -> V:
         lt, rt = left.type, r.type
+        if isinstance(rt, BitT) and rt.new_type:
+            raise error(e.right.loc, f"shift amount must be bit<W> or a non-negative integer, not type "
+                        f"{rt.new_type}; cast it: (bit<{rt.width}>)")
         if isinstance(rt, BitT) and rt.signed:
             raise error(e.right.loc, "shift amount must be unsigned (bit<W> or a non-negative literal)")
         if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]  # an int/bit constant: const is an int

@@ -282,6 +282,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                         "use typedef")
         if d.new_type or (isinstance(d.type, A.NamedType) and d.type.name in self.new_types):
             self.new_types.add(d.name)
+        if d.new_type and isinstance(t, BitT):
+            t = BitT(t.width, t.signed, d.name)
         self.type_names[d.name] = t
 
     def _declare_StructLike(self, d: A.StructLike) -> None:
