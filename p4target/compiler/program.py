@@ -222,8 +222,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             rt = self.type_names.get(t.name)
             if rt is None:
                 raise error(t.loc, f"unknown type '{t.name}'; declare it before use")
-            if isinstance(rt, ExternT):
-                return ExternT(rt.name, tuple(self.resolve_type(a) for a in t.args))
+            if isinstance(rt, ExternT):  # a typedef of a specialized extern keeps its arguments
+                return ExternT(rt.name, tuple(self.resolve_type(a) for a in t.args) if t.args else rt.args)
             if t.args:
                 raise unsupported(t.loc, f"a type argument on '{t.name}'", "use a concrete type")
             return rt

@@ -1,0 +1,74 @@
+"""Constructs of p4c's samples (testdata/p4_16_samples) the target runs, on packets.
+
+- ``typedef register<cell_t> cells_t; cells_t(4) cells;`` (issue2735-bmv2.p4): a
+  register of 16-bit cells, 4 of them;
+- a ``selector`` key in a table with no ``implementation`` (issue1560-bmv2.p4): p4c
+  leaves it out (the BMv2 JSON and the P4Info list only the exact key), so the table
+  matches on ``hdr.h.r`` alone;
+- ``(int)`` of a run-time value (parser-unroll-test1.p4): +, - and * on it are exact,
+  and the cast back to bit<W>/int<W> keeps the low W bits (two's complement for int<W>).
+
+Expected values, by hand: v = 200 -> 200 + 300 = 500 = 0x1f4 -> 0xf4 = 244;
+s = -50 -> -151 -> -151 + 256 = 105; s = -128 -> -385 -> -385 + 512 = 127;
+v = 10 -> 310 - 256 = 54; s = 100 -> 299 - 256 = 43.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4target import Switch
+from p4target.compiler import compile_file
+from p4target.errors import P4Error
+from p4target.runtime.entries import Exact
+
+PROG = Path(__file__).parent / "p4" / "sample_features.p4"
+
+
+def _s8(x: int) -> int:
+    return x & 0xFF
+
+
+def test_the_model_has_the_exact_key_only_and_a_register_of_16_bit_cells() -> None:
+    model = compile_file(PROG).model
+    (pick,) = model.tables
+    assert [(k.name, k.bitwidth, k.match_kind) for k in pick.keys] == [("hdr.h.r", 8, "exact")]
+    (cells,) = model.externs
+    assert (cells.kind, cells.name, cells.size, cells.bitwidth) == ("register", "Ing.cells", 4, 16)
+
+
+def test_int_arithmetic_wraps_to_the_width_and_the_register_accumulates() -> None:
+    sw = Switch.load(PROG)
+    assert sw.inject(0, bytes([200, _s8(-50), 5])) == [(1, bytes([244, 105, 0]))]
+    assert sw.inject(0, bytes([10, _s8(-128), 7])) == [(1, bytes([54, 127, 5]))]
+    assert sw.inject(0, bytes([10, 100, 0])) == [(1, bytes([54, 43, 12]))]
+    assert sw.register_read("Ing.cells", 2) == 12
+    assert sw.register_read("Ing.cells", 1) == 0
+
+
+def test_the_table_matches_on_its_exact_key() -> None:
+    sw = Switch.load(PROG)
+    sw.table_add("Ing.pick", {"hdr.h.r": Exact(5)}, "Ing.to", {"port": 6})
+    assert sw.inject(0, bytes([0, 0, 5])) == [(6, bytes([44, _s8(-1), 0]))]
+    assert sw.inject(0, bytes([0, 0, 4])) == [(1, bytes([44, _s8(-1), 5]))]
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("(int)hdr.h.s * 3 - 1", "(int)hdr.h.s / 3", "'/' on unsized integers needs constants"),
+    ("(bit<8>)((int)hdr.h.v + 300)", "(int)hdr.h.v + 300",
+     "an unsized integer computed at run time has no width here; cast it to bit<W> or int<W>"),
+    ("(bit<8>)((int)hdr.h.v + 300)", "hdr.h.v + ((int)hdr.h.v + 300)",
+     "an unsized integer computed at run time has no width here"),
+])
+def test_int_of_a_run_time_value_is_refused_where_it_needs_a_width(
+        tmp_path: Path, old: str, new: str, why: str) -> None:
+    text = PROG.read_text()
+    assert old in text
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text.replace(old, new))
+    line = next(i for i, ln in enumerate(bad.read_text().splitlines(), 1) if new in ln)
+    with pytest.raises(P4Error) as ei:
+        compile_file(bad)
+    assert str(ei.value).startswith(f"{bad}:{line}:") and why in str(ei.value)
