@@ -100,6 +100,8 @@ class ExpressionCompiler(CompilerContext):
             return f"{v.code}.copy()"
         if isinstance(t, StackT) and isinstance(vt, StackT) and vt.elem is t.elem and vt.size == t.size:
             return f"{v.code}.copy()"
+        if isinstance(t, TupleT) and t == vt and any(isinstance(et, (StructT, StackT)) for et in t.elems):
+            return f"tuple(_x.copy() if hasattr(_x, 'copy') else _x for _x in {v.code})"  # a value: its own headers
         if type(t) is type(vt) and isinstance(t, (ErrorT, StringT, VarbitT, TupleT)) and t == vt:
             return v.code
         if isinstance(t, EnumT) and vt is t:

@@ -418,7 +418,9 @@ class StatementCompiler(CompilerContext):
         self.check_lvalue(target)
         return self.value(target).type
 
-    def check_lvalue(self, e: A.Expr) -> None:
+    def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
+        """Raise unless ``e`` may be assigned; ``inner``: ``e`` is a part of the target
+        (an element of a tuple may then be a header, struct or stack changed in place)."""
         if isinstance(e, A.Name):
             sym = self.scope.lookup(e.name)
             if sym is None:
@@ -428,10 +430,11 @@ class StatementCompiler(CompilerContext):
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
-        if isinstance(e, A.Index) and isinstance(self.value(e.obj).type, TupleT):
+        if isinstance(e, A.Index) and isinstance(self.value(e.obj).type, TupleT) and not (
+                inner and isinstance(self.value(e).type, (StructT, StackT))):
             raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
-            self.check_lvalue(e.obj)
+            self.check_lvalue(e.obj, True)
             return
         raise error(e.loc, f"'{expr_text(e)}' cannot be assigned to")
 

@@ -72,3 +72,24 @@ def test_int_of_a_run_time_value_is_refused_where_it_needs_a_width(
     with pytest.raises(P4Error) as ei:
         compile_file(bad)
     assert str(ei.value).startswith(f"{bad}:{line}:") and why in str(ei.value)
+
+
+TUPLES = Path(__file__).parent / "p4" / "tuple_fields.p4"
+
+
+def test_a_header_in_a_tuple_field_changes_in_place_and_a_copied_tuple_is_its_own() -> None:
+    # meta.s.n[0][1].b = v (5); t = meta.s.n; t[0][1].b = 9: w = 5 (the field), x = 9 (the copy)
+    sw = Switch.load(TUPLES)
+    assert sw.inject(0, bytes([5, 0, 0])) == [(2, bytes([5, 5, 9]))]
+    assert sw.inject(0, bytes([7, 1, 1])) == [(2, bytes([7, 7, 9]))]
+
+
+@pytest.mark.parametrize("stmt", ["meta.s.n[1] = 3;", "t[0] = meta.s.n[0];"])
+def test_assigning_a_tuple_element_itself_is_refused(tmp_path: Path, stmt: str) -> None:
+    text = TUPLES.read_text().replace("t[0][1].b = 9;", f"t[0][1].b = 9; {stmt}")
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if stmt in ln)
+    with pytest.raises(P4Error) as ei:
+        compile_file(bad)
+    assert str(ei.value).startswith(f"{bad}:{line}:") and "assigning to a tuple element" in str(ei.value)
