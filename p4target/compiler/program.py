@@ -604,10 +604,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         for t in self.struct_types:
             ch = t.annotations.get("controller_header")
             if t.kind == "header" and ch:
-                fields = tuple(M.Field(n, self.wire_width(ft, Loc(str(self.source), 0, 0)),
-                                       {k: " ".join(map(str, v)) for k, v in t.field_annotations.get(n, {}).items()})
-                               for n, ft in t.fields)
-                out.append(M.ControllerHeader(str(ch[0]), t.name, fields))
+                out.append(M.ControllerHeader(str(ch[0]), t.name, tuple(self.metadata_fields(t, ""))))
+        return out
+
+    def metadata_fields(self, t: StructT, prefix: str) -> list[M.Field]:
+        """A controller header's fields in wire order; a struct-typed field's own fields
+        are named ``field.inner``, as p4c names them in the P4Info."""
+        out: list[M.Field] = []
+        for n, ft in t.fields:
+            if isinstance(ft, StructT):
+                out += self.metadata_fields(ft, f"{prefix}{n}.")
+                continue
+            annos = {k: " ".join(map(str, v)) for k, v in t.field_annotations.get(n, {}).items()}
+            out.append(M.Field(prefix + n, self.wire_width(ft, Loc(str(self.source), 0, 0)), annos))
         return out
 
     # ================================================================== functions

@@ -93,3 +93,27 @@ def test_assigning_a_tuple_element_itself_is_refused(tmp_path: Path, stmt: str) 
     with pytest.raises(P4Error) as ei:
         compile_file(bad)
     assert str(ei.value).startswith(f"{bad}:{line}:") and "assigning to a tuple element" in str(ei.value)
+
+
+CONTROLLER = Path(__file__).parent / "p4" / "controller_struct.p4"
+
+
+def test_a_struct_field_of_a_controller_header_is_flattened_as_p4c_names_it() -> None:
+    from finsy.proto.p4.v1 import p4runtime_pb2
+
+    from p4target.p4info import build_p4info
+    from p4target.p4runtime.packet_io import build_packet_out_frame
+    from p4target.p4runtime.schema import build_schema
+
+    sw = Switch.load(CONTROLLER, cpu_port=64)
+    (meta,) = build_p4info(sw.model).controller_packet_metadata
+    assert [(m.id, m.name, m.bitwidth) for m in meta.metadata] == [(1, "dest.port", 16), (2, "dest.tag", 8),
+                                                                  (3, "pad", 8)]
+    eth = bytes(range(12)) + b"\x08\x00"
+    msg = p4runtime_pb2.PacketOut(payload=eth + b"data")
+    for mid, value in ((1, b"\x03"), (2, b"\xab"), (3, b"\xcd")):
+        msg.metadata.add(metadata_id=mid, value=value)
+    frame = build_packet_out_frame(build_schema(sw.model).packet_out, msg)
+    assert frame[:4] == bytes([0x00, 0x03, 0xAB, 0xCD])
+    # to port 3 (dest.port), the EtherType made of dest.tag and pad, the packet_out header gone
+    assert sw.inject(64, frame) == [(3, bytes(range(12)) + b"\xab\xcd" + b"data")]
