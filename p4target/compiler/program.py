@@ -78,6 +78,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
         self.new_types: set[str] = set()
+        self.varbit_locals: set[str] = set()  # code of each varbit variable (its width: length_place)
         self.block_kinds: dict[str, str] = {}  # control and parser (type) names: "control" or "parser"  # names declared with 'type' (or typedefs of one)
         self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
@@ -392,8 +393,6 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             elif d.kind == "header_union":
                 if not isinstance(ft, StructT) or ft.kind != "header":
                     raise error(f.loc, f"header_union members must be headers, not {ft}")
-            elif isinstance(ft, (VarbitT,)):
-                raise error(f.loc, "varbit fields are only allowed in headers")
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
@@ -936,13 +935,19 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
                 scope.check_not_param(d.name, d.loc)
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
+                if isinstance(t, VarbitT):
+                    fields.append((f"_len_{py}", "0"))
+                    self.varbit_locals.add(code)
                 if d.init is not None:
                     # compiled apart: a call in the initializer emits statements (its
                     # copy-out), which run with the assignment where the block starts
                     self.scope = scope
                     saved = self.out, self.ind
                     self.out, self.ind = [], ""
-                    self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    if isinstance(t, VarbitT):  # its width too
+                        self.assign(A.Name(d.loc, d.name), d.init, d.loc)
+                    else:
+                        self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
                     inits.extend(self.out)
                     self.out, self.ind = saved
             elif isinstance(d, A.Instance):

@@ -19,6 +19,13 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
+
+def length_place(code: str) -> str:
+    """Where the current width of the varbit value at the place ``code`` is kept:
+    beside a field or block local (``h._len_f``, ``L._len_x``), or a local of its own."""
+    head, dot, attr = code.rpartition(".")
+    return f"{head}._len_{attr}" if dot else f"_len_{code}"
+
 class StatementCompiler(CompilerContext):
     """Mixin of the program compiler; emits lines into ``self.out`` at ``self.ind``."""
 
@@ -258,12 +265,17 @@ class StatementCompiler(CompilerContext):
             self.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
             return
         py = self.local_name(s.name)
+        if isinstance(t, VarbitT):
+            self.varbit_locals.add(py)
+            self.emit(f"{length_place(py)} = 0")
         if s.init is not None:
             code = self.expr_as(s.init, t, f"initializer of {s.name}")
         else:
             code = self.zero(t, s.loc)
         self.scope.define(s.name, Sym("var", t, py), s.loc)
         self.emit(f"{py} = {code}")
+        if s.init is not None and isinstance(t, VarbitT):
+            self.emit(f"{length_place(py)} = {self.varbit_width(s.init, s.loc)}")
 
     def zero(self, t: Type, loc: Loc) -> str:
         """Code for a fresh value of ``t``: 0, False, an invalid header, a zeroed struct."""
@@ -413,6 +425,16 @@ class StatementCompiler(CompilerContext):
         t = self.lvalue_type(target)
         code = self.expr_as(value, t, f"assignment to {expr_text(target)}")
         self.store(target, code, loc)
+        if isinstance(t, VarbitT):  # the value's current width goes with its bits
+            self.emit(f"{self.varbit_width(target, loc)} = {self.varbit_width(value, loc)}")
+
+    def varbit_width(self, e: A.Expr, loc: Loc) -> str:
+        """Where the current width of the varbit field or variable ``e`` is kept."""
+        code = self.value(e).code
+        if not (isinstance(e, A.Member) or code in self.varbit_locals):
+            raise unsupported(loc, "a varbit value that is not a field or a variable",
+                              "assign one varbit field or variable to another")
+        return length_place(code)
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)

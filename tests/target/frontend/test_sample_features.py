@@ -117,3 +117,32 @@ def test_a_struct_field_of_a_controller_header_is_flattened_as_p4c_names_it() ->
     assert frame[:4] == bytes([0x00, 0x03, 0xAB, 0xCD])
     # to port 3 (dest.port), the EtherType made of dest.tag and pad, the packet_out header gone
     assert sw.inject(64, frame) == [(3, bytes(range(12)) + b"\xab\xcd" + b"data")]
+
+
+VARBITS = Path(__file__).parent / "p4" / "varbit_fields.p4"
+
+
+@pytest.mark.parametrize(("frame", "out"), [
+    # a = 0x11 (8 bits), b = 0x2233 (16 bits): swapped through the variables, then
+    # cp = tag 0xee + a's first value (through meta.keep); the payload 0x99 last
+    (bytes([1, 2, 0x11, 0x22, 0x33, 0x99]), bytes([1, 2, 0x22, 0x33, 0x11, 0xEE, 0x11, 0x99])),
+    # a has no bits, b = 0x44: a takes 0x44, b none, cp is its tag alone
+    (bytes([0, 1, 0x44, 0x99]), bytes([0, 1, 0x44, 0xEE, 0x99])),
+    (bytes([3, 0, 1, 2, 3, 0x99]), bytes([3, 0, 1, 2, 3, 0xEE, 1, 2, 3, 0x99])),
+])
+def test_a_varbit_value_keeps_its_width_through_fields_and_variables(frame: bytes, out: bytes) -> None:
+    assert Switch.load(VARBITS).inject(0, frame) == [(1, out)]
+
+
+def test_a_varbit_value_from_a_parameter_is_refused(tmp_path: Path) -> None:
+    old = "    varbit<32> held;\n"
+    text = VARBITS.read_text()
+    assert old in text
+    text = text.replace(old, old + "    action put(in varbit<32> v) { hdr.cp.data = v; }\n")
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "hdr.cp.data = v;" in ln)
+    with pytest.raises(P4Error) as ei:
+        compile_file(bad)
+    assert str(ei.value).startswith(f"{bad}:{line}:")
+    assert "a varbit value that is not a field or a variable is not supported by the embedded target" in str(ei.value)
