@@ -10,9 +10,11 @@ the ``Pipeline`` object (docs/target-internals.md, section 1).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from p4target import model as M
 from p4target.compiler.expressions import ExpressionCompiler, to_type_const, expr_text
@@ -79,6 +81,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         self.type_names: dict[str, Type] = {}
         self.new_types: set[str] = set()
         self.varbit_locals: set[str] = set()  # code of each varbit variable (its width: length_place)
+        self.generic_structs: dict[str, A.StructLike] = {}  # struct S<T>: made concrete where named S<bit<8>>
         self.block_kinds: dict[str, str] = {}  # control and parser (type) names: "control" or "parser"  # names declared with 'type' (or typedefs of one)
         self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.errors_by_name: dict[str, int] = {}
@@ -196,6 +199,8 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
     def resolve_type(self, t: A.TypeRef) -> Type:
         """The type a type reference names (cached per node: parameters and
         variables are resolved again each time their block is compiled)."""
+        if isinstance(t, A.NamedType) and t.name in self.generic_structs:
+            return self.specialize(t)
         cached = self._types.get(id(t))
         if cached is not None and cached[0] is t:
             return cached[1]
@@ -372,8 +377,34 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
         if name in self.type_names and not isinstance(self.type_names[name], ExternT):
             raise error(loc, f"'{name}' is already declared; choose another name")
 
+    def specialize(self, t: A.NamedType) -> StructT:
+        """The concrete type ``S<args>`` of a generic struct or header ``S``, declared
+        once per distinct argument list (its type parameters bound to the arguments)."""
+        d = self.generic_structs[t.name]
+        if len(t.args) != len(d.type_params):
+            raise error(t.loc, f"{d.kind} {d.name} takes {len(d.type_params)} type argument(s), not {len(t.args)}")
+        args = [self.resolve_type(a) for a in t.args]
+        name = f"{d.name}<{', '.join(map(str, args))}>"
+        done = self.type_names.get(name)
+        if isinstance(done, StructT):
+            return done
+        saved = {p: self.type_names.get(p) for p in d.type_params}
+        self.type_names.update(zip(d.type_params, args, strict=True))
+        try:  # a copy: resolve_type caches per node, and another specialization binds T anew
+            self.declare_struct(dataclasses.replace(copy.deepcopy(d), name=name, type_params=[]))
+        finally:
+            for p, old in saved.items():
+                if old is None:
+                    self.type_names.pop(p, None)
+                else:
+                    self.type_names[p] = old
+        return cast(StructT, self.type_names[name])
+
     def declare_struct(self, d: A.StructLike) -> None:
         self.check_new_name(d.name, d.loc)
+        if d.type_params:
+            self.generic_structs[d.name] = d
+            return
         prefix = {"header": "H", "header_union": "U", "struct": "S"}[d.kind]
         t = StructT(d.kind, d.name, [], annos_dict(d.annotations), {}, pyident(prefix, d.name))
         seen = set()
@@ -396,7 +427,7 @@ class ProgramCompiler(ExpressionCompiler, StatementCompiler):
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
-            if t.width % 8 and self.type_is_used(d):  # a limit of BMv2's, reported (as p4c does) last
+            if t.width % 8 and ("<" in d.name or self.type_is_used(d)):  # S<T> exists where used  # a limit of BMv2's, reported (as p4c does) last
                 self.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
                                            "a whole number of bytes (add padding bits)"))
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:  # placed at the first, as p4c does

@@ -209,8 +209,7 @@ class Parser:
         self.pos += 1
         name = self.ident("a type name")
         self.type_names.add(name.text)
-        if self.at("<"):
-            raise unsupported(self.tok.loc, f"a generic {kind} type", "declare a concrete type")
+        tps = self.type_params()
         self.expect("{")
         fields = []
         while not self.at("}"):
@@ -220,7 +219,7 @@ class Parser:
             self.expect(";")
             fields.append(A.FieldDecl(ty, fname.text, fa, fname.loc))
         self.expect("}")
-        return A.StructLike(name.text, name.loc, annos, kind, fields)
+        return A.StructLike(name.text, name.loc, annos, kind, fields, tps)
 
     def enum_decl(self, annos: list[A.Annotation]) -> A.EnumDecl:
         self.expect("enum")

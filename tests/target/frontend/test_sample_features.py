@@ -146,3 +146,25 @@ def test_a_varbit_value_from_a_parameter_is_refused(tmp_path: Path) -> None:
         compile_file(bad)
     assert str(ei.value).startswith(f"{bad}:{line}:")
     assert "a varbit value that is not a field or a variable is not supported by the embedded target" in str(ei.value)
+
+
+GENERIC = Path(__file__).parent / "p4" / "generic_types.p4"
+
+
+def test_generic_headers_and_structs_take_the_widths_of_their_arguments() -> None:
+    # small = pair of bit<8> (1, 2): swapped to (2, 1); big = pair of bit<16>:
+    # second = first (0x0100) + small.first (2) = 0x0102; the payload 0x99 after 6 bytes
+    sw = Switch.load(GENERIC)
+    assert sw.inject(0, bytes([1, 2, 0x01, 0x00, 0x00, 0x05, 0x99])) == [
+        (1, bytes([2, 1, 0x01, 0x00, 0x01, 0x02, 0x99]))]
+
+
+def test_a_generic_type_with_the_wrong_number_of_arguments_is_refused(tmp_path: Path) -> None:
+    text = GENERIC.read_text().replace("pair_t<A> small;", "pair_t<A, B> small;")
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pair_t<A, B> small;" in ln)
+    with pytest.raises(P4Error) as ei:
+        compile_file(bad)
+    assert str(ei.value).startswith(f"{bad}:{line}:")
+    assert "header pair_t takes 1 type argument(s), not 2" in str(ei.value)
