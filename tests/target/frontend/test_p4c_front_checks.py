@@ -40,6 +40,18 @@ def _line_of(text: str, needle: str) -> int:
     return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
 
 
+def _place(text: str, needle: str, at: str) -> tuple[int, int]:
+    """(line, column) of ``at`` on the line holding ``needle``."""
+    line = _line_of(text, needle)
+    return line, text.splitlines()[line - 1].index(at) + 1
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(P4Error) as ei:
+        compile_file(path)
+    return str(ei.value)
+
+
 def test_the_program_runs_its_shift_and_keeps_two_tables_apart() -> None:
     sw = Switch.load(PROG)
     assert [t.name for t in sw.model.tables] == ["Ing.first.choose", "Ing.second.choose"]
@@ -99,19 +111,13 @@ def test_a_translation_to_another_type_is_a_syntax_error_at_its_token(
 
 def test_a_shift_by_a_type_value_is_refused_at_the_operand(tmp_path: Path) -> None:
     bad, text = _variant(tmp_path, "<< (bit<8>)hdr.op.amount", "<< hdr.op.amount")
-    line = _line_of(text, "<< hdr.op.amount")
-    col = text.splitlines()[line - 1].index("hdr.op.amount;") + 1
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value) == (f"{bad}:{line}:{col}: error: shift amount must be bit<W> or a non-negative "
+    line, col = _place(text, "<< hdr.op.amount", "hdr.op.amount;")
+    assert _error(bad) == (f"{bad}:{line}:{col}: error: shift amount must be bit<W> or a non-negative "
                              "integer, not type shift_t; cast it: (bit<8>)")
 
 
 def test_one_p4info_name_for_two_tables_is_refused(tmp_path: Path) -> None:
     bad, text = _variant(tmp_path, '@name("choose")', '@name(".choose")')
-    line = _line_of(text, '@name(".choose")')
-    col = text.splitlines()[line - 1].index("choose {") + 1
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value).startswith(f"{bad}:{line}:{col}: error: the name 'choose' is used for more than "
+    line, col = _place(text, '@name(".choose")', "choose {")
+    assert _error(bad).startswith(f"{bad}:{line}:{col}: error: the name 'choose' is used for more than "
                                     "one table in the P4Info")

@@ -31,6 +31,20 @@ def _s8(x: int) -> int:
     return x & 0xFF
 
 
+def _refusal(tmp_path: Path, prog: Path, old: str, new: str, needle: str) -> tuple[str, str]:
+    """The error of ``prog`` with ``old`` replaced by ``new``, and the ``file:line:``
+    where it must be: the line of the variant holding ``needle``."""
+    text = prog.read_text()
+    assert old in text
+    text = text.replace(old, new)
+    bad = tmp_path / "bad.p4"
+    bad.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+    with pytest.raises(P4Error) as ei:
+        compile_file(bad)
+    return str(ei.value), f"{bad}:{line}:"
+
+
 def test_the_model_has_the_exact_key_only_and_a_register_of_16_bit_cells() -> None:
     model = compile_file(PROG).model
     (pick,) = model.tables
@@ -64,14 +78,8 @@ def test_the_table_matches_on_its_exact_key() -> None:
 ])
 def test_int_of_a_run_time_value_is_refused_where_it_needs_a_width(
         tmp_path: Path, old: str, new: str, why: str) -> None:
-    text = PROG.read_text()
-    assert old in text
-    bad = tmp_path / "bad.p4"
-    bad.write_text(text.replace(old, new))
-    line = next(i for i, ln in enumerate(bad.read_text().splitlines(), 1) if new in ln)
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value).startswith(f"{bad}:{line}:") and why in str(ei.value)
+    msg, where = _refusal(tmp_path, PROG, old, new, new)
+    assert msg.startswith(where) and why in msg
 
 
 TUPLES = Path(__file__).parent / "p4" / "tuple_fields.p4"
@@ -86,13 +94,8 @@ def test_a_header_in_a_tuple_field_changes_in_place_and_a_copied_tuple_is_its_ow
 
 @pytest.mark.parametrize("stmt", ["meta.s.n[1] = 3;", "t[0] = meta.s.n[0];"])
 def test_assigning_a_tuple_element_itself_is_refused(tmp_path: Path, stmt: str) -> None:
-    text = TUPLES.read_text().replace("t[0][1].b = 9;", f"t[0][1].b = 9; {stmt}")
-    bad = tmp_path / "bad.p4"
-    bad.write_text(text)
-    line = next(i for i, ln in enumerate(text.splitlines(), 1) if stmt in ln)
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value).startswith(f"{bad}:{line}:") and "assigning to a tuple element" in str(ei.value)
+    msg, where = _refusal(tmp_path, TUPLES, "t[0][1].b = 9;", f"t[0][1].b = 9; {stmt}", stmt)
+    assert msg.startswith(where) and "assigning to a tuple element" in msg
 
 
 CONTROLLER = Path(__file__).parent / "p4" / "controller_struct.p4"
@@ -136,16 +139,10 @@ def test_a_varbit_value_keeps_its_width_through_fields_and_variables(frame: byte
 
 def test_a_varbit_value_from_a_parameter_is_refused(tmp_path: Path) -> None:
     old = "    varbit<32> held;\n"
-    text = VARBITS.read_text()
-    assert old in text
-    text = text.replace(old, old + "    action put(in varbit<32> v) { hdr.cp.data = v; }\n")
-    bad = tmp_path / "bad.p4"
-    bad.write_text(text)
-    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "hdr.cp.data = v;" in ln)
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value).startswith(f"{bad}:{line}:")
-    assert "a varbit value that is not a field or a variable is not supported by the embedded target" in str(ei.value)
+    msg, where = _refusal(tmp_path, VARBITS, old, old + "    action put(in varbit<32> v) { hdr.cp.data = v; }\n",
+                          "hdr.cp.data = v;")
+    assert msg.startswith(where)
+    assert "a varbit value that is not a field or a variable is not supported by the embedded target" in msg
 
 
 GENERIC = Path(__file__).parent / "p4" / "generic_types.p4"
@@ -160,11 +157,5 @@ def test_generic_headers_and_structs_take_the_widths_of_their_arguments() -> Non
 
 
 def test_a_generic_type_with_the_wrong_number_of_arguments_is_refused(tmp_path: Path) -> None:
-    text = GENERIC.read_text().replace("pair_t<A> small;", "pair_t<A, B> small;")
-    bad = tmp_path / "bad.p4"
-    bad.write_text(text)
-    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "pair_t<A, B> small;" in ln)
-    with pytest.raises(P4Error) as ei:
-        compile_file(bad)
-    assert str(ei.value).startswith(f"{bad}:{line}:")
-    assert "header pair_t takes 1 type argument(s), not 2" in str(ei.value)
+    msg, where = _refusal(tmp_path, GENERIC, "pair_t<A> small;", "pair_t<A, B> small;", "pair_t<A, B> small;")
+    assert msg.startswith(where) and "header pair_t takes 1 type argument(s), not 2" in msg
