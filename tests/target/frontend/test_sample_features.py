@@ -159,3 +159,20 @@ def test_generic_headers_and_structs_take_the_widths_of_their_arguments() -> Non
 def test_a_generic_type_with_the_wrong_number_of_arguments_is_refused(tmp_path: Path) -> None:
     msg, where = _refusal(tmp_path, GENERIC, "pair_t<A> small;", "pair_t<A, B> small;", "pair_t<A, B> small;")
     assert msg.startswith(where) and "header pair_t takes 1 type argument(s), not 2" in msg
+
+
+LOOKAHEAD = Path(__file__).parent / "p4" / "lookahead_stack.p4"
+
+
+@pytest.mark.parametrize(("frame", "out"), [
+    # items (5, 1), after 9: state one extracts items[0] = 5; ingress adds valid (1): 6
+    (bytes([5, 1, 9, 0xAA]), bytes([6, 1, 9, 0xAA])),
+    # items (5, 2), after 7: state seven extracts both items and tail (7); tail.x = first (5)
+    (bytes([5, 2, 7, 0xAA]), bytes([6, 2, 5, 0xAA])),
+    # items (5, 2), after 3: nothing extracted, the frame leaves as it came
+    (bytes([5, 2, 3, 0xAA]), bytes([5, 2, 3, 0xAA])),
+    # 2 bytes: lookahead of 3 bytes fails (PacketTooShort); nothing extracted
+    (bytes([5, 1]), bytes([5, 1])),
+])
+def test_lookahead_of_a_struct_with_a_stack_fills_every_element(frame: bytes, out: bytes) -> None:
+    assert Switch.load(LOOKAHEAD).inject(0, frame) == [(1, out)]
