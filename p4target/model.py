@@ -147,10 +147,13 @@ class ControllerHeader:
 
 @dataclass(frozen=True)
 class Digest:
-    """A ``digest<T>(receiver, data)`` call site's type: name is T's name."""
+    """A ``digest<T>(receiver, data)`` call site's type: name is T's name. A digest of
+    a list without its type (``digest(r, {a, b})``) is ``digest_<n>`` (the n-th such call
+    in the source, as p4c names it) of type tuple (``tuple_type``)."""
 
     name: str
     fields: tuple[Field, ...]
+    tuple_type: bool = False
 
 
 @dataclass(frozen=True)

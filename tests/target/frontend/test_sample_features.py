@@ -176,3 +176,51 @@ LOOKAHEAD = Path(__file__).parent / "p4" / "lookahead_stack.p4"
 ])
 def test_lookahead_of_a_struct_with_a_stack_fills_every_element(frame: bytes, out: bytes) -> None:
     assert Switch.load(LOOKAHEAD).inject(0, frame) == [(1, out)]
+
+
+DIGESTS = Path(__file__).parent / "p4" / "list_digest.p4"
+LEARN = bytes.fromhex("000000000005" "0200000000aa" "88b5")  # dst ..05, src 02..aa, EtherType 0x88b5
+
+
+def test_a_digest_of_a_list_is_a_tuple_named_as_p4c_names_it() -> None:
+    from p4target.p4info import build_p4info
+
+    sw = Switch.load(DIGESTS)
+    ipv4 = LEARN[:12] + b"\x08\x00"
+    assert sw.inject(0, LEARN) == [(1, LEARN)]
+    assert sw.inject(0, ipv4) == [(1, ipv4)]
+    assert sw.digests() == [("digest_0", (0x0200000000AA, 0x88B5)), ("digest_1", (5,))]
+    digests = build_p4info(sw.model).digests
+    assert [d.preamble.name for d in digests] == ["digest_0", "digest_1"]
+    assert [[m.bitstring.bit.bitwidth for m in d.type_spec.tuple.members] for d in digests] == [[48, 16], [8]]
+
+
+def test_a_digest_of_a_list_reaches_the_controller_as_a_tuple() -> None:
+    from finsy.proto.p4.v1 import p4runtime_pb2
+
+    from p4target.device import Device
+    from p4target.device_config import device_config_from_file
+    from p4target.p4info import build_p4info
+    from p4target.p4runtime.server import P4RuntimeServer
+    from tests.p4runtime.p4rt_client import RawClient, enc, update
+
+    device = Device(device_id=1, cpu_port=255)
+    device.output_sink = lambda port, frame: None
+    server = P4RuntimeServer(device, "127.0.0.1:0")
+    server.start()
+    try:
+        client = RawClient(server.bound_port, device_id=1)
+        try:
+            client.arbitrate(10)
+            info = build_p4info(compile_file(DIGESTS).model)
+            client.set_pipeline(info, device_config_from_file(DIGESTS))
+            did = next(d.preamble.id for d in info.digests if d.preamble.name == "digest_0")
+            client.write(update("d", digest_entry=p4runtime_pb2.DigestEntry(digest_id=did)))
+            device.receive(0, LEARN)
+            lst = client.next("digest")
+            assert lst.digest_id == did
+            assert [m.bitstring for m in lst.data[0].tuple.members] == [enc(0x0200000000AA), enc(0x88B5)]
+        finally:
+            client.close()
+    finally:
+        server.stop()
