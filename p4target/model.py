@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from p4target.errors import P4Error
+
 # Match kinds a table key may use (v1model adds lpm/ternary/range/optional/selector to core's).
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 
@@ -145,10 +147,13 @@ class ControllerHeader:
 
 @dataclass(frozen=True)
 class Digest:
-    """A ``digest<T>(receiver, data)`` call site's type: name is T's name."""
+    """A ``digest<T>(receiver, data)`` call site's type: name is T's name. A digest of
+    a list without its type (``digest(r, {a, b})``) is ``digest_<n>`` (the n-th such call
+    in the source, as p4c names it) of type tuple (``tuple_type``)."""
 
     name: str
     fields: tuple[Field, ...]
+    tuple_type: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,21 @@ class ProgramModel:
     digests: tuple[Digest, ...] = ()
     value_sets: tuple[ValueSet, ...] = ()
     warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """P4Info names each table, extern instance and value set once, as p4c requires: a
+        table or extern with a top-level ``@name(".x")`` in a block instantiated twice
+        would be two objects of one name."""
+        named: list[tuple[str, str, SourceLocation | None]] = [("table", t.name, t.location) for t in self.tables]
+        named += [(e.kind, e.name, e.location) for e in self.externs]
+        named += [("value_set", v.name, None) for v in self.value_sets]
+        seen: set[tuple[str, str]] = set()
+        for kind, name, where in named:
+            if (kind, name) in seen:
+                raise P4Error(f"the name '{name}' is used for more than one {kind} in the P4Info; give each "
+                              "its own name (a @name starting with '.' names the same object in every "
+                              "instance of its block)", str(where or self.source))
+            seen.add((kind, name))
 
     def table(self, name: str) -> Table:
         for t in self.tables:

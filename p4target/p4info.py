@@ -388,6 +388,10 @@ def _add_value_set(info: p4info_pb2.P4Info, v: ValueSet, pid: _Pid, suffixes: Su
 def _add_digest(info: p4info_pb2.P4Info, d: Digest, pid: _Pid, suffixes: SuffixSet) -> None:
     msg = info.digests.add()
     _preamble(msg.preamble, pid(PREFIX_DIGEST, d.name), d.name, suffixes.alias(d.name), {})
+    if d.tuple_type:  # a digest of a list: its members by position, as p4c writes them
+        for f in d.fields:
+            msg.type_spec.tuple.members.add().bitstring.bit.bitwidth = f.bitwidth
+        return
     msg.type_spec.struct.name = d.name
     st = info.type_info.structs[d.name]
     for f in d.fields:

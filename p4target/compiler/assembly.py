@@ -7,7 +7,8 @@ import re
 
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.naming import pyfield
-from p4target.compiler.types import BoolT, StackT, StructT, VarbitT
+from p4target.frontend.source import NOWHERE
+from p4target.compiler.types import BoolT, StackT, StructT, TupleT, VarbitT
 
 # A parser that loops without consuming input would hang the switch; after this many
 # state transitions parsing stops with error.ParserTimeout.
@@ -77,6 +78,11 @@ class ModuleAssembler:
             elif isinstance(ft, StackT):
                 init.append(f"self.{f} = Stack({ft.elem.pyname}, {ft.size})")
                 copy.append(f"o.{f} = self.{f}.copy()")
+            elif isinstance(ft, TupleT):  # its headers, structs and stacks are copied too
+                init.append(f"self.{f} = {self.ctx.zero(ft, NOWHERE)}")
+                copy.append(f"o.{f} = (" + "".join(f"self.{f}[{i}]" + (".copy()" if isinstance(et, (StructT, StackT))
+                                                                        else "") + ", "
+                                                    for i, et in enumerate(ft.elems)) + ")")
             else:
                 init.append(f"self.{f} = {'False' if isinstance(ft, BoolT) else '0'}")
                 copy.append(f"o.{f} = self.{f}")

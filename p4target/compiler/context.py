@@ -71,6 +71,7 @@ class CompilerContext:
         last_loc: Loc | None
         locals_inits: list[str]
         locals_used: set[str]
+        varbit_locals: set[str]
         match_kinds: set[str]
         meta_t: Type
         module_lines: list[str]

@@ -5,6 +5,10 @@ sees (``wire_width``)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+from typing import cast
+
 from p4target import model as M
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import ActionInfo, annos_dict, qualify
@@ -29,6 +33,7 @@ class Declarations:
     def __init__(self, ctx: CompilerContext) -> None:
         self.ctx = ctx
         self.new_types: set[str] = set()  # names declared with 'type' (or typedefs of one)
+        self.generic_structs: dict[str, A.StructLike] = {}  # struct S<T>: made concrete where named S<bit<8>>
         self.block_kinds: dict[str, str] = {}  # control and parser (type) names: "control" or "parser"
         self._types: dict[int, tuple[A.TypeRef, Type]] = {}  # resolve_type's cache
         self.block_locs: dict[str, Loc] = {}  # where each parser/control/package name was declared
@@ -38,6 +43,8 @@ class Declarations:
     def resolve_type(self, t: A.TypeRef) -> Type:
         """The type a type reference names (cached per node: parameters and
         variables are resolved again each time their block is compiled)."""
+        if isinstance(t, A.NamedType) and t.name in self.generic_structs:
+            return self.specialize(t)
         cached = self._types.get(id(t))
         if cached is not None and cached[0] is t:
             return cached[1]
@@ -65,8 +72,8 @@ class Declarations:
             rt = self.ctx.type_names.get(t.name)
             if rt is None:
                 raise error(t.loc, f"unknown type '{t.name}'; declare it before use")
-            if isinstance(rt, ExternT):
-                return ExternT(rt.name, tuple(self.resolve_type(a) for a in t.args))
+            if isinstance(rt, ExternT):  # a typedef of a specialized extern keeps its arguments
+                return ExternT(rt.name, tuple(self.resolve_type(a) for a in t.args) if t.args else rt.args)
             if t.args:
                 raise unsupported(t.loc, f"a type argument on '{t.name}'", "use a concrete type")
             return rt
@@ -125,6 +132,8 @@ class Declarations:
                         "use typedef")
         if d.new_type or (isinstance(d.type, A.NamedType) and d.type.name in self.new_types):
             self.new_types.add(d.name)
+        if d.new_type and isinstance(t, BitT):
+            t = BitT(t.width, t.signed, d.name)
         self.ctx.type_names[d.name] = t
 
     def _declare_StructLike(self, d: A.StructLike) -> None:
@@ -212,8 +221,35 @@ class Declarations:
         if name in self.ctx.type_names and not isinstance(self.ctx.type_names[name], ExternT):
             raise error(loc, f"'{name}' is already declared; choose another name")
 
+    def specialize(self, t: A.NamedType) -> StructT:
+        """The concrete type ``S<args>`` of a generic struct or header ``S``, declared
+        once per distinct argument list (its type parameters bound to the arguments)."""
+        d = self.generic_structs[t.name]
+        if len(t.args) != len(d.type_params):
+            raise error(t.loc, f"{d.kind} {d.name} takes {len(d.type_params)} type argument(s), not {len(t.args)}")
+        args = [self.resolve_type(a) for a in t.args]
+        name = f"{d.name}<{', '.join(map(str, args))}>"
+        type_names = self.ctx.type_names
+        done = type_names.get(name)
+        if isinstance(done, StructT):
+            return done
+        saved = {p: type_names.get(p) for p in d.type_params}
+        type_names.update(zip(d.type_params, args, strict=True))
+        try:  # a copy: resolve_type caches per node, and another specialization binds T anew
+            self.ctx.declare_struct(dataclasses.replace(copy.deepcopy(d), name=name, type_params=[]))
+        finally:
+            for p, old in saved.items():
+                if old is None:
+                    type_names.pop(p, None)
+                else:
+                    type_names[p] = old
+        return cast(StructT, type_names[name])
+
     def declare_struct(self, d: A.StructLike) -> None:
         self.check_new_name(d.name, d.loc)
+        if d.type_params:
+            self.generic_structs[d.name] = d
+            return
         prefix = {"header": "H", "header_union": "U", "struct": "S"}[d.kind]
         t = StructT(d.kind, d.name, [], annos_dict(d.annotations), {}, pyident(prefix, d.name))
         seen = set()
@@ -233,12 +269,10 @@ class Declarations:
             elif d.kind == "header_union":
                 if not isinstance(ft, StructT) or ft.kind != "header":
                     raise error(f.loc, f"header_union members must be headers, not {ft}")
-            elif isinstance(ft, (VarbitT,)):
-                raise error(f.loc, "varbit fields are only allowed in headers")
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = annos_dict(f.annotations)
         if d.kind == "header":
-            if t.width % 8 and self.type_is_used(d):  # a limit of BMv2's, reported (as p4c does) last
+            if t.width % 8 and ("<" in d.name or self.type_is_used(d)):  # S<T> exists where used  # a limit of BMv2's, reported (as p4c does) last
                 self.ctx.deferred.append(error(d.loc, f"header {d.name} is {t.width} bits long; headers must be "
                                            "a whole number of bytes (add padding bits)"))
             if sum(isinstance(ft, VarbitT) for _, ft in t.fields) > 1:  # placed at the first, as p4c does

@@ -92,7 +92,7 @@ class ExpressionCompiler:
         if isinstance(t, (BitT, EnumT)) and isinstance(vt, IntT):
             if isinstance(t, EnumT):
                 raise error(loc, f"{what}: cannot use an integer as {t}; use {t.name}.<member>")
-            return repr(to_type_const(int(v.const), t))  # type: ignore[arg-type]  # an int/bit constant: const is an int
+            return repr(to_type_const(known_int(v, loc), t))
         if isinstance(t, BitT) and isinstance(vt, EnumT) and vt.underlying == t:
             return v.code  # a serializable enum converts to its underlying type (P4_16 8.3)
         if isinstance(t, BitT) and isinstance(vt, BitT):
@@ -107,6 +107,8 @@ class ExpressionCompiler:
             return f"{v.code}.copy()"
         if isinstance(t, StackT) and isinstance(vt, StackT) and vt.elem is t.elem and vt.size == t.size:
             return f"{v.code}.copy()"
+        if isinstance(t, TupleT) and t == vt and any(isinstance(et, (StructT, StackT)) for et in t.elems):
+            return f"tuple(_x.copy() if hasattr(_x, 'copy') else _x for _x in {v.code})"  # a value: its own headers
         if type(t) is type(vt) and isinstance(t, (ErrorT, StringT, VarbitT, TupleT)) and t == vt:
             return v.code
         if isinstance(t, EnumT) and vt is t:
@@ -317,16 +319,16 @@ class ExpressionCompiler:
         if isinstance(lt, IntT) and isinstance(rt, IntT):
             return left.code, r.code, lt
         if isinstance(lt, IntT) and isinstance(rt, BitT):
-            return repr(to_type_const(int(left.const), rt)), r.code, rt  # type: ignore[arg-type]  # an int/bit constant: const is an int
+            return repr(to_type_const(known_int(left, loc), rt)), r.code, rt
         if isinstance(rt, IntT) and isinstance(lt, BitT):
-            return left.code, repr(to_type_const(int(r.const), lt)), lt  # type: ignore[arg-type]  # an int/bit constant: const is an int
+            return left.code, repr(to_type_const(known_int(r, loc), lt)), lt
         if isinstance(lt, BitT) and isinstance(rt, BitT):
             if lt != rt:
                 raise error(loc, f"operands of '{op}' have different types {lt} and {rt}; "
                             "cast one side so both have the same width and signedness")
             return left.code, r.code, lt
         if isinstance(lt, EnumT) and lt.underlying is not None and isinstance(rt, (IntT,)):
-            return left.code, repr(int(r.const)), lt  # type: ignore[arg-type]  # an int/bit constant: const is an int
+            return left.code, repr(known_int(r, loc)), lt
         if type(lt) is type(rt) and (lt == rt or lt is rt) and op in ("==", "!="):
             return left.code, r.code, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
@@ -440,9 +442,9 @@ class ExpressionCompiler:
         lc, rc, t = self.unify(left, r, e.loc, op)
         if isinstance(t, IntT):
             pyop = {"/": "//", "|+|": "+", "|-|": "-"}.get(op, op)
-            if not c:
+            if not c and op not in ("+", "-", "*"):  # (int)x + 1: exact, as Python's int
                 raise error(e.loc, f"'{op}' on unsized integers needs constants")
-            return self.folded(f"({lc} {pyop} {rc})", t, True)
+            return self.folded(f"({lc} {pyop} {rc})", t, c)
         if not isinstance(t, BitT):
             raise error(e.loc, f"'{op}' needs bit<W> or int<W> operands, not {t}")
         m = t.mask
@@ -469,9 +471,12 @@ class ExpressionCompiler:
 
     def shift(self, e: A.Binary, left: V, r: V, c: bool) -> V:
         lt, rt = left.type, r.type
+        if isinstance(rt, BitT) and rt.new_type:
+            raise error(e.right.loc, f"shift amount must be bit<W> or a non-negative integer, not type "
+                        f"{rt.new_type}; cast it: (bit<{rt.width}>)")
         if isinstance(rt, BitT) and rt.signed:
             raise error(e.right.loc, "shift amount must be unsigned (bit<W> or a non-negative literal)")
-        if isinstance(rt, IntT) and int(r.const) < 0:  # type: ignore[arg-type]  # an int/bit constant: const is an int
+        if isinstance(rt, IntT) and known_int(r, e.right.loc) < 0:
             raise error(e.right.loc, "shift amount must not be negative")
         if not isinstance(rt, (BitT, IntT)):
             raise error(e.right.loc, f"shift amount must be an integer, not {rt}")
@@ -553,6 +558,9 @@ class ExpressionCompiler:
         """``(bit<W>) v`` / ``(int<W>) v``, or None when ``v``'s type does not convert."""
         vt = v.type
         c = v.const is not None
+        if isinstance(vt, IntT) and not c:  # (bit<W>)((int)x + 1): wraps to the width
+            h = 1 << (t.width - 1)
+            return V(f"((({v.code}) & {t.mask:#x} ^ {h}) - {h})" if t.signed else f"(({v.code}) & {t.mask:#x})", t)
         if isinstance(vt, IntT):
             return lit(to_type_const(int(v.const), t), t)  # type: ignore[arg-type]  # an int/bit constant: const is an int
         if isinstance(vt, BoolT):
@@ -690,6 +698,14 @@ class ExpressionCompiler:
         if isinstance(t, IntT):
             raise error(loc, "an unsized integer in a field list has no width; write it as 8w5 or cast it")
         raise error(loc, f"a value of type {t} cannot be part of a bit string")
+
+
+def known_int(v: V, loc: Loc) -> int:
+    """The value of an unsized integer; one computed at run time (``(int)x``) has no
+    width to take here."""
+    if v.const is None:
+        raise error(loc, "an unsized integer computed at run time has no width here; cast it to bit<W> or int<W>")
+    return int(v.const)
 
 
 def expr_text(e: A.Expr | None) -> str:

@@ -3,13 +3,14 @@ direct calls of the runtime ``Bindings`` (docs/target-internals.md, section 2)."
 
 from __future__ import annotations
 
+from p4target import model as M
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.expressions import expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, ErrorT, IntT, StringT, StructT, Type, VoidT,
+    BitT, BoolT, EnumT, ErrorT, IntT, StringT, StructT, TupleT, Type, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -25,6 +26,7 @@ class ExternCalls:
 
     def __init__(self, ctx: CompilerContext) -> None:
         self.ctx = ctx
+        self._list_digests: list[Loc] | None = None  # the digest(r, {...}) calls, in source order
 
     # ------------------------------------------------------------------ externs
     def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
@@ -225,8 +227,10 @@ class ExternCalls:
         if e.type_args:
             t = self.ctx.resolve_type(e.type_args[0])
         else:
-            if isinstance(data, (A.ListExpr, A.StructExpr)):
-                raise error(data.loc, "digest of a list needs the struct type: digest<T>(receiver, {...})")
+            if isinstance(data, A.ListExpr):
+                return self.list_digest(e, data)
+            if isinstance(data, A.StructExpr):
+                raise error(data.loc, "digest of a struct expression needs its type: digest<T>(receiver, {...})")
             t = self.ctx.value(data).type
         if not isinstance(t, StructT) or t.kind != "struct":
             raise error(data.loc, f"digest data must be a struct, not {t}")
@@ -236,6 +240,21 @@ class ExternCalls:
         vals = [f"{o}.{pyfield(n)}" for n, _ in t.fields]
         self.ctx.note_digest(t, e.loc)
         return V(f"rt_digest(st, {t.name!r}, ({''.join(v + ', ' for v in vals)}))", VoidT())
+
+    def list_digest(self, e: A.Call, data: A.ListExpr) -> V:
+        """``digest(receiver, {a, b})``: a tuple digest named ``digest_<n>``, n its place
+        among such calls in the source (p4c's P4Info name)."""
+        if self._list_digests is None:
+            self._list_digests = [n.loc for n in A.walk(self.ctx.program) if isinstance(n, A.Call)
+                                  and isinstance(n.func, A.Name) and n.func.name == "digest" and not n.type_args
+                                  and len(n.args) == 2 and isinstance(n.args[1].value, A.ListExpr)]
+        name = f"digest_{self._list_digests.index(e.loc)}"
+        values = [self.ctx.value(i) for i in data.items]
+        fields = tuple(M.Field(str(i), self.ctx.wire_width(v.type, it.loc))
+                       for i, (v, it) in enumerate(zip(values, data.items, strict=True)))
+        self.ctx.digests[name] = M.Digest(name, fields, tuple_type=True)
+        code = self.ctx.expr_as(data, TupleT(tuple(v.type for v in values)), "digest data")
+        return V(f"rt_digest(st, {name!r}, {code})", VoidT())
 
     def _x_log_msg(self, e: A.Call) -> V | None:
         self.ctx.nargs(e, 1, 2)

@@ -420,6 +420,8 @@ class FastCompiler(ProgramCompiler, FastContext):
         extract, field reads, splits, emits and hashes (all at constant offsets here)
         are the general path's alone."""
         super().declare_struct(d)
+        if d.type_params:  # generic: checked as each concrete S<...> is declared
+            return
         t = self.type_names[d.name]
         if d.kind != "header":
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from p4target import model as M
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import anno_strs
+from p4target.compiler.types import StructT
 from p4target.frontend.bmv2_warnings import bmv2_warnings
 from p4target.frontend.control_plane import p4info_action_names
 from p4target.frontend.source import Loc
@@ -58,8 +59,18 @@ def controller_headers(ctx: CompilerContext) -> list[M.ControllerHeader]:
     for t in ctx.struct_types:
         ch = t.annotations.get("controller_header")
         if t.kind == "header" and ch:
-            fields = tuple(M.Field(n, ctx.wire_width(ft, Loc(str(ctx.source), 0, 0)),
-                                   {k: " ".join(map(str, v)) for k, v in t.field_annotations.get(n, {}).items()})
-                           for n, ft in t.fields)
-            out.append(M.ControllerHeader(str(ch[0]), t.name, fields))
+            out.append(M.ControllerHeader(str(ch[0]), t.name, tuple(metadata_fields(ctx, t, ""))))
+    return out
+
+
+def metadata_fields(ctx: CompilerContext, t: StructT, prefix: str) -> list[M.Field]:
+    """A controller header's fields in wire order; a struct-typed field's own fields
+    are named ``field.inner``, as p4c names them in the P4Info."""
+    out: list[M.Field] = []
+    for n, ft in t.fields:
+        if isinstance(ft, StructT):
+            out += metadata_fields(ctx, ft, f"{prefix}{n}.")
+            continue
+        annos = {k: " ".join(map(str, v)) for k, v in t.field_annotations.get(n, {}).items()}
+        out.append(M.Field(prefix + n, ctx.wire_width(ft, Loc(str(ctx.source), 0, 0)), annos))
     return out

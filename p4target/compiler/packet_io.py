@@ -12,6 +12,17 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
+
+def fixed_layout(t: Type) -> bool:
+    """A type ``lookahead<struct>`` can fill from the packet's bits: bit<W>, int<W>,
+    bool and serializable-enum leaves, nested structs, headers without varbit fields
+    and stacks of such headers."""
+    if isinstance(t, (BitT, BoolT)) or (isinstance(t, EnumT) and t.underlying is not None):
+        return True
+    if isinstance(t, StackT):
+        return t.elem.kind == "header" and fixed_layout(t.elem)
+    return isinstance(t, StructT) and t.kind in ("struct", "header") and all(fixed_layout(ft) for _, ft in t.fields)
+
 class PacketIO:
     """packet_in's and packet_out's methods of the program compiler ``ctx``, emitted
     through it. ``FastPacketIO`` (fast_packet_io.py) is the fast compiler's."""
@@ -65,14 +76,13 @@ class PacketIO:
             if isinstance(t, StructT) and t.kind == "header":
                 raise error(e.loc, f"lookahead<{t.name}>: the header has a varbit field; lookahead needs a "
                             "fixed-size type")
-            if self.ctx.wire_struct(t):
-                assert isinstance(t, StructT)
+            if isinstance(t, StructT) and t.kind == "struct" and fixed_layout(t):
                 nbytes = (t.width + 7) // 8
                 x = self.ctx.tmp("la")
                 self.ctx.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
                 return V(self.unpack_struct(t, x), t)
             raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W>, a fixed header or a "
-                              "struct of bit<W> fields")
+                              "struct of bit<W> fields, fixed headers and stacks of them")
         if name == "length":
             raise unsupported(e.loc, "packet_in.length()", "v1model (BMv2) does not support it either")
         raise error(e.loc, f"packet_in has no method '{name}'")
@@ -237,8 +247,12 @@ class PacketIO:
             nonlocal after
             args = []
             for _n, ft in st.fields:
-                if isinstance(ft, StructT):
+                if isinstance(ft, StructT):  # a header in it is valid, as BMv2 makes it
                     args.append(build(ft))
+                    continue
+                if isinstance(ft, StackT):  # every element valid, nextIndex 0 (as BMv2)
+                    elems = [build(ft.elem) for _ in range(ft.size)]
+                    args.append(f"Stack.of({ft.elem.pyname}, [{', '.join(elems)}])")
                     continue
                 w = 1 if isinstance(ft, BoolT) else bit_width(ft)
                 after -= w

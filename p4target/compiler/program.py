@@ -37,7 +37,7 @@ from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo,
 )
 from p4target.compiler.types import (
-    BitT, ExternT, StructT, Type, VoidT,
+    BitT, ExternT, StructT, Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.errors import P4Error
@@ -59,6 +59,7 @@ class ProgramCompiler(CompilerContext):
         self.global_scope = Scope()
         self.scope = self.global_scope
         self.type_names: dict[str, Type] = {}
+        self.varbit_locals: set[str] = set()  # code of each varbit variable (its width: length_place)
         self.errors_by_name: dict[str, int] = {}
         self.match_kinds: set[str] = set()
         self.struct_types: list[StructT] = []
@@ -499,13 +500,19 @@ class ProgramCompiler(CompilerContext):
                 scope.check_not_param(d.name, d.loc)
                 scope.define(d.name, Sym("var", t, code), d.loc)
                 fields.append((py, zero))
+                if isinstance(t, VarbitT):
+                    fields.append((f"_len_{py}", "0"))
+                    self.varbit_locals.add(code)
                 if d.init is not None:
                     # compiled apart: a call in the initializer emits statements (its
                     # copy-out), which run with the assignment where the block starts
                     self.scope = scope
                     saved = self.out, self.ind
                     self.out, self.ind = [], ""
-                    self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
+                    if isinstance(t, VarbitT):  # its width too
+                        self.statements.assign(A.Name(d.loc, d.name), d.init, d.loc)
+                    else:
+                        self.emit(f"{code} = {self.expr_as(d.init, t, f'initializer of {d.name}')}")
                     inits.extend(self.out)
                     self.out, self.ind = saved
             elif isinstance(d, A.Instance):

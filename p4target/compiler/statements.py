@@ -19,6 +19,13 @@ from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
+def length_place(code: str) -> str:
+    """Where the current width of the varbit value at the place ``code`` is kept:
+    beside a field or block local (``h._len_f``, ``L._len_x``), or a local of its own."""
+    head, dot, attr = code.rpartition(".")
+    return f"{head}._len_{attr}" if dot else f"_len_{code}"
+
+
 class StatementCompiler:
     """The statements and calls of the program compiler ``ctx``, emitted through it
     (``ctx.emit`` into its ``out`` at its ``ind``); their expressions are
@@ -245,12 +252,17 @@ class StatementCompiler:
             self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
             return
         py = self.local_name(s.name)
+        if isinstance(t, VarbitT):
+            self.ctx.varbit_locals.add(py)
+            self.ctx.emit(f"{length_place(py)} = 0")
         if s.init is not None:
             code = self.expressions.expr_as(s.init, t, f"initializer of {s.name}")
         else:
             code = self.zero(t, s.loc)
         self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
         self.ctx.emit(f"{py} = {code}")
+        if s.init is not None and isinstance(t, VarbitT):
+            self.ctx.emit(f"{length_place(py)} = {self.varbit_width(s.init, s.loc)}")
 
     def zero(self, t: Type, loc: Loc) -> str:
         """Code for a fresh value of ``t``: 0, False, an invalid header, a zeroed struct."""
@@ -400,12 +412,24 @@ class StatementCompiler:
         t = self.lvalue_type(target)
         code = self.expressions.expr_as(value, t, f"assignment to {expr_text(target)}")
         self.store(target, code, loc)
+        if isinstance(t, VarbitT):  # the value's current width goes with its bits
+            self.ctx.emit(f"{self.varbit_width(target, loc)} = {self.varbit_width(value, loc)}")
+
+    def varbit_width(self, e: A.Expr, loc: Loc) -> str:
+        """Where the current width of the varbit field or variable ``e`` is kept."""
+        code = self.expressions.value(e).code
+        if not (isinstance(e, A.Member) or code in self.ctx.varbit_locals):
+            raise unsupported(loc, "a varbit value that is not a field or a variable",
+                              "assign one varbit field or variable to another")
+        return length_place(code)
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)
         return self.expressions.value(target).type
 
-    def check_lvalue(self, e: A.Expr) -> None:
+    def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
+        """Raise unless ``e`` may be assigned; ``inner``: ``e`` is a part of the target
+        (an element of a tuple may then be a header, struct or stack changed in place)."""
         if isinstance(e, A.Name):
             sym = self.ctx.scope.lookup(e.name)
             if sym is None:
@@ -415,10 +439,11 @@ class StatementCompiler:
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
-        if isinstance(e, A.Index) and isinstance(self.expressions.value(e.obj).type, TupleT):
+        if isinstance(e, A.Index) and isinstance(self.expressions.value(e.obj).type, TupleT) and not (
+                inner and isinstance(self.expressions.value(e).type, (StructT, StackT))):
             raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
-            self.check_lvalue(e.obj)
+            self.check_lvalue(e.obj, True)
             return
         raise error(e.loc, f"'{expr_text(e)}' cannot be assigned to")
 

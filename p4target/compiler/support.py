@@ -33,6 +33,13 @@ class Stack:
         self.h = [cls() for _ in range(n)]
         self.nxt = 0
 
+    @staticmethod
+    def of(cls: type, elems: list[object]) -> "Stack":
+        """A stack holding ``elems`` (``lookahead`` of a struct with a stack), nextIndex 0."""
+        s = Stack.__new__(Stack)
+        s.cls, s.n, s.h, s.nxt = cls, len(elems), elems, 0
+        return s
+
     def at(self, i: int) -> object:
         """Element ``i``, or a scratch header (reads 0, writes vanish) when out of range."""
         if 0 <= i < self.n:

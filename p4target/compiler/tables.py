@@ -310,6 +310,10 @@ class TableCompiler:
         meters = self.instance_prop(props.get("meters"), ("direct_meter",), name)
         has_sel = any(k.match_kind == "selector" for k in keys)
         impl_kind = next((x.kind for x in self.ctx.externs if x.name == impl), None)
+        if has_sel and impl is None:  # as p4c: no selector hashes them, the selector keys go
+            kept = [i for i, k in enumerate(keys) if k.match_kind != "selector"]
+            keys[:], key_types[:] = [keys[i] for i in kept], [key_types[i] for i in kept]
+            has_sel = False
         if has_sel and impl_kind != "action_selector":
             raise error(t.loc, f"table {t.name} has a selector key but no action_selector "
                         "implementation; add implementation = <an action_selector>")

@@ -20,6 +20,7 @@ class Type:
 class BitT(Type):
     width: int
     signed: bool = False
+    new_type: str = field(default="", compare=False)  # the `type` declaring it, if one does
 
     def __str__(self) -> str:
         return f"{'int' if self.signed else 'bit'}<{self.width}>"

@@ -305,6 +305,7 @@ class FieldDecl:
 class StructLike(Decl):
     kind: str  # header, header_union, struct
     fields: list[FieldDecl]
+    type_params: list[str] = field(default_factory=list)  # a generic type: struct S<T> { T f; }
 
 
 @dataclass

@@ -13,6 +13,9 @@ from p4target.frontend import ast as A
 from p4target.frontend.direct_calls import instantiate_direct_calls
 from p4target.frontend.lexer import Token
 from p4target.frontend.source import Loc, error, unsupported
+from p4target.frontend.translation_annotation import NAME as TRANSLATION
+from p4target.frontend.translation_annotation import check_translation
+from p4target.frontend.v1model_version import check_v1model_version
 
 # A number token's value: (width or None, signed, value), as lexer.parse_number gives it.
 NumberValue = tuple[int | None, bool, int]
@@ -98,6 +101,8 @@ class Parser:
             body, args = "", []
             if (self.at("(") or self.at("[")) and self.tok.loc.line == at.loc.line:
                 parts = self.annotation_body(name)
+                if name == TRANSLATION:
+                    check_translation(parts, at.loc)
                 body = " ".join(p.text for p in parts)
                 for p in parts:
                     if p.kind == "str":
@@ -204,8 +209,7 @@ class Parser:
         self.pos += 1
         name = self.ident("a type name")
         self.type_names.add(name.text)
-        if self.at("<"):
-            raise unsupported(self.tok.loc, f"a generic {kind} type", "declare a concrete type")
+        tps = self.type_params()
         self.expect("{")
         fields = []
         while not self.at("}"):
@@ -215,7 +219,7 @@ class Parser:
             self.expect(";")
             fields.append(A.FieldDecl(ty, fname.text, fa, fname.loc))
         self.expect("}")
-        return A.StructLike(name.text, name.loc, annos, kind, fields)
+        return A.StructLike(name.text, name.loc, annos, kind, fields, tps)
 
     def enum_decl(self, annos: list[A.Annotation]) -> A.EnumDecl:
         self.expect("enum")
@@ -1017,5 +1021,8 @@ class Parser:
 
 
 def parse_tokens(tokens: list[Token]) -> A.Program:
-    """The program's AST, direct ``C.apply(...)`` calls made into instances (direct_calls.py)."""
-    return instantiate_direct_calls(Parser(tokens).program())
+    """The program's AST, direct ``C.apply(...)`` calls made into instances (direct_calls.py),
+    its v1model version checked (v1model_version.py)."""
+    program = Parser(tokens).program()
+    check_v1model_version(program)
+    return instantiate_direct_calls(program)

@@ -33,8 +33,9 @@ class DigestLists:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def lists(self, digest_id: int, config: p4runtime_pb2.DigestEntry.Config, rows: list[tuple[int, ...]],
-              now: float | None = None) -> list[p4runtime_pb2.DigestList]:
-        """The DigestList messages to send for ``rows`` the pipeline just emitted."""
+              now: float | None = None, as_tuple: bool = False) -> list[p4runtime_pb2.DigestList]:
+        """The DigestList messages to send for ``rows`` the pipeline just emitted (each
+        row a P4 struct, or a tuple with ``as_tuple``: the digest's P4Info type)."""
         now = time.monotonic() if now is None else now
         with self.lock:
             self._expire(now)
@@ -59,8 +60,9 @@ class DigestLists:
                                                timestamp=time.time_ns())
                 for row in chunk:
                     data = msg.data.add()
+                    members = data.tuple.members if as_tuple else data.struct.members
                     for v in row:
-                        data.struct.members.add().bitstring = bytestrings.encode(v)
+                        members.add().bitstring = bytestrings.encode(v)
                 if config.ack_timeout_ns > 0:
                     self.outstanding[self.next_list_id] = _Outstanding(
                         digest_id, frozenset(chunk), now + config.ack_timeout_ns / 1e9)

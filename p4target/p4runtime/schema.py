@@ -140,6 +140,7 @@ class Schema:
     packet_in: MetadataInfo | None = None
     packet_out: MetadataInfo | None = None
     digests: dict[int, str] = field(default_factory=dict)
+    tuple_digests: set[int] = field(default_factory=set)  # digests of a list: data as a P4 tuple
     value_sets: dict[int, p4info_pb2.ValueSet] = field(default_factory=dict)  # by id: the P4Info's own
     names: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, name) -> id
     actions_by_name: dict[str, ActionInfo] = field(default_factory=dict)
@@ -278,6 +279,8 @@ def build_schema(model: ProgramModel, pushed: p4info_pb2.P4Info | None = None) -
             s.packet_out = md
     for d in info.digests:
         s.digests[d.preamble.id] = d.preamble.name
+        if d.type_spec.HasField("tuple"):
+            s.tuple_digests.add(d.preamble.id)
         s.names[("digest", d.preamble.name)] = d.preamble.id
     for v in info.value_sets:
         s.value_sets[v.preamble.id] = v

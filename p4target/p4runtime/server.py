@@ -432,7 +432,7 @@ class P4RuntimeServer:
         config = st.digest_configs.get(did)
         if config is None:
             return  # not enabled with a DigestEntry
-        for lst in self.digest_lists.lists(did, config, values):
+        for lst in self.digest_lists.lists(did, config, values, as_tuple=did in st.schema.tuple_digests):
             msg = p4runtime_pb2.StreamMessageResponse()
             msg.digest.CopyFrom(lst)
             self._send_to_primary(msg)

@@ -128,6 +128,7 @@ class FramePaths:
             if self.verify is not None:
                 self.verify(st)
             pipe.ingress(st)
+            sm = st.sm  # a sub-control given standard_metadata inout hands back its copy
             if st.clones or st.digests or st.resubmit is not None or sm.mcast_grp:
                 loop.after_ingress(st, data, port, None, 0)
                 st = None
@@ -162,6 +163,7 @@ class FramePaths:
                 sm.egress_port = out_port
                 sm.egress_spec = 0
                 pipe.egress(st)
+                sm = st.sm
                 if st.clones or sm.egress_spec == DROP_PORT or st.recirculate is not None:
                     loop.egress_after(st, out_port, 0)
                 else:
