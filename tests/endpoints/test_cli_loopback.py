@@ -117,8 +117,10 @@ def test_a_file_is_sent_as_is(tmp_path: Path) -> None:
 
 
 def test_a_refused_transfer_fails_both_sides() -> None:
+    """The receiver waits its whole --timeout for a transfer it can take: long enough
+    for a sender that a loaded machine takes seconds to start."""
     rx, sx, port = addresses()
-    recv = start_recv(rx, port, "--bytes", "1000", "--timeout", "2")
+    recv = start_recv(rx, port, "--bytes", "1000", "--timeout", "8")
     s = send(rx, sx, port, "--bytes", "2000", "--ev-list", f"{port + 1}")
     code, _, err = finish(recv)
     assert s.returncode == 1
