@@ -69,6 +69,7 @@ def test_a_bad_option_is_one_error_line_and_status_2(name: str, argv: list[str],
 @pytest.mark.parametrize(("name", "argv"), [
     ("spraying", ["--rate", "inf"]), ("tcp", ["--rate", "inf"]), ("trimming", ["--port-rate", "inf"]),
     ("incast", ["--port-rate", "inf"]), ("ecmp", ["--link-rate", "inf"]), ("failure", ["--down-for", "inf"]),
+    ("failure", ["--nack-delay", "inf"]), ("failure", ["--rto-min", "inf"]),
     ("loss_reordering", ["--delay", "inf"]), ("loss_reordering", ["--jitter", "inf"])])
 def test_an_infinite_rate_or_time_is_one_error_line_and_status_2(name: str, argv: list[str],
                                                                  monkeypatch: pytest.MonkeyPatch,
@@ -184,3 +185,41 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
     assert failure.fabric_links(",".join(d.bmv2["links"]), d.fabric_shape("bmv2")) == d.bmv2["links"]
     with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
+
+
+@pytest.mark.parametrize(("argv", "target", "want"), [
+    ([], "embedded", {"nack_delay": None, "rto_min": None}),  # None: the transport's own timers
+    (["--target", "bmv2"], "bmv2", {"nack_delay": 0.1, "rto_min": 0.4}),
+    (["--nack-delay", "0.02", "--rto-min", "0.25"], "embedded", {"nack_delay": 0.02, "rto_min": 0.25}),
+    (["--target", "bmv2", "--nack-delay", "0.005"], "bmv2", {"nack_delay": 0.005, "rto_min": 0.4})])
+def test_the_failure_timers_are_the_targets_default_or_the_options(argv: list[str], target: str,
+                                                                   want: dict[str, Any],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments import failure
+
+    got: list[dict[str, Any]] = []
+    monkeypatch.delenv(C.TARGET_ENV, raising=False)
+    monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append(
+        exp.defaults.sizes(opts.target, given)) or 7)
+    assert failure.main(argv) == 7
+    assert {k: got[0][k] for k in want} == want
+
+
+@pytest.mark.parametrize("argv", [["--nack-delay", "-0.1"], ["--rto-min", "-1"], ["--rto-min", "x"]])
+def test_a_negative_or_unreadable_timer_is_one_error_line_and_status_2(argv: list[str],
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import failure
+
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    assert failure.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and argv[0] in err[0], err
+
+
+def test_a_timer_not_given_is_left_to_the_transport() -> None:
+    """mrc-send takes --rto-min, mrc-recv --nack-delay (endpoints/cli.py); None: no
+    option at all, so the endpoint's own default holds."""
+    assert C.timer_args(None, None) == ([], [])
+    assert C.timer_args(0.1, 0.4) == (["--rto-min", "0.4"], ["--nack-delay", "0.1"])
+    assert C.timer_args(None, 0.3) == (["--rto-min", "0.3"], [])
