@@ -187,22 +187,31 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
 
 
-@pytest.mark.parametrize(("argv", "target", "want"), [
-    ([], "embedded", {"nack_delay": None, "rto_min": None}),  # None: the transport's own timers
-    (["--target", "bmv2"], "bmv2", {"nack_delay": 0.1, "rto_min": 0.4}),
-    (["--nack-delay", "0.02", "--rto-min", "0.25"], "embedded", {"nack_delay": 0.02, "rto_min": 0.25}),
-    (["--target", "bmv2", "--nack-delay", "0.005"], "bmv2", {"nack_delay": 0.005, "rto_min": 0.4})])
-def test_the_failure_timers_are_the_targets_default_or_the_options(argv: list[str], target: str,
-                                                                   want: dict[str, Any],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments import failure
+# Each experiment's timers, (NACK delay, RTO floor) on the embedded target and on
+# BMv2, as docs/experiments.md "The transport's timers" gives them (None: the transport's).
+TIMERS = {"failure": ((None, None), (0.1, 0.4)), "spraying": ((0.05, None), (0.05, None)),
+          "tcp": ((0.05, None), (0.05, None)), "loss_reordering": ((0.05, None), (0.05, None)),
+          "trimming": ((0.3, 0.3), (0.3, 0.3)), "incast": ((0.3, 0.3), (0.3, 0.3))}
 
+
+@pytest.mark.parametrize("name", sorted(TIMERS))
+@pytest.mark.parametrize(("argv", "target"), [([], "embedded"), (["--target", "bmv2"], "bmv2"),
+                                              (["--nack-delay", "0.02", "--rto-min", "0.25"], "embedded"),
+                                              (["--target", "bmv2", "--nack-delay", "0.005"], "bmv2")])
+def test_the_timers_are_the_targets_default_or_the_options(name: str, argv: list[str], target: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
     got: list[dict[str, Any]] = []
     monkeypatch.delenv(C.TARGET_ENV, raising=False)
     monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append(
         exp.defaults.sizes(opts.target, given)) or 7)
-    assert failure.main(argv) == 7
-    assert {k: got[0][k] for k in want} == want
+    assert mod.main(argv) == 7
+    nack, rto = TIMERS[name][target == "bmv2"]
+    if "--nack-delay" in argv:
+        nack = float(argv[argv.index("--nack-delay") + 1])
+    if "--rto-min" in argv:
+        rto = float(argv[argv.index("--rto-min") + 1])
+    assert (got[0]["nack_delay"], got[0]["rto_min"]) == (nack, rto)
 
 
 @pytest.mark.parametrize("argv", [["--nack-delay", "-0.1"], ["--rto-min", "-1"], ["--rto-min", "x"]])
