@@ -191,7 +191,7 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
 # BMv2, as docs/experiments.md "The transport's timers" gives them (None: the transport's).
 TIMERS = {"failure": ((None, None), (0.1, 0.4)), "spraying": ((0.05, None), (0.05, None)),
           "tcp": ((0.05, None), (0.05, None)), "loss_reordering": ((0.05, None), (0.05, None)),
-          "trimming": ((0.3, 0.3), (0.3, 0.3)), "incast": ((0.3, 0.3), (0.3, 0.3))}
+          "trimming": ((0.3, 0.3), (0.3, 0.3)), "incast": ((0.3, 0.3), (0.3, 0.3)), "fleet": ((0.1, 0.4), (0.1, 0.4))}
 
 
 @pytest.mark.parametrize("name", sorted(TIMERS))
@@ -205,6 +205,8 @@ def test_the_timers_are_the_targets_default_or_the_options(name: str, argv: list
     monkeypatch.delenv(C.TARGET_ENV, raising=False)
     monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append(
         exp.defaults.sizes(opts.target, given)) or 7)
+    if name == "fleet":  # its own runner, given the sizes
+        monkeypatch.setattr(mod, "run_all", lambda opts, **kw: got.append(kw) or 7)
     assert mod.main(argv) == 7
     nack, rto = TIMERS[name][target == "bmv2"]
     if "--nack-delay" in argv:
