@@ -69,6 +69,7 @@ def test_a_bad_option_is_one_error_line_and_status_2(name: str, argv: list[str],
 @pytest.mark.parametrize(("name", "argv"), [
     ("spraying", ["--rate", "inf"]), ("tcp", ["--rate", "inf"]), ("trimming", ["--port-rate", "inf"]),
     ("incast", ["--port-rate", "inf"]), ("ecmp", ["--link-rate", "inf"]), ("failure", ["--down-for", "inf"]),
+    ("failure", ["--nack-delay", "inf"]), ("failure", ["--rto-min", "inf"]),
     ("loss_reordering", ["--delay", "inf"]), ("loss_reordering", ["--jitter", "inf"])])
 def test_an_infinite_rate_or_time_is_one_error_line_and_status_2(name: str, argv: list[str],
                                                                  monkeypatch: pytest.MonkeyPatch,
@@ -184,3 +185,52 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
     assert failure.fabric_links(",".join(d.bmv2["links"]), d.fabric_shape("bmv2")) == d.bmv2["links"]
     with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
+
+
+# Each experiment's timers, (NACK delay, RTO floor) on the embedded target and on
+# BMv2, as docs/experiments.md "The transport's timers" gives them (None: the transport's).
+TIMERS = {"failure": ((None, None), (0.1, 0.4)), "spraying": ((0.05, None), (0.05, None)),
+          "tcp": ((0.05, None), (0.05, None)), "loss_reordering": ((0.05, None), (0.05, None)),
+          "trimming": ((0.3, 0.3), (0.3, 0.3)), "incast": ((0.3, 0.3), (0.3, 0.3)), "fleet": ((0.1, 0.4), (0.1, 0.4))}
+
+
+@pytest.mark.parametrize("name", sorted(TIMERS))
+@pytest.mark.parametrize(("argv", "target"), [([], "embedded"), (["--target", "bmv2"], "bmv2"),
+                                              (["--nack-delay", "0.02", "--rto-min", "0.25"], "embedded"),
+                                              (["--target", "bmv2", "--nack-delay", "0.005"], "bmv2")])
+def test_the_timers_are_the_targets_default_or_the_options(name: str, argv: list[str], target: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    got: list[dict[str, Any]] = []
+    monkeypatch.delenv(C.TARGET_ENV, raising=False)
+    monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append(
+        exp.defaults.sizes(opts.target, given)) or 7)
+    if name == "fleet":  # its own runner, given the sizes
+        monkeypatch.setattr(mod, "run_all", lambda opts, **kw: got.append(kw) or 7)
+    assert mod.main(argv) == 7
+    nack, rto = TIMERS[name][target == "bmv2"]
+    if "--nack-delay" in argv:
+        nack = float(argv[argv.index("--nack-delay") + 1])
+    if "--rto-min" in argv:
+        rto = float(argv[argv.index("--rto-min") + 1])
+    assert (got[0]["nack_delay"], got[0]["rto_min"]) == (nack, rto)
+
+
+@pytest.mark.parametrize("argv", [["--nack-delay", "-0.1"], ["--rto-min", "-1"], ["--rto-min", "x"]])
+def test_a_negative_or_unreadable_timer_is_one_error_line_and_status_2(argv: list[str],
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import failure
+
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    assert failure.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and argv[0] in err[0], err
+
+
+def test_a_timer_not_given_is_left_to_the_transport() -> None:
+    """mrc-send takes --rto-min, mrc-recv --nack-delay (endpoints/cli.py); None: no
+    option at all, so the endpoint's own default holds."""
+    assert C.timer_args(None, None) == ([], [])
+    assert C.timer_args(0.1, 0.4) == (["--rto-min", "0.4"], ["--nack-delay", "0.1"])
+    assert C.timer_args(None, 0.3) == (["--rto-min", "0.3"], [])
