@@ -26,9 +26,9 @@ from cli_common.options import finite
 # MRC-lite payload per packet: the host MTU (1460) less IPv6, UDP, BTH and RETH (76),
 # rounded down; TCP's MSS there is 1388 (1460 - IPv6 - TCP with timestamps)
 MTU = 1380
-# A hole is NACKed after 50 ms on either target, the RTO floor is the transport's: the
-# timers the experiment was measured with (docs/experiments.md, "The transport's timers").
-NACK_DELAY = 0.05
+# The timers: the transport's own on both targets (docs/experiments.md, "The
+# transport's timers").
+TIMERS: dict[str, float | None] = {"nack_delay": None, "rto_min": None}
 
 
 def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_args: list[str],
@@ -70,7 +70,7 @@ def udp_stream(fn: Any, src: str, dst: str, nbytes: int, size: int, timeout: flo
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float | None, mtu: int = MTU, src: str = "h1",
-        dst: str = "h3", nack_delay: float | None = NACK_DELAY, rto_min: float | None = None) -> dict[str, Any]:
+        dst: str = "h3", nack_delay: float | None = None, rto_min: float | None = None) -> dict[str, Any]:
     send, recv = C.timer_args(nack_delay, rto_min)
     args = (["--rate", str(rate)] if rate else []) + ["--mtu", str(mtu), *send]
     mrc = C.run_transfer(fn, src, dst, nbytes, workdir, send_args=args, recv_args=recv)
@@ -107,7 +107,6 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 # On BMv2: 500 packets, MRC-lite paced at 400 packets/s (embedded: window only, 0).
-TIMERS = {"nack_delay": NACK_DELAY, "rto_min": None}
 DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 0.0, **TIMERS},
                       bmv2={"nbytes": 500_000, "rate": 400.0, **TIMERS})
 
