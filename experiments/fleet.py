@@ -126,10 +126,11 @@ def _transfer_figures(fn: Any, res: Any, src: str, dst: str, avoided_by_guard: f
     t0 = float(s.get("started_at_unix") or 0.0)
     cross = crossing(fn, src, dst, CUT)
     retired = {e["ev"]: t0 + e["t"] for e in s.get("ev_events", []) if e["event"] == "retired" and e["ev"] in cross}
+    healthy = {e["ev"] for e in s.get("ev_events", []) if e["event"] == "retired" and e["ev"] not in cross}
     avoided = {ev: min(retired.get(ev, float("inf")), avoided_by_guard or float("inf")) for ev in cross}
     x = s.get("retransmissions") or {}
     return {"src": src, "dst": dst, "ok": ok, "started_at": t0, "retransmissions": x.get("total", 0),
-            "evs_crossing": len(cross), "crossing_retired": len(retired),
+            "evs_crossing": len(cross), "crossing_retired": len(retired), "healthy_retired": len(healthy),
             "last_avoided_at": max(avoided.values(), default=None),
             "completion_time_s": s.get("completion_time_s"), "goodput_bps": s.get("goodput_bps")}
 
@@ -178,6 +179,7 @@ def fleet(fn: Any, workdir: Path, *, guard: bool, nbytes: int, rate: float, gap:
             "bytes_verified": sum(nbytes for r in rows if r["ok"]),
             "dead_link_packets": dead_link_packets(fn, d, CUT),
             "retransmissions": sum(r["retransmissions"] for r in rows),
+            "healthy_retired": sum(r["healthy_retired"] for r in rows),
             "cut_to_last_crossing_avoided_s": None if last is None or cut_at is None or last == float("inf")
             else last - cut_at,
             "crossing_never_avoided": sum(r["evs_crossing"] for r in rows if r["last_avoided_at"] == float("inf")),
@@ -218,7 +220,8 @@ def figures(d: dict[str, Any]) -> list[str]:
         r = d[key]
         avoided = r["cut_to_last_crossing_avoided_s"]
         lines.append(f"  {key.replace('_', ' ')}: packets sent onto the dead link {r['dead_link_packets']}, "
-                     f"retransmissions {r['retransmissions']}, cut -> last crossing EV avoided "
+                     f"retransmissions {r['retransmissions']}, healthy EVs retired {r.get('healthy_retired', '-')}, "
+                     f"cut -> last crossing EV avoided "
                      f"{'-' if avoided is None else f'{avoided * 1000:.0f} ms'}, bytes verified "
                      f"{r['bytes_verified']} of {d['bytes'] * 8} ({'all' if r['all_ok'] else 'NOT all'})")
     g = d["with_guard"]

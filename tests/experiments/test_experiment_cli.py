@@ -234,3 +234,24 @@ def test_a_timer_not_given_is_left_to_the_transport() -> None:
     assert C.timer_args(None, None) == ([], [])
     assert C.timer_args(0.1, 0.4) == (["--rto-min", "0.4"], ["--nack-delay", "0.1"])
     assert C.timer_args(None, 0.3) == (["--rto-min", "0.3"], [])
+
+
+def test_fleet_counts_the_healthy_evs_a_sender_retired() -> None:
+    """A retired EV whose path avoids the cut cable is healthy. h1 -> h7 (leaf 0 to
+    leaf 1) has 64 EVs over 8 paths, EV k on plane k mod 4 and spine k div 4 mod 2
+    (fabric/plan.py): 0x1000 + 8k cross p0-leaf0:p0-spine0, 0x1001 (plane 1) does not,
+    and an EV counts once however often it is retired."""
+    from types import SimpleNamespace
+
+    from experiments import fleet
+    from topologies.transfer import TransferResult
+
+    assert fleet.CUT == "p0-leaf0:p0-spine0" and ("h1", "h7") in fleet.FIRST
+    events = [{"t": 0.1, "ev": 0x1000, "event": "retired", "cause": "nack"},
+              {"t": 0.1, "ev": 0x1008, "event": "retired", "cause": "nack"},
+              {"t": 0.2, "ev": 0x1001, "event": "retired", "cause": "nack"},
+              {"t": 0.3, "ev": 0x1001, "event": "restored", "cause": "late"},
+              {"t": 0.4, "ev": 0x1001, "event": "retired", "cause": "nack"}]
+    res = TransferResult("h1", "h7", 1000, [0], 0, [{"ok": True, "started_at_unix": 100.0, "ev_events": events}], {}, [])
+    row = fleet._transfer_figures(SimpleNamespace(topo=C.topology(**fleet.FLEET_SHAPE)), res, "h1", "h7", None)
+    assert (row["evs_crossing"], row["crossing_retired"], row["healthy_retired"]) == (8, 2, 1)
