@@ -62,9 +62,9 @@ def set_trimming(fn: Any, on: bool, threshold: int | None) -> int:
 # The timers (docs/experiments.md, "The transport's timers"). The shaped queue delays
 # packets by up to 64 / PPS seconds (128 ms at 500 packets/s), more on one plane than
 # another. Embedded target: a hole is NACKed after 150 ms, the RTO floor the
-# transport's (shorter NACK delays retired EVs whose paths work: the NACKs of packets
-# dropped at a full queue). BMv2 (320 ms at 200 packets/s): holes are NACKed, and
-# timeouts fire, only after 0.3 s.
+# transport's: of the timers measured, the one whose runs retired the fewest EVs whose
+# paths work (the NACKs of packets dropped at a full queue). BMv2 (320 ms at 200
+# packets/s): holes are NACKed, and timeouts fire, only after 0.3 s.
 NACK_DELAY = 0.15
 RTO_MIN = None
 BMV2_TIMERS = {"nack_delay": 0.3, "rto_min": 0.3}

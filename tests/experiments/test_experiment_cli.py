@@ -189,7 +189,7 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
 
 # Each experiment's timers, (NACK delay, RTO floor) on the embedded target and on
 # BMv2, as docs/experiments.md "The transport's timers" gives them (None: the transport's).
-TIMERS = {"failure": ((None, None), (None, None)), "spraying": ((None, None), (None, None)),
+TIMERS = {"failure": ((None, None), (0.1, 0.4)), "spraying": ((None, None), (None, None)),
           "tcp": ((None, None), (None, None)), "loss_reordering": ((None, None), (None, None)),
           "trimming": ((0.15, None), (0.3, 0.3)), "incast": ((None, None), (0.3, 0.3)), "fleet": ((None, None), (0.1, 0.4))}
 
