@@ -65,6 +65,8 @@ def shape_text(overrides: Mapping[str, int]) -> str:
 
 
 def _shown(value: Any) -> str:
+    if value is None:  # a timer left to the transport
+        return "the transport's"
     if isinstance(value, (tuple, list)):
         return ", ".join(map(_shown, value))
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -234,6 +236,33 @@ def bytes_option(defaults: Defaults, what: str) -> Any:
 def rate_option(defaults: Defaults) -> Any:
     """The ``--rate`` option of an experiment whose senders are paced."""
     return typer.Option("--rate", min=1, callback=finite, help=defaults.help("rate", "sender pacing, packets/s"))
+
+
+def timer_args(nack_delay: float | None, rto_min: float | None) -> tuple[list[str], list[str]]:
+    """The sender's and the receiver's arguments for the transport's timers:
+    ``--rto-min`` and ``--nack-delay`` where given, nothing where None (the transport's
+    own defaults, docs/transport.md)."""
+    return ([] if rto_min is None else ["--rto-min", f"{rto_min:g}"],
+            [] if nack_delay is None else ["--nack-delay", f"{nack_delay:g}"])
+
+
+def timer_text(seconds: float | None) -> str:
+    """A timer in a figure: ``100 ms``, or the transport's default when None."""
+    return "the transport's default" if seconds is None else f"{seconds * 1000:g} ms"
+
+
+def nack_delay_option(defaults: Defaults) -> Any:
+    """The ``--nack-delay`` option (seconds a receiver's hole waits before its NACK) of
+    an experiment whose defaults name ``nack_delay`` (None: the transport's)."""
+    return typer.Option("--nack-delay", min=0, callback=finite, help=defaults.help(
+        "nack_delay", "seconds a hole stays open before the receiver NACKs it"))
+
+
+def rto_min_option(defaults: Defaults) -> Any:
+    """The ``--rto-min`` option (the sender's retransmission timeout floor) of an
+    experiment whose defaults name ``rto_min`` (None: the transport's)."""
+    return typer.Option("--rto-min", min=0, callback=finite, help=defaults.help(
+        "rto_min", "the sender's minimum retransmission timeout, seconds"))
 
 
 OutDirOpt = Annotated[Path, typer.Option("--out-dir", help="where the JSON and PNG go (default results/)")]

@@ -46,6 +46,12 @@ LATER = (("h3", "h7"), ("h4", "h8"), ("h11", "h5"), ("h12", "h6"))  # started af
 FLEET_SHAPE = {"hosts_per_leaf": 6}
 TWO_AT_ONCE = (("p0-leaf0:p0-spine0", "p2-leaf1:p2-spine1"), ("p1-leaf1:p1-spine0", "p3-leaf0:p3-spine1"))
 MRCCTL = Path(sys.executable).parent / "mrcctl"
+# The timers (docs/experiments.md, "The transport's timers"): the transport's own on the
+# embedded target; on BMv2 a hole is NACKed after 100 ms and the RTO floor is 400 ms,
+# the timers the experiment was measured with there.
+NACK_DELAY: float | None = None
+RTO_MIN: float | None = None
+BMV2_TIMERS = {"nack_delay": 0.1, "rto_min": 0.4}
 
 
 def mrcctl(fn: Any, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -65,13 +71,15 @@ def crossing(fn: Any, src: str, dst: str, link: str) -> set[int]:
     return {p.ev for p in paths(fn.topo, fn.topo.host(src), fn.topo.host(dst)) if link in p.links}
 
 
-def _receivers(fn: Any, workdir: Path, nbytes: int, rate: float) -> dict[str, Any]:
-    """One receiver per destination, for its two transfers, listening."""
+def _receivers(fn: Any, workdir: Path, nbytes: int, rate: float,
+               timers: tuple[float | None, float | None]) -> dict[str, Any]:
+    """One receiver per destination, for its two transfers, listening (``timers``: the
+    NACK delay and the RTO floor, None: the transport's)."""
     out = {}
+    send, recv = C.timer_args(*timers)
     for dst in sorted({d for _, d in FIRST + LATER}):
-        # NACK after 100 ms, RTO at least 400 ms (Python switches on shared cores; see experiments/failure.py)
-        tr = C.Transfer(fn, dst, dst, nbytes, workdir / dst, ["--rate", str(rate), "--rto-min", "0.4"],
-                        ["--nack-delay", "0.1"], timeout=120, count=2)
+        tr = C.Transfer(fn, dst, dst, nbytes, workdir / dst, ["--rate", str(rate), *send], recv,
+                        timeout=120, count=2)
         tr.start_receiver()
         out[dst] = tr
     for tr in out.values():
@@ -120,16 +128,17 @@ def _transfer_figures(fn: Any, res: Any, src: str, dst: str, avoided_by_guard: f
     t0 = float(s.get("started_at_unix") or 0.0)
     cross = crossing(fn, src, dst, CUT)
     retired = {e["ev"]: t0 + e["t"] for e in s.get("ev_events", []) if e["event"] == "retired" and e["ev"] in cross}
+    healthy = {e["ev"] for e in s.get("ev_events", []) if e["event"] == "retired" and e["ev"] not in cross}
     avoided = {ev: min(retired.get(ev, float("inf")), avoided_by_guard or float("inf")) for ev in cross}
     x = s.get("retransmissions") or {}
     return {"src": src, "dst": dst, "ok": ok, "started_at": t0, "retransmissions": x.get("total", 0),
-            "evs_crossing": len(cross), "crossing_retired": len(retired),
+            "evs_crossing": len(cross), "crossing_retired": len(retired), "healthy_retired": len(healthy),
             "last_avoided_at": max(avoided.values(), default=None),
             "completion_time_s": s.get("completion_time_s"), "goodput_bps": s.get("goodput_bps")}
 
 
 def fleet(fn: Any, workdir: Path, *, guard: bool, nbytes: int, rate: float, gap: float, k: int,
-          hold: float) -> dict[str, Any]:
+          hold: float, timers: tuple[float | None, float | None] = (NACK_DELAY, RTO_MIN)) -> dict[str, Any]:
     """One fleet run: the first transfers, the cut, the later ones, the restore."""
     workdir.mkdir(parents=True, exist_ok=True)
     ends = [find_link(fn.topo, CUT).a, find_link(fn.topo, CUT).b]
@@ -139,7 +148,7 @@ def fleet(fn: Any, workdir: Path, *, guard: bool, nbytes: int, rate: float, gap:
     receivers: dict[str, Any] = {}
     try:
         time.sleep(1.0 if guard else 0.0)  # the guard's start-up
-        receivers = _receivers(fn, workdir, nbytes, rate)
+        receivers = _receivers(fn, workdir, nbytes, rate, timers)
         for src, dst in FIRST:
             receivers[dst].start_sender(src)
         time.sleep(1.0)  # the first transfers run
@@ -172,6 +181,7 @@ def fleet(fn: Any, workdir: Path, *, guard: bool, nbytes: int, rate: float, gap:
             "bytes_verified": sum(nbytes for r in rows if r["ok"]),
             "dead_link_packets": dead_link_packets(fn, d, CUT),
             "retransmissions": sum(r["retransmissions"] for r in rows),
+            "healthy_retired": sum(r["healthy_retired"] for r in rows),
             "cut_to_last_crossing_avoided_s": None if last is None or cut_at is None or last == float("inf")
             else last - cut_at,
             "crossing_never_avoided": sum(r["evs_crossing"] for r in rows if r["last_avoided_at"] == float("inf")),
@@ -212,7 +222,8 @@ def figures(d: dict[str, Any]) -> list[str]:
         r = d[key]
         avoided = r["cut_to_last_crossing_avoided_s"]
         lines.append(f"  {key.replace('_', ' ')}: packets sent onto the dead link {r['dead_link_packets']}, "
-                     f"retransmissions {r['retransmissions']}, cut -> last crossing EV avoided "
+                     f"retransmissions {r['retransmissions']}, healthy EVs retired {r.get('healthy_retired', '-')}, "
+                     f"cut -> last crossing EV avoided "
                      f"{'-' if avoided is None else f'{avoided * 1000:.0f} ms'}, bytes verified "
                      f"{r['bytes_verified']} of {d['bytes'] * 8} ({'all' if r['all_ok'] else 'NOT all'})")
     g = d["with_guard"]
@@ -245,7 +256,9 @@ def plot(d: dict[str, Any]) -> Any:
     return fig
 
 
-DEFAULTS = C.Defaults(embedded={"nbytes": 2_000_000, "rate": 1000.0}, bmv2={"nbytes": 400_000, "rate": 300.0},
+TIMERS = {"nack_delay": NACK_DELAY, "rto_min": RTO_MIN}
+DEFAULTS = C.Defaults(embedded={"nbytes": 2_000_000, "rate": 1000.0, **TIMERS},
+                      bmv2={"nbytes": 400_000, "rate": 300.0, **BMV2_TIMERS},
                       shape=FLEET_SHAPE, bmv2_shape={**C.BMV2_SHAPE, **FLEET_SHAPE})
 
 
@@ -260,7 +273,8 @@ def acceptable(d: dict[str, Any]) -> bool:
 
 
 def run_all(opts: C.Options, *, nbytes: int, rate: float, gap: float, k: int, hold: float,
-            localize: bool = True) -> int:
+            localize: bool = True, nack_delay: float | None = NACK_DELAY,
+            rto_min: float | None = RTO_MIN) -> int:
     logging.basicConfig(level=logging.INFO if opts.verbose else logging.WARNING, format="%(name)s: %(message)s")
     if os.geteuid() != 0:
         print("error: the experiments run a Mininet network: run them as root", file=sys.stderr)
@@ -273,13 +287,13 @@ def run_all(opts: C.Options, *, nbytes: int, rate: float, gap: float, k: int, ho
         print(f"error: --target: {exc}", file=sys.stderr)
         return 2
     data: dict[str, Any] = {"bytes": nbytes, "rate_pps": rate, "gap_s": gap, "k": k, "hold_s": hold, "target": target,
-                            "cut": CUT}
+                            "cut": CUT, "timers": {"nack_delay": nack_delay, "rto_min": rto_min}}
     try:
         with tempfile.TemporaryDirectory(prefix="mrc-fleet-") as tmp:
             with C.programmed_fabric(C.topology(**DEFAULTS.fabric_shape(target)), opts.prefix, target=target) as fn:
                 for key, guard in (("without_guard", False), ("with_guard", True)):
                     data[key] = fleet(fn, Path(tmp) / key, guard=guard, nbytes=nbytes, rate=rate, gap=gap, k=k,
-                                      hold=hold)
+                                      hold=hold, timers=(nack_delay, rto_min))
             if localize:
                 with C.programmed_fabric(C.topology(), opts.prefix, target=target) as fn:
                     data["localization"] = localization(fn)
@@ -305,11 +319,14 @@ def cli(nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per tra
         hold: Annotated[float, typer.Option(min=0.0, help="the guard's T (seconds of answered probes)")] = 2.0,
         localize: Annotated[bool, typer.Option("--localize/--no-localize",
                                                help="also cut every spine link in turn and locate it")] = True,
+        nack_delay: Annotated[Optional[float], C.nack_delay_option(DEFAULTS)] = None,
+        rto_min: Annotated[Optional[float], C.rto_min_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     """Run the fleet experiment (see above)."""
     chosen = "bmv2" if target == "bmv2" else "embedded"
-    sizes = DEFAULTS.sizes(chosen, {"nbytes": nbytes, "rate": rate})
+    sizes = DEFAULTS.sizes(chosen, {"nbytes": nbytes, "rate": rate, "nack_delay": nack_delay,
+                                            "rto_min": rto_min})
     return run_all(C.Options(out_dir, prefix, target, verbose), gap=gap, k=k, hold=hold, localize=localize, **sizes)
 
 

@@ -52,10 +52,13 @@ from experiments.trimming import shape, shaped_leaves
 from fabric.entries import ECN_THRESHOLD_HOST
 from cli_common.options import finite
 
-# The limited queue delays packets by up to 32 / PPS seconds: holes are NACKed,
-# and timeouts fire, only well after that.
-NACK_DELAY = 0.3
-RTO_MIN = 0.3
+# The timers (docs/experiments.md, "The transport's timers"): the transport's own on
+# the embedded target (a NACK of a packet only queued is taken back when it arrives,
+# docs/transport.md). BMv2: the limited queue delays packets by up to 32 / PPS seconds
+# (160 ms at 200 packets/s): holes are NACKed, and timeouts fire, only after 0.3 s.
+NACK_DELAY: float | None = None
+RTO_MIN: float | None = None
+BMV2_TIMERS = {"nack_delay": 0.3, "rto_min": 0.3}
 # The network's unloaded RTT through the Python switches (docs/performance.md, "The
 # fabric's one-way delay"): the senders' base RTT for the delay signal (NSCC's
 # configured base RTT). Measured instead, it is the smallest RTT sample, which here
@@ -82,7 +85,8 @@ def margin(senders: int) -> int:
     return senders * 2 * 1
 
 
-def _arguments(fn: Any, senders: list[str], roce_pps: float | None) -> tuple[list[str], list[str], list[list[str]]]:
+def _arguments(fn: Any, senders: list[str], roce_pps: float | None,
+               timers: tuple[float | None, float | None]) -> tuple[list[str], list[str], list[list[str]]]:
     """mrc-send's and mrc-recv's arguments, and each sender's own: MRC-lite's (its
     first windows together no more than the marking threshold of each plane's queue:
     they leave before any feedback), or the baseline's QPs at ``roce_pps``."""
@@ -90,13 +94,14 @@ def _arguments(fn: Any, senders: list[str], roce_pps: float | None) -> tuple[lis
         ports = R.random_ports(len(senders), ROCE_SEED)
         return R.send_args(roce_pps), list(R.TRANSPORT), [["--source-port", str(p)] for p in ports]
     first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
-    return (["--rto-min", str(RTO_MIN), "--initial-window", str(first), "--cc-base-rtt", str(BASE_RTT)],
-            ["--nack-delay", str(NACK_DELAY)], [[] for _ in senders])
+    send, recv = C.timer_args(*timers)
+    return ([*send, "--initial-window", str(first), "--cc-base-rtt", str(BASE_RTT)], recv, [[] for _ in senders])
 
 
-def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int,
-           roce_pps: float | None = None) -> dict[str, Any]:
-    """The incast of MRC-lite, or (``roce_pps``: their line rate) of the baseline's QPs."""
+def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int, roce_pps: float | None = None,
+           timers: tuple[float | None, float | None] = (NACK_DELAY, RTO_MIN)) -> dict[str, Any]:
+    """The incast of MRC-lite (``timers``: its NACK delay and RTO floor, None: the
+    transport's), or (``roce_pps``: their line rate) of the baseline's QPs."""
     workdir.mkdir(parents=True, exist_ok=True)
     inputs = {s: random.Random(f"incast-{s}").randbytes(nbytes) for s in senders}
     for s, data in inputs.items():
@@ -104,7 +109,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int,
     outfile = workdir / "received"
     leaves, port = shaped_leaves(fn, dst)
     before = C.read_counters(fn)
-    send, recv, own = _arguments(fn, senders, roce_pps)
+    send, recv, own = _arguments(fn, senders, roce_pps, timers)
     first = max(2, ECN_THRESHOLD_HOST * fn.topo.planes // len(senders))
     barrier = Barrier(workdir / "barrier", len(senders))
     tr = C.Transfer(fn, senders[0], dst, nbytes, workdir, send,
@@ -160,7 +165,7 @@ def incast(fn: Any, workdir: Path, senders: list[str], dst: str, nbytes: int,
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple[str, ...] = SENDERS,
-        dst: str = DST) -> dict[str, Any]:
+        dst: str = DST, nack_delay: float | None = NACK_DELAY, rto_min: float | None = RTO_MIN) -> dict[str, Any]:
     """Shape the receiver's port, run the incast; put the port back whatever happens."""
     out: dict[str, Any] = {"bytes_per_sender": nbytes, "port_rate_pps": port_rate, "planes": fn.topo.planes,
                            "senders": list(senders), "dst": dst, "ecn_threshold": ECN_THRESHOLD_HOST,
@@ -168,7 +173,7 @@ def run(fn: Any, workdir: Path, *, nbytes: int, port_rate: float, senders: tuple
                            "queue_bound": ECN_THRESHOLD_HOST + margin(len(senders))}
     try:
         shape(fn, dst, port_rate)
-        out.update(incast(fn, workdir, list(senders), dst, nbytes))
+        out.update(incast(fn, workdir, list(senders), dst, nbytes, timers=(nack_delay, rto_min)))
         out["roce"] = incast(fn, workdir / "roce", list(senders), dst, nbytes, port_rate * fn.topo.planes)
     finally:
         shape(fn, dst, None)
@@ -255,7 +260,9 @@ COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 
 # On BMv2: one plane (the limited port the only queue; 10 switches), 4 senders x 150
 # packets into a port drained at 200 packets/s.
-DEFAULTS = C.Defaults(embedded={"nbytes": 1_000_000, "port_rate": 500.0}, bmv2={"nbytes": 150_000, "port_rate": 200.0},
+TIMERS = {"nack_delay": NACK_DELAY, "rto_min": RTO_MIN}
+DEFAULTS = C.Defaults(embedded={"nbytes": 1_000_000, "port_rate": 500.0, **TIMERS},
+                      bmv2={"nbytes": 150_000, "port_rate": 200.0, **BMV2_TIMERS},
                       shape={"hosts_per_leaf": 3}, bmv2_shape={"planes": 1, "hosts_per_leaf": 3})
 EXPERIMENT = C.Experiment("incast", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
@@ -267,10 +274,12 @@ def cli(
         port_rate: Annotated[Optional[float], typer.Option(
             "--port-rate", min=1, callback=finite, help=DEFAULTS.help("port_rate", "the receiver's leaf port, packets/s per plane"))]
         = None,
+        nack_delay: Annotated[Optional[float], C.nack_delay_option(DEFAULTS)] = None,
+        rto_min: Annotated[Optional[float], C.rto_min_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
-                  {"nbytes": nbytes, "port_rate": port_rate})
+                  {"nbytes": nbytes, "port_rate": port_rate, "nack_delay": nack_delay, "rto_min": rto_min})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,9 @@ from cli_common.options import finite
 Method = Literal["netem", "nftables+tbf"]
 NFT_TABLE = "mrc_exp_loss"  # + the network's node prefix: one table per network
 TBF_FACTOR = 1.0  # the bucket's rate against the plane's share of the transfer
+# The timers: the transport's own on both targets (docs/experiments.md, "The
+# transport's timers").
+TIMERS: dict[str, float | None] = {"nack_delay": None, "rto_min": None}
 
 
 def _run(cmd: list[str], input: str | None = None) -> str:
@@ -141,10 +144,12 @@ def qdisc_kinds(intf: str) -> list[str]:
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_ms: float, jitter_ms: float,
-        src: str = "h1", dst: str = "h3", method: str | None = None) -> dict[str, Any]:
+        src: str = "h1", dst: str = "h3", method: str | None = None, nack_delay: float | None = None,
+        rto_min: float | None = None) -> dict[str, Any]:
+    send, recv = C.timer_args(nack_delay, rto_min)
     # the same transfer without impairments first: how much the paths reorder by themselves
-    base = C.run_transfer(fn, src, dst, nbytes, workdir / "baseline", send_args=["--rate", str(rate)],
-                          recv_args=["--nack-delay", "0.05"])
+    base = C.run_transfer(fn, src, dst, nbytes, workdir / "baseline", send_args=["--rate", str(rate), *send],
+                          recv_args=recv)
     base_counts = (base.recv_report.get("connections") or [{}])[0].get("counts", {})
     leaf = fn.topo.host(src).leaf
     lossy, delayed = uplinks(fn, 0, leaf), uplinks(fn, 1, leaf)
@@ -155,8 +160,8 @@ def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, loss: float, delay_
     try:
         imp.loss(lossy, loss)
         imp.delay(delayed, delay_ms, jitter_ms, share)
-        res = C.run_transfer(fn, src, dst, nbytes, workdir / "impaired", send_args=["--rate", str(rate)],
-                             recv_args=["--nack-delay", "0.05"])
+        res = C.run_transfer(fn, src, dst, nbytes, workdir / "impaired", send_args=["--rate", str(rate), *send],
+                             recv_args=recv)
         dropped = imp.lost(lossy)
         held = imp.held_back(delayed)
         ev = min(p.ev for p in paths(fn.topo, fn.topo.host(src), fn.topo.host(dst)) if p.plane == 0)
@@ -241,8 +246,8 @@ def acceptable(d: dict[str, Any]) -> bool:
 # lossy uplinks: a 2% random loss drops none of 200 once in 57 runs (0.98 ** 200), so
 # the test saw no loss now and then; none of 400 once in 3,300.
 _IMPAIRMENTS = {"loss": 2.0, "delay_ms": 5.0, "jitter_ms": 4.0}
-DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 3000.0, **_IMPAIRMENTS},
-                      bmv2={"nbytes": 800_000, "rate": 400.0, **_IMPAIRMENTS})
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 3000.0, **_IMPAIRMENTS, **TIMERS},
+                      bmv2={"nbytes": 800_000, "rate": 400.0, **_IMPAIRMENTS, **TIMERS})
 EXPERIMENT = C.Experiment("loss_reordering", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
@@ -260,11 +265,13 @@ def cli(
             "--jitter", min=0, callback=finite, help=DEFAULTS.help("jitter_ms", "ms of jitter on plane 1's uplinks (netem)"))] = None,
         method: Annotated[Optional[Method], typer.Option(
             "--method", help="default: netem when the kernel has it")] = None,
+        nack_delay: Annotated[Optional[float], C.nack_delay_option(DEFAULTS)] = None,
+        rto_min: Annotated[Optional[float], C.rto_min_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
     return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
                   {"nbytes": nbytes, "rate": rate, "loss": loss, "delay_ms": delay, "jitter_ms": jitter,
-                   "method": method})
+                   "method": method, "nack_delay": nack_delay, "rto_min": rto_min})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,9 @@ from fabric.paths import links
 PLAIN_PORT = 4792  # not 4791: the NIC does not treat it as MRC
 PLAIN_SOURCE_PORT = 40000  # one UDP source port: one flow
 ROCE_SOURCE_PORT = 50000  # the QP's entropy: a fixed one, so every run takes the same path
+# The timers: the transport's own on both targets (docs/experiments.md, "The
+# transport's timers").
+TIMERS: dict[str, float | None] = {"nack_delay": None, "rto_min": None}
 
 
 def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, Any]:
@@ -43,13 +46,14 @@ def loads(fn: Any, before: dict, after: dict, src: str, dst: str) -> dict[str, A
     return {"planes": planes, "spine_up": up, "spine_down": down}
 
 
-def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", dst: str = "h3") -> dict[str, Any]:
+def run(fn: Any, workdir: Path, *, nbytes: int, rate: float, src: str = "h1", dst: str = "h3",
+        nack_delay: float | None = None, rto_min: float | None = None) -> dict[str, Any]:
     """The three transfers, one after the other, each between two counter reads."""
     out: dict[str, Any] = {"bytes": nbytes, "rate_pps": rate, "src": src, "dst": dst}
-    recv = ["--nack-delay", "0.05"]
+    send, recv = C.timer_args(nack_delay, rto_min)
     for name, send_args, recv_args in (
-            ("mrc", ["--rate", str(rate)], recv),
-            ("per_flow", ["--rate", str(rate), "--port", str(PLAIN_PORT), "--source-port", str(PLAIN_SOURCE_PORT),
+            ("mrc", ["--rate", str(rate), *send], recv),
+            ("per_flow", ["--rate", str(rate), *send, "--port", str(PLAIN_PORT), "--source-port", str(PLAIN_SOURCE_PORT),
                           "--ev-list", "1", "--ev-min-active", "1"], [*recv, "--port", str(PLAIN_PORT)]),
             ("roce", R.send_args(rate, source_port=ROCE_SOURCE_PORT), [])):
         before = C.read_counters(fn)
@@ -114,7 +118,8 @@ def acceptable(d: dict[str, Any]) -> bool:
 
 
 # On BMv2: 300 packets at 400 packets/s over 2 planes x 2 spines.
-DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 4000.0}, bmv2={"nbytes": 300_000, "rate": 400.0})
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 4000.0, **TIMERS},
+                      bmv2={"nbytes": 300_000, "rate": 400.0, **TIMERS})
 EXPERIMENT = C.Experiment("spraying", figures, plot, acceptable, DEFAULTS)
 app = C.app(__doc__.split("\n\n")[0])
 
@@ -123,9 +128,12 @@ app = C.app(__doc__.split("\n\n")[0])
 def cli(
         nbytes: Annotated[Optional[int], C.bytes_option(DEFAULTS, "bytes per transfer")] = None,
         rate: Annotated[Optional[float], C.rate_option(DEFAULTS)] = None,
+        nack_delay: Annotated[Optional[float], C.nack_delay_option(DEFAULTS)] = None,
+        rto_min: Annotated[Optional[float], C.rto_min_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run, {"nbytes": nbytes, "rate": rate})
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run,
+                  {"nbytes": nbytes, "rate": rate, "nack_delay": nack_delay, "rto_min": rto_min})
 
 
 def main(argv: list[str] | None = None) -> int:

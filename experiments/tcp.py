@@ -26,6 +26,9 @@ from cli_common.options import finite
 # MRC-lite payload per packet: the host MTU (1460) less IPv6, UDP, BTH and RETH (76),
 # rounded down; TCP's MSS there is 1388 (1460 - IPv6 - TCP with timestamps)
 MTU = 1380
+# The timers: the transport's own on both targets (docs/experiments.md, "The
+# transport's timers").
+TIMERS: dict[str, float | None] = {"nack_delay": None, "rto_min": None}
 
 
 def _flow(fn: Any, module: str, src: str, dst: str, recv_args: list[str], send_args: list[str],
@@ -67,9 +70,10 @@ def udp_stream(fn: Any, src: str, dst: str, nbytes: int, size: int, timeout: flo
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, rate: float | None, mtu: int = MTU, src: str = "h1",
-        dst: str = "h3") -> dict[str, Any]:
-    args = (["--rate", str(rate)] if rate else []) + ["--mtu", str(mtu)]
-    mrc = C.run_transfer(fn, src, dst, nbytes, workdir, send_args=args, recv_args=["--nack-delay", "0.05"])
+        dst: str = "h3", nack_delay: float | None = None, rto_min: float | None = None) -> dict[str, Any]:
+    send, recv = C.timer_args(nack_delay, rto_min)
+    args = (["--rate", str(rate)] if rate else []) + ["--mtu", str(mtu), *send]
+    mrc = C.run_transfer(fn, src, dst, nbytes, workdir, send_args=args, recv_args=recv)
     tcp = tcp_transfer(fn, src, dst, nbytes)
     s = mrc.sender
     return {"bytes": nbytes, "rate_pps": rate, "mtu": mtu, "src": src, "dst": dst,
@@ -103,7 +107,8 @@ def plot(d: dict[str, Any]) -> Any:
 
 
 # On BMv2: 500 packets, MRC-lite paced at 400 packets/s (embedded: window only, 0).
-DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 0.0}, bmv2={"nbytes": 500_000, "rate": 400.0})
+DEFAULTS = C.Defaults(embedded={"nbytes": 8_000_000, "rate": 0.0, **TIMERS},
+                      bmv2={"nbytes": 500_000, "rate": 400.0, **TIMERS})
 
 
 def acceptable(d: dict[str, Any]) -> bool:
@@ -122,12 +127,15 @@ def cli(
             "--rate", min=0, callback=finite, help=DEFAULTS.help("rate", "MRC-lite pacing, packets/s (0: window only)"))] = None,
         mtu: Annotated[int, typer.Option(
             "--mtu", min=1, help="MRC-lite payload bytes per packet")] = MTU,
+        nack_delay: Annotated[Optional[float], C.nack_delay_option(DEFAULTS)] = None,
+        rto_min: Annotated[Optional[float], C.rto_min_option(DEFAULTS)] = None,
         out_dir: C.OutDirOpt = C.RESULTS, prefix: C.PrefixOpt = None, target: C.TargetOpt = "embedded",
         verbose: C.VerboseOpt = False) -> int:
-    def run_one(fn: Any, workdir: Path, *, nbytes: int, rate: float) -> dict[str, Any]:
-        return run(fn, workdir, nbytes=nbytes, rate=rate or None, mtu=mtu)
+    def run_one(fn: Any, workdir: Path, *, nbytes: int, rate: float, **timers: float | None) -> dict[str, Any]:
+        return run(fn, workdir, nbytes=nbytes, rate=rate or None, mtu=mtu, **timers)
 
-    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run_one, {"nbytes": nbytes, "rate": rate})
+    return C.main(EXPERIMENT, C.Options(out_dir, prefix, target, verbose), run_one,
+                  {"nbytes": nbytes, "rate": rate, "nack_delay": nack_delay, "rto_min": rto_min})
 
 
 def main(argv: list[str] | None = None) -> int:

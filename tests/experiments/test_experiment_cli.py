@@ -69,6 +69,7 @@ def test_a_bad_option_is_one_error_line_and_status_2(name: str, argv: list[str],
 @pytest.mark.parametrize(("name", "argv"), [
     ("spraying", ["--rate", "inf"]), ("tcp", ["--rate", "inf"]), ("trimming", ["--port-rate", "inf"]),
     ("incast", ["--port-rate", "inf"]), ("ecmp", ["--link-rate", "inf"]), ("failure", ["--down-for", "inf"]),
+    ("failure", ["--nack-delay", "inf"]), ("failure", ["--rto-min", "inf"]),
     ("loss_reordering", ["--delay", "inf"]), ("loss_reordering", ["--jitter", "inf"])])
 def test_an_infinite_rate_or_time_is_one_error_line_and_status_2(name: str, argv: list[str],
                                                                  monkeypatch: pytest.MonkeyPatch,
@@ -184,3 +185,73 @@ def test_the_bmv2_defaults_fit_the_bmv2_fabric() -> None:
     assert failure.fabric_links(",".join(d.bmv2["links"]), d.fabric_shape("bmv2")) == d.bmv2["links"]
     with pytest.raises(Exception, match="p2-leaf0:p2-spine1"):
         failure.fabric_links("p2-leaf0:p2-spine1", d.fabric_shape("bmv2"))
+
+
+# Each experiment's timers, (NACK delay, RTO floor) on the embedded target and on
+# BMv2, as docs/experiments.md "The transport's timers" gives them (None: the transport's).
+TIMERS = {"failure": ((None, None), (0.1, 0.4)), "spraying": ((None, None), (None, None)),
+          "tcp": ((None, None), (None, None)), "loss_reordering": ((None, None), (None, None)),
+          "trimming": ((0.15, None), (0.3, 0.3)), "incast": ((None, None), (0.3, 0.3)), "fleet": ((None, None), (0.1, 0.4))}
+
+
+@pytest.mark.parametrize("name", sorted(TIMERS))
+@pytest.mark.parametrize(("argv", "target"), [([], "embedded"), (["--target", "bmv2"], "bmv2"),
+                                              (["--nack-delay", "0.02", "--rto-min", "0.25"], "embedded"),
+                                              (["--target", "bmv2", "--nack-delay", "0.005"], "bmv2")])
+def test_the_timers_are_the_targets_default_or_the_options(name: str, argv: list[str], target: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = importlib.import_module(f"experiments.{name}")
+    got: list[dict[str, Any]] = []
+    monkeypatch.delenv(C.TARGET_ENV, raising=False)
+    monkeypatch.setattr(C, "main", lambda exp, opts, run, given=None: got.append(
+        exp.defaults.sizes(opts.target, given)) or 7)
+    if name == "fleet":  # its own runner, given the sizes
+        monkeypatch.setattr(mod, "run_all", lambda opts, **kw: got.append(kw) or 7)
+    assert mod.main(argv) == 7
+    nack, rto = TIMERS[name][target == "bmv2"]
+    if "--nack-delay" in argv:
+        nack = float(argv[argv.index("--nack-delay") + 1])
+    if "--rto-min" in argv:
+        rto = float(argv[argv.index("--rto-min") + 1])
+    assert (got[0]["nack_delay"], got[0]["rto_min"]) == (nack, rto)
+
+
+@pytest.mark.parametrize("argv", [["--nack-delay", "-0.1"], ["--rto-min", "-1"], ["--rto-min", "x"]])
+def test_a_negative_or_unreadable_timer_is_one_error_line_and_status_2(argv: list[str],
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import failure
+
+    monkeypatch.setattr(C, "main", lambda *a: pytest.fail("the runner must not start on a bad option"))
+    assert failure.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and argv[0] in err[0], err
+
+
+def test_a_timer_not_given_is_left_to_the_transport() -> None:
+    """mrc-send takes --rto-min, mrc-recv --nack-delay (endpoints/cli.py); None: no
+    option at all, so the endpoint's own default holds."""
+    assert C.timer_args(None, None) == ([], [])
+    assert C.timer_args(0.1, 0.4) == (["--rto-min", "0.4"], ["--nack-delay", "0.1"])
+    assert C.timer_args(None, 0.3) == (["--rto-min", "0.3"], [])
+
+
+def test_fleet_counts_the_healthy_evs_a_sender_retired() -> None:
+    """A retired EV whose path avoids the cut cable is healthy. h1 -> h7 (leaf 0 to
+    leaf 1) has 64 EVs over 8 paths, EV k on plane k mod 4 and spine k div 4 mod 2
+    (fabric/plan.py): 0x1000 + 8k cross p0-leaf0:p0-spine0, 0x1001 (plane 1) does not,
+    and an EV counts once however often it is retired."""
+    from types import SimpleNamespace
+
+    from experiments import fleet
+    from topologies.transfer import TransferResult
+
+    assert fleet.CUT == "p0-leaf0:p0-spine0" and ("h1", "h7") in fleet.FIRST
+    events = [{"t": 0.1, "ev": 0x1000, "event": "retired", "cause": "nack"},
+              {"t": 0.1, "ev": 0x1008, "event": "retired", "cause": "nack"},
+              {"t": 0.2, "ev": 0x1001, "event": "retired", "cause": "nack"},
+              {"t": 0.3, "ev": 0x1001, "event": "restored", "cause": "late"},
+              {"t": 0.4, "ev": 0x1001, "event": "retired", "cause": "nack"}]
+    res = TransferResult("h1", "h7", 1000, [0], 0, [{"ok": True, "started_at_unix": 100.0, "ev_events": events}], {}, [])
+    row = fleet._transfer_figures(SimpleNamespace(topo=C.topology(**fleet.FLEET_SHAPE)), res, "h1", "h7", None)
+    assert (row["evs_crossing"], row["crossing_retired"], row["healthy_retired"]) == (8, 2, 1)
