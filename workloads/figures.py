@@ -81,6 +81,7 @@ def report(raw: Mapping[str, Any], capacity_bps: float | None) -> dict[str, Any]
         "all_verified": bool(flows) and all(f["verified"] for f in flows),
         "flows_failed": sum(1 for f in flows if f["error"]),
         "link_use": link_use(raw.get("link_packets", {}), raw.get("links", [])),
-        "healthy_evs_retired": raw.get("healthy_evs_retired"), "cut": raw.get("cut"),
+        "healthy_evs_retired": raw.get("healthy_evs_retired"), "healthy_retirements": raw.get("healthy_retirements", []),
+        "cut": raw.get("cut"),
         "flows": flows, "errors": list(raw.get("errors", [])),
     }

@@ -208,12 +208,22 @@ def crossing(topo: Any, link: str, src: str, dst: str) -> set[int]:
     return {p.ev for p in paths(topo, topo.host(src), topo.host(dst)) if link in p.links}
 
 
-def _healthy_retired(topo: Any, spec: JobSpec, records: list[dict[str, Any]]) -> int:
-    n = 0
+def healthy_retirements(topo: Any, spec: JobSpec, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each EV a flow's sender retired (not carried in) whose path avoids the cut cable
+    (every path, without a cut): the flow, the EV, when it was first retired and when a
+    late packet took that back (seconds after the sender's start; None: not known, or
+    not taken back)."""
+    out = []
     for r in records:
         cross = crossing(topo, spec.cut.link, r["src_host"], r["dst_host"]) if spec.cut else set()
-        n += len(set(r.get("evs_retired", [])) - cross)
-    return n
+        for ev in sorted(set(r.get("evs_retired", [])) - cross):
+            evs = [e for e in r.get("ev_events", []) if e[1] == ev]
+            retired = next((e[0] for e in evs if e[2] == "retired"), None)
+            back = next((e[0] for e in evs if e[2] == "restored" and e[3] == "late" and retired is not None
+                         and e[0] >= retired), None)
+            out.append({"iteration": r["iteration"], "src": r["src_host"], "dst": r["dst_host"], "ev": ev,
+                        "retired_s": retired, "taken_back_s": back})
+    return out
 
 
 def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = None) -> dict[str, Any]:
@@ -237,11 +247,12 @@ def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = N
     finally:
         agents.stop()
     records = sorted(run.records.values(), key=lambda r: (r["iteration"], r["id"]))
+    healthy = healthy_retirements(fn.topo, spec, records)
     return {"job": spec.schedule.name, "transport": spec.transport.name, "hosts": list(spec.hosts),
             "iterations": spec.iterations, "steps": spec.schedule.steps, "started_at": t0, "ended_at": end,
             "iteration_starts": run.sched.started_at[:len(run.sched.ended_at)], "iteration_ends": run.sched.ended_at,
             "flows": records, "errors": run.errors, "cut": None if spec.cut is None else {
                 "link": spec.cut.link, "at_s": spec.cut.at, "down_for_s": spec.cut.down_for, "log": run.cut_log},
-            "healthy_evs_retired": _healthy_retired(fn.topo, spec, records),
+            "healthy_evs_retired": len(healthy), "healthy_retirements": healthy,
             "link_packets": fabric_links.packets(fn, before, after), "links": fabric_links.fabric_links(fn.topo),
             "background": [list(p) for p in spec.background]}
