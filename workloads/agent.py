@@ -297,7 +297,7 @@ class Agent:
         rtx = rep["retransmissions"]
         return {"ok": bool(s.ok and s.finished), "error": rep.get("error") or (None if s.finished else late),
                 "retransmissions": rtx["total"], "resent_by": {k: rtx[k] for k in ("timeout", "nack", "trim_nack")},
-                "rto_s": rep["rto_s"], "srtt_s": rep["srtt_s"],
+                "rto_s": rep["rto_s"], "srtt_s": rep["srtt_s"], "control": rep["control"],
                 "ev_events": [[round(e["t"], 4), e["ev"], e["event"], e["cause"]] for e in events
                               if e.get("cause") != CARRIED],
                 "evs_retired": [e["ev"] for e in events if e.get("event") == "retired" and e.get("cause") != CARRIED],
