@@ -31,9 +31,10 @@ def _round(times_s: list[float], *, asked: int = 2, failed: bool = False, health
     return {"iterations": [{"start_s": s, "time_s": t} for s, t in zip(starts, times_s, strict=True)], "flows": flows,
             "iteration_s": summary(times_s), "iterations_asked": asked,
             "complete": len(times_s) == asked and not failed, "all_verified": not failed,
-            "healthy_evs_retired": healthy, "healthy_retirements": [
-                {"iteration": 0, "src": "h1", "dst": "h3", "ev": 4148, "retired_s": 0.084, "taken_back_s": 0.086}
-            ] * healthy,
+            "healthy_evs_retired": healthy, "healthy_retirements": [  # the first taken back, the second not
+                {"iteration": 0, "src": "h1", "dst": "h3", "ev": 4148, "retired_s": 0.084, "taken_back_s": 0.086},
+                {"iteration": 1, "src": "h4", "dst": "h1", "ev": 4101, "retired_s": 0.2, "taken_back_s": None},
+            ][:healthy],
             "cut": None if cut_at is None else {"log": [{"down": True, "t": cut_at}, {"down": False, "t": cut_at + 2}]}}
 
 
@@ -79,9 +80,9 @@ def test_the_lines_and_the_verdict() -> None:
 
 
 def test_a_healthy_ev_taken_back_is_still_counted() -> None:
-    d = _data([1.0, 1.5, 1.0, 1.1], healthy=1)
+    d = _data([1.0, 1.5, 1.0, 1.1], healthy=2)
     assert d["runs"]["MRC-lite cut"]["healthy_taken_back"] == 1
-    assert "healthy EVs retired 1 (1 taken back as late), retransmissions 8" in W.figures(d)[2]
+    assert "healthy EVs retired 2 (1 taken back as late), retransmissions 8" in W.figures(d)[2]
     assert not W.acceptable(d)
 
 
