@@ -18,6 +18,7 @@ retired), the packets on each fabric link.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -52,7 +53,31 @@ def pooled(reps: list[dict[str, Any]]) -> dict[str, Any]:
             "complete": all(r["complete"] for r in reps), "all_verified": all(r["all_verified"] for r in reps),
             "failed": [f for f in flows if f["error"]],
             "healthy_evs_retired": sum(r["healthy_evs_retired"] or 0 for r in reps),
-            "retransmissions": sum(f["retransmissions"] or 0 for f in flows), "rounds": reps}
+            "healthy_taken_back": sum(1 for r in reps for h in r.get("healthy_retirements", [])
+                                      if h["taken_back_s"] is not None),
+            "retransmissions": sum(f["retransmissions"] or 0 for f in flows),
+            "resent_on_timeout": sum(f["resent_by"]["timeout"] for f in flows if "resent_by" in f)
+            if any("resent_by" in f for f in flows) else None, "rounds": reps}
+
+
+def cut_iteration(rep: dict[str, Any]) -> dict[str, Any] | None:
+    """The iteration of a run's report that was running when its cable went down (the
+    cut log's time), or None (no cut, or it fell between iterations or after the last)."""
+    downs = [c["t"] for c in (rep.get("cut") or {}).get("log", []) if c["down"]]
+    if not downs:
+        return None
+    return next((it for it in rep["iterations"] if it["start_s"] <= downs[0] < it["start_s"] + it["time_s"]), None)
+
+
+def within_rounds(d: dict[str, Any], name: str) -> list[float | None]:
+    """Per round: the time of the iteration the cable went down in over the p50 of the
+    clean run of the same round (run just before it, under the same load); None when
+    the cut fell between iterations or the round's job stopped before."""
+    out: list[float | None] = []
+    for cut, clean in zip(d["runs"][f"{name} cut"]["rounds"], d["runs"][f"{name} clean"]["rounds"], strict=True):
+        it, p50 = cut_iteration(cut), clean["iteration_s"].get("p50")
+        out.append(None if it is None or not p50 else it["time_s"] / p50)
+    return out
 
 
 def run(fn: Any, workdir: Path, *, nbytes: int, iterations: int, rounds: int, cut_at: float,
@@ -89,15 +114,25 @@ def _ratio(d: dict[str, Any], name: str) -> str:
     return f"{cut / clean:.2f}" if done and cut < float("inf") else "- (the job did not complete)"
 
 
+def _run_line(r: Mapping[str, Any]) -> str:
+    """One kind of run's line: its iterations, FCT, verdict, healthy EVs retired (how
+    many of them a late packet took back), resends (how many on timeouts)."""
+    back = f" ({r['healthy_taken_back']} taken back as late)" if r["healthy_taken_back"] else ""
+    timeouts = "" if r["resent_on_timeout"] is None else f" ({r['resent_on_timeout']} on timeouts)"
+    return (f"iteration {times(r['iteration_s'])}; FCT p99 {r['fct_s'].get('p99', 0):.3f} s; {r['iterations_done']}/"
+            f"{r['iterations_asked']} iterations, {verdict(r)}, healthy EVs retired {r['healthy_evs_retired']}{back}, "
+            f"retransmissions {r['retransmissions']}{timeouts}")
+
+
 def figures(d: dict[str, Any]) -> list[str]:
     lines = [f"ring all-reduce of {d['bytes']:,} bytes over {','.join(d['ring'])}, {d['rounds']} rounds of "
              f"{d['iterations']} iterations per run; "
              f"cable {d['link']} cut {d['cut_at_s']:g} s into the job, restored {d['down_for_s']:g} s later"]
-    lines += run_lines(d["runs"], lambda r: (
-        f"iteration {times(r['iteration_s'])}; FCT p99 {r['fct_s'].get('p99', 0):.3f} s; {r['iterations_done']}/"
-        f"{r['iterations_asked']} iterations, {verdict(r)}, healthy EVs retired {r['healthy_evs_retired']}, "
-        f"retransmissions {r['retransmissions']}"))
+    lines += run_lines(d["runs"], _run_line)
     lines.append(f"  p99 iteration with the cut / clean: MRC-lite {_ratio(d, 'MRC-lite')}; RoCE {_ratio(d, 'RoCE')}")
+    rounds = "; ".join(f"{name} {' '.join('-' if x is None else f'{x:.2f}' for x in within_rounds(d, name))}"
+                       for name in NAMES.values())
+    lines.append(f"  the iteration the cable went down in / the same round's clean p50, per round: {rounds}")
     return lines
 
 

@@ -69,6 +69,15 @@ class Options:
     ack_delay: float = ReceiverConfig.ack_delay
 
 
+def sender_config(t: Transport, seed: int, rto_min: float) -> SenderConfig:
+    """An MRC-lite sender's configuration in a job: ``t``'s spraying, the RTO floor
+    ``rto_min``. A floor above the default ceiling (links limited to a few packets/s,
+    whose queues delay by seconds) raises the ceiling and the first RTO with it."""
+    return SenderConfig(spray=t.spray, seed=seed, rto_min=rto_min, rto_initial=max(SenderConfig.rto_initial, rto_min),
+                        rto_max=max(SenderConfig.rto_max, 4 * rto_min),
+                        ev_min_active=1 if t.per_flow else SenderConfig.ev_min_active)
+
+
 @dataclass
 class Flight:
     """One transfer this host sends."""
@@ -129,17 +138,12 @@ class Agent:
         self.emit(ev="start", flow=flow, t=now, sha256=f.sender.digest.hex())
 
     def _mrc_flight(self, flow: int, dst: str, to: str, data: bytearray, now: float, seed: int) -> Flight:
-        """An MRC-lite sender. An RTO floor above the default ceiling (links limited to
-        a few packets/s, whose queues delay by seconds) raises the ceiling and the first
-        RTO with it."""
+        """An MRC-lite sender (``sender_config``), starting with the EVs the connection
+        holds ASSUMED_BAD retired."""
         t = self.opts.transport
         cfg_seed = flow + (seed << 32)
         while True:
-            cfg = SenderConfig(spray=t.spray, seed=cfg_seed, rto_min=self.opts.rto_min,
-                               rto_initial=max(SenderConfig.rto_initial, self.opts.rto_min),
-                               rto_max=max(SenderConfig.rto_max, 4 * self.opts.rto_min),
-                               ev_min_active=1 if t.per_flow else SenderConfig.ev_min_active)
-            sender = Sender(data, self._evs(dst)[0], cfg, now=now)
+            sender = Sender(data, self._evs(dst)[0], sender_config(t, cfg_seed, self.opts.rto_min), now=now)
             if sender.qp not in self.flights:
                 break
             cfg_seed += 1 << 20
@@ -235,7 +239,8 @@ class Agent:
         for c in self.receiver.completed[self.seen:]:
             self.emit(ev="recv", t=c.completed_at, opened=c.opened_at, peer=str(c.peer[0]), peer_port=int(c.peer[1]),
                       sha256=c.digest.hex(),
-                      bytes=c.length, verified=c.state == STATE_VERIFIED)
+                      bytes=c.length, verified=c.state == STATE_VERIFIED,
+                      reorder_s=c.reorder if isinstance(c, Connection) else None)
             c.buf = bytearray()  # every later packet of it is a duplicate: its bytes are not needed again
             if isinstance(c, Connection):
                 c.view = memoryview(c.buf)
@@ -289,8 +294,12 @@ class Agent:
         rep = s.report()
         events = rep.get("ev_events", [])
         self.bad[dst] = {ev for ev, st in s.evs.items() if st.state == ASSUMED_BAD}
+        rtx = rep["retransmissions"]
         return {"ok": bool(s.ok and s.finished), "error": rep.get("error") or (None if s.finished else late),
-                "retransmissions": rep["retransmissions"]["total"],
+                "retransmissions": rtx["total"], "resent_by": {k: rtx[k] for k in ("timeout", "nack", "trim_nack")},
+                "rto_s": rep["rto_s"], "srtt_s": rep["srtt_s"], "control": rep["control"],
+                "ev_events": [[round(e["t"], 4), e["ev"], e["event"], e["cause"]] for e in events
+                              if e.get("cause") != CARRIED],
                 "evs_retired": [e["ev"] for e in events if e.get("event") == "retired" and e.get("cause") != CARRIED],
                 "evs_carried": [e["ev"] for e in events if e.get("event") == "retired" and e.get("cause") == CARRIED],
                 "evs_recovered": [e["ev"] for e in events if e.get("event") in ("recovered", "restored")],

@@ -204,7 +204,8 @@ def workload(
     seed: Annotated[int, typer.Option("--seed", help="the senders' seeds (spraying, QPs) and data")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", min=1, callback=finite,
                                            help="give the job up after this many seconds without an arrival")] = 60.0,
-    rto_min: Annotated[float, typer.Option("--rto-min", min=0.001, callback=finite)] = 0.05,
+    rto_min: Annotated[float, typer.Option("--rto-min", min=0.001, callback=finite,
+                                           help="the senders' RTO floor, s")] = JobSpec.rto_min,
     nack_delay: Annotated[float, typer.Option("--nack-delay", min=0, callback=finite)] = 0.005,
     capacity: Annotated[Optional[float], typer.Option(
         "--capacity", min=1, callback=finite, help="a path's capacity, b/s, for the slowdowns (default: measured, "

@@ -46,7 +46,8 @@ def flow_figures(raw: Mapping[str, Any], capacity_bps: float | None) -> list[dic
                     "dst": f["dst_host"], "bytes": f["size"], "bytes_received": f.get("received_bytes"), "fct_s": fct, "slowdown": sd,
                     "verified": bool(f.get("verified")), "retransmissions": f.get("retransmissions"),
                     "evs_retired": f.get("evs_retired", []), "error": f.get("error"),
-                    **({"qp_ev": f["qp_ev"], "source_port": f.get("source_port")} if "qp_ev" in f else {})})
+                    **({"qp_ev": f["qp_ev"], "source_port": f.get("source_port")} if "qp_ev" in f else {}),
+                    **({"resent_by": f["resent_by"]} if "resent_by" in f else {})})
     return out
 
 
@@ -80,6 +81,7 @@ def report(raw: Mapping[str, Any], capacity_bps: float | None) -> dict[str, Any]
         "all_verified": bool(flows) and all(f["verified"] for f in flows),
         "flows_failed": sum(1 for f in flows if f["error"]),
         "link_use": link_use(raw.get("link_packets", {}), raw.get("links", [])),
-        "healthy_evs_retired": raw.get("healthy_evs_retired"), "cut": raw.get("cut"),
+        "healthy_evs_retired": raw.get("healthy_evs_retired"), "healthy_retirements": raw.get("healthy_retirements", []),
+        "cut": raw.get("cut"),
         "flows": flows, "errors": list(raw.get("errors", [])),
     }

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from endpoints.transport import SenderConfig
 from fabric.paths import paths
 from controller.cable_cuts import set_link
 from workloads import fabric_links
@@ -29,6 +30,7 @@ from workloads.transports import Transport
 ITERATION_KEYS = 40_000  # a flow's key: iteration * ITERATION_KEYS + id (its data's seed, its per-flow port)
 BACKGROUND_KEY = 30_000  # background flows: keys from here
 QP_FIELDS = ("qp_ev", "source_port", "qp_state", "timeouts", "longest_stall_s")  # a RoCE QP's (roce_flows.py)
+MRC_FIELDS = ("resent_by", "ev_events", "rto_s", "srtt_s", "control")  # an MRC-lite sender's: its resends by cause, its EVs' state changes
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,13 @@ class JobSpec:
     cut: Cut | None = None
     background: tuple[tuple[str, str], ...] = ()  # host pairs with a flow running through the job
     background_bytes: int = 500_000
-    rto_min: float = 0.05
+    # The senders' RTO floor: the transport's own. A timeout blames no EV, a loss NACK
+    # does, and a receiver NACKs a hole only after its reordering window (which the
+    # agents carry from a peer's transfers to its next, tens of ms on a loaded
+    # machine): a floor below that window plus the RTT resends a dead path's packets
+    # on timeouts before any NACK, so the path is never retired and costs an RTO in
+    # every later transfer (docs/workloads.md, "Timers").
+    rto_min: float = SenderConfig.rto_min
     nack_delay: float = 0.005
     ack_delay: float = 0.001  # an arrival without ack_req is acknowledged within this (the receivers')
     seed: int = 0  # the senders' seeds and the data's
@@ -110,7 +118,8 @@ class _Run:
         if key not in self.records:  # a background flow's (its sender may have ended first)
             return
         rec = self.records[key]
-        rec.update(arrived=ev["t"], verified=ev["verified"], opened=ev["opened"], received_bytes=ev["bytes"])
+        rec.update(arrived=ev["t"], verified=ev["verified"], opened=ev["opened"], received_bytes=ev["bytes"],
+                   reorder_s=ev.get("reorder_s"))
         if not ev["verified"]:
             self.errors.append(f"flow {rec['id']} of iteration {rec['iteration']} ({rec['src_host']} -> "
                                f"{rec['dst_host']}): its bytes' SHA-256 differs from the sender's")
@@ -134,7 +143,7 @@ class _Run:
         rec.update(sent=ev["t"], sent_ok=ev["ok"], retransmissions=ev["retransmissions"],
                    evs_retired=ev["evs_retired"], evs_carried=ev.get("evs_carried", []),
                    evs_recovered=ev.get("evs_recovered", []), per_plane_packets=ev["per_plane_packets"],
-                   error=ev.get("error"), **{k: ev[k] for k in QP_FIELDS if k in ev})
+                   error=ev.get("error"), **{k: ev[k] for k in (*QP_FIELDS, *MRC_FIELDS) if k in ev})
         if not ev["ok"]:
             self.errors.append(f"flow {rec['id']} of iteration {rec['iteration']} ({rec['src_host']} -> "
                                f"{rec['dst_host']}): {ev.get('error') or 'not verified'}")
@@ -199,12 +208,22 @@ def crossing(topo: Any, link: str, src: str, dst: str) -> set[int]:
     return {p.ev for p in paths(topo, topo.host(src), topo.host(dst)) if link in p.links}
 
 
-def _healthy_retired(topo: Any, spec: JobSpec, records: list[dict[str, Any]]) -> int:
-    n = 0
+def healthy_retirements(topo: Any, spec: JobSpec, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each EV a flow's sender retired (not carried in) whose path avoids the cut cable
+    (every path, without a cut): the flow, the EV, when it was first retired and when a
+    late packet took that back (seconds after the sender's start; None: not known, or
+    not taken back)."""
+    out = []
     for r in records:
         cross = crossing(topo, spec.cut.link, r["src_host"], r["dst_host"]) if spec.cut else set()
-        n += len(set(r.get("evs_retired", [])) - cross)
-    return n
+        for ev in sorted(set(r.get("evs_retired", [])) - cross):
+            evs = [e for e in r.get("ev_events", []) if e[1] == ev]
+            retired = next((e[0] for e in evs if e[2] == "retired"), None)
+            back = next((e[0] for e in evs if e[2] == "restored" and e[3] == "late" and retired is not None
+                         and e[0] >= retired), None)
+            out.append({"iteration": r["iteration"], "src": r["src_host"], "dst": r["dst_host"], "ev": ev,
+                        "retired_s": retired, "taken_back_s": back})
+    return out
 
 
 def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = None) -> dict[str, Any]:
@@ -228,11 +247,12 @@ def run_job(fn: Any, spec: JobSpec, workdir: Path, progress: Progress | None = N
     finally:
         agents.stop()
     records = sorted(run.records.values(), key=lambda r: (r["iteration"], r["id"]))
+    healthy = healthy_retirements(fn.topo, spec, records)
     return {"job": spec.schedule.name, "transport": spec.transport.name, "hosts": list(spec.hosts),
             "iterations": spec.iterations, "steps": spec.schedule.steps, "started_at": t0, "ended_at": end,
             "iteration_starts": run.sched.started_at[:len(run.sched.ended_at)], "iteration_ends": run.sched.ended_at,
             "flows": records, "errors": run.errors, "cut": None if spec.cut is None else {
                 "link": spec.cut.link, "at_s": spec.cut.at, "down_for_s": spec.cut.down_for, "log": run.cut_log},
-            "healthy_evs_retired": _healthy_retired(fn.topo, spec, records),
+            "healthy_evs_retired": len(healthy), "healthy_retirements": healthy,
             "link_packets": fabric_links.packets(fn, before, after), "links": fabric_links.fabric_links(fn.topo),
             "background": [list(p) for p in spec.background]}
