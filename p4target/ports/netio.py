@@ -400,6 +400,8 @@ class NetIO:
         for rp in self._ring_ports:
             if drain_ring(rp, dev):
                 busy = True
+        if not busy and self._ring_ports:
+            self._clear_ring_errors()
         dev_poll = getattr(dev, "poll", None)
         if dev_poll is not None:
             self._queue_wait = dev_poll()
@@ -416,6 +418,23 @@ class NetIO:
             self._next_flush = now + 0.2
             self._flush_pcaps()
         return busy
+
+    def _clear_ring_errors(self) -> None:
+        """Read the pending error of every ring port's socket that has one. The kernel
+        sets ENETDOWN on a packet socket whose interface goes down, and every wait
+        reports it (EPOLLERR) until it is read, even after the link is back; a ring's
+        socket is never read with ``recv``, so unread, it would keep the rings'
+        descriptor ready and the loop would never sleep again. Called after a round
+        whose rings had no frame: one ``epoll_wait`` that returns at once."""
+        assert self._ring_epoll is not None
+        for fd, events in self._ring_epoll.poll(0):
+            p = self._by_fd.get(fd)
+            if events & select.EPOLLERR and p is not None and p.sock is not None:
+                try:
+                    err = p.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                except OSError:
+                    continue
+                log.debug("port %d (%s): socket error %s read", p.number, p.name, os.strerror(err) if err else 0)
 
     def _control(self, timeout: float, dev: Any) -> bool:
         """Wait up to ``timeout`` in epoll and handle what it has: ports on plain

@@ -370,3 +370,38 @@ def test_outputs_alternating_ports_leave_each_port_whole_and_in_order():
     assert len(got2) == 200 and got2 == [f for i, f in enumerate(sent) if to_port(i) == 2]
     assert len(got3) == 100 and got3 == [f for i, f in enumerate(sent) if to_port(i) == 3]
     assert nio.stats()[2].tx == 200 and nio.stats()[3].tx == 100
+
+
+@pytest.mark.root
+def test_a_port_set_down_and_up_leaves_the_loop_able_to_sleep(lab):
+    """The kernel marks a packet socket whose interface goes down with an error
+    (ENETDOWN) that every wait reports until it is read, even once the link is up
+    again: a ring's socket is never read with ``recv``, so the loop must read the
+    error itself, or its receive rings' descriptor stays ready and the loop (a
+    switch, a group of switches) never sleeps again. The loop is run here round by
+    round in this thread, and the rings' descriptor looked at between rounds."""
+    import select
+
+    dev = BatchWire()
+    nio = NetIO(dev, {1: "p4ta1", 2: "p4tb1"}, netns=lab.ns, poll_interval=30.0)
+    nio.begin()
+    try:
+        def rounds_then_ready(n: int = 5) -> bool:
+            for _ in range(n):
+                nio.round(wait=False)
+            return bool(select.select([nio.ring_fd], [], [], 0)[0])
+
+        assert not rounds_then_ready()  # idle: nothing to read, the loop may sleep
+        lab.link("p4ta1", "down")  # the switch's own side of the cable, as a cut sets it
+        assert wait_for(lambda: (nio.round(wait=False), dev.status.get(1))[1] is False, timeout=5.0)
+        lab.link("p4ta1", "up")
+        assert wait_for(lambda: (nio.round(wait=False), dev.status.get(1))[1] is True, timeout=5.0)
+        assert not rounds_then_ready()
+        a, b = lab.socket("p4ta0"), lab.socket("p4tb0")  # and the port still forwards
+        f = frame(1, 200)
+        a.send(f)
+        assert wait_for(lambda: (nio.round(wait=False), nio.stats()[1].rx)[1] == 1, timeout=3.0)
+        assert recv_frames(b, timeout=2.0, want=1) == [f]
+    finally:
+        nio.end()
+        nio.close()
