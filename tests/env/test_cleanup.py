@@ -164,7 +164,8 @@ def test_node_record_is_the_same_file_in_topologies_and_cleanup(tmp_path) -> Non
     topo = from_parameters(planes=1, spines=1, leaves=2, hosts_per_leaf=1)
     write_nodes_record(tmp_path, topo, node_names(topo))
     rec = recorded(tmp_path)
-    assert rec.nodes == {"h1", "h2", "nic1", "nic2", "p0-leaf0", "p0-leaf1", "p0-spine0"}
+    # the Mininet nodes, and the event collector (no node, but it carries the mark "events")
+    assert rec.nodes == {"h1", "h2", "nic1", "nic2", "p0-leaf0", "p0-leaf1", "p0-spine0", "events"}
     # the switch ends: NICs' ports 0 and 1, each leaf's host port and uplink, the spine's two ports
     assert rec.interfaces == {"nic1-eth0", "nic1-eth1", "nic2-eth0", "nic2-eth1", "p0-leaf0-eth1", "p0-leaf0-eth2",
                               "p0-leaf1-eth1", "p0-leaf1-eth2", "p0-spine0-eth1", "p0-spine0-eth2"}
