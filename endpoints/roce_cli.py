@@ -226,6 +226,9 @@ def print_sender(rep: dict[str, Any]) -> None:
     typer.echo(f"go-back-N: {g['rewinds']} rewinds, {g['resent']} packets resent, {g['naks_received']} NAKs, "
                f"{g['timeouts']} timeouts, {g['retries_most_in_row']} of {g['retry_count']} retries in a row at "
                f"most; longest stall {rep['longest_stall_s'] * 1e3:.1f} ms")
+    connect = rep["connect_s"]
+    typer.echo(f"connection: {rep['control']['open_sent']} OPEN(s) sent, "
+               + ("never accepted" if connect is None else f"accepted after {connect * 1e3:.1f} ms"))
     r = rep["rate_bps"]
     typer.echo(f"rate control {rep['cc']}: {rep['cnps_received']} CNPs, rate min {human_bps(r['min'])}, final "
                f"{human_bps(r['final'])} (line {human_bps(r['line'])})")

@@ -45,6 +45,7 @@ def sender_report(s: RoceSender) -> dict[str, Any]:
             "ack_timeout_s": s.cfg.ack_timeout,
         },
         "longest_stall_s": s.longest_stall,
+        "connect_s": None if s.connected_at is None else s.connected_at - s.start,
         "acks_received": c["acks_received"],
         "cc": s.cfg.cc,
         "cnps_received": c["cnps_received"],

@@ -101,6 +101,7 @@ class RoceSender:
         self._timer = now  # the local ACK timer: (re)armed on progress and on every retry
         self._progress_at = now  # the acknowledged PSN last moved (or sending began)
         self.longest_stall = 0.0
+        self.connected_at: float | None = None  # the responder accepted the OPEN
         self.counts: Counter[str] = Counter()
         self.drops: Counter[str] = Counter()
         self.acked_bytes = 0
@@ -313,6 +314,7 @@ class RoceSender:
             return
         if st.state == wire.STATE_ACCEPTED and self.state == "opening":
             self.rqp, self.rkey, self.vaddr = st.receiver_qp, st.rkey, st.vaddr
+            self.connected_at = now
             self.state = "sending" if self.n_packets else "verifying"
             self._next_send = self._timer = self._progress_at = now
         elif st.state == wire.STATE_REFUSED and self.state == "opening":

@@ -55,4 +55,5 @@ def sent_fields(s: RoceSender, path: roce_cli.QpPath, plane: int) -> dict[str, A
             "evs_carried": [], "evs_recovered": [], "per_plane_packets": {str(plane): rep["packets_sent"]},
             "packets_sent": rep["packets_sent"], "qp_ev": path.ev, "source_port": path.sport,
             "qp_state": rep["state"], "timeouts": rep["go_back_n"]["timeouts"],
-            "longest_stall_s": rep["longest_stall_s"]}
+            "longest_stall_s": rep["longest_stall_s"], "connect_s": rep["connect_s"],
+            "opens_sent": rep["control"]["open_sent"]}

@@ -29,7 +29,8 @@ from workloads.transports import Transport
 
 ITERATION_KEYS = 40_000  # a flow's key: iteration * ITERATION_KEYS + id (its data's seed, its per-flow port)
 BACKGROUND_KEY = 30_000  # background flows: keys from here
-QP_FIELDS = ("qp_ev", "source_port", "qp_state", "timeouts", "longest_stall_s")  # a RoCE QP's (roce_flows.py)
+QP_FIELDS = ("qp_ev", "source_port", "qp_state", "timeouts", "longest_stall_s", "connect_s",
+             "opens_sent")  # a RoCE QP's (roce_flows.py)
 MRC_FIELDS = ("resent_by", "ev_events", "rto_s", "srtt_s", "control")  # an MRC-lite sender's: its resends by cause, its EVs' state changes
 
 

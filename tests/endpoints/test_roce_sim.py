@@ -320,3 +320,19 @@ def test_dcqcn_keeps_a_lossy_bottleneck_from_dropping_where_no_rate_control_coll
     rep, net = out["none"]
     assert net.dropped > 0 and rep["rate_bps"]["min"] == 100e6
     assert rep["go_back_n"]["naks_received"] > 0 and rep["go_back_n"]["resent"] > 10 * 500
+
+
+def test_a_qp_that_connects_late_says_so_apart_from_its_stalls() -> None:
+    """The path drops everything before 120 ms, OPENs and data alike. The OPEN is sent
+    at 0 and resent every local ACK timeout (50 ms): lost at 0, 50 and 100 ms,
+    accepted at 150 ms + the round trip (200 us). From there no packet is lost, so no
+    timeout and no stall: the wait shows in ``connect_s`` and ``open_sent``."""
+    data = payload(10_000)
+    r = run(data, SimNet(lose=lambda t, p, back: not back and t < 0.12))
+    assert_verified(r, data)
+    rep = r.sender.report()
+    assert rep["connect_s"] == pytest.approx(0.15 + 2 * ONE_WAY)
+    assert rep["control"]["open_sent"] == 4  # at 0, 50, 100 and 150 ms (the verdict comes unasked)
+    assert rep["go_back_n"]["timeouts"] == 0 and rep["longest_stall_s"] < 0.01
+    clean = run(data, SimNet()).sender.report()
+    assert clean["connect_s"] == pytest.approx(2 * ONE_WAY) and clean["control"]["open_sent"] == 1
