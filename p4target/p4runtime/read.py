@@ -14,9 +14,10 @@ from finsy.proto.p4.v1 import p4runtime_pb2
 
 from p4target.errors import EntryError
 from p4target.p4runtime import bytestrings, wire
-from p4target.p4runtime.errors import NOT_FOUND, OUT_OF_RANGE, UNIMPLEMENTED, P4RTError, from_entry_error, invalid
+from p4target.p4runtime.errors import NOT_FOUND, UNIMPLEMENTED, P4RTError, from_entry_error, invalid
 from p4target.p4runtime.schema import TableInfo
 from p4target.p4runtime.state import PipelineState, entry_key
+from p4target.p4runtime.write_resources import cells_of
 from p4target.p4runtime.translate import (
     ActionCall,
     decode_key,
@@ -186,20 +187,9 @@ def _externs(st: PipelineState, ident: int, kind: str):
     return [st.schema.extern(ident, kind)]
 
 
-def _indexes(req, size: int, name: str) -> range | list[int]:
-    if not req.HasField("index"):
-        return range(size)
-    i = req.index.index
-    if i < 0:
-        raise invalid(f"'{name}': index {i} is negative")
-    if i >= size:
-        raise P4RTError(OUT_OF_RANGE, f"'{name}': index {i} outside 0..{size - 1}")
-    return [i]
-
-
 def _read_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.CounterEntry):
     for info in _externs(st, req.counter_id, "counter"):
-        for i in _indexes(req, info.size, info.name):
+        for i in cells_of(req, info.size, f"'{info.name}'"):
             packets, nbytes = sw.counter_read(info.name, i)
             c = p4runtime_pb2.CounterEntry(counter_id=info.id)
             c.index.index = i
@@ -245,7 +235,7 @@ def _read_direct_counters(sw: Any, st: PipelineState, req: p4runtime_pb2.DirectC
 
 def _read_registers(sw: Any, st: PipelineState, req: p4runtime_pb2.RegisterEntry):
     for info in _externs(st, req.register_id, "register"):
-        for i in _indexes(req, info.size, info.name):
+        for i in cells_of(req, info.size, f"'{info.name}'"):
             r = p4runtime_pb2.RegisterEntry(register_id=info.id)
             r.index.index = i
             r.data.bitstring = bytestrings.encode(sw.register_read(info.name, i))
@@ -256,7 +246,7 @@ def _read_meters(sw: Any, st: PipelineState, req: p4runtime_pb2.MeterEntry):
     if req.HasField("counter_data"):
         raise P4RTError(UNIMPLEMENTED, "per-colour meter counters are not supported")
     for info in _externs(st, req.meter_id, "meter"):
-        for i in _indexes(req, info.size, info.name):
+        for i in cells_of(req, info.size, f"'{info.name}'"):
             m = p4runtime_pb2.MeterEntry(meter_id=info.id)
             m.index.index = i
             cfg = st.meters.get((info.name, i))

@@ -65,9 +65,11 @@ def meter_tuple(c: p4runtime_pb2.MeterConfig) -> tuple[int, int, int, int]:
 # ---- indexed and direct externs ---------------------------------------------------------
 
 
-def _index(msg, size: int, where: str) -> list[int]:
+def cells_of(msg, size: int, where: str) -> range | list[int]:
+    """The cells an indexed entity's ``msg`` (a Write's or a Read's) names: its
+    ``index``, checked against ``size``, or all of them (read.py reads with it too)."""
     if not msg.HasField("index"):
-        return list(range(size))
+        return range(size)
     i = msg.index.index
     if i < 0:
         raise invalid(f"{where}: index {i} is negative")
@@ -82,7 +84,7 @@ def write_counter(sw: Switch, st: PipelineState, op: int, c: p4runtime_pb2.Count
     info = st.schema.extern(c.counter_id, "counter")
     if c.data.packet_count < 0 or c.data.byte_count < 0:
         raise invalid(f"counter '{info.name}': counts cannot be negative")
-    indexes = _index(c, info.size, f"counter '{info.name}'")
+    indexes = cells_of(c, info.size, f"counter '{info.name}'")
     if not c.HasField("data"):
         return  # no data: the counters are not modified
     for i in indexes:
@@ -112,7 +114,7 @@ def write_register(sw: Switch, st: PipelineState, op: int, r: p4runtime_pb2.Regi
     if r.data.WhichOneof("data") != "bitstring":
         raise invalid(f"register '{info.name}': data must be a bitstring")
     value = bytestrings.decode(r.data.bitstring, info.bitwidth, f"register '{info.name}'")
-    for i in _index(r, info.size, f"register '{info.name}'"):
+    for i in cells_of(r, info.size, f"register '{info.name}'"):
         switch_call(sw.register_write, info.name, i, value)
 
 
@@ -122,7 +124,7 @@ def write_meter(sw: Switch, st: PipelineState, op: int, m: p4runtime_pb2.MeterEn
     info = st.schema.extern(m.meter_id, "meter")
     if m.HasField("counter_data"):
         raise P4RTError(UNIMPLEMENTED, f"meter '{info.name}': per-colour meter counters are not supported")
-    indexes = _index(m, info.size, f"meter '{info.name}'")
+    indexes = cells_of(m, info.size, f"meter '{info.name}'")
     if m.HasField("config"):
         cfg = meter_tuple(m.config)
         for i in indexes:
