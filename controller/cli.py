@@ -320,6 +320,9 @@ def install(ctx: typer.Context, watch: Annotated[bool, typer.Option("--watch", h
         asyncio.run(_watch_reconnects(s, targets, wanted, election_id))
 
 
+WATCH_RECONCILE_TIMEOUT = 120.0  # seconds one reconciliation of a switch that came back may take
+
+
 async def _watch_reconnects(s: Source, targets: list[SwitchTarget], wanted: Mapping[str, list[Entry]],
                            election_id: int) -> None:
     """Keep a session per switch; when it drops (restart), reconnect and reconcile."""
@@ -330,15 +333,18 @@ async def _watch_reconnects(s: Source, targets: list[SwitchTarget], wanted: Mapp
         while True:
             try:
                 async with Session(t, election_id) as sess:
-                    rep = await Reconciler([t], election_id=election_id).run({t.name: wanted[t.name]},
-                                                                            sessions={t.name: sess})
+                    rep = await asyncio.wait_for(
+                        Reconciler([t], election_id=election_id).run({t.name: wanted[t.name]}, sessions={t.name: sess}),
+                        WATCH_RECONCILE_TIMEOUT)
                     if rep.writes or not first:
                         out.print(f"watch: {t.name}: {rep.summary()}", highlight=False)
                     first = False
                     await sess.wait_closed()
                 out.print(f"watch: {t.name} went away; waiting for it to come back", highlight=False)
             except SwitchError:
-                pass
+                pass  # not there (yet): try again
+            except Exception as exc:  # a switch that hangs or breaks the session: start over
+                out.print(f"watch: {t.name} reconnecting after {type(exc).__name__}: {exc}", highlight=False)
             await asyncio.sleep(1.0)
 
     out.print(f"watch: keeping {len(targets)} switches reconciled; Ctrl-C stops", highlight=False)

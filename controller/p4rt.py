@@ -106,11 +106,11 @@ class Session:
         await self.close()
 
     async def open(self, timeout: float = CONNECT_TIMEOUT) -> None:
-        """Connect and become primary, or SwitchError."""
-        await self.client.open()
-        channel = self.client.channel
-        assert channel is not None
+        """Connect and become primary, or SwitchError (every step bounded by ``timeout``)."""
         try:
+            await asyncio.wait_for(self.client.open(), timeout)
+            channel = self.client.channel
+            assert channel is not None
             await asyncio.wait_for(channel.channel_ready(), timeout)
             if not self.primary:
                 return

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -288,6 +291,22 @@ def test_entry_that_does_not_fit_stops_the_run_before_any_write(installed: Fabri
     assert not run(lab, wanted()).failed
 
 
+def _lines_until(lines: "queue.Queue[str | None]", seen: list[str], prefix: str, within: float) -> None:
+    """Read the watch's output into ``seen`` until a line starts with ``prefix``; fail
+    with what it printed if the line does not come ``within`` seconds or it exits."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            pytest.fail(f"no line starting {prefix!r} within {within:g} s; the watch printed {seen}")
+        if line is None:
+            pytest.fail(f"the watch exited before printing {prefix!r}; it printed {seen}")
+        seen.append(line)
+        if line.startswith(prefix):
+            return
+
+
 def test_install_watch_reconciles_a_switch_that_comes_back(installed: FabricLab, tmp_path: Path) -> None:
     lab = installed
     inv = lab.inventory
@@ -295,19 +314,21 @@ def test_install_watch_reconciles_a_switch_that_comes_back(installed: FabricLab,
     inv.save()
     proc = subprocess.Popen([str(MRCCTL), "--state", str(inv.path), "install", "--watch"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     try:
-        lines = []
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.append(line)
-            if line.startswith("watch: keeping"):
-                break
-        assert lines and lines[0].startswith("install: 20 switches"), lines
+        seen: list[str] = []
+        _lines_until(lines, seen, "watch: keeping", 120)
+        assert seen[0].startswith("install: 20 switches"), seen
         lab.restart("nic2")  # back empty, without a pipeline
-        for line in proc.stdout:  # type: ignore[union-attr]
-            lines.append(line)
-            if line.startswith("watch: nic2: "):
-                break
-        assert "1 pipelines pushed" in lines[-1] and "inserted" in lines[-1], lines
+        _lines_until(lines, seen, "watch: nic2: ", 120)
+        assert "1 pipelines pushed" in seen[-1] and "inserted" in seen[-1], seen
         want = wanted()["nic2"]
         assert read_back(lab, ["nic2"])["nic2"] == canonical("nic2", want)
     finally:
