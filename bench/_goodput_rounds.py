@@ -9,6 +9,7 @@ Pure formatting (``roce_text``, ``ratio``, ``table``) apart from the runs.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +32,19 @@ class Run:
     switches: dict[str, float]  # us per packet, by role
     ends_us: float  # the two ends' cpu_s, per packet
     sender: dict[str, Any]
+    packets: int = 0  # the data packets the CPU figures are per
 
     @property
     def in_all(self) -> float:
         return sum(self.switches.values()) + self.ends_us
+
+    @property
+    def cores_busy(self) -> float:
+        """The share of the machine's cores the transfer kept busy while it ran:
+        (every process's CPU for it) / (its duration x cores)."""
+        if not self.seconds:
+            return 0.0
+        return self.in_all * self.packets / 1e6 / (self.seconds * (os.cpu_count() or 1))
 
 
 @dataclass
@@ -69,7 +79,7 @@ def transfer_run(res: Any, switches: dict[str, float], packets: int) -> Run:
     s = res.sender
     ends = (s.get("cpu_s") or 0.0) + (res.recv_report.get("cpu_s") or 0.0)
     return Run(res.ok, s.get("goodput_bps") or 0.0, s.get("completion_time_s") or 0.0, switches,
-               ends / packets * 1e6, s)
+               ends / packets * 1e6, s, packets)
 
 
 def line_rate_mbps(pps: float, mtu: int) -> float:
@@ -113,7 +123,7 @@ def rounds_lines(series: Series, mbps: Callable[[float], float], describe: Calla
     for k, r in enumerate(series.runs, 1):
         sw = ", ".join(f"{role} {us:.0f}" for role, us in r.switches.items())
         out.append(f"    round {k}: {mbps(r.bps):7.1f} Mb/s (verified {r.ok}; {describe(r.sender)}); "
-                   f"CPU us/packet: {sw}, ends {r.ends_us:.1f}, in all {r.in_all:.0f}")
+                   f"CPU us/packet: {sw}, ends {r.ends_us:.1f}, in all {r.in_all:.0f}, cores busy {100 * r.cores_busy:.0f}%")
     return out
 
 
