@@ -637,13 +637,17 @@ class NetIO:
         return {n: p.stats for n, p in self.ports.items()}
 
     def loop_report(self) -> dict[str, Any]:
-        """What the loop did so far: frames in and out, batches read from receive
-        rings and the largest, transmit flushes that had to wait for room (and how
-        long, ms), frames the kernel dropped on full receive rings."""
+        """What the loop did so far: frames in and out, of them the frames the
+        program's compiled fast path took (``fast``; the others took the general
+        path), batches read from receive rings and the largest, transmit flushes that
+        had to wait for room (and how long, ms), frames the kernel dropped on full
+        receive rings."""
         ports = list(self.ports.values())
         for p in ports:
             p.account()
+        switch = getattr(self.device, "switch", None)
         return {"rx": sum(p.stats.rx for p in ports), "tx": sum(p.stats.tx for p in ports),
+                "fast": getattr(switch, "fast_packets", 0),
                 "batches": self.batches, "largest_batch": self.largest_batch,
                 "flush_waits": sum(p.stats.flush_waits for p in ports),
                 "flush_wait_ms": round(sum(p.stats.flush_wait_s for p in ports) * 1e3, 3),
