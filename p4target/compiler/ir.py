@@ -1,0 +1,227 @@
+"""The typed form of a P4 expression: what the type checker (typecheck_expr.py) makes
+of an expression of the syntax tree, and what the generators (emit_expr.py, and the
+fast path's fast_expressions.py) read to write its Python code.
+
+Every node carries its resolved P4 type, its source place and, when it is known at
+compile time, its value (``const``; a node folded to a value is a ``Const``). Names
+carry the symbol they resolve to; members, indexes and slices the part they select;
+an unsized literal beside a sized operand has already become a ``Const`` of that
+operand's type. Nothing in a node is code, except where the statement compiler has
+already compiled a part: a call's result (``CallResult``) and a value kept in a
+temporary because a later operand has side effects (``Temp``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import StackT, StructT, Type
+from p4target.compiler.values import V
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expr:
+    """A typed expression: its P4 type, its place, its value when known at compile time."""
+
+    type: Type
+    loc: Loc
+    const: int | bool | str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Const(Expr):
+    """A literal, a constant's name, an enum or error member, or an expression folded
+    to its value (``const`` is set)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TypeName(Expr):
+    """A type used as an expression: the object of ``error.X`` or ``E.X``, or a
+    ``TypeNameExpr`` (``sym`` is a symbol of kind ``type``)."""
+
+    sym: Sym
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ref(Expr):
+    """A name resolved to ``sym``: a variable or parameter (kind ``var``), or an
+    object that is not a value (a table, an extern instance, the packet...)."""
+
+    sym: Sym
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Field(Expr):
+    """Field ``name`` of a header, header union or struct ``base`` (of type ``parent``)."""
+
+    base: Expr
+    name: str
+    parent: StructT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackMember(Expr):
+    """``next``, ``last``, ``lastIndex`` or ``nextIndex`` of header stack ``base``
+    (``size`` is a ``Const``); ``in_parser``: read in a parser state."""
+
+    base: Expr
+    name: str
+    stack: StackT
+    in_parser: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableResultMember(Expr):
+    """``hit``, ``miss`` or ``action_run`` of a table's apply result ``base``."""
+
+    base: Expr
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MethodRef(Expr):
+    """Method ``name`` of a table, extern instance or packet ``base`` (called by the
+    statement compiler)."""
+
+    base: Expr
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TupleIndex(Expr):
+    """Element ``index`` of a tuple ``base``."""
+
+    base: Expr
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackIndex(Expr):
+    """Element ``index`` of header stack ``base``: ``at`` is the element when the
+    index is a compile-time constant (checked in range), else None."""
+
+    base: Expr
+    index: Expr
+    at: int | None
+    stack: StackT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slice(Expr):
+    """Bits ``hi`` down to ``lo`` of ``base`` (a bit<W>, int<W> or constant int)."""
+
+    base: Expr
+    hi: int
+    lo: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unary(Expr):
+    """``!x``, ``~x`` or ``-x``."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Binary(Expr):
+    """``left op right`` on operands unified to ``operand_type``: arithmetic, bitwise,
+    saturating, shift (the right operand keeps its own type), concatenation,
+    comparison, and ``&&``/``||`` whose right operand has no side effects."""
+
+    op: str
+    left: Expr
+    right: Expr
+    operand_type: Type
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompositeEq(Expr):
+    """``==``/``!=`` on two headers, unions, stacks or structs of type ``operand_type``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    operand_type: StructT | StackT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ternary(Expr):
+    """``cond ? then : other`` whose branches have no side effects."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cast(Expr):
+    """``(type) operand`` (an explicit conversion to this node's type)."""
+
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Convert(Expr):
+    """``operand`` converted implicitly to this node's type (assignment, argument):
+    ``how`` is ``same`` (the value as it is), ``copy`` (a header, struct or stack:
+    its own copy) or ``tuple_copy`` (a tuple holding headers or stacks)."""
+
+    operand: Expr
+    how: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListValue(Expr):
+    """``{a, b, ...}`` as a tuple value."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TupleBuild(Expr):
+    """A list expression given a tuple type: its items converted to the element types."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StructBuild(Expr):
+    """A list or ``{f = v}`` expression given a struct or header type: its field
+    values, converted to the field types, in the type's field order."""
+
+    fields: tuple[Expr, ...]
+    struct: StructT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallResult(Expr):
+    """The value of call ``call``, compiled by the statement compiler where the
+    expression evaluates it (the statements it needs are emitted then): ``value``."""
+
+    call: A.Call
+    value: V
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Temp(Expr):
+    """A value already evaluated: ``name`` is the temporary holding it (the operands
+    before one with side effects, a short-circuit or a conditional with side
+    effects), or its code when that is a constant."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bits:
+    """A value as a bit string (hash, checksum and digest data): ``parts`` are the
+    values concatenated MSB first (leaves of type bit<W>, int<W>, bool, serializable
+    enum or varbit); ``varbit_of`` gives, for a varbit part, the header holding its
+    length (else None)."""
+
+    loc: Loc
+    parts: tuple[Expr, ...]
+    varbit_of: tuple[Expr | None, ...]
