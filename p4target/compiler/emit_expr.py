@@ -111,12 +111,18 @@ class ExprEmitter:
 
     def table_result_member(self, node: ir.TableResultMember) -> V:
         base = self.emit(node.base)
+        hit, action = self.table_result(base.code)
         if node.name == "hit":
-            return V(f"{base.code}[1]", BoolT())
+            return V(hit, BoolT())
         if node.name == "miss":
-            return V(f"(not {base.code}[1])", BoolT())
-        return V(f"{base.code}[0]", ObjT("action_run", ""), None,
-                 Sym("action_run", None, f"{base.code}[0]", obj=base.sym.obj))  # type: ignore[union-attr]  # a table result has its symbol
+            return V(f"(not {hit})", BoolT())
+        return V(action, ObjT("action_run", ""), None,
+                 Sym("action_run", None, action, obj=base.sym.obj))  # type: ignore[union-attr]  # a table result has its symbol
+
+    @staticmethod
+    def table_result(code: str) -> tuple[str, str]:
+        """The code of the hit flag and of the action of the table result ``code``."""
+        return f"{code}[1]", f"{code}[0]"
 
     def method_ref(self, node: ir.MethodRef) -> V:
         base = self.emit(node.base)

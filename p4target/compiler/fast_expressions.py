@@ -23,7 +23,7 @@ from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
-from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type
+from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type
 
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
@@ -178,15 +178,9 @@ class FastExpressionCompiler(ExprEmitter):
             raise NoFast(f"stack member {node.name} outside extract")
         return self.stack_member_of(node, base.code)
 
-    def table_result_member(self, node: ir.TableResultMember) -> V:
-        base = self.emit(node.base)
-        r = base.code
-        if node.name == "hit":
-            return V(f"{r}_h", BoolT())
-        if node.name == "miss":
-            return V(f"(not {r}_h)", BoolT())
-        return V(f"{r}_i", ObjT("action_run", ""), None,
-                 Sym("action_run", None, f"{r}_i", obj=base.sym.obj))  # type: ignore[union-attr]  # a table result has its symbol
+    @staticmethod
+    def table_result(code: str) -> tuple[str, str]:
+        return f"{code}_h", f"{code}_i"  # the locals the table's application set
 
     def stack_index(self, node: ir.StackIndex) -> V:
         base = self.emit(node.base)

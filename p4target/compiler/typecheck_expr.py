@@ -40,6 +40,9 @@ _ARITH = ("+", "-", "*", "/", "%", "&", "|", "^", "|+|", "|-|")
 def kind_of(node: ir.Expr) -> str | None:
     """The kind of the symbol ``node`` names (``var``, ``table``, ``type``...), or None
     for a value that names none."""
+    kind = type(node)
+    if kind is ir.Field or kind is ir.Const:  # most nodes: found first
+        return None
     if isinstance(node, (ir.Ref, ir.TypeName)):
         return node.sym.kind
     if isinstance(node, ir.MethodRef):
