@@ -3,7 +3,7 @@ type checker.
 
 ``ProgramCompiler`` (program.py) composes one object per concern, each given the
 compiler as its ``ctx``: ``Declarations`` (declarations.py), ``ExpressionCompiler``
-(expressions.py), ``StatementCompiler`` (statements.py; it also holds the
+(expressions.py: a type checker and a generator of expressions), ``StatementCompiler`` (statements.py; it also holds the
 expression compiler, which it calls directly), ``ParserCompiler``
 (parser_states.py), ``TableCompiler`` (tables.py), ``PacketIO`` (packet_io.py),
 ``ExternCalls`` (extern_calls.py), ``SubBlockCompiler`` (subblocks.py) and
@@ -12,9 +12,9 @@ the function being generated, the tables of declarations) and calls another part
 through ``ctx``; the compiler hands such a call to the part that owns the method
 in one line. ``FastCompiler`` (fast_compiler.py) extends ``ProgramCompiler`` and
 composes the fast path's parts, given it as a ``FastContext``:
-``FastExpressionCompiler``, ``FastStatementCompiler``, ``FastExterns`` and
-``FastPacketIO`` (which extend the general parts), ``FastTables`` and
-``FastParser``.
+``FastStatementCompiler``, ``FastExterns`` and ``FastPacketIO`` (which extend the
+general parts), ``FastExpressionCompiler`` (the places its ``ExpressionCompiler``
+writes), ``FastTables`` and ``FastParser``.
 
 ``CompilerContext`` and ``FastContext`` declare what the parts read through
 ``ctx`` (annotations and signatures only, under ``TYPE_CHECKING``: nothing exists

@@ -13,7 +13,7 @@ writes them as the fast path's locals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from p4target.compiler import ir, support
 from p4target.compiler.naming import pyfield
@@ -58,10 +58,12 @@ def folded(code: str, t: Type, all_const: bool) -> V:
 class ExprEmitter:
     """Python code for the typed expressions of the program compiler ``ctx``; the
     statements an expression needs before it were emitted by the type checker (which
-    calls ``emit`` on the operands it keeps in temporaries)."""
+    calls ``emit`` on the operands it keeps in temporaries). ``places`` writes the
+    places (the general path's ``PlaceCode``, or the fast path's)."""
 
-    def __init__(self, ctx: CompilerContext) -> None:
+    def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx
+        self.places: PlaceWriter = places if places is not None else PlaceCode(ctx)
         self._by_kind: dict[type, Callable[[Any], V]] = {  # each method takes its own node class
             ir.Const: self.const, ir.TypeName: self.type_name, ir.Ref: self.ref, ir.Field: self.field,
             ir.StackMember: self.stack_member, ir.TableResultMember: self.table_result_member,
@@ -89,40 +91,23 @@ class ExprEmitter:
         return V("", node.type, None, node.sym)
 
     def ref(self, node: ir.Ref) -> V:
-        return V(node.sym.code, node.type, None, node.sym)
+        return self.places.name(node)
 
     def field(self, node: ir.Field) -> V:
-        return V(f"{self.emit(node.base).code}.{pyfield(node.name)}", node.type)
+        return self.places.field(node, self.emit(node.base))
 
     def stack_member(self, node: ir.StackMember) -> V:
-        return self.stack_member_of(node, self.emit(node.base).code)
-
-    def stack_member_of(self, node: ir.StackMember, base: str) -> V:
-        if node.name == "lastIndex":
-            return V(f"(({base}.nxt - 1) & 0xffffffff)", node.type)
-        if node.name == "nextIndex":
-            return V(f"{base}.nxt", node.type)
-        if node.name == "last":
-            if node.in_parser:
-                code = self.ctx.errors_by_name["StackOutOfBounds"]
-                return V(f"{base}.last_in_parser(pos, {code})", node.type)
-            return V(f"{base}.at({base}.nxt - 1)", node.type)
-        return V(f"{base}.at({base}.nxt)", node.type)  # next
+        return self.places.stack_member(node, self.emit(node.base))
 
     def table_result_member(self, node: ir.TableResultMember) -> V:
         base = self.emit(node.base)
-        hit, action = self.table_result(base.code)
+        hit, action = self.places.table_result(base.code)
         if node.name == "hit":
             return V(hit, BoolT())
         if node.name == "miss":
             return V(f"(not {hit})", BoolT())
         return V(action, ObjT("action_run", ""), None,
                  Sym("action_run", None, action, obj=base.sym.obj))  # type: ignore[union-attr]  # a table result has its symbol
-
-    @staticmethod
-    def table_result(code: str) -> tuple[str, str]:
-        """The code of the hit flag and of the action of the table result ``code``."""
-        return f"{code}[1]", f"{code}[0]"
 
     def method_ref(self, node: ir.MethodRef) -> V:
         base = self.emit(node.base)
@@ -133,13 +118,7 @@ class ExprEmitter:
 
     def stack_index(self, node: ir.StackIndex) -> V:
         base = self.emit(node.base)
-        return self.stack_element(node, base, self.emit(node.index))
-
-    @staticmethod
-    def stack_element(node: ir.StackIndex, base: V, idx: V) -> V:
-        if node.at is not None:
-            return V(f"{base.code}.h[{node.at}]", node.type)
-        return V(f"{base.code}.at({idx.code})", node.type)
+        return self.places.stack_element(node, base, self.emit(node.index))
 
     @staticmethod
     def call_result(node: ir.CallResult) -> V:
@@ -257,30 +236,8 @@ class ExprEmitter:
         return V(f"shl({left.code}, {r.code}, {lt.width})", lt)
 
     def composite(self, node: ir.CompositeEq) -> V:
-        eq = self.composite_eq(self.emit(node.left).code, self.emit(node.right).code, node.operand_type)
+        eq = self.places.composite_eq(self.emit(node.left).code, self.emit(node.right).code, node.operand_type)
         return V(f"({eq})" if node.op == "==" else f"(not ({eq}))", BoolT())
-
-    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str:
-        """Code for ``a == b`` on headers, unions, stacks and structs (P4_16 8.17-8.19):
-        two headers are equal when both are invalid, or both valid with all fields
-        equal; unions member by member (at most one member is valid); stacks element
-        by element (``nextIndex`` is not part of the value); structs field by field."""
-        if isinstance(t, StackT):
-            x, y = self.ctx.tmp("x"), self.ctx.tmp("y")
-            return f"all({self.composite_eq(x, y, t.elem)} for {x}, {y} in zip({a}.h, {b}.h))"
-        parts = []
-        for n, ft in t.fields:
-            f = pyfield(n)
-            if isinstance(ft, (StructT, StackT)):
-                parts.append(f"({self.composite_eq(f'{a}.{f}', f'{b}.{f}', ft)})")
-            else:
-                parts.append(f"{a}.{f} == {b}.{f}")
-                if isinstance(ft, VarbitT):
-                    parts.append(f"{a}._len_{n} == {b}._len_{n}")
-        fields = " and ".join(parts) or "True"
-        if t.kind == "header":
-            return f"{a}._v == {b}._v and (not {a}._v or ({fields}))"
-        return fields
 
     def ternary(self, node: ir.Ternary) -> V:
         cond = self.emit(node.cond)
@@ -346,11 +303,7 @@ class ExprEmitter:
 
     def convert(self, v: V, t: Type, how: str) -> str:
         """Code for ``v`` converted implicitly to ``t`` as the type checker decided (``how``)."""
-        if how == "copy":
-            return f"{v.code}.copy()"
-        if how == "tuple_copy":
-            return f"tuple(_x.copy() if hasattr(_x, 'copy') else _x for _x in {v.code})"  # a value: its own headers
-        return v.code
+        return self.places.convert(v, t, how)
 
     def code_as(self, node: ir.Expr) -> str:
         """The code of ``node``, a value converted to the type it is given (an
@@ -378,7 +331,9 @@ class ExprEmitter:
             if holder is not None and isinstance(part, ir.Field):
                 parts.append((v.code, f"{self.emit(holder).code}._len_{part.name}"))
             else:
+                n = len(parts)
                 self.flatten_value(v, parts)
+                self.places.bits_part(v, parts[n:])
         code = "0"
         fixed = 0
         dynamic: list[str] = []
@@ -409,3 +364,94 @@ class ExprEmitter:
         else:  # a serializable enum (the type checker allows no other leaf)
             assert isinstance(t, EnumT) and t.underlying is not None
             parts.append((v.code, t.underlying.width))
+
+
+class PlaceWriter(Protocol):
+    """How the places of an expression (names, fields, stack members and elements, a
+    table's result), the implicit copy of a header or struct and the comparison of
+    two are written: ``PlaceCode`` for the general path, ``FastExpressionCompiler``
+    (fast_expressions.py) for the fast path's locals."""
+
+    def name(self, node: ir.Ref) -> V: ...
+    def field(self, node: ir.Field, base: V) -> V: ...
+    def stack_member(self, node: ir.StackMember, base: V) -> V: ...
+    def stack_element(self, node: ir.StackIndex, base: V, idx: V) -> V: ...
+    def table_result(self, code: str) -> tuple[str, str]: ...
+    def convert(self, v: V, t: Type, how: str) -> str: ...
+    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str: ...
+    def bits_part(self, v: V, parts: list[tuple[str, int | str]]) -> None: ...
+
+
+class PlaceCode:
+    """The general path's places: a name is its symbol's code, a field an attribute of
+    its header or struct object, a stack element one of the stack's ``h``."""
+
+    def __init__(self, ctx: CompilerContext) -> None:
+        self.ctx = ctx
+
+    @staticmethod
+    def name(node: ir.Ref) -> V:
+        return V(node.sym.code, node.type, None, node.sym)
+
+    @staticmethod
+    def field(node: ir.Field, base: V) -> V:
+        return V(f"{base.code}.{pyfield(node.name)}", node.type)
+
+    def stack_member(self, node: ir.StackMember, base_v: V) -> V:
+        base = base_v.code
+        if node.name == "lastIndex":
+            return V(f"(({base}.nxt - 1) & 0xffffffff)", node.type)
+        if node.name == "nextIndex":
+            return V(f"{base}.nxt", node.type)
+        if node.name == "last":
+            if node.in_parser:
+                code = self.ctx.errors_by_name["StackOutOfBounds"]
+                return V(f"{base}.last_in_parser(pos, {code})", node.type)
+            return V(f"{base}.at({base}.nxt - 1)", node.type)
+        return V(f"{base}.at({base}.nxt)", node.type)  # next
+
+    @staticmethod
+    def table_result(code: str) -> tuple[str, str]:
+        """The code of the hit flag and of the action of the table result ``code``."""
+        return f"{code}[1]", f"{code}[0]"
+
+    @staticmethod
+    def stack_element(node: ir.StackIndex, base: V, idx: V) -> V:
+        if node.at is not None:
+            return V(f"{base.code}.h[{node.at}]", node.type)
+        return V(f"{base.code}.at({idx.code})", node.type)
+
+    @staticmethod
+    def convert(v: V, t: Type, how: str) -> str:
+        """Code for ``v`` converted implicitly to ``t`` as the type checker decided (``how``)."""
+        if how == "copy":
+            return f"{v.code}.copy()"
+        if how == "tuple_copy":
+            return f"tuple(_x.copy() if hasattr(_x, 'copy') else _x for _x in {v.code})"  # a value: its own headers
+        return v.code
+
+    def composite_eq(self, a: str, b: str, t: StructT | StackT) -> str:
+        """Code for ``a == b`` on headers, unions, stacks and structs (P4_16 8.17-8.19):
+        two headers are equal when both are invalid, or both valid with all fields
+        equal; unions member by member (at most one member is valid); stacks element
+        by element (``nextIndex`` is not part of the value); structs field by field."""
+        if isinstance(t, StackT):
+            x, y = self.ctx.tmp("x"), self.ctx.tmp("y")
+            return f"all({self.composite_eq(x, y, t.elem)} for {x}, {y} in zip({a}.h, {b}.h))"
+        parts = []
+        for n, ft in t.fields:
+            f = pyfield(n)
+            if isinstance(ft, (StructT, StackT)):
+                parts.append(f"({self.composite_eq(f'{a}.{f}', f'{b}.{f}', ft)})")
+            else:
+                parts.append(f"{a}.{f} == {b}.{f}")
+                if isinstance(ft, VarbitT):
+                    parts.append(f"{a}._len_{n} == {b}._len_{n}")
+        fields = " and ".join(parts) or "True"
+        if t.kind == "header":
+            return f"{a}._v == {b}._v and (not {a}._v or ({fields}))"
+        return fields
+
+    @staticmethod
+    def bits_part(v: V, parts: list[tuple[str, int | str]]) -> None:
+        """Told the ``parts`` of a bit string that value ``v`` became (nothing to note here)."""

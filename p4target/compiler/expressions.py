@@ -1,6 +1,7 @@
 """The expressions of a program compiler: each P4 expression type-checked into a typed
 expression (typecheck_expr.py, ``ExprChecker``), then written as Python code by a
-generator (emit_expr.py, ``ExprEmitter``; the fast path's ``FastExpressionCompiler``).
+generator (emit_expr.py, ``ExprEmitter``, whose places the fast path writes with
+its ``FastExpressionCompiler``).
 
 ``ExpressionCompiler`` is what the other parts call (through ``ctx`` or directly):
 ``expr``, ``value``, ``const_int``, ``expr_as``, ``coerce`` and ``flatten_bits``,
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.compiler.emit_expr import ExprEmitter, to_type_const
+from p4target.compiler.emit_expr import ExprEmitter, PlaceWriter, to_type_const
 from p4target.compiler.typecheck_expr import ExprChecker, expr_text
 from p4target.compiler.types import ExternT, Type, VarbitT
 from p4target.compiler.values import V, lit
@@ -24,14 +25,15 @@ if TYPE_CHECKING:
 
 class ExpressionCompiler:
     """The expressions of the program compiler ``ctx``: ``checker`` types and checks
-    them, ``emitter`` (the general generator, or the fast path's) writes their code.
+    them, ``emitter`` writes their code, its places as ``places`` writes them (the
+    general path's ``PlaceCode`` when none is given; the fast path gives its own).
     The statements an expression needs before it (a call's copy-out, a temporary)
     are emitted through ``ctx`` while it is checked; a call is the statement
     compiler's (``ctx.call_expr``)."""
 
-    def __init__(self, ctx: CompilerContext, emitter: ExprEmitter | None = None) -> None:
+    def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx
-        self.emitter = emitter if emitter is not None else ExprEmitter(ctx)
+        self.emitter = ExprEmitter(ctx, places)
         self.checker = ExprChecker(ctx, self.emitter)
 
     def expr(self, e: A.Expr) -> V:

@@ -43,9 +43,9 @@ The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 ``frame_tail``, the controls and the deparser, ``assemble``), which extends
 ``ProgramCompiler`` and composes ``FastExpressionCompiler`` (``fast_expressions``:
-the packet state's locals and the code reading them) and ``FastStatementCompiler``
-(``fast_statements``), in place of the general compiler's ``expressions`` and
-``statements``, ``FastTables`` (``fast_tables``: actions and tables in place),
+the packet state's locals and the code reading them, the places its
+``ExpressionCompiler`` writes) and ``FastStatementCompiler`` (``fast_statements``,
+in place of the general compiler's ``statements``), ``FastTables`` (``fast_tables``: actions and tables in place),
 ``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
 ``ExternCalls`` it uses) and
 ``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the

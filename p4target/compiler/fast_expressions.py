@@ -1,14 +1,15 @@
-"""The fast path's packet state and how its expressions are written
-(``FastExpressionCompiler``, the generator of the typed expressions, an
-``ExprEmitter``, that ``FastCompiler``, ``fast_compiler``, gives its
-``ExpressionCompiler``): where each place of the packet state lives in ``_fast`` (a
-local per field, validity flag, header int and stack index, named by ``local``),
-and the code reading a field there (``leaf_value``): the caller's value for the
-standard_metadata it gives, the header's int or the frame's bytes for a field
-nothing assigns, else its local. Names, fields and stack elements of the packet
-state are such places; a header or struct of it used as a value becomes an object
-like the general path's (``convert``). The expressions are checked by the general
-type checker (typecheck_expr.py); this module only writes them.
+"""The fast path's packet state and how its expressions read it
+(``FastExpressionCompiler``, the ``PlaceWriter`` that ``FastCompiler``,
+``fast_compiler``, gives the generator of its ``ExpressionCompiler``): where each
+place of the packet state lives in ``_fast`` (a local per field, validity flag,
+header int and stack index, named by ``local``), and the code reading a field there
+(``leaf_value``): the caller's value for the standard_metadata it gives, the
+header's int or the frame's bytes for a field nothing assigns, else its local.
+Names, fields and stack elements of the packet state are such places; a header or
+struct of it used as a value becomes an object like the general path's
+(``convert``). The expressions are checked by the general type checker
+(typecheck_expr.py) and written by the general generator (emit_expr.py); this
+module only says how their places are written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 
 from p4target.compiler.context import FastContext
 from p4target.compiler import ir
-from p4target.compiler.emit_expr import ExprEmitter
+from p4target.compiler.emit_expr import PlaceCode
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
@@ -29,15 +30,15 @@ _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 
 
-class FastExpressionCompiler(ExprEmitter):
-    """The fast compiler's generator of typed expressions (``ctx``'s): the packet
-    state's locals (its ``names``, ``defaults``) and the places reading them; what
-    it does not override is the general ``ExprEmitter``'s."""
-
-    ctx: FastContext
+class FastExpressionCompiler:
+    """The fast compiler's (``ctx``'s) packet state: its locals (``ctx.names``,
+    ``ctx.defaults``) and, as the ``PlaceWriter`` of its expressions' generator, the
+    places reading them; a place that is not the packet state's is written as
+    ``general`` (the general path's ``PlaceCode``) writes it."""
 
     def __init__(self, ctx: FastContext) -> None:
-        super().__init__(ctx)
+        self.ctx = ctx
+        self.general = PlaceCode(ctx)
 
     # ---- names of the packet state ---------------------------------------------------
     def start_local(self, path: tuple[str, ...]) -> str:
@@ -159,39 +160,36 @@ class FastExpressionCompiler(ExprEmitter):
         shifted = f"({x} >> {sh})" if sh else x
         return f"({self.ctx.field_from(shifted, t, w, w != (b - a) * 8)})"
 
-    # ---- places of the packet state -------------------------------------------------------
-    def ref(self, node: ir.Ref) -> V:
-        v = super().ref(node)
+    # ---- places of the packet state (emit_expr.PlaceWriter) -------------------------------
+    def name(self, node: ir.Ref) -> V:
+        v = self.general.name(node)
         if node.sym.kind == "var" and node.sym.code in self.ctx.param_targets:
             return self.path_value((self.ctx.param_targets[node.sym.code],), v.type, node.sym)
         return v
 
-    def field(self, node: ir.Field) -> V:
-        base = self.emit(node.base)
+    def field(self, node: ir.Field, base: V) -> V:
         if base.path is not None:
             return self.path_value(base.path + (node.name,), node.type, parent=node.parent)
-        return V(f"{base.code}.{pyfield(node.name)}", node.type)
+        return self.general.field(node, base)
 
-    def stack_member(self, node: ir.StackMember) -> V:
-        base = self.emit(node.base)
+    def stack_member(self, node: ir.StackMember, base: V) -> V:
         if base.path is not None:
             raise NoFast(f"stack member {node.name} outside extract")
-        return self.stack_member_of(node, base.code)
+        return self.general.stack_member(node, base)
 
-    @staticmethod
-    def table_result(code: str) -> tuple[str, str]:
-        return f"{code}_h", f"{code}_i"  # the locals the table's application set
-
-    def stack_index(self, node: ir.StackIndex) -> V:
-        base = self.emit(node.base)
-        idx = self.emit(node.index)
+    def stack_element(self, node: ir.StackIndex, base: V, idx: V) -> V:
         if base.path is not None:
             if idx.const is None:
                 raise NoFast("stack index known only at run time")
             i = int(idx.const)
-            self.ctx.touch_stack(base.path, node.stack)
-            return self.path_value(base.path + (str(i),), node.type)
-        return self.stack_element(node, base, idx)
+            if 0 <= i < node.stack.size:
+                self.ctx.touch_stack(base.path, node.stack)
+                return self.path_value(base.path + (str(i),), node.type)
+        return self.general.stack_element(node, base, idx)
+
+    @staticmethod
+    def table_result(code: str) -> tuple[str, str]:
+        return f"{code}_h", f"{code}_i"  # the locals the table's application set
 
     def convert(self, v: V, t: Type, how: str) -> str:
         if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
@@ -200,7 +198,7 @@ class FastExpressionCompiler(ExprEmitter):
             obj = self.ctx.tmp("obj")
             self.load_object(obj, v.path, t)
             return obj
-        return super().convert(v, t, how)
+        return self.general.convert(v, t, how)
 
     def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
         """Statements making ``code`` an object holding the place ``path``."""
@@ -226,8 +224,6 @@ class FastExpressionCompiler(ExprEmitter):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
     # ---- field lists (the deferred nodes read where each part came from) ----------------
-    def flatten_value(self, v: V, parts: list[tuple[str, int | str]]) -> None:
-        n = len(parts)
-        super().flatten_value(v, parts)
-        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
-            self.ctx.part_place[parts[n][0]] = v.path
+    def bits_part(self, v: V, parts: list[tuple[str, int | str]]) -> None:
+        if v.path is not None and len(parts) == 1:  # a field of the packet state
+            self.ctx.part_place[parts[0][0]] = v.path

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from p4target.compiler import context, fast_compiler, fastgen, program
 from p4target.compiler.declarations import Declarations
-from p4target.compiler.emit_expr import ExprEmitter
+from p4target.compiler.emit_expr import ExprEmitter, PlaceCode
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.fast_expressions import FastExpressionCompiler
@@ -67,11 +67,9 @@ def parsed(path: Path):
 def test_the_compilers_have_no_mixin_bases():
     assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
     assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
-    for part in (ExpressionCompiler, ExprChecker, ExprEmitter, StatementCompiler, ParserCompiler, Declarations,
-                 PacketIO, ExternCalls):
+    for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastExpressionCompiler,
+                 StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
         assert part.__mro__ == (part, object), part
-    # the fast path's expressions: the general checker, its own generator of places
-    assert FastExpressionCompiler.__mro__ == (FastExpressionCompiler, ExprEmitter, object)
     assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
 
 
@@ -102,14 +100,17 @@ def test_the_fast_compiler_composes_the_fast_parts_everywhere():
     assert type(pc.expressions) is ExpressionCompiler and type(pc.statements) is StatementCompiler
     assert pc.statements.expressions is pc.expressions
     assert pc.expressions.ctx is pc and pc.statements.ctx is pc
-    assert type(pc.expressions.emitter) is ExprEmitter and pc.expressions.checker.emitter is pc.expressions.emitter
+    assert pc.expressions.checker.emitter is pc.expressions.emitter
+    assert type(pc.expressions.emitter.places) is PlaceCode
     fc = FastCompiler(prune_for_fast(parsed(FABRIC)), FABRIC)
     assert type(fc.expressions) is ExpressionCompiler and type(fc.statements) is FastStatementCompiler
-    assert type(fc.expressions.emitter) is FastExpressionCompiler
-    assert fc.expressions.checker.emitter is fc.expressions.emitter is fc.statements.places
+    # the same checker and generator; the fast path gives only how places are written
+    assert fc.expressions.checker.emitter is fc.expressions.emitter
+    assert fc.expressions.emitter.places is fc.fast_expressions is fc.statements.places
+    assert type(fc.fast_expressions) is FastExpressionCompiler
     assert fc.statements.expressions is fc.expressions
     assert type(fc.extern_calls) is FastExterns and type(fc.packet_io) is FastPacketIO
-    for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
+    for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.fast_expressions, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
         assert part.ctx is fc, part
     # and the fast path generated through them is fabric.p4's: its locals, no PacketState
     text = fastgen.generate_fast(parsed(FABRIC), FABRIC).text
