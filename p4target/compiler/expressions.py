@@ -5,7 +5,7 @@ its ``FastExpressionCompiler``).
 
 ``ExpressionCompiler`` is what the other parts call (through ``ctx`` or directly):
 ``expr``, ``value``, ``const_int``, ``expr_as``, ``coerce`` and ``flatten_bits``,
-each a check then an emission.
+each a check then an emission, and ``type_of``, a check only.
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ class ExpressionCompiler:
 
     def const_int(self, e: A.Expr, what: str = "value") -> int:
         return self.checker.const_int(e, what)
+
+    def type_of(self, e: A.Expr) -> Type:
+        """The type of the value ``e``, checked (its code is not written)."""
+        return self.checker.check_value(e).type
 
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         """Code for ``e`` converted implicitly to ``t`` (assignment, argument passing)."""

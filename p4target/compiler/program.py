@@ -205,6 +205,9 @@ class ProgramCompiler(CompilerContext):
     def const_int(self, e: A.Expr, what: str = "value") -> int:
         return self.expressions.const_int(e, what)
 
+    def type_of(self, e: A.Expr) -> Type:
+        return self.expressions.type_of(e)
+
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         return self.expressions.expr_as(e, t, what)
 
