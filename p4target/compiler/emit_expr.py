@@ -65,7 +65,7 @@ class ExprEmitter:
         self.ctx = ctx
         self.places: PlaceWriter = places if places is not None else PlaceCode(ctx)
         self._by_kind: dict[type, Callable[[Any], V]] = {  # each method takes its own node class
-            ir.Const: self.const, ir.TypeName: self.type_name, ir.Ref: self.ref, ir.Field: self.field,
+            ir.Const: self.const, ir.TypeName: self.type_name, ir.Ref: self.places.name, ir.Field: self.field,
             ir.StackMember: self.stack_member, ir.TableResultMember: self.table_result_member,
             ir.MethodRef: self.method_ref, ir.TupleIndex: self.tuple_index,
             ir.StackIndex: self.stack_index, ir.Slice: self.slice, ir.Unary: self.unary,
@@ -89,9 +89,6 @@ class ExprEmitter:
     @staticmethod
     def type_name(node: ir.TypeName) -> V:
         return V("", node.type, None, node.sym)
-
-    def ref(self, node: ir.Ref) -> V:
-        return self.places.name(node)
 
     def field(self, node: ir.Field) -> V:
         return self.places.field(node, self.emit(node.base))

@@ -162,10 +162,9 @@ class FastExpressionCompiler:
 
     # ---- places of the packet state (emit_expr.PlaceWriter) -------------------------------
     def name(self, node: ir.Ref) -> V:
-        v = self.general.name(node)
         if node.sym.kind == "var" and node.sym.code in self.ctx.param_targets:
-            return self.path_value((self.ctx.param_targets[node.sym.code],), v.type, node.sym)
-        return v
+            return self.path_value((self.ctx.param_targets[node.sym.code],), node.type, node.sym)
+        return self.general.name(node)
 
     def field(self, node: ir.Field, base: V) -> V:
         if base.path is not None:

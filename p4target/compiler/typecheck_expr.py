@@ -97,6 +97,8 @@ class ExprChecker:
     def check_value(self, e: A.Expr) -> ir.Expr:
         """An expression that must be a value (not a table, extern, type...)."""
         node = self.check(e)
+        if type(node) is ir.Field or type(node) is ir.Const:  # most values: no symbol
+            return node
         kind = kind_of(node)
         if kind is not None and kind not in ("var", "const"):
             raise error(e.loc, f"'{expr_text(e)}' is a {kind}, not a value")
