@@ -30,6 +30,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     state start { pkt.extract(hdr.h); transition accept; }
 }
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+bit<8> bump(inout bit<8> x) { x = x + 1; return x; }
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action probe() {
         meta.m16 = 3 + hdr.h.b;
@@ -38,6 +39,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         meta.f = Color.BLUE == 2;
         meta.m24 = hdr.h.b ++ 8w0;
         meta.m8 = K - 6;
+        meta.m8 = hdr.h.a + bump(meta.m8);
     }
     apply { probe(); }
 }
@@ -112,3 +114,17 @@ def test_a_type_error_is_the_checkers_with_its_place(compiled):
     assert "operands of '+' have different types bit<8> and bit<16>" in str(info.value)
     line = SOURCE.splitlines().index("        meta.m16 = 3 + hdr.h.b;") + 1
     assert f"probe.p4:{line}:" in str(info.value)
+
+
+def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
+    """P4_16 8.1: ``hdr.h.a + bump(meta.m8)`` reads ``hdr.h.a`` before ``bump`` runs:
+    the checker writes it into a temporary before the call's statements."""
+    pc, stmts = compiled
+    out_before = len(pc.out)
+    node = pc.expressions.checker.check(stmts[6].value)
+    assert isinstance(node, ir.Binary) and node.type == BitT(8)
+    assert isinstance(node.left, ir.Temp) and isinstance(node.right, ir.CallResult)
+    assert node.right.type == BitT(8) and node.right.call is stmts[6].value.right
+    emitted = [line.strip() for line in pc.out[out_before:]]
+    assert emitted[0] == f"{node.left.name} = hdr.h.a"  # first, then the call's statements
+    assert len(emitted) > 1
