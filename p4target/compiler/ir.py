@@ -29,7 +29,7 @@ _N = TypeVar("_N")
 def node(cls: type[_N]) -> type[_N]:
     """A typed node: a slotted dataclass with keyword fields, frozen for the type
     checker (mypy refuses an assignment to a field of a node), built without the
-    run-time guard of ``frozen=True``, which triples the cost of making one."""
+    run-time guard of ``frozen=True``, which makes every node slower to build."""
     return dataclass(slots=True, kw_only=True)(cls)
 
 
