@@ -70,8 +70,8 @@ class ExprEmitter:
             ir.MethodRef: self.method_ref, ir.TupleIndex: self.tuple_index,
             ir.StackIndex: self.stack_index, ir.Slice: self.slice, ir.Unary: self.unary,
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
-            ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.list_value,
-            ir.TupleBuild: self.tuple_build, ir.StructBuild: self.struct_build,
+            ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
+            ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
             ir.CallResult: self.call_result, ir.Temp: self.temp,
         }
 
@@ -302,15 +302,7 @@ class ExprEmitter:
         """Code for ``v`` converted implicitly to ``t`` as the type checker decided (``how``)."""
         return self.places.convert(v, t, how)
 
-    def code_as(self, node: ir.Expr) -> str:
-        """The code of ``node``, a value converted to the type it is given (an
-        assignment's, an argument's: ``Convert``, ``StructBuild``, ``TupleBuild``, a ``Const``)."""
-        return self.emit(node).code
-
-    def list_value(self, node: ir.ListValue) -> V:
-        return V("(" + "".join(self.emit(i).code + ", " for i in node.items) + ")", node.type)
-
-    def tuple_build(self, node: ir.TupleBuild) -> V:
+    def tuple_value(self, node: ir.ListValue | ir.TupleBuild) -> V:
         return V("(" + "".join(self.emit(i).code + ", " for i in node.items) + ")", node.type)
 
     def struct_build(self, node: ir.StructBuild) -> V:
