@@ -47,6 +47,11 @@ def to_type_const(value: int, t: Type) -> int:
     return value
 
 
+def as_unsigned(value: int, t: Type) -> int:
+    """A constant of type ``t`` as its bit pattern (a negative int<W> becomes positive)."""
+    return value & t.mask if isinstance(t, BitT) and t.signed else value
+
+
 def folded(code: str, t: Type, all_const: bool) -> V:
     """``code`` of type ``t``; evaluated now when its operands are all constants."""
     if all_const:

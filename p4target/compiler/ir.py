@@ -227,6 +227,29 @@ class Temp(Expr):
 
 
 @node
+class AnyKey(Expr):
+    """``default`` or ``_`` in a select case or table entry: any value of the key."""
+
+
+@node
+class MaskKey(Expr):
+    """``value &&& mask`` in a select case or table entry, both constants converted to
+    the key's type (this node's; a signed value as it is)."""
+
+    value: int
+    mask: int
+
+
+@node
+class RangeKey(Expr):
+    """``lo .. hi`` in a select case or table entry, both constants converted to the
+    key's type (this node's; a signed value as it is)."""
+
+    lo: int
+    hi: int
+
+
+@node
 class Bits:
     """A value as a bit string (hash, checksum and digest data): ``parts`` are the
     values concatenated MSB first (leaves of type bit<W>, int<W>, bool, serializable

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
+from p4target.compiler import ir
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
@@ -227,8 +228,8 @@ class ProgramCompiler(CompilerContext):
     def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
         return self.parser_compiler.case_conds(case, kvars)
 
-    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
-        return self.parser_compiler.keyset_value(e, t, unsigned)
+    def check_keyset(self, e: A.Expr, t: Type, select: bool = False) -> ir.Expr:
+        return self.expressions.checker.check_keyset(e, t, select)
 
     def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
         self.parser_compiler.declare_value_set(d, block, scope)

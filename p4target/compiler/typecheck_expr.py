@@ -585,6 +585,38 @@ class ExprChecker:
         v = self.ctx.call_expr(e)  # the statement compiler's: its statements are emitted now
         return ir.CallResult(type=v.type, loc=e.loc, const=v.const, call=e, value=v)
 
+    # ------------------------------------------------------------------ keysets
+    def check_keyset(self, e: A.Expr, t: Type, select: bool = False) -> ir.Expr:
+        """One keyset of a select case (``select``) or table entry for a key of type
+        ``t``: ``AnyKey``, ``MaskKey``, ``RangeKey`` or a ``Const`` of the key's type."""
+        if isinstance(e, A.DefaultExpr):
+            return ir.AnyKey(type=t, loc=e.loc)
+        if isinstance(e, A.Mask):
+            value = self.keyset_const(e.value, t)
+            return ir.MaskKey(type=t, loc=e.loc, value=value, mask=self.keyset_const(e.mask, t))
+        if isinstance(e, A.Range):
+            lo = self.keyset_const(e.lo, t)
+            return ir.RangeKey(type=t, loc=e.loc, lo=lo, hi=self.keyset_const(e.hi, t))
+        if not select:
+            return ir.Const(type=t, loc=e.loc, const=self.keyset_const(e, t))
+        node = self.check_value(e)
+        if node.const is None:
+            raise error(e.loc, "select case values must be compile-time constants")
+        return ir.Const(type=t, loc=e.loc, const=self.key_const(node, t, e.loc, "select case"))
+
+    def keyset_const(self, e: A.Expr, t: Type) -> int:
+        """A constant of a keyset converted to the key's type ``t`` (a signed value as it is)."""
+        node = self.check_value(e)
+        if node.const is None:
+            raise error(e.loc, "keyset values must be compile-time constants")
+        return int(self.key_const(node, t, e.loc, "keyset value"))
+
+    def key_const(self, node: ir.Expr, t: Type, loc: Loc, what: str) -> int | bool | str:
+        """The constant ``node`` converted implicitly to the key type ``t`` (a member of a
+        serializable enum, where the key has the enum's underlying type, is its value)."""
+        how = self.conversion(node.type, node.const, t, loc, what)
+        return how if isinstance(how, int) else node.const  # type: ignore[return-value]  # a keyset value is a constant
+
     # ------------------------------------------------------------------ bit strings
     def check_bits(self, e: A.Expr) -> ir.Bits:
         """A list/struct/header/value as one bit string (hash, checksum and digest data)."""

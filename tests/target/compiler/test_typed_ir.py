@@ -128,3 +128,29 @@ def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
     emitted = [line.strip() for line in pc.out[out_before:]]
     assert emitted[0] == f"{node.left.name} = hdr.h.a"  # first, then the call's statements
     assert len(emitted) > 1
+
+
+def test_keysets_are_constants_of_the_key_type(compiled):
+    """A select case's or table entry's keysets, checked against the key's type."""
+    pc, stmts = compiled
+    check_keyset = pc.expressions.checker.check_keyset
+    loc = stmts[0].value.loc
+
+    def lit(value: int, width: int | None = None, signed: bool = False) -> A.IntLit:
+        return A.IntLit(loc, value, width, signed, str(value))
+
+    assert check_keyset(A.DefaultExpr(loc), BitT(8)) == ir.AnyKey(type=BitT(8), loc=loc)
+    # 0x1234 &&& 0xff00 for a bit<16> key: both unsized literals take the key's width
+    mask = check_keyset(A.Mask(loc, lit(0x1234), lit(0xFF00)), BitT(16))
+    assert mask == ir.MaskKey(type=BitT(16), loc=loc, value=0x1234, mask=0xFF00)
+    # -1 .. 5 for an int<8> key: the signed values as they are
+    rng = check_keyset(A.Range(loc, A.Unary(loc, "-", lit(1)), lit(5)), BitT(8, True))
+    assert rng == ir.RangeKey(type=BitT(8, True), loc=loc, lo=-1, hi=5)
+    # 300 for a bit<8> key wraps to 300 - 256 = 44; the enum member BLUE is its value 2
+    assert check_keyset(lit(300), BitT(8)) == ir.Const(type=BitT(8), loc=loc, const=44)
+    blue = stmts[3].value.left  # Color.BLUE
+    assert check_keyset(blue, BitT(8), select=True) == ir.Const(type=BitT(8), loc=blue.loc, const=2)
+    with pytest.raises(P4Error, match="keyset values must be compile-time constants"):
+        check_keyset(stmts[0].value.right, BitT(16))  # hdr.h.b
+    with pytest.raises(P4Error, match="select case values must be compile-time constants"):
+        check_keyset(stmts[0].value.right, BitT(16), select=True)
