@@ -87,9 +87,10 @@ class ExprChecker:
     def check(self, e: A.Expr) -> ir.Expr:
         self.entered += 1
         self.depth += 1
-        method = self._by_kind.get(type(e))
-        if method is None:
-            raise unsupported(e.loc, f"expression {type(e).__name__}", "rewrite it")
+        try:
+            method = self._by_kind[type(e)]
+        except KeyError:
+            raise unsupported(e.loc, f"expression {type(e).__name__}", "rewrite it") from None
         node = method(e)  # an error abandons the expression's statement: no finally
         self.depth -= 1
         return node
