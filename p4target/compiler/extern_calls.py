@@ -71,7 +71,7 @@ class ExternCalls:
         """Store an extern's result (an unbounded int, or one known to be ``< below``)
         into an out argument of any width."""
         self.ctx.check_lvalue(target)
-        tt = self.ctx.value(target).type
+        tt = self.ctx.type_of(target)
         if t is not None and not (tt is t or tt == t):
             raise error(target.loc, f"out argument must have type {t}, not {tt}")
         if isinstance(tt, BitT) and not tt.signed and below is not None and below <= tt.mask + 1:
@@ -231,7 +231,7 @@ class ExternCalls:
                 return self.list_digest(e, data)
             if isinstance(data, A.StructExpr):
                 raise error(data.loc, "digest of a struct expression needs its type: digest<T>(receiver, {...})")
-            t = self.ctx.value(data).type
+            t = self.ctx.type_of(data)
         if not isinstance(t, StructT) or t.kind != "struct":
             raise error(data.loc, f"digest data must be a struct, not {t}")
         obj = self.ctx.expr_as(data, t, "digest data")

@@ -43,9 +43,9 @@ The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 ``frame_tail``, the controls and the deparser, ``assemble``), which extends
 ``ProgramCompiler`` and composes ``FastExpressionCompiler`` (``fast_expressions``:
-the packet state's locals and the code reading them) and ``FastStatementCompiler``
-(``fast_statements``), in place of the general compiler's ``expressions`` and
-``statements``, ``FastTables`` (``fast_tables``: actions and tables in place),
+the packet state's locals and the code reading them, the places its
+``ExpressionCompiler`` writes) and ``FastStatementCompiler`` (``fast_statements``,
+in place of the general compiler's ``statements``), ``FastTables`` (``fast_tables``: actions and tables in place),
 ``FastExterns`` (``fast_externs``: externs, held-back counts, hashes; the
 ``ExternCalls`` it uses) and
 ``FastParser`` (``fast_parser``) and ``FastPacketIO`` (``fast_packet_io``: the
@@ -68,6 +68,7 @@ from p4target.compiler.context import FastContext
 from p4target.compiler.entities import TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
 from p4target.compiler.fast_externs import FastExterns
 from p4target.compiler.fast_packet_io import FastPacketIO
@@ -122,7 +123,7 @@ class FastCompiler(ProgramCompiler, FastContext):
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
-        self._entered = self._depth = self._base = 0  # see expr()
+        self._base = 0  # ExprChecker.depth where the current statement starts
         self._written_cache: dict[tuple[str, ...], bool] = {}
         self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
         self._leaf_cache: dict[tuple[str, ...], V] = {}
@@ -137,11 +138,19 @@ class FastCompiler(ProgramCompiler, FastContext):
         self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
         self.extern_calls = self.fast_externs
-        self.expressions: FastExpressionCompiler = FastExpressionCompiler(self)
-        self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions)
+        self.fast_expressions = FastExpressionCompiler(self)
+        self.expressions = ExpressionCompiler(self, self.fast_expressions)
+        self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions,
+                                                                       self.fast_expressions)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
+
+    def evaluated_before(self) -> bool:
+        """Whether the statement being compiled evaluated an expression that has been
+        done with (not one of those being checked) until now (``ExprChecker``'s counts)."""
+        checker = self.expressions.checker
+        return checker.entered != checker.depth - self._base
 
     def apply_table(self, info: TableInfo) -> V:
         return self.fast_tables.apply_table(info)  # FastStatementCompiler's table applications
@@ -151,38 +160,38 @@ class FastCompiler(ProgramCompiler, FastContext):
 
     # ---- the packet state's locals (FastExpressionCompiler), for the other parts -----------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
-        return self.expressions.local(path, default)
+        return self.fast_expressions.local(path, default)
 
     def field_local(self, path: tuple[str, ...], t: Type) -> str:
-        return self.expressions.field_local(path, t)
+        return self.fast_expressions.field_local(path, t)
 
     def valid_local(self, path: tuple[str, ...]) -> str:
-        return self.expressions.valid_local(path)
+        return self.fast_expressions.valid_local(path)
 
     def raw_local(self, path: tuple[str, ...]) -> str:
-        return self.expressions.raw_local(path)
+        return self.fast_expressions.raw_local(path)
 
     def start_local(self, path: tuple[str, ...]) -> str:
-        return self.expressions.start_local(path)
+        return self.fast_expressions.start_local(path)
 
     def sm_local(self, name: str) -> str:
-        return self.expressions.sm_local(name)
+        return self.fast_expressions.sm_local(name)
 
     def sm_width(self, name: str) -> int:
-        return self.expressions.sm_width(name)
+        return self.fast_expressions.sm_width(name)
 
     def set_with_validity(self, path: tuple[str, ...]) -> bool:
-        return self.expressions.set_with_validity(path)
+        return self.fast_expressions.set_with_validity(path)
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
-        return self.expressions.in_stack_element(path)
+        return self.fast_expressions.in_stack_element(path)
 
     def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
                    parent: StructT | None = None) -> V:
-        return self.expressions.path_value(path, t, sym, parent)
+        return self.fast_expressions.path_value(path, t, sym, parent)
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
-        return self.expressions.bytes_field(path, t, parent, s)
+        return self.fast_expressions.bytes_field(path, t, parent, s)
 
     def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
         return self.statements.touch_stack(path, t)

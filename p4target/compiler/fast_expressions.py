@@ -1,11 +1,15 @@
-"""The fast path's packet state and expressions (``FastExpressionCompiler``, the
-``ExpressionCompiler`` that ``FastCompiler``, ``fast_compiler``, composes): where each place of the packet state lives
-in ``_fast`` (a local per field, validity flag, header int and stack index, named
-by ``local``), and the code reading a field there (``leaf_value``): the caller's
-value for the standard_metadata it gives, the header's int or the frame's bytes for
-a field nothing assigns, else its local. Names, members and indexes of the packet
-state are such places; a header or struct of it used as a value becomes an object
-like the general path's (``coerce``).
+"""The fast path's packet state and how its expressions read it
+(``FastExpressionCompiler``, the ``PlaceWriter`` that ``FastCompiler``,
+``fast_compiler``, gives the generator of its ``ExpressionCompiler``): where each
+place of the packet state lives in ``_fast`` (a local per field, validity flag,
+header int and stack index, named by ``local``), and the code reading a field there
+(``leaf_value``): the caller's value for the standard_metadata it gives, the
+header's int or the frame's bytes for a field nothing assigns, else its local.
+Names, fields and stack elements of the packet state are such places; a header or
+struct of it used as a value becomes an object like the general path's
+(``convert``). The expressions are checked by the general type checker
+(typecheck_expr.py) and written by the general generator (emit_expr.py); this
+module only says how their places are written.
 """
 
 from __future__ import annotations
@@ -13,29 +17,28 @@ from __future__ import annotations
 import re
 
 from p4target.compiler.context import FastContext
-from p4target.compiler.expressions import ExpressionCompiler
-from p4target.compiler.values import V, lit
+from p4target.compiler import ir
+from p4target.compiler.emit_expr import PlaceCode
+from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import GIVEN, NEXT, RAW, TOUCHED, VALID
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
-from p4target.compiler.types import BitT, BoolT, ObjT, StackT, StructT, Type
-from p4target.frontend import ast as A
-from p4target.frontend.source import Loc
+from p4target.compiler.types import BitT, BoolT, StackT, StructT, Type
 
 _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 
 
-class FastExpressionCompiler(ExpressionCompiler):
-    """The expressions of the fast compiler ``ctx``: the packet state's locals (its
-    ``names``, ``defaults``) and the expressions reading them; what it does not
-    override is the general ``ExpressionCompiler``'s."""
-
-    ctx: FastContext
+class FastExpressionCompiler:
+    """The fast compiler's (``ctx``'s) packet state: its locals (``ctx.names``,
+    ``ctx.defaults``) and, as the ``PlaceWriter`` of its expressions' generator, the
+    places reading them; a place that is not the packet state's is written as
+    ``general`` (the general path's ``PlaceCode``) writes it."""
 
     def __init__(self, ctx: FastContext) -> None:
-        super().__init__(ctx)
+        self.ctx = ctx
+        self.general = PlaceCode(ctx)
 
     # ---- names of the packet state ---------------------------------------------------
     def start_local(self, path: tuple[str, ...]) -> str:
@@ -157,65 +160,44 @@ class FastExpressionCompiler(ExpressionCompiler):
         shifted = f"({x} >> {sh})" if sh else x
         return f"({self.ctx.field_from(shifted, t, w, w != (b - a) * 8)})"
 
-    # ---- expressions -------------------------------------------------------------------
-    def _e_Name(self, e: A.Name) -> V:
-        v = super()._e_Name(e)
-        if v.sym is not None and v.sym.kind == "var" and v.sym.code in self.ctx.param_targets:
-            return self.path_value((self.ctx.param_targets[v.sym.code],), v.type, v.sym)
-        return v
+    # ---- places of the packet state (emit_expr.PlaceWriter) -------------------------------
+    def name(self, node: ir.Ref) -> V:
+        if node.sym.kind == "var" and node.sym.code in self.ctx.param_targets:
+            return self.path_value((self.ctx.param_targets[node.sym.code],), node.type, node.sym)
+        return self.general.name(node)
 
-    def _e_Member(self, e: A.Member) -> V:
-        base = self.expr(e.obj)
+    def field(self, node: ir.Field, base: V) -> V:
         if base.path is not None:
-            bt = base.type
-            if isinstance(bt, StructT):
-                ft = bt.field_type(e.name)
-                if ft is not None:
-                    return self.path_value(base.path + (e.name,), ft, parent=bt)
-            elif isinstance(bt, StackT):
-                if e.name == "size":
-                    return lit(bt.size, BitT(32))
-                raise NoFast(f"stack member {e.name} outside extract")
-        if base.sym is not None and base.sym.kind == "tableresult":
-            r = base.code
-            if e.name == "hit":
-                return V(f"{r}_h", BoolT())
-            if e.name == "miss":
-                return V(f"(not {r}_h)", BoolT())
-            if e.name == "action_run":
-                return V(f"{r}_i", ObjT("action_run", ""), None,
-                         Sym("action_run", None, f"{r}_i", obj=base.sym.obj))
-        return super()._e_Member(e)
+            return self.path_value(base.path + (node.name,), node.type, parent=node.parent)
+        return self.general.field(node, base)
 
-    def _e_Index(self, e: A.Index) -> V:
-        base = self.value(e.obj)
-        if base.path is not None and isinstance(base.type, StackT):
-            idx = self.value(e.index)
+    def stack_member(self, node: ir.StackMember, base: V) -> V:
+        if base.path is not None:
+            raise NoFast(f"stack member {node.name} outside extract")
+        return self.general.stack_member(node, base)
+
+    def stack_element(self, node: ir.StackIndex, base: V, idx: V) -> V:
+        if base.path is not None:
             if idx.const is None:
                 raise NoFast("stack index known only at run time")
             i = int(idx.const)
-            if 0 <= i < base.type.size:
-                self.ctx.touch_stack(base.path, base.type)
-                return self.path_value(base.path + (str(i),), base.type.elem)
-        return super()._e_Index(e)
+            if 0 <= i < node.stack.size:
+                self.ctx.touch_stack(base.path, node.stack)
+                return self.path_value(base.path + (str(i),), node.type)
+        return self.general.stack_element(node, base, idx)
 
-    def expr(self, e: A.Expr) -> V:
-        # counts what a statement evaluates, so that a table applied inside an
-        # expression (compiled as statements before it) is known to come first
-        self.ctx._entered += 1
-        self.ctx._depth += 1
-        v = super().expr(e)  # an exception abandons the whole fast path: no finally
-        self.ctx._depth -= 1
-        return v
+    @staticmethod
+    def table_result(code: str) -> tuple[str, str]:
+        return f"{code}_h", f"{code}_i"  # the locals the table's application set
 
-    def coerce(self, v: V, t: Type, loc, what: str = "value") -> str:
+    def convert(self, v: V, t: Type, how: str) -> str:
         if v.path is not None and isinstance(t, (StructT, StackT)) and (v.type is t or v.type == t):
             # a header/struct of the packet state used as a value: an object like the
             # general path's (for a local variable, an argument, ...)
             obj = self.ctx.tmp("obj")
             self.load_object(obj, v.path, t)
             return obj
-        return super().coerce(v, t, loc, what)
+        return self.general.convert(v, t, how)
 
     def load_object(self, code: str, path: tuple[str, ...], t: Type) -> None:
         """Statements making ``code`` an object holding the place ``path``."""
@@ -241,8 +223,6 @@ class FastExpressionCompiler(ExpressionCompiler):
         raise NoFast("== on headers, unions, stacks or structs")  # general path only
 
     # ---- field lists (the deferred nodes read where each part came from) ----------------
-    def _flatten_v(self, v: V, parts: list[tuple[str, int | str]], loc: Loc) -> None:
-        n = len(parts)
-        super()._flatten_v(v, parts, loc)
-        if v.path is not None and len(parts) == n + 1:  # a field of the packet state
-            self.ctx.part_place[parts[n][0]] = v.path
+    def bits_part(self, v: V, parts: list[tuple[str, int | str]]) -> None:
+        if v.path is not None and len(parts) == 1:  # a field of the packet state
+            self.ctx.part_place[parts[0][0]] = v.path

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from p4target.compiler.context import FastContext
+from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.fast_expressions import FastExpressionCompiler
 from p4target.compiler.scope import Sym
 from p4target.compiler.statements import StatementCompiler
@@ -29,14 +30,15 @@ from p4target.frontend import ast as A
 class FastStatementCompiler(StatementCompiler):
     """The statements, stores and header methods of the fast compiler ``ctx``, emitted
     through it into its ``out`` at its ``ind``; the packet-state locals they use are
-    ``expressions``' (``local``, ``valid_local``, ...); what it does not override is
+    ``places``' (``local``, ``valid_local``, ...: the fast path's generator of expressions); what it does not override is
     the general ``StatementCompiler``'s."""
 
     ctx: FastContext
-    expressions: FastExpressionCompiler
 
-    def __init__(self, ctx: FastContext, expressions: FastExpressionCompiler) -> None:
+    def __init__(self, ctx: FastContext, expressions: ExpressionCompiler,
+                 places: FastExpressionCompiler) -> None:
         super().__init__(ctx, expressions)
+        self.places = places
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.ctx.action_call(e, sym)  # compiled in place (FastTables)
@@ -50,7 +52,7 @@ class FastStatementCompiler(StatementCompiler):
             for i in range(t.size):
                 self.ctx.dirty_at.pop(path + (str(i),), None)
             self.ctx.out.append(TouchStack(self.ctx.ind, path, t))
-        return self.expressions.local(path + (TOUCHED,), "False")
+        return self.places.local(path + (TOUCHED,), "False")
 
     def straight_since(self, index: int, ind: str) -> bool:
         """True when the item at ``index`` was emitted at indentation ``ind`` and
@@ -64,7 +66,7 @@ class FastStatementCompiler(StatementCompiler):
 
     def sm_store(self, field: str, code: str) -> str:
         self.ctx.written.add(("sm", field))
-        return f"{self.expressions.sm_local(field)} = {code}"
+        return f"{self.places.sm_local(field)} = {code}"
 
     # ---- statements ----------------------------------------------------------------------
     def stmts(self, stmts: list[A.Stmt]) -> None:
@@ -132,12 +134,13 @@ class FastStatementCompiler(StatementCompiler):
                 raise NoFast("return")
             self.ctx.emit("break")  # out of the block's `while True:`
             return
-        saved = self.ctx._entered, self.ctx._base, self.ctx.tmp_count
-        self.ctx._entered, self.ctx._base = 0, self.ctx._depth
+        checker = self.expressions.checker
+        saved = checker.entered, self.ctx._base, self.ctx.tmp_count
+        checker.entered, self.ctx._base = 0, checker.depth
         super().stmt(s)  # an exception abandons the whole fast path: no finally
         # a temporary lives in the code of the statement that made it: the next
         # statement reuses its names (every local of ``_fast`` costs each call)
-        self.ctx._entered, self.ctx._base, self.ctx.tmp_count = saved
+        checker.entered, self.ctx._base, self.ctx.tmp_count = saved
 
     def is_table_apply(self, e: A.Expr) -> bool:
         if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
@@ -172,19 +175,19 @@ class FastStatementCompiler(StatementCompiler):
                 if isinstance(ft, (StructT, StackT)):
                     self.store_object(path + (n,), ft, f"{code}.{pyfield(n)}")
                     continue
-                if self.expressions.path_value(path + (n,), ft, parent=t).path in self.ctx.lazy:
+                if self.places.path_value(path + (n,), ft, parent=t).path in self.ctx.lazy:
                     raise NoFast("a field read from its header's bits is assigned")
                 self.ctx.written.add(path + (n,))
-                self.ctx.emit(f"{self.expressions.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
+                self.ctx.emit(f"{self.places.field_local(path + (n,), ft)} = {code}.{pyfield(n)}")
             if t.kind == "header":
                 self.ctx.dirty_at.pop(path, None)
-                self.ctx.emit(f"{self.expressions.valid_local(path)} = {code}._v")
-                self.ctx.emit(f"{self.expressions.local(path + (DIRTY,), 'False')} = True")
+                self.ctx.emit(f"{self.places.valid_local(path)} = {code}._v")
+                self.ctx.emit(f"{self.places.local(path + (DIRTY,), 'False')} = True")
         elif isinstance(t, StackT):
             self.touch_stack(path, t)
             for i in range(t.size):
                 self.store_object(path + (str(i),), t.elem, f"{code}.h[{i}]")
-            self.ctx.emit(f"{self.expressions.local(path + (NEXT,))} = {code}.nxt")
+            self.ctx.emit(f"{self.places.local(path + (NEXT,))} = {code}.nxt")
         else:
             raise NoFast("header union as a value")
 
@@ -202,12 +205,12 @@ class FastStatementCompiler(StatementCompiler):
             self.touch_stack(src, t)
             for i in range(t.size):
                 self.copy_place(dst + (str(i),), src + (str(i),), t.elem)
-            self.ctx.emit(f"{self.expressions.local(dst + (NEXT,))} = {self.expressions.local(src + (NEXT,))}")
+            self.ctx.emit(f"{self.places.local(dst + (NEXT,))} = {self.places.local(src + (NEXT,))}")
         elif isinstance(t, StructT):
             raise NoFast("header union copy")
         else:
             self.ctx.written.add(dst)
-            self.ctx.emit(f"{self.expressions.field_local(dst, t)} = {self.expressions.field_local(src, t)}")
+            self.ctx.emit(f"{self.places.field_local(dst, t)} = {self.places.field_local(src, t)}")
 
     def store(self, target: A.Expr, code: str, loc) -> None:
         if isinstance(target, (A.Name, A.Member, A.Index)):
@@ -224,7 +227,7 @@ class FastStatementCompiler(StatementCompiler):
                     last = self.ctx.dirty_at.get(header)
                     if last is None or last[0] is not self.ctx.out or not self.straight_since(last[1], self.ctx.ind):
                         self.ctx.dirty_at[header] = (self.ctx.out, len(self.ctx.out))
-                        self.ctx.emit(f"{self.expressions.local(header + (DIRTY,), 'False')} = True")
+                        self.ctx.emit(f"{self.places.local(header + (DIRTY,), 'False')} = True")
                 return
         super().store(target, code, loc)
 
@@ -247,14 +250,14 @@ class FastStatementCompiler(StatementCompiler):
             return super().header_method(e, f, base, name)
         self.nargs(e, 0)
         if name == "isValid":
-            return V(self.expressions.valid_local(base.path), BoolT())
+            return V(self.places.valid_local(base.path), BoolT())
         if name in ("setValid", "setInvalid"):
             self.check_lvalue(f.obj)
             if name == "setValid":
-                self.expressions.raw_local(base.path)
+                self.places.raw_local(base.path)
                 self.ctx.dirty_at.pop(base.path, None)  # it may clear the dirty flag
                 self.ctx.out.append(SetValid(self.ctx.ind, base.path, base.type))
             else:
-                self.ctx.emit(f"{self.expressions.valid_local(base.path)} = False")
+                self.ctx.emit(f"{self.places.valid_local(base.path)} = False")
             return None
         return super().header_method(e, f, base, name)

@@ -81,7 +81,7 @@ class FastTables:
         self.ctx.scope, self.ctx.fn_kind, self.ctx.action_outs = saved
 
     def apply_table(self, info) -> V:
-        if self.ctx._entered != self.ctx._depth - self.ctx._base:
+        if self.ctx.evaluated_before():
             # something in this statement is evaluated before the apply: pasting the
             # apply before the statement would change the order
             raise NoFast("table applied inside an expression after other terms")

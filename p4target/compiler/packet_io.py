@@ -123,11 +123,11 @@ class PacketIO:
         """Where ``extract(target)`` writes: (the header's local, its type, the stack's
         local when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
-            self.ctx.value(target.obj).type, StackT)
+            self.ctx.type_of(target.obj), StackT)
         # s.next.m of a stack of header unions: member m of the next element
         union_next = not stack_next and isinstance(target, A.Member) and isinstance(
             target.obj, A.Member) and target.obj.name == "next" and isinstance(
-            self.ctx.value(target.obj.obj).type, StackT)
+            self.ctx.type_of(target.obj.obj), StackT)
         if stack_next or union_next:
             s = self.ctx.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
             st_t = s.type

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 from p4target import model as M
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_expr import as_unsigned
 from p4target.compiler.entities import anno_strs, qualify
 from p4target.compiler.expressions import expr_text
 from p4target.compiler.naming import pyident
@@ -137,28 +139,22 @@ class ParserCompiler:
             self.ctx.emit(f"raise ParserError({self.ctx.errors_by_name['NoMatch']}, pos)")
 
     def keyset_cond(self, item: A.Expr, kv: str, t: Type) -> str | None:
-        if isinstance(item, A.DefaultExpr):
-            return None
-        if isinstance(item, A.Mask):
-            v = self.keyset_value(item.value, t)
-            m = self.keyset_value(item.mask, t)
-            return f"{kv} & {m:#x} == {v & m:#x}"
-        if isinstance(item, A.Range):
-            lo = self.keyset_value(item.lo, t, unsigned=False)
-            hi = self.keyset_value(item.hi, t, unsigned=False)
-            return f"{lo} <= {kv} <= {hi}"
-        vs = self.value_set_sym(item)
+        vs = None if isinstance(item, (A.DefaultExpr, A.Mask, A.Range)) else self.value_set_sym(item)
         if vs is not None:
             if vs.obj != 1:
                 raise error(item.loc, f"value set '{expr_text(item)}' has {vs.obj} fields; select on as many keys")
             return f"{vs.code}(({kv},))"
-        case = self.ctx.value(item)
-        if case.const is None:
-            raise error(item.loc, "select case values must be compile-time constants")
-        code = self.ctx.coerce(self.enum_as_underlying(case, t), t, item.loc, "select case")
+        key = self.ctx.check_keyset(item, t, select=True)
+        if isinstance(key, ir.AnyKey):
+            return None
+        if isinstance(key, ir.MaskKey):
+            v, m = as_unsigned(key.value, t), as_unsigned(key.mask, t)
+            return f"{kv} & {m:#x} == {v & m:#x}"
+        if isinstance(key, ir.RangeKey):
+            return f"{key.lo} <= {kv} <= {key.hi}"  # a signed range compares the signed values
         if isinstance(t, BitT) and not t.signed and t.width > 4:
-            code = f"{int(code):#x}"  # readable: 0x86dd rather than 34525
-        return f"{kv} == {code}"
+            return f"{kv} == {int(key.const):#x}"  # type: ignore[arg-type]  # readable: 0x86dd rather than 34525
+        return f"{kv} == {key.const!r}"
 
     def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
         """``value_set<T>(size) vs;``: its members live in the runtime (runtime/value_sets.py)."""
@@ -204,25 +200,3 @@ class ParserCompiler:
             if sym is not None and sym.kind == "value_set":
                 return sym
         return None
-
-    @staticmethod
-    def enum_as_underlying(v: V, t: Type) -> V:
-        """A serializable enum member as a keyset value where the key has the enum's
-        underlying type (header fields and keys of an enum type are stored as it)."""
-        vt = v.type
-        if isinstance(vt, EnumT) and vt.underlying is not None and isinstance(t, BitT) \
-                and vt.underlying == t and v.const is not None:
-            return V(repr(v.const), t, v.const)
-        return v
-
-    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
-        """A constant of a keyset; signed values as their bit pattern unless ``unsigned``
-        is False (select ranges compare the signed value itself)."""
-        v = self.ctx.value(e)
-        if v.const is None:
-            raise error(e.loc, "keyset values must be compile-time constants")
-        code = self.ctx.coerce(self.enum_as_underlying(v, t), t, e.loc, "keyset value")
-        val = int(eval(code, {"__builtins__": {}}))  # a literal
-        if unsigned and isinstance(t, BitT) and t.signed:
-            val &= t.mask
-        return val

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
+from p4target.compiler import ir
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
@@ -101,7 +102,7 @@ class ProgramCompiler(CompilerContext):
         self.packet_io = PacketIO(self)  # (the fast compiler's: FastPacketIO)
         self.extern_calls = ExternCalls(self)  # (the fast compiler's: FastExterns)
         self.sub_blocks = SubBlockCompiler(self)
-        self.expressions = ExpressionCompiler(self)  # (the fast compiler's: FastExpressionCompiler)
+        self.expressions = ExpressionCompiler(self)  # (the fast compiler's writes with FastExpressionCompiler)
         self.statements = StatementCompiler(self, self.expressions)  # (FastStatementCompiler)
         self.parser_compiler = ParserCompiler(self)  # (the fast compiler's parser: FastParser)
         self.declarations = Declarations(self)
@@ -205,6 +206,9 @@ class ProgramCompiler(CompilerContext):
     def const_int(self, e: A.Expr, what: str = "value") -> int:
         return self.expressions.const_int(e, what)
 
+    def type_of(self, e: A.Expr) -> Type:
+        return self.expressions.type_of(e)
+
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         return self.expressions.expr_as(e, t, what)
 
@@ -224,8 +228,8 @@ class ProgramCompiler(CompilerContext):
     def case_conds(self, case: A.SelectCase, kvars: list[tuple[str, V]]) -> list[str]:
         return self.parser_compiler.case_conds(case, kvars)
 
-    def keyset_value(self, e: A.Expr, t: Type, unsigned: bool = True) -> int:
-        return self.parser_compiler.keyset_value(e, t, unsigned)
+    def check_keyset(self, e: A.Expr, t: Type, select: bool = False) -> ir.Expr:
+        return self.expressions.checker.check_keyset(e, t, select)
 
     def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
         self.parser_compiler.declare_value_set(d, block, scope)

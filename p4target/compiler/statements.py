@@ -202,7 +202,7 @@ class StatementCompiler:
             t = self.ctx.resolve_type(s.type)
         it = s.iterable
         copy = ""
-        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.expressions.value(it).type, StackT):
+        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.expressions.type_of(it), StackT):
             st = self.expressions.value(it)
             if st.type.elem is not t and st.type.elem != t:  # type: ignore[attr-defined]  # st.type is a StackT (checked just above)
                 raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
@@ -425,6 +425,8 @@ class StatementCompiler:
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)
+        # written as well as checked: the fast path names the target's locals now,
+        # before the value's, which orders its initial values
         return self.expressions.value(target).type
 
     def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
@@ -439,8 +441,8 @@ class StatementCompiler:
             if sym.obj == "ro":
                 raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
             return
-        if isinstance(e, A.Index) and isinstance(self.expressions.value(e.obj).type, TupleT) and not (
-                inner and isinstance(self.expressions.value(e).type, (StructT, StackT))):
+        if isinstance(e, A.Index) and isinstance(self.expressions.type_of(e.obj), TupleT) and not (
+                inner and isinstance(self.expressions.type_of(e), (StructT, StackT))):
             raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
         if isinstance(e, (A.Member, A.Index, A.Slice)):
             self.check_lvalue(e.obj, True)

@@ -307,7 +307,7 @@ class SubBlockCompiler:
                 raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
             if p.direction in ("out", "inout"):
                 self.ctx.check_lvalue(a)
-                at = self.ctx.value(a).type
+                at = self.ctx.type_of(a)
                 if not (at is t or at == t):
                     raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
                                 f"type {t}, not {at}")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_expr import as_unsigned
 from p4target import model as M
 from p4target.compiler.entities import (
     ActionInfo, InstanceInfo, TableInfo, annos_dict, anno_strs, name_anno, qualify, EXTERN_KINDS,
@@ -615,13 +617,13 @@ class TableCompiler:
         kind = kf.match_kind
         full = (1 << kf.bitwidth) - 1
         anything = M.KeyMatch("dontcare")
-        if isinstance(e, A.DefaultExpr):
+        key = self.ctx.check_keyset(e, kt)
+        if isinstance(key, ir.AnyKey):
             if kind == "exact":
                 self.ctx.deferred.append(error(e.loc, f"key {kf.name} is exact; '_' is not allowed"))
             return anything
-        if isinstance(e, A.Mask):
-            v = self.ctx.keyset_value(e.value, kt)
-            m = self.ctx.keyset_value(e.mask, kt)
+        if isinstance(key, ir.MaskKey):
+            v, m = as_unsigned(key.value, kt), as_unsigned(key.mask, kt)
             if kind == "ternary":
                 return M.KeyMatch("ternary", v & m, m)
             if kind == "lpm":
@@ -631,13 +633,13 @@ class TableCompiler:
                 return M.KeyMatch("lpm", v & m, plen)
             self.ctx.deferred.append(error(e.loc, f"'&&&' is not allowed for {kind} key {kf.name}"))
             return anything
-        if isinstance(e, A.Range):
-            lo, hi = self.ctx.keyset_value(e.lo, kt), self.ctx.keyset_value(e.hi, kt)
+        if isinstance(key, ir.RangeKey):
+            lo, hi = as_unsigned(key.lo, kt), as_unsigned(key.hi, kt)
             if kind != "range":
                 self.ctx.deferred.append(error(e.loc, f"'..' is only allowed for range keys, {kf.name} is {kind}"))
                 return anything
             return M.KeyMatch("range", lo, hi)
-        v = self.ctx.keyset_value(e, kt)
+        v = as_unsigned(int(key.const), kt)  # type: ignore[arg-type]  # a keyset's value is an int constant
         if kind == "exact":
             return M.KeyMatch("exact", v)
         if kind == "lpm":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from p4target.compiler import context, fast_compiler, fastgen, program
 from p4target.compiler.declarations import Declarations
+from p4target.compiler.emit_expr import ExprEmitter, PlaceCode
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.fast_expressions import FastExpressionCompiler
@@ -27,6 +28,7 @@ from p4target.compiler.fast_statements import FastStatementCompiler
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.parser_states import ParserCompiler
 from p4target.compiler.statements import StatementCompiler
+from p4target.compiler.typecheck_expr import ExprChecker
 from p4target.frontend.lexer import tokenize
 from p4target.frontend.parser import parse_tokens
 from p4target.frontend.preprocessor import preprocess
@@ -65,9 +67,9 @@ def parsed(path: Path):
 def test_the_compilers_have_no_mixin_bases():
     assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
     assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
-    for part in (ExpressionCompiler, StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
+    for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastExpressionCompiler,
+                 StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
         assert part.__mro__ == (part, object), part
-    assert FastExpressionCompiler.__mro__ == (FastExpressionCompiler, ExpressionCompiler, object)
     assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
 
 
@@ -98,12 +100,46 @@ def test_the_fast_compiler_composes_the_fast_parts_everywhere():
     assert type(pc.expressions) is ExpressionCompiler and type(pc.statements) is StatementCompiler
     assert pc.statements.expressions is pc.expressions
     assert pc.expressions.ctx is pc and pc.statements.ctx is pc
+    assert pc.expressions.checker.emitter is pc.expressions.emitter
+    assert type(pc.expressions.emitter.places) is PlaceCode
     fc = FastCompiler(prune_for_fast(parsed(FABRIC)), FABRIC)
-    assert type(fc.expressions) is FastExpressionCompiler and type(fc.statements) is FastStatementCompiler
+    assert type(fc.expressions) is ExpressionCompiler and type(fc.statements) is FastStatementCompiler
+    # the same checker and generator; the fast path gives only how places are written
+    assert fc.expressions.checker.emitter is fc.expressions.emitter
+    assert fc.expressions.emitter.places is fc.fast_expressions is fc.statements.places
+    assert type(fc.fast_expressions) is FastExpressionCompiler
     assert fc.statements.expressions is fc.expressions
     assert type(fc.extern_calls) is FastExterns and type(fc.packet_io) is FastPacketIO
-    for part in (fc.expressions, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
+    for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.fast_expressions, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
         assert part.ctx is fc, part
     # and the fast path generated through them is fabric.p4's: its locals, no PacketState
     text = fastgen.generate_fast(parsed(FABRIC), FABRIC).text
     assert "def _fast(data, ingress_port, now):" in text and "PacketState" not in text
+
+
+def raises_p4_errors(path: Path) -> list[str]:
+    """The places in ``path`` that raise a P4 error (``error(``, ``unsupported(``,
+    ``P4Error(``) or import the functions that make them."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name in ("error", "unsupported", "P4Error"):
+                found.append(f"{path.name}:{node.lineno} calls {name}")
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names
+                      if a.name in ("error", "unsupported", "P4Error")]
+    return found
+
+
+def test_the_expression_generators_only_emit():
+    """Every error of an expression is the type checker's: the general generator and
+    the fast path's neither raise a P4 error nor import what makes one (the fast path
+    may still give up with NoFast, which is no error of the program)."""
+    compiler = ROOT / "p4target" / "compiler"
+    for name in ("emit_expr.py", "fast_expressions.py", "ir.py"):
+        assert raises_p4_errors(compiler / name) == [], name
+    # and the check finds them where they are
+    assert any("calls error" in x for x in raises_p4_errors(compiler / "typecheck_expr.py"))
+    assert any("imports unsupported" in x for x in raises_p4_errors(compiler / "typecheck_expr.py"))

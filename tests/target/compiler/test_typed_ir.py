@@ -1,0 +1,156 @@
+"""The type checker of expressions (typecheck_expr.py) makes typed nodes (ir.py) with
+their types, folded constants and resolved names, and the general generator
+(emit_expr.py) writes their code; the expected types, values and code are written
+out here from the P4_16 rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4target.compiler import ir
+from p4target.compiler.program import ProgramCompiler
+from p4target.compiler.scope import Sym
+from p4target.compiler.types import BitT, BoolT, StructT
+from p4target.errors import P4Error
+from p4target.frontend import ast as A
+from p4target.frontend.lexer import tokenize
+from p4target.frontend.parser import parse_tokens
+from p4target.frontend.preprocessor import preprocess
+
+SOURCE = """#include <core.p4>
+#include <v1model.p4>
+const bit<8> K = 5;
+enum bit<8> Color { RED = 1, BLUE = 2 }
+header h_t { bit<8> a; bit<16> b; }
+struct headers_t { h_t h; }
+struct meta_t { bit<16> m16; bit<4> m4; bool f; bit<24> m24; bit<8> m8; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+bit<8> bump(inout bit<8> x) { x = x + 1; return x; }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action probe() {
+        meta.m16 = 3 + hdr.h.b;
+        meta.m4 = (bit<4>)(K * 8w5);
+        meta.m4 = hdr.h.a[7:4];
+        meta.f = Color.BLUE == 2;
+        meta.m24 = hdr.h.b ++ 8w0;
+        meta.m8 = K - 6;
+        meta.m8 = hdr.h.a + bump(meta.m8);
+    }
+    apply { probe(); }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProgramCompiler, list[A.Assign]]:
+    path = Path(tmp_path_factory.mktemp("ir")) / "probe.p4"
+    path.write_text(SOURCE)
+    program = parse_tokens(tokenize(preprocess(path, (), {})))
+    pc = ProgramCompiler(program, path)
+    pc.compile()
+    control = next(d for d in program.decls if isinstance(d, A.ControlDecl) and d.name == "I")
+    action = next(d for d in control.locals if isinstance(d, A.ActionDecl))
+    scope = pc.global_scope.child()
+    scope.define("hdr", Sym("var", pc.type_names["headers_t"], "hdr"), control.loc)
+    scope.define("meta", Sym("var", pc.type_names["meta_t"], "meta"), control.loc)
+    pc.scope = scope
+    return pc, [s for s in action.body.stmts if isinstance(s, A.Assign)]
+
+
+def test_an_unsized_literal_takes_the_width_of_the_field_beside_it(compiled):
+    pc, stmts = compiled
+    node = pc.expressions.checker.check(stmts[0].value)  # 3 + hdr.h.b
+    assert isinstance(node, ir.Binary) and node.op == "+"
+    assert node.type == BitT(16) and node.operand_type == BitT(16) and node.const is None
+    assert node.left == ir.Const(type=BitT(16), loc=node.left.loc, const=3)
+    field = node.right
+    assert isinstance(field, ir.Field) and field.name == "b" and field.type == BitT(16)
+    assert isinstance(field.parent, StructT) and field.parent.name == "h_t"
+    holder = field.base
+    assert isinstance(holder, ir.Field) and holder.name == "h"
+    assert isinstance(holder.base, ir.Ref) and holder.base.sym.kind == "var" and holder.base.sym.code == "hdr"
+    # bit<16> addition wraps at 16 bits
+    assert pc.expressions.emitter.emit(node).code == "((3 + hdr.h.b) & 0xffff)"
+
+
+def test_constants_fold_at_their_width(compiled):
+    pc, stmts = compiled
+    check = pc.expressions.checker.check
+    # K * 8w5 = 25 = 0b11001; (bit<4>) keeps the low 4 bits: 0b1001
+    assert check(stmts[1].value) == ir.Const(type=BitT(4), loc=stmts[1].value.loc, const=9)
+    # the serializable enum's member is its value: 2 == 2
+    assert check(stmts[3].value) == ir.Const(type=BoolT(), loc=stmts[3].value.loc, const=True)
+    # 5 - 6 in bit<8> wraps to 255
+    assert check(stmts[5].value) == ir.Const(type=BitT(8), loc=stmts[5].value.loc, const=255)
+    assert pc.expressions.value(stmts[5].value).code == "255"
+
+
+def test_slices_and_concatenations_have_their_widths(compiled):
+    pc, stmts = compiled
+    check = pc.expressions.checker.check
+    s = check(stmts[2].value)  # hdr.h.a[7:4]
+    assert isinstance(s, ir.Slice) and (s.hi, s.lo) == (7, 4) and s.type == BitT(4)
+    # the top 4 bits of a bit<8>: nothing above them to mask
+    assert pc.expressions.emitter.emit(s).code == "(hdr.h.a >> 4)"
+    c = check(stmts[4].value)  # hdr.h.b ++ 8w0
+    assert isinstance(c, ir.Binary) and c.op == "++" and c.type == BitT(24)
+    assert pc.expressions.emitter.emit(c).code == "(hdr.h.b << 8)"
+
+
+def test_a_type_error_is_the_checkers_with_its_place(compiled):
+    pc, stmts = compiled
+    bad = A.Binary(stmts[0].value.loc, "+", stmts[2].value.obj, stmts[0].value.right)  # hdr.h.a + hdr.h.b
+    with pytest.raises(P4Error) as info:
+        pc.expressions.checker.check(bad)
+    assert "operands of '+' have different types bit<8> and bit<16>" in str(info.value)
+    line = SOURCE.splitlines().index("        meta.m16 = 3 + hdr.h.b;") + 1
+    assert f"probe.p4:{line}:" in str(info.value)
+
+
+def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
+    """P4_16 8.1: ``hdr.h.a + bump(meta.m8)`` reads ``hdr.h.a`` before ``bump`` runs:
+    the checker writes it into a temporary before the call's statements."""
+    pc, stmts = compiled
+    out_before = len(pc.out)
+    node = pc.expressions.checker.check(stmts[6].value)
+    assert isinstance(node, ir.Binary) and node.type == BitT(8)
+    assert isinstance(node.left, ir.Temp) and isinstance(node.right, ir.CallResult)
+    assert node.right.type == BitT(8) and node.right.call is stmts[6].value.right
+    emitted = [line.strip() for line in pc.out[out_before:]]
+    assert emitted[0] == f"{node.left.name} = hdr.h.a"  # first, then the call's statements
+    assert len(emitted) > 1
+
+
+def test_keysets_are_constants_of_the_key_type(compiled):
+    """A select case's or table entry's keysets, checked against the key's type."""
+    pc, stmts = compiled
+    check_keyset = pc.expressions.checker.check_keyset
+    loc = stmts[0].value.loc
+
+    def lit(value: int, width: int | None = None, signed: bool = False) -> A.IntLit:
+        return A.IntLit(loc, value, width, signed, str(value))
+
+    assert check_keyset(A.DefaultExpr(loc), BitT(8)) == ir.AnyKey(type=BitT(8), loc=loc)
+    # 0x1234 &&& 0xff00 for a bit<16> key: both unsized literals take the key's width
+    mask = check_keyset(A.Mask(loc, lit(0x1234), lit(0xFF00)), BitT(16))
+    assert mask == ir.MaskKey(type=BitT(16), loc=loc, value=0x1234, mask=0xFF00)
+    # -1 .. 5 for an int<8> key: the signed values as they are
+    rng = check_keyset(A.Range(loc, A.Unary(loc, "-", lit(1)), lit(5)), BitT(8, True))
+    assert rng == ir.RangeKey(type=BitT(8, True), loc=loc, lo=-1, hi=5)
+    # 300 for a bit<8> key wraps to 300 - 256 = 44; the enum member BLUE is its value 2
+    assert check_keyset(lit(300), BitT(8)) == ir.Const(type=BitT(8), loc=loc, const=44)
+    blue = stmts[3].value.left  # Color.BLUE
+    assert check_keyset(blue, BitT(8), select=True) == ir.Const(type=BitT(8), loc=blue.loc, const=2)
+    with pytest.raises(P4Error, match="keyset values must be compile-time constants"):
+        check_keyset(stmts[0].value.right, BitT(16))  # hdr.h.b
+    with pytest.raises(P4Error, match="select case values must be compile-time constants"):
+        check_keyset(stmts[0].value.right, BitT(16), select=True)
