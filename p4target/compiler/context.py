@@ -13,7 +13,7 @@ through ``ctx``; the compiler hands such a call to the part that owns the method
 in one line. ``FastCompiler`` (fast_compiler.py) extends ``ProgramCompiler`` and
 composes the fast path's parts, given it as a ``FastContext``:
 ``FastStatementCompiler``, ``FastExterns`` and ``FastPacketIO`` (which extend the
-general parts), ``FastExpressionCompiler`` (the places its ``ExpressionCompiler``
+general parts), ``FastPlaceCode`` (the places its ``ExpressionCompiler``
 writes), ``FastTables`` and ``FastParser``.
 
 ``CompilerContext`` and ``FastContext`` declare what the parts read through

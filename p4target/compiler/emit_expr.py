@@ -6,7 +6,7 @@ Results wrap at their type's width, and masking is emitted only where a result c
 leave its range. A result whose operands are all constants is folded to its value
 (the same code, evaluated now), so that the fast path's places that are constants
 fold as literals do. The places of the packet state (names, fields, stack elements)
-are written by overridable methods; ``FastExpressionCompiler`` (fast_expressions.py)
+are written by overridable methods; ``FastPlaceCode`` (fast_place_code.py)
 writes them as the fast path's locals.
 """
 
@@ -363,8 +363,8 @@ class ExprEmitter:
 class PlaceWriter(Protocol):
     """How the places of an expression (names, fields, stack members and elements, a
     table's result), the implicit copy of a header or struct and the comparison of
-    two are written: ``PlaceCode`` for the general path, ``FastExpressionCompiler``
-    (fast_expressions.py) for the fast path's locals."""
+    two are written: ``PlaceCode`` for the general path, ``FastPlaceCode``
+    (fast_place_code.py) for the fast path's locals."""
 
     def name(self, node: ir.Ref) -> V: ...
     def field(self, node: ir.Field, base: V) -> V: ...

@@ -1,7 +1,7 @@
 """The expressions of a program compiler: each P4 expression type-checked into a typed
 expression (typecheck_expr.py, ``ExprChecker``), then written as Python code by a
 generator (emit_expr.py, ``ExprEmitter``, whose places the fast path writes with
-its ``FastExpressionCompiler``).
+its ``FastPlaceCode``).
 
 ``ExpressionCompiler`` is what the other parts call (through ``ctx`` or directly):
 ``expr``, ``value``, ``const_int``, ``expr_as``, ``coerce`` and ``flatten_bits``,

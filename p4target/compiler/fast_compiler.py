@@ -42,7 +42,7 @@ rendered at the end from the recorded uses (never by rewriting generated text).
 The generator is split by what it emits, as ``ProgramCompiler`` is: this module
 holds ``FastCompiler`` itself (its state, the whole-program analyses such as
 ``frame_tail``, the controls and the deparser, ``assemble``), which extends
-``ProgramCompiler`` and composes ``FastExpressionCompiler`` (``fast_expressions``:
+``ProgramCompiler`` and composes ``FastPlaceCode`` (``fast_place_code``:
 the packet state's locals and the code reading them, the places its
 ``ExpressionCompiler`` writes) and ``FastStatementCompiler`` (``fast_statements``,
 in place of the general compiler's ``statements``), ``FastTables`` (``fast_tables``: actions and tables in place),
@@ -69,7 +69,7 @@ from p4target.compiler.entities import TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.expressions import ExpressionCompiler
-from p4target.compiler.fast_expressions import _CLOCK, FastExpressionCompiler
+from p4target.compiler.fast_place_code import _CLOCK, FastPlaceCode
 from p4target.compiler.fast_externs import FastExterns
 from p4target.compiler.fast_packet_io import FastPacketIO
 from p4target.compiler.fast_parser import FastParser
@@ -138,10 +138,10 @@ class FastCompiler(ProgramCompiler, FastContext):
         self.packet_io = FastPacketIO(self, self.fast_parser)
         self.fast_externs = FastExterns(self)
         self.extern_calls = self.fast_externs
-        self.fast_expressions = FastExpressionCompiler(self)
-        self.expressions = ExpressionCompiler(self, self.fast_expressions)
+        self.fast_place_code = FastPlaceCode(self)
+        self.expressions = ExpressionCompiler(self, self.fast_place_code)
         self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions,
-                                                                       self.fast_expressions)
+                                                                       self.fast_place_code)
 
     def action_call(self, e: A.Call, sym: Sym) -> V | None:
         return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
@@ -158,40 +158,40 @@ class FastCompiler(ProgramCompiler, FastContext):
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser
 
-    # ---- the packet state's locals (FastExpressionCompiler), for the other parts -----------
+    # ---- the packet state's locals (FastPlaceCode), for the other parts -----------
     def local(self, path: tuple[str, ...], default: str = "0") -> str:
-        return self.fast_expressions.local(path, default)
+        return self.fast_place_code.local(path, default)
 
     def field_local(self, path: tuple[str, ...], t: Type) -> str:
-        return self.fast_expressions.field_local(path, t)
+        return self.fast_place_code.field_local(path, t)
 
     def valid_local(self, path: tuple[str, ...]) -> str:
-        return self.fast_expressions.valid_local(path)
+        return self.fast_place_code.valid_local(path)
 
     def raw_local(self, path: tuple[str, ...]) -> str:
-        return self.fast_expressions.raw_local(path)
+        return self.fast_place_code.raw_local(path)
 
     def start_local(self, path: tuple[str, ...]) -> str:
-        return self.fast_expressions.start_local(path)
+        return self.fast_place_code.start_local(path)
 
     def sm_local(self, name: str) -> str:
-        return self.fast_expressions.sm_local(name)
+        return self.fast_place_code.sm_local(name)
 
     def sm_width(self, name: str) -> int:
-        return self.fast_expressions.sm_width(name)
+        return self.fast_place_code.sm_width(name)
 
     def set_with_validity(self, path: tuple[str, ...]) -> bool:
-        return self.fast_expressions.set_with_validity(path)
+        return self.fast_place_code.set_with_validity(path)
 
     def in_stack_element(self, path: tuple[str, ...]) -> bool:
-        return self.fast_expressions.in_stack_element(path)
+        return self.fast_place_code.in_stack_element(path)
 
     def path_value(self, path: tuple[str, ...], t: Type, sym: Sym | None = None,
                    parent: StructT | None = None) -> V:
-        return self.fast_expressions.path_value(path, t, sym, parent)
+        return self.fast_place_code.path_value(path, t, sym, parent)
 
     def bytes_field(self, path: tuple[str, ...], t: Type, parent: StructT, s: str) -> str:
-        return self.fast_expressions.bytes_field(path, t, parent, s)
+        return self.fast_place_code.bytes_field(path, t, parent, s)
 
     def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
         return self.statements.touch_stack(path, t)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import ExpressionCompiler
-from p4target.compiler.fast_expressions import FastExpressionCompiler
+from p4target.compiler.fast_place_code import FastPlaceCode
 from p4target.compiler.scope import Sym
 from p4target.compiler.statements import StatementCompiler
 from p4target.compiler.values import V
@@ -36,7 +36,7 @@ class FastStatementCompiler(StatementCompiler):
     ctx: FastContext
 
     def __init__(self, ctx: FastContext, expressions: ExpressionCompiler,
-                 places: FastExpressionCompiler) -> None:
+                 places: FastPlaceCode) -> None:
         super().__init__(ctx, expressions)
         self.places = places
 

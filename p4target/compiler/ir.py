@@ -1,6 +1,6 @@
 """The typed form of a P4 expression: what the type checker (typecheck_expr.py) makes
 of an expression of the syntax tree, and what the generators (emit_expr.py, and the
-fast path's fast_expressions.py) read to write its Python code.
+fast path's fast_place_code.py) read to write its Python code.
 
 Every node carries its resolved P4 type, its source place and, when it is known at
 compile time, its value (``const``; a node folded to a value is a ``Const``). Names

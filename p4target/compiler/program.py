@@ -102,7 +102,7 @@ class ProgramCompiler(CompilerContext):
         self.packet_io = PacketIO(self)  # (the fast compiler's: FastPacketIO)
         self.extern_calls = ExternCalls(self)  # (the fast compiler's: FastExterns)
         self.sub_blocks = SubBlockCompiler(self)
-        self.expressions = ExpressionCompiler(self)  # (the fast compiler's writes with FastExpressionCompiler)
+        self.expressions = ExpressionCompiler(self)  # (the fast compiler's writes with FastPlaceCode)
         self.statements = StatementCompiler(self, self.expressions)  # (FastStatementCompiler)
         self.parser_compiler = ParserCompiler(self)  # (the fast compiler's parser: FastParser)
         self.declarations = Declarations(self)

@@ -20,7 +20,7 @@ from p4target.compiler.declarations import Declarations
 from p4target.compiler.emit_expr import ExprEmitter, PlaceCode
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.extern_calls import ExternCalls
-from p4target.compiler.fast_expressions import FastExpressionCompiler
+from p4target.compiler.fast_place_code import FastPlaceCode
 from p4target.compiler.fast_externs import FastExterns
 from p4target.compiler.fast_packet_io import FastPacketIO
 from p4target.compiler.fast_prune import prune_for_fast
@@ -67,7 +67,7 @@ def parsed(path: Path):
 def test_the_compilers_have_no_mixin_bases():
     assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
     assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
-    for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastExpressionCompiler,
+    for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastPlaceCode,
                  StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
         assert part.__mro__ == (part, object), part
     assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
@@ -106,11 +106,11 @@ def test_the_fast_compiler_composes_the_fast_parts_everywhere():
     assert type(fc.expressions) is ExpressionCompiler and type(fc.statements) is FastStatementCompiler
     # the same checker and generator; the fast path gives only how places are written
     assert fc.expressions.checker.emitter is fc.expressions.emitter
-    assert fc.expressions.emitter.places is fc.fast_expressions is fc.statements.places
-    assert type(fc.fast_expressions) is FastExpressionCompiler
+    assert fc.expressions.emitter.places is fc.fast_place_code is fc.statements.places
+    assert type(fc.fast_place_code) is FastPlaceCode
     assert fc.statements.expressions is fc.expressions
     assert type(fc.extern_calls) is FastExterns and type(fc.packet_io) is FastPacketIO
-    for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.fast_expressions, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
+    for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.fast_place_code, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
         assert part.ctx is fc, part
     # and the fast path generated through them is fabric.p4's: its locals, no PacketState
     text = fastgen.generate_fast(parsed(FABRIC), FABRIC).text
@@ -138,7 +138,7 @@ def test_the_expression_generators_only_emit():
     the fast path's neither raise a P4 error nor import what makes one (the fast path
     may still give up with NoFast, which is no error of the program)."""
     compiler = ROOT / "p4target" / "compiler"
-    for name in ("emit_expr.py", "fast_expressions.py", "ir.py"):
+    for name in ("emit_expr.py", "fast_place_code.py", "ir.py"):
         assert raises_p4_errors(compiler / name) == [], name
     # and the check finds them where they are
     assert any("calls error" in x for x in raises_p4_errors(compiler / "typecheck_expr.py"))

@@ -1,5 +1,5 @@
 """The fast path's packet state and how its expressions read it
-(``FastExpressionCompiler``, the ``PlaceWriter`` that ``FastCompiler``,
+(``FastPlaceCode``, the ``PlaceWriter`` that ``FastCompiler``,
 ``fast_compiler``, gives the generator of its ``ExpressionCompiler``): where each
 place of the packet state lives in ``_fast`` (a local per field, validity flag,
 header int and stack index, named by ``local``), and the code reading a field there
@@ -30,7 +30,7 @@ _CLOCK = {("sm", "ingress_global_timestamp"), ("sm", "enq_timestamp"),
           ("sm", "egress_global_timestamp")}
 
 
-class FastExpressionCompiler:
+class FastPlaceCode:
     """The fast compiler's (``ctx``'s) packet state: its locals (``ctx.names``,
     ``ctx.defaults``) and, as the ``PlaceWriter`` of its expressions' generator, the
     places reading them; a place that is not the packet state's is written as
