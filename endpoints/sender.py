@@ -122,7 +122,7 @@ class Sender:
         self.next_idx = 0
         self._acked = 0
         self.acked_bytes = 0
-        self._ack_sent: float | None = None  # the newest send time of a packet sent once it acknowledges
+        self._ack_rtt: float | None = None  # the RTT sample of the ACK being handled
         self._next_send = now
         self._next_open = now
         self.data_sent = 0  # hot counters are attributes
@@ -350,9 +350,9 @@ class Sender:
         self.acks_received += 1
         if ce:
             self._congested(ev, now, "ce")
-        self._ack_sent = None
+        self._ack_rtt = None
         newly = self._ack_mask((2 << (cum - una)) - 1, now) if cum >= una else 0
-        self.cc.on_ack(newly, self._ack_rtt(now), ce, now, self.rtt.srtt)
+        self.cc.on_ack(newly, self._ack_rtt, ce, now, self.rtt.srtt)
         self._advance()
         if now >= self._next_sample:
             self._sample(now)
@@ -411,12 +411,12 @@ class Sender:
                 self.ev_set.take_back(ev, now)
         else:
             self.counts["nacks_received" if syndrome == wire.SYNDROME_NACK_LOSS else "trim_nacks_received"] += 1
-        self._ack_sent = None
+        self._ack_rtt = None
         una = self.una
         newly = self._ack_mask((2 << (cum - una)) - 1, now) if cum >= una else 0
         if is_ack and bits:
             newly += self._ack_mask(bits << (base - una) if base >= una else bits >> (una - base), now)
-        self.cc.on_ack(newly, self._ack_rtt(now), ce and is_ack, now, self.rtt.srtt)
+        self.cc.on_ack(newly, self._ack_rtt, ce and is_ack, now, self.rtt.srtt)
         if not is_ack:
             self._on_nack(syndrome == wire.SYNDROME_NACK_TRIMMED, base, bits, now)
         self._advance()
@@ -440,11 +440,10 @@ class Sender:
 
     def _ack_mask(self, mask: int, now: float) -> int:
         """Mark the packets ``una + i`` for every bit ``i`` of ``mask`` acknowledged,
-        each once, lowest first; how many were new. New data restarts the
-        retransmission timer; every packet sent once among them is an RTT sample for
-        the RTO (Karn), and the newest send time of them is kept for the congestion
-        window's sample of this ACK (``_ack_rtt``). One call per ACK part (cumulative,
-        SACK) rather than per packet: an ACK acknowledges up to a window."""
+        each once, lowest first (the RTT samples in that order: every packet sent once
+        among them, Karn); how many were new. New data restarts the retransmission
+        timer (RFC 6298 5.3). One call per ACK rather than per packet: an ACK
+        acknowledges up to a window."""
         una = self.una
         acked = self._acked
         new = mask & ~acked
@@ -468,7 +467,7 @@ class Sender:
         answered = self.flight.answered
         evs = self.evs
         sample = self.rtt.sample
-        newest = self._ack_sent
+        rtt = None
         for idx in idxs:
             rec = answered(idx)
             if rec is None:
@@ -481,19 +480,11 @@ class Sender:
                     st.last_acked_sent = sent_at
                 if sent_at > st.last_loss_sent:
                     st.loss_streak = 0  # a packet sent on it after the losses got through
-                if newest is None or sent_at > newest:
-                    newest = sent_at
-                sample(now - sent_at)
-        self._ack_sent = newest
+                rtt = now - sent_at
+                sample(rtt)
+        if rtt is not None:
+            self._ack_rtt = rtt
         return len(idxs)
-
-    def _ack_rtt(self, now: float) -> float | None:
-        """The ACK just handled as the congestion window's RTT sample (None: it newly
-        acknowledged no packet sent once): the packet sent last of those it newly
-        acknowledges, the one the receiver held least (usually the one that asked for
-        the ACK)."""
-        sent_at = self._ack_sent
-        return None if sent_at is None else now - sent_at
 
     @property
     def _round_trip(self) -> float:
