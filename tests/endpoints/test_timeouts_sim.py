@@ -239,3 +239,9 @@ def test_a_lost_packet_no_nack_reports_is_resent_one_rto_after_the_last_answer()
     assert resend[0] == pytest.approx(last + 0.05, abs=1e-9)
     assert 0.1 + 0.127 < last < 0.1 + 0.135  # the window past packet 100 was sent, and answered
     assert rep["retransmissions"] == {"total": 1, "timeout": 1, "nack": 0, "trim_nack": 0}
+
+
+@pytest.mark.parametrize("value", [-0.001, float("inf"), float("nan")])
+def test_a_bad_ack_delay_is_refused_by_name(value: float) -> None:
+    with pytest.raises(ValueError, match="^sender: ack_delay"):
+        SenderConfig(ack_delay=value).check()
