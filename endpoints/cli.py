@@ -328,7 +328,11 @@ def send(
     ack_every: Annotated[int, typer.Option(
         help="ask for an ACK on every n-th packet at most (a quarter of the window while it is smaller; "
              "the SACK bitmap covers the others)")] = SenderConfig.ack_every,
-    rto_min: Annotated[float, typer.Option(help="minimum retransmission timeout, seconds")] = SenderConfig.rto_min,
+    rto_min: Annotated[float, typer.Option(
+        help="the retransmission timeout's floor, seconds: a timeout fires this long (or RFC 6298's RTO, if "
+             "longer) after the last acknowledgement of new data")] = SenderConfig.rto_min,
+    peer_ack_delay: Annotated[float, typer.Option(
+        help="the receiver's --ack-delay, seconds: added to the retransmission timeout")] = SenderConfig.ack_delay,
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
     retire_after: Annotated[int, typer.Option(
@@ -361,6 +365,7 @@ def send(
     source_port = _source_port(source_port, port, transport)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
+                                   ("--peer-ack-delay", peer_ack_delay, True),
                                    ("--cc-target-min", cc_target_min, True),
                                    ("--probe-interval", probe_interval, False),
                                    ("--sample-interval", sample_interval, False)):
@@ -388,7 +393,7 @@ def send(
     assert source_port is not None
     try:
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
-                           rate_pps=rate, ack_every=ack_every, rto_min=rto_min,
+                           rate_pps=rate, ack_every=ack_every, rto_min=rto_min, ack_delay=peer_ack_delay,
                            probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
                            sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt,
                            cc_target_min=cc_target_min, cc_startup_delay=cc_startup_delay)

@@ -111,7 +111,8 @@ class Sender:
         self.spray = Spray(evs, adaptive=config.spray == "adaptive", half_life=config.adapt_half_life,
                            max_skip=config.adapt_max_skip)
         self.flight = InFlight()
-        self.rtt = RttEstimator(rto_initial=config.rto_initial, rto_min=config.rto_min, rto_max=config.rto_max)
+        self.rtt = RttEstimator(rto_initial=config.rto_initial, rto_min=config.rto_min, rto_max=config.rto_max,
+                                ack_delay=config.ack_delay)
         # Congestion window (endpoints/congestion.py): CE echoes, delay, trim NACKs and
         # loss NACKs (quick adapt) move it; timeouts do not.
         self.cc = Window(config.congestion(), now)
@@ -154,8 +155,8 @@ class Sender:
         """The earliest time ``poll`` has something to do (None: only a packet can help)."""
         if self.finished:
             return None
-        timers = self.flight.timers
-        times = [timers[0][0] + self.rtt.rto] if timers else []
+        deadline = self.flight.deadline(self.rtt.rto)
+        times = [deadline] if deadline is not None else []
         if self.state == "opening" or (self.state == "sending" and self.una >= self.n_packets):
             times.append(self._next_open)
         elif self.state == "sending" and self._can_send():
@@ -439,14 +440,17 @@ class Sender:
 
     def _ack_mask(self, mask: int, now: float) -> int:
         """Mark the packets ``una + i`` for every bit ``i`` of ``mask`` acknowledged,
-        each once, lowest first (the RTT samples in that order); how many were new.
-        One call per ACK rather than per packet: an ACK acknowledges up to a window."""
+        each once, lowest first (the RTT samples in that order: every packet sent once
+        among them, Karn); how many were new. New data restarts the retransmission
+        timer (RFC 6298 5.3). One call per ACK rather than per packet: an ACK
+        acknowledges up to a window."""
         una = self.una
         acked = self._acked
         new = mask & ~acked
         if not new:
             return 0
         self._acked = acked | new
+        self.flight.restart(now)
         low = (new & -new).bit_length() - 1
         top = new.bit_length() - 1
         idxs: range | list[int]

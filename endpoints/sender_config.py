@@ -28,11 +28,16 @@ class SenderConfig:
     # cores), and a timeout then only resends what is still queued. Never below
     # rto_min nor above rto_max.
     rto_initial: float = 1.0
-    # The RTO's floor: Python switches and endpoints on shared cores stall for tens of
-    # milliseconds, BMv2 for hundreds, and a timeout that fires for a packet only
-    # delayed resends it for nothing (docs/transport.md, "Parameters")
-    rto_min: float = 0.2
+    # The RTO's floor. The timer restarts on every acknowledgement of new data
+    # (endpoints/retransmit.py), so it fires only after this long with nothing
+    # acknowledged: a stall of the whole fabric, or a loss no NACK reports (the tail);
+    # a packet only late behind others that are acknowledged is not resent by it
+    # (docs/transport.md, "Parameters")
+    rto_min: float = 0.05
     rto_max: float = 1.0
+    # The longest the receiver holds an ACK (mrc-recv --ack-delay, its default): added
+    # to the RTO, since the packet the timer waits for may be one acknowledged late
+    ack_delay: float = 0.001
     probe_interval: float = 0.02  # how often each ASSUMED_BAD EV is probed
     ev_min_active: int = 8
     retire_after: int = 2  # loss NACKs in a row on one EV (none of its later packets acknowledged) that retire it
@@ -65,6 +70,8 @@ class SenderConfig:
         for name in ("probe_interval", "rto_min", "rto_initial", "sample_interval"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"sender: {name} must be more than 0 seconds")
+        if not 0 <= self.ack_delay < float("inf"):
+            raise ValueError("sender: ack_delay (the receiver's ACK delay) must be 0 seconds or more, and finite")
         if self.rate_pps is not None and not 0 < self.rate_pps < float("inf"):
             raise ValueError("sender: the pacing rate must be more than 0 packets/s and finite (or none)")
         if self.burst < 1 or self.ack_every < 1 or self.min_window < 1 or self.initial_window < 1:

@@ -224,7 +224,7 @@ async def fabric_tables(fn: FabricNetwork, programs: tuple[str, ...] = ("fabric"
 
 def flow_timers(targets: set[str]) -> tuple[list[str], list[str]]:
     """The demo transfer's timer options (mrc-send's, mrc-recv's): the transport's own
-    (a 5 ms NACK delay, a 200 ms RTO floor) on the embedded target; on BMv2, whose
+    (a 5 ms NACK delay, a 50 ms RTO floor) on the embedded target; on BMv2, whose
     software switches hold frames for tens of milliseconds under load, a 100 ms NACK
     delay and a 400 ms floor, as the failure experiment (docs/experiments.md)."""
     if "bmv2" in targets:

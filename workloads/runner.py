@@ -56,9 +56,8 @@ class JobSpec:
     # The senders' RTO floor: the transport's own. A timeout blames no EV, a loss NACK
     # does, and a receiver NACKs a hole only after its reordering window (which the
     # agents carry from a peer's transfers to its next, tens of ms on a loaded
-    # machine): a floor below that window plus the RTT resends a dead path's packets
-    # on timeouts before any NACK, so the path is never retired and costs an RTO in
-    # every later transfer (docs/workloads.md, "Timers").
+    # machine); the sender's timer restarts on every acknowledgement, so while other
+    # paths are acknowledged the NACKs come first (docs/workloads.md, "Timers").
     rto_min: float = SenderConfig.rto_min
     nack_delay: float = 0.005
     ack_delay: float = 0.001  # an arrival without ack_req is acknowledged within this (the receivers')

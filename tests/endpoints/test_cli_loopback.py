@@ -195,6 +195,7 @@ def test_pseudo_random_data_is_one_stream() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--timeout", "0"], "--timeout 0: give a number of seconds more than 0"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-base-rtt", "inf"], "--cc-base-rtt inf: give a number of seconds"),
     (["--bytes", "10", "--ev-list", "5000", "--rto-min", "inf"], "--rto-min inf: give a number of seconds"),
+    (["--bytes", "10", "--ev-list", "5000", "--peer-ack-delay", "-1"], "--peer-ack-delay -1: give a number of seconds from 0"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-target-min", "-1"], "--cc-target-min -1: give a number of seconds from 0"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-target-min", "nan"], "--cc-target-min nan: give a number of seconds"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-startup-delay", "-1"],
