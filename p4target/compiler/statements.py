@@ -7,23 +7,19 @@ from __future__ import annotations
 
 from dataclasses import fields, is_dataclass
 
+from p4target.compiler import ir_stmt
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
+    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
-
-
-def length_place(code: str) -> str:
-    """Where the current width of the varbit value at the place ``code`` is kept:
-    beside a field or block local (``h._len_f``, ``L._len_x``), or a local of its own."""
-    head, dot, attr = code.rpartition(".")
-    return f"{head}._len_{attr}" if dot else f"_len_{code}"
 
 
 class StatementCompiler:
@@ -35,19 +31,15 @@ class StatementCompiler:
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
         self.ctx = ctx
         self.expressions = expressions
+        self.checker = StmtChecker(ctx, expressions)
+        self.emitter = StmtEmitter(ctx, expressions.emitter, self)
 
     def sm_store(self, field: str, code: str) -> str:
         """A statement setting standard_metadata.<field> where no block parameter names it."""
         return f"st.sm.{field} = {code}"
 
     def local_name(self, name: str) -> str:
-        py = f"l_{name}"
-        k = 1
-        while py in self.ctx.locals_used:
-            k += 1
-            py = f"l_{name}_{k}"
-        self.ctx.locals_used.add(py)
-        return py
+        return self.checker.local_name(name)
 
     # ------------------------------------------------------------------ statements
     def stmts(self, stmts: list[A.Stmt]) -> None:
@@ -73,10 +65,7 @@ class StatementCompiler:
         how(s)
 
     def _stmt_Block(self, s: A.Block) -> None:
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        self.stmts(s.stmts)
-        self.ctx.scope = saved
+        self.emitter.emit(self.checker.block(s))
 
     def _stmt_Assign(self, s: A.Assign) -> None:
         self.assign_stmt(s)
@@ -85,63 +74,22 @@ class StatementCompiler:
         self.call_stmt(s.call)
 
     def _stmt_If(self, s: A.If) -> None:
-        c = self.expressions.value(s.cond)
-        if not isinstance(c.type, BoolT):
-            raise error(s.cond.loc, f"if condition must be bool, not {c.type}; compare it, e.g. x != 0")
-        self.ctx.emit(f"if {c.code}:")
-        self.ctx.indent()
-        self.block_body(s.then.stmts if isinstance(s.then, A.Block) else [s.then])
-        self.ctx.dedent()
-        if s.other is not None:
-            self.ctx.emit("else:")
-            self.ctx.indent()
-            self.block_body(s.other.stmts if isinstance(s.other, A.Block) else [s.other])
-            self.ctx.dedent()
+        self.emitter.emit(self.checker.if_(s))
 
     def _stmt_Switch(self, s: A.Switch) -> None:
-        self.switch(s)
+        self.emitter.emit(self.checker.switch(s))
 
     def _stmt_VarDecl(self, s: A.VarDecl) -> None:
-        self.var_decl(s)
+        self.emitter.emit(self.checker.const_decl(s) if s.is_const else self.checker.var_decl(s))
 
     def _stmt_Exit(self, s: A.Exit) -> None:
-        if self.ctx.fn_kind == "parser":
-            raise error(s.loc, "exit is not allowed in a parser; use transition reject")
-        if self.ctx.fn_kind == "function":
-            raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
-                        "and exit in the caller")
-        self.ctx.emit("raise EXIT")
+        self.emitter.emit(self.checker.exit(s))
 
     def _stmt_Return(self, s: A.Return) -> None:
-        if self.ctx.fn_kind == "function":
-            self.function_return(s)
-            return
-        if s.value is not None:
-            raise error(s.value.loc, "only functions return values; use an out parameter")
-        if self.ctx.fn_kind == "parser":
-            raise error(s.loc, "return is not allowed in a parser state")
-        if self.ctx.fn_kind == "action" and self.ctx.action_outs:
-            self.ctx.emit("return (" + "".join(o + ", " for o in self.ctx.action_outs) + ")")
-        else:
-            self.ctx.emit("return")
-
-    def function_return(self, s: A.Return) -> None:
-        ret = self.ctx.function_ret
-        if isinstance(ret, VoidT):
-            if s.value is not None:
-                raise error(s.value.loc, "this function returns void; remove the value")
-            val = "None"
-        else:
-            if s.value is None:
-                raise error(s.loc, f"this function must return a value of type {ret}")
-            val = self.expressions.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
-        if self.ctx.action_outs:
-            self.ctx.emit(f"return ({val}, " + "".join(o + ", " for o in self.ctx.action_outs) + ")")
-        else:
-            self.ctx.emit(f"return {val}")
+        self.emitter.emit(self.checker.return_(s))
 
     def _stmt_Empty(self, s: A.Empty) -> None:
-        pass
+        self.emitter.emit(self.checker.empty(s))
 
     def _stmt_For(self, s: A.For) -> None:
         self.for_loop(s)
@@ -241,108 +189,11 @@ class StatementCompiler:
         self.ctx.dedent()
         self.ctx.scope = saved
 
-    def var_decl(self, s: A.VarDecl) -> None:
-        self.ctx.scope.check_not_param(s.name, s.loc)
-        t = self.ctx.resolve_type(s.type)
-        if s.is_const:
-            v = self.expressions.value(s.init) if s.init is not None else None
-            if v is None or v.const is None:
-                raise error(s.loc, f"const {s.name} needs a compile-time value")
-            code = self.expressions.coerce(v, t, s.loc, f"const {s.name}")
-            self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
-            return
-        py = self.local_name(s.name)
-        if isinstance(t, VarbitT):
-            self.ctx.varbit_locals.add(py)
-            self.ctx.emit(f"{length_place(py)} = 0")
-        if s.init is not None:
-            code = self.expressions.expr_as(s.init, t, f"initializer of {s.name}")
-        else:
-            code = self.zero(t, s.loc)
-        self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
-        self.ctx.emit(f"{py} = {code}")
-        if s.init is not None and isinstance(t, VarbitT):
-            self.ctx.emit(f"{length_place(py)} = {self.varbit_width(s.init, s.loc)}")
-
-    def zero(self, t: Type, loc: Loc) -> str:
+    @staticmethod
+    def zero(t: Type, loc: Loc) -> str:
         """Code for a fresh value of ``t``: 0, False, an invalid header, a zeroed struct."""
-        if isinstance(t, (BitT, IntT, ErrorT)):
-            return "0"
-        if isinstance(t, BoolT):
-            return "False"
-        if isinstance(t, EnumT):
-            return repr(min(t.members.values())) if t.underlying is None else "0"
-        if isinstance(t, StructT):
-            return f"{t.pyname}()"
-        if isinstance(t, StackT):
-            return f"Stack({t.elem.pyname}, {t.size})"
-        if isinstance(t, VarbitT):
-            return "0"
-        if isinstance(t, TupleT):
-            return "(" + "".join(self.zero(et, loc) + ", " for et in t.elems) + ")"
-        raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
-
-    def switch(self, s: A.Switch) -> None:
-        if self.ctx.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
-            self.ctx.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
-                                       "(p4c-bm2-ss refuses it): use if/else"))
-        seen: set[object] = set()
-        for label in (lb for case in s.cases for lb in case.labels):
-            self.check_new_label(label, seen)
-        v = self.expressions.expr(s.expr)
-        is_action_run = v.sym is not None and v.sym.kind == "action_run"
-        key = self.ctx.tmp("sw")
-        if is_action_run:
-            self.ctx.emit(f"{key} = {v.code}")
-            table = v.sym.obj  # type: ignore[union-attr]  # an action_run switch names a table (checked by is_action_run)
-        else:
-            if not isinstance(v.type, (BitT, EnumT, ErrorT, IntT)):
-                raise error(s.expr.loc, f"cannot switch on a value of type {v.type}")
-            self.ctx.emit(f"{key} = {v.code}")
-        pending: list[str] = []
-        first = True
-        for case in s.cases:
-            for label in case.labels:
-                if label is None or isinstance(label, A.DefaultExpr) or (
-                        isinstance(label, A.Name) and label.name == "_"):
-                    pending.append("True")
-                elif is_action_run:
-                    if not isinstance(label, A.Name):
-                        raise error(label.loc, "switch on action_run needs action names as labels")
-                    idx = table.action_index(label.name, label.loc)
-                    pending.append(f"{key} == {idx}")
-                else:
-                    lv = self.expressions.value(label)
-                    if lv.const is None:
-                        raise error(label.loc, "switch labels must be compile-time constants")
-                    code = self.expressions.coerce(lv, v.type, label.loc, "switch label") if not isinstance(
-                        v.type, IntT) else lv.code
-                    pending.append(f"{key} == {code}")
-            if case.body is None:
-                continue
-            cond = "True" if "True" in pending else " or ".join(pending)
-            if cond == "True" and not first:
-                self.ctx.emit("else:")
-            else:
-                self.ctx.emit(f"{'if' if first else 'elif'} {cond}:")
-            first = False
-            self.ctx.indent()
-            self.block_body(case.body.stmts)
-            self.ctx.dedent()
-            pending = []
-        if pending:
-            raise error(s.loc, "the last switch case has no body; add { }")
-
-    def check_new_label(self, label: A.Expr | None, seen: set[object]) -> None:
-        """Refuse a switch label that an earlier label of the same switch already names."""
-        if label is None or isinstance(label, A.DefaultExpr):
-            return
-        key: object = label.name if isinstance(label, A.Name) else self.expressions.value(label).const
-        if key is None:
-            return
-        if key in seen:
-            raise error(label.loc, f"duplicate case label {expr_text(label)}")
-        seen.add(key)
+        StmtChecker.check_fresh(t, loc)
+        return fresh_value(t)  # type: ignore[return-value]  # check_fresh refused the types without one
 
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
@@ -416,12 +267,7 @@ class StatementCompiler:
             self.ctx.emit(f"{self.varbit_width(target, loc)} = {self.varbit_width(value, loc)}")
 
     def varbit_width(self, e: A.Expr, loc: Loc) -> str:
-        """Where the current width of the varbit field or variable ``e`` is kept."""
-        code = self.expressions.value(e).code
-        if not (isinstance(e, A.Member) or code in self.ctx.varbit_locals):
-            raise unsupported(loc, "a varbit value that is not a field or a variable",
-                              "assign one varbit field or variable to another")
-        return length_place(code)
+        return self.checker.varbit_width(e, loc)
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)
@@ -489,12 +335,7 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
-        v = self.call(e, as_stmt=True)
-        if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
-                and self.ctx.inline_table_apply(v.sym.obj):
-            return
-        if v is not None and v.code:
-            self.ctx.emit(v.code)
+        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=e, value=self.call(e, as_stmt=True)))
 
     def call_expr(self, e: A.Call) -> V:
         v = self.call(e, as_stmt=False)

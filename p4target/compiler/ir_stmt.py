@@ -1,0 +1,122 @@
+"""The typed form of a P4 statement: what the statement checker (typecheck_stmt.py)
+makes of a statement of the syntax tree, and what the statement generator
+(emit_stmt.py) reads to write its Python code.
+
+A statement's expressions are typed expressions (ir.py), already converted to the
+type the statement needs (an assigned value to its target's, a returned value to
+the function's, a switch label to the switched value's). A compound statement
+(``Block``, ``If``, a switch's case) holds its bodies as statements of the syntax
+tree: each is checked when the generator reaches it, because a call in it writes
+its statements (a copy-out, a table application) where it is checked, so a body
+is checked at its own place in the code. Nothing in a node is code, except where
+the statement compiler has already compiled a part: the call of a method-call
+statement (``CallStmt``).
+"""
+
+from __future__ import annotations
+
+from p4target.compiler import ir
+from p4target.compiler.ir import node
+from p4target.compiler.types import Type
+from p4target.compiler.values import V
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc
+
+
+@node
+class Stmt:
+    """A checked statement: its source place."""
+
+    loc: Loc
+
+
+@node
+class Empty(Stmt):
+    """``;``: nothing to run."""
+
+
+@node
+class Block(Stmt):
+    """``{ ... }``: its statements, in a scope of their own."""
+
+    body: tuple[A.Stmt, ...]
+
+
+@node
+class If(Stmt):
+    """``if (cond) then else other``: ``cond`` is a bool; ``other`` None without else."""
+
+    cond: ir.Expr
+    then: tuple[A.Stmt, ...]
+    other: tuple[A.Stmt, ...] | None
+
+
+@node
+class Exit(Stmt):
+    """``exit``, in a control or an action."""
+
+
+@node
+class Return(Stmt):
+    """``return`` or ``return value``: ``value`` (a function's, converted to its
+    return type; ``None`` for void) when ``in_function``; ``outs``: the action's or
+    function's out parameters, returned with it (copy-out)."""
+
+    value: ir.Expr | None
+    in_function: bool
+    outs: tuple[str, ...]
+
+
+@node
+class VarDecl(Stmt):
+    """``T name [= init];``: the local ``local`` of type ``type``, set to ``init``
+    (converted to ``type``) or, without one, to the type's fresh value; a varbit
+    variable also keeps its current width (``init_width``: where the initial value's
+    is kept, when it has one)."""
+
+    name: str
+    type: Type
+    local: str
+    init: ir.Expr | None
+    init_width: str | None
+
+
+@node
+class ConstDecl(Stmt):
+    """``const T name = value;``: ``value`` is a constant of type ``type``; the name
+    is in scope from here on, and no code runs."""
+
+    name: str
+    type: Type
+    value: ir.Expr
+
+
+@node
+class SwitchCase:
+    """A case of a switch: the tests of its labels (``None`` for ``default``: a
+    constant of the switched value's type, or an action's index in its table) and
+    its body (``None``: the labels fall through to the next case's body)."""
+
+    loc: Loc
+    labels: tuple[ir.Expr | int | None, ...]
+    body: tuple[A.Stmt, ...] | None
+
+
+@node
+class Switch(Stmt):
+    """``switch (subject) { cases }``: on a table's ``action_run`` (``action_run``
+    is set; the labels are the indexes of the table's actions) or on a value of type
+    bit, int, enum or error (the labels are constants of its type)."""
+
+    subject: ir.Expr
+    action_run: bool
+    cases: tuple[SwitchCase, ...]
+
+
+@node
+class CallStmt(Stmt):
+    """A method-call statement: the call, compiled by the statement compiler when
+    checked (``value``: the code left to run, if any, and what it returns)."""
+
+    call: A.Call
+    value: V | None

@@ -1,0 +1,183 @@
+"""The type checker of statements: a statement of the syntax tree becomes a typed
+statement (ir_stmt.py), with every name, type and rule of it checked and every
+error of it raised, with its place; its expressions are the expression checker's
+(typecheck_expr.py). The generator (emit_stmt.py) then writes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from p4target.compiler import ir, ir_stmt
+from p4target.compiler.emit_stmt import fresh_value, length_place
+from p4target.compiler.scope import Sym
+from p4target.compiler.typecheck_expr import expr_text, kind_of
+from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, Type, VarbitT, VoidT
+from p4target.frontend import ast as A
+from p4target.frontend.source import Loc, error, unsupported
+
+if TYPE_CHECKING:
+    from p4target.compiler.context import CompilerContext
+    from p4target.compiler.expressions import ExpressionCompiler
+
+
+def body_of(s: A.Stmt) -> tuple[A.Stmt, ...]:
+    """The statements of a branch or loop body (a block's, or the statement alone)."""
+    return tuple(s.stmts) if isinstance(s, A.Block) else (s,)
+
+
+class StmtChecker:
+    """The statements of the program compiler ``ctx``, typed and checked; their
+    expressions are ``expressions``' (its ``checker``; its emitter writes a constant's
+    code for its symbol and the places whose code names a varbit's width)."""
+
+    def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
+        self.ctx = ctx
+        self.expressions = expressions
+        self.exprs = expressions.checker
+
+    def local_name(self, name: str) -> str:
+        """A Python name for the P4 local ``name``, unused in the function so far."""
+        py = f"l_{name}"
+        k = 1
+        while py in self.ctx.locals_used:
+            k += 1
+            py = f"l_{name}_{k}"
+        self.ctx.locals_used.add(py)
+        return py
+
+    # ------------------------------------------------------------------ simple statements
+    @staticmethod
+    def empty(s: A.Empty) -> ir_stmt.Empty:
+        return ir_stmt.Empty(loc=s.loc)
+
+    @staticmethod
+    def block(s: A.Block) -> ir_stmt.Block:
+        return ir_stmt.Block(loc=s.loc, body=tuple(s.stmts))
+
+    def if_(self, s: A.If) -> ir_stmt.If:
+        cond = self.exprs.check_value(s.cond)
+        if not isinstance(cond.type, BoolT):
+            raise error(s.cond.loc, f"if condition must be bool, not {cond.type}; compare it, e.g. x != 0")
+        other = body_of(s.other) if s.other is not None else None
+        return ir_stmt.If(loc=s.loc, cond=cond, then=body_of(s.then), other=other)
+
+    def exit(self, s: A.Exit) -> ir_stmt.Exit:
+        if self.ctx.fn_kind == "parser":
+            raise error(s.loc, "exit is not allowed in a parser; use transition reject")
+        if self.ctx.fn_kind == "function":
+            raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
+                        "and exit in the caller")
+        return ir_stmt.Exit(loc=s.loc)
+
+    def return_(self, s: A.Return) -> ir_stmt.Return:
+        outs = tuple(self.ctx.action_outs)
+        if self.ctx.fn_kind == "function":
+            return ir_stmt.Return(loc=s.loc, value=self.returned(s), in_function=True, outs=outs)
+        if s.value is not None:
+            raise error(s.value.loc, "only functions return values; use an out parameter")
+        if self.ctx.fn_kind == "parser":
+            raise error(s.loc, "return is not allowed in a parser state")
+        return ir_stmt.Return(loc=s.loc, value=None, in_function=False,
+                              outs=outs if self.ctx.fn_kind == "action" else ())
+
+    def returned(self, s: A.Return) -> ir.Expr | None:
+        """A function's returned value, converted to its return type (None: void)."""
+        ret = self.ctx.function_ret
+        if isinstance(ret, VoidT):
+            if s.value is not None:
+                raise error(s.value.loc, "this function returns void; remove the value")
+            return None
+        if s.value is None:
+            raise error(s.loc, f"this function must return a value of type {ret}")
+        return self.exprs.check_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
+
+    # ------------------------------------------------------------------ declarations
+    def const_decl(self, s: A.VarDecl) -> ir_stmt.ConstDecl:
+        """``const T name = value;``: the name is defined here, with the constant's code
+        and value."""
+        self.ctx.scope.check_not_param(s.name, s.loc)
+        t = self.ctx.resolve_type(s.type)
+        v = self.exprs.check_value(s.init) if s.init is not None else None
+        if v is None or v.const is None:
+            raise error(s.loc, f"const {s.name} needs a compile-time value")
+        value = self.exprs.convert(v, t, s.loc, f"const {s.name}")
+        code = self.expressions.emitter.emit(value).code
+        self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
+        return ir_stmt.ConstDecl(loc=s.loc, name=s.name, type=t, value=value)
+
+    def var_decl(self, s: A.VarDecl) -> ir_stmt.VarDecl:
+        """``T name [= init];``: the name is defined once its initializer is checked."""
+        self.ctx.scope.check_not_param(s.name, s.loc)
+        t = self.ctx.resolve_type(s.type)
+        py = self.local_name(s.name)
+        if isinstance(t, VarbitT):
+            self.ctx.varbit_locals.add(py)
+        init = None
+        if s.init is not None:
+            init = self.exprs.check_as(s.init, t, f"initializer of {s.name}")
+        else:
+            self.check_fresh(t, s.loc)
+        width = self.varbit_width(s.init, s.loc) if s.init is not None and isinstance(t, VarbitT) else None
+        self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
+        return ir_stmt.VarDecl(loc=s.loc, name=s.name, type=t, local=py, init=init, init_width=width)
+
+    @staticmethod
+    def check_fresh(t: Type, loc: Loc) -> None:
+        """Raise unless a variable of type ``t`` has a fresh value (0, false, ...)."""
+        if fresh_value(t) is None:
+            raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
+
+    def varbit_width(self, e: A.Expr, loc: Loc) -> str:
+        """Where the current width of the varbit field or variable ``e`` is kept."""
+        code = self.expressions.value(e).code
+        if not (isinstance(e, A.Member) or code in self.ctx.varbit_locals):
+            raise unsupported(loc, "a varbit value that is not a field or a variable",
+                              "assign one varbit field or variable to another")
+        return length_place(code)
+
+    # ------------------------------------------------------------------ switch
+    def switch(self, s: A.Switch) -> ir_stmt.Switch:
+        if self.ctx.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
+            self.ctx.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
+                                       "(p4c-bm2-ss refuses it): use if/else"))
+        seen: set[object] = set()
+        for label in (lb for case in s.cases for lb in case.labels):
+            self.check_new_label(label, seen)
+        subject = self.exprs.check(s.expr)
+        action_run = kind_of(subject) == "action_run"
+        if not action_run and not isinstance(subject.type, (BitT, EnumT, ErrorT, IntT)):
+            raise error(s.expr.loc, f"cannot switch on a value of type {subject.type}")
+        cases = tuple(ir_stmt.SwitchCase(loc=s.loc, labels=tuple(self.label(lb, subject, action_run) for lb in c.labels),
+                                         body=tuple(c.body.stmts) if c.body is not None else None)
+                      for c in s.cases)
+        if cases and cases[-1].body is None:
+            raise error(s.loc, "the last switch case has no body; add { }")
+        return ir_stmt.Switch(loc=s.loc, subject=subject, action_run=action_run, cases=cases)
+
+    def label(self, label: A.Expr | None, subject: ir.Expr, action_run: bool) -> ir.Expr | int | None:
+        """A case label's test: None for default, an action's index in the switched
+        table, or a constant of the switched value's type."""
+        if label is None or isinstance(label, A.DefaultExpr) or (isinstance(label, A.Name) and label.name == "_"):
+            return None
+        if action_run:
+            if not isinstance(label, A.Name):
+                raise error(label.loc, "switch on action_run needs action names as labels")
+            table = subject.base.value.sym.obj  # type: ignore[attr-defined]  # action_run is a member of a table's apply result
+            return int(table.action_index(label.name, label.loc))
+        node = self.exprs.check_value(label)
+        if node.const is None:
+            raise error(label.loc, "switch labels must be compile-time constants")
+        return node if isinstance(subject.type, IntT) else self.exprs.convert(node, subject.type, label.loc,
+                                                                            "switch label")
+
+    def check_new_label(self, label: A.Expr | None, seen: set[object]) -> None:
+        """Refuse a switch label that an earlier label of the same switch already names."""
+        if label is None or isinstance(label, A.DefaultExpr):
+            return
+        key: object = label.name if isinstance(label, A.Name) else self.exprs.check_value(label).const
+        if key is None:
+            return
+        if key in seen:
+            raise error(label.loc, f"duplicate case label {expr_text(label)}")
+        seen.add(key)
