@@ -48,10 +48,12 @@ def fresh_value(t: Type) -> str | None:
 
 
 class Bodies(Protocol):
-    """Who checks and writes the statements of a body (the statement compiler)."""
+    """Who checks and writes the statements of a body, and writes a value into a
+    place (the statement compiler, whose stores the fast path writes its own way)."""
 
     def stmts(self, stmts: list[A.Stmt]) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
+    def store_node(self, target: ir.Expr, code: str) -> None: ...
 
 
 class StmtEmitter:
@@ -63,7 +65,7 @@ class StmtEmitter:
         self.exprs = exprs
         self.bodies = bodies
         self._by_kind: dict[type, Callable[[Any], None]] = {  # each method takes its own node class
-            ir_stmt.Empty: self.empty, ir_stmt.Block: self.block, ir_stmt.If: self.if_,
+            ir_stmt.Empty: self.empty, ir_stmt.Assign: self.assign, ir_stmt.Block: self.block, ir_stmt.If: self.if_,
             ir_stmt.Exit: self.exit, ir_stmt.Return: self.return_, ir_stmt.VarDecl: self.var_decl,
             ir_stmt.ConstDecl: self.const_decl, ir_stmt.Switch: self.switch, ir_stmt.CallStmt: self.call_stmt,
         }
@@ -90,6 +92,11 @@ class StmtEmitter:
         self.ctx.indent()
         self.bodies.block_body(list(body))
         self.ctx.dedent()
+
+    def assign(self, node: ir_stmt.Assign) -> None:
+        self.bodies.store_node(node.target, self.exprs.emit(node.value).code)
+        if node.widths is not None:  # the value's current width goes with its bits
+            self.ctx.emit(f"{node.widths[0]} = {node.widths[1]}")
 
     def if_(self, node: ir_stmt.If) -> None:
         self.ctx.emit(f"if {self.exprs.emit(node.cond).code}:")

@@ -43,6 +43,18 @@ class Block(Stmt):
 
 
 @node
+class Assign(Stmt):
+    """``target = value`` (``target op= value`` is ``target = target op value``, its
+    run-time indexes kept in temporaries first): ``value`` has the target's type;
+    ``widths``: for a varbit value, where the target's current width is kept and
+    where the value's is."""
+
+    target: ir.Expr
+    value: ir.Expr
+    widths: tuple[str, str] | None
+
+
+@node
 class If(Stmt):
     """``if (cond) then else other``: ``cond`` is a bool; ``other`` None without else."""
 

@@ -5,18 +5,16 @@ v1model extern functions and methods (through the runtime ``Bindings``).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-
-from p4target.compiler import ir_stmt
+from p4target.compiler import ir, ir_stmt
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
-from p4target.compiler.typecheck_stmt import StmtChecker
+from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
+    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, Type, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -197,41 +195,20 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
-        """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
-        a call is evaluated before the right-hand side, and only once;
-        a plain one is read when the value is stored (p4c's SideEffectOrdering, so
-        BMv2's order). A compound assignment evaluates its left-hand side once: every
-        run-time index is fixed first, then ``lhs = lhs op rhs``."""
-        self.check_lvalue(s.target)
-        target = self.freeze_lvalue(s.target, every_index=s.op is not None)
-        value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
-        self.assign(target, value, s.loc)
+        self.write_assign(self.checker.assign(s))
+
+    def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
+        """``target = value`` (a block local's initial value)."""
+        self.write_assign(self.checker.assign_to(target, value, loc))
+
+    def write_assign(self, node: ir_stmt.Assign) -> None:
+        self.emitter.emit(node)
 
     def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
-        """``e`` with its stack indices that have side effects (or, with
-        ``every_index``, all that are not constants) evaluated now into temporaries."""
-        if isinstance(e, A.Member):
-            return A.Member(e.loc, self.freeze_lvalue(e.obj, every_index), e.name)
-        if isinstance(e, A.Slice):
-            return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
-        if isinstance(e, A.Index):
-            obj = self.freeze_lvalue(e.obj, every_index)
-            # an index with a call (even a pure function's) is evaluated first, as p4c's
-            # SideEffectOrdering does with every call
-            if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
-                return A.Index(e.loc, obj, e.index)
-            iv = self.expressions.value(e.index)
-            if iv.const is not None:
-                return A.Index(e.loc, obj, e.index)
-            return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
-        return e
+        return self.checker.freeze_lvalue(e, every_index)
 
     def spill(self, v: V, loc: Loc) -> A.Name:
-        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
-        t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
-        self.ctx.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
-        return A.Name(loc, "$" + t)
+        return self.checker.spill(v, loc)
 
     def has_effects(self, e: A.Expr | None) -> bool:
         """True when evaluating ``e`` may change state or depend on an order: any call
@@ -259,77 +236,48 @@ class StatementCompiler:
                 return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
         return True
 
-    def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
-        t = self.lvalue_type(target)
-        code = self.expressions.expr_as(value, t, f"assignment to {expr_text(target)}")
-        self.store(target, code, loc)
-        if isinstance(t, VarbitT):  # the value's current width goes with its bits
-            self.ctx.emit(f"{self.varbit_width(target, loc)} = {self.varbit_width(value, loc)}")
-
     def varbit_width(self, e: A.Expr, loc: Loc) -> str:
         return self.checker.varbit_width(e, loc)
 
     def lvalue_type(self, target: A.Expr) -> Type:
-        self.check_lvalue(target)
-        # written as well as checked: the fast path names the target's locals now,
-        # before the value's, which orders its initial values
-        return self.expressions.value(target).type
+        return self.checker.lvalue_type(target)
 
-    def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
-        """Raise unless ``e`` may be assigned; ``inner``: ``e`` is a part of the target
-        (an element of a tuple may then be a header, struct or stack changed in place)."""
-        if isinstance(e, A.Name):
-            sym = self.ctx.scope.lookup(e.name)
-            if sym is None:
-                raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
-            if sym.kind != "var":
-                raise error(e.loc, f"cannot assign to '{e.name}': it is a {sym.kind}")
-            if sym.obj == "ro":
-                raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
-            return
-        if isinstance(e, A.Index) and isinstance(self.expressions.type_of(e.obj), TupleT) and not (
-                inner and isinstance(self.expressions.type_of(e), (StructT, StackT))):
-            raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
-        if isinstance(e, (A.Member, A.Index, A.Slice)):
-            self.check_lvalue(e.obj, True)
-            return
-        raise error(e.loc, f"'{expr_text(e)}' cannot be assigned to")
+    def check_lvalue(self, e: A.Expr) -> None:
+        self.checker.check_lvalue(e)
 
     def store(self, target: A.Expr, code: str, loc: Loc) -> None:
         """Emit ``target = code`` where ``code`` already has the target's type."""
-        if isinstance(target, A.Slice):
-            base = self.expressions.value(target.obj)
-            hi = self.expressions.const_int(target.hi)
-            lo = self.expressions.const_int(target.lo)
+        self.store_node(self.checker.store_target(target), code)
+
+    def store_node(self, target: ir.Expr, code: str) -> None:
+        """Emit ``target = code`` for the checked target ``target``."""
+        emit = self.expressions.emitter.emit
+        if isinstance(target, ir.Slice):
+            base = emit(target.base)
+            hi, lo = target.hi, target.lo
             bt = base.type
-            if not isinstance(bt, BitT):
-                raise error(target.loc, f"cannot assign to a slice of {bt}")
+            assert isinstance(bt, BitT)  # the checker's store_target
             m = ((1 << (hi - lo + 1)) - 1) << lo
             keep = bt.mask ^ m
             val = f"({code} << {lo})" if lo else code
             if bt.signed:
                 new = f"(({base.code} & {keep:#x}) | {val})"
                 h = 1 << (bt.width - 1)
-                self.store(target.obj, f"(({new} ^ {h}) - {h})", loc)
+                self.store_node(target.base, f"(({new} ^ {h}) - {h})")
             else:
-                self.store(target.obj, f"(({base.code} & {keep:#x}) | {val})", loc)
+                self.store_node(target.base, f"(({base.code} & {keep:#x}) | {val})")
             return
-        v = self.expressions.value(target)
-        if isinstance(target, A.Member):
-            base = self.expressions.value(target.obj)
-            if isinstance(base.type, StackT):
-                raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
-                                  "assign to an element s[i] instead")
-        if isinstance(target, A.Name) and v.code in self.ctx.param_targets:
+        v = emit(target)
+        if isinstance(target, ir.Ref) and v.code in self.ctx.param_targets:
             # a whole block parameter (hdr = ..., meta = ...): replace it in the packet state
             self.ctx.emit(f"{v.code} = st.{self.ctx.param_targets[v.code]} = {code}")
             return
-        if isinstance(target, A.Index) and self.expressions.value(target.index).const is None:
+        if isinstance(target, ir.StackIndex) and emit(target.index).const is None:
             # a whole element at a run-time index: out of range writes are ignored
-            s = self.expressions.value(target.obj)
+            s = emit(target.base)
             i = self.ctx.tmp("i")
-            self.ctx.emit(f"{i} = {self.expressions.value(target.index).code}")
-            self.ctx.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[attr-defined]  # an index target's object is a header stack
+            self.ctx.emit(f"{i} = {emit(target.index).code}")
+            self.ctx.emit(f"if 0 <= {i} < {target.stack.size}: {s.code}.h[{i}] = {code}")
             return
         self.ctx.emit(f"{v.code} = {code}")
 
@@ -586,20 +534,6 @@ class StatementCompiler:
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
-
-
-def ast_nodes(node: object):
-    """Every statement and expression node under ``node`` (itself included)."""
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, tuple):
-            stack.extend(x)
-        elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
-            yield x
-            stack.extend(getattr(x, f.name) for f in fields(x))
 
 
 def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:

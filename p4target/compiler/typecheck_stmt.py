@@ -6,19 +6,34 @@ error of it raised, with its place; its expressions are the expression checker's
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING
 
 from p4target.compiler import ir, ir_stmt
 from p4target.compiler.emit_stmt import fresh_value, length_place
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text, kind_of
-from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, Type, VarbitT, VoidT
+from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StackT, StructT, TupleT, Type, VarbitT, VoidT
+from p4target.compiler.values import V
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
     from p4target.compiler.expressions import ExpressionCompiler
+
+
+def ast_nodes(node: object) -> Iterator[A.Stmt | A.Expr | A.Arg | A.SwitchCase]:
+    """Every statement and expression node under ``node`` (itself included)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
+            yield x
+            stack.extend(getattr(x, f.name) for f in fields(x))
 
 
 def body_of(s: A.Stmt) -> tuple[A.Stmt, ...]:
@@ -135,6 +150,89 @@ class StmtChecker:
             raise unsupported(loc, "a varbit value that is not a field or a variable",
                               "assign one varbit field or variable to another")
         return length_place(code)
+
+    # ------------------------------------------------------------------ assignment
+    def assign(self, s: A.Assign) -> ir_stmt.Assign:
+        """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
+        a call is evaluated before the right-hand side, and only once;
+        a plain one is read when the value is stored (p4c's SideEffectOrdering, so
+        BMv2's order). A compound assignment evaluates its left-hand side once: every
+        run-time index is fixed first, then ``lhs = lhs op rhs``."""
+        self.check_lvalue(s.target)
+        target = self.freeze_lvalue(s.target, every_index=s.op is not None)
+        value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
+        return self.assign_to(target, value, s.loc)
+
+    def assign_to(self, target: A.Expr, value: A.Expr, loc: Loc) -> ir_stmt.Assign:
+        t = self.lvalue_type(target)
+        node = self.exprs.check_as(value, t, f"assignment to {expr_text(target)}")
+        place = self.store_target(target)
+        widths = (self.varbit_width(target, loc), self.varbit_width(value, loc)) if isinstance(t, VarbitT) else None
+        return ir_stmt.Assign(loc=loc, target=place, value=node, widths=widths)
+
+    def lvalue_type(self, target: A.Expr) -> Type:
+        self.check_lvalue(target)
+        # written as well as checked: the fast path names the target's locals now,
+        # before the value's, which orders its initial values
+        return self.expressions.value(target).type
+
+    def store_target(self, target: A.Expr) -> ir.Expr:
+        """The checked place ``target``, refused where a value cannot be stored."""
+        if isinstance(target, A.Slice):
+            bt = self.exprs.check_value(target.obj).type
+            if not isinstance(bt, BitT):
+                raise error(target.loc, f"cannot assign to a slice of {bt}")
+            self.store_target(target.obj)
+        elif isinstance(target, A.Member) and isinstance(self.exprs.check_value(target.obj).type, StackT):
+            raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
+                              "assign to an element s[i] instead")
+        return self.exprs.check_value(target)
+
+    def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
+        """Raise unless ``e`` may be assigned; ``inner``: ``e`` is a part of the target
+        (an element of a tuple may then be a header, struct or stack changed in place)."""
+        if isinstance(e, A.Name):
+            sym = self.ctx.scope.lookup(e.name)
+            if sym is None:
+                raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
+            if sym.kind != "var":
+                raise error(e.loc, f"cannot assign to '{e.name}': it is a {sym.kind}")
+            if sym.obj == "ro":
+                raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
+            return
+        if isinstance(e, A.Index) and isinstance(self.exprs.check_value(e.obj).type, TupleT) and not (
+                inner and isinstance(self.exprs.check_value(e).type, (StructT, StackT))):
+            raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
+        if isinstance(e, (A.Member, A.Index, A.Slice)):
+            self.check_lvalue(e.obj, True)
+            return
+        raise error(e.loc, f"'{expr_text(e)}' cannot be assigned to")
+
+    def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
+        """``e`` with its stack indices that have side effects (or, with
+        ``every_index``, all that are not constants) evaluated now into temporaries."""
+        if isinstance(e, A.Member):
+            return A.Member(e.loc, self.freeze_lvalue(e.obj, every_index), e.name)
+        if isinstance(e, A.Slice):
+            return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
+        if isinstance(e, A.Index):
+            obj = self.freeze_lvalue(e.obj, every_index)
+            # an index with a call (even a pure function's) is evaluated first, as p4c's
+            # SideEffectOrdering does with every call
+            if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
+                return A.Index(e.loc, obj, e.index)
+            iv = self.expressions.value(e.index)
+            if iv.const is not None:
+                return A.Index(e.loc, obj, e.index)
+            return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
+        return e
+
+    def spill(self, v: V, loc: Loc) -> A.Name:
+        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
+        t = self.ctx.tmp("v")
+        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
+        self.ctx.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
+        return A.Name(loc, "$" + t)
 
     # ------------------------------------------------------------------ switch
     def switch(self, s: A.Switch) -> ir_stmt.Switch:
