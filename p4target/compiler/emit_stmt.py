@@ -51,7 +51,7 @@ class Bodies(Protocol):
     """Who checks and writes the statements of a body, and writes a value into a
     place (the statement compiler, whose stores the fast path writes its own way)."""
 
-    def stmts(self, stmts: list[A.Stmt]) -> None: ...
+    def scoped(self, stmts: list[A.Stmt]) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
     def store_node(self, target: ir.Expr, code: str) -> None: ...
 
@@ -82,10 +82,7 @@ class StmtEmitter:
         pass  # the constant's name is in scope: it runs nothing
 
     def block(self, node: ir_stmt.Block) -> None:
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        self.bodies.stmts(list(node.body))
-        self.ctx.scope = saved
+        self.bodies.scoped(list(node.body))
 
     def nested(self, body: tuple[A.Stmt, ...]) -> None:
         """A body indented under the line just written."""

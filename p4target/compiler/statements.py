@@ -1,6 +1,10 @@
-"""Code generation of P4 statements and calls: assignments, if/switch, actions,
-table application, header/stack methods, packet_in/packet_out methods and the
-v1model extern functions and methods (through the runtime ``Bindings``).
+"""The statements and calls of a program compiler. A statement is checked into a
+typed statement (typecheck_stmt.py, ``StmtChecker``) and then written
+(emit_stmt.py, ``StmtEmitter``), which hands the bodies of compound statements and
+the stores into places back here. Loops and calls are compiled here in one pass:
+actions and P4 functions (copy-in/copy-out), table application, header and stack
+methods, packet_in/packet_out methods and the v1model extern functions and methods
+(through the runtime ``Bindings``).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from p4target.frontend.source import Loc, error, unsupported
 
 class StatementCompiler:
     """The statements and calls of the program compiler ``ctx``, emitted through it
-    (``ctx.emit`` into its ``out`` at its ``ind``); their expressions are
-    ``expressions``' (the same compiler's). ``FastStatementCompiler``
+    (``ctx.emit`` into its ``out`` at its ``ind``); ``checker`` types and checks a
+    statement, ``emitter`` writes it; their expressions are ``expressions``' (the
+    same compiler's). ``FastStatementCompiler``
     (fast_statements.py) is the fast compiler's."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
@@ -44,15 +49,19 @@ class StatementCompiler:
         for s in stmts:
             self.stmt(s)
 
-    def block_body(self, stmts: list[A.Stmt]) -> None:
-        """Statements of a nested block, in a child scope, never empty in Python."""
+    def scoped(self, stmts: list[A.Stmt]) -> None:
+        """Statements of a block, in a child scope."""
         saved = self.ctx.scope
         self.ctx.scope = saved.child()
-        n = len(self.ctx.out)
         self.stmts(stmts)
+        self.ctx.scope = saved
+
+    def block_body(self, stmts: list[A.Stmt]) -> None:
+        """Statements of a nested block, in a child scope, never empty in Python."""
+        n = len(self.ctx.out)
+        self.scoped(stmts)
         if len(self.ctx.out) == n:
             self.ctx.emit("pass")
-        self.ctx.scope = saved
 
     def stmt(self, s: A.Stmt) -> None:
         """Compile one statement (its kind's ``_stmt_*`` method)."""
