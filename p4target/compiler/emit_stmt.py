@@ -18,6 +18,7 @@ from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StackT, St
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
     from p4target.compiler.emit_expr import ExprEmitter
+    from p4target.compiler.scope import Scope
     from p4target.frontend import ast as A
 
 
@@ -52,6 +53,8 @@ class Bodies(Protocol):
     place (the statement compiler, whose stores the fast path writes its own way)."""
 
     def scoped(self, stmts: list[A.Stmt]) -> None: ...
+    def in_scope(self, scope: Scope, stmts: list[A.Stmt]) -> None: ...
+    def loop_in(self, scope: Scope, stmts: list[A.Stmt]) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
     def store_node(self, target: ir.Expr, code: str) -> None: ...
 
@@ -68,6 +71,7 @@ class StmtEmitter:
             ir_stmt.Empty: self.empty, ir_stmt.Assign: self.assign, ir_stmt.Block: self.block, ir_stmt.If: self.if_,
             ir_stmt.Exit: self.exit, ir_stmt.Return: self.return_, ir_stmt.VarDecl: self.var_decl,
             ir_stmt.ConstDecl: self.const_decl, ir_stmt.Switch: self.switch, ir_stmt.CallStmt: self.call_stmt,
+            ir_stmt.ForIn: self.for_in, ir_stmt.Break: self.break_,
         }
 
     def emit(self, node: ir_stmt.Stmt) -> None:
@@ -147,6 +151,32 @@ class StmtEmitter:
         if label is None:
             return "True"
         return f"{key} == {label if isinstance(label, int) else self.exprs.emit(label).code}"
+
+    def for_in(self, node: ir_stmt.ForIn) -> None:
+        """A Python ``for`` over the values, computed once; a stack's elements are
+        each copied as their iteration starts."""
+        py = self.exprs.emit(node.existing).code if node.existing is not None else node.local
+        emit = self.exprs.emit
+        if node.stack is not None:
+            elem = self.ctx.tmp("e")
+            self.ctx.emit(f"for {elem} in {emit(node.stack).code}.h:")
+            self.ctx.indent()
+            self.ctx.emit(f"{py} = {elem}.copy()")
+        else:
+            if node.items is not None:
+                seq = "(" + "".join(emit(x).code + ", " for x in node.items) + ")"
+            else:
+                seq = f"range({emit(node.lo).code}, ({emit(node.hi).code}) + 1)"  # type: ignore[arg-type]  # a range has both ends
+            self.ctx.emit(f"for {py} in {seq}:")
+            self.ctx.indent()
+        self.bodies.loop_in(node.scope, list(node.body))
+        self.ctx.dedent()
+
+    def break_(self, node: ir_stmt.Break) -> None:
+        if node.update is not None and node.scope is not None:
+            # the three-clause form runs its update before the next test
+            self.bodies.in_scope(node.scope, list(node.update))
+        self.ctx.emit(node.word)
 
     def call_stmt(self, node: ir_stmt.CallStmt) -> None:
         """What is left of a compiled call to run: its code, or a table applied in

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from p4target.compiler import ir
 from p4target.compiler.ir import node
+from p4target.compiler.scope import Scope
 from p4target.compiler.types import Type
 from p4target.compiler.values import V
 from p4target.frontend import ast as A
@@ -123,6 +124,34 @@ class Switch(Stmt):
     subject: ir.Expr
     action_run: bool
     cases: tuple[SwitchCase, ...]
+
+
+@node
+class ForIn(Stmt):
+    """``for (T x in ...)``: the loop variable is the new local ``local`` (in
+    ``scope``, the loop's, where the body is checked) or, without a type, the
+    variable ``existing``; it takes, computed once before the first iteration, the
+    values ``lo`` to ``hi`` (both included), or ``items``, converted to its type,
+    or a copy of each element of the header stack ``stack``."""
+
+    local: str
+    existing: ir.Expr | None
+    scope: Scope
+    lo: ir.Expr | None
+    hi: ir.Expr | None
+    items: tuple[ir.Expr, ...] | None
+    stack: ir.Expr | None
+    body: tuple[A.Stmt, ...]
+
+
+@node
+class Break(Stmt):
+    """``break`` or ``continue`` (``word``) in a loop; a ``continue`` in a three-clause
+    ``for`` first runs the loop's update statements (``update``) in its scope."""
+
+    word: str
+    update: tuple[A.Stmt, ...] | None
+    scope: Scope | None
 
 
 @node

@@ -16,9 +16,9 @@ from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
-from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
+from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes, body_of
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, Type, VoidT,
+    BitT, BoolT, ObjT, StackT, StructT, Type, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -54,6 +54,20 @@ class StatementCompiler:
         saved = self.ctx.scope
         self.ctx.scope = saved.child()
         self.stmts(stmts)
+        self.ctx.scope = saved
+
+    def in_scope(self, scope: Scope, stmts: list[A.Stmt]) -> None:
+        """Statements in the scope ``scope`` (a loop's update, before a continue)."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.stmts(stmts)
+        self.ctx.scope = saved
+
+    def loop_in(self, scope: Scope, stmts: list[A.Stmt]) -> None:
+        """The body of a for-in loop, its variable in ``scope``."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.loop_body(stmts, None)
         self.ctx.scope = saved
 
     def block_body(self, stmts: list[A.Stmt]) -> None:
@@ -102,28 +116,19 @@ class StatementCompiler:
         self.for_loop(s)
 
     def _stmt_ForIn(self, s: A.ForIn) -> None:
-        self.for_in_loop(s)
+        self.emitter.emit(self.checker.for_in(s))
 
     def _stmt_Break(self, s: A.Break | A.Continue) -> None:
-        word = "break" if isinstance(s, A.Break) else "continue"
-        if not self.ctx.loops:
-            raise error(s.loc, f"'{word}' outside a for loop; remove it")
-        if isinstance(s, A.Continue) and self.ctx.loops[-1] is not None:
-            # the three-clause form runs its update before the next test
-            scope, update = self.ctx.loops[-1]
-            saved = self.ctx.scope
-            self.ctx.scope = scope
-            self.stmts(update)
-            self.ctx.scope = saved
-        self.ctx.emit(word)
+        self.emitter.emit(self.checker.break_(s))
 
     _stmt_Continue = _stmt_Break
 
     # ------------------------------------------------------------------ loops
 
-    def loop_body(self, body: A.Stmt, entry: tuple[Scope, list[A.Stmt]] | None) -> None:
+    def loop_body(self, stmts: list[A.Stmt], entry: tuple[Scope, list[A.Stmt]] | None) -> None:
+        """A loop's body; ``entry``: a three-clause loop's scope and update statements."""
         self.ctx.loops.append(entry)
-        self.block_body(body.stmts if isinstance(body, A.Block) else [body])
+        self.block_body(stmts)
         self.ctx.loops.pop()
 
     def for_loop(self, s: A.For) -> None:
@@ -140,59 +145,8 @@ class StatementCompiler:
             if not isinstance(c.type, BoolT):
                 raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
             self.ctx.emit(f"if not ({c.code}): break")
-        self.loop_body(s.body, (self.ctx.scope, s.update))
+        self.loop_body(list(body_of(s.body)), (self.ctx.scope, s.update))
         self.stmts(s.update)
-        self.ctx.dedent()
-        self.ctx.scope = saved
-
-    def for_in_loop(self, s: A.ForIn) -> None:
-        """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
-        the values are computed once, before the first iteration."""
-        existing: V | None = None
-        if s.type is None:  # for (x in ...): assigns the variable x
-            target = A.Name(s.loc, s.name)
-            t = self.lvalue_type(target)
-            existing = self.expressions.value(target)
-        else:
-            t = self.ctx.resolve_type(s.type)
-        it = s.iterable
-        copy = ""
-        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.expressions.type_of(it), StackT):
-            st = self.expressions.value(it)
-            if st.type.elem is not t and st.type.elem != t:  # type: ignore[attr-defined]  # st.type is a StackT (checked just above)
-                raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
-                            f"type {st.type.elem}, not {t}")  # type: ignore[attr-defined]  # as above
-            seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
-        elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
-            raise unsupported(s.loc, f"a for-in loop over values of type {t}",
-                              "loop over bit<W> values (a range lo .. hi or a list) or a header stack")
-        if copy:
-            pass
-        elif isinstance(it, A.Range):
-            lo = self.expressions.expr_as(it.lo, t, "range start")
-            hi = self.expressions.expr_as(it.hi, t, "range end")
-            seq = f"range({lo}, ({hi}) + 1)"
-        elif isinstance(it, A.ListExpr):
-            seq = "(" + "".join(self.expressions.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
-        else:
-            raise unsupported(it.loc, "a for-in loop over this expression",
-                              "loop over a range lo .. hi or a list {a, b}")
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        if existing is not None:
-            py = existing.code
-        else:
-            py = self.local_name(s.name)
-            self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
-        if copy:
-            elem = self.ctx.tmp("e")
-            self.ctx.emit(f"for {elem} in {seq}:")
-            self.ctx.indent()
-            self.ctx.emit(f"{py} = {elem}{copy}")
-        else:
-            self.ctx.emit(f"for {py} in {seq}:")
-            self.ctx.indent()
-        self.loop_body(s.body, None)
         self.ctx.dedent()
         self.ctx.scope = saved
 

@@ -151,6 +151,54 @@ class StmtChecker:
                               "assign one varbit field or variable to another")
         return length_place(code)
 
+    # ------------------------------------------------------------------ loops
+    def break_(self, s: A.Break | A.Continue) -> ir_stmt.Break:
+        word = "break" if isinstance(s, A.Break) else "continue"
+        if not self.ctx.loops:
+            raise error(s.loc, f"'{word}' outside a for loop; remove it")
+        loop = self.ctx.loops[-1]
+        if isinstance(s, A.Continue) and loop is not None:
+            return ir_stmt.Break(loc=s.loc, word=word, update=tuple(loop[1]), scope=loop[0])
+        return ir_stmt.Break(loc=s.loc, word=word, update=None, scope=None)
+
+    def for_in(self, s: A.ForIn) -> ir_stmt.ForIn:
+        """``for (T x in lo .. hi)`` (both ends included), ``for (T x in {a, b})`` or
+        ``for (T x in stack)``; without ``T``, the loop assigns the variable ``x``."""
+        existing: ir.Expr | None = None
+        if s.type is None:  # for (x in ...): assigns the variable x
+            target = A.Name(s.loc, s.name)
+            t = self.lvalue_type(target)
+            existing = self.exprs.check_value(target)
+        else:
+            t = self.ctx.resolve_type(s.type)
+        it = s.iterable
+        stack = lo = hi = None
+        items: tuple[ir.Expr, ...] | None = None
+        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.exprs.check_value(it).type, StackT):
+            stack = self.exprs.check_value(it)
+            elem = stack.type.elem  # type: ignore[attr-defined]  # stack.type is a StackT (checked just above)
+            if elem is not t and elem != t:
+                raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
+                            f"type {elem}, not {t}")
+        elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
+            raise unsupported(s.loc, f"a for-in loop over values of type {t}",
+                              "loop over bit<W> values (a range lo .. hi or a list) or a header stack")
+        elif isinstance(it, A.Range):
+            lo = self.exprs.check_as(it.lo, t, "range start")
+            hi = self.exprs.check_as(it.hi, t, "range end")
+        elif isinstance(it, A.ListExpr):
+            items = tuple(self.exprs.check_as(x, t, "list element") for x in it.items)
+        else:
+            raise unsupported(it.loc, "a for-in loop over this expression",
+                              "loop over a range lo .. hi or a list {a, b}")
+        scope = self.ctx.scope.child()
+        local = ""
+        if existing is None:
+            local = self.local_name(s.name)
+            scope.define(s.name, Sym("var", t, local), s.loc)
+        return ir_stmt.ForIn(loc=s.loc, local=local, existing=existing, scope=scope, lo=lo, hi=hi,
+                             items=items, stack=stack, body=body_of(s.body))
+
     # ------------------------------------------------------------------ assignment
     def assign(self, s: A.Assign) -> ir_stmt.Assign:
         """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with

@@ -39,6 +39,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         h_t fresh;
         return;
         exit;
+        for (bit<8> j in {1, 2, 300}) { meta.m8 = j; }
     }
     apply {
         probe();
@@ -171,3 +172,17 @@ def test_a_switch_on_a_value_has_labels_of_its_type(compiled):
     lines = emitted(pc, node)
     key = lines[0].split(" = ")[0]
     assert lines == [f"{key} = meta.m8", f"if {key} == 1 or {key} == 2:", "meta.f = True", "else:", "pass"]
+
+
+def test_a_for_in_loop_over_a_list_takes_the_variables_type(compiled):
+    pc, stmts, _ = compiled
+    s = stmts[8]  # for (bit<8> j in {1, 2, 300}) { meta.m8 = j; }
+    node = pc.statements.checker.for_in(s)
+    assert node.existing is None and node.stack is None and node.lo is None and node.hi is None
+    # 300 in bit<8>: 300 - 256 = 44
+    assert [(x.type, x.const) for x in node.items] == [(BitT(8), 1), (BitT(8), 2), (BitT(8), 44)]
+    assert pc.scope.lookup("j") is None  # the variable is the loop's
+    assert node.scope.lookup("j") == Sym("var", BitT(8), node.local)
+    assert emitted(pc, node) == [f"for {node.local} in (1, 2, 44, ):", f"meta.m8 = {node.local}"]
+    with pytest.raises(P4Error, match="'break' outside a for loop; remove it"):
+        pc.statements.checker.break_(A.Break(s.loc))
