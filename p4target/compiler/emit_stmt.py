@@ -54,7 +54,8 @@ class Bodies(Protocol):
 
     def scoped(self, stmts: list[A.Stmt]) -> None: ...
     def in_scope(self, scope: Scope, stmts: list[A.Stmt]) -> None: ...
-    def loop_in(self, scope: Scope, stmts: list[A.Stmt]) -> None: ...
+    def loop_in(self, scope: Scope, stmts: list[A.Stmt], update: list[A.Stmt] | None = None) -> None: ...
+    def loop_test(self, scope: Scope, cond: A.Expr) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
     def store_node(self, target: ir.Expr, code: str) -> None: ...
 
@@ -71,7 +72,8 @@ class StmtEmitter:
             ir_stmt.Empty: self.empty, ir_stmt.Assign: self.assign, ir_stmt.Block: self.block, ir_stmt.If: self.if_,
             ir_stmt.Exit: self.exit, ir_stmt.Return: self.return_, ir_stmt.VarDecl: self.var_decl,
             ir_stmt.ConstDecl: self.const_decl, ir_stmt.Switch: self.switch, ir_stmt.CallStmt: self.call_stmt,
-            ir_stmt.ForIn: self.for_in, ir_stmt.Break: self.break_,
+            ir_stmt.For: self.for_, ir_stmt.LoopTest: self.loop_test, ir_stmt.ForIn: self.for_in,
+            ir_stmt.Break: self.break_,
         }
 
     def emit(self, node: ir_stmt.Stmt) -> None:
@@ -151,6 +153,21 @@ class StmtEmitter:
         if label is None:
             return "True"
         return f"{key} == {label if isinstance(label, int) else self.exprs.emit(label).code}"
+
+    def for_(self, node: ir_stmt.For) -> None:
+        """A Python ``while True`` whose test comes first (calls in the condition run
+        on every test) and whose update ends each iteration."""
+        self.bodies.in_scope(node.scope, list(node.init))
+        self.ctx.emit("while True:")
+        self.ctx.indent()
+        if node.cond is not None:
+            self.bodies.loop_test(node.scope, node.cond)
+        self.bodies.loop_in(node.scope, list(node.body), list(node.update))
+        self.bodies.in_scope(node.scope, list(node.update))
+        self.ctx.dedent()
+
+    def loop_test(self, node: ir_stmt.LoopTest) -> None:
+        self.ctx.emit(f"if not ({self.exprs.emit(node.cond).code}): break")
 
     def for_in(self, node: ir_stmt.ForIn) -> None:
         """A Python ``for`` over the values, computed once; a stack's elements are

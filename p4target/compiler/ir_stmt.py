@@ -127,6 +127,26 @@ class Switch(Stmt):
 
 
 @node
+class For(Stmt):
+    """``for (init; cond; update) body``, in the loop's scope ``scope``: a loop whose
+    test (``cond``, None: none) is checked once its initial statements, which declare
+    what it reads, are compiled; the update also runs before each ``continue``."""
+
+    scope: Scope
+    init: tuple[A.Stmt, ...]
+    cond: A.Expr | None
+    update: tuple[A.Stmt, ...]
+    body: tuple[A.Stmt, ...]
+
+
+@node
+class LoopTest(Stmt):
+    """The test of a ``for`` loop, at the start of each iteration: ``cond`` is a bool."""
+
+    cond: ir.Expr
+
+
+@node
 class ForIn(Stmt):
     """``for (T x in ...)``: the loop variable is the new local ``local`` (in
     ``scope``, the loop's, where the body is checked) or, without a type, the

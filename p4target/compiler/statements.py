@@ -16,7 +16,7 @@ from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
-from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes, body_of
+from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.types import (
     BitT, BoolT, ObjT, StackT, StructT, Type, VoidT,
 )
@@ -63,11 +63,21 @@ class StatementCompiler:
         self.stmts(stmts)
         self.ctx.scope = saved
 
-    def loop_in(self, scope: Scope, stmts: list[A.Stmt]) -> None:
-        """The body of a for-in loop, its variable in ``scope``."""
+    def loop_in(self, scope: Scope, stmts: list[A.Stmt], update: list[A.Stmt] | None = None) -> None:
+        """The body of a loop whose variables are in ``scope``; ``update``: a
+        three-clause loop's update statements, which a ``continue`` runs first."""
         saved = self.ctx.scope
         self.ctx.scope = scope
-        self.loop_body(stmts, None)
+        self.ctx.loops.append(None if update is None else (scope, update))
+        self.block_body(stmts)
+        self.ctx.loops.pop()
+        self.ctx.scope = saved
+
+    def loop_test(self, scope: Scope, cond: A.Expr) -> None:
+        """A for loop's test, checked and written in its scope ``scope``."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.emitter.emit(self.checker.loop_test(cond))
         self.ctx.scope = saved
 
     def block_body(self, stmts: list[A.Stmt]) -> None:
@@ -113,7 +123,7 @@ class StatementCompiler:
         self.emitter.emit(self.checker.empty(s))
 
     def _stmt_For(self, s: A.For) -> None:
-        self.for_loop(s)
+        self.emitter.emit(self.checker.for_(s))
 
     def _stmt_ForIn(self, s: A.ForIn) -> None:
         self.emitter.emit(self.checker.for_in(s))
@@ -124,31 +134,6 @@ class StatementCompiler:
     _stmt_Continue = _stmt_Break
 
     # ------------------------------------------------------------------ loops
-
-    def loop_body(self, stmts: list[A.Stmt], entry: tuple[Scope, list[A.Stmt]] | None) -> None:
-        """A loop's body; ``entry``: a three-clause loop's scope and update statements."""
-        self.ctx.loops.append(entry)
-        self.block_body(stmts)
-        self.ctx.loops.pop()
-
-    def for_loop(self, s: A.For) -> None:
-        """``for (init; cond; update)``: a Python ``while True`` whose test comes first
-        (calls in the condition run on every test) and whose update also runs before
-        each ``continue``."""
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        self.stmts(s.init)
-        self.ctx.emit("while True:")
-        self.ctx.indent()
-        if s.cond is not None:
-            c = self.expressions.value(s.cond)
-            if not isinstance(c.type, BoolT):
-                raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
-            self.ctx.emit(f"if not ({c.code}): break")
-        self.loop_body(list(body_of(s.body)), (self.ctx.scope, s.update))
-        self.stmts(s.update)
-        self.ctx.dedent()
-        self.ctx.scope = saved
 
     @staticmethod
     def zero(t: Type, loc: Loc) -> str:

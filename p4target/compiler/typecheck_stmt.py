@@ -161,6 +161,17 @@ class StmtChecker:
             return ir_stmt.Break(loc=s.loc, word=word, update=tuple(loop[1]), scope=loop[0])
         return ir_stmt.Break(loc=s.loc, word=word, update=None, scope=None)
 
+    def for_(self, s: A.For) -> ir_stmt.For:
+        return ir_stmt.For(loc=s.loc, scope=self.ctx.scope.child(), init=tuple(s.init), cond=s.cond,
+                           update=tuple(s.update), body=body_of(s.body))
+
+    def loop_test(self, cond: A.Expr) -> ir_stmt.LoopTest:
+        """A for loop's condition, checked in its scope once its initial statements are."""
+        c = self.exprs.check_value(cond)
+        if not isinstance(c.type, BoolT):
+            raise error(cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
+        return ir_stmt.LoopTest(loc=cond.loc, cond=c)
+
     def for_in(self, s: A.ForIn) -> ir_stmt.ForIn:
         """``for (T x in lo .. hi)`` (both ends included), ``for (T x in {a, b})`` or
         ``for (T x in stack)``; without ``T``, the loop assigns the variable ``x``."""

@@ -190,6 +190,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         return;
         exit;
         for (bit<8> j in {1, 2, 300}) { meta.m8 = j; }
+        for (bit<8> k = 0; k < 4; k = k + 1) { continue; }
     }
     apply {
         probe();
@@ -327,3 +328,22 @@ def test_a_for_in_loop_over_a_list_takes_the_variables_type(stmts_compiled):
     assert emitted(pc, node) == [f"for {node.local} in (1, 2, 44, ):", f"meta.m8 = {node.local}"]
     with pytest.raises(P4Error, match="'break' outside a for loop; remove it"):
         pc.statements.checker.break_(A.Break(s.loc))
+
+
+def test_a_three_clause_loop_tests_a_bool_in_its_own_scope(stmts_compiled):
+    pc, stmts, _ = stmts_compiled
+    s = stmts[9]  # for (bit<8> k = 0; k < 4; k = k + 1) { continue; }
+    node = pc.statements.checker.for_(s)
+    assert node.init == tuple(s.init) and node.cond is s.cond and node.update == tuple(s.update)
+    lines = emitted(pc, node)
+    k = node.scope.lookup("k")
+    assert k is not None and k.type == BitT(8) and pc.scope.lookup("k") is None
+    # the test first, then the body (continue runs the update first), then the update
+    step = f"{k.code} = (({k.code} + 1) & 0xff)"
+    assert lines == [f"{k.code} = 0", "while True:", f"if not (({k.code} < 4)): break",
+                     step, "continue", step]
+    test = pc.statements.checker.loop_test(A.Binary(s.cond.loc, "<", A.IntLit(s.cond.loc, 1, None, False, "1"),
+                                                    A.IntLit(s.cond.loc, 4, None, False, "4")))
+    assert test.cond == ir.Const(type=BoolT(), loc=s.cond.loc, const=True)  # 1 < 4, folded
+    with pytest.raises(P4Error, match="for condition must be bool, not bit<8>; compare it, e.g. i < 4"):
+        pc.statements.checker.loop_test(stmts[0].target)
