@@ -5,10 +5,11 @@ makes of a statement of the syntax tree, and what the statement generator
 A statement's expressions are typed expressions (ir.py), already converted to the
 type the statement needs (an assigned value to its target's, a returned value to
 the function's, a switch label to the switched value's). A compound statement
-(``Block``, ``If``, a switch's case) holds its bodies as statements of the syntax
-tree: each is checked when the generator reaches it, because a call in it writes
-its statements (a copy-out, a table application) where it is checked, so a body
-is checked at its own place in the code. Nothing in a node is code, except where
+(``Block``, ``If``, a switch's case, a loop) holds its bodies as statements of the
+syntax tree: each is checked when the generator reaches it, because a call in it
+writes its statements (a copy-out, a table application) where it is checked, so a
+body is checked at its own place in the code (a loop's in the loop's scope, which
+its node holds). Nothing in a node is code, except where
 the statement compiler has already compiled a part: the call of a method-call
 statement (``CallStmt``).
 """
