@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from p4target.compiler import ir, ir_stmt
 from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.fast_place_code import FastPlaceCode
@@ -149,24 +150,25 @@ class FastStatementCompiler(StatementCompiler):
             return sym is not None and sym.kind == "table"
         return False
 
-    def assign(self, target: A.Expr, value: A.Expr, loc) -> None:
-        t = self.lvalue_type(target)
+    def write_assign(self, node: ir_stmt.Assign) -> None:
+        """A header, struct or stack assigned whole to a place of the packet state is
+        copied place by place from another place, or stored field by field from an
+        object; anything else is stored as the shared compiler stores it."""
+        t = node.target.type
+        emit = self.expressions.emitter.emit
         if isinstance(t, (StructT, StackT)):
-            dst = self.expressions.value(target)
+            dst = emit(node.target)
             if dst.path is not None:
-                src = None if isinstance(value, (A.ListExpr, A.StructExpr)) else self.expressions.value(value)
+                src = emit(node.value.operand) if isinstance(node.value, ir.Convert) else None
                 if src is not None and src.path is not None:
-                    if not (src.type is t or src.type == t):
-                        super().assign(target, value, loc)  # the general path's type error
-                        return
                     self.copy_place(dst.path, src.path, t)
                     return
                 # a local variable or an initializer: an object, stored field by field
                 obj = self.ctx.tmp("obj")
-                self.ctx.emit(f"{obj} = {self.expressions.expr_as(value, t, 'assignment')}")
+                self.ctx.emit(f"{obj} = {emit(node.value).code}")
                 self.store_object(dst.path, t, obj)
                 return
-        super().assign(target, value, loc)
+        super().write_assign(node)
 
     def store_object(self, path: tuple[str, ...], t: Type, code: str) -> None:
         """Statements storing the object ``code`` into the place ``path``."""
@@ -212,9 +214,9 @@ class FastStatementCompiler(StatementCompiler):
             self.ctx.written.add(dst)
             self.ctx.emit(f"{self.places.field_local(dst, t)} = {self.places.field_local(src, t)}")
 
-    def store(self, target: A.Expr, code: str, loc) -> None:
-        if isinstance(target, (A.Name, A.Member, A.Index)):
-            v = self.expressions.value(target)
+    def store_node(self, target: ir.Expr, code: str) -> None:
+        if not isinstance(target, ir.Slice):
+            v = self.expressions.emitter.emit(target)
             if v.path is not None:
                 if isinstance(v.type, (StructT, StackT)):
                     raise NoFast("whole header stored")
@@ -229,7 +231,7 @@ class FastStatementCompiler(StatementCompiler):
                         self.ctx.dirty_at[header] = (self.ctx.out, len(self.ctx.out))
                         self.ctx.emit(f"{self.places.local(header + (DIRTY,), 'False')} = True")
                 return
-        super().store(target, code, loc)
+        super().store_node(target, code)
 
     def call_stmt(self, e: A.Call) -> None:
         v = self.call(e, as_stmt=True)

@@ -1,68 +1,91 @@
-"""Code generation of P4 statements and calls: assignments, if/switch, actions,
-table application, header/stack methods, packet_in/packet_out methods and the
-v1model extern functions and methods (through the runtime ``Bindings``).
+"""The statements and calls of a program compiler. A statement is checked into a
+typed statement (typecheck_stmt.py, ``StmtChecker``) and then written
+(emit_stmt.py, ``StmtEmitter``), which hands the bodies of compound statements and
+the stores into places back here. Loops and calls are compiled here in one pass:
+actions and P4 functions (copy-in/copy-out), table application, header and stack
+methods, packet_in/packet_out methods and the v1model extern functions and methods
+(through the runtime ``Bindings``).
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-
+from p4target.compiler import ir, ir_stmt
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, VoidT,
+    BitT, BoolT, ObjT, StackT, StructT, Type, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
 
-def length_place(code: str) -> str:
-    """Where the current width of the varbit value at the place ``code`` is kept:
-    beside a field or block local (``h._len_f``, ``L._len_x``), or a local of its own."""
-    head, dot, attr = code.rpartition(".")
-    return f"{head}._len_{attr}" if dot else f"_len_{code}"
-
-
 class StatementCompiler:
     """The statements and calls of the program compiler ``ctx``, emitted through it
-    (``ctx.emit`` into its ``out`` at its ``ind``); their expressions are
-    ``expressions``' (the same compiler's). ``FastStatementCompiler``
+    (``ctx.emit`` into its ``out`` at its ``ind``); ``checker`` types and checks a
+    statement, ``emitter`` writes it; their expressions are ``expressions``' (the
+    same compiler's). ``FastStatementCompiler``
     (fast_statements.py) is the fast compiler's."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
         self.ctx = ctx
         self.expressions = expressions
+        self.checker = StmtChecker(ctx, expressions)
+        self.emitter = StmtEmitter(ctx, expressions.emitter, self)
 
     def sm_store(self, field: str, code: str) -> str:
         """A statement setting standard_metadata.<field> where no block parameter names it."""
         return f"st.sm.{field} = {code}"
 
     def local_name(self, name: str) -> str:
-        py = f"l_{name}"
-        k = 1
-        while py in self.ctx.locals_used:
-            k += 1
-            py = f"l_{name}_{k}"
-        self.ctx.locals_used.add(py)
-        return py
+        return self.checker.local_name(name)
 
     # ------------------------------------------------------------------ statements
     def stmts(self, stmts: list[A.Stmt]) -> None:
         for s in stmts:
             self.stmt(s)
 
-    def block_body(self, stmts: list[A.Stmt]) -> None:
-        """Statements of a nested block, in a child scope, never empty in Python."""
+    def scoped(self, stmts: list[A.Stmt]) -> None:
+        """Statements of a block, in a child scope."""
         saved = self.ctx.scope
         self.ctx.scope = saved.child()
-        n = len(self.ctx.out)
         self.stmts(stmts)
+        self.ctx.scope = saved
+
+    def in_scope(self, scope: Scope, stmts: list[A.Stmt]) -> None:
+        """Statements in the scope ``scope`` (a loop's update, before a continue)."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.stmts(stmts)
+        self.ctx.scope = saved
+
+    def loop_in(self, scope: Scope, stmts: list[A.Stmt], update: list[A.Stmt] | None = None) -> None:
+        """The body of a loop whose variables are in ``scope``; ``update``: a
+        three-clause loop's update statements, which a ``continue`` runs first."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.ctx.loops.append(None if update is None else (scope, update))
+        self.block_body(stmts)
+        self.ctx.loops.pop()
+        self.ctx.scope = saved
+
+    def loop_test(self, scope: Scope, cond: A.Expr) -> None:
+        """A for loop's test, checked and written in its scope ``scope``."""
+        saved = self.ctx.scope
+        self.ctx.scope = scope
+        self.emitter.emit(self.checker.loop_test(cond))
+        self.ctx.scope = saved
+
+    def block_body(self, stmts: list[A.Stmt]) -> None:
+        """Statements of a nested block, in a child scope, never empty in Python."""
+        n = len(self.ctx.out)
+        self.scoped(stmts)
         if len(self.ctx.out) == n:
             self.ctx.emit("pass")
-        self.ctx.scope = saved
 
     def stmt(self, s: A.Stmt) -> None:
         """Compile one statement (its kind's ``_stmt_*`` method)."""
@@ -73,10 +96,7 @@ class StatementCompiler:
         how(s)
 
     def _stmt_Block(self, s: A.Block) -> None:
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        self.stmts(s.stmts)
-        self.ctx.scope = saved
+        self.emitter.emit(self.checker.block(s))
 
     def _stmt_Assign(self, s: A.Assign) -> None:
         self.assign_stmt(s)
@@ -85,302 +105,58 @@ class StatementCompiler:
         self.call_stmt(s.call)
 
     def _stmt_If(self, s: A.If) -> None:
-        c = self.expressions.value(s.cond)
-        if not isinstance(c.type, BoolT):
-            raise error(s.cond.loc, f"if condition must be bool, not {c.type}; compare it, e.g. x != 0")
-        self.ctx.emit(f"if {c.code}:")
-        self.ctx.indent()
-        self.block_body(s.then.stmts if isinstance(s.then, A.Block) else [s.then])
-        self.ctx.dedent()
-        if s.other is not None:
-            self.ctx.emit("else:")
-            self.ctx.indent()
-            self.block_body(s.other.stmts if isinstance(s.other, A.Block) else [s.other])
-            self.ctx.dedent()
+        self.emitter.emit(self.checker.if_(s))
 
     def _stmt_Switch(self, s: A.Switch) -> None:
-        self.switch(s)
+        self.emitter.emit(self.checker.switch(s))
 
     def _stmt_VarDecl(self, s: A.VarDecl) -> None:
-        self.var_decl(s)
+        self.emitter.emit(self.checker.const_decl(s) if s.is_const else self.checker.var_decl(s))
 
     def _stmt_Exit(self, s: A.Exit) -> None:
-        if self.ctx.fn_kind == "parser":
-            raise error(s.loc, "exit is not allowed in a parser; use transition reject")
-        if self.ctx.fn_kind == "function":
-            raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
-                        "and exit in the caller")
-        self.ctx.emit("raise EXIT")
+        self.emitter.emit(self.checker.exit(s))
 
     def _stmt_Return(self, s: A.Return) -> None:
-        if self.ctx.fn_kind == "function":
-            self.function_return(s)
-            return
-        if s.value is not None:
-            raise error(s.value.loc, "only functions return values; use an out parameter")
-        if self.ctx.fn_kind == "parser":
-            raise error(s.loc, "return is not allowed in a parser state")
-        if self.ctx.fn_kind == "action" and self.ctx.action_outs:
-            self.ctx.emit("return (" + "".join(o + ", " for o in self.ctx.action_outs) + ")")
-        else:
-            self.ctx.emit("return")
-
-    def function_return(self, s: A.Return) -> None:
-        ret = self.ctx.function_ret
-        if isinstance(ret, VoidT):
-            if s.value is not None:
-                raise error(s.value.loc, "this function returns void; remove the value")
-            val = "None"
-        else:
-            if s.value is None:
-                raise error(s.loc, f"this function must return a value of type {ret}")
-            val = self.expressions.expr_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
-        if self.ctx.action_outs:
-            self.ctx.emit(f"return ({val}, " + "".join(o + ", " for o in self.ctx.action_outs) + ")")
-        else:
-            self.ctx.emit(f"return {val}")
+        self.emitter.emit(self.checker.return_(s))
 
     def _stmt_Empty(self, s: A.Empty) -> None:
-        pass
+        self.emitter.emit(self.checker.empty(s))
 
     def _stmt_For(self, s: A.For) -> None:
-        self.for_loop(s)
+        self.emitter.emit(self.checker.for_(s))
 
     def _stmt_ForIn(self, s: A.ForIn) -> None:
-        self.for_in_loop(s)
+        self.emitter.emit(self.checker.for_in(s))
 
     def _stmt_Break(self, s: A.Break | A.Continue) -> None:
-        word = "break" if isinstance(s, A.Break) else "continue"
-        if not self.ctx.loops:
-            raise error(s.loc, f"'{word}' outside a for loop; remove it")
-        if isinstance(s, A.Continue) and self.ctx.loops[-1] is not None:
-            # the three-clause form runs its update before the next test
-            scope, update = self.ctx.loops[-1]
-            saved = self.ctx.scope
-            self.ctx.scope = scope
-            self.stmts(update)
-            self.ctx.scope = saved
-        self.ctx.emit(word)
+        self.emitter.emit(self.checker.break_(s))
 
     _stmt_Continue = _stmt_Break
 
     # ------------------------------------------------------------------ loops
 
-    def loop_body(self, body: A.Stmt, entry: tuple[Scope, list[A.Stmt]] | None) -> None:
-        self.ctx.loops.append(entry)
-        self.block_body(body.stmts if isinstance(body, A.Block) else [body])
-        self.ctx.loops.pop()
-
-    def for_loop(self, s: A.For) -> None:
-        """``for (init; cond; update)``: a Python ``while True`` whose test comes first
-        (calls in the condition run on every test) and whose update also runs before
-        each ``continue``."""
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        self.stmts(s.init)
-        self.ctx.emit("while True:")
-        self.ctx.indent()
-        if s.cond is not None:
-            c = self.expressions.value(s.cond)
-            if not isinstance(c.type, BoolT):
-                raise error(s.cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
-            self.ctx.emit(f"if not ({c.code}): break")
-        self.loop_body(s.body, (self.ctx.scope, s.update))
-        self.stmts(s.update)
-        self.ctx.dedent()
-        self.ctx.scope = saved
-
-    def for_in_loop(self, s: A.ForIn) -> None:
-        """``for (T x in lo .. hi)`` (both ends included) or ``for (T x in {a, b})``:
-        the values are computed once, before the first iteration."""
-        existing: V | None = None
-        if s.type is None:  # for (x in ...): assigns the variable x
-            target = A.Name(s.loc, s.name)
-            t = self.lvalue_type(target)
-            existing = self.expressions.value(target)
-        else:
-            t = self.ctx.resolve_type(s.type)
-        it = s.iterable
-        copy = ""
-        if not isinstance(it, (A.Range, A.ListExpr)) and isinstance(self.expressions.type_of(it), StackT):
-            st = self.expressions.value(it)
-            if st.type.elem is not t and st.type.elem != t:  # type: ignore[attr-defined]  # st.type is a StackT (checked just above)
-                raise error(s.loc, f"the loop variable of a loop over {expr_text(it)} must have "
-                            f"type {st.type.elem}, not {t}")  # type: ignore[attr-defined]  # as above
-            seq, copy = f"{st.code}.h", ".copy()"  # each element copied as its iteration starts
-        elif not isinstance(t, (BitT, IntT, BoolT, EnumT)):
-            raise unsupported(s.loc, f"a for-in loop over values of type {t}",
-                              "loop over bit<W> values (a range lo .. hi or a list) or a header stack")
-        if copy:
-            pass
-        elif isinstance(it, A.Range):
-            lo = self.expressions.expr_as(it.lo, t, "range start")
-            hi = self.expressions.expr_as(it.hi, t, "range end")
-            seq = f"range({lo}, ({hi}) + 1)"
-        elif isinstance(it, A.ListExpr):
-            seq = "(" + "".join(self.expressions.expr_as(x, t, "list element") + ", " for x in it.items) + ")"
-        else:
-            raise unsupported(it.loc, "a for-in loop over this expression",
-                              "loop over a range lo .. hi or a list {a, b}")
-        saved = self.ctx.scope
-        self.ctx.scope = saved.child()
-        if existing is not None:
-            py = existing.code
-        else:
-            py = self.local_name(s.name)
-            self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
-        if copy:
-            elem = self.ctx.tmp("e")
-            self.ctx.emit(f"for {elem} in {seq}:")
-            self.ctx.indent()
-            self.ctx.emit(f"{py} = {elem}{copy}")
-        else:
-            self.ctx.emit(f"for {py} in {seq}:")
-            self.ctx.indent()
-        self.loop_body(s.body, None)
-        self.ctx.dedent()
-        self.ctx.scope = saved
-
-    def var_decl(self, s: A.VarDecl) -> None:
-        self.ctx.scope.check_not_param(s.name, s.loc)
-        t = self.ctx.resolve_type(s.type)
-        if s.is_const:
-            v = self.expressions.value(s.init) if s.init is not None else None
-            if v is None or v.const is None:
-                raise error(s.loc, f"const {s.name} needs a compile-time value")
-            code = self.expressions.coerce(v, t, s.loc, f"const {s.name}")
-            self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
-            return
-        py = self.local_name(s.name)
-        if isinstance(t, VarbitT):
-            self.ctx.varbit_locals.add(py)
-            self.ctx.emit(f"{length_place(py)} = 0")
-        if s.init is not None:
-            code = self.expressions.expr_as(s.init, t, f"initializer of {s.name}")
-        else:
-            code = self.zero(t, s.loc)
-        self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
-        self.ctx.emit(f"{py} = {code}")
-        if s.init is not None and isinstance(t, VarbitT):
-            self.ctx.emit(f"{length_place(py)} = {self.varbit_width(s.init, s.loc)}")
-
-    def zero(self, t: Type, loc: Loc) -> str:
+    @staticmethod
+    def zero(t: Type, loc: Loc) -> str:
         """Code for a fresh value of ``t``: 0, False, an invalid header, a zeroed struct."""
-        if isinstance(t, (BitT, IntT, ErrorT)):
-            return "0"
-        if isinstance(t, BoolT):
-            return "False"
-        if isinstance(t, EnumT):
-            return repr(min(t.members.values())) if t.underlying is None else "0"
-        if isinstance(t, StructT):
-            return f"{t.pyname}()"
-        if isinstance(t, StackT):
-            return f"Stack({t.elem.pyname}, {t.size})"
-        if isinstance(t, VarbitT):
-            return "0"
-        if isinstance(t, TupleT):
-            return "(" + "".join(self.zero(et, loc) + ", " for et in t.elems) + ")"
-        raise unsupported(loc, f"a variable of type {t}", "use bit<W>, bool, headers or structs")
-
-    def switch(self, s: A.Switch) -> None:
-        if self.ctx.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
-            self.ctx.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
-                                       "(p4c-bm2-ss refuses it): use if/else"))
-        seen: set[object] = set()
-        for label in (lb for case in s.cases for lb in case.labels):
-            self.check_new_label(label, seen)
-        v = self.expressions.expr(s.expr)
-        is_action_run = v.sym is not None and v.sym.kind == "action_run"
-        key = self.ctx.tmp("sw")
-        if is_action_run:
-            self.ctx.emit(f"{key} = {v.code}")
-            table = v.sym.obj  # type: ignore[union-attr]  # an action_run switch names a table (checked by is_action_run)
-        else:
-            if not isinstance(v.type, (BitT, EnumT, ErrorT, IntT)):
-                raise error(s.expr.loc, f"cannot switch on a value of type {v.type}")
-            self.ctx.emit(f"{key} = {v.code}")
-        pending: list[str] = []
-        first = True
-        for case in s.cases:
-            for label in case.labels:
-                if label is None or isinstance(label, A.DefaultExpr) or (
-                        isinstance(label, A.Name) and label.name == "_"):
-                    pending.append("True")
-                elif is_action_run:
-                    if not isinstance(label, A.Name):
-                        raise error(label.loc, "switch on action_run needs action names as labels")
-                    idx = table.action_index(label.name, label.loc)
-                    pending.append(f"{key} == {idx}")
-                else:
-                    lv = self.expressions.value(label)
-                    if lv.const is None:
-                        raise error(label.loc, "switch labels must be compile-time constants")
-                    code = self.expressions.coerce(lv, v.type, label.loc, "switch label") if not isinstance(
-                        v.type, IntT) else lv.code
-                    pending.append(f"{key} == {code}")
-            if case.body is None:
-                continue
-            cond = "True" if "True" in pending else " or ".join(pending)
-            if cond == "True" and not first:
-                self.ctx.emit("else:")
-            else:
-                self.ctx.emit(f"{'if' if first else 'elif'} {cond}:")
-            first = False
-            self.ctx.indent()
-            self.block_body(case.body.stmts)
-            self.ctx.dedent()
-            pending = []
-        if pending:
-            raise error(s.loc, "the last switch case has no body; add { }")
-
-    def check_new_label(self, label: A.Expr | None, seen: set[object]) -> None:
-        """Refuse a switch label that an earlier label of the same switch already names."""
-        if label is None or isinstance(label, A.DefaultExpr):
-            return
-        key: object = label.name if isinstance(label, A.Name) else self.expressions.value(label).const
-        if key is None:
-            return
-        if key in seen:
-            raise error(label.loc, f"duplicate case label {expr_text(label)}")
-        seen.add(key)
+        StmtChecker.check_fresh(t, loc)
+        return fresh_value(t)  # type: ignore[return-value]  # check_fresh refused the types without one
 
     # ------------------------------------------------------------------ assignment
     def assign_stmt(self, s: A.Assign) -> None:
-        """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
-        a call is evaluated before the right-hand side, and only once;
-        a plain one is read when the value is stored (p4c's SideEffectOrdering, so
-        BMv2's order). A compound assignment evaluates its left-hand side once: every
-        run-time index is fixed first, then ``lhs = lhs op rhs``."""
-        self.check_lvalue(s.target)
-        target = self.freeze_lvalue(s.target, every_index=s.op is not None)
-        value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
-        self.assign(target, value, s.loc)
+        self.write_assign(self.checker.assign(s))
+
+    def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
+        """``target = value`` (a block local's initial value)."""
+        self.write_assign(self.checker.assign_to(target, value, loc))
+
+    def write_assign(self, node: ir_stmt.Assign) -> None:
+        self.emitter.emit(node)
 
     def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
-        """``e`` with its stack indices that have side effects (or, with
-        ``every_index``, all that are not constants) evaluated now into temporaries."""
-        if isinstance(e, A.Member):
-            return A.Member(e.loc, self.freeze_lvalue(e.obj, every_index), e.name)
-        if isinstance(e, A.Slice):
-            return A.Slice(e.loc, self.freeze_lvalue(e.obj, every_index), e.hi, e.lo)
-        if isinstance(e, A.Index):
-            obj = self.freeze_lvalue(e.obj, every_index)
-            # an index with a call (even a pure function's) is evaluated first, as p4c's
-            # SideEffectOrdering does with every call
-            if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
-                return A.Index(e.loc, obj, e.index)
-            iv = self.expressions.value(e.index)
-            if iv.const is not None:
-                return A.Index(e.loc, obj, e.index)
-            return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
-        return e
+        return self.checker.freeze_lvalue(e, every_index)
 
     def spill(self, v: V, loc: Loc) -> A.Name:
-        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
-        t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
-        self.ctx.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
-        return A.Name(loc, "$" + t)
+        return self.checker.spill(v, loc)
 
     def has_effects(self, e: A.Expr | None) -> bool:
         """True when evaluating ``e`` may change state or depend on an order: any call
@@ -408,93 +184,54 @@ class StatementCompiler:
                 return any(p.direction in ("out", "inout") for p in sym.obj.decl.params)
         return True
 
-    def assign(self, target: A.Expr, value: A.Expr, loc: Loc) -> None:
-        t = self.lvalue_type(target)
-        code = self.expressions.expr_as(value, t, f"assignment to {expr_text(target)}")
-        self.store(target, code, loc)
-        if isinstance(t, VarbitT):  # the value's current width goes with its bits
-            self.ctx.emit(f"{self.varbit_width(target, loc)} = {self.varbit_width(value, loc)}")
-
     def varbit_width(self, e: A.Expr, loc: Loc) -> str:
-        """Where the current width of the varbit field or variable ``e`` is kept."""
-        code = self.expressions.value(e).code
-        if not (isinstance(e, A.Member) or code in self.ctx.varbit_locals):
-            raise unsupported(loc, "a varbit value that is not a field or a variable",
-                              "assign one varbit field or variable to another")
-        return length_place(code)
+        return self.checker.varbit_width(e, loc)
 
     def lvalue_type(self, target: A.Expr) -> Type:
-        self.check_lvalue(target)
-        # written as well as checked: the fast path names the target's locals now,
-        # before the value's, which orders its initial values
-        return self.expressions.value(target).type
+        return self.checker.lvalue_type(target)
 
-    def check_lvalue(self, e: A.Expr, inner: bool = False) -> None:
-        """Raise unless ``e`` may be assigned; ``inner``: ``e`` is a part of the target
-        (an element of a tuple may then be a header, struct or stack changed in place)."""
-        if isinstance(e, A.Name):
-            sym = self.ctx.scope.lookup(e.name)
-            if sym is None:
-                raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
-            if sym.kind != "var":
-                raise error(e.loc, f"cannot assign to '{e.name}': it is a {sym.kind}")
-            if sym.obj == "ro":
-                raise error(e.loc, f"cannot assign to '{e.name}': it is an 'in' parameter")
-            return
-        if isinstance(e, A.Index) and isinstance(self.expressions.type_of(e.obj), TupleT) and not (
-                inner and isinstance(self.expressions.type_of(e), (StructT, StackT))):
-            raise unsupported(e.loc, "assigning to a tuple element", "assign the whole tuple: t = {a, b}")
-        if isinstance(e, (A.Member, A.Index, A.Slice)):
-            self.check_lvalue(e.obj, True)
-            return
-        raise error(e.loc, f"'{expr_text(e)}' cannot be assigned to")
+    def check_lvalue(self, e: A.Expr) -> None:
+        self.checker.check_lvalue(e)
 
     def store(self, target: A.Expr, code: str, loc: Loc) -> None:
         """Emit ``target = code`` where ``code`` already has the target's type."""
-        if isinstance(target, A.Slice):
-            base = self.expressions.value(target.obj)
-            hi = self.expressions.const_int(target.hi)
-            lo = self.expressions.const_int(target.lo)
+        self.store_node(self.checker.store_target(target), code)
+
+    def store_node(self, target: ir.Expr, code: str) -> None:
+        """Emit ``target = code`` for the checked target ``target``."""
+        emit = self.expressions.emitter.emit
+        if isinstance(target, ir.Slice):
+            base = emit(target.base)
+            hi, lo = target.hi, target.lo
             bt = base.type
-            if not isinstance(bt, BitT):
-                raise error(target.loc, f"cannot assign to a slice of {bt}")
+            assert isinstance(bt, BitT)  # the checker's store_target
             m = ((1 << (hi - lo + 1)) - 1) << lo
             keep = bt.mask ^ m
             val = f"({code} << {lo})" if lo else code
             if bt.signed:
                 new = f"(({base.code} & {keep:#x}) | {val})"
                 h = 1 << (bt.width - 1)
-                self.store(target.obj, f"(({new} ^ {h}) - {h})", loc)
+                self.store_node(target.base, f"(({new} ^ {h}) - {h})")
             else:
-                self.store(target.obj, f"(({base.code} & {keep:#x}) | {val})", loc)
+                self.store_node(target.base, f"(({base.code} & {keep:#x}) | {val})")
             return
-        v = self.expressions.value(target)
-        if isinstance(target, A.Member):
-            base = self.expressions.value(target.obj)
-            if isinstance(base.type, StackT):
-                raise unsupported(target.loc, f"assigning to stack member '{target.name}'",
-                                  "assign to an element s[i] instead")
-        if isinstance(target, A.Name) and v.code in self.ctx.param_targets:
+        v = emit(target)
+        if isinstance(target, ir.Ref) and v.code in self.ctx.param_targets:
             # a whole block parameter (hdr = ..., meta = ...): replace it in the packet state
             self.ctx.emit(f"{v.code} = st.{self.ctx.param_targets[v.code]} = {code}")
             return
-        if isinstance(target, A.Index) and self.expressions.value(target.index).const is None:
+        if isinstance(target, ir.StackIndex) and emit(target.index).const is None:
             # a whole element at a run-time index: out of range writes are ignored
-            s = self.expressions.value(target.obj)
+            s = emit(target.base)
             i = self.ctx.tmp("i")
-            self.ctx.emit(f"{i} = {self.expressions.value(target.index).code}")
-            self.ctx.emit(f"if 0 <= {i} < {s.type.size}: {s.code}.h[{i}] = {code}")  # type: ignore[attr-defined]  # an index target's object is a header stack
+            self.ctx.emit(f"{i} = {emit(target.index).code}")
+            self.ctx.emit(f"if 0 <= {i} < {target.stack.size}: {s.code}.h[{i}] = {code}")
             return
         self.ctx.emit(f"{v.code} = {code}")
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
-        v = self.call(e, as_stmt=True)
-        if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
-                and self.ctx.inline_table_apply(v.sym.obj):
-            return
-        if v is not None and v.code:
-            self.ctx.emit(v.code)
+        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=e, value=self.call(e, as_stmt=True)))
 
     def call_expr(self, e: A.Call) -> V:
         v = self.call(e, as_stmt=False)
@@ -745,20 +482,6 @@ class StatementCompiler:
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
-
-
-def ast_nodes(node: object):
-    """Every statement and expression node under ``node`` (itself included)."""
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, tuple):
-            stack.extend(x)
-        elif is_dataclass(x) and isinstance(x, (A.Stmt, A.Expr, A.Arg, A.SwitchCase)):
-            yield x
-            stack.extend(getattr(x, f.name) for f in fields(x))
 
 
 def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:

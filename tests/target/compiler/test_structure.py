@@ -28,7 +28,9 @@ from p4target.compiler.fast_statements import FastStatementCompiler
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.parser_states import ParserCompiler
 from p4target.compiler.statements import StatementCompiler
+from p4target.compiler.emit_stmt import StmtEmitter
 from p4target.compiler.typecheck_expr import ExprChecker
+from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.frontend.lexer import tokenize
 from p4target.frontend.parser import parse_tokens
 from p4target.frontend.preprocessor import preprocess
@@ -68,7 +70,7 @@ def test_the_compilers_have_no_mixin_bases():
     assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
     assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
     for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastPlaceCode,
-                 StatementCompiler, ParserCompiler, Declarations, PacketIO, ExternCalls):
+                 StatementCompiler, StmtChecker, StmtEmitter, ParserCompiler, Declarations, PacketIO, ExternCalls):
         assert part.__mro__ == (part, object), part
     assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
 
@@ -143,3 +145,14 @@ def test_the_expression_generators_only_emit():
     # and the check finds them where they are
     assert any("calls error" in x for x in raises_p4_errors(compiler / "typecheck_expr.py"))
     assert any("imports unsupported" in x for x in raises_p4_errors(compiler / "typecheck_expr.py"))
+
+
+def test_the_statement_generator_only_emits():
+    """Every error of a statement is the statement checker's (or, in what it compiles
+    of an expression, the expression checker's): the statement generator and the
+    statement nodes neither raise a P4 error nor import what makes one."""
+    compiler = ROOT / "p4target" / "compiler"
+    for name in ("emit_stmt.py", "ir_stmt.py"):
+        assert raises_p4_errors(compiler / name) == [], name
+    assert any("calls error" in x for x in raises_p4_errors(compiler / "typecheck_stmt.py"))
+    assert any("calls unsupported" in x for x in raises_p4_errors(compiler / "typecheck_stmt.py"))
