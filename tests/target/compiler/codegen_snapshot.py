@@ -10,6 +10,7 @@ must not change its output shows none. Nothing here is committed output.
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import sys
 from pathlib import Path
@@ -58,14 +59,22 @@ def one(args: tuple[Path, Path]) -> None:
     (out / name).write_text(dump(path))
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.target.compiler.codegen_snapshot",
+                                 description="Dump the compiler's output for every program, to compare two versions.")
+    ap.add_argument("out", type=Path, help="folder for the dump, outside the repository (created if missing)")
+    ap.add_argument("testdata", type=Path, nargs="?", help="p4c's testdata folder (its p4_16_samples and p4_16_errors)")
+    args = ap.parse_args(argv)
+    out = args.out.resolve()
+    if out == REPO or REPO in out.parents:
+        ap.error(f"{args.out}: inside the repository, where the dumps would be taken for programs; give a folder "
+                 "outside it, e.g. /tmp/snapshot")
     out.mkdir(parents=True, exist_ok=True)
-    testdata = Path(sys.argv[2]) if len(sys.argv) > 2 else None
     sys.setrecursionlimit(10000)
     with multiprocessing.Pool(2) as pool:
-        pool.map(one, [(p, out) for p in programs(testdata)], chunksize=4)
+        pool.map(one, [(p, out) for p in programs(args.testdata)], chunksize=4)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
