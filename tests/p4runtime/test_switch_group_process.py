@@ -99,44 +99,38 @@ def test_the_collector_runs_as_the_group_file_says(groups: Groups) -> None:
     assert off["collections"] == [0, 0, 0]  # disabled since start-up: not one collection
 
 
-def test_the_loop_counts_the_frames_it_read_and_its_batches(groups: Groups) -> None:
+def _send_and_read(groups: Groups, frame: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report before and after FRAMES copies of ``frame`` sent into the switch
+    that freezes its heap, once it counted them in (or after 10 s)."""
     proc, log, port1 = groups.by_mode["freeze"]
-    ns = groups.ns
     before = report_of(proc, log)
-    tx: socket.socket = open_interface_socket(port1, ns)
+    tx: socket.socket = open_interface_socket(port1, groups.ns)
     try:
         for _ in range(FRAMES):
-            tx.send(tframe())
+            tx.send(frame)
     finally:
         tx.close()
     deadline = time.monotonic() + 10
     while True:
         after = report_of(proc, log)
-        got = after["switches"]["s-freeze"]["rx"] - before["switches"]["s-freeze"]["rx"]
-        if got >= FRAMES or time.monotonic() > deadline:
-            break
+        if after["switches"]["s-freeze"]["rx"] - before["switches"]["s-freeze"]["rx"] >= FRAMES \
+                or time.monotonic() > deadline:
+            return before, after
         time.sleep(0.2)
-    assert got == FRAMES
-    batches = after["switches"]["s-freeze"]["batches"] - before["switches"]["s-freeze"]["batches"]
-    assert 1 <= batches <= FRAMES
-    assert 1 <= after["switches"]["s-freeze"]["largest_batch"] <= FRAMES
+
+
+def test_the_loop_counts_the_frames_it_read_and_its_batches(groups: Groups) -> None:
+    proc = groups.by_mode["freeze"][0]
+    before, after = _send_and_read(groups, tframe())
+    sw0, sw1 = before["switches"]["s-freeze"], after["switches"]["s-freeze"]
+    assert sw1["rx"] - sw0["rx"] == FRAMES
+    assert 1 <= sw1["batches"] - sw0["batches"] <= FRAMES
+    assert 1 <= sw1["largest_batch"] <= FRAMES
+    assert after["passes"] > before["passes"] and after["pid"] == proc.pid
     # Frames with no test header (IPv4's EtherType) take rt_all.p4's compiled fast path,
     # every one: the frames above already bound it (the first frame a switch sees
     # takes the general path and binds it). The report counts them apart.
-    first = after
-    tx = open_interface_socket(port1, ns)
-    try:
-        for _ in range(FRAMES):
-            tx.send(tframe(ether_type=0x0800))
-    finally:
-        tx.close()
-    deadline = time.monotonic() + 10
-    while True:
-        after = report_of(proc, log)
-        got = after["switches"]["s-freeze"]["rx"] - first["switches"]["s-freeze"]["rx"]
-        if got >= FRAMES or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert got == FRAMES
-    assert after["switches"]["s-freeze"]["fast"] - first["switches"]["s-freeze"]["fast"] == FRAMES
-    assert after["passes"] > before["passes"] and after["pid"] == proc.pid
+    before, after = _send_and_read(groups, tframe(ether_type=0x0800))
+    sw0, sw1 = before["switches"]["s-freeze"], after["switches"]["s-freeze"]
+    assert sw1["rx"] - sw0["rx"] == FRAMES
+    assert sw1["fast"] - sw0["fast"] == FRAMES
