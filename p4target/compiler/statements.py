@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from p4target.compiler import ir, ir_stmt
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.typecheck_call import CallChecker
 from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.types import (
-    BitT, BoolT, ObjT, StackT, StructT, Type, VoidT,
+    BitT, ObjT, StructT, Type, VoidT,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -36,6 +38,8 @@ class StatementCompiler:
         self.expressions = expressions
         self.checker = StmtChecker(ctx, expressions)
         self.emitter = StmtEmitter(ctx, expressions.emitter, self)
+        self.calls = CallChecker(ctx, expressions, self.checker, self)
+        self.call_emitter = CallEmitter(ctx, expressions.emitter)
 
     def sm_store(self, field: str, code: str) -> str:
         """A statement setting standard_metadata.<field> where no block parameter names it."""
@@ -239,75 +243,14 @@ class StatementCompiler:
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
-    def overload(self, sym: Sym, name: str, nargs: int) -> Sym:
-        """p4c picks among callables of one name by the number of arguments: an action
-        or function given more arguments than it takes yields to a top-level extern
-        function of that name (``action hash() { hash(...); }``)."""
-        if sym.kind in ("action", "func") and nargs > len(sym.obj.decl.params):
-            outer = self.ctx.global_scope.lookup(name)
-            if outer is not None and outer.kind == "function":
-                return outer
-        return sym
-
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
-        f = e.func
-        if isinstance(f, A.Member):
-            return self.method_call(e, f)
-        if isinstance(f, A.Name):
-            sym = self.ctx.scope.lookup(f.name)
-            if sym is None:
-                raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
-            sym = self.overload(sym, f.name, len(e.args))
-            if sym.kind in ("action", "func"):
-                return self.action_call(e, sym)
-            if sym.kind == "function":
-                return self.ctx.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
-            raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
-        raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
+        """A call checked (``calls``, a ``CallChecker``) then written (``call_emitter``)."""
+        return self.call_emitter.emit(self.calls.check(e))
 
-    def method_call(self, e: A.Call, f: A.Member) -> V | None:
-        """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
-        instance's or a sub-block's method."""
-        base = self.expressions.expr(f.obj)
-        bt = base.type
-        name = f.name
-        if isinstance(bt, StructT) and base.sym is None or (
-                isinstance(bt, StructT) and base.sym is not None and base.sym.kind == "var"):
-            return self.header_method(e, f, base, name)
-        if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
-            self.nargs(e, 1)
-            k = self.expressions.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
-            if k < 0:
-                raise error(e.loc, f"{name} count must be >= 0")
-            return V(f"{base.code}.{name}({k})", VoidT())
-        sym = base.sym
-        if sym is None:
-            raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
-        if sym.kind == "packet_in":
-            return self.ctx.packet_in_method(e, name)
-        if sym.kind == "packet_out":
-            if name != "emit":
-                raise error(f.loc, f"packet_out has no method '{name}'; use emit")
-            self.nargs(e, 1)
-            self.ctx.emit_header(self.expressions.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
-            return None
-        if sym.kind == "table":
-            if name != "apply":
-                raise error(f.loc, f"table has no method '{name}'; use apply()")
-            self.nargs(e, 0)
-            tbl = sym.obj
-            call = f"{tbl.pyfunc}(st, L)"
-            return V(call, ObjT("tableresult", tbl.name), None,
-                     Sym("tableresult", None, call, obj=tbl))
-        if sym.kind == "instance":
-            decl = self.ctx.extern_decls.get(sym.obj.kind)
-            method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
-                          None) if decl is not None else None
-            params = method.params if method else None
-            return self.ctx.extern_method(positional(self.settle_args(e, params), params), sym, name)
-        if sym.kind == "subblock":
-            return self.ctx.sub_apply(e, sym, name)
-        raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
+    def table_apply(self, e: A.Call, sym: Sym) -> V | None:
+        tbl = sym.obj
+        call = f"{tbl.pyfunc}(st, L)"
+        return V(call, ObjT("tableresult", tbl.name), None, Sym("tableresult", None, call, obj=tbl))
 
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
         """An extern call whose arguments have side effects, with the arguments
@@ -340,41 +283,12 @@ class StatementCompiler:
         return self.spill(v, x.loc)
 
     def nargs(self, e: A.Call, *counts: int) -> None:
-        if len(e.args) not in counts:
-            want = " or ".join(map(str, counts))
-            raise error(e.loc, f"'{expr_text(e.func)}' takes {want} argument(s), got {len(e.args)}")
-        for a in e.args:
-            if a.value is None:
-                raise unsupported(a.loc, "a '_' argument", "pass a value")
+        self.calls.nargs(e, *counts)
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
         return e.args[i].value  # type: ignore[return-value]  # '_' arguments are handled by the callers that allow them
 
     # ------------------------------------------------------------------ headers
-    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
-        t = base.type
-        assert isinstance(t, StructT)
-        if t.kind == "struct":
-            raise error(f.loc, f"struct {t.name} has no method '{name}'")
-        if name == "isValid":
-            self.nargs(e, 0)
-            if t.kind == "header_union":
-                return V("(" + " or ".join(f"{base.code}.{pyfield(n)}._v" for n, _ in t.fields) + ")",
-                         BoolT())
-            return V(f"{base.code}._v", BoolT())
-        if name in ("setValid", "setInvalid"):
-            self.nargs(e, 0)
-            if t.kind == "header_union":
-                raise error(f.loc, f"{name} applies to a member header of a union, not the union")
-            self.check_lvalue(f.obj)
-            if name == "setValid":
-                # simple_switch's add_header: an invalid header becomes valid with all
-                # fields 0; a valid one is left as it is.
-                self.invalidate_union_siblings(f.obj)
-                return V(f"{base.code}.set_valid()", VoidT())
-            return V(f"{base.code}._v = False", VoidT())
-        raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")
-
     def invalidate_union_siblings(self, target: A.Expr) -> None:
         if isinstance(target, A.Member):
             parent = self.expressions.value(target.obj)
@@ -482,26 +396,6 @@ class StatementCompiler:
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
-
-
-def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
-    """``e`` with arguments passed by name put in the order of ``params`` (P4_16 8.21);
-    unchanged when they are all positional or the parameters are unknown."""
-    if params is None or not any(a.name for a in e.args):
-        return e
-    byname = {a.name: a for a in e.args}
-    unknown = [n for n in byname if n not in {p.name for p in params}]
-    if unknown:
-        raise error(e.loc, f"no parameter named '{unknown[0]}'")
-    args = []
-    for p in params:
-        a = byname.get(p.name)
-        if a is None:
-            if p.default is None:
-                raise error(e.loc, f"missing argument for parameter '{p.name}' of {expr_text(e.func)}")
-            a = A.Arg(None, p.default, e.loc)
-        args.append(A.Arg(None, a.value, a.loc))
-    return A.Call(e.loc, e.func, e.type_args, args)
 
 
 def operands(e: A.Expr) -> list[A.Expr] | None:

@@ -1,0 +1,70 @@
+"""The typed form of a P4 call: what the call checker (typecheck_call.py) makes of a
+call of the syntax tree, and what the call generators (emit_call.py, and the fast
+path's fast_calls.py) read to write its Python code.
+
+The callee is resolved (the header, stack, table, action or function called) and
+the arguments are checked: settled in the order of the callee's parameters
+(names, defaults, ``_``), typed and converted to their parameter types, with their
+direction. ``type`` is the call's result type (``VoidT`` when it returns nothing).
+Nothing in a node is code, except where a part is still compiled in one pass by
+the module the statement compiler hands it to (``Compiled``).
+"""
+
+from __future__ import annotations
+
+from p4target.compiler import ir
+from p4target.compiler.ir import node
+from p4target.compiler.types import StackT, StructT, Type
+from p4target.compiler.values import V
+from p4target.frontend.source import Loc
+
+
+@node
+class Call:
+    """A checked call: its source place and its result type."""
+
+    loc: Loc
+    type: Type
+
+
+@node
+class IsValid(Call):
+    """``h.isValid()`` of a header, or of a header union (valid when a member is):
+    ``header`` is the type of ``base``."""
+
+    base: ir.Expr
+    header: StructT
+
+
+@node
+class SetValidity(Call):
+    """``h.setValid()`` (``valid``) or ``h.setInvalid()`` of the header ``base`` (an
+    l-value of type ``header``); for ``setValid`` of a member ``member`` of a header,
+    struct or union ``parent`` (else None): when ``parent`` is a header union, its
+    other members become invalid."""
+
+    base: ir.Expr
+    header: StructT
+    valid: bool
+    parent: ir.Expr | None
+    member: str
+
+
+@node
+class StackShift(Call):
+    """``s.push_front(count)`` or ``s.pop_front(count)`` (``method``) of the header
+    stack ``base`` (of type ``stack``); ``count`` is a constant >= 0."""
+
+    base: ir.Expr
+    stack: StackT
+    method: str
+    count: int
+
+
+@node
+class Compiled(Call):
+    """A call compiled in one pass by the part the checker handed it to (extern
+    functions and methods, packet methods, sub-blocks): ``value`` is the code left
+    to run, if any, and what it returns."""
+
+    value: V | None
