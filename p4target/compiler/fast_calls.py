@@ -2,7 +2,10 @@
 ``FastStatementCompiler`` composes): a header of the packet state has its validity
 in a local, so ``isValid`` reads it and ``setValid``/``setInvalid`` set it (a
 ``SetValid`` node, ``fast_deferred``, which also clears the fields of a header
-that was invalid); any other call is written as the general generator writes it.
+that was invalid); a table is applied in place (``FastTables.apply_table``) and
+an action is compiled where it is called, its arguments bound to locals
+(``FastTables.inline_action``); any other call is written as the general
+generator writes it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from p4target.compiler import ir_call
-from p4target.compiler.emit_call import CallEmitter
+from p4target.compiler.emit_call import CallEmitter, Stores
+from p4target.compiler.emit_stmt import fresh_value
 from p4target.compiler.fast_deferred import SetValid
-from p4target.compiler.types import BoolT
+from p4target.compiler.fast_errors import NoFast
+from p4target.compiler.types import BoolT, StackT, StructT
 from p4target.compiler.values import V
 
 if TYPE_CHECKING:
@@ -27,8 +32,8 @@ class FastCallEmitter(CallEmitter):
 
     ctx: FastContext
 
-    def __init__(self, ctx: FastContext, exprs: ExprEmitter, places: FastPlaceCode) -> None:
-        super().__init__(ctx, exprs)
+    def __init__(self, ctx: FastContext, exprs: ExprEmitter, stores: Stores, places: FastPlaceCode) -> None:
+        super().__init__(ctx, exprs, stores)
         self.places = places
 
     def valid_code(self, node: ir_call.IsValid, base: V) -> V | None:
@@ -45,4 +50,36 @@ class FastCallEmitter(CallEmitter):
             self.ctx.out.append(SetValid(self.ctx.ind, base.path, node.header))
         else:
             self.ctx.emit(f"{self.places.valid_local(base.path)} = False")
+        return None
+
+    def table_apply(self, node: ir_call.TableApply) -> V | None:
+        return self.ctx.apply_table(node.table)
+
+    def action_call(self, node: ir_call.ActionCall) -> V | None:
+        """The action's body here, each parameter a local set to its argument (a
+        constant argument is read where the action reads it); the out/inout locals
+        are stored back after it."""
+        if node.ret is not None:
+            raise NoFast("function call")  # P4 functions: not compiled in place yet
+        bound: dict[str, str] = {}
+        outs = []
+        for a in node.args:
+            py = self.ctx.tmp("ap")
+            if a.direction in ("out", "inout"):
+                if a.place is None:
+                    raise NoFast("missing out argument")
+                if isinstance(a.type, (StructT, StackT)):
+                    raise NoFast("header, struct or stack passed out/inout (copied in and out)")
+                code = self.exprs.emit(a.value).code if a.value is not None else fresh_value(a.type)
+                outs.append((a.place, py))
+            else:
+                code = self.exprs.emit(a.value).code  # type: ignore[arg-type]  # an in argument has its value
+                if a.value.const is not None and code.lstrip("-").isdigit():  # type: ignore[union-attr]  # as above
+                    bound[a.param] = code  # a constant: read where the action reads it
+                    continue
+            self.ctx.emit(f"{py} = {code}")
+            bound[a.param] = py
+        self.ctx.inline_action(node.callee, bound)
+        for place, py in outs:
+            self.stores.store_node(place, py)
         return None

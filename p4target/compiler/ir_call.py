@@ -12,11 +12,16 @@ the module the statement compiler hands it to (``Compiled``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from p4target.compiler import ir
 from p4target.compiler.ir import node
 from p4target.compiler.types import StackT, StructT, Type
 from p4target.compiler.values import V
 from p4target.frontend.source import Loc
+
+if TYPE_CHECKING:
+    from p4target.compiler.entities import ActionInfo, TableInfo
 
 
 @node
@@ -59,6 +64,44 @@ class StackShift(Call):
     stack: StackT
     method: str
     count: int
+
+
+@node
+class TableApply(Call):
+    """``t.apply()`` of the table ``table``: its result (``type``, a table result)
+    has ``hit``, ``miss`` and ``action_run``."""
+
+    table: TableInfo
+
+
+@node
+class Arg:
+    """The argument for parameter ``param`` (direction ``direction``, of type
+    ``type``) of an action or function call: ``value`` is what is passed in, already
+    converted to ``type`` (an in or inout argument's, or a value kept in a
+    temporary; None for an out argument, which starts as the type's fresh value);
+    ``place``, for an out or inout argument, is where the result is copied out
+    (None for ``_``: the result is dropped)."""
+
+    loc: Loc
+    param: str
+    direction: str
+    type: Type
+    value: ir.Expr | None
+    place: ir.Expr | None
+
+
+@node
+class ActionCall(Call):
+    """A call of the action or P4 function ``callee`` (``ret``: a function's return
+    type, None for an action) by copy-in/copy-out: ``args`` in the order of its
+    parameters, defaults and ``_`` settled; ``exits``: an action with results that
+    can execute ``exit``, which returns a flag after them."""
+
+    callee: ActionInfo
+    ret: Type | None
+    args: tuple[Arg, ...]
+    exits: bool
 
 
 @node

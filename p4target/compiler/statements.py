@@ -16,11 +16,11 @@ from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
-from p4target.compiler.scope import Scope, Sym
+from p4target.compiler.scope import Scope
 from p4target.compiler.typecheck_call import CallChecker
-from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
+from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.compiler.types import (
-    BitT, ObjT, StructT, Type, VoidT,
+    BitT, StructT, Type,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -39,7 +39,7 @@ class StatementCompiler:
         self.checker = StmtChecker(ctx, expressions)
         self.emitter = StmtEmitter(ctx, expressions.emitter, self)
         self.calls = CallChecker(ctx, expressions, self.checker, self)
-        self.call_emitter = CallEmitter(ctx, expressions.emitter)
+        self.call_emitter = CallEmitter(ctx, expressions.emitter, self)
 
     def sm_store(self, field: str, code: str) -> str:
         """A statement setting standard_metadata.<field> where no block parameter names it."""
@@ -247,11 +247,6 @@ class StatementCompiler:
         """A call checked (``calls``, a ``CallChecker``) then written (``call_emitter``)."""
         return self.call_emitter.emit(self.calls.check(e))
 
-    def table_apply(self, e: A.Call, sym: Sym) -> V | None:
-        tbl = sym.obj
-        call = f"{tbl.pyfunc}(st, L)"
-        return V(call, ObjT("tableresult", tbl.name), None, Sym("tableresult", None, call, obj=tbl))
-
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
         """An extern call whose arguments have side effects, with the arguments
         evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
@@ -298,104 +293,11 @@ class StatementCompiler:
                         self.ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
 
     # ------------------------------------------------------------------ actions
-    def action_call(self, e: A.Call, sym: Sym) -> V | None:
-        """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
-        arguments are evaluated left to right (a value is kept in a temporary when a
-        later argument has side effects), each out/inout l-value is fixed when its
-        argument is evaluated, an inout header/struct/stack is passed as a copy, and
-        after the call the results are copied out left to right, also when the
-        callee executed ``exit`` (12.5), which then goes on in the caller."""
-        act = sym.obj
-        params = act.decl.params
-        ret = getattr(act, "ret", None)  # set for functions, None for actions
-        if self.ctx.fn_kind == "parser" and ret is None:
-            raise error(e.loc, "actions cannot be called from a parser")
-        args = self.bind_args(e, params)
-        later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
-        codes: list[str] = []
-        outs: list[tuple[A.Expr, Type]] = []
-        for i, (p, a) in enumerate(zip(params, args, strict=False)):
-            pt = self.ctx.param_type(p)
-            if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
-                # `_` for an out parameter: the value is computed and dropped
-                outs.append((None, pt))  # type: ignore[arg-type]  # None stands for a dropped '_' out argument
-                codes.append(self.zero(pt, e.loc))
-                continue
-            if p.direction in ("out", "inout"):
-                if a is None:
-                    raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
-                self.check_lvalue(a)
-                a = self.freeze_lvalue(a, every_index=True)
-                av = self.expressions.value(a)
-                if not (av.type is pt or av.type == pt):
-                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {pt}, not {av.type}")
-                outs.append((a, pt))
-                code = self.expressions.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
-            else:
-                if a is None:
-                    raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
-                                f"{act.p4name}")
-                code = self.expressions.expr_as(a, pt, f"argument '{p.name}'")
-            if later[i] and not code.lstrip("-").isdigit():
-                code = self.spill(V(code, pt), a.loc).name[1:]
-            codes.append(code)
-        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"
-        if not outs:
-            return V(call, ret if ret is not None else VoidT())
-        r = self.ctx.tmp("r")
-        self.ctx.emit(f"{r} = {call}")
-        first = 0 if ret is None else 1
-        for i, (a, _pt) in enumerate(outs):
-            if a is not None:
-                self.store(a, f"{r}[{i + first}]", a.loc)
-        if ret is None and self.may_exit(act):
-            self.ctx.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
-        if ret is not None and not isinstance(ret, VoidT):
-            return V(f"{r}[0]", ret)
-        return None
-
-    @staticmethod
-    def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:
-        """Whether the argument for ``p`` is written ``_`` (not just left out)."""
-        if any(a.name for a in e.args):
-            return any(a.name == p.name and a.value is None for a in e.args)
-        i = params.index(p)
-        return i < len(e.args) and e.args[i].value is None
-
     def may_exit(self, act: object) -> bool:
-        """True when the action's body can execute ``exit`` (itself or in an action it
-        calls). Such an action with out/inout parameters returns a flag after its
-        results, so that its caller copies them out before exiting too."""
-        memo = self.ctx.exit_memo
-        key = id(act)
-        if key not in memo:
-            memo[key] = False  # P4 actions do not recurse
-            scope = getattr(act, "scope", None) or self.ctx.global_scope
-            found = False
-            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
-                if isinstance(n, A.Exit):
-                    found = True
-                elif isinstance(n, A.Call) and isinstance(n.func, A.Name):
-                    sym = scope.lookup(n.func.name)
-                    if sym is not None and sym.kind == "action" and self.may_exit(sym.obj):
-                        found = True
-                if found:
-                    break
-            memo[key] = found
-        return memo[key]
+        return self.calls.may_exit(act)
 
     def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
-        if any(a.name for a in e.args):
-            byname = {a.name: a.value for a in e.args}
-            unknown = [n for n in byname if n not in {p.name for p in params}]
-            if unknown:
-                raise error(e.loc, f"no parameter named '{unknown[0]}'")
-            return [byname[p.name] if p.name in byname else p.default for p in params]
-        if len(e.args) > len(params):
-            raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
-        vals: list[A.Expr | None] = [a.value for a in e.args]
-        return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
+        return self.calls.bind_args(e, params)
 
 
 def operands(e: A.Expr) -> list[A.Expr] | None:

@@ -11,23 +11,23 @@ from typing import TYPE_CHECKING, Protocol
 from p4target.compiler import ir, ir_call
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text
-from p4target.compiler.types import BoolT, StackT, StructT, VoidT
+from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
+from p4target.compiler.emit_stmt import fresh_value
+from p4target.compiler.types import BoolT, ObjT, StackT, StructT, Type, VoidT
 from p4target.compiler.values import V
 from p4target.frontend import ast as A
-from p4target.frontend.source import error, unsupported
+from p4target.frontend.source import Loc, error, unsupported
 
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
     from p4target.compiler.expressions import ExpressionCompiler
-    from p4target.compiler.typecheck_stmt import StmtChecker
 
 
 class OnePass(Protocol):
     """Who compiles in one pass the calls not yet checked here (the statement
     compiler, which hands them on to the parts that own them)."""
 
-    def action_call(self, e: A.Call, sym: Sym) -> V | None: ...
-    def table_apply(self, e: A.Call, sym: Sym) -> V | None: ...
+    def has_effects(self, e: A.Expr | None) -> bool: ...
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call: ...
 
 
@@ -44,15 +44,19 @@ def symbol_of(node: ir.Expr) -> Sym | None:
 class CallChecker:
     """The calls of the program compiler ``ctx``, typed and checked; their arguments
     are ``expressions``' (its ``checker``), their l-values ``stmts``' rules;
-    ``one_pass`` compiles the kinds of call still compiled in one pass."""
+    ``one_pass`` compiles the kinds of call still compiled in one pass. ``in_place``
+    (the fast path's): an action is compiled where it is called, its arguments
+    bound to locals in order, so none is kept in a temporary first (a P4 function,
+    which it does not compile in place, is left with its arguments unchecked)."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler, stmts: StmtChecker,
-                 one_pass: OnePass) -> None:
+                 one_pass: OnePass, in_place: bool = False) -> None:
         self.ctx = ctx
         self.expressions = expressions
         self.exprs = expressions.checker
         self.stmts = stmts
         self.one_pass = one_pass
+        self.in_place = in_place
 
     def check(self, e: A.Call) -> ir_call.Call:
         f = e.func
@@ -64,7 +68,7 @@ class CallChecker:
                 raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
             sym = self.overload(sym, f.name, len(e.args))
             if sym.kind in ("action", "func"):
-                return self.compiled(e, self.one_pass.action_call(e, sym))
+                return self.action_call(e, sym)
             if sym.kind == "function":
                 return self.compiled(e, self.ctx.extern_function(
                     positional(self.one_pass.settle_args(e, sym.obj.params), sym.obj.params), f.name))
@@ -88,9 +92,14 @@ class CallChecker:
     def method_call(self, e: A.Call, f: A.Member) -> ir_call.Call:
         """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
         instance's or a sub-block's method."""
+        name = f.name
+        if name == "apply" and isinstance(f.obj, A.Name):
+            tsym = self.ctx.scope.lookup(f.obj.name)
+            if tsym is not None and tsym.kind == "table":
+                self.nargs(e, 0)
+                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj)
         base = self.exprs.check(f.obj)
         bt = base.type
-        name = f.name
         sym = symbol_of(base)
         if isinstance(bt, StructT) and (sym is None or sym.kind == "var"):
             return self.header_method(e, f, base, name)
@@ -111,10 +120,7 @@ class CallChecker:
             self.ctx.emit_header(self.expressions.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
             return self.compiled(e, None)
         if sym.kind == "table":
-            if name != "apply":
-                raise error(f.loc, f"table has no method '{name}'; use apply()")
-            self.nargs(e, 0)
-            return self.compiled(e, self.one_pass.table_apply(e, sym))
+            raise error(f.loc, f"table has no method '{name}'; use apply()")
         if sym.kind == "instance":
             decl = self.ctx.extern_decls.get(sym.obj.kind)
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
@@ -158,6 +164,130 @@ class CallChecker:
             return ir_call.SetValidity(loc=e.loc, type=VoidT(), base=base, header=t, valid=name == "setValid",
                                        parent=parent, member=member)
         raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")
+
+
+    # ------------------------------------------------------------------ actions, functions
+    def action_call(self, e: A.Call, sym: Sym) -> ir_call.ActionCall:
+        """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
+        arguments are evaluated left to right (a value is kept in a temporary when a
+        later argument has side effects), each out/inout l-value is fixed when its
+        argument is evaluated, an inout header/struct/stack is passed as a copy, and
+        the results are copied out left to right after the call, also when the callee
+        executed ``exit`` (12.5), which then goes on in the caller."""
+        act = sym.obj
+        params = act.decl.params
+        ret = getattr(act, "ret", None)  # set for functions, None for actions
+        if self.ctx.fn_kind == "parser" and ret is None:
+            raise error(e.loc, "actions cannot be called from a parser")
+        if self.in_place and ret is not None:
+            # the fast path does not compile a function in place (its generator gives up
+            # on the call): the arguments, checked by the general path, are left unchecked
+            return ir_call.ActionCall(loc=e.loc, type=ret, callee=act, ret=ret, args=(), exits=False)
+        given = self.bind_args(e, params)
+        later = [False] * len(given) if self.in_place else \
+            [any(self.one_pass.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]
+        args: list[ir_call.Arg] = []
+        targets: list[A.Expr | None] = []
+        for i, (p, a) in enumerate(zip(params, given, strict=False)):
+            pt = self.ctx.param_type(p)
+            if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
+                StmtChecker.check_fresh(pt, e.loc)  # the value is computed and dropped
+                args.append(ir_call.Arg(loc=e.loc, param=p.name, direction="out", type=pt, value=None, place=None))
+                targets.append(None)
+                continue
+            loc = a.loc if a is not None else e.loc
+            value, target = self.argument(e, act, p, pt, a)
+            if later[i]:
+                value = self.settled(value, pt, loc)
+            args.append(ir_call.Arg(loc=loc, param=p.name, direction=p.direction, type=pt, value=value, place=None))
+            targets.append(target)
+        # the places the results are stored into, once every argument is evaluated
+        args = [arg if t is None else ir_call.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
+                                                  type=arg.type, value=arg.value,
+                                                  place=self.stmts.store_target(t))
+                for arg, t in zip(args, targets, strict=True)]
+        outs = any(arg.direction in ("out", "inout") for arg in args)
+        exits = ret is None and outs and self.may_exit(act)
+        return ir_call.ActionCall(loc=e.loc, type=ret if ret is not None else VoidT(), callee=act, ret=ret,
+                                  args=tuple(args), exits=exits)
+
+    def argument(self, e: A.Call, act: object, p: A.Param, pt: Type,
+                 a: A.Expr | None) -> tuple[ir.Expr | None, A.Expr | None]:
+        """The value passed for ``p`` (None for an out argument) and, for an out or
+        inout argument, the l-value its result goes to (its run-time indexes fixed)."""
+        if p.direction in ("out", "inout"):
+            if a is None:
+                raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
+            self.stmts.check_lvalue(a)
+            if not self.in_place:
+                a = self.stmts.freeze_lvalue(a, every_index=True)
+            node = self.exprs.check_value(a)
+            if not (node.type is pt or node.type == pt):
+                raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
+                            f"type {pt}, not {node.type}")
+            if p.direction == "inout":
+                return (node if self.in_place else self.exprs.convert(node, pt, a.loc)), a
+            StmtChecker.check_fresh(pt, a.loc)
+            return None, a
+        if a is None:
+            raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
+                        f"{act.p4name}")  # type: ignore[attr-defined]  # an ActionInfo
+        return self.exprs.check_as(a, pt, f"argument '{p.name}'"), None
+
+    def settled(self, value: ir.Expr | None, t: Type, loc: Loc) -> ir.Expr | None:
+        """An argument evaluated now, before a later one with side effects: kept in a
+        temporary unless its code is an integer literal (``None``: an out argument's
+        fresh value, kept the same way)."""
+        code = fresh_value(t) if value is None else self.expressions.emitter.emit(value).code
+        assert code is not None  # check_fresh refused the types without a fresh value
+        if code.lstrip("-").isdigit():
+            return value
+        name = self.stmts.spill(V(code, t), loc).name[1:]
+        return ir.Temp(type=t, loc=loc, name=name)
+
+    @staticmethod
+    def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:
+        """Whether the argument for ``p`` is written ``_`` (not just left out)."""
+        if any(a.name for a in e.args):
+            return any(a.name == p.name and a.value is None for a in e.args)
+        i = params.index(p)
+        return i < len(e.args) and e.args[i].value is None
+
+    def may_exit(self, act: object) -> bool:
+        """True when the action's body can execute ``exit`` (itself or in an action it
+        calls). Such an action with out/inout parameters returns a flag after its
+        results, so that its caller copies them out before exiting too."""
+        memo = self.ctx.exit_memo
+        key = id(act)
+        if key not in memo:
+            memo[key] = False  # P4 actions do not recurse
+            scope = getattr(act, "scope", None) or self.ctx.global_scope
+            found = False
+            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
+                if isinstance(n, A.Exit):
+                    found = True
+                elif isinstance(n, A.Call) and isinstance(n.func, A.Name):
+                    sym = scope.lookup(n.func.name)
+                    if sym is not None and sym.kind == "action" and self.may_exit(sym.obj):
+                        found = True
+                if found:
+                    break
+            memo[key] = found
+        return memo[key]
+
+    def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
+        """The arguments of ``e`` in the order of ``params`` (named ones put in place,
+        the missing ones given their defaults, None where there is none or ``_``)."""
+        if any(a.name for a in e.args):
+            byname = {a.name: a.value for a in e.args}
+            unknown = [n for n in byname if n not in {p.name for p in params}]
+            if unknown:
+                raise error(e.loc, f"no parameter named '{unknown[0]}'")
+            return [byname[p.name] if p.name in byname else p.default for p in params]
+        if len(e.args) > len(params):
+            raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
+        vals: list[A.Expr | None] = [a.value for a in e.args]
+        return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
 
 
 def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
