@@ -31,6 +31,15 @@ class Stores(Protocol):
     def store_node(self, target: ir.Expr, code: str) -> None: ...
 
 
+def invalidate_siblings(ctx: CompilerContext, parent: V, member: str) -> None:
+    """When ``parent`` is a header union, its members other than ``member`` become
+    invalid (one of them is made valid)."""
+    if isinstance(parent.type, StructT) and parent.type.kind == "header_union":
+        for n, _ in parent.type.fields:
+            if n != member:
+                ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
+
+
 class CallEmitter:
     """Python code for the typed calls of the program compiler ``ctx``, their
     expressions written by ``exprs``, the results copied out through ``stores``.
@@ -45,6 +54,9 @@ class CallEmitter:
             ir_call.IsValid: self.is_valid, ir_call.SetValidity: self.set_validity,
             ir_call.StackShift: self.stack_shift, ir_call.TableApply: self.table_apply,
             ir_call.ActionCall: self.action_call, ir_call.Compiled: self.compiled,
+            ir_call.Extract: self.ctx.packet_call, ir_call.SkipHeader: self.ctx.packet_call,
+            ir_call.Advance: self.ctx.packet_call, ir_call.Lookahead: self.ctx.packet_call,
+            ir_call.EmitHeaders: self.ctx.packet_call,
         }
 
     def emit(self, node: ir_call.Call) -> V | None:
@@ -75,11 +87,7 @@ class CallEmitter:
         if not node.valid:
             return V(f"{base.code}._v = False", VoidT())
         if node.parent is not None:
-            parent = self.exprs.emit(node.parent)
-            if isinstance(parent.type, StructT) and parent.type.kind == "header_union":
-                for n, _ in parent.type.fields:
-                    if n != node.member:
-                        self.ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
+            invalidate_siblings(self.ctx, self.exprs.emit(node.parent), node.member)
         return V(f"{base.code}.set_valid()", VoidT())
 
     def stack_shift(self, node: ir_call.StackShift) -> V | None:

@@ -105,6 +105,55 @@ class ActionCall(Call):
 
 
 @node
+class Extract(Call):
+    """``pkt.extract(h)`` or ``pkt.extract(h, length)`` into a header of type
+    ``header``: the header ``place`` (for an element of a stack, ``stack.next``:
+    None), or the next element of the header stack ``stack`` (for a stack of
+    header unions, its member ``member``, and ``place`` is ``stack.next.member``);
+    ``parent``: the object ``place`` is a member of (when it is one and no stack
+    is involved), whose other members become invalid when it is a header union;
+    ``length``: the bits of the varbit field ``varbit`` (an integer), for a header
+    with one."""
+
+    place: ir.Expr | None
+    parent: ir.Expr | None
+    stack: ir.Expr | None
+    member: str | None
+    header: StructT
+    length: ir.Expr | None
+    varbit: str | None
+
+
+@node
+class SkipHeader(Call):
+    """``pkt.extract<T>(_)``: the bytes of the fixed-size header type ``header``
+    consumed and dropped."""
+
+    header: StructT
+
+
+@node
+class Advance(Call):
+    """``pkt.advance(bits)``: ``bits`` is an integer (a constant: a multiple of 8)."""
+
+    bits: ir.Expr
+
+
+@node
+class Lookahead(Call):
+    """``pkt.lookahead<T>()``: the next bits of the packet as a value of ``type``
+    (bit<W>, int<W>, a header without varbit field, or a struct of fixed layout)."""
+
+
+@node
+class EmitHeaders(Call):
+    """``pkt.emit(x)``: ``value`` is a header, a header stack, or a union or struct
+    whose members are themselves emitted in order."""
+
+    value: ir.Expr
+
+
+@node
 class Compiled(Call):
     """A call compiled in one pass by the part the checker handed it to (extern
     functions and methods, packet methods, sub-blocks): ``value`` is the code left

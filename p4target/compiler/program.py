@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler import ir
+from p4target.compiler import ir, ir_call
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
@@ -181,9 +181,6 @@ class ProgramCompiler(CompilerContext):
     def lvalue_type(self, target: A.Expr) -> Type:
         return self.statements.lvalue_type(target)
 
-    def invalidate_union_siblings(self, target: A.Expr) -> None:
-        self.statements.invalidate_union_siblings(target)
-
     def zero(self, t: Type, loc: Loc) -> str:
         return self.statements.zero(t, loc)
 
@@ -248,11 +245,11 @@ class ProgramCompiler(CompilerContext):
         return self.table_compiler.inline_table_apply(info)
 
     # ================================================================== packet_in/packet_out (PacketIO)
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        return self.packet_io.packet_in_method(e, name)
+    def packet_call(self, node: ir_call.Call) -> V | None:
+        return self.packet_io.write(node)  # CallEmitter's packet methods
 
-    def emit_header(self, v: V, loc: Loc) -> None:
-        self.packet_io.emit_header(v, loc)
+    def emit_expr(self, node: ir.Expr) -> V:
+        return self.expressions.emitter.emit(node)  # the code of a checked expression
 
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
         return self.packet_io.field_from(shifted, ft, w, need_mask)

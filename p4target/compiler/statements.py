@@ -15,12 +15,11 @@ from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
-from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Scope
 from p4target.compiler.typecheck_call import CallChecker
 from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.compiler.types import (
-    BitT, StructT, Type,
+    BitT, Type,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -282,15 +281,6 @@ class StatementCompiler:
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
         return e.args[i].value  # type: ignore[return-value]  # '_' arguments are handled by the callers that allow them
-
-    # ------------------------------------------------------------------ headers
-    def invalidate_union_siblings(self, target: A.Expr) -> None:
-        if isinstance(target, A.Member):
-            parent = self.expressions.value(target.obj)
-            if isinstance(parent.type, StructT) and parent.type.kind == "header_union":
-                for n, _ in parent.type.fields:
-                    if n != target.name:
-                        self.ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
 
     # ------------------------------------------------------------------ actions
     def may_exit(self, act: object) -> bool:

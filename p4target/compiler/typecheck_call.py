@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from p4target.compiler import ir, ir_call
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text
+from p4target.compiler.typecheck_packet import PacketChecker
 from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.emit_stmt import fresh_value
 from p4target.compiler.types import BoolT, ObjT, StackT, StructT, Type, VoidT
@@ -57,6 +58,7 @@ class CallChecker:
         self.stmts = stmts
         self.one_pass = one_pass
         self.in_place = in_place
+        self.packets = PacketChecker(ctx, self.exprs, stmts)
 
     def check(self, e: A.Call) -> ir_call.Call:
         f = e.func
@@ -112,13 +114,9 @@ class CallChecker:
         if sym is None:
             raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
         if sym.kind == "packet_in":
-            return self.compiled(e, self.ctx.packet_in_method(e, name))
+            return self.packets.packet_in_method(e, name)
         if sym.kind == "packet_out":
-            if name != "emit":
-                raise error(f.loc, f"packet_out has no method '{name}'; use emit")
-            self.nargs(e, 1)
-            self.ctx.emit_header(self.expressions.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
-            return self.compiled(e, None)
+            return self.packets.emit(e, f)
         if sym.kind == "table":
             raise error(f.loc, f"table has no method '{name}'; use apply()")
         if sym.kind == "instance":
