@@ -56,7 +56,7 @@ class CallEmitter:
             ir_call.ActionCall: self.action_call, ir_call.Compiled: self.compiled,
             ir_call.Extract: self.ctx.packet_call, ir_call.SkipHeader: self.ctx.packet_call,
             ir_call.Advance: self.ctx.packet_call, ir_call.Lookahead: self.ctx.packet_call,
-            ir_call.EmitHeaders: self.ctx.packet_call,
+            ir_call.EmitHeaders: self.ctx.packet_call, ir_call.ExternCall: self.ctx.extern_call,
         }
 
     def emit(self, node: ir_call.Call) -> V | None:

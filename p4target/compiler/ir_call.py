@@ -18,10 +18,11 @@ from p4target.compiler import ir
 from p4target.compiler.ir import node
 from p4target.compiler.types import StackT, StructT, Type
 from p4target.compiler.values import V
+from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
 if TYPE_CHECKING:
-    from p4target.compiler.entities import ActionInfo, TableInfo
+    from p4target.compiler.entities import ActionInfo, InstanceInfo, TableInfo
 
 
 @node
@@ -151,6 +152,29 @@ class EmitHeaders(Call):
     whose members are themselves emitted in order."""
 
     value: ir.Expr
+
+
+@node
+class ExternCall(Call):
+    """A call of the v1model/core extern function ``name`` or of the method ``name``
+    of the extern instance ``instance`` (whose Python name is ``code``): ``args``
+    are its checked arguments by position (each converted to what the extern takes;
+    None for an out argument and for what is not read); ``out`` is the place an out
+    argument's result is stored into (of type ``out_type``); ``member`` an enum
+    argument's member (a HashAlgorithm or CloneType); ``bits`` the data of a hash or
+    checksum; ``digest`` a digest's name. ``call`` is the call the checker was
+    given, on whose identity the fast path's analyses of counters are keyed."""
+
+    call: A.Call
+    name: str
+    instance: InstanceInfo | None
+    code: str
+    args: tuple[ir.Expr | None, ...]
+    out: ir.Expr | None = None
+    out_type: Type | None = None
+    member: str | None = None
+    bits: ir.Bits | None = None
+    digest: str | None = None
 
 
 @node

@@ -251,6 +251,12 @@ class ProgramCompiler(CompilerContext):
     def emit_expr(self, node: ir.Expr) -> V:
         return self.expressions.emitter.emit(node)  # the code of a checked expression
 
+    def emit_bits(self, node: ir.Bits) -> tuple[str, int | str, list[tuple[str, int | str]]]:
+        return self.expressions.emitter.flatten_bits(node)  # the code of a checked bit string
+
+    def store_node(self, target: ir.Expr, code: str) -> None:
+        self.statements.store_node(target, code)
+
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
         return self.packet_io.field_from(shifted, ft, w, need_mask)
 
@@ -258,14 +264,11 @@ class ProgramCompiler(CompilerContext):
         return self.packet_io.unpack_lines(t, h, x)
 
     # ================================================================== externs (ExternCalls)
-    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        return self.extern_calls.extern_method(e, sym, name)
-
-    def extern_function(self, e: A.Call, name: str) -> V | None:
-        return self.extern_calls.extern_function(e, name)
+    def extern_call(self, node: ir_call.ExternCall) -> V | None:
+        return self.extern_calls.write(node)  # CallEmitter's extern calls
 
     def enum_member_name(self, e: A.Expr, enum: str) -> str:
-        return self.extern_calls.enum_member_name(e, enum)
+        return self.statements.calls.externs.enum_member_name(e, enum)
 
     def sm_store(self, field: str, code: str) -> str:
         return self.statements.sm_store(field, code)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from p4target.compiler import ir, ir_call
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text
+from p4target.compiler.typecheck_extern import ExternChecker
 from p4target.compiler.typecheck_packet import PacketChecker
 from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
 from p4target.compiler.emit_stmt import fresh_value
@@ -59,6 +60,7 @@ class CallChecker:
         self.one_pass = one_pass
         self.in_place = in_place
         self.packets = PacketChecker(ctx, self.exprs, stmts)
+        self.externs = ExternChecker(ctx, self.exprs, stmts)
 
     def check(self, e: A.Call) -> ir_call.Call:
         f = e.func
@@ -72,8 +74,8 @@ class CallChecker:
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.compiled(e, self.ctx.extern_function(
-                    positional(self.one_pass.settle_args(e, sym.obj.params), sym.obj.params), f.name))
+                return self.externs.function(positional(self.one_pass.settle_args(e, sym.obj.params),
+                                                        sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
@@ -124,8 +126,7 @@ class CallChecker:
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                           None) if decl is not None else None
             params = method.params if method else None
-            return self.compiled(e, self.ctx.extern_method(
-                positional(self.one_pass.settle_args(e, params), params), sym, name))
+            return self.externs.method(positional(self.one_pass.settle_args(e, params), params), sym, name)
         if sym.kind == "subblock":
             return self.compiled(e, self.ctx.sub_apply(e, sym, name))
         raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")

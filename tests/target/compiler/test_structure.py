@@ -168,13 +168,15 @@ def test_the_statement_generator_only_emits():
 
 
 def test_the_call_generators_only_emit():
-    """Every error of a call is the call checker's (typecheck_call.py, and
-    typecheck_packet.py for the packet's methods): the call generators (the general
-    one and the fast path's, the packet methods' of both) and the call nodes neither
-    raise a P4 error nor import what makes one."""
+    """Every error of a call is the call checker's (typecheck_call.py, with
+    typecheck_packet.py for the packet's methods and typecheck_extern.py for the
+    externs): the call generators (the general one and the fast path's, the packet
+    methods' and the externs' of both) and the call nodes neither raise a P4 error
+    nor import what makes one."""
     compiler = ROOT / "p4target" / "compiler"
-    for name in ("emit_call.py", "fast_calls.py", "ir_call.py", "packet_io.py", "fast_packet_io.py"):
+    for name in ("emit_call.py", "fast_calls.py", "ir_call.py", "packet_io.py", "fast_packet_io.py",
+                 "extern_calls.py", "fast_externs.py"):
         assert raises_p4_errors(compiler / name) == [], name
-    for name in ("typecheck_call.py", "typecheck_packet.py"):
+    for name in ("typecheck_call.py", "typecheck_packet.py", "typecheck_extern.py"):
         assert any("calls error" in x for x in raises_p4_errors(compiler / name)), name
         assert any("calls unsupported" in x for x in raises_p4_errors(compiler / name)), name

@@ -35,16 +35,19 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     action set8(bit<8> v) { meta.m8 = v; }
     action get(out bit<8> o, inout bit<16> io) { o = 1; io = io + 1; }
     table t { actions = { set8; NoAction; } default_action = NoAction(); }
+    counter(4, CounterType.packets) c;
     apply {
 """
 CALLS = """        set8(300);
         hdr.h.setValid();
         if (t.apply().hit) { meta.f = true; }
         get(meta.m8, hdr.h.b);
+        c.count(2);
 """
 BAD = """        set8(1, 2);
         hdr.h.frob();
         get(3, hdr.h.b);
+        c.count();
 """
 TAIL = """    }
 }
@@ -154,6 +157,17 @@ def test_extract_names_the_header_type(rec):
     assert isinstance(emit.value, ir.Field) and emit.value.type == node.header
 
 
+def test_an_extern_method_names_its_instance(rec):
+    node = rec.nodes[f"{FIRST + 4}:9"]  # c.count(2);
+    assert isinstance(node, ir_call.ExternCall) and node.name == "count" and node.type == VoidT()
+    assert node.instance is not None and (node.instance.kind, node.instance.name) == ("counter", "I.c")
+    (index,) = node.args
+    assert isinstance(index, ir.Const) and index.const == 2 and node.out is None
+    v, lines = rec.code[f"{FIRST + 4}:9"]
+    # (an extern instance is the module-level X_<control>_<name>, bound to the runtime's)
+    assert node.code == "X_I_c" and v is not None and v.code == "X_I_c.count(st, 2)" and lines == []
+
+
 @pytest.mark.parametrize("line, col, message", [
     # set8 takes one argument
     (FIRST, 9, "too many arguments: 'set8' takes 1"),
@@ -161,6 +175,8 @@ def test_extract_names_the_header_type(rec):
     (FIRST + 1, 9, "header h_t has no method 'frob'; use isValid, setValid or setInvalid"),
     # an out argument must be a place
     (FIRST + 2, 13, "'3' cannot be assigned to"),
+    # a counter counts one index
+    (FIRST + 3, 9, "'c.count' takes 1 argument(s), got 0"),
 ])
 def test_call_errors_are_the_checkers_with_their_place(rec, tmp_path, line, col, message):
     """Calls that are wrong, parsed from their own file (at the same lines as the good
