@@ -53,18 +53,15 @@ class CallEmitter:
         self._by_kind: dict[type, Callable[[Any], V | None]] = {  # each method takes its own node class
             ir_call.IsValid: self.is_valid, ir_call.SetValidity: self.set_validity,
             ir_call.StackShift: self.stack_shift, ir_call.TableApply: self.table_apply,
-            ir_call.ActionCall: self.action_call, ir_call.Compiled: self.compiled,
+            ir_call.ActionCall: self.action_call,
             ir_call.Extract: self.ctx.packet_call, ir_call.SkipHeader: self.ctx.packet_call,
             ir_call.Advance: self.ctx.packet_call, ir_call.Lookahead: self.ctx.packet_call,
             ir_call.EmitHeaders: self.ctx.packet_call, ir_call.ExternCall: self.ctx.extern_call,
+            ir_call.SubApply: self.ctx.sub_apply,
         }
 
     def emit(self, node: ir_call.Call) -> V | None:
         return self._by_kind[type(node)](node)
-
-    @staticmethod
-    def compiled(node: ir_call.Compiled) -> V | None:
-        return node.value
 
     # ------------------------------------------------------------------ headers, stacks
     def is_valid(self, node: ir_call.IsValid) -> V | None:

@@ -6,8 +6,9 @@ The callee is resolved (the header, stack, table, action or function called) and
 the arguments are checked: settled in the order of the callee's parameters
 (names, defaults, ``_``), typed and converted to their parameter types, with their
 direction. ``type`` is the call's result type (``VoidT`` when it returns nothing).
-Nothing in a node is code, except where a part is still compiled in one pass by
-the module the statement compiler hands it to (``Compiled``).
+Nothing in a node is code, except in its expressions where the expression checker
+already compiled a part (an argument kept in a temporary, ``ir.Temp``, because a
+later one has side effects; a nested call's result, ``ir.CallResult``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from typing import TYPE_CHECKING
 from p4target.compiler import ir
 from p4target.compiler.ir import node
 from p4target.compiler.types import StackT, StructT, Type
-from p4target.compiler.values import V
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
 if TYPE_CHECKING:
-    from p4target.compiler.entities import ActionInfo, InstanceInfo, TableInfo
+    from p4target.compiler.entities import ActionInfo, InstanceInfo, SubBlock, TableInfo
 
 
 @node
@@ -178,9 +178,13 @@ class ExternCall(Call):
 
 
 @node
-class Compiled(Call):
-    """A call compiled in one pass by the part the checker handed it to (extern
-    functions and methods, packet methods, sub-blocks): ``value`` is the code left
-    to run, if any, and what it returns."""
+class SubApply(Call):
+    """``c.apply(args)`` of the control or parser instance ``block``: ``args`` (in the
+    order of its parameters, a parser's packet_in left out) are copied into the
+    attributes ``attrs`` of a fresh locals object, ``Arg``s as an action's are (an
+    in or inout argument's value converted to the parameter's type; the place of
+    an out or inout one, copied back after the body)."""
 
-    value: V | None
+    block: SubBlock
+    args: tuple[Arg, ...]
+    attrs: tuple[str, ...]

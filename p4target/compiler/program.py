@@ -291,8 +291,8 @@ class ProgramCompiler(CompilerContext):
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         return self.sub_blocks.ctor_bindings(d, decl, scope)
 
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        return self.sub_blocks.sub_apply(e, sym, name)
+    def sub_apply(self, node: ir_call.SubApply) -> V | None:
+        return self.sub_blocks.sub_apply(node)  # CallEmitter's sub-block applications
 
     # ================================================================== main
     def main_args(self, main: A.Instance) -> list[A.Expr | None]:

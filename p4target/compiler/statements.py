@@ -9,7 +9,7 @@ methods, packet_in/packet_out methods and the v1model extern functions and metho
 
 from __future__ import annotations
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
@@ -234,7 +234,10 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
-        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=e, value=self.call(e, as_stmt=True)))
+        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=self.calls.check(e)))
+
+    def write_call(self, node: ir_call.Call) -> V | None:
+        return self.call_emitter.emit(node)
 
     def call_expr(self, e: A.Call) -> V:
         v = self.call(e, as_stmt=False)

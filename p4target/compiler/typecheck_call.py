@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from p4target.compiler import ir, ir_call
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text
+from p4target.compiler.entities import SubBlock, is_packet_in
 from p4target.compiler.typecheck_extern import ExternChecker
 from p4target.compiler.typecheck_packet import PacketChecker
 from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     from p4target.compiler.expressions import ExpressionCompiler
 
 
-class OnePass(Protocol):
-    """Who compiles in one pass the calls not yet checked here (the statement
-    compiler, which hands them on to the parts that own them)."""
+class ArgOrder(Protocol):
+    """Who tells which arguments have side effects and evaluates an extern call's
+    arguments in order before it (the statement compiler)."""
 
     def has_effects(self, e: A.Expr | None) -> bool: ...
     def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call: ...
@@ -46,18 +47,18 @@ def symbol_of(node: ir.Expr) -> Sym | None:
 class CallChecker:
     """The calls of the program compiler ``ctx``, typed and checked; their arguments
     are ``expressions``' (its ``checker``), their l-values ``stmts``' rules;
-    ``one_pass`` compiles the kinds of call still compiled in one pass. ``in_place``
+    ``order`` settles the order of their arguments' evaluation. ``in_place``
     (the fast path's): an action is compiled where it is called, its arguments
     bound to locals in order, so none is kept in a temporary first (a P4 function,
     which it does not compile in place, is left with its arguments unchecked)."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler, stmts: StmtChecker,
-                 one_pass: OnePass, in_place: bool = False) -> None:
+                 order: ArgOrder, in_place: bool = False) -> None:
         self.ctx = ctx
         self.expressions = expressions
         self.exprs = expressions.checker
         self.stmts = stmts
-        self.one_pass = one_pass
+        self.order = order
         self.in_place = in_place
         self.packets = PacketChecker(ctx, self.exprs, stmts)
         self.externs = ExternChecker(ctx, self.exprs, stmts)
@@ -74,14 +75,10 @@ class CallChecker:
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.externs.function(positional(self.one_pass.settle_args(e, sym.obj.params),
+                return self.externs.function(positional(self.order.settle_args(e, sym.obj.params),
                                                         sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
-
-    @staticmethod
-    def compiled(e: A.Call, value: V | None) -> ir_call.Compiled:
-        return ir_call.Compiled(loc=e.loc, type=value.type if value is not None else VoidT(), value=value)
 
     def overload(self, sym: Sym, name: str, nargs: int) -> Sym:
         """p4c picks among callables of one name by the number of arguments: an action
@@ -126,9 +123,9 @@ class CallChecker:
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                           None) if decl is not None else None
             params = method.params if method else None
-            return self.externs.method(positional(self.one_pass.settle_args(e, params), params), sym, name)
+            return self.externs.method(positional(self.order.settle_args(e, params), params), sym, name)
         if sym.kind == "subblock":
-            return self.compiled(e, self.ctx.sub_apply(e, sym, name))
+            return self.sub_apply(e, sym.obj, name)
         raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
 
     def nargs(self, e: A.Call, *counts: int) -> None:
@@ -184,7 +181,7 @@ class CallChecker:
             return ir_call.ActionCall(loc=e.loc, type=ret, callee=act, ret=ret, args=(), exits=False)
         given = self.bind_args(e, params)
         later = [False] * len(given) if self.in_place else \
-            [any(self.one_pass.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]
+            [any(self.order.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]
         args: list[ir_call.Arg] = []
         targets: list[A.Expr | None] = []
         for i, (p, a) in enumerate(zip(params, given, strict=False)):
@@ -287,6 +284,66 @@ class CallChecker:
             raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
         vals: list[A.Expr | None] = [a.value for a in e.args]
         return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
+
+
+    # ------------------------------------------------------------------ sub-blocks
+    def sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> ir_call.SubApply:
+        """``c.apply(args)`` of a control or parser instance: its arguments bound to its
+        parameters (a parser's packet_in apart), checked and converted to their types."""
+        self.check_sub_apply(e, sub, name)
+        decl_params = [p for p in sub.decl.params
+                       if not (sub.kind == "parser" and is_packet_in(self.ctx.resolve_type(p.type)))]
+        given = self.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
+                               decl_params)
+        if sub.kind == "parser":  # a parser may have no packet_in parameter (it extracts nothing)
+            pk = [a for a in e.args if self.is_packet_arg(a)]
+            if len(pk) != len(sub.decl.params) - len(decl_params):
+                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
+                            else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
+        args: list[ir_call.Arg] = []
+        targets: list[A.Expr | None] = []
+        for (p, t, _attr), a in zip(sub.params, given, strict=False):
+            if a is None:
+                raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
+            value: ir.Expr | None
+            if p.direction in ("out", "inout"):
+                self.stmts.check_lvalue(a)
+                value = self.exprs.check_value(a)
+                if not (value.type is t or value.type == t):
+                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
+                                f"type {t}, not {value.type}")
+                targets.append(a)
+                if p.direction == "out":
+                    value = None
+            else:
+                value = self.exprs.check_as(a, t, f"argument {p.name}")
+                targets.append(None)
+            args.append(ir_call.Arg(loc=a.loc, param=p.name, direction=p.direction, type=t, value=value,
+                                    place=None))
+        args = [arg if x is None else ir_call.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
+                                                  type=arg.type, value=arg.value,
+                                                  place=self.stmts.store_target(x))
+                for arg, x in zip(args, targets, strict=True)]
+        attrs = tuple(attr for (_p, _t, attr), _a in zip(sub.params, given, strict=False))
+        return ir_call.SubApply(loc=e.loc, type=VoidT(), block=sub, args=tuple(args), attrs=attrs)
+
+    def check_sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> None:
+        """Refuse a method other than apply, and an apply from where it cannot run."""
+        if name != "apply":
+            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
+                        f"'{name}'; use apply(...)")
+        if sub.kind == "parser" and self.ctx.fn_kind != "parser":
+            raise error(e.loc, "a parser instance can only be applied from a parser state")
+        if sub.kind == "control" and self.ctx.fn_kind == "parser":
+            raise error(e.loc, "a control instance cannot be applied from a parser")
+        if self.ctx.fn_kind == "action" or self.ctx.fn_kind == "function":
+            raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
+
+    def is_packet_arg(self, a: A.Arg) -> bool:
+        if isinstance(a.value, A.Name):
+            s = self.ctx.scope.lookup(a.value.name)
+            return s is not None and s.kind == "packet_in"
+        return False
 
 
 def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
