@@ -131,7 +131,7 @@ class ExternChecker:
     def _hash(self, e: A.Call, name: str) -> ir_call.ExternCall:
         self.ctx.nargs(e, 5)
         algo = self.enum_member_name(self.arg(e, 1), "HashAlgorithm")
-        bits = self.exprs.check_bits(self.arg(e, 3))
+        bits = self.exprs.bits.check(self.arg(e, 3))
         base = self.exprs.check_value(self.arg(e, 2))
         mx = self.exprs.check_value(self.arg(e, 4))
         for v, a in ((base, self.arg(e, 2)), (mx, self.arg(e, 4))):
@@ -167,7 +167,7 @@ class ExternChecker:
         """verify_checksum, update_checksum and their _with_payload forms."""
         self.ctx.nargs(e, 4)
         cond = self.exprs.check_as(self.arg(e, 0), BoolT(), "checksum condition")
-        bits = self.exprs.check_bits(self.arg(e, 1))
+        bits = self.exprs.bits.check(self.arg(e, 1))
         algo = self.enum_member_name(self.arg(e, 3), "HashAlgorithm")
         if name.startswith("verify"):
             cv = self.exprs.check_value(self.arg(e, 2))
