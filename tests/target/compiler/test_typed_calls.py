@@ -31,11 +31,13 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     state start { pkt.extract(hdr.h); transition accept; }
 }
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Sub(inout bit<8> x, in bool f) { apply { if (f) { x = x + 1; } } }
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action set8(bit<8> v) { meta.m8 = v; }
     action get(out bit<8> o, inout bit<16> io) { o = 1; io = io + 1; }
     table t { actions = { set8; NoAction; } default_action = NoAction(); }
     counter(4, CounterType.packets) c;
+    Sub() sub;
     apply {
 """
 CALLS = """        set8(300);
@@ -43,11 +45,13 @@ CALLS = """        set8(300);
         if (t.apply().hit) { meta.f = true; }
         get(meta.m8, hdr.h.b);
         c.count(2);
+        sub.apply(meta.m8, true);
 """
 BAD = """        set8(1, 2);
         hdr.h.frob();
         get(3, hdr.h.b);
         c.count();
+        sub.apply(meta.m8);
 """
 TAIL = """    }
 }
@@ -168,6 +172,35 @@ def test_an_extern_method_names_its_instance(rec):
     assert node.code == "X_I_c" and v is not None and v.code == "X_I_c.count(st, 2)" and lines == []
 
 
+def test_a_sub_blocks_apply_copies_its_arguments_in_and_out(rec):
+    node = rec.nodes[f"{FIRST + 5}:9"]  # sub.apply(meta.m8, true);
+    assert isinstance(node, ir_call.SubApply) and node.block.kind == "control" and node.block.path == "I.sub"
+    x, f = node.args
+    assert (x.param, x.direction, x.type) == ("x", "inout", BitT(8)) and node.attrs == ("p_x", "p_f")
+    assert isinstance(x.value, ir.Field) and x.value.name == "m8" and x.place == x.value
+    assert (f.param, f.direction, f.place) == ("f", "in", None)
+    assert f.value == ir.Const(type=BoolT(), loc=f.value.loc, const=True)
+    _, lines = rec.code[f"{FIRST + 5}:9"]
+    # a fresh locals object, the arguments copied in, the body run, x copied back (also on exit)
+    lv = lines[0].split(" = ")[0]
+    assert lines[1:] == [f"{lv}.p_x = p_meta.m8", f"{lv}.p_f = True", "try:", f"c_I_sub(st, {lv})", "finally:",
+                         f"p_meta.m8 = {lv}.p_x"]
+
+
+def test_packet_errors_are_the_checkers_with_their_place(rec, tmp_path):
+    """An extract into a header with no varbit field given a length."""
+    node = next(n for n in rec.nodes.values() if isinstance(n, ir_call.Extract))
+    rec.pc.scope, rec.pc.fn_kind = rec.scopes[f"{node.loc.line}:{node.loc.col}"]
+    loc = node.loc
+    pkt_extract = A.Member(loc, A.Name(loc, "pkt"), "extract")
+    h = A.Member(loc, A.Name(loc, "hdr"), "h")
+    call = A.Call(loc, pkt_extract, [], [A.Arg(None, h, loc), A.Arg(None, A.IntLit(loc, 8, None, False, "8"), loc)])
+    with pytest.raises(P4Error) as info:
+        rec.pc.statements.calls.check(call)
+    assert f"calls.p4:7:{loc.col}: error: header h_t has no varbit field; call extract(hdr) with one argument" \
+        in str(info.value)
+
+
 @pytest.mark.parametrize("line, col, message", [
     # set8 takes one argument
     (FIRST, 9, "too many arguments: 'set8' takes 1"),
@@ -177,6 +210,8 @@ def test_an_extern_method_names_its_instance(rec):
     (FIRST + 2, 13, "'3' cannot be assigned to"),
     # a counter counts one index
     (FIRST + 3, 9, "'c.count' takes 1 argument(s), got 0"),
+    # Sub has two parameters, f has no default
+    (FIRST + 4, 9, "missing argument for parameter 'f' of Sub"),
 ])
 def test_call_errors_are_the_checkers_with_their_place(rec, tmp_path, line, col, message):
     """Calls that are wrong, parsed from their own file (at the same lines as the good
