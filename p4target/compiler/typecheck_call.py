@@ -153,10 +153,9 @@ class CallChecker:
             self.stmts.check_lvalue(f.obj)
             parent = None
             member = ""
-            if name == "setValid" and isinstance(f.obj, A.Member):
+            if name == "setValid" and isinstance(base, ir.Field):
                 # simple_switch's add_header: the union's other members become invalid
-                parent = self.exprs.check_value(f.obj.obj)
-                member = f.obj.name
+                parent, member = base.base, base.name
             return ir_call.SetValidity(loc=e.loc, type=VoidT(), base=base, header=t, valid=name == "setValid",
                                        parent=parent, member=member)
         raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")

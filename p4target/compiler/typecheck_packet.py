@@ -111,8 +111,8 @@ class PacketChecker:
             if not isinstance(place.type, StructT) or place.type.kind != "header":
                 raise error(target.loc, f"extract needs a header, not {place.type}")
             t = place.type
-            if isinstance(target, A.Member):
-                parent = self.exprs.check_value(target.obj)
+            if isinstance(place, ir.Field):  # a member: of a header union, its siblings become invalid
+                parent = place.base
         varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
         size = None
         if varbits:
