@@ -1,10 +1,10 @@
 """The statements and calls of a program compiler. A statement is checked into a
 typed statement (typecheck_stmt.py, ``StmtChecker``) and then written
 (emit_stmt.py, ``StmtEmitter``), which hands the bodies of compound statements and
-the stores into places back here. Loops and calls are compiled here in one pass:
-actions and P4 functions (copy-in/copy-out), table application, header and stack
-methods, packet_in/packet_out methods and the v1model extern functions and methods
-(through the runtime ``Bindings``).
+the stores into places back here; a call (an action or P4 function, a table's
+apply, a header's or stack's method, the packet's methods, an extern, a
+sub-block's apply) is checked into a typed call (typecheck_call.py,
+``CallChecker``) and then written (emit_call.py, ``CallEmitter``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from p4target.frontend.source import Loc, error, unsupported
 class StatementCompiler:
     """The statements and calls of the program compiler ``ctx``, emitted through it
     (``ctx.emit`` into its ``out`` at its ``ind``); ``checker`` types and checks a
-    statement, ``emitter`` writes it; their expressions are ``expressions``' (the
-    same compiler's). ``FastStatementCompiler``
+    statement, ``emitter`` writes it, ``calls`` types and checks a call,
+    ``call_emitter`` writes it; their expressions are ``expressions``' (the same
+    compiler's). ``FastStatementCompiler``
     (fast_statements.py) is the fast compiler's."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
@@ -248,36 +249,6 @@ class StatementCompiler:
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
         """A call checked (``calls``, a ``CallChecker``) then written (``call_emitter``)."""
         return self.call_emitter.emit(self.calls.check(e))
-
-    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
-        """An extern call whose arguments have side effects, with the arguments
-        evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
-        l-values fixed; the call is then compiled on the results."""
-        if not any(self.has_effects(a.value) for a in e.args):
-            return e
-        args = []
-        for i, a in enumerate(e.args):
-            p = params[i] if params is not None and i < len(params) and not a.name else None
-            if p is not None and p.direction in ("out", "inout") and a.value is not None:
-                self.check_lvalue(a.value)
-                args.append(A.Arg(a.name, self.freeze_lvalue(a.value, every_index=True), a.loc))
-            else:
-                args.append(A.Arg(a.name, self.settled(a.value), a.loc))
-        return A.Call(e.loc, e.func, e.type_args, args)
-
-    def settled(self, x: A.Expr | None) -> A.Expr | None:
-        """The value of ``x`` kept in a temporary now (lists item by item; constants,
-        types and instances as they are)."""
-        if x is None:
-            return None
-        if isinstance(x, A.ListExpr):
-            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
-        if isinstance(x, A.StructExpr):
-            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
-        v = self.expressions.expr(x)
-        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
-            return x
-        return self.spill(v, x.loc)
 
     def nargs(self, e: A.Call, *counts: int) -> None:
         self.calls.nargs(e, *counts)

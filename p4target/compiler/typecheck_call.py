@@ -27,11 +27,9 @@ if TYPE_CHECKING:
 
 
 class ArgOrder(Protocol):
-    """Who tells which arguments have side effects and evaluates an extern call's
-    arguments in order before it (the statement compiler)."""
+    """Who tells which arguments have side effects (the statement compiler)."""
 
     def has_effects(self, e: A.Expr | None) -> bool: ...
-    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call: ...
 
 
 def symbol_of(node: ir.Expr) -> Sym | None:
@@ -75,7 +73,7 @@ class CallChecker:
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.externs.function(positional(self.order.settle_args(e, sym.obj.params),
+                return self.externs.function(positional(self.settle_args(e, sym.obj.params),
                                                         sym.obj.params), f.name)
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
@@ -123,10 +121,40 @@ class CallChecker:
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                           None) if decl is not None else None
             params = method.params if method else None
-            return self.externs.method(positional(self.order.settle_args(e, params), params), sym, name)
+            return self.externs.method(positional(self.settle_args(e, params), params), sym, name)
         if sym.kind == "subblock":
             return self.sub_apply(e, sym.obj, name)
         raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
+
+    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
+        """An extern call whose arguments have side effects, with the arguments
+        evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
+        l-values fixed; the call is then compiled on the results."""
+        if not any(self.order.has_effects(a.value) for a in e.args):
+            return e
+        args = []
+        for i, a in enumerate(e.args):
+            p = params[i] if params is not None and i < len(params) and not a.name else None
+            if p is not None and p.direction in ("out", "inout") and a.value is not None:
+                self.stmts.check_lvalue(a.value)
+                args.append(A.Arg(a.name, self.stmts.freeze_lvalue(a.value, every_index=True), a.loc))
+            else:
+                args.append(A.Arg(a.name, self.settled_arg(a.value), a.loc))
+        return A.Call(e.loc, e.func, e.type_args, args)
+
+    def settled_arg(self, x: A.Expr | None) -> A.Expr | None:
+        """The value of ``x`` kept in a temporary now (lists item by item; constants,
+        types and instances as they are)."""
+        if x is None:
+            return None
+        if isinstance(x, A.ListExpr):
+            return A.ListExpr(x.loc, [self.settled_arg(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
+        if isinstance(x, A.StructExpr):
+            return A.StructExpr(x.loc, [(n, self.settled_arg(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
+        v = self.expressions.expr(x)
+        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
+            return x
+        return self.stmts.spill(v, x.loc)
 
     def nargs(self, e: A.Call, *counts: int) -> None:
         """Refuse a call given a number of arguments other than ``counts``, or a ``_``."""
