@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StackT, StructT, TupleT, Type, VarbitT
 
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
     from p4target.compiler.emit_expr import ExprEmitter
     from p4target.compiler.scope import Scope
+    from p4target.compiler.values import V
     from p4target.frontend import ast as A
 
 
@@ -58,6 +59,7 @@ class Bodies(Protocol):
     def loop_test(self, scope: Scope, cond: A.Expr) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
     def store_node(self, target: ir.Expr, code: str) -> None: ...
+    def write_call(self, node: ir_call.Call) -> V | None: ...
 
 
 class StmtEmitter:
@@ -196,9 +198,9 @@ class StmtEmitter:
         self.ctx.emit(node.word)
 
     def call_stmt(self, node: ir_stmt.CallStmt) -> None:
-        """What is left of a compiled call to run: its code, or a table applied in
-        place of its helper's call."""
-        v = node.value
+        """The call written (by the call generator), then what is left of it to run: its
+        code, or a table applied in place of its helper's call."""
+        v = self.bodies.write_call(node.call)
         if v is not None and v.sym is not None and v.sym.kind == "tableresult" \
                 and self.ctx.inline_table_apply(v.sym.obj):
             return

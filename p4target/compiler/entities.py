@@ -1,12 +1,13 @@
 """What the compiler records about actions, extern instances and tables, and how
-P4 annotations (``@name`` above all) turn declarations into P4Info names."""
+P4 annotations (``@name`` above all) turn declarations into P4Info names; the
+controls and parsers instantiated in a block (``SubBlock``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from p4target import model as M
-from p4target.compiler.types import Type
+from p4target.compiler.types import ExternT, Type
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error
 
@@ -89,3 +90,16 @@ def qualify(prefix: str | None, local: str, annos: list[A.Annotation]) -> str:
     return f"{prefix}.{local}" if prefix else local
 
 
+@dataclass
+class SubBlock:
+    """One compiled instance of a control or parser inside another block."""
+    kind: str  # "control" or "parser"
+    path: str  # P4 instance path, e.g. MyIngress.c
+    decl: A.ControlDecl | A.ParserDecl
+    entry: str  # Python apply function (control) or start state (parser)
+    locals_cls: str | None
+    params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
+
+
+def is_packet_in(t: Type) -> bool:
+    return isinstance(t, ExternT) and t.name == "packet_in"

@@ -61,7 +61,7 @@ class ExpressionCompiler:
 
     def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
         """A list/struct/header/value as one bit string: ``(code, width, parts)``."""
-        return self.emitter.flatten_bits(self.checker.check_bits(e))
+        return self.emitter.flatten_bits(self.checker.bits.check(e))
 
 
 __all__ = ["ExpressionCompiler", "V", "expr_text", "lit", "to_type_const", "ExternT", "VarbitT"]

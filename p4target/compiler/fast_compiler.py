@@ -65,7 +65,7 @@ from typing import Literal
 
 from p4target.compiler.values import V
 from p4target.compiler.context import FastContext
-from p4target.compiler.entities import TableInfo
+from p4target.compiler.entities import ActionInfo, TableInfo
 from p4target.compiler.fast_deferred import DROP_PORT, TAIL, AfterIngress, Commit, Copy, Deferred, Init
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.expressions import ExpressionCompiler
@@ -143,8 +143,8 @@ class FastCompiler(ProgramCompiler, FastContext):
         self.statements: FastStatementCompiler = FastStatementCompiler(self, self.expressions,
                                                                        self.fast_place_code)
 
-    def action_call(self, e: A.Call, sym: Sym) -> V | None:
-        return self.fast_tables.action_call(e, sym)  # StatementCompiler.call's action calls
+    def inline_action(self, info: ActionInfo, bound: dict[str, str]) -> None:
+        self.fast_tables.inline_action(info, bound)  # FastCallEmitter's action calls
 
     def evaluated_before(self) -> bool:
         """Whether the statement being compiled evaluated an expression that has been
@@ -153,7 +153,7 @@ class FastCompiler(ProgramCompiler, FastContext):
         return checker.entered != checker.depth - self._base
 
     def apply_table(self, info: TableInfo) -> V:
-        return self.fast_tables.apply_table(info)  # FastStatementCompiler's table applications
+        return self.fast_tables.apply_table(info)  # FastCallEmitter's table applications
 
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser

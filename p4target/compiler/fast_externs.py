@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from p4target.compiler import ir, ir_call
 from p4target.compiler.context import FastContext
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import DIRTY, DROP_PORT, CountSite, RegisterAccess
 from p4target.compiler.fast_hash import hash_bytes
-from p4target.compiler.scope import Sym
 from p4target.compiler.types import BitT, BoolT
-from p4target.frontend import ast as A
 
 # extern functions whose effect the fast path leaves to the general path
 _GIVE_UP = {"random", "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
@@ -150,33 +149,29 @@ class FastExterns(ExternCalls):
         return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"  # type: ignore[operator]  # base is set for a hash over frame bytes (the branch above)
 
     # ---- externs -------------------------------------------------------------------------
-    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        inst = sym.obj
-        kind = inst.kind
-        x = sym.code
-        if kind == "counter" and name == "count":
-            return self.counter_count(e, inst, x)
-        if kind == "register" and name in ("read", "write"):
-            return self.register_access(e, inst, x, name)
-        if kind == "direct_counter" and name == "count":
-            self.ctx.nargs(e, 0)
+    def extern_method(self, node: ir_call.ExternCall) -> V | None:
+        kind = node.instance.kind  # type: ignore[union-attr]  # a method has its instance
+        if kind == "counter":
+            return self.counter_count(node)
+        if kind == "register":
+            return self.register_access(node)
+        if kind == "direct_counter":
             return None  # the table counts the entry (DirectCounter.count does nothing)
         self.ctx.emit("return None")  # meters, direct meters
         return None
 
-
-    def counter_count(self, e: A.Call, inst: Any, x: str) -> V | None:  # inst: the counter's InstanceInfo
+    def counter_count(self, node: ir_call.ExternCall) -> V | None:
         """``c.count(i)``: a count site the deferred writer settles (fast_deferred.py)."""
-        self.ctx.nargs(e, 1)
+        x = node.code
         self.ctx.count_sites.append(x)
         if self.ctx.fn_kind == "parser":  # a parser loop may count it again
             self.ctx.count_sites.append(x)
         for line in (f"{x}_p = {x}.packets", f"{x}_b = {x}.bytes"):
             if line not in self.ctx.binds:
                 self.ctx.binds.append(line)
-        size = inst.extern.size
-        iv = self.ctx.value(self.ctx.arg(e, 0))
-        first = id(e) in self.ctx.ingress_prefix_counts  # (ingress: before any drop commits)
+        size = node.instance.extern.size  # type: ignore[union-attr]  # a counter has its model
+        iv = self.ctx.emit_expr(node.args[0])  # type: ignore[arg-type]  # its index
+        first = id(node.call) in self.ctx.ingress_prefix_counts  # (ingress: before any drop commits)
         if self.ctx.ind == self.ctx.body_ind:
             self.ctx.top_counted.add(x)
         if iv.const is not None:  # the index is known here: so is whether it counts
@@ -185,12 +180,12 @@ class FastExterns(ExternCalls):
                 if first:
                     self.ctx.always_counted.add(x)
             return None
-        code = self.index_arg(e, 0)
+        code = self.code(node.args[0])
         if code.isdigit():  # a constant action argument pasted in (inline_action)
             if int(code) < size:
                 self.ctx.out.append(CountSite(self.ctx.ind, x, code))
             return None
-        top = self.max_value(self.ctx.arg(e, 0))
+        top = self.max_value(node.args[0])  # type: ignore[arg-type]  # as above
         if top is not None and top < size:  # its type says it is in range
             self.ctx.out.append(CountSite(self.ctx.ind, x, code))
             if first:
@@ -203,24 +198,25 @@ class FastExterns(ExternCalls):
         self.ctx.out.append(CountSite(self.ctx.ind + "    ", x, i))
         return None
 
-    def register_access(self, e: A.Call, inst: Any, x: str, name: str) -> V | None:  # inst: the register's InstanceInfo
+    def register_access(self, node: ir_call.ExternCall) -> V | None:
         """``r.read(out, i)`` / ``r.write(i, v)``: a constant cell kept in a local until the
         frame ends, another one through the pending writes of the frame."""
-        et = inst.elem_type
+        inst, x, name, args = node.instance, node.code, node.name, node.args
+        nargs = len(node.call.args)
+        et: Any = inst.elem_type  # type: ignore[union-attr]  # a register has its instance (a bit<W> cell)
         pend = self.ctx.reg_pending.setdefault(x, f"_reg_{x}")
         line = f"{x}_c = {x}.cells"
         if line not in self.ctx.binds:
             self.ctx.binds.append(line)
-        at = 0 if name == "write" or len(e.args) == 1 else 1
-        riv = self.ctx.value(self.ctx.arg(e, at)) if len(e.args) > at else None
-        if riv is not None and riv.const is not None and len(e.args) == 2:
-            self.ctx.nargs(e, 2)
+        at = 0 if name == "write" or nargs == 1 else 1
+        riv = self.ctx.emit_expr(args[at]) if nargs > at else None  # type: ignore[arg-type]  # the index
+        if riv is not None and riv.const is not None and nargs == 2:
             cell = int(riv.const)
-            inside = 0 <= cell < inst.extern.size
+            inside = 0 <= cell < inst.extern.size  # type: ignore[union-attr]  # as above
             if inside:
                 self.ctx.reg_const.setdefault(x, set()).add(cell)
             if name == "write":
-                val = self.ctx.expr_as(self.ctx.arg(e, 1), et, "register value")
+                val = self.code(args[1])
                 if inside:  # (outside: a write that does nothing)
                     self.ctx.out.append(RegisterAccess(self.ctx.ind, x, cell, et.mask, value=val))
                 return None
@@ -230,65 +226,57 @@ class FastExterns(ExternCalls):
             else:
                 self.ctx.emit(f"{tmp} = 0")
             below = et.mask + 1 if isinstance(et, BitT) and not et.signed else None
-            self.out_assign(self.ctx.arg(e, 0), tmp, et, e.loc, below)  # a cell fits its type
+            self.out_assign(node, tmp, below)  # a cell fits its type
             return None
         self.ctx.reg_dynamic.add(x)
         ix = self.ctx.tmp("ix")
         if name == "write":
-            self.ctx.nargs(e, 2)
-            self.ctx.emit(f"{ix} = {self.index_arg(e, 0)}")
-            val = self.ctx.expr_as(self.ctx.arg(e, 1), et, "register value")
+            self.ctx.emit(f"{ix} = {self.code(args[0])}")
+            val = self.code(args[1])
             self.ctx.emit(f"if 0 <= {ix} < {x}.size:")
             self.ctx.emit(f"    if {pend} is None: {pend} = {{}}")
             self.ctx.emit(f"    {pend}[{ix}] = ({val}) & {et.mask:#x}")
             return None
-        at = 0 if len(e.args) == 1 else 1
-        self.ctx.nargs(e, 1, 2)
-        self.ctx.emit(f"{ix} = {self.index_arg(e, at)}")
+        self.ctx.emit(f"{ix} = {self.code(args[0 if nargs == 1 else 1])}")
         code = f"({pend}[{ix}] if {pend} is not None and {ix} in {pend} else {x}.read(None, {ix}))"
-        if len(e.args) == 1:
+        if nargs == 1:
             return V(code, et)
-        self.out_assign(self.ctx.arg(e, 0), code, et, e.loc)
+        self.out_assign(node, code)
         return None
 
-    def max_value(self, e: A.Expr) -> int | None:
-        """The largest value ``e`` can have by its type (None: not an unsigned bit
+    def max_value(self, node: ir.Expr) -> int | None:
+        """The largest value ``node`` can have by its type (None: not an unsigned bit
         string): a cast of a narrower unsigned value keeps the narrower bound, so
         ``(bit<32>)standard_metadata.ingress_port`` is at most 511."""
-        t = self.ctx.value(e).type
+        t = node.type
         if not isinstance(t, BitT) or t.signed:
             return None
         top = (1 << t.width) - 1
-        if isinstance(e, A.Cast):
-            inner = self.max_value(e.expr)
+        if isinstance(node, ir.Cast):
+            inner = self.max_value(node.operand)
             if inner is not None:
                 top = min(top, inner)
         return top
 
-    def extern_function(self, e: A.Call, name: str) -> V | None:
+    def extern_function(self, node: ir_call.ExternCall) -> V | None:
+        name = node.name
         if name in _GIVE_UP:
             self.ctx.emit("return None")
             return None
         if name == "mark_to_drop":
-            self.ctx.nargs(e, 1)
-            self.ctx.value(self.ctx.arg(e, 0))
+            self.code(node.args[0])
             self.ctx.emit(self.ctx.sm_store("egress_spec", str(DROP_PORT)))
             self.ctx.emit(self.ctx.sm_store("mcast_grp", "0"))
             return None
         if name in ("assert", "assume"):
-            self.ctx.nargs(e, 1)
-            self.ctx.emit(f"if not {self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), 'assert condition')}: return None")
+            self.ctx.emit(f"if not {self.code(node.args[0])}: return None")
             return None
         if name == "verify":
             # a parser error is the general path's to record (parser_error, the error's
             # position): the fast path gives the frame up, before any side effect
-            if self.ctx.fn_kind != "parser":
-                return super().extern_function(e, name)  # its error message
-            self.ctx.nargs(e, 2)
-            c = self.ctx.expr_as(self.ctx.arg(e, 0), BoolT(), "verify condition")
-            self.ctx.emit(f"if not {c}: return None")
+            self.ctx.emit(f"if not {self.code(node.args[0])}: return None")
             return None
-        return super().extern_function(e, name)
+        return super().extern_function(node)
 
     def payload_code(self) -> str:
         return "data[pos:]"

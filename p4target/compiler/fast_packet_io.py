@@ -8,6 +8,7 @@ a struct and ``extract<T>(_)`` are the general path's alone.
 
 from __future__ import annotations
 
+from p4target.compiler import ir_call
 from p4target.compiler.context import FastContext
 from p4target.compiler.fast_deferred import TAIL, TOUCHED, Emit
 from p4target.compiler.fast_errors import NoFast
@@ -15,7 +16,6 @@ from p4target.compiler.fast_parser import FastParser
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.types import StackT, StructT
 from p4target.compiler.values import V
-from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
 
@@ -28,17 +28,20 @@ class FastPacketIO(PacketIO):
         super().__init__(ctx)
         self.parser = parser
 
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        self.parser.before_packet_in_method(name)
-        return super().packet_in_method(e, name)
+    def write(self, node: ir_call.Call) -> V | None:
+        if isinstance(node, ir_call.Advance):
+            self.parser.before_packet_in_method("advance")
+        elif isinstance(node, ir_call.Lookahead):
+            self.parser.before_packet_in_method("lookahead")
+        return super().write(node)
 
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
-        self.parser.extract(target, length, loc)
+    def extract(self, node: ir_call.Extract) -> None:
+        self.parser.extract(node)
 
     def unpack_struct(self, t: StructT, x: str) -> str:
         raise NoFast("lookahead of a struct")
 
-    def skip_header(self, e: A.Call) -> None:
+    def skip_header(self, node: ir_call.SkipHeader) -> None:
         raise NoFast("extract<T>(_)")
 
     def emit_header(self, v: V, loc: Loc) -> None:

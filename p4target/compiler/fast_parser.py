@@ -11,6 +11,7 @@ and leaves the fields to split to a ``Split`` node (``fast_deferred``).
 
 from __future__ import annotations
 
+from p4target.compiler import ir_call
 from p4target.compiler.context import FastContext
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
@@ -39,15 +40,14 @@ class FastParser:
         self.parser_scope: Scope = ctx.global_scope  # (the parser's, once gen_parser made it)
 
     # ---- packet_in ---------------------------------------------------------------------------
-    def extract(self, target: A.Expr, length: A.Expr | None, loc) -> None:
-        # (``length`` is for a header with a varbit field: no such program gets here,
-        # declare_struct refused it)
-        if isinstance(target, A.Member) and target.name == "next":
-            s = self.ctx.value(target.obj)
-            if isinstance(s.type, StackT):
-                self.extract_next(s)
-                return
-        v = self.ctx.value(target)
+    def extract(self, node: ir_call.Extract) -> None:
+        # (a header with a varbit field, extracted with a length: no such program gets
+        # here, declare_struct refused it)
+        emit = self.ctx.emit_expr
+        if node.stack is not None and node.member is None:
+            self.extract_next(emit(node.stack))
+            return
+        v = emit(node.place)  # type: ignore[arg-type]  # a header outside a stack, or s.next.member, has its place
         if v.path is None or not isinstance(v.type, StructT) or v.type.kind != "header":
             raise NoFast("extract into something other than a packet header")
         n = v.type.width // 8

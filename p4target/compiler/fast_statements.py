@@ -16,11 +16,11 @@ from dataclasses import replace
 from p4target.compiler import ir, ir_stmt
 from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import ExpressionCompiler
+from p4target.compiler.fast_calls import FastCallEmitter
 from p4target.compiler.fast_place_code import FastPlaceCode
-from p4target.compiler.scope import Sym
 from p4target.compiler.statements import StatementCompiler
-from p4target.compiler.values import V
-from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, SetValid, TouchStack
+from p4target.compiler.typecheck_call import CallChecker
+from p4target.compiler.fast_deferred import DIRTY, NEXT, TOUCHED, Copy, Deferred, LateInit, TouchStack
 from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_places import CHECKSUM_UPDATES, calls_in, first_conjunct, mentions, place_of, shape
 from p4target.compiler.naming import pyfield
@@ -40,9 +40,8 @@ class FastStatementCompiler(StatementCompiler):
                  places: FastPlaceCode) -> None:
         super().__init__(ctx, expressions)
         self.places = places
-
-    def action_call(self, e: A.Call, sym: Sym) -> V | None:
-        return self.ctx.action_call(e, sym)  # compiled in place (FastTables)
+        self.calls = CallChecker(ctx, expressions, self.checker, self, in_place=True)
+        self.call_emitter = FastCallEmitter(ctx, expressions.emitter, self, places)
 
     # ---- what has run here (a stack's freshness, a header's dirty flag) --------------------
     def touch_stack(self, path: tuple[str, ...], t: StackT) -> str:
@@ -143,13 +142,6 @@ class FastStatementCompiler(StatementCompiler):
         # statement reuses its names (every local of ``_fast`` costs each call)
         checker.entered, self.ctx._base, self.ctx.tmp_count = saved
 
-    def is_table_apply(self, e: A.Expr) -> bool:
-        if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "apply" \
-                and isinstance(e.func.obj, A.Name):
-            sym = self.ctx.scope.lookup(e.func.obj.name)
-            return sym is not None and sym.kind == "table"
-        return False
-
     def write_assign(self, node: ir_stmt.Assign) -> None:
         """A header, struct or stack assigned whole to a place of the packet state is
         copied place by place from another place, or stored field by field from an
@@ -237,29 +229,3 @@ class FastStatementCompiler(StatementCompiler):
         v = self.call(e, as_stmt=True)
         if v is not None and v.code and not (v.sym is not None and v.sym.kind == "tableresult"):
             self.ctx.emit(v.code)
-
-    def call(self, e: A.Call, as_stmt: bool) -> V | None:
-        f = e.func
-        if self.is_table_apply(e):
-            self.nargs(e, 0)
-            sym = self.ctx.scope.lookup(f.obj.name)  # type: ignore[attr-defined]  # is_table_apply: e.func is t.apply
-            return self.ctx.apply_table(sym.obj)  # type: ignore[union-attr]  # is_table_apply: the symbol is a table
-        return super().call(e, as_stmt)
-
-    # ---- headers ---------------------------------------------------------------------------
-    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
-        if base.path is None or not isinstance(base.type, StructT) or base.type.kind != "header":
-            return super().header_method(e, f, base, name)
-        self.nargs(e, 0)
-        if name == "isValid":
-            return V(self.places.valid_local(base.path), BoolT())
-        if name in ("setValid", "setInvalid"):
-            self.check_lvalue(f.obj)
-            if name == "setValid":
-                self.places.raw_local(base.path)
-                self.ctx.dirty_at.pop(base.path, None)  # it may clear the dirty flag
-                self.ctx.out.append(SetValid(self.ctx.ind, base.path, base.type))
-            else:
-                self.ctx.emit(f"{self.places.valid_local(base.path)} = False")
-            return None
-        return super().header_method(e, f, base, name)

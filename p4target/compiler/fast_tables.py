@@ -16,50 +16,17 @@ from p4target.compiler.fast_errors import NoFast
 from p4target.compiler.fast_places import has_return
 from p4target.compiler.naming import pyident
 from p4target.compiler.scope import Sym
-from p4target.compiler.types import BitT, ObjT, StackT, StructT
-from p4target.frontend import ast as A
+from p4target.compiler.types import BitT, ObjT
 
 
 class FastTables:
     """Action calls and table applications of the fast compiler ``ctx``, emitted
     through it into its ``out`` (its ``binds`` gets the runtime structures they read).
-    ``FastCompiler.action_call`` hands ``FastStatementCompiler.call``'s action calls here."""
+    ``FastCallEmitter`` (fast_calls.py) hands the action calls it compiles in place
+    to ``inline_action`` and the tables it applies to ``apply_table``."""
 
     def __init__(self, ctx: FastContext) -> None:
         self.ctx = ctx
-
-    def action_call(self, e: A.Call, sym: Sym) -> V | None:
-        act = sym.obj
-        if getattr(act, "ret", None) is not None:
-            raise NoFast("function call")  # P4 functions: not compiled in place yet
-        params = act.decl.params
-        args = self.ctx.bind_args(e, params)
-        bound: dict[str, str] = {}
-        outs = []
-        for p, a in zip(params, args, strict=False):
-            pt = self.ctx.param_type(p)
-            py = self.ctx.tmp("ap")
-            if p.direction in ("out", "inout"):
-                if a is None:
-                    raise NoFast("missing out argument")
-                if isinstance(pt, (StructT, StackT)):
-                    raise NoFast("header, struct or stack passed out/inout (copied in and out)")
-                self.ctx.check_lvalue(a)
-                code = self.ctx.value(a).code if p.direction == "inout" else self.ctx.zero(pt, a.loc)
-                outs.append((a, py))
-            else:
-                if a is None:
-                    raise NoFast("missing argument")
-                code = self.ctx.expr_as(a, pt, f"argument '{p.name}'")
-                if self.ctx.value(a).const is not None and code.lstrip("-").isdigit():
-                    bound[p.name] = code  # a constant: read where the action reads it
-                    continue
-            self.ctx.emit(f"{py} = {code}")
-            bound[p.name] = py
-        self.inline_action(act, bound)
-        for a, py in outs:
-            self.ctx.store(a, py, a.loc)
-        return None
 
     def inline_action(self, info, bound: dict[str, str]) -> None:
         """The action's body, compiled here with its parameters in ``bound`` locals."""

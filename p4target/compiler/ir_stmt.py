@@ -9,18 +9,16 @@ the function's, a switch label to the switched value's). A compound statement
 syntax tree: each is checked when the generator reaches it, because a call in it
 writes its statements (a copy-out, a table application) where it is checked, so a
 body is checked at its own place in the code (a loop's in the loop's scope, which
-its node holds). Nothing in a node is code, except where
-the statement compiler has already compiled a part: the call of a method-call
-statement (``CallStmt``).
+its node holds). Nothing in a node is code, except in its expressions (ir.py's
+``Temp`` and ``CallResult``).
 """
 
 from __future__ import annotations
 
-from p4target.compiler import ir
+from p4target.compiler import ir, ir_call
 from p4target.compiler.ir import node
 from p4target.compiler.scope import Scope
 from p4target.compiler.types import Type
-from p4target.compiler.values import V
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
@@ -177,8 +175,6 @@ class Break(Stmt):
 
 @node
 class CallStmt(Stmt):
-    """A method-call statement: the call, compiled by the statement compiler when
-    checked (``value``: the code left to run, if any, and what it returns)."""
+    """A method-call statement: the typed call (its value, if any, is dropped)."""
 
-    call: A.Call
-    value: V | None
+    call: ir_call.Call

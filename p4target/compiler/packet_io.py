@@ -1,15 +1,17 @@
 """Code generation of the packet_in methods (extract, lookahead, advance) in parser
-states and of packet_out.emit in the deparser: one int.from_bytes per header and
-shifts/masks to split it; one int.to_bytes per valid header to emit it."""
+states and of packet_out.emit in the deparser, from their typed calls (ir_call.py,
+checked by typecheck_packet.py): one int.from_bytes per header and shifts/masks to
+split it; one int.to_bytes per valid header to emit it."""
 
 from __future__ import annotations
 
+from p4target.compiler import ir, ir_call
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_call import invalidate_siblings
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
-from p4target.compiler.types import BitT, BoolT, EnumT, IntT, StackT, StructT, Type, VarbitT, bit_width
-from p4target.frontend import ast as A
-from p4target.frontend.source import Loc, error, unsupported
+from p4target.compiler.types import BitT, BoolT, EnumT, StackT, StructT, Type, VarbitT, bit_width
+from p4target.frontend.source import Loc
 
 
 
@@ -23,6 +25,10 @@ def fixed_layout(t: Type) -> bool:
         return t.elem.kind == "header" and fixed_layout(t.elem)
     return isinstance(t, StructT) and t.kind in ("struct", "header") and all(fixed_layout(ft) for _, ft in t.fields)
 
+def has_varbit(t: StructT) -> bool:
+    return any(isinstance(ft, VarbitT) for _, ft in t.fields)
+
+
 class PacketIO:
     """packet_in's and packet_out's methods of the program compiler ``ctx``, emitted
     through it. ``FastPacketIO`` (fast_packet_io.py) is the fast compiler's."""
@@ -30,155 +36,107 @@ class PacketIO:
     def __init__(self, ctx: CompilerContext) -> None:
         self.ctx = ctx
 
-    # ------------------------------------------------------------------ packet_in
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        if self.ctx.fn_kind != "parser":
-            raise error(e.loc, f"packet_in.{name} is only available in a parser")
-        if name == "extract" and len(e.args) == 1 and e.args[0].value is None:
-            self.skip_header(e)  # extract<T>(_)
-            return None
-        if name == "extract":
-            self.ctx.nargs(e, 1, 2)
-            self.extract(self.ctx.arg(e, 0), self.ctx.arg(e, 1) if len(e.args) == 2 else None, e.loc)
-            return None
-        if name == "advance":
-            self.ctx.nargs(e, 1)
-            v = self.ctx.value(self.ctx.arg(e, 0))
-            short = self.ctx.errors_by_name["PacketTooShort"]
-            if v.const is not None:
-                n = int(v.const)
-                if n % 8:
-                    raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
-                                      "advance by whole bytes")
-                self.ctx.emit(f"if pos + {n // 8} > len(data): raise ParserError({short}, pos)")
-                self.ctx.emit(f"pos += {n // 8}")
-            else:
-                a = self.ctx.tmp("adv")
-                bad = self.ctx.errors_by_name["ParserInvalidArgument"]
-                self.ctx.emit(f"{a} = {v.code}")
-                self.ctx.emit(f"if {a} & 7: raise ParserError({bad}, pos)")
-                self.ctx.emit(f"if pos + ({a} >> 3) > len(data): raise ParserError({short}, pos)")
-                self.ctx.emit(f"pos += {a} >> 3")
-            return None
-        if name == "lookahead":
-            if len(e.type_args) != 1:
-                raise error(e.loc, "lookahead needs a type argument: lookahead<T>()")
-            t = self.ctx.resolve_type(e.type_args[0])
-            short = self.ctx.errors_by_name["PacketTooShort"]
-            if isinstance(t, BitT):
-                nbytes = (t.width + 7) // 8
-                code = f"lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})"
-                if t.signed:
-                    code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
-                return V(code, t)
-            if isinstance(t, StructT) and t.kind == "header" and not self.has_varbit(t):
-                return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
-            if isinstance(t, StructT) and t.kind == "header":
-                raise error(e.loc, f"lookahead<{t.name}>: the header has a varbit field; lookahead needs a "
-                            "fixed-size type")
-            if isinstance(t, StructT) and t.kind == "struct" and fixed_layout(t):
-                nbytes = (t.width + 7) // 8
-                x = self.ctx.tmp("la")
-                self.ctx.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
-                return V(self.unpack_struct(t, x), t)
-            raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W>, a fixed header or a "
-                              "struct of bit<W> fields, fixed headers and stacks of them")
-        if name == "length":
-            raise unsupported(e.loc, "packet_in.length()", "v1model (BMv2) does not support it either")
-        raise error(e.loc, f"packet_in has no method '{name}'")
+    def write(self, node: ir_call.Call) -> V | None:
+        """The code of a checked packet method call (``ir_call``'s packet nodes)."""
+        if isinstance(node, ir_call.Extract):
+            self.extract(node)
+        elif isinstance(node, ir_call.SkipHeader):
+            self.skip_header(node)
+        elif isinstance(node, ir_call.Advance):
+            self.advance(node)
+        elif isinstance(node, ir_call.Lookahead):
+            return self.lookahead(node.type)
+        elif isinstance(node, ir_call.EmitHeaders):
+            self.emit_header(self.ctx.emit_expr(node.value), node.loc)
+        return None
 
-    def skip_header(self, e: A.Call) -> None:
+    # ------------------------------------------------------------------ packet_in
+    def advance(self, node: ir_call.Advance) -> None:
+        v = self.ctx.emit_expr(node.bits)
+        short = self.ctx.errors_by_name["PacketTooShort"]
+        if v.const is not None:
+            n = int(v.const)
+            self.ctx.emit(f"if pos + {n // 8} > len(data): raise ParserError({short}, pos)")
+            self.ctx.emit(f"pos += {n // 8}")
+        else:
+            a = self.ctx.tmp("adv")
+            bad = self.ctx.errors_by_name["ParserInvalidArgument"]
+            self.ctx.emit(f"{a} = {v.code}")
+            self.ctx.emit(f"if {a} & 7: raise ParserError({bad}, pos)")
+            self.ctx.emit(f"if pos + ({a} >> 3) > len(data): raise ParserError({short}, pos)")
+            self.ctx.emit(f"pos += {a} >> 3")
+
+    def lookahead(self, t: Type) -> V:
+        """The next bits of the packet as a value of ``t``, the position unchanged."""
+        short = self.ctx.errors_by_name["PacketTooShort"]
+        if isinstance(t, BitT):
+            nbytes = (t.width + 7) // 8
+            code = f"lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})"
+            if t.signed:
+                code = f"(({code} ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)})"
+            return V(code, t)
+        assert isinstance(t, StructT)  # the checker allows bit<W>, int<W>, fixed headers and structs
+        if t.kind == "header":
+            return V(f"{t.pyname}.unpack(lookahead(data, pos, {t.width // 8}, 0, {short}))", t)
+        nbytes = (t.width + 7) // 8
+        x = self.ctx.tmp("la")
+        self.ctx.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
+        return V(self.unpack_struct(t, x), t)
+
+    def skip_header(self, node: ir_call.SkipHeader) -> None:
         """``extract<T>(_)``: T's bytes are consumed (PacketTooShort when missing) and
         dropped."""
-        if len(e.type_args) != 1:
-            raise error(e.loc, "extract(_) needs the header type: extract<T>(_)")
-        t = self.ctx.resolve_type(e.type_args[0])
-        if not isinstance(t, StructT) or t.kind != "header":
-            raise error(e.loc, f"extract needs a header type, not {t}")
-        if self.has_varbit(t):
-            raise unsupported(e.loc, "extract<T>(_) of a header with a varbit field",
-                              "extract it into a header and ignore it")
+        t = node.header
         short = self.ctx.errors_by_name["PacketTooShort"]
         self.ctx.emit(f"if pos + {t.width // 8} > len(data): raise ParserError({short}, pos)")
         self.ctx.emit(f"pos += {t.width // 8}")
 
-    def has_varbit(self, t: StructT) -> bool:
-        return any(isinstance(ft, VarbitT) for _, ft in t.fields)
-
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> None:
-        h, t, sv = self.extract_place(target)
-        varbits = [n for n, ft in t.fields if isinstance(ft, VarbitT)]
+    def extract(self, node: ir_call.Extract) -> None:
+        h, t, sv = self.extract_place(node)
         x = self.ctx.tmp("x")
-        if varbits:
-            self.extract_varbit(t, h, x, varbits, length, loc)
+        if node.varbit is not None:
+            self.extract_varbit(t, h, x, node.varbit, node.length)  # type: ignore[arg-type]  # a varbit header is extracted with its length
         else:
-            self.extract_fixed(t, h, x, length, loc)
-        if sv is None:
-            self.ctx.invalidate_union_siblings(target)
+            self.extract_fixed(t, h, x)
+        if node.parent is not None:
+            invalidate_siblings(self.ctx, self.ctx.emit_expr(node.parent),
+                                node.place.name)  # type: ignore[union-attr]  # a member's place is a Field
         self.ctx.emit(f"{h}._v = True")
         if sv is not None:
             self.ctx.emit(f"{sv}.nxt += 1")
 
-    def extract_place(self, target: A.Expr) -> tuple[str, StructT, str | None]:
-        """Where ``extract(target)`` writes: (the header's local, its type, the stack's
-        local when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
-        stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
-            self.ctx.type_of(target.obj), StackT)
-        # s.next.m of a stack of header unions: member m of the next element
-        union_next = not stack_next and isinstance(target, A.Member) and isinstance(
-            target.obj, A.Member) and target.obj.name == "next" and isinstance(
-            self.ctx.type_of(target.obj.obj), StackT)
-        if stack_next or union_next:
-            s = self.ctx.value(target.obj if stack_next else target.obj.obj)  # type: ignore[attr-defined]  # a union member's object is itself a Member (union_next)
+    def extract_place(self, node: ir_call.Extract) -> tuple[str, StructT, str | None]:
+        """Where ``extract`` writes: (the header's local, its type, the stack's local
+        when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
+        emit = self.ctx.emit_expr
+        if node.stack is not None:
+            s = emit(node.stack)
             st_t = s.type
             assert isinstance(st_t, StackT)
             sv = self.ctx.tmp("s")
             self.ctx.emit(f"{sv} = {s.code}")
             self.ctx.emit(f"if {sv}.nxt >= {st_t.size}: raise ParserError("
-                      f"{self.ctx.errors_by_name['StackOutOfBounds']}, pos)")
+                          f"{self.ctx.errors_by_name['StackOutOfBounds']}, pos)")
             h = self.ctx.tmp("h")
-            t = st_t.elem
-            if union_next:
-                assert isinstance(target, A.Member)
-                mt = t.field_type(target.name) if t.kind == "header_union" else None
-                if mt is None:
-                    raise error(target.loc, f"{t} has no member '{target.name}'")
+            if node.member is not None:
                 u = self.ctx.tmp("u")
                 self.ctx.emit(f"{u} = {sv}.h[{sv}.nxt]")
-                for n, _ in t.fields:  # the union's other members become invalid
-                    if n != target.name:
+                for n, _ in st_t.elem.fields:  # the union's other members become invalid
+                    if n != node.member:
                         self.ctx.emit(f"{u}.{pyfield(n)}._v = False")
-                self.ctx.emit(f"{h} = {u}.{pyfield(target.name)}")
-                t = mt  # type: ignore[assignment]  # the union member's header type
-            elif t.kind == "header_union":
-                raise error(target.loc, "extract into an element of a stack of header unions names "
-                            "the member: extract(s.next.<member>)")
+                self.ctx.emit(f"{h} = {u}.{pyfield(node.member)}")
             else:
                 self.ctx.emit(f"{h} = {sv}.h[{sv}.nxt]")
-            return h, t, sv
-        else:
-            self.ctx.check_lvalue(target)
-            v = self.ctx.value(target)
-            if not isinstance(v.type, StructT) or v.type.kind != "header":
-                raise error(target.loc, f"extract needs a header, not {v.type}")
-            t = v.type
-            h = self.ctx.tmp("h")
-            self.ctx.emit(f"{h} = {v.code}")
-            return h, t, None
+            return h, node.header, sv
+        v = emit(node.place)  # type: ignore[arg-type]  # a header outside a stack has its place
+        h = self.ctx.tmp("h")
+        self.ctx.emit(f"{h} = {v.code}")
+        return h, node.header, None
 
-    def extract_varbit(self, t: StructT, h: str, x: str, varbits: list[str], length: A.Expr | None,
-                       loc: Loc) -> None:
-        """Extract a header with a varbit field of ``length`` bits."""
+    def extract_varbit(self, t: StructT, h: str, x: str, vb: str, length: ir.Expr) -> None:
+        """Extract a header with the varbit field ``vb`` of ``length`` bits."""
         short = self.ctx.errors_by_name["PacketTooShort"]
-        if length is None:
-            raise error(loc, f"header {t.name} has a varbit field; extract it with a length: "
-                        "extract(hdr, (bit<32>)bits)")
-        if len(varbits) > 1:
-            raise unsupported(loc, "a header with more than one varbit field", "use one")
-        vb = varbits[0]
-        lv = self.ctx.value(length)
-        if not isinstance(lv.type, (BitT, IntT)):
-            raise error(length.loc, f"varbit length must be an integer, not {lv.type}")
+        lv = self.ctx.emit_expr(length)
         vmax = t.field_type(vb).max_width  # type: ignore[union-attr]  # vb names the header's varbit field
         ln = self.ctx.tmp("len")
         fixed = t.width - vmax
@@ -207,10 +165,8 @@ class PacketIO:
                 self.ctx.emit(f"{h}.{pyfield(n)} = {self.field_from(f'({x} >> ({shifts[n]}))', ft, w, True)}")
         self.ctx.emit(f"pos = {end}")
 
-    def extract_fixed(self, t: StructT, h: str, x: str, length: A.Expr | None, loc: Loc) -> None:
+    def extract_fixed(self, t: StructT, h: str, x: str) -> None:
         short = self.ctx.errors_by_name["PacketTooShort"]
-        if length is not None:
-            raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
         nbytes = t.width // 8
         self.ctx.emit(f"if pos + {nbytes} > len(data): raise ParserError({short}, pos)")
         self.ctx.emit(f"{x} = int.from_bytes(data[pos:pos + {nbytes}], 'big')")
@@ -289,8 +245,6 @@ class PacketIO:
                 self.ctx.emit(f"ap({self.pack_code(t.elem, h)})")
                 self.ctx.dedent()
             self.ctx.dedent()
-        else:
-            raise error(loc, f"emit needs a header, header stack, union or struct of headers, not {t}")
 
     def pack_code(self, t: StructT, h: str) -> str:
         """Code for the wire bytes of valid header ``h`` (network order, MSB first)."""

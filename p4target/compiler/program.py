@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler import ir
+from p4target.compiler import ir, ir_call
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
@@ -172,18 +172,6 @@ class ProgramCompiler(CompilerContext):
     def has_effects(self, e: A.Expr | None) -> bool:
         return self.statements.has_effects(e)
 
-    def store(self, target: A.Expr, code: str, loc: Loc) -> None:
-        self.statements.store(target, code, loc)
-
-    def check_lvalue(self, e: A.Expr) -> None:
-        self.statements.check_lvalue(e)
-
-    def lvalue_type(self, target: A.Expr) -> Type:
-        return self.statements.lvalue_type(target)
-
-    def invalidate_union_siblings(self, target: A.Expr) -> None:
-        self.statements.invalidate_union_siblings(target)
-
     def zero(self, t: Type, loc: Loc) -> str:
         return self.statements.zero(t, loc)
 
@@ -193,11 +181,11 @@ class ProgramCompiler(CompilerContext):
     def nargs(self, e: A.Call, *counts: int) -> None:
         self.statements.nargs(e, *counts)
 
-    def arg(self, e: A.Call, i: int) -> A.Expr:
-        return self.statements.arg(e, i)
-
     def may_exit(self, act: object) -> bool:
         return self.statements.may_exit(act)
+
+    def store_node(self, target: ir.Expr, code: str) -> None:
+        self.statements.store_node(target, code)
 
     # ================================================================== expressions (ExpressionCompiler)
     def value(self, e: A.Expr) -> V:
@@ -206,17 +194,18 @@ class ProgramCompiler(CompilerContext):
     def const_int(self, e: A.Expr, what: str = "value") -> int:
         return self.expressions.const_int(e, what)
 
-    def type_of(self, e: A.Expr) -> Type:
-        return self.expressions.type_of(e)
-
     def expr_as(self, e: A.Expr, t: Type, what: str = "value") -> str:
         return self.expressions.expr_as(e, t, what)
 
     def coerce(self, v: V, t: Type, loc: Loc, what: str = "value") -> str:
         return self.expressions.coerce(v, t, loc, what)
 
-    def flatten_bits(self, e: A.Expr) -> tuple[str, int | str, list[tuple[str, int | str]]]:
-        return self.expressions.flatten_bits(e)
+
+    def emit_expr(self, node: ir.Expr) -> V:
+        return self.expressions.emitter.emit(node)  # the code of a checked expression
+
+    def emit_bits(self, node: ir.Bits) -> tuple[str, int | str, list[tuple[str, int | str]]]:
+        return self.expressions.emitter.flatten_bits(node)  # the code of a checked bit string
 
     # ================================================================== parser (ParserCompiler)
     def gen_parser(self, d: A.ParserDecl) -> None:
@@ -229,7 +218,7 @@ class ProgramCompiler(CompilerContext):
         return self.parser_compiler.case_conds(case, kvars)
 
     def check_keyset(self, e: A.Expr, t: Type, select: bool = False) -> ir.Expr:
-        return self.expressions.checker.check_keyset(e, t, select)
+        return self.expressions.checker.keysets.check(e, t, select)
 
     def declare_value_set(self, d: A.ValueSetDecl, block: str, scope: Scope) -> None:
         self.parser_compiler.declare_value_set(d, block, scope)
@@ -248,11 +237,8 @@ class ProgramCompiler(CompilerContext):
         return self.table_compiler.inline_table_apply(info)
 
     # ================================================================== packet_in/packet_out (PacketIO)
-    def packet_in_method(self, e: A.Call, name: str) -> V | None:
-        return self.packet_io.packet_in_method(e, name)
-
-    def emit_header(self, v: V, loc: Loc) -> None:
-        self.packet_io.emit_header(v, loc)
+    def packet_call(self, node: ir_call.Call) -> V | None:
+        return self.packet_io.write(node)  # CallEmitter's packet methods
 
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
         return self.packet_io.field_from(shifted, ft, w, need_mask)
@@ -261,14 +247,11 @@ class ProgramCompiler(CompilerContext):
         return self.packet_io.unpack_lines(t, h, x)
 
     # ================================================================== externs (ExternCalls)
-    def extern_method(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        return self.extern_calls.extern_method(e, sym, name)
-
-    def extern_function(self, e: A.Call, name: str) -> V | None:
-        return self.extern_calls.extern_function(e, name)
+    def extern_call(self, node: ir_call.ExternCall) -> V | None:
+        return self.extern_calls.write(node)  # CallEmitter's extern calls
 
     def enum_member_name(self, e: A.Expr, enum: str) -> str:
-        return self.extern_calls.enum_member_name(e, enum)
+        return self.statements.calls.externs.enum_member_name(e, enum)
 
     def sm_store(self, field: str, code: str) -> str:
         return self.statements.sm_store(field, code)
@@ -291,8 +274,8 @@ class ProgramCompiler(CompilerContext):
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         return self.sub_blocks.ctor_bindings(d, decl, scope)
 
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
-        return self.sub_blocks.sub_apply(e, sym, name)
+    def sub_apply(self, node: ir_call.SubApply) -> V | None:
+        return self.sub_blocks.sub_apply(node)  # CallEmitter's sub-block applications
 
     # ================================================================== main
     def main_args(self, main: A.Instance) -> list[A.Expr | None]:

@@ -1,24 +1,25 @@
 """The statements and calls of a program compiler. A statement is checked into a
 typed statement (typecheck_stmt.py, ``StmtChecker``) and then written
 (emit_stmt.py, ``StmtEmitter``), which hands the bodies of compound statements and
-the stores into places back here. Loops and calls are compiled here in one pass:
-actions and P4 functions (copy-in/copy-out), table application, header and stack
-methods, packet_in/packet_out methods and the v1model extern functions and methods
-(through the runtime ``Bindings``).
+the stores into places back here; a call (an action or P4 function, a table's
+apply, a header's or stack's method, the packet's methods, an extern, a
+sub-block's apply) is checked into a typed call (typecheck_call.py,
+``CallChecker``) and then written (emit_call.py, ``CallEmitter``).
 """
 
 from __future__ import annotations
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.context import CompilerContext
+from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
 from p4target.compiler.expressions import ExpressionCompiler, expr_text
 from p4target.compiler.values import V
-from p4target.compiler.naming import pyfield
-from p4target.compiler.scope import Scope, Sym
-from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
+from p4target.compiler.scope import Scope
+from p4target.compiler.typecheck_call import CallChecker
+from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.compiler.types import (
-    BitT, BoolT, ObjT, StackT, StructT, Type, VoidT,
+    BitT, Type,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -27,8 +28,9 @@ from p4target.frontend.source import Loc, error, unsupported
 class StatementCompiler:
     """The statements and calls of the program compiler ``ctx``, emitted through it
     (``ctx.emit`` into its ``out`` at its ``ind``); ``checker`` types and checks a
-    statement, ``emitter`` writes it; their expressions are ``expressions``' (the
-    same compiler's). ``FastStatementCompiler``
+    statement, ``emitter`` writes it, ``calls`` types and checks a call,
+    ``call_emitter`` writes it; their expressions are ``expressions``' (the same
+    compiler's). ``FastStatementCompiler``
     (fast_statements.py) is the fast compiler's."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler) -> None:
@@ -36,6 +38,8 @@ class StatementCompiler:
         self.expressions = expressions
         self.checker = StmtChecker(ctx, expressions)
         self.emitter = StmtEmitter(ctx, expressions.emitter, self)
+        self.calls = CallChecker(ctx, expressions, self.checker, self)
+        self.call_emitter = CallEmitter(ctx, expressions.emitter, self)
 
     def sm_store(self, field: str, code: str) -> str:
         """A statement setting standard_metadata.<field> where no block parameter names it."""
@@ -231,7 +235,10 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
-        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=e, value=self.call(e, as_stmt=True)))
+        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=self.calls.check(e)))
+
+    def write_call(self, node: ir_call.Call) -> V | None:
+        return self.call_emitter.emit(node)
 
     def call_expr(self, e: A.Call) -> V:
         v = self.call(e, as_stmt=False)
@@ -239,269 +246,22 @@ class StatementCompiler:
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v
 
-    def overload(self, sym: Sym, name: str, nargs: int) -> Sym:
-        """p4c picks among callables of one name by the number of arguments: an action
-        or function given more arguments than it takes yields to a top-level extern
-        function of that name (``action hash() { hash(...); }``)."""
-        if sym.kind in ("action", "func") and nargs > len(sym.obj.decl.params):
-            outer = self.ctx.global_scope.lookup(name)
-            if outer is not None and outer.kind == "function":
-                return outer
-        return sym
-
     def call(self, e: A.Call, as_stmt: bool) -> V | None:
-        f = e.func
-        if isinstance(f, A.Member):
-            return self.method_call(e, f)
-        if isinstance(f, A.Name):
-            sym = self.ctx.scope.lookup(f.name)
-            if sym is None:
-                raise error(f.loc, f"unknown function or action '{f.name}'; declare it before use")
-            sym = self.overload(sym, f.name, len(e.args))
-            if sym.kind in ("action", "func"):
-                return self.action_call(e, sym)
-            if sym.kind == "function":
-                return self.ctx.extern_function(positional(self.settle_args(e, sym.obj.params), sym.obj.params), f.name)
-            raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
-        raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
-
-    def method_call(self, e: A.Call, f: A.Member) -> V | None:
-        """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
-        instance's or a sub-block's method."""
-        base = self.expressions.expr(f.obj)
-        bt = base.type
-        name = f.name
-        if isinstance(bt, StructT) and base.sym is None or (
-                isinstance(bt, StructT) and base.sym is not None and base.sym.kind == "var"):
-            return self.header_method(e, f, base, name)
-        if isinstance(bt, StackT) and name in ("push_front", "pop_front"):
-            self.nargs(e, 1)
-            k = self.expressions.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
-            if k < 0:
-                raise error(e.loc, f"{name} count must be >= 0")
-            return V(f"{base.code}.{name}({k})", VoidT())
-        sym = base.sym
-        if sym is None:
-            raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
-        if sym.kind == "packet_in":
-            return self.ctx.packet_in_method(e, name)
-        if sym.kind == "packet_out":
-            if name != "emit":
-                raise error(f.loc, f"packet_out has no method '{name}'; use emit")
-            self.nargs(e, 1)
-            self.ctx.emit_header(self.expressions.value(e.args[0].value), e.args[0].loc)  # type: ignore[arg-type]  # as above
-            return None
-        if sym.kind == "table":
-            if name != "apply":
-                raise error(f.loc, f"table has no method '{name}'; use apply()")
-            self.nargs(e, 0)
-            tbl = sym.obj
-            call = f"{tbl.pyfunc}(st, L)"
-            return V(call, ObjT("tableresult", tbl.name), None,
-                     Sym("tableresult", None, call, obj=tbl))
-        if sym.kind == "instance":
-            decl = self.ctx.extern_decls.get(sym.obj.kind)
-            method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
-                          None) if decl is not None else None
-            params = method.params if method else None
-            return self.ctx.extern_method(positional(self.settle_args(e, params), params), sym, name)
-        if sym.kind == "subblock":
-            return self.ctx.sub_apply(e, sym, name)
-        raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
-
-    def settle_args(self, e: A.Call, params: list[A.Param] | None) -> A.Call:
-        """An extern call whose arguments have side effects, with the arguments
-        evaluated now, left to right (P4_16 6.8): values into temporaries, out/inout
-        l-values fixed; the call is then compiled on the results."""
-        if not any(self.has_effects(a.value) for a in e.args):
-            return e
-        args = []
-        for i, a in enumerate(e.args):
-            p = params[i] if params is not None and i < len(params) and not a.name else None
-            if p is not None and p.direction in ("out", "inout") and a.value is not None:
-                self.check_lvalue(a.value)
-                args.append(A.Arg(a.name, self.freeze_lvalue(a.value, every_index=True), a.loc))
-            else:
-                args.append(A.Arg(a.name, self.settled(a.value), a.loc))
-        return A.Call(e.loc, e.func, e.type_args, args)
-
-    def settled(self, x: A.Expr | None) -> A.Expr | None:
-        """The value of ``x`` kept in a temporary now (lists item by item; constants,
-        types and instances as they are)."""
-        if x is None:
-            return None
-        if isinstance(x, A.ListExpr):
-            return A.ListExpr(x.loc, [self.settled(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
-        if isinstance(x, A.StructExpr):
-            return A.StructExpr(x.loc, [(n, self.settled(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
-        v = self.expressions.expr(x)
-        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
-            return x
-        return self.spill(v, x.loc)
+        """A call checked (``calls``, a ``CallChecker``) then written (``call_emitter``)."""
+        return self.call_emitter.emit(self.calls.check(e))
 
     def nargs(self, e: A.Call, *counts: int) -> None:
-        if len(e.args) not in counts:
-            want = " or ".join(map(str, counts))
-            raise error(e.loc, f"'{expr_text(e.func)}' takes {want} argument(s), got {len(e.args)}")
-        for a in e.args:
-            if a.value is None:
-                raise unsupported(a.loc, "a '_' argument", "pass a value")
+        self.calls.nargs(e, *counts)
 
     def arg(self, e: A.Call, i: int) -> A.Expr:
         return e.args[i].value  # type: ignore[return-value]  # '_' arguments are handled by the callers that allow them
 
-    # ------------------------------------------------------------------ headers
-    def header_method(self, e: A.Call, f: A.Member, base: V, name: str) -> V | None:
-        t = base.type
-        assert isinstance(t, StructT)
-        if t.kind == "struct":
-            raise error(f.loc, f"struct {t.name} has no method '{name}'")
-        if name == "isValid":
-            self.nargs(e, 0)
-            if t.kind == "header_union":
-                return V("(" + " or ".join(f"{base.code}.{pyfield(n)}._v" for n, _ in t.fields) + ")",
-                         BoolT())
-            return V(f"{base.code}._v", BoolT())
-        if name in ("setValid", "setInvalid"):
-            self.nargs(e, 0)
-            if t.kind == "header_union":
-                raise error(f.loc, f"{name} applies to a member header of a union, not the union")
-            self.check_lvalue(f.obj)
-            if name == "setValid":
-                # simple_switch's add_header: an invalid header becomes valid with all
-                # fields 0; a valid one is left as it is.
-                self.invalidate_union_siblings(f.obj)
-                return V(f"{base.code}.set_valid()", VoidT())
-            return V(f"{base.code}._v = False", VoidT())
-        raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")
-
-    def invalidate_union_siblings(self, target: A.Expr) -> None:
-        if isinstance(target, A.Member):
-            parent = self.expressions.value(target.obj)
-            if isinstance(parent.type, StructT) and parent.type.kind == "header_union":
-                for n, _ in parent.type.fields:
-                    if n != target.name:
-                        self.ctx.emit(f"{parent.code}.{pyfield(n)}._v = False")
-
     # ------------------------------------------------------------------ actions
-    def action_call(self, e: A.Call, sym: Sym) -> V | None:
-        """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
-        arguments are evaluated left to right (a value is kept in a temporary when a
-        later argument has side effects), each out/inout l-value is fixed when its
-        argument is evaluated, an inout header/struct/stack is passed as a copy, and
-        after the call the results are copied out left to right, also when the
-        callee executed ``exit`` (12.5), which then goes on in the caller."""
-        act = sym.obj
-        params = act.decl.params
-        ret = getattr(act, "ret", None)  # set for functions, None for actions
-        if self.ctx.fn_kind == "parser" and ret is None:
-            raise error(e.loc, "actions cannot be called from a parser")
-        args = self.bind_args(e, params)
-        later = [any(self.has_effects(a) for a in args[i + 1:]) for i in range(len(args))]
-        codes: list[str] = []
-        outs: list[tuple[A.Expr, Type]] = []
-        for i, (p, a) in enumerate(zip(params, args, strict=False)):
-            pt = self.ctx.param_type(p)
-            if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
-                # `_` for an out parameter: the value is computed and dropped
-                outs.append((None, pt))  # type: ignore[arg-type]  # None stands for a dropped '_' out argument
-                codes.append(self.zero(pt, e.loc))
-                continue
-            if p.direction in ("out", "inout"):
-                if a is None:
-                    raise error(e.loc, f"argument for out parameter '{p.name}' is missing")
-                self.check_lvalue(a)
-                a = self.freeze_lvalue(a, every_index=True)
-                av = self.expressions.value(a)
-                if not (av.type is pt or av.type == pt):
-                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {pt}, not {av.type}")
-                outs.append((a, pt))
-                code = self.expressions.coerce(av, pt, a.loc) if p.direction == "inout" else self.zero(pt, a.loc)
-            else:
-                if a is None:
-                    raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
-                                f"{act.p4name}")
-                code = self.expressions.expr_as(a, pt, f"argument '{p.name}'")
-            if later[i] and not code.lstrip("-").isdigit():
-                code = self.spill(V(code, pt), a.loc).name[1:]
-            codes.append(code)
-        call = f"{act.pyfunc}(st, L{''.join(', ' + c for c in codes)})"
-        if not outs:
-            return V(call, ret if ret is not None else VoidT())
-        r = self.ctx.tmp("r")
-        self.ctx.emit(f"{r} = {call}")
-        first = 0 if ret is None else 1
-        for i, (a, _pt) in enumerate(outs):
-            if a is not None:
-                self.store(a, f"{r}[{i + first}]", a.loc)
-        if ret is None and self.may_exit(act):
-            self.ctx.emit(f"if {r}[{len(outs)}]: raise EXIT")  # after the copy-out
-        if ret is not None and not isinstance(ret, VoidT):
-            return V(f"{r}[0]", ret)
-        return None
-
-    @staticmethod
-    def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:
-        """Whether the argument for ``p`` is written ``_`` (not just left out)."""
-        if any(a.name for a in e.args):
-            return any(a.name == p.name and a.value is None for a in e.args)
-        i = params.index(p)
-        return i < len(e.args) and e.args[i].value is None
-
     def may_exit(self, act: object) -> bool:
-        """True when the action's body can execute ``exit`` (itself or in an action it
-        calls). Such an action with out/inout parameters returns a flag after its
-        results, so that its caller copies them out before exiting too."""
-        memo = self.ctx.exit_memo
-        key = id(act)
-        if key not in memo:
-            memo[key] = False  # P4 actions do not recurse
-            scope = getattr(act, "scope", None) or self.ctx.global_scope
-            found = False
-            for n in ast_nodes(act.decl.body):  # type: ignore[attr-defined]  # the actions here are ActionInfo with a declaration
-                if isinstance(n, A.Exit):
-                    found = True
-                elif isinstance(n, A.Call) and isinstance(n.func, A.Name):
-                    sym = scope.lookup(n.func.name)
-                    if sym is not None and sym.kind == "action" and self.may_exit(sym.obj):
-                        found = True
-                if found:
-                    break
-            memo[key] = found
-        return memo[key]
+        return self.calls.may_exit(act)
 
     def bind_args(self, e: A.Call, params: list[A.Param]) -> list[A.Expr | None]:
-        if any(a.name for a in e.args):
-            byname = {a.name: a.value for a in e.args}
-            unknown = [n for n in byname if n not in {p.name for p in params}]
-            if unknown:
-                raise error(e.loc, f"no parameter named '{unknown[0]}'")
-            return [byname[p.name] if p.name in byname else p.default for p in params]
-        if len(e.args) > len(params):
-            raise error(e.loc, f"too many arguments: '{expr_text(e.func)}' takes {len(params)}")
-        vals: list[A.Expr | None] = [a.value for a in e.args]
-        return vals + [p.default for p in params[len(vals):]]  # a missing argument takes the default value
-
-
-def positional(e: A.Call, params: list[A.Param] | None) -> A.Call:
-    """``e`` with arguments passed by name put in the order of ``params`` (P4_16 8.21);
-    unchanged when they are all positional or the parameters are unknown."""
-    if params is None or not any(a.name for a in e.args):
-        return e
-    byname = {a.name: a for a in e.args}
-    unknown = [n for n in byname if n not in {p.name for p in params}]
-    if unknown:
-        raise error(e.loc, f"no parameter named '{unknown[0]}'")
-    args = []
-    for p in params:
-        a = byname.get(p.name)
-        if a is None:
-            if p.default is None:
-                raise error(e.loc, f"missing argument for parameter '{p.name}' of {expr_text(e.func)}")
-            a = A.Arg(None, p.default, e.loc)
-        args.append(A.Arg(None, a.value, a.loc))
-    return A.Call(e.loc, e.func, e.type_args, args)
+        return self.calls.bind_args(e, params)
 
 
 def operands(e: A.Expr) -> list[A.Expr] | None:

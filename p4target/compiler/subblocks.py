@@ -18,11 +18,10 @@ Constructor parameters are bound at compile time: constants, or other instances
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
+from p4target.compiler import ir_call
 from p4target.compiler.context import CompilerContext
-from p4target.compiler.entities import qualify
-from p4target.compiler.expressions import expr_text
+from p4target.compiler.entities import SubBlock, qualify
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyident
 from p4target.compiler.scope import Scope, Sym
@@ -30,24 +29,9 @@ from p4target.compiler.types import ExternT, StackT, StructT, Type, VoidT
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
-def is_packet_in(t: Type) -> bool:
-    return isinstance(t, ExternT) and t.name == "packet_in"
-
-
 MAX_DEPTH = 16  # instance nesting; p4c forbids recursive instantiation
 PARSER_STEP_LIMIT = 10_000
 SUB_REJECT = "s__sub_reject"
-
-
-@dataclass
-class SubBlock:
-    """One compiled instance of a control or parser inside another block."""
-    kind: str  # "control" or "parser"
-    path: str  # P4 instance path, e.g. MyIngress.c
-    decl: A.ControlDecl | A.ParserDecl
-    entry: str  # Python apply function (control) or start state (parser)
-    locals_cls: str | None
-    params: list[tuple[A.Param, Type, str]] = field(default_factory=list)  # (param, type, attribute)
 
 
 class SubBlockCompiler:
@@ -249,22 +233,18 @@ class SubBlockCompiler:
         return SubBlock("parser", path, d, self.ctx.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
-    def sub_apply(self, e: A.Call, sym: Sym, name: str) -> V | None:
+    def sub_apply(self, node: ir_call.SubApply) -> V | None:
         """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
-        sub = sym.obj
-        assert isinstance(sub, SubBlock)
-        self.check_sub_apply(e, sub, name)
-        decl_params = [p for p in sub.decl.params if not (sub.kind == "parser" and is_packet_in(self.ctx.resolve_type(p.type)))]
-        args = self.ctx.bind_args(A.Call(e.loc, e.func, [], [a for a in e.args if not self.is_packet_arg(a)]),
-                              decl_params)
-        if sub.kind == "parser":  # a parser may have no packet_in parameter (it extracts nothing)
-            pk = [a for a in e.args if self.is_packet_arg(a)]
-            if len(pk) != len(sub.decl.params) - len(decl_params):
-                raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
-                            else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
+        sub = node.block
         lv = self.ctx.tmp("L")
         self.ctx.emit(f"{lv} = {sub.locals_cls}()" if sub.locals_cls else f"{lv} = None")
-        outs = self.copy_in(e, sub, args, lv)
+        outs = []
+        for a, attr in zip(node.args, node.attrs, strict=True):
+            if a.place is not None:
+                outs.append((a.place, attr))
+            if a.value is not None:
+                code = self.ctx.emit_expr(a.value).code
+                self.ctx.emit(f"{lv}.{attr} = {self.copied(code, a.type) if a.direction == 'inout' else code}")
         if sub.kind == "control":
             if not outs:
                 return V(f"{sub.entry}(st, {lv})", VoidT())
@@ -272,8 +252,8 @@ class SubBlockCompiler:
             self.ctx.emit(f"    {sub.entry}(st, {lv})")
             self.ctx.emit("finally:")  # also when the control exits: spec 12.5
             self.ctx.indent()
-            for a, attr in outs:
-                self.ctx.store(a, f"{lv}.{attr}", a.loc)
+            for place, attr in outs:
+                self.ctx.store_node(place, f"{lv}.{attr}")
             self.ctx.dedent()
             return None
         f, n = self.ctx.tmp("f"), self.ctx.tmp("n")
@@ -282,47 +262,9 @@ class SubBlockCompiler:
         self.ctx.emit(f"    {f}, pos = {f}(st, {lv}, data, pos)")
         self.ctx.emit(f"    {n} += 1")
         self.ctx.emit(f"    if {n} > {PARSER_STEP_LIMIT}: raise ParserError({self.ctx.errors_by_name['ParserTimeout']}, pos)")
-        for a, attr in outs:
-            self.ctx.store(a, f"{lv}.{attr}", a.loc)
+        for place, attr in outs:
+            self.ctx.store_node(place, f"{lv}.{attr}")
         return None
-
-    def check_sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> None:
-        """Refuse a method other than apply, and an apply from where it cannot run."""
-        if name != "apply":
-            raise error(e.func.loc, f"{sub.kind} instance '{expr_text(e.func.obj)}' has no method "  # type: ignore[attr-defined]  # a method call: e.func is a Member
-                        f"'{name}'; use apply(...)")
-        if sub.kind == "parser" and self.ctx.fn_kind != "parser":
-            raise error(e.loc, "a parser instance can only be applied from a parser state")
-        if sub.kind == "control" and self.ctx.fn_kind == "parser":
-            raise error(e.loc, "a control instance cannot be applied from a parser")
-        if self.ctx.fn_kind == "action" or self.ctx.fn_kind == "function":
-            raise error(e.loc, f"a {sub.kind} cannot be applied from an action or function")
-
-    def copy_in(self, e: A.Call, sub: SubBlock, args: list[A.Expr | None], lv: str) -> list[tuple[A.Expr, str]]:
-        """Copy the arguments into the instance's locals ``lv``; returns the ``out`` and
-        ``inout`` ones, to copy back after the body: (argument, attribute)."""
-        outs: list[tuple[A.Expr, str]] = []
-        for (p, t, attr), a in zip(sub.params, args, strict=False):
-            if a is None:
-                raise error(e.loc, f"missing argument for parameter '{p.name}' of {sub.decl.name}")
-            if p.direction in ("out", "inout"):
-                self.ctx.check_lvalue(a)
-                at = self.ctx.type_of(a)
-                if not (at is t or at == t):
-                    raise error(a.loc, f"argument for {p.direction} parameter '{p.name}' must have "
-                                f"type {t}, not {at}")
-                outs.append((a, attr))
-                if p.direction == "inout":
-                    self.ctx.emit(f"{lv}.{attr} = {self.copied(self.ctx.value(a).code, t)}")
-            else:
-                self.ctx.emit(f"{lv}.{attr} = {self.ctx.expr_as(a, t, f'argument {p.name}')}")
-        return outs
-
-    def is_packet_arg(self, a: A.Arg) -> bool:
-        if isinstance(a.value, A.Name):
-            s = self.ctx.scope.lookup(a.value.name)
-            return s is not None and s.kind == "packet_in"
-        return False
 
     @staticmethod
     def copied(code: str, t: Type) -> str:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from p4target.compiler import ir
 from p4target.compiler.emit_expr import ExprEmitter, to_type_const
 from p4target.compiler.scope import Sym
+from p4target.compiler.source_text import expr_text
+from p4target.compiler.typecheck_keys import BitsChecker, KeysetChecker
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StringT, StructT, TupleT, Type, VarbitT,
     bit_width,
@@ -74,6 +76,8 @@ class ExprChecker:
         self.emitter = emitter
         self.entered = 0
         self.depth = 0
+        self.keysets = KeysetChecker(self)  # a select case's or table entry's keysets
+        self.bits = BitsChecker(self)  # hash, checksum and digest data
         self._by_kind: dict[type, Callable[[Any], ir.Expr]] = {  # each method takes its own node class
             A.IntLit: self.int_lit, A.BoolLit: self.bool_lit, A.StrLit: self.str_lit,
             A.TypeNameExpr: self.type_name_expr, A.Name: self.name, A.Member: self.member,
@@ -585,109 +589,3 @@ class ExprChecker:
     def call(self, e: A.Call) -> ir.Expr:
         v = self.ctx.call_expr(e)  # the statement compiler's: its statements are emitted now
         return ir.CallResult(type=v.type, loc=e.loc, const=v.const, call=e, value=v)
-
-    # ------------------------------------------------------------------ keysets
-    def check_keyset(self, e: A.Expr, t: Type, select: bool = False) -> ir.Expr:
-        """One keyset of a select case (``select``) or table entry for a key of type
-        ``t``: ``AnyKey``, ``MaskKey``, ``RangeKey`` or a ``Const`` of the key's type."""
-        if isinstance(e, A.DefaultExpr):
-            return ir.AnyKey(type=t, loc=e.loc)
-        if isinstance(e, A.Mask):
-            value = self.keyset_const(e.value, t)
-            return ir.MaskKey(type=t, loc=e.loc, value=value, mask=self.keyset_const(e.mask, t))
-        if isinstance(e, A.Range):
-            lo = self.keyset_const(e.lo, t)
-            return ir.RangeKey(type=t, loc=e.loc, lo=lo, hi=self.keyset_const(e.hi, t))
-        if not select:
-            return ir.Const(type=t, loc=e.loc, const=self.keyset_const(e, t))
-        node = self.check_value(e)
-        if node.const is None:
-            raise error(e.loc, "select case values must be compile-time constants")
-        return ir.Const(type=t, loc=e.loc, const=self.key_const(node, t, e.loc, "select case"))
-
-    def keyset_const(self, e: A.Expr, t: Type) -> int:
-        """A constant of a keyset converted to the key's type ``t`` (a signed value as it is)."""
-        node = self.check_value(e)
-        if node.const is None:
-            raise error(e.loc, "keyset values must be compile-time constants")
-        return int(self.key_const(node, t, e.loc, "keyset value"))
-
-    def key_const(self, node: ir.Expr, t: Type, loc: Loc, what: str) -> int | bool | str:
-        """The constant ``node`` converted implicitly to the key type ``t`` (a member of a
-        serializable enum, where the key has the enum's underlying type, is its value)."""
-        how = self.conversion(node.type, node.const, t, loc, what)
-        return how if isinstance(how, int) else node.const  # type: ignore[return-value]  # a keyset value is a constant
-
-    # ------------------------------------------------------------------ bit strings
-    def check_bits(self, e: A.Expr) -> ir.Bits:
-        """A list/struct/header/value as one bit string (hash, checksum and digest data)."""
-        parts: list[ir.Expr] = []
-        holders: list[ir.Expr | None] = []
-        self._bits(e, parts, holders)
-        return ir.Bits(loc=e.loc, parts=tuple(parts), varbit_of=tuple(holders))
-
-    def _bits(self, e: A.Expr, parts: list[ir.Expr], holders: list[ir.Expr | None]) -> None:
-        if isinstance(e, A.ListExpr):
-            for i in e.items:
-                self._bits(i, parts, holders)
-            return
-        node = self.check_value(e)
-        parts.append(node)
-        if isinstance(node.type, VarbitT) and isinstance(e, A.Member):
-            holders.append(self.check_value(e.obj))  # the header: its _len_ attribute is the width
-            return
-        holders.append(None)
-        self.bits_type(node.type, e.loc)
-
-    def bits_type(self, t: Type, loc: Loc) -> None:
-        """Refuses a value of type ``t`` that has no bits of its own."""
-        if isinstance(t, StructT):
-            for _, ft in t.fields:
-                if not isinstance(ft, VarbitT):  # a varbit field: its current bits
-                    self.bits_type(ft, loc)
-        elif isinstance(t, TupleT):
-            for et in t.elems:
-                self.bits_type(et, loc)
-        elif isinstance(t, IntT):
-            raise error(loc, "an unsized integer in a field list has no width; write it as 8w5 or cast it")
-        elif not (isinstance(t, (BitT, BoolT)) or isinstance(t, EnumT) and t.underlying is not None):
-            raise error(loc, f"a value of type {t} cannot be part of a bit string")
-
-
-def expr_text(e: A.Expr | None) -> str:
-    """Canonical source text of an expression, as p4c prints key names."""
-    if e is None:
-        return "_"
-    if isinstance(e, A.Name):
-        return ("." if e.top else "") + e.name
-    if isinstance(e, A.Member):
-        return f"{expr_text(e.obj)}.{e.name}"
-    if isinstance(e, A.Index):
-        return f"{expr_text(e.obj)}[{expr_text(e.index)}]"
-    if isinstance(e, A.Slice):
-        return f"{expr_text(e.obj)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
-    if isinstance(e, A.IntLit):
-        return e.text
-    if isinstance(e, A.BoolLit):
-        return "true" if e.value else "false"
-    if isinstance(e, A.Call):
-        return f"{expr_text(e.func)}({', '.join(expr_text(a.value) for a in e.args)})"
-    if isinstance(e, A.Binary):
-        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
-    if isinstance(e, A.Unary):
-        return f"{e.op}{expr_text(e.operand)}"
-    if isinstance(e, A.TypeNameExpr):
-        return e.name
-    if isinstance(e, A.Cast):
-        return f"({type_text(e.type)}){expr_text(e.expr)}"
-    if isinstance(e, A.StrLit):
-        return repr(e.value)
-    return type(e).__name__
-
-
-def type_text(t: A.TypeRef) -> str:
-    if isinstance(t, A.BitsType):
-        return f"{t.kind}<{expr_text(t.width)}>" if t.width is not None else t.kind
-    if isinstance(t, A.NamedType):
-        return t.name
-    return type(t).__name__

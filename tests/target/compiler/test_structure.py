@@ -28,7 +28,10 @@ from p4target.compiler.fast_statements import FastStatementCompiler
 from p4target.compiler.packet_io import PacketIO
 from p4target.compiler.parser_states import ParserCompiler
 from p4target.compiler.statements import StatementCompiler
+from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter
+from p4target.compiler.fast_calls import FastCallEmitter
+from p4target.compiler.typecheck_call import CallChecker
 from p4target.compiler.typecheck_expr import ExprChecker
 from p4target.compiler.typecheck_stmt import StmtChecker
 from p4target.frontend.lexer import tokenize
@@ -70,9 +73,11 @@ def test_the_compilers_have_no_mixin_bases():
     assert ProgramCompiler.__mro__ == (ProgramCompiler, CompilerContext, object)
     assert FastCompiler.__mro__ == (FastCompiler, ProgramCompiler, FastContext, CompilerContext, object)
     for part in (ExpressionCompiler, ExprChecker, ExprEmitter, PlaceCode, FastPlaceCode,
-                 StatementCompiler, StmtChecker, StmtEmitter, ParserCompiler, Declarations, PacketIO, ExternCalls):
+                 StatementCompiler, StmtChecker, StmtEmitter, CallChecker, CallEmitter, ParserCompiler,
+                 Declarations, PacketIO, ExternCalls):
         assert part.__mro__ == (part, object), part
     assert FastStatementCompiler.__mro__ == (FastStatementCompiler, StatementCompiler, object)
+    assert FastCallEmitter.__mro__ == (FastCallEmitter, CallEmitter, object)
 
 
 def test_the_declarations_hold_nothing_at_run_time():
@@ -111,6 +116,10 @@ def test_the_fast_compiler_composes_the_fast_parts_everywhere():
     assert fc.expressions.emitter.places is fc.fast_place_code is fc.statements.places
     assert type(fc.fast_place_code) is FastPlaceCode
     assert fc.statements.expressions is fc.expressions
+    # one call checker for both paths; the fast path writes a header's validity its own way
+    assert type(pc.statements.calls) is CallChecker is type(fc.statements.calls)
+    assert type(pc.statements.call_emitter) is CallEmitter and type(fc.statements.call_emitter) is FastCallEmitter
+    assert fc.statements.call_emitter.places is fc.fast_place_code
     assert type(fc.extern_calls) is FastExterns and type(fc.packet_io) is FastPacketIO
     for part in (fc.expressions, fc.expressions.checker, fc.expressions.emitter, fc.fast_place_code, fc.statements, fc.extern_calls, fc.packet_io, fc.fast_tables, fc.fast_parser):
         assert part.ctx is fc, part
@@ -156,3 +165,18 @@ def test_the_statement_generator_only_emits():
         assert raises_p4_errors(compiler / name) == [], name
     assert any("calls error" in x for x in raises_p4_errors(compiler / "typecheck_stmt.py"))
     assert any("calls unsupported" in x for x in raises_p4_errors(compiler / "typecheck_stmt.py"))
+
+
+def test_the_call_generators_only_emit():
+    """Every error of a call is the call checker's (typecheck_call.py, with
+    typecheck_packet.py for the packet's methods and typecheck_extern.py for the
+    externs): the call generators (the general one and the fast path's, the packet
+    methods' and the externs' of both) and the call nodes neither raise a P4 error
+    nor import what makes one."""
+    compiler = ROOT / "p4target" / "compiler"
+    for name in ("emit_call.py", "fast_calls.py", "ir_call.py", "packet_io.py", "fast_packet_io.py",
+                 "extern_calls.py", "fast_externs.py"):
+        assert raises_p4_errors(compiler / name) == [], name
+    for name in ("typecheck_call.py", "typecheck_packet.py", "typecheck_extern.py"):
+        assert any("calls error" in x for x in raises_p4_errors(compiler / name)), name
+        assert any("calls unsupported" in x for x in raises_p4_errors(compiler / name)), name

@@ -141,7 +141,7 @@ def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
 def test_keysets_are_constants_of_the_key_type(compiled):
     """A select case's or table entry's keysets, checked against the key's type."""
     pc, stmts = compiled
-    check_keyset = pc.expressions.checker.check_keyset
+    check_keyset = pc.expressions.checker.keysets.check
     loc = stmts[0].value.loc
 
     def lit(value: int, width: int | None = None, signed: bool = False) -> A.IntLit:
