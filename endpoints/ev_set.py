@@ -19,6 +19,7 @@ from typing import Any
 
 from endpoints import wire
 from endpoints.common import ASSUMED_BAD, GOOD, Tx
+from endpoints.path_blame import PathKey, path_key
 from endpoints.wire import OP_PROBE
 from fabric.plan import EvPath
 
@@ -38,6 +39,7 @@ class EvStats:
     acked: int = 0
     losses: int = 0  # timeouts and loss NACKs of packets sent on it
     loss_streak: int = 0  # loss NACKs in a row with none of its later packets acknowledged
+    first_loss_sent: float = float("inf")  # when the first of those packets was sent (while loss_streak > 0)
     last_loss_sent: float = float("-inf")  # when the last of those packets was sent
     last_acked_sent: float = float("-inf")  # when the latest of its acknowledged packets was sent
     trims: int = 0
@@ -60,6 +62,9 @@ class EvSet:
         self.order = [e.ev for e in evs]
         self._pos = {ev: i for i, ev in enumerate(self.order)}
         self.good: list[int] = list(self.order)
+        self._paths: dict[PathKey, list[int]] = {}  # path -> its EVs, in the order given
+        for e in evs:
+            self._paths.setdefault(path_key(e), []).append(e.ev)
         self._names = dict(path_names or {})  # EV -> its path's switches, for the events
         self._probe_interval = probe_interval
         self._min_active = min(ev_min_active, len(self.evs))
@@ -71,6 +76,14 @@ class EvSet:
         self.next_probe = start
         self._probe_seq = 0
         self._probes: dict[int, tuple[int, float]] = {}  # seq -> (ev, sent at)
+
+    def path_evs(self, ev: int) -> list[int]:
+        """The EVs of ``ev``'s path (``endpoints/path_blame.py``), ``ev`` among them."""
+        return self._paths[path_key(self.evs[ev].path)]
+
+    def paths(self) -> list[list[int]]:
+        """The EVs of each path, path by path."""
+        return list(self._paths.values())
 
     def bad_count(self) -> int:
         return len(self.evs) - len(self.good)

@@ -24,9 +24,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from endpoints import events, wire
-from endpoints.common import HALF_PSN, MAX_EVS, Tx
+from endpoints.common import GOOD, HALF_PSN, MAX_EVS, Tx
 from endpoints.congestion import Window
 from endpoints.ev_set import EvSet, EvStats
+from endpoints.path_blame import judgement
 from endpoints.retransmit import InFlight, RttEstimator
 from endpoints.sender_config import SenderConfig
 from endpoints.sender_report import sender_report
@@ -61,9 +62,10 @@ class Sender:
     Sprays data packets over the GOOD EVs, one per packet (``endpoints/spray.py``); a
     loss NACK resends the packet; one about a packet whose EV delivered a later packet
     first (a queue's drop, not the path's) may shrink the congestion window (quick
-    adapt, ``endpoints/congestion.py``); ``retire_after`` of them in a row on one EV
-    retire it (ASSUMED_BAD, probed over its own path until a probe is answered; never
-    fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet
+    adapt, ``endpoints/congestion.py``); loss NACKs that stand ``retire_delay`` on the
+    EVs of one path, ``retire_after`` of them or more, retire the path's EVs
+    (``endpoints/path_blame.py``: ASSUMED_BAD, probed over their own path until a probe
+    is answered; never fewer than ``ev_min_active`` GOOD); a retransmission timeout resends the packet
     and retires nothing (it cannot tell a dead data path from dead feedback); a trim NACK resends the packet first
     and shrinks the congestion window, retiring nothing. Every state change is an
     event (``events``, docs/transport.md).
@@ -129,6 +131,7 @@ class Sender:
         self.acks_received = 0
         self.series: list[tuple[float, int]] = [(0.0, 0)]
         self._next_sample = now + config.sample_interval
+        self._judge_at = float("inf")  # when a path's loss rows are to be judged again (endpoints/path_blame.py)
 
     # -- queries --------------------------------------------------------------
 
@@ -163,6 +166,8 @@ class Sender:
             times.append(self._next_send)
         if self.ev_set.bad_count():
             times.append(self.ev_set.next_probe)
+        if self._judge_at < float("inf"):
+            times.append(self._judge_at)
         return min(times) if times else None
 
     def _can_send(self) -> bool:
@@ -182,6 +187,8 @@ class Sender:
         if self.finished:
             return out
         self._expire(now)
+        if now >= self._judge_at:
+            self._judge(now)
         if self.state == "opening" or (self.state == "sending" and self.una >= self.n_packets):
             if now >= self._next_open:
                 out.extend(self._open_packets())
@@ -525,20 +532,46 @@ class Sender:
         # its feedback may have died, and the feedback went over other paths.
         # One such loss may still be a packet dropped on a working path (a queue, a
         # starved software switch) or one late by more than the receiver's reordering
-        # window: the EV is retired at ``retire_after`` of them in a row, a row being
-        # broken by the acknowledgement of a packet sent on it after the last of them
-        # (a path delivers in order: a later packet through means the path works).
+        # window, and a switch that waits for a CPU delays every packet of its path: the
+        # EVs of a path are retired when the loss rows of its EVs condemn it
+        # (endpoints/path_blame.py), a row being broken by the acknowledgement of a
+        # packet sent on its EV after the last of them (a path delivers in order: a
+        # later packet through means the path works).
         if cause == "nack" and n == 1 and sent_at >= st.good_since:
             if sent_at < st.last_acked_sent:  # a packet sent on it later got through first
                 self.counts["ev_losses_forgiven"] += 1
                 return True
+            if not st.loss_streak:
+                st.first_loss_sent = sent_at
             st.loss_streak += 1
             st.last_loss_sent = max(st.last_loss_sent, sent_at)
-            if st.loss_streak >= self.cfg.retire_after:
-                self.ev_set.retire(ev, cause, now)
-            else:
+            if not self._judge_path(ev, now):
                 self.counts["ev_losses_forgiven"] += 1
         return False
+
+    def _judge_path(self, ev: int, now: float) -> bool:
+        """Retire the EVs of ``ev``'s path if the loss rows of its EVs condemn it now
+        (``path_blame.judgement``): those with a row, and those of which nothing sent
+        since the path's first loss was acknowledged (unless a probe or a late packet
+        made them GOOD since); otherwise note when to look again. True if it did."""
+        evs = self.ev_set.path_evs(ev)
+        first, again = judgement((self.evs[e] for e in evs), self.cfg.retire_after, self.cfg.retire_delay, now)
+        if first is None:
+            self._judge_at = min(self._judge_at, again)
+            return False
+        for e in evs:
+            st = self.evs[e]
+            if st.state == GOOD and (st.loss_streak or (st.last_acked_sent < first and st.good_since <= first)):
+                self.ev_set.retire(e, "nack", now)
+        return True
+
+    def _judge(self, now: float) -> None:
+        """The time to look again at the paths with loss rows came: each is judged
+        (``_judge_path``), and the next time noted."""
+        self._judge_at = float("inf")
+        for evs in self.ev_set.paths():
+            if any(self.evs[e].loss_streak for e in evs):
+                self._judge_path(evs[0], now)
 
     def _congested(self, ev: int, now: float, why: str) -> None:
         """A CE echo or a trim NACK about a packet sent on ``ev``: counted, and scored

@@ -40,7 +40,13 @@ class SenderConfig:
     ack_delay: float = 0.001
     probe_interval: float = 0.02  # how often each ASSUMED_BAD EV is probed
     ev_min_active: int = 8
-    retire_after: int = 2  # loss NACKs in a row on one EV (none of its later packets acknowledged) that retire it
+    # Loss NACKs that retire the EVs of a path (endpoints/path_blame.py): at least
+    # retire_after of them in the rows of its EVs (a row: none of the EV's later packets
+    # acknowledged), the first of their packets sent retire_delay ago or more, so a path
+    # that only stalls for less than that (a software switch waiting for a CPU) delivers
+    # its packets and retires nothing
+    retire_after: int = 2
+    retire_delay: float = 0.05
     sample_interval: float = 0.01  # time series of delivered bytes
     seed: int = 0  # QP, first PSN
     first_psn: int | None = None  # None: drawn from the seed
@@ -80,6 +86,8 @@ class SenderConfig:
             raise ValueError("sender: ev_min_active must be at least 1 (no GOOD EV: nothing can be sent)")
         if self.retire_after < 1:
             raise ValueError("sender: retire_after must be at least 1 (loss NACKs in a row that retire an EV)")
+        if not 0 <= self.retire_delay < float("inf"):
+            raise ValueError("sender: retire_delay must be 0 seconds or more, and finite")
         if not 0 < self.window <= 0xFFFF:
             raise ValueError(f"sender: window {self.window} outside 1..65535")
         try:

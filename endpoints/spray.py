@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from endpoints.path_blame import path_key
 from fabric.plan import EvPath
 
 
@@ -28,9 +29,8 @@ class Spray:
         self._max_skip = max_skip
         self._rr = 0
         self.adapt_until = float("-inf")  # adaptive choice only while some path's score may matter
-        # The EVs of one path share its queues. An EV of a plain --ev-list (plane -1)
-        # is a path of its own.
-        self._path_of = {e.ev: (e.plane, e.spine) if e.plane >= 0 else (-1, e.ev) for e in evs}
+        # The EVs of one path share its queues (an EV of a plain --ev-list is a path of its own)
+        self._path_of = {e.ev: path_key(e) for e in evs}
         self._scores: dict[tuple[int, int], tuple[float, float]] = {}  # path -> (score, at)
         self._skipped = dict.fromkeys(self._path_of, 0)  # turns passed over in a row, per EV
         self.skips = 0  # turns passed over in all

@@ -377,9 +377,10 @@ def seconds_list(text: str) -> tuple[float, ...]:
 
 
 # On BMv2 (2 planes): one link x one seed, 800 packets at 200 packets/s, the cable down
-# 2.5 s: at this pace an EV's turn comes every 64 / 200 s or later, and a crossing EV is
-# retired on the NACK of its second lost packet in a row (0.75 s after the cut at the
-# earliest, 1.5 s or more for the last of 16), so the cable stays down for several turns.
+# 2.5 s: at this pace an EV's turn comes every 64 / 200 s or later; the 16 crossing EVs
+# share one path, which carries a packet every 20 ms, and are retired together once two
+# of its losses are NACKed (after the 100 ms reordering window) and the first is 50 ms
+# old (docs/transport.md, "What retires an EV"); the cable stays down for several turns.
 # The baseline's QP: once with the cable down as long as for MRC (shorter than the
 # 8 local ACK timeouts, 8 x 0.268 s, after which its retries run out: it stands still,
 # then resumes), once down 3 s (longer: it fails).

@@ -62,6 +62,9 @@ class SimNet:
     dead: Callable[[float, int], bool] = lambda t, ev: False
     dead_back: Callable[[float, int], bool] = lambda t, ev: False  # receiver -> sender only
     dead_fwd: Callable[[float, int], bool] = lambda t, ev: False  # sender -> receiver only
+    # when a packet sent at t on ev (sender -> receiver) goes on: t, unless something on
+    # its path holds it (a switch that stopped running delivers it, in order, once it runs)
+    held_fwd: Callable[[float, int], float] = lambda t, ev: t
     trim: Callable[[float, int, random.Random], bool] = lambda t, ev, rng: False
     ce: Callable[[float, int], bool] = lambda t, ev: False  # the data packet sent at t on ev arrives with CE
     # the packet with these bytes sent at t is lost (back: receiver -> sender); the tests pick packets by PSN
@@ -93,7 +96,8 @@ class SimNet:
         copies = 2 if self.rng.random() < self.duplicate else 1
         if copies == 2:
             self.counts["duplicated"] += 1
-        return [(t + self.base_delay + self.delay(ev) + index * self.path_skew + self.rng.random() * self.jitter,
+        start = t if back else self.held_fwd(t, ev)
+        return [(start + self.base_delay + self.delay(ev) + index * self.path_skew + self.rng.random() * self.jitter,
                  payload, tclass)
                 for _ in range(copies)]
 

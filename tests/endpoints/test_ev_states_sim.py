@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from fabric.plan import nic_evs
+from fabric.plan import EvPath, nic_evs
 from fabric.topology import from_parameters
 from endpoints import wire
 from endpoints.transport import ASSUMED_BAD, GOOD, SenderConfig
@@ -47,7 +47,10 @@ def cut_run(down: float, up: float, seed: int = 1, **cfg: object):
     net = SimNet(seed=seed, jitter=100e-6,
                  dead_fwd=lambda t, ev: ev in FORWARD_DEAD and down <= t < up,
                  dead_back=lambda t, ev: ev in BACK_DEAD and down <= t < up)
-    config = SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=4, seed=seed, **cfg)  # 80 ms
+    # 80 ms; a network ten times faster than the Mininet fabric: probes every 5 ms, and a
+    # path's losses retire its EVs 5 ms after the first (retire_delay)
+    config = SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=4, seed=seed,
+                          **{"retire_delay": 0.005, **cfg})
     run = run_transfer(data, EVS, net, sender_cfg=config)
     return data, net, run
 
@@ -86,7 +89,9 @@ def test_every_state_change_is_an_event_naming_time_ev_plane_path_and_cause() ->
     assert set(e) == {"t", "ev", "plane", "spine", "path", "event", "state", "cause"}
     assert (e["ev"], e["plane"], e["spine"], e["path"], e["event"], e["state"], e["cause"]) == (
         0x1002, 0, 1, "p0-leaf0 > p0-spine1 > p0-leaf1", "retired", ASSUMED_BAD, "nack")
-    assert 0.01 < e["t"] < 0.02
+    # Its first lost packet is the first sent on it from 0.01 on (every 0.2 ms: 10 EVs at
+    # 50,000 packets/s); its path is condemned retire_delay (50 ms) after that packet left.
+    assert 0.06 <= e["t"] < 0.0602
     # Without names, the path is told by plane and spine.
     plain = run_transfer(data, EVS, SimNet(seed=2, dead_fwd=lambda t, ev: ev == 0x1002 and t >= 0.01),
                          sender_cfg=SenderConfig(rate_pps=50_000, ev_min_active=4))
@@ -150,12 +155,13 @@ def test_an_ev_comes_back_only_when_a_probe_over_its_own_path_returns() -> None:
 
 
 def _random_loss_run(seed: int, retire_after: int):
-    from tests.endpoints.test_transport_sim import evs
-
     data = payload(500 * MTU + 1, seed)
+    # 32 EVs of a plain EV list: each a path of its own, so each EV's row is its own
+    evs = [EvPath(0x1000 + k, -1, -1) for k in range(32)]
     net = SimNet(seed=seed, loss=0.05, jitter=300e-6)
-    cfg = SenderConfig(ev_min_active=8, seed=seed, retire_after=retire_after, window=256)  # the figures below
-    run = run_transfer(data, evs(32), net, sender_cfg=cfg)
+    # the figures below; the rows alone (no wait: retire_delay 0), as counted there
+    cfg = SenderConfig(ev_min_active=8, seed=seed, retire_after=retire_after, window=256, retire_delay=0)
+    run = run_transfer(data, evs, net, sender_cfg=cfg)
     assert run.sender.ok and bytes(run.conn.buf) == data
     retired = [e for e in run.sender.events if e["event"] == "retired"]
     return run, retired
@@ -165,7 +171,7 @@ def _random_loss_run(seed: int, retire_after: int):
 def test_random_loss_on_working_paths_retires_at_most_an_unlucky_ev(seed: int) -> None:
     """5% of packets lost anywhere, every path working: each loss is NACKed and
     resent, but an EV is retired only at two losses in a row on it with none of its
-    later packets acknowledged. 500 packets over 32 EVs are about 16 per EV, so an EV
+    later packets acknowledged (each EV a path of its own here). 500 packets over 32 EVs are about 16 per EV, so an EV
     has 15 pairs of consecutive packets, each lost together with probability 0.05^2:
     about 1.2 such EVs of 32 expected, and fewer still since a later packet's
     acknowledgement arriving before the NACK forgives the loss. With one loss enough

@@ -123,7 +123,8 @@ def test_a_sender_publishes_each_state_change_with_its_path(collector: Collector
     dead = 0x1002  # EV 2: plane 0, spine 1 (EV k: plane k mod 2, spine (k // 2) mod 2)
     net = SimNet(seed=3, dead_fwd=lambda t, ev: ev == dead and 0.005 <= t < 0.03)
     run = run_transfer(bytes(2_000_000), evs, net, path_names=names,
-                       sender_cfg=SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=2, seed=3))
+                       sender_cfg=SenderConfig(rate_pps=50_000, probe_interval=0.005, ev_min_active=2, seed=3,
+                                                       retire_delay=0.005))
     assert run.sender.ok
     got = wait_lines(collector.log, 2)
     assert [(x["ev"], x["old"], x["new"], x["cause"]) for x in got] == [

@@ -26,6 +26,10 @@ EVS = [EvPath(0x1000 + k, k % 2, k // 2) for k in range(8)]
 LATE_EV = 0x1003  # every packet on it 8 ms late (each way): beyond the 5 ms NACK delay, nothing lost
 DEAD_EV = 0x1006  # its data lost from the start: a real failure
 CFG = SenderConfig(ev_min_active=2)  # the floor (8 by default) would bring a retired EV of 8 back at once
+# No wait before a path's losses retire its EVs (retire_delay 0): two NACKs retire the
+# late EV, which is what the LATE ACK is to take back (with the default 50 ms wait the
+# 8 ms late path delivers first and is never retired: test_stalled_path_sim.py)
+AT_ONCE = SenderConfig(ev_min_active=2, retire_delay=0)
 PROBE_INTERVAL = 0.020  # SenderConfig's default: the earliest a probe could bring an EV back
 
 
@@ -43,7 +47,7 @@ def events_of(run, ev: int) -> list[tuple[str, str, str]]:
 
 def test_a_late_path_is_restored_when_its_nacked_packet_arrives_and_a_dead_one_stays_retired() -> None:
     payload = data()
-    run = run_transfer(payload, EVS, late_and_dead_net(), sender_cfg=CFG)
+    run = run_transfer(payload, EVS, late_and_dead_net(), sender_cfg=AT_ONCE)
     assert run.sender.ok, run.sender.error
     assert bytes(run.conn.buf) == payload
     # The late EV: retired by two spurious loss NACKs, restored by the first LATE ACK,
@@ -77,7 +81,7 @@ QP_RECV = 0x77
 def sending_sender() -> tuple[Sender, dict[int, list[int]]]:
     """A sender whose transfer was accepted and whose first 16 packets are out (two
     per EV, round robin): the PSNs each EV carried."""
-    s = Sender(data(), EVS, SenderConfig(ev_min_active=2, first_psn=FIRST_PSN), now=0.0)
+    s = Sender(data(), EVS, SenderConfig(ev_min_active=2, first_psn=FIRST_PSN, retire_delay=0), now=0.0)
     s.poll(0.0)  # OPEN
     s.on_packet(wire.Status(EVS[0].ev, s.qp, 0, wire.STATE_ACCEPTED, 0, QP_RECV, 1, 0).pack(), 0.0001)
     by_ev: dict[int, list[int]] = {}

@@ -156,7 +156,8 @@ def test_a_path_that_comes_back_is_recovered_by_probes() -> None:
     dead = {e.ev for e in ev_set if e.plane == 2}  # 4 EVs, both spines of plane 2
     down, up = 0.002, 0.03
     net = SimNet(seed=6, dead=lambda t, ev: ev in dead and down <= t < up)
-    cfg = SenderConfig(rate_pps=50_000, probe_interval=0.005)  # 3000 packets: 60 ms
+    # 3000 packets: 60 ms; the losses of a path retire its EVs 5 ms after the first
+    cfg = SenderConfig(rate_pps=50_000, probe_interval=0.005, retire_delay=0.005)
     run = run_transfer(data, ev_set, net, sender_cfg=cfg)
     assert_delivered(run, data)
     s = run.sender
