@@ -336,7 +336,11 @@ def send(
     probe_interval: Annotated[float, typer.Option(help="seconds between probes of an ASSUMED_BAD EV")] = 0.02,
     ev_min_active: Annotated[int, typer.Option(help="GOOD EVs never fall below this")] = 8,
     retire_after: Annotated[int, typer.Option(
-        help="loss NACKs in a row on one EV (none of its later packets acknowledged) that make it ASSUMED_BAD")] = 2,
+        help="loss NACKs (each in its EV's row: none of the EV's later packets acknowledged) on the EVs of one "
+             "path that, standing --retire-delay, make the path's EVs ASSUMED_BAD")] = SenderConfig.retire_after,
+    retire_delay: Annotated[float, typer.Option(
+        help="seconds a path's loss NACKs must stand (from the first lost packet's send) before its EVs are "
+             "retired: a path that only stalls for less delivers first")] = SenderConfig.retire_delay,
     spray: Annotated[str, typer.Option(help="adaptive (avoid EVs with recent CE echoes and trims) | rr (round robin)")] = "adaptive",
     sample_interval: Annotated[float, typer.Option(help="seconds between samples of delivered bytes")] = 0.01,
     seed: Annotated[int, typer.Option(help="data, QP and first PSN")] = 0,
@@ -365,7 +369,7 @@ def send(
     source_port = _source_port(source_port, port, transport)
     for option, value, zero_ok in (("--timeout", timeout, False), ("--linger", linger, True),
                                    ("--cc-base-rtt", cc_base_rtt, False), ("--rto-min", rto_min, False),
-                                   ("--peer-ack-delay", peer_ack_delay, True),
+                                   ("--peer-ack-delay", peer_ack_delay, True), ("--retire-delay", retire_delay, True),
                                    ("--cc-target-min", cc_target_min, True),
                                    ("--probe-interval", probe_interval, False),
                                    ("--sample-interval", sample_interval, False)):
@@ -395,6 +399,7 @@ def send(
         cfg = SenderConfig(mtu=mtu, window=window, initial_window=initial_window, min_window=min_window,
                            rate_pps=rate, ack_every=ack_every, rto_min=rto_min, ack_delay=peer_ack_delay,
                            probe_interval=probe_interval, ev_min_active=ev_min_active, retire_after=retire_after,
+                           retire_delay=retire_delay,
                            sample_interval=sample_interval, seed=seed, spray=spray, cc_base_rtt=cc_base_rtt,
                            cc_target_min=cc_target_min, cc_startup_delay=cc_startup_delay)
         cfg.check()

@@ -45,6 +45,7 @@ def sender_report(s: Sender) -> dict[str, Any]:
                    "halved": s.counts["window_halved"], "base_rtt_s": s.cc.base_rtt,
                    "target_s": s.cc.target, "reactions": dict(s.cc.counts)},
         "srtt_s": s.rtt.srtt,
+        "retire_delay_s": s.cfg.retire_delay,
         "evs_retired": sum(st.retired for st in s.evs.values()),
         "evs_recovered": sum(st.recovered for st in s.evs.values()),
         "ev_events": list(s.events),

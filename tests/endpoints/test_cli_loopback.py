@@ -60,7 +60,7 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     recv = start_recv(rx, port, "--out", str(tmp_path / "out.bin"), "--report", str(tmp_path / "r.json"),
                       "--timeout", "30")
     s = send(rx, sx, port, "--bytes", "300000", "--seed", "3", "--ev-list", f"{ev0}-{ev0 + 15}",
-             "--cc-target-min", "0.003", "--report", str(tmp_path / "s.json"))
+             "--cc-target-min", "0.003", "--retire-delay", "0.02", "--report", str(tmp_path / "s.json"))
     code, out, err = finish(recv)
     assert s.returncode == 0, s.stderr
     assert code == 0, err
@@ -73,6 +73,7 @@ def test_transfer_is_verified_and_reported(tmp_path: Path) -> None:
     assert rep["delivered_series"][-1][1] == 300000
     assert rep["completion_time_s"] > 0 and rep["goodput_bps"] > 0
     assert set(rep["retransmissions"]) == {"total", "timeout", "nack", "trim_nack"}
+    assert rep["retire_delay_s"] == 0.02  # --retire-delay reaches the sender
     # The delay target: half the smallest RTT seen, at least the --cc-target-min given.
     w = rep["window"]
     assert w["target_s"] == max(0.003, 0.5 * w["base_rtt_s"]), w
@@ -197,6 +198,8 @@ def test_pseudo_random_data_is_one_stream() -> None:
     (["--bytes", "10", "--ev-list", "5000", "--rto-min", "inf"], "--rto-min inf: give a number of seconds"),
     (["--bytes", "10", "--ev-list", "5000", "--peer-ack-delay", "-1"], "--peer-ack-delay -1: give a number of seconds from 0"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-target-min", "-1"], "--cc-target-min -1: give a number of seconds from 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--retire-delay", "-1"], "--retire-delay -1: give a number of seconds from 0"),
+    (["--bytes", "10", "--ev-list", "5000", "--retire-delay", "nan"], "--retire-delay nan: give a number of seconds"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-target-min", "nan"], "--cc-target-min nan: give a number of seconds"),
     (["--bytes", "10", "--ev-list", "5000", "--cc-startup-delay", "-1"],
      "--cc-startup-delay -1: give a number of delay targets, 0 (no start-up) or more"),
