@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, support
+from p4target.compiler import ir, ir_call, support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
@@ -69,6 +69,7 @@ class ExprEmitter:
     def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx
         self.places: PlaceWriter = places if places is not None else PlaceCode(ctx)
+        self.written: dict[int, tuple[ir.Expr, V]] = {}  # the nodes whose code has effects, by id, with their value
         self._by_kind: dict[type, Callable[[Any], V]] = {  # each method takes its own node class
             ir.Const: self.const, ir.TypeName: self.type_name, ir.Ref: self.places.name, ir.Field: self.field,
             ir.StackMember: self.stack_member, ir.TableResultMember: self.table_result_member,
@@ -77,7 +78,7 @@ class ExprEmitter:
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
             ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
             ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
-            ir.CallResult: self.call_result, ir.Temp: self.temp,
+            ir_call.CallResult: self.call_result, ir.Temp: self.temp,
         }
 
     def emit(self, node: ir.Expr) -> V:
@@ -122,9 +123,12 @@ class ExprEmitter:
         base = self.emit(node.base)
         return self.places.stack_element(node, base, self.emit(node.index))
 
-    @staticmethod
-    def call_result(node: ir.CallResult) -> V:
-        return node.value
+    def call_result(self, node: ir_call.CallResult) -> V:
+        """The call's value: the call is written the first time its node is."""
+        done = self.written.get(id(node))
+        if done is None:
+            done = self.written[id(node)] = (node, self.ctx.call_value(node.node, node.call))
+        return done[1]
 
     @staticmethod
     def temp(node: ir.Temp) -> V:

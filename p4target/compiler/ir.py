@@ -18,8 +18,6 @@ from typing import TypeVar, dataclass_transform
 
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import StackT, StructT, Type
-from p4target.compiler.values import V
-from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
 _N = TypeVar("_N")
@@ -206,15 +204,6 @@ class StructBuild(Expr):
 
     fields: tuple[Expr, ...]
     struct: StructT
-
-
-@node
-class CallResult(Expr):
-    """The value of call ``call``, compiled by the statement compiler where the
-    expression evaluates it (the statements it needs are emitted then): ``value``."""
-
-    call: A.Call
-    value: V
 
 
 @node

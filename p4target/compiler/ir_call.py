@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 
 @node
 class Call:
-    """A checked call: its source place and its result type."""
+    """A checked call: its source place, its result type and, when the checker knows
+    it (``static_assert``), its value."""
 
     loc: Loc
     type: Type
+    const: int | bool | str | None = None
 
 
 @node
@@ -70,9 +72,11 @@ class StackShift(Call):
 @node
 class TableApply(Call):
     """``t.apply()`` of the table ``table``: its result (``type``, a table result)
-    has ``hit``, ``miss`` and ``action_run``."""
+    has ``hit``, ``miss`` and ``action_run``. ``after_terms``: applied inside an
+    expression of a statement that evaluated other terms before it."""
 
     table: TableInfo
+    after_terms: bool = False
 
 
 @node
@@ -188,3 +192,12 @@ class SubApply(Call):
     block: SubBlock
     args: tuple[Arg, ...]
     attrs: tuple[str, ...]
+
+
+@node
+class CallResult(ir.Expr):
+    """The value of call ``call``, checked into ``node``: the generator writes the
+    call (and the statements it needs) where it writes the expression, once."""
+
+    call: A.Call
+    node: Call

@@ -241,7 +241,11 @@ class StatementCompiler:
         return self.call_emitter.emit(node)
 
     def call_expr(self, e: A.Call) -> V:
-        v = self.call(e, as_stmt=False)
+        return self.call_value(self.calls.check(e), e)
+
+    def call_value(self, node: ir_call.Call, e: A.Call) -> V:
+        """The value of the checked call ``node`` (of ``e``), written now."""
+        v = self.call_emitter.emit(node)
         if v is None:
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return v

@@ -37,8 +37,8 @@ def symbol_of(node: ir.Expr) -> Sym | None:
     generated ``V`` carries it)."""
     if isinstance(node, (ir.Ref, ir.TypeName)):
         return node.sym
-    if isinstance(node, ir.CallResult):
-        return node.value.sym
+    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+        return Sym("tableresult", None, "", obj=node.node.table)
     return None
 
 
@@ -96,7 +96,8 @@ class CallChecker:
             tsym = self.ctx.scope.lookup(f.obj.name)
             if tsym is not None and tsym.kind == "table":
                 self.nargs(e, 0)
-                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj)
+                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj,
+                                          after_terms=self.exprs.evaluated_before())
         base = self.exprs.check(f.obj)
         bt = base.type
         sym = symbol_of(base)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from p4target.compiler import ir
+from p4target.compiler import ir, ir_call
 from p4target.compiler.emit_expr import ExprEmitter, to_type_const
 from p4target.compiler.scope import Sym
 from p4target.compiler.source_text import expr_text
@@ -51,8 +51,8 @@ def kind_of(node: ir.Expr) -> str | None:
         return "method"
     if isinstance(node, ir.TableResultMember) and node.name == "action_run":
         return "action_run"
-    if isinstance(node, ir.CallResult) and node.value.sym is not None:
-        return node.value.sym.kind
+    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+        return "tableresult"
     return None
 
 
@@ -67,15 +67,17 @@ def known_int(const: object, loc: Loc) -> int:
 class ExprChecker:
     """The expressions of the program compiler ``ctx``, typed and checked. ``emitter``
     writes the operands kept in temporaries (the fast path's, in the fast compiler).
-    ``entered`` counts the expressions checked and ``depth`` those being checked (the
-    fast path's statements compare them, to know whether anything was evaluated
-    before a table applied inside an expression)."""
+    ``entered`` counts the expressions checked and ``depth`` those being checked
+    (``evaluated_before`` compares them, to know whether anything was evaluated
+    before a table applied inside an expression; the fast path's statements set
+    ``base``)."""
 
     def __init__(self, ctx: CompilerContext, emitter: ExprEmitter) -> None:
         self.ctx = ctx
         self.emitter = emitter
         self.entered = 0
         self.depth = 0
+        self.base = 0  # ``depth`` where the current statement starts (the fast path's)
         self.keysets = KeysetChecker(self)  # a select case's or table entry's keysets
         self.bits = BitsChecker(self)  # hash, checksum and digest data
         self._by_kind: dict[type, Callable[[Any], ir.Expr]] = {  # each method takes its own node class
@@ -86,6 +88,11 @@ class ExprChecker:
             A.StructExpr: self.struct_expr, A.DefaultExpr: self.default_expr, A.Mask: self.mask,
             A.Range: self.range, A.Call: self.call,
         }
+
+    def evaluated_before(self) -> bool:
+        """Whether the statement being checked evaluated an expression that has been
+        done with (not one of those being checked) until now."""
+        return self.entered != self.depth - self.base
 
     # ------------------------------------------------------------------ entry points
     def check(self, e: A.Expr) -> ir.Expr:
@@ -587,5 +594,5 @@ class ExprChecker:
         raise error(e.loc, "'..' is only allowed in select cases and table entries")
 
     def call(self, e: A.Call) -> ir.Expr:
-        v = self.ctx.call_expr(e)  # the statement compiler's: its statements are emitted now
-        return ir.CallResult(type=v.type, loc=e.loc, const=v.const, call=e, value=v)
+        node = self.ctx.check_call(e)  # the call checker's
+        return ir_call.CallResult(type=node.type, loc=e.loc, const=node.const, call=e, node=node)

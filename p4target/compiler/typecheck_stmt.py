@@ -320,7 +320,7 @@ class StmtChecker:
         if action_run:
             if not isinstance(label, A.Name):
                 raise error(label.loc, "switch on action_run needs action names as labels")
-            table = subject.base.value.sym.obj  # type: ignore[attr-defined]  # action_run is a member of a table's apply result
+            table = subject.base.node.table  # type: ignore[attr-defined]  # action_run is a member of a table's apply result
             return int(table.action_index(label.name, label.loc))
         node = self.exprs.check_value(label)
         if node.const is None:
