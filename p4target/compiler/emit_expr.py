@@ -78,7 +78,8 @@ class ExprEmitter:
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
             ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
             ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
-            ir_call.CallResult: self.call_result, ir.Temp: self.temp,
+            ir_call.CallResult: self.call_result, ir.Temp: self.temp, ir.Spill: self.spill,
+            ir.ShortCircuit: self.short_circuit, ir.Conditional: self.conditional,
         }
 
     def emit(self, node: ir.Expr) -> V:
@@ -123,12 +124,63 @@ class ExprEmitter:
         base = self.emit(node.base)
         return self.places.stack_element(node, base, self.emit(node.index))
 
-    def call_result(self, node: ir_call.CallResult) -> V:
-        """The call's value: the call is written the first time its node is."""
+    def once(self, node: ir.Expr, write: Callable[[], V]) -> V:
+        """The value of ``node``, whose code has effects: written (``write``) the first
+        time the node is."""
         done = self.written.get(id(node))
         if done is None:
-            done = self.written[id(node)] = (node, self.ctx.call_value(node.node, node.call))
+            done = self.written[id(node)] = (node, write())
         return done[1]
+
+    def call_result(self, node: ir_call.CallResult) -> V:
+        """The call's value: the call is written the first time its node is."""
+        return self.once(node, lambda: self.ctx.call_value(node.node, node.call))
+
+    def spill(self, node: ir.Spill) -> V:
+        return self.once(node, lambda: self.write_spill(node))
+
+    def write_spill(self, node: ir.Spill) -> V:
+        v = self.emit(node.value)
+        if node.item:
+            if v.code.lstrip("-").isdigit():
+                return V(v.code, node.type)
+            t = self.ctx.tmp("v")
+            self.ctx.emit(f"{t} = {v.code}")
+            return V(t, node.type)
+        if v.const is not None:
+            return V(v.code, node.type, v.const)
+        t = self.ctx.tmp("v")
+        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(node.type, (StructT, StackT)) else f"{t} = {v.code}")
+        return V(t, node.type)
+
+    def short_circuit(self, node: ir.ShortCircuit) -> V:
+        return self.once(node, lambda: self.write_short_circuit(node))
+
+    def write_short_circuit(self, node: ir.ShortCircuit) -> V:
+        code = self.emit(node.left).code
+        t = self.ctx.tmp("b")
+        self.ctx.emit(f"{t} = {code}")
+        self.ctx.emit(f"if {t}:" if node.op == "&&" else f"if not {t}:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.right).code}")
+        self.ctx.dedent()
+        return V(t, BoolT())
+
+    def conditional(self, node: ir.Conditional) -> V:
+        return self.once(node, lambda: self.write_conditional(node))
+
+    def write_conditional(self, node: ir.Conditional) -> V:
+        code = self.emit(node.cond).code
+        t = self.ctx.tmp("c")
+        self.ctx.emit(f"if {code}:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.then).code}")
+        self.ctx.dedent()
+        self.ctx.emit("else:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.other).code}")
+        self.ctx.dedent()
+        return V(t, node.type)
 
     @staticmethod
     def temp(node: ir.Temp) -> V:

@@ -207,10 +207,43 @@ class StructBuild(Expr):
 
 
 @node
+class Spill(Expr):
+    """``value`` evaluated before the operands after it, one of which has side
+    effects: the generator writes it into a temporary where it writes this node
+    (once), a header, struct or stack as its own copy; a value that is a constant
+    then stays as it is. ``item`` (an item of a list converted to a struct or tuple
+    type): no copy, and only an integer literal stays as it is."""
+
+    value: Expr
+    item: bool = False
+
+
+@node
+class ShortCircuit(Expr):
+    """``left && right`` / ``left || right`` whose right operand has side effects:
+    the generator keeps ``left`` in a temporary and evaluates ``right`` (and its
+    effects) into it only when ``left`` does not decide."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@node
+class Conditional(Expr):
+    """``cond ? then : other`` with side effects in a branch: the generator writes
+    an if block that evaluates only the chosen branch into a temporary (``then``
+    and ``other`` have this node's type)."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@node
 class Temp(Expr):
-    """A value already evaluated: ``name`` is the temporary holding it (the operands
-    before one with side effects, a short-circuit or a conditional with side
-    effects), or its code when that is a constant."""
+    """A value already evaluated: ``name`` is the temporary holding it (an argument
+    kept by the call checker), or its code when that is a constant."""
 
     name: str
 

@@ -347,16 +347,13 @@ class ExprChecker:
             return left, r, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
 
-    def spill(self, node: ir.Expr) -> ir.Expr:
-        """``node`` evaluated now into a temporary (constants stay as they are)."""
+    @staticmethod
+    def spill(node: ir.Expr) -> ir.Expr:
+        """``node`` kept in a temporary before a later operand's effects (constants
+        stay as they are)."""
         if node.const is not None:
             return node
-        v = self.emitter.emit(node)
-        if v.const is not None:
-            return ir.Temp(type=node.type, loc=node.loc, const=v.const, name=v.code)
-        t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(node.type, (StructT, StackT)) else f"{t} = {v.code}")
-        return ir.Temp(type=node.type, loc=node.loc, name=t)
+        return ir.Spill(type=node.type, loc=node.loc, value=node)
 
     def short_circuit(self, e: A.Binary) -> ir.Expr:
         """``a && b`` / ``a || b`` whose right operand has effects: ``b`` (and its
@@ -364,17 +361,10 @@ class ExprChecker:
         left = self.check_value(e.left)
         if not isinstance(left.type, BoolT):
             raise error(e.left.loc, f"'{e.op}' needs bool operands, not {left.type}")
-        code = self.emitter.emit(left).code
-        t = self.ctx.tmp("b")
-        self.ctx.emit(f"{t} = {code}")
-        self.ctx.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
-        self.ctx.indent()
         r = self.check_value(e.right)
         if not isinstance(r.type, BoolT):
             raise error(e.right.loc, f"'{e.op}' needs bool operands, not {r.type}")
-        self.ctx.emit(f"{t} = {self.emitter.emit(r).code}")
-        self.ctx.dedent()
-        return ir.Temp(type=BoolT(), loc=e.loc, name=t)
+        return ir.ShortCircuit(type=BoolT(), loc=e.loc, op=e.op, left=left, right=r)
 
     def binary(self, e: A.Binary) -> ir.Expr:
         op = e.op
@@ -483,27 +473,12 @@ class ExprChecker:
 
     def conditional(self, e: A.Ternary, cond: ir.Expr) -> ir.Expr:
         """``c ? x : y`` with effects in a branch: only the chosen branch runs."""
-        code = self.emitter.emit(cond).code
-        t = self.ctx.tmp("c")
-        self.ctx.emit(f"if {code}:")
-        self.ctx.indent()
         a = self.check_value(e.then)
-        a_code = self.emitter.emit(a).code
-        at = len(self.ctx.out)
-        self.ctx.emit("")  # the assignment, once both branch types are known
-        self.ctx.dedent()
-        self.ctx.emit("else:")
-        self.ctx.indent()
         b = self.check_value(e.other)
-        b_code = self.emitter.emit(b).code
-        ac, bc, ty = self.branches(e, a, b)
+        ac, bc, ty = self.branches(e, a, b)  # a branch that changed was an unsized literal: a constant
         if isinstance(ty, IntT):
             raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
-        # a branch that changed is an unsized literal given the other's type: a constant
-        self.ctx.emit(f"{t} = {b_code if bc is b else self.emitter.emit(bc).code}")
-        self.ctx.out[at] = f"{self.ctx.ind}{t} = {a_code if ac is a else self.emitter.emit(ac).code}"
-        self.ctx.dedent()
-        return ir.Temp(type=ty, loc=e.loc, name=t)
+        return ir.Conditional(type=ty, loc=e.loc, cond=cond, then=ac, other=bc)
 
     # ------------------------------------------------------------------ conversions
     def cast_expr(self, e: A.Cast) -> ir.Expr:
@@ -542,12 +517,7 @@ class ExprChecker:
         for k, (x, t, what) in enumerate(items):
             node = self.check_as(x, t, what)
             if any(self.ctx.has_effects(y) for y, _, _ in items[k + 1:]):
-                code = self.emitter.emit(node).code
-                if not code.lstrip("-").isdigit():
-                    tmp = self.ctx.tmp("v")
-                    self.ctx.emit(f"{tmp} = {code}")
-                    code = tmp
-                node = ir.Temp(type=node.type, loc=node.loc, name=code)
+                node = ir.Spill(type=node.type, loc=node.loc, value=node, item=True)
             nodes.append(node)
         return nodes
 
