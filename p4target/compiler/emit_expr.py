@@ -19,7 +19,7 @@ from p4target.compiler import ir, ir_call, support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, bit_width,
+    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, bit_width,
 )
 from p4target.compiler.values import V, lit
 
@@ -58,6 +58,25 @@ def folded(code: str, t: Type, all_const: bool) -> V:
         val = eval(code, _EVAL_GLOBALS)  # code built from literals only
         return V(repr(val), t, val)
     return V(code, t)
+
+
+def fresh_value(t: Type) -> str | None:
+    """Code for a fresh value of ``t`` (0, False, an invalid header, a zeroed struct),
+    or None when a variable of ``t`` has none."""
+    if isinstance(t, (BitT, IntT, ErrorT, VarbitT)):
+        return "0"
+    if isinstance(t, BoolT):
+        return "False"
+    if isinstance(t, EnumT):
+        return repr(min(t.members.values())) if t.underlying is None else "0"
+    if isinstance(t, StructT):
+        return f"{t.pyname}()"
+    if isinstance(t, StackT):
+        return f"Stack({t.elem.pyname}, {t.size})"
+    if isinstance(t, TupleT):
+        elems = [fresh_value(et) for et in t.elems]
+        return None if None in elems else "(" + "".join(f"{e}, " for e in elems) + ")"
+    return None
 
 
 class ExprEmitter:
@@ -140,17 +159,19 @@ class ExprEmitter:
         return self.once(node, lambda: self.write_spill(node))
 
     def write_spill(self, node: ir.Spill) -> V:
-        v = self.emit(node.value)
-        if node.item:
-            if v.code.lstrip("-").isdigit():
-                return V(v.code, node.type)
-            t = self.ctx.tmp("v")
-            self.ctx.emit(f"{t} = {v.code}")
-            return V(t, node.type)
-        if v.const is not None:
+        if node.value is None:
+            code = fresh_value(node.type)
+            assert code is not None  # the checker refused the types without a fresh value
+            v = V(code, node.type)
+        else:
+            v = self.emit(node.value)
+        if node.how == "value" and v.const is not None:
             return V(v.code, node.type, v.const)
+        if node.how in ("item", "arg") and v.code.lstrip("-").isdigit():
+            return V(v.code, node.type)
         t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(node.type, (StructT, StackT)) else f"{t} = {v.code}")
+        copy = node.how != "item" and isinstance(node.type, (StructT, StackT))
+        self.ctx.emit(f"{t} = {v.code}.copy()" if copy else f"{t} = {v.code}")
         return V(t, node.type)
 
     def short_circuit(self, node: ir.ShortCircuit) -> V:

@@ -148,6 +148,8 @@ class FastStatementCompiler(StatementCompiler):
         object; anything else is stored as the shared compiler stores it."""
         t = node.target.type
         emit = self.expressions.emitter.emit
+        for spill in node.pre:  # written once: the shared compiler's store finds them written
+            emit(spill)
         if isinstance(t, (StructT, StackT)):
             dst = emit(node.target)
             if dst.path is not None:

@@ -208,14 +208,16 @@ class StructBuild(Expr):
 
 @node
 class Spill(Expr):
-    """``value`` evaluated before the operands after it, one of which has side
-    effects: the generator writes it into a temporary where it writes this node
-    (once), a header, struct or stack as its own copy; a value that is a constant
-    then stays as it is. ``item`` (an item of a list converted to a struct or tuple
-    type): no copy, and only an integer literal stays as it is."""
+    """``value`` evaluated before what comes after it, which has side effects: the
+    generator writes it into a temporary where it writes this node (once), a header,
+    struct or stack as its own copy. ``how`` says what stays as it is: ``value`` (an
+    operand) a value that is then a constant; ``item`` (an item of a list converted
+    to a struct or tuple type, not copied) and ``arg`` (an action's argument; None:
+    an out argument's fresh value) an integer literal; ``name`` (a run-time index of
+    an l-value, an extern's argument, which the statement checker names) nothing."""
 
-    value: Expr
-    item: bool = False
+    value: Expr | None
+    how: str = "value"
 
 
 @node

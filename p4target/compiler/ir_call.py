@@ -27,12 +27,14 @@ if TYPE_CHECKING:
 
 @node
 class Call:
-    """A checked call: its source place, its result type and, when the checker knows
-    it (``static_assert``), its value."""
+    """A checked call: its source place, its result type, when the checker knows it
+    (``static_assert``) its value, and the values kept in temporaries before it
+    (``pre``: an extern's arguments, evaluated in order before the call)."""
 
     loc: Loc
     type: Type
     const: int | bool | str | None = None
+    pre: tuple[ir.Spill, ...] = ()  # an extern's arguments kept in temporaries, written first
 
 
 @node
@@ -86,7 +88,8 @@ class Arg:
     converted to ``type`` (an in or inout argument's, or a value kept in a
     temporary; None for an out argument, which starts as the type's fresh value);
     ``place``, for an out or inout argument, is where the result is copied out
-    (None for ``_``: the result is dropped)."""
+    (None for ``_``: the result is dropped); ``pre``: the place's run-time indexes
+    kept in temporaries when the argument is evaluated."""
 
     loc: Loc
     param: str
@@ -94,6 +97,7 @@ class Arg:
     type: Type
     value: ir.Expr | None
     place: ir.Expr | None
+    pre: tuple[ir.Spill, ...] = ()  # the place's run-time indexes kept in temporaries, written first
 
 
 @node

@@ -47,11 +47,12 @@ class Assign(Stmt):
     """``target = value`` (``target op= value`` is ``target = target op value``, its
     run-time indexes kept in temporaries first): ``value`` has the target's type;
     ``widths``: for a varbit value, where the target's current width is kept and
-    where the value's is."""
+    where the value's is; ``pre``: the run-time indexes kept in temporaries."""
 
     target: ir.Expr
     value: ir.Expr
     widths: tuple[str, str] | None
+    pre: tuple[ir.Spill, ...] = ()  # the target's run-time indexes kept in temporaries, written first
 
 
 @node

@@ -159,9 +159,6 @@ class StatementCompiler:
     def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
         return self.checker.freeze_lvalue(e, every_index)
 
-    def spill(self, v: V, loc: Loc) -> A.Name:
-        return self.checker.spill(v, loc)
-
     def has_effects(self, e: A.Expr | None) -> bool:
         """True when evaluating ``e`` may change state or depend on an order: any call
         except ``isValid()``, ``lookahead`` and P4 functions without out/inout

@@ -196,6 +196,8 @@ class ExprChecker:
             raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
         if sym.kind == "const":
             return ir.Const(type=sym.type, loc=e.loc, const=sym.const)  # type: ignore[arg-type]  # a const symbol has a type and a value
+        if sym.kind == "spilled":  # a value the statement checker keeps in a temporary
+            return sym.obj  # its ir.Spill
         if sym.kind == "var":
             self.ctx.note_use(sym)
         return ir.Ref(type=sym.type or ObjT(sym.kind, e.name), loc=e.loc, sym=sym)
@@ -517,7 +519,7 @@ class ExprChecker:
         for k, (x, t, what) in enumerate(items):
             node = self.check_as(x, t, what)
             if any(self.ctx.has_effects(y) for y, _, _ in items[k + 1:]):
-                node = ir.Spill(type=node.type, loc=node.loc, value=node, item=True)
+                node = ir.Spill(type=node.type, loc=node.loc, value=node, how="item")
             nodes.append(node)
         return nodes
 

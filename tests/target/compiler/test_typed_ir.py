@@ -146,7 +146,7 @@ def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
     node, checked, written, code = checked_then_written(pc, stmts[6].value)
     assert checked == []
     assert isinstance(node, ir.Binary) and node.type == BitT(8) and node.op == "+"
-    assert isinstance(node.left, ir.Spill) and not node.left.item and node.left.type == BitT(8)
+    assert isinstance(node.left, ir.Spill) and node.left.how == "value" and node.left.type == BitT(8)
     assert isinstance(node.left.value, ir.Field) and node.left.value.name == "a"
     assert isinstance(node.right, ir_call.CallResult) and node.right.type == BitT(8)
     assert node.right.call is stmts[6].value.right
