@@ -80,10 +80,10 @@ def fresh_value(t: Type) -> str | None:
 
 
 class ExprEmitter:
-    """Python code for the typed expressions of the program compiler ``ctx``; the
-    statements an expression needs before it were emitted by the type checker (which
-    calls ``emit`` on the operands it keeps in temporaries). ``places`` writes the
-    places (the general path's ``PlaceCode``, or the fast path's)."""
+    """Python code for the typed expressions of the program compiler ``ctx``, and the
+    statements an expression needs before its value (a call's, a temporary's, an if
+    block's), written once per node (``written``). ``places`` writes the places (the
+    general path's ``PlaceCode``, or the fast path's)."""
 
     def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx
@@ -97,7 +97,7 @@ class ExprEmitter:
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
             ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
             ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
-            ir_call.CallResult: self.call_result, ir.Temp: self.temp, ir.Spill: self.spill,
+            ir_call.CallResult: self.call_result, ir.Spill: self.spill,
             ir.ShortCircuit: self.short_circuit, ir.Conditional: self.conditional,
         }
 
@@ -202,10 +202,6 @@ class ExprEmitter:
         self.ctx.emit(f"{t} = {self.emit(node.other).code}")
         self.ctx.dedent()
         return V(t, node.type)
-
-    @staticmethod
-    def temp(node: ir.Temp) -> V:
-        return V(node.name, node.type, node.const)
 
     # ------------------------------------------------------------------ operators
     def slice(self, node: ir.Slice) -> V:

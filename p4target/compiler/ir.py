@@ -6,9 +6,11 @@ Every node carries its resolved P4 type, its source place and, when it is known 
 compile time, its value (``const``; a node folded to a value is a ``Const``). Names
 carry the symbol they resolve to; members, indexes and slices the part they select;
 an unsized literal beside a sized operand has already become a ``Const`` of that
-operand's type. Nothing in a node is code, except where the statement compiler has
-already compiled a part: a call's result (``CallResult``) and a value kept in a
-temporary because a later operand has side effects (``Temp``).
+operand's type. Nothing in a node is code: a value kept in a temporary because a
+later operand has side effects (``Spill``), a short-circuit or conditional with
+side effects (``ShortCircuit``, ``Conditional``) and a call's result
+(``ir_call.CallResult``, which holds the call's node) are nodes the generator
+writes.
 """
 
 from __future__ import annotations
@@ -240,14 +242,6 @@ class Conditional(Expr):
     cond: Expr
     then: Expr
     other: Expr
-
-
-@node
-class Temp(Expr):
-    """A value already evaluated: ``name`` is the temporary holding it (an argument
-    kept by the call checker), or its code when that is a constant."""
-
-    name: str
 
 
 @node

@@ -6,9 +6,8 @@ The callee is resolved (the header, stack, table, action or function called) and
 the arguments are checked: settled in the order of the callee's parameters
 (names, defaults, ``_``), typed and converted to their parameter types, with their
 direction. ``type`` is the call's result type (``VoidT`` when it returns nothing).
-Nothing in a node is code, except in its expressions where the expression checker
-already compiled a part (an argument kept in a temporary, ``ir.Temp``, because a
-later one has side effects; a nested call's result, ``ir.CallResult``).
+Nothing in a node is code: an argument kept in a temporary because a later one has
+side effects is an ``ir.Spill``, a nested call's result a ``CallResult`` (below).
 """
 
 from __future__ import annotations

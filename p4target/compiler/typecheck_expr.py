@@ -7,11 +7,12 @@ and the fast path's) then only write code.
 Width rules follow the P4_16 spec: operands of a binary operator must have the same
 type (an unsized literal adopts the other side's type), results wrap at the type's
 width. Evaluation order (P4_16 8.1): operands left to right, ``&&``/``||``
-short-circuit, ``?:`` evaluates one branch. A call is compiled by the statement
-compiler (``ctx.call_expr``) where the expression evaluates it, which emits the
-statements it needs then; so where a later operand has side effects, the operands
-before it are written into temporaries first (with the generator), and ``&&``,
-``||`` and ``?:`` whose later operands have effects become if blocks.
+short-circuit, ``?:`` evaluates one branch. The checker writes no code: a call is
+checked by the call checker (``ctx.check_call``) into a ``CallResult`` node, which
+the generator writes where it writes the expression; where a later operand has
+side effects, the operands before it are ``Spill`` nodes (written into temporaries
+first), and ``&&``, ``||`` and ``?:`` whose later operands have effects are
+``ShortCircuit`` and ``Conditional`` nodes (written as if blocks).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def known_int(const: object, loc: Loc) -> int:
 
 class ExprChecker:
     """The expressions of the program compiler ``ctx``, typed and checked. ``emitter``
-    writes the operands kept in temporaries (the fast path's, in the fast compiler).
+    (the fast path's, in the fast compiler) computes the value of a node whose
+    operands are constants; it writes nothing for the checker.
     ``entered`` counts the expressions checked and ``depth`` those being checked
     (``evaluated_before`` compares them, to know whether anything was evaluated
     before a table applied inside an expression; the fast path's statements set
