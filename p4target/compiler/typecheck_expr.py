@@ -27,7 +27,7 @@ from p4target.compiler.source_text import expr_text
 from p4target.compiler.typecheck_keys import BitsChecker, KeysetChecker
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StringT, StructT, TupleT, Type, VarbitT,
-    bit_width,
+    VoidT, bit_width,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -569,4 +569,6 @@ class ExprChecker:
 
     def call(self, e: A.Call) -> ir.Expr:
         node = self.ctx.check_call(e)  # the call checker's
+        if isinstance(node.type, VoidT):
+            raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
         return ir_call.CallResult(type=node.type, loc=e.loc, const=node.const, call=e, node=node)

@@ -194,6 +194,21 @@ def test_a_conditional_with_effects_is_a_node(compiled):
     assert code == "_c1"
 
 
+def test_a_call_without_a_value_is_refused_by_the_checker(compiled):
+    """``hdr.h.setValid()`` gives nothing: used as a value, the checker refuses it at
+    its place, before anything is written."""
+    pc, stmts = compiled
+    loc = stmts[0].value.loc
+    h = A.Member(loc, A.Name(loc, "hdr"), "h")
+    call = A.Call(loc, A.Member(loc, h, "setValid"), [], [])
+    n = len(pc.out)
+    with pytest.raises(P4Error) as info:
+        pc.expressions.checker.check(A.Binary(loc, "+", call, A.IntLit(loc, 1, None, False, "1")))
+    line = SOURCE.splitlines().index("        meta.m16 = 3 + hdr.h.b;") + 1
+    assert f"probe.p4:{line}:{loc.col}: error: 'hdr.h.setValid' does not return a value" in str(info.value)
+    assert pc.out[n:] == []
+
+
 def test_a_node_with_effects_is_written_once(compiled):
     """Writing the same node twice writes its statements once (a call's, a spill's)."""
     pc, stmts = compiled
