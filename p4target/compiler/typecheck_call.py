@@ -46,8 +46,8 @@ class CallChecker:
     are ``expressions``' (its ``checker``), their l-values ``stmts``' rules;
     ``order`` settles the order of their arguments' evaluation. ``in_place``
     (the fast path's): an action is compiled where it is called, its arguments
-    bound to locals in order, so none is kept in a temporary first (a P4 function,
-    which it does not compile in place, is left with its arguments unchecked)."""
+    bound to locals in order, so none is kept in a temporary first (a P4 function's
+    arguments are checked too, though the fast path's generator gives up on it)."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler, stmts: StmtChecker,
                  order: ArgOrder, in_place: bool = False) -> None:
@@ -207,10 +207,6 @@ class CallChecker:
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.ctx.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
-        if self.in_place and ret is not None:
-            # the fast path does not compile a function in place (its generator gives up
-            # on the call): the arguments, checked by the general path, are left unchecked
-            return ir_call.ActionCall(loc=e.loc, type=ret, callee=act, ret=ret, args=(), exits=False)
         given = self.bind_args(e, params)
         later = [False] * len(given) if self.in_place else \
             [any(self.order.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]

@@ -14,6 +14,7 @@ import pytest
 from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
+from p4target.compiler.typecheck_call import CallChecker
 from p4target.compiler.types import BitT, BoolT, StructT
 from p4target.errors import P4Error
 from p4target.frontend import ast as A
@@ -207,6 +208,20 @@ def test_a_call_without_a_value_is_refused_by_the_checker(compiled):
     line = SOURCE.splitlines().index("        meta.m16 = 3 + hdr.h.b;") + 1
     assert f"probe.p4:{line}:{loc.col}: error: 'hdr.h.setValid' does not return a value" in str(info.value)
     assert pc.out[n:] == []
+
+
+def test_the_fast_paths_call_checker_checks_a_functions_arguments(compiled):
+    """The fast path's call checker (``in_place``) checks a P4 function's arguments
+    too, though its generator gives up on the call: ``bump(meta.m8)`` has its one
+    inout argument, the place ``meta.m8``, nothing kept in a temporary."""
+    pc, stmts = compiled
+    in_place = CallChecker(pc, pc.expressions, pc.statements.checker, pc.statements, in_place=True)
+    node = in_place.check(stmts[6].value.right)
+    assert isinstance(node, ir_call.ActionCall) and node.ret == BitT(8) and node.type == BitT(8)
+    (arg,) = node.args
+    assert (arg.param, arg.direction, arg.type, arg.pre) == ("x", "inout", BitT(8), ())
+    assert isinstance(arg.value, ir.Field) and arg.value.name == "m8"
+    assert isinstance(arg.place, ir.Field) and arg.place.name == "m8"
 
 
 def test_a_node_with_effects_is_written_once(compiled):
