@@ -74,7 +74,8 @@ class StackShift(Call):
 class TableApply(Call):
     """``t.apply()`` of the table ``table``: its result (``type``, a table result)
     has ``hit``, ``miss`` and ``action_run``. ``after_terms``: applied inside an
-    expression of a statement that evaluated other terms before it."""
+    expression of a statement that evaluated other terms before it (counted by the
+    fast path's statements, which give up on such an application)."""
 
     table: TableInfo
     after_terms: bool = False
