@@ -61,6 +61,8 @@ class CallEmitter:
         }
 
     def emit(self, node: ir_call.Call) -> V | None:
+        for spill in node.pre:
+            self.exprs.emit(spill)
         return self._by_kind[type(node)](node)
 
     # ------------------------------------------------------------------ headers, stacks
@@ -97,13 +99,19 @@ class CallEmitter:
         return V(call, node.type, None, Sym("tableresult", None, call, obj=node.table))
 
     # ------------------------------------------------------------------ actions, functions
+    def arg_code(self, a: ir_call.Arg) -> str | None:
+        """An argument's value (an out argument's fresh value), its place's run-time
+        indexes kept in temporaries first."""
+        for spill in a.pre:
+            self.exprs.emit(spill)
+        return self.exprs.emit(a.value).code if a.value is not None else fresh_value(a.type)
+
     def action_call(self, node: ir_call.ActionCall) -> V | None:
         """A call of the action's or function's Python function with the arguments'
         values (an out argument's fresh value); with out/inout parameters it returns
         their values in a tuple (after a function's return value, before an exiting
         action's flag), which are stored back in order."""
-        codes = [self.exprs.emit(a.value).code if a.value is not None else fresh_value(a.type)
-                 for a in node.args]
+        codes = [self.arg_code(a) for a in node.args]
         call = f"{node.callee.pyfunc}(st, L{''.join(', ' + str(c) for c in codes)})"
         outs = [a for a in node.args if a.direction in ("out", "inout")]
         if not outs:

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, support
+from p4target.compiler import ir, ir_call, support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
-    BitT, BoolT, EnumT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, bit_width,
+    BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StructT, TupleT, Type, VarbitT, bit_width,
 )
 from p4target.compiler.values import V, lit
 
@@ -60,15 +60,35 @@ def folded(code: str, t: Type, all_const: bool) -> V:
     return V(code, t)
 
 
+def fresh_value(t: Type) -> str | None:
+    """Code for a fresh value of ``t`` (0, False, an invalid header, a zeroed struct),
+    or None when a variable of ``t`` has none."""
+    if isinstance(t, (BitT, IntT, ErrorT, VarbitT)):
+        return "0"
+    if isinstance(t, BoolT):
+        return "False"
+    if isinstance(t, EnumT):
+        return repr(min(t.members.values())) if t.underlying is None else "0"
+    if isinstance(t, StructT):
+        return f"{t.pyname}()"
+    if isinstance(t, StackT):
+        return f"Stack({t.elem.pyname}, {t.size})"
+    if isinstance(t, TupleT):
+        elems = [fresh_value(et) for et in t.elems]
+        return None if None in elems else "(" + "".join(f"{e}, " for e in elems) + ")"
+    return None
+
+
 class ExprEmitter:
-    """Python code for the typed expressions of the program compiler ``ctx``; the
-    statements an expression needs before it were emitted by the type checker (which
-    calls ``emit`` on the operands it keeps in temporaries). ``places`` writes the
-    places (the general path's ``PlaceCode``, or the fast path's)."""
+    """Python code for the typed expressions of the program compiler ``ctx``, and the
+    statements an expression needs before its value (a call's, a temporary's, an if
+    block's), written once per node (``written``). ``places`` writes the places (the
+    general path's ``PlaceCode``, or the fast path's)."""
 
     def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx
         self.places: PlaceWriter = places if places is not None else PlaceCode(ctx)
+        self.written: dict[int, tuple[ir.Expr, V]] = {}  # the nodes whose code has effects, by id, with their value
         self._by_kind: dict[type, Callable[[Any], V]] = {  # each method takes its own node class
             ir.Const: self.const, ir.TypeName: self.type_name, ir.Ref: self.places.name, ir.Field: self.field,
             ir.StackMember: self.stack_member, ir.TableResultMember: self.table_result_member,
@@ -77,7 +97,8 @@ class ExprEmitter:
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
             ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
             ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
-            ir.CallResult: self.call_result, ir.Temp: self.temp,
+            ir_call.CallResult: self.call_result, ir.Spill: self.spill,
+            ir.ShortCircuit: self.short_circuit, ir.Conditional: self.conditional,
         }
 
     def emit(self, node: ir.Expr) -> V:
@@ -122,13 +143,65 @@ class ExprEmitter:
         base = self.emit(node.base)
         return self.places.stack_element(node, base, self.emit(node.index))
 
-    @staticmethod
-    def call_result(node: ir.CallResult) -> V:
-        return node.value
+    def once(self, node: ir.Expr, write: Callable[[], V]) -> V:
+        """The value of ``node``, whose code has effects: written (``write``) the first
+        time the node is."""
+        done = self.written.get(id(node))
+        if done is None:
+            done = self.written[id(node)] = (node, write())
+        return done[1]
 
-    @staticmethod
-    def temp(node: ir.Temp) -> V:
-        return V(node.name, node.type, node.const)
+    def call_result(self, node: ir_call.CallResult) -> V:
+        """The call's value: the call is written the first time its node is."""
+        return self.once(node, lambda: self.ctx.call_value(node.node, node.call))
+
+    def spill(self, node: ir.Spill) -> V:
+        return self.once(node, lambda: self.write_spill(node))
+
+    def write_spill(self, node: ir.Spill) -> V:
+        if node.value is None:
+            code = fresh_value(node.type)
+            assert code is not None  # the checker refused the types without a fresh value
+            v = V(code, node.type)
+        else:
+            v = self.emit(node.value)
+        if node.how == "value" and v.const is not None:
+            return V(v.code, node.type, v.const)
+        if node.how in ("item", "arg") and v.code.lstrip("-").isdigit():
+            return V(v.code, node.type)
+        t = self.ctx.tmp("v")
+        copy = node.how != "item" and isinstance(node.type, (StructT, StackT))
+        self.ctx.emit(f"{t} = {v.code}.copy()" if copy else f"{t} = {v.code}")
+        return V(t, node.type)
+
+    def short_circuit(self, node: ir.ShortCircuit) -> V:
+        return self.once(node, lambda: self.write_short_circuit(node))
+
+    def write_short_circuit(self, node: ir.ShortCircuit) -> V:
+        code = self.emit(node.left).code
+        t = self.ctx.tmp("b")
+        self.ctx.emit(f"{t} = {code}")
+        self.ctx.emit(f"if {t}:" if node.op == "&&" else f"if not {t}:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.right).code}")
+        self.ctx.dedent()
+        return V(t, BoolT())
+
+    def conditional(self, node: ir.Conditional) -> V:
+        return self.once(node, lambda: self.write_conditional(node))
+
+    def write_conditional(self, node: ir.Conditional) -> V:
+        code = self.emit(node.cond).code
+        t = self.ctx.tmp("c")
+        self.ctx.emit(f"if {code}:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.then).code}")
+        self.ctx.dedent()
+        self.ctx.emit("else:")
+        self.ctx.indent()
+        self.ctx.emit(f"{t} = {self.emit(node.other).code}")
+        self.ctx.dedent()
+        return V(t, node.type)
 
     # ------------------------------------------------------------------ operators
     def slice(self, node: ir.Slice) -> V:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from p4target.compiler import ir, ir_call, ir_stmt
-from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StackT, StructT, TupleT, Type, VarbitT
+from p4target.compiler.emit_expr import fresh_value
+from p4target.compiler.types import VarbitT
 
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
@@ -28,25 +29,6 @@ def length_place(code: str) -> str:
     beside a field or block local (``h._len_f``, ``L._len_x``), or a local of its own."""
     head, dot, attr = code.rpartition(".")
     return f"{head}._len_{attr}" if dot else f"_len_{code}"
-
-
-def fresh_value(t: Type) -> str | None:
-    """Code for a fresh value of ``t`` (0, False, an invalid header, a zeroed struct),
-    or None when a variable of ``t`` has none."""
-    if isinstance(t, (BitT, IntT, ErrorT, VarbitT)):
-        return "0"
-    if isinstance(t, BoolT):
-        return "False"
-    if isinstance(t, EnumT):
-        return repr(min(t.members.values())) if t.underlying is None else "0"
-    if isinstance(t, StructT):
-        return f"{t.pyname}()"
-    if isinstance(t, StackT):
-        return f"Stack({t.elem.pyname}, {t.size})"
-    if isinstance(t, TupleT):
-        elems = [fresh_value(et) for et in t.elems]
-        return None if None in elems else "(" + "".join(f"{e}, " for e in elems) + ")"
-    return None
 
 
 class Bodies(Protocol):
@@ -99,6 +81,8 @@ class StmtEmitter:
         self.ctx.dedent()
 
     def assign(self, node: ir_stmt.Assign) -> None:
+        for spill in node.pre:
+            self.exprs.emit(spill)
         self.bodies.store_node(node.target, self.exprs.emit(node.value).code)
         if node.widths is not None:  # the value's current width goes with its bits
             self.ctx.emit(f"{node.widths[0]} = {node.widths[1]}")

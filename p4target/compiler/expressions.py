@@ -28,8 +28,8 @@ class ExpressionCompiler:
     them, ``emitter`` writes their code, its places as ``places`` writes them (the
     general path's ``PlaceCode`` when none is given; the fast path gives its own).
     The statements an expression needs before it (a call's copy-out, a temporary)
-    are emitted through ``ctx`` while it is checked; a call is the statement
-    compiler's (``ctx.call_expr``)."""
+    are nodes the emitter writes with it; a call is checked by the call checker
+    (``ctx.check_call``) and written by the call generator (``ctx.call_value``)."""
 
     def __init__(self, ctx: CompilerContext, places: PlaceWriter | None = None) -> None:
         self.ctx = ctx

@@ -53,7 +53,7 @@ class FastCallEmitter(CallEmitter):
         return None
 
     def table_apply(self, node: ir_call.TableApply) -> V | None:
-        return self.ctx.apply_table(node.table)
+        return self.ctx.apply_table(node.table, node.after_terms)
 
     def action_call(self, node: ir_call.ActionCall) -> V | None:
         """The action's body here, each parameter a local set to its argument (a

@@ -123,7 +123,6 @@ class FastCompiler(ProgramCompiler, FastContext):
         self.block_params: list[A.Param] = []  # the control being compiled (shared_test)
         self._tail: tuple[list[tuple[str, ...]], set[tuple[str, ...]], bool] | Literal[False] | None = None
         self.after_ingress: set[tuple[str, ...]] = set()  # sm places AfterIngress sets first
-        self._base = 0  # ExprChecker.depth where the current statement starts
         self._written_cache: dict[tuple[str, ...], bool] = {}
         self.field_header: dict[tuple[str, ...], tuple[str, ...]] = {}  # field -> its header
         self._leaf_cache: dict[tuple[str, ...], V] = {}
@@ -146,14 +145,8 @@ class FastCompiler(ProgramCompiler, FastContext):
     def inline_action(self, info: ActionInfo, bound: dict[str, str]) -> None:
         self.fast_tables.inline_action(info, bound)  # FastCallEmitter's action calls
 
-    def evaluated_before(self) -> bool:
-        """Whether the statement being compiled evaluated an expression that has been
-        done with (not one of those being checked) until now (``ExprChecker``'s counts)."""
-        checker = self.expressions.checker
-        return checker.entered != checker.depth - self._base
-
-    def apply_table(self, info: TableInfo) -> V:
-        return self.fast_tables.apply_table(info)  # FastCallEmitter's table applications
+    def apply_table(self, info: TableInfo, after_terms: bool) -> V:
+        return self.fast_tables.apply_table(info, after_terms)  # FastCallEmitter's table applications
 
     def gen_parser(self, d: A.ParserDecl) -> None:
         self.fast_parser.gen_parser(d)  # ProgramCompiler.compile's parser

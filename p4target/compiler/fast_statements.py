@@ -135,12 +135,12 @@ class FastStatementCompiler(StatementCompiler):
             self.ctx.emit("break")  # out of the block's `while True:`
             return
         checker = self.expressions.checker
-        saved = checker.entered, self.ctx._base, self.ctx.tmp_count
-        checker.entered, self.ctx._base = 0, checker.depth
+        saved = checker.entered, checker.base, self.ctx.tmp_count
+        checker.entered, checker.base = 0, checker.depth
         super().stmt(s)  # an exception abandons the whole fast path: no finally
         # a temporary lives in the code of the statement that made it: the next
         # statement reuses its names (every local of ``_fast`` costs each call)
-        checker.entered, self.ctx._base, self.ctx.tmp_count = saved
+        checker.entered, checker.base, self.ctx.tmp_count = saved
 
     def write_assign(self, node: ir_stmt.Assign) -> None:
         """A header, struct or stack assigned whole to a place of the packet state is
@@ -148,6 +148,8 @@ class FastStatementCompiler(StatementCompiler):
         object; anything else is stored as the shared compiler stores it."""
         t = node.target.type
         emit = self.expressions.emitter.emit
+        for spill in node.pre:  # written once: the shared compiler's store finds them written
+            emit(spill)
         if isinstance(t, (StructT, StackT)):
             dst = emit(node.target)
             if dst.path is not None:

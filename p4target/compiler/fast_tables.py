@@ -47,8 +47,8 @@ class FastTables:
             self.ctx.block_body(d.body.stmts)
         self.ctx.scope, self.ctx.fn_kind, self.ctx.action_outs = saved
 
-    def apply_table(self, info) -> V:
-        if self.ctx.evaluated_before():
+    def apply_table(self, info, after_terms: bool) -> V:
+        if after_terms:
             # something in this statement is evaluated before the apply: pasting the
             # apply before the statement would change the order
             raise NoFast("table applied inside an expression after other terms")

@@ -6,9 +6,11 @@ Every node carries its resolved P4 type, its source place and, when it is known 
 compile time, its value (``const``; a node folded to a value is a ``Const``). Names
 carry the symbol they resolve to; members, indexes and slices the part they select;
 an unsized literal beside a sized operand has already become a ``Const`` of that
-operand's type. Nothing in a node is code, except where the statement compiler has
-already compiled a part: a call's result (``CallResult``) and a value kept in a
-temporary because a later operand has side effects (``Temp``).
+operand's type. Nothing in a node is code: a value kept in a temporary because a
+later operand has side effects (``Spill``), a short-circuit or conditional with
+side effects (``ShortCircuit``, ``Conditional``) and a call's result
+(``ir_call.CallResult``, which holds the call's node) are nodes the generator
+writes.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from typing import TypeVar, dataclass_transform
 
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import StackT, StructT, Type
-from p4target.compiler.values import V
-from p4target.frontend import ast as A
 from p4target.frontend.source import Loc
 
 _N = TypeVar("_N")
@@ -209,21 +209,39 @@ class StructBuild(Expr):
 
 
 @node
-class CallResult(Expr):
-    """The value of call ``call``, compiled by the statement compiler where the
-    expression evaluates it (the statements it needs are emitted then): ``value``."""
+class Spill(Expr):
+    """``value`` evaluated before what comes after it, which has side effects: the
+    generator writes it into a temporary where it writes this node (once), a header,
+    struct or stack as its own copy. ``how`` says what stays as it is: ``value`` (an
+    operand) a value that is then a constant; ``item`` (an item of a list converted
+    to a struct or tuple type, not copied) and ``arg`` (an action's argument; None:
+    an out argument's fresh value) an integer literal; ``name`` (a run-time index of
+    an l-value, an extern's argument, which the statement checker names) nothing."""
 
-    call: A.Call
-    value: V
+    value: Expr | None
+    how: str = "value"
 
 
 @node
-class Temp(Expr):
-    """A value already evaluated: ``name`` is the temporary holding it (the operands
-    before one with side effects, a short-circuit or a conditional with side
-    effects), or its code when that is a constant."""
+class ShortCircuit(Expr):
+    """``left && right`` / ``left || right`` whose right operand has side effects:
+    the generator keeps ``left`` in a temporary and evaluates ``right`` (and its
+    effects) into it only when ``left`` does not decide."""
 
-    name: str
+    op: str
+    left: Expr
+    right: Expr
+
+
+@node
+class Conditional(Expr):
+    """``cond ? then : other`` with side effects in a branch: the generator writes
+    an if block that evaluates only the chosen branch into a temporary (``then``
+    and ``other`` have this node's type)."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
 
 
 @node

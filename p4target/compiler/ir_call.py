@@ -6,9 +6,8 @@ The callee is resolved (the header, stack, table, action or function called) and
 the arguments are checked: settled in the order of the callee's parameters
 (names, defaults, ``_``), typed and converted to their parameter types, with their
 direction. ``type`` is the call's result type (``VoidT`` when it returns nothing).
-Nothing in a node is code, except in its expressions where the expression checker
-already compiled a part (an argument kept in a temporary, ``ir.Temp``, because a
-later one has side effects; a nested call's result, ``ir.CallResult``).
+Nothing in a node is code: an argument kept in a temporary because a later one has
+side effects is an ``ir.Spill``, a nested call's result a ``CallResult`` (below).
 """
 
 from __future__ import annotations
@@ -27,10 +26,14 @@ if TYPE_CHECKING:
 
 @node
 class Call:
-    """A checked call: its source place and its result type."""
+    """A checked call: its source place, its result type, when the checker knows it
+    (``static_assert``) its value, and the values kept in temporaries before it
+    (``pre``: an extern's arguments, evaluated in order before the call)."""
 
     loc: Loc
     type: Type
+    const: int | bool | str | None = None
+    pre: tuple[ir.Spill, ...] = ()  # an extern's arguments kept in temporaries, written first
 
 
 @node
@@ -70,9 +73,12 @@ class StackShift(Call):
 @node
 class TableApply(Call):
     """``t.apply()`` of the table ``table``: its result (``type``, a table result)
-    has ``hit``, ``miss`` and ``action_run``."""
+    has ``hit``, ``miss`` and ``action_run``. ``after_terms``: applied inside an
+    expression of a statement that evaluated other terms before it (counted by the
+    fast path's statements, which give up on such an application)."""
 
     table: TableInfo
+    after_terms: bool = False
 
 
 @node
@@ -82,7 +88,8 @@ class Arg:
     converted to ``type`` (an in or inout argument's, or a value kept in a
     temporary; None for an out argument, which starts as the type's fresh value);
     ``place``, for an out or inout argument, is where the result is copied out
-    (None for ``_``: the result is dropped)."""
+    (None for ``_``: the result is dropped); ``pre``: the place's run-time indexes
+    kept in temporaries when the argument is evaluated."""
 
     loc: Loc
     param: str
@@ -90,6 +97,7 @@ class Arg:
     type: Type
     value: ir.Expr | None
     place: ir.Expr | None
+    pre: tuple[ir.Spill, ...] = ()  # the place's run-time indexes kept in temporaries, written first
 
 
 @node
@@ -188,3 +196,12 @@ class SubApply(Call):
     block: SubBlock
     args: tuple[Arg, ...]
     attrs: tuple[str, ...]
+
+
+@node
+class CallResult(ir.Expr):
+    """The value of call ``call``, checked into ``node``: the generator writes the
+    call (and the statements it needs) where it writes the expression, once."""
+
+    call: A.Call
+    node: Call

@@ -6,11 +6,10 @@ A statement's expressions are typed expressions (ir.py), already converted to th
 type the statement needs (an assigned value to its target's, a returned value to
 the function's, a switch label to the switched value's). A compound statement
 (``Block``, ``If``, a switch's case, a loop) holds its bodies as statements of the
-syntax tree: each is checked when the generator reaches it, because a call in it
-writes its statements (a copy-out, a table application) where it is checked, so a
-body is checked at its own place in the code (a loop's in the loop's scope, which
-its node holds). Nothing in a node is code, except in its expressions (ir.py's
-``Temp`` and ``CallResult``).
+syntax tree: each is checked when the generator reaches it, and each of its
+statements is checked then written in turn, so a body is checked at its own place
+in the code (a loop's in the loop's scope, which its node holds). Nothing in a
+node is code.
 """
 
 from __future__ import annotations
@@ -47,11 +46,12 @@ class Assign(Stmt):
     """``target = value`` (``target op= value`` is ``target = target op value``, its
     run-time indexes kept in temporaries first): ``value`` has the target's type;
     ``widths``: for a varbit value, where the target's current width is kept and
-    where the value's is."""
+    where the value's is; ``pre``: the run-time indexes kept in temporaries."""
 
     target: ir.Expr
     value: ir.Expr
     widths: tuple[str, str] | None
+    pre: tuple[ir.Spill, ...] = ()  # the target's run-time indexes kept in temporaries, written first
 
 
 @node

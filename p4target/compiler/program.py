@@ -169,6 +169,12 @@ class ProgramCompiler(CompilerContext):
     def call_expr(self, e: A.Call) -> V:
         return self.statements.call_expr(e)
 
+    def check_call(self, e: A.Call) -> ir_call.Call:
+        return self.statements.calls.check(e)
+
+    def call_value(self, node: ir_call.Call, e: A.Call) -> V:
+        return self.statements.call_value(node, e)
+
     def has_effects(self, e: A.Expr | None) -> bool:
         return self.statements.has_effects(e)
 

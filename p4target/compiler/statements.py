@@ -13,7 +13,7 @@ from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
-from p4target.compiler.expressions import ExpressionCompiler, expr_text
+from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.scope import Scope
 from p4target.compiler.typecheck_call import CallChecker
@@ -22,7 +22,7 @@ from p4target.compiler.types import (
     BitT, Type,
 )
 from p4target.frontend import ast as A
-from p4target.frontend.source import Loc, error, unsupported
+from p4target.frontend.source import Loc, unsupported
 
 
 class StatementCompiler:
@@ -159,9 +159,6 @@ class StatementCompiler:
     def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
         return self.checker.freeze_lvalue(e, every_index)
 
-    def spill(self, v: V, loc: Loc) -> A.Name:
-        return self.checker.spill(v, loc)
-
     def has_effects(self, e: A.Expr | None) -> bool:
         """True when evaluating ``e`` may change state or depend on an order: any call
         except ``isValid()``, ``lookahead`` and P4 functions without out/inout
@@ -241,9 +238,13 @@ class StatementCompiler:
         return self.call_emitter.emit(node)
 
     def call_expr(self, e: A.Call) -> V:
-        v = self.call(e, as_stmt=False)
-        if v is None:
-            raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
+        return self.call_value(self.calls.check(e), e)
+
+    def call_value(self, node: ir_call.Call, e: A.Call) -> V:
+        """The value of the checked call ``node`` (of ``e``), written now (the checker
+        refused a call that returns nothing)."""
+        v = self.call_emitter.emit(node)
+        assert v is not None, e.loc
         return v
 
     def call(self, e: A.Call, as_stmt: bool) -> V | None:

@@ -6,20 +6,19 @@ raised, with its place; its arguments are the expression checker's nodes
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from p4target.compiler import ir, ir_call
 from p4target.compiler.scope import Sym
-from p4target.compiler.typecheck_expr import expr_text
+from p4target.compiler.typecheck_expr import expr_text, kind_of
 from p4target.compiler.entities import SubBlock, is_packet_in
 from p4target.compiler.typecheck_extern import ExternChecker
 from p4target.compiler.typecheck_packet import PacketChecker
 from p4target.compiler.typecheck_stmt import StmtChecker, ast_nodes
-from p4target.compiler.emit_stmt import fresh_value
 from p4target.compiler.types import BoolT, ObjT, StackT, StructT, Type, VoidT
-from p4target.compiler.values import V
 from p4target.frontend import ast as A
-from p4target.frontend.source import Loc, error, unsupported
+from p4target.frontend.source import error, unsupported
 
 if TYPE_CHECKING:
     from p4target.compiler.context import CompilerContext
@@ -37,8 +36,8 @@ def symbol_of(node: ir.Expr) -> Sym | None:
     generated ``V`` carries it)."""
     if isinstance(node, (ir.Ref, ir.TypeName)):
         return node.sym
-    if isinstance(node, ir.CallResult):
-        return node.value.sym
+    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+        return Sym("tableresult", None, "", obj=node.node.table)
     return None
 
 
@@ -47,8 +46,8 @@ class CallChecker:
     are ``expressions``' (its ``checker``), their l-values ``stmts``' rules;
     ``order`` settles the order of their arguments' evaluation. ``in_place``
     (the fast path's): an action is compiled where it is called, its arguments
-    bound to locals in order, so none is kept in a temporary first (a P4 function,
-    which it does not compile in place, is left with its arguments unchecked)."""
+    bound to locals in order, so none is kept in a temporary first (a P4 function's
+    arguments are checked too, though the fast path's generator gives up on it)."""
 
     def __init__(self, ctx: CompilerContext, expressions: ExpressionCompiler, stmts: StmtChecker,
                  order: ArgOrder, in_place: bool = False) -> None:
@@ -73,8 +72,10 @@ class CallChecker:
             if sym.kind in ("action", "func"):
                 return self.action_call(e, sym)
             if sym.kind == "function":
-                return self.externs.function(positional(self.settle_args(e, sym.obj.params),
-                                                        sym.obj.params), f.name)
+                settled = self.settle_args(e, sym.obj.params)
+                pre = self.stmts.take()
+                node = self.externs.function(positional(settled, sym.obj.params), f.name)
+                return replace(node, pre=pre) if pre else node
             raise error(f.loc, f"'{f.name}' is a {sym.kind} and cannot be called")
         raise unsupported(e.loc, f"calling '{expr_text(f)}'", "call an action, method or extern")
 
@@ -96,7 +97,8 @@ class CallChecker:
             tsym = self.ctx.scope.lookup(f.obj.name)
             if tsym is not None and tsym.kind == "table":
                 self.nargs(e, 0)
-                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj)
+                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj,
+                                          after_terms=self.exprs.evaluated_before())
         base = self.exprs.check(f.obj)
         bt = base.type
         sym = symbol_of(base)
@@ -121,7 +123,10 @@ class CallChecker:
             method = next((m for m in decl.methods if m.name == name and len(m.params) == len(e.args)),
                           None) if decl is not None else None
             params = method.params if method else None
-            return self.externs.method(positional(self.settle_args(e, params), params), sym, name)
+            settled = self.settle_args(e, params)
+            pre = self.stmts.take()
+            node = self.externs.method(positional(settled, params), sym, name)
+            return replace(node, pre=pre) if pre else node
         if sym.kind == "subblock":
             return self.sub_apply(e, sym.obj, name)
         raise error(f.loc, f"'{expr_text(f.obj)}' has no method '{name}'")
@@ -151,8 +156,8 @@ class CallChecker:
             return A.ListExpr(x.loc, [self.settled_arg(i) for i in x.items])  # type: ignore[misc]  # settled keeps an expression an expression
         if isinstance(x, A.StructExpr):
             return A.StructExpr(x.loc, [(n, self.settled_arg(v)) for n, v in x.fields])  # type: ignore[misc]  # as above
-        v = self.expressions.expr(x)
-        if v.const is not None or (v.sym is not None and v.sym.kind != "var"):
+        v = self.exprs.check(x)
+        if v.const is not None or kind_of(v) not in (None, "var"):
             return x
         return self.stmts.spill(v, x.loc)
 
@@ -202,10 +207,6 @@ class CallChecker:
         ret = getattr(act, "ret", None)  # set for functions, None for actions
         if self.ctx.fn_kind == "parser" and ret is None:
             raise error(e.loc, "actions cannot be called from a parser")
-        if self.in_place and ret is not None:
-            # the fast path does not compile a function in place (its generator gives up
-            # on the call): the arguments, checked by the general path, are left unchecked
-            return ir_call.ActionCall(loc=e.loc, type=ret, callee=act, ret=ret, args=(), exits=False)
         given = self.bind_args(e, params)
         later = [False] * len(given) if self.in_place else \
             [any(self.order.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]
@@ -220,14 +221,16 @@ class CallChecker:
                 continue
             loc = a.loc if a is not None else e.loc
             value, target = self.argument(e, act, p, pt, a)
+            pre = self.stmts.take()
             if later[i]:
-                value = self.settled(value, pt, loc)
-            args.append(ir_call.Arg(loc=loc, param=p.name, direction=p.direction, type=pt, value=value, place=None))
+                value = ir.Spill(type=pt, loc=loc, value=value, how="arg")
+            args.append(ir_call.Arg(loc=loc, param=p.name, direction=p.direction, type=pt, value=value, place=None,
+                                    pre=pre))
             targets.append(target)
         # the places the results are stored into, once every argument is evaluated
         args = [arg if t is None else ir_call.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
                                                   type=arg.type, value=arg.value,
-                                                  place=self.stmts.store_target(t))
+                                                  place=self.stmts.store_target(t), pre=arg.pre)
                 for arg, t in zip(args, targets, strict=True)]
         outs = any(arg.direction in ("out", "inout") for arg in args)
         exits = ret is None and outs and self.may_exit(act)
@@ -256,17 +259,6 @@ class CallChecker:
             raise error(e.loc, f"missing argument for parameter '{p.name}' of action "
                         f"{act.p4name}")  # type: ignore[attr-defined]  # an ActionInfo
         return self.exprs.check_as(a, pt, f"argument '{p.name}'"), None
-
-    def settled(self, value: ir.Expr | None, t: Type, loc: Loc) -> ir.Expr | None:
-        """An argument evaluated now, before a later one with side effects: kept in a
-        temporary unless its code is an integer literal (``None``: an out argument's
-        fresh value, kept the same way)."""
-        code = fresh_value(t) if value is None else self.expressions.emitter.emit(value).code
-        assert code is not None  # check_fresh refused the types without a fresh value
-        if code.lstrip("-").isdigit():
-            return value
-        name = self.stmts.spill(V(code, t), loc).name[1:]
-        return ir.Temp(type=t, loc=loc, name=name)
 
     @staticmethod
     def is_dont_care(e: A.Call, params: list[A.Param], p: A.Param) -> bool:

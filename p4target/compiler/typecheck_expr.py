@@ -7,11 +7,12 @@ and the fast path's) then only write code.
 Width rules follow the P4_16 spec: operands of a binary operator must have the same
 type (an unsized literal adopts the other side's type), results wrap at the type's
 width. Evaluation order (P4_16 8.1): operands left to right, ``&&``/``||``
-short-circuit, ``?:`` evaluates one branch. A call is compiled by the statement
-compiler (``ctx.call_expr``) where the expression evaluates it, which emits the
-statements it needs then; so where a later operand has side effects, the operands
-before it are written into temporaries first (with the generator), and ``&&``,
-``||`` and ``?:`` whose later operands have effects become if blocks.
+short-circuit, ``?:`` evaluates one branch. The checker writes no code: a call is
+checked by the call checker (``ctx.check_call``) into a ``CallResult`` node, which
+the generator writes where it writes the expression; where a later operand has
+side effects, the operands before it are ``Spill`` nodes (written into temporaries
+first), and ``&&``, ``||`` and ``?:`` whose later operands have effects are
+``ShortCircuit`` and ``Conditional`` nodes (written as if blocks).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from p4target.compiler import ir
+from p4target.compiler import ir, ir_call
 from p4target.compiler.emit_expr import ExprEmitter, to_type_const
 from p4target.compiler.scope import Sym
 from p4target.compiler.source_text import expr_text
 from p4target.compiler.typecheck_keys import BitsChecker, KeysetChecker
 from p4target.compiler.types import (
     BitT, BoolT, EnumT, ErrorT, IntT, ObjT, StackT, StringT, StructT, TupleT, Type, VarbitT,
-    bit_width,
+    VoidT, bit_width,
 )
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
@@ -51,8 +52,8 @@ def kind_of(node: ir.Expr) -> str | None:
         return "method"
     if isinstance(node, ir.TableResultMember) and node.name == "action_run":
         return "action_run"
-    if isinstance(node, ir.CallResult) and node.value.sym is not None:
-        return node.value.sym.kind
+    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+        return "tableresult"
     return None
 
 
@@ -66,16 +67,19 @@ def known_int(const: object, loc: Loc) -> int:
 
 class ExprChecker:
     """The expressions of the program compiler ``ctx``, typed and checked. ``emitter``
-    writes the operands kept in temporaries (the fast path's, in the fast compiler).
-    ``entered`` counts the expressions checked and ``depth`` those being checked (the
-    fast path's statements compare them, to know whether anything was evaluated
-    before a table applied inside an expression)."""
+    (the fast path's, in the fast compiler) computes the value of a node whose
+    operands are constants; it writes nothing for the checker.
+    ``entered`` counts the expressions checked and ``depth`` those being checked
+    (``evaluated_before`` compares them, to know whether anything was evaluated
+    before a table applied inside an expression; the fast path's statements set
+    ``base``)."""
 
     def __init__(self, ctx: CompilerContext, emitter: ExprEmitter) -> None:
         self.ctx = ctx
         self.emitter = emitter
         self.entered = 0
         self.depth = 0
+        self.base = 0  # ``depth`` where the current statement starts (the fast path's)
         self.keysets = KeysetChecker(self)  # a select case's or table entry's keysets
         self.bits = BitsChecker(self)  # hash, checksum and digest data
         self._by_kind: dict[type, Callable[[Any], ir.Expr]] = {  # each method takes its own node class
@@ -86,6 +90,11 @@ class ExprChecker:
             A.StructExpr: self.struct_expr, A.DefaultExpr: self.default_expr, A.Mask: self.mask,
             A.Range: self.range, A.Call: self.call,
         }
+
+    def evaluated_before(self) -> bool:
+        """Whether the statement being checked evaluated an expression that has been
+        done with (not one of those being checked) until now."""
+        return self.entered != self.depth - self.base
 
     # ------------------------------------------------------------------ entry points
     def check(self, e: A.Expr) -> ir.Expr:
@@ -189,6 +198,8 @@ class ExprChecker:
             raise error(e.loc, f"unknown name '{e.name}'; declare it before use")
         if sym.kind == "const":
             return ir.Const(type=sym.type, loc=e.loc, const=sym.const)  # type: ignore[arg-type]  # a const symbol has a type and a value
+        if sym.kind == "spilled":  # a value the statement checker keeps in a temporary
+            return sym.obj  # its ir.Spill
         if sym.kind == "var":
             self.ctx.note_use(sym)
         return ir.Ref(type=sym.type or ObjT(sym.kind, e.name), loc=e.loc, sym=sym)
@@ -340,16 +351,13 @@ class ExprChecker:
             return left, r, lt
         raise error(loc, f"operands of '{op}' have incompatible types {lt} and {rt}")
 
-    def spill(self, node: ir.Expr) -> ir.Expr:
-        """``node`` evaluated now into a temporary (constants stay as they are)."""
+    @staticmethod
+    def spill(node: ir.Expr) -> ir.Expr:
+        """``node`` kept in a temporary before a later operand's effects (constants
+        stay as they are)."""
         if node.const is not None:
             return node
-        v = self.emitter.emit(node)
-        if v.const is not None:
-            return ir.Temp(type=node.type, loc=node.loc, const=v.const, name=v.code)
-        t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(node.type, (StructT, StackT)) else f"{t} = {v.code}")
-        return ir.Temp(type=node.type, loc=node.loc, name=t)
+        return ir.Spill(type=node.type, loc=node.loc, value=node)
 
     def short_circuit(self, e: A.Binary) -> ir.Expr:
         """``a && b`` / ``a || b`` whose right operand has effects: ``b`` (and its
@@ -357,17 +365,10 @@ class ExprChecker:
         left = self.check_value(e.left)
         if not isinstance(left.type, BoolT):
             raise error(e.left.loc, f"'{e.op}' needs bool operands, not {left.type}")
-        code = self.emitter.emit(left).code
-        t = self.ctx.tmp("b")
-        self.ctx.emit(f"{t} = {code}")
-        self.ctx.emit(f"if {t}:" if e.op == "&&" else f"if not {t}:")
-        self.ctx.indent()
         r = self.check_value(e.right)
         if not isinstance(r.type, BoolT):
             raise error(e.right.loc, f"'{e.op}' needs bool operands, not {r.type}")
-        self.ctx.emit(f"{t} = {self.emitter.emit(r).code}")
-        self.ctx.dedent()
-        return ir.Temp(type=BoolT(), loc=e.loc, name=t)
+        return ir.ShortCircuit(type=BoolT(), loc=e.loc, op=e.op, left=left, right=r)
 
     def binary(self, e: A.Binary) -> ir.Expr:
         op = e.op
@@ -476,27 +477,12 @@ class ExprChecker:
 
     def conditional(self, e: A.Ternary, cond: ir.Expr) -> ir.Expr:
         """``c ? x : y`` with effects in a branch: only the chosen branch runs."""
-        code = self.emitter.emit(cond).code
-        t = self.ctx.tmp("c")
-        self.ctx.emit(f"if {code}:")
-        self.ctx.indent()
         a = self.check_value(e.then)
-        a_code = self.emitter.emit(a).code
-        at = len(self.ctx.out)
-        self.ctx.emit("")  # the assignment, once both branch types are known
-        self.ctx.dedent()
-        self.ctx.emit("else:")
-        self.ctx.indent()
         b = self.check_value(e.other)
-        b_code = self.emitter.emit(b).code
-        ac, bc, ty = self.branches(e, a, b)
+        ac, bc, ty = self.branches(e, a, b)  # a branch that changed was an unsized literal: a constant
         if isinstance(ty, IntT):
             raise error(e.loc, "both branches of ?: are unsized integers; give one a width")
-        # a branch that changed is an unsized literal given the other's type: a constant
-        self.ctx.emit(f"{t} = {b_code if bc is b else self.emitter.emit(bc).code}")
-        self.ctx.out[at] = f"{self.ctx.ind}{t} = {a_code if ac is a else self.emitter.emit(ac).code}"
-        self.ctx.dedent()
-        return ir.Temp(type=ty, loc=e.loc, name=t)
+        return ir.Conditional(type=ty, loc=e.loc, cond=cond, then=ac, other=bc)
 
     # ------------------------------------------------------------------ conversions
     def cast_expr(self, e: A.Cast) -> ir.Expr:
@@ -535,12 +521,7 @@ class ExprChecker:
         for k, (x, t, what) in enumerate(items):
             node = self.check_as(x, t, what)
             if any(self.ctx.has_effects(y) for y, _, _ in items[k + 1:]):
-                code = self.emitter.emit(node).code
-                if not code.lstrip("-").isdigit():
-                    tmp = self.ctx.tmp("v")
-                    self.ctx.emit(f"{tmp} = {code}")
-                    code = tmp
-                node = ir.Temp(type=node.type, loc=node.loc, name=code)
+                node = ir.Spill(type=node.type, loc=node.loc, value=node, how="item")
             nodes.append(node)
         return nodes
 
@@ -587,5 +568,7 @@ class ExprChecker:
         raise error(e.loc, "'..' is only allowed in select cases and table entries")
 
     def call(self, e: A.Call) -> ir.Expr:
-        v = self.ctx.call_expr(e)  # the statement compiler's: its statements are emitted now
-        return ir.CallResult(type=v.type, loc=e.loc, const=v.const, call=e, value=v)
+        node = self.ctx.check_call(e)  # the call checker's
+        if isinstance(node.type, VoidT):
+            raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
+        return ir_call.CallResult(type=node.type, loc=e.loc, const=node.const, call=e, node=node)

@@ -7,6 +7,7 @@ fast_externs.py) writes them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from p4target import model as M
@@ -152,7 +153,7 @@ class ExternChecker:
         if not check.const:
             message = self.exprs.check_value(self.arg(e, 1)).const if len(e.args) == 2 else None
             raise error(e.loc, "static_assert failed" + (f": {message}" if message else ""))
-        return self.node(e, name, [check], BoolT())
+        return replace(self.node(e, name, [check], BoolT()), const=True)
 
     def _random(self, e: A.Call, name: str) -> ir_call.ExternCall:
         self.ctx.nargs(e, 3)

@@ -7,7 +7,7 @@ error of it raised, with its place; its expressions are the expression checker's
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
 from p4target.compiler import ir, ir_stmt
@@ -15,7 +15,6 @@ from p4target.compiler.emit_stmt import fresh_value, length_place
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text, kind_of
 from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StackT, StructT, TupleT, Type, VarbitT, VoidT
-from p4target.compiler.values import V
 from p4target.frontend import ast as A
 from p4target.frontend.source import Loc, error, unsupported
 
@@ -50,6 +49,8 @@ class StmtChecker:
         self.ctx = ctx
         self.expressions = expressions
         self.exprs = expressions.checker
+        self.pending: list[ir.Spill] = []  # the values kept in temporaries, not yet taken by a node
+        self.spilled = 0  # the temporaries' names in scope
 
     def local_name(self, name: str) -> str:
         """A Python name for the P4 local ``name``, unused in the function so far."""
@@ -219,8 +220,10 @@ class StmtChecker:
         run-time index is fixed first, then ``lhs = lhs op rhs``."""
         self.check_lvalue(s.target)
         target = self.freeze_lvalue(s.target, every_index=s.op is not None)
+        pre = self.take()
         value = s.value if s.op is None else A.Binary(s.loc, s.op, target, s.value)
-        return self.assign_to(target, value, s.loc)
+        node = self.assign_to(target, value, s.loc)
+        return replace(node, pre=pre) if pre else node
 
     def assign_to(self, target: A.Expr, value: A.Expr, loc: Loc) -> ir_stmt.Assign:
         t = self.lvalue_type(target)
@@ -280,18 +283,28 @@ class StmtChecker:
             # SideEffectOrdering does with every call
             if not (every_index or any(isinstance(n, A.Call) for n in ast_nodes(e.index))):
                 return A.Index(e.loc, obj, e.index)
-            iv = self.expressions.value(e.index)
+            iv = self.exprs.check_value(e.index)
             if iv.const is not None:
                 return A.Index(e.loc, obj, e.index)
             return A.Index(e.loc, obj, self.spill(iv, e.index.loc))
         return e
 
-    def spill(self, v: V, loc: Loc) -> A.Name:
-        """The value ``v`` kept in a temporary now, as a name (read-only) in scope."""
-        t = self.ctx.tmp("v")
-        self.ctx.emit(f"{t} = {v.code}.copy()" if isinstance(v.type, (StructT, StackT)) else f"{t} = {v.code}")
-        self.ctx.scope.define("$" + t, Sym("var", v.type, t, obj="ro"), loc)
-        return A.Name(loc, "$" + t)
+    def spill(self, node: ir.Expr, loc: Loc) -> A.Name:
+        """The value ``node`` kept in a temporary (an ``ir.Spill``, pending until a
+        node takes it: ``take``), as a name in scope that checks to it."""
+        spill = ir.Spill(type=node.type, loc=loc, value=node, how="name")
+        self.pending.append(spill)
+        self.spilled += 1
+        name = f"$s{self.spilled}"
+        self.ctx.scope.define(name, Sym("spilled", node.type, "", obj=spill), loc)
+        return A.Name(loc, name)
+
+    def take(self) -> tuple[ir.Spill, ...]:
+        """The values kept in temporaries since the last ``take``, in order: the node
+        that takes them has them written first."""
+        taken = tuple(self.pending)
+        self.pending.clear()
+        return taken
 
     # ------------------------------------------------------------------ switch
     def switch(self, s: A.Switch) -> ir_stmt.Switch:
@@ -320,7 +333,7 @@ class StmtChecker:
         if action_run:
             if not isinstance(label, A.Name):
                 raise error(label.loc, "switch on action_run needs action names as labels")
-            table = subject.base.value.sym.obj  # type: ignore[attr-defined]  # action_run is a member of a table's apply result
+            table = subject.base.node.table  # type: ignore[attr-defined]  # action_run is a member of a table's apply result
             return int(table.action_index(label.name, label.loc))
         node = self.exprs.check_value(label)
         if node.const is None:

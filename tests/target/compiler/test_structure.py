@@ -180,3 +180,33 @@ def test_the_call_generators_only_emit():
     for name in ("typecheck_call.py", "typecheck_packet.py", "typecheck_extern.py"):
         assert any("calls error" in x for x in raises_p4_errors(compiler / name)), name
         assert any("calls unsupported" in x for x in raises_p4_errors(compiler / name)), name
+
+
+_WRITERS = ("emit", "emit_lines", "tmp", "indent", "dedent", "call_expr", "call_stmt")
+
+
+def writes_code(source: str, name: str) -> list[str]:
+    """The places in ``source`` (module ``name``) that write code into the function
+    being generated: a call of the compiler's ``emit``, ``emit_lines``, ``tmp``,
+    ``indent``, ``dedent``, ``call_expr`` or ``call_stmt`` (``ctx.emit(...)``), or a
+    use of its ``out``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "ctx" and (node.attr in _WRITERS or node.attr == "out"):
+            found.append(f"{name}:{node.lineno} uses ctx.{node.attr}")
+    return found
+
+
+def test_the_checkers_write_no_code():
+    """The checkers make typed nodes only: a value kept in a temporary, a
+    short-circuit or a conditional with side effects, a call inside an expression is
+    a node the generators write (docs/target-internals.md)."""
+    compiler = ROOT / "p4target" / "compiler"
+    checkers = sorted(compiler.glob("typecheck_*.py"))
+    assert len(checkers) >= 6
+    for path in checkers:
+        assert writes_code(path.read_text(), path.name) == [], path.name
+    # and the check finds them where they are
+    sample = "def f(self):\n    t = self.ctx.tmp('v')\n    self.ctx.emit(t)\n    self.ctx.out[0] = ''\n"
+    assert writes_code(sample, "x.py") == ["x.py:2 uses ctx.tmp", "x.py:3 uses ctx.emit", "x.py:4 uses ctx.out"]

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir, ir_call, ir_stmt
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
+from p4target.compiler.typecheck_call import CallChecker
 from p4target.compiler.types import BitT, BoolT, StructT
 from p4target.errors import P4Error
 from p4target.frontend import ast as A
@@ -42,6 +43,8 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         meta.m24 = hdr.h.b ++ 8w0;
         meta.m8 = K - 6;
         meta.m8 = hdr.h.a + bump(meta.m8);
+        meta.f = meta.f && bump(meta.m8) == 8w1;
+        meta.m8 = meta.f ? bump(meta.m8) : 8w7;
     }
     apply { probe(); }
 }
@@ -124,18 +127,110 @@ def test_a_type_error_is_the_checkers_with_its_place(compiled):
     assert f"probe.p4:{line}:" in str(info.value)
 
 
+def checked_then_written(pc: ProgramCompiler, e: A.Expr) -> tuple[ir.Expr, list[str], list[str], str]:
+    """``e`` checked (the lines written meanwhile: none), then written: the node, both
+    lists of lines (indented relative to the function's body) and the value's code.
+    Temporaries are numbered from 1."""
+    pc.tmp_count = 0
+    n = len(pc.out)
+    node = pc.expressions.checker.check(e)
+    checked = pc.out[n:]
+    code = pc.expressions.emitter.emit(node).code
+    return node, checked, [line[len(pc.ind):] for line in pc.out[n + len(checked):]], code
+
+
 def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
     """P4_16 8.1: ``hdr.h.a + bump(meta.m8)`` reads ``hdr.h.a`` before ``bump`` runs:
-    the checker writes it into a temporary before the call's statements."""
+    the node keeps it in a ``Spill``, which the generator writes into a temporary
+    before the call's statements; the checker writes nothing."""
     pc, stmts = compiled
-    out_before = len(pc.out)
-    node = pc.expressions.checker.check(stmts[6].value)
-    assert isinstance(node, ir.Binary) and node.type == BitT(8)
-    assert isinstance(node.left, ir.Temp) and isinstance(node.right, ir.CallResult)
-    assert node.right.type == BitT(8) and node.right.call is stmts[6].value.right
-    emitted = [line.strip() for line in pc.out[out_before:]]
-    assert emitted[0] == f"{node.left.name} = hdr.h.a"  # first, then the call's statements
-    assert len(emitted) > 1
+    node, checked, written, code = checked_then_written(pc, stmts[6].value)
+    assert checked == []
+    assert isinstance(node, ir.Binary) and node.type == BitT(8) and node.op == "+"
+    assert isinstance(node.left, ir.Spill) and node.left.how == "value" and node.left.type == BitT(8)
+    assert isinstance(node.left.value, ir.Field) and node.left.value.name == "a"
+    assert isinstance(node.right, ir_call.CallResult) and node.right.type == BitT(8)
+    assert node.right.call is stmts[6].value.right
+    assert isinstance(node.right.node, ir_call.ActionCall) and node.right.node.callee.decl.name == "bump"
+    # hdr.h.a first; then bump, whose inout argument is copied back; the sum wraps at 8 bits
+    assert written == ["_v1 = hdr.h.a", "_r2 = f_bump(st, L, meta.m8)", "meta.m8 = _r2[1]"]
+    assert code == "((_v1 + _r2[0]) & 0xff)"
+
+
+def test_a_short_circuit_with_effects_is_a_node(compiled):
+    """P4_16 8.6: ``meta.f && bump(meta.m8) == 8w1`` calls ``bump`` only when
+    ``meta.f`` holds: a ``ShortCircuit`` node, written as an if block."""
+    pc, stmts = compiled
+    node, checked, written, code = checked_then_written(pc, stmts[7].value)
+    assert checked == []
+    assert isinstance(node, ir.ShortCircuit) and node.op == "&&" and node.type == BoolT()
+    assert isinstance(node.left, ir.Field) and node.left.name == "f"
+    assert isinstance(node.right, ir.Binary) and node.right.op == "=="
+    assert isinstance(node.right.left, ir_call.CallResult)
+    assert node.right.right == ir.Const(type=BitT(8), loc=node.right.right.loc, const=1)
+    assert written == ["_b1 = meta.f",
+                       "if _b1:",
+                       "    _r2 = f_bump(st, L, meta.m8)",
+                       "    meta.m8 = _r2[1]",
+                       "    _b1 = (_r2[0] == 1)"]
+    assert code == "_b1"
+
+
+def test_a_conditional_with_effects_is_a_node(compiled):
+    """P4_16 8.5.1: ``meta.f ? bump(meta.m8) : 8w7`` evaluates only the chosen branch:
+    a ``Conditional`` node, written as an if/else block into a temporary."""
+    pc, stmts = compiled
+    node, checked, written, code = checked_then_written(pc, stmts[8].value)
+    assert checked == []
+    assert isinstance(node, ir.Conditional) and node.type == BitT(8)
+    assert isinstance(node.cond, ir.Field) and node.cond.name == "f"
+    assert isinstance(node.then, ir_call.CallResult) and node.then.type == BitT(8)
+    assert node.other == ir.Const(type=BitT(8), loc=node.other.loc, const=7)
+    assert written == ["if meta.f:",
+                       "    _r2 = f_bump(st, L, meta.m8)",
+                       "    meta.m8 = _r2[1]",
+                       "    _c1 = _r2[0]",
+                       "else:",
+                       "    _c1 = 7"]
+    assert code == "_c1"
+
+
+def test_a_call_without_a_value_is_refused_by_the_checker(compiled):
+    """``hdr.h.setValid()`` gives nothing: used as a value, the checker refuses it at
+    its place, before anything is written."""
+    pc, stmts = compiled
+    loc = stmts[0].value.loc
+    h = A.Member(loc, A.Name(loc, "hdr"), "h")
+    call = A.Call(loc, A.Member(loc, h, "setValid"), [], [])
+    n = len(pc.out)
+    with pytest.raises(P4Error) as info:
+        pc.expressions.checker.check(A.Binary(loc, "+", call, A.IntLit(loc, 1, None, False, "1")))
+    line = SOURCE.splitlines().index("        meta.m16 = 3 + hdr.h.b;") + 1
+    assert f"probe.p4:{line}:{loc.col}: error: 'hdr.h.setValid' does not return a value" in str(info.value)
+    assert pc.out[n:] == []
+
+
+def test_the_fast_paths_call_checker_checks_a_functions_arguments(compiled):
+    """The fast path's call checker (``in_place``) checks a P4 function's arguments
+    too, though its generator gives up on the call: ``bump(meta.m8)`` has its one
+    inout argument, the place ``meta.m8``, nothing kept in a temporary."""
+    pc, stmts = compiled
+    in_place = CallChecker(pc, pc.expressions, pc.statements.checker, pc.statements, in_place=True)
+    node = in_place.check(stmts[6].value.right)
+    assert isinstance(node, ir_call.ActionCall) and node.ret == BitT(8) and node.type == BitT(8)
+    (arg,) = node.args
+    assert (arg.param, arg.direction, arg.type, arg.pre) == ("x", "inout", BitT(8), ())
+    assert isinstance(arg.value, ir.Field) and arg.value.name == "m8"
+    assert isinstance(arg.place, ir.Field) and arg.place.name == "m8"
+
+
+def test_a_node_with_effects_is_written_once(compiled):
+    """Writing the same node twice writes its statements once (a call's, a spill's)."""
+    pc, stmts = compiled
+    node, _, written, code = checked_then_written(pc, stmts[6].value)
+    n = len(pc.out)
+    assert pc.expressions.emitter.emit(node).code == code
+    assert pc.out[n:] == [] and len(written) == 3
 
 
 def test_keysets_are_constants_of_the_key_type(compiled):
