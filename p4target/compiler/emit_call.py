@@ -1,4 +1,4 @@
-"""The generator of calls: Python code for a typed call (``ir_call.Call``, made by
+"""The generator of calls: Python code for a typed call (``ir.Call``, made by
 typecheck_call.py), emitted through the program compiler.
 
 It only writes code: the callee was resolved and every argument checked before. Its
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.emit_stmt import fresh_value
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
@@ -51,35 +51,35 @@ class CallEmitter:
         self.exprs = exprs
         self.stores = stores
         self._by_kind: dict[type, Callable[[Any], V | None]] = {  # each method takes its own node class
-            ir_call.IsValid: self.is_valid, ir_call.SetValidity: self.set_validity,
-            ir_call.StackShift: self.stack_shift, ir_call.TableApply: self.table_apply,
-            ir_call.ActionCall: self.action_call,
-            ir_call.Extract: self.ctx.packet_call, ir_call.SkipHeader: self.ctx.packet_call,
-            ir_call.Advance: self.ctx.packet_call, ir_call.Lookahead: self.ctx.packet_call,
-            ir_call.EmitHeaders: self.ctx.packet_call, ir_call.ExternCall: self.ctx.extern_call,
-            ir_call.SubApply: self.ctx.sub_apply,
+            ir.IsValid: self.is_valid, ir.SetValidity: self.set_validity,
+            ir.StackShift: self.stack_shift, ir.TableApply: self.table_apply,
+            ir.ActionCall: self.action_call,
+            ir.Extract: self.ctx.packet_call, ir.SkipHeader: self.ctx.packet_call,
+            ir.Advance: self.ctx.packet_call, ir.Lookahead: self.ctx.packet_call,
+            ir.EmitHeaders: self.ctx.packet_call, ir.ExternCall: self.ctx.extern_call,
+            ir.SubApply: self.ctx.sub_apply,
         }
 
-    def emit(self, node: ir_call.Call) -> V | None:
+    def emit(self, node: ir.Call) -> V | None:
         for spill in node.pre:
             self.exprs.emit(spill)
         return self._by_kind[type(node)](node)
 
     # ------------------------------------------------------------------ headers, stacks
-    def is_valid(self, node: ir_call.IsValid) -> V | None:
+    def is_valid(self, node: ir.IsValid) -> V | None:
         return self.valid_code(node, self.exprs.emit(node.base))
 
-    def valid_code(self, node: ir_call.IsValid, base: V) -> V | None:
+    def valid_code(self, node: ir.IsValid, base: V) -> V | None:
         """A header's validity flag; a union's: whether one of its members is valid."""
         if node.header.kind == "header_union":
             return V("(" + " or ".join(f"{base.code}.{pyfield(n)}._v" for n, _ in node.header.fields) + ")",
                      BoolT())
         return V(f"{base.code}._v", BoolT())
 
-    def set_validity(self, node: ir_call.SetValidity) -> V | None:
+    def set_validity(self, node: ir.SetValidity) -> V | None:
         return self.write_validity(node, self.exprs.emit(node.base))
 
-    def write_validity(self, node: ir_call.SetValidity, base: V) -> V | None:
+    def write_validity(self, node: ir.SetValidity, base: V) -> V | None:
         """simple_switch's add_header for ``setValid``: an invalid header becomes valid
         with all fields 0; a valid one is left as it is; a union's other members
         become invalid first."""
@@ -89,24 +89,24 @@ class CallEmitter:
             invalidate_siblings(self.ctx, self.exprs.emit(node.parent), node.member)
         return V(f"{base.code}.set_valid()", VoidT())
 
-    def stack_shift(self, node: ir_call.StackShift) -> V | None:
+    def stack_shift(self, node: ir.StackShift) -> V | None:
         return V(f"{self.exprs.emit(node.base).code}.{node.method}({node.count})", VoidT())
 
     # ------------------------------------------------------------------ tables
-    def table_apply(self, node: ir_call.TableApply) -> V | None:
+    def table_apply(self, node: ir.TableApply) -> V | None:
         """A call of the table's helper, which gives (action index, hit)."""
         call = f"{node.table.pyfunc}(st, L)"
         return V(call, node.type, None, Sym("tableresult", None, call, obj=node.table))
 
     # ------------------------------------------------------------------ actions, functions
-    def arg_code(self, a: ir_call.Arg) -> str | None:
+    def arg_code(self, a: ir.Arg) -> str | None:
         """An argument's value (an out argument's fresh value), its place's run-time
         indexes kept in temporaries first."""
         for spill in a.pre:
             self.exprs.emit(spill)
         return self.exprs.emit(a.value).code if a.value is not None else fresh_value(a.type)
 
-    def action_call(self, node: ir_call.ActionCall) -> V | None:
+    def action_call(self, node: ir.ActionCall) -> V | None:
         """A call of the action's or function's Python function with the arguments'
         values (an out argument's fresh value); with out/inout parameters it returns
         their values in a tuple (after a function's return value, before an exiting

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, ir_call, support
+from p4target.compiler import ir, support
 from p4target.compiler.naming import pyfield
 from p4target.compiler.scope import Sym
 from p4target.compiler.types import (
@@ -97,7 +97,7 @@ class ExprEmitter:
             ir.Binary: self.binary, ir.CompositeEq: self.composite, ir.Ternary: self.ternary,
             ir.Cast: self.cast, ir.Convert: self.convert_node, ir.ListValue: self.tuple_value,
             ir.TupleBuild: self.tuple_value, ir.StructBuild: self.struct_build,
-            ir_call.CallResult: self.call_result, ir.Spill: self.spill,
+            ir.CallResult: self.call_result, ir.Spill: self.spill,
             ir.ShortCircuit: self.short_circuit, ir.Conditional: self.conditional,
         }
 
@@ -151,7 +151,7 @@ class ExprEmitter:
             done = self.written[id(node)] = (node, write())
         return done[1]
 
-    def call_result(self, node: ir_call.CallResult) -> V:
+    def call_result(self, node: ir.CallResult) -> V:
         """The call's value: the call is written the first time its node is."""
         return self.once(node, lambda: self.ctx.call_value(node.node, node.call))
 

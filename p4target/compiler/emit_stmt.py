@@ -1,4 +1,4 @@
-"""The generator of statements: Python code for a typed statement (``ir_stmt.Stmt``,
+"""The generator of statements: Python code for a typed statement (``ir.Stmt``,
 made by typecheck_stmt.py), emitted through the program compiler.
 
 It only writes code: every name, type and rule was checked before. Its expressions
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from p4target.compiler import ir, ir_call, ir_stmt
+from p4target.compiler import ir
 from p4target.compiler.emit_expr import fresh_value
 from p4target.compiler.types import VarbitT
 
@@ -41,7 +41,7 @@ class Bodies(Protocol):
     def loop_test(self, scope: Scope, cond: A.Expr) -> None: ...
     def block_body(self, stmts: list[A.Stmt]) -> None: ...
     def store_node(self, target: ir.Expr, code: str) -> None: ...
-    def write_call(self, node: ir_call.Call) -> V | None: ...
+    def write_call(self, node: ir.Call) -> V | None: ...
 
 
 class StmtEmitter:
@@ -53,25 +53,25 @@ class StmtEmitter:
         self.exprs = exprs
         self.bodies = bodies
         self._by_kind: dict[type, Callable[[Any], None]] = {  # each method takes its own node class
-            ir_stmt.Empty: self.empty, ir_stmt.Assign: self.assign, ir_stmt.Block: self.block, ir_stmt.If: self.if_,
-            ir_stmt.Exit: self.exit, ir_stmt.Return: self.return_, ir_stmt.VarDecl: self.var_decl,
-            ir_stmt.ConstDecl: self.const_decl, ir_stmt.Switch: self.switch, ir_stmt.CallStmt: self.call_stmt,
-            ir_stmt.For: self.for_, ir_stmt.LoopTest: self.loop_test, ir_stmt.ForIn: self.for_in,
-            ir_stmt.Break: self.break_,
+            ir.Empty: self.empty, ir.Assign: self.assign, ir.Block: self.block, ir.If: self.if_,
+            ir.Exit: self.exit, ir.Return: self.return_, ir.VarDecl: self.var_decl,
+            ir.ConstDecl: self.const_decl, ir.Switch: self.switch, ir.CallStmt: self.call_stmt,
+            ir.For: self.for_, ir.LoopTest: self.loop_test, ir.ForIn: self.for_in,
+            ir.Break: self.break_,
         }
 
-    def emit(self, node: ir_stmt.Stmt) -> None:
+    def emit(self, node: ir.Stmt) -> None:
         self._by_kind[type(node)](node)
 
     @staticmethod
-    def empty(node: ir_stmt.Empty) -> None:
+    def empty(node: ir.Empty) -> None:
         pass
 
     @staticmethod
-    def const_decl(node: ir_stmt.ConstDecl) -> None:
+    def const_decl(node: ir.ConstDecl) -> None:
         pass  # the constant's name is in scope: it runs nothing
 
-    def block(self, node: ir_stmt.Block) -> None:
+    def block(self, node: ir.Block) -> None:
         self.bodies.scoped(list(node.body))
 
     def nested(self, body: tuple[A.Stmt, ...]) -> None:
@@ -80,24 +80,24 @@ class StmtEmitter:
         self.bodies.block_body(list(body))
         self.ctx.dedent()
 
-    def assign(self, node: ir_stmt.Assign) -> None:
+    def assign(self, node: ir.Assign) -> None:
         for spill in node.pre:
             self.exprs.emit(spill)
         self.bodies.store_node(node.target, self.exprs.emit(node.value).code)
         if node.widths is not None:  # the value's current width goes with its bits
             self.ctx.emit(f"{node.widths[0]} = {node.widths[1]}")
 
-    def if_(self, node: ir_stmt.If) -> None:
+    def if_(self, node: ir.If) -> None:
         self.ctx.emit(f"if {self.exprs.emit(node.cond).code}:")
         self.nested(node.then)
         if node.other is not None:
             self.ctx.emit("else:")
             self.nested(node.other)
 
-    def exit(self, node: ir_stmt.Exit) -> None:
+    def exit(self, node: ir.Exit) -> None:
         self.ctx.emit("raise EXIT")
 
-    def return_(self, node: ir_stmt.Return) -> None:
+    def return_(self, node: ir.Return) -> None:
         outs = "".join(o + ", " for o in node.outs)
         if node.in_function:
             val = "None" if node.value is None else self.exprs.emit(node.value).code
@@ -105,7 +105,7 @@ class StmtEmitter:
         else:
             self.ctx.emit(f"return ({outs})" if outs else "return")
 
-    def var_decl(self, node: ir_stmt.VarDecl) -> None:
+    def var_decl(self, node: ir.VarDecl) -> None:
         py = node.local
         if isinstance(node.type, VarbitT):
             self.ctx.emit(f"{length_place(py)} = 0")
@@ -114,7 +114,7 @@ class StmtEmitter:
         if node.init_width is not None:
             self.ctx.emit(f"{length_place(py)} = {node.init_width}")
 
-    def switch(self, node: ir_stmt.Switch) -> None:
+    def switch(self, node: ir.Switch) -> None:
         """The switched value kept in a temporary, then one ``if``/``elif``/``else`` per
         case with a body (labels without one join the next case's test)."""
         subject = self.exprs.emit(node.subject).code
@@ -140,7 +140,7 @@ class StmtEmitter:
             return "True"
         return f"{key} == {label if isinstance(label, int) else self.exprs.emit(label).code}"
 
-    def for_(self, node: ir_stmt.For) -> None:
+    def for_(self, node: ir.For) -> None:
         """A Python ``while True`` whose test comes first (calls in the condition run
         on every test) and whose update ends each iteration."""
         self.bodies.in_scope(node.scope, list(node.init))
@@ -152,10 +152,10 @@ class StmtEmitter:
         self.bodies.in_scope(node.scope, list(node.update))
         self.ctx.dedent()
 
-    def loop_test(self, node: ir_stmt.LoopTest) -> None:
+    def loop_test(self, node: ir.LoopTest) -> None:
         self.ctx.emit(f"if not ({self.exprs.emit(node.cond).code}): break")
 
-    def for_in(self, node: ir_stmt.ForIn) -> None:
+    def for_in(self, node: ir.ForIn) -> None:
         """A Python ``for`` over the values, computed once; a stack's elements are
         each copied as their iteration starts."""
         py = self.exprs.emit(node.existing).code if node.existing is not None else node.local
@@ -175,13 +175,13 @@ class StmtEmitter:
         self.bodies.loop_in(node.scope, list(node.body))
         self.ctx.dedent()
 
-    def break_(self, node: ir_stmt.Break) -> None:
+    def break_(self, node: ir.Break) -> None:
         if node.update is not None and node.scope is not None:
             # the three-clause form runs its update before the next test
             self.bodies.in_scope(node.scope, list(node.update))
         self.ctx.emit(node.word)
 
-    def call_stmt(self, node: ir_stmt.CallStmt) -> None:
+    def call_stmt(self, node: ir.CallStmt) -> None:
         """The call written (by the call generator), then what is left of it to run: its
         code, or a table applied in place of its helper's call."""
         v = self.bodies.write_call(node.call)

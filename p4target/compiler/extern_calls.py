@@ -1,11 +1,11 @@
 """Code generation of calls of v1model/core extern functions and extern object
-methods, from their typed calls (``ir_call.ExternCall``, checked by
+methods, from their typed calls (``ir.ExternCall``, checked by
 typecheck_extern.py), lowered to direct calls of the runtime ``Bindings``
 (docs/target-internals.md, section 2)."""
 
 from __future__ import annotations
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.values import V
 from p4target.compiler.naming import pyfield
@@ -26,13 +26,13 @@ class ExternCalls:
     def code(self, node: ir.Expr | None) -> str:
         return self.ctx.emit_expr(node).code  # type: ignore[arg-type]  # the callers read the arguments the checker set
 
-    def write(self, node: ir_call.ExternCall) -> V | None:
+    def write(self, node: ir.ExternCall) -> V | None:
         if node.instance is not None:
             return self.extern_method(node)
         return self.extern_function(node)
 
     # ------------------------------------------------------------------ externs
-    def extern_method(self, node: ir_call.ExternCall) -> V | None:
+    def extern_method(self, node: ir.ExternCall) -> V | None:
         kind, name, x, args = node.instance.kind, node.name, node.code, node.args  # type: ignore[union-attr]  # a method has its instance
         if kind == "counter":
             return V(f"{x}.count(st, {self.code(args[0])})", VoidT())
@@ -52,7 +52,7 @@ class ExternCalls:
         self.out_assign(node, f"{x}.read(st)")  # a direct meter
         return None
 
-    def out_assign(self, node: ir_call.ExternCall, code: str, below: int | None = None) -> None:
+    def out_assign(self, node: ir.ExternCall, code: str, below: int | None = None) -> None:
         """Store an extern's result (an unbounded int, or one known to be ``< below``)
         into the call's out argument, of any width."""
         tt = node.out_type
@@ -65,23 +65,23 @@ class ExternCalls:
             code = f"({code}) & {tt.underlying.mask:#x}"
         self.ctx.store_node(node.out, code)  # type: ignore[arg-type]  # the externs with a result have their place
 
-    def extern_function(self, node: ir_call.ExternCall) -> V | None:
+    def extern_function(self, node: ir.ExternCall) -> V | None:
         name = node.name
         if name.endswith("checksum") or name.endswith("checksum_with_payload"):
             return self._checksum(node, name.startswith("verify"), name.endswith("payload"))
         handler = getattr(self, "_x_" + name)
         return handler(node)
 
-    def _x_verify(self, node: ir_call.ExternCall) -> V | None:
+    def _x_verify(self, node: ir.ExternCall) -> V | None:
         c = self.code(node.args[0])
         self.ctx.emit(f"if not {c}: raise ParserError({self.code(node.args[1])}, pos)")
         return None
 
-    def _x_mark_to_drop(self, node: ir_call.ExternCall) -> V | None:
+    def _x_mark_to_drop(self, node: ir.ExternCall) -> V | None:
         self.code(node.args[0])
         return V("rt_mark_to_drop(st)", VoidT())
 
-    def _x_hash(self, node: ir_call.ExternCall) -> V | None:
+    def _x_hash(self, node: ir.ExternCall) -> V | None:
         data, nbits, parts = self.ctx.emit_bits(node.bits)  # type: ignore[arg-type]  # a hash has its data
         base = self.ctx.emit_expr(node.args[2])  # type: ignore[arg-type]  # as above: its base and max
         mx = self.ctx.emit_expr(node.args[4])  # type: ignore[arg-type]
@@ -100,17 +100,17 @@ class ExternCalls:
         return None
 
     @staticmethod
-    def _x_static_assert(node: ir_call.ExternCall) -> V | None:
+    def _x_static_assert(node: ir.ExternCall) -> V | None:
         return V("True", BoolT(), True)  # the checker checked it holds
 
-    def _x_random(self, node: ir_call.ExternCall) -> V | None:
+    def _x_random(self, node: ir.ExternCall) -> V | None:
         self.code(node.args[0])
         lo = self.code(node.args[1])
         hi = self.code(node.args[2])
         self.out_assign(node, f"rt_random(st, {lo}, {hi})")
         return None
 
-    def _checksum(self, node: ir_call.ExternCall, verify: bool, payload: bool) -> V | None:
+    def _checksum(self, node: ir.ExternCall, verify: bool, payload: bool) -> V | None:
         cond = self.code(node.args[0])
         data, nbits, _ = self.ctx.emit_bits(node.bits)  # type: ignore[arg-type]  # a checksum has its data
         pl = f", {self.payload_code()}" if payload else ""
@@ -127,25 +127,25 @@ class ExternCalls:
         self.ctx.dedent()
         return None
 
-    def _x_clone(self, node: ir_call.ExternCall) -> V | None:
+    def _x_clone(self, node: ir.ExternCall) -> V | None:
         kind = _CLONE_KIND[node.member]  # type: ignore[index]  # a clone has its CloneType
         return V(f"rt_clone(st, {kind}, {self.code(node.args[1])}, None)", VoidT())
 
-    def _x_clone_preserving_field_list(self, node: ir_call.ExternCall) -> V | None:
+    def _x_clone_preserving_field_list(self, node: ir.ExternCall) -> V | None:
         kind = _CLONE_KIND[node.member]  # type: ignore[index]  # as above
         sess = self.code(node.args[1])
         return V(f"rt_clone(st, {kind}, {sess}, {node.args[2].const})", VoidT())  # type: ignore[union-attr]  # the field list index is a constant
 
-    def _x_resubmit_preserving_field_list(self, node: ir_call.ExternCall) -> V | None:
+    def _x_resubmit_preserving_field_list(self, node: ir.ExternCall) -> V | None:
         return V(f"rt_resubmit(st, {node.args[0].const})", VoidT())  # type: ignore[union-attr]  # as above
 
-    def _x_recirculate_preserving_field_list(self, node: ir_call.ExternCall) -> V | None:
+    def _x_recirculate_preserving_field_list(self, node: ir.ExternCall) -> V | None:
         return V(f"rt_recirculate(st, {node.args[0].const})", VoidT())  # type: ignore[union-attr]  # as above
 
-    def _x_truncate(self, node: ir_call.ExternCall) -> V | None:
+    def _x_truncate(self, node: ir.ExternCall) -> V | None:
         return V(f"rt_truncate(st, {self.code(node.args[0])})", VoidT())
 
-    def _x_digest(self, node: ir_call.ExternCall) -> V | None:
+    def _x_digest(self, node: ir.ExternCall) -> V | None:
         self.code(node.args[0])
         data = node.args[1]
         assert data is not None  # the checker's
@@ -157,14 +157,14 @@ class ExternCalls:
         vals = [f"{o}.{pyfield(n)}" for n, _ in data.type.fields]
         return V(f"rt_digest(st, {data.type.name!r}, ({''.join(v + ', ' for v in vals)}))", VoidT())
 
-    def _x_log_msg(self, node: ir_call.ExternCall) -> V | None:
+    def _x_log_msg(self, node: ir.ExternCall) -> V | None:
         fmt = self.code(node.args[0])
         args = "()"
         if len(node.call.args) == 2:
             args = "(" + "".join(f"int({self.code(a)}), " for a in node.args[1:]) + ")"
         return V(f"rt_log_msg(st, {fmt}, {args})", VoidT())
 
-    def _x_assert(self, node: ir_call.ExternCall) -> V | None:
+    def _x_assert(self, node: ir.ExternCall) -> V | None:
         c = self.code(node.args[0])
         return V(f"rt_assert(st, {c}, {str(node.loc)!r})", VoidT())
 

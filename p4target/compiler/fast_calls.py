@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.compiler import ir_call
+from p4target.compiler import ir
 from p4target.compiler.emit_call import CallEmitter, Stores
 from p4target.compiler.emit_stmt import fresh_value
 from p4target.compiler.fast_deferred import SetValid
@@ -36,12 +36,12 @@ class FastCallEmitter(CallEmitter):
         super().__init__(ctx, exprs, stores)
         self.places = places
 
-    def valid_code(self, node: ir_call.IsValid, base: V) -> V | None:
+    def valid_code(self, node: ir.IsValid, base: V) -> V | None:
         if base.path is None or node.header.kind != "header":
             return super().valid_code(node, base)
         return V(self.places.valid_local(base.path), BoolT())
 
-    def write_validity(self, node: ir_call.SetValidity, base: V) -> V | None:
+    def write_validity(self, node: ir.SetValidity, base: V) -> V | None:
         if base.path is None:
             return super().write_validity(node, base)
         if node.valid:
@@ -52,10 +52,10 @@ class FastCallEmitter(CallEmitter):
             self.ctx.emit(f"{self.places.valid_local(base.path)} = False")
         return None
 
-    def table_apply(self, node: ir_call.TableApply) -> V | None:
+    def table_apply(self, node: ir.TableApply) -> V | None:
         return self.ctx.apply_table(node.table, node.after_terms)
 
-    def action_call(self, node: ir_call.ActionCall) -> V | None:
+    def action_call(self, node: ir.ActionCall) -> V | None:
         """The action's body here, each parameter a local set to its argument (a
         constant argument is read where the action reads it); the out/inout locals
         are stored back after it."""

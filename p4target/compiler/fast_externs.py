@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import FastContext
 from p4target.compiler.extern_calls import ExternCalls
 from p4target.compiler.values import V
@@ -149,7 +149,7 @@ class FastExterns(ExternCalls):
         return j, f"(data[{base + a}:{base + b}] if not {dirty} else {hash_bytes(parts[i:j])})"  # type: ignore[operator]  # base is set for a hash over frame bytes (the branch above)
 
     # ---- externs -------------------------------------------------------------------------
-    def extern_method(self, node: ir_call.ExternCall) -> V | None:
+    def extern_method(self, node: ir.ExternCall) -> V | None:
         kind = node.instance.kind  # type: ignore[union-attr]  # a method has its instance
         if kind == "counter":
             return self.counter_count(node)
@@ -160,7 +160,7 @@ class FastExterns(ExternCalls):
         self.ctx.emit("return None")  # meters, direct meters
         return None
 
-    def counter_count(self, node: ir_call.ExternCall) -> V | None:
+    def counter_count(self, node: ir.ExternCall) -> V | None:
         """``c.count(i)``: a count site the deferred writer settles (fast_deferred.py)."""
         x = node.code
         self.ctx.count_sites.append(x)
@@ -198,7 +198,7 @@ class FastExterns(ExternCalls):
         self.ctx.out.append(CountSite(self.ctx.ind + "    ", x, i))
         return None
 
-    def register_access(self, node: ir_call.ExternCall) -> V | None:
+    def register_access(self, node: ir.ExternCall) -> V | None:
         """``r.read(out, i)`` / ``r.write(i, v)``: a constant cell kept in a local until the
         frame ends, another one through the pending writes of the frame."""
         inst, x, name, args = node.instance, node.code, node.name, node.args
@@ -258,7 +258,7 @@ class FastExterns(ExternCalls):
                 top = min(top, inner)
         return top
 
-    def extern_function(self, node: ir_call.ExternCall) -> V | None:
+    def extern_function(self, node: ir.ExternCall) -> V | None:
         name = node.name
         if name in _GIVE_UP:
             self.ctx.emit("return None")

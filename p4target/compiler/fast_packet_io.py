@@ -8,7 +8,7 @@ a struct and ``extract<T>(_)`` are the general path's alone.
 
 from __future__ import annotations
 
-from p4target.compiler import ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import FastContext
 from p4target.compiler.fast_deferred import TAIL, TOUCHED, Emit
 from p4target.compiler.fast_errors import NoFast
@@ -28,20 +28,20 @@ class FastPacketIO(PacketIO):
         super().__init__(ctx)
         self.parser = parser
 
-    def write(self, node: ir_call.Call) -> V | None:
-        if isinstance(node, ir_call.Advance):
+    def write(self, node: ir.Call) -> V | None:
+        if isinstance(node, ir.Advance):
             self.parser.before_packet_in_method("advance")
-        elif isinstance(node, ir_call.Lookahead):
+        elif isinstance(node, ir.Lookahead):
             self.parser.before_packet_in_method("lookahead")
         return super().write(node)
 
-    def extract(self, node: ir_call.Extract) -> None:
+    def extract(self, node: ir.Extract) -> None:
         self.parser.extract(node)
 
     def unpack_struct(self, t: StructT, x: str) -> str:
         raise NoFast("lookahead of a struct")
 
-    def skip_header(self, node: ir_call.SkipHeader) -> None:
+    def skip_header(self, node: ir.SkipHeader) -> None:
         raise NoFast("extract<T>(_)")
 
     def emit_header(self, v: V, loc: Loc) -> None:

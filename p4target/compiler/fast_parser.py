@@ -11,7 +11,7 @@ and leaves the fields to split to a ``Split`` node (``fast_deferred``).
 
 from __future__ import annotations
 
-from p4target.compiler import ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import FastContext
 from p4target.compiler.values import V
 from p4target.compiler.fast_deferred import NEXT, TAIL, Init, Split, ValidFlag
@@ -40,7 +40,7 @@ class FastParser:
         self.parser_scope: Scope = ctx.global_scope  # (the parser's, once gen_parser made it)
 
     # ---- packet_in ---------------------------------------------------------------------------
-    def extract(self, node: ir_call.Extract) -> None:
+    def extract(self, node: ir.Extract) -> None:
         # (a header with a varbit field, extracted with a length: no such program gets
         # here, declare_struct refused it)
         emit = self.ctx.emit_expr

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir
 from p4target.compiler.context import FastContext
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.fast_calls import FastCallEmitter
@@ -142,7 +142,7 @@ class FastStatementCompiler(StatementCompiler):
         # statement reuses its names (every local of ``_fast`` costs each call)
         checker.entered, checker.base, self.ctx.tmp_count = saved
 
-    def write_assign(self, node: ir_stmt.Assign) -> None:
+    def write_assign(self, node: ir.Assign) -> None:
         """A header, struct or stack assigned whole to a place of the packet state is
         copied place by place from another place, or stored field by field from an
         object; anything else is stored as the shared compiler stores it."""

@@ -1,11 +1,11 @@
 """Code generation of the packet_in methods (extract, lookahead, advance) in parser
-states and of packet_out.emit in the deparser, from their typed calls (ir_call.py,
+states and of packet_out.emit in the deparser, from their typed calls (ir.py,
 checked by typecheck_packet.py): one int.from_bytes per header and shifts/masks to
 split it; one int.to_bytes per valid header to emit it."""
 
 from __future__ import annotations
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.emit_call import invalidate_siblings
 from p4target.compiler.values import V
@@ -36,22 +36,22 @@ class PacketIO:
     def __init__(self, ctx: CompilerContext) -> None:
         self.ctx = ctx
 
-    def write(self, node: ir_call.Call) -> V | None:
-        """The code of a checked packet method call (``ir_call``'s packet nodes)."""
-        if isinstance(node, ir_call.Extract):
+    def write(self, node: ir.Call) -> V | None:
+        """The code of a checked packet method call (the packet nodes of ``ir.py``)."""
+        if isinstance(node, ir.Extract):
             self.extract(node)
-        elif isinstance(node, ir_call.SkipHeader):
+        elif isinstance(node, ir.SkipHeader):
             self.skip_header(node)
-        elif isinstance(node, ir_call.Advance):
+        elif isinstance(node, ir.Advance):
             self.advance(node)
-        elif isinstance(node, ir_call.Lookahead):
+        elif isinstance(node, ir.Lookahead):
             return self.lookahead(node.type)
-        elif isinstance(node, ir_call.EmitHeaders):
+        elif isinstance(node, ir.EmitHeaders):
             self.emit_header(self.ctx.emit_expr(node.value), node.loc)
         return None
 
     # ------------------------------------------------------------------ packet_in
-    def advance(self, node: ir_call.Advance) -> None:
+    def advance(self, node: ir.Advance) -> None:
         v = self.ctx.emit_expr(node.bits)
         short = self.ctx.errors_by_name["PacketTooShort"]
         if v.const is not None:
@@ -83,7 +83,7 @@ class PacketIO:
         self.ctx.emit(f"{x} = lookahead(data, pos, {nbytes}, {nbytes * 8 - t.width}, {short})")
         return V(self.unpack_struct(t, x), t)
 
-    def skip_header(self, node: ir_call.SkipHeader) -> None:
+    def skip_header(self, node: ir.SkipHeader) -> None:
         """``extract<T>(_)``: T's bytes are consumed (PacketTooShort when missing) and
         dropped."""
         t = node.header
@@ -91,7 +91,7 @@ class PacketIO:
         self.ctx.emit(f"if pos + {t.width // 8} > len(data): raise ParserError({short}, pos)")
         self.ctx.emit(f"pos += {t.width // 8}")
 
-    def extract(self, node: ir_call.Extract) -> None:
+    def extract(self, node: ir.Extract) -> None:
         h, t, sv = self.extract_place(node)
         x = self.ctx.tmp("x")
         if node.varbit is not None:
@@ -105,7 +105,7 @@ class PacketIO:
         if sv is not None:
             self.ctx.emit(f"{sv}.nxt += 1")
 
-    def extract_place(self, node: ir_call.Extract) -> tuple[str, StructT, str | None]:
+    def extract_place(self, node: ir.Extract) -> tuple[str, StructT, str | None]:
         """Where ``extract`` writes: (the header's local, its type, the stack's local
         when it is ``s.next`` or ``s.next.member`` of a stack of unions, else None)."""
         emit = self.ctx.emit_expr

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p4target import model as M
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.expressions import ExpressionCompiler
 from p4target.compiler.values import V
 from p4target.compiler.extern_calls import ExternCalls
@@ -169,10 +169,10 @@ class ProgramCompiler(CompilerContext):
     def call_expr(self, e: A.Call) -> V:
         return self.statements.call_expr(e)
 
-    def check_call(self, e: A.Call) -> ir_call.Call:
+    def check_call(self, e: A.Call) -> ir.Call:
         return self.statements.calls.check(e)
 
-    def call_value(self, node: ir_call.Call, e: A.Call) -> V:
+    def call_value(self, node: ir.Call, e: A.Call) -> V:
         return self.statements.call_value(node, e)
 
     def has_effects(self, e: A.Expr | None) -> bool:
@@ -243,7 +243,7 @@ class ProgramCompiler(CompilerContext):
         return self.table_compiler.inline_table_apply(info)
 
     # ================================================================== packet_in/packet_out (PacketIO)
-    def packet_call(self, node: ir_call.Call) -> V | None:
+    def packet_call(self, node: ir.Call) -> V | None:
         return self.packet_io.write(node)  # CallEmitter's packet methods
 
     def field_from(self, shifted: str, ft: Type, w: int, need_mask: bool) -> str:
@@ -253,7 +253,7 @@ class ProgramCompiler(CompilerContext):
         return self.packet_io.unpack_lines(t, h, x)
 
     # ================================================================== externs (ExternCalls)
-    def extern_call(self, node: ir_call.ExternCall) -> V | None:
+    def extern_call(self, node: ir.ExternCall) -> V | None:
         return self.extern_calls.write(node)  # CallEmitter's extern calls
 
     def enum_member_name(self, e: A.Expr, enum: str) -> str:
@@ -280,7 +280,7 @@ class ProgramCompiler(CompilerContext):
                       scope: Scope) -> list[tuple[str, Sym, Loc]]:
         return self.sub_blocks.ctor_bindings(d, decl, scope)
 
-    def sub_apply(self, node: ir_call.SubApply) -> V | None:
+    def sub_apply(self, node: ir.SubApply) -> V | None:
         return self.sub_blocks.sub_apply(node)  # CallEmitter's sub-block applications
 
     # ================================================================== main

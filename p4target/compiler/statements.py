@@ -9,7 +9,7 @@ sub-block's apply) is checked into a typed call (typecheck_call.py,
 
 from __future__ import annotations
 
-from p4target.compiler import ir, ir_call, ir_stmt
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.emit_call import CallEmitter
 from p4target.compiler.emit_stmt import StmtEmitter, fresh_value
@@ -153,7 +153,7 @@ class StatementCompiler:
         """``target = value`` (a block local's initial value)."""
         self.write_assign(self.checker.assign_to(target, value, loc))
 
-    def write_assign(self, node: ir_stmt.Assign) -> None:
+    def write_assign(self, node: ir.Assign) -> None:
         self.emitter.emit(node)
 
     def freeze_lvalue(self, e: A.Expr, every_index: bool) -> A.Expr:
@@ -232,15 +232,15 @@ class StatementCompiler:
 
     # ------------------------------------------------------------------ calls
     def call_stmt(self, e: A.Call) -> None:
-        self.emitter.emit(ir_stmt.CallStmt(loc=e.loc, call=self.calls.check(e)))
+        self.emitter.emit(ir.CallStmt(loc=e.loc, call=self.calls.check(e)))
 
-    def write_call(self, node: ir_call.Call) -> V | None:
+    def write_call(self, node: ir.Call) -> V | None:
         return self.call_emitter.emit(node)
 
     def call_expr(self, e: A.Call) -> V:
         return self.call_value(self.calls.check(e), e)
 
-    def call_value(self, node: ir_call.Call, e: A.Call) -> V:
+    def call_value(self, node: ir.Call, e: A.Call) -> V:
         """The value of the checked call ``node`` (of ``e``), written now (the checker
         refused a call that returns nothing)."""
         v = self.call_emitter.emit(node)

@@ -19,7 +19,7 @@ Constructor parameters are bound at compile time: constants, or other instances
 from __future__ import annotations
 
 
-from p4target.compiler import ir_call
+from p4target.compiler import ir
 from p4target.compiler.context import CompilerContext
 from p4target.compiler.entities import SubBlock, qualify
 from p4target.compiler.values import V
@@ -233,7 +233,7 @@ class SubBlockCompiler:
         return SubBlock("parser", path, d, self.ctx.state_funcs["start"], locals_cls, params)
 
     # ------------------------------------------------------------------ apply
-    def sub_apply(self, node: ir_call.SubApply) -> V | None:
+    def sub_apply(self, node: ir.SubApply) -> V | None:
         """``c.apply(args)``: copy in, run, copy out (see the module docstring)."""
         sub = node.block
         lv = self.ctx.tmp("L")

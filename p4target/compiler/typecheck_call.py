@@ -1,5 +1,5 @@
 """The type checker of calls: a call of the syntax tree becomes a typed call
-(ir_call.py), its callee resolved and its arguments checked, with every error of it
+(ir.py), its callee resolved and its arguments checked, with every error of it
 raised, with its place; its arguments are the expression checker's nodes
 (typecheck_expr.py). The call generator (emit_call.py) then writes it.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text, kind_of
 from p4target.compiler.entities import SubBlock, is_packet_in
@@ -36,7 +36,7 @@ def symbol_of(node: ir.Expr) -> Sym | None:
     generated ``V`` carries it)."""
     if isinstance(node, (ir.Ref, ir.TypeName)):
         return node.sym
-    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+    if isinstance(node, ir.CallResult) and isinstance(node.node, ir.TableApply):
         return Sym("tableresult", None, "", obj=node.node.table)
     return None
 
@@ -60,7 +60,7 @@ class CallChecker:
         self.packets = PacketChecker(ctx, self.exprs, stmts)
         self.externs = ExternChecker(ctx, self.exprs, stmts)
 
-    def check(self, e: A.Call) -> ir_call.Call:
+    def check(self, e: A.Call) -> ir.Call:
         f = e.func
         if isinstance(f, A.Member):
             return self.method_call(e, f)
@@ -89,7 +89,7 @@ class CallChecker:
                 return outer
         return sym
 
-    def method_call(self, e: A.Call, f: A.Member) -> ir_call.Call:
+    def method_call(self, e: A.Call, f: A.Member) -> ir.Call:
         """``x.m(args)``: a header's, a stack's, the packet's, a table's, an extern
         instance's or a sub-block's method."""
         name = f.name
@@ -97,7 +97,7 @@ class CallChecker:
             tsym = self.ctx.scope.lookup(f.obj.name)
             if tsym is not None and tsym.kind == "table":
                 self.nargs(e, 0)
-                return ir_call.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj,
+                return ir.TableApply(loc=e.loc, type=ObjT("tableresult", tsym.obj.name), table=tsym.obj,
                                           after_terms=self.exprs.evaluated_before())
         base = self.exprs.check(f.obj)
         bt = base.type
@@ -109,7 +109,7 @@ class CallChecker:
             k = self.exprs.const_int(e.args[0].value, f"{name} count")  # type: ignore[arg-type]  # nargs checked the argument is there ('_' is refused for them)
             if k < 0:
                 raise error(e.loc, f"{name} count must be >= 0")
-            return ir_call.StackShift(loc=e.loc, type=VoidT(), base=base, stack=bt, method=name, count=k)
+            return ir.StackShift(loc=e.loc, type=VoidT(), base=base, stack=bt, method=name, count=k)
         if sym is None:
             raise error(f.loc, f"'{expr_text(f.obj)}' of type {bt} has no method '{name}'")
         if sym.kind == "packet_in":
@@ -171,14 +171,14 @@ class CallChecker:
                 raise unsupported(a.loc, "a '_' argument", "pass a value")
 
     # ------------------------------------------------------------------ headers
-    def header_method(self, e: A.Call, f: A.Member, base: ir.Expr, name: str) -> ir_call.Call:
+    def header_method(self, e: A.Call, f: A.Member, base: ir.Expr, name: str) -> ir.Call:
         t = base.type
         assert isinstance(t, StructT)
         if t.kind == "struct":
             raise error(f.loc, f"struct {t.name} has no method '{name}'")
         if name == "isValid":
             self.nargs(e, 0)
-            return ir_call.IsValid(loc=e.loc, type=BoolT(), base=base, header=t)
+            return ir.IsValid(loc=e.loc, type=BoolT(), base=base, header=t)
         if name in ("setValid", "setInvalid"):
             self.nargs(e, 0)
             if t.kind == "header_union":
@@ -189,13 +189,13 @@ class CallChecker:
             if name == "setValid" and isinstance(base, ir.Field):
                 # simple_switch's add_header: the union's other members become invalid
                 parent, member = base.base, base.name
-            return ir_call.SetValidity(loc=e.loc, type=VoidT(), base=base, header=t, valid=name == "setValid",
+            return ir.SetValidity(loc=e.loc, type=VoidT(), base=base, header=t, valid=name == "setValid",
                                        parent=parent, member=member)
         raise error(f.loc, f"{t} has no method '{name}'; use isValid, setValid or setInvalid")
 
 
     # ------------------------------------------------------------------ actions, functions
-    def action_call(self, e: A.Call, sym: Sym) -> ir_call.ActionCall:
+    def action_call(self, e: A.Call, sym: Sym) -> ir.ActionCall:
         """A call of an action or P4 function, by copy-in/copy-out (P4_16 6.8): the
         arguments are evaluated left to right (a value is kept in a temporary when a
         later argument has side effects), each out/inout l-value is fixed when its
@@ -210,13 +210,13 @@ class CallChecker:
         given = self.bind_args(e, params)
         later = [False] * len(given) if self.in_place else \
             [any(self.order.has_effects(a) for a in given[i + 1:]) for i in range(len(given))]
-        args: list[ir_call.Arg] = []
+        args: list[ir.Arg] = []
         targets: list[A.Expr | None] = []
         for i, (p, a) in enumerate(zip(params, given, strict=False)):
             pt = self.ctx.param_type(p)
             if p.direction == "out" and a is None and self.is_dont_care(e, params, p):
                 StmtChecker.check_fresh(pt, e.loc)  # the value is computed and dropped
-                args.append(ir_call.Arg(loc=e.loc, param=p.name, direction="out", type=pt, value=None, place=None))
+                args.append(ir.Arg(loc=e.loc, param=p.name, direction="out", type=pt, value=None, place=None))
                 targets.append(None)
                 continue
             loc = a.loc if a is not None else e.loc
@@ -224,17 +224,17 @@ class CallChecker:
             pre = self.stmts.take()
             if later[i]:
                 value = ir.Spill(type=pt, loc=loc, value=value, how="arg")
-            args.append(ir_call.Arg(loc=loc, param=p.name, direction=p.direction, type=pt, value=value, place=None,
+            args.append(ir.Arg(loc=loc, param=p.name, direction=p.direction, type=pt, value=value, place=None,
                                     pre=pre))
             targets.append(target)
         # the places the results are stored into, once every argument is evaluated
-        args = [arg if t is None else ir_call.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
+        args = [arg if t is None else ir.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
                                                   type=arg.type, value=arg.value,
                                                   place=self.stmts.store_target(t), pre=arg.pre)
                 for arg, t in zip(args, targets, strict=True)]
         outs = any(arg.direction in ("out", "inout") for arg in args)
         exits = ret is None and outs and self.may_exit(act)
-        return ir_call.ActionCall(loc=e.loc, type=ret if ret is not None else VoidT(), callee=act, ret=ret,
+        return ir.ActionCall(loc=e.loc, type=ret if ret is not None else VoidT(), callee=act, ret=ret,
                                   args=tuple(args), exits=exits)
 
     def argument(self, e: A.Call, act: object, p: A.Param, pt: Type,
@@ -306,7 +306,7 @@ class CallChecker:
 
 
     # ------------------------------------------------------------------ sub-blocks
-    def sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> ir_call.SubApply:
+    def sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> ir.SubApply:
         """``c.apply(args)`` of a control or parser instance: its arguments bound to its
         parameters (a parser's packet_in apart), checked and converted to their types."""
         self.check_sub_apply(e, sub, name)
@@ -319,7 +319,7 @@ class CallChecker:
             if len(pk) != len(sub.decl.params) - len(decl_params):
                 raise error(e.loc, f"apply of parser {sub.decl.name} needs the packet_in argument" if not pk
                             else f"parser {sub.decl.name} has no packet_in parameter; remove the argument")
-        args: list[ir_call.Arg] = []
+        args: list[ir.Arg] = []
         targets: list[A.Expr | None] = []
         for (p, t, _attr), a in zip(sub.params, given, strict=False):
             if a is None:
@@ -337,14 +337,14 @@ class CallChecker:
             else:
                 value = self.exprs.check_as(a, t, f"argument {p.name}")
                 targets.append(None)
-            args.append(ir_call.Arg(loc=a.loc, param=p.name, direction=p.direction, type=t, value=value,
+            args.append(ir.Arg(loc=a.loc, param=p.name, direction=p.direction, type=t, value=value,
                                     place=None))
-        args = [arg if x is None else ir_call.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
+        args = [arg if x is None else ir.Arg(loc=arg.loc, param=arg.param, direction=arg.direction,
                                                   type=arg.type, value=arg.value,
                                                   place=self.stmts.store_target(x))
                 for arg, x in zip(args, targets, strict=True)]
         attrs = tuple(attr for (_p, _t, attr), _a in zip(sub.params, given, strict=False))
-        return ir_call.SubApply(loc=e.loc, type=VoidT(), block=sub, args=tuple(args), attrs=attrs)
+        return ir.SubApply(loc=e.loc, type=VoidT(), block=sub, args=tuple(args), attrs=attrs)
 
     def check_sub_apply(self, e: A.Call, sub: SubBlock, name: str) -> None:
         """Refuse a method other than apply, and an apply from where it cannot run."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.emit_expr import ExprEmitter, to_type_const
 from p4target.compiler.scope import Sym
 from p4target.compiler.source_text import expr_text
@@ -52,7 +52,7 @@ def kind_of(node: ir.Expr) -> str | None:
         return "method"
     if isinstance(node, ir.TableResultMember) and node.name == "action_run":
         return "action_run"
-    if isinstance(node, ir_call.CallResult) and isinstance(node.node, ir_call.TableApply):
+    if isinstance(node, ir.CallResult) and isinstance(node.node, ir.TableApply):
         return "tableresult"
     return None
 
@@ -571,4 +571,4 @@ class ExprChecker:
         node = self.ctx.check_call(e)  # the call checker's
         if isinstance(node.type, VoidT):
             raise error(e.loc, f"'{expr_text(e.func)}' does not return a value")
-        return ir_call.CallResult(type=node.type, loc=e.loc, const=node.const, call=e, node=node)
+        return ir.CallResult(type=node.type, loc=e.loc, const=node.const, call=e, node=node)

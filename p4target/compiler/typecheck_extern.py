@@ -1,6 +1,6 @@
 """The type checker of extern calls: calls of the v1model/core extern functions and
 of the methods of extern instances (counters, registers, meters) become typed calls
-(``ir_call.ExternCall``), with every argument checked by the extern's rules and
+(``ir.ExternCall``), with every argument checked by the extern's rules and
 every error raised with its place; extern_calls.py (and the fast path's
 fast_externs.py) writes them.
 """
@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from p4target import model as M
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text
 from p4target.compiler.types import BitT, BoolT, EnumT, ErrorT, IntT, StringT, StructT, TupleT, Type, VoidT
@@ -42,8 +42,8 @@ class ExternChecker:
         self._list_digests: list[Loc] | None = None  # the digest(r, {...}) calls, in source order
 
     def node(self, e: A.Call, name: str, args: list[ir.Expr | None], t: Type | None = None,
-             sym: Sym | None = None, **parts: object) -> ir_call.ExternCall:
-        return ir_call.ExternCall(loc=e.loc, type=t if t is not None else VoidT(), call=e, name=name,
+             sym: Sym | None = None, **parts: object) -> ir.ExternCall:
+        return ir.ExternCall(loc=e.loc, type=t if t is not None else VoidT(), call=e, name=name,
                                   instance=sym.obj if sym is not None else None,
                                   code=sym.code if sym is not None else "", args=tuple(args),
                                   **parts)  # type: ignore[arg-type]  # the parts are ExternCall's own fields
@@ -52,7 +52,7 @@ class ExternChecker:
         return e.args[i].value  # type: ignore[return-value]  # nargs refused '_'
 
     # ------------------------------------------------------------------ methods
-    def method(self, e: A.Call, sym: Sym, name: str) -> ir_call.ExternCall:
+    def method(self, e: A.Call, sym: Sym, name: str) -> ir.ExternCall:
         inst = sym.obj
         kind = inst.kind
         if kind == "counter" and name == "count":
@@ -111,25 +111,25 @@ class ExternChecker:
         raise error(e.loc, f"bad {enum} value")
 
     # ------------------------------------------------------------------ functions
-    def function(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def function(self, e: A.Call, name: str) -> ir.ExternCall:
         if name not in FUNCTIONS:
             raise unsupported(e.loc, f"extern function '{name}'",
                               "use the v1model/core functions the embedded target implements")
         how = getattr(self, "_" + name, None) or self._checksum
         return how(e, name)
 
-    def _verify(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _verify(self, e: A.Call, name: str) -> ir.ExternCall:
         if self.ctx.fn_kind != "parser":
             raise error(e.loc, "verify() is only allowed in a parser")
         self.ctx.nargs(e, 2)
         c = self.exprs.check_as(self.arg(e, 0), BoolT(), "verify condition")
         return self.node(e, name, [c, self.exprs.check_as(self.arg(e, 1), ErrorT(), "verify error")])
 
-    def _mark_to_drop(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _mark_to_drop(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 1)
         return self.node(e, name, [self.exprs.check_value(self.arg(e, 0))])
 
-    def _hash(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _hash(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 5)
         algo = self.enum_member_name(self.arg(e, 1), "HashAlgorithm")
         bits = self.exprs.bits.check(self.arg(e, 3))
@@ -144,7 +144,7 @@ class ExternChecker:
         out, tt = self.out_place(self.arg(e, 0), None)
         return self.node(e, name, [None, None, base, None, mx], out=out, out_type=tt, member=algo, bits=bits)
 
-    def _static_assert(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _static_assert(self, e: A.Call, name: str) -> ir.ExternCall:
         """``static_assert(check[, message])``: checked now; true when it holds."""
         self.ctx.nargs(e, 1, 2)
         check = self.exprs.check_value(self.arg(e, 0))
@@ -155,7 +155,7 @@ class ExternChecker:
             raise error(e.loc, "static_assert failed" + (f": {message}" if message else ""))
         return replace(self.node(e, name, [check], BoolT()), const=True)
 
-    def _random(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _random(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 3)
         self.stmts.check_lvalue(self.arg(e, 0))
         target = self.exprs.check_value(self.arg(e, 0))
@@ -164,7 +164,7 @@ class ExternChecker:
         out, tt = self.out_place(self.arg(e, 0), None)
         return self.node(e, name, [target, lo, hi], out=out, out_type=tt)
 
-    def _checksum(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _checksum(self, e: A.Call, name: str) -> ir.ExternCall:
         """verify_checksum, update_checksum and their _with_payload forms."""
         self.ctx.nargs(e, 4)
         cond = self.exprs.check_as(self.arg(e, 0), BoolT(), "checksum condition")
@@ -178,33 +178,33 @@ class ExternChecker:
         out, tt = self.out_place(self.arg(e, 2), None)
         return self.node(e, name, [cond, None, None], member=algo, bits=bits, out=out, out_type=tt)
 
-    def _clone(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _clone(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 2)
         kind = self.enum_member_name(self.arg(e, 0), "CloneType")
         return self.node(e, name, [None, self.exprs.check_value(self.arg(e, 1))], member=kind)
 
-    def _clone_preserving_field_list(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _clone_preserving_field_list(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 3)
         kind = self.enum_member_name(self.arg(e, 0), "CloneType")
         sess = self.exprs.check_value(self.arg(e, 1))
         fl = self.exprs.const_int(self.arg(e, 2), "field list index")
         return self.node(e, name, [None, sess, ir.Const(type=IntT(), loc=e.args[2].loc, const=fl)], member=kind)
 
-    def _resubmit_preserving_field_list(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _resubmit_preserving_field_list(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 1)
         fl = self.exprs.const_int(self.arg(e, 0), "field list index")
         return self.node(e, name, [ir.Const(type=IntT(), loc=e.args[0].loc, const=fl)])
 
     _recirculate_preserving_field_list = _resubmit_preserving_field_list
 
-    def _truncate(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _truncate(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 1)
         v = self.exprs.check_value(self.arg(e, 0))
         if not isinstance(v.type, (BitT, IntT)):
             raise error(self.arg(e, 0).loc, f"truncate length must be an integer, not {v.type}")
         return self.node(e, name, [v])
 
-    def _digest(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _digest(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 2)
         receiver = self.exprs.check_value(self.arg(e, 0))
         data = self.arg(e, 1)
@@ -222,7 +222,7 @@ class ExternChecker:
         self.ctx.note_digest(t, e.loc)
         return self.node(e, "digest", [receiver, value], digest=t.name)
 
-    def list_digest(self, e: A.Call, receiver: ir.Expr, data: A.ListExpr) -> ir_call.ExternCall:
+    def list_digest(self, e: A.Call, receiver: ir.Expr, data: A.ListExpr) -> ir.ExternCall:
         """``digest(receiver, {a, b})``: a tuple digest named ``digest_<n>``, n its place
         among such calls in the source (p4c's P4Info name)."""
         if self._list_digests is None:
@@ -237,7 +237,7 @@ class ExternChecker:
         value = self.exprs.check_as(data, TupleT(tuple(v.type for v in values)), "digest data")
         return self.node(e, "digest", [receiver, value], digest=name)
 
-    def _log_msg(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _log_msg(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 1, 2)
         fmt = self.exprs.check_value(self.arg(e, 0))
         if not isinstance(fmt.type, StringT):
@@ -248,7 +248,7 @@ class ExternChecker:
             items += [self.exprs.check_value(it) for it in (a.items if isinstance(a, A.ListExpr) else [a])]
         return self.node(e, name, items)
 
-    def _assert(self, e: A.Call, name: str) -> ir_call.ExternCall:
+    def _assert(self, e: A.Call, name: str) -> ir.ExternCall:
         self.ctx.nargs(e, 1)
         return self.node(e, name, [self.exprs.check_as(self.arg(e, 0), BoolT(), "assert condition")])
 

@@ -1,13 +1,13 @@
 """The type checker of packet_in's and packet_out's methods: ``extract``,
 ``extract<T>(_)``, ``advance``, ``lookahead`` and ``emit`` become typed calls
-(ir_call.py), every error of them raised with its place; packet_io.py writes them.
+(ir.py), every error of them raised with its place; packet_io.py writes them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.packet_io import fixed_layout, has_varbit
 from p4target.compiler.types import BitT, IntT, StackT, StructT, Type, VarbitT, VoidT
 from p4target.frontend import ast as A
@@ -33,7 +33,7 @@ class PacketChecker:
         self.ctx.nargs(e, *counts)
 
     # ------------------------------------------------------------------ packet_in
-    def packet_in_method(self, e: A.Call, name: str) -> ir_call.Call:
+    def packet_in_method(self, e: A.Call, name: str) -> ir.Call:
         if self.ctx.fn_kind != "parser":
             raise error(e.loc, f"packet_in.{name} is only available in a parser")
         if name == "extract" and len(e.args) == 1 and e.args[0].value is None:
@@ -48,9 +48,9 @@ class PacketChecker:
             if bits.const is not None and int(bits.const) % 8:
                 raise unsupported(e.loc, "advance by a number of bits that is not a multiple of 8",
                                   "advance by whole bytes")
-            return ir_call.Advance(loc=e.loc, type=VoidT(), bits=bits)
+            return ir.Advance(loc=e.loc, type=VoidT(), bits=bits)
         if name == "lookahead":
-            return ir_call.Lookahead(loc=e.loc, type=self.lookahead_type(e))
+            return ir.Lookahead(loc=e.loc, type=self.lookahead_type(e))
         if name == "length":
             raise unsupported(e.loc, "packet_in.length()", "v1model (BMv2) does not support it either")
         raise error(e.loc, f"packet_in has no method '{name}'")
@@ -69,7 +69,7 @@ class PacketChecker:
         raise unsupported(e.loc, f"lookahead<{t}>", "look ahead at bit<W>, a fixed header or a "
                           "struct of bit<W> fields, fixed headers and stacks of them")
 
-    def skip_header(self, e: A.Call) -> ir_call.SkipHeader:
+    def skip_header(self, e: A.Call) -> ir.SkipHeader:
         if len(e.type_args) != 1:
             raise error(e.loc, "extract(_) needs the header type: extract<T>(_)")
         t = self.ctx.resolve_type(e.type_args[0])
@@ -78,9 +78,9 @@ class PacketChecker:
         if has_varbit(t):
             raise unsupported(e.loc, "extract<T>(_) of a header with a varbit field",
                               "extract it into a header and ignore it")
-        return ir_call.SkipHeader(loc=e.loc, type=VoidT(), header=t)
+        return ir.SkipHeader(loc=e.loc, type=VoidT(), header=t)
 
-    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> ir_call.Extract:
+    def extract(self, target: A.Expr, length: A.Expr | None, loc: Loc) -> ir.Extract:
         stack_next = isinstance(target, A.Member) and target.name == "next" and isinstance(
             self.exprs.check_value(target.obj).type, StackT)
         # s.next.m of a stack of header unions: member m of the next element
@@ -119,7 +119,7 @@ class PacketChecker:
             size = self.varbit_length(t, varbits, length, loc)
         elif length is not None:
             raise error(loc, f"header {t.name} has no varbit field; call extract(hdr) with one argument")
-        return ir_call.Extract(loc=loc, type=VoidT(), place=place, parent=parent, stack=stack, member=member,
+        return ir.Extract(loc=loc, type=VoidT(), place=place, parent=parent, stack=stack, member=member,
                                header=t, length=size, varbit=varbits[0] if varbits else None)
 
     def varbit_length(self, t: StructT, varbits: list[str], length: A.Expr | None, loc: Loc) -> ir.Expr:
@@ -134,13 +134,13 @@ class PacketChecker:
         return lv
 
     # ------------------------------------------------------------------ packet_out
-    def emit(self, e: A.Call, f: A.Member) -> ir_call.EmitHeaders:
+    def emit(self, e: A.Call, f: A.Member) -> ir.EmitHeaders:
         if f.name != "emit":
             raise error(f.loc, f"packet_out has no method '{f.name}'; use emit")
         self.nargs(e, 1)
         value = self.exprs.check_value(e.args[0].value)  # type: ignore[arg-type]  # nargs refused '_'
         self.emittable(value.type, e.args[0].loc)
-        return ir_call.EmitHeaders(loc=e.loc, type=VoidT(), value=value)
+        return ir.EmitHeaders(loc=e.loc, type=VoidT(), value=value)
 
     def emittable(self, t: Type, loc: Loc) -> None:
         """Refuse a value ``emit`` cannot write (its first member that is not a header,

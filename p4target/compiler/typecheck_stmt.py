@@ -1,5 +1,5 @@
 """The type checker of statements: a statement of the syntax tree becomes a typed
-statement (ir_stmt.py), with every name, type and rule of it checked and every
+statement (ir.py), with every name, type and rule of it checked and every
 error of it raised, with its place; its expressions are the expression checker's
 (typecheck_expr.py). The generator (emit_stmt.py) then writes it.
 """
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
-from p4target.compiler import ir, ir_stmt
+from p4target.compiler import ir
 from p4target.compiler.emit_stmt import fresh_value, length_place
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_expr import expr_text, kind_of
@@ -64,37 +64,37 @@ class StmtChecker:
 
     # ------------------------------------------------------------------ simple statements
     @staticmethod
-    def empty(s: A.Empty) -> ir_stmt.Empty:
-        return ir_stmt.Empty(loc=s.loc)
+    def empty(s: A.Empty) -> ir.Empty:
+        return ir.Empty(loc=s.loc)
 
     @staticmethod
-    def block(s: A.Block) -> ir_stmt.Block:
-        return ir_stmt.Block(loc=s.loc, body=tuple(s.stmts))
+    def block(s: A.Block) -> ir.Block:
+        return ir.Block(loc=s.loc, body=tuple(s.stmts))
 
-    def if_(self, s: A.If) -> ir_stmt.If:
+    def if_(self, s: A.If) -> ir.If:
         cond = self.exprs.check_value(s.cond)
         if not isinstance(cond.type, BoolT):
             raise error(s.cond.loc, f"if condition must be bool, not {cond.type}; compare it, e.g. x != 0")
         other = body_of(s.other) if s.other is not None else None
-        return ir_stmt.If(loc=s.loc, cond=cond, then=body_of(s.then), other=other)
+        return ir.If(loc=s.loc, cond=cond, then=body_of(s.then), other=other)
 
-    def exit(self, s: A.Exit) -> ir_stmt.Exit:
+    def exit(self, s: A.Exit) -> ir.Exit:
         if self.ctx.fn_kind == "parser":
             raise error(s.loc, "exit is not allowed in a parser; use transition reject")
         if self.ctx.fn_kind == "function":
             raise error(s.loc, "exit is not allowed in a function (P4_16 12.5); return a value "
                         "and exit in the caller")
-        return ir_stmt.Exit(loc=s.loc)
+        return ir.Exit(loc=s.loc)
 
-    def return_(self, s: A.Return) -> ir_stmt.Return:
+    def return_(self, s: A.Return) -> ir.Return:
         outs = tuple(self.ctx.action_outs)
         if self.ctx.fn_kind == "function":
-            return ir_stmt.Return(loc=s.loc, value=self.returned(s), in_function=True, outs=outs)
+            return ir.Return(loc=s.loc, value=self.returned(s), in_function=True, outs=outs)
         if s.value is not None:
             raise error(s.value.loc, "only functions return values; use an out parameter")
         if self.ctx.fn_kind == "parser":
             raise error(s.loc, "return is not allowed in a parser state")
-        return ir_stmt.Return(loc=s.loc, value=None, in_function=False,
+        return ir.Return(loc=s.loc, value=None, in_function=False,
                               outs=outs if self.ctx.fn_kind == "action" else ())
 
     def returned(self, s: A.Return) -> ir.Expr | None:
@@ -109,7 +109,7 @@ class StmtChecker:
         return self.exprs.check_as(s.value, ret, "return value")  # type: ignore[arg-type]  # ret is set in a function (a return with a value is only allowed there)
 
     # ------------------------------------------------------------------ declarations
-    def const_decl(self, s: A.VarDecl) -> ir_stmt.ConstDecl:
+    def const_decl(self, s: A.VarDecl) -> ir.ConstDecl:
         """``const T name = value;``: the name is defined here, with the constant's code
         and value."""
         self.ctx.scope.check_not_param(s.name, s.loc)
@@ -120,9 +120,9 @@ class StmtChecker:
         value = self.exprs.convert(v, t, s.loc, f"const {s.name}")
         code = self.expressions.emitter.emit(value).code
         self.ctx.scope.define(s.name, Sym("const", t, code, eval(code, {"__builtins__": {}})), s.loc)
-        return ir_stmt.ConstDecl(loc=s.loc, name=s.name, type=t, value=value)
+        return ir.ConstDecl(loc=s.loc, name=s.name, type=t, value=value)
 
-    def var_decl(self, s: A.VarDecl) -> ir_stmt.VarDecl:
+    def var_decl(self, s: A.VarDecl) -> ir.VarDecl:
         """``T name [= init];``: the name is defined once its initializer is checked."""
         self.ctx.scope.check_not_param(s.name, s.loc)
         t = self.ctx.resolve_type(s.type)
@@ -136,7 +136,7 @@ class StmtChecker:
             self.check_fresh(t, s.loc)
         width = self.varbit_width(s.init, s.loc) if s.init is not None and isinstance(t, VarbitT) else None
         self.ctx.scope.define(s.name, Sym("var", t, py), s.loc)
-        return ir_stmt.VarDecl(loc=s.loc, name=s.name, type=t, local=py, init=init, init_width=width)
+        return ir.VarDecl(loc=s.loc, name=s.name, type=t, local=py, init=init, init_width=width)
 
     @staticmethod
     def check_fresh(t: Type, loc: Loc) -> None:
@@ -153,27 +153,27 @@ class StmtChecker:
         return length_place(code)
 
     # ------------------------------------------------------------------ loops
-    def break_(self, s: A.Break | A.Continue) -> ir_stmt.Break:
+    def break_(self, s: A.Break | A.Continue) -> ir.Break:
         word = "break" if isinstance(s, A.Break) else "continue"
         if not self.ctx.loops:
             raise error(s.loc, f"'{word}' outside a for loop; remove it")
         loop = self.ctx.loops[-1]
         if isinstance(s, A.Continue) and loop is not None:
-            return ir_stmt.Break(loc=s.loc, word=word, update=tuple(loop[1]), scope=loop[0])
-        return ir_stmt.Break(loc=s.loc, word=word, update=None, scope=None)
+            return ir.Break(loc=s.loc, word=word, update=tuple(loop[1]), scope=loop[0])
+        return ir.Break(loc=s.loc, word=word, update=None, scope=None)
 
-    def for_(self, s: A.For) -> ir_stmt.For:
-        return ir_stmt.For(loc=s.loc, scope=self.ctx.scope.child(), init=tuple(s.init), cond=s.cond,
+    def for_(self, s: A.For) -> ir.For:
+        return ir.For(loc=s.loc, scope=self.ctx.scope.child(), init=tuple(s.init), cond=s.cond,
                            update=tuple(s.update), body=body_of(s.body))
 
-    def loop_test(self, cond: A.Expr) -> ir_stmt.LoopTest:
+    def loop_test(self, cond: A.Expr) -> ir.LoopTest:
         """A for loop's condition, checked in its scope once its initial statements are."""
         c = self.exprs.check_value(cond)
         if not isinstance(c.type, BoolT):
             raise error(cond.loc, f"for condition must be bool, not {c.type}; compare it, e.g. i < 4")
-        return ir_stmt.LoopTest(loc=cond.loc, cond=c)
+        return ir.LoopTest(loc=cond.loc, cond=c)
 
-    def for_in(self, s: A.ForIn) -> ir_stmt.ForIn:
+    def for_in(self, s: A.ForIn) -> ir.ForIn:
         """``for (T x in lo .. hi)`` (both ends included), ``for (T x in {a, b})`` or
         ``for (T x in stack)``; without ``T``, the loop assigns the variable ``x``."""
         existing: ir.Expr | None = None
@@ -208,11 +208,11 @@ class StmtChecker:
         if existing is None:
             local = self.local_name(s.name)
             scope.define(s.name, Sym("var", t, local), s.loc)
-        return ir_stmt.ForIn(loc=s.loc, local=local, existing=existing, scope=scope, lo=lo, hi=hi,
+        return ir.ForIn(loc=s.loc, local=local, existing=existing, scope=scope, lo=lo, hi=hi,
                              items=items, stack=stack, body=body_of(s.body))
 
     # ------------------------------------------------------------------ assignment
-    def assign(self, s: A.Assign) -> ir_stmt.Assign:
+    def assign(self, s: A.Assign) -> ir.Assign:
         """``lhs = rhs;`` and ``lhs op= rhs;``. A stack index on the left computed with
         a call is evaluated before the right-hand side, and only once;
         a plain one is read when the value is stored (p4c's SideEffectOrdering, so
@@ -225,12 +225,12 @@ class StmtChecker:
         node = self.assign_to(target, value, s.loc)
         return replace(node, pre=pre) if pre else node
 
-    def assign_to(self, target: A.Expr, value: A.Expr, loc: Loc) -> ir_stmt.Assign:
+    def assign_to(self, target: A.Expr, value: A.Expr, loc: Loc) -> ir.Assign:
         t = self.lvalue_type(target)
         node = self.exprs.check_as(value, t, f"assignment to {expr_text(target)}")
         place = self.store_target(target)
         widths = (self.varbit_width(target, loc), self.varbit_width(value, loc)) if isinstance(t, VarbitT) else None
-        return ir_stmt.Assign(loc=loc, target=place, value=node, widths=widths)
+        return ir.Assign(loc=loc, target=place, value=node, widths=widths)
 
     def lvalue_type(self, target: A.Expr) -> Type:
         self.check_lvalue(target)
@@ -307,7 +307,7 @@ class StmtChecker:
         return taken
 
     # ------------------------------------------------------------------ switch
-    def switch(self, s: A.Switch) -> ir_stmt.Switch:
+    def switch(self, s: A.Switch) -> ir.Switch:
         if self.ctx.fn_kind == "action":  # BMv2's limit: p4c-bm2-ss reports it after the type checker's errors
             self.ctx.deferred.append(error(s.loc, "a switch statement in an action; BMv2 cannot run one there "
                                        "(p4c-bm2-ss refuses it): use if/else"))
@@ -318,12 +318,12 @@ class StmtChecker:
         action_run = kind_of(subject) == "action_run"
         if not action_run and not isinstance(subject.type, (BitT, EnumT, ErrorT, IntT)):
             raise error(s.expr.loc, f"cannot switch on a value of type {subject.type}")
-        cases = tuple(ir_stmt.SwitchCase(loc=s.loc, labels=tuple(self.label(lb, subject, action_run) for lb in c.labels),
+        cases = tuple(ir.SwitchCase(loc=s.loc, labels=tuple(self.label(lb, subject, action_run) for lb in c.labels),
                                          body=tuple(c.body.stmts) if c.body is not None else None)
                       for c in s.cases)
         if cases and cases[-1].body is None:
             raise error(s.loc, "the last switch case has no body; add { }")
-        return ir_stmt.Switch(loc=s.loc, subject=subject, action_run=action_run, cases=cases)
+        return ir.Switch(loc=s.loc, subject=subject, action_run=action_run, cases=cases)
 
     def label(self, label: A.Expr | None, subject: ir.Expr, action_run: bool) -> ir.Expr | int | None:
         """A case label's test: None for default, an action's index in the switched

@@ -1,5 +1,5 @@
 """The call checker (typecheck_call.py, typecheck_packet.py) makes typed calls
-(ir_call.py): the callee resolved, the arguments settled in the order of its
+(ir.py): the callee resolved, the arguments settled in the order of its
 parameters and converted to their types, every error of a call raised with its
 place; the call generator (emit_call.py) writes their code. The nodes recorded here
 are those the checker made while compiling a real program; the expected nodes,
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from p4target.compiler import ir, ir_call
+from p4target.compiler import ir
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Scope
 from p4target.compiler.types import BitT, BoolT, ObjT, StructT, VoidT
@@ -71,21 +71,21 @@ class Recorded:
     def __init__(self, path: Path) -> None:
         path.write_text(HEAD + CALLS + TAIL)
         self.pc = ProgramCompiler(parse_tokens(tokenize(preprocess(path, (), {}))), path)
-        self.nodes: dict[str, ir_call.Call] = {}
+        self.nodes: dict[str, ir.Call] = {}
         self.code: dict[str, tuple[V | None, list[str]]] = {}
         self.scopes: dict[str, tuple[Scope, str]] = {}
         calls, emitter = self.pc.statements.calls, self.pc.statements.call_emitter
         check, emit = calls.check, emitter.emit
         texts: dict[int, str] = {}
 
-        def checked(e: A.Call) -> ir_call.Call:
+        def checked(e: A.Call) -> ir.Call:
             node = check(e)
             text = f"{e.loc.line}:{e.loc.col}"
             self.nodes[text], self.scopes[text] = node, (self.pc.scope, self.pc.fn_kind)
             texts[id(node)] = text
             return node
 
-        def emitted(node: ir_call.Call) -> V | None:
+        def emitted(node: ir.Call) -> V | None:
             before = len(self.pc.out)
             v = emit(node)
             if id(node) in texts:
@@ -103,7 +103,7 @@ def rec(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 
 def test_an_action_calls_argument_is_converted_to_its_parameters_type(rec):
     node = rec.nodes[f"{FIRST}:9"]  # set8(300);
-    assert isinstance(node, ir_call.ActionCall) and node.callee.p4name == "I.set8"
+    assert isinstance(node, ir.ActionCall) and node.callee.p4name == "I.set8"
     assert node.ret is None and node.type == VoidT() and not node.exits
     (arg,) = node.args
     # 300 passed to bit<8> wraps to 300 - 256 = 44
@@ -115,7 +115,7 @@ def test_an_action_calls_argument_is_converted_to_its_parameters_type(rec):
 
 def test_out_and_inout_arguments_are_copied_back_in_order(rec):
     node = rec.nodes[f"{FIRST + 3}:9"]  # get(meta.m8, hdr.h.b);
-    assert isinstance(node, ir_call.ActionCall) and node.callee.p4name == "I.get"
+    assert isinstance(node, ir.ActionCall) and node.callee.p4name == "I.get"
     o, io = node.args
     assert (o.param, o.direction, o.type, o.value) == ("o", "out", BitT(8), None)
     assert isinstance(o.place, ir.Field) and o.place.name == "m8" and o.place.parent.name == "meta_t"
@@ -131,7 +131,7 @@ def test_out_and_inout_arguments_are_copied_back_in_order(rec):
 
 def test_set_valid_names_the_header(rec):
     node = rec.nodes[f"{FIRST + 1}:9"]  # hdr.h.setValid();
-    assert isinstance(node, ir_call.SetValidity) and node.valid and node.type == VoidT()
+    assert isinstance(node, ir.SetValidity) and node.valid and node.type == VoidT()
     assert isinstance(node.header, StructT) and (node.header.kind, node.header.name) == ("header", "h_t")
     assert isinstance(node.base, ir.Field) and node.base.name == "h"
     # a member of a struct, not of a union: no other member is made invalid
@@ -142,7 +142,7 @@ def test_set_valid_names_the_header(rec):
 
 def test_a_table_apply_names_the_table_and_its_hit_is_a_bool(rec):
     node = rec.nodes[f"{FIRST + 2}:13"]  # t.apply() in if (t.apply().hit)
-    assert isinstance(node, ir_call.TableApply) and node.table.name == "I.t"
+    assert isinstance(node, ir.TableApply) and node.table.name == "I.t"
     assert isinstance(node.type, ObjT) and (node.type.kind, node.type.name) == ("tableresult", "I.t")
     scope, kind = rec.scopes[f"{FIRST + 2}:13"]
     rec.pc.scope, rec.pc.fn_kind = scope, kind
@@ -152,18 +152,18 @@ def test_a_table_apply_names_the_table_and_its_hit_is_a_bool(rec):
 
 
 def test_extract_names_the_header_type(rec):
-    node = next(n for n in rec.nodes.values() if isinstance(n, ir_call.Extract))  # pkt.extract(hdr.h)
+    node = next(n for n in rec.nodes.values() if isinstance(n, ir.Extract))  # pkt.extract(hdr.h)
     assert node.loc.line == 7 and node.type == VoidT()
     assert (node.header.kind, node.header.name) == ("header", "h_t")
     assert isinstance(node.place, ir.Field) and node.place.name == "h"
     assert node.stack is None and node.length is None and node.varbit is None
-    emit = next(n for n in rec.nodes.values() if isinstance(n, ir_call.EmitHeaders))  # pkt.emit(hdr.h)
+    emit = next(n for n in rec.nodes.values() if isinstance(n, ir.EmitHeaders))  # pkt.emit(hdr.h)
     assert isinstance(emit.value, ir.Field) and emit.value.type == node.header
 
 
 def test_an_extern_method_names_its_instance(rec):
     node = rec.nodes[f"{FIRST + 4}:9"]  # c.count(2);
-    assert isinstance(node, ir_call.ExternCall) and node.name == "count" and node.type == VoidT()
+    assert isinstance(node, ir.ExternCall) and node.name == "count" and node.type == VoidT()
     assert node.instance is not None and (node.instance.kind, node.instance.name) == ("counter", "I.c")
     (index,) = node.args
     assert isinstance(index, ir.Const) and index.const == 2 and node.out is None
@@ -174,7 +174,7 @@ def test_an_extern_method_names_its_instance(rec):
 
 def test_a_sub_blocks_apply_copies_its_arguments_in_and_out(rec):
     node = rec.nodes[f"{FIRST + 5}:9"]  # sub.apply(meta.m8, true);
-    assert isinstance(node, ir_call.SubApply) and node.block.kind == "control" and node.block.path == "I.sub"
+    assert isinstance(node, ir.SubApply) and node.block.kind == "control" and node.block.path == "I.sub"
     x, f = node.args
     assert (x.param, x.direction, x.type) == ("x", "inout", BitT(8)) and node.attrs == ("p_x", "p_f")
     assert isinstance(x.value, ir.Field) and x.value.name == "m8" and x.place == x.value
@@ -189,7 +189,7 @@ def test_a_sub_blocks_apply_copies_its_arguments_in_and_out(rec):
 
 def test_packet_errors_are_the_checkers_with_their_place(rec, tmp_path):
     """An extract into a header with no varbit field given a length."""
-    node = next(n for n in rec.nodes.values() if isinstance(n, ir_call.Extract))
+    node = next(n for n in rec.nodes.values() if isinstance(n, ir.Extract))
     rec.pc.scope, rec.pc.fn_kind = rec.scopes[f"{node.loc.line}:{node.loc.col}"]
     loc = node.loc
     pkt_extract = A.Member(loc, A.Name(loc, "pkt"), "extract")

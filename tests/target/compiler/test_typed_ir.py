@@ -1,7 +1,7 @@
 """The type checker of expressions (typecheck_expr.py) makes typed nodes (ir.py) with
 their types, folded constants and resolved names, and the general generator
 (emit_expr.py) writes their code; the statement checker (typecheck_stmt.py) makes
-typed statements (ir_stmt.py) of them and the statement generator (emit_stmt.py)
+typed statements (ir.py) of them and the statement generator (emit_stmt.py)
 writes theirs. The expected types, values and code are written out here from the
 P4_16 rules."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from p4target.compiler import ir, ir_call, ir_stmt
+from p4target.compiler import ir
 from p4target.compiler.program import ProgramCompiler
 from p4target.compiler.scope import Sym
 from p4target.compiler.typecheck_call import CallChecker
@@ -149,9 +149,9 @@ def test_an_operand_before_a_call_with_effects_is_kept_first(compiled):
     assert isinstance(node, ir.Binary) and node.type == BitT(8) and node.op == "+"
     assert isinstance(node.left, ir.Spill) and node.left.how == "value" and node.left.type == BitT(8)
     assert isinstance(node.left.value, ir.Field) and node.left.value.name == "a"
-    assert isinstance(node.right, ir_call.CallResult) and node.right.type == BitT(8)
+    assert isinstance(node.right, ir.CallResult) and node.right.type == BitT(8)
     assert node.right.call is stmts[6].value.right
-    assert isinstance(node.right.node, ir_call.ActionCall) and node.right.node.callee.decl.name == "bump"
+    assert isinstance(node.right.node, ir.ActionCall) and node.right.node.callee.decl.name == "bump"
     # hdr.h.a first; then bump, whose inout argument is copied back; the sum wraps at 8 bits
     assert written == ["_v1 = hdr.h.a", "_r2 = f_bump(st, L, meta.m8)", "meta.m8 = _r2[1]"]
     assert code == "((_v1 + _r2[0]) & 0xff)"
@@ -166,7 +166,7 @@ def test_a_short_circuit_with_effects_is_a_node(compiled):
     assert isinstance(node, ir.ShortCircuit) and node.op == "&&" and node.type == BoolT()
     assert isinstance(node.left, ir.Field) and node.left.name == "f"
     assert isinstance(node.right, ir.Binary) and node.right.op == "=="
-    assert isinstance(node.right.left, ir_call.CallResult)
+    assert isinstance(node.right.left, ir.CallResult)
     assert node.right.right == ir.Const(type=BitT(8), loc=node.right.right.loc, const=1)
     assert written == ["_b1 = meta.f",
                        "if _b1:",
@@ -184,7 +184,7 @@ def test_a_conditional_with_effects_is_a_node(compiled):
     assert checked == []
     assert isinstance(node, ir.Conditional) and node.type == BitT(8)
     assert isinstance(node.cond, ir.Field) and node.cond.name == "f"
-    assert isinstance(node.then, ir_call.CallResult) and node.then.type == BitT(8)
+    assert isinstance(node.then, ir.CallResult) and node.then.type == BitT(8)
     assert node.other == ir.Const(type=BitT(8), loc=node.other.loc, const=7)
     assert written == ["if meta.f:",
                        "    _r2 = f_bump(st, L, meta.m8)",
@@ -217,7 +217,7 @@ def test_the_fast_paths_call_checker_checks_a_functions_arguments(compiled):
     pc, stmts = compiled
     in_place = CallChecker(pc, pc.expressions, pc.statements.checker, pc.statements, in_place=True)
     node = in_place.check(stmts[6].value.right)
-    assert isinstance(node, ir_call.ActionCall) and node.ret == BitT(8) and node.type == BitT(8)
+    assert isinstance(node, ir.ActionCall) and node.ret == BitT(8) and node.type == BitT(8)
     (arg,) = node.args
     assert (arg.param, arg.direction, arg.type, arg.pre) == ("x", "inout", BitT(8), ())
     assert isinstance(arg.value, ir.Field) and arg.value.name == "m8"
@@ -261,7 +261,7 @@ def test_keysets_are_constants_of_the_key_type(compiled):
 
 # ---------------------------------------------------------------------- statements
 # The type checker of statements (typecheck_stmt.py) makes typed statements
-# (ir_stmt.py) whose expressions are typed and converted to the type the statement
+# (ir.py) whose expressions are typed and converted to the type the statement
 # needs, and raises every error of a statement with its place; the statement
 # generator (emit_stmt.py) writes their code.
 
@@ -312,7 +312,7 @@ def stmts_compiled(tmp_path: Path) -> tuple[ProgramCompiler, list[A.Stmt], A.Swi
     return pc, action.body.stmts, switch
 
 
-def emitted(pc: ProgramCompiler, node: ir_stmt.Stmt) -> list[str]:
+def emitted(pc: ProgramCompiler, node: ir.Stmt) -> list[str]:
     """The lines the generator writes for ``node``, without their indentation."""
     before = len(pc.out)
     pc.statements.emitter.emit(node)
@@ -322,7 +322,7 @@ def emitted(pc: ProgramCompiler, node: ir_stmt.Stmt) -> list[str]:
 def test_an_unsized_literal_assigned_becomes_a_constant_of_the_targets_type(stmts_compiled):
     pc, stmts, _ = stmts_compiled
     node = pc.statements.checker.assign(stmts[0])  # meta.m8 = 7;
-    assert isinstance(node, ir_stmt.Assign) and node.widths is None
+    assert isinstance(node, ir.Assign) and node.widths is None
     assert node.value == ir.Const(type=BitT(8), loc=stmts[0].value.loc, const=7)
     assert isinstance(node.target, ir.Field) and node.target.name == "m8" and node.target.type == BitT(8)
     assert isinstance(node.target.parent, StructT) and node.target.parent.name == "meta_t"
@@ -370,12 +370,12 @@ def test_return_and_exit_in_an_action(stmts_compiled):
     pc, stmts, _ = stmts_compiled
     checker = pc.statements.checker
     ret = checker.return_(stmts[6])
-    assert ret == ir_stmt.Return(loc=stmts[6].loc, value=None, in_function=False, outs=())
+    assert ret == ir.Return(loc=stmts[6].loc, value=None, in_function=False, outs=())
     assert emitted(pc, ret) == ["return"]
     pc.action_outs = ["o1", "o2"]  # an action with out parameters returns them
     assert emitted(pc, checker.return_(stmts[6])) == ["return (o1, o2, )"]
     ex = checker.exit(stmts[7])
-    assert ex == ir_stmt.Exit(loc=stmts[7].loc) and emitted(pc, ex) == ["raise EXIT"]
+    assert ex == ir.Exit(loc=stmts[7].loc) and emitted(pc, ex) == ["raise EXIT"]
     pc.fn_kind = "parser"
     with pytest.raises(P4Error, match="exit is not allowed in a parser; use transition reject"):
         checker.exit(stmts[7])
