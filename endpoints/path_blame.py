@@ -63,3 +63,11 @@ def judgement(evs: Iterable[EvStats], retire_after: int, retire_delay: float,
     if now >= first + retire_delay:  # the same sum as the time to look again
         return first, float("inf")
     return None, first + retire_delay
+
+
+def condemned(evs: Iterable[tuple[int, EvStats]], first: float) -> list[int]:
+    """The EVs a condemned path retires, of its ``(ev, stats)``: the GOOD ones with a
+    row, and those of which nothing sent since the path's first loss (sent at
+    ``first``) was acknowledged, unless a probe or a late packet made them GOOD since."""
+    return [ev for ev, st in evs
+            if st.state == GOOD and (st.loss_streak or (st.last_acked_sent < first and st.good_since <= first))]

@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from endpoints import events, wire
-from endpoints.common import GOOD, HALF_PSN, MAX_EVS, Tx
+from endpoints.common import HALF_PSN, MAX_EVS, Tx
 from endpoints.congestion import Window
 from endpoints.ev_set import EvSet, EvStats
-from endpoints.path_blame import judgement
+from endpoints.path_blame import condemned, judgement
 from endpoints.retransmit import InFlight, RttEstimator
 from endpoints.sender_config import SenderConfig
 from endpoints.sender_report import sender_report
@@ -551,18 +551,15 @@ class Sender:
 
     def _judge_path(self, ev: int, now: float) -> bool:
         """Retire the EVs of ``ev``'s path if the loss rows of its EVs condemn it now
-        (``path_blame.judgement``): those with a row, and those of which nothing sent
-        since the path's first loss was acknowledged (unless a probe or a late packet
-        made them GOOD since); otherwise note when to look again. True if it did."""
+        (``path_blame.judgement``; which of them: ``path_blame.condemned``); otherwise
+        note when to look again. True if it did."""
         evs = self.ev_set.path_evs(ev)
         first, again = judgement((self.evs[e] for e in evs), self.cfg.retire_after, self.cfg.retire_delay, now)
         if first is None:
             self._judge_at = min(self._judge_at, again)
             return False
-        for e in evs:
-            st = self.evs[e]
-            if st.state == GOOD and (st.loss_streak or (st.last_acked_sent < first and st.good_since <= first)):
-                self.ev_set.retire(e, "nack", now)
+        for e in condemned(((e, self.evs[e]) for e in evs), first):
+            self.ev_set.retire(e, "nack", now)
         return True
 
     def _judge(self, now: float) -> None:
